@@ -1,0 +1,67 @@
+"""What a test may leave behind, snapshotted before and compared after.
+
+Every end-to-end test wraps itself in `assert_no_leftovers()` (or the
+`no_leftovers` fixture): cleanup is part of what we test, not an afterthought.
+"""
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import subprocess
+
+# Processes the harness may start; anything by these names that outlives a test leaked.
+WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc")
+
+
+def _lines(argv: list[str]) -> set[str]:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    return {line.strip() for line in out.splitlines() if line.strip()}
+
+
+def _processes() -> set[str]:
+    found = set()
+    for comm_path in glob.glob("/proc/[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            comm = open(comm_path).read().strip()
+            if comm.startswith(WATCHED_COMMS) or comm.startswith(("ovs-vswitchd", "dpdk-")):
+                found.add(f"{comm_path.split('/')[2]}:{comm}")
+    return found
+
+
+def _hugetlbfs_mounts() -> set[str]:
+    with open("/proc/mounts") as f:
+        return {line.split()[1] for line in f if line.split()[2:3] == ["hugetlbfs"]}
+
+
+def snapshot() -> dict[str, set[str]]:
+    return {
+        "netns": {n.split()[0] for n in _lines(["ip", "netns", "list"])},
+        "links": {l.split("@")[0] for l in _lines(["ip", "-o", "-br", "link", "show"])
+                  for l in [l.split()[0]]},
+        "processes": _processes(),
+        "hugepage files": {f for m in _hugetlbfs_mounts() for f in glob.glob(f"{m}/*")},
+        "dpdk runtime dirs": set(glob.glob("/var/run/dpdk/*")),
+        "runc containers": {l.split()[0] for l in _lines(["runc", "list", "-q"])},
+        "cnfperf run files": set(glob.glob("/run/cnfperf/*")),
+        "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
+    }
+
+
+def diff(before: dict[str, set[str]], after: dict[str, set[str]]) -> dict[str, set[str]]:
+    return {k: after[k] - before.get(k, set()) for k in after if after[k] - before.get(k, set())}
+
+
+@contextlib.contextmanager
+def assert_no_leftovers():
+    before = snapshot()
+    yield
+    left = diff(before, snapshot())
+    assert not left, f"left behind: {left}"
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
