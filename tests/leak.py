@@ -24,11 +24,14 @@ def _lines(argv: list[str]) -> set[str]:
 
 def _processes() -> set[str]:
     found = set()
-    for comm_path in glob.glob("/proc/[0-9]*/comm"):
+    for stat_path in glob.glob("/proc/[0-9]*/stat"):
         with contextlib.suppress(OSError):
-            comm = open(comm_path).read().strip()
-            if comm.startswith(WATCHED_COMMS) or comm.startswith(("ovs-vswitchd", "dpdk-")):
-                found.add(f"{comm_path.split('/')[2]}:{comm}")
+            stat = open(stat_path).read()
+            comm = stat[stat.index("(") + 1:stat.rindex(")")]
+            state = stat[stat.rindex(")") + 2]
+            # A zombie has exited: it only waits for a slow pid 1 to reap it.
+            if state != "Z" and comm.startswith(WATCHED_COMMS + ("dpdk-",)):
+                found.add(f"{stat_path.split('/')[2]}:{comm}")
     return found
 
 
@@ -45,7 +48,8 @@ def snapshot() -> dict[str, set[str]]:
         "processes": _processes(),
         "hugepage files": {f for m in _hugetlbfs_mounts() for f in glob.glob(f"{m}/*")},
         "dpdk runtime dirs": set(glob.glob("/var/run/dpdk/*")),
-        "runc containers": {l.split()[0] for l in _lines(["runc", "list", "-q"])},
+        "runc containers": _lines(["runc", "list", "-q"])
+        | _lines(["runc", "--root", "/run/cnfperf/runc", "list", "-q"]),
         "cnfperf run files": set(glob.glob("/run/cnfperf/*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }

@@ -1,0 +1,284 @@
+"""The minimal container image: static BusyBox, the engine, and only the shared
+objects the engine needs at run time (its ldd closure, plus the DPDK drivers the
+EAL loads from its plugin directory and the BPF objects libxdp loads).
+
+Images are cached by a hash of everything that goes in, so a rebuilt engine or an
+upgraded library gives a new image and an unchanged host reuses the old one."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .base import ContainerError, ImageInfo
+
+FORMAT = "cnfperf-rootfs-1"          # bump when the layout below changes
+ENGINE_PATH = "/bin/cnfperf-engine"
+BUSYBOX = Path("/bin/busybox")
+DEFAULT_IMAGES_DIR = Path("/var/lib/cnfperf/images")
+IMAGES_ENV = "CNFPERF_IMAGES"
+
+# Enough to look around and keep a container alive; everything else is `busybox X`.
+APPLETS = ("sh", "sleep", "cat", "echo", "ls", "ps", "kill", "ip", "env", "true",
+           "false", "grep", "head", "tail", "mount", "hostname", "taskset", "wc")
+
+# The EAL dlopen()s every driver in its plugin directory at start, and fails if one
+# of them cannot be loaded; so we take the drivers our data planes use (vdevs,
+# virtio-user, vhost, memif, AF_PACKET/AF_XDP, tap, PCI for VFs) with their
+# dependencies instead of the whole directory (~380 files, mlx/crypto stacks).
+DPDK_DRIVERS = ("bus_pci", "bus_vdev", "mempool_ring", "mempool_stack",
+                "net_af_packet", "net_af_xdp", "net_memif", "net_null", "net_ring",
+                "net_tap", "net_vhost", "net_virtio")
+
+# Loaded by glibc itself with dlopen() (thread cancellation and exit unwind
+# through it), so no ldd lists it; looked for next to the libc in use.
+GLIBC_DLOPENED = ("libgcc_s.so.1",)
+
+# What libxdp loads from disk when an AF_XDP socket is bound without a program.
+LIBXDP_OBJECTS = ("xdp-dispatcher.o", "xsk_def_xdp_prog.o", "xsk_def_xdp_prog_5.3.o")
+
+_LDD_LINE = re.compile(r"^\s*(?:(\S+)\s+=>\s+)?(\S+)(?:\s+\(0x[0-9a-f]+\))?\s*$")
+
+
+def parse_ldd(text: str) -> tuple[list[str], list[str]]:
+    """ldd output -> (resolved paths, names not found). The vDSO has no file."""
+    found: list[str] = []
+    missing: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or "statically linked" in line or "not a dynamic executable" in line:
+            continue
+        if "=> not found" in line:
+            missing.append(line.split()[0])
+            continue
+        m = _LDD_LINE.match(line)
+        if not m:
+            continue
+        path = m.group(2)
+        if path.startswith("/"):
+            found.append(path)
+    return found, missing
+
+
+def ldd(path: str | Path) -> list[str]:
+    done = subprocess.run(["ldd", str(path)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    text = done.stdout + done.stderr
+    if done.returncode != 0 and "not a dynamic executable" not in text:
+        raise ContainerError(f"image: `ldd {path}` failed: {text.strip() or done.returncode}")
+    found, missing = parse_ldd(done.stdout)
+    if missing:
+        raise ContainerError(f"image: {path} needs {', '.join(missing)}, not found on this host")
+    return found
+
+
+def library_closure(roots: Iterable[str | Path], resolve=ldd,
+                    transitive: bool = True) -> list[str]:
+    """Every shared object the roots load. ldd runs the real loader, so its answer
+    for a root already names every object loaded with it, found the way the loader
+    finds them at run time: with `transitive` those are not walked again (walking
+    them would also add copies the loader never opens, and costs ~1 s of ldd
+    calls for a DPDK engine)."""
+    seen: set[str] = set()
+    todo = [str(r) for r in roots]
+    walked: set[str] = set()
+    while todo:
+        path = todo.pop()
+        if path in walked:
+            continue
+        walked.add(path)
+        for lib in resolve(path):
+            if lib not in seen:
+                seen.add(lib)
+                if not transitive:
+                    todo.append(lib)
+    return sorted(seen)
+
+
+def dpdk_plugin_dir(eal: str | Path) -> Path | None:
+    """The directory the EAL loads drivers from, as compiled into librte_eal
+    (RTE_EAL_PMD_PATH appears there as 'DPDK_PLUGIN_PATH=<dir>')."""
+    data = Path(eal).read_bytes()
+    m = re.search(rb"DPDK_PLUGIN_PATH=([^\x00]*)\x00", data)
+    if not m or not m.group(1):
+        return None
+    path = Path(m.group(1).decode())
+    return path if path.is_dir() else None
+
+
+def dpdk_drivers(plugin_dir: Path, drivers: Sequence[str] = DPDK_DRIVERS) -> list[str]:
+    """Files of the chosen drivers, under every name the EAL scans (x.so, x.so.N...)."""
+    out = []
+    for entry in sorted(os.listdir(plugin_dir)):
+        m = re.match(r"librte_(.+?)\.so(\.|$)", entry)
+        if m and m.group(1) in drivers:
+            out.append(str(plugin_dir / entry))
+    return out
+
+
+def libxdp_object_dir(libxdp: str | Path) -> Path | None:
+    """libxdp's compiled-in BPF object directory (BPF_OBJECT_PATH)."""
+    data = Path(libxdp).read_bytes()
+    for m in re.finditer(rb"\x00(/[\w./+-]*/bpf)\x00", data):
+        path = Path(m.group(1).decode())
+        if (path / LIBXDP_OBJECTS[0]).exists():
+            return path
+    return None
+
+
+@dataclass
+class ImageSpec:
+    engine: Path
+    busybox: Path = BUSYBOX
+    files: list[str] = field(default_factory=list)   # host paths copied to the same path
+    dpdk: bool = False
+
+    @property
+    def name(self) -> str:
+        return "busybox+engine" + ("+dpdk" if self.dpdk else "")
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        h.update(FORMAT.encode() + b"\0" + " ".join(APPLETS).encode() + b"\0")
+        for dest, src in [(ENGINE_PATH, self.engine), ("/bin/busybox", self.busybox)] + \
+                         [(f, Path(f)) for f in self.files]:
+            h.update(dest.encode() + b"\0")
+            if os.path.islink(src) and dest not in (ENGINE_PATH, "/bin/busybox"):
+                h.update(b"-> " + os.readlink(src).encode() + b"\0")
+            h.update(_file_hash(src) + b"\0")
+        return h.hexdigest()
+
+
+def _file_hash(path: Path) -> bytes:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest().encode()
+
+
+def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd) -> ImageSpec:
+    if not engine.is_file() or not os.access(engine, os.X_OK):
+        raise ContainerError(f"image: engine {engine} is not an executable file")
+    if not busybox.is_file():
+        raise ContainerError(f"image: {busybox} missing (install busybox-static)")
+    libs = library_closure([engine], resolve)
+    spec = ImageSpec(engine=engine, busybox=busybox)
+    extra: list[str] = []
+    eal = next((l for l in libs if os.path.basename(l).startswith("librte_eal.so")), None)
+    if eal:
+        spec.dpdk = True
+        plugin_dir = dpdk_plugin_dir(eal)
+        if plugin_dir:
+            drivers = dpdk_drivers(plugin_dir)
+            extra += drivers
+            libs = sorted(set(libs) | set(library_closure(
+                [d for d in drivers if not os.path.islink(d)], resolve)))
+    libc = next((l for l in libs if os.path.basename(l) == "libc.so.6"), None)
+    if libc:
+        extra += [p for n in GLIBC_DLOPENED
+                  if os.path.exists(p := os.path.join(os.path.dirname(libc), n))]
+    xdp = next((l for l in libs if os.path.basename(l).startswith("libxdp.so")), None)
+    if xdp and (obj_dir := libxdp_object_dir(xdp)):
+        extra += [str(obj_dir / o) for o in LIBXDP_OBJECTS if (obj_dir / o).exists()]
+    spec.files = sorted(set(libs) | set(extra))
+    return spec
+
+
+def copy_into(root: Path, host_path: str, _depth: int = 0) -> None:
+    """Copy host_path into root at the same path, recreating every symlink met on
+    the way (/lib -> usr/lib, libfoo.so.1 -> libfoo.so.1.2) so the loader finds
+    objects under the names ldd reported."""
+    if _depth > 40:
+        raise ContainerError(f"image: too many symlinks resolving {host_path}")
+    cur = Path("/")
+    parts = Path(os.path.normpath(host_path)).parts[1:]
+    for i, part in enumerate(parts):
+        cur = cur / part
+        dst = root / cur.relative_to("/")
+        if cur.is_symlink():
+            target = os.readlink(cur)
+            if not os.path.lexists(dst):
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(target, dst)
+            resolved = Path(target) if os.path.isabs(target) else cur.parent / target
+            copy_into(root, str(resolved.joinpath(*parts[i + 1:])), _depth + 1)
+            return
+        if i == len(parts) - 1:
+            if not os.path.lexists(dst):
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(cur, dst)
+        else:
+            dst.mkdir(exist_ok=True)
+
+
+def _skeleton(root: Path, spec: ImageSpec) -> None:
+    for d in ("bin", "dev", "proc", "sys", "run", "tmp", "mnt", "etc", "var"):
+        (root / d).mkdir(mode=0o755)
+    (root / "tmp").chmod(0o1777)
+    os.symlink("../run", root / "var/run")
+    shutil.copy2(spec.busybox, root / "bin/busybox")
+    for applet in APPLETS:
+        os.symlink("busybox", root / "bin" / applet)
+    shutil.copy2(spec.engine, root / ENGINE_PATH.lstrip("/"))
+    (root / ENGINE_PATH.lstrip("/")).chmod(0o755)
+    (root / "etc/passwd").write_text("root:x:0:0:root:/:/bin/sh\n")
+    (root / "etc/group").write_text("root:x:0:\n")
+
+
+def tree_size(path: Path) -> int:
+    """Apparent size of a tree, as `du -sb` counts it (files, dirs, symlinks)."""
+    total = os.lstat(path).st_size
+    for dirpath, dirnames, filenames in os.walk(path):
+        for n in dirnames + filenames:
+            total += os.lstat(os.path.join(dirpath, n)).st_size
+    return total
+
+
+def images_dir(override: Path | None = None) -> Path:
+    if override:
+        return Path(override)
+    return Path(os.environ.get(IMAGES_ENV) or DEFAULT_IMAGES_DIR)
+
+
+def _remove_abandoned_builds(base: Path) -> None:
+    """A build killed midway leaves .build-PID-*; drop those whose builder is gone."""
+    for entry in base.glob(".build-*"):
+        pid = entry.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def build(spec: ImageSpec, base: Path) -> ImageInfo:
+    """Build the image once; later calls with the same content reuse it."""
+    digest = spec.digest()
+    final = base / digest[:16]
+    rootfs = final / "rootfs"
+    if not rootfs.is_dir():
+        base.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_builds(base)
+        tmp = Path(tempfile.mkdtemp(prefix=f".build-{os.getpid()}-", dir=base))
+        try:
+            os.chmod(tmp, 0o755)
+            (tmp / "rootfs").mkdir(mode=0o755)
+            _skeleton(tmp / "rootfs", spec)
+            for f in spec.files:
+                copy_into(tmp / "rootfs", f)
+            (tmp / "digest").write_text(digest + "\n")
+            # rename is atomic: other builders and readers see no image or a whole one.
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if not rootfs.is_dir():
+                    raise
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(tmp)
+    return ImageInfo(name=spec.name, path=str(rootfs), size_bytes=tree_size(rootfs))

@@ -1,0 +1,215 @@
+"""runc: one OCI bundle per endpoint, a read-only BusyBox+engine rootfs, the
+planned cores as a cgroup cpuset, engine processes started with `runc exec`."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+from . import oci, rootfs
+from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
+                   check_cpus, check_mounts, check_name, check_netns, first_error_line,
+                   run_checked)
+
+# Our own state root: `runc list` there shows only containers cnfperf started,
+# so cleanup never touches anybody else's.
+RUNC_ROOT = Path("/run/cnfperf/runc")
+KIND = "container"
+
+
+def _runc(*args: str) -> list[str]:
+    return ["runc", "--root", str(RUNC_ROOT), *args]
+
+
+def _gone(err: ContainerError) -> bool:
+    msg = str(err)
+    return "does not exist" in msg or "not exist" in msg or "not running" in msg
+
+
+def _drop_empty_root() -> None:
+    # runc recreates its root on the next create; an empty one left here would
+    # look like a leftover of the last run.
+    with contextlib.suppress(OSError):
+        RUNC_ROOT.rmdir()
+
+
+def _is_static_elf(path: Path) -> bool:
+    """True if the ELF file has no program interpreter (PT_INTERP)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2:
+            return False
+        order = "little" if head[5] == 1 else "big"
+        phoff = int.from_bytes(head[32:40], order)
+        phentsize = int.from_bytes(head[54:56], order)
+        phnum = int.from_bytes(head[56:58], order)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    return not any(int.from_bytes(table[i:i + 4], order) == 3
+                   for i in range(0, len(table), phentsize))
+
+
+class RuncContainer(Container):
+    def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
+                 bundle: Path):
+        self.journal = journal
+        self.name = name
+        self.cpus = cpus
+        self.netns = netns
+        self.engine = rootfs.ENGINE_PATH
+        self.bundle = bundle
+        self._procs: list[subprocess.Popen] = []
+        self._destroyed = False
+
+    def exec(self, argv: list[str], stdout=subprocess.PIPE,
+             stderr=subprocess.PIPE) -> subprocess.Popen:
+        if self._destroyed:
+            raise ContainerError(f"runc exec in {self.name}: container was destroyed")
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise ValueError(f"exec argv {argv!r}: a non-empty list of strings is needed")
+        # Without a terminal runc hands its own stdio to the process and forwards
+        # every signal it gets, so Popen's pipe and send_signal() reach the engine.
+        # A new session keeps a Ctrl-C on the controlling terminal away from the
+        # engine: the runner decides when and how endpoints stop.
+        proc = subprocess.Popen(_runc("exec", self.name, *argv), stdin=subprocess.DEVNULL,
+                                stdout=stdout, stderr=stderr, bufsize=0,
+                                start_new_session=True)
+        self._procs.append(proc)
+        return proc
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            return
+        errors = _force_remove(self.name)
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self.bundle, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.bundle.parent.rmdir()
+        _drop_empty_root()
+        if errors:
+            raise ContainerError(f"destroy {self.name}: {'; '.join(errors)}")
+        self._destroyed = True
+        self.journal.discard(KIND, self.name)
+
+
+def _force_remove(name: str) -> list[str]:
+    """Kill and delete a container; returns errors other than 'already gone'."""
+    errors = []
+    for args, what in ((("kill", name, "KILL"), "runc kill"),
+                       (("delete", "--force", name), "runc delete")):
+        try:
+            run_checked(_runc(*args), what)
+        except ContainerError as e:
+            if not _gone(e):
+                errors.append(str(e))
+    return errors
+
+
+class RuncRuntime(Runtime):
+    name = "runc"
+
+    def __init__(self, journal: Journal, state_dir: Path, images_dir: Path | None = None):
+        super().__init__(journal, state_dir)
+        self.images_dir = rootfs.images_dir(images_dir)
+        self.image: ImageInfo | None = None
+
+    @classmethod
+    def check(cls) -> list[str]:
+        problems = []
+        if os.geteuid() != 0:
+            problems.append("runc runtime needs root")
+        if not shutil.which("runc"):
+            problems.append("runc not found (apt-get install runc)")
+        if not rootfs.BUSYBOX.is_file() or not _is_static_elf(rootfs.BUSYBOX):
+            problems.append(f"static {rootfs.BUSYBOX} not found (apt-get install busybox-static)")
+        if not shutil.which("ldd"):
+            problems.append("ldd not found (apt-get install libc-bin)")
+        v1 = Path("/sys/fs/cgroup/cpuset/cpuset.cpus")
+        v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+        if not v1.exists() and not (v2.exists() and "cpuset" in v2.read_text().split()):
+            problems.append("no cpuset cgroup controller mounted (needed to pin containers)")
+        return problems
+
+    def prepare(self, engine: Path) -> ImageInfo:
+        spec = rootfs.spec_for(Path(engine))
+        self.image = rootfs.build(spec, self.images_dir)
+        return self.image
+
+    def create(self, name: str, cpus: Sequence[int], netns: str,
+               mounts: Sequence[Mount] = ()) -> RuncContainer:
+        if self.image is None:
+            raise RuntimeError("RuncRuntime.create() before prepare()")
+        check_name(name)
+        cpus = check_cpus(cpus)
+        netns_path = check_netns(netns)
+        check_mounts(mounts)
+        oci.check_targets(mounts, self.image.path)
+        bundle = self.state_dir / "bundles" / name
+        if bundle.exists():
+            raise ValueError(f"container name {name!r}: already used in this run ({bundle})")
+        cfg = oci.config(name, self.image.path, cpus, str(netns_path), mounts,
+                         **oci.host_settings())
+        # Write-ahead: once journaled, a run killed at any later point is undone by
+        # remove(name), which copes with a container that never came to exist.
+        self.journal.add(KIND, name, runtime=self.name, bundle=str(bundle))
+        try:
+            bundle.mkdir(parents=True)
+            (bundle / "config.json").write_text(json.dumps(cfg, indent=1))
+            self._run_detached(name, bundle)
+        except BaseException:
+            _force_remove(name)
+            shutil.rmtree(bundle, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                bundle.parent.rmdir()
+            _drop_empty_root()
+            self.journal.discard(KIND, name)
+            raise
+        return RuncContainer(self.journal, name, cpus, netns, bundle)
+
+    @staticmethod
+    def _run_detached(name: str, bundle: Path) -> None:
+        # The container's init inherits runc's stdio; a file (not a pipe) lets runc
+        # return at once, and holds runc's own error message if it fails.
+        log = bundle / "runc.log"
+        argv = _runc("run", "--detach", "--no-new-keyring", "--bundle", str(bundle), name)
+        with open(log, "w") as out:
+            try:
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                      stderr=out, timeout=30)
+            except subprocess.TimeoutExpired:
+                raise ContainerError(f"runc run {name}: no answer in 30 s") from None
+        if done.returncode != 0:
+            raise ContainerError(f"runc run {name} failed: {first_error_line(log.read_text())}")
+
+    @classmethod
+    def _list(cls) -> list[dict]:
+        if not RUNC_ROOT.is_dir():
+            return []
+        out = run_checked(_runc("list", "--format", "json"), "runc list")
+        return json.loads(out or "null") or []
+
+    @classmethod
+    def leftovers(cls, prefix: str) -> list[str]:
+        return sorted(c["id"] for c in cls._list() if c["id"].startswith(prefix))
+
+    @classmethod
+    def remove(cls, name: str) -> None:
+        check_name(name)
+        bundle = next((Path(c["bundle"]) for c in cls._list()
+                       if c["id"] == name and c.get("bundle")), None)
+        errors = _force_remove(name)
+        if errors:
+            raise ContainerError(f"remove {name}: {'; '.join(errors)}")
+        # Only a directory that is plainly this container's bundle is deleted.
+        if bundle and bundle.name == name and (bundle / "config.json").is_file():
+            shutil.rmtree(bundle, ignore_errors=True)
+        _drop_empty_root()

@@ -1,0 +1,134 @@
+"""The netns fallback for real: the host engine in a namespace, pinned, stoppable."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cnfperf.journal import Journal
+from cnfperf.runtimes import Mount, NetnsRuntime
+from leak import assert_no_leftovers, is_root
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(not is_root() or not shutil.which("taskset"),
+                                 reason="needs root and taskset")]
+
+CPU = max(os.sched_getaffinity(0))
+PRINTER = 'trap "echo stopped; exit 0" INT; i=0; while :; do echo line $i; i=$((i+1)); sleep 0.1; done'
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"cnfp{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def netns(prefix):
+    name = f"{prefix}-ns"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    yield name
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    journal = Journal(tmp_path / "run.journal")
+    rt = NetnsRuntime(journal, tmp_path / "state")
+    info = rt.prepare(Path("/bin/true"))
+    assert (info.path, info.size_bytes) == ("", 0)
+    yield rt
+    journal.close(remove=False)
+
+
+def run(container, argv) -> str:
+    proc = container.exec(argv)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, (argv, err)
+    return out.decode()
+
+
+def test_pinned_in_the_namespace_and_stopped_by_sigint(runtime, netns, prefix):
+    with assert_no_leftovers():
+        c = runtime.create(f"{prefix}-c", [CPU], netns)
+        try:
+            assert c.engine == os.path.realpath("/bin/true")
+            status = run(c, ["cat", "/proc/self/status"])
+            assert f"Cpus_allowed_list:\t{CPU}" in status.splitlines()
+
+            host_end, moved = f"{prefix}h", f"{prefix}m"
+            subprocess.run(["ip", "link", "add", host_end, "type", "veth", "peer", "name",
+                            moved], check=True)
+            try:
+                subprocess.run(["ip", "link", "set", moved, "netns", netns], check=True)
+                links = run(c, ["ip", "-o", "link"])
+                assert moved in links and host_end not in links
+            finally:
+                subprocess.run(["ip", "link", "del", host_end], check=True)
+
+            proc = c.exec(["sh", "-c", PRINTER])
+            for i in range(3):
+                assert proc.stdout.readline() == f"line {i}\n".encode()
+            proc.send_signal(signal.SIGINT)
+            assert proc.stdout.read().decode().splitlines()[-1] == "stopped"
+            assert proc.wait(timeout=5) == 0
+        finally:
+            c.destroy()
+        c.destroy()
+        assert runtime.journal.live() == []
+        subprocess.run(["ip", "netns", "del", netns], check=True)
+
+
+def test_destroy_kills_what_exec_started(runtime, netns, prefix):
+    with assert_no_leftovers():
+        c = runtime.create(f"{prefix}-c", [CPU], netns)
+        proc = c.exec(["sleep", "600"])
+        c.destroy()
+        assert proc.poll() is not None
+        subprocess.run(["ip", "netns", "del", netns], check=True)
+
+
+KILLED_RUN = """
+import sys, time
+from pathlib import Path
+from cnfperf.journal import Journal
+from cnfperf.runtimes import NetnsRuntime
+rt = NetnsRuntime(Journal(Path(sys.argv[1]) / "j"), Path(sys.argv[1]))
+rt.prepare(Path("/bin/true"))
+c = rt.create(sys.argv[2] + "-c0", [int(sys.argv[4])], sys.argv[3])
+c.exec(["sleep", "600"], stdout=None)
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_processes_of_a_killed_run_found_and_removed(netns, prefix, tmp_path):
+    with assert_no_leftovers():
+        child = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(tmp_path), prefix,
+                                  netns, str(CPU)], stdout=subprocess.PIPE,
+                                 cwd=Path(__file__).resolve().parents[3])
+        try:
+            assert child.stdout.readline() == b"ready\n"
+        finally:
+            child.kill()
+            child.wait()
+        assert NetnsRuntime.leftovers(prefix) == [f"{prefix}-c0"]
+        NetnsRuntime.remove(f"{prefix}-c0")
+        NetnsRuntime.remove(f"{prefix}-c0")
+        deadline = time.monotonic() + 5
+        while NetnsRuntime.leftovers(prefix) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the orphan is a zombie until init reaps it
+        assert NetnsRuntime.leftovers(prefix) == []
+        subprocess.run(["ip", "netns", "del", netns], check=True)
+
+
+def test_remapped_mounts_refused(runtime, netns, prefix, tmp_path):
+    with pytest.raises(ValueError, match="mount target"):
+        runtime.create(f"{prefix}-c", [CPU], netns, [Mount(str(tmp_path), "/mnt/x")])
+    c = runtime.create(f"{prefix}-c", [CPU], netns, [Mount(str(tmp_path), str(tmp_path))])
+    c.destroy()
+    assert runtime.journal.live() == []

@@ -1,0 +1,79 @@
+"""Input checks every runtime applies before it creates anything."""
+import os
+
+import pytest
+
+from cnfperf.runtimes import RUNTIMES, NetnsRuntime, RuncRuntime
+from cnfperf.runtimes.base import (Mount, check_cpus, check_mounts, check_name, check_netns,
+                                   cpu_list, first_error_line)
+
+
+@pytest.mark.parametrize("name", ["cnfp1", "cnfp-a1b2-pair0-tx", "a", "x.y_z-1", "A" * 63])
+def test_good_names(name):
+    assert check_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "-x", ".x", "_x", "a b", "a/b", "a:b", "ä", "A" * 64,
+                                  "../etc", None, 3])
+def test_bad_names_refused_with_the_field(name):
+    with pytest.raises(ValueError, match="container name"):
+        check_name(name)
+
+
+def test_netns_name_checked_before_path(tmp_path):
+    with pytest.raises(ValueError, match="netns '../x'"):
+        check_netns("../x")
+    with pytest.raises(ValueError, match="no such network namespace"):
+        check_netns("cnfp-surely-not-there-7f3a")
+
+
+@pytest.mark.parametrize("cpus,text", [([1], "1"), ([0, 1, 2, 3], "0-3"), ([3, 1, 0], "0-1,3"),
+                                       ([0, 2, 4, 5, 6, 9], "0,2,4-6,9")])
+def test_cpu_list(cpus, text):
+    assert cpu_list(cpus) == text
+
+
+def test_cpus_usable():
+    usable = sorted(os.sched_getaffinity(0))
+    assert check_cpus([usable[-1]]) == (usable[-1],)
+
+
+@pytest.mark.parametrize("cpus,why", [([], "at least one"), ([-1], "non-negative"),
+                                      ([1, 1], "twice"), ([4096], "not available"),
+                                      (["1"], "non-negative"), ([True], "non-negative")])
+def test_bad_cpus(cpus, why):
+    with pytest.raises(ValueError, match=why):
+        check_cpus(cpus)
+
+
+def test_mounts_checked(tmp_path):
+    check_mounts([Mount(str(tmp_path), "/mnt/x")])
+    with pytest.raises(ValueError, match="mount source"):
+        check_mounts([Mount(str(tmp_path / "nope"), "/mnt/x")])
+    with pytest.raises(ValueError, match="absolute"):
+        check_mounts([Mount(str(tmp_path), "mnt/x")])
+    with pytest.raises(ValueError, match="absolute"):
+        check_mounts([Mount(str(tmp_path), "/mnt/../etc")])
+    with pytest.raises(ValueError, match="twice"):
+        check_mounts([Mount(str(tmp_path), "/mnt/x"), Mount("/", "/mnt/x")])
+
+
+def test_runc_error_line_is_the_message():
+    stderr = ('time="2024-01-01T00:00:00Z" level=warning msg="deprecated"\n'
+              'time="2024-01-01T00:00:00Z" level=error msg="container \\"x\\" does not exist"\n')
+    assert first_error_line(stderr) == 'container "x" does not exist'
+    assert first_error_line("plain failure\n") == "plain failure"
+    assert first_error_line("") == "(no error output)"
+
+
+def test_registry():
+    assert RUNTIMES == {"runc": RuncRuntime, "netns": NetnsRuntime}
+    assert all(cls.name == key for key, cls in RUNTIMES.items())
+
+
+def test_check_reports_problems_as_lines():
+    for cls in RUNTIMES.values():
+        problems = cls.check()
+        assert isinstance(problems, list) and all(isinstance(p, str) and p for p in problems)
+        if os.geteuid() != 0:
+            assert any("root" in p for p in problems)
