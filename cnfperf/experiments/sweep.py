@@ -1,0 +1,464 @@
+"""Sweep axes: the values a scenario field may take, expanded into test points.
+
+A field's value may be one value or many:
+
+    64,128,1500       a list (CLI and TOML strings)
+    64:64:512         min:step:max, inclusive of max when it falls on the step grid
+    [64, "1k:1k:4k"]  a TOML array; string elements are read the same way
+    1M, 500k, 2.5M    rates (k = 1e3, M = 1e6, G = 1e9; an optional "pps" suffix)
+    ndr, pdr, pdr:X%  zero-loss / partial-drop-rate searches (pdr alone allows 0.1%)
+
+Repeated values are dropped (first one wins), so every point has a distinct key.
+
+Order of the plan (stable, documented because --resume and the reader rely on it):
+fields in AXIS_ORDER, data plane first, then fields that are not listed there
+sorted by name; within a field, values in the order the user gave them;
+repetitions innermost. The data plane is outermost because starting a switch is
+the slowest step; rate is innermost but one so that a received-vs-offered curve
+is measured in one go on one switch instance.
+
+Every point has a `key`: a hash of all its parameters plus the repetition
+number. `--resume` skips points whose key is already stored, so changing any
+parameter (even a fixed one such as duration) makes fresh points rather than
+silently reusing old results.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Callable, Iterable, Mapping
+
+# How each field's values are read; fields not listed are strings.
+FIELD_KINDS: dict[str, str] = {
+    "switch": "str", "runtime": "str", "api": "str", "mode": "str",
+    "pairs": "int", "size": "int", "burst": "int", "flows": "int",
+    "rate": "rate", "duration": "float", "warmup": "float",
+    "touch": "bool", "mmsg": "bool", "repeat": "int",
+    # "0-1", "2,3" and [0, 2] are each one set of CPUs; sweep sets with ["0-1", "2-3"]
+    "cpus": "cpuset",
+}
+
+AXIS_ORDER = ("switch", "runtime", "api", "mmsg", "mode", "pairs", "cpus", "flows",
+              "touch", "size", "burst", "duration", "warmup", "rate")
+
+# Fields that configure the sweep itself and never become an axis.
+SINGLE_VALUED = ("repeat",)
+
+# A typo like 64:1:9000 would schedule days of work; refuse it.
+MAX_AXIS_VALUES = 1000
+MAX_POINTS = 100_000
+
+DEFAULT_PDR_PERCENT = 0.1
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_NUMBER_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]?)(?:pps)?\s*$", re.I)
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """An offered rate: a fixed pps (0 = as fast as possible) or a search."""
+    kind: str               # "pps" | "ndr" | "pdr"
+    pps: float = 0.0
+    loss: float = 0.0       # loss ratio the search accepts (ndr: 0)
+
+    @property
+    def is_search(self) -> bool:
+        return self.kind != "pps"
+
+    def __str__(self) -> str:
+        if self.kind == "pps":
+            return str(_tidy(self.pps))
+        if self.kind == "ndr":
+            return "ndr"
+        return f"pdr:{_tidy(round(self.loss * 100, 9))}%"
+
+    def value(self) -> int | float | str:
+        """The plain JSON value a point carries (pps as a number, searches as text)."""
+        return _tidy(self.pps) if self.kind == "pps" else str(self)
+
+
+def parse_rate(text: Any, field_name: str = "rate") -> Rate:
+    if isinstance(text, bool):
+        raise ValueError(f"{field_name}: {text!r} is not a rate")
+    if isinstance(text, (int, float)):
+        return _fixed_rate(float(text), text, field_name)
+    s = str(text).strip().lower()
+    if s == "ndr":
+        return Rate("ndr")
+    if s == "pdr" or s.startswith("pdr:"):
+        pct_text = s[4:].rstrip("%").strip() if s != "pdr" else str(DEFAULT_PDR_PERCENT)
+        try:
+            pct = float(pct_text)
+        except ValueError:
+            raise ValueError(f"{field_name}: '{text}' is not pdr:X% (X a loss percentage)") from None
+        if not 0 < pct < 100:
+            raise ValueError(f"{field_name}: '{text}': the pdr loss must be between 0 and 100%")
+        return Rate("pdr", loss=pct / 100)
+    return _fixed_rate(_number_with_suffix(s, text, field_name), text, field_name)
+
+
+def _fixed_rate(pps: float, text: Any, field_name: str) -> Rate:
+    if not math.isfinite(pps) or pps < 0:
+        raise ValueError(f"{field_name}: '{text}' must be a rate >= 0 (0 = as fast as possible)")
+    return Rate("pps", pps=pps)
+
+
+def _number_with_suffix(s: str, original: Any, field_name: str) -> float:
+    m = _NUMBER_RE.match(s)
+    if not m:
+        raise ValueError(f"{field_name}: '{original}' is not a rate (e.g. 1000, 500k, 2.5M, ndr, pdr:0.1%)")
+    return float(Decimal(m.group(1)) * _SUFFIX[m.group(2).lower()])
+
+
+def _tidy(x: float | int) -> int | float:
+    """Integral floats become ints so that 64 and 64.0 hash alike."""
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x
+
+
+def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
+    """One value of a field, as the plain JSON value a point carries."""
+    kind = kind or FIELD_KINDS.get(field_name, "str")
+    if kind == "rate":
+        return parse_rate(raw, field_name).value()
+    if kind == "int":
+        if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+            raise ValueError(f"{field_name}: {raw!r} is not a whole number")
+        try:
+            return int(raw) if not isinstance(raw, str) else int(raw.strip())
+        except ValueError:
+            raise ValueError(f"{field_name}: '{raw}' is not a whole number") from None
+    if kind == "float":
+        if isinstance(raw, bool):
+            raise ValueError(f"{field_name}: {raw!r} is not a number")
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"{field_name}: '{raw}' is not a number") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{field_name}: '{raw}' is not a finite number")
+        return _tidy(value)
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        s = str(raw).strip().lower()
+        if s in _TRUE:
+            return True
+        if s in _FALSE:
+            return False
+        raise ValueError(f"{field_name}: '{raw}' is not true/false")
+    if isinstance(raw, (dict, list)):
+        raise ValueError(f"{field_name}: {raw!r} is not a single value")
+    s = str(raw).strip()
+    if not s:
+        raise ValueError(f"{field_name}: empty value")
+    return s
+
+
+def parse_values(field_name: str, raw: Any, kind: str | None = None) -> list:
+    """Every value a field takes, in the user's order, without repeats."""
+    kind = kind or FIELD_KINDS.get(field_name, "str")
+    if kind == "cpuset" and isinstance(raw, (list, tuple)) and raw and \
+            all(isinstance(c, int) and not isinstance(c, bool) for c in raw):
+        return [list(raw)]      # [0, 2] is one set of CPUs; ["0-1", "2-3"] sweeps two
+    items = raw if isinstance(raw, (list, tuple)) else [raw]
+    if not items:
+        raise ValueError(f"{field_name}: empty list")
+    values: list = []
+    for item in items:
+        if isinstance(item, (list, tuple, dict)):
+            raise ValueError(f"{field_name}: nested lists are not allowed ({item!r})")
+        if isinstance(item, str):
+            values.extend(_parse_text(field_name, item, kind))
+        else:
+            values.append(parse_one(field_name, item, kind))
+        if len(values) > MAX_AXIS_VALUES:
+            raise ValueError(f"{field_name}: more than {MAX_AXIS_VALUES} values")
+    unique: list = []
+    for v in values:
+        if not any(v == u and type(v) is type(u) for u in unique):
+            unique.append(v)
+    return unique
+
+
+def _parse_text(field_name: str, text: str, kind: str) -> list:
+    if kind == "cpuset":
+        return [parse_one(field_name, text, kind)]
+    parts = [p.strip() for p in text.split(",")]
+    if any(not p for p in parts):
+        raise ValueError(f"{field_name}: empty item in '{text}'")
+    out: list = []
+    for part in parts:
+        if part.count(":") == 2 and kind in ("int", "float", "rate"):
+            out.extend(_parse_range(field_name, part, kind))
+        else:
+            out.append(parse_one(field_name, part, kind))
+    return out
+
+
+def _parse_range(field_name: str, text: str, kind: str) -> list:
+    lo_s, step_s, hi_s = (p.strip() for p in text.split(":"))
+    if kind == "rate":
+        nums = [_number_with_suffix(p.lower(), text, field_name) for p in (lo_s, step_s, hi_s)]
+        lo, step, hi = (Decimal(repr(n)) for n in nums)
+    else:
+        try:
+            lo, step, hi = (Decimal(p) for p in (lo_s, step_s, hi_s))
+        except InvalidOperation:
+            raise ValueError(f"{field_name}: '{text}' is not min:step:max") from None
+        if not all(d.is_finite() for d in (lo, step, hi)):
+            raise ValueError(f"{field_name}: '{text}': min, step and max must be finite numbers")
+        if kind == "int" and any(d != d.to_integral_value() for d in (lo, step, hi)):
+            raise ValueError(f"{field_name}: '{text}': min, step and max must be whole numbers")
+    if step <= 0:
+        raise ValueError(f"{field_name}: '{text}': step must be > 0")
+    if lo > hi:
+        raise ValueError(f"{field_name}: '{text}': min is larger than max")
+    count = int((hi - lo) / step) + 1
+    if count > MAX_AXIS_VALUES:
+        raise ValueError(f"{field_name}: '{text}' gives {count} values (at most {MAX_AXIS_VALUES})")
+    # Decimal steps avoid 0.1+0.2 drift deciding whether max is included.
+    return [parse_one(field_name, _decimal_number(lo + i * step), kind) for i in range(count)]
+
+
+def _decimal_number(d: Decimal) -> int | float:
+    return int(d) if d == d.to_integral_value() else float(d)
+
+
+@dataclass
+class Point:
+    index: int                  # position in the plan, from 0
+    params: dict                # one value per field
+    rep: int = 0                # repetition, from 0
+    group: str = ""             # hash of params: shared by all repetitions of a point
+    key: str = ""               # group + repetition: what --resume compares
+
+    def label(self, fields: Iterable[str], repeat: int = 1) -> str:
+        """The point's values of the given fields (the plan's axes), for progress lines."""
+        text = " ".join(f"{f}={self.params[f]}" for f in fields if f in self.params)
+        return f"{text} rep={self.rep + 1}/{repeat}".strip() if repeat > 1 else text
+
+
+@dataclass
+class Plan:
+    points: list[Point]
+    axes: dict[str, list]                       # fields with more than one value, in plan order
+    fixed: dict[str, Any]                       # fields with one value
+    repeat: int = 1
+    skipped: list[tuple[dict, str]] = field(default_factory=list)
+
+    def remaining(self, done_keys: Iterable[str]) -> list[Point]:
+        done = set(done_keys)
+        return [p for p in self.points if p.key not in done]
+
+    def describe(self) -> str:
+        """What --dry-run prints before the list of points."""
+        lines = [f"{len(self.points)} points"
+                 + (f" ({len({p.group for p in self.points})} x {self.repeat} repetitions)"
+                    if self.repeat > 1 else "")
+                 + (f", {len(self.skipped)} skipped" if self.skipped else "")]
+        for name, values in self.axes.items():
+            some = sum(name in p.params for p in self.points) < len(self.points)
+            lines.append(f"  {name}: {', '.join(str(v) for v in values)}"
+                         + (" (some points)" if some else ""))
+        fixed = " ".join(f"{k}={v}" for k, v in self.fixed.items())
+        if fixed:
+            lines.append(f"  fixed: {fixed}")
+        for params, reason in self.skipped:
+            lines.append(f"  skipped {_short(params, self.axes)}: {reason}")
+        return "\n".join(lines)
+
+
+def _short(params: Mapping[str, Any], axes: Mapping[str, list]) -> str:
+    return " ".join(f"{k}={params[k]}" for k in axes if k in params) or "(single point)"
+
+
+def point_hash(params: Mapping[str, Any]) -> str:
+    blob = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _axis_rank(name: str) -> tuple[int, str]:
+    return (AXIS_ORDER.index(name), "") if name in AXIS_ORDER else (len(AXIS_ORDER), name)
+
+
+Keep = Callable[[dict], "str | None"]
+Canonical = Callable[[dict], Mapping[str, Any]]
+
+
+def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
+           keep: Keep | None = None, canonical: Canonical | None = None) -> Plan:
+    """The cartesian product of all field values, in plan order.
+
+    keep(params) may return a reason to leave a point out (an api a data plane
+    does not support, a data plane this host lacks); skipped points are listed
+    in the plan so --dry-run can say why.
+    canonical(params) may return the point with every default filled in (the
+    validated scenario); the key is hashed from that, so a field left at its
+    default and the same value spelled out give the same key, and a changed
+    default gives new keys. It may raise ValueError for an invalid point, which
+    then fails the whole plan before anything runs.
+    """
+    kinds = {**FIELD_KINDS, **(kinds or {})}
+    parsed = {name: parse_values(name, raw, kinds.get(name)) for name, raw in fields.items()}
+    repeat = _repeat(parsed.pop("repeat", [1]))
+    for name in SINGLE_VALUED:
+        parsed.pop(name, None)
+    order = sorted(parsed, key=_axis_rank)
+    axes = {n: parsed[n] for n in order if len(parsed[n]) > 1}
+    fixed = {n: parsed[n][0] for n in order if len(parsed[n]) == 1}
+    total = math.prod(len(parsed[n]) for n in order) * repeat
+    if total > MAX_POINTS:
+        raise ValueError(f"sweep: {total} points (at most {MAX_POINTS}); narrow a range")
+    points: list[Point] = []
+    skipped: list[tuple[dict, str]] = []
+    for combo in itertools.product(*(parsed[n] for n in order)):
+        params = dict(zip(order, combo))
+        reason = keep(params) if keep else None
+        if reason:
+            skipped.append((params, reason))
+            continue
+        group = point_hash(canonical(params) if canonical else params)
+        for rep in range(repeat):
+            points.append(Point(len(points), params, rep, group, f"{group}-{rep}"))
+    return Plan(points, axes, fixed, repeat, skipped)
+
+
+def _repeat(values: list) -> int:
+    if len(values) != 1:
+        raise ValueError("repeat: takes one value, not a list")
+    if values[0] < 1:
+        raise ValueError(f"repeat: {values[0]} must be >= 1")
+    return values[0]
+
+
+# Tables of a study file that are not scenario fields.
+STUDY_TABLES = ("study", "quick", "part")
+
+
+def expand_study(doc: Mapping[str, Any], quick: bool = False,
+                 kinds: Mapping[str, str] | None = None, keep: Keep | None = None,
+                 canonical: Canonical | None = None) -> Plan:
+    """A study file: top-level fields, optional [[part]]s, optional [quick] overrides.
+
+    Each part is merged over the top-level fields and expanded on its own (so a
+    latency part at 1000 pps and a throughput part unpaced do not multiply).
+    With quick, [quick] overrides the top level and every part, then the part's
+    own [part.quick]. Parts are then interleaved by data plane, keeping each
+    switch's points together.
+    """
+    for name in ("quick", "study"):
+        if name in doc and not isinstance(doc[name], Mapping):
+            raise ValueError(f"{name}: must be a table")
+    base = {k: v for k, v in doc.items() if k not in STUDY_TABLES}
+    parts = doc.get("part") or [{}]
+    if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
+        raise ValueError("part: must be an array of tables ([[part]])")
+    plans = []
+    for part in parts:
+        fields = {**base, **{k: v for k, v in part.items() if k != "quick"}}
+        if quick:
+            fields.update(doc.get("quick", {}))
+            fields.update(part.get("quick", {}))
+        plans.append(expand(fields, kinds, keep, canonical))
+    return merge(plans)
+
+
+def merge(plans: list[Plan]) -> Plan:
+    """One plan from several, data plane outermost, duplicates (same key) dropped."""
+    if len(plans) == 1:
+        return plans[0]
+    switch_order: list = []
+    for plan in plans:
+        for p in plan.points:
+            if p.params.get("switch") not in switch_order:
+                switch_order.append(p.params.get("switch"))
+    seen: set[str] = set()
+    points: list[Point] = []
+    for sw in switch_order:
+        for plan in plans:
+            for p in plan.points:
+                if p.params.get("switch") == sw and p.key not in seen:
+                    seen.add(p.key)
+                    points.append(Point(len(points), p.params, p.rep, p.group, p.key))
+    axes: dict[str, list] = {}
+    all_fields: list[str] = []
+    for plan in plans:
+        for name in [*plan.axes, *plan.fixed]:
+            if name not in all_fields:
+                all_fields.append(name)
+    for name in sorted(all_fields, key=_axis_rank):
+        values: list = []
+        for p in points:
+            if name in p.params and p.params[name] not in values:
+                values.append(p.params[name])
+        if len(values) > 1 or any(name not in p.params for p in points):
+            axes[name] = values
+    fixed = {n: points[0].params[n] for n in all_fields if n not in axes and points}
+    return Plan(points, axes, fixed, max(p.repeat for p in plans),
+                [s for plan in plans for s in plan.skipped])
+
+
+def nominal_seconds(params: Mapping[str, Any]) -> float:
+    """A point's traffic time before overheads: what ETA scales from."""
+    seconds = float(params.get("duration", 10)) + float(params.get("warmup", 0))
+    rate = params.get("rate", 0)
+    if isinstance(rate, str) and parse_rate(rate).is_search:
+        # a binary search from 1% to 100% at 1% precision takes about ten trials
+        seconds *= 10
+    return max(seconds, 0.1)
+
+
+class Progress:
+    """Progress lines with an ETA learnt from the points already finished.
+
+    ETA = remaining nominal seconds x (measured / nominal so far): setup and
+    teardown overheads scale in, and a sweep whose points differ in duration
+    or mix searches with fixed rates is still estimated sensibly.
+    """
+
+    def __init__(self, plan: Plan, done_keys: Iterable[str] = ()):
+        self.plan = plan
+        done = set(done_keys)
+        self.todo = [p for p in plan.points if p.key not in done]
+        self.finished = len(plan.points) - len(self.todo)
+        self._measured = 0.0
+        self._nominal = 0.0
+        self._left = sum(nominal_seconds(p.params) for p in self.todo)
+
+    def done(self, point: Point, seconds: float) -> None:
+        self.finished += 1
+        self._measured += seconds
+        nominal = nominal_seconds(point.params)
+        self._nominal += nominal
+        self._left = max(0.0, self._left - nominal)
+
+    def eta(self) -> float | None:
+        """Seconds left, or None before any point has finished."""
+        if self._nominal == 0:
+            return None
+        return self._left * self._measured / self._nominal
+
+    def line(self, point: Point) -> str:
+        """The line printed as a point starts."""
+        width = len(str(len(self.plan.points)))
+        eta = self.eta()
+        return (f"[{self.finished + 1:>{width}}/{len(self.plan.points)}] "
+                f"{point.label(self.plan.axes, self.plan.repeat) or 'single point'}"
+                + (f"  eta {format_seconds(eta)}" if eta is not None else ""))
+
+
+def format_seconds(seconds: float) -> str:
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"

@@ -1,0 +1,189 @@
+"""One self-contained HTML report: plots embedded as data: URIs, inline CSS, no scripts.
+
+A report must open from an e-mail attachment or an air-gapped lab years later,
+so nothing in it is fetched: no CDN, no web fonts, no JavaScript.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+
+@dataclass
+class Table:
+    title: str
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+    note: str = ""
+
+
+@dataclass
+class Figure:
+    title: str
+    path: str            # a PNG file, embedded when rendered
+    caption: str = ""
+
+
+HOW_TO_READ = (
+    ("Offered rate", "packets per second the senders really put on the wire (may fall short "
+                     "of the requested rate when the sender is the bottleneck)."),
+    ("Received rate", "packets per second counted by the receivers in the steady state: "
+                      "warm-up and the last partial interval are left out."),
+    ("Loss", "frames sent but never received, as a share of the frames sent, counted from "
+             "sequence numbers; reordered and duplicate frames are counted apart."),
+    ("NDR / PDR", "the highest offered rate with no loss (NDR) or with loss at most X% (PDR), "
+                  "found by binary search and confirmed by a final verification trial."),
+    ("Mpps / Gbps", "millions of frames per second; Gbps counts frame bytes including the "
+                    "FCS, without preamble and inter-frame gap."),
+    ("RTT percentiles", "round-trip time of client/server echoes; p50 is the median, p99 is "
+                        "exceeded by 1 packet in 100. Histograms have ≤1% relative error."),
+    ("Repetitions", "with K > 1 repetitions a value is their mean; error bars in plots are "
+                    "the sample standard deviation, ± in tables the 95% confidence interval of "
+                    "the mean (Student t)."),
+    ("Pairs", "sender/receiver (or client/server) container pairs running at the same time; "
+              "per-pair is the mean over pairs, total is their sum."),
+)
+
+_CSS = """
+:root { --fg:#1d2330; --muted:#5b6578; --line:#d9dee7; --accent:#2457a6; --bg:#ffffff;
+        --stripe:#f5f7fa; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+       color: var(--fg); background: var(--bg); }
+header { padding: 28px 40px 18px; border-bottom: 3px solid var(--accent); background: #f0f4fb; }
+header h1 { margin: 0 0 4px; font-size: 26px; }
+header p { margin: 0; color: var(--muted); }
+main { padding: 8px 40px 40px; max-width: 1400px; }
+nav { margin: 16px 0; font-size: 14px; }
+nav a { margin-right: 14px; color: var(--accent); text-decoration: none; }
+h2 { margin-top: 36px; padding-bottom: 4px; border-bottom: 1px solid var(--line); font-size: 20px; }
+h3 { font-size: 16px; margin: 22px 0 8px; }
+figure { margin: 18px 0 30px; }
+figure img { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
+figcaption { color: var(--muted); font-size: 13px; margin-top: 6px; }
+table { border-collapse: collapse; margin: 8px 0 6px; font-size: 13px; }
+th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: left;
+         white-space: nowrap; }
+th { background: #e9eef6; position: sticky; top: 0; }
+tbody tr:nth-child(even) { background: var(--stripe); }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.note { color: var(--muted); font-size: 13px; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 18px; font-size: 14px; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; }
+dl.glossary dt { font-weight: 600; margin-top: 8px; }
+dl.glossary dd { margin: 0 0 0 18px; }
+footer { color: var(--muted); font-size: 12px; padding: 20px 40px; border-top: 1px solid var(--line); }
+@media print { th { position: static; } figure { break-inside: avoid; } }
+"""
+
+
+def fmt(value: Any) -> str:
+    """A table cell: numbers to 4 significant digits with thousands separators."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value == 0 or value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-") or "section"
+
+
+def embed_png(path: str | Path) -> str:
+    data = Path(path).read_bytes()
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        raise ValueError(f"{path}: not a PNG file")
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+def _facts(facts: Mapping[str, Any]) -> str:
+    if not facts:
+        return '<p class="note">none recorded</p>'
+    items = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(fmt(v))}</dd>" for k, v in facts.items())
+    return f'<dl class="facts">{items}</dl>'
+
+
+def _table(t: Table) -> str:
+    head = "".join(f"<th>{_esc(c)}</th>" for c in t.columns)
+    body = []
+    for row in t.rows:
+        cells = "".join(f'<td class="num">{_esc(fmt(v))}</td>' if _is_num(v)
+                        else f"<td>{_esc(fmt(v))}</td>" for v in row)
+        body.append(f"<tr>{cells}</tr>")
+    note = f'<p class="note">{_esc(t.note)}</p>' if t.note else ""
+    return (f'<h3 id="{_slug(t.title)}">{_esc(t.title)}</h3>'
+            f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>{note}')
+
+
+def _figure(f: Figure) -> str:
+    caption = f" {_esc(f.caption)}" if f.caption else ""
+    return (f'<figure id="{_slug(f.title)}"><img src="{embed_png(f.path)}" alt="{_esc(f.title)}">'
+            f"<figcaption><strong>{_esc(f.title)}.</strong>{caption}</figcaption></figure>")
+
+
+def render(title: str, *, figures: Iterable[Figure] = (), tables: Iterable[Table] = (),
+           params: Mapping[str, Any] | None = None, host: Mapping[str, Any] | None = None,
+           summary: str = "", generated: _dt.datetime | None = None) -> str:
+    """The report as one HTML string."""
+    figures, tables = list(figures), list(tables)
+    generated = generated or _dt.datetime.now().astimezone()
+    sections = [("Plots", figures), ("Tables", tables)]
+    nav = "".join(f'<a href="#{_slug(name)}">{name}</a>' for name, items in sections if items)
+    nav += '<a href="#parameters">Parameters</a><a href="#host">Host</a>' \
+           '<a href="#how-to-read-this">How to read this</a>'
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>",
+        f"<header><h1>{_esc(title)}</h1>"
+        f"<p>{_esc(summary) + ' · ' if summary else ''}generated "
+        f"{_esc(generated.strftime('%Y-%m-%d %H:%M %Z'))}</p></header>",
+        f"<main><nav>{nav}</nav>",
+    ]
+    if figures:
+        parts.append('<h2 id="plots">Plots</h2>')
+        parts.extend(_figure(f) for f in figures)
+    if tables:
+        parts.append('<h2 id="tables">Tables</h2>')
+        parts.extend(_table(t) for t in tables)
+    parts.append(f'<h2 id="parameters">Parameters</h2>{_facts(params or {})}')
+    parts.append(f'<h2 id="host">Host</h2>{_facts(host or {})}')
+    glossary = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>" for k, v in HOW_TO_READ)
+    parts.append(f'<h2 id="how-to-read-this">How to read this</h2><dl class="glossary">{glossary}</dl>')
+    parts.append("</main><footer>cnfperf report: a single file; images are embedded, "
+                 "nothing is loaded from elsewhere.</footer></body></html>")
+    return "\n".join(parts)
+
+
+def write(path: str | Path, title: str, **kw: Any) -> str:
+    """Write render(title, **kw) to path; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(title, **kw), encoding="utf-8")
+    return str(path)

@@ -1,0 +1,521 @@
+"""PNG plots of a run, from plain rows (dicts) as a results query returns them.
+
+Throughput rows, one per point and repetition, or one per pair when `pair` is set:
+    switch, size, burst, pairs, rate (requested: pps, "ndr", "pdr:X%"), rx_pps,
+    tx_pps (what the senders really sent; `offered_pps` is read when tx_pps is absent),
+    [pair], [point] (key grouping the pairs of one run of a point), [rep], [mode],
+    [api], [mmsg]
+Latency rows (mode "latency"): switch, size, burst and either a histogram
+    `hist` ([lower_ns, upper_ns, count] buckets) or lat_p50_ns / lat_p99_ns / lat_mean_ns
+    (the results store's columns; for client/server points they hold the round trip).
+
+Repetitions of a point are averaged; error bars show their sample stddev.
+Every function returns the PNG path; NoData is raised when the rows hold
+nothing that plot can show. Figures are drawn with the Agg canvas directly
+(no pyplot), so nothing global is touched and nothing needs a display.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+
+from cnfperf.experiments import stats
+
+Row = Mapping[str, Any]
+
+# Data planes keep their colour in every figure of a report.
+_KNOWN = ("veth", "bridge", "macvlan", "xdp", "testpmd", "vhost", "memif", "ovs", "ovs-dpdk")
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+            "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+_MARKERS = "os^Dv<>ph*"
+DPI = 110
+
+
+class NoData(ValueError):
+    """The rows hold nothing this plot can show."""
+
+
+def colour(switch: str) -> str:
+    if switch in _KNOWN:
+        return _PALETTE[_KNOWN.index(switch) % len(_PALETTE)]
+    digest = int(hashlib.sha1(switch.encode()).hexdigest(), 16)
+    return _PALETTE[digest % len(_PALETTE)]
+
+
+def marker(switch: str) -> str:
+    return _MARKERS[int(hashlib.sha1(switch.encode()).hexdigest(), 16) % len(_MARKERS)]
+
+
+# --- shaping rows -------------------------------------------------------------
+
+def _is_latency(row: Row) -> bool:
+    # throughput rows carry one-way latency columns too: the mode decides when present
+    if row.get("mode") is not None:
+        return row["mode"] == "latency"
+    return "hist" in row or "lat_p50_ns" in row
+
+
+def throughput_rows(rows: Iterable[Row]) -> list[dict]:
+    """One row per run of a point: per-pair rows summed (rx_pps and sent_pps are totals),
+    with `rx_pps_per_pair` = total / pairs and `sent_pps` the rate really offered."""
+    rows = [r for r in rows if not _is_latency(r) and r.get("rx_pps") is not None]
+    grouped: dict[Any, list[Row]] = defaultdict(list)
+    for r in rows:
+        grouped[_run_of_point(r)].append(r)
+    out = []
+    for members in grouped.values():
+        first = dict(members[0])
+        first.pop("pair", None)
+        sent = [_sent(m) for m in members]
+        first["sent_pps"] = math.fsum(sent) if None not in sent else None
+        if "pair" in members[0]:
+            first["rx_pps"] = math.fsum(m["rx_pps"] for m in members)
+        pairs = int(first.get("pairs") or len(members) or 1)
+        first["pairs"] = pairs
+        first["rx_pps_per_pair"] = first["rx_pps"] / pairs
+        out.append(first)
+    return out
+
+
+def _sent(r: Row) -> float | None:
+    value = r.get("tx_pps") if r.get("tx_pps") is not None else r.get("offered_pps")
+    return float(value) if value is not None else None
+
+
+def _run_of_point(r: Row) -> tuple:
+    if "pair" not in r:
+        return ("row", id(r))
+    if r.get("point") is not None:
+        return ("point", r["point"], r.get("rep", 0))
+    return tuple((k, str(r.get(k))) for k in
+                 ("switch", "api", "mmsg", "size", "burst", "pairs", "rate", "rep"))
+
+
+def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    return stats.mean(values), (stats.stddev(values) or 0.0)
+
+
+def _avg(rows: Iterable[Row], keys: Sequence[str], value: str) -> dict[tuple, tuple[float, float]]:
+    """Repetitions averaged: {(values of keys): (mean, stddev)}."""
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        if r.get(value) is not None:
+            groups[tuple(r.get(k) for k in keys)].append(float(r[value]))
+    return {k: _mean_sd(v) for k, v in groups.items()}
+
+
+def _order(v: Any) -> tuple:
+    """A sort key that never compares None, numbers and text with each other."""
+    if isinstance(v, tuple):
+        return tuple(_order(x) for x in v)
+    if v is None:
+        return (0, 0)
+    if isinstance(v, (int, float)):
+        return (1, v)
+    return (2, str(v))
+
+
+def _sorted_unique(values: Iterable[Any]) -> list:
+    return sorted(set(values), key=_order)
+
+
+def _fixed_rate(rate: Any) -> float | None:
+    return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
+
+
+# Scenario fields a plot row carries from its point.
+POINT_FIELDS = ("switch", "api", "mode", "pairs", "size", "burst", "rate", "duration",
+                "warmup", "flows", "touch", "mmsg", "runtime", "rep")
+PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns",
+               "lat_p999_ns", "lat_mean_ns", "lat_max_ns", "latency_kind")
+
+
+def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
+    """Plot rows from a stored run as the results store returns it (a dict with
+    `points`, each with its scenario columns and `per_pair` rows); points that
+    did not finish are left out. Booleans stored as 0/1 come back as booleans."""
+    rows = []
+    for point in run.get("points", []):
+        if point.get("status", "done") != "done":
+            continue
+        base = {k: point[k] for k in POINT_FIELDS if k in point}
+        for k in ("touch", "mmsg"):
+            if k in base and base[k] is not None:
+                base[k] = bool(base[k])
+        for pair in point.get("per_pair") or []:
+            row = {**base, **{k: pair[k] for k in PAIR_FIELDS if k in pair},
+                   "point": point.get("id", point.get("idx")), "pair": pair["pair"]}
+            if pair.get("latency_histogram"):
+                row["hist"] = pair["latency_histogram"]
+            rows.append(row)
+    return rows
+
+
+# --- figure building -----------------------------------------------------------
+
+def _figure(ncols: int, nrows: int = 1, width: float = 5.2, height: float = 3.8) -> Figure:
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _grid(n: int, max_cols: int = 3, width: float = 5.2, height: float = 3.8) -> tuple[Figure, list]:
+    """A figure with n panels, wrapped after max_cols; unused cells hidden."""
+    cols = min(n, max_cols)
+    rows = math.ceil(n / cols)
+    fig = _figure(cols, rows, width, height)
+    axes = list(fig.subplots(rows, cols, squeeze=False).flat)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def _save(fig: Figure, path: str | Path) -> str:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, format="png")
+    return str(path)
+
+
+def _log_size_axis(ax, sizes: Sequence[int]) -> None:
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticks(sorted(sizes))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ordered = sorted(sizes)
+    if any(b / a < 1.6 for a, b in zip(ordered, ordered[1:])):   # 1024 and 1500 collide
+        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+    ax.set_xlabel("frame size (bytes, log scale)")
+
+
+_DASHES = ("-", "--", ":", "-.")
+
+
+def _dash(series: tuple, all_series: Sequence[tuple]) -> str:
+    """Series of one data plane share its colour and differ in line style."""
+    same = [s for s in all_series if s[0] == series[0]]
+    return _DASHES[same.index(series) % len(_DASHES)]
+
+
+def _legend(ax, **kw) -> None:
+    n = len(ax.get_legend_handles_labels()[0]) + len(kw.get("handles", ()))
+    if n > 6:   # a long legend would hide the curves: put it beside the panel
+        kw.update(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=8, title_fontsize=8, **kw)
+
+
+def _log_time_axis(ax) -> None:
+    """Log x labelled 1, 2, 5, 10, 20 … instead of 2×10^1."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _finish(ax, title: str) -> None:
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.set_ylim(bottom=0)
+    if ax.get_legend_handles_labels()[0]:
+        _legend(ax, title="data plane")
+
+
+def _series(switch: str, others: Mapping[str, Any]) -> str:
+    extra = " ".join(f"{k}={v}" for k, v in others.items())
+    return f"{switch} {extra}".strip()
+
+
+def _varying(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
+    return [k for k in keys if len({str(r.get(k)) for r in rows}) > 1]
+
+
+# --- the plots ----------------------------------------------------------------
+
+def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
+    """Received vs offered rate per data plane (the reference framework's Fig. 5.1),
+    one panel per frame size and burst."""
+    runs = [r for r in throughput_rows(rows) if _fixed_rate(r.get("rate"))]
+    if not runs:
+        raise NoData("received vs offered: no throughput rows at fixed rates")
+    panels = _sorted_unique((r.get("size"), r.get("burst")) for r in runs)
+    split = _varying(runs, ("api", "mmsg", "pairs"))
+    fig, axes = _grid(len(panels))
+    for ax, (size, burst) in zip(axes, panels):
+        mine = [r for r in runs if (r.get("size"), r.get("burst")) == (size, burst)]
+        keys = ["switch", *split, "rate"]
+        rx = _avg(mine, keys, "rx_pps")
+        offered = _avg(mine, keys, "sent_pps")
+        top = 0.0
+        all_series = _sorted_unique(k[:-1] for k in rx)
+        for series in all_series:
+            pts = sorted((offered.get((*series, rate), (rate, 0))[0] or rate, *rx[(*series, rate)])
+                         for rate in (k[-1] for k in rx if k[:-1] == series))
+            xs = [p[0] / 1e6 for p in pts]
+            ys = [p[1] / 1e6 for p in pts]
+            top = max(top, *xs, *ys)
+            ax.errorbar(xs, ys, yerr=[p[2] / 1e6 for p in pts], color=colour(series[0]),
+                        marker=marker(series[0]), ms=4, capsize=2,
+                        ls=_dash(series, all_series),
+                        label=_series(series[0], dict(zip(split, series[1:]))))
+        ax.plot([0, top], [0, top], ls="--", color="0.6", lw=1, label="received = offered")
+        ax.set_xlabel("offered rate (Mpps)")
+        ax.set_ylabel("received rate (Mpps)")
+        _finish(ax, f"{size} B frames, burst {burst}")
+        ax.set_xlim(left=0)
+    fig.suptitle("Received vs offered rate", fontsize=11)
+    return _save(fig, path)
+
+
+def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
+    """Maximum received rate vs frame size in Mpps and Gbps, log x (Figs. 5.2, 5.3, 5.5).
+
+    Maximum = the best of the rates tried for that size (a search's found rate
+    counts); with several pairs the rate is per pair, as the reference
+    framework's M. Gbps counts frame bytes (with FCS), not preamble and gap."""
+    runs = throughput_rows(rows)
+    if not runs:
+        raise NoData("throughput vs size: no throughput rows")
+    split = _varying(runs, ("burst", "pairs", "api", "mmsg"))
+    keys = ["switch", *split, "size", "rate"]
+    per_rate = _avg(runs, keys, "rx_pps_per_pair")
+    best: dict[tuple, tuple[float, float]] = {}
+    for k, v in per_rate.items():
+        if k[:-1] not in best or v[0] > best[k[:-1]][0]:
+            best[k[:-1]] = v
+    sizes = _sorted_unique(k[-1] for k in best)
+    per_pair = any(r["pairs"] > 1 for r in runs)
+    fig = _figure(2)
+    ax_pps, ax_bps = fig.subplots(1, 2)
+    all_series = _sorted_unique(k[:-1] for k in best)
+    for series in all_series:
+        pts = sorted((k[-1], *best[k]) for k in best if k[:-1] == series)
+        label = _series(series[0], dict(zip(split, series[1:])))
+        style = dict(color=colour(series[0]), marker=marker(series[0]), ms=4, capsize=2,
+                     ls=_dash(series, all_series), label=label)
+        ax_pps.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
+                        yerr=[p[2] / 1e6 for p in pts], **style)
+        ax_bps.errorbar([p[0] for p in pts], [p[1] * p[0] * 8 / 1e9 for p in pts],
+                        yerr=[p[2] * p[0] * 8 / 1e9 for p in pts], **style)
+    unit = " per pair" if per_pair else ""
+    for ax, ylabel, title in ((ax_pps, f"max received rate{unit} (Mpps)", "packets"),
+                              (ax_bps, f"max received rate{unit} (Gbps)", "bits (frame bytes)")):
+        _log_size_axis(ax, sizes)
+        ax.set_ylabel(ylabel)
+        _finish(ax, f"Maximum throughput vs frame size: {title}")
+    return _save(fig, path)
+
+
+def scalability(rows: Iterable[Row], path: str | Path) -> str:
+    """Per-pair mean and total received rate vs number of pairs (Figs. 5.6, 5.7),
+    one row of panels per frame size."""
+    runs = throughput_rows(rows)
+    if not runs:
+        raise NoData("scalability: no throughput rows")
+    sizes = _sorted_unique(r.get("size") for r in runs)
+    fig = _figure(2, len(sizes))
+    axes = fig.subplots(len(sizes), 2, squeeze=False)
+    for (ax_pair, ax_total), size in zip(axes, sizes):
+        mine = [r for r in runs if r.get("size") == size]
+        for value, ax in (("rx_pps_per_pair", ax_pair), ("rx_pps", ax_total)):
+            per_rate = _avg(mine, ("switch", "pairs", "rate"), value)
+            best: dict[tuple, tuple[float, float]] = {}
+            for k, v in per_rate.items():
+                if k[:2] not in best or v[0] > best[k[:2]][0]:
+                    best[k[:2]] = v
+            for switch in _sorted_unique(k[0] for k in best):
+                pts = sorted((k[1], *best[k]) for k in best if k[0] == switch)
+                ax.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
+                            yerr=[p[2] / 1e6 for p in pts], color=colour(switch),
+                            marker=marker(switch), ms=4, capsize=2, label=switch)
+            ax.set_xticks(_sorted_unique(r["pairs"] for r in mine))
+            ax.set_xlabel("pairs (sender/receiver)")
+        ax_pair.set_ylabel("received rate per pair (Mpps)")
+        ax_total.set_ylabel("total received rate (Mpps)")
+        _finish(ax_pair, f"{size} B: mean per pair")
+        _finish(ax_total, f"{size} B: total of all pairs")
+    return _save(fig, path)
+
+
+def _latency_stats(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple, dict[str, float]]:
+    """{point values: {"p50": ns, "p99": ns, "mean": ns}}; histograms of repetitions merged."""
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        groups[tuple(r.get(k) for k in keys)].append(r)
+    out = {}
+    for k, members in groups.items():
+        hists = [m["hist"] for m in members if m.get("hist")]
+        if hists:
+            merged = stats.merge_histograms(hists)
+            values = {**stats.percentiles(merged, (50, 90, 99, 99.9)), "mean": stats.hist_mean(merged)}
+        else:
+            values = {}
+            for name in ("p50", "p90", "p99", "p999", "mean"):
+                vals = [float(m[f"lat_{name}_ns"]) for m in members
+                        if m.get(f"lat_{name}_ns") is not None]
+                if vals:
+                    values[name] = stats.mean(vals)
+        out[k] = {n: v for n, v in values.items() if v is not None}
+    return out
+
+
+_STAT_STYLE = {"p50": "-", "mean": "-.", "p90": ":", "p99": "--", "p999": (0, (1, 1))}
+
+
+def rtt_vs_size(rows: Iterable[Row], path: str | Path,
+                show: Sequence[str] = ("p50", "p99")) -> str:
+    """Round-trip time percentiles vs frame size, one panel per burst (Figs. 5.9, 5.10)."""
+    rows = [r for r in rows if _is_latency(r)]
+    table = _latency_stats(rows, ("switch", "burst", "size"))
+    if not any(table.values()):
+        raise NoData("rtt vs size: no latency rows")
+    bursts = _sorted_unique(k[1] for k in table)
+    fig, axes = _grid(len(bursts))
+    for ax, burst in zip(axes, bursts):
+        switches = _sorted_unique(k[0] for k in table if k[1] == burst)
+        for switch in switches:
+            pts = sorted((k[2], table[k]) for k in table if k[:2] == (switch, burst))
+            for name in show:
+                xy = [(size, v[name] / 1e3) for size, v in pts if name in v]
+                if xy:
+                    ax.plot(*zip(*xy), color=colour(switch), marker=marker(switch), ms=4,
+                            ls=_STAT_STYLE.get(name, "-"))
+        _log_size_axis(ax, _sorted_unique(k[2] for k in table if k[1] == burst))
+        ax.set_ylabel("round-trip time (µs)")
+        handles = [Line2D([], [], color=colour(s), marker=marker(s), label=s) for s in switches]
+        handles += [Line2D([], [], color="0.3", ls=_STAT_STYLE.get(n, "-"), label=n) for n in show]
+        _legend(ax, handles=handles)
+        ax.set_title(f"RTT vs frame size, burst {burst}", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+    return _save(fig, path)
+
+
+MAX_CDF_PANELS = 6
+
+
+def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
+    """Cumulative distribution of round-trip time: one panel per frame size and
+    burst, one curve per data plane, histograms of repetitions merged. With more
+    than MAX_CDF_PANELS combinations only the smallest burst at the smallest and
+    largest frame size are drawn (the rest are in the tables)."""
+    rows = [r for r in rows if _is_latency(r) and r.get("hist")]
+    if not rows:
+        raise NoData("latency CDF: no latency histograms")
+    panels = _sorted_unique((r.get("size"), r.get("burst")) for r in rows)
+    if len(panels) > MAX_CDF_PANELS:
+        burst = min(b for _, b in panels)
+        sizes = [s for s, b in panels if b == burst]
+        panels = _sorted_unique([(min(sizes), burst), (max(sizes), burst)])
+    fig, axes = _grid(len(panels), width=5.6, height=4.0)
+    for ax, (size, burst) in zip(axes, panels):
+        groups: dict[str, list] = defaultdict(list)
+        for r in rows:
+            if (r.get("size"), r.get("burst")) == (size, burst):
+                groups[r["switch"]].append(r["hist"])
+        for switch in sorted(groups):
+            curve = stats.cdf(stats.merge_histograms(groups[switch]))
+            if curve:
+                ax.step([max(x, 1.0) / 1e3 for x, _ in curve], [y for _, y in curve],
+                        where="post", color=colour(switch), label=switch)
+        _log_time_axis(ax)
+        ax.set_xlabel("round-trip time (µs, log scale)")
+        ax.set_ylabel("fraction of packets ≤ RTT")
+        ax.set_ylim(0, 1.01)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"RTT distribution, {size} B frames, burst {burst}", fontsize=10)
+        _legend(ax, title="data plane")
+    return _save(fig, path)
+
+
+def throughput_bars(rows: Iterable[Row], path: str | Path,
+                    by: Sequence[str] = ("switch", "api", "mmsg", "size")) -> str:
+    """Best received rate per combination of the `by` fields that vary (Table 5.2 as bars)."""
+    runs = throughput_rows(rows)
+    if not runs:
+        raise NoData("throughput bars: no throughput rows")
+    split = [k for k in by if k == "switch" or k in _varying(runs, by)]
+    per_rate = _avg(runs, [*split, "rate"], "rx_pps")
+    best: dict[tuple, tuple[float, float]] = {}
+    for k, v in per_rate.items():
+        if k[:-1] not in best or v[0] > best[k[:-1]][0]:
+            best[k[:-1]] = v
+    keys = sorted(best, key=_order)
+    fig = _figure(1, width=max(5.0, 0.9 * len(keys) + 2), height=4.0)
+    ax = fig.subplots()
+    labels = ["\n".join(f"{n}={v}" if n != "switch" else str(v) for n, v in zip(split, k))
+              for k in keys]
+    ax.bar(range(len(keys)), [best[k][0] / 1e3 for k in keys],
+           yerr=[best[k][1] / 1e3 for k in keys], capsize=3,
+           color=[colour(str(k[0])) for k in keys])
+    ax.set_xticks(range(len(keys)), labels, fontsize=8)
+    ax.set_ylabel("max received rate (kpps)")
+    ax.set_title("Maximum throughput per configuration", fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+@dataclass
+class Plot:
+    name: str
+    title: str
+    path: str
+
+
+PLOTS = {
+    "rx_vs_offered": ("Received vs offered rate", rx_vs_offered),
+    "throughput_vs_size": ("Maximum throughput vs frame size", throughput_vs_size),
+    "scalability": ("Throughput vs number of pairs", scalability),
+    "throughput_bars": ("Maximum throughput per configuration", throughput_bars),
+    "rtt_vs_size": ("Round-trip time vs frame size", rtt_vs_size),
+    "latency_cdf": ("Latency distribution (CDF)", latency_cdf),
+}
+
+
+def make(rows: Sequence[Row], out_dir: str | Path, names: Sequence[str]) -> list[Plot]:
+    """The named plots (a study's `plots` list), skipping those the rows cannot support."""
+    unknown = [n for n in names if n not in PLOTS]
+    if unknown:
+        raise ValueError(f"plots: unknown {', '.join(unknown)}; known: {', '.join(PLOTS)}")
+    made = []
+    for name in names:
+        title, draw = PLOTS[name]
+        try:
+            made.append(Plot(name, title, draw(rows, Path(out_dir) / f"{name}.png")))
+        except NoData:
+            continue
+    return made
+
+
+def make_all(rows: Sequence[Row], out_dir: str | Path) -> list[Plot]:
+    """Every plot the rows can support, each as out_dir/NAME.png."""
+    out_dir = Path(out_dir)
+    runs = throughput_rows(rows)
+    lat = [r for r in rows if _is_latency(r)]
+    fixed_rates = {(r.get("switch"), r.get("size"), r.get("burst"), r.get("rate"))
+                   for r in runs if _fixed_rate(r.get("rate"))}
+    curves = defaultdict(int)
+    for sw, size, burst, _ in fixed_rates:
+        curves[(sw, size, burst)] += 1
+    wanted = []
+    if any(n > 1 for n in curves.values()):
+        wanted.append("rx_vs_offered")
+    if len({r.get("size") for r in runs}) > 1:
+        wanted.append("throughput_vs_size")
+    if len({r.get("pairs") for r in runs}) > 1:
+        wanted.append("scalability")
+    if runs and not wanted:
+        wanted.append("throughput_bars")
+    if len({r.get("size") for r in lat}) > 1:
+        wanted.append("rtt_vs_size")
+    if any(r.get("hist") for r in lat):
+        wanted.append("latency_cdf")
+    return make(rows, out_dir, wanted)

@@ -1,0 +1,509 @@
+"""Plots and the HTML report, from rows shaped like a results query's.
+
+The last test renders the report in headless Chromium (when installed) and
+checks what a reader would see: no console errors, every image decoded, and a
+screenshot that is not blank.
+"""
+from __future__ import annotations
+
+import base64
+import html.parser
+import io
+import json
+import math
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import subprocess
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib", reason="plots need matplotlib (pyproject dependency)")
+from PIL import Image  # noqa: E402  (Pillow comes with matplotlib)
+
+from cnfperf.experiments import stats  # noqa: E402
+from cnfperf.report import html as report_html  # noqa: E402
+from cnfperf.report import plots  # noqa: E402
+
+CAPACITY = {"veth": 900_000, "bridge": 700_000, "testpmd": 4_000_000}
+
+
+def throughput_rows(pairs=(1,), sizes=(64, 1500), rates=(250e3, 1e6, 2e6, 4e6), reps=2):
+    """Per-pair rows of a sweep on devices that saturate at a known rate."""
+    rng = random.Random(1)
+    rows = []
+    for switch, cap in CAPACITY.items():
+        for size in sizes:
+            for n in pairs:
+                for rate in rates:
+                    for rep in range(reps):
+                        for pair in range(n):
+                            rx = min(rate, cap / n) * rng.uniform(0.99, 1.0)
+                            rows.append(dict(switch=switch, api="udp", mode="throughput",
+                                             size=size, burst=32, pairs=n, pair=pair,
+                                             rate=rate, rep=rep, tx_pps=rate, rx_pps=rx,
+                                             point=f"{switch}-{size}-{n}-{rate}"))
+    return rows
+
+
+def engine_hist(center_ns, spread=0.2, n=4000, seed=0):
+    rng = random.Random(seed)
+    counts = {}
+    for _ in range(n):
+        v = int(rng.lognormvariate(math.log(center_ns), spread))
+        width = 1 << max(0, v.bit_length() - 8)
+        lo = v // width * width
+        counts[(lo, lo + width - 1)] = counts.get((lo, lo + width - 1), 0) + 1
+    return [[lo, hi, c] for (lo, hi), c in sorted(counts.items())]
+
+
+def latency_rows(sizes=(64, 512, 1500), bursts=(4, 32, 128)):
+    rows = []
+    for i, switch in enumerate(("veth", "testpmd")):
+        for size in sizes:
+            for burst in bursts:
+                center = (20_000 if switch == "veth" else 6_000) * (1 + size / 3000) * (1 + burst / 300)
+                rows.append(dict(switch=switch, mode="latency", size=size, burst=burst, pairs=1,
+                                 rate=1000, hist=engine_hist(center, seed=i * 100 + size + burst)))
+    return rows
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """Every Figure a plot function saves, to check its labels (the PNG is still written)."""
+    saved = []
+    original = plots._save
+
+    def keep(fig, path):
+        saved.append(fig)
+        return original(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    return saved
+
+
+def png_size(path):
+    data = Path(path).read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    with Image.open(io.BytesIO(data)) as im:
+        return im.size
+
+
+def series(ax, label):
+    """The data line of a labelled curve (errorbar curves keep the label on their container)."""
+    for c in ax.containers:
+        if c.get_label() == label:
+            return c.lines[0]
+    return next(line for line in ax.get_lines() if line.get_label() == label)
+
+
+def labels(fig):
+    out = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        legend = ax.get_legend()
+        out.append(dict(x=ax.get_xlabel(), y=ax.get_ylabel(), title=ax.get_title(),
+                        xscale=ax.get_xscale(),
+                        legend=[t.get_text() for t in legend.get_texts()] if legend else []))
+    return out
+
+
+def test_pairs_are_summed_into_one_row_per_point_run():
+    rows = [dict(switch="veth", size=64, burst=32, pairs=2, pair=p, rate=1e6, rep=0,
+                 point="a", tx_pps=1e6, rx_pps=rx) for p, rx in ((0, 400e3), (1, 600e3))]
+    [run] = plots.throughput_rows(rows)
+    assert run["rx_pps"] == 1e6 and run["sent_pps"] == 2e6
+    assert run["rx_pps_per_pair"] == 500e3
+    assert "pair" not in run
+
+
+def test_rows_from_a_stored_run():
+    hist = engine_hist(10_000)
+    run = {"id": "1a2b", "points": [
+        {"id": 7, "idx": 0, "status": "done", "switch": "veth", "api": "raw", "mode": "throughput",
+         "pairs": 2, "size": 64, "burst": 32, "rate": 1e6, "mmsg": 1, "touch": 0, "cpus": "0,1",
+         "per_pair": [{"pair": 0, "tx_pps": 1e6, "rx_pps": 9e5, "loss_ratio": 0.1},
+                      {"pair": 1, "tx_pps": 1e6, "rx_pps": 8e5, "loss_ratio": 0.2}]},
+        {"id": 8, "idx": 1, "status": "failed", "switch": "veth", "per_pair": []},
+        {"id": 9, "idx": 2, "status": "done", "switch": "veth", "mode": "latency", "pairs": 1,
+         "size": 64, "burst": 4, "rate": 1000,
+         "per_pair": [{"pair": 0, "rx_pps": 1000, "lat_p50_ns": 9000, "latency_histogram": hist}]},
+    ]}
+    rows = plots.rows_from_run(run)
+    assert [(r["point"], r["pair"]) for r in rows] == [(7, 0), (7, 1), (9, 0)]
+    assert rows[0]["mmsg"] is True and rows[0]["touch"] is False and "cpus" not in rows[0]
+    assert rows[2]["hist"] == hist and rows[2]["lat_p50_ns"] == 9000
+    [point] = plots.throughput_rows(rows)
+    assert point["rx_pps"] == pytest.approx(1.7e6) and point["rx_pps_per_pair"] == pytest.approx(8.5e5)
+
+
+def test_rx_vs_offered(tmp_path, figures):
+    path = plots.rx_vs_offered(throughput_rows(), tmp_path / "rx.png")
+    w, h = png_size(path)
+    assert w > 800 and h > 300
+    panels = labels(figures[0])
+    assert [p["title"] for p in panels] == ["64 B frames, burst 32", "1500 B frames, burst 32"]
+    for p in panels:
+        assert p["x"] == "offered rate (Mpps)" and p["y"] == "received rate (Mpps)"
+        assert {"veth", "bridge", "testpmd", "received = offered"} <= set(p["legend"])
+    # a saturated curve: the last point of veth sits at its capacity, not at the offered rate
+    ax = figures[0].axes[0]
+    veth = series(ax, "veth")
+    assert max(veth.get_ydata()) == pytest.approx(0.9, rel=0.02)
+
+
+def test_throughput_vs_size_mpps_and_gbps(tmp_path, figures):
+    plots.throughput_vs_size(throughput_rows(sizes=(64, 256, 1500)), tmp_path / "size.png")
+    left, right = labels(figures[0])
+    assert left["y"] == "max received rate (Mpps)" and right["y"] == "max received rate (Gbps)"
+    assert left["xscale"] == right["xscale"] == "log"
+    assert left["x"] == "frame size (bytes, log scale)"
+    ax_pps, ax_bps = figures[0].axes
+    testpmd_pps = series(ax_pps, "testpmd")
+    testpmd_bps = series(ax_bps, "testpmd")
+    assert list(testpmd_pps.get_xdata()) == [64, 256, 1500]
+    # the maximum over rates: 4 Mpps offered reaches the 4 Mpps capacity
+    assert testpmd_pps.get_ydata()[0] == pytest.approx(4.0, rel=0.02)
+    assert testpmd_bps.get_ydata()[-1] == pytest.approx(4e6 * 1500 * 8 / 1e9, rel=0.02)
+
+
+def test_scalability_per_pair_and_total(tmp_path, figures):
+    plots.scalability(throughput_rows(pairs=(1, 2, 4), rates=(4e6,), reps=1), tmp_path / "s.png")
+    panels = labels(figures[0])
+    assert [p["y"] for p in panels[:2]] == ["received rate per pair (Mpps)",
+                                           "total received rate (Mpps)"]
+    assert all(p["x"] == "pairs (sender/receiver)" for p in panels)
+    per_pair, total = figures[0].axes[:2]
+    veth_pp = series(per_pair, "veth")
+    veth_total = series(total, "veth")
+    assert list(veth_pp.get_xdata()) == [1, 2, 4]
+    # the synthetic switch shares its capacity: total flat, per pair divided
+    assert veth_total.get_ydata() == pytest.approx([0.9] * 3, rel=0.02)
+    assert veth_pp.get_ydata() == pytest.approx([0.9, 0.45, 0.225], rel=0.02)
+
+
+def test_rtt_vs_size_per_burst(tmp_path, figures):
+    plots.rtt_vs_size(latency_rows(), tmp_path / "rtt.png")
+    panels = labels(figures[0])
+    assert [p["title"] for p in panels] == [f"RTT vs frame size, burst {b}" for b in (4, 32, 128)]
+    for p in panels:
+        assert p["y"] == "round-trip time (µs)" and p["xscale"] == "log"
+        assert {"veth", "testpmd", "p50", "p99"} <= set(p["legend"])
+
+
+def test_rtt_from_stored_percentiles_without_histograms(tmp_path, figures):
+    rows = [dict(switch="veth", mode="latency", size=s, burst=4, lat_p50_ns=10_000 + s,
+                 lat_p99_ns=20_000 + s) for s in (64, 1500)]
+    plots.rtt_vs_size(rows, tmp_path / "rtt.png")
+    lines = figures[0].axes[0].get_lines()
+    assert sorted(tuple(l.get_ydata()) for l in lines) == [(10.064, 11.5), (20.064, 21.5)]
+
+
+def test_latency_cdf(tmp_path, figures):
+    rows = latency_rows(sizes=(64,), bursts=(4,))
+    plots.latency_cdf(rows + rows, tmp_path / "cdf.png")          # repetitions merge
+    [panel] = labels(figures[0])
+    assert panel["x"] == "round-trip time (µs, log scale)"
+    assert panel["y"] == "fraction of packets ≤ RTT"
+    assert set(panel["legend"]) == {"veth", "testpmd"}
+    veth = series(figures[0].axes[0], "veth")
+    ys = veth.get_ydata()
+    assert ys[0] == 0 and ys[-1] == 1
+    # the median of the curve is the histogram's median
+    merged = stats.merge_histograms([rows[0]["hist"]] * 2)
+    xs = veth.get_xdata()
+    median_x = xs[next(i for i, y in enumerate(ys) if y >= 0.5)]
+    assert median_x * 1e3 == pytest.approx(stats.percentile(merged, 50), rel=0.01)
+
+
+def test_latency_cdf_limits_panels(tmp_path, figures):
+    plots.latency_cdf(latency_rows(sizes=(64, 128, 256, 512, 1500), bursts=(4, 32)),
+                      tmp_path / "cdf.png")
+    assert [p["title"] for p in labels(figures[0])] == [
+        "RTT distribution, 64 B frames, burst 4", "RTT distribution, 1500 B frames, burst 4"]
+
+
+def test_throughput_bars_for_socket_techniques(tmp_path, figures):
+    rows = [dict(switch="bridge", mode="throughput", api=api, mmsg=mmsg, size=64, burst=64,
+                 pairs=1, rate=1e6, tx_pps=1e6, rx_pps=kpps * 1e3)
+            for api, mmsg, kpps in (("udp", False, 338), ("udp", True, 409),
+                                    ("raw", False, 360), ("raw", True, 440))]
+    plots.throughput_bars(rows, tmp_path / "bars.png")
+    ax = figures[0].axes[0]
+    assert ax.get_ylabel() == "max received rate (kpps)"
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert "bridge\napi=raw\nmmsg=True" in ticks and len(ticks) == 4
+    heights = sorted(p.get_height() for p in ax.patches)
+    assert heights == pytest.approx([338, 360, 409, 440])
+
+
+@pytest.mark.parametrize("plot", [plots.rx_vs_offered, plots.throughput_vs_size,
+                                  plots.scalability, plots.throughput_bars])
+def test_throughput_plots_with_missing_fields(tmp_path, plot):
+    # rows of older runs may lack a field others have: None must sort with the rest
+    rows = throughput_rows(pairs=(1, 2), rates=(1e6, 4e6), reps=1)
+    for r in rows[::3]:
+        r["api"] = None
+    assert png_size(plot(rows, tmp_path / "x.png"))
+
+
+@pytest.mark.parametrize("plot", [plots.rx_vs_offered, plots.throughput_vs_size,
+                                  plots.scalability, plots.throughput_bars])
+def test_throughput_plots_without_data(tmp_path, plot):
+    with pytest.raises(plots.NoData):
+        plot(latency_rows(), tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize("plot", [plots.rtt_vs_size, plots.latency_cdf])
+def test_latency_plots_without_data(tmp_path, plot):
+    with pytest.raises(plots.NoData):
+        plot(throughput_rows(), tmp_path / "x.png")
+
+
+def test_make_all_picks_plots_the_data_supports(tmp_path):
+    made = plots.make_all(throughput_rows(pairs=(1, 2)) + latency_rows(), tmp_path)
+    assert [p.name for p in made] == ["rx_vs_offered", "throughput_vs_size", "scalability",
+                                      "rtt_vs_size", "latency_cdf"]
+    for p in made:
+        assert Path(p.path) == tmp_path / f"{p.name}.png" and png_size(p.path)
+    single = plots.make_all([r for r in throughput_rows(sizes=(64,), rates=(4e6,))], tmp_path / "b")
+    assert [p.name for p in single] == ["throughput_bars"]
+    assert plots.make_all([], tmp_path / "c") == []
+
+
+def test_make_named_plots_for_a_study(tmp_path):
+    rows = throughput_rows(pairs=(1, 2)) + latency_rows()
+    made = plots.make(rows, tmp_path, ["scalability", "latency_cdf", "rx_vs_offered"])
+    assert [p.name for p in made] == ["scalability", "latency_cdf", "rx_vs_offered"]
+    assert [p.name for p in plots.make(latency_rows(), tmp_path, ["scalability", "rtt_vs_size"])] \
+        == ["rtt_vs_size"]
+    with pytest.raises(ValueError, match="plots: unknown pie"):
+        plots.make(rows, tmp_path, ["pie"])
+
+
+def test_every_study_asks_for_known_plots():
+    studies = sorted((Path(__file__).resolve().parents[2] / "studies").glob("*.toml"))
+    assert studies
+    for path in studies:
+        names = tomllib.loads(path.read_text())["study"]["plots"]
+        assert names and set(names) <= set(plots.PLOTS), path.name
+
+
+def test_colours_are_stable_per_data_plane():
+    assert plots.colour("veth") == plots.colour("veth") != plots.colour("bridge")
+    assert plots.colour("some-new-switch") in plots._PALETTE
+
+
+# --- HTML ---------------------------------------------------------------------
+
+class _Checker(html.parser.HTMLParser):
+    """Collects tags, checks nesting, and records every external reference."""
+
+    VOID = {"meta", "img", "br", "hr", "link", "input"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.errors, self.refs, self.tags = [], [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for name, value in attrs:
+            if name in ("src", "href") and value:
+                self.refs.append(value)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+
+
+def build_report(tmp_path):
+    made = plots.make_all(throughput_rows(pairs=(1, 2)) + latency_rows(), tmp_path / "png")
+    figures = [report_html.Figure(p.title, p.path, "synthetic data") for p in made]
+    table = report_html.Table("Points", ["switch", "size", "rx kpps", "loss %", "note"],
+                              [["veth", 64, 912.3456, 0.0, None],
+                               ["<b>bridge</b>", 1500, 1234567.0, 0.125, True]],
+                              note="rates are means of 2 repetitions")
+    path = report_html.write(tmp_path / "report.html", "Run 1a2b: <shoot-out>",
+                             figures=figures, tables=[table],
+                             params={"switch": "veth,bridge", "duration": 1.0},
+                             host={"kernel": "6.1", "cpus": 2}, summary="5 points")
+    return Path(path), made
+
+
+def test_report_is_self_contained_and_well_formed(tmp_path):
+    path, made = build_report(tmp_path)
+    text = path.read_text()
+    checker = _Checker()
+    checker.feed(text)
+    checker.close()
+    assert not checker.errors and checker.stack == []
+    assert "script" not in checker.tags
+    assert not re.search(r"https?://|//cdn|@import|url\(", text)
+    images = [r for r in checker.refs if r.startswith("data:")]
+    assert len(images) == len(made) == 5
+    assert all(r.startswith("#") for r in checker.refs if not r.startswith("data:"))
+    for ref, plot in zip(images, made):
+        assert base64.b64decode(ref.split(",", 1)[1]) == Path(plot.path).read_bytes()
+
+
+def test_report_escapes_and_formats(tmp_path):
+    text, _ = build_report(tmp_path)
+    text = text.read_text()
+    assert "&lt;b&gt;bridge&lt;/b&gt;" in text and "<b>bridge" not in text
+    assert "<title>Run 1a2b: &lt;shoot-out&gt;</title>" in text
+    assert '<td class="num">912.3</td>' in text
+    assert '<td class="num">1,234,567</td>' in text
+    assert "<td>–</td>" in text and "<td>yes</td>" in text
+    assert "How to read this" in text and "NDR / PDR" in text
+    assert "<dd>veth,bridge</dd>" in text and "<dt>kernel</dt>" in text
+
+
+def test_embedding_a_non_png_is_refused(tmp_path):
+    bad = tmp_path / "x.png"
+    bad.write_text("not an image")
+    with pytest.raises(ValueError, match="not a PNG"):
+        report_html.embed_png(bad)
+
+
+@pytest.mark.parametrize("value, text", [(None, "–"), (0.0, "0"), (3.0, "3"), (0.00123, "0.00123"),
+                                         (12.3456, "12.35"), (12345.6, "12,346"), (7, "7"),
+                                         (True, "yes"), ("x", "x"), (float("nan"), "–")])
+def test_cell_format(value, text):
+    assert report_html.fmt(value) == text
+
+
+# --- headless Chromium ----------------------------------------------------------
+
+CHROMIUM = next(filter(None, map(shutil.which, ("chromium-headless-shell", "chromium",
+                                                "chromium-browser", "google-chrome"))), None)
+
+
+class Browser:
+    """Chrome DevTools protocol over --remote-debugging-pipe (fd 3 in, fd 4 out):
+    no websocket library and no port to collide with."""
+
+    def __init__(self, binary):
+        to_r, self._to_w = os.pipe()
+        self._from_r, from_w = os.pipe()
+
+        def fds():
+            os.dup2(to_r, 3)
+            os.dup2(from_w, 4)
+
+        self.proc = subprocess.Popen(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+             "--no-first-run", "--hide-scrollbars", "--window-size=1280,900",
+             "--disable-breakpad", "--disable-crash-reporter", "about:blank"],
+            preexec_fn=fds, pass_fds=(3, 4), stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        os.close(to_r)
+        os.close(from_w)
+        self._buf = b""
+        self._id = 0
+        self.events = []
+
+    def call(self, method, session=None, timeout=20, **params):
+        self._id += 1
+        msg = {"id": self._id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._to_w, json.dumps(msg).encode() + b"\0")
+        while True:
+            reply = self._next(timeout)
+            if reply.get("id") == self._id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply["result"]
+            self.events.append(reply)
+
+    def wait_event(self, method, timeout=20):
+        deadline = time.monotonic() + timeout
+        while True:
+            for e in self.events:
+                if e.get("method") == method:
+                    return e
+            self.events.append(self._next(deadline - time.monotonic()))
+
+    def _next(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b"\0" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._from_r], [], [], left)[0]:
+                raise TimeoutError("no answer from chromium")
+            chunk = os.read(self._from_r, 1 << 20)
+            if not chunk:
+                raise RuntimeError("chromium exited")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(line)
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=5)
+        except (RuntimeError, TimeoutError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._to_w)
+        os.close(self._from_r)
+        # its child processes (zygote, gpu) share our new session: wait them out
+        start = time.monotonic()
+        while time.monotonic() - start < 10:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL if time.monotonic() - start > 5 else 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium (apt install chromium-headless-shell)")
+def test_report_renders_in_headless_chromium(tmp_path):
+    path, made = build_report(tmp_path)
+    browser = Browser(CHROMIUM)
+    try:
+        target = browser.call("Target.createTarget", url="about:blank")["targetId"]
+        session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            browser.call(f"{domain}.enable", session)
+        browser.call("Page.navigate", session, url=path.as_uri())
+        browser.wait_event("Page.loadEventFired")
+        images = browser.call("Runtime.evaluate", session, returnByValue=True, expression=(
+            "Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight])"
+        ))["result"]["value"]
+        title = browser.call("Runtime.evaluate", session, returnByValue=True,
+                             expression="document.title")["result"]["value"]
+        shot = base64.b64decode(browser.call("Page.captureScreenshot", session, format="png",
+                                             captureBeyondViewport=True)["data"])
+    finally:
+        browser.close()
+    errors = [e for e in browser.events
+              if e.get("method") == "Runtime.exceptionThrown"
+              or (e.get("method") == "Runtime.consoleAPICalled"
+                  and e["params"]["type"] in ("error", "assert"))
+              or (e.get("method") == "Log.entryAdded"
+                  and e["params"]["entry"]["level"] in ("error", "warning"))]
+    assert errors == []
+    assert title == "Run 1a2b: <shoot-out>"
+    assert len(images) == len(made)
+    for complete, width, height in images:
+        assert complete and width > 300 and height > 200
+    (tmp_path / "screenshot.png").write_bytes(shot)
+    with Image.open(io.BytesIO(shot)) as im:
+        assert im.size[0] >= 1200 and im.size[1] > 2000          # the whole page, plots included
+        colours = im.convert("RGB").resize((64, 256)).getcolors(64 * 256)
+        assert colours and len(colours) > 50                     # not a blank page
