@@ -55,7 +55,12 @@ struct api_ops {
 	const char *name;
 	bool l2;                 /* frames include Ethernet/IP/UDP headers built by the engine */
 	bool thread_safe_rxtx;   /* rx on one thread and tx on another is safe */
+	bool tx_foreign;         /* tx_burst() also takes frames that another instance's
+	                          * rx_burst() returned (fwd between two ports without a
+	                          * copy: dpdk mbufs); when false fwd copies into tx_alloc()
+	                          * buffers and releases the frames to their own instance */
 	size_t priv_size;        /* bytes of per-instance state allocated for the API */
+	/* 0, or -errno after printing one line on stderr saying what failed */
 	int (*open)(struct api *a, const struct api_conf *conf);
 	uint16_t (*tx_alloc)(struct api *a, struct pkt *pkts, uint16_t n);
 	uint16_t (*tx_burst)(struct api *a, struct pkt *pkts, uint16_t n);
@@ -70,6 +75,8 @@ struct api {
 	const struct api_ops *ops;
 	struct api_conf conf;
 	void *priv;
+	uint8_t mac[6];          /* the port's MAC if open() knows it; api_open() fills it
+	                          * from conf.iface when open() left it zero */
 };
 
 /* Registry (api.c). */

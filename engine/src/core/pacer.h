@@ -1,0 +1,51 @@
+/* Burst pacer: busy-polls the tick counter, releases one burst every
+ * burst/rate seconds.
+ *
+ * Fractional periods accumulate exactly (32.32 fixed point), so the long-run
+ * rate has no rounding drift. After a stall (preemption, a slow syscall) the
+ * debt is capped at PACER_CATCHUP bursts: the sender then releases at most
+ * PACER_CATCHUP + 1 bursts back to back and falls back to the normal spacing;
+ * what was forgiven shows as an offered rate below the requested one. */
+#ifndef CNFPERF_PACER_H
+#define CNFPERF_PACER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PACER_CATCHUP 4
+
+struct pacer {
+	bool unpaced;        /* rate 0: every poll is due */
+	uint64_t period;     /* ticks between bursts, integer part */
+	uint32_t frac;       /* fractional part, 1/2^32 ticks */
+	uint32_t frac_acc;
+	uint64_t next;       /* tick at which the next burst is due */
+	uint64_t max_lag;    /* debt beyond this is forgiven */
+	uint64_t forgiven;   /* bursts forgiven after stalls (diagnostics) */
+};
+
+void pacer_init(struct pacer *p, double rate_pps, unsigned burst, uint64_t hz, uint64_t now);
+void pacer_forgive(struct pacer *p, uint64_t now);
+
+/* true when a burst is due at tick `now`; then schedules the next one */
+static inline bool pacer_due(struct pacer *p, uint64_t now)
+{
+	if (p->unpaced)
+		return true;
+	if (now < p->next)
+		return false;
+	if (__builtin_expect(now - p->next > p->max_lag, 0))
+		pacer_forgive(p, now);
+	uint64_t acc = (uint64_t)p->frac_acc + p->frac;
+	p->next += p->period + (acc >> 32);
+	p->frac_acc = (uint32_t)acc;
+	return true;
+}
+
+/* ticks until the next burst is due (0 when due) */
+static inline uint64_t pacer_wait(const struct pacer *p, uint64_t now)
+{
+	return p->unpaced || now >= p->next ? 0 : p->next - now;
+}
+
+#endif

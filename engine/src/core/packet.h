@@ -1,0 +1,114 @@
+/* The engine's frame: Ethernet / IPv4 (no options) / UDP / payload header.
+ *
+ *   0  dst MAC, 6 src MAC, 12 ethertype 0x0800
+ *  14  IPv4: 0x45, tos, total length, id, DF, ttl 64, proto 17, checksum, src, dst
+ *  34  UDP: sport, dport, length, checksum (0 = none, legal in IPv4)
+ *  42  magic u16, seq u64, timestamp u64 (ns), all network byte order
+ *  60  payload bytes up to the frame length (written and checked with --touch)
+ *
+ * Offsets, not packed structs: frames sit at any alignment in API buffers. */
+#ifndef CNFPERF_PACKET_H
+#define CNFPERF_PACKET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <endian.h>
+
+#define OFF_ETH_DST 0
+#define OFF_ETH_SRC 6
+#define OFF_ETH_TYPE 12
+#define OFF_IP 14
+#define OFF_IP_LEN 16
+#define OFF_IP_FRAG 20
+#define OFF_IP_PROTO 23
+#define OFF_IP_CSUM 24
+#define OFF_IP_SRC 26
+#define OFF_IP_DST 30
+#define OFF_UDP 34
+#define OFF_UDP_SPORT 34
+#define OFF_UDP_DPORT 36
+#define OFF_UDP_LEN 38
+#define OFF_UDP_CSUM 40
+#define OFF_MAGIC 42
+#define OFF_SEQ 44
+#define OFF_TS 52
+#define FRAME_HDR_LEN 42         /* what the kernel builds for the udp api */
+#define FRAME_MIN_LEN 60         /* headers + payload header: a 64-byte frame with FCS */
+#define FCS_LEN 4
+
+#define PAYLOAD_MAGIC 0xCF7Eu
+#define SEQ_WARMUP (UINT64_C(1) << 63)
+
+struct frame_addr {
+	uint8_t src_mac[6], dst_mac[6];
+	uint32_t src_ip, dst_ip;  /* network byte order */
+	uint16_t sport, dport;    /* host byte order */
+};
+
+void frame_build(uint8_t *buf, unsigned len, const struct frame_addr *a);
+uint16_t ip_checksum(const uint8_t *frame);          /* of the IPv4 header, field as 0 */
+uint16_t udp_checksum(const uint8_t *frame);         /* over pseudo-header, header and data */
+void frame_fix_checksums(uint8_t *frame);            /* both, in place (udp never 0) */
+void frame_set_src_ip(uint8_t *frame, uint32_t ip);  /* keeps both checksums right */
+void frame_touch(uint8_t *frame, unsigned len, uint64_t seq);
+bool frame_touch_ok(const uint8_t *frame, unsigned len, uint64_t seq);
+
+static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return ntohs(v); }
+static inline void wr16(uint8_t *p, uint16_t v) { v = htons(v); memcpy(p, &v, 2); }
+static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
+static inline void wr64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
+static inline uint32_t rd32n(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; } /* stays in network order */
+static inline void wr32n(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* What a receiver accepts as addressed to it. */
+struct rx_filter {
+	uint32_t ip;              /* network order; 0 = any address */
+	uint16_t port_lo, port_hi;/* UDP destination port range (host order) */
+	bool l2;                  /* headers came from the wire: check the IP checksum */
+};
+
+enum rx_class { RX_OURS, RX_OTHER, RX_BAD };
+
+static inline bool ip_checksum_ok(const uint8_t *frame)
+{
+	const uint8_t *ip = frame + OFF_IP;
+	uint32_t sum = 0;
+
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/* Not IPv4/UDP to our address and port -> RX_OTHER (ARP, IPv6 ND, someone
+ * else's traffic on a bridge). Ours but malformed -> RX_BAD. */
+static inline enum rx_class frame_classify(const uint8_t *d, unsigned len, const struct rx_filter *f)
+{
+	if (len < FRAME_HDR_LEN || d[OFF_ETH_TYPE] != 0x08 || d[OFF_ETH_TYPE + 1] != 0x00 ||
+	    d[OFF_IP] != 0x45 || d[OFF_IP_PROTO] != 17)
+		return RX_OTHER;
+	if (f->ip && rd32n(d + OFF_IP_DST) != f->ip)
+		return RX_OTHER;
+	uint16_t dport = rd16(d + OFF_UDP_DPORT);
+	if (dport < f->port_lo || dport > f->port_hi)
+		return RX_OTHER;
+	unsigned ip_len = rd16(d + OFF_IP_LEN);
+	if (len < FRAME_MIN_LEN || ip_len > len - OFF_IP || ip_len < FRAME_MIN_LEN - OFF_IP ||
+	    rd16(d + OFF_UDP_LEN) != ip_len - 20 || (rd16(d + OFF_IP_FRAG) & 0x3fff) ||
+	    rd16(d + OFF_MAGIC) != PAYLOAD_MAGIC)
+		return RX_BAD;
+	if (f->l2 && !ip_checksum_ok(d))
+		return RX_BAD;
+	return RX_OURS;
+}
+
+/* Bytes as RFC 2544 counts a frame: with FCS, never below the 64-byte minimum. */
+static inline unsigned wire_bytes(unsigned len)
+{
+	return len + FCS_LEN < 64 ? 64 : len + FCS_LEN;
+}
+
+#endif

@@ -1,0 +1,319 @@
+#include "run.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "packet.h"
+
+/* How often a thread re-anchors its TSC mapping. CLOCK_MONOTONIC is itself
+ * steered (NTP, the hypervisor): measured slopes against the TSC wander by
+ * ~10 ppm from one 100 ms to the next, so a 1 s anchor could be microseconds
+ * off. Every 10 ms keeps two processes within ~0.1 us for ~0.5 us of work. */
+#define REANCHOR_PER_S 100
+
+volatile sig_atomic_t run_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	run_stop = 1;
+}
+
+void run_signals(void)
+{
+	/* no SA_RESTART: a blocking recv returns EINTR and the loop sees the flag */
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int run_pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return 0;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+int run_init(struct run *r, const struct opts *o, struct api *a, const struct clock *clk, bool latency)
+{
+	memset(r, 0, sizeof(*r));
+	r->o = o;
+	r->api = a;
+	r->clk = *clk;
+	r->reanchor = true;
+	r->t_next_anchor = clock_ticks() + clk->hz / REANCHOR_PER_S;
+	r->t_next = r->t_next_anchor;
+	if (latency) {
+		r->lat = malloc(sizeof(*r->lat));
+		r->lat_ival = malloc(sizeof(*r->lat_ival));
+		if (!r->lat || !r->lat_ival) {
+			fprintf(stderr, "cnfperf-engine: out of memory for latency histograms\n");
+			run_free(r);
+			return -1;
+		}
+		hist_reset(r->lat);
+		hist_reset(r->lat_ival);
+	}
+	return 0;
+}
+
+void run_free(struct run *r)
+{
+	free(r->lat);
+	free(r->lat_ival);
+	seq_free(r->seq);
+	r->lat = r->lat_ival = NULL;
+	r->seq = NULL;
+}
+
+static void schedule(struct run *r)
+{
+	uint64_t t = r->reanchor ? r->t_next_anchor : UINT64_MAX;
+
+	if (r->started) {
+		if (r->ival && r->t_next_ival < t)
+			t = r->t_next_ival;
+		if (!r->measuring && r->t_measure < t)
+			t = r->t_measure;
+		if (r->t_end && !r->done && r->t_end < t)
+			t = r->t_end;
+	}
+	r->t_next = t;
+}
+
+void run_start(struct run *r, uint64_t now)
+{
+	const struct opts *o = r->o;
+
+	r->started = true;
+	r->t_start = now;
+	r->t_measure = now + clock_s_to_ticks(&r->clk, o->warmup);
+	r->measuring = o->warmup == 0;
+	r->t_end = o->duration > 0 ? r->t_measure + clock_s_to_ticks(&r->clk, o->duration) : 0;
+	r->ival = o->quiet || r->silent || o->interval == 0 ? 0 : clock_s_to_ticks(&r->clk, o->interval);
+	r->t_next_ival = now + r->ival;
+	r->t_last_ival = now;
+	schedule(r);
+}
+
+static void latency_fields(struct json *j, const struct hist *h, bool full)
+{
+	bool any = h->count > 0;
+	static const struct { const char *key; double p; } pct[] = {
+		{ "p50_ns", 50 }, { "p90_ns", 90 }, { "p99_ns", 99 }, { "p999_ns", 99.9 }, { "p9999_ns", 99.99 },
+	};
+
+	json_u64(j, "count", h->count);
+	if (any) {
+		json_u64(j, "min_ns", h->min);
+		json_num(j, "mean_ns", hist_mean(h), 1);
+	} else {
+		json_null(j, "min_ns");
+		json_null(j, "mean_ns");
+	}
+	if (full) {
+		if (any)
+			json_num(j, "stddev_ns", hist_stddev(h), 1);
+		else
+			json_null(j, "stddev_ns");
+	}
+	for (unsigned i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
+		if (!full && pct[i].p != 50 && pct[i].p != 99)
+			continue;
+		if (any)
+			json_u64(j, pct[i].key, hist_percentile(h, pct[i].p));
+		else
+			json_null(j, pct[i].key);
+	}
+	if (any)
+		json_u64(j, "max_ns", h->max);
+	else
+		json_null(j, "max_ns");
+}
+
+static void emit_interval(struct run *r, uint64_t now)
+{
+	struct json j;
+	const struct counters *c = &r->c, *p = &r->prev;
+	double span = clock_ticks_to_s(&r->clk, now - r->t_last_ival);
+
+	if (r->collect)
+		r->collect(r);
+	json_begin(&j, stdout);
+	json_str(&j, "type", "interval");
+	json_str(&j, "role", r->o->role_name);
+	json_num(&j, "elapsed_s", clock_ticks_to_s(&r->clk, now - r->t_start), 3);
+	json_num(&j, "interval_s", span, 3);
+	json_str(&j, "phase", r->measuring ? "measure" : "warmup");
+	json_u64(&j, "tx_packets", c->tx_packets - p->tx_packets);
+	json_u64(&j, "tx_refused", c->tx_refused - p->tx_refused);
+	json_u64(&j, "rx_packets", c->rx_packets - p->rx_packets);
+	json_u64(&j, "bad", c->bad - p->bad);
+	json_u64(&j, "other", c->other - p->other);
+	json_u64(&j, "corrupt", c->corrupt - p->corrupt);
+	json_i64(&j, "lost", c->seq.lost - p->seq.lost);
+	json_u64(&j, "reordered", c->seq.reordered - p->seq.reordered);
+	json_u64(&j, "duplicate", c->seq.duplicate - p->seq.duplicate);
+	json_u64(&j, "warmup_packets", c->warmup_packets - p->warmup_packets);
+	json_num(&j, "tx_pps", span > 0 ? (double)(c->tx_packets - p->tx_packets) / span : 0, 1);
+	json_num(&j, "rx_pps", span > 0 ? (double)(c->rx_packets - p->rx_packets) / span : 0, 1);
+	if (r->lat_ival) {
+		json_open(&j, "latency", '{');
+		latency_fields(&j, r->lat_ival, false);
+		json_close(&j, '{');
+		hist_merge(r->lat, r->lat_ival);
+		hist_reset(r->lat_ival);
+	}
+	json_end(&j);
+	r->prev = *c;
+	r->t_last_ival = now;
+}
+
+void run_tick(struct run *r, uint64_t now)
+{
+	if (r->reanchor && now >= r->t_next_anchor) {
+		clock_reanchor(&r->clk);
+		r->t_next_anchor = now + r->clk.hz / REANCHOR_PER_S;
+	}
+	if (r->started) {
+		if (!r->measuring && now >= r->t_measure)
+			r->measuring = true;
+		if (r->t_end && now >= r->t_end)
+			r->done = true;
+		if (r->ival && now >= r->t_next_ival) {
+			emit_interval(r, now);
+			r->t_next_ival += r->ival;
+			if (r->t_next_ival <= now) /* after a stall: no burst of records */
+				r->t_next_ival = now + r->ival;
+		}
+	}
+	schedule(r);
+}
+
+void run_ready(const struct run *r)
+{
+	struct json j;
+
+	json_begin(&j, stdout);
+	json_str(&j, "type", "ready");
+	json_str(&j, "role", r->o->role_name);
+	json_str(&j, "api", r->o->api);
+	json_str(&j, "iface", r->o->iface);
+	if (r->o->iface2)
+		json_str(&j, "iface2", r->o->iface2);
+	json_i64(&j, "pid", (int64_t)getpid());
+	json_str(&j, "clock", clock_uses_tsc ? "tsc" : "clock_gettime");
+	json_u64(&j, "tick_hz", r->clk.hz);
+	json_end(&j);
+}
+
+static void api_counters(const struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)
+{
+	uint64_t d = 0, e = 0;
+
+	if (a && a->ops->stats) {
+		a->ops->stats((struct api *)a, &d, &e);
+		*rx_dropped += d;
+		*tx_errors += e;
+	}
+}
+
+static double per_s(double n, double s)
+{
+	return s > 0 ? n / s : 0;
+}
+
+void run_summary(struct run *r)
+{
+	const struct opts *o = r->o;
+	const struct counters *c = &r->c;
+	struct json j;
+	double dur, rx_pps;
+	uint64_t rx_dropped = 0, tx_errors = 0;
+
+	if (r->collect)
+		r->collect(r);
+	if (r->lat_ival) {
+		hist_merge(r->lat, r->lat_ival);
+		hist_reset(r->lat_ival);
+	}
+	if (r->rx_window) {
+		/* first..last measured frame; the first burst arrived at the window's
+		 * start, so it is not part of the rate over the window */
+		dur = clock_ticks_to_s(&r->clk, r->t_last_rx - r->t_first_rx);
+		rx_pps = per_s((double)(c->rx_packets - r->first_burst), dur);
+	} else {
+		dur = r->measuring && r->t_stop > r->t_measure ? clock_ticks_to_s(&r->clk, r->t_stop - r->t_measure) : 0;
+		rx_pps = per_s((double)c->rx_packets, dur);
+	}
+	api_counters(r->api, &rx_dropped, &tx_errors);
+	api_counters(r->api2, &rx_dropped, &tx_errors);
+
+	json_begin(&j, stdout);
+	json_str(&j, "type", "summary");
+	json_str(&j, "role", o->role_name);
+	json_str(&j, "api", o->api);
+	json_str(&j, "iface", o->iface);
+	if (o->iface2)
+		json_str(&j, "iface2", o->iface2);
+	/* receivers report the mean size they saw, senders the size they sent */
+	json_u64(&j, "size", r->rx_window && c->rx_packets ? (c->rx_bytes + c->rx_packets / 2) / c->rx_packets : o->size);
+	json_u64(&j, "burst", o->burst);
+	json_u64(&j, "flows", o->flows);
+	json_num(&j, "duration_s", dur, 6);
+	json_num(&j, "warmup_s", o->warmup, 3);
+	if (o->role == ROLE_SEND || o->role == ROLE_CLIENT)
+		json_num(&j, "requested_pps", o->rate, 1);
+	else
+		json_null(&j, "requested_pps");
+	json_num(&j, "offered_pps", per_s((double)c->tx_packets, dur), 1);
+	json_u64(&j, "tx_packets", c->tx_packets);
+	json_u64(&j, "tx_bytes", c->tx_bytes);
+	json_num(&j, "tx_bps", per_s((double)c->tx_bytes * 8, dur), 1);
+	json_u64(&j, "tx_refused", c->tx_refused);
+	json_u64(&j, "rx_packets", c->rx_packets);
+	json_u64(&j, "rx_bytes", c->rx_bytes);
+	json_num(&j, "rx_pps", rx_pps, 1);
+	json_num(&j, "rx_bps", c->rx_packets ? rx_pps * (double)c->rx_bytes * 8 / (double)c->rx_packets : 0, 1);
+	json_u64(&j, "bad", c->bad);
+	json_u64(&j, "other", c->other);
+	json_u64(&j, "corrupt", c->corrupt);
+	json_i64(&j, "lost", c->seq.lost);
+	json_u64(&j, "reordered", c->seq.reordered);
+	json_u64(&j, "duplicate", c->seq.duplicate);
+	json_u64(&j, "warmup_packets", c->warmup_packets);
+	json_u64(&j, "flows_seen", r->seq ? r->seq->nflows : 0);
+	json_u64(&j, "api_rx_dropped", rx_dropped);
+	json_u64(&j, "api_tx_errors", tx_errors);
+	if (r->lat) {
+		char item[80];
+		json_open(&j, "latency", '{');
+		json_str(&j, "kind", r->lat_kind);
+		latency_fields(&j, r->lat, true);
+		json_open(&j, "histogram", '[');
+		for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+			uint64_t lo, hi;
+			if (!r->lat->bucket[i])
+				continue;
+			hist_bounds(i, &lo, &hi);
+			snprintf(item, sizeof(item), "[%llu, %llu, %llu]", (unsigned long long)lo,
+				 (unsigned long long)hi, (unsigned long long)r->lat->bucket[i]);
+			json_raw_item(&j, item);
+		}
+		json_close(&j, '[');
+		json_close(&j, '{');
+	}
+	json_end(&j);
+}

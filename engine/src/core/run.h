@@ -1,0 +1,87 @@
+/* What every role shares: the stop flag, the run's timeline (warm-up,
+ * measured window, end), counters, and the JSON records (ready, interval,
+ * summary). Roles call run_tick() only when a tick reaches r->t_next, so the
+ * hot loop pays one compare per burst for all of it. */
+#ifndef CNFPERF_RUN_H
+#define CNFPERF_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../api/api.h"
+#include "../opts.h"
+#include "clock.h"
+#include "hist.h"
+#include "seq.h"
+
+/* Set by the SIGINT/SIGTERM handler, read by every loop. Global because a
+ * signal handler can reach nothing else; sig_atomic_t makes it safe to share. */
+extern volatile sig_atomic_t run_stop;
+
+void run_signals(void);
+int run_pin(int cpu);  /* 0 or -errno */
+
+struct counters {
+	uint64_t tx_packets, tx_bytes, tx_refused;
+	uint64_t rx_packets, rx_bytes;
+	uint64_t bad, other, corrupt, warmup_packets;
+	struct seq_counts seq;
+};
+
+struct run {
+	const struct opts *o;
+	struct api *api, *api2;
+	struct clock clk;
+	bool reanchor;          /* false when several threads read one clock (client) */
+	bool rx_window;         /* rates over first..last measured frame (receivers) */
+	bool silent;            /* prints no interval records (the client's tx thread) */
+	bool started, measuring, done;
+	uint64_t t_start, t_measure, t_end, t_stop;
+	uint64_t t_next;        /* earliest of the events below: run_tick() is due */
+	uint64_t t_next_ival, t_last_ival, t_next_anchor, ival;
+	uint64_t t_first_rx, t_last_rx, first_burst;
+	uint64_t t_drain_end;   /* receivers: set when a stop signal arrives */
+	struct counters c, prev;
+	struct hist *lat, *lat_ival;  /* NULL when the role measures no latency */
+	const char *lat_kind;         /* "one_way" | "rtt" */
+	struct seq_tracker *seq;      /* NULL when the role tracks no sequence */
+	void (*collect)(struct run *r); /* client: fold the tx thread's counters into c */
+	void *collect_arg;
+};
+
+/* 0, or -1 after a message on stderr (out of memory) */
+int run_init(struct run *r, const struct opts *o, struct api *a, const struct clock *clk, bool latency);
+void run_free(struct run *r);
+void run_start(struct run *r, uint64_t now);
+void run_tick(struct run *r, uint64_t now);
+void run_ready(const struct run *r);
+void run_summary(struct run *r);
+
+/* Receivers: whether to go on after this burst of n frames. After SIGINT or
+ * SIGTERM they still take what is already queued (the orchestrator signals
+ * once the sender is done, but its last packets may sit in a socket or ring),
+ * until an empty burst or RUN_DRAIN_S. */
+#define RUN_DRAIN_S 0.2
+static inline bool run_keep_going(struct run *r, uint16_t n, uint64_t now)
+{
+	if (!run_stop)
+		return true;
+	if (!r->t_drain_end)
+		r->t_drain_end = now + clock_s_to_ticks(&r->clk, RUN_DRAIN_S);
+	return n && now < r->t_drain_end;
+}
+
+/* Receivers: account a burst that held measured frames. */
+static inline void run_rx_window(struct run *r, uint64_t now, unsigned measured)
+{
+	if (!measured)
+		return;
+	if (!r->t_first_rx) {
+		r->t_first_rx = now;
+		r->first_burst = measured;
+	}
+	r->t_last_rx = now;
+}
+
+#endif

@@ -1,0 +1,44 @@
+/* Command line of cnfperf-engine: parsed and validated here, before anything
+ * is opened, so a mistake costs one line on stderr and exit code 2. Kept
+ * apart from main.c so the unit tests can call it without running a role. */
+#ifndef CNFPERF_OPTS_H
+#define CNFPERF_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum role { ROLE_SEND, ROLE_RECV, ROLE_CLIENT, ROLE_SERVER, ROLE_FWD };
+
+struct opts {
+	enum role role;
+	const char *role_name;
+	const char *api;
+	const char *iface, *iface2;
+	int port, port2;           /* dpdk port ids; port2 -1 = same as port */
+	int queue;
+	const char *xdp_mode;
+	uint8_t src_mac[6], dst_mac[6];
+	bool has_src_mac, has_dst_mac;
+	uint32_t src_ip, dst_ip;   /* network byte order, 0 = not given */
+	uint16_t sport, dport;
+	double rate;               /* pps, 0 = as fast as possible */
+	unsigned size;             /* RFC 2544 frame size, with FCS */
+	unsigned burst;
+	bool touch, mmsg, blocking, quiet;
+	double duration, warmup, drain, interval;
+	unsigned flows;
+	int cpu, rx_cpu;           /* -1 = not pinned */
+	int eal_argc;
+	char **eal_argv;
+};
+
+enum opts_result { OPTS_RUN, OPTS_HELP, OPTS_VERSION, OPTS_ERROR };
+
+/* Fills o; on OPTS_ERROR, err holds one line (no newline) naming the option.
+ * Later options override earlier ones. argv is not modified. */
+enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, size_t errlen);
+void opts_usage(void *stream);
+bool opts_l2_api(const char *api);
+
+#endif

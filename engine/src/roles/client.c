@@ -1,0 +1,154 @@
+/* client: round-trip time. The main thread is the paced generator (gen.c);
+ * a second thread receives the echoes, measures RTT and prints the interval
+ * records.
+ *
+ * Shared clock: both threads read one calibration made before they start
+ * and never re-anchored (read-only, so no locking), and the TSC it is based
+ * on is invariant and synchronised across cores (clock.c requires
+ * constant_tsc and nonstop_tsc), so a timestamp taken on the tx core is
+ * comparable with a tick read on the rx core. Without such a TSC both read
+ * CLOCK_MONOTONIC.
+ *
+ * The echoes of the last packets are awaited for --drain seconds after the
+ * last send (also after SIGINT); lost = sent - echoed over the measured
+ * window. */
+#include "roles.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct client {
+	struct run rx;            /* owned by the rx thread until it is joined */
+	struct gen_pub pub;       /* written by the tx thread */
+	_Atomic uint64_t tx_stop; /* tick the tx thread stopped at, 0 while sending */
+	int rx_cpu;
+	int err;
+};
+
+static void collect(struct run *r)
+{
+	struct client *cl = r->collect_arg;
+
+	r->c.tx_packets = atomic_load_explicit(&cl->pub.tx_packets, memory_order_relaxed);
+	r->c.tx_bytes = atomic_load_explicit(&cl->pub.tx_bytes, memory_order_relaxed);
+	r->c.tx_refused = atomic_load_explicit(&cl->pub.tx_refused, memory_order_relaxed);
+}
+
+static void *rx_thread(void *arg)
+{
+	struct client *cl = arg;
+	struct run *r = &cl->rx;
+	const struct opts *o = r->o;
+	struct api *a = r->api;
+	const struct api_ops *ops = a->ops;
+	const struct rx_filter f = { .ip = o->src_ip, .port_lo = o->sport,
+				     .port_hi = (uint16_t)(o->sport + o->flows - 1), .l2 = ops->l2 };
+	const uint64_t drain = clock_s_to_ticks(&r->clk, o->drain);
+	struct counters *c = &r->c;
+	struct pkt pkts[API_MAX_BURST];
+	uint16_t burst = (uint16_t)o->burst;
+
+	if (run_pin(cl->rx_cpu)) {
+		fprintf(stderr, "cnfperf-engine: --rx-cpu %d: cannot pin the receive thread\n", cl->rx_cpu);
+		cl->err = 1;
+	}
+	for (;;) {
+		uint16_t n = ops->rx_burst(a, pkts, burst);
+		uint64_t now = clock_ticks();
+		uint64_t stop = atomic_load_explicit(&cl->tx_stop, memory_order_acquire);
+
+		if (now >= r->t_next)
+			run_tick(r, now);
+		if (stop && now >= stop + drain) {
+			if (n)
+				ops->release(a, pkts, n);
+			break;
+		}
+		if (!n)
+			continue;
+		uint64_t now_ns = clock_ns(&r->clk, now);
+		for (uint16_t i = 0; i < n; i++) {
+			const uint8_t *d = pkts[i].data;
+			enum rx_class cls = frame_classify(d, pkts[i].len, &f);
+			if (cls != RX_OURS) {
+				if (cls == RX_OTHER)
+					c->other++;
+				else
+					c->bad++;
+				continue;
+			}
+			uint64_t seq = rd64(d + OFF_SEQ);
+			bool warm = seq & SEQ_WARMUP;
+			seq &= ~SEQ_WARMUP;
+			/* the echo of flow sport+i comes back to port sport+i */
+			seq_track(r->seq, rd16(d + OFF_UDP_DPORT), seq, !warm, &c->seq);
+			if (warm) {
+				c->warmup_packets++;
+				continue;
+			}
+			unsigned flen = OFF_IP + rd16(d + OFF_IP_LEN);
+			c->rx_packets++;
+			c->rx_bytes += wire_bytes(flen);
+			if (o->touch && !frame_touch_ok(d, flen, seq))
+				c->corrupt++;
+			uint64_t ts = rd64(d + OFF_TS);
+			hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
+		}
+		ops->release(a, pkts, n);
+	}
+	return NULL;
+}
+
+int role_client(struct run *tx)
+{
+	const struct opts *o = tx->o;
+	struct client cl = { 0 };
+	pthread_t th;
+
+	if (!tx->api->ops->thread_safe_rxtx) {
+		fprintf(stderr, "cnfperf-engine: --api %s: cannot receive and send from two threads\n", o->api);
+		return 1;
+	}
+	/* the rx thread's run carries the histograms and prints the records */
+	cl.rx = *tx;
+	tx->lat = tx->lat_ival = NULL;
+	cl.rx.lat_kind = "rtt";
+	cl.rx.reanchor = false;
+	cl.rx.collect = collect;
+	cl.rx.collect_arg = &cl;
+	cl.rx_cpu = o->rx_cpu;
+	tx->reanchor = false;
+	tx->silent = true;
+	if (!(cl.rx.seq = seq_new())) {
+		fprintf(stderr, "cnfperf-engine: out of memory for sequence tracking\n");
+		return 1;
+	}
+	run_ready(tx);
+	/* both timelines start at the same tick; only tx ends by duration */
+	uint64_t now = clock_ticks();
+	run_start(&cl.rx, now);
+	cl.rx.t_end = 0;
+	cl.rx.t_next = now;
+	if ((errno = pthread_create(&th, NULL, rx_thread, &cl))) {
+		perror("cnfperf-engine: receive thread");
+		run_free(&cl.rx);
+		return 1;
+	}
+	int rc = gen_run(tx, &cl.pub);
+	atomic_store_explicit(&cl.tx_stop, tx->t_stop ? tx->t_stop : clock_ticks(), memory_order_release);
+	pthread_join(th, NULL);
+
+	/* the measured window is the sender's */
+	cl.rx.measuring = tx->measuring;
+	cl.rx.t_measure = tx->t_measure;
+	cl.rx.t_stop = tx->t_stop;
+	collect(&cl.rx);
+	uint64_t echoed = cl.rx.c.rx_packets - cl.rx.c.seq.duplicate;
+	cl.rx.c.seq.lost = cl.rx.c.tx_packets > echoed ? (int64_t)(cl.rx.c.tx_packets - echoed) : 0;
+	if (rc == 0)
+		run_summary(&cl.rx);
+	run_free(&cl.rx);
+	return rc ? rc : cl.err;
+}

@@ -1,0 +1,82 @@
+/* recv: counting sink. Frames not addressed to us (ARP, IPv6 ND, someone
+ * else's flow on a bridge) count as `other`; ours but malformed as `bad`.
+ * A frame is warm-up when its sender marked it or when it arrives during
+ * our own --warmup; warm-up frames keep sequence tracking continuous but
+ * count only in warmup_packets. */
+#include "roles.h"
+
+#include <stdio.h>
+
+int role_recv(struct run *r)
+{
+	const struct opts *o = r->o;
+	struct api *a = r->api;
+	const struct api_ops *ops = a->ops;
+	const struct rx_filter f = { .ip = o->src_ip, .port_lo = o->sport, .port_hi = o->sport, .l2 = ops->l2 };
+	const uint16_t burst = (uint16_t)o->burst;
+	struct counters *c = &r->c;
+	struct pkt pkts[API_MAX_BURST];
+
+	r->rx_window = true;
+	r->lat_kind = "one_way";
+	if (!(r->seq = seq_new())) {
+		fprintf(stderr, "cnfperf-engine: out of memory for sequence tracking\n");
+		return 1;
+	}
+	run_ready(r);
+	for (;;) {
+		uint16_t n = ops->rx_burst(a, pkts, burst);
+		uint64_t now = clock_ticks();
+
+		if (!run_keep_going(r, n, now)) {
+			if (n)
+				ops->release(a, pkts, n);
+			break;
+		}
+		if (now >= r->t_next) {
+			run_tick(r, now);
+			if (r->done) {
+				if (n)
+					ops->release(a, pkts, n);
+				break;
+			}
+		}
+		if (!n)
+			continue;
+		if (!r->started)
+			run_start(r, now);
+		uint64_t now_ns = clock_ns(&r->clk, now);
+		unsigned measured = 0;
+		for (uint16_t i = 0; i < n; i++) {
+			const uint8_t *d = pkts[i].data;
+			enum rx_class cls = frame_classify(d, pkts[i].len, &f);
+			if (cls != RX_OURS) {
+				if (cls == RX_OTHER)
+					c->other++;
+				else
+					c->bad++;
+				continue;
+			}
+			uint64_t seq = rd64(d + OFF_SEQ);
+			bool warm = (seq & SEQ_WARMUP) || !r->measuring;
+			seq &= ~SEQ_WARMUP;
+			seq_track(r->seq, rd16(d + OFF_UDP_SPORT), seq, !warm, &c->seq);
+			if (warm) {
+				c->warmup_packets++;
+				continue;
+			}
+			unsigned flen = OFF_IP + rd16(d + OFF_IP_LEN);
+			c->rx_packets++;
+			c->rx_bytes += wire_bytes(flen);
+			if (o->touch && !frame_touch_ok(d, flen, seq))
+				c->corrupt++;
+			uint64_t ts = rd64(d + OFF_TS);
+			hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
+			measured++;
+		}
+		ops->release(a, pkts, n);
+		run_rx_window(r, now, measured);
+	}
+	run_summary(r);
+	return 0;
+}

@@ -1,0 +1,30 @@
+/* Roles: what an endpoint does. Each takes a prepared run (api open, clock
+ * calibrated, options checked), prints ready / interval / summary records and
+ * returns the process exit code. */
+#ifndef CNFPERF_ROLES_H
+#define CNFPERF_ROLES_H
+
+#include <stdatomic.h>
+
+#include "../core/packet.h"
+#include "../core/run.h"
+
+int role_send(struct run *r);
+int role_recv(struct run *r);
+int role_client(struct run *r);
+int role_server(struct run *r);
+int role_fwd(struct run *r);
+
+/* The client's tx thread publishes its counters here for the rx thread's
+ * interval records and the summary; single writer, relaxed stores. */
+struct gen_pub {
+	_Atomic uint64_t tx_packets, tx_bytes, tx_refused, warmup_packets;
+};
+
+/* The paced generator shared by send and client. */
+int gen_run(struct run *r, struct gen_pub *pub);
+
+void role_addresses(const struct run *r, struct frame_addr *fa);
+void role_sleep_until(const struct run *r, uint64_t ticks_ahead);
+
+#endif

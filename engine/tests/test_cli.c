@@ -1,0 +1,78 @@
+/* The binary itself: a bad option exits 2 with exactly one line on stderr
+ * and nothing on stdout, before opening anything; --version is one JSON line. */
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static const char *engine;
+
+static int run(char **argv, char *out, size_t outlen, char *err, size_t errlen)
+{
+	int po[2], pe[2], status;
+	pid_t pid;
+	posix_spawn_file_actions_t fa;
+
+	if (pipe(po) || pipe(pe))
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+	posix_spawn_file_actions_addclose(&fa, po[0]);
+	posix_spawn_file_actions_addclose(&fa, pe[0]);
+	argv[0] = (char *)engine;
+	if (posix_spawn(&pid, engine, &fa, NULL, argv, NULL))
+		return -1;
+	close(po[1]);
+	close(pe[1]);
+	ssize_t n = read(po[0], out, outlen - 1);
+	out[n > 0 ? n : 0] = 0;
+	n = read(pe[0], err, errlen - 1);
+	err[n > 0 ? n : 0] = 0;
+	close(po[0]);
+	close(pe[0]);
+	waitpid(pid, &status, 0);
+	posix_spawn_file_actions_destroy(&fa);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void bad(char **argv, const char *name)
+{
+	char out[4096], err[4096];
+	int rc = run(argv, out, sizeof(out), err, sizeof(err));
+	char *nl = strchr(err, '\n');
+
+	CHECK(rc == 2, "exit %d for %s %s", rc, argv[1], argv[2] ? argv[2] : "");
+	CHECK(nl && nl[1] == 0, "one line on stderr: [%s]", err);
+	CHECK(strstr(err, name) != NULL, "names %s: %s", name, err);
+	CHECK(out[0] == 0, "nothing on stdout: %s", out);
+}
+
+int main(int argc, char **argv)
+{
+	char out[4096], err[4096];
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_cli PATH-TO-ENGINE\n");
+		return 2;
+	}
+	engine = argv[1];
+	bad((char *[]){ NULL, "send", "--rate", "lots", NULL }, "--rate");
+	bad((char *[]){ NULL, "recv", "-b", "0", NULL }, "--burst");
+	bad((char *[]){ NULL, "recv", "--api", "raw", NULL }, "--iface");
+	bad((char *[]){ NULL, "fwd", "--api", "udp", "--dst-mac", "02:00:00:00:00:01", NULL }, "--api");
+	bad((char *[]){ NULL, "nonsense", NULL }, "ROLE");
+	bad((char *[]){ NULL, "recv", "--frobnicate", NULL }, "--frobnicate");
+
+	int rc = run((char *[]){ NULL, "--version", NULL }, out, sizeof(out), err, sizeof(err));
+	CHECK(rc == 0, "--version exits 0");
+	CHECK(!strncmp(out, "{\"version\": \"", 13) && strstr(out, "\"apis\": [\"udp\", \"raw\"") &&
+	      strchr(out, '\n') == out + strlen(out) - 1, "--version is one JSON line: %s", out);
+	rc = run((char *[]){ NULL, "--help", NULL }, out, sizeof(out), err, sizeof(err));
+	CHECK(rc == 0 && strstr(out, "usage:"), "--help");
+	return check_done("cli");
+}

@@ -1,0 +1,38 @@
+/* The TSC mapping follows CLOCK_MONOTONIC closely, before and after re-anchoring. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "../src/core/clock.h"
+
+static int64_t offset(const struct clock *c)
+{
+	uint64_t t = clock_ticks();
+	uint64_t m = mono_ns();
+	return (int64_t)(clock_ns(c, t) - m);
+}
+
+int main(void)
+{
+	struct clock c;
+
+	clock_init(&c);
+	printf("clock: %s, %llu ticks/s\n", clock_uses_tsc ? "tsc" : "clock_gettime", (unsigned long long)c.hz);
+	CHECK(c.hz >= 100000000, "plausible tick rate %llu", (unsigned long long)c.hz);
+	int64_t o1 = offset(&c);
+	CHECK(llabs(o1) < 2000, "just calibrated: %lld ns off", (long long)o1);
+
+	struct timespec gap = { 0, 300 * 1000 * 1000 };
+	nanosleep(&gap, NULL);
+	int64_t o2 = offset(&c);
+	CHECK(llabs(o2) < 5000, "after 300 ms: %lld ns off", (long long)o2);
+	clock_reanchor(&c);
+	int64_t o3 = offset(&c);
+	CHECK(llabs(o3) < 1000, "re-anchored: %lld ns off", (long long)o3);
+	printf("offsets: %lld %lld %lld ns\n", (long long)o1, (long long)o2, (long long)o3);
+
+	uint64_t a = clock_ticks(), b = clock_ticks();
+	CHECK(b >= a, "ticks do not go back");
+	CHECK(clock_s_to_ticks(&c, 1.0) == c.hz, "1 s in ticks");
+	CHECK(clock_ns(&c, c.tick0 - c.hz) < c.ns0, "ticks before the anchor map backwards");
+	return check_done("clock");
+}

@@ -1,0 +1,79 @@
+/* Pacer spacing, long-run rate, and the catch-up bound after a stall. */
+#include "check.h"
+#include "../src/core/pacer.h"
+
+static void spacing(void)
+{
+	struct pacer p;
+	uint64_t hz = 1000000000, last = 0;
+	int bursts = 0;
+
+	pacer_init(&p, 1e6, 32, hz, 1000); /* 32 us apart */
+	for (uint64_t t = 1000; t < 1000 + hz / 100; t += 100) {
+		if (!pacer_due(&p, t))
+			continue;
+		if (bursts)
+			CHECK(t - last == 32000, "burst spacing %llu ticks", (unsigned long long)(t - last));
+		last = t;
+		bursts++;
+	}
+	CHECK(bursts == 313, "bursts in 10 ms at 1 Mpps / 32: %d", bursts);
+}
+
+static void fractional(void)
+{
+	struct pacer p;
+	uint64_t hz = 2400000000ull;
+	long bursts = 0;
+
+	/* 1028.57 ticks between bursts: the fraction must not drift */
+	pacer_init(&p, 7e6, 3, hz, 0);
+	for (uint64_t t = 0; t < hz / 10; t += 7)
+		bursts += pacer_due(&p, t);
+	long want = (long)(7e6 / 3 / 10);
+	CHECK(bursts >= want && bursts <= want + 1, "long-run rate exact: %ld bursts, want %ld", bursts, want);
+}
+
+static void catch_up(void)
+{
+	struct pacer p;
+	uint64_t hz = 1000000000;
+	uint64_t period = 1000000; /* 1 ms */
+
+	pacer_init(&p, 32000, 32, hz, 0);
+	CHECK(pacer_due(&p, 0), "first burst due at once");
+	/* a 500 ms stall: 500 bursts owed */
+	uint64_t t = 500 * period;
+	int back_to_back = 0;
+	while (pacer_due(&p, t))
+		back_to_back++;
+	CHECK(back_to_back >= 1 && back_to_back <= PACER_CATCHUP + 1,
+	      "after a stall at most %d bursts back to back, got %d", PACER_CATCHUP + 1, back_to_back);
+	CHECK(p.forgiven >= 490, "forgiven bursts counted: %llu", (unsigned long long)p.forgiven);
+	/* then the normal spacing again */
+	uint64_t next = t;
+	while (!pacer_due(&p, next))
+		next += 1000;
+	CHECK(next - t <= period, "resumes within one period");
+	CHECK(!pacer_due(&p, next + period / 2), "and keeps the spacing");
+	CHECK(pacer_wait(&p, next + period / 2) > 0, "wait reports time left");
+}
+
+static void unpaced(void)
+{
+	struct pacer p;
+
+	pacer_init(&p, 0, 32, 1000000000, 5);
+	for (int i = 0; i < 1000; i++)
+		CHECK(pacer_due(&p, 5), "rate 0 is always due");
+	CHECK(pacer_wait(&p, 5) == 0, "rate 0 never waits");
+}
+
+int main(void)
+{
+	spacing();
+	fractional();
+	catch_up();
+	unpaced();
+	return check_done("pacer");
+}

@@ -1,0 +1,145 @@
+/* Frame build/parse round trip and checksums against independent references. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "../src/core/packet.h"
+
+/* byte-at-a-time RFC 1071 sum: the obvious version, to check the fast one */
+static uint16_t ref_sum(const uint8_t *p, unsigned n, uint32_t sum)
+{
+	for (unsigned i = 0; i < n; i++)
+		sum += i % 2 ? p[i] : (uint32_t)p[i] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static bool udp_ok(const uint8_t *f)
+{
+	unsigned ulen = rd16(f + OFF_UDP_LEN);
+	uint8_t pseudo[12];
+
+	memcpy(pseudo, f + OFF_IP_SRC, 8);
+	pseudo[8] = 0;
+	pseudo[9] = 17;
+	wr16(pseudo + 10, (uint16_t)ulen);
+	uint32_t s = ref_sum(pseudo, 12, 0);
+	return ref_sum(f + OFF_UDP, ulen, s) == 0xffff;
+}
+
+static struct frame_addr addr(void)
+{
+	struct frame_addr a = { .src_mac = { 2, 0, 0, 0, 0, 1 }, .dst_mac = { 2, 0, 0, 0, 0, 2 },
+				.sport = 9000, .dport = 9001 };
+	inet_pton(AF_INET, "198.18.0.1", &a.src_ip);
+	inet_pton(AF_INET, "198.18.0.2", &a.dst_ip);
+	return a;
+}
+
+static void known_answer(void)
+{
+	/* the classic example header: checksum 0xb861 */
+	uint8_t f[60] = { 0 };
+	static const uint8_t ip[20] = { 0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+					0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7 };
+	memcpy(f + OFF_IP, ip, 20);
+	CHECK(ip_checksum(f) == 0xb861, "got %#x", ip_checksum(f));
+	wr16(f + OFF_IP_CSUM, 0xb861);
+	CHECK(ip_checksum_ok(f), "valid header not accepted");
+}
+
+static void build_and_classify(unsigned len)
+{
+	uint8_t *f = calloc(1, len);
+	struct frame_addr a = addr();
+	struct rx_filter flt = { .ip = a.dst_ip, .port_lo = 9001, .port_hi = 9001, .l2 = true };
+
+	frame_build(f, len, &a);
+	CHECK(rd16(f + OFF_ETH_TYPE) == 0x0800, "ethertype");
+	CHECK(rd16(f + OFF_IP_LEN) == len - 14, "ip total length %u for frame %u", rd16(f + OFF_IP_LEN), len);
+	CHECK(rd16(f + OFF_UDP_LEN) == len - 34, "udp length");
+	CHECK(ip_checksum_ok(f), "ip checksum of built frame (len %u)", len);
+	CHECK(ref_sum(f + OFF_IP, 20, 0) == 0xffff, "reference disagrees on ip checksum");
+	CHECK(!memcmp(f + OFF_IP_SRC, &a.src_ip, 4) && f[OFF_IP_SRC] == 198 && f[OFF_IP_SRC + 3] == 1,
+	      "source address in network order");
+	CHECK(f[OFF_UDP_SPORT] == 9000 >> 8 && f[OFF_UDP_SPORT + 1] == (9000 & 0xff), "source port in network order");
+	CHECK(rd16(f + OFF_UDP_CSUM) == 0, "udp checksum left 0 by the sender");
+
+	wr64(f + OFF_SEQ, 0x0102030405060708ull);
+	wr64(f + OFF_TS, 42);
+	CHECK(f[OFF_SEQ] == 1 && f[OFF_SEQ + 7] == 8, "seq big-endian");
+	CHECK(rd64(f + OFF_SEQ) == 0x0102030405060708ull && rd64(f + OFF_TS) == 42, "seq/ts round trip");
+	CHECK(frame_classify(f, len, &flt) == RX_OURS, "own frame accepted (len %u)", len);
+
+	/* checksums: fast == reference, and a fixed frame verifies */
+	frame_fix_checksums(f);
+	CHECK(ip_checksum_ok(f) && udp_ok(f), "fixed checksums verify (len %u)", len);
+	uint32_t ip2;
+	inet_pton(AF_INET, "203.0.113.77", &ip2);
+	frame_set_src_ip(f, ip2);
+	CHECK(ip_checksum_ok(f) && udp_ok(f), "incremental update after source rewrite (len %u)", len);
+
+	/* touch pattern */
+	frame_touch(f, len, 77);
+	CHECK(frame_touch_ok(f, len, 77), "touched payload verifies");
+	if (len > FRAME_MIN_LEN) {
+		f[len - 1] ^= 0x10;
+		CHECK(!frame_touch_ok(f, len, 77), "flipped payload bit caught");
+		f[len - 1] ^= 0x10;
+		CHECK(!frame_touch_ok(f, len, 78), "pattern of another seq caught");
+	}
+
+	/* classification: other vs bad */
+	struct rx_filter other_port = flt;
+	other_port.port_lo = other_port.port_hi = 9999;
+	CHECK(frame_classify(f, len, &other_port) == RX_OTHER, "other port is other");
+	struct rx_filter other_ip = flt;
+	other_ip.ip = a.src_ip;
+	CHECK(frame_classify(f, len, &other_ip) == RX_OTHER, "other address is other");
+	struct rx_filter any = flt;
+	any.ip = 0;
+	CHECK(frame_classify(f, len, &any) == RX_OURS, "wildcard address");
+	wr16(f + OFF_MAGIC, 0x1234);
+	CHECK(frame_classify(f, len, &flt) == RX_BAD, "wrong magic is bad");
+	wr16(f + OFF_MAGIC, PAYLOAD_MAGIC);
+	f[OFF_IP + 8]--; /* TTL changed without fixing the checksum */
+	CHECK(frame_classify(f, len, &flt) == RX_BAD, "broken ip checksum is bad");
+	struct rx_filter l3 = flt;
+	l3.l2 = false;
+	CHECK(frame_classify(f, len, &l3) == RX_OURS, "no checksum check when the kernel built headers");
+	f[OFF_IP + 8]++;
+	CHECK(frame_classify(f, len - 1, &flt) == RX_BAD, "truncated frame is bad");
+	wr16(f + OFF_ETH_TYPE, 0x0806);
+	CHECK(frame_classify(f, len, &flt) == RX_OTHER, "ARP is other");
+	wr16(f + OFF_ETH_TYPE, 0x86dd);
+	CHECK(frame_classify(f, len, &flt) == RX_OTHER, "IPv6 is other");
+	free(f);
+}
+
+static void random_checksums(void)
+{
+	srand(7);
+	for (int t = 0; t < 200; t++) {
+		unsigned len = FRAME_MIN_LEN + (unsigned)rand() % 1455;
+		uint8_t *f = malloc(len);
+		struct frame_addr a = addr();
+		frame_build(f, len, &a);
+		for (unsigned i = OFF_MAGIC; i < len; i++)
+			f[i] = (uint8_t)rand();
+		frame_fix_checksums(f);
+		CHECK(udp_ok(f), "udp checksum of random payload, len %u", len);
+		CHECK(rd16(f + OFF_UDP_CSUM) != 0, "computed udp checksum is never 0");
+		free(f);
+	}
+}
+
+int main(void)
+{
+	known_answer();
+	static const unsigned lens[] = { 60, 61, 124, 507, 1514, 9216 };
+	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		build_and_classify(lens[i]);
+	random_checksums();
+	CHECK(wire_bytes(60) == 64 && wire_bytes(1514) == 1518 && wire_bytes(42) == 64, "RFC 2544 sizes");
+	return check_done("packet");
+}
