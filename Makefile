@@ -1,0 +1,50 @@
+# make build   .venv/ with cnfperf (editable) + the engine
+# make test    C unit tests, then pytest (unit + end-to-end; e2e needs root)
+# make demo    a short kernel data plane comparison, printed as a table
+# make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -euo pipefail -c
+
+VENV   := .venv
+PYTHON ?= python3
+ENGINE := engine/build/cnfperf-engine
+APT_PACKAGES := meson ninja-build pkg-config gcc libc6-dev runc busybox-static dpdk \
+	libdpdk-dev openvswitch-switch-dpdk libxdp-dev libbpf-dev xdp-tools tshark tcpdump \
+	iperf3 netsniff-ng sockperf iproute2 python3-venv python3-pip ethtool procps kmod \
+	util-linux libc-bin
+DEMO := --switch veth,bridge,macvlan --api udp,raw --mode throughput,latency \
+	--duration 2 --warmup 0.5
+
+.PHONY: deps build test demo clean
+
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null | grep -qx installed || echo $$p; \
+	done)
+	if [ -n "$$missing" ]; then
+		echo "installing:" $$missing
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q
+		apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
+	fi
+	$(MAKE) --no-print-directory $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	[ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+build: $(VENV)/.installed
+	[ -f engine/build/build.ninja ] || meson setup engine/build engine
+	ninja -C engine/build
+
+test: deps build
+	meson test -C engine/build --print-errorlogs
+	$(VENV)/bin/pytest
+
+demo: deps build
+	$(VENV)/bin/cnfperf run $(DEMO)
+
+clean:
+	rm -rf $(VENV) engine/build

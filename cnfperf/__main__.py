@@ -1,0 +1,5 @@
+import sys
+
+from cnfperf.cli import main
+
+sys.exit(main())

@@ -1,0 +1,162 @@
+"""`cnfperf cleanup`: remove what killed runs left, by journal first, then by name.
+
+The journals say exactly what each run created (including things without our
+prefix, such as bundle directories); the prefix scan catches what a journal
+cannot know about, such as a run killed between creating a thing and writing
+its journal line would have been (it journals first, but cleanup does not
+assume so).
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from cnfperf import PREFIX
+from cnfperf.dataplanes import DATAPLANES
+from cnfperf.dataplanes.kernel import ip, links, netns_list, netns_pids
+from cnfperf.journal import RUN_DIR, Entry, all_journals, replay
+from cnfperf.lock import HostBusy, HostLock
+from cnfperf.runtimes import RUNTIMES
+
+
+# What run names look like: the prefix and a run id of 4 hex digits (plan.py).
+# Names that merely start with the prefix (someone's `cnfpA`) are not ours.
+RUN_NAME = re.compile(re.escape(PREFIX) + r"[0-9a-f]{4}(?![0-9a-f])")
+
+
+def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], list[str]]:
+    """(removed, failed): one line per thing, for every run or only `run_id`.
+    Refuses (HostBusy) while a run holds the lock, unless forced: its resources
+    are not leftovers."""
+    ours = re.compile(re.escape(PREFIX + run_id) + r"(?![0-9a-f])") if run_id else RUN_NAME
+    prefix = PREFIX + (run_id or "")
+    lock = HostLock()
+    try:
+        lock.acquire("cleanup")
+    except HostBusy:
+        if not force:
+            raise
+    removed: list[str] = []
+    failed: list[str] = []
+
+    def attempt(what: str, action) -> None:
+        try:
+            if action() is not False:
+                removed.append(what)
+        except Exception as e:  # one stuck resource must not hide the others
+            failed.append(f"{what}: {e}")
+
+    try:
+        for path in all_journals():
+            if not ours.match(path.name):
+                continue
+            for entry in reversed(replay(path)):
+                attempt(f"{entry.kind} {entry.name}", lambda e=entry: _undo(e))
+            path.unlink(missing_ok=True)
+            removed.append(f"journal {path}")
+        for name, runtime in RUNTIMES.items():
+            with contextlib.suppress(Exception):
+                for c in filter(ours.match, runtime.leftovers(prefix)):
+                    attempt(f"{name} container {c}", lambda r=runtime, c=c: r.remove(c))
+        for ns in filter(ours.match, netns_list()):
+            attempt(f"netns {ns}", lambda ns=ns: _remove_netns(ns))
+        for link in filter(ours.match, links()):
+            attempt(f"link {link}", lambda l=link: ip("link", "del", l))
+        for path in RUN_DIR.glob(prefix + "*"):
+            if ours.match(path.name):
+                attempt(f"directory {path}", lambda p=path: _remove_path(p))
+    finally:
+        lock.release()
+    return removed, failed
+
+
+def _undo(entry: Entry) -> bool:
+    """Remove one journaled resource; False if it was already gone."""
+    kind, name, info = entry.kind, entry.name, entry.info
+    if kind == "container":
+        runtime = RUNTIMES.get(info.get("runtime", ""))
+        if runtime is None or name not in runtime.leftovers(name):
+            return False
+        runtime.remove(name)
+        return True
+    if kind == "netns":
+        if name not in netns_list():
+            return False
+        _remove_netns(name)
+        return True
+    if kind == "link":
+        netns = info.get("netns")
+        if (netns and netns not in netns_list()) or name not in links(netns):
+            return False
+        ip("link", "del", name, netns=netns)
+        return True
+    if kind in ("dir", "file"):
+        return _remove_path(Path(name))
+    if kind == "process":
+        return _kill(int(info.get("pid", 0)), info.get("start"))
+    undo = _undo_registry().get(kind)
+    if undo is None:
+        raise ValueError(f"unknown kind {kind!r} in the journal; remove it by hand")
+    undo(name, info)
+    return True
+
+
+def _undo_registry() -> dict:
+    """kind -> fn(name, info) from every module that journals kinds of its own
+    (hugepages, data plane daemons): each exports them as `UNDO`."""
+    registry: dict = {}
+    for module in ("cnfperf.hugepages", *sorted({dp.__module__ for dp in DATAPLANES.values()})):
+        with contextlib.suppress(ImportError):
+            registry.update(getattr(importlib.import_module(module), "UNDO", {}))
+    return registry
+
+
+def _remove_netns(name: str) -> None:
+    # Processes inside would keep the namespace (and its links) alive unnamed.
+    for pid in netns_pids(name):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    ip("netns", "del", name)
+
+
+def _remove_path(path: Path) -> bool:
+    if path.is_dir() and not path.is_symlink():
+        _unmount_under(path)
+        shutil.rmtree(path)
+        return True
+    if path.exists() or path.is_symlink():
+        path.unlink()
+        return True
+    return False
+
+
+def _unmount_under(path: Path) -> None:
+    """A run directory may hold mounts (a private hugetlbfs) that rmtree cannot remove."""
+    with open("/proc/mounts") as f:
+        points = [line.split()[1] for line in f]
+    root = str(path.resolve())
+    for point in sorted(points, key=len, reverse=True):
+        point = point.replace("\\040", " ")
+        if point == root or point.startswith(root + "/"):
+            subprocess.run(["umount", point], capture_output=True, timeout=30, check=False)
+
+
+def _kill(pid: int, start: str | None) -> bool:
+    """Kill a journaled process, unless its pid now belongs to another process."""
+    if pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            now = f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return False
+    if start is not None and str(start) != now:
+        return False
+    os.kill(pid, signal.SIGKILL)
+    return True

@@ -1,0 +1,21 @@
+"""Data planes by name: adding a switch is one file and one line here."""
+from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
+from cnfperf.dataplanes.bridge import Bridge
+from cnfperf.dataplanes.macvlan import Macvlan
+from cnfperf.dataplanes.memif import Memif
+from cnfperf.dataplanes.ovs import OvsDpdk
+from cnfperf.dataplanes.testpmd import TestPmdSwitch
+from cnfperf.dataplanes.veth import Veth
+from cnfperf.dataplanes.vhost import Vhost
+
+DATAPLANES: dict[str, type[DataPlane]] = {
+    "veth": Veth,
+    "bridge": Bridge,
+    "macvlan": Macvlan,
+    "vhost": Vhost,
+    "memif": Memif,
+    "testpmd": TestPmdSwitch,
+    "ovs": OvsDpdk,
+}
+
+__all__ = ["DATAPLANES", "Attachment", "DataPlane", "PortCounters"]

@@ -1,0 +1,75 @@
+"""The DataPlane interface: one class per switch, one file each.
+
+Lifecycle for one test point, driven by the runner:
+    check(host)   class-level: problems that make the data plane unusable here
+    start(point)  create the switch and one port per endpoint (endpoint netns exist)
+    attach(ep)    what the engine in that endpoint needs to reach its port
+    counters()    switch-side packet counters per port, read before and after
+    stop()        remove what start() created; safe to call after a partial start
+Every resource is added to the journal before it is created.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from cnfperf.host import HostFacts
+    from cnfperf.plan import Endpoint, TestPoint
+    from cnfperf.runtimes.base import Journal, Mount
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """How one endpoint's engine reaches the data plane."""
+
+    mac: str
+    ip: str
+    iface: str | None = None          # kernel interface, inside the endpoint's netns
+    port: int | None = None           # DPDK port id
+    eal_args: tuple[str, ...] = ()    # DPDK EAL arguments (vdev, file prefix, memory)
+    mounts: tuple[Mount, ...] = ()    # sockets/hugepages the container must see
+
+
+@dataclass(frozen=True)
+class PortCounters:
+    rx_packets: int = 0
+    tx_packets: int = 0
+    rx_dropped: int = 0
+    tx_dropped: int = 0
+
+    def __sub__(self, other: PortCounters) -> PortCounters:
+        return PortCounters(**{k: v - getattr(other, k) for k, v in asdict(self).items()})
+
+
+class DataPlane(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    apis: ClassVar[frozenset[str]]
+    # None: any number of pairs, each on its own ports.
+    max_pairs: ClassVar[int | None] = None
+    needs_hugepages: ClassVar[bool] = False
+    # Threads the switch itself spins on (testpmd, OVS PMD threads): they compete
+    # with the endpoints for cores, so the plan counts them.
+    poll_threads: ClassVar[int] = 0
+
+    def __init__(self, journal: Journal):
+        self.journal = journal
+        self.point: TestPoint | None = None
+
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        return []
+
+    @abstractmethod
+    def start(self, point: TestPoint) -> None: ...
+
+    @abstractmethod
+    def attach(self, endpoint: Endpoint) -> Attachment: ...
+
+    @abstractmethod
+    def counters(self) -> dict[str, PortCounters]: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...

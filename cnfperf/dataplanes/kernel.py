@@ -1,0 +1,188 @@
+"""Network namespaces and links through iproute2, shared by the kernel data planes.
+
+Everything is created inside namespaces named with the run's prefix: the host's
+own namespace never sees our links, so its firewall, br_netfilter, udev or a
+network manager cannot touch the measurement, and deleting a namespace takes
+every link in it along.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import TYPE_CHECKING, ClassVar
+
+from cnfperf import SystemFailure
+from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
+
+if TYPE_CHECKING:
+    from cnfperf.host import HostFacts
+    from cnfperf.plan import Endpoint, Pair, TestPoint
+    from cnfperf.runtimes.base import Journal
+
+KERNEL_APIS = frozenset({"udp", "raw", "mmap", "xdp"})
+# IPv6 would send router solicitations and MLD reports into the measurement.
+_QUIET = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
+
+
+def ip(*args: str, netns: str | None = None, tool: str = "ip") -> str:
+    argv = [tool, *(["-n", netns] if netns else []), *args]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SystemFailure(f"{' '.join(argv)}: {e}") from None
+    if done.returncode != 0:
+        raise SystemFailure(f"{' '.join(argv)}: {done.stderr.strip() or 'failed'}")
+    return done.stdout
+
+
+def netns_list() -> list[str]:
+    return [line.split()[0] for line in ip("netns", "list").splitlines() if line.strip()]
+
+
+def add_netns(journal: Journal, name: str) -> None:
+    journal.add("netns", name)
+    ip("netns", "add", name)
+    _sysctl(name, _QUIET)
+    ip("link", "set", "lo", "up", netns=name)
+
+
+def del_netns(journal: Journal | None, name: str) -> None:
+    if name in netns_list():
+        ip("netns", "del", name)
+    if journal is not None:
+        journal.discard("netns", name)
+
+
+def netns_pids(name: str) -> list[int]:
+    try:
+        return [int(p) for p in ip("netns", "pids", name).split()]
+    except SystemFailure:
+        return []
+
+
+def links(netns: str | None = None) -> list[str]:
+    return [l["ifname"] for l in json.loads(ip("-j", "link", "show", netns=netns) or "[]")]
+
+
+def link_counters(netns: str | None, names: set[str]) -> dict[str, PortCounters]:
+    found = {}
+    for link in json.loads(ip("-s", "-j", "link", "show", netns=netns) or "[]"):
+        if link["ifname"] in names:
+            stats = link.get("stats64", {})
+            rx, tx = stats.get("rx", {}), stats.get("tx", {})
+            found[link["ifname"]] = PortCounters(
+                rx_packets=rx.get("packets", 0), tx_packets=tx.get("packets", 0),
+                rx_dropped=rx.get("dropped", 0), tx_dropped=tx.get("dropped", 0))
+    return found
+
+
+def _sysctl(netns: str, settings: list[str]) -> None:
+    # -e: a kernel without IPv6 has no such keys, and that is fine.
+    argv = ["ip", "netns", "exec", netns, "sysctl", "-q", "-e", "-w", *settings]
+    subprocess.run(argv, capture_output=True, timeout=30, check=False)
+
+
+def mtu_for(frame_size: int) -> int:
+    """The L3 MTU that carries a frame of this size (RFC 2544 counts the 4-byte FCS)."""
+    return max(1500, frame_size - 18)
+
+
+class KernelDataPlane(DataPlane):
+    """Ports are kernel interfaces inside each endpoint's netns, named like the endpoint.
+
+    Subclasses create the ports in `connect()`; this class configures the
+    endpoint side (MAC, MTU, and for udp the address and a static neighbour
+    so that no ARP exchange precedes the first packet), reads counters and
+    removes everything it journaled.
+    """
+
+    apis: ClassVar[frozenset[str]] = KERNEL_APIS
+    # Whether the data plane keeps its own devices (bridge, parent link) in a
+    # separate namespace `<prefix>sw`.
+    uses_switch_netns: ClassVar[bool] = False
+    # Kernel link types the data plane creates (names as `ip link add type …`).
+    link_types: ClassVar[tuple[str, ...]] = ("veth",)
+
+    def __init__(self, journal: Journal):
+        super().__init__(journal)
+        self._links: list[tuple[str, str | None]] = []   # (name, netns) created here
+        self._ports: list[tuple[str, str | None]] = []   # (name, netns) counted
+        self._switch_netns: str | None = None
+        self.mtu = 1500
+
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        problems = [] if host.root else ["needs root (network namespaces, links)"]
+        if not host.iproute2:
+            problems.append("needs iproute2 (ip, bridge)")
+        problems += [f"kernel has no {t} links" for t in cls.link_types
+                     if not host.kernel_links.get(t)]
+        return problems
+
+    @property
+    def switch_netns(self) -> str:
+        assert self._switch_netns, "start() first"
+        return self._switch_netns
+
+    def start(self, point: TestPoint) -> None:
+        self.point = point
+        self.mtu = mtu_for(point.scenario.size)
+        if self.uses_switch_netns:
+            self._switch_netns = point.name("sw")
+            add_netns(self.journal, self._switch_netns)
+        self.setup()
+        for pair in point.pairs:
+            self.connect(pair)
+            self._configure(pair.sender, pair.receiver)
+            self._configure(pair.receiver, pair.sender)
+
+    def setup(self) -> None:
+        """Create the shared switch device, if any."""
+
+    def connect(self, pair: Pair) -> None:
+        raise NotImplementedError
+
+    def attach(self, endpoint: Endpoint) -> Attachment:
+        return Attachment(mac=endpoint.mac, ip=endpoint.ip, iface=endpoint.name)
+
+    def counters(self) -> dict[str, PortCounters]:
+        by_netns: dict[str | None, set[str]] = {}
+        for name, netns in self._ports:
+            by_netns.setdefault(netns, set()).add(name)
+        found: dict[str, PortCounters] = {}
+        for netns, names in by_netns.items():
+            found.update(link_counters(netns, names))
+        return found
+
+    def stop(self) -> None:
+        for name, netns in reversed(self._links):
+            if netns is None or netns in netns_list():
+                if name in links(netns):
+                    ip("link", "del", name, netns=netns)
+            self.journal.discard("link", name)
+        self._links.clear()
+        self._ports.clear()
+        if self._switch_netns:
+            del_netns(self.journal, self._switch_netns)
+            self._switch_netns = None
+
+    def add_link(self, name: str, netns: str | None, *spec: str, counted: bool = False) -> None:
+        """`ip link add <name> <spec…>` in netns, journaled first."""
+        self.journal.add("link", name, netns=netns)
+        self._links.append((name, netns))
+        ip("link", "add", name, *spec, netns=netns)
+        if counted:
+            self._ports.append((name, netns))
+
+    def count_port(self, name: str, netns: str | None) -> None:
+        self._ports.append((name, netns))
+
+    def _configure(self, ep: Endpoint, peer: Endpoint) -> None:
+        ns = ep.name
+        ip("link", "set", "dev", ep.name, "address", ep.mac, "mtu", str(self.mtu), "up", netns=ns)
+        # raw/mmap/xdp build their own frames; without an address the netns
+        # kernel drops them quietly instead of answering with ICMP errors.
+        if self.point.scenario.api == "udp":
+            ip("addr", "add", f"{ep.ip}/{ep.prefixlen}", "dev", ep.name, netns=ns)
+            ip("neigh", "replace", peer.ip, "lladdr", peer.mac, "dev", ep.name,
+               "nud", "permanent", netns=ns)

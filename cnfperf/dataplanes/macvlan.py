@@ -1,0 +1,36 @@
+"""macvlan (bridge mode): endpoints as MAC-addressed children of one parent link."""
+from __future__ import annotations
+
+from cnfperf.dataplanes.kernel import KernelDataPlane, ip
+from cnfperf.plan import Pair
+
+
+class Macvlan(KernelDataPlane):
+    name = "macvlan"
+    description = "macvlan children in bridge mode on a shared parent link"
+    uses_switch_netns = True
+    link_types = ("veth", "macvlan")
+
+    def setup(self) -> None:
+        # The parent is one end of a veth pair: macvlan switches between its
+        # children itself, so the parent only has to be an Ethernet device with
+        # carrier, and unlike dummy (often not built) veth exists wherever the
+        # veth data plane does. The host's NICs are never touched.
+        sw = self.switch_netns
+        self.parent = self.point.name("mv")
+        self.add_link(self.parent, sw, "mtu", str(self.mtu), "type", "veth",
+                      "peer", "name", self.parent + "p", "mtu", str(self.mtu))
+        ip("link", "set", self.parent + "p", "up", netns=sw)
+        ip("link", "set", self.parent, "up", netns=sw)
+
+    def connect(self, pair: Pair) -> None:
+        sw = self.switch_netns
+        for ep in pair.endpoints:
+            # Created next to the parent, then moved: the MAC is set at creation
+            # so macvlan's address table is right from the first frame.
+            self.add_link(ep.name, sw, "link", self.parent, "address", ep.mac,
+                          "type", "macvlan", "mode", "bridge")
+            ip("link", "set", ep.name, "netns", ep.name, netns=sw)
+            self._links[-1] = (ep.name, ep.name)
+            self.journal.add("link", ep.name, netns=ep.name)
+            self.count_port(ep.name, ep.name)

@@ -1,0 +1,134 @@
+"""The engine seen from the orchestrator: its argv, and its JSON lines read back.
+
+The contract is engine/README.md. A process prints one `ready` line once it is
+polling, `interval` lines while it runs and one `summary` line at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from cnfperf.dataplanes.base import Attachment
+from cnfperf.plan import Endpoint
+from cnfperf.scenario import Scenario
+
+ENGINE_ENV = "CNFPERF_ENGINE"
+LINE_TYPES = ("ready", "interval", "summary")
+# Seconds between interval records: the progress display and the raw files use them.
+INTERVAL = 1.0
+
+
+class EngineOutputError(Exception):
+    pass
+
+
+def find_engine() -> Path | None:
+    """$CNFPERF_ENGINE, else the build next to this package, else one on $PATH."""
+    if os.environ.get(ENGINE_ENV):
+        return Path(os.environ[ENGINE_ENV])
+    built = Path(__file__).resolve().parent.parent / "engine" / "build" / "cnfperf-engine"
+    if built.exists():
+        return built
+    found = shutil.which("cnfperf-engine")
+    return Path(found) if found else None
+
+
+def argv(engine: str, ep: Endpoint, att: Attachment, peer: Endpoint, peer_att: Attachment,
+         s: Scenario) -> list[str]:
+    """The command line of one endpoint's engine."""
+    args = [engine, ep.role, "--api", s.api]
+    if att.iface:
+        args += ["--iface", att.iface]
+    if att.port is not None:
+        args += ["--port", str(att.port)]
+    args += ["--src-mac", att.mac, "--src-ip", att.ip, "--sport", str(ep.port),
+             "--dst-mac", peer_att.mac, "--dst-ip", peer_att.ip, "--dport", str(peer.port),
+             "--size", str(s.size), "--burst", str(s.burst), "--flows", str(s.flows),
+             "--cpu", str(ep.cpu), "--interval", f"{INTERVAL:g}"]
+    if ep.receives_first:
+        # Receivers count until told to stop; the sender flags its warm-up
+        # frames, so both sides exclude exactly the same packets.
+        args += ["--duration", "0"]
+    else:
+        args += ["--rate", f"{s.rate:.0f}", "--duration", f"{s.duration:g}",
+                 "--warmup", f"{s.warmup:g}"]
+    if s.touch:
+        args.append("--touch")
+    if s.mmsg:
+        args.append("--mmsg")
+    if s.blocking:
+        args.append("--blocking")
+    if att.eal_args:
+        args += ["--", *att.eal_args]
+    return args
+
+
+def parse_line(line: str) -> dict[str, Any]:
+    """One engine record; raises EngineOutputError for anything else."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise EngineOutputError(f"not JSON ({e.msg}): {line[:120]!r}") from None
+    if not isinstance(record, dict) or record.get("type") not in LINE_TYPES:
+        raise EngineOutputError(f"not an engine record (type ready|interval|summary): "
+                                f"{line[:120]!r}")
+    return record
+
+
+def version(engine: Path) -> dict[str, Any]:
+    out = subprocess.run([str(engine), "--version"], capture_output=True, text=True,
+                         timeout=10, check=True).stdout
+    return json.loads(out.strip().splitlines()[0])
+
+
+@dataclass
+class EngineOutput:
+    """Reads one process's stdout on a thread: every line is kept raw on disk
+    (the run directory's record of what the engine said), parsed records in
+    memory, and `ready` is an event the runner can wait on."""
+
+    endpoint: str
+    raw: IO[str]
+    ready: threading.Event = field(default_factory=threading.Event)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    _thread: threading.Thread | None = None
+
+    def follow(self, stream: IO[bytes]) -> None:
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True,
+                                        name=f"engine-{self.endpoint}")
+        self._thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for raw_line in iter(stream.readline, b""):
+            line = raw_line.decode(errors="replace").rstrip("\n")
+            self.raw.write(line + "\n")
+            self.raw.flush()
+            if not line.strip():
+                continue
+            try:
+                record = parse_line(line)
+            except EngineOutputError as e:
+                self.problems.append(str(e))
+                continue
+            self.records.append(record)
+            if record["type"] == "ready":
+                self.ready.set()
+
+    def join(self, timeout: float) -> None:
+        if self._thread:
+            self._thread.join(timeout)
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        return next((r for r in reversed(self.records) if r["type"] == "summary"), None)
+
+    @property
+    def last_interval(self) -> dict[str, Any] | None:
+        return next((r for r in reversed(self.records) if r["type"] == "interval"), None)

@@ -1,0 +1,127 @@
+"""Placement: which endpoint runs where, with which names, addresses and cores.
+
+Names are kernel interface names too, so they are planned to fit IFNAMSIZ (15):
+`cnfp` + run id (4 hex) + `p<pair>` + `s|r` = at most 13 characters, leaving two
+for a data plane's own suffix (a bridge port's host side adds `h`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from cnfperf import PREFIX
+from cnfperf.scenario import RX_PORT, TX_PORT, Scenario
+
+IFNAMSIZ = 15
+# Threads that spin on the CPU per role: the client paces on one thread and
+# collects echoes on another.
+POLLERS = {"send": 1, "recv": 1, "client": 2, "server": 1}
+ROLES = {"throughput": ("send", "recv"), "latency": ("client", "server")}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str          # netns, container and interface name
+    pair: int
+    role: str          # send | recv | client | server
+    cpu: int
+    mac: str
+    ip: str            # without prefix length
+    prefixlen: int
+    port: int          # UDP port (a sender's first source port)
+
+    @property
+    def receives_first(self) -> bool:
+        """Receivers and servers must be ready before their peer starts sending."""
+        return self.role in ("recv", "server")
+
+
+@dataclass(frozen=True)
+class Pair:
+    index: int
+    sender: Endpoint   # send or client
+    receiver: Endpoint  # recv or server
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, Endpoint]:
+        return (self.sender, self.receiver)
+
+
+@dataclass(frozen=True)
+class TestPoint:
+    index: int         # 0-based position in the run
+    total: int         # points in the run
+    run_id: str
+    scenario: Scenario
+    pairs: tuple[Pair, ...]
+    cpus: tuple[int, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def prefix(self) -> str:
+        return run_prefix(self.run_id)
+
+    @property
+    def endpoints(self) -> list[Endpoint]:
+        return [e for p in self.pairs for e in p.endpoints]
+
+    def name(self, suffix: str) -> str:
+        """A run-scoped name for a data plane's own resource (e.g. `br` → cnfp1a2bbr)."""
+        name = self.prefix + suffix
+        if len(name) > IFNAMSIZ:
+            raise ValueError(f"{name}: longer than {IFNAMSIZ} characters")
+        return name
+
+
+def run_prefix(run_id: str) -> str:
+    return f"{PREFIX}{run_id}"
+
+
+def usable_cpus() -> tuple[int, ...]:
+    return tuple(sorted(os.sched_getaffinity(0)))
+
+
+def plan(scenarios: list[Scenario], run_id: str,
+         host_cpus: tuple[int, ...] | None = None) -> list[TestPoint]:
+    """One test point per scenario, in order, each with its own placement."""
+    return [place(s, run_id, i, len(scenarios), host_cpus) for i, s in enumerate(scenarios)]
+
+
+def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
+          host_cpus: tuple[int, ...] | None = None) -> TestPoint:
+    cpus = s.cpus or host_cpus or usable_cpus()
+    sender_role, receiver_role = ROLES[s.mode]
+    octets = bytes.fromhex(run_id.rjust(4, "0")[-4:])
+    pairs = []
+    for k in range(s.pairs):
+        # Receivers first on the core list, so that with two cores every pair gets
+        # one core per side instead of both sides on one.
+        pairs.append(Pair(
+            index=k,
+            sender=_endpoint(run_id, k, "s", sender_role, cpus[(2 * k + 1) % len(cpus)],
+                             octets, host=1, port=TX_PORT + k * s.flows),
+            receiver=_endpoint(run_id, k, "r", receiver_role, cpus[(2 * k) % len(cpus)],
+                               octets, host=2, port=RX_PORT + k),
+        ))
+    return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
+                     cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus)))
+
+
+def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,
+              host: int, port: int) -> Endpoint:
+    # Locally administered unicast (02:…), unique per run, pair and side, so that
+    # a bridge shared by several pairs never sees two ports claim one MAC.
+    mac = f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{host:02x}"
+    return Endpoint(name=f"{run_prefix(run_id)}p{pair}{side}", pair=pair, role=role, cpu=cpu,
+                    mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, port=port)
+
+
+def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...]) -> list[str]:
+    from cnfperf.dataplanes import DATAPLANES
+
+    pollers = 0 if s.blocking else sum(POLLERS[e.role] for p in pairs for e in p.endpoints)
+    pollers += DATAPLANES[s.switch].poll_threads
+    if pollers <= len(cpus):
+        return []
+    return [f"{pollers} busy-polling threads share {len(cpus)} cores: "
+            "results show CPU contention, not only the data plane"]

@@ -1,0 +1,1 @@
+"""Results for people: tables now; plots, HTML and exports beside them."""

@@ -1,0 +1,1 @@
+"""Measured results: the model (what a point measured) and the SQLite store."""

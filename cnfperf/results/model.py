@@ -1,0 +1,162 @@
+"""What a test point measured: per endpoint (from the engine's summary), per pair
+(sender and receiver side by side) and in total.
+
+Loss is the sender's transmitted count minus what its peer received: the
+receiver alone cannot see frames lost after the last one it got.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cnfperf.dataplanes.base import PortCounters
+
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
+LATENCY_KEYS = ("min", "mean", *PERCENTILES, "max")
+
+
+@dataclass
+class Latency:
+    kind: str                     # one_way | rtt (the engine's words)
+    samples: int
+    ns: dict[str, float | None]   # LATENCY_KEYS -> nanoseconds
+    # [lower_ns, upper_ns, count] per non-empty bucket, as the engine prints it:
+    # histograms add, so a total over pairs has exact-to-the-bucket percentiles.
+    histogram: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class EndpointMetrics:
+    pair: int
+    endpoint: str
+    role: str
+    cpu: int
+    tx_packets: int = 0
+    rx_packets: int = 0
+    tx_pps: float = 0.0           # achieved, over the measured window
+    rx_pps: float = 0.0
+    tx_bps: float = 0.0
+    rx_bps: float = 0.0
+    offered_pps: float = 0.0      # what the sender was asked for (0 = max)
+    reordered: int = 0
+    duplicates: int = 0
+    corrupt: int = 0
+    seq_lost: int = 0             # gaps the receiver saw in sequence numbers
+    warmup_packets: int = 0
+    seconds: float = 0.0          # length of the measured window
+    latency: Latency | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PairResult:
+    pair: int
+    offered_pps: float
+    sent: int
+    received: int
+    lost: int
+    loss_ratio: float
+    tx_pps: float
+    rx_pps: float
+    rx_bps: float
+    reordered: int
+    duplicates: int
+    latency: Latency | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class PointResult:
+    pairs: list[PairResult]
+    total: PairResult
+    endpoints: list[EndpointMetrics]
+    counters: dict[str, PortCounters]
+
+
+def endpoint_metrics(pair: int, endpoint: str, role: str, cpu: int,
+                     summary: dict[str, Any]) -> EndpointMetrics:
+    """Reads an engine `summary` record (engine/README.md)."""
+    def num(key: str) -> float:
+        return float(summary.get(key) or 0)
+
+    m = EndpointMetrics(pair=pair, endpoint=endpoint, role=role, cpu=cpu, summary=summary)
+    m.tx_packets, m.rx_packets = int(num("tx_packets")), int(num("rx_packets"))
+    # The engine's "offered" is what it really sent; "requested" what it was asked for.
+    m.offered_pps, m.tx_pps = num("requested_pps"), num("offered_pps")
+    m.rx_pps, m.tx_bps, m.rx_bps = num("rx_pps"), num("tx_bps"), num("rx_bps")
+    m.reordered, m.duplicates = int(num("reordered")), int(num("duplicate"))
+    m.corrupt, m.seq_lost = int(num("corrupt")), int(num("lost"))
+    m.warmup_packets, m.seconds = int(num("warmup_packets")), num("duration_s")
+    lat = summary.get("latency")
+    if isinstance(lat, dict) and lat.get("count"):
+        m.latency = Latency(kind=str(lat.get("kind", "")), samples=int(lat["count"]),
+                            ns={k: lat.get(f"{k}_ns") for k in LATENCY_KEYS},
+                            histogram=[list(b) for b in lat.get("histogram", [])])
+    return m
+
+
+def merge_latency(parts: list[Latency]) -> Latency | None:
+    """One latency over several endpoints: histograms add; percentiles are
+    read from the sum the way the engine reads them (upper bucket bound,
+    clamped to the exact min and max)."""
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    buckets: dict[tuple[int, int], int] = {}
+    for part in parts:
+        for lo, hi, count in part.histogram:
+            buckets[(lo, hi)] = buckets.get((lo, hi), 0) + count
+    count = sum(p.samples for p in parts)
+    lo_ns = min(p.ns["min"] for p in parts)
+    hi_ns = max(p.ns["max"] for p in parts)
+    ns: dict[str, float | None] = {
+        "min": lo_ns, "max": hi_ns,
+        "mean": sum(p.ns["mean"] * p.samples for p in parts) / count}
+    ordered = sorted(buckets.items())
+    for key, pct in PERCENTILES.items():
+        rank = min(count, max(1, math.ceil(pct / 100 * count - 1e-9)))
+        seen, value = 0, hi_ns
+        for (_, upper), n in ordered:
+            seen += n
+            if seen >= rank:
+                value = max(lo_ns, min(upper, hi_ns))
+                break
+        ns[key] = value if ordered else None
+    return Latency(kind=parts[0].kind, samples=count, ns=ns,
+                   histogram=[[lo, hi, n] for (lo, hi), n in ordered])
+
+
+def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,
+                mode: str) -> PairResult:
+    if mode == "latency":
+        # The client sees both directions: what it sent and which echoes came back.
+        sent, received, dup = sender.tx_packets, sender.rx_packets, sender.duplicates
+        rx_pps, rx_bps, reordered = sender.rx_pps, sender.rx_bps, sender.reordered
+        latency = sender.latency
+    else:
+        sent, received, dup = sender.tx_packets, receiver.rx_packets, receiver.duplicates
+        rx_pps, rx_bps, reordered = receiver.rx_pps, receiver.rx_bps, receiver.reordered
+        latency = receiver.latency
+    lost = max(0, sent - (received - dup))
+    return PairResult(pair=index, offered_pps=sender.offered_pps, sent=sent, received=received,
+                      lost=lost, loss_ratio=lost / sent if sent else 0.0, tx_pps=sender.tx_pps,
+                      rx_pps=rx_pps, rx_bps=rx_bps, reordered=reordered, duplicates=dup,
+                      latency=latency)
+
+
+def total(pairs: list[PairResult]) -> PairResult:
+    """Sums over pairs; latency from the merged histograms."""
+    sent = sum(p.sent for p in pairs)
+    lost = sum(p.lost for p in pairs)
+    latency = merge_latency([p.latency for p in pairs if p.latency])
+    return PairResult(pair=-1, offered_pps=sum(p.offered_pps for p in pairs), sent=sent,
+                      received=sum(p.received for p in pairs), lost=lost,
+                      loss_ratio=lost / sent if sent else 0.0,
+                      tx_pps=sum(p.tx_pps for p in pairs), rx_pps=sum(p.rx_pps for p in pairs),
+                      rx_bps=sum(p.rx_bps for p in pairs),
+                      reordered=sum(p.reordered for p in pairs),
+                      duplicates=sum(p.duplicates for p in pairs), latency=latency)

@@ -1,0 +1,209 @@
+"""Results in SQLite: runs, test points, metrics per endpoint, switch counters per port.
+
+The schema is versioned with PRAGMA user_version; `_MIGRATIONS[n]` takes a
+database from version n to n+1, so later columns (repetitions, search bounds)
+are added without losing old results.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from cnfperf.results.model import LATENCY_KEYS, PairResult, PointResult
+
+RESULTS_ENV = "CNFPERF_RESULTS"
+DB_NAME = "cnfperf.db"
+
+# Scenario fields stored as their own columns, so SQL can filter and group by them.
+POINT_PARAMS = ("switch", "api", "mode", "pairs", "size", "burst", "rate", "duration",
+                "warmup", "flows", "touch", "mmsg", "blocking", "runtime", "cpus")
+_LAT = ", ".join(f"lat_{k}_ns REAL" for k in LATENCY_KEYS)
+_TOTALS = f"""offered_pps REAL, sent INTEGER, received INTEGER, lost INTEGER, loss_ratio REAL,
+    tx_pps REAL, rx_pps REAL, rx_bps REAL, reordered INTEGER, duplicates INTEGER,
+    latency_kind TEXT, {_LAT}, latency_histogram TEXT"""
+
+_SCHEMA_1 = f"""
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL,
+    command TEXT, points INTEGER, run_dir TEXT, error TEXT,
+    cnfperf_version TEXT, engine_version TEXT, host TEXT);
+CREATE TABLE points (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL,
+    status TEXT NOT NULL, error TEXT, started REAL, finished REAL,
+    switch TEXT, api TEXT, mode TEXT, pairs INTEGER, size INTEGER, burst INTEGER,
+    rate REAL, duration REAL, warmup REAL, flows INTEGER, touch INTEGER, mmsg INTEGER,
+    blocking INTEGER, runtime TEXT, cpus TEXT,
+    scenario TEXT, placement TEXT, warnings TEXT, versions TEXT,
+    image_name TEXT, image_size INTEGER,
+    {_TOTALS},
+    UNIQUE (run_id, idx));
+CREATE TABLE pairs (
+    point_id INTEGER NOT NULL REFERENCES points(id), pair INTEGER NOT NULL,
+    {_TOTALS}, PRIMARY KEY (point_id, pair));
+CREATE TABLE metrics (
+    point_id INTEGER NOT NULL REFERENCES points(id), pair INTEGER NOT NULL,
+    endpoint TEXT NOT NULL, role TEXT NOT NULL, cpu INTEGER,
+    tx_packets INTEGER, rx_packets INTEGER, tx_pps REAL, rx_pps REAL, tx_bps REAL,
+    rx_bps REAL, offered_pps REAL, reordered INTEGER, duplicates INTEGER, corrupt INTEGER,
+    seq_lost INTEGER, warmup_packets INTEGER, seconds REAL,
+    latency_kind TEXT, latency_samples INTEGER, {_LAT}, latency_histogram TEXT,
+    summary TEXT, PRIMARY KEY (point_id, endpoint));
+CREATE TABLE counters (
+    point_id INTEGER NOT NULL REFERENCES points(id), port TEXT NOT NULL,
+    rx_packets INTEGER, tx_packets INTEGER, rx_dropped INTEGER, tx_dropped INTEGER,
+    PRIMARY KEY (point_id, port));
+"""
+_MIGRATIONS = [_SCHEMA_1]
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+def results_dir(override: str | Path | None = None) -> Path:
+    return Path(override or os.environ.get(RESULTS_ENV) or "results")
+
+
+class Store:
+    def __init__(self, directory: Path, create: bool = True):
+        self.directory = directory
+        self.path = directory / DB_NAME
+        if not create and not self.path.exists():
+            raise FileNotFoundError(f"no results database at {self.path}")
+        directory.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=10)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(f"{self.path}: schema version {version} is newer than this "
+                               f"cnfperf ({SCHEMA_VERSION}); upgrade cnfperf")
+        for n in range(version, SCHEMA_VERSION):
+            with self.db:
+                self.db.executescript(_MIGRATIONS[n])
+                self.db.execute(f"PRAGMA user_version = {n + 1}")
+
+    # -- writing ------------------------------------------------------------
+
+    def run_ids(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT id FROM runs")}
+
+    def begin_run(self, run_id: str, command: list[str], points: int, run_dir: Path,
+                  host: dict[str, Any], engine_version: str | None) -> None:
+        from cnfperf import __version__
+        with self.db:
+            self.db.execute(
+                "INSERT INTO runs (id, started, status, command, points, run_dir, "
+                "cnfperf_version, engine_version, host) VALUES (?,?,?,?,?,?,?,?,?)",
+                (run_id, time.time(), "running", json.dumps(command), points, str(run_dir),
+                 __version__, engine_version, json.dumps(host, default=str)))
+
+    def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET finished = ?, status = ?, error = ? WHERE id = ?",
+                            (time.time(), status, error, run_id))
+
+    def add_point(self, run_id: str, idx: int, params: dict[str, Any], *, status: str,
+                  started: float, result: PointResult | None = None, error: str | None = None,
+                  placement: Any = None, warnings: list[str] = (), versions: Any = None,
+                  image: Any = None) -> int:
+        """Stores one finished (or failed) point in one transaction."""
+        row: dict[str, Any] = {k: _sql(params.get(k)) for k in POINT_PARAMS}
+        row.update(run_id=run_id, idx=idx, status=status, error=error, started=started,
+                   finished=time.time(), scenario=json.dumps(params, default=str),
+                   placement=json.dumps(placement, default=str),
+                   warnings=json.dumps(list(warnings)), versions=json.dumps(versions),
+                   image_name=getattr(image, "name", None),
+                   image_size=getattr(image, "size_bytes", None))
+        if result:
+            row.update(_totals(result.total))
+        with self.db:
+            point_id = self._insert("points", row)
+            if result:
+                for p in result.pairs:
+                    self._insert("pairs", {"point_id": point_id, "pair": p.pair, **_totals(p)})
+                for m in result.endpoints:
+                    data = {k: v for k, v in asdict(m).items() if k not in ("latency", "summary")}
+                    data.update(point_id=point_id, summary=json.dumps(m.summary),
+                                **_latency(m.latency))
+                    data["latency_samples"] = m.latency.samples if m.latency else None
+                    self._insert("metrics", data)
+                for port, c in sorted(result.counters.items()):
+                    self._insert("counters", {"point_id": point_id, "port": port, **asdict(c)})
+        return point_id
+
+    def _insert(self, table: str, row: dict[str, Any]) -> int:
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        cur = self.db.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(row.values()))
+        return cur.lastrowid
+
+    # -- reading ------------------------------------------------------------
+
+    def runs(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT r.id, r.started, r.finished, r.status, r.points, r.error, "
+            "group_concat(DISTINCT p.switch) AS switches, group_concat(DISTINCT p.api) AS apis, "
+            "group_concat(DISTINCT p.mode) AS modes, count(p.id) AS stored "
+            "FROM runs r LEFT JOIN points p ON p.run_id = r.id GROUP BY r.id ORDER BY r.started")
+        return [dict(r) for r in rows]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        run = _decoded(dict(row), ("command", "host"))
+        run["points"] = [self._point(dict(p)) for p in self.db.execute(
+            "SELECT * FROM points WHERE run_id = ? ORDER BY idx", (run_id,))]
+        return run
+
+    def _point(self, point: dict[str, Any]) -> dict[str, Any]:
+        pid = point["id"]
+        point = _decoded(point, ("scenario", "placement", "warnings", "versions",
+                                 "latency_histogram"))
+        point["per_pair"] = [_decoded(dict(r), ("latency_histogram",)) for r in self.db.execute(
+            "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
+        point["endpoints"] = [_decoded(dict(r), ("summary", "latency_histogram"))
+                              for r in self.db.execute(
+            "SELECT * FROM metrics WHERE point_id = ? ORDER BY pair, role", (pid,))]
+        point["counters"] = {r["port"]: {k: r[k] for k in r.keys() if k not in ("point_id", "port")}
+                             for r in self.db.execute(
+                                 "SELECT * FROM counters WHERE point_id = ? ORDER BY port", (pid,))}
+        return point
+
+
+def _sql(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _latency(lat) -> dict[str, Any]:
+    out: dict[str, Any] = {f"lat_{k}_ns": (lat.ns.get(k) if lat else None) for k in LATENCY_KEYS}
+    out["latency_kind"] = lat.kind if lat else None
+    out["latency_histogram"] = json.dumps(lat.histogram) if lat else None
+    return out
+
+
+def _totals(p: PairResult) -> dict[str, Any]:
+    keys = ("offered_pps", "sent", "received", "lost", "loss_ratio", "tx_pps", "rx_pps", "rx_bps",
+            "reordered", "duplicates")
+    return {**{k: getattr(p, k) for k in keys}, **_latency(p.latency)}
+
+
+def _decoded(row: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    for k in keys:
+        if isinstance(row.get(k), str):
+            row[k] = json.loads(row[k])
+    return row

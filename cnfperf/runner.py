@@ -1,0 +1,431 @@
+"""Runs a plan: one host lock, a journal on disk, and for every test point
+
+    netns per endpoint -> data plane -> containers -> receivers (wait for `ready`)
+    -> senders (wait for exit) -> drain -> SIGINT receivers -> summaries -> store
+
+with every step's undo registered on an ExitStack the moment the step is taken,
+so teardown runs in reverse on success, error, SIGINT and SIGTERM alike.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cnfperf import PREFIX, SystemFailure
+from cnfperf.dataplanes import DATAPLANES
+from cnfperf.dataplanes.kernel import add_netns, del_netns, netns_list, netns_pids
+from cnfperf.engine import EngineOutput, argv as engine_argv
+from cnfperf.host import HostFacts
+from cnfperf.journal import RUN_DIR, Journal, journal_path
+from cnfperf.lock import HostLock
+from cnfperf.plan import Endpoint, TestPoint, plan, run_prefix
+from cnfperf.results import model
+from cnfperf.results.store import Store
+from cnfperf.runtimes import RUNTIMES, ImageInfo, Runtime
+from cnfperf.scenario import Scenario
+
+READY_TIMEOUT = 15.0    # container start + engine opening its api
+EXIT_MARGIN = 10.0      # beyond warm-up + duration (+ client drain) for a sender to end
+DRAIN = 0.3             # frames still in flight when the last sender ends
+STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT
+CLIENT_DRAIN = 0.5      # the engine's default --drain
+
+
+class Interrupted(Exception):
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@dataclass
+class Progress:
+    """What the runner reports while it works; the CLI decides how it looks."""
+
+    point: TestPoint
+    phase: str                 # setup | measuring | teardown | done | failed
+    elapsed: float = 0.0
+    expected: float = 0.0
+    rx_pps: float | None = None
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str                # done | failed | interrupted
+    error: str | None = None
+    cleaned: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    signal: int | None = None  # the signal that interrupted the run
+
+
+class _Signals:
+    """SIGINT/SIGTERM become an exception, except while tearing down: a second
+    Ctrl-C must not cut teardown short, so it is held until teardown ends."""
+
+    def __init__(self) -> None:
+        self.held: int | None = None
+        self._holding = 0
+        self._saved: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self._saved[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self._holding:
+            self.held = self.held or signum
+            return
+        raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        self._holding += 1
+        try:
+            yield
+        finally:
+            self._holding -= 1
+
+
+class Teardown:
+    """An ExitStack whose steps are named, never stop each other, and are recorded."""
+
+    def __init__(self, signals: _Signals):
+        self.signals = signals
+        self.stack = contextlib.ExitStack()
+        self.cleaned: list[str] = []
+        self.failed: list[str] = []
+
+    def push(self, what: str | None, undo: Callable[[], Any]) -> None:
+        """`what` names a resource for the report; None for housekeeping."""
+        def step() -> None:
+            try:
+                undo()
+                if what:
+                    self.cleaned.append(what)
+            except Exception as e:  # every other step must still run
+                self.failed.append(f"{what or undo}: {e}")
+        self.stack.callback(step)
+
+    def close(self) -> None:
+        with self.signals.holding():
+            self.stack.close()
+
+
+@dataclass
+class RunOptions:
+    engine: Path
+    store: Store
+    host: HostFacts
+    command: list[str]
+    progress: Callable[[Progress], None] = lambda p: None
+
+
+def new_run_id(store: Store) -> str:
+    taken = store.run_ids() | {p.name.removeprefix(PREFIX)[:4] for p in RUN_DIR.glob(PREFIX + "*")}
+    taken |= {n.removeprefix(PREFIX)[:4] for n in netns_list() if n.startswith(PREFIX)}
+    while True:
+        run_id = secrets.token_hex(2)
+        if run_id not in taken:
+            return run_id
+
+
+def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
+    """Host problems found before anything is created (SystemFailure)."""
+    problems = []
+    if host.engine.problem:
+        problems.append(f"engine: {host.engine.problem}")
+    for s in {(s.switch, s.api, s.runtime): s for s in scenarios}.values():
+        problems += [f"{s.switch}: {p}" for p in DATAPLANES[s.switch].check(host)]
+        problems += [f"runtime {s.runtime}: {p}" for p in RUNTIMES[s.runtime].check()]
+        if host.engine.apis and s.api not in host.engine.apis:
+            problems.append(f"api {s.api}: not compiled into the engine "
+                            f"(it has {', '.join(host.engine.apis)})")
+    if problems:
+        raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
+
+
+def execute(scenarios: list[Scenario], opts: RunOptions) -> RunOutcome:
+    preflight(scenarios, opts.host)
+    lock = HostLock()
+    run_id = new_run_id(opts.store)
+    lock.acquire(run_id)  # HostBusy propagates: nothing created yet
+    signals = _Signals()
+    signals.install()
+    try:
+        return _Run(run_id, plan(scenarios, run_id), opts, signals).execute()
+    finally:
+        lock.release()
+        signals.restore()
+
+
+class _Run:
+    def __init__(self, run_id: str, points: list[TestPoint], opts: RunOptions, signals: _Signals):
+        self.run_id = run_id
+        self.prefix = run_prefix(run_id)
+        self.points = points
+        self.opts = opts
+        self.signals = signals
+        self.run_dir = opts.store.directory / "runs" / run_id
+        self.outcome = RunOutcome(run_id=run_id, status="running")
+        self.runtimes: dict[str, tuple[Runtime, ImageInfo]] = {}
+
+    def execute(self) -> RunOutcome:
+        self.run_dir.mkdir(parents=True)
+        self.opts.store.begin_run(self.run_id, self.opts.command, len(self.points), self.run_dir,
+                                  self.opts.host.to_dict(), self.opts.host.engine.version)
+        self.journal = Journal(journal_path(self.prefix))
+        run_teardown = Teardown(self.signals)
+        try:
+            try:
+                self._state_dir(run_teardown)
+                for point in self.points:
+                    self.outcome.warnings += point.warnings
+                    self._point(point)
+                self.outcome.status = "done"
+            finally:
+                run_teardown.close()
+                self.outcome.cleaned += run_teardown.cleaned
+                self.outcome.left += run_teardown.failed
+        except Interrupted as e:
+            self.outcome.status, self.outcome.error = "interrupted", str(e)
+            self.outcome.signal = e.signum
+        except Exception as e:  # whatever failed, the run is recorded and reported
+            self.outcome.status = "failed"
+            self.outcome.error = str(e) if isinstance(e, SystemFailure) else _describe(e)
+        if self.signals.held and self.outcome.status == "done":
+            self.outcome.status = "interrupted"
+            self.outcome.signal = self.signals.held
+            self.outcome.error = f"interrupted by {signal.Signals(self.signals.held).name}"
+        self.outcome.left += [f"{e.kind} {e.name}" for e in self.journal.live()]
+        self.journal.close(remove=not self.outcome.left)
+        self.opts.store.finish_run(self.run_id, self.outcome.status, self.outcome.error)
+        return self.outcome
+
+    def _report(self, progress: Progress) -> None:
+        # Whoever reads our stderr may be gone (a closed pipe): reporting must
+        # never cost the teardown.
+        try:
+            self.opts.progress(progress)
+        except Exception:
+            pass
+
+    def _state_dir(self, teardown: Teardown) -> None:
+        """Where runtimes keep bundles; tmpfs, gone with the run."""
+        self.state_dir = RUN_DIR / self.prefix
+        self.journal.add("dir", str(self.state_dir))
+        self.state_dir.mkdir(parents=True)
+
+        def remove() -> None:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            self.journal.discard("dir", str(self.state_dir))
+        teardown.push(f"directory {self.state_dir}", remove)
+
+    def _runtime(self, name: str) -> tuple[Runtime, ImageInfo]:
+        if name not in self.runtimes:
+            runtime = RUNTIMES[name](self.journal, self.state_dir)
+            self.runtimes[name] = (runtime, runtime.prepare(self.opts.engine))
+        return self.runtimes[name]
+
+    def _point(self, point: TestPoint) -> None:
+        started = time.time()
+        s = point.scenario
+        params = s.model_dump()
+        record = dict(placement=[asdict(p) for p in point.pairs], warnings=list(point.warnings),
+                      versions={"cnfperf": self.opts.host.cnfperf,
+                                "engine": self.opts.host.engine.version,
+                                "kernel": self.opts.host.kernel, "runc": self.opts.host.runc})
+        image = None
+        teardown = Teardown(self.signals)
+        try:
+            try:
+                self._report(Progress(point, "setup"))
+                runtime, image = self._runtime(s.runtime)
+                result = _Point(point, self, runtime, teardown).measure()
+                # Committed before teardown: a failing teardown must not cost the data.
+                self.opts.store.add_point(self.run_id, point.index, params, status="done",
+                                          started=started, result=result, image=image, **record)
+            finally:
+                self._report(Progress(point, "teardown"))
+                teardown.close()
+                self.outcome.cleaned += teardown.cleaned
+                self.outcome.left += teardown.failed
+        except BaseException as e:
+            status = "interrupted" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "failed"
+            self.opts.store.add_point(self.run_id, point.index, params, status=status,
+                                      started=started, error=str(e), image=image, **record)
+            self._report(Progress(point, "failed"))
+            raise
+        self._report(Progress(point, "done"))
+
+
+def _describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+class _Point:
+    def __init__(self, point: TestPoint, run: _Run, runtime: Runtime, teardown: Teardown):
+        self.point = point
+        self.run = run
+        self.runtime = runtime
+        self.teardown = teardown
+        self.journal = run.journal
+        self.dir = run.run_dir / f"point{point.index}"
+        self.outputs: dict[str, EngineOutput] = {}
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def measure(self) -> model.PointResult:
+        p, s = self.point, self.point.scenario
+        self.dir.mkdir(parents=True)
+        # The run directory describes itself without the database.
+        (self.dir / "point.json").write_text(json.dumps(
+            {"scenario": s.model_dump(), "pairs": [asdict(pair) for pair in p.pairs],
+             "cpus": p.cpus, "warnings": p.warnings}, indent=1) + "\n")
+        for ep in p.endpoints:
+            self._netns(ep.name)
+        dataplane = DATAPLANES[s.switch](self.journal)
+        self.teardown.push(f"data-plane {s.switch}", dataplane.stop)
+        dataplane.start(p)
+        att = {ep.name: dataplane.attach(ep) for ep in p.endpoints}
+        containers = {}
+        for ep in p.endpoints:
+            c = self.runtime.create(ep.name, [ep.cpu], ep.name, att[ep.name].mounts)
+            self.teardown.push(f"container {ep.name}", c.destroy)
+            containers[ep.name] = c
+        before = dataplane.counters()
+        for pair in p.pairs:
+            self._start(containers[pair.receiver.name], pair.receiver, pair.sender, att)
+        self._wait_ready([pair.receiver for pair in p.pairs])
+        for pair in p.pairs:
+            self._start(containers[pair.sender.name], pair.sender, pair.receiver, att)
+        self._wait_senders([pair.sender for pair in p.pairs])
+        time.sleep(DRAIN)
+        self._stop_receivers([pair.receiver for pair in p.pairs])
+        after = dataplane.counters()
+        return self._result(before, after)
+
+    def _netns(self, name: str) -> None:
+        def remove() -> None:
+            # A process still inside would keep the namespace alive unnamed.
+            for pid in netns_pids(name):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            del_netns(self.journal, name)
+        self.teardown.push(f"netns {name}", remove)
+        add_netns(self.journal, name)
+
+    def _start(self, container: Any, ep: Endpoint, peer: Endpoint, att: dict) -> None:
+        args = engine_argv(container.engine, ep, att[ep.name], peer, att[peer.name],
+                           self.point.scenario)
+        (self.dir / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
+        raw = open(self.dir / f"{ep.name}.jsonl", "w")
+        self.teardown.push(None, raw.close)
+        with open(self.dir / f"{ep.name}.stderr", "wb") as err:
+            proc = container.exec(args, stderr=err)
+        self.procs[ep.name] = proc
+        out = EngineOutput(ep.name, raw)
+        out.follow(proc.stdout)
+        self.outputs[ep.name] = out
+
+        def stop() -> None:
+            # Only on the way out of a failure: a finished engine has exited.
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=STOP_TIMEOUT)
+            out.join(STOP_TIMEOUT)
+        self.teardown.push(f"engine {ep.role} in {ep.name}", stop)
+
+    def _failed(self, ep: Endpoint, what: str) -> SystemFailure:
+        tail = ""
+        with contextlib.suppress(OSError):
+            lines = (self.dir / f"{ep.name}.stderr").read_text(errors="replace").split("\n")
+            tail = " | ".join(l for l in lines if l.strip())[-400:]
+        problems = self.outputs[ep.name].problems
+        if problems:
+            tail = (tail + " | " if tail else "") + problems[0]
+        return SystemFailure(f"engine {ep.role} in {ep.name} {what}" + (f": {tail}" if tail else ""))
+
+    def _wait_ready(self, eps: list[Endpoint]) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        for ep in eps:
+            out, proc = self.outputs[ep.name], self.procs[ep.name]
+            while not out.ready.wait(0.05):
+                if proc.poll() is not None:
+                    out.join(1)
+                    if not out.ready.is_set():
+                        raise self._failed(ep, f"exited with code {proc.returncode} "
+                                               "before it was ready")
+                if time.monotonic() > deadline:
+                    raise self._failed(ep, f"not ready after {READY_TIMEOUT:g} s")
+
+    def _wait_senders(self, eps: list[Endpoint]) -> None:
+        s = self.point.scenario
+        expected = s.warmup + s.duration + (CLIENT_DRAIN if s.mode == "latency" else 0)
+        start = time.monotonic()
+        deadline = start + expected + EXIT_MARGIN
+        while True:
+            running = [ep for ep in eps if self.procs[ep.name].poll() is None]
+            for ep in eps:
+                code = self.procs[ep.name].poll()
+                if code not in (None, 0):
+                    raise self._failed(ep, f"exited with code {code}")
+            if not running:
+                return
+            if time.monotonic() > deadline:
+                raise self._failed(running[0], f"still running {expected + EXIT_MARGIN:g} s "
+                                               "after it started")
+            self.run._report(Progress(self.point, "measuring", time.monotonic() - start,
+                                            expected, self._rx_rate()))
+            time.sleep(0.25)
+
+    def _rx_rate(self) -> float | None:
+        rates = []
+        for pair in self.point.pairs:
+            ep = pair.sender if self.point.scenario.mode == "latency" else pair.receiver
+            last = self.outputs[ep.name].last_interval
+            if last:
+                rates.append(float(last.get("rx_pps", 0) or 0))
+        return sum(rates) if rates else None
+
+    def _stop_receivers(self, eps: list[Endpoint]) -> None:
+        for ep in eps:
+            if self.procs[ep.name].poll() is None:
+                self.procs[ep.name].send_signal(signal.SIGINT)
+        for ep in eps:
+            try:
+                code = self.procs[ep.name].wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise self._failed(ep, f"did not stop within {STOP_TIMEOUT:g} s of SIGINT") from None
+            self.outputs[ep.name].join(STOP_TIMEOUT)
+            if code != 0:
+                raise self._failed(ep, f"exited with code {code} after SIGINT")
+
+    def _result(self, before: dict, after: dict) -> model.PointResult:
+        p = self.point
+        for ep in p.endpoints:
+            self.outputs[ep.name].join(STOP_TIMEOUT)
+            if self.outputs[ep.name].summary is None:
+                raise self._failed(ep, "printed no summary")
+        metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,
+                                                   self.outputs[ep.name].summary)
+                   for ep in p.endpoints}
+        pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
+                                   metrics[pair.receiver.name], p.scenario.mode)
+                 for pair in p.pairs]
+        counters = {port: after[port] - before[port] for port in after if port in before}
+        return model.PointResult(pairs=pairs, total=model.total(pairs),
+                                 endpoints=list(metrics.values()), counters=counters)

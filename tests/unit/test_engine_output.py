@@ -1,0 +1,80 @@
+"""Engine argv from (role, attachment, workload) and its JSON lines read back."""
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+
+from cnfperf.dataplanes.base import Attachment
+from cnfperf.engine import EngineOutput, EngineOutputError, argv, parse_line
+from cnfperf.plan import plan
+from cnfperf.scenario import load
+
+
+def _pair(**fields):
+    [s] = load(None, fields)
+    point = plan([s], "1a2b", (0, 1))[0]
+    pair = point.pairs[0]
+    att = {ep.name: Attachment(mac=ep.mac, ip=ep.ip, iface=ep.name) for ep in pair.endpoints}
+    return s, pair, att
+
+
+def _opt(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def test_sender_and_receiver_argv():
+    s, pair, att = _pair(api="raw", rate="250k", duration=3, warmup=0.5, size=128, flows=4,
+                         mmsg=True)
+    snd, rcv = pair.sender, pair.receiver
+    tx = argv("/bin/cnfperf-engine", snd, att[snd.name], rcv, att[rcv.name], s)
+    rx = argv("/bin/cnfperf-engine", rcv, att[rcv.name], snd, att[snd.name], s)
+    assert tx[:2] == ["/bin/cnfperf-engine", "send"] and rx[1] == "recv"
+    assert _opt(tx, "--rate") == "250000" and _opt(tx, "--duration") == "3"
+    assert _opt(tx, "--warmup") == "0.5" and "--rate" not in rx
+    # The receiver counts until SIGINT; warm-up frames are flagged by the sender.
+    assert _opt(rx, "--duration") == "0" and "--warmup" not in rx
+    assert _opt(tx, "--dst-mac") == rcv.mac and _opt(rx, "--dst-mac") == snd.mac
+    assert _opt(tx, "--dport") == str(rcv.port) and _opt(tx, "--sport") == str(snd.port)
+    assert _opt(tx, "--iface") == snd.name and _opt(tx, "--api") == "raw"
+    assert _opt(tx, "--size") == "128" and _opt(tx, "--flows") == "4" and "--mmsg" in tx
+    assert _opt(tx, "--cpu") == str(snd.cpu) and _opt(rx, "--cpu") == str(rcv.cpu)
+    assert "--" not in tx
+
+
+def test_latency_roles_and_eal_args():
+    s, pair, att = _pair(mode="latency")
+    snd, rcv = pair.sender, pair.receiver
+    dpdk = Attachment(mac=snd.mac, ip=snd.ip, port=0, eal_args=("--no-pci", "--vdev=net_x"))
+    args = argv("e", snd, dpdk, rcv, att[rcv.name], s)
+    assert args[1] == "client" and _opt(args, "--rate") == "1000"
+    assert args[-3:] == ["--", "--no-pci", "--vdev=net_x"] and "--iface" not in args
+    assert _opt(args, "--port") == "0"
+
+
+@pytest.mark.parametrize("line", ["", "not json", "[1, 2]", '{"type": "hello"}', '{"x": 1}'])
+def test_parse_line_rejects_what_is_not_a_record(line):
+    with pytest.raises(EngineOutputError):
+        parse_line(line)
+
+
+def test_output_is_followed_from_a_pipe():
+    read_fd, write_fd = os.pipe()
+    raw = io.StringIO()
+    out = EngineOutput("cnfp1a2bp0r", raw)
+    with os.fdopen(read_fd, "rb", buffering=0) as reader:
+        out.follow(reader)
+        with os.fdopen(write_fd, "wb") as writer:
+            writer.write(b'{"type":"ready","role":"recv","pid":1}\n')
+            writer.flush()
+            assert out.ready.wait(5), "ready line not seen"
+            writer.write(b'{"type":"interval","rx_pps":1000.0}\n')
+            writer.write(b"engine: a stray line\n")
+            writer.write(b'{"type":"summary","rx_packets":2000}\n')
+        out.join(5)
+    assert [r["type"] for r in out.records] == ["ready", "interval", "summary"]
+    assert out.summary == {"type": "summary", "rx_packets": 2000}
+    assert out.last_interval["rx_pps"] == 1000.0
+    assert out.problems and "stray" in out.problems[0]
+    assert raw.getvalue().count("\n") == 4, "every line is kept raw, parsed or not"

@@ -1,0 +1,80 @@
+"""Placement for N pairs: names fit the kernel, addresses and ports never collide."""
+from __future__ import annotations
+
+import pytest
+
+from cnfperf.plan import IFNAMSIZ, plan
+from cnfperf.scenario import load
+
+
+def _point(run_id: str = "1a2b", host_cpus=(0, 1), **fields):
+    return plan(load(None, fields), run_id, host_cpus)[0]
+
+
+@pytest.mark.parametrize("pairs", [1, 2, 7, 250])
+def test_every_endpoint_has_its_own_names_and_addresses(pairs):
+    point = _point(pairs=pairs, flows=4)
+    eps = point.endpoints
+    assert len(eps) == 2 * pairs
+    for attr in ("name", "mac", "ip"):
+        values = [getattr(e, attr) for e in eps]
+        assert len(set(values)) == len(values), f"duplicate {attr}"
+    # A sender uses `flows` source ports; no two ranges overlap each other or a receiver's.
+    ports = [p for pair in point.pairs for p in range(pair.sender.port, pair.sender.port + 4)]
+    ports += [pair.receiver.port for pair in point.pairs]
+    assert len(set(ports)) == len(ports) and max(ports) <= 65535
+    for e in eps:
+        # Data planes add up to two characters (a bridge port's host side: "h").
+        assert len(e.name) + 2 <= IFNAMSIZ, e.name
+        assert e.name.startswith("cnfp1a2b")
+        first = int(e.mac.split(":")[0], 16)
+        assert first & 0x02 and not first & 0x01, "MAC must be locally administered unicast"
+
+
+def test_pair_addresses_share_a_subnet_and_roles_follow_mode():
+    point = _point(pairs=3, mode="latency")
+    for pair in point.pairs:
+        assert pair.sender.ip.rsplit(".", 1)[0] == pair.receiver.ip.rsplit(".", 1)[0]
+        assert (pair.sender.role, pair.receiver.role) == ("client", "server")
+    subnets = {p.sender.ip.rsplit(".", 1)[0] for p in point.pairs}
+    assert len(subnets) == 3
+    assert {(p.sender.role, p.receiver.role) for p in _point(pairs=2).pairs} == {("send", "recv")}
+
+
+def test_run_ids_keep_runs_apart():
+    a, b = _point("1a2b", pairs=2), _point("ffff", pairs=2)
+    assert not {e.name for e in a.endpoints} & {e.name for e in b.endpoints}
+    assert not {e.mac for e in a.endpoints} & {e.mac for e in b.endpoints}
+
+
+def test_two_cores_give_each_side_of_a_pair_its_own_core():
+    point = _point(pairs=2)
+    for pair in point.pairs:
+        assert pair.sender.cpu != pair.receiver.cpu
+    assert point.warnings, "4 busy pollers on 2 cores must be recorded"
+    assert "4 busy-polling threads share 2 cores" in point.warnings[0]
+    assert not _point(pairs=1).warnings
+
+
+def test_cores_come_from_the_scenario_when_given():
+    point = _point(pairs=2, cpus="0")
+    assert {e.cpu for e in point.endpoints} == {0}
+    assert point.cpus == (0,)
+
+
+def test_names_for_data_plane_resources_are_checked():
+    point = _point()
+    assert point.name("br") == "cnfp1a2bbr"
+    with pytest.raises(ValueError):
+        point.name("much-too-long")
+
+
+def test_cleanup_recognises_every_planned_name_and_nothing_else():
+    from cnfperf.cleanup import RUN_NAME
+
+    point = _point("0bad", pairs=3)
+    names = [e.name for e in point.endpoints] + [point.name("sw"), point.prefix + ".journal",
+                                                 point.prefix + "-testpmd"]
+    assert all(RUN_NAME.match(n) for n in names), names
+    for foreign in ("cnfpA", "cnfph2a", "cnfpx0d0ca", "cnfp0badc0de", "eth0", "cnf1a2b"):
+        assert not RUN_NAME.match(foreign), foreign

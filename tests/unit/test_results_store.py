@@ -1,0 +1,124 @@
+"""Results survive the trip into SQLite and back, through the store and the CLI."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.results import model
+from cnfperf.results.store import SCHEMA_VERSION, Store
+from cnfperf.scenario import load
+
+
+def _summary(role: str, tx: int, rx: int, lat: list[list[int]] | None = None,
+             kind: str = "one_way") -> dict:
+    s = {"type": "summary", "role": role, "api": "udp", "duration_s": 2.0,
+         "requested_pps": 1000.0 if role in ("send", "client") else None,
+         "offered_pps": tx / 2, "tx_packets": tx, "tx_bps": tx * 512 / 2,
+         "rx_packets": rx, "rx_pps": rx / 2, "rx_bps": rx * 512 / 2, "lost": 0, "reordered": 1,
+         "duplicate": 0, "corrupt": 0, "warmup_packets": 100}
+    if lat:
+        count = sum(b[2] for b in lat)
+        s["latency"] = {"kind": kind, "count": count, "min_ns": lat[0][0], "mean_ns": 15000.0,
+                        "p50_ns": lat[0][1], "p90_ns": lat[-1][1], "p99_ns": lat[-1][1],
+                        "p999_ns": lat[-1][1], "p9999_ns": lat[-1][1], "max_ns": lat[-1][1],
+                        "histogram": lat}
+    return s
+
+
+def _result(mode: str = "throughput") -> model.PointResult:
+    roles = ("send", "recv") if mode == "throughput" else ("client", "server")
+    eps = []
+    for pair, (tx, rx) in enumerate(((2000, 2000), (2000, 1990))):
+        hist = [[10000, 10100, 1500], [20000, 20200, rx - 1500]]
+        sender = model.endpoint_metrics(pair, f"cnfp1a2bp{pair}s", roles[0], 1,
+                                        _summary(roles[0], tx, rx if mode == "latency" else 0,
+                                                 hist if mode == "latency" else None, "rtt"))
+        receiver = model.endpoint_metrics(pair, f"cnfp1a2bp{pair}r", roles[1], 0,
+                                          _summary(roles[1], 0, rx,
+                                                   hist if mode == "throughput" else None))
+        eps += [sender, receiver]
+    pairs = [model.pair_result(k, eps[2 * k], eps[2 * k + 1], mode) for k in range(2)]
+    counters = {"cnfp1a2bp0sh": PortCounters(rx_packets=2100, tx_packets=3, rx_dropped=0,
+                                              tx_dropped=1)}
+    return model.PointResult(pairs=pairs, total=model.total(pairs), endpoints=eps,
+                             counters=counters)
+
+
+def test_loss_comes_from_sender_minus_receiver():
+    r = _result()
+    assert [(p.sent, p.received, p.lost) for p in r.pairs] == [(2000, 2000, 0), (2000, 1990, 10)]
+    assert r.total.lost == 10 and r.total.loss_ratio == pytest.approx(10 / 4000)
+
+
+def test_total_latency_merges_histograms():
+    r = _result()
+    merged = r.total.latency
+    assert merged.samples == 2000 + 1990
+    assert merged.histogram == [[10000, 10100, 3000], [20000, 20200, 990]]
+    assert merged.ns["p50"] == 10100        # 3000 of 3990 samples are in the first bucket
+    assert merged.ns["p90"] == 20200
+    assert merged.ns["min"] == 10000 and merged.ns["max"] == 20200
+
+
+@pytest.mark.parametrize("mode", ["throughput", "latency"])
+def test_round_trip(tmp_path, mode):
+    [scenario] = load(None, {"mode": mode, "pairs": 2, "rate": "1k"})
+    store = Store(tmp_path)
+    store.begin_run("1a2b", ["cnfperf", "run"], 1, tmp_path / "runs" / "1a2b",
+                    {"cores": 2, "kernel": "6.1"}, "0.1.0")
+    result = _result(mode)
+    params = {**scenario.model_dump(), "rate": scenario.rate}
+    store.add_point("1a2b", 0, params, status="done", started=1.0, result=result,
+                    placement=[{"pair": 0}], warnings=["w"], versions={"engine": "0.1.0"})
+    store.finish_run("1a2b", "done")
+    store.close()
+
+    run = Store(tmp_path, create=False).run("1a2b")
+    assert run["status"] == "done" and run["host"]["cores"] == 2
+    [point] = run["points"]
+    assert (point["switch"], point["mode"], point["pairs"], point["rate"]) == \
+        ("veth", mode, 2, 1000.0)
+    assert point["scenario"]["pairs"] == 2 and point["warnings"] == ["w"]
+    assert point["sent"] == 4000 and point["lost"] == 10
+    assert [p["lost"] for p in point["per_pair"]] == [0, 10]
+    assert len(point["endpoints"]) == 4
+    by_role = {e["role"]: e for e in point["endpoints"] if e["pair"] == 1}
+    sender = by_role["send" if mode == "throughput" else "client"]
+    assert sender["tx_packets"] == 2000 and sender["summary"]["warmup_packets"] == 100
+    assert point["lat_p50_ns"] == 10100
+    assert point["latency_kind"] == ("one_way" if mode == "throughput" else "rtt")
+    assert point["counters"]["cnfp1a2bp0sh"]["rx_packets"] == 2100
+
+
+def test_schema_is_versioned(tmp_path):
+    Store(tmp_path).close()
+    db = sqlite3.connect(tmp_path / "cnfperf.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(RuntimeError, match="newer"):
+        Store(tmp_path)
+
+
+def test_results_commands_read_the_store(tmp_path, cli):
+    store = Store(tmp_path)
+    store.begin_run("beef", ["cnfperf", "run"], 1, tmp_path, {}, "0.1.0")
+    store.add_point("beef", 0, {"switch": "bridge", "api": "raw", "mode": "throughput",
+                                "pairs": 2, "rate": 1000.0},
+                    status="done", started=1.0, result=_result())
+    store.finish_run("beef", "done")
+    store.close()
+
+    listed = cli("results", "list", "--results", str(tmp_path), check=True).stdout
+    assert "beef" in listed and "bridge" in listed
+    shown = json.loads(cli("results", "show", "beef", "--json", "--results", str(tmp_path),
+                           check=True).stdout)
+    assert shown["points"][0]["per_pair"][1]["lost"] == 10
+    table = cli("results", "show", "beef", "--results", str(tmp_path), check=True).stdout
+    assert "all" in table and "bridge" in table
+    missing = cli("results", "show", "dead", "--results", str(tmp_path))
+    assert missing.returncode == 2 and missing.stderr.startswith("cnfperf: error: id: ")

@@ -1,0 +1,149 @@
+"""Bad input: one line naming the field, exit code 2, nothing created."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cnfperf import UserError
+from cnfperf.cleanup import RUN_NAME
+from cnfperf.cli import main
+from cnfperf.scenario import load, parse_rate
+
+
+def _netns() -> set[str]:
+    """Namespaces named like a run's (others may share the host meanwhile)."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {n for n in (line.split()[0] for line in out.splitlines() if line.strip())
+            if RUN_NAME.match(n)}
+
+
+BAD_FLAGS = [
+    (["--pairs", "0"], "pairs"),
+    (["--pairs", "x"], "--pairs"),
+    (["--pairs", "251"], "pairs"),
+    (["--pairs", "1.5"], "--pairs"),
+    (["--mode", "fast"], "mode"),
+    (["--switch", "nope"], "switch"),
+    (["--switch", "veth,nope"], "switch"),
+    (["--api", "carrier-pigeon"], "api"),
+    (["--api", "dpdk"], "api"),                       # veth does not offer dpdk
+    (["--size", "63"], "size"),
+    (["--size", "10000"], "size"),
+    (["--burst", "0"], "burst"),
+    (["--burst", "4096"], "burst"),
+    (["--rate", "-5"], "rate"),
+    (["--rate", "1X"], "rate"),
+    (["--rate", "fast"], "rate"),
+    (["--duration", "0"], "duration"),
+    (["--duration", "abc"], "--duration"),
+    (["--warmup", "-1"], "warmup"),
+    (["--flows", "0"], "flows"),
+    (["--pairs", "250", "--flows", "300"], "flows"),  # source ports would run out
+    (["--runtime", "docker"], "runtime"),
+    (["--cpus", "4096"], "cpus"),
+    (["--cpus", "a-b"], "cpus"),
+    (["--api", "mmap", "--mmsg"], "mmsg"),
+    (["--api", "xdp", "--blocking"], "blocking"),
+    (["--frobnicate"], "--frobnicate"),
+    (["/nonexistent/scenario.toml"], "scenario"),
+]
+
+BAD_FILES = [
+    ('speed = 1\n', "speed"),
+    ('pairs = "two"\n', "pairs"),
+    ('pairs = 2.5\n', "pairs"),
+    ('touch = "yes"\n', "touch"),
+    ('rate = true\n', "rate"),
+    ('switch = []\n', "switch"),
+    ('mode = ["throughput", "sideways"]\n', "mode"),
+    ('cpus = "1-"\n', "cpus"),
+    ('duration = -1\n', "duration"),
+    ('pairs = \n', "scenario"),                      # not TOML
+]
+
+
+def _check(code: int, err: str, field: str, results: Path, before: set[str]) -> None:
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert len(lines) == 1, f"expected one line, got: {err!r}"
+    assert lines[0].startswith(f"cnfperf: error: {field}: "), lines[0]
+    assert not results.exists(), "results directory created for bad input"
+    assert _netns() == before, "network namespace created for bad input"
+
+
+@pytest.mark.parametrize("flags, field", BAD_FLAGS, ids=[" ".join(f) for f, _ in BAD_FLAGS])
+def test_bad_flag(flags, field, tmp_path, monkeypatch, capsys):
+    results = tmp_path / "results"
+    monkeypatch.setenv("CNFPERF_RESULTS", str(results))
+    before = _netns()
+    code = main(["run", *flags])
+    _check(code, capsys.readouterr().err, field, results, before)
+
+
+@pytest.mark.parametrize("text, field", BAD_FILES, ids=[t.strip() for t, _ in BAD_FILES])
+def test_bad_file(text, field, tmp_path, monkeypatch, capsys):
+    results = tmp_path / "results"
+    monkeypatch.setenv("CNFPERF_RESULTS", str(results))
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(text)
+    before = _netns()
+    code = main(["run", str(scenario)])
+    _check(code, capsys.readouterr().err, field, results, before)
+
+
+def test_bad_input_in_a_subprocess(cli, results):
+    """The command line behaves like main(): exit 2, one line, nothing created."""
+    before = _netns()
+    done = cli("run", "--switch", "bridge", "--pairs", "-3")
+    _check(done.returncode, done.stderr, "pairs", results, before)
+    assert done.stdout == ""
+
+
+def test_unknown_field_lists_the_known_ones(tmp_path):
+    (tmp_path / "s.toml").write_text("pair = 2\n")
+    with pytest.raises(UserError) as e:
+        load(tmp_path / "s.toml")
+    assert e.value.field == "pair" and "pairs" in e.value.why
+
+
+def test_flags_override_the_file(tmp_path):
+    (tmp_path / "s.toml").write_text('switch = "bridge"\npairs = 0\nrate = "10k"\n')
+    [s] = load(tmp_path / "s.toml", {"pairs": 2, "rate": None})
+    assert (s.switch, s.pairs, s.rate) == ("bridge", 2, 10_000)
+
+
+def test_defaults_follow_the_mode():
+    [tput] = load(None, {"mode": "throughput"})
+    [lat] = load(None, {"mode": "latency"})
+    assert (tput.rate, tput.burst, tput.blocking) == (0, 32, False)   # as fast as possible
+    # the reference framework's latency rate, one frame at a time, threads asleep
+    assert (lat.rate, lat.burst, lat.blocking) == (1000, 1, True)
+    [given] = load(None, {"mode": "latency", "rate": "5k", "burst": 4, "blocking": False})
+    assert (given.rate, given.burst, given.blocking) == (5000, 4, False)
+    [xdp] = load(None, {"mode": "latency", "api": "xdp"})
+    assert not xdp.blocking, "blocking sockets do not exist for xdp"
+
+
+def test_lists_expand_to_every_combination_in_order(tmp_path):
+    (tmp_path / "s.toml").write_text('switch = ["veth", "bridge"]\napi = ["udp", "raw"]\n')
+    points = load(tmp_path / "s.toml", {"mode": ["throughput", "latency"]})
+    assert [(p.switch, p.api, p.mode) for p in points] == [
+        (sw, api, mode) for sw in ("veth", "bridge") for api in ("udp", "raw")
+        for mode in ("throughput", "latency")]
+
+
+@pytest.mark.parametrize("text, pps", [("1M", 1e6), ("500k", 5e5), ("2.5M", 2.5e6),
+                                       ("1000", 1000), ("1Mpps", 1e6), (250, 250), (0, 0)])
+def test_rates_parse_in_one_place(text, pps):
+    assert parse_rate(text) == pps
+
+
+def test_cpu_list_forms(tmp_path):
+    (tmp_path / "s.toml").write_text('cpus = "0"\n')
+    [s] = load(tmp_path / "s.toml")
+    assert s.cpus == (0,)
+    [s] = load(None, {"cpus": [0, 1]})            # a list of CPUs is one set, not a sweep
+    assert s.cpus == (0, 1)
+    assert [p.cpus for p in load(None, {"cpus": ["0", "1"]})] == [(0,), (1,)]
