@@ -1,0 +1,71 @@
+"""EAL arguments and vdev strings for every DPDK process of a run.
+
+Every process gets its own --file-prefix (two EALs with one prefix would attach
+to each other's shared config) and a memory limit, so the hugepages a test point
+reserves are the sum of its processes' limits. --in-memory keeps hugepage memory
+in memfds that die with the process: a killed run leaves no hugepage files, only
+an empty runtime directory that hugepages.remove_dpdk_files() sweeps.
+--single-file-segments is what lets a vhost-user peer map all of virtio-user's
+memory through a handful of fds (without it only the first segment is shared).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+# Enough for the engine's mbuf pool (burst and ring sized) plus rings and EAL's own.
+ENDPOINT_MB = 64
+# One vhost-user queue pair of 256..1024 descriptors per side is all we configure.
+QUEUES = 1
+
+
+def eal_args(file_prefix: str, huge_dir: str, memory_mb: int, vdevs: Sequence[str] = (),
+             lcores: str | None = None) -> list[str]:
+    args = ["--file-prefix", file_prefix, "--huge-dir", huge_dir,
+            "--in-memory", "--single-file-segments",
+            "--socket-mem", str(memory_mb), "--socket-limit", str(memory_mb),
+            # Only virtual devices: no PCI scan, no telemetry thread, and IOVA as VA
+            # because a container may not read /proc/self/pagemap.
+            "--no-pci", "--no-telemetry", "--iova-mode", "va"]
+    if lcores is not None:
+        args += ["--lcores", lcores]
+    for vdev in vdevs:
+        args += ["--vdev", vdev]
+    return args
+
+
+def _vdev(driver: str, index: int, **params: object) -> str:
+    opts = ",".join(f"{k}={v}" for k, v in params.items() if v is not None)
+    return f"{driver}{index},{opts}"
+
+
+def vhost(index: int, socket: str, client: bool = False) -> str:
+    """A vhost-user backend port (net_vhost): the side that maps its peer's memory."""
+    return _vdev("net_vhost", index, iface=socket, queues=QUEUES, client=1 if client else None)
+
+
+def virtio_user(index: int, socket: str, mac: str | None = None, server: bool = False) -> str:
+    """A virtio-user frontend port: what a container endpoint attaches as."""
+    return _vdev("net_virtio_user", index, path=socket, mac=mac, queues=QUEUES,
+                 server=1 if server else None)
+
+
+def memif(index: int, socket: str, role: str, mac: str | None = None, id: int = 0) -> str:
+    """A memif port; the socket path is a file (not abstract) so it lives in the
+    run's socket directory that both containers mount."""
+    if role not in ("server", "client"):
+        raise ValueError(f"memif role {role!r}: server or client")
+    return _vdev("net_memif", index, role=role, id=id, socket=socket,
+                 **{"socket-abstract": "no"}, mac=mac)
+
+
+def af_packet(index: int, iface: str) -> str:
+    return _vdev("net_af_packet", index, iface=iface, qpairs=1)
+
+
+def kernel_eal_args(file_prefix: str, iface: str) -> list[str]:
+    """DPDK on a kernel interface through the af_packet PMD, the way DPDK runs
+    without a supported NIC. The PMD copies between the kernel's ring and the
+    mbufs, so ordinary memory serves (--no-huge): no hugepages to reserve, no
+    hugetlbfs to mount. (22.11's af_packet PMD caps frames at 1518 bytes.)"""
+    return ["--file-prefix", file_prefix, "--no-huge", "-m", str(ENDPOINT_MB),
+            "--no-pci", "--no-telemetry", "--vdev", af_packet(0, iface)]

@@ -1,0 +1,130 @@
+"""What the DPDK data planes share.
+
+A test point gets one directory `/run/cnfperf/<prefix>-<switch>/` holding the
+vhost-user/memif sockets and a private hugetlbfs. Both are bind-mounted into
+every container at the same path they have on the host, so one EAL argument
+list is right for the runc and the netns runtime alike, and a switch on the
+host and an engine in a container name a socket the same way.
+"""
+from __future__ import annotations
+
+import shutil
+from abc import abstractmethod
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from cnfperf.dataplanes import dpdk_args
+from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
+from cnfperf.hugepages import POOL, Hugepages, pages_for
+from cnfperf.journal import RUN_DIR
+from cnfperf.runtimes.base import Mount
+
+if TYPE_CHECKING:
+    from cnfperf.host import HostFacts
+    from cnfperf.plan import Endpoint, TestPoint
+
+# Above this frame size the engine's mbufs grow from 2 KB to the frame size.
+STD_FRAME = 2048
+
+
+def endpoint_mb(frame_size: int) -> int:
+    """Hugepage memory for one engine: its pool of ~4k mbufs plus EAL's own."""
+    return dpdk_args.ENDPOINT_MB if frame_size <= STD_FRAME else 4 * dpdk_args.ENDPOINT_MB
+
+
+def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
+    """Cores for the switch's poll threads: free cores first; when there are
+    none, the least shared ones (the plan has already warned about the contention)."""
+    if n <= 0:
+        return ()
+    load = Counter(ep.cpu for ep in point.endpoints)
+    ranked = sorted(point.cpus, key=lambda c: (load[c], -c))
+    return tuple(sorted(ranked[:n]))
+
+
+class DpdkDataPlane(DataPlane):
+    apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
+    needs_hugepages: ClassVar[bool] = True
+
+    def __init__(self, journal):
+        super().__init__(journal)
+        self.dir: Path | None = None
+        self.hugepages: Hugepages | None = None
+        self.cpus: tuple[int, ...] = ()    # the switch's poll cores
+
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        problems = [] if host.root else ["needs root (hugepages, DPDK)"]
+        if not POOL.exists():
+            problems.append(f"no 2 MB hugepages in this kernel ({POOL} missing)")
+        return problems
+
+    # --- what a subclass provides -------------------------------------------
+    def switch_mb(self) -> int:
+        """Hugepage memory the switch process needs (0: no switch process)."""
+        return 0
+
+    def setup(self) -> None:
+        """Start the switch, if any; sockets go to self.sock_dir."""
+
+    @abstractmethod
+    def vdev(self, ep: Endpoint) -> str:
+        """The vdev through which this endpoint's engine reaches its port."""
+
+    def teardown(self) -> None:
+        """Stop what setup() started; called after a partial setup too."""
+
+    # --- the DataPlane interface ---------------------------------------------
+    def start(self, point: TestPoint) -> None:
+        self.point = point
+        self.cpus = switch_cpus(point, self.poll_threads)
+        self.dir = RUN_DIR / f"{point.prefix}-{self.name}"
+        self.journal.add("dir", str(self.dir))
+        self.dir.mkdir(parents=True)
+        self.sock_dir.mkdir()
+        self.hugepages = Hugepages(self.pages(point), point.prefix, self.dir, self.journal)
+        self.hugepages.__enter__()
+        self.setup()
+
+    @property
+    def sock_dir(self) -> Path:
+        assert self.dir is not None, "start() first"
+        return self.dir / "sock"
+
+    @property
+    def huge_dir(self) -> str:
+        assert self.hugepages is not None, "start() first"
+        return str(self.hugepages.mount_point)
+
+    def pages(self, point: TestPoint) -> int:
+        mb = endpoint_mb(point.scenario.size)
+        return pages_for(mb) * len(point.endpoints) + pages_for(self.switch_mb())
+
+    def attach(self, endpoint: Endpoint) -> Attachment:
+        memory = endpoint_mb(self.point.scenario.size)
+        eal = dpdk_args.eal_args(endpoint.name, self.huge_dir, memory, [self.vdev(endpoint)])
+        return Attachment(mac=endpoint.mac, ip=endpoint.ip, port=0, eal_args=tuple(eal),
+                          mounts=self.mounts())
+
+    def mounts(self) -> tuple[Mount, ...]:
+        return (Mount(str(self.sock_dir), str(self.sock_dir)),
+                Mount(self.huge_dir, self.huge_dir))
+
+    def counters(self) -> dict[str, PortCounters]:
+        return {}
+
+    def stop(self) -> None:
+        try:
+            self.teardown()
+        finally:
+            try:
+                if self.hugepages is not None:
+                    self.hugepages.close()
+                    self.hugepages = None
+            finally:
+                if self.dir is not None:
+                    shutil.rmtree(self.dir, ignore_errors=True)
+                    if not self.dir.exists():
+                        self.journal.discard("dir", str(self.dir))
+                    self.dir = None

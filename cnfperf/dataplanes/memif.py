@@ -1,0 +1,26 @@
+"""memif: a direct shared-memory packet interface per pair, no switch.
+
+The receiver's engine is the memif server (it listens on the socket and the
+client's rings live in memory the client shares); the sender is the client.
+Two DPDK 22.11 memif PMD limits to know: its port counters reset when the peer
+disconnects (only the engines' own counts are trusted here), and it unmaps the
+shared regions from its control thread when the peer disconnects, unsynchronised
+with a thread still polling them: about one disconnect in twenty segfaults the
+engine that stays (the receiver, whose sender has just finished).
+"""
+from __future__ import annotations
+
+from cnfperf.dataplanes import dpdk_args
+from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.plan import Endpoint
+
+
+class Memif(DpdkDataPlane):
+    name = "memif"
+    description = "direct memif shared-memory link per pair: receiver is server, sender client"
+    max_size = 1518  # the 22.11 memif PMD reports a 1518-byte maximum frame
+
+    def vdev(self, ep: Endpoint) -> str:
+        socket = str(self.sock_dir / f"p{ep.pair}.sock")
+        role = "server" if ep.receives_first else "client"
+        return dpdk_args.memif(0, socket, role, mac=ep.mac)

@@ -1,0 +1,182 @@
+"""ovs: Open vSwitch with DPDK, userspace datapath, NORMAL (learning) switching.
+
+One dpdkvhostuserclient port per endpoint: OVS is the vhost-user client, so the
+engines' virtio-user ports are the servers and OVS (re)connects to them as they
+come up. Every endpoint's MAC is entered in the MAC table as a static entry when
+its port is added: a receiver never sends in throughput mode, and NORMAL would
+otherwise flood every frame to every port (and count a drop on the bridge's own
+port). ovsdb-server and ovs-vswitchd are private to the test point (see ovsdb.py).
+
+Counters: a vhost-user port's own counters exist only while its peer is
+connected, and the runner reads them after the engines are gone. So packets are
+counted by OpenFlow rules that survive disconnects, around NORMAL, which still
+makes every forwarding decision:
+    table 0, in_port=P   -> resubmit(,1)   rx_packets of P (frames from its endpoint)
+    table 1, dl_dst=MAC  -> NORMAL         frames switched to P
+Drops come from the port counters, sampled while connected and summed across
+reconnects (what drops in the last sampling interval before a disconnect is
+missed); tx_packets is what was switched to P minus its tx drops.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from typing import TYPE_CHECKING, Callable
+
+from cnfperf import PREFIX
+from cnfperf.dataplanes import dpdk_args, ovsdb, procs
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.journal import RUN_DIR
+from cnfperf.plan import Endpoint
+
+if TYPE_CHECKING:
+    from cnfperf.host import HostFacts
+
+# OVS sizes one shared mbuf pool per MTU to what fits (down to 16k mbufs):
+# 256 MB is enough for that pool and the vhost ports at MTU 1500.
+SWITCH_MB = 256
+# The netdev datapath's own tap device; one per host, whoever runs it.
+DATAPATH_DEVICE = "ovs-netdev"
+RX_COOKIE, TX_COOKIE = 0x10000, 0x20000
+DROPS = ("rx_dropped", "tx_dropped")
+SAMPLE_INTERVAL = 0.5
+
+
+class DropSampler:
+    """Sums port drop counters across the resets a peer's disconnect causes."""
+
+    def __init__(self, read: Callable[[], dict[int, dict[str, int]]],
+                 interval: float = SAMPLE_INTERVAL):
+        self._read = read
+        self._interval = interval
+        self._last: dict[int, dict[str, int]] = {}
+        self._base: dict[int, dict[str, int]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="ovs-drops")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.sample()
+            except Exception:  # noqa: BLE001 - a missed sample is retried next interval
+                pass
+
+    def sample(self) -> None:
+        now = self._read()
+        with self._lock:
+            for port, counts in now.items():
+                last = self._last.get(port, {})
+                base = self._base.setdefault(port, dict.fromkeys(DROPS, 0))
+                for key in DROPS:
+                    if counts.get(key, 0) < last.get(key, 0):
+                        base[key] += last[key]
+                self._last[port] = {k: counts.get(k, 0) for k in DROPS}
+
+    def totals(self) -> dict[int, dict[str, int]]:
+        with self._lock:
+            return {port: {k: self._base.get(port, {}).get(k, 0) + last[k] for k in DROPS}
+                    for port, last in self._last.items()}
+
+
+class OvsDpdk(DpdkDataPlane):
+    name = "ovs"
+    description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
+    poll_threads = 1
+
+    def __init__(self, journal):
+        super().__init__(journal)
+        self.ovs: ovsdb.Ovs | None = None
+        self.bridge = ""
+        self.ofports: dict[int, str] = {}   # OpenFlow port -> endpoint name
+        self.drops: DropSampler | None = None
+
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        problems = super().check(host) + ovsdb.problems()
+        # Another cnfperf run's OVS is not a problem of this host: the host lock
+        # makes this run wait or report that run.
+        if os.path.exists(f"/sys/class/net/{DATAPATH_DEVICE}") and \
+                not procs.find(f"{RUN_DIR}/{PREFIX}", ovsdb.COMMS):
+            problems.append(f"another userspace OVS is running here ({DATAPATH_DEVICE} exists); "
+                            "stop it first")
+        return problems
+
+    def _mtu(self) -> int:
+        return max(1500, self.point.scenario.size - 18)
+
+    def switch_mb(self) -> int:
+        return SWITCH_MB if self._mtu() <= 1500 else 4 * SWITCH_MB
+
+    def _socket(self, ep: Endpoint) -> str:
+        return str(self.sock_dir / f"{ep.name}.sock")
+
+    def setup(self) -> None:
+        self.ovs = ovsdb.Ovs(self.dir / "ovs", f"{self.point.prefix}ovs", self.huge_dir,
+                             self.switch_mb(), pmd_cpus=self.cpus, cpus=self.point.cpus,
+                             journal=self.journal)
+        self.ovs.start()
+        self.bridge = self.point.name("br")
+        # The netdev datapath makes persistent tap devices for itself and for the
+        # bridge's own port: `exit --cleanup` removes them, a SIGKILL does not.
+        for tap in self._taps():
+            self.journal.add("link", tap, netns=None)
+        self.ovs.add_bridge(self.bridge)
+        flows = ["table=1,priority=0,actions=NORMAL"]
+        for ofport, ep in enumerate(self.point.endpoints, start=1):
+            self.ovs.add_vhost_client_port(self.bridge, ep.name, self._socket(ep), ofport)
+            if self._mtu() != 1500:
+                self.ovs.vsctl("set", "Interface", ep.name, f"mtu_request={self._mtu()}")
+            self.ovs.learn(self.bridge, ep.name, ep.mac)
+            self.ofports[ofport] = ep.name
+            flows += [f"cookie={RX_COOKIE | ofport:#x},table=0,priority=10,in_port={ofport},"
+                      "actions=resubmit(,1)",
+                      f"cookie={TX_COOKIE | ofport:#x},table=1,priority=10,dl_dst={ep.mac},"
+                      "actions=NORMAL"]
+        self.ovs.add_flows(self.bridge, flows)
+        self.drops = DropSampler(lambda: self.ovs.counters(self.bridge))
+        self.drops.start()
+
+    def vdev(self, ep: Endpoint) -> str:
+        return dpdk_args.virtio_user(0, self._socket(ep), mac=ep.mac, server=True)
+
+    def counters(self) -> dict[str, PortCounters]:
+        if self.ovs is None or self.drops is None:
+            return {}
+        packets = self.ovs.flow_packets(self.bridge)
+        self.drops.sample()
+        drops = self.drops.totals()
+        found = {}
+        for port, name in self.ofports.items():
+            dropped = drops.get(port, dict.fromkeys(DROPS, 0))
+            # Switched to the port minus what its full ring refused: delivered,
+            # as a kernel port's tx_packets counts.
+            delivered = max(0, packets.get(TX_COOKIE | port, 0) - dropped["tx_dropped"])
+            found[name] = PortCounters(rx_packets=packets.get(RX_COOKIE | port, 0),
+                                       tx_packets=delivered, **dropped)
+        return found
+
+    def _taps(self) -> tuple[str, ...]:
+        return (DATAPATH_DEVICE, self.bridge) if self.bridge else ()
+
+    def teardown(self) -> None:
+        if self.drops is not None:
+            self.drops.stop()
+            self.drops = None
+        if self.ovs is not None:
+            self.ovs.stop()
+            self.ovs = None
+        for tap in self._taps():
+            if os.path.exists(f"/sys/class/net/{tap}"):
+                subprocess.run(["ip", "link", "del", tap], capture_output=True, timeout=30)
+            if not os.path.exists(f"/sys/class/net/{tap}"):
+                self.journal.discard("link", tap)

@@ -1,0 +1,300 @@
+"""A private Open vSwitch: its own ovsdb-server, database and ovs-vswitchd (DPDK
+build, userspace datapath), all files in one run directory, so it never touches
+a system OVS and goes away completely with that directory.
+
+Both daemons are our children (no --detach), so we reap them; each is journaled
+as a process (pid and start time) the moment it exists, for `cnfperf cleanup`.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from cnfperf import SystemFailure
+from cnfperf.dataplanes import procs
+
+SCHEMA_NAMES = ("vswitch.ovsschema",)
+SCHEMA_DIRS = ("/usr/share/openvswitch", "/usr/local/share/openvswitch")
+COMMS = ("ovsdb-server", "ovs-vswitchd", "ovs-vswitchd-dp")  # comm is cut at 15 chars
+# DPDK init plus mempool creation take ~1 s here; the reference scripts slept 80 s.
+START_TIMEOUT = 60
+COMMAND_TIMEOUT = 20
+
+
+class OvsError(SystemFailure):
+    """An OVS daemon or command failed; the message names it and its last log lines."""
+
+
+def vswitchd_binary() -> str | None:
+    """An ovs-vswitchd built with DPDK: the default one if it is, otherwise any
+    registered alternative (Debian ships the DPDK build as an alternative)."""
+    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), shutil.which("ovs-vswitchd")]
+    with contextlib.suppress(OSError):
+        listed = subprocess.run(["update-alternatives", "--list", "ovs-vswitchd"],
+                                capture_output=True, text=True, timeout=10).stdout
+        candidates += listed.split()
+    for path in filter(None, candidates):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout
+            if "DPDK" in out:
+                return path
+    return None
+
+
+def schema_path() -> str | None:
+    for d in SCHEMA_DIRS:
+        for n in SCHEMA_NAMES:
+            if os.path.exists(os.path.join(d, n)):
+                return os.path.join(d, n)
+    return None
+
+
+def problems() -> list[str]:
+    found = []
+    for tool in ("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-appctl"):
+        if shutil.which(tool) is None:
+            found.append(f"{tool} not found: install openvswitch-switch")
+    if schema_path() is None:
+        found.append("vswitch.ovsschema not found: install openvswitch-common")
+    if vswitchd_binary() is None:
+        found.append("no ovs-vswitchd built with DPDK: install openvswitch-switch-dpdk")
+    return found
+
+
+def cpu_mask(cpus: Sequence[int]) -> str:
+    return hex(sum(1 << c for c in set(cpus)))
+
+
+_DUMP_PORT = re.compile(r"port\s+(\d+):\s*rx pkts=(\d+|\?), bytes=[^,]*, drop=(\d+|\?).*?"
+                        r"tx pkts=(\d+|\?), bytes=[^,]*, drop=(\d+|\?)", re.S)
+
+
+_FLOW = re.compile(r"cookie=0x([0-9a-f]+),.*?n_packets=(\d+)")
+
+
+def _num(text: str) -> int:
+    return 0 if text == "?" else int(text)
+
+
+def parse_dump_ports(text: str) -> dict[int, dict[str, int]]:
+    """`ovs-ofctl dump-ports`: counters per OpenFlow port ('?' = not kept: 0)."""
+    return {int(m[1]): {"rx_packets": _num(m[2]), "rx_dropped": _num(m[3]),
+                        "tx_packets": _num(m[4]), "tx_dropped": _num(m[5])}
+            for m in _DUMP_PORT.finditer(text)}
+
+
+def parse_flows(text: str) -> dict[int, int]:
+    """`ovs-ofctl dump-flows`: n_packets per cookie (cookie 0 sums the rest)."""
+    found: dict[int, int] = {}
+    for m in _FLOW.finditer(text):
+        found[int(m[1], 16)] = found.get(int(m[1], 16), 0) + int(m[2])
+    return found
+
+
+def parse_map(text: str) -> dict[str, str]:
+    """ovs-vsctl's `{a=1, b="x y"}` map syntax."""
+    return {m[1]: m[2].strip('"') for m in re.finditer(r'([\w:-]+)=("[^"]*"|[^,}]*)', text)}
+
+
+class Ovs:
+    """ovsdb-server + ovs-vswitchd in run_dir.
+
+    memory_mb bounds DPDK memory (OVS sizes its mbuf pool to what fits);
+    pmd_cpus get the poll-mode threads; cpus (if given) bound the other threads.
+    """
+
+    def __init__(self, run_dir: Path, file_prefix: str, huge_dir: str, memory_mb: int,
+                 pmd_cpus: Sequence[int], cpus: Sequence[int] | None = None,
+                 journal: Any = None):
+        self.run_dir = Path(run_dir)
+        self.file_prefix = file_prefix
+        self.huge_dir = huge_dir
+        self.memory_mb = memory_mb
+        self.pmd_cpus = tuple(pmd_cpus)
+        self.cpus = tuple(cpus) if cpus else None
+        self.journal = journal
+        self.db_sock = self.run_dir / "db.sock"
+        self.vswitchd_ctl = self.run_dir / "ovs-vswitchd.ctl"
+        self.ovsdb_ctl = self.run_dir / "ovsdb-server.ctl"
+        self._procs: dict[str, subprocess.Popen] = {}
+        self.env = dict(os.environ, OVS_RUNDIR=str(self.run_dir), OVS_LOGDIR=str(self.run_dir),
+                        OVS_DBDIR=str(self.run_dir), OVS_SYSCONFDIR=str(self.run_dir))
+
+    # --- lifecycle ---------------------------------------------------------
+    def start(self, timeout: float = START_TIMEOUT) -> None:
+        binary = vswitchd_binary()
+        schema = schema_path()
+        if binary is None or schema is None:
+            raise OvsError("; ".join(problems()))
+        if self.journal is not None:
+            self.journal.add("dir", str(self.run_dir))
+        self.run_dir.mkdir(parents=True)  # never someone else's: stop() removes it
+        try:
+            self._run(["ovsdb-tool", "create", str(self.run_dir / "conf.db"), schema])
+            self._spawn("ovsdb-server", [
+                "ovsdb-server", str(self.run_dir / "conf.db"), f"--remote=punix:{self.db_sock}",
+                f"--unixctl={self.ovsdb_ctl}", f"--pidfile={self.run_dir}/ovsdb-server.pid",
+                f"--log-file={self.run_dir}/ovsdb-server.log", "--no-chdir"])
+            self._wait(lambda: self._ok(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--no-wait",
+                                         "init"]) is not None, "ovsdb-server", timeout)
+            self.vsctl("--no-wait", "set", "Open_vSwitch", ".", *self._config())
+            self._spawn("ovs-vswitchd", [
+                binary, f"unix:{self.db_sock}", f"--unixctl={self.vswitchd_ctl}",
+                f"--pidfile={self.run_dir}/ovs-vswitchd.pid",
+                f"--log-file={self.run_dir}/ovs-vswitchd.log", "--no-chdir"])
+            self._wait(self._dpdk_ready, "ovs-vswitchd", timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _config(self) -> list[str]:
+        mem = str(self.memory_mb)
+        return [
+            "other_config:dpdk-init=true",
+            f"other_config:dpdk-socket-mem={mem}", f"other_config:dpdk-socket-limit={mem}",
+            f"other_config:dpdk-hugepage-dir={self.huge_dir}",
+            f"other_config:dpdk-extra=--file-prefix={self.file_prefix} --no-pci --no-telemetry",
+            f"other_config:pmd-cpu-mask={cpu_mask(self.pmd_cpus)}",
+        ]
+
+    def _dpdk_ready(self) -> bool:
+        if not self.vswitchd_ctl.exists():
+            return False
+        out = self._ok(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--no-wait", "get",
+                        "Open_vSwitch", ".", "dpdk_initialized"])
+        return out is not None and out.strip() == "true"
+
+    def stop(self) -> None:
+        """`exit --cleanup` (vswitchd removes its datapath and ports), then ovsdb
+        `exit`; signals for whatever does not go; run directory removed."""
+        for name, ctl in (("ovs-vswitchd", self.vswitchd_ctl), ("ovsdb-server", self.ovsdb_ctl)):
+            proc = self._procs.pop(name, None)
+            if proc is None or proc.poll() is not None:
+                continue
+            args = ["exit", "--cleanup"] if name == "ovs-vswitchd" else ["exit"]
+            self._ok(["ovs-appctl", f"--timeout={COMMAND_TIMEOUT}", "-t", str(ctl), *args])
+            procs.stop(proc, timeout=10)
+        # Anything still mentioning our run directory (a previous start of ours).
+        procs.kill_all(str(self.run_dir), COMMS)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self.journal is not None:
+            for name in ("ovs-vswitchd", "ovsdb-server"):
+                self.journal.discard("process", self._entry(name))
+            self.journal.discard("dir", str(self.run_dir))
+
+    def __enter__(self) -> "Ovs":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- commands ----------------------------------------------------------
+    def vsctl(self, *args: str) -> str:
+        """ovs-vsctl; without --no-wait it returns once vswitchd applied the change."""
+        argv = ["ovs-vsctl", f"--db=unix:{self.db_sock}", f"--timeout={COMMAND_TIMEOUT}", *args]
+        return self._run(argv)
+
+    def appctl(self, *args: str) -> str:
+        return self._run(["ovs-appctl", f"--timeout={COMMAND_TIMEOUT}", "-t",
+                          str(self.vswitchd_ctl), *args])
+
+    def add_bridge(self, bridge: str) -> None:
+        self.vsctl("add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev")
+
+    def add_vhost_client_port(self, bridge: str, port: str, socket: str, ofport: int) -> None:
+        """OVS is the vhost-user client: it (re)connects to the endpoint's socket
+        whenever the endpoint's virtio-user server comes up."""
+        self.vsctl("add-port", bridge, port, "--", "set", "Interface", port,
+                   "type=dpdkvhostuserclient", f"options:vhost-server-path={socket}",
+                   f"ofport_request={ofport}")
+
+    def learn(self, bridge: str, port: str, mac: str) -> None:
+        """A static MAC table entry: NORMAL forwards to this port from the first
+        packet on, without flooding and without waiting for the port to send."""
+        self.appctl("fdb/add", bridge, port, "0", mac)
+
+    def interface(self, name: str, column: str) -> dict[str, str]:
+        return parse_map(self.vsctl("--no-wait", "get", "Interface", name, column))
+
+    def add_flows(self, bridge: str, flows: list[str]) -> None:
+        path = self.run_dir / f"{bridge}.flows"
+        path.write_text("\n".join(flows) + "\n")
+        self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}", "add-flows", bridge, str(path)])
+
+    def flow_packets(self, bridge: str) -> dict[int, int]:
+        """n_packets per flow cookie. Flow counters are pushed from the datapath
+        by the revalidators; waiting for one round makes them current."""
+        self.appctl("revalidator/wait")
+        return parse_flows(self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}",
+                                      "dump-flows", bridge]))
+
+    def counters(self, bridge: str) -> dict[int, dict[str, int]]:
+        """Per OpenFlow port, live (the database's statistics column lags up to
+        5 s). A vhost-user port has counters only while its peer is connected."""
+        return parse_dump_ports(self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}",
+                                           "dump-ports", bridge]))
+
+    def log_tail(self, daemon: str = "ovs-vswitchd", n: int = 3) -> str:
+        with contextlib.suppress(OSError):
+            lines = (self.run_dir / f"{daemon}.log").read_text().splitlines()
+            return " | ".join(l.split("|", 4)[-1] for l in lines[-n:])
+        return "(no log)"
+
+    # --- plumbing ----------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        affinity = set(self.cpus) if self.cpus else None
+        try:
+            self._procs[name] = subprocess.Popen(
+                argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=(lambda: os.sched_setaffinity(0, affinity)) if affinity else None)
+        except OSError as e:
+            raise OvsError(f"cannot start {argv[0]}: {e.strerror}") from None
+        procs.journal_process(self.journal, self._entry(name), self._procs[name].pid)
+
+    def _entry(self, daemon: str) -> str:
+        return f"{self.file_prefix} {daemon}"
+
+    def _wait(self, ready, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while not ready():
+            proc = self._procs[name]
+            if proc.poll() is not None:
+                raise OvsError(f"{name} exited with code {proc.returncode} while starting: "
+                               f"{self.log_tail(name)}")
+            if time.monotonic() > deadline:
+                raise OvsError(f"{name} not ready within {timeout:g} s: {self.log_tail(name)}")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    def _ok(self, argv: list[str]) -> str | None:
+        try:
+            done = subprocess.run(argv, env=self.env, capture_output=True, text=True,
+                                  timeout=COMMAND_TIMEOUT + 5, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    def _run(self, argv: list[str]) -> str:
+        try:
+            done = subprocess.run(argv, env=self.env, capture_output=True, text=True,
+                                  timeout=COMMAND_TIMEOUT + 5, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise OvsError(f"`{' '.join(argv[:4])} …` did not answer in "
+                           f"{COMMAND_TIMEOUT} s: {self.log_tail()}") from None
+        except OSError as e:
+            raise OvsError(f"cannot run {argv[0]}: {e.strerror}") from None
+        if done.returncode != 0:
+            raise OvsError(f"`{' '.join(argv)}` failed: {done.stderr.strip()} "
+                           f"(vswitchd log: {self.log_tail()})")
+        return done.stdout
+

@@ -1,0 +1,195 @@
+"""Host processes a data plane runs (testpmd, ovsdb-server, ovs-vswitchd): start,
+talk to over a terminal, find again after a killed run, stop."""
+from __future__ import annotations
+
+import contextlib
+import os
+import pty
+import signal
+import subprocess
+import termios
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+from cnfperf import SystemFailure
+
+
+class ProcessError(SystemFailure):
+    """A data plane process failed to start or answer; the message says which."""
+
+
+class Console:
+    """A child whose stdout/stderr is a terminal, so stdio is line buffered and
+    what it prints reaches us before its prompt (through a pipe, testpmd holds
+    command output in its buffer until exit). stdin stays a pipe: no line editing.
+
+    A thread drains the terminal all the time: testpmd logs from its vhost thread
+    whenever a peer connects, and a full terminal buffer would block that thread
+    in write() and with it every further vhost-user connection."""
+
+    LOG_KEEP = 1 << 16  # bytes of output kept for error messages
+    PENDING_KEEP = 1 << 18  # unread output kept: far more than one command's answer
+
+    def __init__(self, argv: Sequence[str], name: str, cpus: Sequence[int] | None = None):
+        self.name = name
+        master, slave = pty.openpty()
+        attrs = termios.tcgetattr(slave)
+        attrs[1] &= ~termios.OPOST  # keep "\n" as is
+        attrs[3] &= ~termios.ECHO
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        affinity = set(cpus) if cpus else None
+        try:
+            self.proc = subprocess.Popen(
+                list(argv), stdin=subprocess.PIPE, stdout=slave, stderr=slave,
+                start_new_session=True,  # a ^C meant for cnfperf must not hit it first
+                preexec_fn=(lambda: os.sched_setaffinity(0, affinity)) if affinity else None)
+        except OSError as e:
+            os.close(master)
+            raise ProcessError(f"{name}: cannot start {argv[0]}: {e.strerror}") from None
+        finally:
+            os.close(slave)
+        self._master = master
+        self._pending = b""          # output not yet consumed by read_until()
+        self.log = bytearray()       # the last LOG_KEEP bytes of output
+        self._eof = False
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._drain, daemon=True,
+                                         name=f"console-{name}")
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._master, 65536)
+            except OSError:  # EIO: every writer closed the terminal
+                chunk = b""
+            with self._cond:
+                if not chunk:
+                    self._eof = True
+                    self._cond.notify_all()
+                    return
+                self._pending = (self._pending + chunk)[-self.PENDING_KEEP:]
+                self.log += chunk
+                del self.log[:-self.LOG_KEEP]
+                self._cond.notify_all()
+
+    def read_until(self, token: str, timeout: float) -> str:
+        """Output up to and including token; ProcessError if it exits or stalls."""
+        want = token.encode()
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while want not in self._pending:
+                if self._eof:
+                    code = self.proc.wait(5)
+                    raise ProcessError(f"{self.name} exited with code {code}: "
+                                       f"{self.last_lines()}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ProcessError(f"{self.name}: no {token.strip()!r} within {timeout:g} s;"
+                                       f" last output: {self.last_lines()}")
+                self._cond.wait(min(left, 0.5))
+            end = self._pending.index(want) + len(want)
+            out, self._pending = self._pending[:end], self._pending[end:]
+        return out.decode(errors="replace")
+
+    def send(self, line: str) -> None:
+        """Send one command line. What was printed before it (log lines of other
+        threads, an old prompt) is dropped, so the answer starts after it."""
+        with self._cond:
+            self._pending = b""
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise ProcessError(f"{self.name} is gone (exit code {self.proc.poll()}): "
+                               f"{self.last_lines()}") from None
+
+    def last_lines(self, n: int = 3) -> str:
+        lines = [l.strip() for l in bytes(self.log).decode(errors="replace").splitlines()
+                 if l.strip()]
+        return " | ".join(lines[-n:]) or "(no output)"
+
+    def close(self, timeout: float = 10) -> int | None:
+        """Wait for a clean exit, then escalate: SIGTERM, SIGKILL."""
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.close()
+        code = stop(self.proc, timeout)
+        # The reader ends at EOF, once the child and its children closed the terminal.
+        self._reader.join(2)
+        with contextlib.suppress(OSError):
+            os.close(self._master)
+        return code
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10) -> int | None:
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+        try:
+            return proc.wait(timeout if sig is None else 5)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.poll()
+
+
+def find(token: str, comms: Sequence[str]) -> list[int]:
+    """Pids of processes named one of comms (as /proc/PID/comm shows them, at most
+    15 characters) whose command line mentions token: how a killed run's switch
+    is found again without trusting a pid that may have been reused."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if comm in comms and token in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def kill_all(token: str, comms: Sequence[str], timeout: float = 5) -> list[int]:
+    """SIGTERM, then SIGKILL, every process found by token; return their pids."""
+    pids = find(token, comms)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        if not any(_alive(p) for p in pids):
+            break
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def start_time(pid: int) -> str | None:
+    """/proc/PID/stat starttime: with the pid, it names one process for good."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def journal_process(journal, name: str, pid: int) -> None:
+    """Record a started process the way `cnfperf cleanup` kills it (kind `process`)."""
+    if journal is not None:
+        journal.add("process", name, pid=pid, start=start_time(pid))

@@ -1,0 +1,93 @@
+"""testpmd: DPDK's testpmd in io mode between paired vhost-user ports.
+
+The reference framework's "pmd" baseline: the fastest path through a switch
+process, with no switching logic. Pair k's sender is on port 2k and its
+receiver on port 2k+1; io forwarding with the paired topology moves every
+packet from one to the other unchanged, both ways. Endpoints attach as
+virtio-user clients to testpmd's vhost-user sockets.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cnfperf.dataplanes import dpdk_args, procs, testpmd_app
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.testpmd_app import TestPmd
+from cnfperf.plan import Endpoint
+
+if TYPE_CHECKING:
+    from cnfperf.host import HostFacts
+
+# DPDK's default RTE_MAX_ETHPORTS is 32: two ports per pair.
+MAX_PAIRS = 16
+MBUFS_PER_PORT = 4096  # vhost rings of 1024 plus what sits in bursts and caches
+
+
+class TestPmdSwitch(DpdkDataPlane):
+    __test__ = False  # a class named Test* that is not a test suite
+    name = "testpmd"
+    description = "dpdk-testpmd io forwarding between paired vhost-user ports (no switching logic)"
+    max_pairs = MAX_PAIRS
+    poll_threads = 1
+
+    def __init__(self, journal):
+        super().__init__(journal)
+        self.testpmd: TestPmd | None = None
+
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        problems = super().check(host)
+        if testpmd_app.available() is None:
+            problems.append("dpdk-testpmd not found: install dpdk")
+        return problems
+
+    def _ports(self) -> int:
+        return 2 * len(self.point.pairs)
+
+    def _mbuf_size(self) -> int:
+        return max(2176, self.point.scenario.size + 128)
+
+    def switch_mb(self) -> int:
+        pool = self._ports() * MBUFS_PER_PORT * (self._mbuf_size() + 192) / 2**20
+        return 32 * (int(pool) // 32 + 2)   # + EAL's own, in whole 32 MB steps
+
+    def port(self, ep: Endpoint) -> int:
+        return 2 * ep.pair + (1 if ep.receives_first else 0)
+
+    def _socket(self, port: int) -> str:
+        return str(self.sock_dir / f"tpmd{port}.sock")
+
+    def setup(self) -> None:
+        s = self.point.scenario
+        vdevs = [dpdk_args.vhost(i, self._socket(i)) for i in range(self._ports())]
+        # The main lcore only reads the prompt, so it may float over the run's cores;
+        # the forwarding lcore gets the poll core.
+        floating = ",".join(map(str, self.point.cpus))
+        lcores = f"0@({floating}),1@{self.cpus[0]}"
+        eal = dpdk_args.eal_args(f"{self.point.prefix}tpmd", self.huge_dir, self.switch_mb(),
+                                 vdevs, lcores=lcores)
+        app = ["--forward-mode=io", "--port-topology=paired", "--nb-cores=1",
+               f"--burst={min(s.burst, 512)}",
+               f"--total-num-mbufs={self._ports() * MBUFS_PER_PORT}",
+               f"--mbuf-size={self._mbuf_size()}", f"--max-pkt-len={max(1518, s.size)}"]
+        self.testpmd = TestPmd(eal, app, name=f"testpmd {self.point.prefix}")
+        self.testpmd.start()
+        procs.journal_process(self.journal, f"{self.point.prefix}tpmd", self.testpmd.pid)
+        self.testpmd.forward()
+
+    def vdev(self, ep: Endpoint) -> str:
+        return dpdk_args.virtio_user(0, self._socket(self.port(ep)), mac=ep.mac)
+
+    def counters(self) -> dict[str, PortCounters]:
+        if self.testpmd is None:
+            return {}
+        stats = self.testpmd.fwd_stats()
+        return {ep.name: PortCounters(**stats[self.port(ep)])
+                for ep in self.point.endpoints if self.port(ep) in stats}
+
+    def teardown(self) -> None:
+        if self.testpmd is not None:
+            self.testpmd.stop()
+            self.testpmd = None
+            self.journal.discard("process", f"{self.point.prefix}tpmd")

@@ -1,0 +1,103 @@
+"""dpdk-testpmd driven over its interactive prompt: started, asked for counters
+while it forwards, quit cleanly. Used as the `testpmd` switch and as a peer
+endpoint (txonly/rxonly) in tests and benchmarks."""
+from __future__ import annotations
+
+import re
+import shutil
+from typing import Sequence
+
+from cnfperf.dataplanes.procs import Console, ProcessError
+
+BINARY = "dpdk-testpmd"
+COMM = "dpdk-testpmd"
+PROMPT = "testpmd> "
+# EAL init with a few vdevs takes well under a second; give slow hosts room.
+START_TIMEOUT = 60
+
+_FWD = re.compile(r"Forward statistics for port (\d+).*?"
+                  r"RX-packets:\s*(\d+)\s+RX-dropped:\s*(\d+).*?"
+                  r"TX-packets:\s*(\d+)\s+TX-dropped:\s*(\d+)", re.S)
+_NIC = re.compile(r"NIC statistics for port (\d+).*?"
+                  r"RX-packets:\s*(\d+)\s+RX-missed:\s*(\d+).*?RX-errors:\s*(\d+).*?"
+                  r"RX-nombuf:\s*(\d+).*?TX-packets:\s*(\d+)\s+TX-errors:\s*(\d+)", re.S)
+
+
+def parse_fwd_stats(text: str) -> dict[int, dict[str, int]]:
+    return {int(m[1]): {"rx_packets": int(m[2]), "rx_dropped": int(m[3]),
+                        "tx_packets": int(m[4]), "tx_dropped": int(m[5])}
+            for m in _FWD.finditer(text)}
+
+
+def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
+    return {int(m[1]): {"rx_packets": int(m[2]), "rx_missed": int(m[3]),
+                        "rx_errors": int(m[4]), "rx_nombuf": int(m[5]),
+                        "tx_packets": int(m[6]), "tx_errors": int(m[7])}
+            for m in _NIC.finditer(text)}
+
+
+def available() -> str | None:
+    return shutil.which(BINARY)
+
+
+class TestPmd:
+    __test__ = False  # a class named Test* that is not a test suite
+    """One testpmd process. `app_args` follow `--` (e.g. --forward-mode=io)."""
+
+    def __init__(self, eal: Sequence[str], app_args: Sequence[str], name: str = "testpmd",
+                 cpus: Sequence[int] | None = None, binary: str = BINARY):
+        self.argv = [binary, *eal, "--", "-i", *app_args]
+        self.name = name
+        self.cpus = cpus
+        self.console: Console | None = None
+
+    def start(self, timeout: float = START_TIMEOUT) -> None:
+        """Return once its prompt is up: ports configured, vhost sockets bound."""
+        self.console = Console(self.argv, self.name, self.cpus)
+        try:
+            self.console.read_until(PROMPT, timeout)
+        except ProcessError:
+            self.console.close(timeout=2)
+            raise
+
+    @property
+    def pid(self) -> int | None:
+        return self.console.pid if self.console else None
+
+    def command(self, line: str, timeout: float = 10) -> str:
+        if self.console is None:
+            raise ProcessError(f"{self.name}: not started")
+        self.console.send(line)
+        return self.console.read_until(PROMPT, timeout).removesuffix(PROMPT)
+
+    def forward(self) -> None:
+        self.command("start")
+
+    def fwd_stats(self) -> dict[int, dict[str, int]]:
+        """Per port, what forwarding saw since `start`: rx, tx and the drops
+        (rx: the port missed it; tx: the peer's ring was full)."""
+        return parse_fwd_stats(self.command("show fwd stats all"))
+
+    def port_stats(self) -> dict[int, dict[str, int]]:
+        """Per port, the PMD's own counters since the port started."""
+        return parse_port_stats(self.command("show port stats all"))
+
+    def stop(self, timeout: float = 15) -> int | None:
+        """quit: forwarding stops, ports close (vhost sockets are unlinked), EAL
+        cleans up. Escalates to signals if it does not exit in time."""
+        if self.console is None:
+            return None
+        console, self.console = self.console, None
+        if console.proc.poll() is None:
+            try:
+                console.send("quit")
+            except ProcessError:
+                pass
+        return console.close(timeout)
+
+    def __enter__(self) -> "TestPmd":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,262 @@
+"""The DPDK data planes without root: EAL arguments, placement, validation, and
+the parsing of what testpmd and OVS print (samples recorded from real runs)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cnfperf import UserError
+from cnfperf.dataplanes import DATAPLANES, dpdk_args, procs
+from cnfperf.dataplanes.dpdk_base import endpoint_mb, switch_cpus
+from cnfperf.dataplanes.ovs import DropSampler
+from cnfperf.dataplanes.ovsdb import cpu_mask, parse_dump_ports, parse_flows, parse_map
+from cnfperf.dataplanes.testpmd_app import parse_fwd_stats, parse_port_stats
+from cnfperf.plan import place
+from cnfperf.scenario import Scenario, load
+
+DPDK_PLANES = ("vhost", "memif", "testpmd", "ovs")
+
+
+# --- EAL arguments and vdevs -------------------------------------------------------
+
+def test_every_process_gets_its_own_prefix_memory_limit_and_huge_dir():
+    args = dpdk_args.eal_args("cnfp1a2bp0s", "/run/cnfperf/x/h", 64, ["net_null0"])
+    joined = " ".join(args)
+    assert "--file-prefix cnfp1a2bp0s" in joined and "--huge-dir /run/cnfperf/x/h" in joined
+    assert "--socket-limit 64" in joined and "--socket-mem 64" in joined
+    # memfd-backed memory dies with the process; one segment file lets vhost map it all
+    assert "--in-memory" in args and "--single-file-segments" in args
+    assert args[-2:] == ["--vdev", "net_null0"]
+    assert "--lcores" not in args
+
+
+def test_lcores_are_passed_when_placed():
+    args = dpdk_args.eal_args("cnfp1a2btpmd", "/h", 64, lcores="0@(0,1),1@1")
+    assert args[args.index("--lcores") + 1] == "0@(0,1),1@1"
+
+
+def test_vdev_strings():
+    assert dpdk_args.vhost(0, "/s/p0.sock") == "net_vhost0,iface=/s/p0.sock,queues=1"
+    assert dpdk_args.vhost(3, "/s/a", client=True) == "net_vhost3,iface=/s/a,queues=1,client=1"
+    assert dpdk_args.virtio_user(0, "/s/a", mac="02:00:00:00:00:01") == \
+        "net_virtio_user0,path=/s/a,mac=02:00:00:00:00:01,queues=1"
+    assert dpdk_args.virtio_user(0, "/s/a", server=True).endswith(",server=1")
+    assert dpdk_args.memif(0, "/s/m", "server") == \
+        "net_memif0,role=server,id=0,socket=/s/m,socket-abstract=no"
+    with pytest.raises(ValueError, match="memif role"):
+        dpdk_args.memif(0, "/s/m", "master")
+
+
+def test_jumbo_frames_get_more_endpoint_memory():
+    assert endpoint_mb(64) == endpoint_mb(1518) < endpoint_mb(9000)
+
+
+# --- registry, validation, placement -----------------------------------------------
+
+@pytest.mark.parametrize("name", DPDK_PLANES)
+def test_registered_with_the_dpdk_api_only(name):
+    dp = DATAPLANES[name]
+    assert dp.name == name and dp.apis == frozenset({"dpdk"}) and dp.needs_hugepages
+
+
+def test_switches_that_poll_say_so():
+    assert {n: DATAPLANES[n].poll_threads for n in DPDK_PLANES} == \
+        {"vhost": 0, "memif": 0, "testpmd": 1, "ovs": 1}
+
+
+@pytest.mark.parametrize("switch,api", [("vhost", "udp"), ("memif", "raw"), ("testpmd", "mmap"),
+                                        ("ovs", "xdp")])
+def test_a_non_dpdk_api_is_refused_naming_the_field(switch, api):
+    with pytest.raises(UserError) as err:
+        load(None, {"switch": switch, "api": api})
+    assert err.value.field == "api" and "dpdk" in err.value.why
+
+
+def test_testpmd_pairs_are_bounded_by_dpdk_ports():
+    with pytest.raises(UserError) as err:
+        load(None, {"switch": "testpmd", "api": "dpdk", "pairs": 17})
+    assert err.value.field == "pairs"
+    assert load(None, {"switch": "testpmd", "api": "dpdk", "pairs": 16})
+
+
+def test_memif_frames_are_bounded_by_its_pmd():
+    with pytest.raises(UserError) as err:
+        load(None, {"switch": "memif", "api": "dpdk", "size": 1519})
+    assert err.value.field == "size" and "1518" in err.value.why
+    assert load(None, {"switch": "memif", "api": "dpdk", "size": 1518})
+
+
+@pytest.mark.parametrize("switch", DPDK_PLANES)
+def test_two_pairs_are_accepted(switch):
+    s, = load(None, {"switch": switch, "api": "dpdk", "pairs": 2})
+    assert s.pairs == 2
+
+
+def test_switch_poll_core_prefers_a_free_core():
+    p = place(Scenario(switch="ovs", api="dpdk", cpus=(0, 1, 2)), "00aa")
+    used = {ep.cpu for ep in p.endpoints}
+    assert switch_cpus(p, 1) == tuple(set(p.cpus) - used)
+
+
+def test_switch_poll_core_shares_the_least_loaded_core_when_none_is_free():
+    p = place(Scenario(switch="testpmd", api="dpdk", pairs=2, cpus=(0, 1)), "00ab")
+    cpu, = switch_cpus(p, 1)
+    assert cpu in (0, 1)
+    assert switch_cpus(p, 0) == ()
+    assert any("busy-polling threads share 2 cores" in w for w in p.warnings)
+
+
+def test_testpmd_ports_pair_sender_and_receiver():
+    p = place(Scenario(switch="testpmd", api="dpdk", pairs=2), "00ac")
+    dp = DATAPLANES["testpmd"](journal=None)
+    dp.point = p
+    ports = {(ep.pair, ep.role): dp.port(ep) for ep in p.endpoints}
+    assert ports == {(0, "send"): 0, (0, "recv"): 1, (1, "send"): 2, (1, "recv"): 3}
+    assert dp.switch_mb() >= 64 and dp.pages(p) == 4 * 32 + dp.switch_mb() // 2
+
+
+def test_cpu_mask():
+    assert cpu_mask([1]) == "0x2" and cpu_mask([0, 3]) == "0x9"
+
+
+# --- what testpmd prints ------------------------------------------------------------
+
+FWD_STATS = """
+  ---------------------- Forward statistics for port 0  ----------------------
+  RX-packets: 12000          RX-dropped: 0             RX-total: 12000
+  TX-packets: 11800          TX-dropped: 200           TX-total: 12000
+  ----------------------------------------------------------------------------
+
+  ---------------------- Forward statistics for port 1  ----------------------
+  RX-packets: 0              RX-dropped: 3             RX-total: 3
+  TX-packets: 12000          TX-dropped: 0             TX-total: 12000
+  ----------------------------------------------------------------------------
+
+  +++++++++++++++ Accumulated forward statistics for all ports+++++++++++++++
+  RX-packets: 12000          RX-dropped: 3             RX-total: 12003
+  TX-packets: 23800          TX-dropped: 200           TX-total: 24000
+  ++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++
+"""
+
+PORT_STATS = """
+  ######################## NIC statistics for port 0  ########################
+  RX-packets: 82688      RX-missed: 5          RX-bytes:  5292032
+  RX-errors: 1
+  RX-nombuf:  2
+  TX-packets: 7          TX-errors: 0          TX-bytes:  448
+
+  Throughput (since last show)
+  Rx-pps:            0          Rx-bps:            0
+  Tx-pps:            0          Tx-bps:            0
+  ############################################################################
+"""
+
+
+def test_testpmd_forward_stats_per_port():
+    assert parse_fwd_stats(FWD_STATS) == {
+        0: {"rx_packets": 12000, "rx_dropped": 0, "tx_packets": 11800, "tx_dropped": 200},
+        1: {"rx_packets": 0, "rx_dropped": 3, "tx_packets": 12000, "tx_dropped": 0}}
+
+
+def test_testpmd_port_stats():
+    assert parse_port_stats(PORT_STATS) == {0: {
+        "rx_packets": 82688, "rx_missed": 5, "rx_errors": 1, "rx_nombuf": 2,
+        "tx_packets": 7, "tx_errors": 0}}
+
+
+# --- what OVS prints ----------------------------------------------------------------
+
+DUMP_PORTS = """OFPST_PORT reply (xid=0x2): 3 ports
+  port LOCAL: rx pkts=0, bytes=0, drop=0, errs=0, frame=0, over=0, crc=0
+           tx pkts=0, bytes=0, drop=4877504, errs=0, coll=0
+  port  1: rx pkts=2647936, bytes=169467904, drop=0, errs=?, frame=?, over=?, crc=?
+           tx pkts=0, bytes=0, drop=0, errs=?, coll=?
+  port  2: rx pkts=?, bytes=?, drop=?, errs=?, frame=?, over=?, crc=?
+           tx pkts=32416, bytes=2074624, drop=2615520, errs=?, coll=?
+"""
+
+DUMP_FLOWS = """NXST_FLOW reply (xid=0x4):
+ cookie=0x10001, duration=9.517s, table=0, n_packets=15904, n_bytes=1017856, idle_age=6, priority=10,in_port=1 actions=resubmit(,1)
+ cookie=0x10002, duration=9.517s, table=0, n_packets=0, n_bytes=0, idle_age=9, priority=10,in_port=2 actions=resubmit(,1)
+ cookie=0x0, duration=9.593s, table=0, n_packets=4, n_bytes=0, idle_age=9, priority=0 actions=NORMAL
+ cookie=0x20001, duration=9.517s, table=1, n_packets=0, n_bytes=0, idle_age=9, priority=10,dl_dst=02:c7:5e:c8:00:01 actions=NORMAL
+ cookie=0x20002, duration=9.517s, table=1, n_packets=15904, n_bytes=1017856, idle_age=6, priority=10,dl_dst=02:c7:5e:c8:00:02 actions=NORMAL
+ cookie=0x0, duration=9.517s, table=1, n_packets=1, n_bytes=0, idle_age=9, priority=0 actions=NORMAL
+"""  # noqa: E501
+
+
+def test_ovs_port_counters_skip_local_and_read_unknown_as_zero():
+    assert parse_dump_ports(DUMP_PORTS) == {
+        1: {"rx_packets": 2647936, "rx_dropped": 0, "tx_packets": 0, "tx_dropped": 0},
+        2: {"rx_packets": 0, "rx_dropped": 0, "tx_packets": 32416, "tx_dropped": 2615520}}
+
+
+def test_ovs_flow_counters_by_cookie():
+    assert parse_flows(DUMP_FLOWS) == {0x10001: 15904, 0x10002: 0, 0x20001: 0,
+                                       0x20002: 15904, 0: 5}
+
+
+def test_ovs_map_column():
+    assert parse_map('{features="0x0000000950008000", mode=client, status=connected}') == \
+        {"features": "0x0000000950008000", "mode": "client", "status": "connected"}
+
+
+def test_drops_are_summed_across_the_resets_a_disconnect_causes():
+    readings = iter([
+        {1: {"rx_dropped": 0, "tx_dropped": 10}},
+        {1: {"rx_dropped": 0, "tx_dropped": 25}},
+        {1: {"rx_dropped": 0, "tx_dropped": 0}},     # peer gone: counters vanish
+        {1: {"rx_dropped": 2, "tx_dropped": 4}},     # peer back: counting from zero
+    ])
+    sampler = DropSampler(lambda: next(readings))
+    for _ in range(4):
+        sampler.sample()
+    assert sampler.totals() == {1: {"rx_dropped": 2, "tx_dropped": 29}}
+
+
+# --- the terminal testpmd is driven through -----------------------------------------
+
+PROMPT_SCRIPT = r"""
+import sys
+sys.stdout.write("x" * 300000 + "\n")        # more than a terminal buffers
+sys.stdout.write("ready> "); sys.stdout.flush()
+for line in sys.stdin:
+    sys.stdout.write("got " + line.strip() + "\n" + "ready> "); sys.stdout.flush()
+"""
+
+
+def test_console_reads_to_the_prompt_however_much_comes_before():
+    console = procs.Console([sys.executable, "-c", PROMPT_SCRIPT], "prompt")
+    try:
+        assert console.read_until("ready> ", timeout=20).endswith("x\nready> ")
+        console.send("show")
+        assert console.read_until("ready> ", timeout=20) == "got show\nready> "
+    finally:
+        assert console.close(timeout=5) == 0
+
+
+def test_console_reports_a_child_that_exits_before_its_prompt():
+    console = procs.Console([sys.executable, "-c", "print('EAL: no hugepages'); exit(1)"],
+                            "doomed")
+    with pytest.raises(procs.ProcessError, match="exited with code 1: EAL: no hugepages"):
+        console.read_until("testpmd> ", timeout=20)
+    console.close()
+
+
+def test_processes_are_found_again_by_a_token_in_their_command_line():
+    token = f"cnfpunit{time.monotonic_ns()}"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", token])
+    try:
+        comm = open(f"/proc/{child.pid}/comm").read().strip()
+        assert procs.start_time(child.pid) is not None
+        assert procs.find(token, (comm,)) == [child.pid]
+        assert procs.find(token, ("dpdk-testpmd",)) == [], "only the named programs"
+        assert procs.kill_all(token, (comm,)) == [child.pid]
+        assert child.wait(5) != 0
+        assert procs.find(token, (comm,)) == []
+    finally:
+        child.kill()
+        child.wait()
