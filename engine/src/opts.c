@@ -17,7 +17,7 @@
 enum {
 	O_API = 256, O_IFACE, O_IFACE2, O_PORT, O_PORT2, O_QUEUE, O_XDP_MODE,
 	O_SRC_MAC, O_SRC_IP, O_SPORT, O_DST_MAC, O_DST_IP, O_DPORT,
-	O_DURATION, O_WARMUP, O_DRAIN, O_INTERVAL, O_FLOWS, O_CPU, O_RX_CPU, O_VERSION,
+	O_DURATION, O_WARMUP, O_DRAIN, O_INTERVAL, O_FLOWS, O_CPU, O_RX_CPU, O_THREADS, O_VERSION,
 };
 
 static const struct option longopts[] = {
@@ -49,6 +49,7 @@ static const struct option longopts[] = {
 	{ "flows", required_argument, NULL, O_FLOWS },
 	{ "cpu", required_argument, NULL, O_CPU },
 	{ "rx-cpu", required_argument, NULL, O_RX_CPU },
+	{ "threads", required_argument, NULL, O_THREADS },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -237,8 +238,28 @@ static bool one(struct parse *p, struct opts *o, int c, char *arg)
 	case O_FLOWS: return uint_in(p, c, arg, 1, SEQ_MAX_FLOWS, &v) && (o->flows = (unsigned)v, true);
 	case O_CPU: return cpu_of(p, c, arg, &o->cpu);
 	case O_RX_CPU: return cpu_of(p, c, arg, &o->rx_cpu);
+	case O_THREADS:
+		if (strcmp(arg, "1") && strcmp(arg, "2"))
+			return fail(p, "--threads: '%s' is not 1 or 2", arg);
+		o->threads = (unsigned)(arg[0] - '0');
+		return true;
 	}
 	return fail(p, "internal: option %d not handled", c);
+}
+
+/* A blocking receive would hold the one thread past its next burst, and two
+ * spinning threads plus a server are more than a small machine's cores: so
+ * one thread polls when nothing blocks, two when the sockets block (or when
+ * a CPU was named for the receive thread). */
+static bool client_threads(struct parse *p, struct opts *o)
+{
+	if (!o->threads)
+		o->threads = o->blocking || o->rx_cpu >= 0 ? 2 : 1;
+	if (o->threads == 1 && o->blocking)
+		return fail(p, "--threads: 1 needs non-blocking receive (drop -B/--blocking, or use --threads 2)");
+	if (o->threads == 1 && o->rx_cpu >= 0)
+		return fail(p, "--rx-cpu: a one-thread client has no receive thread (--threads 2 has one)");
+	return true;
 }
 
 static bool cross_check(struct parse *p, struct opts *o)
@@ -264,8 +285,12 @@ static bool cross_check(struct parse *p, struct opts *o)
 		return fail(p, "--iface2: only fwd uses a second interface");
 	if (o->role != ROLE_FWD && o->port2 >= 0)
 		return fail(p, "--port2: only fwd uses a second port");
+	if (o->role != ROLE_CLIENT && o->threads)
+		return fail(p, "--threads: only client can run more than one thread");
 	if (o->role != ROLE_CLIENT && o->rx_cpu >= 0)
 		return fail(p, "--rx-cpu: only client has a receive thread");
+	if (o->role == ROLE_CLIENT && !client_threads(p, o))
+		return false;
 	if (sender && !o->dst_ip)
 		return fail(p, "--dst-ip: required for %s", r);
 	if (sender && ops->l2 && !o->has_dst_mac)
@@ -357,5 +382,6 @@ void opts_usage(void *stream)
 	      "  -r/--rate PPS (0 = max; 500k, 1M)  -p/--size BYTES (64..9220, with FCS)  -b/--burst N\n"
 	      "  -c/--touch  -m/--mmsg  -B/--blocking  -s/--quiet\n"
 	      "  --duration S (0 = until SIGINT)  --warmup S  --drain S  --interval S  --flows N\n"
-	      "  --cpu N  --rx-cpu N (client receive thread)   --version   --help\n", stream);
+	      "  --cpu N  --threads 1|2 (client; 2 with -B or --rx-cpu, else 1)  --rx-cpu N (its receive thread)\n"
+	      "  --version   --help\n", stream);
 }

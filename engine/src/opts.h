@@ -29,6 +29,7 @@ struct opts {
 	double duration, warmup, drain, interval;
 	unsigned flows;
 	int cpu, rx_cpu;           /* -1 = not pinned */
+	unsigned threads;          /* client: 1 or 2 once parsed; 0 for the other roles */
 	int eal_argc;
 	char **eal_argv;
 };

@@ -67,6 +67,7 @@ int main(int argc, char **argv)
 	bad((char *[]){ NULL, "fwd", "--api", "udp", "--dst-mac", "02:00:00:00:00:01", NULL }, "--api");
 	bad((char *[]){ NULL, "nonsense", NULL }, "ROLE");
 	bad((char *[]){ NULL, "recv", "--frobnicate", NULL }, "--frobnicate");
+	bad((char *[]){ NULL, "client", "--dst-ip", "198.18.0.2", "--threads", "3", NULL }, "--threads");
 
 	int rc = run((char *[]){ NULL, "--version", NULL }, out, sizeof(out), err, sizeof(err));
 	CHECK(rc == 0, "--version exits 0");

@@ -95,6 +95,14 @@ int main(void)
 	bad(ARGV("recv", "--iface2", "eth1"), "--iface2");
 	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--port2", "1"), "--port2");
 	bad(ARGV("recv", "--rx-cpu", "0"), "--rx-cpu");
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "3"), "--threads");
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "0"), "--threads");
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "1x"), "--threads");
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", ""), "--threads");
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads"), "--threads");
+	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--threads", "2"), "--threads");
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "-B", "--threads", "1"), "--threads");
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "1", "--rx-cpu", "0"), "--rx-cpu");
 
 	/* good ones */
 	struct opts o = good(ARGV("send", "--dst-ip", "198.18.0.2", "-r", "2.5M", "-p", "1518", "-b", "64", "-c", "-m",
@@ -117,6 +125,17 @@ int main(void)
 	CHECK(o.eal_argc == 4 && !strcmp(o.eal_argv[0], "-l") && !strcmp(o.eal_argv[3], "net_null0"), "EAL args");
 	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--cpu", "0", "--rx-cpu", "0"));
 	CHECK(o.cpu == 0 && o.rx_cpu == 0, "cpus");
+	CHECK(o.threads == 2, "a CPU for the receive thread asks for one");
+	o = good(ARGV("client", "--dst-ip", "198.18.0.2"));
+	CHECK(o.threads == 1, "polling client: one thread");
+	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "-B"));
+	CHECK(o.threads == 2, "blocking client: two threads");
+	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "2"));
+	CHECK(o.threads == 2, "--threads 2 without -B");
+	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "-B", "--threads", "2", "--rx-cpu", "1"));
+	CHECK(o.threads == 2 && o.rx_cpu == 1, "--threads 2 -B --rx-cpu");
+	o = good(ARGV("send", "--dst-ip", "198.18.0.2"));
+	CHECK(o.threads == 0, "send has no thread count");
 
 	struct opts v;
 	char err[64];

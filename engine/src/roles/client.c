@@ -1,6 +1,12 @@
-/* client: round-trip time. The main thread is the paced generator (gen.c);
- * a second thread receives the echoes, measures RTT and prints the interval
- * records.
+/* client: round-trip time. The paced generator (gen.c) sends; the echoes are
+ * taken by echo_poll(), which measures RTT and prints the interval records.
+ *
+ * --threads 1 (the default unless sockets block): one loop. The generator
+ * calls echo_poll() whenever no burst is due and after each burst, so a
+ * poll-mode api costs one spinning core, not two: with two spinning threads
+ * and a server on a 2-core machine, RTT measures the scheduler's time slice.
+ * --threads 2: the generator on the main thread, echo_poll() in a loop on a
+ * receive thread; needed when rx blocks (-B), where it frees the core.
  *
  * Shared clock: both threads read one calibration made before they start
  * and never re-anchored (read-only, so no locking), and the TSC it is based
@@ -20,10 +26,11 @@
 #include <string.h>
 
 struct client {
-	struct run rx;            /* owned by the rx thread until it is joined */
-	struct gen_pub pub;       /* written by the tx thread */
-	_Atomic uint64_t tx_stop; /* tick the tx thread stopped at, 0 while sending */
-	int rx_cpu;
+	struct run rx;            /* the echoes' timeline: owned by whoever calls echo_poll() */
+	struct gen_pub pub;       /* written by the generator */
+	_Atomic uint64_t tx_stop; /* tick the generator stopped at, 0 while sending */
+	struct rx_filter f;
+	uint64_t drain;           /* ticks */
 	int err;
 };
 
@@ -36,89 +43,128 @@ static void collect(struct run *r)
 	r->c.tx_refused = atomic_load_explicit(&cl->pub.tx_refused, memory_order_relaxed);
 }
 
-static void *rx_thread(void *arg)
+/* One burst of echoes; false once the drain after the last send is over. */
+static bool echo_poll(struct client *cl)
 {
-	struct client *cl = arg;
 	struct run *r = &cl->rx;
 	const struct opts *o = r->o;
 	struct api *a = r->api;
 	const struct api_ops *ops = a->ops;
-	const struct rx_filter f = { .ip = o->src_ip, .port_lo = o->sport,
-				     .port_hi = (uint16_t)(o->sport + o->flows - 1), .l2 = ops->l2 };
-	const uint64_t drain = clock_s_to_ticks(&r->clk, o->drain);
 	struct counters *c = &r->c;
 	struct pkt pkts[API_MAX_BURST];
-	uint16_t burst = (uint16_t)o->burst;
+	uint16_t n = ops->rx_burst(a, pkts, (uint16_t)o->burst);
+	uint64_t now = clock_ticks();
+	uint64_t stop = atomic_load_explicit(&cl->tx_stop, memory_order_acquire);
 
-	if (run_pin(cl->rx_cpu)) {
-		fprintf(stderr, "cnfperf-engine: --rx-cpu %d: cannot pin the receive thread\n", cl->rx_cpu);
+	if (now >= r->t_next)
+		run_tick(r, now);
+	if (stop && now >= stop + cl->drain) {
+		if (n)
+			ops->release(a, pkts, n);
+		return false;
+	}
+	if (!n)
+		return true;
+	uint64_t now_ns = clock_ns(&r->clk, now);
+	for (uint16_t i = 0; i < n; i++) {
+		const uint8_t *d = pkts[i].data;
+		enum rx_class cls = frame_classify(d, pkts[i].len, &cl->f);
+		if (cls != RX_OURS) {
+			if (cls == RX_OTHER)
+				c->other++;
+			else
+				c->bad++;
+			continue;
+		}
+		uint64_t seq = rd64(d + OFF_SEQ);
+		bool warm = seq & SEQ_WARMUP;
+		seq &= ~SEQ_WARMUP;
+		/* the echo of flow sport+i comes back to port sport+i */
+		seq_track(r->seq, rd16(d + OFF_UDP_DPORT), seq, !warm, &c->seq);
+		if (warm) {
+			c->warmup_packets++;
+			continue;
+		}
+		unsigned flen = OFF_IP + rd16(d + OFF_IP_LEN);
+		c->rx_packets++;
+		c->rx_bytes += wire_bytes(flen);
+		if (o->touch && !frame_touch_ok(d, flen, seq))
+			c->corrupt++;
+		uint64_t ts = rd64(d + OFF_TS);
+		hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
+	}
+	ops->release(a, pkts, n);
+	return true;
+}
+
+static void echo_idle(void *arg)
+{
+	echo_poll(arg);
+}
+
+static void *rx_thread(void *arg)
+{
+	struct client *cl = arg;
+	int cpu = cl->rx.o->rx_cpu;
+
+	if (run_pin(cpu)) {
+		fprintf(stderr, "cnfperf-engine: --rx-cpu %d: cannot pin the receive thread\n", cpu);
 		cl->err = 1;
 	}
-	for (;;) {
-		uint16_t n = ops->rx_burst(a, pkts, burst);
-		uint64_t now = clock_ticks();
-		uint64_t stop = atomic_load_explicit(&cl->tx_stop, memory_order_acquire);
-
-		if (now >= r->t_next)
-			run_tick(r, now);
-		if (stop && now >= stop + drain) {
-			if (n)
-				ops->release(a, pkts, n);
-			break;
-		}
-		if (!n)
-			continue;
-		uint64_t now_ns = clock_ns(&r->clk, now);
-		for (uint16_t i = 0; i < n; i++) {
-			const uint8_t *d = pkts[i].data;
-			enum rx_class cls = frame_classify(d, pkts[i].len, &f);
-			if (cls != RX_OURS) {
-				if (cls == RX_OTHER)
-					c->other++;
-				else
-					c->bad++;
-				continue;
-			}
-			uint64_t seq = rd64(d + OFF_SEQ);
-			bool warm = seq & SEQ_WARMUP;
-			seq &= ~SEQ_WARMUP;
-			/* the echo of flow sport+i comes back to port sport+i */
-			seq_track(r->seq, rd16(d + OFF_UDP_DPORT), seq, !warm, &c->seq);
-			if (warm) {
-				c->warmup_packets++;
-				continue;
-			}
-			unsigned flen = OFF_IP + rd16(d + OFF_IP_LEN);
-			c->rx_packets++;
-			c->rx_bytes += wire_bytes(flen);
-			if (o->touch && !frame_touch_ok(d, flen, seq))
-				c->corrupt++;
-			uint64_t ts = rd64(d + OFF_TS);
-			hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
-		}
-		ops->release(a, pkts, n);
-	}
+	while (echo_poll(cl))
+		;
 	return NULL;
+}
+
+static void tx_done(struct client *cl, const struct run *tx)
+{
+	atomic_store_explicit(&cl->tx_stop, tx->t_stop ? tx->t_stop : clock_ticks(), memory_order_release);
+}
+
+/* Runs the generator, and echo_poll() until the drain is over. */
+static int exchange(struct client *cl, struct run *tx)
+{
+	pthread_t th;
+	int rc;
+
+	if (tx->o->threads == 1) {
+		const struct gen_idle idle = { echo_idle, cl };
+		rc = gen_run(tx, &cl->pub, &idle);
+		tx_done(cl, tx);
+		while (echo_poll(cl))
+			;
+		return rc;
+	}
+	if ((errno = pthread_create(&th, NULL, rx_thread, cl))) {
+		perror("cnfperf-engine: receive thread");
+		return 1;
+	}
+	rc = gen_run(tx, &cl->pub, NULL);
+	tx_done(cl, tx);
+	pthread_join(th, NULL);
+	return rc;
 }
 
 int role_client(struct run *tx)
 {
 	const struct opts *o = tx->o;
 	struct client cl = { 0 };
-	pthread_t th;
 
-	if (!tx->api->ops->thread_safe_rxtx) {
-		fprintf(stderr, "cnfperf-engine: --api %s: cannot receive and send from two threads\n", o->api);
+	if (o->threads == 2 && !tx->api->ops->thread_safe_rxtx) {
+		fprintf(stderr, "cnfperf-engine: --api %s: cannot receive and send from two threads (use --threads 1)\n",
+			o->api);
 		return 1;
 	}
-	/* the rx thread's run carries the histograms and prints the records */
+	/* the echoes' run carries the histograms and prints the records */
 	cl.rx = *tx;
 	tx->lat = tx->lat_ival = NULL;
 	cl.rx.lat_kind = "rtt";
 	cl.rx.reanchor = false;
 	cl.rx.collect = collect;
 	cl.rx.collect_arg = &cl;
-	cl.rx_cpu = o->rx_cpu;
+	cl.f = (struct rx_filter){ .ip = o->src_ip, .port_lo = o->sport,
+				   .port_hi = (uint16_t)(o->sport + o->flows - 1), .l2 = tx->api->ops->l2 };
+	cl.drain = clock_s_to_ticks(&tx->clk, o->drain);
 	tx->reanchor = false;
 	tx->silent = true;
 	if (!(cl.rx.seq = seq_new())) {
@@ -131,14 +177,7 @@ int role_client(struct run *tx)
 	run_start(&cl.rx, now);
 	cl.rx.t_end = 0;
 	cl.rx.t_next = now;
-	if ((errno = pthread_create(&th, NULL, rx_thread, &cl))) {
-		perror("cnfperf-engine: receive thread");
-		run_free(&cl.rx);
-		return 1;
-	}
-	int rc = gen_run(tx, &cl.pub);
-	atomic_store_explicit(&cl.tx_stop, tx->t_stop ? tx->t_stop : clock_ticks(), memory_order_release);
-	pthread_join(th, NULL);
+	int rc = exchange(&cl, tx);
 
 	/* the measured window is the sender's */
 	cl.rx.measuring = tx->measuring;

@@ -1,4 +1,5 @@
-/* Paced generator: the send role, and the client's tx thread.
+/* Paced generator: the send role, and the client's tx thread (or, in a
+ * one-thread client, its whole loop: the idle hook then takes the echoes).
  *
  * Per burst: one tick read, one timestamp, one pacer check; per packet: a
  * copy of the prebuilt frame and two 8-byte stores (seq, timestamp). Flows
@@ -52,7 +53,7 @@ static void publish(struct gen_pub *pub, const struct counters *c)
 	atomic_store_explicit(&pub->warmup_packets, c->warmup_packets, memory_order_relaxed);
 }
 
-int gen_run(struct run *r, struct gen_pub *pub)
+int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 {
 	const struct opts *o = r->o;
 	struct api *a = r->api;
@@ -94,6 +95,8 @@ int gen_run(struct run *r, struct gen_pub *pub)
 				if (r->t_next - now < ahead) /* wake for records and the end too */
 					ahead = r->t_next - now;
 				role_sleep_until(r, ahead);
+			} else if (idle) {
+				idle->fn(idle->arg);
 			} else {
 				cpu_relax();
 			}
@@ -126,6 +129,10 @@ int gen_run(struct run *r, struct gen_pub *pub)
 		}
 		if (pub)
 			publish(pub, c);
+		/* at or above what the core can send the pacer is always due:
+		 * without this, echoes would wait in the ring until the end */
+		if (idle)
+			idle->fn(idle->arg);
 		flow = flow + 1 == flows ? 0 : flow + 1;
 	}
 	r->t_stop = clock_ticks();
@@ -137,7 +144,7 @@ int gen_run(struct run *r, struct gen_pub *pub)
 int role_send(struct run *r)
 {
 	run_ready(r);
-	int rc = gen_run(r, NULL);
+	int rc = gen_run(r, NULL, NULL);
 	if (rc == 0)
 		run_summary(r);
 	return rc;

@@ -21,8 +21,15 @@ struct gen_pub {
 	_Atomic uint64_t tx_packets, tx_bytes, tx_refused, warmup_packets;
 };
 
-/* The paced generator shared by send and client. */
-int gen_run(struct run *r, struct gen_pub *pub);
+/* Called by the generator when no burst is due (instead of spinning idle)
+ * and after every burst: a one-thread client receives its echoes there. */
+struct gen_idle {
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+/* The paced generator shared by send and client; pub and idle may be NULL. */
+int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle);
 
 void role_addresses(const struct run *r, struct frame_addr *fa);
 void role_sleep_until(const struct run *r, uint64_t ticks_ahead);

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -123,6 +124,36 @@ def test_client_server_rtt(engine, pair, engines, api, flags):
     assert_latency(rtt, "rtt")
     # echoes go through a round trip of two veth hops: more than a microsecond, less than a second
     assert 1000 < rtt["latency"]["p50_ns"] < 1e9
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_polling_client_threads(engine, pair, engines, threads):
+    """A client on a non-blocking socket: --threads 1 takes the echoes in the
+    generator's idle time, --threads 2 on a receive thread; both account
+    every echo and order their percentiles (timing is for benchmarks)."""
+    a, b = pair
+    srv = engines(b.netns, [engine, "server", *endpoint("server", "udp", b, a), "-B", *RECEIVER_RUN])
+    srv.ready()
+    cli = engines(a.netns, [engine, "client", *endpoint("client", "udp", a, b), "--threads", threads,
+                            "-b", "1", *sender_run(2000), "--warmup", "0.2", "--drain", "0.3"])
+    ready = cli.ready()
+    time.sleep(0.3)  # ready comes just before the receive thread starts
+    # the thread count is the point: read it from the kernel while the client runs
+    tasks = len(list(Path(f"/proc/{ready['pid']}/task").iterdir()))
+    rtt = cli.summary()
+    served = srv.interrupt()
+
+    assert tasks == int(threads)
+    assert 0 < rtt["tx_packets"] <= 2000 * DURATION + 1, rtt
+    assert rtt["rx_packets"] == rtt["tx_packets"], rtt
+    assert served["rx_packets"] == served["tx_packets"] == rtt["tx_packets"], (rtt, served)
+    assert served["warmup_packets"] == rtt["warmup_packets"] > 0, (rtt, served)
+    for key in ("lost", "bad", "corrupt", "reordered", "duplicate", "tx_refused"):
+        assert rtt[key] == 0, f"{key}: {rtt}"
+    assert_latency(rtt, "rtt")
+    intervals = [r for r in cli.records if r["type"] == "interval"]
+    assert intervals and all(r["latency"]["count"] == r["rx_packets"] for r in intervals), intervals
+    assert sum(r["rx_packets"] for r in intervals) <= rtt["rx_packets"]
 
 
 def test_fwd_between_two_veths(engine, chain, engines):
