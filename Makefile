@@ -1,6 +1,6 @@
 # make build   .venv/ with cnfperf (editable) + the engine
 # make test    C unit tests, then pytest (unit + end-to-end; e2e needs root)
-# make demo    a short kernel data plane comparison, printed as a table
+# make demo    a quick shoot-out of every usable data plane; prints the report's path
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
 SHELL := /bin/bash
 .ONESHELL:
@@ -12,9 +12,7 @@ ENGINE := engine/build/cnfperf-engine
 APT_PACKAGES := meson ninja-build pkg-config gcc libc6-dev runc busybox-static dpdk \
 	libdpdk-dev openvswitch-switch-dpdk libxdp-dev libbpf-dev xdp-tools tshark tcpdump \
 	iperf3 netsniff-ng sockperf iproute2 python3-venv python3-pip ethtool procps kmod \
-	util-linux libc-bin
-DEMO := --switch veth,bridge,macvlan --api udp,raw --mode throughput,latency \
-	--duration 2 --warmup 0.5
+	util-linux libc-bin chromium-headless-shell
 
 .PHONY: deps build test demo clean
 
@@ -44,7 +42,7 @@ test: deps build
 	$(VENV)/bin/pytest
 
 demo: deps build
-	$(VENV)/bin/cnfperf run $(DEMO)
+	$(VENV)/bin/cnfperf study shootout --quick
 
 clean:
 	rm -rf $(VENV) engine/build

@@ -29,19 +29,69 @@ class _Parser(argparse.ArgumentParser):
 def _split(message: str) -> tuple[str, str]:
     if message.startswith("unrecognized arguments: "):
         return message.split(": ", 1)[1].split()[0], "unknown option"
+    if message.startswith("the following arguments are required: "):
+        return message.split(": ", 1)[1].split(",")[0], "required"
     field, sep, why = message.partition(": ")
     return (field, why) if sep else ("command line", message)
 
 
-def _values(convert: Callable[[str], Any], what: str) -> Callable[[str], Any]:
-    """A flag value, or a comma-separated list of them (a sweep axis)."""
-    def parse(text: str) -> Any:
+# Help of the scenario fields' flags; every one takes a list or a range (a sweep).
+FIELD_HELP = {
+    "switch": "data plane: veth, bridge, macvlan, vhost, memif, testpmd, ovs",
+    "api": "engine packet I/O: udp, raw, mmap, xdp, dpdk",
+    "pairs": "sender/receiver (or client/server) pairs",
+    "mode": "throughput (send/recv) or latency (client/server)",
+    "size": "Ethernet frame size in bytes with FCS (64…9216)",
+    "burst": "packets per burst",
+    "rate": "offered pps per pair: 1000, 500k, 2.5M; 0 = max; ndr, pdr, pdr:X%% = search",
+    "duration": "measured seconds",
+    "warmup": "seconds sent before measuring",
+    "flows": "UDP source ports per pair",
+    "runtime": "container runtime: runc or netns",
+    "cpus": "host CPUs to place endpoints on, e.g. 0-3 or 2,3",
+    "limit": "shape what each receiver gets to this many pps (tbf); 0 = none",
+    "precision": "search: stop when the bracket is narrower than this fraction (0.01)",
+    "trial_duration": "search: measured seconds per trial (default: --duration)",
+    "search_max": "search: highest rate tried (default: what an unpaced trial offers)",
+}
+BOOLEAN_FIELDS = {
+    "touch": "write and verify every payload byte",
+    "mmsg": "sendmmsg/recvmmsg batching (udp, raw)",
+    "blocking": "blocking sockets (udp, raw); default: on for latency only",
+}
+
+
+def _sweep_flag(name: str) -> Callable[[str], str]:
+    """Checks a flag's values (a list `64,128`, a range `64:64:512`) and keeps its
+    text: expansion happens once, for file and flags together (scenario.load_plan)."""
+    from cnfperf.experiments import sweep
+
+    def check(text: str) -> str:
         try:
-            items = [convert(t.strip()) for t in text.split(",")]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        return items if len(items) > 1 else items[0]
-    return parse
+            sweep.parse_values(name, text)
+        except ValueError as e:
+            why = str(e)
+            raise argparse.ArgumentTypeError(why.split(": ", 1)[1] if ": " in why else why) \
+                from None
+        return text
+    return check
+
+
+def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> None:
+    from cnfperf.scenario import FIELDS
+
+    if with_fields:
+        for name in FIELDS:
+            if name in BOOLEAN_FIELDS:
+                p.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=None,
+                               help=BOOLEAN_FIELDS[name] + " (sweep it in a scenario file)")
+            else:
+                p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_sweep_flag(name),
+                               help=FIELD_HELP.get(name))
+    p.add_argument("--repeat", type=_sweep_flag("repeat"), metavar="K",
+                   help="run every point K times (mean, stddev, 95%% CI)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (points, cores, data planes) and exit")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,32 +101,37 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a scenario (file and/or flags; flags win)",
-                         description="Any value flag takes a comma-separated list to sweep it.")
+                         description="Every value flag takes a list (64,128,1500) or a range "
+                         "(min:step:max) to sweep it; a run is their cartesian product.")
     run.add_argument("scenario", nargs="?", type=Path, help="scenario TOML file")
-    text, ints, floats = _values(str, "a word"), _values(int, "an integer"), \
-        _values(float, "a number")
-    for flag, kind, help_ in (
-            ("--switch", text, "data plane: veth, bridge, macvlan, …"),
-            ("--api", text, "engine packet I/O: udp, raw, mmap, xdp, dpdk"),
-            ("--pairs", ints, "sender/receiver (or client/server) pairs"),
-            ("--mode", text, "throughput (send/recv) or latency (client/server)"),
-            ("--size", ints, "Ethernet frame size in bytes with FCS (64…)"),
-            ("--burst", ints, "packets per burst"),
-            ("--rate", text, "offered pps per pair: 1000, 500k, 2.5M; 0 = max"),
-            ("--duration", floats, "measured seconds"),
-            ("--warmup", floats, "seconds sent before measuring"),
-            ("--flows", ints, "UDP source ports per pair"),
-            ("--runtime", text, "container runtime: runc or netns")):
-        run.add_argument(flag, type=kind, help=help_)
-    run.add_argument("--cpus", help="host CPUs to place endpoints on, e.g. 0-3 or 2,3")
-    run.add_argument("--touch", action=argparse.BooleanOptionalAction, default=None,
-                     help="write and verify every payload byte")
-    run.add_argument("--mmsg", action=argparse.BooleanOptionalAction, default=None,
-                     help="sendmmsg/recvmmsg batching (udp, raw)")
-    run.add_argument("--blocking", action=argparse.BooleanOptionalAction, default=None,
-                     help="blocking sockets (udp, raw); default: on for latency only")
+    _scenario_flags(run)
+    run.add_argument("--resume", metavar="RUN",
+                     help="continue an interrupted run (or `latest`), skipping finished points")
     _results_and_json(run)
     run.set_defaults(func=_run)
+
+    study = sub.add_parser("study", help="run a study of studies/ and write its report",
+                           description="Runs studies/NAME.toml (data planes this host lacks "
+                           "are skipped), then writes its report.")
+    study.add_argument("name", nargs="?", metavar="NAME", help="study name (none: list them)")
+    study.add_argument("--quick", action="store_true",
+                       help="the study's [quick] variant: fewer points, 1 s each")
+    _scenario_flags(study, with_fields=False)
+    _results_and_json(study)
+    study.set_defaults(func=_study)
+
+    report = sub.add_parser("report", help="HTML report with plots (PNG) of a run")
+    report.add_argument("run", metavar="RUN", help="run id, or latest")
+    report.add_argument("--out", metavar="DIR",
+                        help="where to write (default: the run's directory, report/)")
+    _results_and_json(report, json_flag=False)
+    report.set_defaults(func=_report)
+
+    compare = sub.add_parser("compare", help="two runs side by side, with ratios B/A")
+    compare.add_argument("run_a", metavar="RUN_A", help="run id, or latest")
+    compare.add_argument("run_b", metavar="RUN_B", help="run id, or latest")
+    _results_and_json(compare)
+    compare.set_defaults(func=_compare)
 
     doctor = sub.add_parser("doctor", help="what this host offers and which data planes work")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
@@ -84,9 +139,10 @@ def _parser() -> argparse.ArgumentParser:
 
     clean = sub.add_parser("cleanup", help="remove what killed runs left behind")
     clean.add_argument("run", nargs="?", metavar="RUN_ID",
-                       help="only this run's leftovers (default: every run's)")
+                       help="only this run's leftovers, or latest's (default: every run's)")
     clean.add_argument("--force", action="store_true",
                        help="even while a run holds the host lock")
+    _results_and_json(clean, json_flag=False)
     clean.set_defaults(func=_cleanup)
 
     results = sub.add_parser("results", help="stored results")
@@ -95,38 +151,119 @@ def _parser() -> argparse.ArgumentParser:
     _results_and_json(lst)
     lst.set_defaults(func=_results_list)
     show = rsub.add_parser("show", help="one run: its points, pairs and endpoints")
-    show.add_argument("id", help="run id (as `results list` shows it)")
+    show.add_argument("run", metavar="RUN", help="run id (as `results list` shows it), or latest")
     _results_and_json(show)
     show.set_defaults(func=_results_show)
+    export = rsub.add_parser("export", help="one run as CSV: a row per pair and per point")
+    export.add_argument("run", metavar="RUN", help="run id, or latest")
+    export.add_argument("--csv", action="store_true", required=True, help="CSV (the format)")
+    export.add_argument("--out", "-o", metavar="FILE", help="write here instead of stdout")
+    _results_and_json(export, json_flag=False)
+    export.set_defaults(func=_results_export)
     return p
 
 
-def _results_and_json(p: argparse.ArgumentParser) -> None:
+def _results_and_json(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("--results", metavar="DIR",
                    help="results directory (default $CNFPERF_RESULTS or ./results)")
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
 # -- commands ------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
-    from cnfperf import runner, scenario
+    from cnfperf import scenario
     from cnfperf.engine import find_engine
     from cnfperf.host import gather
-    from cnfperf.report.tables import run_table
-    from cnfperf.results.store import Store, results_dir
+    from cnfperf.report.tables import plan_text
 
     flags = {f: getattr(args, f, None) for f in scenario.FIELDS}
-    scenarios = scenario.load(args.scenario, flags)   # UserError: nothing created yet
+    flags["repeat"] = args.repeat
+    if args.resume is not None:
+        given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None]
+        if args.scenario or given:
+            raise UserError("--resume", "continues a run with its own scenario; give no "
+                            f"scenario file or fields (got {args.scenario or given[0]})")
+        store = _open_store(args)
+        run_id = _run_id(store, args.resume, "--resume")
+        spec = store.run(run_id).get("spec")
+        if not spec:
+            raise UserError("--resume", f"run {run_id} was stored without its plan "
+                                        "(made by an older cnfperf); run it again instead")
+        engine = find_engine()
+        host = gather(engine)
+        swept = scenario.build(spec["doc"], quick=spec.get("quick", False),
+                               host=host if spec.get("skip_unusable") else None)
+        swept.spec = spec
+        if args.dry_run:
+            print(plan_text(swept, store.done_keys(run_id)))
+            return 0
+        return _execute(args, swept, engine, host, resume=run_id)[0]
+    swept = scenario.load_plan(args.scenario, flags)   # UserError: nothing created yet
+    if args.dry_run:
+        print(plan_text(swept))
+        return 0
+    engine = find_engine()
+    return _execute(args, swept, engine, gather(engine))[0]
+
+
+def _study(args: argparse.Namespace) -> int:
+    from cnfperf import scenario
+    from cnfperf.engine import find_engine
+    from cnfperf.experiments import studies
+    from cnfperf.host import gather
+    from cnfperf.report.tables import plan_text, render
+
+    if args.name is None:
+        print(render(("study", "title", "reproduces"), studies.describe_all()))
+        return 0
+    path = studies.find(args.name)
     engine = find_engine()
     host = gather(engine)
-    runner.preflight(scenarios, host)
+    swept = scenario.load_plan(path, {"repeat": args.repeat}, quick=args.quick, host=host)
+    swept.spec["study"] = path.stem
+    if args.dry_run:
+        print(plan_text(swept))
+        return 0
+    code, run_id, store = _execute(args, swept, engine, host)
+    run = store.run(run_id)
+    if _has_results(run):
+        print(f"report: {_write_report(store, run)}")
+    return code
+
+
+def _has_results(run: dict[str, Any] | None) -> bool:
+    return bool(run) and any(p["status"] == "done" for p in run["points"])
+
+
+def _write_report(store: Any, run: dict[str, Any], out: str | None = None) -> Path:
+    from cnfperf.report import build
+
+    return build.write(run, Path(out) if out else store.directory / "runs" / run["id"] / "report")
+
+
+def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
+             resume: str | None = None) -> tuple[int, str, Any]:
+    """Runs the sweep and prints its tables; (exit code, run id, store)."""
+    from cnfperf import runner
+    from cnfperf.report.summary import repetitions, searches
+    from cnfperf.report.tables import run_table, summary_table
+    from cnfperf.results.store import Store, results_dir
+
+    runner.preflight(swept.scenarios, host)
     store = Store(results_dir(args.results))
     progress = _ProgressLine(sys.stderr)
-    outcome = runner.execute(scenarios, runner.RunOptions(
+    outcome = runner.execute(swept, runner.RunOptions(
         engine=engine, store=store, host=host, command=["cnfperf", *sys.argv[1:]],
-        progress=progress))
+        progress=progress, resume=resume))
     progress.end()
+    if outcome.resumed_cleanup:
+        print(f"cnfperf: removed what run {outcome.run_id} left before resuming: "
+              f"{_summarise(outcome.resumed_cleanup)}", file=sys.stderr)
+    if resume:
+        print(f"cnfperf: run {outcome.run_id}: {outcome.already_done} of "
+              f"{len(swept.scenarios)} points were already done", file=sys.stderr)
     run = store.run(outcome.run_id)
     for w in dict.fromkeys(outcome.warnings):
         print(f"cnfperf: warning: {w}", file=sys.stderr)
@@ -135,8 +272,11 @@ def _run(args: argparse.Namespace) -> int:
     elif run["points"]:
         print(f"run {outcome.run_id}  ({store.directory / 'runs' / outcome.run_id})")
         print(run_table(run))
+        for table in filter(None, (repetitions(run), searches(run))):
+            print()
+            print(summary_table(table))
     if outcome.status == "done":
-        return 0
+        return 0, outcome.run_id, store
     print(f"cnfperf: error: run {outcome.run_id} {outcome.status}: {outcome.error}",
           file=sys.stderr)
     print(f"cnfperf: cleaned up: {_summarise(outcome.cleaned) or 'nothing was created'}",
@@ -145,11 +285,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"cnfperf: left behind: {', '.join(outcome.left)}; remove with "
               f"`cnfperf cleanup {outcome.run_id}`", file=sys.stderr)
     else:
-        print("cnfperf: nothing was left behind; the same command can be run again",
+        print("cnfperf: nothing was left behind; the same command can be run again, or "
+              f"`cnfperf run --resume {outcome.run_id}` to keep the points already done",
               file=sys.stderr)
     if outcome.status == "interrupted":
-        return 128 + (outcome.signal or signal.SIGINT)
-    return EXIT_FAILURE
+        return 128 + (outcome.signal or signal.SIGINT), outcome.run_id, store
+    return EXIT_FAILURE, outcome.run_id, store
 
 
 def _outcome(o: Any) -> dict[str, Any]:
@@ -177,14 +318,25 @@ class _ProgressLine:
         self.width = 0
 
     def __call__(self, p: Any) -> None:
-        head = f"[{p.point.index + 1}/{p.point.total}] {p.point.scenario.describe()}"
+        from cnfperf.report.tables import DESCRIBED
+
+        extra = [part for part in p.point.label.split()
+                 if part.split("=", 1)[0] not in DESCRIBED]
+        head = f"[{p.point.index + 1}/{p.point.total}] " + \
+            " ".join([p.point.scenario.describe(), *extra])
+        trial = f"{p.detail} " if p.detail else ""
         if p.phase == "measuring":
-            text = f"{head} … {p.elapsed:.1f}/{p.expected:.1f} s"
+            text = f"{head} … {trial}{p.elapsed:.1f}/{p.expected:.1f} s"
             if p.rx_pps is not None:
                 text += f"  rx {p.rx_pps / 1e3:.1f} kpps"
-            key = f"{head} measuring"
+            key = f"{head} {trial}measuring"
+        elif p.phase == "trial":
+            text = key = f"{head} … {p.detail}"
         else:
             text = key = f"{head} … {p.phase}"
+            if p.phase == "setup" and p.eta is not None:
+                from cnfperf.experiments.sweep import format_seconds
+                text += f"  (eta {format_seconds(p.eta)})"
         if self.tty:
             self.stream.write("\r" + text.ljust(self.width))
             self.width = len(text)
@@ -192,8 +344,8 @@ class _ProgressLine:
                 self.stream.write("\n")
                 self.width = 0
         elif key != self.last:
-            self.stream.write((f"{head} … measuring {p.expected:.1f} s" if p.phase == "measuring"
-                               else text) + "\n")
+            self.stream.write((f"{head} … {trial}measuring {p.expected:.1f} s"
+                               if p.phase == "measuring" else text) + "\n")
         self.last = key
         self.stream.flush()
 
@@ -220,6 +372,8 @@ def _cleanup(args: argparse.Namespace) -> int:
 
     if os.geteuid() != 0:
         raise UserError("cleanup", "needs root (network namespaces, containers)")
+    if args.run == "latest":
+        args.run = _run_id(_open_store(args), "latest", "RUN_ID")
     if args.run is not None and not re.fullmatch(r"[0-9a-f]{4}", args.run):
         raise UserError("RUN_ID", f"{args.run!r} is not a run id (4 hex digits, as "
                                   "`cnfperf results list` shows)")
@@ -251,12 +405,29 @@ def _results_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _results_show(args: argparse.Namespace) -> int:
-    from cnfperf.report.tables import run_table
+def _run_id(store: Any, text: str, field: str = "RUN") -> str:
+    """A stored run's id from what the user typed: an id, or `latest`."""
+    if text == "latest":
+        latest = store.latest_run_id()
+        if latest is None:
+            raise UserError(field, f"no runs yet in {store.directory}")
+        return latest
+    if text not in store.run_ids():
+        raise UserError(field, f"no run {text!r} in {store.directory} "
+                               "(see `cnfperf results list`)")
+    return text
 
-    run = _open_store(args).run(args.id)
-    if run is None:
-        raise UserError("id", f"no run {args.id!r} in the results (see `cnfperf results list`)")
+
+def _stored_run(args: argparse.Namespace, text: str, field: str = "RUN") -> tuple[Any, dict]:
+    store = _open_store(args)
+    return store, store.run(_run_id(store, text, field))
+
+
+def _results_show(args: argparse.Namespace) -> int:
+    from cnfperf.report.summary import repetitions, searches
+    from cnfperf.report.tables import run_table, summary_table
+
+    _, run = _stored_run(args, args.run)
     if args.json:
         print(json.dumps(run, indent=1, default=str))
     else:
@@ -264,6 +435,50 @@ def _results_show(args: argparse.Namespace) -> int:
         print(f"run {run['id']}  {run['status']}  started {started}  "
               f"cnfperf {run['cnfperf_version']}  engine {run['engine_version']}")
         print(run_table(run))
+        for table in filter(None, (repetitions(run), searches(run))):
+            print()
+            print(summary_table(table))
+    return 0
+
+
+def _results_export(args: argparse.Namespace) -> int:
+    from cnfperf.report.export import write_csv
+
+    _, run = _stored_run(args, args.run)
+    if args.out is None:
+        write_csv(run, sys.stdout)
+        return 0
+    with open(args.out, "w", newline="") as f:
+        n = write_csv(run, f)
+    print(f"{args.out}: {n} rows", file=sys.stderr)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    store, run = _stored_run(args, args.run)
+    if not _has_results(run):
+        raise UserError("RUN", f"run {run['id']} has no finished point to report")
+    print(_write_report(store, run, args.out))
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from cnfperf.report.compare import HEADERS, compare
+    from cnfperf.report.tables import summary_table
+
+    store = _open_store(args)
+    run_a = store.run(_run_id(store, args.run_a, "RUN_A"))
+    run_b = store.run(_run_id(store, args.run_b, "RUN_B"))
+    rows, notes = compare(run_a, run_b)
+    if args.json:
+        print(json.dumps({"a": run_a["id"], "b": run_b["id"], "columns": HEADERS,
+                          "rows": rows, "notes": notes}, indent=1))
+        return 0
+    if not rows:
+        raise UserError("RUN_B", f"runs {run_a['id']} and {run_b['id']} share no point")
+    print(summary_table((f"A = run {run_a['id']}, B = run {run_b['id']}", HEADERS, rows)))
+    for note in notes:
+        print(note)
     return 0
 
 

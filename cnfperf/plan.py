@@ -56,6 +56,12 @@ class TestPoint:
     pairs: tuple[Pair, ...]
     cpus: tuple[int, ...]
     warnings: tuple[str, ...] = field(default=())
+    # From the sweep (experiments/sweep.py): what --resume compares, the
+    # repetition, and the values of the swept fields for progress lines.
+    key: str = ""
+    group: str = ""
+    rep: int = 0
+    label: str = ""
 
     @property
     def prefix(self) -> str:

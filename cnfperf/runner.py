@@ -5,6 +5,10 @@
 
 with every step's undo registered on an ExitStack the moment the step is taken,
 so teardown runs in reverse on success, error, SIGINT and SIGTERM alike.
+
+A point whose rate is a search (ndr, pdr:X%) keeps its testbed and runs one
+trial after another on it (receivers, senders, summaries), as the search asks.
+Each point is stored before the next starts; `--resume` skips stored points.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +29,22 @@ from cnfperf import PREFIX, SystemFailure
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.kernel import add_netns, del_netns, netns_list, netns_pids
 from cnfperf.engine import EngineOutput, argv as engine_argv
+from cnfperf.experiments import stats, sweep, trials
 from cnfperf.host import HostFacts
 from cnfperf.journal import RUN_DIR, Journal, journal_path
 from cnfperf.lock import HostLock
-from cnfperf.plan import Endpoint, TestPoint, plan, run_prefix
+from cnfperf.plan import Endpoint, TestPoint, place, run_prefix
 from cnfperf.results import model
 from cnfperf.results.store import Store
 from cnfperf.runtimes import RUNTIMES, ImageInfo, Runtime
-from cnfperf.scenario import Scenario
+from cnfperf.scenario import Scenario, Sweep, canonical, is_search
 
 READY_TIMEOUT = 15.0    # container start + engine opening its api
 EXIT_MARGIN = 10.0      # beyond warm-up + duration (+ client drain) for a sender to end
 DRAIN = 0.3             # frames still in flight when the last sender ends
 STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT
 CLIENT_DRAIN = 0.5      # the engine's default --drain
+TRAFFIC_SLACK = 0.05    # s: a receiver's clock starts at its first frame, not the sender's
 
 
 class Interrupted(Exception):
@@ -52,10 +58,12 @@ class Progress:
     """What the runner reports while it works; the CLI decides how it looks."""
 
     point: TestPoint
-    phase: str                 # setup | measuring | teardown | done | failed
+    phase: str                 # setup | measuring | trial | teardown | done | failed
     elapsed: float = 0.0
     expected: float = 0.0
     rx_pps: float | None = None
+    eta: float | None = None   # seconds left in the run, once a point has finished
+    detail: str = ""           # a search's trial: what it asks or what it measured
 
 
 @dataclass
@@ -67,6 +75,8 @@ class RunOutcome:
     left: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     signal: int | None = None  # the signal that interrupted the run
+    already_done: int = 0      # points a resumed run found stored
+    resumed_cleanup: list[str] = field(default_factory=list)  # a killed run's leftovers
 
 
 class _Signals:
@@ -133,6 +143,7 @@ class RunOptions:
     host: HostFacts
     command: list[str]
     progress: Callable[[Progress], None] = lambda p: None
+    resume: str | None = None  # continue this run: its stored points are skipped
 
 
 def new_run_id(store: Store) -> str:
@@ -159,22 +170,42 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
         raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
 
 
-def execute(scenarios: list[Scenario], opts: RunOptions) -> RunOutcome:
-    preflight(scenarios, opts.host)
+def execute(planned: Sweep | list[Scenario], opts: RunOptions) -> RunOutcome:
+    swept = planned if isinstance(planned, Sweep) else _as_sweep(planned)
+    preflight(swept.scenarios, opts.host)
     lock = HostLock()
-    run_id = new_run_id(opts.store)
+    run_id = opts.resume or new_run_id(opts.store)
     lock.acquire(run_id)  # HostBusy propagates: nothing created yet
     signals = _Signals()
     signals.install()
     try:
-        return _Run(run_id, plan(scenarios, run_id), opts, signals).execute()
+        return _Run(run_id, test_points(swept, run_id), opts, signals, swept).execute()
     finally:
         lock.release()
         signals.restore()
 
 
+def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
+    """The plan's points placed on this host, in order, each with its sweep key."""
+    total = len(swept.scenarios)
+    return [replace(place(s, run_id, i, total), key=p.key, group=p.group, rep=p.rep,
+                    label=p.label(swept.plan.axes, swept.plan.repeat))
+            for i, (p, s) in enumerate(zip(swept.plan.points, swept.scenarios))]
+
+
+def _as_sweep(scenarios: list[Scenario]) -> Sweep:
+    points = []
+    for i, s in enumerate(scenarios):
+        group = sweep.point_hash(canonical(s))
+        points.append(sweep.Point(i, canonical(s), 0, group, f"{group}-0"))
+    return Sweep(sweep.Plan(points, {}, {}), list(scenarios))
+
+
 class _Run:
-    def __init__(self, run_id: str, points: list[TestPoint], opts: RunOptions, signals: _Signals):
+    def __init__(self, run_id: str, points: list[TestPoint], opts: RunOptions, signals: _Signals,
+                 swept: Sweep):
+        self.swept = swept
+        self.eta: sweep.Progress | None = None
         self.run_id = run_id
         self.prefix = run_prefix(run_id)
         self.points = points
@@ -185,17 +216,47 @@ class _Run:
         self.runtimes: dict[str, tuple[Runtime, ImageInfo]] = {}
 
     def execute(self) -> RunOutcome:
-        self.run_dir.mkdir(parents=True)
-        self.opts.store.begin_run(self.run_id, self.opts.command, len(self.points), self.run_dir,
-                                  self.opts.host.to_dict(), self.opts.host.engine.version)
+        done: set[str] = set()
+        if self.opts.resume:
+            done = self._resume()
+        else:
+            self.run_dir.mkdir(parents=True)
+            self.opts.store.begin_run(self.run_id, self.opts.command, len(self.points),
+                                      self.run_dir, self.opts.host.to_dict(),
+                                      self.opts.host.engine.version, self.swept.spec)
+        self.eta = sweep.Progress(self.swept.plan, done)
         self.journal = Journal(journal_path(self.prefix))
         run_teardown = Teardown(self.signals)
         try:
             try:
                 self._state_dir(run_teardown)
-                for point in self.points:
+                todo = [point for point in self.points if point.key not in done]
+                failed: list[str] = []
+                for point in todo:
                     self.outcome.warnings += point.warnings
-                    self._point(point)
+                    # A point the killed run had begun starts over in a clean directory.
+                    shutil.rmtree(self.run_dir / f"point{point.index}", ignore_errors=True)
+                    started = time.monotonic()
+                    left = len(self.outcome.left)
+                    try:
+                        self._point(point)
+                    except Interrupted:
+                        raise
+                    except Exception as e:
+                        # Its teardown has run: when it left nothing behind the next
+                        # point starts on a clean host, and an unattended sweep
+                        # loses this point (`--resume` retries it), not the rest.
+                        if len(todo) == 1 or len(self.outcome.left) > left:
+                            raise
+                        failed.append(f"point {point.index + 1} "
+                                      f"({point.label or point.scenario.describe()}): "
+                                      + (str(e) if isinstance(e, SystemFailure) else _describe(e)))
+                        continue
+                    self.eta.done(self.swept.plan.points[point.index],
+                                  time.monotonic() - started)
+                if failed:
+                    raise SystemFailure(f"{len(failed)} of {len(todo)} points failed; "
+                                        + "; ".join(failed))
                 self.outcome.status = "done"
             finally:
                 run_teardown.close()
@@ -216,7 +277,25 @@ class _Run:
         self.opts.store.finish_run(self.run_id, self.outcome.status, self.outcome.error)
         return self.outcome
 
+    def _resume(self) -> set[str]:
+        """Leftovers of the interrupted run go first (a SIGKILL left them, journal
+        included); its unfinished points are forgotten; its finished ones stay."""
+        from cnfperf.cleanup import cleanup
+
+        removed, failed = cleanup(force=True, run_id=self.run_id)   # we hold the lock
+        if failed:
+            raise SystemFailure(f"run {self.run_id}: could not remove what it left: "
+                                + "; ".join(failed))
+        self.outcome.resumed_cleanup = removed
+        self.opts.store.resume_run(self.run_id, len(self.points))
+        done = self.opts.store.done_keys(self.run_id)
+        self.outcome.already_done = sum(p.key in done for p in self.points)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        return done
+
     def _report(self, progress: Progress) -> None:
+        if self.eta is not None:
+            progress.eta = self.eta.eta()
         # Whoever reads our stderr may be gone (a closed pipe): reporting must
         # never cost the teardown.
         try:
@@ -249,16 +328,24 @@ class _Run:
                       versions={"cnfperf": self.opts.host.cnfperf,
                                 "engine": self.opts.host.engine.version,
                                 "kernel": self.opts.host.kernel, "runc": self.opts.host.runc})
+        record.update(key=point.key or None, group=point.group or None, rep=point.rep)
         image = None
         teardown = Teardown(self.signals)
         try:
             try:
                 self._report(Progress(point, "setup"))
                 runtime, image = self._runtime(s.runtime)
-                result = _Point(point, self, runtime, teardown).measure()
+                measuring = _Point(point, self, runtime, teardown)
+                found: dict[str, Any] = {}
+                if is_search(s.rate):
+                    result, found = measuring.search()
+                else:
+                    result = measuring.measure()
                 # Committed before teardown: a failing teardown must not cost the data.
                 self.opts.store.add_point(self.run_id, point.index, params, status="done",
-                                          started=started, result=result, image=image, **record)
+                                          started=started, result=result, image=image,
+                                          search=found.get("search"),
+                                          trials=found.get("trials", ()), **record)
             finally:
                 self._report(Progress(point, "teardown"))
                 teardown.close()
@@ -285,28 +372,43 @@ class _Point:
         self.teardown = teardown
         self.journal = run.journal
         self.dir = run.run_dir / f"point{point.index}"
+        self.out = self.dir             # where the current trial's engine files go
+        self.scenario = point.scenario  # what the current trial measures
+        self.detail = ""
         self.outputs: dict[str, EngineOutput] = {}
         self.procs: dict[str, subprocess.Popen] = {}
 
     def measure(self) -> model.PointResult:
+        self.setup()
+        return self.trial(self.point.scenario, self.dir)
+
+    def setup(self) -> None:
+        """Namespaces, data plane and containers: the testbed every trial runs on."""
         p, s = self.point, self.point.scenario
         self.dir.mkdir(parents=True)
         # The run directory describes itself without the database.
         (self.dir / "point.json").write_text(json.dumps(
             {"scenario": s.model_dump(), "pairs": [asdict(pair) for pair in p.pairs],
-             "cpus": p.cpus, "warnings": p.warnings}, indent=1) + "\n")
+             "cpus": p.cpus, "warnings": p.warnings, "key": p.key, "rep": p.rep},
+            indent=1) + "\n")
         for ep in p.endpoints:
             self._netns(ep.name)
-        dataplane = DATAPLANES[s.switch](self.journal)
-        self.teardown.push(f"data-plane {s.switch}", dataplane.stop)
-        dataplane.start(p)
-        att = {ep.name: dataplane.attach(ep) for ep in p.endpoints}
-        containers = {}
+        self.dataplane = DATAPLANES[s.switch](self.journal)
+        self.teardown.push(f"data-plane {s.switch}", self.dataplane.stop)
+        self.dataplane.start(p)
+        self.att = {ep.name: self.dataplane.attach(ep) for ep in p.endpoints}
+        self.containers = {}
         for ep in p.endpoints:
-            c = self.runtime.create(ep.name, [ep.cpu], ep.name, att[ep.name].mounts)
+            c = self.runtime.create(ep.name, [ep.cpu], ep.name, self.att[ep.name].mounts)
             self.teardown.push(f"container {ep.name}", c.destroy)
-            containers[ep.name] = c
-        before = dataplane.counters()
+            self.containers[ep.name] = c
+
+    def trial(self, s: Scenario, out: Path) -> model.PointResult:
+        """One measurement on the testbed: receivers, senders, drain, summaries."""
+        p, att, containers = self.point, self.att, self.containers
+        self.scenario, self.out = s, out
+        self.outputs, self.procs = {}, {}
+        before = self.dataplane.counters()
         for pair in p.pairs:
             self._start(containers[pair.receiver.name], pair.receiver, pair.sender, att)
         self._wait_ready([pair.receiver for pair in p.pairs])
@@ -315,8 +417,22 @@ class _Point:
         self._wait_senders([pair.sender for pair in p.pairs])
         time.sleep(DRAIN)
         self._stop_receivers([pair.receiver for pair in p.pairs])
-        after = dataplane.counters()
+        after = self.dataplane.counters()
         return self._result(before, after)
+
+    def search(self) -> tuple[model.PointResult, dict[str, Any]]:
+        """NDR/PDR on this point's testbed, set up once (experiments/trials.py)."""
+        self.setup()
+        return trials.search(self.point.scenario, self._trial_in, self._say)
+
+    def _trial_in(self, s: Scenario, n: int, what: str) -> model.PointResult:
+        self.detail = f"trial {n} {what}"
+        out = self.dir / f"trial{n}"
+        out.mkdir()
+        return self.trial(s, out)
+
+    def _say(self, detail: str) -> None:
+        self.run._report(Progress(self.point, "trial", detail=detail))
 
     def _netns(self, name: str) -> None:
         def remove() -> None:
@@ -330,11 +446,11 @@ class _Point:
 
     def _start(self, container: Any, ep: Endpoint, peer: Endpoint, att: dict) -> None:
         args = engine_argv(container.engine, ep, att[ep.name], peer, att[peer.name],
-                           self.point.scenario)
-        (self.dir / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
-        raw = open(self.dir / f"{ep.name}.jsonl", "w")
+                           self.scenario)
+        (self.out / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
+        raw = open(self.out / f"{ep.name}.jsonl", "w")
         self.teardown.push(None, raw.close)
-        with open(self.dir / f"{ep.name}.stderr", "wb") as err:
+        with open(self.out / f"{ep.name}.stderr", "wb") as err:
             proc = container.exec(args, stderr=err)
         self.procs[ep.name] = proc
         out = EngineOutput(ep.name, raw)
@@ -352,7 +468,7 @@ class _Point:
     def _failed(self, ep: Endpoint, what: str) -> SystemFailure:
         tail = ""
         with contextlib.suppress(OSError):
-            lines = (self.dir / f"{ep.name}.stderr").read_text(errors="replace").split("\n")
+            lines = (self.out / f"{ep.name}.stderr").read_text(errors="replace").split("\n")
             tail = " | ".join(l for l in lines if l.strip())[-400:]
         problems = self.outputs[ep.name].problems
         if problems:
@@ -373,7 +489,7 @@ class _Point:
                     raise self._failed(ep, f"not ready after {READY_TIMEOUT:g} s")
 
     def _wait_senders(self, eps: list[Endpoint]) -> None:
-        s = self.point.scenario
+        s = self.scenario
         expected = s.warmup + s.duration + (CLIENT_DRAIN if s.mode == "latency" else 0)
         start = time.monotonic()
         deadline = start + expected + EXIT_MARGIN
@@ -389,7 +505,7 @@ class _Point:
                 raise self._failed(running[0], f"still running {expected + EXIT_MARGIN:g} s "
                                                "after it started")
             self.run._report(Progress(self.point, "measuring", time.monotonic() - start,
-                                            expected, self._rx_rate()))
+                                      expected, self._rx_rate(), detail=self.detail))
             time.sleep(0.25)
 
     def _rx_rate(self) -> float | None:
@@ -426,6 +542,23 @@ class _Point:
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
                                    metrics[pair.receiver.name], p.scenario.mode)
                  for pair in p.pairs]
+        for pair, result in zip(p.pairs, pairs):
+            counting = pair.sender if p.scenario.mode == "latency" else pair.receiver
+            result.steady_rx_pps = self._steady_rx_pps(counting)
         counters = {port: after[port] - before[port] for port in after if port in before}
         return model.PointResult(pairs=pairs, total=model.total(pairs),
                                  endpoints=list(metrics.values()), counters=counters)
+
+    def _steady_rx_pps(self, ep: Endpoint) -> float | None:
+        """The received rate of the intervals after the warm-up, without the last
+        partial one, nor one the sender stopped inside; None if none qualifies."""
+        intervals = [r for r in self.outputs[ep.name].records if r["type"] == "interval"]
+        s = self.scenario
+        try:
+            # Receivers' clocks start at their first frame, about when the sender
+            # starts; TRAFFIC_SLACK covers the difference.
+            kept = stats.steady_state(intervals, warmup=s.warmup,
+                                      until=s.warmup + s.duration + TRAFFIC_SLACK)
+        except (KeyError, TypeError, ValueError):
+            return None
+        return stats.interval_rate(kept, "rx_packets") if kept else None

@@ -1,18 +1,17 @@
 """What to measure: a TOML file and/or flags, validated before anything is created.
 
 A scenario file is flat (`switch = "bridge"`, `pairs = 2`, `rate = "500k"`). Any
-field may hold a list instead of a value: `expand()` turns the lists into their
-cartesian product, one `Scenario` per combination, in the order the fields were
-given. Ranges, repetitions and rate searches are further expansion steps here;
-nothing downstream of `load()` ever sees a list.
+field may hold several values instead of one: a list, `"64,128,1500"` or a range
+`"64:64:512"`. `load_plan()` expands them into a sweep (experiments/sweep.py:
+its order, repetitions and point keys), one validated `Scenario` per point;
+nothing downstream of it ever sees a list. A study file adds `[study]`,
+`[[part]]` and `[quick]` tables around the same fields.
 """
 from __future__ import annotations
 
-import itertools
-import math
 import os
-import re
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,6 +19,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationE
                       model_validator)
 
 from cnfperf import UserError
+from cnfperf.experiments import sweep
 
 MODES = ("throughput", "latency")
 APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
@@ -31,35 +31,51 @@ LATENCY_RATE = 1000.0
 RX_PORT = 9000
 TX_PORT = 10000
 MAX_PORT = 65535
+# Fields that only steer an ndr/pdr search: a fixed-rate point's key ignores them.
+SEARCH_FIELDS = ("precision", "trial_duration", "search_max")
 
-_RATE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kMG]?)\s*(?:pps)?\s*", re.IGNORECASE)
-_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+def _why(e: ValueError) -> str:
+    """sweep's messages name the field ("rate: …"); pydantic adds the field itself."""
+    text = str(e)
+    head, sep, rest = text.partition(": ")
+    return rest if sep and " " not in head else text
 
 
 def parse_rate(value: Any) -> float:
-    """Packets per second from 1000, 2.5e6, "500k", "2.5M" or "1Mpps"; 0 = as fast as possible."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError("expected packets per second, e.g. 1000, \"500k\", \"2.5M\"")
-    if isinstance(value, str):
-        match = _RATE.fullmatch(value)
-        if not match:
-            raise ValueError(f"{value!r} is not a rate: expected packets per second, "
-                             "e.g. 1000, 500k, 2.5M")
-        rate = float(match[1]) * _SCALE[match[2].lower()]
-    else:
-        rate = float(value)
-    if not math.isfinite(rate) or rate < 0:
-        raise ValueError("must be 0 (as fast as possible) or a positive rate")
-    return rate
+    """Packets per second from 1000, 2.5e6, "500k", "2.5M" or "1Mpps"; 0 = as fast as possible.
+    The one rate parser is sweep.parse_rate; this is its fixed-rate half."""
+    try:
+        rate = sweep.parse_rate(value)
+    except ValueError as e:
+        raise ValueError(_why(e)) from None
+    if rate.is_search:
+        raise ValueError(f"{value!r} is a search, not a fixed rate in packets per second")
+    return rate.pps
 
 
-def format_rate(pps: float) -> str:
-    if pps == 0:
+def rate_or_search(value: Any) -> float | str:
+    """A fixed rate in pps, or a search as its canonical text ("ndr", "pdr:0.1%")."""
+    try:
+        rate = sweep.parse_rate(value)
+    except ValueError as e:
+        raise ValueError(_why(e)) from None
+    return str(rate) if rate.is_search else rate.pps
+
+
+def is_search(rate: float | str) -> bool:
+    return isinstance(rate, str)
+
+
+def format_rate(pps: float | str | None) -> str:
+    if isinstance(pps, str):
+        return pps
+    if not pps:
         return "max"
     for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if pps >= scale:
-            return f"{pps / scale:g}{suffix}"
-    return f"{pps:g}"
+            return f"{pps / scale:.4g}{suffix}"
+    return f"{pps:.4g}"
 
 
 def parse_cpus(value: Any) -> tuple[int, ...] | None:
@@ -83,6 +99,7 @@ def parse_cpus(value: Any) -> tuple[int, ...] | None:
 
 
 Rate = Annotated[float, BeforeValidator(parse_rate)]
+RateOrSearch = Annotated[float | str, BeforeValidator(rate_or_search)]
 Cpus = Annotated[tuple[int, ...] | None, BeforeValidator(parse_cpus)]
 
 
@@ -98,8 +115,8 @@ class Scenario(BaseModel):
     size: int = Field(64, ge=64, le=9216, description="Ethernet frame size with FCS")
     burst: int = Field(32, ge=1, le=1024, description="default: 32 for throughput, "
                                                       "1 for latency")
-    rate: Rate = Field(0.0, description="pps per pair, 0 = max; default: max for throughput, "
-                                        "1000 for latency")
+    rate: RateOrSearch = Field(0.0, description="pps per pair, 0 = max, or a search: ndr, "
+                               "pdr:X%; default: max for throughput, 1000 for latency")
     duration: float = Field(10.0, gt=0, le=86400)
     warmup: float = Field(1.0, ge=0, le=3600)
     flows: int = Field(1, ge=1, le=MAX_PORT - TX_PORT)
@@ -109,6 +126,13 @@ class Scenario(BaseModel):
                                               "latency, off for throughput")
     runtime: str = "runc"
     cpus: Cpus = None
+    limit: Rate = Field(0.0, description="pps a receiver's link delivers at most (tbf), 0 = none")
+    precision: float = Field(0.01, gt=0, lt=0.5, description="search: stop when the bracket "
+                                                             "is narrower than this fraction")
+    trial_duration: float | None = Field(None, gt=0, le=3600, description="search: measured "
+                                         "seconds per trial; default: duration")
+    search_max: Rate = Field(0.0, description="search: highest rate tried, 0 = what an "
+                                              "unpaced first trial offers")
 
     @model_validator(mode="before")
     @classmethod
@@ -145,17 +169,15 @@ def read_file(path: Path) -> dict[str, Any]:
         raise UserError("scenario", f"{path}: {e}") from None
 
 
-def expand(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    """The cartesian product of every list-valued field, first field outermost."""
-    axes = []
-    for key, value in raw.items():
-        values = value if isinstance(value, list) and key in FIELDS else [value]
-        if key == "cpus" and isinstance(value, list) and all(isinstance(c, int) for c in value):
-            values = [value]  # [0, 2] is one CPU set; ["0-1", "2-3"] are two
-        if not values:
-            raise UserError(key, "empty list: give at least one value")
-        axes.append([(key, v) for v in values])
-    return [dict(combo) for combo in itertools.product(*axes)]
+@dataclass
+class Sweep:
+    """A validated sweep: the plan (order, keys, repetitions, skipped points) and one
+    Scenario per planned point, in the same order."""
+
+    plan: sweep.Plan
+    scenarios: list[Scenario]
+    # What it was made from, stored with the run: `--resume` rebuilds the same plan.
+    spec: dict[str, Any] = field(default_factory=dict)
 
 
 def validate(raw: dict[str, Any]) -> Scenario:
@@ -167,11 +189,78 @@ def validate(raw: dict[str, Any]) -> Scenario:
     return scenario
 
 
+def canonical(s: Scenario) -> dict[str, Any]:
+    """Every field with its value, defaults filled in: what a point's key is hashed from."""
+    values = s.model_dump(mode="json")
+    if not is_search(s.rate):
+        for name in SEARCH_FIELDS:
+            values.pop(name)
+    return values
+
+
 def load(path: Path | None = None, flags: dict[str, Any] | None = None) -> list[Scenario]:
     """Scenarios from a file and flags (flags win), validated; raises UserError."""
-    raw = read_file(path) if path else {}
-    raw.update({k: v for k, v in (flags or {}).items() if v is not None})
-    return [validate(combo) for combo in expand(raw)]
+    return load_plan(path, flags).scenarios
+
+
+def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
+              quick: bool = False, host: Any = None) -> Sweep:
+    """The sweep of a scenario or study file and flags (flags win); raises UserError.
+    With `host`, points whose data plane cannot run here are skipped (and listed)."""
+    doc = read_file(path) if path else {}
+    doc.update({k: v for k, v in (flags or {}).items() if v is not None})
+    return build(doc, quick=quick, host=host)
+
+
+def build(doc: dict[str, Any], *, quick: bool = False, host: Any = None) -> Sweep:
+    try:
+        plan = sweep.expand_study(doc, quick, keep=_usable_on(host) if host else None,
+                                  canonical=lambda params: canonical(validate(params)))
+    except ValueError as e:
+        field_, sep, why = str(e).partition(": ")
+        raise UserError(field_ if sep else "scenario", why if sep else str(e)) from None
+    if not plan.points:
+        reasons = "; ".join(dict.fromkeys(reason for _, reason in plan.skipped))
+        raise UserError("switch", "no point can run on this host" +
+                        (f": {reasons}" if reasons else ""))
+    return Sweep(plan, [validate(p.params) for p in plan.points],
+                 {"doc": doc, "quick": quick, "skip_unusable": host is not None})
+
+
+def _usable_on(host: Any):
+    """keep(params) for sweep.expand: why a point cannot run on this host, or None.
+    A study asks for "every data plane"; the ones this host lacks are left out,
+    and the plan says why."""
+    from cnfperf.dataplanes import DATAPLANES
+    from cnfperf.runtimes import RUNTIMES
+
+    problems: dict[str, list[str]] = {}
+
+    def keep(params: dict[str, Any]) -> str | None:
+        switch, api = str(params.get("switch", "veth")), str(params.get("api", "udp"))
+        runtime = str(params.get("runtime", "runc"))
+        dataplane = DATAPLANES.get(switch)
+        if dataplane is None or runtime not in RUNTIMES:
+            return None      # validation names the mistake
+        if switch not in problems:
+            problems[switch] = dataplane.check(host)
+        if problems[switch]:
+            return f"{switch} is not usable here: {problems[switch][0]}"
+        if api not in dataplane.apis:
+            return f"{switch} does not serve api {api}"
+        if host.engine.apis and api not in host.engine.apis:
+            return f"the engine was built without api {api}"
+        if dataplane.max_pairs is not None and int(params.get("pairs", 1)) > dataplane.max_pairs:
+            return f"{switch} serves at most {dataplane.max_pairs} pairs"
+        max_size = getattr(dataplane, "max_size", None)
+        if max_size is not None and int(params.get("size", 64)) > max_size:
+            return f"{switch} carries frames of at most {max_size} bytes"
+        if runtime not in problems:
+            problems[runtime] = RUNTIMES[runtime].check()
+        if problems[runtime]:
+            return f"runtime {runtime} is not usable here: {problems[runtime][0]}"
+        return None
+    return keep
 
 
 def _user_error(err: dict[str, Any]) -> UserError:
@@ -199,6 +288,8 @@ def _check_combination(s: Scenario) -> None:
                                f"not {s.api}")
     if dataplane.max_pairs is not None and s.pairs > dataplane.max_pairs:
         raise UserError("pairs", f"{s.switch} serves at most {dataplane.max_pairs} pairs")
+    if dataplane.max_size is not None and s.size > dataplane.max_size:
+        raise UserError("size", f"{s.switch} carries frames up to {dataplane.max_size} bytes")
     if s.runtime not in RUNTIMES:
         raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: {', '.join(RUNTIMES)}")
     if TX_PORT + s.pairs * s.flows - 1 > MAX_PORT:
@@ -208,6 +299,14 @@ def _check_combination(s: Scenario) -> None:
         raise UserError("mmsg", f"sendmmsg/recvmmsg batching applies to udp and raw, not {s.api}")
     if s.blocking and s.api not in SOCKET_APIS:
         raise UserError("blocking", f"blocking sockets apply to udp and raw, not {s.api}")
+    if is_search(s.rate) and s.mode != "throughput":
+        raise UserError("rate", f"{s.rate} searches the offered rate of throughput points; "
+                                "latency is measured at a fixed rate")
+    if s.limit:
+        why = getattr(dataplane, "limit_problem",
+                      lambda api: "only the kernel data planes shape a link (tbf)")(s.api)
+        if why:
+            raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
         missing = sorted(set(s.cpus) - usable)

@@ -10,6 +10,8 @@ class Bridge(KernelDataPlane):
     description = "Linux bridge; each endpoint on a veth port"
     uses_switch_netns = True
     link_types = ("veth", "bridge")
+    # The receiver's port egresses through the bridge's own qdisc, whatever the api.
+    limit_at_sender = False
 
     def setup(self) -> None:
         self.bridge = self.point.name("sw")  # the switch, in its namespace of the same name
@@ -25,6 +27,9 @@ class Bridge(KernelDataPlane):
     def connect(self, pair: Pair) -> None:
         for ep in pair.endpoints:
             self._port(ep)
+
+    def limit_link(self, pair: Pair) -> tuple[str, str]:
+        return pair.receiver.name + "h", self.switch_netns
 
     def _port(self, ep: Endpoint) -> None:
         sw = self.switch_netns

@@ -12,14 +12,17 @@ import subprocess
 from typing import TYPE_CHECKING, ClassVar
 
 from cnfperf import SystemFailure
+from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
+from cnfperf.hugepages import remove_dpdk_files
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
     from cnfperf.plan import Endpoint, Pair, TestPoint
     from cnfperf.runtimes.base import Journal
 
-KERNEL_APIS = frozenset({"udp", "raw", "mmap", "xdp"})
+# dpdk: through the af_packet PMD on the endpoint's interface (dpdk_args.kernel_eal_args).
+KERNEL_APIS = frozenset({"udp", "raw", "mmap", "xdp", "dpdk"})
 # IPv6 would send router solicitations and MLD reports into the measurement.
 _QUIET = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
 
@@ -102,6 +105,9 @@ class KernelDataPlane(DataPlane):
     uses_switch_netns: ClassVar[bool] = False
     # Kernel link types the data plane creates (names as `ip link add type …`).
     link_types: ClassVar[tuple[str, ...]] = ("veth",)
+    # Whether a receiver's limit (tbf) sits on its sender's own interface: veth and
+    # macvlan have no device of theirs between the two ends.
+    limit_at_sender: ClassVar[bool] = True
 
     def __init__(self, journal: Journal):
         super().__init__(journal)
@@ -119,6 +125,18 @@ class KernelDataPlane(DataPlane):
                      if not host.kernel_links.get(t)]
         return problems
 
+    @classmethod
+    def limit_problem(cls, api: str) -> str | None:
+        """Why `limit` cannot be applied with this api, or None."""
+        if cls.limit_at_sender and api != "udp":
+            return (f"a sender with api {api} bypasses the qdisc of its interface, where the "
+                    "limit would sit; use api udp or the bridge")
+        return None
+
+    def limit_link(self, pair: Pair) -> tuple[str, str]:
+        """(link, netns) whose egress delivers the pair's frames to its receiver."""
+        return pair.sender.name, pair.sender.name
+
     @property
     def switch_netns(self) -> str:
         assert self._switch_netns, "start() first"
@@ -135,6 +153,9 @@ class KernelDataPlane(DataPlane):
             self.connect(pair)
             self._configure(pair.sender, pair.receiver)
             self._configure(pair.receiver, pair.sender)
+            if point.scenario.limit:
+                self._limit(pair, point.scenario.limit, point.scenario.size,
+                            point.scenario.burst)
 
     def setup(self) -> None:
         """Create the shared switch device, if any."""
@@ -143,6 +164,9 @@ class KernelDataPlane(DataPlane):
         raise NotImplementedError
 
     def attach(self, endpoint: Endpoint) -> Attachment:
+        if self.point.scenario.api == "dpdk":
+            eal = dpdk_args.kernel_eal_args(endpoint.name, endpoint.name)
+            return Attachment(mac=endpoint.mac, ip=endpoint.ip, port=0, eal_args=tuple(eal))
         return Attachment(mac=endpoint.mac, ip=endpoint.ip, iface=endpoint.name)
 
     def counters(self) -> dict[str, PortCounters]:
@@ -155,6 +179,8 @@ class KernelDataPlane(DataPlane):
         return found
 
     def stop(self) -> None:
+        if self.point is not None and self.point.scenario.api == "dpdk":
+            remove_dpdk_files(self.point.prefix)  # the netns runtime's EALs run on the host
         for name, netns in reversed(self._links):
             if netns is None or netns in netns_list():
                 if name in links(netns):
@@ -176,6 +202,23 @@ class KernelDataPlane(DataPlane):
 
     def count_port(self, name: str, netns: str | None) -> None:
         self._ports.append((name, netns))
+
+    def _limit(self, pair: Pair, pps: float, size: int, burst: int) -> None:
+        """A token bucket (tbf) that lets `pps` frames of `size` through to the receiver.
+
+        tbf counts frames without the FCS. The bucket holds 10 ms of traffic or
+        five of the sender's bursts (its pacer's longest catch-up), whichever is
+        more, so a sender below the limit passes whole; over a 1 s trial that
+        blurs the limit by about 1% at 20 kpps. The queue is short (64 frames):
+        what exceeds the limit is dropped and counted as loss, instead of
+        filling a udp sender's socket buffer and slowing the sender down.
+        """
+        frame = size - 4
+        byte_rate = pps * frame
+        bucket = max(int(byte_rate * 0.010), 5 * burst * frame, 2 * frame)
+        link, netns = self.limit_link(pair)
+        ip("qdisc", "replace", "dev", link, "root", "tbf", "rate", f"{byte_rate * 8:.0f}bit",
+           "burst", str(bucket), "limit", str(64 * frame), netns=netns, tool="tc")
 
     def _configure(self, ep: Endpoint, peer: Endpoint) -> None:
         ns = ep.name

@@ -91,7 +91,7 @@ def summarize_groups(rows: Iterable[Mapping[str, Any]], keys: Sequence[str],
 
 def steady_state(intervals: Sequence[Mapping[str, Any]], warmup: float = 0.0,
                  t_key: str = "elapsed_s", dt_key: str = "interval_s",
-                 partial: float = 0.9) -> list:
+                 partial: float = 0.9, until: float | None = None) -> list:
     """Interval records of the steady state only.
 
     Each record carries its end time (engine: `elapsed_s`, seconds since the
@@ -99,7 +99,10 @@ def steady_state(intervals: Sequence[Mapping[str, Any]], warmup: float = 0.0,
     the previous record). Drops records the engine marked `"phase": "warmup"`
     and records that started inside `warmup` seconds, and a last record shorter
     than `partial` x the typical interval (the run ended inside it, so its rate
-    is skewed by start/stop effects).
+    is skewed by start/stop effects). With `until` (when the traffic stopped, on
+    the records' clock), records that end later are dropped too: a receiver
+    counts on after its sender is done, and a full-length interval that is
+    half idle is no steady state either.
     """
     if warmup < 0:
         raise ValueError(f"warmup: {warmup} must be >= 0")
@@ -112,7 +115,8 @@ def steady_state(intervals: Sequence[Mapping[str, Any]], warmup: float = 0.0,
         dt = float(r[dt_key]) if r.get(dt_key) is not None else end - prev
         spans.append((end - dt, dt, r))
         prev = end
-    kept = [(start, dt, r) for start, dt, r in spans if start >= warmup - 1e-9]
+    kept = [(start, dt, r) for start, dt, r in spans if start >= warmup - 1e-9
+            and (until is None or start + dt <= until + 1e-9)]
     if len(kept) >= 2:
         typical = sorted(dt for _, dt, _ in kept)[len(kept) // 2]
         if kept[-1][1] < partial * typical:

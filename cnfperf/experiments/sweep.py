@@ -38,13 +38,15 @@ FIELD_KINDS: dict[str, str] = {
     "switch": "str", "runtime": "str", "api": "str", "mode": "str",
     "pairs": "int", "size": "int", "burst": "int", "flows": "int",
     "rate": "rate", "duration": "float", "warmup": "float",
-    "touch": "bool", "mmsg": "bool", "repeat": "int",
+    "touch": "bool", "mmsg": "bool", "blocking": "bool", "repeat": "int",
+    "limit": "rate", "search_max": "rate", "precision": "float", "trial_duration": "float",
     # "0-1", "2,3" and [0, 2] are each one set of CPUs; sweep sets with ["0-1", "2-3"]
     "cpus": "cpuset",
 }
 
-AXIS_ORDER = ("switch", "runtime", "api", "mmsg", "mode", "pairs", "cpus", "flows",
-              "touch", "size", "burst", "duration", "warmup", "rate")
+AXIS_ORDER = ("switch", "runtime", "api", "mmsg", "blocking", "mode", "pairs", "cpus", "flows",
+              "touch", "limit", "size", "burst", "duration", "warmup", "trial_duration",
+              "precision", "search_max", "rate")
 
 # Fields that configure the sweep itself and never become an axis.
 SINGLE_VALUED = ("repeat",)
@@ -266,14 +268,23 @@ class Plan:
                  + (f", {len(self.skipped)} skipped" if self.skipped else "")]
         for name, values in self.axes.items():
             some = sum(name in p.params for p in self.points) < len(self.points)
-            lines.append(f"  {name}: {', '.join(str(v) for v in values)}"
+            lines.append(f"  {name}: {', '.join(_shown(name, v) for v in values)}"
                          + (" (some points)" if some else ""))
-        fixed = " ".join(f"{k}={v}" for k, v in self.fixed.items())
+        fixed = " ".join(f"{k}={_shown(k, v)}" for k, v in self.fixed.items())
         if fixed:
             lines.append(f"  fixed: {fixed}")
         for params, reason in self.skipped:
             lines.append(f"  skipped {_short(params, self.axes)}: {reason}")
         return "\n".join(lines)
+
+
+def _shown(name: str, value: Any) -> str:
+    """A value as a person reads it: rates as 500k or 2.5M."""
+    if FIELD_KINDS.get(name) == "rate" and isinstance(value, (int, float)) and value:
+        for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+            if value >= scale:
+                return f"{value / scale:g}{suffix}"
+    return str(value)
 
 
 def _short(params: Mapping[str, Any], axes: Mapping[str, list]) -> str:
@@ -412,7 +423,8 @@ def nominal_seconds(params: Mapping[str, Any]) -> float:
     rate = params.get("rate", 0)
     if isinstance(rate, str) and parse_rate(rate).is_search:
         # a binary search from 1% to 100% at 1% precision takes about ten trials
-        seconds *= 10
+        trial = params.get("trial_duration") or params.get("duration", 10)
+        seconds = 10 * (float(trial) + float(params.get("warmup", 0)))
     return max(seconds, 0.1)
 
 

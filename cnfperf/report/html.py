@@ -32,8 +32,10 @@ class Figure:
 HOW_TO_READ = (
     ("Offered rate", "packets per second the senders really put on the wire (may fall short "
                      "of the requested rate when the sender is the bottleneck)."),
-    ("Received rate", "packets per second counted by the receivers in the steady state: "
-                      "warm-up and the last partial interval are left out."),
+    ("Received rate", "packets per second the receivers counted over the measured window; "
+                      "frames the senders marked as warm-up are left out. Steady rx also "
+                      "leaves out the intervals that began in the warm-up and any the traffic "
+                      "stopped inside (a run of a few seconds may have none)."),
     ("Loss", "frames sent but never received, as a share of the frames sent, counted from "
              "sequence numbers; reordered and duplicate frames are counted apart."),
     ("NDR / PDR", "the highest offered rate with no loss (NDR) or with loss at most X% (PDR), "

@@ -238,6 +238,14 @@ def _varying(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
     return [k for k in keys if len({str(r.get(k)) for r in rows}) > 1]
 
 
+def _varying_per_switch(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
+    """Fields that tell curves of one data plane apart. One that only follows the
+    data plane (api dpdk for vhost, raw for the bridge) would repeat its name."""
+    return [k for k in _varying(rows, keys)
+            if any(len({str(r.get(k)) for r in rows if r.get("switch") == sw}) > 1
+                   for sw in {r.get("switch") for r in rows})]
+
+
 # --- the plots ----------------------------------------------------------------
 
 def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
@@ -247,7 +255,7 @@ def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
     if not runs:
         raise NoData("received vs offered: no throughput rows at fixed rates")
     panels = _sorted_unique((r.get("size"), r.get("burst")) for r in runs)
-    split = _varying(runs, ("api", "mmsg", "pairs"))
+    split = _varying_per_switch(runs, ("api", "mmsg", "pairs"))
     fig, axes = _grid(len(panels))
     for ax, (size, burst) in zip(axes, panels):
         mine = [r for r in runs if (r.get("size"), r.get("burst")) == (size, burst)]
@@ -284,7 +292,7 @@ def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
     runs = throughput_rows(rows)
     if not runs:
         raise NoData("throughput vs size: no throughput rows")
-    split = _varying(runs, ("burst", "pairs", "api", "mmsg"))
+    split = _varying_per_switch(runs, ("burst", "pairs", "api", "mmsg"))
     keys = ["switch", *split, "size", "rate"]
     per_rate = _avg(runs, keys, "rx_pps_per_pair")
     best: dict[tuple, tuple[float, float]] = {}

@@ -1,6 +1,6 @@
 """Plain-text tables of a run, from the rows the results store returns.
 
-One table per run: a row per pair of every point, then the point's total when
+The run table: a row per pair of every point, then the point's total when
 it has more than one pair. Throughput rows report the one-way latency the
 receiver measured (sender and receiver share the host's clock); latency rows
 the round trip the client measured.
@@ -14,6 +14,8 @@ from cnfperf.scenario import format_rate
 HEADERS = ("switch", "api", "mode", "pair", "offered", "tx kpps", "rx kpps", "sent",
            "received", "loss %", "rx Mbit/s", "p50 µs", "p99 µs", "max µs")
 RIGHT = set(HEADERS[4:])
+# Fields Scenario.describe() shows.
+DESCRIBED = ("switch", "api", "mode", "pairs", "size", "rate")
 
 
 def render(headers: Sequence[str], rows: list[Sequence[str]], right: set[str] = RIGHT) -> str:
@@ -28,10 +30,19 @@ def render(headers: Sequence[str], rows: list[Sequence[str]], right: set[str] = 
 
 
 def run_table(run: dict[str, Any]) -> str:
+    from cnfperf.report.summary import varying
+
+    points = run["points"]
+    # A sweep's other axes (size, burst, …) get a column of their own.
+    extra = varying(points, ("pairs", "mmsg", "size", "burst", "flows", "limit"))
+    if any(p.get("rep") for p in points):
+        extra.append("rep")
+    headers = (*HEADERS[:3], *extra, *HEADERS[3:])
     rows: list[list[str]] = []
     notes: list[str] = []
-    for point in run["points"]:
-        label = [point["switch"], point["api"], point["mode"]]
+    for point in points:
+        label = [point["switch"], point["api"], point["mode"],
+                 *(str(point.get(f, 0) + 1) if f == "rep" else _axis(point, f) for f in extra)]
         if point["status"] != "done":
             rows.append([*label, "-", format_rate(point["rate"] or 0), point["status"],
                          *[""] * (len(HEADERS) - 6)])
@@ -39,10 +50,16 @@ def run_table(run: dict[str, Any]) -> str:
             continue
         pairs = point["per_pair"]
         for i, pair in enumerate(pairs):
-            rows.append([*(label if i == 0 else ["", "", ""]), str(pair["pair"]), *_cells(pair)])
+            rows.append([*(label if i == 0 else [""] * len(label)), str(pair["pair"]),
+                         *_cells(pair)])
         if len(pairs) > 1:
-            rows.append(["", "", "", "all", *_cells(point)])
-    return "\n".join([render(HEADERS, rows), *notes])
+            rows.append([*[""] * len(label), "all", *_cells(point)])
+    return "\n".join([render(headers, rows, RIGHT | set(extra)), *notes])
+
+
+def _axis(point: dict[str, Any], name: str) -> str:
+    value = (point.get("scenario") or {}).get(name, point.get(name))
+    return format_rate(value) if name == "limit" else str(value)
 
 
 def _cells(r: dict[str, Any]) -> list[str]:
@@ -68,3 +85,41 @@ def runs_table(runs: list[dict[str, Any]]) -> str:
              r["modes"] or ""] for r in runs]
     return render(("run", "started", "status", "points", "switches", "apis", "modes"), rows,
                   right={"points"})
+
+
+def summary_table(table: tuple[str, list[str], list[list[Any]]]) -> str:
+    """A table of report/summary.py as text: its title, then the columns."""
+    from cnfperf.report.html import fmt
+
+    title, headers, rows = table
+    cells = [[fmt(v) for v in row] for row in rows]
+    right = {h for i, h in enumerate(headers)
+             if rows and all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool)
+                             or r[i] is None for r in rows)}
+    return f"{title}\n{render(headers, cells, right)}"
+
+
+def plan_text(swept: Any, done: set[str] = frozenset()) -> str:
+    """What --dry-run prints: the sweep, then every point with its cores."""
+    from cnfperf.experiments.sweep import format_seconds, nominal_seconds
+    from cnfperf.plan import place
+
+    lines = [swept.plan.describe(), "points"]
+    width = len(str(len(swept.scenarios)))
+    seconds = 0.0
+    for i, (p, s) in enumerate(zip(swept.plan.points, swept.scenarios)):
+        placed = place(s, "0000", i, len(swept.scenarios))
+        cores = " ".join(f"{e.role}:{e.cpu}" for e in placed.endpoints)
+        state = "  (done)" if p.key in done else ""
+        if not state:
+            seconds += nominal_seconds(s.model_dump())
+        # The sweep's other axes (mmsg, burst, …) and the repetition, after describe()'s.
+        extra = [part for part in p.label(swept.plan.axes, swept.plan.repeat).split()
+                 if part.split("=", 1)[0] not in DESCRIBED + ("burst",)]
+        lines.append(f"  [{i + 1:>{width}}] {' '.join([s.describe(), f'burst={s.burst}', *extra])}"
+                     f"  cores {cores}{state}")
+        lines += [f"        warning: {w}" for w in placed.warnings]
+    switches = ", ".join(dict.fromkeys(s.switch for s in swept.scenarios))
+    lines.append(f"data planes: {switches}; traffic time ≥ {format_seconds(seconds)} "
+                 "(plus setup and teardown of every point)")
+    return "\n".join(lines)

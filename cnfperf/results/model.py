@@ -63,6 +63,9 @@ class PairResult:
     reordered: int
     duplicates: int
     latency: Latency | None
+    # Received rate over the steady-state intervals only (runner: stats.steady_state);
+    # None when the run was too short to have any.
+    steady_rx_pps: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,10 +156,12 @@ def total(pairs: list[PairResult]) -> PairResult:
     sent = sum(p.sent for p in pairs)
     lost = sum(p.lost for p in pairs)
     latency = merge_latency([p.latency for p in pairs if p.latency])
+    steady = [p.steady_rx_pps for p in pairs]
     return PairResult(pair=-1, offered_pps=sum(p.offered_pps for p in pairs), sent=sent,
                       received=sum(p.received for p in pairs), lost=lost,
                       loss_ratio=lost / sent if sent else 0.0,
                       tx_pps=sum(p.tx_pps for p in pairs), rx_pps=sum(p.rx_pps for p in pairs),
                       rx_bps=sum(p.rx_bps for p in pairs),
                       reordered=sum(p.reordered for p in pairs),
-                      duplicates=sum(p.duplicates for p in pairs), latency=latency)
+                      duplicates=sum(p.duplicates for p in pairs), latency=latency,
+                      steady_rx_pps=None if None in steady else sum(steady))

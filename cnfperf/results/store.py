@@ -59,7 +59,35 @@ CREATE TABLE counters (
     rx_packets INTEGER, tx_packets INTEGER, rx_dropped INTEGER, tx_dropped INTEGER,
     PRIMARY KEY (point_id, port));
 """
-_MIGRATIONS = [_SCHEMA_1]
+# Sweeps: a point's key (parameters + repetition) is what --resume compares; grp
+# is shared by the repetitions of one point. Searches: the rate found, the loss at
+# it and every trial. steady_rx_pps: the received rate of the steady-state
+# intervals only (experiments/stats.py).
+_SCHEMA_2 = """
+ALTER TABLE runs ADD COLUMN spec TEXT;
+ALTER TABLE points ADD COLUMN key TEXT;
+ALTER TABLE points ADD COLUMN grp TEXT;
+ALTER TABLE points ADD COLUMN rep INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE points ADD COLUMN steady_rx_pps REAL;
+ALTER TABLE points ADD COLUMN search_rate_pps REAL;
+ALTER TABLE points ADD COLUMN search_loss_ratio REAL;
+ALTER TABLE points ADD COLUMN search_requested_pps REAL;
+ALTER TABLE points ADD COLUMN search_loss_threshold REAL;
+ALTER TABLE points ADD COLUMN search_verified INTEGER;
+ALTER TABLE points ADD COLUMN generator_limited INTEGER;
+ALTER TABLE pairs ADD COLUMN steady_rx_pps REAL;
+CREATE UNIQUE INDEX points_key ON points (run_id, key);
+CREATE TABLE trials (
+    point_id INTEGER NOT NULL REFERENCES points(id), n INTEGER NOT NULL,
+    phase TEXT NOT NULL, requested_pps REAL, offered_pps REAL, rx_pps REAL,
+    sent INTEGER, received INTEGER, loss_ratio REAL, passed INTEGER,
+    PRIMARY KEY (point_id, n));
+"""
+_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2]
+# Children of a point, deleted with it when --resume runs it again.
+_POINT_CHILDREN = ("pairs", "metrics", "counters", "trials")
+SEARCH_KEYS = ("rate_pps", "loss_ratio", "requested_pps", "loss_threshold", "verified",
+               "generator_limited")
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -98,14 +126,37 @@ class Store:
         return {r[0] for r in self.db.execute("SELECT id FROM runs")}
 
     def begin_run(self, run_id: str, command: list[str], points: int, run_dir: Path,
-                  host: dict[str, Any], engine_version: str | None) -> None:
+                  host: dict[str, Any], engine_version: str | None,
+                  spec: dict[str, Any] | None = None) -> None:
         from cnfperf import __version__
         with self.db:
             self.db.execute(
                 "INSERT INTO runs (id, started, status, command, points, run_dir, "
-                "cnfperf_version, engine_version, host) VALUES (?,?,?,?,?,?,?,?,?)",
+                "cnfperf_version, engine_version, host, spec) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (run_id, time.time(), "running", json.dumps(command), points, str(run_dir),
-                 __version__, engine_version, json.dumps(host, default=str)))
+                 __version__, engine_version, json.dumps(host, default=str),
+                 json.dumps(spec, default=str) if spec is not None else None))
+
+    def resume_run(self, run_id: str, points: int) -> None:
+        """A run continues: points that did not finish are forgotten (they run again)."""
+        with self.db:
+            stale = [r[0] for r in self.db.execute(
+                "SELECT id FROM points WHERE run_id = ? AND status != 'done'", (run_id,))]
+            for table in _POINT_CHILDREN:
+                self.db.executemany(f"DELETE FROM {table} WHERE point_id = ?",
+                                    [(i,) for i in stale])
+            self.db.executemany("DELETE FROM points WHERE id = ?", [(i,) for i in stale])
+            self.db.execute("UPDATE runs SET status = 'running', finished = NULL, error = NULL, "
+                            "points = ? WHERE id = ?", (points, run_id))
+
+    def done_keys(self, run_id: str) -> set[str]:
+        return {r[0] for r in self.db.execute(
+            "SELECT key FROM points WHERE run_id = ? AND status = 'done' AND key IS NOT NULL",
+            (run_id,))}
+
+    def latest_run_id(self) -> str | None:
+        row = self.db.execute("SELECT id FROM runs ORDER BY started DESC LIMIT 1").fetchone()
+        return row[0] if row else None
 
     def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
         with self.db:
@@ -115,9 +166,16 @@ class Store:
     def add_point(self, run_id: str, idx: int, params: dict[str, Any], *, status: str,
                   started: float, result: PointResult | None = None, error: str | None = None,
                   placement: Any = None, warnings: list[str] = (), versions: Any = None,
-                  image: Any = None) -> int:
-        """Stores one finished (or failed) point in one transaction."""
+                  image: Any = None, key: str | None = None, group: str | None = None,
+                  rep: int = 0, search: dict[str, Any] | None = None,
+                  trials: list[dict[str, Any]] = ()) -> int:
+        """Stores one finished (or failed) point in one transaction. `search`
+        (SEARCH_KEYS) and `trials` come from an ndr/pdr search."""
         row: dict[str, Any] = {k: _sql(params.get(k)) for k in POINT_PARAMS}
+        row.update(key=key, grp=group, rep=rep)
+        if search:
+            row.update({("generator_limited" if k == "generator_limited" else f"search_{k}"):
+                        _sql(search.get(k)) for k in SEARCH_KEYS})
         row.update(run_id=run_id, idx=idx, status=status, error=error, started=started,
                    finished=time.time(), scenario=json.dumps(params, default=str),
                    placement=json.dumps(placement, default=str),
@@ -139,6 +197,9 @@ class Store:
                     self._insert("metrics", data)
                 for port, c in sorted(result.counters.items()):
                     self._insert("counters", {"point_id": point_id, "port": port, **asdict(c)})
+            for trial in trials:
+                self._insert("trials", {"point_id": point_id,
+                                        **{k: _sql(v) for k, v in trial.items()}})
         return point_id
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
@@ -153,7 +214,8 @@ class Store:
         rows = self.db.execute(
             "SELECT r.id, r.started, r.finished, r.status, r.points, r.error, "
             "group_concat(DISTINCT p.switch) AS switches, group_concat(DISTINCT p.api) AS apis, "
-            "group_concat(DISTINCT p.mode) AS modes, count(p.id) AS stored "
+            "group_concat(DISTINCT p.mode) AS modes, "
+            "count(CASE WHEN p.status = 'done' THEN 1 END) AS stored "
             "FROM runs r LEFT JOIN points p ON p.run_id = r.id GROUP BY r.id ORDER BY r.started")
         return [dict(r) for r in rows]
 
@@ -161,7 +223,8 @@ class Store:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             return None
-        run = _decoded(dict(row), ("command", "host"))
+        run = _decoded(dict(row), ("command", "host", "spec"))
+        run["planned"] = run["points"]
         run["points"] = [self._point(dict(p)) for p in self.db.execute(
             "SELECT * FROM points WHERE run_id = ? ORDER BY idx", (run_id,))]
         return run
@@ -178,6 +241,8 @@ class Store:
         point["counters"] = {r["port"]: {k: r[k] for k in r.keys() if k not in ("point_id", "port")}
                              for r in self.db.execute(
                                  "SELECT * FROM counters WHERE point_id = ? ORDER BY port", (pid,))}
+        point["trials"] = [{k: r[k] for k in r.keys() if k != "point_id"} for r in self.db.execute(
+            "SELECT * FROM trials WHERE point_id = ? ORDER BY n", (pid,))]
         return point
 
 
@@ -198,7 +263,7 @@ def _latency(lat) -> dict[str, Any]:
 
 def _totals(p: PairResult) -> dict[str, Any]:
     keys = ("offered_pps", "sent", "received", "lost", "loss_ratio", "tx_pps", "rx_pps", "rx_bps",
-            "reordered", "duplicates")
+            "reordered", "duplicates", "steady_rx_pps")
     return {**{k: getattr(p, k) for k in keys}, **_latency(p.latency)}
 
 

@@ -9,16 +9,9 @@ from __future__ import annotations
 import base64
 import html.parser
 import io
-import json
 import math
-import os
 import random
 import re
-import select
-import shutil
-import signal
-import subprocess
-import time
 import tomllib
 from pathlib import Path
 
@@ -27,6 +20,7 @@ import pytest
 pytest.importorskip("matplotlib", reason="plots need matplotlib (pyproject dependency)")
 from PIL import Image  # noqa: E402  (Pillow comes with matplotlib)
 
+import headless  # noqa: E402  (tests/headless.py)
 from cnfperf.experiments import stats  # noqa: E402
 from cnfperf.report import html as report_html  # noqa: E402
 from cnfperf.report import plots  # noqa: E402
@@ -386,124 +380,18 @@ def test_cell_format(value, text):
 
 # --- headless Chromium ----------------------------------------------------------
 
-CHROMIUM = next(filter(None, map(shutil.which, ("chromium-headless-shell", "chromium",
-                                                "chromium-browser", "google-chrome"))), None)
-
-
-class Browser:
-    """Chrome DevTools protocol over --remote-debugging-pipe (fd 3 in, fd 4 out):
-    no websocket library and no port to collide with."""
-
-    def __init__(self, binary):
-        to_r, self._to_w = os.pipe()
-        self._from_r, from_w = os.pipe()
-
-        def fds():
-            os.dup2(to_r, 3)
-            os.dup2(from_w, 4)
-
-        self.proc = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-             "--no-first-run", "--hide-scrollbars", "--window-size=1280,900",
-             "--disable-breakpad", "--disable-crash-reporter", "about:blank"],
-            preexec_fn=fds, pass_fds=(3, 4), stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-        os.close(to_r)
-        os.close(from_w)
-        self._buf = b""
-        self._id = 0
-        self.events = []
-
-    def call(self, method, session=None, timeout=20, **params):
-        self._id += 1
-        msg = {"id": self._id, "method": method, "params": params}
-        if session:
-            msg["sessionId"] = session
-        os.write(self._to_w, json.dumps(msg).encode() + b"\0")
-        while True:
-            reply = self._next(timeout)
-            if reply.get("id") == self._id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply["result"]
-            self.events.append(reply)
-
-    def wait_event(self, method, timeout=20):
-        deadline = time.monotonic() + timeout
-        while True:
-            for e in self.events:
-                if e.get("method") == method:
-                    return e
-            self.events.append(self._next(deadline - time.monotonic()))
-
-    def _next(self, timeout):
-        deadline = time.monotonic() + timeout
-        while b"\0" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._from_r], [], [], left)[0]:
-                raise TimeoutError("no answer from chromium")
-            chunk = os.read(self._from_r, 1 << 20)
-            if not chunk:
-                raise RuntimeError("chromium exited")
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\0", 1)
-        return json.loads(line)
-
-    def close(self):
-        try:
-            self.call("Browser.close", timeout=5)
-        except (RuntimeError, TimeoutError, OSError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        os.close(self._to_w)
-        os.close(self._from_r)
-        # its child processes (zygote, gpu) share our new session: wait them out
-        start = time.monotonic()
-        while time.monotonic() - start < 10:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL if time.monotonic() - start > 5 else 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium (apt install chromium-headless-shell)")
+@pytest.mark.skipif(headless.CHROMIUM is None,
+                    reason="no headless Chromium (apt install chromium-headless-shell)")
 def test_report_renders_in_headless_chromium(tmp_path):
     path, made = build_report(tmp_path)
-    browser = Browser(CHROMIUM)
-    try:
-        target = browser.call("Target.createTarget", url="about:blank")["targetId"]
-        session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
-            browser.call(f"{domain}.enable", session)
-        browser.call("Page.navigate", session, url=path.as_uri())
-        browser.wait_event("Page.loadEventFired")
-        images = browser.call("Runtime.evaluate", session, returnByValue=True, expression=(
-            "Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight])"
-        ))["result"]["value"]
-        title = browser.call("Runtime.evaluate", session, returnByValue=True,
-                             expression="document.title")["result"]["value"]
-        shot = base64.b64decode(browser.call("Page.captureScreenshot", session, format="png",
-                                             captureBeyondViewport=True)["data"])
-    finally:
-        browser.close()
-    errors = [e for e in browser.events
-              if e.get("method") == "Runtime.exceptionThrown"
-              or (e.get("method") == "Runtime.consoleAPICalled"
-                  and e["params"]["type"] in ("error", "assert"))
-              or (e.get("method") == "Log.entryAdded"
-                  and e["params"]["entry"]["level"] in ("error", "warning"))]
-    assert errors == []
-    assert title == "Run 1a2b: <shoot-out>"
-    assert len(images) == len(made)
-    for complete, width, height in images:
+    page = headless.render(path)
+    assert page.errors == []
+    assert page.title == "Run 1a2b: <shoot-out>"
+    assert len(page.images) == len(made)
+    for complete, width, height in page.images:
         assert complete and width > 300 and height > 200
-    (tmp_path / "screenshot.png").write_bytes(shot)
-    with Image.open(io.BytesIO(shot)) as im:
+    (tmp_path / "screenshot.png").write_bytes(page.screenshot)
+    with Image.open(io.BytesIO(page.screenshot)) as im:
         assert im.size[0] >= 1200 and im.size[1] > 2000          # the whole page, plots included
         colours = im.convert("RGB").resize((64, 256)).getcolors(64 * 256)
         assert colours and len(colours) > 50                     # not a blank page

@@ -121,4 +121,4 @@ def test_results_commands_read_the_store(tmp_path, cli):
     table = cli("results", "show", "beef", "--results", str(tmp_path), check=True).stdout
     assert "all" in table and "bridge" in table
     missing = cli("results", "show", "dead", "--results", str(tmp_path))
-    assert missing.returncode == 2 and missing.stderr.startswith("cnfperf: error: id: ")
+    assert missing.returncode == 2 and missing.stderr.startswith("cnfperf: error: RUN: ")

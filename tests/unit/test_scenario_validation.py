@@ -28,14 +28,22 @@ BAD_FLAGS = [
     (["--switch", "nope"], "switch"),
     (["--switch", "veth,nope"], "switch"),
     (["--api", "carrier-pigeon"], "api"),
-    (["--api", "dpdk"], "api"),                       # veth does not offer dpdk
+    (["--switch", "vhost", "--api", "udp"], "api"),   # vhost offers dpdk only
     (["--size", "63"], "size"),
     (["--size", "10000"], "size"),
     (["--burst", "0"], "burst"),
     (["--burst", "4096"], "burst"),
-    (["--rate", "-5"], "rate"),
-    (["--rate", "1X"], "rate"),
-    (["--rate", "fast"], "rate"),
+    (["--rate", "-5"], "--rate"),                    # syntax: the flag is named
+    (["--rate", "1X"], "--rate"),
+    (["--rate", "fast"], "--rate"),
+    (["--size", "64:0:512"], "--size"),
+    (["--size", "64,,128"], "--size"),
+    (["--rate", "pdr:150%"], "--rate"),
+    (["--repeat", "0"], "repeat"),
+    (["--rate", "ndr", "--mode", "latency"], "rate"),  # searches are for throughput
+    (["--limit", "10k", "--api", "raw"], "limit"),     # raw bypasses the veth's qdisc
+    (["--limit", "ndr"], "limit"),
+    (["--resume", "beef", "--size", "64"], "--resume"),
     (["--duration", "0"], "duration"),
     (["--duration", "abc"], "--duration"),
     (["--warmup", "-1"], "warmup"),
@@ -54,7 +62,7 @@ BAD_FILES = [
     ('speed = 1\n', "speed"),
     ('pairs = "two"\n', "pairs"),
     ('pairs = 2.5\n', "pairs"),
-    ('touch = "yes"\n', "touch"),
+    ('touch = "maybe"\n', "touch"),
     ('rate = true\n', "rate"),
     ('switch = []\n', "switch"),
     ('mode = ["throughput", "sideways"]\n', "mode"),

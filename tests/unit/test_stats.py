@@ -103,6 +103,14 @@ def test_interval_starting_inside_warmup_is_dropped():
     assert _ends(kept) == [2.5, 3.5, 4.5]
 
 
+def test_steady_state_drops_intervals_the_traffic_stopped_inside():
+    # A receiver counts on after its sender stops at 1 s warm-up + 4 s: its fifth
+    # and sixth records are full length but partly idle.
+    kept = stats.steady_state(_intervals(6), warmup=1.0, until=5.0)
+    assert _ends(kept) == [2.0, 3.0, 4.0, 5.0]
+    assert stats.steady_state(_intervals(2), warmup=0.5, until=1.5) == []
+
+
 def test_rate_from_intervals_is_count_over_time():
     rows = stats.steady_state(_intervals(5, rate=2000, last=0.5), warmup=1)
     assert stats.interval_rate(rows, "rx_packets") == pytest.approx(2000)

@@ -1,0 +1,45 @@
+"""Studies: scenario files under studies/ that reproduce a published figure.
+
+A study is a sweep file with a `[study]` table (title, what it reproduces, which
+plots its report draws), optional `[[part]]`s and a `[quick]` variant.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from cnfperf import UserError
+
+STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
+
+
+def known() -> list[str]:
+    return sorted(p.stem for p in STUDIES_DIR.glob("*.toml"))
+
+
+def find(name: str) -> Path:
+    """studies/NAME.toml, or a study file given by its path."""
+    path = Path(name)
+    if path.suffix == ".toml" and path.is_file():
+        return path
+    path = STUDIES_DIR / f"{name}.toml"
+    if "/" in name or not path.is_file():
+        raise UserError("NAME", f"unknown study {name!r}; known: {', '.join(known()) or 'none'}")
+    return path
+
+
+def info(doc: dict[str, Any]) -> dict[str, Any]:
+    """The study's own table: title, reproduces, plots."""
+    table = doc.get("study", {})
+    return table if isinstance(table, dict) else {}
+
+
+def describe_all() -> list[tuple[str, str, str]]:
+    """(name, title, what it reproduces) of every study."""
+    rows = []
+    for name in known():
+        with open(STUDIES_DIR / f"{name}.toml", "rb") as f:
+            table = info(tomllib.load(f))
+        rows.append((name, str(table.get("title", "")), str(table.get("reproduces", ""))))
+    return rows

@@ -1,0 +1,68 @@
+"""`cnfperf report RUN`: a stored run turned into PNG plots and one HTML file.
+
+A study's run draws the plots its `[study]` table names; any other run every
+plot its data supports (plots.make_all).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from cnfperf.report import html, summary
+
+# Host facts worth a line in the report (the store keeps them all).
+HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
+              "libxdp", "cnfperf")
+
+
+def write(run: dict[str, Any], out_dir: Path) -> Path:
+    """Writes out_dir/*.png and out_dir/report.html; returns the HTML's path."""
+    from cnfperf.report import plots   # matplotlib: only when a report is drawn
+
+    spec = run.get("spec") or {}
+    study = (spec.get("doc") or {}).get("study") or {}
+    rows = plots.rows_from_run(run)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = (plots.make(rows, out_dir, study["plots"]) if study.get("plots")
+            else plots.make_all(rows, out_dir))
+    figures = [html.Figure(p.title, p.path, _caption(p.name)) for p in made]
+    tables = [html.Table(title, headers, rows_) for title, headers, rows_ in summary.all_tables(run)]
+    title = f"cnfperf run {run['id']}" + (f": {study['title']}" if study.get("title") else "")
+    done = len(summary.done_points(run))
+    text = f"{done} of {run.get('planned') or len(run.get('points', []))} points"
+    if study.get("reproduces"):
+        text += f" · reproduces {study['reproduces']}"
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(run["started"]))
+    return Path(html.write(out_dir / "report.html", title, figures=figures, tables=tables,
+                           params=_params(run, started), host=_host(run.get("host") or {}),
+                           summary=text))
+
+
+def _caption(name: str) -> str:
+    return {
+        "rx_vs_offered": "The dashed diagonal is received = offered; a curve leaving it "
+                         "marks where that data plane starts to drop.",
+        "throughput_vs_size": "Best received rate per frame size; Gbps counts frame bytes.",
+        "scalability": "Left: mean per pair; right: total of all pairs.",
+        "rtt_vs_size": "Solid: median (p50); dashed: p99.",
+        "latency_cdf": "Fraction of packets whose round trip took at most x.",
+        "throughput_bars": "Best received rate of each configuration.",
+    }.get(name, "")
+
+
+def _params(run: dict[str, Any], started: str) -> dict[str, Any]:
+    points = run.get("points", [])
+    params: dict[str, Any] = {"command": " ".join(run.get("command") or []),
+                              "started": started, "status": run.get("status")}
+    for name in ("switch", "api", "mode", "pairs", "size", "burst", "rate", "duration",
+                 "warmup", "runtime"):
+        values = list(dict.fromkeys(str(summary._param(p, name)) for p in points))
+        if values:
+            params[name] = ", ".join(values)
+    params["engine"] = run.get("engine_version")
+    return params
+
+
+def _host(host: dict[str, Any]) -> dict[str, Any]:
+    return {k: host[k] for k in HOST_FACTS if host.get(k) not in (None, "", [])}

@@ -1,0 +1,74 @@
+"""`cnfperf compare RUN_A RUN_B`: the points two runs share, side by side, with B/A.
+
+Points match on what was measured (data plane, api, mode, pairs, size, burst,
+rate, …), not on how long: a 10 s run compares with a 1 s one. Repetitions are
+averaged. A search point compares the rate it found (total over pairs), any
+other its received rate.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from cnfperf.experiments import stats
+from cnfperf.report import summary
+
+MATCH = ("switch", "api", "mode", "pairs", "size", "burst", "rate", "flows", "touch", "mmsg",
+         "blocking", "limit")
+HEADERS = ["point", "A kpps", "B kpps", "B/A", "A loss %", "B loss %", "A p50 µs",
+           "B p50 µs", "B/A", "A p99 µs", "B p99 µs", "B/A"]
+
+
+def _what(point: dict[str, Any]) -> tuple:
+    return tuple(str(summary._param(point, f)) for f in MATCH)
+
+
+def _rate(point: dict[str, Any]) -> float | None:
+    if point.get("trials"):
+        found = point.get("search_rate_pps")
+        return None if found is None else found * (point.get("pairs") or 1)
+    return point.get("rx_pps")
+
+
+def _means(run: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in summary.done_points(run):
+        groups[_what(p)].append(p)
+    out = {}
+    for key, members in groups.items():
+        def mean(get) -> float | None:
+            values = [v for v in map(get, members) if v is not None]
+            return stats.mean(values) if values else None
+        out[key] = {"point": members[0], "rate": mean(_rate),
+                    "loss": mean(lambda p: None if p["loss_ratio"] is None
+                                 else 100 * p["loss_ratio"]),
+                    "p50": mean(lambda p: p.get("lat_p50_ns")),
+                    "p99": mean(lambda p: p.get("lat_p99_ns"))}
+    return out
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return b / a if a and b is not None else None
+
+
+def compare(run_a: dict[str, Any], run_b: dict[str, Any]) -> tuple[list[list[Any]], list[str]]:
+    """(rows, notes): a row per point both runs measured; notes name the others."""
+    a, b = _means(run_a), _means(run_b)
+    shared = [k for k in a if k in b]
+    fields = summary.varying(summary.done_points(run_a) + summary.done_points(run_b)) \
+        or ["switch"]
+    rows = []
+    for k in shared:
+        x, y = a[k], b[k]
+        kpps = [None if v is None else v / 1e3 for v in (x["rate"], y["rate"])]
+        us = {n: [None if v is None else v / 1e3 for v in (x[n], y[n])] for n in ("p50", "p99")}
+        rows.append([summary.label(x["point"], fields), *kpps, _ratio(*kpps), x["loss"],
+                     y["loss"], *us["p50"], _ratio(*us["p50"]), *us["p99"],
+                     _ratio(*us["p99"])])
+    notes = []
+    for name, mine, other in (("A", a, b), ("B", b, a)):
+        only = [k for k in mine if k not in other]
+        if only:
+            notes.append(f"only in {name} ({run_a['id'] if name == 'A' else run_b['id']}): "
+                         + "; ".join(summary.label(mine[k]["point"], fields) for k in only))
+    return rows, notes

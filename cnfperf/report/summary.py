@@ -1,0 +1,165 @@
+"""What a stored run says, as tables of plain values: the terminal (tables.py) and
+the HTML report (build.py) render the same numbers.
+
+Each function takes a run as the results store returns it and gives
+(title, headers, rows), or None when the run has nothing of that kind.
+Rates are in kpps, latencies in µs.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Sequence
+
+from cnfperf.experiments import stats
+
+Table = tuple[str, list[str], list[list[Any]]]
+
+# Fields that tell points apart in a label, in the order a reader scans them.
+LABEL_FIELDS = ("switch", "api", "mmsg", "mode", "pairs", "size", "burst", "rate", "limit")
+
+
+def done_points(run: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in run.get("points", []) if p.get("status") == "done"]
+
+
+def varying(points: Sequence[dict[str, Any]], fields: Sequence[str] = LABEL_FIELDS) -> list[str]:
+    """Fields whose value differs between points (the run's sweep axes)."""
+    return [f for f in fields if len({str(_param(p, f)) for p in points}) > 1]
+
+
+def _param(point: dict[str, Any], name: str) -> Any:
+    """A scenario field of a stored point: the scenario's own value (True, "ndr")
+    over the column's (1, text in a REAL column)."""
+    scenario = point.get("scenario") or {}
+    return scenario[name] if name in scenario else point.get(name)
+
+
+# Values that name themselves: `vhost dpdk latency`, not `switch=vhost api=dpdk …`.
+_BARE = ("switch", "api", "mode")
+
+
+def label(point: dict[str, Any], fields: Sequence[str]) -> str:
+    from cnfperf.scenario import format_rate
+
+    parts = []
+    for f in fields:
+        v = _param(point, f)
+        if f in _BARE:
+            parts.append(str(v))
+        elif isinstance(v, bool):
+            parts.append(f if v else f"no-{f}")
+        else:
+            parts.append(f"{f}={format_rate(v) if f in ('rate', 'limit') else v}")
+    return " ".join(parts) or str(point.get("switch", ""))
+
+
+def _kpps(pps: float | None) -> float | None:
+    return None if pps is None else pps / 1e3
+
+
+def _us(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e3
+
+
+def repetitions(run: dict[str, Any]) -> Table | None:
+    """Points measured K > 1 times: mean, sample stddev and 95% CI of the mean."""
+    points = done_points(run)
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        groups[p.get("grp") or p.get("key") or str(p["idx"])].append(p)
+    if not any(len(g) > 1 for g in groups.values()):
+        return None
+    fields = varying(points) or ["switch"]
+    rows = []
+    for members in groups.values():
+        rx = stats.summarize([m["rx_pps"] or 0.0 for m in members])
+        loss = stats.summarize([100 * (m["loss_ratio"] or 0.0) for m in members])
+        rows.append([label(members[0], fields), rx.n, _kpps(rx.mean), _kpps(rx.stddev),
+                     _kpps(rx.ci_low), _kpps(rx.ci_high), loss.mean])
+    return ("Repetitions", ["point", "n", "rx kpps mean", "stddev", "95% CI low", "95% CI high",
+                            "loss % mean"], rows)
+
+
+def searches(run: dict[str, Any]) -> Table | None:
+    """NDR/PDR results: the rate found (offered, per pair) and the loss at it."""
+    points = [p for p in done_points(run) if p.get("trials")]
+    if not points:
+        return None
+    fields = [f for f in varying(done_points(run)) if f != "rate"] or ["switch"]
+    rows = []
+    for p in points:
+        rows.append([label(p, fields), _param(p, "rate"), _kpps(p.get("search_rate_pps")),
+                     None if p.get("search_loss_ratio") is None
+                     else 100 * p["search_loss_ratio"],
+                     _kpps(p.get("search_requested_pps")),
+                     bool(p.get("search_verified")), bool(p.get("generator_limited")),
+                     len(p["trials"])])
+    return ("Zero-loss searches", ["point", "search", "found kpps per pair", "loss % at it",
+                                   "requested kpps", "verified", "generator-limited", "trials"],
+            rows)
+
+
+def trials(run: dict[str, Any]) -> Table | None:
+    points = [p for p in done_points(run) if p.get("trials")]
+    if not points:
+        return None
+    fields = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        for t in p["trials"]:
+            rows.append([label(p, fields), t["n"], t["phase"], _kpps(t["requested_pps"]) or "max",
+                         _kpps(t["offered_pps"]), _kpps(t["rx_pps"]), t["sent"], t["received"],
+                         100 * (t["loss_ratio"] or 0.0),
+                         "" if t["passed"] is None else ("pass" if t["passed"] else "fail")])
+    return ("Search trials", ["point", "trial", "phase", "requested kpps", "offered kpps",
+                              "rx kpps", "sent", "received", "loss %", ""], rows)
+
+
+def throughput(run: dict[str, Any]) -> Table | None:
+    """One row per pair and, with several pairs, their total: per-pair and total side by side."""
+    points = [p for p in done_points(run) if p.get("mode") != "latency"]
+    if not points:
+        return None
+    fields = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        pairs = p.get("per_pair") or []
+        entries = [(str(pair["pair"]), pair) for pair in pairs]
+        if len(pairs) > 1:
+            entries.append(("all", p))
+        for name, r in entries:
+            rows.append([label(p, fields), p.get("rep", 0) + 1, name, _kpps(r["tx_pps"]),
+                         _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
+                         r["received"], 100 * (r["loss_ratio"] or 0.0),
+                         None if r["rx_bps"] is None else r["rx_bps"] / 1e6])
+    return ("Throughput", ["point", "rep", "pair", "offered kpps", "rx kpps", "steady rx kpps",
+                           "sent", "received", "loss %", "rx Mbit/s"], rows)
+
+
+def latency(run: dict[str, Any]) -> Table | None:
+    """Round-trip (latency points) or one-way (throughput points) percentiles."""
+    points = [p for p in done_points(run) if p.get("lat_p50_ns") is not None]
+    if not points:
+        return None
+    fields = varying(done_points(run)) or ["switch"]
+    rows = [[label(p, fields), p.get("rep", 0) + 1, p.get("latency_kind"),
+             p.get("per_pair") and sum(pp.get("received") or 0 for pp in p["per_pair"]),
+             *(_us(p.get(f"lat_{k}_ns")) for k in ("min", "mean", "p50", "p90", "p99", "p999",
+                                                     "max"))]
+            for p in points]
+    return ("Latency", ["point", "rep", "kind", "samples", "min µs", "mean µs", "p50 µs",
+                        "p90 µs", "p99 µs", "p99.9 µs", "max µs"], rows)
+
+
+def failures(run: dict[str, Any]) -> Table | None:
+    failed = [p for p in run.get("points", []) if p.get("status") != "done"]
+    if not failed:
+        return None
+    fields = varying(run.get("points", [])) or ["switch"]
+    return ("Points that did not finish", ["point", "status", "error"],
+            [[label(p, fields), p["status"], p.get("error") or ""] for p in failed])
+
+
+def all_tables(run: dict[str, Any]) -> list[Table]:
+    return [t for t in (throughput(run), repetitions(run), searches(run), trials(run),
+                        latency(run), failures(run)) if t]
