@@ -250,6 +250,12 @@ def test_processes_are_found_again_by_a_token_in_their_command_line():
     token = f"cnfpunit{time.monotonic_ns()}"
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", token])
     try:
+        # Until the child has exec'd, /proc shows the parent's command line.
+        for _ in range(500):
+            with open(f"/proc/{child.pid}/cmdline", "rb") as f:
+                if token.encode() in f.read():
+                    break
+            time.sleep(0.01)
         comm = open(f"/proc/{child.pid}/comm").read().strip()
         assert procs.start_time(child.pid) is not None
         assert procs.find(token, (comm,)) == [child.pid]

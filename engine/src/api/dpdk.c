@@ -1,0 +1,490 @@
+/* dpdk: any DPDK poll-mode driver through ethdev (virtio_user, vhost, memif,
+ * af_packet, af_xdp, a PCI VF), one rx and one tx queue.
+ *
+ * Frames are mbufs: tx_alloc is rte_pktmbuf_alloc_bulk, pkt.priv is the mbuf,
+ * release frees it, and an rx mbuf may be handed to tx_burst as is. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "api.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_devargs.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_prefetch.h>
+
+#define POOL_CACHE 256
+#define MAX_POOLS 8
+/* A sender without a link can only refuse packets, so it waits longer than a
+ * role that merely answers what arrives. */
+#define LINK_WAIT_SENDER_MS 10000
+#define LINK_WAIT_OTHER_MS 5000
+#define PEER_SETTLE_MS 100
+#define PEER_DRAIN_MS 200
+#define WIRE_DRAIN_MS 10
+
+struct dpdk {
+	uint16_t port;
+	uint16_t queue;
+	struct rte_mempool *pool;
+	uint16_t capacity;       /* bytes a fresh mbuf offers after its headroom */
+	unsigned drain_ms;       /* how long close() lets the peer take what we queued */
+	char name[RTE_ETH_NAME_MAX_LEN];
+};
+
+/* The EAL is one per process and rte_eal_init() may succeed only once, yet
+ * `fwd` opens two ports as two api instances: the first open initialises the
+ * EAL, the last close cleans it up. Pools outlive their own port until then,
+ * because fwd moves mbufs of one port's pool into the other port's tx ring.
+ * Only the main thread opens and closes apis, so no lock is needed. */
+static struct {
+	int users;
+	bool tried;
+	struct rte_mempool *pools[MAX_POOLS];
+	unsigned npools;
+} eal;
+
+/* ---- the EAL, once per process */
+
+static bool lcore_option(const char *arg)
+{
+	static const char *const opts[] = { "-l", "-c", "--lcores", "--main-lcore", "--master-lcore" };
+	for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+		size_t n = strlen(opts[i]);
+		if (strncmp(arg, opts[i], n) == 0 && (n == 2 || arg[n] == '\0' || arg[n] == '='))
+			return true;
+	}
+	return false;
+}
+
+static long free_hugepages(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long n = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+static const char *eal_hint(int argc, char **argv)
+{
+	bool no_huge = false;
+	for (int i = 0; i < argc; i++)
+		no_huge |= strcmp(argv[i], "--no-huge") == 0;
+	if (geteuid() != 0)
+		return " (the EAL needs root, or CAP_SYS_ADMIN and CAP_IPC_LOCK)";
+	if (!no_huge && free_hugepages() == 0)
+		return " (no free hugepages: reserve some, e.g. echo 64 > /proc/sys/vm/nr_hugepages, or pass --no-huge)";
+	return "";
+}
+
+static int eal_init(const struct api_conf *conf)
+{
+	int argc = 0;
+	char **argv = calloc((size_t)conf->eal_argc + 2, sizeof *argv);
+	bool pinned_by_eal = false;
+	cpu_set_t before;
+	int ret;
+
+	if (!argv) {
+		fprintf(stderr, "dpdk: out of memory\n");
+		return -1;
+	}
+	/* rte_eal_init() permutes its argv and keeps pointers into it. */
+	argv[argc++] = "cnfperf-engine";
+	for (int i = 0; i < conf->eal_argc; i++) {
+		if (i == 0 && strcmp(conf->eal_argv[i], "--") == 0)
+			continue;
+		pinned_by_eal |= lcore_option(conf->eal_argv[i]);
+		argv[argc++] = conf->eal_argv[i];
+	}
+	/* DPDK 22.11 logs to stdout by default, and stdout carries our JSON.
+	 * Its start-up INFO lines would bury our own errors; --log-level after
+	 * -- still overrides this. */
+	rte_openlog_stream(stderr);
+	rte_log_set_global_level(RTE_LOG_WARNING);
+	pthread_getaffinity_np(pthread_self(), sizeof before, &before);
+
+	/* vhost-user and memif talk to their peer over a unix socket without
+	 * MSG_NOSIGNAL: a peer that exits first must not kill us with SIGPIPE
+	 * while we close. */
+	struct sigaction old;
+	if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+		signal(SIGPIPE, SIG_IGN);
+
+	eal.tried = true;
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		fprintf(stderr, "dpdk: EAL initialisation failed: %s%s\n",
+			rte_strerror(rte_errno), eal_hint(argc, argv));
+		return -1;
+	}
+	/* Without -l/--lcores the EAL pins the main thread to the first allowed
+	 * core, which would silently undo the engine's --cpu; keep ours then. */
+	if (!pinned_by_eal)
+		pthread_setaffinity_np(pthread_self(), sizeof before, &before);
+	return 0;
+}
+
+/* The telemetry socket outlives rte_eal_cleanup() and, with --in-memory,
+ * is all that keeps the runtime directory (/var/run/dpdk/PREFIX) alive. The
+ * prefix is this process's own, so nobody else can be using either. */
+static void remove_runtime_dir(const char *dir)
+{
+	static const char *const sockets[] = { "dpdk_telemetry.v2", "telemetry" };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof sockets / sizeof *sockets; i++) {
+		if (snprintf(path, sizeof path, "%s/%s", dir, sockets[i]) < (int)sizeof path)
+			unlink(path);
+	}
+	rmdir(dir);              /* fails, as it should, if other files remain */
+}
+
+static void eal_release(void)
+{
+	char dir[PATH_MAX];
+
+	if (--eal.users > 0)
+		return;
+	for (unsigned i = 0; i < eal.npools; i++)
+		rte_mempool_free(eal.pools[i]);
+	eal.npools = 0;
+	bool have_dir = snprintf(dir, sizeof dir, "%s", rte_eal_get_runtime_dir()) < (int)sizeof dir;
+	rte_eal_cleanup();
+	if (have_dir)
+		remove_runtime_dir(dir);
+}
+
+/* ---- links: when a port is worth using, and when it is empty */
+
+enum link_kind { LINK_WIRE, LINK_PEER_LISTENER, LINK_PEER_CONNECTOR };
+
+/* Two ways a link comes up: the PMD reports a wire (PCI, af_packet, af_xdp:
+ * at once or within seconds), or a peer process joins over a unix socket
+ * (vhost-user, memif) and one side listens for the other. */
+static enum link_kind link_kind(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da = info->device ? rte_dev_devargs(info->device) : NULL;
+	const char *args = da && da->args ? da->args : "";
+	const char *drv = info->driver_name ? info->driver_name : "";
+	bool listener;
+
+	if (strcmp(drv, "net_vhost") == 0)
+		listener = !strstr(args, "client=1");
+	else if (strcmp(drv, "net_memif") == 0)
+		listener = !strstr(args, "role=client") && !strstr(args, "role=slave");
+	else if (strcmp(drv, "net_virtio_user") == 0)
+		listener = strstr(args, "server=1") != NULL;
+	else
+		return LINK_WIRE;
+	return listener ? LINK_PEER_LISTENER : LINK_PEER_CONNECTOR;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 }, NULL);
+}
+
+/* A listener that receives must not wait: its peer is started only once it
+ * is ready. Nor must fwd's egress port (opened second, tx only), whose peer
+ * also waits for fwd to be ready. Everyone else waits for a peer that comes
+ * on its own (OVS connecting, a receiver started first), a sender longest.
+ * A peer link reports up when the handshake is done, but the far side still
+ * enables its rings one by one (vhost) or has not reached its poll loop: the
+ * first bursts would be refused or dropped, so give it a moment. */
+static void wait_link(struct dpdk *d, enum link_kind kind, const struct api_conf *conf)
+{
+	int wait_ms = conf->rx ? LINK_WAIT_OTHER_MS : LINK_WAIT_SENDER_MS;
+	struct rte_eth_link link;
+
+	if (kind == LINK_PEER_LISTENER && (conf->rx || eal.users > 1))
+		return;
+	for (int waited = 0;; waited += 10) {
+		memset(&link, 0, sizeof link);
+		if (rte_eth_link_get_nowait(d->port, &link) != 0)
+			return;          /* no link report at all counts as up */
+		if (link.link_status == RTE_ETH_LINK_UP) {
+			if (kind != LINK_WIRE)
+				sleep_ms(PEER_SETTLE_MS);
+			return;
+		}
+		if (waited >= wait_ms)
+			break;
+		sleep_ms(10);
+	}
+	fprintf(stderr, "dpdk: port %u (%s) link still down after %d s, going on\n",
+		d->port, d->name, wait_ms / 1000);
+}
+
+/* Frames a PMD has accepted may still wait in a ring for the other side:
+ * virtio_user and memif leave them in shared memory for the peer process,
+ * which may be descheduled for a while on a busy host, and stopping the port
+ * drops them. vhost copies into the peer's ring inside tx_burst; a NIC
+ * empties its ring in microseconds. These PMDs cannot tell when their ring
+ * is empty (no tx_descriptor_status, no tx_done_cleanup), so close() waits. */
+static unsigned drain_ms(const struct rte_eth_dev_info *info, enum link_kind kind)
+{
+	if (kind == LINK_WIRE)
+		return WIRE_DRAIN_MS;
+	return strcmp(info->driver_name, "net_vhost") == 0 ? 0 : PEER_DRAIN_MS;
+}
+
+/* ---- port set-up */
+
+static unsigned pool_size(unsigned nq, unsigned nb_rxd, unsigned nb_txd, unsigned burst)
+{
+	/* Every rx descriptor holds an mbuf, a full tx ring holds the rest, the
+	 * role holds a few bursts and the lcore cache may keep 1.5x its size. */
+	unsigned need = nq * (nb_rxd + nb_txd) + 4 * burst + POOL_CACHE * 3 / 2 + POOL_CACHE;
+	unsigned n = 1024;
+	while (n - 1 < need)
+		n <<= 1;
+	return n - 1;            /* 2^k - 1 is the mempool's best size */
+}
+
+static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, const struct api_conf *conf)
+{
+	uint16_t nq = (uint16_t)(d->queue + 1);
+	uint16_t nb_rxd = info->default_rxportconf.ring_size ? info->default_rxportconf.ring_size
+							     : RTE_ETH_DEV_FALLBACK_RX_RINGSIZE;
+	uint16_t nb_txd = info->default_txportconf.ring_size ? info->default_txportconf.ring_size
+							     : RTE_ETH_DEV_FALLBACK_TX_RINGSIZE;
+	struct rte_eth_conf eth = { 0 };
+	unsigned room = RTE_MBUF_DEFAULT_DATAROOM;
+	char pool_name[RTE_MEMPOOL_NAMESIZE];
+	unsigned n;
+	int ret;
+
+	if (nq > info->max_rx_queues || nq > info->max_tx_queues) {
+		fprintf(stderr, "dpdk: port %u (%s) has %u rx / %u tx queues, queue %u does not exist\n",
+			d->port, d->name, info->max_rx_queues, info->max_tx_queues, d->queue);
+		return -1;
+	}
+	if (conf->frame_size > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN) {
+		eth.rxmode.mtu = (uint32_t)(conf->frame_size - RTE_ETHER_HDR_LEN);
+		room = conf->frame_size;
+	}
+	ret = rte_eth_dev_configure(d->port, nq, nq, &eth);
+	if (ret == 0)
+		ret = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nb_rxd, &nb_txd);
+	if (ret != 0) {
+		fprintf(stderr, "dpdk: cannot configure port %u (%s): %s\n", d->port, d->name, rte_strerror(-ret));
+		return -1;
+	}
+
+	n = pool_size(nq, nb_rxd, nb_txd, conf->burst);
+	snprintf(pool_name, sizeof pool_name, "cnfp_mbuf_%u", d->port);
+	d->pool = rte_pktmbuf_pool_create(pool_name, n, POOL_CACHE, 0,
+					  (uint16_t)(RTE_PKTMBUF_HEADROOM + room), SOCKET_ID_ANY);
+	if (!d->pool) {
+		fprintf(stderr, "dpdk: cannot create a pool of %u mbufs (%.1f MB) for port %u: %s"
+			" (give the EAL more hugepage memory, e.g. -m 64)\n",
+			n, n * (double)(RTE_PKTMBUF_HEADROOM + room + sizeof(struct rte_mbuf)) / 1e6,
+			d->port, rte_strerror(rte_errno));
+		return -1;
+	}
+	eal.pools[eal.npools++] = d->pool;
+	d->capacity = (uint16_t)room;
+
+	int sock = rte_eth_dev_socket_id(d->port);
+	unsigned socket = sock < 0 ? (unsigned)SOCKET_ID_ANY : (unsigned)sock;
+	for (uint16_t q = 0; q < nq; q++) {
+		ret = rte_eth_rx_queue_setup(d->port, q, nb_rxd, socket, NULL, d->pool);
+		if (ret == 0)
+			ret = rte_eth_tx_queue_setup(d->port, q, nb_txd, socket, NULL);
+		if (ret != 0) {
+			fprintf(stderr, "dpdk: cannot set up queue %u of port %u (%s): %s\n",
+				q, d->port, d->name, rte_strerror(-ret));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int dpdk_open(struct api *a, const struct api_conf *conf)
+{
+	struct dpdk *d = a->priv;
+	struct rte_eth_dev_info info;
+	int ret;
+
+	if (conf->port < 0 || conf->port >= RTE_MAX_ETHPORTS || conf->queue < 0 || conf->queue > UINT16_MAX - 1) {
+		fprintf(stderr, "dpdk: port %d / queue %d out of range\n", conf->port, conf->queue);
+		return -1;
+	}
+	if (eal.npools >= MAX_POOLS) {
+		fprintf(stderr, "dpdk: at most %d ports per process\n", MAX_POOLS);
+		return -1;
+	}
+	if (eal.users == 0) {
+		if (eal.tried) {
+			fprintf(stderr, "dpdk: the EAL cannot be initialised twice in one process\n");
+			return -1;
+		}
+		if (eal_init(conf) != 0)
+			return -1;
+	}
+	eal.users++;
+
+	d->port = (uint16_t)conf->port;
+	d->queue = (uint16_t)conf->queue;
+	if (!rte_eth_dev_is_valid_port(d->port)) {
+		fprintf(stderr, "dpdk: port %u not found, the EAL found %u port(s)"
+			" (name the device after --, e.g. --vdev net_virtio_user0,path=SOCKET)\n",
+			d->port, rte_eth_dev_count_avail());
+		goto fail;
+	}
+	if (rte_eth_dev_get_name_by_port(d->port, d->name) != 0)
+		snprintf(d->name, sizeof d->name, "?");
+	ret = rte_eth_dev_info_get(d->port, &info);
+	if (ret != 0) {
+		fprintf(stderr, "dpdk: cannot query port %u (%s): %s\n", d->port, d->name, rte_strerror(-ret));
+		goto fail;
+	}
+	if (setup_queues(d, &info, conf) != 0)
+		goto fail;
+	ret = rte_eth_dev_start(d->port);
+	if (ret != 0) {
+		fprintf(stderr, "dpdk: cannot start port %u (%s): %s\n", d->port, d->name, rte_strerror(-ret));
+		goto fail;
+	}
+	/* Receivers must see frames for any MAC; PMDs without a filter say ENOTSUP. */
+	ret = rte_eth_promiscuous_enable(d->port);
+	if (ret != 0 && ret != -ENOTSUP)
+		fprintf(stderr, "dpdk: port %u (%s): promiscuous mode not set: %s\n",
+			d->port, d->name, rte_strerror(-ret));
+	struct rte_ether_addr mac;
+	if (rte_eth_macaddr_get(d->port, &mac) == 0)
+		memcpy(a->mac, mac.addr_bytes, sizeof a->mac);
+	enum link_kind kind = link_kind(&info);
+	d->drain_ms = conf->tx ? drain_ms(&info, kind) : 0;
+	wait_link(d, kind, conf);
+	return 0;
+
+fail:
+	if (rte_eth_dev_is_valid_port(d->port))
+		rte_eth_dev_close(d->port);
+	eal_release();
+	return -1;
+}
+
+/* ---- the hot path: thin conversions between struct pkt and mbufs */
+
+static uint16_t dpdk_tx_alloc(struct api *a, struct pkt *pkts, uint16_t n)
+{
+	struct dpdk *d = a->priv;
+	struct rte_mbuf *m[API_MAX_BURST];
+
+	if (rte_pktmbuf_alloc_bulk(d->pool, m, n) != 0)
+		return 0;
+	for (uint16_t i = 0; i < n; i++) {
+		pkts[i].data = rte_pktmbuf_mtod(m[i], uint8_t *);
+		pkts[i].len = d->capacity;
+		pkts[i].priv = m[i];
+	}
+	return n;
+}
+
+static uint16_t dpdk_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
+{
+	struct dpdk *d = a->priv;
+	struct rte_mbuf *m[API_MAX_BURST];
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *mb = pkts[i].priv;
+		/* data may have moved (a role may strip or prepend a header) */
+		mb->data_off = (uint16_t)(pkts[i].data - (uint8_t *)mb->buf_addr);
+		mb->data_len = pkts[i].len;
+		mb->pkt_len = pkts[i].len;
+		m[i] = mb;
+	}
+	return rte_eth_tx_burst(d->port, d->queue, m, n);
+}
+
+static uint16_t dpdk_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
+{
+	struct dpdk *d = a->priv;
+	struct rte_mbuf *m[API_MAX_BURST];
+	uint16_t k = rte_eth_rx_burst(d->port, d->queue, m, n);
+
+	/* Frames written by a peer on another core are cold here: start loading
+	 * all of them before the role parses the first. */
+	for (uint16_t i = 0; i < k; i++)
+		rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
+	for (uint16_t i = 0; i < k; i++) {
+		pkts[i].data = rte_pktmbuf_mtod(m[i], uint8_t *);
+		pkts[i].len = m[i]->data_len;   /* no scatter: one segment per frame */
+		pkts[i].priv = m[i];
+	}
+	return k;
+}
+
+static void dpdk_release(struct api *a, struct pkt *pkts, uint16_t n)
+{
+	struct rte_mbuf *m[API_MAX_BURST];
+	(void)a;
+	for (uint16_t i = 0; i < n; i++)
+		m[i] = pkts[i].priv;
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+static void dpdk_stats(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)
+{
+	struct dpdk *d = a->priv;
+	struct rte_eth_stats st;
+
+	if (rte_eth_stats_get(d->port, &st) != 0)
+		return;
+	*rx_dropped = st.imissed + st.rx_nombuf + st.ierrors;
+	*tx_errors = st.oerrors;
+}
+
+static void dpdk_close(struct api *a)
+{
+	struct dpdk *d = a->priv;
+	struct rte_eth_stats st;
+	int ret;
+
+	if (d->drain_ms && rte_eth_stats_get(d->port, &st) == 0 && st.opackets)
+		sleep_ms(d->drain_ms);
+	ret = rte_eth_dev_stop(d->port);
+	if (ret != 0)
+		fprintf(stderr, "dpdk: stopping port %u (%s): %s\n", d->port, d->name, rte_strerror(-ret));
+	rte_eth_dev_close(d->port);
+	eal_release();
+}
+
+const struct api_ops api_dpdk_ops = {
+	.name = "dpdk",
+	.l2 = true,
+	.thread_safe_rxtx = true,        /* separate rx and tx queues; mempools are MP/MC safe */
+	.tx_foreign = true,              /* an mbuf goes back to its own pool whoever frees it */
+	.priv_size = sizeof(struct dpdk),
+	.open = dpdk_open,
+	.tx_alloc = dpdk_tx_alloc,
+	.tx_burst = dpdk_tx_burst,
+	.rx_burst = dpdk_rx_burst,
+	.release = dpdk_release,
+	.stats = dpdk_stats,
+	.close = dpdk_close,
+};

@@ -1,0 +1,473 @@
+"""End to end: the kernel-bypass apis (mmap, xdp, dpdk) through the engine's real roles.
+
+Kernel interfaces: a veth pair between two `cnfp` namespaces. DPDK: its af_packet and
+af_xdp PMDs on that veth (how paper 004 ran DPDK without a supported NIC), vhost-user
+between two engine processes (net_vhost server in one, virtio_user in the other) and
+memif. Every run is short and slow (20k pps, 1 s): these tests check accounting and
+clean teardown, the benchmarks in bench/ check speed.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import glob
+import json
+import os
+import queue
+import secrets
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import leak
+
+pytestmark = pytest.mark.e2e
+
+RATE = "20k"
+DURATION = "1"
+HUGEPAGES = 128           # 2 MB pages for up to two DPDK processes at a time
+EAL_MEMORY_MB = "64"
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(engine: Path) -> tuple[str, ...]:
+    out = subprocess.run([str(engine), "--version"], capture_output=True, text=True, timeout=10)
+    return tuple(json.loads(out.stdout)["apis"])
+
+
+def need(engine: Path, api: str) -> None:
+    if api not in _compiled(engine):
+        pytest.skip(f"api {api} is not compiled into {engine.name} (has {', '.join(_compiled(engine))})")
+
+
+class Engine:
+    """One engine process; its JSON lines are read on a thread so waits can time out."""
+
+    def __init__(self, argv: list[str], netns: str | None = None):
+        prefix = ["ip", "netns", "exec", netns] if netns else []
+        self.argv = prefix + [str(a) for a in argv]
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, stdin=subprocess.DEVNULL)
+        self.records: list[dict] = []
+        self._lines: queue.Queue = queue.Queue()
+        self._stderr: list[str] = []
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+        threading.Thread(target=lambda: self._stderr.extend(self.proc.stderr), daemon=True).start()
+
+    def _pump_stdout(self) -> None:
+        for line in self.proc.stdout:
+            rec = json.loads(line)      # anything but JSON on stdout is a bug
+            self.records.append(rec)
+            self._lines.put(rec)
+        self._lines.put(None)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._stderr)
+
+    def ready(self, timeout: float = 30) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                rec = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no ready record within {timeout} s from {' '.join(self.argv)}")
+            if rec is None:
+                self.proc.wait(timeout=10)
+                pytest.fail(f"engine exited {self.proc.returncode} before ready:\n{self.stderr}")
+            if rec["type"] == "ready":
+                return rec
+
+    def summary(self, timeout: float = 30) -> dict:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"engine still running after {timeout} s: {' '.join(self.argv)}")
+        time.sleep(0.05)    # let the reader thread take the last line
+        assert self.proc.returncode == 0, f"engine exited {self.proc.returncode}:\n{self.stderr}"
+        found = [r for r in self.records if r["type"] == "summary"]
+        assert len(found) == 1, f"expected one summary, got {len(found)}:\n{self.stderr}"
+        return found[0]
+
+    def stop(self) -> dict:
+        self.proc.send_signal(signal.SIGINT)
+        return self.summary()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def engines():
+    """Starts engines; whatever happens, none outlives the block."""
+    started: list[Engine] = []
+
+    def start(argv: list[str], netns: str | None = None) -> Engine:
+        e = Engine(argv, netns)
+        started.append(e)
+        return e
+    try:
+        yield start
+    finally:
+        for e in started:
+            e.kill()
+
+
+def run_send_recv(start, recv_argv, send_argv, recv_ns=None, send_ns=None, recv_first=True):
+    """recv first (--duration 0), then send; SIGINT the receiver once the sender is done.
+    With recv_first=False the sender starts first (it is the vhost server and waits
+    for its link) and the receiver, a virtio_user client, connects to it."""
+    if recv_first:
+        rx = start(recv_argv, recv_ns)
+        rx.ready()
+        tx = start(send_argv, send_ns)
+    else:
+        tx = start(send_argv, send_ns)
+        time.sleep(0.5)
+        rx = start(recv_argv, recv_ns)
+        rx.ready()
+    sent = tx.summary()
+    time.sleep(0.5)     # a TPACKET_V3 block retires on a timer: let the last one arrive
+    received = rx.stop()
+    return sent, received
+
+
+def counts(summary: dict) -> str:
+    """The summary without its histogram, for assertion messages."""
+    return json.dumps({k: v for k, v in summary.items() if k != "latency"})
+
+
+def assert_lossless(sent: dict, received: dict) -> None:
+    assert sent["tx_packets"] > 0, counts(sent)
+    assert received["rx_packets"] == sent["tx_packets"], f"sent {counts(sent)}\nreceived {counts(received)}"
+    for key in ("lost", "bad", "corrupt", "reordered", "duplicate"):
+        assert received[key] == 0, f"{key}: {counts(received)}"
+    lat = received["latency"]
+    assert lat["count"] == received["rx_packets"]
+    assert 0 < lat["min_ns"] <= lat["p50_ns"] <= lat["p99_ns"] <= lat["max_ns"]
+
+
+def flow(role: str, me: "End", peer: "End") -> list[str]:
+    """Addresses of one endpoint: a sender aims at its peer, a receiver binds to itself."""
+    args = ["--src-mac", me.mac, "--src-ip", me.ip, "--sport", "9000"]
+    if role in ("send", "client"):
+        args += ["--dst-mac", peer.mac, "--dst-ip", peer.ip, "--dport", "9000"]
+    return args
+
+
+def traffic(role: str) -> list[str]:
+    if role in ("send", "client"):
+        return ["--rate", RATE, "--duration", DURATION, "--interval", "0"]
+    return ["--duration", "0", "--interval", "0"]
+
+
+@dataclass
+class End:
+    netns: str
+    iface: str
+    mac: str
+    ip: str
+
+
+@dataclass
+class Pair:
+    a: End
+    b: End
+
+    def xdp_programs(self) -> list[str]:
+        found = []
+        for end in (self.a, self.b):
+            out = subprocess.run(["ip", "-n", end.netns, "-o", "link", "show", end.iface],
+                                 capture_output=True, text=True, check=True).stdout
+            if " xdp" in out:
+                found.append(out.strip())
+        return found
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+@pytest.fixture
+def veth(no_leftovers):
+    """Two namespaces joined by a veth pair, IPv6 off so nothing but our frames flows."""
+    tag = secrets.token_hex(2)
+    pair = Pair(End(f"cnfpx{tag}a", f"cnfpx{tag}a", "02:00:5e:01:00:0a", "10.99.0.1"),
+                End(f"cnfpx{tag}b", f"cnfpx{tag}b", "02:00:5e:01:00:0b", "10.99.0.2"))
+    made: list[str] = []
+    try:
+        for end in (pair.a, pair.b):
+            _ip("netns", "add", end.netns)
+            made.append(end.netns)
+            subprocess.run(["ip", "netns", "exec", end.netns, "sysctl", "-qw",
+                            "net.ipv6.conf.all.disable_ipv6=1"], check=True)
+        _ip("link", "add", pair.a.iface, "netns", pair.a.netns, "address", pair.a.mac, "type", "veth",
+            "peer", "name", pair.b.iface, "netns", pair.b.netns, "address", pair.b.mac)
+        for end in (pair.a, pair.b):
+            _ip("-n", end.netns, "link", "set", end.iface, "up")
+        yield pair
+        assert not pair.xdp_programs(), "XDP program left attached"
+    finally:
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+# ---------------------------------------------------------------- kernel interfaces
+
+def test_mmap_send_recv(engine, veth):
+    need(engine, "mmap")
+    a, b = veth.a, veth.b
+    with engines() as start:
+        sent, received = run_send_recv(
+            start,
+            [engine, "recv", "--api", "mmap", "--iface", b.iface, *flow("recv", b, a), *traffic("recv")],
+            [engine, "send", "--api", "mmap", "--iface", a.iface, *flow("send", a, b), *traffic("send")],
+            recv_ns=b.netns, send_ns=a.netns)
+    assert_lossless(sent, received)
+    assert sent["api"] == received["api"] == "mmap"
+
+
+@pytest.mark.parametrize("mode", ["copy", "skb"])
+def test_xdp_send_recv(engine, veth, mode):
+    need(engine, "xdp")
+    a, b = veth.a, veth.b
+    xdp = ["--api", "xdp", "--xdp-mode", mode]
+    with engines() as start:
+        rx = start([engine, "recv", *xdp, "--iface", b.iface, *flow("recv", b, a), *traffic("recv")], b.netns)
+        rx.ready()
+        attached = veth.xdp_programs()
+        assert len(attached) == 1 and b.iface in attached[0], attached   # the sender needs none
+        assert ("xdpgeneric" in attached[0]) == (mode == "skb"), attached
+        tx = start([engine, "send", *xdp, "--iface", a.iface, *flow("send", a, b), *traffic("send")], a.netns)
+        sent = tx.summary()
+        time.sleep(0.3)
+        received = rx.stop()
+    assert_lossless(sent, received)
+    assert not veth.xdp_programs()
+
+
+def test_xdp_client_server(engine, veth):
+    """Frames the server receives go back out of the same umem without a copy."""
+    need(engine, "xdp")
+    a, b = veth.a, veth.b
+    xdp = ["--api", "xdp", "--xdp-mode", "copy"]
+    with engines() as start:
+        srv = start([engine, "server", *xdp, "--iface", b.iface, *flow("server", b, a), *traffic("server")],
+                    b.netns)
+        srv.ready()
+        cli = start([engine, "client", *xdp, "--iface", a.iface, *flow("client", a, b), "--rate", "5k",
+                     "--duration", DURATION, "--interval", "0"], a.netns)
+        rtt = cli.summary()
+        served = srv.stop()
+    assert rtt["tx_packets"] > 0
+    assert rtt["rx_packets"] == rtt["tx_packets"] == served["rx_packets"], f"{counts(rtt)}\n{counts(served)}"
+    assert rtt["lost"] == 0 and rtt["latency"]["kind"] == "rtt"
+    assert 0 < rtt["latency"]["p50_ns"] <= rtt["latency"]["max_ns"]
+
+
+@pytest.mark.parametrize("api", ["mmap", "xdp"])
+def test_open_failure_is_one_clear_line(engine, api):
+    need(engine, api)
+    done = subprocess.run([str(engine), "recv", "--api", api, "--iface", "cnfpx-nosuch", "--duration", "1"],
+                          capture_output=True, text=True, timeout=20)
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{api}: ") and "cnfpx-nosuch" in lines[0], lines
+
+
+@pytest.mark.parametrize("api", ["mmap", "xdp"])
+def test_frames_over_the_mtu_are_refused_at_open(engine, veth, api):
+    """The kernel would drop them after the api accepted them: refuse up front."""
+    need(engine, api)
+    a, b = veth.a, veth.b
+    done = subprocess.run(["ip", "netns", "exec", a.netns, str(engine), "send", "--api", api, "--iface", a.iface,
+                           *flow("send", a, b), "--size", "1600", "--duration", "1"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1, done
+    assert done.stderr.strip() == f"{api}: 1600-byte frames do not fit the MTU 1500 of {a.iface}"
+
+
+def test_xdp_zerocopy_on_veth_says_how_to_fix(engine, veth, no_leftovers):
+    need(engine, "xdp")
+    done = subprocess.run(["ip", "netns", "exec", veth.b.netns, str(engine), "recv", "--api", "xdp",
+                           "--xdp-mode", "zerocopy", "--iface", veth.b.iface, "--duration", "1"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1, done
+    assert "zerocopy" in done.stderr and "--xdp-mode copy" in done.stderr, done.stderr
+
+
+# ---------------------------------------------------------------- DPDK
+
+def _meminfo(key: str) -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.fixture(scope="module")
+def hugepages():
+    """Adds HUGEPAGES 2 MB pages to the pool (others may be using theirs) and mounts
+    hugetlbfs at /dev/hugepages if nothing is mounted there; undoes both."""
+    if not leak.is_root():
+        pytest.skip("end-to-end: needs root")
+    nr = Path("/proc/sys/vm/nr_hugepages")
+    before = int(nr.read_text())
+    nr.write_text(str(before + HUGEPAGES))
+    mounted = made_dir = False
+    try:
+        if int(nr.read_text()) < before + HUGEPAGES:
+            pytest.skip(f"the kernel could not reserve {HUGEPAGES} more 2 MB hugepages")
+        with open("/proc/mounts") as f:
+            mounts = [line.split() for line in f]
+        if not any(m[1] == "/dev/hugepages" and m[2] == "hugetlbfs" for m in mounts):
+            made_dir = not os.path.isdir("/dev/hugepages")
+            os.makedirs("/dev/hugepages", exist_ok=True)
+            subprocess.run(["mount", "-t", "hugetlbfs", "-o", "pagesize=2M", "nodev", "/dev/hugepages"],
+                           check=True)
+            mounted = True
+        yield
+    finally:
+        if mounted:
+            subprocess.run(["umount", "/dev/hugepages"], check=False)
+            if made_dir:
+                os.rmdir("/dev/hugepages")
+        # Give back only what we added: another user may have changed the count meanwhile.
+        nr.write_text(str(max(0, int(nr.read_text()) - HUGEPAGES)))
+
+
+@pytest.fixture
+def dpdk(engine, hugepages, tmp_path, no_leftovers):
+    """EAL arguments per process: its own file prefix, small memory, no PCI scan,
+    memory in memfds (--in-memory: no hugepage files, nothing under /var/run/dpdk)."""
+    need(engine, "dpdk")
+    tag = secrets.token_hex(2)
+    sockets = tmp_path / "sockets"
+    sockets.mkdir()
+
+    def eal(name: str, *vdevs: str) -> list[str]:
+        args = ["--", "--file-prefix", f"cnfpx{tag}{name}", "-m", EAL_MEMORY_MB, "--no-pci",
+                "--in-memory", "--single-file-segments"]
+        for v in vdevs:
+            args += ["--vdev", v]
+        return args
+
+    yield eal, sockets
+    assert not glob.glob(f"/var/run/dpdk/cnfpx{tag}*"), "DPDK runtime directory left"
+    assert not list(sockets.iterdir()), f"sockets left: {list(sockets.iterdir())}"
+
+
+# virtio_user rings default to 256 descriptors: a few ms at 20k pps, less than one
+# scheduler slice when the test shares its cores with other busy pollers.
+QUEUE_SIZE = "queue_size=1024"
+VHOST = End("", "", "02:00:5e:02:00:01", "10.99.1.1")
+VIRTIO = End("", "", "02:00:5e:02:00:02", "10.99.1.2")
+
+
+@pytest.mark.parametrize("vhost_role", ["recv", "send"])
+def test_dpdk_vhost_virtio_send_recv(engine, dpdk, vhost_role):
+    """Both directions: the vhost-user server may be the receiver or the sender."""
+    eal, sockets = dpdk
+    sock = sockets / "vhost0.sock"
+    vhost = eal("vh", f"net_vhost0,iface={sock},queues=1")
+    virtio = eal("vu", f"net_virtio_user0,path={sock},queues=1,{QUEUE_SIZE},mac={VIRTIO.mac}")
+    if vhost_role == "recv":
+        recv_argv = [engine, "recv", "--api", "dpdk", *flow("recv", VHOST, VIRTIO), *traffic("recv"), *vhost]
+        send_argv = [engine, "send", "--api", "dpdk", *flow("send", VIRTIO, VHOST), *traffic("send"), *virtio]
+    else:
+        recv_argv = [engine, "recv", "--api", "dpdk", *flow("recv", VIRTIO, VHOST), *traffic("recv"), *virtio]
+        send_argv = [engine, "send", "--api", "dpdk", *flow("send", VHOST, VIRTIO), *traffic("send"), *vhost]
+    with engines() as start:
+        sent, received = run_send_recv(start, recv_argv, send_argv, recv_first=vhost_role == "recv")
+    assert_lossless(sent, received)
+
+
+def test_dpdk_vhost_virtio_client_server(engine, dpdk):
+    eal, sockets = dpdk
+    sock = sockets / "vhost0.sock"
+    with engines() as start:
+        srv = start([engine, "server", "--api", "dpdk", *flow("server", VHOST, VIRTIO), *traffic("server"),
+                     *eal("vh", f"net_vhost0,iface={sock},queues=1")])
+        srv.ready()
+        cli = start([engine, "client", "--api", "dpdk", *flow("client", VIRTIO, VHOST), "--rate", "5k",
+                     "--duration", DURATION, "--interval", "0",
+                     *eal("vu", f"net_virtio_user0,path={sock},queues=1,{QUEUE_SIZE},mac={VIRTIO.mac}")])
+        rtt = cli.summary()
+        served = srv.stop()
+    assert rtt["tx_packets"] > 0
+    assert rtt["rx_packets"] == rtt["tx_packets"] == served["rx_packets"], f"{counts(rtt)}\n{counts(served)}"
+    assert rtt["lost"] == 0 and rtt["latency"]["kind"] == "rtt"
+    assert 0 < rtt["latency"]["min_ns"] <= rtt["latency"]["p99_ns"] <= rtt["latency"]["max_ns"]
+
+
+def test_dpdk_fwd_between_two_vhost_ports(engine, dpdk):
+    """One fwd process, two ports, one EAL: sender -> vhost0 | fwd | vhost1 -> receiver."""
+    eal, sockets = dpdk
+    s_in, s_out = sockets / "in.sock", sockets / "out.sock"
+    rx_end = End("", "", "02:00:5e:03:00:02", "10.99.2.2")
+    tx_end = End("", "", "02:00:5e:03:00:01", "10.99.2.1")
+    with engines() as start:
+        fwd = start([engine, "fwd", "--api", "dpdk", "--port", "0", "--port2", "1", "--dst-mac", rx_end.mac,
+                     "--duration", "0", "--interval", "0",
+                     *eal("fw", f"net_vhost0,iface={s_in},queues=1", f"net_vhost1,iface={s_out},queues=1")])
+        fwd.ready()
+        sent, received = run_send_recv(
+            start,
+            [engine, "recv", "--api", "dpdk", *flow("recv", rx_end, tx_end), *traffic("recv"),
+             *eal("rx", f"net_virtio_user0,path={s_out},queues=1,{QUEUE_SIZE},mac={rx_end.mac}")],
+            [engine, "send", "--api", "dpdk", *flow("send", tx_end, rx_end), *traffic("send"),
+             *eal("tx", f"net_virtio_user0,path={s_in},queues=1,{QUEUE_SIZE},mac={tx_end.mac}")])
+        forwarded = fwd.stop()
+    assert_lossless(sent, received)
+    assert forwarded["rx_packets"] == forwarded["tx_packets"] == sent["tx_packets"], counts(forwarded)
+
+
+def test_dpdk_memif(engine, dpdk):
+    """memif role=server listens (opened first, as receivers are), role=client connects."""
+    eal, sockets = dpdk
+    sock = sockets / "memif0.sock"
+    with engines() as start:
+        sent, received = run_send_recv(
+            start,
+            [engine, "recv", "--api", "dpdk", *flow("recv", VHOST, VIRTIO), *traffic("recv"),
+             *eal("ms", f"net_memif0,role=server,socket={sock}")],
+            [engine, "send", "--api", "dpdk", *flow("send", VIRTIO, VHOST), *traffic("send"),
+             *eal("mc", f"net_memif0,role=client,socket={sock}")])
+    assert_lossless(sent, received)
+
+
+@pytest.mark.parametrize("pmd", ["af_packet", "af_xdp"])
+def test_dpdk_kernel_pmd_on_veth(engine, dpdk, veth, pmd):
+    eal, _ = dpdk
+    a, b = veth.a, veth.b
+
+    def vdev(end: End) -> str:
+        if pmd == "af_packet":
+            return f"net_af_packet0,iface={end.iface},qpairs=1"
+        return f"net_af_xdp0,iface={end.iface},start_queue=0,queue_count=1"
+    with engines() as start:
+        sent, received = run_send_recv(
+            start,
+            [engine, "recv", "--api", "dpdk", *flow("recv", b, a), *traffic("recv"), *eal("r", vdev(b))],
+            [engine, "send", "--api", "dpdk", *flow("send", a, b), *traffic("send"), *eal("s", vdev(a))],
+            recv_ns=b.netns, send_ns=a.netns)
+    assert_lossless(sent, received)
+
+
+def test_dpdk_without_a_port_fails_clearly(engine, dpdk):
+    eal, _ = dpdk
+    done = subprocess.run([str(engine), "recv", "--api", "dpdk", "--duration", "1", *eal("np")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    ours = [line for line in done.stderr.splitlines() if line.startswith("dpdk: ")]
+    assert len(ours) == 1 and "port 0 not found" in ours[0] and "--vdev" in ours[0], done.stderr
