@@ -5,9 +5,11 @@ One veth pair between two namespaces; sender on cpu 0, receiver on cpu 1 (the
 veth's receive softirq runs on the sender's core, for every tool alike); 64 B
 frames, burst 32, as fast as possible.
 
-  PACKET_MMAP:  engine mmap send -> recv   vs  trafgen (TX_RING, qdisc bypass; counted
-                by the receiving veth) and testpmd with the af_packet PMD (txonly -> rxonly)
-  AF_XDP:       engine xdp send -> recv    vs  testpmd with the af_xdp PMD (txonly -> rxonly)
+  PACKET_MMAP:  engine mmap send -> recv   vs  testpmd with the af_packet PMD (txonly -> rxonly);
+                engine mmap send alone vs trafgen alone (TX_RING, qdisc bypass), both counted
+                by the receiving veth with no receiver running
+  AF_XDP:       engine xdp send -> recv    vs  testpmd with the af_xdp PMD (txonly -> rxonly);
+                also the engine's dpdk api over that same af_xdp PMD
 
 Rates are medians of per-second samples, the first partial second left out.
 Not a test: run it on a quiet host, as root:
@@ -18,21 +20,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from engine_dpdk import (BURST, ENGINE, RECEIVER_CPU, SENDER_CPU, SIZE, Result, busy_share, eal,
-                         engine_pair, hugepages, machine, median_steady, print_table, processes,
-                         testpmd_pair)
+from engine_dpdk import (BURST, DST_MAC, ENGINE, RECEIVER_CPU, SENDER_CPU, SIZE, SRC_MAC, Result, busy_share,
+                         check_engine, eal, engine_recv, engine_send, hugepages, keep_best, machine,
+                         median_steady, print_table, processes, run_pair, testpmd, with_eal)
 
 HUGEPAGES = 160
-SRC_MAC, DST_MAC = "02:00:5e:09:00:01", "02:00:5e:09:00:02"
 
 
 @contextlib.contextmanager
@@ -62,13 +61,10 @@ def rx_counter(ns: str) -> int:
     return int(out)
 
 
-def trafgen(a: str, b: str, seconds: float) -> Result:
-    frame = (f"{{ eth(da={DST_MAC}, sa={SRC_MAC}, type=0x0800), "
-             "ipv4(saddr=10.99.9.1, daddr=10.99.9.2, proto=17, ttl=64), "
-             f"udp(sport=9000, dport=9000), fill(0, {SIZE - 4 - 42}) }}")
+def counted_by_veth(name: str, argv: list[str], a: str, b: str, seconds: float, note: str) -> Result:
+    """A sender alone, its rate read from the receiving veth's counter (no receiver app)."""
     with processes() as start:
-        # -P 1: one generator, bound to cpu 0; leave socket sysctls and IRQs alone
-        p = start(["trafgen", "-o", a, "-P", "1", "--no-sock-mem", "-Q", frame], a)
+        p = start(argv, a)
         time.sleep(1)
         samples = []
         last = rx_counter(b)
@@ -79,18 +75,34 @@ def trafgen(a: str, b: str, seconds: float) -> Result:
             last = now
         p.stop()
     rate = median_steady([0.0, *samples])
-    return Result("trafgen (counted by the veth)", rate, rate, "sends only; nothing checked")
+    return Result(name, rate, rate, note)
+
+
+def trafgen(a: str, b: str, seconds: float) -> Result:
+    frame = (f"{{ eth(da={DST_MAC}, sa={SRC_MAC}, type=0x0800), "
+             "ipv4(saddr=10.99.9.1, daddr=10.99.9.2, proto=17, ttl=64), "
+             f"udp(sport=9000, dport=9000), fill(0, {SIZE - 4 - 42}) }}")
+    # -P 1: one generator, bound to cpu 0; leave socket sysctls and IRQs alone
+    return counted_by_veth("trafgen alone (counted by the veth)",
+                           ["trafgen", "-o", a, "-P", "1", "--no-sock-mem", "-Q", frame], a, b, seconds,
+                           "sends only")
+
+
+def engine_alone(engine: Path, api: list[str], a: str, b: str, seconds: float) -> Result:
+    tool = engine_send(engine, api, seconds + 2, a)
+    return counted_by_veth(f"engine {api[1]} send alone (counted by the veth)", tool.argv, a, b, seconds,
+                           "sends only, same count as trafgen")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=5)
-    ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the best one counts")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per pair; the best one counts")
     ap.add_argument("--engine", type=Path, default=ENGINE)
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (namespaces, AF_XDP, hugepages)")
-    apis = json.loads(subprocess.run([args.engine, "--version"], capture_output=True, text=True).stdout)["apis"]
+    apis = check_engine(args.engine, "mmap")
     have_testpmd = shutil.which("dpdk-testpmd") is not None
     have_trafgen = shutil.which("trafgen") is not None
 
@@ -102,43 +114,39 @@ def main() -> None:
 
     mmap_rows: dict[str, Result] = {}
     xdp_rows: dict[str, Result] = {}
-
-    def keep(rows: dict[str, Result], r: Result) -> None:
-        if r.name not in rows or r.rx_pps > rows[r.name].rx_pps:
-            rows[r.name] = r
-
-    with hugepages(HUGEPAGES), veth_pair() as (a, b), tempfile.TemporaryDirectory(prefix="cnfpbench-"):
-        tag = os.urandom(2).hex()
+    s = args.seconds
+    with hugepages(HUGEPAGES), veth_pair() as (a, b):
+        af_packet = {n: f"net_af_packet0,iface={n},qpairs=1" for n in (a, b)}
+        af_xdp = {n: f"net_af_xdp0,iface={n},start_queue=0,queue_count=1" for n in (a, b)}
         for _ in range(args.repeat):
-            if "mmap" in apis:
-                keep(mmap_rows, engine_pair("engine mmap send -> recv", args.engine,
-                                            ["--api", "mmap", "--iface", b], ["--api", "mmap", "--iface", a],
-                                            args.seconds, rx_ns=b, tx_ns=a))
+            keep_best(mmap_rows, run_pair("engine mmap send -> recv",
+                                          engine_recv(args.engine, ["--api", "mmap", "--iface", b], b),
+                                          engine_send(args.engine, ["--api", "mmap", "--iface", a], s, a), s))
+            keep_best(mmap_rows, engine_alone(args.engine, ["--api", "mmap", "--iface", a], a, b, s))
             if have_trafgen:
-                keep(mmap_rows, trafgen(a, b, args.seconds))
+                keep_best(mmap_rows, trafgen(a, b, s))
             if have_testpmd:
-                keep(mmap_rows, testpmd_pair("testpmd af_packet txonly -> rxonly",
-                                             f"net_af_packet0,iface={b},qpairs=1",
-                                             f"net_af_packet0,iface={a},qpairs=1",
-                                             args.seconds, rx_ns=b, tx_ns=a))
-            for mode in ("copy", "skb"):
-                if "xdp" in apis:
-                    keep(xdp_rows, engine_pair(f"engine xdp ({mode}) send -> recv", args.engine,
-                                               ["--api", "xdp", "--xdp-mode", mode, "--iface", b],
-                                               ["--api", "xdp", "--xdp-mode", mode, "--iface", a],
-                                               args.seconds, rx_ns=b, tx_ns=a))
+                keep_best(mmap_rows, run_pair("testpmd af_packet txonly -> rxonly",
+                                              testpmd("rxonly", RECEIVER_CPU, af_packet[b], b),
+                                              testpmd("txonly", SENDER_CPU, af_packet[a], a), s))
+            if "xdp" in apis:
+                for mode in ("copy", "skb"):
+                    xdp = ["--api", "xdp", "--xdp-mode", mode]
+                    keep_best(xdp_rows, run_pair(f"engine xdp ({mode}) send -> recv",
+                                                 engine_recv(args.engine, [*xdp, "--iface", b], b),
+                                                 engine_send(args.engine, [*xdp, "--iface", a], s, a), s))
             if have_testpmd:
-                keep(xdp_rows, testpmd_pair("testpmd af_xdp txonly -> rxonly",
-                                            f"net_af_xdp0,iface={b},start_queue=0,queue_count=1",
-                                            f"net_af_xdp0,iface={a},start_queue=0,queue_count=1",
-                                            args.seconds, rx_ns=b, tx_ns=a))
+                keep_best(xdp_rows, run_pair("testpmd af_xdp txonly -> rxonly",
+                                             testpmd("rxonly", RECEIVER_CPU, af_xdp[b], b),
+                                             testpmd("txonly", SENDER_CPU, af_xdp[a], a), s))
             if "dpdk" in apis:
-                keep(xdp_rows, engine_pair("engine dpdk (af_xdp PMD)", args.engine, ["--api", "dpdk"],
-                                           ["--api", "dpdk"], args.seconds, rx_ns=b, tx_ns=a,
-                                           rx_eal=eal(f"cnfpb{tag}r", RECEIVER_CPU,
-                                                      f"net_af_xdp0,iface={b},start_queue=0,queue_count=1"),
-                                           tx_eal=eal(f"cnfpb{tag}t", SENDER_CPU,
-                                                      f"net_af_xdp0,iface={a},start_queue=0,queue_count=1")))
+                tag = os.urandom(2).hex()
+                keep_best(xdp_rows, run_pair(
+                    "engine dpdk (af_xdp PMD) send -> recv",
+                    with_eal(engine_recv(args.engine, ["--api", "dpdk"], b),
+                             eal(f"cnfpb{tag}r", RECEIVER_CPU, af_xdp[b])),
+                    with_eal(engine_send(args.engine, ["--api", "dpdk"], s, a),
+                             eal(f"cnfpb{tag}t", SENDER_CPU, af_xdp[a])), s))
     if mmap_rows:
         base = "testpmd af_packet txonly -> rxonly" if have_testpmd else next(iter(mmap_rows))
         print_table("PACKET_MMAP on veth", list(mmap_rows.values()), base)

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Engine `dpdk` send -> recv over vhost-user vs dpdk-testpmd txonly -> rxonly.
 
-Same link (net_vhost server <- net_virtio_user client, one queue, PMD default
+Same link (net_virtio_user sender -> net_vhost receiver, one queue, PMD default
 rings), same cores (sender on cpu 0, receiver on cpu 1), same frames (64 B on
 the wire, burst 32). testpmd stamps nothing; the engine writes a sequence
-number and a timestamp into every frame and checks both on receipt.
+number and a timestamp into every frame and checks both on receipt. Two mixed
+rows (engine sender -> testpmd receiver and back) show which side a gap is on.
 
 Rates are the median of the per-second samples each tool prints (testpmd's
 Rx-pps/Tx-pps, the engine's interval records), the first partial second left
@@ -28,6 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
@@ -35,6 +37,7 @@ SENDER_CPU, RECEIVER_CPU = 0, 1
 SIZE, BURST = 64, 32
 HUGEPAGES = 160                      # two processes x -m 128, plus slack
 EAL_MEM_MB = "128"
+SRC_MAC, DST_MAC = "02:00:5e:09:00:01", "02:00:5e:09:00:02"
 
 
 # ------------------------------------------------------------------ host
@@ -147,79 +150,7 @@ def eal(prefix: str, cpu: int, vdev: str) -> list[str]:
             "--in-memory", "--single-file-segments", "--no-telemetry", "--vdev", vdev]
 
 
-# ------------------------------------------------------------------ the two tools
-
-@dataclass
-class Result:
-    name: str
-    tx_pps: float
-    rx_pps: float
-    note: str = ""
-
-
-def testpmd_pair(name: str, rx_vdev: str, tx_vdev: str, seconds: float,
-                 rx_ns: str | None = None, tx_ns: str | None = None, tx_first: bool = False) -> Result:
-    def argv(mode: str, cpu: int, prefix: str, vdev: str) -> list[str]:
-        # testpmd wants a forwarding lcore besides its main one: both on `cpu`,
-        # the main one only wakes up to print statistics.
-        e = eal(prefix, cpu, vdev)
-        e[1] = f"0@{cpu},1@{cpu}"
-        return ["dpdk-testpmd", *e, "--", f"--forward-mode={mode}", f"--burst={BURST}",
-                f"--txpkts={SIZE - 4}", "--stats-period=1", "--total-num-mbufs=8192", "--no-lsc-interrupt"]
-    tag = os.urandom(2).hex()
-    with processes() as start:
-        rx_argv = argv("rxonly", RECEIVER_CPU, f"cnfpb{tag}r", rx_vdev)
-        tx_argv = argv("txonly", SENDER_CPU, f"cnfpb{tag}t", tx_vdev)
-        first, second = (tx_argv, tx_ns), (rx_argv, rx_ns)
-        if not tx_first:
-            first, second = second, first
-        p1 = start(*first)
-        p1.wait_for(r"Port statistics")
-        p2 = start(*second)
-        p2.wait_for(r"Port statistics")
-        time.sleep(seconds)
-        tx, rx = (p1, p2) if tx_first else (p2, p1)
-        tx_text = tx.stop()
-        time.sleep(0.5)
-        rx_text = rx.stop()
-    for side in "rt":    # testpmd leaves its (empty) runtime directory behind
-        shutil.rmtree(f"/var/run/dpdk/cnfpb{tag}{side}", ignore_errors=True)
-    return Result(name, median_steady([float(v) for v in re.findall(r"Tx-pps:\s+(\d+)", tx_text)]),
-                  median_steady([float(v) for v in re.findall(r"Rx-pps:\s+(\d+)", rx_text)]))
-
-
-def engine_pair(name: str, engine: Path, rx_api: list[str], tx_api: list[str], seconds: float,
-                rx_ns: str | None = None, tx_ns: str | None = None, tx_first: bool = False,
-                rx_eal: list[str] | None = None, tx_eal: list[str] | None = None) -> Result:
-    common = ["--size", str(SIZE), "--burst", str(BURST), "--interval", "1"]
-    rx_argv = [engine, "recv", *rx_api, "--src-ip", "10.99.9.2", "--sport", "9000", "--cpu", str(RECEIVER_CPU),
-               "--duration", "0", *common] + (["--", *rx_eal] if rx_eal else [])
-    tx_argv = [engine, "send", *tx_api, "--src-ip", "10.99.9.1", "--dst-ip", "10.99.9.2", "--dport", "9000",
-               "--dst-mac", "02:00:5e:09:00:02", "--src-mac", "02:00:5e:09:00:01", "--cpu", str(SENDER_CPU),
-               "--rate", "0", "--duration", str(seconds), *common] + (["--", *tx_eal] if tx_eal else [])
-    with processes() as start:
-        if tx_first:
-            tx = start(tx_argv, tx_ns)
-            time.sleep(1)
-            rx = start(rx_argv, rx_ns)
-            rx.wait_for(r'"type": ?"ready"')
-        else:
-            rx = start(rx_argv, rx_ns)
-            rx.wait_for(r'"type": ?"ready"')
-            tx = start(tx_argv, tx_ns)
-        tx.proc.wait(timeout=seconds + 60)
-        tx_recs = records(tx.stop())
-        time.sleep(0.5)
-        rx_recs = records(rx.stop())
-    rx_sum = next((r for r in rx_recs if r["type"] == "summary"), None)
-    if rx_sum is None:
-        raise RuntimeError(f"{name}: receiver printed no summary")
-    lost = rx_sum["lost"]
-    return Result(name,
-                  median_steady([r["tx_pps"] for r in tx_recs if r["type"] == "interval"]),
-                  median_steady([r["rx_pps"] for r in rx_recs if r["type"] == "interval"]),
-                  f"lost {lost}, bad {rx_sum['bad']}" if lost or rx_sum["bad"] else "every frame checked")
-
+# ------------------------------------------------------------------ tools
 
 def records(text: str) -> list[dict]:
     out = []
@@ -230,13 +161,112 @@ def records(text: str) -> list[dict]:
     return out
 
 
+@dataclass
+class Tool:
+    """One end of a measured pair: how to start it, when it is ready, what it measured."""
+    argv: list[str]
+    ready: str                              # regex on its output
+    rates: Callable[[str], list[float]]     # per-second samples from its output
+    runs_out: bool = False                  # ends by itself (engine sender: --duration)
+    netns: str | None = None
+    prefix: str | None = None               # testpmd leaves /var/run/dpdk/PREFIX behind
+    stamps: bool = False                    # engine sender: sequence and timestamp in every frame
+    checks: bool = False                    # engine receiver: checks them
+
+
+def testpmd(mode: str, cpu: int, vdev: str, netns: str | None = None) -> Tool:
+    prefix = f"cnfpb{os.urandom(2).hex()}"
+    e = eal(prefix, cpu, vdev)
+    e[1] = f"0@{cpu},1@{cpu}"    # a forwarding lcore besides the main one, which only prints
+    key = "Tx-pps" if mode == "txonly" else "Rx-pps"
+    return Tool(["dpdk-testpmd", *e, "--", f"--forward-mode={mode}", f"--burst={BURST}",
+                 f"--txpkts={SIZE - 4}", "--stats-period=1", "--total-num-mbufs=8192", "--no-lsc-interrupt"],
+                r"Port statistics", lambda t: [float(v) for v in re.findall(key + r":\s+(\d+)", t)],
+                netns=netns, prefix=prefix)
+
+
+def engine_recv(engine: Path, api: list[str], netns: str | None = None, every_frame: bool = False) -> Tool:
+    """every_frame: count frames that are not the engine's too (testpmd's have no magic)."""
+    def rates(text: str) -> list[float]:
+        ivals = [r for r in records(text) if r["type"] == "interval"]
+        if every_frame:
+            return [(r["rx_packets"] + r["bad"] + r["other"]) / r["interval_s"] for r in ivals]
+        return [r["rx_pps"] for r in ivals]
+    return Tool([engine, "recv", *api, "--src-ip", "10.99.9.2", "--sport", "9000", "--cpu", str(RECEIVER_CPU),
+                 "--duration", "0", "--size", str(SIZE), "--burst", str(BURST), "--interval", "1"],
+                r'"type": ?"ready"', rates, netns=netns, checks=not every_frame)
+
+
+def engine_send(engine: Path, api: list[str], seconds: float, netns: str | None = None) -> Tool:
+    return Tool([engine, "send", *api, "--src-ip", "10.99.9.1", "--dst-ip", "10.99.9.2", "--dport", "9000",
+                 "--src-mac", SRC_MAC, "--dst-mac", DST_MAC, "--cpu", str(SENDER_CPU), "--rate", "0",
+                 "--duration", str(seconds), "--size", str(SIZE), "--burst", str(BURST), "--interval", "1"],
+                r'"type": ?"ready"',
+                lambda t: [r["tx_pps"] for r in records(t) if r["type"] == "interval"],
+                runs_out=True, netns=netns, stamps=True)
+
+
+def with_eal(tool: Tool, args: list[str]) -> Tool:
+    tool.argv += ["--", *args]
+    return tool
+
+
+@dataclass
+class Result:
+    name: str
+    tx_pps: float
+    rx_pps: float
+    note: str = ""
+
+
+def run_pair(name: str, rx: Tool, tx: Tool, seconds: float, tx_first: bool = False) -> Result:
+    """Receiver first (the vhost side owns the socket), then the sender; rates from both."""
+    with processes() as start:
+        first, second = (tx, rx) if tx_first else (rx, tx)
+        p1 = start(first.argv, first.netns)
+        p1.wait_for(first.ready)
+        p2 = start(second.argv, second.netns)
+        if not second.runs_out:
+            p2.wait_for(second.ready)
+        ptx, prx = (p1, p2) if tx_first else (p2, p1)
+        if tx.runs_out:
+            ptx.proc.wait(timeout=seconds + 60)
+        else:
+            time.sleep(seconds)
+        tx_text = ptx.stop()
+        time.sleep(0.5)
+        rx_text = prx.stop()
+    for t in (rx, tx):
+        if t.prefix:
+            shutil.rmtree(f"/var/run/dpdk/{t.prefix}", ignore_errors=True)
+    note = ""
+    rx_sum = next((r for r in records(rx_text) if r.get("type") == "summary"), None)
+    if rx_sum and tx.stamps and rx.checks:
+        bad = rx_sum["lost"] or rx_sum["bad"]
+        note = f"lost {rx_sum['lost']}, bad {rx_sum['bad']}" if bad else "every frame checked"
+    return Result(name, median_steady(tx.rates(tx_text)), median_steady(rx.rates(rx_text)), note)
+
+
 def print_table(title: str, rows: list[Result], baseline: str) -> None:
     base = next(r.rx_pps for r in rows if r.name == baseline)
+    width = max(len(r.name) for r in rows) + 2
     print(f"\n{title}")
-    print(f"{'':32} {'tx Mpps':>8} {'rx Mpps':>8} {'rx vs ' + baseline:>22}  note")
+    print(f"{'':{width}} {'tx Mpps':>8} {'rx Mpps':>8} {'rx / ' + baseline.split()[0]:>14}  note")
     for r in rows:
         ratio = f"{r.rx_pps / base:.2f}" if base else "-"
-        print(f"{r.name:32} {r.tx_pps / 1e6:8.2f} {r.rx_pps / 1e6:8.2f} {ratio:>22}  {r.note}")
+        print(f"{r.name:{width}} {r.tx_pps / 1e6:8.2f} {r.rx_pps / 1e6:8.2f} {ratio:>14}  {r.note}")
+
+
+def keep_best(rows: dict[str, Result], r: Result) -> None:
+    if r.name not in rows or r.rx_pps > rows[r.name].rx_pps:
+        rows[r.name] = r
+
+
+def check_engine(engine: Path, api: str) -> list[str]:
+    apis = json.loads(subprocess.run([engine, "--version"], capture_output=True, text=True).stdout)["apis"]
+    if api not in apis:
+        sys.exit(f"{engine} has no {api} api ({apis})")
+    return apis
 
 
 # ------------------------------------------------------------------ main
@@ -244,16 +274,14 @@ def print_table(title: str, rows: list[Result], baseline: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=5)
-    ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the best one counts")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per pair; the best one counts")
     ap.add_argument("--engine", type=Path, default=ENGINE)
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (hugepages, vhost-user sockets)")
     if not shutil.which("dpdk-testpmd"):
         sys.exit("dpdk-testpmd not found (Debian: apt install dpdk)")
-    apis = json.loads(subprocess.run([args.engine, "--version"], capture_output=True, text=True).stdout)["apis"]
-    if "dpdk" not in apis:
-        sys.exit(f"{args.engine} has no dpdk api ({apis})")
+    check_engine(args.engine, "dpdk")
 
     print(f"host: {machine()}; sender on cpu {SENDER_CPU}, receiver on cpu {RECEIVER_CPU}; "
           f"{SIZE} B frames, burst {BURST}, {args.seconds:g} s per run")
@@ -261,21 +289,31 @@ def main() -> None:
     if busy > 0.1:
         print(f"warning: {busy:.0%} of the CPU is busy before we start: numbers will be low")
 
+    rows: dict[str, Result] = {}
     with hugepages(HUGEPAGES), tempfile.TemporaryDirectory(prefix="cnfpbench-") as tmp:
         sock = f"{tmp}/vhost.sock"
         vhost = f"net_vhost0,iface={sock},queues=1"
-        virtio = f"net_virtio_user0,path={sock},queues=1,mac=02:00:5e:09:00:01"
-        best: dict[str, Result] = {}
+        virtio = f"net_virtio_user0,path={sock},queues=1,mac={SRC_MAC}"
+        dpdk = ["--api", "dpdk"]
+
+        def engine_eal(cpu: int, vdev: str) -> list[str]:
+            return eal(f"cnfpb{os.urandom(2).hex()}", cpu, vdev)
         for _ in range(args.repeat):
-            for r in (testpmd_pair("testpmd txonly -> rxonly", vhost, virtio, args.seconds),
-                      engine_pair("engine dpdk send -> recv", args.engine, ["--api", "dpdk"], ["--api", "dpdk"],
-                                  args.seconds,
-                                  rx_eal=eal(f"cnfpb{os.urandom(2).hex()}r", RECEIVER_CPU, vhost),
-                                  tx_eal=eal(f"cnfpb{os.urandom(2).hex()}t", SENDER_CPU, virtio))):
-                if r.name not in best or r.rx_pps > best[r.name].rx_pps:
-                    best[r.name] = r
+            keep_best(rows, run_pair("testpmd txonly -> rxonly", testpmd("rxonly", RECEIVER_CPU, vhost),
+                                     testpmd("txonly", SENDER_CPU, virtio), args.seconds))
+            keep_best(rows, run_pair("engine send -> recv",
+                                     with_eal(engine_recv(args.engine, dpdk), engine_eal(RECEIVER_CPU, vhost)),
+                                     with_eal(engine_send(args.engine, dpdk, args.seconds),
+                                              engine_eal(SENDER_CPU, virtio)), args.seconds))
+            keep_best(rows, run_pair("engine send -> testpmd rxonly", testpmd("rxonly", RECEIVER_CPU, vhost),
+                                     with_eal(engine_send(args.engine, dpdk, args.seconds),
+                                              engine_eal(SENDER_CPU, virtio)), args.seconds))
+            keep_best(rows, run_pair("testpmd txonly -> engine recv",
+                                     with_eal(engine_recv(args.engine, dpdk, every_frame=True),
+                                              engine_eal(RECEIVER_CPU, vhost)),
+                                     testpmd("txonly", SENDER_CPU, virtio), args.seconds))
     print_table("vhost-user: virtio_user (sender, cpu 0) -> net_vhost (receiver, cpu 1)",
-                list(best.values()), "testpmd txonly -> rxonly")
+                list(rows.values()), "testpmd txonly -> rxonly")
 
 
 if __name__ == "__main__":

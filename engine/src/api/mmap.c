@@ -43,6 +43,8 @@
 #define TX_DATA_OFFSET (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
 #define FLUSH_MS 200
 
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
 /* pkt.priv: rx frames carry (block + 1) << 1, staging buffers (index << 1) | 1. */
 #define TAG_STAGE(i) ((void *)(((uintptr_t)(i) << 1) | 1))
 #define TAG_BLOCK(b) ((void *)(((uintptr_t)(b) + 1) << 1))
@@ -244,8 +246,14 @@ static int mmap_open(struct api *a, const struct api_conf *conf)
 	}
 	if (conf->tx && iface_check_frame("mmap", conf->iface, conf->frame_size) != 0)
 		return -1;
+	/* A tx slot must also hold any frame received here (server, fwd send
+	 * them back): up to the MTU plus Ethernet and VLAN headers. */
+	unsigned largest = conf->frame_size;
+	int mtu = iface_mtu(conf->iface);
+	if (conf->rx && mtu > 0 && (unsigned)mtu + 18 > largest)
+		largest = (unsigned)mtu + 18;
 	if ((conf->rx && open_rx(m, ifindex, conf->iface) != 0) ||
-	    (conf->tx && open_tx(m, ifindex, conf->iface, conf->frame_size, conf->burst) != 0)) {
+	    (conf->tx && open_tx(m, ifindex, conf->iface, largest, conf->burst) != 0)) {
 		mmap_free(m);
 		return -1;
 	}
@@ -289,6 +297,8 @@ static uint16_t mmap_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 		struct tpacket2_hdr *h = slot(m, m->tx_head);
 		if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING))
 			break;                   /* ring full: the kernel still owns this slot */
+		if (unlikely(pkts[i].len > m->capacity))
+			break;                   /* cannot happen: slots fit the MTU; refuse, never overrun */
 		memcpy((uint8_t *)h + TX_DATA_OFFSET, pkts[i].data, pkts[i].len);
 		h->tp_len = pkts[i].len;
 		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
