@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -20,19 +19,6 @@ pytestmark = [pytest.mark.e2e,
 
 CPU = max(os.sched_getaffinity(0))
 PRINTER = 'trap "echo stopped; exit 0" INT; i=0; while :; do echo line $i; i=$((i+1)); sleep 0.1; done'
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"cnfp{uuid.uuid4().hex[:6]}"
-
-
-@pytest.fixture
-def netns(prefix):
-    name = f"{prefix}-ns"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    yield name
-    subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -39,19 +38,6 @@ def engine(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def images(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("images")
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"cnfp{uuid.uuid4().hex[:6]}"
-
-
-@pytest.fixture
-def netns(prefix):
-    name = f"{prefix}-ns"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    yield name
-    subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
 @pytest.fixture
