@@ -19,6 +19,7 @@
  * last send (also after SIGINT); lost = sent - echoed over the measured
  * window. */
 #include "roles.h"
+#include "../core/rx.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -68,30 +69,10 @@ static bool echo_poll(struct client *cl)
 	uint64_t now_ns = clock_ns(&r->clk, now);
 	for (uint16_t i = 0; i < n; i++) {
 		const uint8_t *d = pkts[i].data;
-		enum rx_class cls = frame_classify(d, pkts[i].len, &cl->f);
-		if (cls != RX_OURS) {
-			if (cls == RX_OTHER)
-				c->other++;
-			else
-				c->bad++;
-			continue;
-		}
-		uint64_t seq = rd64(d + OFF_SEQ);
-		bool warm = seq & SEQ_WARMUP;
-		seq &= ~SEQ_WARMUP;
-		/* the echo of flow sport+i comes back to port sport+i */
-		seq_track(r->seq, rd16(d + OFF_UDP_DPORT), seq, !warm, &c->seq);
-		if (warm) {
-			c->warmup_packets++;
-			continue;
-		}
-		unsigned flen = OFF_IP + rd16(d + OFF_IP_LEN);
-		c->rx_packets++;
-		c->rx_bytes += wire_bytes(flen);
-		if (o->touch && !frame_touch_ok(d, flen, seq))
-			c->corrupt++;
-		uint64_t ts = rd64(d + OFF_TS);
-		hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
+		/* the echo of flow sport+i comes back to port sport+i; the
+		 * sender's warm-up mark is the only one that counts */
+		if (rx_classify(c, d, pkts[i].len, &cl->f) == RX_OURS)
+			rx_measure(r, d, rd16(d + OFF_UDP_DPORT), false, now_ns);
 	}
 	ops->release(a, pkts, n);
 	return true;

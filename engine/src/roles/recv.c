@@ -4,6 +4,7 @@
  * our own --warmup; warm-up frames keep sequence tracking continuous but
  * count only in warmup_packets. */
 #include "roles.h"
+#include "../core/rx.h"
 
 #include <stdio.h>
 
@@ -49,30 +50,8 @@ int role_recv(struct run *r)
 		unsigned measured = 0;
 		for (uint16_t i = 0; i < n; i++) {
 			const uint8_t *d = pkts[i].data;
-			enum rx_class cls = frame_classify(d, pkts[i].len, &f);
-			if (cls != RX_OURS) {
-				if (cls == RX_OTHER)
-					c->other++;
-				else
-					c->bad++;
-				continue;
-			}
-			uint64_t seq = rd64(d + OFF_SEQ);
-			bool warm = (seq & SEQ_WARMUP) || !r->measuring;
-			seq &= ~SEQ_WARMUP;
-			seq_track(r->seq, rd16(d + OFF_UDP_SPORT), seq, !warm, &c->seq);
-			if (warm) {
-				c->warmup_packets++;
-				continue;
-			}
-			unsigned flen = OFF_IP + rd16(d + OFF_IP_LEN);
-			c->rx_packets++;
-			c->rx_bytes += wire_bytes(flen);
-			if (o->touch && !frame_touch_ok(d, flen, seq))
-				c->corrupt++;
-			uint64_t ts = rd64(d + OFF_TS);
-			hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
-			measured++;
+			if (rx_classify(c, d, pkts[i].len, &f) == RX_OURS)
+				measured += rx_measure(r, d, rd16(d + OFF_UDP_SPORT), !r->measuring, now_ns);
 		}
 		ops->release(a, pkts, n);
 		run_rx_window(r, now, measured);

@@ -4,6 +4,7 @@
  * api without a copy. Everything else is dropped and counted. Warm-up
  * frames are reflected but counted only in warmup_packets. */
 #include "roles.h"
+#include "../core/rx.h"
 
 static inline void swap(uint8_t *d, unsigned off, unsigned n)
 {
@@ -52,12 +53,7 @@ int role_server(struct run *r)
 		unsigned measured = 0;
 		for (uint16_t i = 0; i < n; i++) {
 			uint8_t *d = pkts[i].data;
-			enum rx_class cls = frame_classify(d, pkts[i].len, &f);
-			if (cls != RX_OURS) {
-				if (cls == RX_OTHER)
-					c->other++;
-				else
-					c->bad++;
+			if (rx_classify(c, d, pkts[i].len, &f) != RX_OURS) {
 				drop[nd++] = pkts[i];
 				continue;
 			}
