@@ -49,23 +49,45 @@ def virtio_user(index: int, socket: str, mac: str | None = None, server: bool = 
                  server=1 if server else None)
 
 
-def memif(index: int, socket: str, role: str, mac: str | None = None, id: int = 0) -> str:
+# The PMDs' own buffers hold 2 KB: a 1518-byte frame, not a jumbo one.
+STD_BUFFER = 2048
+
+
+def memif(index: int, socket: str, role: str, mac: str | None = None, id: int = 0,
+          frame_size: int = 0) -> str:
     """A memif port; the socket path is a file (not abstract) so it lives in the
-    run's socket directory that both containers mount."""
+    run's socket directory that both containers mount. Above 2 KB its ring
+    buffers (bsize, set by the client, which owns the shared memory) hold one
+    whole frame: one descriptor and one mbuf per frame."""
     if role not in ("server", "client"):
         raise ValueError(f"memif role {role!r}: server or client")
+    bsize = _round_up(frame_size, 1024) if frame_size > STD_BUFFER else None
     return _vdev("net_memif", index, role=role, id=id, socket=socket,
-                 **{"socket-abstract": "no"}, mac=mac)
+                 **{"socket-abstract": "no"}, mac=mac, bsize=bsize)
 
 
-def af_packet(index: int, iface: str) -> str:
-    return _vdev("net_af_packet", index, iface=iface, qpairs=1)
+def af_packet(index: int, iface: str, frame_size: int = 0) -> str:
+    """The af_packet PMD's TPACKET slots must hold the kernel's header and a
+    whole frame; its default 2 KB slot holds 1518 bytes. A larger slot is whole
+    pages, one per block (the PMD strides its slots by framesz, so a block
+    must hold a whole number of them), by the rule the engine sizes its mbufs
+    with (engine/src/api/dpdk.c): the PMD needs an mbuf as large as a slot."""
+    need = frame_size - 4 + 128           # the frame without FCS, and the engine's slack
+    if need <= STD_BUFFER:
+        return _vdev("net_af_packet", index, iface=iface, qpairs=1)
+    slot = _round_up(need, 4096)
+    return _vdev("net_af_packet", index, iface=iface, qpairs=1, framesz=slot, blocksz=slot)
 
 
-def kernel_eal_args(file_prefix: str, iface: str) -> list[str]:
+def _round_up(n: int, unit: int) -> int:
+    return -(-n // unit) * unit
+
+
+def kernel_eal_args(file_prefix: str, iface: str, frame_size: int = 0) -> list[str]:
     """DPDK on a kernel interface through the af_packet PMD, the way DPDK runs
     without a supported NIC. The PMD copies between the kernel's ring and the
     mbufs, so ordinary memory serves (--no-huge): no hugepages to reserve, no
-    hugetlbfs to mount. (22.11's af_packet PMD caps frames at 1518 bytes.)"""
-    return ["--file-prefix", file_prefix, "--no-huge", "-m", str(ENDPOINT_MB),
-            "--no-pci", "--no-telemetry", "--vdev", af_packet(0, iface)]
+    hugetlbfs to mount."""
+    memory = ENDPOINT_MB if frame_size <= STD_BUFFER else 4 * ENDPOINT_MB
+    return ["--file-prefix", file_prefix, "--no-huge", "-m", str(memory),
+            "--no-pci", "--no-telemetry", "--vdev", af_packet(0, iface, frame_size)]

@@ -11,7 +11,7 @@ import json
 import subprocess
 from typing import TYPE_CHECKING, ClassVar
 
-from cnfperf import SystemFailure
+from cnfperf import SystemFailure, tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.hugepages import remove_dpdk_files
@@ -119,8 +119,7 @@ class KernelDataPlane(DataPlane):
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
         problems = [] if host.root else ["needs root (network namespaces, links)"]
-        if not host.iproute2:
-            problems.append("needs iproute2 (ip, bridge)")
+        problems += tools.problems("ip", "bridge", "tc")
         problems += [f"kernel has no {t} links" for t in cls.link_types
                      if not host.kernel_links.get(t)]
         return problems
@@ -165,7 +164,8 @@ class KernelDataPlane(DataPlane):
 
     def attach(self, endpoint: Endpoint) -> Attachment:
         if self.point.scenario.api == "dpdk":
-            eal = dpdk_args.kernel_eal_args(endpoint.name, endpoint.name)
+            eal = dpdk_args.kernel_eal_args(endpoint.name, endpoint.name,
+                                            self.point.scenario.size)
             return Attachment(mac=endpoint.mac, ip=endpoint.ip, port=0, eal_args=tuple(eal))
         return Attachment(mac=endpoint.mac, ip=endpoint.ip, iface=endpoint.name)
 

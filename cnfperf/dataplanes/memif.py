@@ -18,9 +18,8 @@ from cnfperf.plan import Endpoint
 class Memif(DpdkDataPlane):
     name = "memif"
     description = "direct memif shared-memory link per pair: receiver is server, sender client"
-    max_size = 1518  # the 22.11 memif PMD reports a 1518-byte maximum frame
 
     def vdev(self, ep: Endpoint) -> str:
         socket = str(self.sock_dir / f"p{ep.pair}.sock")
         role = "server" if ep.receives_first else "client"
-        return dpdk_args.memif(0, socket, role, mac=ep.mac)
+        return dpdk_args.memif(0, socket, role, mac=ep.mac, frame_size=self.point.scenario.size)

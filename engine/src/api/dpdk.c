@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -36,6 +37,12 @@
 #define PEER_SETTLE_MS 100
 #define PEER_DRAIN_MS 200
 #define WIRE_DRAIN_MS 10
+/* A frame larger than the default 2 KB data room gets an mbuf of whole pages
+ * holding it plus FRAME_SLACK (virtio's header and a VLAN tag count against
+ * the room). The af_packet PMD needs a data room as large as its TPACKET slot,
+ * and the orchestrator sizes that slot by the same rule (dpdk_args.py). */
+#define FRAME_SLACK 128
+#define JUMBO_UNIT 4096
 
 struct dpdk {
 	uint16_t port;
@@ -310,8 +317,15 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 		return -1;
 	}
 	if (conf->frame_size > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN) {
-		eth.rxmode.mtu = (uint32_t)(conf->frame_size - RTE_ETHER_HDR_LEN);
-		room = conf->frame_size;
+		uint32_t mtu = conf->frame_size - RTE_ETHER_HDR_LEN;
+		/* memif and af_packet report 1518-byte frames yet carry what their
+		 * ring buffers hold (the orchestrator sizes those): ask only where
+		 * the PMD can say yes. */
+		if (mtu <= info->max_mtu && conf->frame_size + RTE_ETHER_CRC_LEN <= info->max_rx_pktlen)
+			eth.rxmode.mtu = mtu;
+		/* one mbuf per frame: rx never scatters */
+		if (conf->frame_size + FRAME_SLACK > room)
+			room = RTE_ALIGN_CEIL(conf->frame_size + FRAME_SLACK, JUMBO_UNIT);
 	}
 	ret = rte_eth_dev_configure(d->port, nq, nq, &eth);
 	if (ret == 0)
@@ -474,8 +488,13 @@ static uint16_t dpdk_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 	uint16_t k = rte_eth_rx_burst(d->port, d->queue, m, n);
 
 	for (uint16_t i = 0; i < k; i++) {
+		/* an mbuf holds a whole frame, but a PMD that chains segments
+		 * anyway has them joined: roles read a frame in one piece (one
+		 * that cannot be joined is counted bad, not misread) */
+		if (unlikely(m[i]->nb_segs > 1))
+			rte_pktmbuf_linearize(m[i]);
 		pkts[i].data = rte_pktmbuf_mtod(m[i], uint8_t *);
-		pkts[i].len = m[i]->data_len;   /* no scatter: one segment per frame */
+		pkts[i].len = m[i]->data_len;
 		pkts[i].priv = m[i];
 	}
 	return k;
