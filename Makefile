@@ -9,10 +9,15 @@ SHELL := /bin/bash
 VENV   := .venv
 PYTHON ?= python3
 ENGINE := engine/build/cnfperf-engine
-APT_PACKAGES := meson ninja-build pkg-config gcc libc6-dev runc busybox-static dpdk \
-	libdpdk-dev openvswitch-switch-dpdk libxdp-dev libbpf-dev xdp-tools tshark tcpdump \
-	iperf3 netsniff-ng sockperf iproute2 python3-venv python3-pip ethtool procps kmod \
-	util-linux libc-bin chromium-headless-shell
+# Every Debian package the code, tests and benchmarks use; cnfperf/tools.py names
+# the package of each tool they run, and a unit test keeps the two in step.
+APT_PACKAGES := \
+	meson ninja-build pkg-config gcc libc6-dev python3-venv python3-pip \
+	iproute2 util-linux mount procps kmod libc-bin dpkg ethtool \
+	runc busybox-static \
+	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev xdp-tools \
+	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
+	tshark tcpdump iperf3 netsniff-ng sockperf chromium-headless-shell
 
 .PHONY: deps build test demo clean
 

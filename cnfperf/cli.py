@@ -251,13 +251,15 @@ def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
     from cnfperf.report.tables import run_table, summary_table
     from cnfperf.results.store import Store, results_dir
 
-    runner.preflight(swept.scenarios, host)
-    store = Store(results_dir(args.results))
+    for note in swept.plan.skip_notes():
+        print(f"cnfperf: {note}", file=sys.stderr)
+    results = results_dir(args.results)
     progress = _ProgressLine(sys.stderr)
     outcome = runner.execute(swept, runner.RunOptions(
-        engine=engine, store=store, host=host, command=["cnfperf", *sys.argv[1:]],
+        engine=engine, results=results, host=host, command=["cnfperf", *sys.argv[1:]],
         progress=progress, resume=resume))
     progress.end()
+    store = Store(results)
     if outcome.resumed_cleanup:
         print(f"cnfperf: removed what run {outcome.run_id} left before resuming: "
               f"{_summarise(outcome.resumed_cleanup)}", file=sys.stderr)

@@ -2,6 +2,8 @@
 
 The contract is engine/README.md. A process prints one `ready` line once it is
 polling, `interval` lines while it runs and one `summary` line at the end.
+Engines run with --hold: after the summary they keep their ports open, idle,
+until the runner closes their stdin (a two-phase stop, see runner.py).
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ def argv(engine: str, ep: Endpoint, att: Attachment, peer: Endpoint, peer_att: A
         args.append("--mmsg")
     if s.blocking:
         args.append("--blocking")
+    args.append("--hold")
     if att.eal_args:
         args += ["--", *att.eal_args]
     return args
@@ -96,6 +99,7 @@ class EngineOutput:
     endpoint: str
     raw: IO[str]
     ready: threading.Event = field(default_factory=threading.Event)
+    summarized: threading.Event = field(default_factory=threading.Event)
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _thread: threading.Thread | None = None
@@ -120,6 +124,8 @@ class EngineOutput:
             self.records.append(record)
             if record["type"] == "ready":
                 self.ready.set()
+            elif record["type"] == "summary":
+                self.summarized.set()
 
     def join(self, timeout: float) -> None:
         if self._thread:

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cnfperf import __version__
+from cnfperf import __version__, tools
 
 # Kernel link type -> the config option that provides it.
 LINK_CONFIG = {"veth": "VETH", "bridge": "BRIDGE", "macvlan": "MACVLAN", "dummy": "DUMMY"}
@@ -69,13 +69,13 @@ def gather(engine: Path | None) -> HostFacts:
         cpu_model=_cpu_model(),
         kernel=platform.release(),
         root=os.geteuid() == 0,
-        iproute2=bool(shutil.which("ip") and shutil.which("bridge")),
+        iproute2=bool(tools.find("ip") and tools.find("bridge")),
         kernel_links={t: _kernel_has(t, opt) for t, opt in LINK_CONFIG.items()},
         hugepages=_hugepages(),
         runc=_first_line(["runc", "--version"], strip="runc version "),
         busybox_static=_static_busybox(),
         dpdk=_first_line(["pkg-config", "--modversion", "libdpdk"]),
-        testpmd=shutil.which("dpdk-testpmd"),
+        testpmd=tools.find("dpdk-testpmd"),
         ovs_dpdk=_ovs_dpdk(),
         libxdp=_first_line(["pkg-config", "--modversion", "libxdp"]),
         kvm=os.access("/dev/kvm", os.R_OK | os.W_OK),
@@ -225,6 +225,11 @@ def usable(host: HostFacts) -> dict:
                 cells[api] = "no engine"
             else:
                 cells[api] = "no" if problems else "yes"
+        if host.engine.apis and not any(cells[api] == "yes" or cells[api] == "no"
+                                        for api in APIS):
+            # Usable through none of its apis: say which package the engine lacked.
+            problems = problems + [f"api {api}: {tools.engine_without(api)}"
+                                   for api in APIS if cells[api] == "no engine"]
         planes[name] = {"apis": cells, "problems": problems, "description": dp.description}
     return {"runtimes": runtimes, "dataplanes": planes}
 
@@ -240,12 +245,14 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("root", "yes" if host.root else "no (runs need root)"),
         ("hugepages", f"{hp.total} × {hp.size_kb} kB, {hp.free} free, "
                       f"{'mounted at ' + ', '.join(hp.mounts) if hp.mounts else 'not mounted'}"),
-        ("runc", host.runc or "missing (apt-get install runc)"),
-        ("busybox-static", host.busybox_static or "missing (apt-get install busybox-static)"),
-        ("DPDK", f"{host.dpdk}, testpmd {host.testpmd or 'missing'}" if host.dpdk
-         else "missing (apt-get install dpdk libdpdk-dev)"),
-        ("OVS-DPDK", host.ovs_dpdk or "missing (apt-get install openvswitch-switch-dpdk)"),
-        ("AF_XDP", f"libxdp {host.libxdp}" if host.libxdp else "missing (apt-get install libxdp-dev)"),
+        ("runc", host.runc or tools.missing("runc")),
+        ("busybox-static", host.busybox_static or tools.missing("busybox")),
+        ("DPDK", (f"{host.dpdk}, testpmd {host.testpmd or tools.missing('dpdk-testpmd')}"
+                  if host.dpdk else "libdpdk not found (Debian package libdpdk-dev)")),
+        ("OVS-DPDK", host.ovs_dpdk or "no ovs-vswitchd built with DPDK (Debian package "
+                                      f"{tools.TOOLS['ovs-vswitchd-dpdk'].package})"),
+        ("AF_XDP", f"libxdp {host.libxdp}" if host.libxdp
+         else "libxdp not found (Debian package libxdp-dev)"),
         ("KVM", "/dev/kvm usable" if host.kvm else "no /dev/kvm"),
         ("kernel links", " ".join(f"{k}:{'yes' if v else 'no'}"
                                   for k, v in host.kernel_links.items())),

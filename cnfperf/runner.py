@@ -1,7 +1,15 @@
 """Runs a plan: one host lock, a journal on disk, and for every test point
 
     netns per endpoint -> data plane -> containers -> receivers (wait for `ready`)
-    -> senders (wait for exit) -> drain -> SIGINT receivers -> summaries -> store
+    -> senders (wait for their summaries) -> drain -> SIGINT receivers (summaries)
+    -> release senders, then receivers (they close their ports and exit) -> store
+
+The stop has two phases because closing a port while its peer still polls
+can crash the peer (DPDK 22.11's memif unmaps the shared rings from a control
+thread): every engine first stops polling and prints its summary, keeping its
+ports open (--hold); only then are they told, by the end of their stdin, to
+close them. Senders go first and are gone before receivers close, so no two
+ends of one link tear it down at once.
 
 with every step's undo registered on an ExitStack the moment the step is taken,
 so teardown runs in reverse on success, error, SIGINT and SIGTERM alike.
@@ -25,7 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cnfperf import PREFIX, SystemFailure
+from cnfperf import PREFIX, SystemFailure, tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.kernel import add_netns, del_netns, netns_list, netns_pids
 from cnfperf.engine import EngineOutput, argv as engine_argv
@@ -42,7 +50,7 @@ from cnfperf.scenario import Scenario, Sweep, canonical, is_search
 READY_TIMEOUT = 15.0    # container start + engine opening its api
 EXIT_MARGIN = 10.0      # beyond warm-up + duration (+ client drain) for a sender to end
 DRAIN = 0.3             # frames still in flight when the last sender ends
-STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT
+STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT, or to exit once released
 CLIENT_DRAIN = 0.5      # the engine's default --drain
 TRAFFIC_SLACK = 0.05    # s: a receiver's clock starts at its first frame, not the sender's
 
@@ -139,20 +147,32 @@ class Teardown:
 @dataclass
 class RunOptions:
     engine: Path
-    store: Store
+    results: Path              # results directory: made once the host checks pass
     host: HostFacts
     command: list[str]
     progress: Callable[[Progress], None] = lambda p: None
     resume: str | None = None  # continue this run: its stored points are skipped
 
 
-def new_run_id(store: Store) -> str:
-    taken = store.run_ids() | {p.name.removeprefix(PREFIX)[:4] for p in RUN_DIR.glob(PREFIX + "*")}
+def new_run_id(results: Path) -> str:
+    taken = _stored_ids(results)
+    taken |= {p.name.removeprefix(PREFIX)[:4] for p in RUN_DIR.glob(PREFIX + "*")}
     taken |= {n.removeprefix(PREFIX)[:4] for n in netns_list() if n.startswith(PREFIX)}
     while True:
         run_id = secrets.token_hex(2)
         if run_id not in taken:
             return run_id
+
+
+def _stored_ids(results: Path) -> set[str]:
+    try:
+        store = Store(results, create=False)
+    except FileNotFoundError:
+        return set()
+    try:
+        return store.run_ids()
+    finally:
+        store.close()
 
 
 def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
@@ -164,7 +184,7 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
         problems += [f"{s.switch}: {p}" for p in DATAPLANES[s.switch].check(host)]
         problems += [f"runtime {s.runtime}: {p}" for p in RUNTIMES[s.runtime].check()]
         if host.engine.apis and s.api not in host.engine.apis:
-            problems.append(f"api {s.api}: not compiled into the engine "
+            problems.append(f"api {s.api}: {tools.engine_without(s.api)} "
                             f"(it has {', '.join(host.engine.apis)})")
     if problems:
         raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
@@ -172,17 +192,23 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
 
 def execute(planned: Sweep | list[Scenario], opts: RunOptions) -> RunOutcome:
     swept = planned if isinstance(planned, Sweep) else _as_sweep(planned)
-    preflight(swept.scenarios, opts.host)
     lock = HostLock()
-    run_id = opts.resume or new_run_id(opts.store)
+    run_id = opts.resume or new_run_id(opts.results)
     lock.acquire(run_id)  # HostBusy propagates: nothing created yet
-    signals = _Signals()
-    signals.install()
     try:
-        return _Run(run_id, test_points(swept, run_id), opts, signals, swept).execute()
+        # Under the lock: another run's switch or links must not look like a
+        # problem of this host (that run gets "host busy" above instead).
+        preflight(swept.scenarios, opts.host)
+        store = Store(opts.results)
+        signals = _Signals()
+        signals.install()
+        try:
+            return _Run(run_id, test_points(swept, run_id), opts, store, signals, swept).execute()
+        finally:
+            signals.restore()
+            store.close()
     finally:
         lock.release()
-        signals.restore()
 
 
 def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
@@ -202,8 +228,9 @@ def _as_sweep(scenarios: list[Scenario]) -> Sweep:
 
 
 class _Run:
-    def __init__(self, run_id: str, points: list[TestPoint], opts: RunOptions, signals: _Signals,
-                 swept: Sweep):
+    def __init__(self, run_id: str, points: list[TestPoint], opts: RunOptions, store: Store,
+                 signals: _Signals, swept: Sweep):
+        self.store = store
         self.swept = swept
         self.eta: sweep.Progress | None = None
         self.run_id = run_id
@@ -211,7 +238,7 @@ class _Run:
         self.points = points
         self.opts = opts
         self.signals = signals
-        self.run_dir = opts.store.directory / "runs" / run_id
+        self.run_dir = store.directory / "runs" / run_id
         self.outcome = RunOutcome(run_id=run_id, status="running")
         self.runtimes: dict[str, tuple[Runtime, ImageInfo]] = {}
 
@@ -221,7 +248,7 @@ class _Run:
             done = self._resume()
         else:
             self.run_dir.mkdir(parents=True)
-            self.opts.store.begin_run(self.run_id, self.opts.command, len(self.points),
+            self.store.begin_run(self.run_id, self.opts.command, len(self.points),
                                       self.run_dir, self.opts.host.to_dict(),
                                       self.opts.host.engine.version, self.swept.spec)
         self.eta = sweep.Progress(self.swept.plan, done)
@@ -274,7 +301,7 @@ class _Run:
             self.outcome.error = f"interrupted by {signal.Signals(self.signals.held).name}"
         self.outcome.left += [f"{e.kind} {e.name}" for e in self.journal.live()]
         self.journal.close(remove=not self.outcome.left)
-        self.opts.store.finish_run(self.run_id, self.outcome.status, self.outcome.error)
+        self.store.finish_run(self.run_id, self.outcome.status, self.outcome.error)
         return self.outcome
 
     def _resume(self) -> set[str]:
@@ -287,8 +314,8 @@ class _Run:
             raise SystemFailure(f"run {self.run_id}: could not remove what it left: "
                                 + "; ".join(failed))
         self.outcome.resumed_cleanup = removed
-        self.opts.store.resume_run(self.run_id, len(self.points))
-        done = self.opts.store.done_keys(self.run_id)
+        self.store.resume_run(self.run_id, len(self.points))
+        done = self.store.done_keys(self.run_id)
         self.outcome.already_done = sum(p.key in done for p in self.points)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         return done
@@ -342,7 +369,7 @@ class _Run:
                 else:
                     result = measuring.measure()
                 # Committed before teardown: a failing teardown must not cost the data.
-                self.opts.store.add_point(self.run_id, point.index, params, status="done",
+                self.store.add_point(self.run_id, point.index, params, status="done",
                                           started=started, result=result, image=image,
                                           search=found.get("search"),
                                           trials=found.get("trials", ()), **record)
@@ -353,11 +380,17 @@ class _Run:
                 self.outcome.left += teardown.failed
         except BaseException as e:
             status = "interrupted" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "failed"
-            self.opts.store.add_point(self.run_id, point.index, params, status=status,
+            self.store.add_point(self.run_id, point.index, params, status=status,
                                       started=started, error=str(e), image=image, **record)
             self._report(Progress(point, "failed"))
             raise
         self._report(Progress(point, "done"))
+
+
+def _close_stdin(proc: subprocess.Popen) -> None:
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
 
 
 def _describe(e: BaseException) -> str:
@@ -414,10 +447,14 @@ class _Point:
         self._wait_ready([pair.receiver for pair in p.pairs])
         for pair in p.pairs:
             self._start(containers[pair.sender.name], pair.sender, pair.receiver, att)
-        self._wait_senders([pair.sender for pair in p.pairs])
+        senders, receivers = [pair.sender for pair in p.pairs], [pair.receiver for pair in p.pairs]
+        self._wait_senders(senders)
         time.sleep(DRAIN)
-        self._stop_receivers([pair.receiver for pair in p.pairs])
+        self._stop_receivers(receivers)
         after = self.dataplane.counters()
+        # No engine polls any more: ports may close now.
+        self._release(senders)
+        self._release(receivers)
         return self._result(before, after)
 
     def search(self) -> tuple[model.PointResult, dict[str, Any]]:
@@ -451,7 +488,7 @@ class _Point:
         raw = open(self.out / f"{ep.name}.jsonl", "w")
         self.teardown.push(None, raw.close)
         with open(self.out / f"{ep.name}.stderr", "wb") as err:
-            proc = container.exec(args, stderr=err)
+            proc = container.exec(args, stderr=err, stdin=subprocess.PIPE)
         self.procs[ep.name] = proc
         out = EngineOutput(ep.name, raw)
         out.follow(proc.stdout)
@@ -459,6 +496,7 @@ class _Point:
 
         def stop() -> None:
             # Only on the way out of a failure: a finished engine has exited.
+            _close_stdin(proc)
             if proc.poll() is None:
                 proc.kill()
             proc.wait(timeout=STOP_TIMEOUT)
@@ -476,29 +514,38 @@ class _Point:
         return SystemFailure(f"engine {ep.role} in {ep.name} {what}" + (f": {tail}" if tail else ""))
 
     def _wait_ready(self, eps: list[Endpoint]) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
+        self._await(eps, "ready", READY_TIMEOUT, "before it was ready")
+
+    def _await(self, eps: list[Endpoint], record: str, timeout: float, when: str) -> None:
+        """Until each engine has printed its `ready` or `summary` record."""
+        deadline = time.monotonic() + timeout
         for ep in eps:
             out, proc = self.outputs[ep.name], self.procs[ep.name]
-            while not out.ready.wait(0.05):
+            printed = out.ready if record == "ready" else out.summarized
+            while not printed.wait(0.05):
                 if proc.poll() is not None:
                     out.join(1)
-                    if not out.ready.is_set():
-                        raise self._failed(ep, f"exited with code {proc.returncode} "
-                                               "before it was ready")
+                    if not printed.is_set():
+                        raise self._failed(ep, f"exited with code {proc.returncode} {when}")
                 if time.monotonic() > deadline:
-                    raise self._failed(ep, f"not ready after {READY_TIMEOUT:g} s")
+                    raise self._failed(ep, f"printed no {record} within {timeout:g} s {when}")
 
     def _wait_senders(self, eps: list[Endpoint]) -> None:
+        """Until every sender has printed its summary (it then holds its port)."""
         s = self.scenario
         expected = s.warmup + s.duration + (CLIENT_DRAIN if s.mode == "latency" else 0)
         start = time.monotonic()
         deadline = start + expected + EXIT_MARGIN
         while True:
-            running = [ep for ep in eps if self.procs[ep.name].poll() is None]
-            for ep in eps:
+            running = [ep for ep in eps if not self.outputs[ep.name].summarized.is_set()]
+            for ep in running:
                 code = self.procs[ep.name].poll()
-                if code not in (None, 0):
-                    raise self._failed(ep, f"exited with code {code}")
+                if code is not None:
+                    self.outputs[ep.name].join(1)
+                    if code != 0:
+                        raise self._failed(ep, f"exited with code {code}")
+                    if not self.outputs[ep.name].summarized.is_set():
+                        raise self._failed(ep, "exited without a summary")
             if not running:
                 return
             if time.monotonic() > deadline:
@@ -518,17 +565,25 @@ class _Point:
         return sum(rates) if rates else None
 
     def _stop_receivers(self, eps: list[Endpoint]) -> None:
+        """SIGINT: each receiver stops polling and prints its summary (and holds)."""
         for ep in eps:
             if self.procs[ep.name].poll() is None:
                 self.procs[ep.name].send_signal(signal.SIGINT)
+        self._await(eps, "summary", STOP_TIMEOUT, "after SIGINT")
+
+    def _release(self, eps: list[Endpoint]) -> None:
+        """End of stdin: the engines close their ports and exit."""
+        for ep in eps:
+            _close_stdin(self.procs[ep.name])
         for ep in eps:
             try:
                 code = self.procs[ep.name].wait(timeout=STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
-                raise self._failed(ep, f"did not stop within {STOP_TIMEOUT:g} s of SIGINT") from None
+                raise self._failed(ep, f"did not exit within {STOP_TIMEOUT:g} s "
+                                       "of being released") from None
             self.outputs[ep.name].join(STOP_TIMEOUT)
             if code != 0:
-                raise self._failed(ep, f"exited with code {code} after SIGINT")
+                raise self._failed(ep, f"exited with code {code} while closing its port")
 
     def _result(self, before: dict, after: dict) -> model.PointResult:
         p = self.point

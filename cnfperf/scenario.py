@@ -224,13 +224,15 @@ def build(doc: dict[str, Any], *, quick: bool = False, host: Any = None) -> Swee
         raise UserError("switch", "no point can run on this host" +
                         (f": {reasons}" if reasons else ""))
     return Sweep(plan, [validate(p.params) for p in plan.points],
-                 {"doc": doc, "quick": quick, "skip_unusable": host is not None})
+                 {"doc": doc, "quick": quick, "skip_unusable": host is not None,
+                  "skipped": plan.skip_notes()})
 
 
 def _usable_on(host: Any):
     """keep(params) for sweep.expand: why a point cannot run on this host, or None.
     A study asks for "every data plane"; the ones this host lacks are left out,
-    and the plan says why."""
+    and the plan says why, naming what concerns it first (`testpmd: ...`)."""
+    from cnfperf import tools
     from cnfperf.dataplanes import DATAPLANES
     from cnfperf.runtimes import RUNTIMES
 
@@ -245,20 +247,20 @@ def _usable_on(host: Any):
         if switch not in problems:
             problems[switch] = dataplane.check(host)
         if problems[switch]:
-            return f"{switch} is not usable here: {problems[switch][0]}"
+            return f"{switch}: {'; '.join(problems[switch])}"
         if api not in dataplane.apis:
-            return f"{switch} does not serve api {api}"
+            return f"{switch} api={api}: {switch} serves api {', '.join(sorted(dataplane.apis))}"
         if host.engine.apis and api not in host.engine.apis:
-            return f"the engine was built without api {api}"
+            return f"api {api}: {tools.engine_without(api)}"
         if dataplane.max_pairs is not None and int(params.get("pairs", 1)) > dataplane.max_pairs:
-            return f"{switch} serves at most {dataplane.max_pairs} pairs"
+            return f"{switch} pairs={params['pairs']}: at most {dataplane.max_pairs} pairs"
         max_size = getattr(dataplane, "max_size", None)
         if max_size is not None and int(params.get("size", 64)) > max_size:
-            return f"{switch} carries frames of at most {max_size} bytes"
+            return f"{switch} size={params['size']}: frames of at most {max_size} bytes"
         if runtime not in problems:
             problems[runtime] = RUNTIMES[runtime].check()
         if problems[runtime]:
-            return f"runtime {runtime} is not usable here: {problems[runtime][0]}"
+            return f"runtime {runtime}: {'; '.join(problems[runtime])}"
         return None
     return keep
 

@@ -3,7 +3,7 @@ reader of an HTML report sees: no console errors, every image decoded, a
 screenshot of the whole page.
 
 Chromium comes from Debian (`chromium-headless-shell`, in the Makefile's
-APT_PACKAGES); tests that need it skip, naming the package, where it is missing.
+APT_PACKAGES); tests that need it are marked `needs("chromium-headless-shell")`.
 """
 from __future__ import annotations
 

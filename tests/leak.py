@@ -10,6 +10,8 @@ import glob
 import os
 import subprocess
 
+from cnfperf.runtimes.runc import RUNC_ROOT
+
 # Processes the harness may start; anything by these names that outlives a test leaked.
 WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc")
 
@@ -35,6 +37,15 @@ def _processes() -> set[str]:
     return found
 
 
+def _runc_ours() -> set[str]:
+    """Containers under cnfperf's runc root. `runc list` would create that root,
+    so it is asked only when the root exists: a leftover root must stay visible
+    (as a file under /run/cnfperf) instead of being made by the check itself."""
+    if not RUNC_ROOT.is_dir():
+        return set()
+    return _lines(["runc", "--root", str(RUNC_ROOT), "list", "-q"])
+
+
 def _hugetlbfs_mounts() -> set[str]:
     with open("/proc/mounts") as f:
         return {line.split()[1] for line in f if line.split()[2:3] == ["hugetlbfs"]}
@@ -48,8 +59,7 @@ def snapshot() -> dict[str, set[str]]:
         "processes": _processes(),
         "hugepage files": {f for m in _hugetlbfs_mounts() for f in glob.glob(f"{m}/*")},
         "dpdk runtime dirs": set(glob.glob("/var/run/dpdk/*")),
-        "runc containers": _lines(["runc", "list", "-q"])
-        | _lines(["runc", "--root", "/run/cnfperf/runc", "list", "-q"]),
+        "runc containers": _lines(["runc", "list", "-q"]) | _runc_ours(),
         "cnfperf run files": set(glob.glob("/run/cnfperf/*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from cnfperf import SystemFailure
+from cnfperf import SystemFailure, tools
 from cnfperf.dataplanes import procs
 
 SCHEMA_NAMES = ("vswitch.ovsschema",)
@@ -57,14 +57,12 @@ def schema_path() -> str | None:
 
 
 def problems() -> list[str]:
-    found = []
-    for tool in ("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-appctl"):
-        if shutil.which(tool) is None:
-            found.append(f"{tool} not found: install openvswitch-switch")
+    found = tools.problems("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-appctl", "ovs-ofctl")
     if schema_path() is None:
-        found.append("vswitch.ovsschema not found: install openvswitch-common")
+        found.append("vswitch.ovsschema not found (Debian package openvswitch-common)")
     if vswitchd_binary() is None:
-        found.append("no ovs-vswitchd built with DPDK: install openvswitch-switch-dpdk")
+        found.append("no ovs-vswitchd built with DPDK (Debian package "
+                     f"{tools.TOOLS['ovs-vswitchd-dpdk'].package})")
     return found
 
 

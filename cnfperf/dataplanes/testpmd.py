@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cnfperf import tools
 from cnfperf.dataplanes import dpdk_args, procs, testpmd_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
@@ -38,8 +39,7 @@ class TestPmdSwitch(DpdkDataPlane):
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
         problems = super().check(host)
-        if testpmd_app.available() is None:
-            problems.append("dpdk-testpmd not found: install dpdk")
+        problems += tools.problems(testpmd_app.BINARY)
         return problems
 
     def _ports(self) -> int:

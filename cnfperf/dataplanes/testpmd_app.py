@@ -4,9 +4,9 @@ endpoint (txonly/rxonly) in tests and benchmarks."""
 from __future__ import annotations
 
 import re
-import shutil
 from typing import Sequence
 
+from cnfperf import tools
 from cnfperf.dataplanes.procs import Console, ProcessError
 
 BINARY = "dpdk-testpmd"
@@ -37,7 +37,7 @@ def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
 
 
 def available() -> str | None:
-    return shutil.which(BINARY)
+    return tools.find(BINARY)
 
 
 class TestPmd:

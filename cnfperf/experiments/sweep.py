@@ -273,9 +273,13 @@ class Plan:
         fixed = " ".join(f"{k}={_shown(k, v)}" for k, v in self.fixed.items())
         if fixed:
             lines.append(f"  fixed: {fixed}")
-        for params, reason in self.skipped:
-            lines.append(f"  skipped {_short(params, self.axes)}: {reason}")
+        lines += [f"  {note}" for note in self.skip_notes()]
         return "\n".join(lines)
+
+    def skip_notes(self) -> list[str]:
+        """One line per reason a point was left out; a reason names what it
+        concerns, e.g. `testpmd: dpdk-testpmd not found (Debian package dpdk-dev)`."""
+        return list(dict.fromkeys(f"skipped {reason}" for _, reason in self.skipped))
 
 
 def _shown(name: str, value: Any) -> str:
@@ -285,10 +289,6 @@ def _shown(name: str, value: Any) -> str:
             if value >= scale:
                 return f"{value / scale:g}{suffix}"
     return str(value)
-
-
-def _short(params: Mapping[str, Any], axes: Mapping[str, list]) -> str:
-    return " ".join(f"{k}={params[k]}" for k in axes if k in params) or "(single point)"
 
 
 def point_hash(params: Mapping[str, Any]) -> str:

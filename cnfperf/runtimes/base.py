@@ -138,10 +138,11 @@ class Container(ABC):
     engine: str
 
     @abstractmethod
-    def exec(self, argv: list[str], stdout=subprocess.PIPE,
-             stderr=subprocess.PIPE) -> subprocess.Popen:
+    def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             stdin=subprocess.DEVNULL) -> subprocess.Popen:
         """Start argv inside (its netns, pinned to its cpus). Signals sent to the
-        returned Popen reach the process inside; its stdout is an unbuffered pipe."""
+        returned Popen reach the process inside, and so do its stdin and stdout
+        (an unbuffered pipe each when asked for)."""
 
     @abstractmethod
     def destroy(self) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Sequence
+
+from cnfperf import tools
 
 from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
                    check_cpus, check_mounts, check_name, check_netns, cpu_list)
@@ -67,8 +68,8 @@ class NetnsContainer(Container):
         self._procs: list[subprocess.Popen] = []
         self._destroyed = False
 
-    def exec(self, argv: list[str], stdout=subprocess.PIPE,
-             stderr=subprocess.PIPE) -> subprocess.Popen:
+    def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             stdin=subprocess.DEVNULL) -> subprocess.Popen:
         if self._destroyed:
             raise ContainerError(f"exec in {self.name}: container was destroyed")
         if not argv or not all(isinstance(a, str) for a in argv):
@@ -78,7 +79,7 @@ class NetnsContainer(Container):
         # process sees the namespace's interfaces there.
         cmd = ["ip", "netns", "exec", self.netns, "taskset", "-c", cpu_list(self.cpus), *argv]
         env = dict(os.environ, **{TAG: self.name})
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=stdout, stderr=stderr,
                                 bufsize=0, start_new_session=True, env=env)
         self._procs.append(proc)
         return proc
@@ -107,10 +108,7 @@ class NetnsRuntime(Runtime):
         problems = []
         if os.geteuid() != 0:
             problems.append("netns runtime needs root")
-        for tool, pkg in (("ip", "iproute2"), ("taskset", "util-linux")):
-            if not shutil.which(tool):
-                problems.append(f"{tool} not found (apt-get install {pkg})")
-        return problems
+        return problems + tools.problems("ip", "taskset")
 
     def prepare(self, engine: Path) -> ImageInfo:
         engine = Path(engine).resolve()

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
+from cnfperf import tools
+
 from . import oci, rootfs
 from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
                    check_cpus, check_mounts, check_name, check_netns, first_error_line,
@@ -65,8 +67,8 @@ class RuncContainer(Container):
         self._procs: list[subprocess.Popen] = []
         self._destroyed = False
 
-    def exec(self, argv: list[str], stdout=subprocess.PIPE,
-             stderr=subprocess.PIPE) -> subprocess.Popen:
+    def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             stdin=subprocess.DEVNULL) -> subprocess.Popen:
         if self._destroyed:
             raise ContainerError(f"runc exec in {self.name}: container was destroyed")
         if not argv or not all(isinstance(a, str) for a in argv):
@@ -75,7 +77,7 @@ class RuncContainer(Container):
         # every signal it gets, so Popen's pipe and send_signal() reach the engine.
         # A new session keeps a Ctrl-C on the controlling terminal away from the
         # engine: the runner decides when and how endpoints stop.
-        proc = subprocess.Popen(_runc("exec", self.name, *argv), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(_runc("exec", self.name, *argv), stdin=stdin,
                                 stdout=stdout, stderr=stderr, bufsize=0,
                                 start_new_session=True)
         self._procs.append(proc)
@@ -127,12 +129,10 @@ class RuncRuntime(Runtime):
         problems = []
         if os.geteuid() != 0:
             problems.append("runc runtime needs root")
-        if not shutil.which("runc"):
-            problems.append("runc not found (apt-get install runc)")
+        problems += tools.problems("runc", "ldd")
         if not rootfs.BUSYBOX.is_file() or not _is_static_elf(rootfs.BUSYBOX):
-            problems.append(f"static {rootfs.BUSYBOX} not found (apt-get install busybox-static)")
-        if not shutil.which("ldd"):
-            problems.append("ldd not found (apt-get install libc-bin)")
+            problems.append(f"static {rootfs.BUSYBOX} not found "
+                            f"(Debian package {tools.TOOLS['busybox'].package})")
         v1 = Path("/sys/fs/cgroup/cpuset/cpuset.cpus")
         v2 = Path("/sys/fs/cgroup/cgroup.controllers")
         if not v1.exists() and not (v2.exists() and "cpuset" in v2.read_text().split()):

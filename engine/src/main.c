@@ -41,6 +41,7 @@ static struct api_conf conf_of(const struct opts *o)
 		.rx = o->role != ROLE_SEND,
 		.tx = o->role != ROLE_RECV,
 		.xdp_mode = o->xdp_mode,
+		.hold = o->hold,
 		.src_ip = o->src_ip,
 		.sport = o->sport,
 		.flows = sender ? o->flows : 1,
@@ -125,6 +126,8 @@ int main(int argc, char **argv)
 	r.api2 = a2;
 	rc = run_role(&r);
 	run_free(&r);
+	if (rc == 0 && o.hold)
+		run_hold();
 out:
 	api_close(a2);
 	api_close(a);

@@ -17,7 +17,7 @@
 enum {
 	O_API = 256, O_IFACE, O_IFACE2, O_PORT, O_PORT2, O_QUEUE, O_XDP_MODE,
 	O_SRC_MAC, O_SRC_IP, O_SPORT, O_DST_MAC, O_DST_IP, O_DPORT,
-	O_DURATION, O_WARMUP, O_DRAIN, O_INTERVAL, O_FLOWS, O_CPU, O_RX_CPU, O_THREADS, O_VERSION,
+	O_DURATION, O_WARMUP, O_DRAIN, O_INTERVAL, O_FLOWS, O_CPU, O_RX_CPU, O_THREADS, O_HOLD, O_VERSION,
 };
 
 static const struct option longopts[] = {
@@ -50,6 +50,7 @@ static const struct option longopts[] = {
 	{ "cpu", required_argument, NULL, O_CPU },
 	{ "rx-cpu", required_argument, NULL, O_RX_CPU },
 	{ "threads", required_argument, NULL, O_THREADS },
+	{ "hold", no_argument, NULL, O_HOLD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -238,6 +239,7 @@ static bool one(struct parse *p, struct opts *o, int c, char *arg)
 	case O_FLOWS: return uint_in(p, c, arg, 1, SEQ_MAX_FLOWS, &v) && (o->flows = (unsigned)v, true);
 	case O_CPU: return cpu_of(p, c, arg, &o->cpu);
 	case O_RX_CPU: return cpu_of(p, c, arg, &o->rx_cpu);
+	case O_HOLD: o->hold = true; return true;
 	case O_THREADS:
 		if (strcmp(arg, "1") && strcmp(arg, "2"))
 			return fail(p, "--threads: '%s' is not 1 or 2", arg);
@@ -383,5 +385,6 @@ void opts_usage(void *stream)
 	      "  -c/--touch  -m/--mmsg  -B/--blocking  -s/--quiet\n"
 	      "  --duration S (0 = until SIGINT)  --warmup S  --drain S  --interval S  --flows N\n"
 	      "  --cpu N  --threads 1|2 (client; 2 with -B or --rx-cpu, else 1)  --rx-cpu N (its receive thread)\n"
+	      "  --hold            after the summary keep the ports open, idle, until stdin ends or a signal\n"
 	      "  --version   --help\n", stream);
 }

@@ -26,6 +26,7 @@ struct opts {
 	unsigned size;             /* RFC 2544 frame size, with FCS */
 	unsigned burst;
 	bool touch, mmsg, blocking, quiet;
+	bool hold;                 /* keep the ports open after the summary until released */
 	double duration, warmup, drain, interval;
 	unsigned flows;
 	int cpu, rx_cpu;           /* -1 = not pinned */

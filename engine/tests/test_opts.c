@@ -135,7 +135,9 @@ int main(void)
 	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "-B", "--threads", "2", "--rx-cpu", "1"));
 	CHECK(o.threads == 2 && o.rx_cpu == 1, "--threads 2 -B --rx-cpu");
 	o = good(ARGV("send", "--dst-ip", "198.18.0.2"));
-	CHECK(o.threads == 0, "send has no thread count");
+	CHECK(o.threads == 0 && !o.hold, "send has no thread count, and does not hold");
+	o = good(ARGV("recv", "--hold", "--", "--vdev", "net_null0"));
+	CHECK(o.hold && o.eal_argc == 2, "--hold");
 
 	struct opts v;
 	char err[64];

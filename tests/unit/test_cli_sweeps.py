@@ -145,3 +145,15 @@ def test_latest_needs_a_run(tmp_path, monkeypatch, capsys):
     Store(tmp_path).close()
     assert main(["report", "latest"]) == 2
     _one_error_line(capsys, "RUN")
+
+
+def test_a_study_names_each_data_plane_it_leaves_out_once(capsys, monkeypatch):
+    from cnfperf import tools
+    found = tools.find
+    monkeypatch.setattr(tools, "find", lambda name: None if name == "dpdk-testpmd" else found(name))
+    assert main(["study", "shootout", "--quick", "--dry-run"]) == 0
+    lines = [l.strip() for l in capsys.readouterr().out.splitlines()]
+    notes = [l for l in lines if l.startswith("skipped testpmd:")]
+    assert len(notes) == 1 and notes[0].endswith(
+        "dpdk-testpmd not found (Debian package dpdk-dev)"), lines
+    assert not any(" testpmd " in l for l in lines if l.startswith("[")), "a testpmd point"

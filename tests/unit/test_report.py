@@ -16,14 +16,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from PIL import Image  # Pillow comes with matplotlib, a dependency in pyproject.toml
 
-pytest.importorskip("matplotlib", reason="plots need matplotlib (pyproject dependency)")
-from PIL import Image  # noqa: E402  (Pillow comes with matplotlib)
-
-import headless  # noqa: E402  (tests/headless.py)
-from cnfperf.experiments import stats  # noqa: E402
-from cnfperf.report import html as report_html  # noqa: E402
-from cnfperf.report import plots  # noqa: E402
+import headless
+from cnfperf.experiments import stats
+from cnfperf.report import html as report_html
+from cnfperf.report import plots
 
 CAPACITY = {"veth": 900_000, "bridge": 700_000, "testpmd": 4_000_000}
 
@@ -380,8 +378,7 @@ def test_cell_format(value, text):
 
 # --- headless Chromium ----------------------------------------------------------
 
-@pytest.mark.skipif(headless.CHROMIUM is None,
-                    reason="no headless Chromium (apt install chromium-headless-shell)")
+@pytest.mark.needs("chromium-headless-shell")
 def test_report_renders_in_headless_chromium(tmp_path):
     path, made = build_report(tmp_path)
     page = headless.render(path)
@@ -395,3 +392,11 @@ def test_report_renders_in_headless_chromium(tmp_path):
         assert im.size[0] >= 1200 and im.size[1] > 2000          # the whole page, plots included
         colours = im.convert("RGB").resize((64, 256)).getcolors(64 * 256)
         assert colours and len(colours) > 50                     # not a blank page
+
+
+def test_report_says_what_a_study_left_out(tmp_path):
+    from cnfperf.report import build
+    run = {"id": "1a2b", "started": 0, "status": "done", "planned": 1, "points": [],
+           "spec": {"skipped": ["skipped testpmd: dpdk-testpmd not found (Debian package dpdk-dev)"]}}
+    page = build.write(run, tmp_path).read_text()
+    assert "left out" in page and "testpmd: dpdk-testpmd not found (Debian package dpdk-dev)" in page

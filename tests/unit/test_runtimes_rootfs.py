@@ -1,6 +1,5 @@
 """The minimal image: which files go in, how they are laid out, how it is cached."""
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -59,7 +58,7 @@ def test_closure_trusts_a_transitive_resolver():
     assert sorted(calls) == ["/d", "/e"]
 
 
-@pytest.mark.skipif(not shutil.which("gcc") or not shutil.which("ldd"), reason="needs gcc, ldd")
+@pytest.mark.needs("gcc", "ldd")
 def test_missing_library_named(tmp_path):
     """A real executable whose library was removed after linking."""
     (tmp_path / "q.c").write_text("int q(void) { return 0; }\n")
@@ -194,8 +193,7 @@ def test_images_dir_override(tmp_path, monkeypatch):
     assert rootfs.images_dir(tmp_path / "x") == tmp_path / "x"
 
 
-@pytest.mark.skipif(not shutil.which("ldd") or not Path("/bin/true").exists(),
-                    reason="needs ldd and /bin/true")
+@pytest.mark.needs("ldd")
 def test_spec_of_a_real_binary_holds_libc_loader_and_libgcc(tmp_path):
     spec = rootfs.spec_for(Path("/bin/true"), busybox=Path("/bin/true"))
     names = {os.path.basename(f) for f in spec.files}
@@ -210,7 +208,7 @@ def test_spec_refuses_a_missing_engine(tmp_path):
         rootfs.spec_for(tmp_path / "nope")
 
 
-@pytest.mark.skipif(not Path("/bin/busybox").exists(), reason="busybox-static not installed")
+@pytest.mark.needs("busybox")
 def test_static_elf_detection():
     assert _is_static_elf(Path("/bin/busybox"))
     assert not _is_static_elf(Path("/bin/true"))

@@ -159,12 +159,24 @@ def test_resume_skips_finished_points():
 
 def test_keep_filter_lists_skipped_points_with_reason():
     def keep(params):
-        return "ovs needs api dpdk" if params["switch"] == "ovs" and params["api"] != "dpdk" else None
+        if params["switch"] == "ovs" and params["api"] != "dpdk":
+            return f"ovs api={params['api']}: ovs serves api dpdk"
+        return None
     plan = expand({"switch": "veth,ovs", "api": "udp,dpdk"}, keep=keep)
     assert [(p.params["switch"], p.params["api"]) for p in plan.points] == [
         ("veth", "udp"), ("veth", "dpdk"), ("ovs", "dpdk")]
-    assert plan.skipped == [({"switch": "ovs", "api": "udp"}, "ovs needs api dpdk")]
-    assert "skipped switch=ovs api=udp: ovs needs api dpdk" in plan.describe()
+    assert plan.skipped == [({"switch": "ovs", "api": "udp"}, "ovs api=udp: ovs serves api dpdk")]
+    assert "  skipped ovs api=udp: ovs serves api dpdk" in plan.describe().splitlines()
+
+
+def test_a_data_plane_left_out_is_one_line_however_many_points_it_had():
+    def keep(params):
+        return ("testpmd: dpdk-testpmd not found (Debian package dpdk-dev)"
+                if params["switch"] == "testpmd" else None)
+    plan = expand({"switch": "veth,testpmd", "size": "64,1500", "mode": "throughput,latency"},
+                  keep=keep)
+    assert len(plan.points) == 4 and len(plan.skipped) == 4
+    assert plan.skip_notes() == ["skipped testpmd: dpdk-testpmd not found (Debian package dpdk-dev)"]
 
 
 def test_too_many_points_refused():

@@ -41,6 +41,7 @@ struct api_conf {
 	bool blocking;           /* udp/raw: blocking sockets */
 	bool rx, tx;             /* which directions the role needs */
 	const char *xdp_mode;    /* xdp: "auto" | "copy" | "zerocopy" | "skb" */
+	bool hold;               /* the peer stopped polling before close(): no drain wait */
 	/* udp only: the kernel builds the headers, so it needs the addresses. */
 	uint32_t src_ip, dst_ip; /* network byte order */
 	uint16_t sport, dport;   /* host byte order */

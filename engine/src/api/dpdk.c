@@ -430,7 +430,8 @@ static int port_open(struct api *a, const struct api_conf *conf)
 	if (rte_eth_macaddr_get(d->port, &mac) == 0)
 		memcpy(a->mac, mac.addr_bytes, sizeof a->mac);
 	enum link_kind kind = link_kind(&info);
-	d->drain_ms = conf->tx ? drain_ms(&info, kind) : 0;
+	/* held ports close after the peer has stopped polling: nothing to wait for */
+	d->drain_ms = conf->tx && !conf->hold ? drain_ms(&info, kind) : 0;
 	wait_link(d, kind, conf);
 	return 0;
 

@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,27 @@ void run_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+void run_hold(void)
+{
+	char buf[256];
+
+	fflush(stdout);
+	run_stop = 0;
+	while (!run_stop) {
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		/* the timeout bounds the race between the flag test and poll() */
+		int n = poll(&p, 1, 100);
+
+		if (n < 0 && errno != EINTR)
+			return;
+		if (n > 0) {
+			ssize_t k = read(STDIN_FILENO, buf, sizeof(buf));
+			if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
+				return;  /* end of file, or no usable stdin at all */
+		}
+	}
 }
 
 int run_pin(int cpu)

@@ -58,6 +58,14 @@ void run_tick(struct run *r, uint64_t now);
 void run_ready(const struct run *r);
 void run_summary(struct run *r);
 
+/* --hold: the second half of a two-phase stop. The summary is out and the
+ * datapath has stopped; the ports stay open and untouched until stdin
+ * reaches end of file (the orchestrator closes it) or a signal arrives.
+ * A peer that closes its port while we still poll the shared rings can crash
+ * us (DPDK 22.11's memif unmaps them from its control thread), so the
+ * orchestrator releases engines only once none of them polls any more. */
+void run_hold(void);
+
 /* Receivers: whether to go on after this burst of n frames. After SIGINT or
  * SIGTERM they still take what is already queued (the orchestrator signals
  * once the sender is done, but its last packets may sit in a socket or ring),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import time
@@ -19,14 +18,10 @@ from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.testpmd_app import TestPmd
 from cnfperf.hugepages import DPDK_RUNTIME, Hugepages, hugetlbfs_mounts, pool_state
 from cnfperf.journal import RUN_DIR, Journal, replay
-from conftest import REPO, _env, cnfperf_argv
 from dpdk_leak import no_leftovers, ours
+from harness import EXIT_BUSY, REPO, cnfperf_argv, cnfperf_env
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(not leak.is_root() or not shutil.which("dpdk-testpmd"),
-                                 reason="needs root and dpdk-testpmd")]
-
-BUSY = 3
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd", "mount")]
 
 
 @pytest.fixture
@@ -97,7 +92,7 @@ def _start_run(switch: str, env: dict, log: Path) -> tuple[subprocess.Popen, str
         got = _wait_for("host lock", holder)
         if isinstance(got, str):
             return run, "cnfp" + got
-        if run.returncode != BUSY or time.monotonic() > deadline:
+        if run.returncode != EXIT_BUSY or time.monotonic() > deadline:
             pytest.fail(f"cnfperf run exited with {run.returncode} before it started: "
                         f"{log.read_text()[-500:]}")
         time.sleep(2)
@@ -106,7 +101,7 @@ def _start_run(switch: str, env: dict, log: Path) -> tuple[subprocess.Popen, str
 @pytest.mark.parametrize("switch", ["ovs", "testpmd"])
 def test_cleanup_undoes_a_dpdk_run_killed_while_measuring(results, switch, tmp_path):
     before = leak.snapshot()
-    env = _env(results)
+    env = cnfperf_env(results)
     run, prefix = _start_run(switch, env, tmp_path / "run.stderr")
     try:
         # Measuring: the engines are up, so every kind of resource exists.
@@ -125,7 +120,7 @@ def test_cleanup_undoes_a_dpdk_run_killed_while_measuring(results, switch, tmp_p
     for _ in range(150):
         done = subprocess.run(cnfperf_argv("cleanup", prefix.removeprefix("cnfp")), cwd=REPO,
                               env=env, capture_output=True, text=True, timeout=120)
-        if done.returncode != BUSY:
+        if done.returncode != EXIT_BUSY:
             break
         time.sleep(2)
     assert done.returncode == 0, done.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import time
 from contextlib import ExitStack
 
@@ -17,12 +16,9 @@ from cnfperf.dataplanes.testpmd_app import TestPmd
 from cnfperf.journal import Journal
 from cnfperf.plan import place
 from cnfperf.scenario import Scenario
-from leak import is_root
 from dpdk_leak import no_leftovers
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(not is_root() or not shutil.which("dpdk-testpmd"),
-                                 reason="needs root and dpdk-testpmd")]
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd", "ovsdb-server", "ovs-vsctl")]
 
 SEND_SECONDS = 1.0
 

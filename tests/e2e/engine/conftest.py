@@ -1,40 +1,16 @@
-"""Fixtures for the engine's end-to-end tests: the engine binary (built when
-missing), network namespaces joined by veth pairs, and engine processes that
-never outlive a test. Everything made here is named cnfpk<random>… and goes
-away on teardown; `no_leftovers` checks it did."""
+"""Fixtures for the engine's end-to-end tests: network namespaces joined by
+veth pairs, and engine processes that never outlive a test. Everything made
+here is named cnfpk<random>… and goes away on teardown; `no_leftovers` checks it did."""
 from __future__ import annotations
 
 import contextlib
-import json
-import queue
 import secrets
-import signal
 import subprocess
-import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-import leak
-
-REPO = Path(__file__).resolve().parents[3]
-BUILD = REPO / "engine" / "build"
-
-
-@pytest.fixture(scope="session")
-def engine() -> Path:
-    """The engine from engine/build, configured and built first if it is not there."""
-    if not leak.is_root():
-        pytest.skip("end-to-end: needs root")
-    binary = BUILD / "cnfperf-engine"
-    if not binary.exists():
-        if not (BUILD / "build.ninja").exists():
-            subprocess.run(["meson", "setup", str(BUILD), str(REPO / "engine")], check=True,
-                           capture_output=True, timeout=300)
-        subprocess.run(["ninja", "-C", str(BUILD)], check=True, capture_output=True, timeout=600)
-    return binary
+from engines import engines as engine_processes
 
 
 @dataclass(frozen=True)
@@ -105,73 +81,8 @@ def chain(no_leftovers):
         yield s, f_in, f_out, r
 
 
-class EngineProcess:
-    """One engine in a namespace. Its stdout must be JSON lines only; they are
-    read on a thread so that waits can time out."""
-
-    def __init__(self, argv: list[str], netns: str):
-        self.argv = ["ip", "netns", "exec", netns, *map(str, argv)]
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, text=True)
-        self.records: list[dict] = []
-        self.stderr_lines: list[str] = []
-        self._q: queue.Queue = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        threading.Thread(target=lambda: self.stderr_lines.extend(self.proc.stderr), daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            rec = json.loads(line)
-            self.records.append(rec)
-            self._q.put(rec)
-        self._q.put(None)
-
-    def ready(self, timeout: float = 20) -> dict:
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                rec = self._q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"no ready record in {timeout} s: {' '.join(self.argv)}")
-            if rec is None:
-                self.proc.wait(timeout=10)
-                pytest.fail(f"exited {self.proc.returncode} before ready: {''.join(self.stderr_lines)}")
-            if rec["type"] == "ready":
-                return rec
-
-    def summary(self, timeout: float = 20) -> dict:
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"still running after {timeout} s: {' '.join(self.argv)}")
-        self._reader.join(timeout=5)
-        assert self.proc.returncode == 0, f"exit {self.proc.returncode}: {''.join(self.stderr_lines)}"
-        found = [r for r in self.records if r["type"] == "summary"]
-        assert len(found) == 1, f"{len(found)} summary records: {self.records}"
-        return found[0]
-
-    def interrupt(self) -> dict:
-        """SIGINT, as the orchestrator stops receivers; the summary must still come."""
-        self.proc.send_signal(signal.SIGINT)
-        return self.summary()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-
 @pytest.fixture
 def engines(no_leftovers):
-    """start(netns, argv) -> EngineProcess; every process is killed on teardown
-    (a passing test has already stopped them)."""
-    started: list[EngineProcess] = []
-
-    def start(netns: str, argv: list) -> EngineProcess:
-        p = EngineProcess(argv, netns)
-        started.append(p)
-        return p
-    yield start
-    for p in started:
-        p.kill()
+    """start(netns, argv) -> EngineProcess; none outlives the test."""
+    with engine_processes() as start:
+        yield lambda netns, argv: start(argv, netns)

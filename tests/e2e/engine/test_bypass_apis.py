@@ -8,23 +8,20 @@ clean teardown, the benchmarks in bench/ check speed.
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 import glob
 import json
 import os
-import queue
 import secrets
-import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import harness
 import leak
+from engines import engines, release_all
 
 pytestmark = pytest.mark.e2e
 
@@ -34,108 +31,35 @@ HUGEPAGES = 128           # 2 MB pages for up to two DPDK processes at a time
 EAL_MEMORY_MB = "64"
 
 
-@functools.lru_cache(maxsize=None)
-def _compiled(engine: Path) -> tuple[str, ...]:
-    out = subprocess.run([str(engine), "--version"], capture_output=True, text=True, timeout=10)
-    return tuple(json.loads(out.stdout)["apis"])
-
-
 def need(engine: Path, api: str) -> None:
-    if api not in _compiled(engine):
-        pytest.skip(f"api {api} is not compiled into {engine.name} (has {', '.join(_compiled(engine))})")
+    harness.require_api(engine, api)
 
 
-class Engine:
-    """One engine process; its JSON lines are read on a thread so waits can time out."""
-
-    def __init__(self, argv: list[str], netns: str | None = None):
-        prefix = ["ip", "netns", "exec", netns] if netns else []
-        self.argv = prefix + [str(a) for a in argv]
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, stdin=subprocess.DEVNULL)
-        self.records: list[dict] = []
-        self._lines: queue.Queue = queue.Queue()
-        self._stderr: list[str] = []
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-        threading.Thread(target=lambda: self._stderr.extend(self.proc.stderr), daemon=True).start()
-
-    def _pump_stdout(self) -> None:
-        for line in self.proc.stdout:
-            rec = json.loads(line)      # anything but JSON on stdout is a bug
-            self.records.append(rec)
-            self._lines.put(rec)
-        self._lines.put(None)
-
-    @property
-    def stderr(self) -> str:
-        return "".join(self._stderr)
-
-    def ready(self, timeout: float = 30) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                rec = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"no ready record within {timeout} s from {' '.join(self.argv)}")
-            if rec is None:
-                self.proc.wait(timeout=10)
-                pytest.fail(f"engine exited {self.proc.returncode} before ready:\n{self.stderr}")
-            if rec["type"] == "ready":
-                return rec
-
-    def summary(self, timeout: float = 30) -> dict:
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"engine still running after {timeout} s: {' '.join(self.argv)}")
-        time.sleep(0.05)    # let the reader thread take the last line
-        assert self.proc.returncode == 0, f"engine exited {self.proc.returncode}:\n{self.stderr}"
-        found = [r for r in self.records if r["type"] == "summary"]
-        assert len(found) == 1, f"expected one summary, got {len(found)}:\n{self.stderr}"
-        return found[0]
-
-    def stop(self) -> dict:
-        self.proc.send_signal(signal.SIGINT)
-        return self.summary()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-
-@contextlib.contextmanager
-def engines():
-    """Starts engines; whatever happens, none outlives the block."""
-    started: list[Engine] = []
-
-    def start(argv: list[str], netns: str | None = None) -> Engine:
-        e = Engine(argv, netns)
-        started.append(e)
-        return e
-    try:
-        yield start
-    finally:
-        for e in started:
-            e.kill()
+def held(argv: list) -> list:
+    """argv with --hold, before the EAL arguments if there are any."""
+    argv = [str(a) for a in argv]
+    at = argv.index("--") if "--" in argv else len(argv)
+    return argv[:at] + ["--hold"] + argv[at:]
 
 
 def run_send_recv(start, recv_argv, send_argv, recv_ns=None, send_ns=None, recv_first=True):
     """recv first (--duration 0), then send; SIGINT the receiver once the sender is done.
     With recv_first=False the sender starts first (it is the vhost server and waits
-    for its link) and the receiver, a virtio_user client, connects to it."""
+    for its link) and the receiver, a virtio_user client, connects to it. Both
+    hold their ports after their summaries until both have stopped polling."""
     if recv_first:
-        rx = start(recv_argv, recv_ns)
+        rx = start(held(recv_argv), recv_ns)
         rx.ready()
-        tx = start(send_argv, send_ns)
+        tx = start(held(send_argv), send_ns)
     else:
-        tx = start(send_argv, send_ns)
+        tx = start(held(send_argv), send_ns)
         time.sleep(0.5)
-        rx = start(recv_argv, recv_ns)
+        rx = start(held(recv_argv), recv_ns)
         rx.ready()
     sent = tx.summary()
     time.sleep(0.5)     # a TPACKET_V3 block retires on a timer: let the last one arrive
     received = rx.stop()
+    release_all(tx, rx)
     return sent, received
 
 
@@ -395,14 +319,15 @@ def test_dpdk_vhost_virtio_client_server(engine, dpdk):
     eal, sockets = dpdk
     sock = sockets / "vhost0.sock"
     with engines() as start:
-        srv = start([engine, "server", "--api", "dpdk", *flow("server", VHOST, VIRTIO), *traffic("server"),
-                     *eal("vh", f"net_vhost0,iface={sock},queues=1")])
+        srv = start(held([engine, "server", "--api", "dpdk", *flow("server", VHOST, VIRTIO),
+                          *traffic("server"), *eal("vh", f"net_vhost0,iface={sock},queues=1")]))
         srv.ready()
-        cli = start([engine, "client", "--api", "dpdk", *flow("client", VIRTIO, VHOST), "--rate", "5k",
-                     "--duration", DURATION, "--interval", "0",
-                     *eal("vu", f"net_virtio_user0,path={sock},queues=1,{QUEUE_SIZE},mac={VIRTIO.mac}")])
+        cli = start(held([engine, "client", "--api", "dpdk", *flow("client", VIRTIO, VHOST), "--rate", "5k",
+                          "--duration", DURATION, "--interval", "0",
+                          *eal("vu", f"net_virtio_user0,path={sock},queues=1,{QUEUE_SIZE},mac={VIRTIO.mac}")]))
         rtt = cli.summary()
         served = srv.stop()
+        release_all(cli, srv)
     assert rtt["tx_packets"] > 0
     assert rtt["rx_packets"] == rtt["tx_packets"] == served["rx_packets"], f"{counts(rtt)}\n{counts(served)}"
     assert rtt["lost"] == 0 and rtt["latency"]["kind"] == "rtt"
@@ -416,17 +341,21 @@ def test_dpdk_fwd_between_two_vhost_ports(engine, dpdk):
     rx_end = End("", "", "02:00:5e:03:00:02", "10.99.2.2")
     tx_end = End("", "", "02:00:5e:03:00:01", "10.99.2.1")
     with engines() as start:
-        fwd = start([engine, "fwd", "--api", "dpdk", "--port", "0", "--port2", "1", "--dst-mac", rx_end.mac,
-                     "--duration", "0", "--interval", "0",
-                     *eal("fw", f"net_vhost0,iface={s_in},queues=1", f"net_vhost1,iface={s_out},queues=1")])
+        fwd = start(held([engine, "fwd", "--api", "dpdk", "--port", "0", "--port2", "1",
+                          "--dst-mac", rx_end.mac, "--duration", "0", "--interval", "0",
+                          *eal("fw", f"net_vhost0,iface={s_in},queues=1",
+                               f"net_vhost1,iface={s_out},queues=1")]))
         fwd.ready()
-        sent, received = run_send_recv(
-            start,
-            [engine, "recv", "--api", "dpdk", *flow("recv", rx_end, tx_end), *traffic("recv"),
-             *eal("rx", f"net_virtio_user0,path={s_out},queues=1,{QUEUE_SIZE},mac={rx_end.mac}")],
-            [engine, "send", "--api", "dpdk", *flow("send", tx_end, rx_end), *traffic("send"),
-             *eal("tx", f"net_virtio_user0,path={s_in},queues=1,{QUEUE_SIZE},mac={tx_end.mac}")])
+        rx = start(held([engine, "recv", "--api", "dpdk", *flow("recv", rx_end, tx_end), *traffic("recv"),
+                         *eal("rx", f"net_virtio_user0,path={s_out},queues=1,{QUEUE_SIZE},mac={rx_end.mac}")]))
+        rx.ready()
+        tx = start(held([engine, "send", "--api", "dpdk", *flow("send", tx_end, rx_end), *traffic("send"),
+                         *eal("tx", f"net_virtio_user0,path={s_in},queues=1,{QUEUE_SIZE},mac={tx_end.mac}")]))
+        sent = tx.summary()
+        time.sleep(0.3)
         forwarded = fwd.stop()
+        received = rx.stop()
+        release_all(tx, fwd, rx)
     assert_lossless(sent, received)
     assert forwarded["rx_packets"] == forwarded["tx_packets"] == sent["tx_packets"], counts(forwarded)
 

@@ -8,7 +8,7 @@ orchestrator does.
 """
 from __future__ import annotations
 
-import shutil
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -179,6 +179,33 @@ def test_fwd_between_two_veths(engine, chain, engines):
     assert_latency(received, "one_way")
 
 
+def test_a_held_engine_keeps_its_port_until_its_stdin_ends(engine, pair, engines):
+    """--hold: summary first, port open and idle after it, exit 0 at end of stdin."""
+    a, b = pair
+    rx = engines(b.netns, [engine, "recv", *endpoint("recv", "raw", b, a), *RECEIVER_RUN, "--hold"])
+    rx.ready()
+    tx = engines(a.netns, [engine, "send", *endpoint("send", "raw", a, b), *sender_run(), "--hold"])
+    sent = tx.summary()
+    time.sleep(0.3)
+    received = rx.interrupt()
+    assert received["rx_packets"] == sent["tx_packets"] > 0
+    time.sleep(0.5)
+    assert tx.proc.poll() is None and rx.proc.poll() is None, "a held engine exited"
+    tx.release()
+    rx.release()
+
+
+def test_a_held_engine_without_stdin_closes_at_once(engine, pair):
+    """Nobody to release it (stdin is /dev/null): it does not wait."""
+    a, b = pair
+    done = subprocess.run(["ip", "netns", "exec", a.netns, str(engine), "send",
+                           *endpoint("send", "raw", a, b), "--rate", "1000", "--duration", "0.2",
+                           "--interval", "0", "--hold"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["type"] for line in done.stdout.splitlines()] == ["ready", "summary"]
+
+
 def test_sigint_ends_an_endless_sender(engine, pair, engines):
     a, b = pair
     tx = engines(a.netns, [engine, "send", *endpoint("send", "raw", a, b), "--rate", "10k",
@@ -200,18 +227,14 @@ def _tshark(pcap, *fields: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("api", ["raw", "udp"])
+@pytest.mark.needs("tcpdump", "tshark", "ethtool")
 def test_capture_decodes_cleanly(engine, pair, engines, tmp_path, api):
     """The sender's frames, captured on the wire (the peer's side of the veth: a raw
     sender bypasses the qdisc and with it the taps on its own side), decode with
     the right fields, good checksums and no expert warnings."""
-    for tool in ("tcpdump", "tshark"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} not installed")
     a, b = pair
     if api == "udp":
         # veth leaves the UDP checksum partial (offload); make the kernel finish it
-        if not shutil.which("ethtool"):
-            pytest.skip("ethtool not installed")
         subprocess.run(["ip", "netns", "exec", a.netns, "ethtool", "-K", a.iface, "tx", "off"],
                        check=True, capture_output=True, timeout=20)
     pcap = tmp_path / "frames.pcap"

@@ -9,10 +9,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,28 +18,23 @@ import pytest
 
 import headless
 import leak
+from harness import EXIT_BUSY, REPO, cnfperf_argv, cnfperf_env
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[3]
 SWEEP = ["--switch", "veth", "--size", "64,1500", "--rate", "5k,10k", "--duration", "1",
          "--warmup", "0.2"]
 # Plan order: size outer, rate inner, each in the order given.
 ORDER = [(64, 5000.0), (64, 10000.0), (1500, 5000.0), (1500, 10000.0)]
-EXIT_BUSY = 3
 LOCK_WAIT = 300.0   # other runs on a shared host hold the lock for a while
-
-
-def _env(results: Path) -> dict[str, str]:
-    return {**os.environ, "CNFPERF_RESULTS": str(results)}
 
 
 def cnfperf(results: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     """The real command line in a subprocess; waits while another run holds the host."""
     deadline = time.monotonic() + LOCK_WAIT
     while True:
-        done = subprocess.run([sys.executable, "-m", "cnfperf", *args], capture_output=True,
-                              text=True, cwd=REPO, timeout=timeout, env=_env(results),
+        done = subprocess.run(cnfperf_argv(*args), capture_output=True,
+                              text=True, cwd=REPO, timeout=timeout, env=cnfperf_env(results),
                               stdin=subprocess.DEVNULL)
         if done.returncode != EXIT_BUSY or time.monotonic() > deadline:
             return done
@@ -55,20 +48,12 @@ def stored(results: Path, run: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory, engine_path) -> tuple[Path, dict]:
+def sweep(tmp_path_factory, engine) -> tuple[Path, dict]:
     results = tmp_path_factory.mktemp("sweep") / "results"
     with leak.assert_no_leftovers():
         done = cnfperf(results, "run", *SWEEP, "--json")
     assert done.returncode == 0, done.stderr
     return results, json.loads(done.stdout)["run"]
-
-
-@pytest.fixture(scope="module")
-def engine_path() -> Path:
-    engine = REPO / "engine" / "build" / "cnfperf-engine"
-    if not engine.exists():
-        pytest.skip("engine not built (make build)")
-    return engine
 
 
 def test_a_2x2_sweep_runs_every_point_in_plan_order(sweep, tmp_path):
@@ -117,9 +102,9 @@ def test_resume_after_sigkill_skips_finished_points(sweep, tmp_path):
     before = leak.snapshot()
     deadline = time.monotonic() + LOCK_WAIT
     while True:
-        proc = subprocess.Popen([sys.executable, "-m", "cnfperf", "run", *SWEEP],
+        proc = subprocess.Popen(cnfperf_argv("run", *SWEEP),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                cwd=REPO, env=_env(results), stdin=subprocess.DEVNULL)
+                                cwd=REPO, env=cnfperf_env(results), stdin=subprocess.DEVNULL)
         first = proc.stderr.readline()
         if "holds the host lock" not in first or time.monotonic() > deadline:
             break
@@ -153,7 +138,7 @@ def test_resume_after_sigkill_skips_finished_points(sweep, tmp_path):
     assert [(p["size"], p["rate"]) for p in run["points"]] == ORDER
 
 
-def test_ndr_search_finds_the_rate_of_a_tbf_limited_veth(tmp_path, engine_path, no_leftovers):
+def test_ndr_search_finds_the_rate_of_a_tbf_limited_veth(tmp_path, engine, no_leftovers):
     results = tmp_path / "results"
     limit = 20_000
     done = cnfperf(results, "run", "--switch", "veth", "--api", "udp", "--rate", "ndr",
@@ -179,9 +164,8 @@ def test_ndr_search_finds_the_rate_of_a_tbf_limited_veth(tmp_path, engine_path, 
     assert "ndr" in done.stderr and "verified" in done.stderr
 
 
+@pytest.mark.needs("chromium-headless-shell")
 def test_report_renders_in_headless_chromium(sweep, tmp_path):
-    if headless.CHROMIUM is None:
-        pytest.skip("no headless Chromium (apt install chromium-headless-shell)")
     results, run = sweep
     done = cnfperf(results, "report", run["id"], "--out", str(tmp_path / "report"))
     assert done.returncode == 0, done.stderr
@@ -248,7 +232,7 @@ def test_compare_two_runs_side_by_side(sweep, tmp_path):
     assert text.returncode == 0 and "B/A" in text.stdout and "size=64 rate=5k" in text.stdout
 
 
-def test_a_latency_study_stores_the_distribution_and_reports_it(tmp_path, engine_path,
+def test_a_latency_study_stores_the_distribution_and_reports_it(tmp_path, engine,
                                                                no_leftovers):
     study = tmp_path / "rtt.toml"
     study.write_text(
@@ -285,16 +269,16 @@ exec ENGINE "$@"
 """
 
 
-def test_a_failed_point_does_not_stop_the_sweep_and_resume_retries_it(tmp_path, engine_path,
+def test_a_failed_point_does_not_stop_the_sweep_and_resume_retries_it(tmp_path, engine,
                                                                       no_leftovers):
     picky = tmp_path / "cnfperf-engine"
-    picky.write_text(PICKY_ENGINE.replace("ENGINE", str(engine_path)))
+    picky.write_text(PICKY_ENGINE.replace("ENGINE", str(engine)))
     picky.chmod(0o755)
     results = tmp_path / "results"
     args = ["run", "--switch", "veth", "--runtime", "netns", "--size", "64,1500,128",
             "--rate", "5k", "--duration", "1", "--warmup", "0.2"]
-    env = {**_env(results), "CNFPERF_ENGINE": str(picky)}
-    done = subprocess.run([sys.executable, "-m", "cnfperf", *args], capture_output=True,
+    env = cnfperf_env(results, CNFPERF_ENGINE=str(picky))
+    done = subprocess.run(cnfperf_argv(*args), capture_output=True,
                           text=True, cwd=REPO, timeout=180, env=env, stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stderr
     assert "1 of 3 points failed; point 2 (size=1500)" in done.stderr

@@ -1,6 +1,5 @@
 """The netns fallback for real: the host engine in a namespace, pinned, stoppable."""
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -11,11 +10,9 @@ import pytest
 
 from cnfperf.journal import Journal
 from cnfperf.runtimes import Mount, NetnsRuntime
-from leak import assert_no_leftovers, is_root
+from leak import assert_no_leftovers
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(not is_root() or not shutil.which("taskset"),
-                                 reason="needs root and taskset")]
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("ip", "taskset")]
 
 CPU = max(os.sched_getaffinity(0))
 PRINTER = 'trap "echo stopped; exit 0" INT; i=0; while :; do echo line $i; i=$((i+1)); sleep 0.1; done'

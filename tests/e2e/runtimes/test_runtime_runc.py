@@ -1,7 +1,6 @@
 """runc containers for real: image, namespaces, cpuset, exec, signals, teardown."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -13,26 +12,15 @@ import pytest
 from cnfperf.journal import Journal
 from cnfperf.runtimes import ContainerError, Mount, RuncRuntime
 from cnfperf.runtimes.runc import RUNC_ROOT
-from leak import assert_no_leftovers, is_root
+import harness
+from cnfperf import tools
+from harness import REPO
+from leak import assert_no_leftovers
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(not is_root() or not shutil.which("runc"),
-                                 reason="needs root and runc")]
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("runc", "busybox")]
 
-REPO = Path(__file__).resolve().parents[3]
 CPU = max(os.sched_getaffinity(0))
 PRINTER = 'trap "echo stopped; exit 0" INT; i=0; while :; do echo line $i; i=$((i+1)); sleep 0.1; done'
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory) -> Path:
-    built = REPO / "engine/build/cnfperf-engine"
-    if built.is_file():
-        return built
-    # The engine is built elsewhere; any dynamically linked binary exercises the image.
-    stand_in = tmp_path_factory.mktemp("engine") / "cnfperf-engine"
-    shutil.copy2("/bin/true", stand_in)
-    return stand_in
 
 
 @pytest.fixture(scope="module")
@@ -306,18 +294,14 @@ def test_exec_after_destroy_refused(runtime, netns, prefix):
         c.exec(["true"])
 
 
-TESTPMD = shutil.which("dpdk-testpmd")
-
-
-@pytest.mark.skipif(not TESTPMD or len(os.sched_getaffinity(0)) < 2,
-                    reason="needs dpdk-testpmd and two cores")
+@pytest.mark.needs("dpdk-testpmd")
 def test_dpdk_drivers_load_from_the_image(tmp_path, images, netns, prefix):
     """A DPDK binary's image holds the EAL plugin directory and what its drivers
     link: the EAL starts and opens vdev ports inside the container."""
-    cpus = sorted(os.sched_getaffinity(0))[:2]
+    cpus = harness.cores(2)
     with assert_no_leftovers():
         rt = RuncRuntime(Journal(tmp_path / "j"), tmp_path / "state", images_dir=images)
-        info = rt.prepare(Path(TESTPMD))
+        info = rt.prepare(Path(tools.find("dpdk-testpmd")))
         assert info.name == "busybox+engine+dpdk"
         assert list(Path(info.path).rglob("pmds-*/librte_net_memif.so"))
         c = rt.create(f"{prefix}-c", cpus, netns)

@@ -1,0 +1,94 @@
+"""The programs cnfperf, its tests and its benchmarks run, and the Debian package
+each comes in.
+
+One table serves `cnfperf doctor`, the data planes' and runtimes' checks, the
+notes of a sweep that leaves a data plane out, and the tests (which fail under
+CI=true when a tool is missing, instead of skipping). The Makefile's
+APT_PACKAGES installs every package named here; a unit test keeps the two, and
+every command the code runs, in step.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+# Where Debian puts administrators' tools; a non-root PATH may lack them.
+SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+@dataclass(frozen=True)
+class Tool:
+    package: str                 # the Debian package that has it
+    paths: tuple[str, ...] = ()  # where it is when not on PATH
+
+
+TOOLS: dict[str, Tool] = {
+    # links, namespaces, cgroups, hugepages
+    "ip": Tool("iproute2"),
+    "bridge": Tool("iproute2"),
+    "tc": Tool("iproute2"),
+    "taskset": Tool("util-linux"),
+    "mount": Tool("mount"),
+    "umount": Tool("mount"),
+    "sysctl": Tool("procps"),
+    "pgrep": Tool("procps"),
+    "modprobe": Tool("kmod"),
+    "ldd": Tool("libc-bin"),
+    # containers: runc runs them, a static BusyBox is their shell and tools
+    "runc": Tool("runc"),
+    "busybox": Tool("busybox-static"),
+    # DPDK and Open vSwitch
+    "dpdk-testpmd": Tool("dpdk-dev"),
+    "ovsdb-tool": Tool("openvswitch-common"),
+    "ovsdb-server": Tool("openvswitch-common"),
+    "ovs-appctl": Tool("openvswitch-common"),
+    "ovs-ofctl": Tool("openvswitch-common"),
+    "ovs-vsctl": Tool("openvswitch-switch"),
+    "ovs-vswitchd": Tool("openvswitch-switch"),    # an alternative: DPDK's build or not
+    "ovs-vswitchd-dpdk": Tool("openvswitch-switch-dpdk",
+                              ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk",)),
+    "update-alternatives": Tool("dpkg"),
+    # building the engine
+    "meson": Tool("meson"),
+    "ninja": Tool("ninja-build"),
+    "pkg-config": Tool("pkg-config"),
+    "gcc": Tool("gcc"),
+    # tests and benchmarks: captures, peers, the report's reader
+    "tshark": Tool("tshark"),
+    "tcpdump": Tool("tcpdump"),
+    "ethtool": Tool("ethtool"),
+    "iperf3": Tool("iperf3"),
+    "trafgen": Tool("netsniff-ng"),
+    "sockperf": Tool("sockperf"),
+    "chromium-headless-shell": Tool("chromium-headless-shell"),
+}
+
+
+# The engine's packet I/O apis that need a library at build time.
+ENGINE_API_PACKAGES = {"dpdk": "libdpdk-dev", "xdp": "libxdp-dev"}
+
+
+def find(name: str) -> str | None:
+    """The tool's path, or None. Unknown names are a programming error."""
+    tool = TOOLS[name]
+    found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN))
+    if found:
+        return found
+    return next((p for p in tool.paths if os.access(p, os.X_OK)), None)
+
+
+def missing(name: str) -> str:
+    """How a missing tool is reported everywhere: what, and what to install."""
+    return f"{name} not found (Debian package {TOOLS[name].package})"
+
+
+def problems(*names: str) -> list[str]:
+    return [missing(n) for n in names if find(n) is None]
+
+
+def engine_without(api: str) -> str:
+    """Why the engine lacks an api, and how to get it."""
+    package = ENGINE_API_PACKAGES.get(api)
+    return (f"the engine was built without it (Debian package {package}, then make build)"
+            if package else "the engine was built without it")

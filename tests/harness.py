@@ -1,0 +1,85 @@
+"""What tests share besides fixtures: where things are, how to run the real
+command line, and what a test may require of the host.
+
+A module with a name of its own, not conftest.py: every test directory may
+have a conftest.py, and `from conftest import` picks whichever came first.
+
+Missing tools: `make deps` installs every tool a test needs (cnfperf/tools.py
+names their Debian packages). Where one is missing, a test skips naming the
+package, except under CI=true, where it fails: a green CI run must not hide a
+test that never ran. Skips remain for limits of the host only (no root, fewer
+cores than a test needs), each with its reason in pytest's summary (-ra).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cnfperf import tools
+
+REPO = Path(__file__).resolve().parents[1]
+ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
+EXIT_BUSY = 3        # cnfperf's exit code while another run holds the host lock
+
+
+def strict() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def missing(why: str) -> None:
+    """A test cannot run because something `make deps`/`make build` provides is
+    missing: a failure under CI=true, a skip naming it elsewhere."""
+    if strict():
+        pytest.fail(f"{why} (CI=true: a missing tool fails the test)", pytrace=False)
+    pytest.skip(why)
+
+
+def require(*names: str) -> None:
+    problems = tools.problems(*names)
+    if problems:
+        missing("; ".join(problems))
+
+
+def engine() -> Path:
+    """The built engine (`make build`)."""
+    if not ENGINE.exists():
+        missing(f"engine not built ({ENGINE.relative_to(REPO)}; make build)")
+    return ENGINE
+
+
+@functools.lru_cache(maxsize=None)
+def engine_apis(binary: Path) -> tuple[str, ...]:
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=10)
+    return tuple(json.loads(out.stdout)["apis"])
+
+
+def require_api(binary: Path, api: str) -> None:
+    if api not in engine_apis(binary):
+        missing(f"api {api}: {tools.engine_without(api)}")
+
+
+def cores(n: int) -> list[int]:
+    """n usable cores, or a skip: too few cores is a limit of the host."""
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) < n:
+        pytest.skip(f"needs {n} cores, this host has {len(usable)}")
+    return usable[:n]
+
+
+def cnfperf_env(results: Path | None = None, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("CNFPERF_RESULTS", None)
+    if results is not None:
+        env["CNFPERF_RESULTS"] = str(results)
+    env.update(extra)
+    return env
+
+
+def cnfperf_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cnfperf", *args]
