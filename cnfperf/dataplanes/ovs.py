@@ -34,9 +34,14 @@ from cnfperf.plan import Endpoint
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
 
-# OVS sizes one shared mbuf pool per MTU to what fits (down to 16k mbufs):
-# 256 MB is enough for that pool and the vhost ports at MTU 1500.
-SWITCH_MB = 256
+# OVS sizes one shared mbuf pool per MTU to what fits, halving from 256k mbufs
+# down to 16k, and vhost devices are allocated from what the pool left over.
+# Within 256 MB the pool took 64k mbufs and left so little that a vhost
+# device could not be allocated in 16 of 226 two-pair runs ("failed to
+# allocate memory for new device": the engine saw its connection drop while
+# it set up); 384 MB leaves the same pool 170 MB of room.
+SWITCH_MB = 384
+JUMBO_SWITCH_MB = 1024
 # The netdev datapath's own tap device; one per host, whoever runs it.
 DATAPATH_DEVICE = "ovs-netdev"
 RX_COOKIE, TX_COOKIE = 0x10000, 0x20000
@@ -115,7 +120,7 @@ class OvsDpdk(DpdkDataPlane):
         return max(1500, self.point.scenario.size - 18)
 
     def switch_mb(self) -> int:
-        return SWITCH_MB if self._mtu() <= 1500 else 4 * SWITCH_MB
+        return SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB
 
     def _socket(self, ep: Endpoint) -> str:
         return str(self.sock_dir / f"{ep.name}.sock")

@@ -327,6 +327,17 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 		if (conf->frame_size + FRAME_SLACK > room)
 			room = RTE_ALIGN_CEIL(conf->frame_size + FRAME_SLACK, JUMBO_UNIT);
 	}
+	/* DPDK 22.11's virtio_user registers a link-state interrupt callback on
+	 * its own when it (re)connects as a vhost-user server, and on close
+	 * frees the interrupt handle and closes its socket without taking the
+	 * callback back unless link-state interrupts were asked for; the EAL's
+	 * interrupt thread then meets the closed socket the next time it
+	 * rebuilds its epoll set (rte_eal_cleanup makes it) and panics ("Error
+	 * adding fd ... Bad file descriptor", exit 134). Asking for them makes
+	 * dev_stop unregister the callback before the handle goes. */
+	if (strcmp(info->driver_name, "net_virtio_user") == 0 && info->dev_flags &&
+	    (*info->dev_flags & RTE_ETH_DEV_INTR_LSC))
+		eth.intr_conf.lsc = 1;
 	ret = rte_eth_dev_configure(d->port, nq, nq, &eth);
 	if (ret == 0)
 		ret = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nb_rxd, &nb_txd);
