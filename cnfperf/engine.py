@@ -94,12 +94,12 @@ def version(engine: Path) -> dict[str, Any]:
 class EngineOutput:
     """Reads one process's stdout on a thread: every line is kept raw on disk
     (the run directory's record of what the engine said), parsed records in
-    memory, and `ready` is an event the runner can wait on."""
+    memory, and for `ready` and `summary` an event the runner can wait on."""
 
     endpoint: str
     raw: IO[str]
-    ready: threading.Event = field(default_factory=threading.Event)
-    summarized: threading.Event = field(default_factory=threading.Event)
+    _printed: dict[str, threading.Event] = field(
+        default_factory=lambda: {"ready": threading.Event(), "summary": threading.Event()})
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _thread: threading.Thread | None = None
@@ -122,10 +122,12 @@ class EngineOutput:
                 self.problems.append(str(e))
                 continue
             self.records.append(record)
-            if record["type"] == "ready":
-                self.ready.set()
-            elif record["type"] == "summary":
-                self.summarized.set()
+            if record["type"] in self._printed:
+                self._printed[record["type"]].set()
+
+    def printed(self, record: str) -> threading.Event:
+        """Set once the engine has printed a `ready` (or `summary`) record."""
+        return self._printed[record]
 
     def join(self, timeout: float) -> None:
         if self._thread:

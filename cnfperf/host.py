@@ -225,8 +225,7 @@ def usable(host: HostFacts) -> dict:
                 cells[api] = "no engine"
             else:
                 cells[api] = "no" if problems else "yes"
-        if host.engine.apis and not any(cells[api] == "yes" or cells[api] == "no"
-                                        for api in APIS):
+        if host.engine.apis and not any(cells[api] in ("yes", "no") for api in APIS):
             # Usable through none of its apis: say which package the engine lacked.
             problems = problems + [f"api {api}: {tools.engine_without(api)}"
                                    for api in APIS if cells[api] == "no engine"]
@@ -248,11 +247,10 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("runc", host.runc or tools.missing("runc")),
         ("busybox-static", host.busybox_static or tools.missing("busybox")),
         ("DPDK", (f"{host.dpdk}, testpmd {host.testpmd or tools.missing('dpdk-testpmd')}"
-                  if host.dpdk else "libdpdk not found (Debian package libdpdk-dev)")),
-        ("OVS-DPDK", host.ovs_dpdk or "no ovs-vswitchd built with DPDK (Debian package "
-                                      f"{tools.TOOLS['ovs-vswitchd-dpdk'].package})"),
+                  if host.dpdk else tools.not_found("libdpdk", tools.ENGINE_API_PACKAGES["dpdk"]))),
+        ("OVS-DPDK", host.ovs_dpdk or tools.missing("ovs-vswitchd-dpdk")),
         ("AF_XDP", f"libxdp {host.libxdp}" if host.libxdp
-         else "libxdp not found (Debian package libxdp-dev)"),
+         else tools.not_found("libxdp", tools.ENGINE_API_PACKAGES["xdp"])),
         ("KVM", "/dev/kvm usable" if host.kvm else "no /dev/kvm"),
         ("kernel links", " ".join(f"{k}:{'yes' if v else 'no'}"
                                   for k, v in host.kernel_links.items())),

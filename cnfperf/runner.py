@@ -516,44 +516,39 @@ class _Point:
     def _wait_ready(self, eps: list[Endpoint]) -> None:
         self._await(eps, "ready", READY_TIMEOUT, "before it was ready")
 
-    def _await(self, eps: list[Endpoint], record: str, timeout: float, when: str) -> None:
-        """Until each engine has printed its `ready` or `summary` record."""
+    def _await(self, eps: list[Endpoint], record: str, timeout: float, when: str,
+               every: float = 0.05, tick: Callable[[], None] | None = None) -> None:
+        """Until each engine has printed its `ready` or `summary` record; an
+        engine that exits first, or a timeout, fails the point. `tick` runs
+        every `every` seconds while it waits."""
         deadline = time.monotonic() + timeout
-        for ep in eps:
-            out, proc = self.outputs[ep.name], self.procs[ep.name]
-            printed = out.ready if record == "ready" else out.summarized
-            while not printed.wait(0.05):
-                if proc.poll() is not None:
-                    out.join(1)
-                    if not printed.is_set():
-                        raise self._failed(ep, f"exited with code {proc.returncode} {when}")
-                if time.monotonic() > deadline:
-                    raise self._failed(ep, f"printed no {record} within {timeout:g} s {when}")
+        while True:
+            waiting = [ep for ep in eps if not self.outputs[ep.name].printed(record).is_set()]
+            for ep in waiting:
+                code = self.procs[ep.name].poll()
+                if code is not None:
+                    self.outputs[ep.name].join(1)
+                    if code != 0 or not self.outputs[ep.name].printed(record).is_set():
+                        raise self._failed(ep, f"exited with code {code} {when}")
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise self._failed(waiting[0], f"printed no {record} record within {timeout:g} s")
+            if tick:
+                tick()
+            time.sleep(every)
 
     def _wait_senders(self, eps: list[Endpoint]) -> None:
         """Until every sender has printed its summary (it then holds its port)."""
         s = self.scenario
         expected = s.warmup + s.duration + (CLIENT_DRAIN if s.mode == "latency" else 0)
         start = time.monotonic()
-        deadline = start + expected + EXIT_MARGIN
-        while True:
-            running = [ep for ep in eps if not self.outputs[ep.name].summarized.is_set()]
-            for ep in running:
-                code = self.procs[ep.name].poll()
-                if code is not None:
-                    self.outputs[ep.name].join(1)
-                    if code != 0:
-                        raise self._failed(ep, f"exited with code {code}")
-                    if not self.outputs[ep.name].summarized.is_set():
-                        raise self._failed(ep, "exited without a summary")
-            if not running:
-                return
-            if time.monotonic() > deadline:
-                raise self._failed(running[0], f"still running {expected + EXIT_MARGIN:g} s "
-                                               "after it started")
+
+        def progress() -> None:
             self.run._report(Progress(self.point, "measuring", time.monotonic() - start,
                                       expected, self._rx_rate(), detail=self.detail))
-            time.sleep(0.25)
+        self._await(eps, "summary", expected + EXIT_MARGIN, "before its summary",
+                    every=0.25, tick=progress)
 
     def _rx_rate(self) -> float | None:
         rates = []

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
                       model_validator)
 
-from cnfperf import UserError
+from cnfperf import UserError, tools
 from cnfperf.experiments import sweep
 
 MODES = ("throughput", "latency")
@@ -232,7 +232,6 @@ def _usable_on(host: Any):
     """keep(params) for sweep.expand: why a point cannot run on this host, or None.
     A study asks for "every data plane"; the ones this host lacks are left out,
     and the plan says why, naming what concerns it first (`testpmd: ...`)."""
-    from cnfperf import tools
     from cnfperf.dataplanes import DATAPLANES
     from cnfperf.runtimes import RUNTIMES
 
@@ -254,9 +253,6 @@ def _usable_on(host: Any):
             return f"api {api}: {tools.engine_without(api)}"
         if dataplane.max_pairs is not None and int(params.get("pairs", 1)) > dataplane.max_pairs:
             return f"{switch} pairs={params['pairs']}: at most {dataplane.max_pairs} pairs"
-        max_size = getattr(dataplane, "max_size", None)
-        if max_size is not None and int(params.get("size", 64)) > max_size:
-            return f"{switch} size={params['size']}: frames of at most {max_size} bytes"
         if runtime not in problems:
             problems[runtime] = RUNTIMES[runtime].check()
         if problems[runtime]:
@@ -290,8 +286,6 @@ def _check_combination(s: Scenario) -> None:
                                f"not {s.api}")
     if dataplane.max_pairs is not None and s.pairs > dataplane.max_pairs:
         raise UserError("pairs", f"{s.switch} serves at most {dataplane.max_pairs} pairs")
-    if dataplane.max_size is not None and s.size > dataplane.max_size:
-        raise UserError("size", f"{s.switch} carries frames up to {dataplane.max_size} bytes")
     if s.runtime not in RUNTIMES:
         raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: {', '.join(RUNTIMES)}")
     if TX_PORT + s.pairs * s.flows - 1 > MAX_PORT:

@@ -78,9 +78,13 @@ def find(name: str) -> str | None:
     return next((p for p in tool.paths if os.access(p, os.X_OK)), None)
 
 
+def not_found(what: str, package: str) -> str:
+    """How anything missing is reported everywhere: what, and what to install."""
+    return f"{what} not found (Debian package {package})"
+
+
 def missing(name: str) -> str:
-    """How a missing tool is reported everywhere: what, and what to install."""
-    return f"{name} not found (Debian package {TOOLS[name].package})"
+    return not_found(name, TOOLS[name].package)
 
 
 def problems(*names: str) -> list[str]:

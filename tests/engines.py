@@ -79,8 +79,6 @@ class EngineProcess:
         self.proc.send_signal(signal.SIGINT)
         return self.summary(timeout)
 
-    stop = interrupt
-
     def release(self, timeout: float = 30) -> None:
         """A held engine closes its port and exits 0 when its stdin ends."""
         self.proc.stdin.close()

@@ -49,8 +49,6 @@ class DataPlane(ABC):
     apis: ClassVar[frozenset[str]]
     # None: any number of pairs, each on its own ports.
     max_pairs: ClassVar[int | None] = None
-    # Largest frame (size with FCS, as --size counts it) the data plane carries; None: any.
-    max_size: ClassVar[int | None] = None
     needs_hugepages: ClassVar[bool] = False
     # Threads the switch itself spins on (testpmd, OVS PMD threads): they compete
     # with the endpoints for cores, so the plan counts them.

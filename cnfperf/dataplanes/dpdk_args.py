@@ -51,6 +51,11 @@ def virtio_user(index: int, socket: str, mac: str | None = None, server: bool = 
 
 # The PMDs' own buffers hold 2 KB: a 1518-byte frame, not a jumbo one.
 STD_BUFFER = 2048
+# The engine's rule for a jumbo frame's mbuf (FRAME_SLACK and JUMBO_UNIT in
+# engine/src/api/dpdk.c): the frame, 128 bytes to spare, in whole 4 KB pages.
+FRAME_SLACK = 128
+JUMBO_UNIT = 4096
+FCS = 4
 
 
 def memif(index: int, socket: str, role: str, mac: str | None = None, id: int = 0,
@@ -72,10 +77,10 @@ def af_packet(index: int, iface: str, frame_size: int = 0) -> str:
     pages, one per block (the PMD strides its slots by framesz, so a block
     must hold a whole number of them), by the rule the engine sizes its mbufs
     with (engine/src/api/dpdk.c): the PMD needs an mbuf as large as a slot."""
-    need = frame_size - 4 + 128           # the frame without FCS, and the engine's slack
+    need = frame_size - FCS + FRAME_SLACK
     if need <= STD_BUFFER:
         return _vdev("net_af_packet", index, iface=iface, qpairs=1)
-    slot = _round_up(need, 4096)
+    slot = _round_up(need, JUMBO_UNIT)
     return _vdev("net_af_packet", index, iface=iface, qpairs=1, framesz=slot, blocksz=slot)
 
 

@@ -59,10 +59,9 @@ def schema_path() -> str | None:
 def problems() -> list[str]:
     found = tools.problems("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-appctl", "ovs-ofctl")
     if schema_path() is None:
-        found.append("vswitch.ovsschema not found (Debian package openvswitch-common)")
+        found.append(tools.not_found("vswitch.ovsschema", tools.TOOLS["ovsdb-tool"].package))
     if vswitchd_binary() is None:
-        found.append("no ovs-vswitchd built with DPDK (Debian package "
-                     f"{tools.TOOLS['ovs-vswitchd-dpdk'].package})")
+        found.append(tools.missing("ovs-vswitchd-dpdk"))
     return found
 
 

@@ -131,8 +131,8 @@ class RuncRuntime(Runtime):
             problems.append("runc runtime needs root")
         problems += tools.problems("runc", "ldd")
         if not rootfs.BUSYBOX.is_file() or not _is_static_elf(rootfs.BUSYBOX):
-            problems.append(f"static {rootfs.BUSYBOX} not found "
-                            f"(Debian package {tools.TOOLS['busybox'].package})")
+            problems.append(tools.not_found(f"static {rootfs.BUSYBOX}",
+                                            tools.TOOLS["busybox"].package))
         v1 = Path("/sys/fs/cgroup/cpuset/cpuset.cpus")
         v2 = Path("/sys/fs/cgroup/cgroup.controllers")
         if not v1.exists() and not (v2.exists() and "cpuset" in v2.read_text().split()):

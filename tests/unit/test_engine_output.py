@@ -68,7 +68,7 @@ def test_output_is_followed_from_a_pipe():
         with os.fdopen(write_fd, "wb") as writer:
             writer.write(b'{"type":"ready","role":"recv","pid":1}\n')
             writer.flush()
-            assert out.ready.wait(5), "ready line not seen"
+            assert out.printed("ready").wait(5), "ready line not seen"
             writer.write(b'{"type":"interval","rx_pps":1000.0}\n')
             writer.write(b"engine: a stray line\n")
             writer.write(b'{"type":"summary","rx_packets":2000}\n')

@@ -58,7 +58,7 @@ def run_send_recv(start, recv_argv, send_argv, recv_ns=None, send_ns=None, recv_
         rx.ready()
     sent = tx.summary()
     time.sleep(0.5)     # a TPACKET_V3 block retires on a timer: let the last one arrive
-    received = rx.stop()
+    received = rx.interrupt()
     release_all(tx, rx)
     return sent, received
 
@@ -172,7 +172,7 @@ def test_xdp_send_recv(engine, veth, mode):
         tx = start([engine, "send", *xdp, "--iface", a.iface, *flow("send", a, b), *traffic("send")], a.netns)
         sent = tx.summary()
         time.sleep(0.3)
-        received = rx.stop()
+        received = rx.interrupt()
     assert_lossless(sent, received)
     assert not veth.xdp_programs()
 
@@ -189,7 +189,7 @@ def test_xdp_client_server(engine, veth):
         cli = start([engine, "client", *xdp, "--iface", a.iface, *flow("client", a, b), "--rate", "5k",
                      "--duration", DURATION, "--interval", "0"], a.netns)
         rtt = cli.summary()
-        served = srv.stop()
+        served = srv.interrupt()
     assert rtt["tx_packets"] > 0
     assert rtt["rx_packets"] == rtt["tx_packets"] == served["rx_packets"], f"{counts(rtt)}\n{counts(served)}"
     assert rtt["lost"] == 0 and rtt["latency"]["kind"] == "rtt"
@@ -326,7 +326,7 @@ def test_dpdk_vhost_virtio_client_server(engine, dpdk):
                           "--duration", DURATION, "--interval", "0",
                           *eal("vu", f"net_virtio_user0,path={sock},queues=1,{QUEUE_SIZE},mac={VIRTIO.mac}")]))
         rtt = cli.summary()
-        served = srv.stop()
+        served = srv.interrupt()
         release_all(cli, srv)
     assert rtt["tx_packets"] > 0
     assert rtt["rx_packets"] == rtt["tx_packets"] == served["rx_packets"], f"{counts(rtt)}\n{counts(served)}"
@@ -353,8 +353,8 @@ def test_dpdk_fwd_between_two_vhost_ports(engine, dpdk):
                          *eal("tx", f"net_virtio_user0,path={s_in},queues=1,{QUEUE_SIZE},mac={tx_end.mac}")]))
         sent = tx.summary()
         time.sleep(0.3)
-        forwarded = fwd.stop()
-        received = rx.stop()
+        forwarded = fwd.interrupt()
+        received = rx.interrupt()
         release_all(tx, fwd, rx)
     assert_lossless(sent, received)
     assert forwarded["rx_packets"] == forwarded["tx_packets"] == sent["tx_packets"], counts(forwarded)
