@@ -99,6 +99,11 @@ def test_processes_of_a_killed_run_found_and_removed(netns, prefix, tmp_path):
         finally:
             child.kill()
             child.wait()
+        # Found by the tag in its environment, which /proc shows once the
+        # forked child has exec'd (Popen may return a moment before that).
+        deadline = time.monotonic() + 5
+        while not NetnsRuntime.leftovers(prefix) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert NetnsRuntime.leftovers(prefix) == [f"{prefix}-c0"]
         NetnsRuntime.remove(f"{prefix}-c0")
         NetnsRuntime.remove(f"{prefix}-c0")
