@@ -1,6 +1,7 @@
 /* cnfperf-engine ROLE [options] [-- EAL args]: parse, open the api(s),
  * run the role. Exit 0 done, 2 bad option, 1 system failure. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -32,15 +33,10 @@ static struct api_conf conf_of(const struct opts *o)
 	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT;
 	struct api_conf c = {
 		.iface = o->iface,
-		.port = o->port,
-		.queue = o->queue,
 		.burst = o->burst,
 		.frame_size = o->size - FCS_LEN,
-		.mmsg = o->mmsg,
-		.blocking = o->blocking,
 		.rx = o->role != ROLE_SEND,
 		.tx = o->role != ROLE_RECV,
-		.xdp_mode = o->xdp_mode,
 		.hold = o->hold,
 		.src_ip = o->src_ip,
 		.sport = o->sport,
@@ -56,7 +52,7 @@ static struct api_conf conf_of(const struct opts *o)
 		/* any frame the link carries may pass, not just our own size */
 		if (c.frame_size < 1514)
 			c.frame_size = 1514;
-		if (o->iface2 || o->port2 >= 0)
+		if (o->iface2 || o->egress)
 			c.tx = false;
 	}
 	return c;
@@ -100,15 +96,15 @@ int main(int argc, char **argv)
 	clock_init(&clk);
 	run_signals();
 	struct api_conf conf = conf_of(&o);
-	if (!(a = api_open(o.api, &conf)))
-		return 1;
-	if (o.role == ROLE_FWD && (o.iface2 || o.port2 >= 0)) {
+	if (!(a = api_open(o.api, &conf, o.api_own)))
+		goto out;
+	if (o.role == ROLE_FWD && (o.iface2 || o.egress)) {
 		struct api_conf c2 = conf;
 		c2.iface = o.iface2 ? o.iface2 : o.iface;
-		c2.port = o.port2 >= 0 ? o.port2 : o.port;
+		c2.egress = true;
 		c2.rx = false;
 		c2.tx = true;
-		if (!(a2 = api_open(o.api, &c2)))
+		if (!(a2 = api_open(o.api, &c2, o.api_own)))
 			goto out;
 	}
 	if (a->ops->l2 && !o.has_src_mac && !memcmp(a->mac, zero, 6) && o.role != ROLE_FWD &&
@@ -131,5 +127,6 @@ int main(int argc, char **argv)
 out:
 	api_close(a2);
 	api_close(a);
+	free(o.api_own);
 	return rc;
 }

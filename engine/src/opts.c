@@ -15,20 +15,19 @@
 #include "core/seq.h"
 
 enum {
-	O_API = 256, O_IFACE, O_IFACE2, O_PORT, O_PORT2, O_QUEUE, O_XDP_MODE,
+	O_API = 256, O_IFACE, O_IFACE2,
 	O_SRC_MAC, O_SRC_IP, O_SPORT, O_DST_MAC, O_DST_IP, O_DPORT,
 	O_DURATION, O_WARMUP, O_DRAIN, O_INTERVAL, O_FLOWS, O_CPU, O_RX_CPU, O_THREADS, O_HOLD, O_VERSION,
+	O_API_OPT = 512,        /* + its place in the table: an api's option without a letter */
 };
 
-static const struct option longopts[] = {
+#define SHORTS "+:r:p:b:csh"
+
+/* What every api and role shares; each api's own options join them (api.h). */
+static const struct option common[] = {
 	{ "api", required_argument, NULL, O_API },
 	{ "iface", required_argument, NULL, O_IFACE },
-	{ "raw", required_argument, NULL, 'R' },
 	{ "iface2", required_argument, NULL, O_IFACE2 },
-	{ "port", required_argument, NULL, O_PORT },
-	{ "port2", required_argument, NULL, O_PORT2 },
-	{ "queue", required_argument, NULL, O_QUEUE },
-	{ "xdp-mode", required_argument, NULL, O_XDP_MODE },
 	{ "src-mac", required_argument, NULL, O_SRC_MAC },
 	{ "src-ip", required_argument, NULL, O_SRC_IP },
 	{ "sport", required_argument, NULL, O_SPORT },
@@ -39,8 +38,6 @@ static const struct option longopts[] = {
 	{ "size", required_argument, NULL, 'p' },
 	{ "burst", required_argument, NULL, 'b' },
 	{ "touch", no_argument, NULL, 'c' },
-	{ "mmsg", no_argument, NULL, 'm' },
-	{ "blocking", no_argument, NULL, 'B' },
 	{ "quiet", no_argument, NULL, 's' },
 	{ "duration", required_argument, NULL, O_DURATION },
 	{ "warmup", required_argument, NULL, O_WARMUP },
@@ -53,14 +50,17 @@ static const struct option longopts[] = {
 	{ "hold", no_argument, NULL, O_HOLD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
-	{ NULL, 0, NULL, 0 },
 };
+
+#define NCOMMON (sizeof(common) / sizeof(common[0]))
 
 static const char *const role_names[] = { "send", "recv", "client", "server", "fwd" };
 
 struct parse {
 	char *err;
 	size_t errlen;
+	const struct option *lo;           /* common, then every api's options */
+	const struct api_opt *blocks_by, *egress_by;  /* given, with those effects */
 };
 
 __attribute__((format(printf, 2, 3)))
@@ -75,11 +75,11 @@ static bool fail(struct parse *p, const char *fmt, ...)
 }
 
 /* The name users typed for an option, for messages: "-r/--rate" or "--sport". */
-static const char *optname(int code)
+static const char *optname(const struct parse *p, int code)
 {
 	static char buf[48];
 
-	for (const struct option *lo = longopts; lo->name; lo++) {
+	for (const struct option *lo = p->lo; lo->name; lo++) {
 		if (lo->val != code)
 			continue;
 		if (code < 256)
@@ -92,28 +92,17 @@ static const char *optname(int code)
 	return buf;
 }
 
-static bool uint_in(struct parse *p, int code, const char *s, unsigned long min, unsigned long max,
-		    unsigned long *out)
-{
-	char *end = NULL;
-
-	errno = 0;
-	*out = 0;
-	if (*s >= '0' && *s <= '9')
-		*out = strtoul(s, &end, 10);
-	if (!end || errno || *end || *out < min || *out > max)
-		return fail(p, "%s: '%s' is not a whole number from %lu to %lu", optname(code), s, min, max);
-	return true;
-}
-
-static bool real_in(struct parse *p, int code, const char *s, double min, double max, double *out)
+/* s as a number from min to max: whole (digits only), or any decimal for seconds. */
+static bool num_in(struct parse *p, int code, const char *s, double min, double max, bool secs, double *out)
 {
 	char *end;
 
 	errno = 0;
 	*out = strtod(s, &end);
-	if (end == s || *end || errno || !isfinite(*out) || *out < min || *out > max)
-		return fail(p, "%s: '%s' is not a number of seconds from %g to %g", optname(code), s, min, max);
+	if (end == s || *end || errno || !isfinite(*out) || *out < min || *out > max ||
+	    (!secs && s[strspn(s, "0123456789")]))
+		return fail(p, "%s: '%s' is not %s from %g to %g", optname(p, code), s,
+			    secs ? "a number of seconds" : "a whole number", min, max);
 	return true;
 }
 
@@ -144,7 +133,7 @@ static bool mac_of(struct parse *p, int code, const char *s, uint8_t mac[6])
 
 	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 ||
 	    strlen(s) != 17)
-		return fail(p, "%s: '%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", optname(code), s);
+		return fail(p, "%s: '%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", optname(p, code), s);
 	for (int i = 0; i < 6; i++)
 		mac[i] = (uint8_t)v[i];
 	return true;
@@ -155,37 +144,28 @@ static bool ip_of(struct parse *p, int code, const char *s, uint32_t *ip)
 	struct in_addr a;
 
 	if (inet_pton(AF_INET, s, &a) != 1 || a.s_addr == 0)
-		return fail(p, "%s: '%s' is not an IPv4 address", optname(code), s);
+		return fail(p, "%s: '%s' is not an IPv4 address", optname(p, code), s);
 	*ip = a.s_addr;
 	return true;
 }
 
 static bool cpu_of(struct parse *p, int code, const char *s, int *cpu)
 {
-	unsigned long v;
+	double v;
 	cpu_set_t set;
 
-	if (!uint_in(p, code, s, 0, CPU_SETSIZE - 1, &v))
+	if (!num_in(p, code, s, 0, CPU_SETSIZE - 1, false, &v))
 		return false;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && !CPU_ISSET(v, &set))
-		return fail(p, "%s: CPU %lu is not one this process may run on", optname(code), v);
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && !CPU_ISSET((int)v, &set))
+		return fail(p, "%s: CPU %g is not one this process may run on", optname(p, code), v);
 	*cpu = (int)v;
 	return true;
-}
-
-bool opts_l2_api(const char *api)
-{
-	const struct api_ops *ops = api_find(api);
-
-	return ops ? ops->l2 : strcmp(api, "udp") != 0;
 }
 
 static void defaults(struct opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->api = "udp";
-	o->port2 = -1;
-	o->xdp_mode = "auto";
+	o->api = api_at(0)->name;
 	o->sport = 9000;
 	o->dport = 9000;
 	o->size = 64;
@@ -200,43 +180,33 @@ static void defaults(struct opts *o)
 
 static bool one(struct parse *p, struct opts *o, int c, char *arg)
 {
-	unsigned long v;
+	double v;
 
 	switch (c) {
 	case O_API: o->api = arg; return true;
 	case O_IFACE: o->iface = arg; return *arg || fail(p, "--iface: empty interface name");
-	case 'R': o->api = "raw"; o->iface = arg; return *arg || fail(p, "-R/--raw: empty interface name");
 	case O_IFACE2: o->iface2 = arg; return *arg || fail(p, "--iface2: empty interface name");
-	case O_PORT: return uint_in(p, c, arg, 0, 1023, &v) && (o->port = (int)v, true);
-	case O_PORT2: return uint_in(p, c, arg, 0, 1023, &v) && (o->port2 = (int)v, true);
-	case O_QUEUE: return uint_in(p, c, arg, 0, 65535, &v) && (o->queue = (int)v, true);
-	case O_XDP_MODE:
-		o->xdp_mode = arg;
-		if (strcmp(arg, "auto") && strcmp(arg, "copy") && strcmp(arg, "zerocopy") && strcmp(arg, "skb"))
-			return fail(p, "--xdp-mode: '%s' is not one of auto, copy, zerocopy, skb", arg);
-		return true;
 	case O_SRC_MAC: return (o->has_src_mac = mac_of(p, c, arg, o->src_mac));
 	case O_DST_MAC: return (o->has_dst_mac = mac_of(p, c, arg, o->dst_mac));
 	case O_SRC_IP: return ip_of(p, c, arg, &o->src_ip);
 	case O_DST_IP: return ip_of(p, c, arg, &o->dst_ip);
-	case O_SPORT: return uint_in(p, c, arg, 1, 65535, &v) && (o->sport = (uint16_t)v, true);
-	case O_DPORT: return uint_in(p, c, arg, 1, 65535, &v) && (o->dport = (uint16_t)v, true);
+	case O_SPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (o->sport = (uint16_t)v, true);
+	case O_DPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (o->dport = (uint16_t)v, true);
 	case 'r': return rate_of(p, arg, &o->rate);
-	case 'p': return uint_in(p, c, arg, FRAME_MIN_LEN + FCS_LEN, FRAME_MAX + FCS_LEN, &v) && (o->size = (unsigned)v, true);
-	case 'b': return uint_in(p, c, arg, 1, API_MAX_BURST, &v) && (o->burst = (unsigned)v, true);
+	case 'p': return num_in(p, c, arg, FRAME_MIN_LEN + FCS_LEN, FRAME_MAX + FCS_LEN, false, &v) &&
+			 (o->size = (unsigned)v, true);
+	case 'b': return num_in(p, c, arg, 1, API_MAX_BURST, false, &v) && (o->burst = (unsigned)v, true);
 	case 'c': o->touch = true; return true;
-	case 'm': o->mmsg = true; return true;
-	case 'B': o->blocking = true; return true;
 	case 's': o->quiet = true; return true;
-	case O_DURATION: return real_in(p, c, arg, 0, 1e7, &o->duration);
-	case O_WARMUP: return real_in(p, c, arg, 0, 1e7, &o->warmup);
-	case O_DRAIN: return real_in(p, c, arg, 0, 3600, &o->drain);
+	case O_DURATION: return num_in(p, c, arg, 0, 1e7, true, &o->duration);
+	case O_WARMUP: return num_in(p, c, arg, 0, 1e7, true, &o->warmup);
+	case O_DRAIN: return num_in(p, c, arg, 0, 3600, true, &o->drain);
 	case O_INTERVAL:
-		if (!real_in(p, c, arg, 0, 3600, &o->interval))
+		if (!num_in(p, c, arg, 0, 3600, true, &o->interval))
 			return false;
 		return o->interval == 0 || o->interval >= 0.01 ||
 		       fail(p, "--interval: '%s' is shorter than 0.01 s (0 turns interval records off)", arg);
-	case O_FLOWS: return uint_in(p, c, arg, 1, SEQ_MAX_FLOWS, &v) && (o->flows = (unsigned)v, true);
+	case O_FLOWS: return num_in(p, c, arg, 1, SEQ_MAX_FLOWS, false, &v) && (o->flows = (unsigned)v, true);
 	case O_CPU: return cpu_of(p, c, arg, &o->cpu);
 	case O_RX_CPU: return cpu_of(p, c, arg, &o->rx_cpu);
 	case O_HOLD: o->hold = true; return true;
@@ -249,6 +219,108 @@ static bool one(struct parse *p, struct opts *o, int c, char *arg)
 	return fail(p, "internal: option %d not handled", c);
 }
 
+/* "-m/--mmsg" or "--queue": how an api's option is spelled in messages. */
+static const char *label(const struct api_opt *a)
+{
+	static char buf[48];
+
+	if (a->letter)
+		snprintf(buf, sizeof(buf), "-%c/--%s", a->letter, a->name);
+	else
+		snprintf(buf, sizeof(buf), "--%s", a->name);
+	return buf;
+}
+
+/* Appends word to a ", "-separated list in buf. */
+static void add(char *buf, size_t len, const char *word)
+{
+	size_t n = strlen(buf);
+
+	snprintf(buf + n, len - n, "%s%s", n ? ", " : "", word);
+}
+
+/* getopt must know every api's options before it has seen --api: lo gets the
+ * common ones, then one entry per api option name, and shorts their letters.
+ * Two apis may share an option only if they spell it alike. */
+static bool table(struct parse *p, struct option *lo, char *shorts)
+{
+	const struct api_ops *ops;
+	size_t k = NCOMMON;
+
+	memcpy(lo, common, sizeof(common));
+	strcpy(shorts, SHORTS);
+	for (size_t i = 0; (ops = api_at(i)); i++)
+		for (const struct api_opt *a = ops->opts; a && a->name; a++) {
+			int has = a->value ? required_argument : no_argument;
+			size_t j = 0;
+			while (j < k && strcmp(lo[j].name, a->name))
+				j++;
+			int val = a->letter ? a->letter : O_API_OPT + (int)j;
+			if (j < k && (j < NCOMMON || lo[j].val != val || lo[j].has_arg != has))
+				return fail(p, "internal: --%s of --api %s clashes with another option",
+					    a->name, ops->name);
+			if (j < k)
+				continue;
+			if (a->letter && strchr(shorts, a->letter))
+				return fail(p, "internal: -%c of --api %s clashes with another option",
+					    a->letter, ops->name);
+			lo[k++] = (struct option){ a->name, has, NULL, val };
+			if (a->letter) {
+				size_t m = strlen(shorts);
+				shorts[m++] = a->letter;
+				if (has)
+					shorts[m++] = ':';
+				shorts[m] = '\0';
+			}
+		}
+	lo[k] = (struct option){ NULL, 0, NULL, 0 };
+	return true;
+}
+
+/* The table entry of an api option getopt returned, or NULL for a common one. */
+static const struct option *api_entry(const struct parse *p, int c)
+{
+	for (const struct option *lo = p->lo + NCOMMON; lo->name; lo++)
+		if (lo->val == c)
+			return lo;
+	return NULL;
+}
+
+/* An api option as given: its entry in the table and its value. */
+struct given {
+	const struct option *lo;
+	char *arg;
+};
+
+/* Runs the chosen api's hooks on the options collected for it, in order. */
+static bool api_options(struct parse *p, struct opts *o, const struct api_ops *ops, const struct given *g, int n)
+{
+	char why[160], has[160] = "";
+
+	if (ops->own_size && !(o->api_own = calloc(1, ops->own_size)))
+		return fail(p, "--api: out of memory");
+	for (int i = 0; i < n; i++) {
+		const struct api_opt *a = ops->opts;
+		while (a && a->name && strcmp(a->name, g[i].lo->name))
+			a++;
+		if (!a || !a->name) {
+			for (a = ops->opts; a && a->name; a++)
+				add(has, sizeof(has), label(a));
+			return fail(p, "%s: not an option of --api %s (%s%s)", optname(p, g[i].lo->val), o->api,
+				    has[0] ? "its options: " : "it has none of its own", has);
+		}
+		if (!a->set(o->api_own, g[i].arg, why, sizeof(why)))
+			return fail(p, "%s: %s", label(a), why);
+		if (a->blocks)
+			p->blocks_by = a;
+		if (a->egress)
+			p->egress_by = a;
+	}
+	o->blocking = p->blocks_by != NULL;
+	o->egress = p->egress_by != NULL;
+	return true;
+}
+
 /* A blocking receive would hold the one thread past its next burst, and two
  * spinning threads plus a server are more than a small machine's cores: so
  * one thread polls when nothing blocks, two when the sockets block (or when
@@ -258,35 +330,34 @@ static bool client_threads(struct parse *p, struct opts *o)
 	if (!o->threads)
 		o->threads = o->blocking || o->rx_cpu >= 0 ? 2 : 1;
 	if (o->threads == 1 && o->blocking)
-		return fail(p, "--threads: 1 needs non-blocking receive (drop -B/--blocking, or use --threads 2)");
+		return fail(p, "--threads: 1 needs non-blocking receive (drop %s, or use --threads 2)",
+			    label(p->blocks_by));
 	if (o->threads == 1 && o->rx_cpu >= 0)
 		return fail(p, "--rx-cpu: a one-thread client has no receive thread (--threads 2 has one)");
 	return true;
 }
 
-static bool cross_check(struct parse *p, struct opts *o)
+static bool cross_check(struct parse *p, struct opts *o, const struct api_ops *ops)
 {
-	const struct api_ops *ops = api_find(o->api);
 	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT;
 	const char *r = o->role_name;
 
-	if (!ops) {
-		static const char *const known[] = { "udp", "raw", "mmap", "xdp", "dpdk" };
-		for (unsigned i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-			if (!strcmp(o->api, known[i]))
-				return fail(p, "--api: '%s' is not built into this engine (it has: %s)", o->api, api_names());
-		return fail(p, "--api: '%s' is not an api (one of: %s)", o->api, api_names());
-	}
-	if (!o->iface && (!strcmp(o->api, "raw") || !strcmp(o->api, "mmap") || !strcmp(o->api, "xdp")))
+	if (!o->iface && ops->needs_iface)
 		return fail(p, "--iface: required with --api %s", o->api);
-	if (o->role == ROLE_FWD && !ops->l2)
-		return fail(p, "--api: fwd needs an api that sees Ethernet frames (raw, mmap, xdp, dpdk), not %s", o->api);
+	if (o->role == ROLE_FWD && !ops->l2) {
+		const struct api_ops *l;
+		char l2[96] = "";
+		for (size_t i = 0; (l = api_at(i)); i++)
+			if (l->l2)
+				add(l2, sizeof(l2), l->name);
+		return fail(p, "--api: fwd needs an api that sees Ethernet frames (%s), not %s", l2, o->api);
+	}
 	if (o->role == ROLE_FWD && !o->has_dst_mac)
 		return fail(p, "--dst-mac: required for fwd (the next hop's MAC)");
 	if (o->role != ROLE_FWD && o->iface2)
 		return fail(p, "--iface2: only fwd uses a second interface");
-	if (o->role != ROLE_FWD && o->port2 >= 0)
-		return fail(p, "--port2: only fwd uses a second port");
+	if (o->role != ROLE_FWD && o->egress)
+		return fail(p, "%s: only fwd uses a second port", label(p->egress_by));
 	if (o->role != ROLE_CLIENT && o->threads)
 		return fail(p, "--threads: only client can run more than one thread");
 	if (o->role != ROLE_CLIENT && o->rx_cpu >= 0)
@@ -316,10 +387,23 @@ static bool role_of(struct parse *p, struct opts *o, const char *s)
 	return fail(p, "ROLE: '%s' is not a role (send, recv, client, server, fwd)", s);
 }
 
+/* The api named by --api, or NULL after saying why not. */
+static const struct api_ops *chosen(struct parse *p, const struct opts *o)
+{
+	const struct api_ops *ops = api_find(o->api);
+
+	if (!ops && api_known(o->api))
+		fail(p, "--api: '%s' is not built into this engine (it has: %s)", o->api, api_names());
+	else if (!ops)
+		fail(p, "--api: '%s' is not an api (one of: %s)", o->api, api_names());
+	return ops;
+}
+
 enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 {
-	struct parse p = { err, errlen };
-	char *args[argc + 1];
+	struct parse p = { err, errlen, NULL, NULL, NULL };
+	const struct api_ops *ops;
+	size_t napi = 0;
 
 	defaults(o);
 	err[0] = '\0';
@@ -333,31 +417,55 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 		return OPTS_HELP;
 	if (!role_of(&p, o, argv[1]))
 		return OPTS_ERROR;
+	for (size_t i = 0; (ops = api_at(i)); i++)
+		for (const struct api_opt *a = ops->opts; a && a->name; a++)
+			napi++;
+
+	struct option lo[NCOMMON + napi + 1];
+	char shorts[sizeof(SHORTS) + 2 * napi];
+	if (!table(&p, lo, shorts))
+		return OPTS_ERROR;
+	p.lo = lo;
 
 	/* getopt on a copy: it reorders nothing with '+', but keep argv const anyway */
-	memcpy(args, argv + 1, sizeof(char *) * (size_t)(argc - 1));
-	args[argc - 1] = NULL;
-	int n = argc - 1, c;
+	char *args[argc + 1];
+	struct given given[argc];
+	int n = argc - 1, ngiven = 0, c;
+	memcpy(args, argv + 1, sizeof(char *) * (size_t)n);
+	args[n] = NULL;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(n, args, "+:R:r:p:b:cmBsh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(n, args, shorts, lo, NULL)) != -1) {
 		if (c == 'h')
 			return OPTS_HELP;
 		if (c == O_VERSION)
 			return OPTS_VERSION;
-		if (c == '?') {
+		/* an unknown option is reported once --api is known: an api not
+		 * built in may be why, so after one only --api still counts */
+		if (c == '?' && !err[0]) {
 			if (optopt && optopt < 256)
 				fail(&p, "-%c: unknown option", optopt);
 			else
 				fail(&p, "%s: unknown option", args[optind - 1]);
-			return OPTS_ERROR;
+		}
+		if (err[0]) {
+			if (c == O_API)
+				o->api = optarg;
+			continue;
 		}
 		if (c == ':') {
-			fail(&p, "%s: needs a value", optopt ? optname(optopt) : args[optind - 1]);
+			fail(&p, "%s: needs a value", optopt ? optname(&p, optopt) : args[optind - 1]);
 			return OPTS_ERROR;
 		}
-		if (!one(&p, o, c, optarg))
+		/* an api's options wait until --api is known, wherever it stands */
+		if ((given[ngiven].lo = api_entry(&p, c)))
+			given[ngiven++].arg = optarg;
+		else if (!one(&p, o, c, optarg))
 			return OPTS_ERROR;
+	}
+	if (err[0]) {
+		chosen(&p, o);
+		return OPTS_ERROR;
 	}
 	if (optind < n) {
 		if (strcmp(args[optind - 1], "--") != 0) {
@@ -367,24 +475,41 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 		o->eal_argc = n - optind;
 		o->eal_argv = argv + 1 + optind;
 	}
-	return cross_check(&p, o) ? OPTS_RUN : OPTS_ERROR;
+	if (!(ops = chosen(&p, o)) || !api_options(&p, o, ops, given, ngiven) || !cross_check(&p, o, ops)) {
+		free(o->api_own);
+		o->api_own = NULL;
+		return OPTS_ERROR;
+	}
+	return OPTS_RUN;
+}
+
+static void usage_api(FILE *f, const struct api_ops *ops)
+{
+	fprintf(f, "api %s%s%s\n", ops->name, ops->needs_iface ? " (needs --iface)" : "",
+		ops->opts && ops->opts->name ? ":" : ": no options of its own");
+	for (const struct api_opt *a = ops->opts; a && a->name; a++) {
+		int w = fprintf(f, "  %s%s%s", label(a), a->value ? " " : "", a->value ? a->value : "");
+		fprintf(f, "%*s%s\n", w < 20 ? 20 - w : 1, "", a->help);
+	}
 }
 
 void opts_usage(void *stream)
 {
-	fputs("usage: cnfperf-engine ROLE [options] [-- EAL args]\n"
-	      "roles: send recv client server fwd\n"
-	      "  --api NAME        packet I/O api (built in: ", stream);
-	fputs(api_names(), stream);
-	fputs(")\n"
-	      "  --iface NAME      kernel interface; -R/--raw IFACE = --api raw --iface IFACE\n"
-	      "  --iface2 NAME     fwd: egress interface     --port N / --port2 N  dpdk ports\n"
-	      "  --queue N  --xdp-mode auto|copy|zerocopy|skb\n"
+	const struct api_ops *ops;
+
+	fprintf(stream, "usage: cnfperf-engine ROLE [options] [-- EAL args]\n"
+		"roles: send recv client server fwd\n"
+		"  --api NAME        packet I/O api (built in: %s; default %s)\n", api_names(), api_at(0)->name);
+	fputs("  --iface NAME      kernel interface   --iface2 NAME  fwd: egress interface\n"
 	      "  --src-mac --src-ip --sport   this endpoint  --dst-mac --dst-ip --dport  its peer\n"
 	      "  -r/--rate PPS (0 = max; 500k, 1M)  -p/--size BYTES (64..9220, with FCS)  -b/--burst N\n"
-	      "  -c/--touch  -m/--mmsg  -B/--blocking  -s/--quiet\n"
+	      "  -c/--touch  -s/--quiet\n"
 	      "  --duration S (0 = until SIGINT)  --warmup S  --drain S  --interval S  --flows N\n"
-	      "  --cpu N  --threads 1|2 (client; 2 with -B or --rx-cpu, else 1)  --rx-cpu N (its receive thread)\n"
+	      "  --cpu N  --threads 1|2 (client; 2 with a blocking api option or --rx-cpu, else 1)\n"
+	      "  --rx-cpu N (the client's receive thread)\n"
 	      "  --hold            after the summary keep the ports open, idle, until stdin ends or a signal\n"
-	      "  --version   --help\n", stream);
+	      "  --version   --help\n"
+	      "Each api's own options (before or after --api):\n", stream);
+	for (size_t i = 0; (ops = api_at(i)); i++)
+		usage_api(stream, ops);
 }

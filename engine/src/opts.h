@@ -14,10 +14,10 @@ struct opts {
 	enum role role;
 	const char *role_name;
 	const char *api;
+	void *api_own;             /* the api's own options as its hooks set them (api.h) */
+	bool blocking;             /* one of them makes rx wait for frames: senders sleep */
+	bool egress;               /* one of them names fwd's egress port: a second instance */
 	const char *iface, *iface2;
-	int port, port2;           /* dpdk port ids; port2 -1 = same as port */
-	int queue;
-	const char *xdp_mode;
 	uint8_t src_mac[6], dst_mac[6];
 	bool has_src_mac, has_dst_mac;
 	uint32_t src_ip, dst_ip;   /* network byte order, 0 = not given */
@@ -25,7 +25,7 @@ struct opts {
 	double rate;               /* pps, 0 = as fast as possible */
 	unsigned size;             /* RFC 2544 frame size, with FCS */
 	unsigned burst;
-	bool touch, mmsg, blocking, quiet;
+	bool touch, quiet;
 	bool hold;                 /* keep the ports open after the summary until released */
 	double duration, warmup, drain, interval;
 	unsigned flows;
@@ -38,9 +38,9 @@ struct opts {
 enum opts_result { OPTS_RUN, OPTS_HELP, OPTS_VERSION, OPTS_ERROR };
 
 /* Fills o; on OPTS_ERROR, err holds one line (no newline) naming the option.
- * Later options override earlier ones. argv is not modified. */
+ * Later options override earlier ones. argv is not modified. After OPTS_RUN
+ * the caller frees o->api_own. */
 enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, size_t errlen);
 void opts_usage(void *stream);
-bool opts_l2_api(const char *api);
 
 #endif

@@ -75,5 +75,9 @@ int main(int argc, char **argv)
 	      strchr(out, '\n') == out + strlen(out) - 1, "--version is one JSON line: %s", out);
 	rc = run((char *[]){ NULL, "--help", NULL }, out, sizeof(out), err, sizeof(err));
 	CHECK(rc == 0 && strstr(out, "usage:"), "--help");
+	CHECK(strstr(out, "api udp:\n  -m/--mmsg") && strstr(out, "api raw (needs --iface):"),
+	      "--help lists each api's own options: %s", out);
+	bad((char *[]){ NULL, "recv", "--api", "raw", "--iface", "eth0", "--mmsg", "--drain", "-1", NULL }, "--drain");
+	bad((char *[]){ NULL, "recv", "-R", "eth0", NULL }, "-R");
 	return check_done("cli");
 }

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "../src/api/api.h"
+#include "../src/api/sock.h"
 #include "../src/opts.h"
 
 #define ARGV(...) ((char *[]){ "cnfperf-engine", __VA_ARGS__, NULL })
@@ -18,10 +20,11 @@ static int argc_of(char **v)
 	return n;
 }
 
+static char err[256];             /* the last refusal's message */
+
 static void bad(char **argv, const char *names)
 {
 	struct opts o;
-	char err[256];
 	enum opts_result r = opts_parse(ARGC(argv), argv, &o, err, sizeof(err));
 	char line[256] = "";
 
@@ -34,11 +37,15 @@ static void bad(char **argv, const char *names)
 	CHECK(!strchr(err, '\n') && strlen(err) > strlen(names) + 5, "one line with a reason: %s", err);
 }
 
+static void *last_own;           /* the last good parse's api block: checks look at one at a time */
+
 static struct opts good(char **argv)
 {
 	struct opts o;
-	char err[256];
+
+	free(last_own);
 	enum opts_result r = opts_parse(ARGC(argv), argv, &o, err, sizeof(err));
+	last_own = o.api_own;
 
 	CHECK(r == OPTS_RUN, "refused %s ...: %s", argv[1], err);
 	return o;
@@ -82,16 +89,21 @@ int main(void)
 	bad(ARGV("recv", "--xdp-mode", "fast"), "--xdp-mode");
 	bad(ARGV("recv", "--queue", "q"), "--queue");
 	bad(ARGV("recv", "--port", "x"), "--port");
+	bad(ARGV("recv", "-R", "eth0"), "-R");
+	bad(ARGV("recv", "--raw", "eth0"), "--raw");
 	bad(ARGV("recv", "--bogus"), "--bogus");
 	bad(ARGV("recv", "-z"), "-z");
 	bad(ARGV("recv", "--rate"), "--rate");
 	bad(ARGV("recv", "-b"), "--burst");
 	bad(ARGV("recv", "stray"), "stray");
 	bad(ARGV("send"), "--dst-ip");
-	bad(ARGV("send", "-R", "eth0", "--dst-ip", "198.18.0.2", "--src-ip", "198.18.0.1"), "--dst-mac");
-	bad(ARGV("send", "-R", "eth0", "--dst-ip", "198.18.0.2", "--dst-mac", "02:00:00:00:00:02"), "--src-ip");
+	bad(ARGV("send", "--api", "raw", "--iface", "eth0", "--dst-ip", "198.18.0.2", "--src-ip", "198.18.0.1"),
+	    "--dst-mac");
+	bad(ARGV("send", "--api", "raw", "--iface", "eth0", "--dst-ip", "198.18.0.2", "--dst-mac", "02:00:00:00:00:02"),
+	    "--src-ip");
 	bad(ARGV("fwd", "--dst-mac", "02:00:00:00:00:02"), "--api");
-	bad(ARGV("fwd", "-R", "eth0"), "--dst-mac");
+	CHECK(strstr(err, "Ethernet frames (raw") && strstr(err, "not udp"), "the l2 apis built in: %s", err);
+	bad(ARGV("fwd", "--api", "raw", "--iface", "eth0"), "--dst-mac");
 	bad(ARGV("recv", "--iface2", "eth1"), "--iface2");
 	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--port2", "1"), "--port2");
 	bad(ARGV("recv", "--rx-cpu", "0"), "--rx-cpu");
@@ -102,25 +114,77 @@ int main(void)
 	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads"), "--threads");
 	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--threads", "2"), "--threads");
 	bad(ARGV("client", "--dst-ip", "198.18.0.2", "-B", "--threads", "1"), "--threads");
+	CHECK(strstr(err, "drop -B/--blocking"), "names the option that blocks: %s", err);
 	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "1", "--rx-cpu", "0"), "--rx-cpu");
+
+	/* an api's own options: refused by the others, checked once --api is known */
+	bad(ARGV("recv", "--xdp-mode", "skb"), "--xdp-mode");
+	bad(ARGV("recv", "--api", "raw", "--iface", "eth0", "--queue", "1"), "--queue");
+	if (api_find("xdp")) {
+		bad(ARGV("recv", "--xdp-mode", "skb"), "--xdp-mode");
+		CHECK(strstr(err, "not an option of --api udp (its options: -m/--mmsg, -B/--blocking)"), "%s", err);
+		bad(ARGV("recv", "--api", "raw", "--iface", "eth0", "--queue", "1"), "--queue");
+		CHECK(strstr(err, "not an option of --api raw"), "%s", err);
+	} else {
+		/* nothing built in knows it; the api that would is the reason */
+		bad(ARGV("recv", "--api", "xdp", "--xdp-mode", "skb"), "--api");
+		CHECK(strstr(err, "'xdp' is not built into this engine"), "%s", err);
+	}
+	bad(ARGV("recv", "--bogus", "--rate", "x"), "--bogus");
+	bad(ARGV("recv", "--api", "carrier-pigeon", "--bogus"), "--api");
+	if (api_find("mmap")) {
+		bad(ARGV("recv", "-m", "--api", "mmap", "--iface", "eth0"), "-m/--mmsg");
+		CHECK(strstr(err, "--api mmap (it has none of its own)"), "%s", err);
+	}
+	if (api_find("xdp")) {
+		bad(ARGV("recv", "--api", "xdp", "--iface", "eth0", "--xdp-mode", "fast"), "--xdp-mode");
+		CHECK(strstr(err, "'fast' is not one of auto, copy, zerocopy, skb"), "%s", err);
+		bad(ARGV("recv", "--xdp-mode", "fast", "--api", "xdp", "--iface", "eth0"), "--xdp-mode");
+		bad(ARGV("recv", "--queue", "q", "--api", "xdp", "--iface", "eth0"), "--queue");
+		bad(ARGV("recv", "--api", "xdp", "--iface", "eth0", "--queue", "65536"), "--queue");
+		bad(ARGV("recv", "--api", "xdp", "--iface", "eth0", "-B"), "-B/--blocking");
+		bad(ARGV("recv", "--api", "xdp"), "--iface");
+		good(ARGV("recv", "--xdp-mode", "zerocopy", "--api", "xdp", "--iface", "eth0", "--queue", "3"));
+	}
+	if (api_find("dpdk")) {
+		bad(ARGV("recv", "--api", "dpdk", "--port", "x"), "--port");
+		bad(ARGV("recv", "--api", "dpdk", "--port", "1024"), "--port");
+		bad(ARGV("send", "--api", "dpdk", "--dst-ip", "198.18.0.2", "--port2", "1"), "--port2");
+		CHECK(strstr(err, "only fwd uses a second port"), "%s", err);
+		bad(ARGV("recv", "--api", "dpdk", "--mmsg"), "--mmsg");
+		struct opts d = good(ARGV("fwd", "--port", "0", "--port2", "1", "--api", "dpdk", "--queue", "2",
+					  "--dst-mac", "02:00:00:00:00:0a"));
+		CHECK(d.egress && !d.blocking && !d.iface, "--port2: a second instance");
+		d = good(ARGV("recv", "--api", "dpdk"));
+		CHECK(!d.egress, "no --port2, no second instance");
+	}
 
 	/* good ones */
 	struct opts o = good(ARGV("send", "--dst-ip", "198.18.0.2", "-r", "2.5M", "-p", "1518", "-b", "64", "-c", "-m",
 				  "-B", "-s", "--flows", "8", "--duration", "1.5", "--warmup", "0.5"));
+	const struct sock_own *so = o.api_own;
 	CHECK(o.role == ROLE_SEND && o.rate == 2.5e6 && o.size == 1518 && o.burst == 64, "numbers");
-	CHECK(o.touch && o.mmsg && o.blocking && o.quiet && o.flows == 8, "flags");
+	CHECK(o.touch && so->mmsg && so->blocking && o.blocking && o.quiet && o.flows == 8, "flags");
 	CHECK(o.duration == 1.5 && o.warmup == 0.5 && o.dst_ip == htonl(0xc6120002), "times and address");
 	CHECK(!strcmp(o.api, "udp") && o.sport == 9000 && o.dport == 9000 && o.interval == 1 && o.drain == 0.5,
 	      "defaults");
+	CHECK(!strcmp(o.api, api_at(0)->name), "the default api is the registry's first");
+	o = good(ARGV("send", "--dst-ip", "198.18.0.2", "--mmsg"));
+	so = o.api_own;
+	CHECK(so->mmsg && !so->blocking && !o.blocking, "--mmsg alone");
 	o = good(ARGV("recv", "-r", "500k"));
 	CHECK(o.rate == 500000, "500k");
 	o = good(ARGV("recv", "-r", "0", "--duration", "0", "--interval", "0"));
 	CHECK(o.rate == 0 && o.duration == 0 && o.interval == 0, "zeros allowed");
-	o = good(ARGV("fwd", "-R", "cnfp0", "--dst-mac", "02:00:00:00:00:0a", "--iface2", "cnfp1", "--src-ip", "10.0.0.1"));
-	CHECK(!strcmp(o.api, "raw") && !strcmp(o.iface, "cnfp0") && !strcmp(o.iface2, "cnfp1"), "-R");
+	o = good(ARGV("fwd", "--api", "raw", "--iface", "cnfp0", "--dst-mac", "02:00:00:00:00:0a", "--iface2", "cnfp1",
+		      "--src-ip", "10.0.0.1"));
+	CHECK(!strcmp(o.api, "raw") && !strcmp(o.iface, "cnfp0") && !strcmp(o.iface2, "cnfp1") && !o.egress, "raw");
 	CHECK(o.has_dst_mac && o.dst_mac[5] == 0x0a && !o.has_src_mac, "mac");
-	o = good(ARGV("send", "-R", "cnfp0", "--api", "udp", "--dst-ip", "198.18.0.2"));
-	CHECK(!strcmp(o.api, "udp") && !strcmp(o.iface, "cnfp0"), "later --api overrides -R's");
+	o = good(ARGV("recv", "-B", "--iface", "cnfp0", "--api", "raw"));
+	so = o.api_own;
+	CHECK(!strcmp(o.api, "raw") && so->blocking && o.blocking, "an api option before --api");
+	o = good(ARGV("send", "--api", "raw", "--iface", "cnfp0", "--api", "udp", "--dst-ip", "198.18.0.2"));
+	CHECK(!strcmp(o.api, "udp") && !strcmp(o.iface, "cnfp0"), "a later --api overrides");
 	o = good(ARGV("server", "--sport", "7", "--", "-l", "0", "--vdev", "net_null0"));
 	CHECK(o.eal_argc == 4 && !strcmp(o.eal_argv[0], "-l") && !strcmp(o.eal_argv[3], "net_null0"), "EAL args");
 	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--cpu", "0", "--rx-cpu", "0"));
@@ -140,8 +204,8 @@ int main(void)
 	CHECK(o.hold && o.eal_argc == 2, "--hold");
 
 	struct opts v;
-	char err[64];
 	CHECK(opts_parse(2, ARGV("--version"), &v, err, sizeof(err)) == OPTS_VERSION, "--version");
 	CHECK(opts_parse(3, ARGV("recv", "--help"), &v, err, sizeof(err)) == OPTS_HELP, "--help");
+	free(last_own);
 	return check_done("opts");
 }

@@ -1,7 +1,18 @@
 /* Packet I/O APIs behind one ops table (fio's ioengines are the model).
  *
- * Roles (send, recv, client, server, fwd) only ever see this header: adding an
- * API is adding one file and one line in api.c, never a branch in a role.
+ * Roles (send, recv, client, server, fwd) only ever see this header, and the
+ * option parser knows an api only through its ops: a new api is one file
+ * defining its api_ops and one line in api.c's registry (and its lines in
+ * meson.build), never a branch in a role or in opts.c.
+ *
+ * Options: struct api_conf is what every api is told (interface, burst, roles'
+ * addresses, EAL arguments). What only one api understands is its own: it lists
+ * those options in api_ops.opts, and their set() hooks write them into a block
+ * of api_ops.own_size bytes that starts zeroed (so zero is each default). The
+ * parser collects the options wherever they stand on the command line, and once
+ * --api is known runs that api's hooks, so a bad value still costs one line and
+ * exit 2 before anything is opened; an option the api does not have is refused.
+ * open() then reads the block as a->own.
  *
  * Buffer ownership, the one rule every API keeps:
  *  - tx_alloc() hands the caller up to n writable frame buffers (len = capacity).
@@ -30,17 +41,14 @@ struct pkt {
 	void *priv;              /* API-private handle (mbuf, umem address, slot) */
 };
 
-/* What open() needs; filled by main.c from the options. */
+/* What open() needs from every role; filled by main.c from the options. */
 struct api_conf {
-	const char *iface;       /* kernel interface (raw, mmap, xdp; udp: optional bind) */
-	int port;                /* dpdk: port id */
-	int queue;               /* NIC queue (xdp, dpdk) */
+	const char *iface;       /* kernel interface (apis with needs_iface; udp: optional bind) */
 	unsigned burst;          /* largest burst the role will use */
 	unsigned frame_size;     /* largest frame the role will send, without FCS */
-	bool mmsg;               /* udp/raw: sendmmsg/recvmmsg */
-	bool blocking;           /* udp/raw: blocking sockets */
 	bool rx, tx;             /* which directions the role needs */
-	const char *xdp_mode;    /* xdp: "auto" | "copy" | "zerocopy" | "skb" */
+	bool egress;             /* fwd's second instance: its egress port (api options with
+	                          * egress say which one) */
 	bool hold;               /* the peer stopped polling before close(): no drain wait */
 	/* udp only: the kernel builds the headers, so it needs the addresses. */
 	uint32_t src_ip, dst_ip; /* network byte order */
@@ -48,6 +56,23 @@ struct api_conf {
 	unsigned flows;          /* udp: sport .. sport+flows-1 need sockets/sources */
 	int eal_argc;            /* dpdk: arguments after "--" */
 	char **eal_argv;
+};
+
+/* One option of an api: --name [VALUE], or -letter. An api's option must not
+ * share a name or letter with the common ones; two apis may share one (both
+ * take --queue) if they spell it alike. */
+struct api_opt {
+	const char *name;        /* without "--"; NULL ends a table */
+	char letter;             /* 0, or the short spelling ('m' for -m) */
+	const char *value;       /* NULL for a flag, else the value's name in --help ("N") */
+	const char *help;        /* one line for --help */
+	/* Stores arg (NULL for a flag) in own, the api's block. false after writing
+	 * into why what is wrong with arg; the parser prefixes the option's name. */
+	bool (*set)(void *own, const char *arg, char *why, size_t whylen);
+	bool blocks;             /* given, rx waits for frames: a sender sleeps between
+	                          * bursts, a client takes a receive thread */
+	bool egress;             /* names fwd's egress port: only fwd takes it, and opens
+	                          * a second instance (api_conf.egress) for it */
 };
 
 struct api;
@@ -60,6 +85,9 @@ struct api_ops {
 	                          * rx_burst() returned (fwd between two ports without a
 	                          * copy: dpdk mbufs); when false fwd copies into tx_alloc()
 	                          * buffers and releases the frames to their own instance */
+	bool needs_iface;        /* runs on a kernel interface: --iface is required */
+	const struct api_opt *opts; /* its own options, or NULL */
+	size_t own_size;         /* bytes of the block its options fill (see the top) */
 	size_t priv_size;        /* bytes of per-instance state allocated for the API */
 	/* 0, or -errno after printing one line on stderr saying what failed */
 	int (*open)(struct api *a, const struct api_conf *conf);
@@ -75,16 +103,24 @@ struct api_ops {
 struct api {
 	const struct api_ops *ops;
 	struct api_conf conf;
+	void *own;               /* its options' values, own_size bytes (a copy per instance) */
 	void *priv;
 	uint8_t mac[6];          /* the port's MAC if open() knows it; api_open() fills it
 	                          * from conf.iface when open() left it zero */
 };
 
 /* Registry (api.c). */
-const struct api_ops *api_find(const char *name);
+const struct api_ops *api_find(const char *name);  /* compiled in, or NULL */
+const struct api_ops *api_at(size_t i);            /* i-th compiled in, NULL past the last; the
+                                                    * first is the default api */
+bool api_known(const char *name);                  /* an api this engine may be built with */
 const char *api_names(void);     /* "udp raw mmap xdp dpdk" as compiled in */
-struct api *api_open(const char *name, const struct api_conf *conf); /* NULL + message on stderr */
+/* own: the block its options filled (own_size bytes), or NULL for the defaults */
+struct api *api_open(const char *name, const struct api_conf *conf, const void *own); /* NULL + message on stderr */
 void api_close(struct api *a);
+
+/* For set() hooks: s as a whole number from 0 to max, or false with why filled. */
+bool api_opt_uint(const char *s, unsigned long max, unsigned long *out, char *why, size_t whylen);
 
 /* Roles always exchange whole Ethernet/IPv4/UDP frames with an API, so they never
  * branch on it. For udp (l2 == false) the kernel owns the headers: on tx the API

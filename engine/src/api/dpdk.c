@@ -44,6 +44,13 @@
 #define FRAME_SLACK 128
 #define JUMBO_UNIT 4096
 
+/* Its own options (api_ops.opts); zero is each default. */
+struct dpdk_own {
+	unsigned port, queue;
+	unsigned port2;          /* fwd's egress port, when has_port2 */
+	bool has_port2;
+};
+
 struct dpdk {
 	uint16_t port;
 	uint16_t queue;
@@ -389,11 +396,13 @@ static int dpdk_open(struct api *a, const struct api_conf *conf)
 static int port_open(struct api *a, const struct api_conf *conf)
 {
 	struct dpdk *d = a->priv;
+	const struct dpdk_own *own = a->own;
+	unsigned port = conf->egress && own->has_port2 ? own->port2 : own->port;
 	struct rte_eth_dev_info info;
 	int ret;
 
-	if (conf->port < 0 || conf->port >= RTE_MAX_ETHPORTS || conf->queue < 0 || conf->queue > UINT16_MAX - 1) {
-		fprintf(stderr, "dpdk: port %d / queue %d out of range\n", conf->port, conf->queue);
+	if (port >= RTE_MAX_ETHPORTS || own->queue > UINT16_MAX - 1) {
+		fprintf(stderr, "dpdk: port %u / queue %u out of range\n", port, own->queue);
 		return -1;
 	}
 	if (eal.npools >= MAX_POOLS) {
@@ -410,8 +419,8 @@ static int port_open(struct api *a, const struct api_conf *conf)
 	}
 	eal.users++;
 
-	d->port = (uint16_t)conf->port;
-	d->queue = (uint16_t)conf->queue;
+	d->port = (uint16_t)port;
+	d->queue = (uint16_t)own->queue;
 	if (!rte_eth_dev_is_valid_port(d->port)) {
 		fprintf(stderr, "dpdk: port %u not found, the EAL found %u port(s)"
 			" (name the device after --, e.g. --vdev net_virtio_user0,path=SOCKET)\n",
@@ -549,11 +558,47 @@ static void dpdk_close(struct api *a)
 	stdout_back(saved);
 }
 
+static bool set_port(void *own, const char *arg, char *why, size_t whylen)
+{
+	unsigned long v;
+
+	return api_opt_uint(arg, 1023, &v, why, whylen) && (((struct dpdk_own *)own)->port = (unsigned)v, true);
+}
+
+static bool set_port2(void *own, const char *arg, char *why, size_t whylen)
+{
+	struct dpdk_own *o = own;
+	unsigned long v;
+
+	if (!api_opt_uint(arg, 1023, &v, why, whylen))
+		return false;
+	o->port2 = (unsigned)v;
+	o->has_port2 = true;
+	return true;
+}
+
+static bool set_queue(void *own, const char *arg, char *why, size_t whylen)
+{
+	unsigned long v;
+
+	return api_opt_uint(arg, 65535, &v, why, whylen) && (((struct dpdk_own *)own)->queue = (unsigned)v, true);
+}
+
+static const struct api_opt dpdk_opts[] = {
+	{ .name = "port", .value = "N", .help = "port id (default 0)", .set = set_port },
+	{ .name = "port2", .value = "N", .help = "fwd: egress port (default: the same as --port)", .set = set_port2,
+	  .egress = true },
+	{ .name = "queue", .value = "N", .help = "rx and tx queue (default 0)", .set = set_queue },
+	{ .name = NULL },
+};
+
 const struct api_ops api_dpdk_ops = {
 	.name = "dpdk",
 	.l2 = true,
 	.thread_safe_rxtx = true,        /* separate rx and tx queues; mempools are MP/MC safe */
 	.tx_foreign = true,              /* an mbuf goes back to its own pool whoever frees it */
+	.opts = dpdk_opts,
+	.own_size = sizeof(struct dpdk_own),
 	.priv_size = sizeof(struct dpdk),
 	.open = dpdk_open,
 	.tx_alloc = dpdk_tx_alloc,

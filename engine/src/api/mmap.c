@@ -376,6 +376,7 @@ const struct api_ops api_mmap_ops = {
 	.l2 = true,
 	.thread_safe_rxtx = true,        /* one socket and ring per direction */
 	.tx_foreign = false,             /* priv is this instance's own bookkeeping */
+	.needs_iface = true,
 	.priv_size = sizeof(struct mmap_api),
 	.open = mmap_open,
 	.tx_alloc = mmap_tx_alloc,

@@ -24,6 +24,7 @@
 struct raw {
 	int fd;
 	int flags;                /* MSG_DONTWAIT unless blocking */
+	bool mmsg;
 	unsigned slot_tx, burst;
 	uint8_t *txbuf, *rxbuf;
 	struct mmsghdr *txm, *rxm;
@@ -71,13 +72,15 @@ static int iface_facts(const char *iface, int *ifindex, int *mtu, uint8_t mac[6]
 static int raw_open(struct api *a, const struct api_conf *c)
 {
 	struct raw *r = a->priv;
+	const struct sock_own *own = a->own;
 	unsigned n = c->burst ? c->burst : 1;
 	int ifindex = 0, mtu = 0, one = 1, err;
 	char what[96];
 
 	r->fd = -1;
 	r->burst = n;
-	r->flags = c->blocking ? 0 : MSG_DONTWAIT;
+	r->flags = own->blocking ? 0 : MSG_DONTWAIT;
+	r->mmsg = own->mmsg;
 	r->slot_tx = c->frame_size > FRAME_MIN_LEN ? c->frame_size : FRAME_MIN_LEN;
 	if ((err = iface_facts(c->iface, &ifindex, &mtu, a->mac))) {
 		snprintf(what, sizeof(what), "interface %s", c->iface);
@@ -91,7 +94,7 @@ static int raw_open(struct api *a, const struct api_conf *c)
 	uint16_t proto = c->rx ? htons(ETH_P_ALL) : 0;
 	if ((r->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, proto)) < 0)
 		return fail(a, "AF_PACKET socket (needs CAP_NET_RAW)", errno);
-	if ((err = sock_setup(r->fd, c->blocking, c->rx, c->tx)))
+	if ((err = sock_setup(r->fd, own->blocking, c->rx, c->tx)))
 		return fail(a, "socket options", -err);
 	if (c->tx && setsockopt(r->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)))
 		return fail(a, "PACKET_QDISC_BYPASS", errno);
@@ -139,7 +142,7 @@ static uint16_t raw_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 {
 	struct raw *r = a->priv;
 
-	if (!a->conf.mmsg) {
+	if (!r->mmsg) {
 		for (uint16_t i = 0; i < n; i++) {
 			if (send(r->fd, pkts[i].data, pkts[i].len, r->flags) < 0) {
 				if (!sock_full(errno))
@@ -176,7 +179,7 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 
 	if (n > r->burst)
 		n = (uint16_t)r->burst;
-	if (a->conf.mmsg) {
+	if (r->mmsg) {
 		int s = recvmmsg(r->fd, r->rxm, n, r->flags ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
 		got = s > 0 ? (uint16_t)s : 0;
 		for (uint16_t i = 0; i < got; i++)
@@ -218,6 +221,9 @@ const struct api_ops api_raw_ops = {
 	.name = "raw",
 	.l2 = true,
 	.thread_safe_rxtx = true,
+	.needs_iface = true,
+	.opts = sock_opts,
+	.own_size = sizeof(struct sock_own),
 	.priv_size = sizeof(struct raw),
 	.open = raw_open,
 	.tx_alloc = raw_tx_alloc,

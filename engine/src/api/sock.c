@@ -2,6 +2,27 @@
 
 #include <sys/time.h>
 
+static bool set_mmsg(void *own, const char *arg, char *why, size_t whylen)
+{
+	(void)arg; (void)why; (void)whylen;
+	((struct sock_own *)own)->mmsg = true;
+	return true;
+}
+
+static bool set_blocking(void *own, const char *arg, char *why, size_t whylen)
+{
+	(void)arg; (void)why; (void)whylen;
+	((struct sock_own *)own)->blocking = true;
+	return true;
+}
+
+const struct api_opt sock_opts[] = {
+	{ .name = "mmsg", .letter = 'm', .help = "sendmmsg/recvmmsg: one system call per burst", .set = set_mmsg },
+	{ .name = "blocking", .letter = 'B', .set = set_blocking, .blocks = true,
+	  .help = "blocking sockets (woken every 100 ms); a sender sleeps between bursts" },
+	{ .name = NULL },
+};
+
 int sock_setup(int fd, bool blocking, bool rx, bool tx)
 {
 	/* A receiver that is descheduled for a moment must not drop what the

@@ -28,6 +28,7 @@ struct udp {
 	uint32_t peer_ip;         /* connected peer (network order), 0 = none */
 	uint16_t peer_port;
 	int flags;                /* MSG_DONTWAIT unless blocking */
+	bool mmsg;
 	unsigned slot_tx, burst;
 	uint8_t *txbuf, *rxbuf;
 	struct mmsghdr *txm, *rxm;
@@ -55,7 +56,7 @@ static int fail(struct api *a, const char *what, int err)
 	return -err;
 }
 
-static int open_socket(struct udp *u, const struct api_conf *c, unsigned i, char *what, size_t wlen)
+static int open_socket(struct udp *u, const struct api_conf *c, bool blocking, unsigned i, char *what, size_t wlen)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = c->src_ip,
 				   .sin_port = htons((uint16_t)(c->sport + i)) };
@@ -66,7 +67,7 @@ static int open_socket(struct udp *u, const struct api_conf *c, unsigned i, char
 		return snprintf(what, wlen, "socket"), -errno;
 	if (c->iface && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, c->iface, (socklen_t)strlen(c->iface) + 1))
 		return snprintf(what, wlen, "bind to device %s", c->iface), -errno;
-	int err = sock_setup(fd, c->blocking, c->rx, c->tx);
+	int err = sock_setup(fd, blocking, c->rx, c->tx);
 	if (err)
 		return snprintf(what, wlen, "socket options"), err;
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
@@ -85,13 +86,15 @@ static int open_socket(struct udp *u, const struct api_conf *c, unsigned i, char
 static int udp_open(struct api *a, const struct api_conf *c)
 {
 	struct udp *u = a->priv;
+	const struct sock_own *own = a->own;
 	unsigned n = c->burst ? c->burst : 1, nfd = c->flows ? c->flows : 1;
 	char what[64];
 
 	u->nfd = nfd;
 	u->burst = n;
 	u->sport0 = c->sport;
-	u->flags = c->blocking ? 0 : MSG_DONTWAIT;
+	u->flags = own->blocking ? 0 : MSG_DONTWAIT;
+	u->mmsg = own->mmsg;
 	u->slot_tx = c->frame_size > FRAME_MIN_LEN ? c->frame_size : FRAME_MIN_LEN;
 	if (c->tx && c->dst_ip && c->dport) {
 		u->peer_ip = c->dst_ip;
@@ -113,7 +116,7 @@ static int udp_open(struct api *a, const struct api_conf *c)
 	for (unsigned i = 0; i < nfd; i++)
 		u->fd[i] = -1;
 	for (unsigned i = 0; i < nfd; i++) {
-		int err = open_socket(u, c, i, what, sizeof(what));
+		int err = open_socket(u, c, own->blocking, i, what, sizeof(what));
 		if (err)
 			return fail(a, what, -err);
 	}
@@ -217,7 +220,7 @@ static uint16_t udp_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 {
 	struct udp *u = a->priv;
 
-	return a->conf.mmsg ? tx_mmsg(u, pkts, n) : tx_single(u, pkts, n);
+	return u->mmsg ? tx_mmsg(u, pkts, n) : tx_single(u, pkts, n);
 }
 
 /* Headers as if the datagram had come off the wire to this socket. */
@@ -242,7 +245,7 @@ static uint16_t rx_one_socket(struct api *a, unsigned s, struct pkt *pkts, uint1
 	struct udp *u = a->priv;
 	uint16_t got = 0;
 
-	if (a->conf.mmsg) {
+	if (u->mmsg) {
 		for (uint16_t i = 0; i < n; i++) {
 			u->rxm[i].msg_hdr.msg_name = &u->rxaddr[i];
 			u->rxm[i].msg_hdr.msg_namelen = sizeof(u->rxaddr[i]);
@@ -272,7 +275,7 @@ static uint16_t rx_one_socket(struct api *a, unsigned s, struct pkt *pkts, uint1
 static uint16_t udp_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 {
 	struct udp *u = a->priv;
-	int wait = a->conf.mmsg ? MSG_WAITFORONE : 0;
+	int wait = u->mmsg ? MSG_WAITFORONE : 0;
 
 	if (n > u->burst)
 		n = (uint16_t)u->burst;
@@ -319,6 +322,8 @@ const struct api_ops api_udp_ops = {
 	.name = "udp",
 	.l2 = false,
 	.thread_safe_rxtx = true,
+	.opts = sock_opts,
+	.own_size = sizeof(struct sock_own),
 	.priv_size = sizeof(struct udp),
 	.open = udp_open,
 	.tx_alloc = udp_tx_alloc,

@@ -38,6 +38,16 @@
 #define TX_FRAMES (TX_RING + API_MAX_BURST)
 #define BUSY_RETRIES 100         /* x 10 ms */
 
+/* --xdp-mode, in order: zero (auto) is the default. */
+enum xdp_mode { MODE_AUTO, MODE_COPY, MODE_ZEROCOPY, MODE_SKB };
+static const char *const mode_names[] = { "auto", "copy", "zerocopy", "skb" };
+
+/* Its own options (api_ops.opts). */
+struct xdp_own {
+	enum xdp_mode mode;
+	unsigned queue;
+};
+
 struct frame_stack {
 	uint64_t *addr;
 	uint32_t n;
@@ -116,12 +126,13 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 /* A socket closed a moment ago still holds its queue until the kernel's
  * deferred release has run; back-to-back runs would see EBUSY. */
-static int create_socket(struct xdp *x, const struct api_conf *conf, const struct xsk_socket_config *scfg)
+static int create_socket(struct xdp *x, const struct api_conf *conf, unsigned queue,
+			 const struct xsk_socket_config *scfg)
 {
 	int err;
 
 	for (int tries = 0;; tries++) {
-		err = xsk_socket__create(&x->xsk, conf->iface, (uint32_t)conf->queue, x->umem,
+		err = xsk_socket__create(&x->xsk, conf->iface, queue, x->umem,
 					 conf->rx ? &x->rx : NULL, conf->tx ? &x->tx : NULL, scfg);
 		if (err != -EBUSY || tries == BUSY_RETRIES)
 			break;
@@ -133,27 +144,28 @@ static int create_socket(struct xdp *x, const struct api_conf *conf, const struc
 }
 
 /* --xdp-mode -> where libxdp attaches its program and how the socket binds. */
-static int mode_flags(const char *mode, struct xsk_socket_config *cfg)
+static void mode_flags(enum xdp_mode mode, struct xsk_socket_config *cfg)
 {
 	cfg->bind_flags = XDP_USE_NEED_WAKEUP;
-	if (!mode || strcmp(mode, "auto") == 0)
-		return 0;                               /* native if the driver has it, zero-copy if it can */
-	if (strcmp(mode, "copy") == 0) {
+	switch (mode) {
+	case MODE_AUTO:                                 /* native if the driver has it, zero-copy if it can */
+		break;
+	case MODE_COPY:
 		cfg->xdp_flags = XDP_FLAGS_DRV_MODE;
 		cfg->bind_flags |= XDP_COPY;
-	} else if (strcmp(mode, "zerocopy") == 0) {
+		break;
+	case MODE_ZEROCOPY:
 		cfg->xdp_flags = XDP_FLAGS_DRV_MODE;
 		cfg->bind_flags |= XDP_ZEROCOPY;
-	} else if (strcmp(mode, "skb") == 0) {
+		break;
+	case MODE_SKB:
 		cfg->xdp_flags = XDP_FLAGS_SKB_MODE;
 		cfg->bind_flags |= XDP_COPY;
-	} else {
-		return -1;
+		break;
 	}
-	return 0;
 }
 
-static const char *bind_hint(int err, const char *mode)
+static const char *bind_hint(int err, enum xdp_mode mode)
 {
 	switch (err) {
 	case EPERM:
@@ -161,9 +173,9 @@ static const char *bind_hint(int err, const char *mode)
 		return " (needs root, or CAP_NET_ADMIN, CAP_BPF and CAP_SYS_ADMIN)";
 	case EOPNOTSUPP:
 	case EINVAL:
-		if (mode && strcmp(mode, "zerocopy") == 0)
+		if (mode == MODE_ZEROCOPY)
 			return " (the driver has no AF_XDP zero-copy: use --xdp-mode copy)";
-		if (mode && strcmp(mode, "copy") == 0)
+		if (mode == MODE_COPY)
 			return " (the driver has no native XDP: use --xdp-mode skb)";
 		return "";
 	case EBUSY:
@@ -191,6 +203,7 @@ static void xdp_free(struct xdp *x)
 static int xdp_open(struct api *a, const struct api_conf *conf)
 {
 	struct xdp *x = a->priv;
+	const struct xdp_own *own = a->own;
 	struct xsk_umem_config ucfg = {
 		.fill_size = FILL_RING, .comp_size = COMP_RING,
 		.frame_headroom = 0, .flags = 0,
@@ -206,10 +219,7 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 	}
 	if (conf->tx && iface_check_frame("xdp", conf->iface, conf->frame_size) != 0)
 		return -1;
-	if (mode_flags(conf->xdp_mode, &scfg) != 0) {
-		fprintf(stderr, "xdp: unknown mode '%s'\n", conf->xdp_mode);
-		return -1;
-	}
+	mode_flags(own->mode, &scfg);
 	/* The kernel puts received data XDP_PACKET_HEADROOM into a frame. */
 	if (conf->frame_size + XDP_PACKET_HEADROOM <= 2048)
 		x->frame_size = 2048;
@@ -241,18 +251,17 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 	err = xsk_umem__create(&x->umem, x->area, x->area_size, &x->fq, &x->cq, &ucfg);
 	if (err) {
 		x->umem = NULL;
-		fprintf(stderr, "xdp: cannot register umem: %s%s\n", strerror(-err), bind_hint(-err, NULL));
+		fprintf(stderr, "xdp: cannot register umem: %s%s\n", strerror(-err), bind_hint(-err, MODE_AUTO));
 		goto fail;
 	}
 	/* A sender needs no program: without one the interface's received
 	 * traffic (ARP replies...) still reaches the kernel stack. */
 	if (!conf->rx)
 		scfg.libxdp_flags |= XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
-	err = create_socket(x, conf, &scfg);
+	err = create_socket(x, conf, own->queue, &scfg);
 	if (err) {
-		fprintf(stderr, "xdp: cannot open an AF_XDP socket on %s queue %d in %s mode: %s%s\n",
-			conf->iface, conf->queue, conf->xdp_mode ? conf->xdp_mode : "auto",
-			strerror(-err), bind_hint(-err, conf->xdp_mode));
+		fprintf(stderr, "xdp: cannot open an AF_XDP socket on %s queue %u in %s mode: %s%s\n",
+			conf->iface, own->queue, mode_names[own->mode], strerror(-err), bind_hint(-err, own->mode));
 		goto fail;
 	}
 	x->fd = xsk_socket__fd(x->xsk);
@@ -355,11 +364,40 @@ static void xdp_close(struct api *a)
 	xdp_free(a->priv);
 }
 
+static bool set_mode(void *own, const char *arg, char *why, size_t whylen)
+{
+	for (unsigned m = 0; m < sizeof(mode_names) / sizeof(mode_names[0]); m++) {
+		if (!strcmp(arg, mode_names[m])) {
+			((struct xdp_own *)own)->mode = (enum xdp_mode)m;
+			return true;
+		}
+	}
+	snprintf(why, whylen, "'%s' is not one of auto, copy, zerocopy, skb", arg);
+	return false;
+}
+
+static bool set_queue(void *own, const char *arg, char *why, size_t whylen)
+{
+	unsigned long v;
+
+	return api_opt_uint(arg, 65535, &v, why, whylen) && (((struct xdp_own *)own)->queue = (unsigned)v, true);
+}
+
+static const struct api_opt xdp_opts[] = {
+	{ .name = "xdp-mode", .value = "MODE", .help = "auto|copy|zerocopy|skb (default auto: the best the driver has)",
+	  .set = set_mode },
+	{ .name = "queue", .value = "N", .help = "NIC queue (default 0)", .set = set_queue },
+	{ .name = NULL },
+};
+
 const struct api_ops api_xdp_ops = {
 	.name = "xdp",
 	.l2 = true,
 	.thread_safe_rxtx = true,        /* see the pool rule at the top */
 	.tx_foreign = false,             /* priv is this instance's own bookkeeping */
+	.needs_iface = true,
+	.opts = xdp_opts,
+	.own_size = sizeof(struct xdp_own),
 	.priv_size = sizeof(struct xdp),
 	.open = xdp_open,
 	.tx_alloc = xdp_tx_alloc,

@@ -296,11 +296,12 @@ void run_summary(struct run *r)
 	json_u64(&j, "flows", o->flows);
 	json_num(&j, "duration_s", dur, 6);
 	json_num(&j, "warmup_s", o->warmup, 3);
+	/* offered: the rate asked for (RFC 2544's offered load); tx: what left */
 	if (o->role == ROLE_SEND || o->role == ROLE_CLIENT)
-		json_num(&j, "requested_pps", o->rate, 1);
+		json_num(&j, "offered_pps", o->rate, 1);
 	else
-		json_null(&j, "requested_pps");
-	json_num(&j, "offered_pps", per_s((double)c->tx_packets, dur), 1);
+		json_null(&j, "offered_pps");
+	json_num(&j, "tx_pps", per_s((double)c->tx_packets, dur), 1);
 	json_u64(&j, "tx_packets", c->tx_packets);
 	json_u64(&j, "tx_bytes", c->tx_bytes);
 	json_num(&j, "tx_bps", per_s((double)c->tx_bytes * 8, dur), 1);
