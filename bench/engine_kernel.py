@@ -148,7 +148,7 @@ def engine_send(pair: Pair, api: str, duration: float) -> dict:
         sent = summary_of(done.stdout, done.stderr, done.returncode)
         time.sleep(0.3)
         got = stop_summary(rx)
-    return {"sent_pps": sent["offered_pps"], "received_pps": got["rx_packets"] / sent["duration_s"],
+    return {"sent_pps": sent["tx_pps"], "received_pps": got["rx_packets"] / sent["duration_s"],
             "refused": sent["tx_refused"], "lost": sent["tx_packets"] - got["rx_packets"]}
 
 

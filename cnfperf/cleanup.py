@@ -14,15 +14,15 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 
 from cnfperf import PREFIX
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.dataplanes.kernel import ip, links, netns_list, netns_pids
+from cnfperf.dataplanes.kernel import del_link, del_netns, links, netns_list
 from cnfperf.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.lock import HostBusy, HostLock
 from cnfperf.runtimes import RUNTIMES
+from cnfperf.system import mounts, proc_stat, run
 
 
 # What run names look like: the prefix and a run id of 4 hex digits (plan.py).
@@ -65,9 +65,9 @@ def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], 
                 for c in filter(ours.match, runtime.leftovers(prefix)):
                     attempt(f"{name} container {c}", lambda r=runtime, c=c: r.remove(c))
         for ns in filter(ours.match, netns_list()):
-            attempt(f"netns {ns}", lambda ns=ns: _remove_netns(ns))
+            attempt(f"netns {ns}", lambda ns=ns: del_netns(None, ns))
         for link in filter(ours.match, links()):
-            attempt(f"link {link}", lambda l=link: ip("link", "del", l))
+            attempt(f"link {link}", lambda l=link: del_link(l, None))
         for path in RUN_DIR.glob(prefix + "*"):
             if ours.match(path.name):
                 attempt(f"directory {path}", lambda p=path: _remove_path(p))
@@ -86,16 +86,9 @@ def _undo(entry: Entry) -> bool:
         runtime.remove(name)
         return True
     if kind == "netns":
-        if name not in netns_list():
-            return False
-        _remove_netns(name)
-        return True
+        return del_netns(None, name)
     if kind == "link":
-        netns = info.get("netns")
-        if (netns and netns not in netns_list()) or name not in links(netns):
-            return False
-        ip("link", "del", name, netns=netns)
-        return True
+        return del_link(name, info.get("netns"))
     if kind in ("dir", "file"):
         return _remove_path(Path(name))
     if kind == "process":
@@ -117,14 +110,6 @@ def _undo_registry() -> dict:
     return registry
 
 
-def _remove_netns(name: str) -> None:
-    # Processes inside would keep the namespace (and its links) alive unnamed.
-    for pid in netns_pids(name):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    ip("netns", "del", name)
-
-
 def _remove_path(path: Path) -> bool:
     if path.is_dir() and not path.is_symlink():
         _unmount_under(path)
@@ -138,25 +123,16 @@ def _remove_path(path: Path) -> bool:
 
 def _unmount_under(path: Path) -> None:
     """A run directory may hold mounts (a private hugetlbfs) that rmtree cannot remove."""
-    with open("/proc/mounts") as f:
-        points = [line.split()[1] for line in f]
     root = str(path.resolve())
-    for point in sorted(points, key=len, reverse=True):
-        point = point.replace("\\040", " ")
+    for point in sorted((m.point for m in mounts()), key=len, reverse=True):
         if point == root or point.startswith(root + "/"):
-            subprocess.run(["umount", point], capture_output=True, timeout=30, check=False)
+            run(["umount", point], check=False)  # what stays busy, rmtree reports
 
 
 def _kill(pid: int, start: str | None) -> bool:
     """Kill a journaled process, unless its pid now belongs to another process."""
-    if pid <= 0:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            now = f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return False
-    if start is not None and str(start) != now:
+    stat = proc_stat(pid) if pid > 0 else None
+    if stat is None or (start is not None and str(start) != stat.start_time):
         return False
     os.kill(pid, signal.SIGKILL)
     return True

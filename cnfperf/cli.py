@@ -15,8 +15,19 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
-from cnfperf import SystemFailure, UserError, __version__
+from cnfperf import SystemFailure, UserError, __version__, checks, fields, runner
+from cnfperf.cleanup import cleanup
+from cnfperf.engine import find_engine
+from cnfperf.experiments import studies
+from cnfperf.experiments.sweep import format_seconds, parse_values
+from cnfperf.host import gather, render as render_host
 from cnfperf.lock import HostBusy
+from cnfperf.report import build
+from cnfperf.report.compare import HEADERS, compare
+from cnfperf.report.export import write_csv
+from cnfperf.report.summary import repetitions, searches
+from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
+from cnfperf.results.store import Store, results_dir
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_BUSY = 1, 2, 3
 
@@ -35,40 +46,13 @@ def _split(message: str) -> tuple[str, str]:
     return (field, why) if sep else ("command line", message)
 
 
-# Help of the scenario fields' flags; every one takes a list or a range (a sweep).
-FIELD_HELP = {
-    "switch": "data plane: veth, bridge, macvlan, vhost, memif, testpmd, ovs",
-    "api": "engine packet I/O: udp, raw, mmap, xdp, dpdk",
-    "pairs": "sender/receiver (or client/server) pairs",
-    "mode": "throughput (send/recv) or latency (client/server)",
-    "size": "Ethernet frame size in bytes with FCS (64…9216)",
-    "burst": "packets per burst",
-    "rate": "offered pps per pair: 1000, 500k, 2.5M; 0 = max; ndr, pdr, pdr:X%% = search",
-    "duration": "measured seconds",
-    "warmup": "seconds sent before measuring",
-    "flows": "UDP source ports per pair",
-    "runtime": "container runtime: runc or netns",
-    "cpus": "host CPUs to place endpoints on, e.g. 0-3 or 2,3",
-    "limit": "shape what each receiver gets to this many pps (tbf); 0 = none",
-    "precision": "search: stop when the bracket is narrower than this fraction (0.01)",
-    "trial_duration": "search: measured seconds per trial (default: --duration)",
-    "search_max": "search: highest rate tried (default: what an unpaced trial offers)",
-}
-BOOLEAN_FIELDS = {
-    "touch": "write and verify every payload byte",
-    "mmsg": "sendmmsg/recvmmsg batching (udp, raw)",
-    "blocking": "blocking sockets (udp, raw); default: on for latency only",
-}
-
-
 def _sweep_flag(name: str) -> Callable[[str], str]:
     """Checks a flag's values (a list `64,128`, a range `64:64:512`) and keeps its
-    text: expansion happens once, for file and flags together (scenario.load_plan)."""
-    from cnfperf.experiments import sweep
+    text: expansion happens once, for file and flags together (checks.load_plan)."""
 
     def check(text: str) -> str:
         try:
-            sweep.parse_values(name, text)
+            parse_values(name, text)
         except ValueError as e:
             why = str(e)
             raise argparse.ArgumentTypeError(why.split(": ", 1)[1] if ": " in why else why) \
@@ -78,16 +62,15 @@ def _sweep_flag(name: str) -> Callable[[str], str]:
 
 
 def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> None:
-    from cnfperf.scenario import FIELDS
-
+    """A flag per field of the table (fields.py); every one takes a list or a range."""
     if with_fields:
-        for name in FIELDS:
-            if name in BOOLEAN_FIELDS:
-                p.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=None,
-                               help=BOOLEAN_FIELDS[name] + " (sweep it in a scenario file)")
+        for f in fields.FIELDS:
+            text = f.help.replace("%", "%%") + (f" [{f.unit}]" if f.unit else "")
+            if f.kind == "bool":
+                p.add_argument(f.flag, dest=f.name, action=argparse.BooleanOptionalAction,
+                               default=None, help=text + " (sweep it in a scenario file)")
             else:
-                p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_sweep_flag(name),
-                               help=FIELD_HELP.get(name))
+                p.add_argument(f.flag, dest=f.name, type=_sweep_flag(f.name), help=text)
     p.add_argument("--repeat", type=_sweep_flag("repeat"), metavar="K",
                    help="run every point K times (mean, stddev, 95%% CI)")
     p.add_argument("--dry-run", action="store_true",
@@ -173,12 +156,7 @@ def _results_and_json(p: argparse.ArgumentParser, json_flag: bool = True) -> Non
 # -- commands ------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
-    from cnfperf import scenario
-    from cnfperf.engine import find_engine
-    from cnfperf.host import gather
-    from cnfperf.report.tables import plan_text
-
-    flags = {f: getattr(args, f, None) for f in scenario.FIELDS}
+    flags = {f: getattr(args, f, None) for f in fields.names()}
     flags["repeat"] = args.repeat
     if args.resume is not None:
         given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None]
@@ -193,38 +171,32 @@ def _run(args: argparse.Namespace) -> int:
                                         "(made by an older cnfperf); run it again instead")
         engine = find_engine()
         host = gather(engine)
-        swept = scenario.build(spec["doc"], quick=spec.get("quick", False),
-                               host=host if spec.get("skip_unusable") else None)
+        swept = checks.plan(spec["doc"], quick=spec.get("quick", False),
+                            host=host if spec.get("skip_unusable") else None)
         swept.spec = spec
         if args.dry_run:
-            print(plan_text(swept, store.done_keys(run_id)))
+            print(plan_text(swept, runner.test_points(swept, run_id), store.done_keys(run_id)))
             return 0
         return _execute(args, swept, engine, host, resume=run_id)[0]
-    swept = scenario.load_plan(args.scenario, flags)   # UserError: nothing created yet
+    swept = checks.load_plan(args.scenario, flags)   # UserError: nothing created yet
     if args.dry_run:
-        print(plan_text(swept))
+        print(plan_text(swept, runner.test_points(swept, "0000")))
         return 0
     engine = find_engine()
     return _execute(args, swept, engine, gather(engine))[0]
 
 
 def _study(args: argparse.Namespace) -> int:
-    from cnfperf import scenario
-    from cnfperf.engine import find_engine
-    from cnfperf.experiments import studies
-    from cnfperf.host import gather
-    from cnfperf.report.tables import plan_text, render
-
     if args.name is None:
         print(render(("study", "title", "reproduces"), studies.describe_all()))
         return 0
     path = studies.find(args.name)
     engine = find_engine()
     host = gather(engine)
-    swept = scenario.load_plan(path, {"repeat": args.repeat}, quick=args.quick, host=host)
+    swept = checks.load_plan(path, {"repeat": args.repeat}, quick=args.quick, host=host)
     swept.spec["study"] = path.stem
     if args.dry_run:
-        print(plan_text(swept))
+        print(plan_text(swept, runner.test_points(swept, "0000")))
         return 0
     code, run_id, store = _execute(args, swept, engine, host)
     run = store.run(run_id)
@@ -238,18 +210,12 @@ def _has_results(run: dict[str, Any] | None) -> bool:
 
 
 def _write_report(store: Any, run: dict[str, Any], out: str | None = None) -> Path:
-    from cnfperf.report import build
-
     return build.write(run, Path(out) if out else store.directory / "runs" / run["id"] / "report")
 
 
 def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
              resume: str | None = None) -> tuple[int, str, Any]:
     """Runs the sweep and prints its tables; (exit code, run id, store)."""
-    from cnfperf import runner
-    from cnfperf.report.summary import repetitions, searches
-    from cnfperf.report.tables import run_table, summary_table
-    from cnfperf.results.store import Store, results_dir
 
     for note in swept.plan.skip_notes():
         print(f"cnfperf: {note}", file=sys.stderr)
@@ -320,10 +286,9 @@ class _ProgressLine:
         self.width = 0
 
     def __call__(self, p: Any) -> None:
-        from cnfperf.report.tables import DESCRIBED
-
+        described = {f.name for f in fields.described()}
         extra = [part for part in p.point.label.split()
-                 if part.split("=", 1)[0] not in DESCRIBED]
+                 if part.split("=", 1)[0] not in described]
         head = f"[{p.point.index + 1}/{p.point.total}] " + \
             " ".join([p.point.scenario.describe(), *extra])
         trial = f"{p.detail} " if p.detail else ""
@@ -337,7 +302,6 @@ class _ProgressLine:
         else:
             text = key = f"{head} … {p.phase}"
             if p.phase == "setup" and p.eta is not None:
-                from cnfperf.experiments.sweep import format_seconds
                 text += f"  (eta {format_seconds(p.eta)})"
         if self.tty:
             self.stream.write("\r" + text.ljust(self.width))
@@ -357,21 +321,16 @@ class _ProgressLine:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from cnfperf.engine import find_engine
-    from cnfperf.host import gather, render, usable
-
     host = gather(find_engine())
-    matrix = usable(host)
+    matrix = checks.matrix(host)
     if args.json:
         print(json.dumps({"host": host.to_dict(), **matrix}, indent=1))
     else:
-        print(render(host, matrix))
+        print(render_host(host, matrix))
     return 0
 
 
 def _cleanup(args: argparse.Namespace) -> int:
-    from cnfperf.cleanup import cleanup
-
     if os.geteuid() != 0:
         raise UserError("cleanup", "needs root (network namespaces, containers)")
     if args.run == "latest":
@@ -390,8 +349,6 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 
 def _open_store(args: argparse.Namespace):
-    from cnfperf.results.store import Store, results_dir
-
     directory = results_dir(args.results)
     try:
         return Store(directory, create=False)
@@ -400,8 +357,6 @@ def _open_store(args: argparse.Namespace):
 
 
 def _results_list(args: argparse.Namespace) -> int:
-    from cnfperf.report.tables import runs_table
-
     runs = _open_store(args).runs()
     print(json.dumps(runs, indent=1) if args.json else runs_table(runs))
     return 0
@@ -426,9 +381,6 @@ def _stored_run(args: argparse.Namespace, text: str, field: str = "RUN") -> tupl
 
 
 def _results_show(args: argparse.Namespace) -> int:
-    from cnfperf.report.summary import repetitions, searches
-    from cnfperf.report.tables import run_table, summary_table
-
     _, run = _stored_run(args, args.run)
     if args.json:
         print(json.dumps(run, indent=1, default=str))
@@ -444,8 +396,6 @@ def _results_show(args: argparse.Namespace) -> int:
 
 
 def _results_export(args: argparse.Namespace) -> int:
-    from cnfperf.report.export import write_csv
-
     _, run = _stored_run(args, args.run)
     if args.out is None:
         write_csv(run, sys.stdout)
@@ -465,9 +415,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from cnfperf.report.compare import HEADERS, compare
-    from cnfperf.report.tables import summary_table
-
     store = _open_store(args)
     run_a = store.run(_run_id(store, args.run_a, "RUN_A"))
     run_b = store.run(_run_id(store, args.run_b, "RUN_B"))
@@ -505,8 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as e:
-        from cnfperf.runner import Interrupted
-        if not isinstance(e, Interrupted):
+        if not isinstance(e, runner.Interrupted):
             raise
         print(f"cnfperf: {e}", file=sys.stderr)
         return 128 + e.signum

@@ -3,14 +3,13 @@
 The contract is engine/README.md. A process prints one `ready` line once it is
 polling, `interval` lines while it runs and one `summary` line at the end.
 Engines run with --hold: after the summary they keep their ports open, idle,
-until the runner closes their stdin (a two-phase stop, see runner.py).
+until the trial closes their stdin (a two-phase stop, see trial.py).
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +57,7 @@ def argv(engine: str, ep: Endpoint, att: Attachment, peer: Endpoint, peer_att: A
         # frames, so both sides exclude exactly the same packets.
         args += ["--duration", "0"]
     else:
-        args += ["--rate", f"{s.rate:.0f}", "--duration", f"{s.duration:g}",
+        args += ["--rate", s.rate.argv(), "--duration", f"{s.duration:g}",
                  "--warmup", f"{s.warmup:g}"]
     if s.touch:
         args.append("--touch")
@@ -82,12 +81,6 @@ def parse_line(line: str) -> dict[str, Any]:
         raise EngineOutputError(f"not an engine record (type ready|interval|summary): "
                                 f"{line[:120]!r}")
     return record
-
-
-def version(engine: Path) -> dict[str, Any]:
-    out = subprocess.run([str(engine), "--version"], capture_output=True, text=True,
-                         timeout=10, check=True).stdout
-    return json.loads(out.strip().splitlines()[0])
 
 
 @dataclass

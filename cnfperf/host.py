@@ -4,22 +4,22 @@ Gathering only reads (files, `--version` outputs); it never creates anything.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
 import json
 import os
 import platform
 import shutil
-import struct
-import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cnfperf import __version__, tools
+from cnfperf.fields import APIS
+from cnfperf.system import CommandFailed, is_static_elf, run
 
 # Kernel link type -> the config option that provides it.
 LINK_CONFIG = {"veth": "VETH", "bridge": "BRIDGE", "macvlan": "MACVLAN", "dummy": "DUMMY"}
-OVS_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 
 
 @dataclass
@@ -76,7 +76,7 @@ def gather(engine: Path | None) -> HostFacts:
         busybox_static=_static_busybox(),
         dpdk=_first_line(["pkg-config", "--modversion", "libdpdk"]),
         testpmd=tools.find("dpdk-testpmd"),
-        ovs_dpdk=_ovs_dpdk(),
+        ovs_dpdk=describe_vswitchd(),
         libxdp=_first_line(["pkg-config", "--modversion", "libxdp"]),
         kvm=os.access("/dev/kvm", os.R_OK | os.W_OK),
         engine=engine_facts(engine),
@@ -88,26 +88,25 @@ def engine_facts(engine: Path | None) -> EngineFacts:
         return EngineFacts(path=str(engine) if engine else None,
                            problem="engine not built (make build)")
     try:
-        done = subprocess.run([str(engine), "--version"], capture_output=True, text=True,
-                              timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return EngineFacts(path=str(engine), problem=f"{engine} --version: {e}")
+        out = run([engine, "--version"], timeout=10)
+    except CommandFailed as e:
+        return EngineFacts(path=str(engine), problem=str(e))
     try:
-        info = json.loads(done.stdout.strip().splitlines()[0])
+        info = json.loads(out.strip().splitlines()[0])
         return EngineFacts(path=str(engine), version=str(info["version"]),
                            apis=list(info.get("apis", [])))
     except (json.JSONDecodeError, IndexError, KeyError, TypeError):
-        why = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        said = out.strip().splitlines()[:1] or ["no output"]
         return EngineFacts(path=str(engine), problem=f"{engine} --version gave no version "
-                                                     f"JSON ({why[0]})")
+                                                     f"JSON ({said[0][:80]})")
 
 
 def _run(argv: list[str]) -> str | None:
+    """Its output, or None if it is missing or fails: gathering only asks."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        return run(argv, timeout=10)
+    except CommandFailed:
         return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def _first_line(argv: list[str], strip: str = "") -> str | None:
@@ -174,68 +173,49 @@ def _hugepages() -> Hugepages:
 
 def _static_busybox() -> str | None:
     for path in ("/bin/busybox", "/usr/bin/busybox", *glob.glob("/usr/lib/*/busybox")):
-        if os.path.isfile(path) and _is_static(path):
+        if os.path.isfile(path) and is_static_elf(path):
             return path
     return None
 
 
-def _is_static(path: str) -> bool:
-    """An ELF64 file without a PT_INTERP program header needs no dynamic loader."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-            if head[:5] != b"\x7fELF\x02":
-                return False
-            phoff, = struct.unpack_from("<Q", head, 0x20)
-            phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
-            f.seek(phoff)
-            table = f.read(phentsize * phnum)
-    except (OSError, struct.error):
-        return False
-    return all(struct.unpack_from("<I", table, i * phentsize)[0] != 3 for i in range(phnum))
+def vswitchd_binary() -> str | None:
+    """An ovs-vswitchd built with DPDK: the default one if it is, otherwise any
+    other (Debian ships the DPDK build as an alternative)."""
+    found = _dpdk_vswitchd()
+    return found[0] if found else None
 
 
-def _ovs_dpdk() -> str | None:
-    for binary in (OVS_DPDK, shutil.which("ovs-vswitchd")):
-        out = _run([binary, "--version"]) if binary and os.path.exists(binary) else None
-        if out and "DPDK" in out:
-            ovs = out.splitlines()[0].rsplit(" ", 1)[-1]
-            dpdk = next(l for l in out.splitlines() if l.startswith("DPDK")).split()[-1]
-            return f"{ovs} (DPDK {dpdk}, {binary})"
+def describe_vswitchd() -> str | None:
+    """`3.1.0 (DPDK 22.11.11, /usr/lib/…/ovs-vswitchd-dpdk)`, for `cnfperf doctor`."""
+    found = _dpdk_vswitchd()
+    if found is None:
+        return None
+    binary, lines = found[0], found[1].splitlines()
+    ovs = lines[0].rsplit(" ", 1)[-1]
+    dpdk = next((l.split()[-1] for l in lines if l.startswith("DPDK")), "?")
+    return f"{ovs} (DPDK {dpdk}, {binary})"
+
+
+def _dpdk_vswitchd() -> tuple[str, str] | None:
+    """(binary, its --version output) of the first candidate built with DPDK:
+    $CNFPERF_OVS_VSWITCHD, the default, every registered alternative, and the
+    DPDK build where Debian's package puts it."""
+    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), tools.find("ovs-vswitchd")]
+    with contextlib.suppress(CommandFailed):
+        candidates += run(["update-alternatives", "--list", "ovs-vswitchd"], timeout=10).split()
+    candidates.append(tools.find("ovs-vswitchd-dpdk"))
+    for binary in dict.fromkeys(filter(None, candidates)):
+        with contextlib.suppress(CommandFailed):
+            out = run([binary, "--version"], timeout=10)
+            if "DPDK" in out:
+                return binary, out
     return None
 
 
 # -- doctor --------------------------------------------------------------------
 
-def usable(host: HostFacts) -> dict:
-    """Which runtimes, and which data planes × APIs, work here (and why not)."""
-    from cnfperf.dataplanes import DATAPLANES
-    from cnfperf.runtimes import RUNTIMES
-    from cnfperf.scenario import APIS
-
-    runtimes = {name: rt.check() for name, rt in RUNTIMES.items()}
-    planes = {}
-    for name, dp in DATAPLANES.items():
-        problems = dp.check(host)
-        cells = {}
-        for api in APIS:
-            if api not in dp.apis:
-                cells[api] = "n/a"
-            elif api not in host.engine.apis:
-                cells[api] = "no engine"
-            else:
-                cells[api] = "no" if problems else "yes"
-        if host.engine.apis and not any(cells[api] in ("yes", "no") for api in APIS):
-            # Usable through none of its apis: say which package the engine lacked.
-            problems = problems + [f"api {api}: {tools.engine_without(api)}"
-                                   for api in APIS if cells[api] == "no engine"]
-        planes[name] = {"apis": cells, "problems": problems, "description": dp.description}
-    return {"runtimes": runtimes, "dataplanes": planes}
-
-
 def render(host: HostFacts, matrix: dict) -> str:
-    from cnfperf.scenario import APIS
-
+    """`cnfperf doctor`: the host's facts, then checks.matrix() as a table."""
     hp = host.hugepages
     e = host.engine
     facts = [

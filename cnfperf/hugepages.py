@@ -13,12 +13,12 @@ import contextlib
 import glob
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from cnfperf import PREFIX, SystemFailure
+from cnfperf.system import CommandFailed, mounts, run
 
 PAGE_MB = 2
 POOL = Path("/sys/kernel/mm/hugepages/hugepages-2048kB")
@@ -105,13 +105,8 @@ def release(added: int, pool: Path = POOL) -> None:
 
 def hugetlbfs_mounts() -> dict[str, str]:
     """Mount point -> source for every hugetlbfs mount of 2 MB pages."""
-    found = {}
-    with open("/proc/mounts") as f:
-        for line in f:
-            source, point, fstype, options = line.split()[:4]
-            if fstype == "hugetlbfs" and "pagesize=1024M" not in options:
-                found[point.replace("\\040", " ")] = source
-    return found
+    return {m.point: m.source for m in mounts()
+            if m.fstype == "hugetlbfs" and "pagesize=1024M" not in m.options}
 
 
 def mount(path: Path, name: str, journal: Any = None) -> None:
@@ -120,21 +115,23 @@ def mount(path: Path, name: str, journal: Any = None) -> None:
     if journal is not None:
         journal.add("hugetlbfs", str(path), source=name)
     path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "hugetlbfs", "-o", "pagesize=2M,mode=1770", name,
-                           str(path)], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if done.returncode != 0:
+    try:
+        run(["mount", "-t", "hugetlbfs", "-o", "pagesize=2M,mode=1770", name, path],
+            what=f"mount hugetlbfs at {path}")
+    except CommandFailed:
         with contextlib.suppress(OSError):
             path.rmdir()
-        raise HugepageError(f"cannot mount hugetlbfs at {path}: "
-                            f"{done.stderr.strip() or 'mount failed'}")
+        raise
 
 
 def unmount(path: Path) -> None:
     """Unmount and remove the mount point. A process that still maps a file keeps
     the mount busy: then detach it lazily, so its pages go when that process does."""
     if str(path) in hugetlbfs_mounts():
-        if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "--lazy", str(path)], capture_output=True)
+        try:
+            run(["umount", path])
+        except CommandFailed:
+            run(["umount", "--lazy", path], check=False)
     with contextlib.suppress(FileNotFoundError):
         for leftover in path.iterdir():
             leftover.unlink()  # still mounted (busy) or plain files: both ours

@@ -10,7 +10,8 @@ import os
 from dataclasses import dataclass, field
 
 from cnfperf import PREFIX
-from cnfperf.scenario import RX_PORT, TX_PORT, Scenario
+from cnfperf.fields import RX_PORT, TX_PORT
+from cnfperf.scenario import Scenario
 
 IFNAMSIZ = 15
 # Threads that spin on the CPU per role. Without blocking sockets the engine's
@@ -87,14 +88,10 @@ def usable_cpus() -> tuple[int, ...]:
     return tuple(sorted(os.sched_getaffinity(0)))
 
 
-def plan(scenarios: list[Scenario], run_id: str,
-         host_cpus: tuple[int, ...] | None = None) -> list[TestPoint]:
-    """One test point per scenario, in order, each with its own placement."""
-    return [place(s, run_id, i, len(scenarios), host_cpus) for i, s in enumerate(scenarios)]
-
-
 def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
-          host_cpus: tuple[int, ...] | None = None) -> TestPoint:
+          host_cpus: tuple[int, ...] | None = None, switch_pollers: int = 0) -> TestPoint:
+    """Where each endpoint runs. `switch_pollers`: threads the data plane itself
+    spins on (its DataPlane.poll_threads), counted against the cores."""
     cpus = s.cpus or host_cpus or usable_cpus()
     sender_role, receiver_role = ROLES[s.mode]
     octets = bytes.fromhex(run_id.rjust(4, "0")[-4:])
@@ -110,7 +107,7 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
                                octets, host=2, port=RX_PORT + k),
         ))
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
-                     cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus)))
+                     cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)))
 
 
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,
@@ -122,11 +119,10 @@ def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: by
                     mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, port=port)
 
 
-def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...]) -> list[str]:
-    from cnfperf.dataplanes import DATAPLANES
-
+def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
+              switch_pollers: int) -> list[str]:
     pollers = 0 if s.blocking else sum(POLLERS[e.role] for p in pairs for e in p.endpoints)
-    pollers += DATAPLANES[s.switch].poll_threads
+    pollers += switch_pollers
     if pollers <= len(cpus):
         return []
     return [f"{pollers} busy-polling threads share {len(cpus)} cores: "

@@ -83,3 +83,10 @@ def cnfperf_env(results: Path | None = None, **extra: str) -> dict[str, str]:
 
 def cnfperf_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "cnfperf", *args]
+
+
+def scenarios(path: Path | None = None, flags: dict | None = None) -> list:
+    """The validated scenarios of a file and flags, as `cnfperf run` plans them."""
+    from cnfperf.checks import load_plan
+
+    return load_plan(path, flags).scenarios

@@ -1,6 +1,6 @@
 """The DataPlane interface: one class per switch, one file each.
 
-Lifecycle for one test point, driven by the runner:
+Lifecycle for one test point, driven by testbed.Builder and trial.py:
     check(host)   class-level: problems that make the data plane unusable here
     start(point)  create the switch and one port per endpoint (endpoint netns exist)
     attach(ep)    what the engine in that endpoint needs to reach its port

@@ -8,13 +8,14 @@ every link in it along.
 from __future__ import annotations
 
 import json
-import subprocess
+import signal
 from typing import TYPE_CHECKING, ClassVar
 
-from cnfperf import SystemFailure, tools
+from cnfperf import tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.hugepages import remove_dpdk_files
+from cnfperf.system import CommandFailed, run, signal_all
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
@@ -28,14 +29,8 @@ _QUIET = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv
 
 
 def ip(*args: str, netns: str | None = None, tool: str = "ip") -> str:
-    argv = [tool, *(["-n", netns] if netns else []), *args]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise SystemFailure(f"{' '.join(argv)}: {e}") from None
-    if done.returncode != 0:
-        raise SystemFailure(f"{' '.join(argv)}: {done.stderr.strip() or 'failed'}")
-    return done.stdout
+    """`ip` (or `tc`, `bridge`: the same `-n`) in netns, or in the host's namespace."""
+    return run([tool, *(["-n", netns] if netns else []), *args])
 
 
 def netns_list() -> list[str]:
@@ -49,22 +44,36 @@ def add_netns(journal: Journal, name: str) -> None:
     ip("link", "set", "lo", "up", netns=name)
 
 
-def del_netns(journal: Journal | None, name: str) -> None:
-    if name in netns_list():
+def del_netns(journal: Journal | None, name: str) -> bool:
+    """Delete the namespace if it is there; whether it was."""
+    there = name in netns_list()
+    if there:
+        # A process still inside would keep the namespace, and its links, alive unnamed.
+        signal_all(netns_pids(name), signal.SIGKILL)
         ip("netns", "del", name)
     if journal is not None:
         journal.discard("netns", name)
+    return there
 
 
 def netns_pids(name: str) -> list[int]:
     try:
         return [int(p) for p in ip("netns", "pids", name).split()]
-    except SystemFailure:
+    except CommandFailed:
         return []
 
 
 def links(netns: str | None = None) -> list[str]:
     return [l["ifname"] for l in json.loads(ip("-j", "link", "show", netns=netns) or "[]")]
+
+
+def del_link(name: str, netns: str | None) -> bool:
+    """Delete the link if it is there (a deleted namespace took its links along);
+    whether it was."""
+    if (netns and netns not in netns_list()) or name not in links(netns):
+        return False
+    ip("link", "del", name, netns=netns)
+    return True
 
 
 def link_counters(netns: str | None, names: set[str]) -> dict[str, PortCounters]:
@@ -81,8 +90,7 @@ def link_counters(netns: str | None, names: set[str]) -> dict[str, PortCounters]
 
 def _sysctl(netns: str, settings: list[str]) -> None:
     # -e: a kernel without IPv6 has no such keys, and that is fine.
-    argv = ["ip", "netns", "exec", netns, "sysctl", "-q", "-e", "-w", *settings]
-    subprocess.run(argv, capture_output=True, timeout=30, check=False)
+    run(["ip", "netns", "exec", netns, "sysctl", "-q", "-e", "-w", *settings], check=False)
 
 
 def mtu_for(frame_size: int) -> int:
@@ -152,8 +160,8 @@ class KernelDataPlane(DataPlane):
             self.connect(pair)
             self._configure(pair.sender, pair.receiver)
             self._configure(pair.receiver, pair.sender)
-            if point.scenario.limit:
-                self._limit(pair, point.scenario.limit, point.scenario.size,
+            if point.scenario.limit.pps:
+                self._limit(pair, point.scenario.limit.pps, point.scenario.size,
                             point.scenario.burst)
 
     def setup(self) -> None:
@@ -182,9 +190,7 @@ class KernelDataPlane(DataPlane):
         if self.point is not None and self.point.scenario.api == "dpdk":
             remove_dpdk_files(self.point.prefix)  # the netns runtime's EALs run on the host
         for name, netns in reversed(self._links):
-            if netns is None or netns in netns_list():
-                if name in links(netns):
-                    ip("link", "del", name, netns=netns)
+            del_link(name, netns)
             self.journal.discard("link", name)
         self._links.clear()
         self._ports.clear()

@@ -7,7 +7,7 @@ disconnects (only the engines' own counts are trusted here), and it unmaps the
 shared regions from its control thread when the peer disconnects, unsynchronised
 with a thread still polling them: a peer that closed its port while the other
 still polled segfaulted the one that stayed in 47 of 200 runs. The runner's
-two-phase stop (runner.py) closes ports only once no engine polls any more.
+two-phase stop (trial.py) closes ports only once no engine polls any more.
 """
 from __future__ import annotations
 

@@ -20,7 +20,6 @@ missed); tx_packets is what was switched to P minus its tx drops.
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 from typing import TYPE_CHECKING, Callable
 
@@ -28,8 +27,10 @@ from cnfperf import PREFIX
 from cnfperf.dataplanes import dpdk_args, ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.kernel import mtu_for
 from cnfperf.journal import RUN_DIR
 from cnfperf.plan import Endpoint
+from cnfperf.system import run
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
@@ -117,7 +118,7 @@ class OvsDpdk(DpdkDataPlane):
         return problems
 
     def _mtu(self) -> int:
-        return max(1500, self.point.scenario.size - 18)
+        return mtu_for(self.point.scenario.size)
 
     def switch_mb(self) -> int:
         return SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB
@@ -182,6 +183,6 @@ class OvsDpdk(DpdkDataPlane):
             self.ovs = None
         for tap in self._taps():
             if os.path.exists(f"/sys/class/net/{tap}"):
-                subprocess.run(["ip", "link", "del", tap], capture_output=True, timeout=30)
+                run(["ip", "link", "del", tap], check=False)  # one that stays stays journaled
             if not os.path.exists(f"/sys/class/net/{tap}"):
                 self.journal.discard("link", tap)

@@ -18,6 +18,8 @@ from typing import Any, Sequence
 
 from cnfperf import SystemFailure, tools
 from cnfperf.dataplanes import procs
+from cnfperf.host import vswitchd_binary
+from cnfperf.system import CommandFailed, run, spawn
 
 SCHEMA_NAMES = ("vswitch.ovsschema",)
 SCHEMA_DIRS = ("/usr/share/openvswitch", "/usr/local/share/openvswitch")
@@ -29,23 +31,6 @@ COMMAND_TIMEOUT = 20
 
 class OvsError(SystemFailure):
     """An OVS daemon or command failed; the message names it and its last log lines."""
-
-
-def vswitchd_binary() -> str | None:
-    """An ovs-vswitchd built with DPDK: the default one if it is, otherwise any
-    registered alternative (Debian ships the DPDK build as an alternative)."""
-    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), shutil.which("ovs-vswitchd")]
-    with contextlib.suppress(OSError):
-        listed = subprocess.run(["update-alternatives", "--list", "ovs-vswitchd"],
-                                capture_output=True, text=True, timeout=10).stdout
-        candidates += listed.split()
-    for path in filter(None, candidates):
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            out = subprocess.run([path, "--version"], capture_output=True, text=True,
-                                 timeout=10).stdout
-            if "DPDK" in out:
-                return path
-    return None
 
 
 def schema_path() -> str | None:
@@ -247,14 +232,10 @@ class Ovs:
 
     # --- plumbing ----------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> None:
-        affinity = set(self.cpus) if self.cpus else None
-        try:
-            self._procs[name] = subprocess.Popen(
-                argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=(lambda: os.sched_setaffinity(0, affinity)) if affinity else None)
-        except OSError as e:
-            raise OvsError(f"cannot start {argv[0]}: {e.strerror}") from None
+        # Its log file says what it does; its stdio would only fill a pipe.
+        self._procs[name] = spawn(argv, what=f"start {name}", cpus=self.cpus, env=self.env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
         procs.journal_process(self.journal, self._entry(name), self._procs[name].pid)
 
     def _entry(self, daemon: str) -> str:
@@ -274,24 +255,20 @@ class Ovs:
             delay = min(delay * 2, 0.25)
 
     def _ok(self, argv: list[str]) -> str | None:
+        """Output, or None if it failed: for asking a daemon that may not be up yet."""
         try:
-            done = subprocess.run(argv, env=self.env, capture_output=True, text=True,
-                                  timeout=COMMAND_TIMEOUT + 5, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
+            return self._command(argv)
+        except CommandFailed:
             return None
-        return done.stdout if done.returncode == 0 else None
 
     def _run(self, argv: list[str]) -> str:
         try:
-            done = subprocess.run(argv, env=self.env, capture_output=True, text=True,
-                                  timeout=COMMAND_TIMEOUT + 5, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise OvsError(f"`{' '.join(argv[:4])} …` did not answer in "
-                           f"{COMMAND_TIMEOUT} s: {self.log_tail()}") from None
-        except OSError as e:
-            raise OvsError(f"cannot run {argv[0]}: {e.strerror}") from None
-        if done.returncode != 0:
-            raise OvsError(f"`{' '.join(argv)}` failed: {done.stderr.strip()} "
-                           f"(vswitchd log: {self.log_tail()})")
-        return done.stdout
+            return self._command(argv)
+        except CommandFailed as e:
+            # Why vswitchd refused or did not answer is in its log, not in the command's.
+            raise OvsError(f"{e} (vswitchd log: {self.log_tail()})") from None
+
+    def _command(self, argv: list[str]) -> str:
+        # Longer than the --timeout given to OVS's tools: they say what they waited for.
+        return run(argv, env=self.env, timeout=COMMAND_TIMEOUT + 5)
 

@@ -10,14 +10,14 @@ import subprocess
 import termios
 import threading
 import time
-from pathlib import Path
 from typing import Sequence
 
 from cnfperf import SystemFailure
+from cnfperf.system import CommandFailed, proc_stat, process_ids, signal_all, spawn, wait_gone
 
 
 class ProcessError(SystemFailure):
-    """A data plane process failed to start or answer; the message says which."""
+    """A data plane process exited or did not answer; the message says which."""
 
 
 class Console:
@@ -39,15 +39,12 @@ class Console:
         attrs[1] &= ~termios.OPOST  # keep "\n" as is
         attrs[3] &= ~termios.ECHO
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
-        affinity = set(cpus) if cpus else None
         try:
-            self.proc = subprocess.Popen(
-                list(argv), stdin=subprocess.PIPE, stdout=slave, stderr=slave,
-                start_new_session=True,  # a ^C meant for cnfperf must not hit it first
-                preexec_fn=(lambda: os.sched_setaffinity(0, affinity)) if affinity else None)
-        except OSError as e:
+            self.proc = spawn(argv, what=name, cpus=cpus, stdin=subprocess.PIPE, stdout=slave,
+                              stderr=slave)
+        except CommandFailed:
             os.close(master)
-            raise ProcessError(f"{name}: cannot start {argv[0]}: {e.strerror}") from None
+            raise
         finally:
             os.close(slave)
         self._master = master
@@ -144,16 +141,18 @@ def find(token: str, comms: Sequence[str]) -> list[int]:
     15 characters) whose command line mentions token: how a killed run's switch
     is found again without trusting a pid that may have been reused."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for pid in process_ids():
+        if pid == os.getpid():
             continue
         try:
-            comm = (entry / "comm").read_text().strip()
-            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().decode(errors="replace")
         except OSError:
             continue
         if comm in comms and token in cmdline:
-            found.append(int(entry.name))
+            found.append(pid)
     return found
 
 
@@ -161,35 +160,15 @@ def kill_all(token: str, comms: Sequence[str], timeout: float = 5) -> list[int]:
     """SIGTERM, then SIGKILL, every process found by token; return their pids."""
     pids = find(token, comms)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
-            time.sleep(0.05)
-        if not any(_alive(p) for p in pids):
+        signal_all(pids, sig)
+        if wait_gone(pids, timeout):
             break
     return pids
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def start_time(pid: int) -> str | None:
-    """/proc/PID/stat starttime: with the pid, it names one process for good."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def journal_process(journal, name: str, pid: int) -> None:
-    """Record a started process the way `cnfperf cleanup` kills it (kind `process`)."""
+    """Record a started process the way `cnfperf cleanup` kills it (kind `process`):
+    with its start time, so that a pid reused meanwhile is left alone."""
     if journal is not None:
-        journal.add("process", name, pid=pid, start=start_time(pid))
+        stat = proc_stat(pid)
+        journal.add("process", name, pid=pid, start=stat.start_time if stat else None)

@@ -6,9 +6,9 @@ with one more trial (the verification), because a single lucky trial near the
 edge is common on a shared host.
 
 Loss is what the trial measured against the frames actually sent: a generator
-that cannot reach the requested rate does not make the device look lossy, and
-the rate reported is the offered one (with `generator_limited` set), never the
-requested one. Every trial is kept, in order, so the store and the report can
+that cannot reach the offered rate does not make the device look lossy, and
+the rate reported is the one sent (tx, with `generator_limited` set), never the
+offered one. Every trial is kept, in order, so the store and the report can
 show how the search went.
 """
 from __future__ import annotations
@@ -23,24 +23,24 @@ LOSS_EPSILON = 1e-12
 
 @dataclass
 class TrialResult:
-    """What one trial measured: offered and received rates, loss against offered."""
-    offered_pps: float
+    """What one trial measured: sent (tx) and received rates, loss against what was sent."""
+    tx_pps: float
     rx_pps: float
     loss_ratio: float
 
     @classmethod
-    def from_rates(cls, offered_pps: float, rx_pps: float) -> "TrialResult":
-        if offered_pps <= 0:
-            raise ValueError("offered_pps: nothing was sent, so loss is undefined")
-        return cls(offered_pps, rx_pps, max(0.0, 1.0 - rx_pps / offered_pps))
+    def from_rates(cls, tx_pps: float, rx_pps: float) -> "TrialResult":
+        if tx_pps <= 0:
+            raise ValueError("tx_pps: nothing was sent, so loss is undefined")
+        return cls(tx_pps, rx_pps, max(0.0, 1.0 - rx_pps / tx_pps))
 
 
 @dataclass
 class Trial:
     n: int                      # order in the search, from 1
     phase: str                  # "search" | "verify"
-    requested_pps: float
     offered_pps: float
+    tx_pps: float
     rx_pps: float
     loss_ratio: float
     passed: bool
@@ -48,12 +48,12 @@ class Trial:
 
 @dataclass
 class SearchResult:
-    rate_pps: float | None      # offered rate of the accepted trial; None if even min lost too much
+    rate_pps: float | None      # sent rate of the accepted trial; None if even min lost too much
     loss_ratio: float | None    # loss measured at it
-    requested_pps: float | None
+    offered_pps: float | None
     loss_threshold: float
     verified: bool              # the verification trial passed at the reported rate
-    generator_limited: bool     # the sender offered noticeably less than requested
+    generator_limited: bool     # the sender sent noticeably less than it was offered
     trials: list[Trial] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -95,25 +95,25 @@ def search(trial: TrialFn, min_pps: float, max_pps: float, *, precision: float =
 
     accepted, verified = best, False
     if verify:
-        requested = best.requested_pps
+        offered = best.offered_pps
         for _ in range(verify_retries + 1):
             if s.exhausted():
                 break
-            t = s.run(requested, "verify")
+            t = s.run(offered, "verify")
             if t.passed:
                 accepted, verified = t, True
                 break
-            requested = max(min_pps, requested * (1 - 2 * precision))
+            offered = max(min_pps, offered * (1 - 2 * precision))
     return s.result(accepted, verified, precision)
 
 
-def _failed_at(requested: float, t: Trial, floor: float) -> float:
+def _failed_at(offered: float, t: Trial, floor: float) -> float:
     """New top of the bracket after a failed trial.
 
-    A trial that offered less than requested failed at the offered rate, so the
+    A trial that sent less than it was offered failed at the rate sent, so the
     bracket can shrink to it (never below the known-good floor).
     """
-    return max(floor, min(requested, t.offered_pps))
+    return max(floor, min(offered, t.tx_pps))
 
 
 def _check(min_pps: float, max_pps: float, precision: float, loss_threshold: float,
@@ -138,12 +138,12 @@ class _Search:
     def exhausted(self) -> bool:
         return len(self.trials) >= self.max_trials
 
-    def run(self, requested: float, phase: str) -> Trial:
-        r = self.trial(requested)
+    def run(self, offered: float, phase: str) -> Trial:
+        r = self.trial(offered)
         if not isinstance(r, TrialResult):
-            raise TypeError(f"trial({requested}) returned {type(r).__name__}, not TrialResult")
-        passed = r.offered_pps > 0 and r.loss_ratio <= self.threshold + LOSS_EPSILON
-        t = Trial(len(self.trials) + 1, phase, requested, r.offered_pps, r.rx_pps,
+            raise TypeError(f"trial({offered}) returned {type(r).__name__}, not TrialResult")
+        passed = r.tx_pps > 0 and r.loss_ratio <= self.threshold + LOSS_EPSILON
+        t = Trial(len(self.trials) + 1, phase, offered, r.tx_pps, r.rx_pps,
                   r.loss_ratio, passed)
         self.trials.append(t)
         return t
@@ -151,6 +151,6 @@ class _Search:
     def result(self, accepted: Trial | None, verified: bool, precision: float) -> SearchResult:
         if accepted is None:
             return SearchResult(None, None, None, self.threshold, False, False, self.trials)
-        short = accepted.offered_pps < accepted.requested_pps * (1 - precision)
-        return SearchResult(accepted.offered_pps, accepted.loss_ratio, accepted.requested_pps,
+        short = accepted.tx_pps < accepted.offered_pps * (1 - precision)
+        return SearchResult(accepted.tx_pps, accepted.loss_ratio, accepted.offered_pps,
                             self.threshold, verified, short, self.trials)

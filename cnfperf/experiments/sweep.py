@@ -11,7 +11,7 @@ A field's value may be one value or many:
 Repeated values are dropped (first one wins), so every point has a distinct key.
 
 Order of the plan (stable, documented because --resume and the reader rely on it):
-fields in AXIS_ORDER, data plane first, then fields that are not listed there
+fields by their `axis` in fields.py, data plane first, then names that are not fields
 sorted by name; within a field, values in the order the user gave them;
 repetitions innermost. The data plane is outermost because starting a switch is
 the slowest step; rate is innermost but one so that a received-vs-offered curve
@@ -28,108 +28,28 @@ import hashlib
 import itertools
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Iterable, Mapping
 
-# How each field's values are read; fields not listed are strings.
-FIELD_KINDS: dict[str, str] = {
-    "switch": "str", "runtime": "str", "api": "str", "mode": "str",
-    "pairs": "int", "size": "int", "burst": "int", "flows": "int",
-    "rate": "rate", "duration": "float", "warmup": "float",
-    "touch": "bool", "mmsg": "bool", "blocking": "bool", "repeat": "int",
-    "limit": "rate", "search_max": "rate", "precision": "float", "trial_duration": "float",
-    # "0-1", "2,3" and [0, 2] are each one set of CPUs; sweep sets with ["0-1", "2-3"]
-    "cpus": "cpuset",
-}
-
-AXIS_ORDER = ("switch", "runtime", "api", "mmsg", "blocking", "mode", "pairs", "cpus", "flows",
-              "touch", "limit", "size", "burst", "duration", "warmup", "trial_duration",
-              "precision", "search_max", "rate")
+from cnfperf import fields as field_table, rate as rates
 
 # Fields that configure the sweep itself and never become an axis.
-SINGLE_VALUED = ("repeat",)
+SINGLE_VALUED = tuple(field_table.SWEEP_SETTINGS)
 
 # A typo like 64:1:9000 would schedule days of work; refuse it.
 MAX_AXIS_VALUES = 1000
 MAX_POINTS = 100_000
 
-DEFAULT_PDR_PERCENT = 0.1
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
-_NUMBER_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]?)(?:pps)?\s*$", re.I)
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
 
-@dataclass(frozen=True)
-class Rate:
-    """An offered rate: a fixed pps (0 = as fast as possible) or a search."""
-    kind: str               # "pps" | "ndr" | "pdr"
-    pps: float = 0.0
-    loss: float = 0.0       # loss ratio the search accepts (ndr: 0)
-
-    @property
-    def is_search(self) -> bool:
-        return self.kind != "pps"
-
-    def __str__(self) -> str:
-        if self.kind == "pps":
-            return str(_tidy(self.pps))
-        if self.kind == "ndr":
-            return "ndr"
-        return f"pdr:{_tidy(round(self.loss * 100, 9))}%"
-
-    def value(self) -> int | float | str:
-        """The plain JSON value a point carries (pps as a number, searches as text)."""
-        return _tidy(self.pps) if self.kind == "pps" else str(self)
-
-
-def parse_rate(text: Any, field_name: str = "rate") -> Rate:
-    if isinstance(text, bool):
-        raise ValueError(f"{field_name}: {text!r} is not a rate")
-    if isinstance(text, (int, float)):
-        return _fixed_rate(float(text), text, field_name)
-    s = str(text).strip().lower()
-    if s == "ndr":
-        return Rate("ndr")
-    if s == "pdr" or s.startswith("pdr:"):
-        pct_text = s[4:].rstrip("%").strip() if s != "pdr" else str(DEFAULT_PDR_PERCENT)
-        try:
-            pct = float(pct_text)
-        except ValueError:
-            raise ValueError(f"{field_name}: '{text}' is not pdr:X% (X a loss percentage)") from None
-        if not 0 < pct < 100:
-            raise ValueError(f"{field_name}: '{text}': the pdr loss must be between 0 and 100%")
-        return Rate("pdr", loss=pct / 100)
-    return _fixed_rate(_number_with_suffix(s, text, field_name), text, field_name)
-
-
-def _fixed_rate(pps: float, text: Any, field_name: str) -> Rate:
-    if not math.isfinite(pps) or pps < 0:
-        raise ValueError(f"{field_name}: '{text}' must be a rate >= 0 (0 = as fast as possible)")
-    return Rate("pps", pps=pps)
-
-
-def _number_with_suffix(s: str, original: Any, field_name: str) -> float:
-    m = _NUMBER_RE.match(s)
-    if not m:
-        raise ValueError(f"{field_name}: '{original}' is not a rate (e.g. 1000, 500k, 2.5M, ndr, pdr:0.1%)")
-    return float(Decimal(m.group(1)) * _SUFFIX[m.group(2).lower()])
-
-
-def _tidy(x: float | int) -> int | float:
-    """Integral floats become ints so that 64 and 64.0 hash alike."""
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x
-
-
 def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
     """One value of a field, as the plain JSON value a point carries."""
-    kind = kind or FIELD_KINDS.get(field_name, "str")
+    kind = kind or field_table.kinds().get(field_name, "str")
     if kind == "rate":
-        return parse_rate(raw, field_name).value()
+        return rates.parse(raw, field_name).value()
     if kind == "int":
         if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
             raise ValueError(f"{field_name}: {raw!r} is not a whole number")
@@ -146,7 +66,7 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
             raise ValueError(f"{field_name}: '{raw}' is not a number") from None
         if not math.isfinite(value):
             raise ValueError(f"{field_name}: '{raw}' is not a finite number")
-        return _tidy(value)
+        return rates.tidy(value)
     if kind == "bool":
         if isinstance(raw, bool):
             return raw
@@ -166,8 +86,8 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
 
 def parse_values(field_name: str, raw: Any, kind: str | None = None) -> list:
     """Every value a field takes, in the user's order, without repeats."""
-    kind = kind or FIELD_KINDS.get(field_name, "str")
-    if kind == "cpuset" and isinstance(raw, (list, tuple)) and raw and \
+    kind = kind or field_table.kinds().get(field_name, "str")
+    if kind == "cpus" and isinstance(raw, (list, tuple)) and raw and \
             all(isinstance(c, int) and not isinstance(c, bool) for c in raw):
         return [list(raw)]      # [0, 2] is one set of CPUs; ["0-1", "2-3"] sweeps two
     items = raw if isinstance(raw, (list, tuple)) else [raw]
@@ -191,7 +111,7 @@ def parse_values(field_name: str, raw: Any, kind: str | None = None) -> list:
 
 
 def _parse_text(field_name: str, text: str, kind: str) -> list:
-    if kind == "cpuset":
+    if kind == "cpus":
         return [parse_one(field_name, text, kind)]
     parts = [p.strip() for p in text.split(",")]
     if any(not p for p in parts):
@@ -208,7 +128,7 @@ def _parse_text(field_name: str, text: str, kind: str) -> list:
 def _parse_range(field_name: str, text: str, kind: str) -> list:
     lo_s, step_s, hi_s = (p.strip() for p in text.split(":"))
     if kind == "rate":
-        nums = [_number_with_suffix(p.lower(), text, field_name) for p in (lo_s, step_s, hi_s)]
+        nums = [rates.number(p.lower(), text, field_name) for p in (lo_s, step_s, hi_s)]
         lo, step, hi = (Decimal(repr(n)) for n in nums)
     else:
         try:
@@ -235,7 +155,7 @@ def _decimal_number(d: Decimal) -> int | float:
 
 
 @dataclass
-class Point:
+class SweepPoint:
     index: int                  # position in the plan, from 0
     params: dict                # one value per field
     rep: int = 0                # repetition, from 0
@@ -250,15 +170,11 @@ class Point:
 
 @dataclass
 class Plan:
-    points: list[Point]
+    points: list[SweepPoint]
     axes: dict[str, list]                       # fields with more than one value, in plan order
     fixed: dict[str, Any]                       # fields with one value
     repeat: int = 1
     skipped: list[tuple[dict, str]] = field(default_factory=list)
-
-    def remaining(self, done_keys: Iterable[str]) -> list[Point]:
-        done = set(done_keys)
-        return [p for p in self.points if p.key not in done]
 
     def describe(self) -> str:
         """What --dry-run prints before the list of points."""
@@ -284,11 +200,7 @@ class Plan:
 
 def _shown(name: str, value: Any) -> str:
     """A value as a person reads it: rates as 500k or 2.5M."""
-    if FIELD_KINDS.get(name) == "rate" and isinstance(value, (int, float)) and value:
-        for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-            if value >= scale:
-                return f"{value / scale:g}{suffix}"
-    return str(value)
+    return field_table.show(name, value)
 
 
 def point_hash(params: Mapping[str, Any]) -> str:
@@ -297,7 +209,8 @@ def point_hash(params: Mapping[str, Any]) -> str:
 
 
 def _axis_rank(name: str) -> tuple[int, str]:
-    return (AXIS_ORDER.index(name), "") if name in AXIS_ORDER else (len(AXIS_ORDER), name)
+    order = field_table.axis_order()
+    return (order.index(name), "") if name in order else (len(order), name)
 
 
 Keep = Callable[[dict], "str | None"]
@@ -317,7 +230,7 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
     default gives new keys. It may raise ValueError for an invalid point, which
     then fails the whole plan before anything runs.
     """
-    kinds = {**FIELD_KINDS, **(kinds or {})}
+    kinds = {**field_table.kinds(), **(kinds or {})}
     parsed = {name: parse_values(name, raw, kinds.get(name)) for name, raw in fields.items()}
     repeat = _repeat(parsed.pop("repeat", [1]))
     for name in SINGLE_VALUED:
@@ -328,7 +241,7 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
     total = math.prod(len(parsed[n]) for n in order) * repeat
     if total > MAX_POINTS:
         raise ValueError(f"sweep: {total} points (at most {MAX_POINTS}); narrow a range")
-    points: list[Point] = []
+    points: list[SweepPoint] = []
     skipped: list[tuple[dict, str]] = []
     for combo in itertools.product(*(parsed[n] for n in order)):
         params = dict(zip(order, combo))
@@ -338,7 +251,7 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
             continue
         group = point_hash(canonical(params) if canonical else params)
         for rep in range(repeat):
-            points.append(Point(len(points), params, rep, group, f"{group}-{rep}"))
+            points.append(SweepPoint(len(points), params, rep, group, f"{group}-{rep}"))
     return Plan(points, axes, fixed, repeat, skipped)
 
 
@@ -392,13 +305,13 @@ def merge(plans: list[Plan]) -> Plan:
             if p.params.get("switch") not in switch_order:
                 switch_order.append(p.params.get("switch"))
     seen: set[str] = set()
-    points: list[Point] = []
+    points: list[SweepPoint] = []
     for sw in switch_order:
         for plan in plans:
             for p in plan.points:
                 if p.params.get("switch") == sw and p.key not in seen:
                     seen.add(p.key)
-                    points.append(Point(len(points), p.params, p.rep, p.group, p.key))
+                    points.append(SweepPoint(len(points), p.params, p.rep, p.group, p.key))
     axes: dict[str, list] = {}
     all_fields: list[str] = []
     for plan in plans:
@@ -421,7 +334,7 @@ def nominal_seconds(params: Mapping[str, Any]) -> float:
     """A point's traffic time before overheads: what ETA scales from."""
     seconds = float(params.get("duration", 10)) + float(params.get("warmup", 0))
     rate = params.get("rate", 0)
-    if isinstance(rate, str) and parse_rate(rate).is_search:
+    if isinstance(rate, str) and rates.parse(rate).is_search:
         # a binary search from 1% to 100% at 1% precision takes about ten trials
         trial = params.get("trial_duration") or params.get("duration", 10)
         seconds = 10 * (float(trial) + float(params.get("warmup", 0)))
@@ -445,7 +358,7 @@ class Progress:
         self._nominal = 0.0
         self._left = sum(nominal_seconds(p.params) for p in self.todo)
 
-    def done(self, point: Point, seconds: float) -> None:
+    def done(self, point: SweepPoint, seconds: float) -> None:
         self.finished += 1
         self._measured += seconds
         nominal = nominal_seconds(point.params)
@@ -458,7 +371,7 @@ class Progress:
             return None
         return self._left * self._measured / self._nominal
 
-    def line(self, point: Point) -> str:
+    def line(self, point: SweepPoint) -> str:
         """The line printed as a point starts."""
         width = len(str(len(self.plan.points)))
         eta = self.eta()

@@ -11,24 +11,31 @@ from __future__ import annotations
 import csv
 from typing import IO, Any
 
+from cnfperf import fields
 from cnfperf.results.model import LATENCY_KEYS
-from cnfperf.results.store import POINT_PARAMS
 
-POINT_COLUMNS = ("run", "idx", "key", "rep", "status", *POINT_PARAMS, "limit",
-                 "search_rate_pps", "search_loss_ratio", "search_requested_pps",
-                 "search_verified", "generator_limited")
+SEARCH_COLUMNS = ("search_rate_pps", "search_loss_ratio", "search_offered_pps",
+                  "search_verified", "generator_limited")
 VALUE_COLUMNS = ("pair", "offered_pps", "tx_pps", "rx_pps", "steady_rx_pps", "rx_bps", "sent",
                  "received", "lost", "loss_ratio", "reordered", "duplicates", "latency_kind",
                  *(f"lat_{k}_ns" for k in LATENCY_KEYS))
-COLUMNS = POINT_COLUMNS + VALUE_COLUMNS
+
+
+def columns() -> tuple[str, ...]:
+    """The point's identity, its stored fields (fields.py), search results, values."""
+    return ("run", "idx", "key", "rep", "status", *(f.name for f in fields.stored()),
+            *SEARCH_COLUMNS, *VALUE_COLUMNS)
 
 
 def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for p in run["points"]:
         scenario = p.get("scenario") or {}
-        base = {c: p.get(c) for c in POINT_COLUMNS if c in p}
-        base.update(run=run["id"], limit=scenario.get("limit"))
+        base = {c: p.get(c) for c in ("idx", "key", "rep", "status", *SEARCH_COLUMNS)}
+        for f in fields.stored():
+            # A column added after the point was stored is empty: its scenario knows.
+            base[f.name] = p[f.name] if p.get(f.name) is not None else scenario.get(f.name)
+        base["run"] = run["id"]
         entries = [(pair["pair"], pair) for pair in p.get("per_pair") or []]
         entries.append(("all", p))   # always: filtering on pair = all gives every point once
         for name, r in entries:
@@ -39,10 +46,11 @@ def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
 def write_csv(run: dict[str, Any], stream: IO[str]) -> int:
     """Writes the CSV; returns the number of data rows."""
     data = rows(run)
-    writer = csv.DictWriter(stream, fieldnames=COLUMNS, lineterminator="\n")
+    names = columns()
+    writer = csv.DictWriter(stream, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for row in data:
-        writer.writerow({c: _cell(row.get(c)) for c in COLUMNS})
+        writer.writerow({c: _cell(row.get(c)) for c in names})
     return len(data)
 
 

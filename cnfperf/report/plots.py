@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
+from cnfperf import fields
 from cnfperf.experiments import stats
 
 Row = Mapping[str, Any]
@@ -132,9 +133,8 @@ def _fixed_rate(rate: Any) -> float | None:
     return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
 
 
-# Scenario fields a plot row carries from its point.
-POINT_FIELDS = ("switch", "api", "mode", "pairs", "size", "burst", "rate", "duration",
-                "warmup", "flows", "touch", "mmsg", "runtime", "rep")
+# Scenario fields a plot row carries from its point: those with a column.
+POINT_FIELDS = (*(f.name for f in fields.stored()), "rep")
 PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns",
                "lat_p999_ns", "lat_mean_ns", "lat_max_ns", "latency_kind")
 
@@ -148,9 +148,9 @@ def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
         if point.get("status", "done") != "done":
             continue
         base = {k: point[k] for k in POINT_FIELDS if k in point}
-        for k in ("touch", "mmsg"):
-            if k in base and base[k] is not None:
-                base[k] = bool(base[k])
+        for f in fields.stored():
+            if f.kind == "bool" and base.get(f.name) is not None:
+                base[f.name] = bool(base[f.name])
         for pair in point.get("per_pair") or []:
             row = {**base, **{k: pair[k] for k in PAIR_FIELDS if k in pair},
                    "point": point.get("id", point.get("idx")), "pair": pair["pair"]}

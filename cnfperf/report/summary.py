@@ -10,21 +10,22 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Sequence
 
+from cnfperf import fields
 from cnfperf.experiments import stats
 
 Table = tuple[str, list[str], list[list[Any]]]
 
 # Fields that tell points apart in a label, in the order a reader scans them.
-LABEL_FIELDS = ("switch", "api", "mmsg", "mode", "pairs", "size", "burst", "rate", "limit")
+LABEL_FIELDS = tuple(f.name for f in fields.labelled())
 
 
 def done_points(run: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in run.get("points", []) if p.get("status") == "done"]
 
 
-def varying(points: Sequence[dict[str, Any]], fields: Sequence[str] = LABEL_FIELDS) -> list[str]:
+def varying(points: Sequence[dict[str, Any]], names: Sequence[str] = LABEL_FIELDS) -> list[str]:
     """Fields whose value differs between points (the run's sweep axes)."""
-    return [f for f in fields if len({str(_param(p, f)) for p in points}) > 1]
+    return [f for f in names if len({str(_param(p, f)) for p in points}) > 1]
 
 
 def _param(point: dict[str, Any], name: str) -> Any:
@@ -34,22 +35,18 @@ def _param(point: dict[str, Any], name: str) -> Any:
     return scenario[name] if name in scenario else point.get(name)
 
 
-# Values that name themselves: `vhost dpdk latency`, not `switch=vhost api=dpdk …`.
-_BARE = ("switch", "api", "mode")
-
-
-def label(point: dict[str, Any], fields: Sequence[str]) -> str:
-    from cnfperf.scenario import format_rate
-
+def label(point: dict[str, Any], names: Sequence[str]) -> str:
+    """`vhost dpdk latency size=64 no-mmsg`: values that name themselves bare."""
+    table = fields.by_name()
     parts = []
-    for f in fields:
-        v = _param(point, f)
-        if f in _BARE:
+    for name in names:
+        v, f = _param(point, name), table.get(name)
+        if f and f.label == "bare":
             parts.append(str(v))
         elif isinstance(v, bool):
-            parts.append(f if v else f"no-{f}")
+            parts.append(name if v else f"no-{name}")
         else:
-            parts.append(f"{f}={format_rate(v) if f in ('rate', 'limit') else v}")
+            parts.append(f"{name}={fields.show(name, v)}")
     return " ".join(parts) or str(point.get("switch", ""))
 
 
@@ -69,12 +66,12 @@ def repetitions(run: dict[str, Any]) -> Table | None:
         groups[p.get("grp") or p.get("key") or str(p["idx"])].append(p)
     if not any(len(g) > 1 for g in groups.values()):
         return None
-    fields = varying(points) or ["switch"]
+    axes = varying(points) or ["switch"]
     rows = []
     for members in groups.values():
         rx = stats.summarize([m["rx_pps"] or 0.0 for m in members])
         loss = stats.summarize([100 * (m["loss_ratio"] or 0.0) for m in members])
-        rows.append([label(members[0], fields), rx.n, _kpps(rx.mean), _kpps(rx.stddev),
+        rows.append([label(members[0], axes), rx.n, _kpps(rx.mean), _kpps(rx.stddev),
                      _kpps(rx.ci_low), _kpps(rx.ci_high), loss.mean])
     return ("Repetitions", ["point", "n", "rx kpps mean", "stddev", "95% CI low", "95% CI high",
                             "loss % mean"], rows)
@@ -85,17 +82,17 @@ def searches(run: dict[str, Any]) -> Table | None:
     points = [p for p in done_points(run) if p.get("trials")]
     if not points:
         return None
-    fields = [f for f in varying(done_points(run)) if f != "rate"] or ["switch"]
+    axes = [f for f in varying(done_points(run)) if f != "rate"] or ["switch"]
     rows = []
     for p in points:
-        rows.append([label(p, fields), _param(p, "rate"), _kpps(p.get("search_rate_pps")),
+        rows.append([label(p, axes), _param(p, "rate"), _kpps(p.get("search_rate_pps")),
                      None if p.get("search_loss_ratio") is None
                      else 100 * p["search_loss_ratio"],
-                     _kpps(p.get("search_requested_pps")),
+                     _kpps(p.get("search_offered_pps")),
                      bool(p.get("search_verified")), bool(p.get("generator_limited")),
                      len(p["trials"])])
     return ("Zero-loss searches", ["point", "search", "found kpps per pair", "loss % at it",
-                                   "requested kpps", "verified", "generator-limited", "trials"],
+                                   "offered kpps", "verified", "generator-limited", "trials"],
             rows)
 
 
@@ -103,15 +100,15 @@ def trials(run: dict[str, Any]) -> Table | None:
     points = [p for p in done_points(run) if p.get("trials")]
     if not points:
         return None
-    fields = varying(done_points(run)) or ["switch"]
+    axes = varying(done_points(run)) or ["switch"]
     rows = []
     for p in points:
         for t in p["trials"]:
-            rows.append([label(p, fields), t["n"], t["phase"], _kpps(t["requested_pps"]) or "max",
-                         _kpps(t["offered_pps"]), _kpps(t["rx_pps"]), t["sent"], t["received"],
+            rows.append([label(p, axes), t["n"], t["phase"], _kpps(t["offered_pps"]) or "max",
+                         _kpps(t["tx_pps"]), _kpps(t["rx_pps"]), t["sent"], t["received"],
                          100 * (t["loss_ratio"] or 0.0),
                          "" if t["passed"] is None else ("pass" if t["passed"] else "fail")])
-    return ("Search trials", ["point", "trial", "phase", "requested kpps", "offered kpps",
+    return ("Search trials", ["point", "trial", "phase", "offered kpps", "tx kpps",
                               "rx kpps", "sent", "received", "loss %", ""], rows)
 
 
@@ -120,7 +117,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
     points = [p for p in done_points(run) if p.get("mode") != "latency"]
     if not points:
         return None
-    fields = varying(done_points(run)) or ["switch"]
+    axes = varying(done_points(run)) or ["switch"]
     rows = []
     for p in points:
         pairs = p.get("per_pair") or []
@@ -128,11 +125,11 @@ def throughput(run: dict[str, Any]) -> Table | None:
         if len(pairs) > 1:
             entries.append(("all", p))
         for name, r in entries:
-            rows.append([label(p, fields), p.get("rep", 0) + 1, name, _kpps(r["tx_pps"]),
+            rows.append([label(p, axes), p.get("rep", 0) + 1, name, _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
                          r["received"], 100 * (r["loss_ratio"] or 0.0),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6])
-    return ("Throughput", ["point", "rep", "pair", "offered kpps", "rx kpps", "steady rx kpps",
+    return ("Throughput", ["point", "rep", "pair", "tx kpps", "rx kpps", "steady rx kpps",
                            "sent", "received", "loss %", "rx Mbit/s"], rows)
 
 
@@ -141,8 +138,8 @@ def latency(run: dict[str, Any]) -> Table | None:
     points = [p for p in done_points(run) if p.get("lat_p50_ns") is not None]
     if not points:
         return None
-    fields = varying(done_points(run)) or ["switch"]
-    rows = [[label(p, fields), p.get("rep", 0) + 1, p.get("latency_kind"),
+    axes = varying(done_points(run)) or ["switch"]
+    rows = [[label(p, axes), p.get("rep", 0) + 1, p.get("latency_kind"),
              p.get("per_pair") and sum(pp.get("received") or 0 for pp in p["per_pair"]),
              *(_us(p.get(f"lat_{k}_ns")) for k in ("min", "mean", "p50", "p90", "p99", "p999",
                                                      "max"))]
@@ -155,9 +152,9 @@ def failures(run: dict[str, Any]) -> Table | None:
     failed = [p for p in run.get("points", []) if p.get("status") != "done"]
     if not failed:
         return None
-    fields = varying(run.get("points", [])) or ["switch"]
+    axes = varying(run.get("points", [])) or ["switch"]
     return ("Points that did not finish", ["point", "status", "error"],
-            [[label(p, fields), p["status"], p.get("error") or ""] for p in failed])
+            [[label(p, axes), p["status"], p.get("error") or ""] for p in failed])
 
 
 def all_tables(run: dict[str, Any]) -> list[Table]:

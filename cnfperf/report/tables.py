@@ -7,15 +7,18 @@ the round trip the client measured.
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Sequence
 
-from cnfperf.scenario import format_rate
+from cnfperf import fields
+from cnfperf.experiments.sweep import format_seconds, nominal_seconds
+from cnfperf.rate import show
+from cnfperf.report.html import fmt
+from cnfperf.report.summary import varying
 
 HEADERS = ("switch", "api", "mode", "pair", "offered", "tx kpps", "rx kpps", "sent",
            "received", "loss %", "rx Mbit/s", "p50 µs", "p99 µs", "max µs")
 RIGHT = set(HEADERS[4:])
-# Fields Scenario.describe() shows.
-DESCRIBED = ("switch", "api", "mode", "pairs", "size", "rate")
 
 
 def render(headers: Sequence[str], rows: list[Sequence[str]], right: set[str] = RIGHT) -> str:
@@ -30,11 +33,11 @@ def render(headers: Sequence[str], rows: list[Sequence[str]], right: set[str] = 
 
 
 def run_table(run: dict[str, Any]) -> str:
-    from cnfperf.report.summary import varying
-
     points = run["points"]
-    # A sweep's other axes (size, burst, …) get a column of their own.
-    extra = varying(points, ("pairs", "mmsg", "size", "burst", "flows", "limit"))
+    # A sweep's other axes (size, burst, …) get a column of their own; the
+    # offered rate has its own already.
+    extra = varying(points, [f.name for f in fields.labelled()
+                             if f.label == "named" and f.name != "rate"])
     if any(p.get("rep") for p in points):
         extra.append("rep")
     headers = (*HEADERS[:3], *extra, *HEADERS[3:])
@@ -44,7 +47,7 @@ def run_table(run: dict[str, Any]) -> str:
         label = [point["switch"], point["api"], point["mode"],
                  *(str(point.get(f, 0) + 1) if f == "rep" else _axis(point, f) for f in extra)]
         if point["status"] != "done":
-            rows.append([*label, "-", format_rate(point["rate"] or 0), point["status"],
+            rows.append([*label, "-", show(point["rate"] or 0), point["status"],
                          *[""] * (len(HEADERS) - 6)])
             notes.append(f"point {point['idx'] + 1} {point['status']}: {point.get('error') or ''}")
             continue
@@ -59,12 +62,12 @@ def run_table(run: dict[str, Any]) -> str:
 
 def _axis(point: dict[str, Any], name: str) -> str:
     value = (point.get("scenario") or {}).get(name, point.get(name))
-    return format_rate(value) if name == "limit" else str(value)
+    return fields.show(name, value)
 
 
 def _cells(r: dict[str, Any]) -> list[str]:
     # "offered" is what was asked for; tx kpps what the senders really sent.
-    return [format_rate(r["offered_pps"] or 0), f"{(r['tx_pps'] or 0) / 1e3:.1f}",
+    return [show(r["offered_pps"] or 0), f"{(r['tx_pps'] or 0) / 1e3:.1f}",
             f"{(r['rx_pps'] or 0) / 1e3:.1f}", str(r["sent"]), str(r["received"]),
             f"{100 * (r['loss_ratio'] or 0):.3f}", f"{(r['rx_bps'] or 0) / 1e6:.1f}",
             _us(r.get("lat_p50_ns")), _us(r.get("lat_p99_ns")), _us(r.get("lat_max_ns"))]
@@ -78,8 +81,6 @@ def _us(ns: float | None) -> str:
 
 
 def runs_table(runs: list[dict[str, Any]]) -> str:
-    import time
-
     rows = [[r["id"], time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started"])),
              r["status"], f"{r['stored']}/{r['points']}", r["switches"] or "", r["apis"] or "",
              r["modes"] or ""] for r in runs]
@@ -89,8 +90,6 @@ def runs_table(runs: list[dict[str, Any]]) -> str:
 
 def summary_table(table: tuple[str, list[str], list[list[Any]]]) -> str:
     """A table of report/summary.py as text: its title, then the columns."""
-    from cnfperf.report.html import fmt
-
     title, headers, rows = table
     cells = [[fmt(v) for v in row] for row in rows]
     right = {h for i, h in enumerate(headers)
@@ -99,23 +98,21 @@ def summary_table(table: tuple[str, list[str], list[list[Any]]]) -> str:
     return f"{title}\n{render(headers, cells, right)}"
 
 
-def plan_text(swept: Any, done: set[str] = frozenset()) -> str:
-    """What --dry-run prints: the sweep, then every point with its cores."""
-    from cnfperf.experiments.sweep import format_seconds, nominal_seconds
-    from cnfperf.plan import place
-
+def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozenset()) -> str:
+    """What --dry-run prints: the sweep, then every point with its cores, as
+    the run would place them (runner.test_points)."""
     lines = [swept.plan.describe(), "points"]
     width = len(str(len(swept.scenarios)))
     seconds = 0.0
-    for i, (p, s) in enumerate(zip(swept.plan.points, swept.scenarios)):
-        placed = place(s, "0000", i, len(swept.scenarios))
+    for i, (p, s, placed) in enumerate(zip(swept.plan.points, swept.scenarios, placed_points)):
         cores = " ".join(f"{e.role}:{e.cpu}" for e in placed.endpoints)
         state = "  (done)" if p.key in done else ""
         if not state:
             seconds += nominal_seconds(s.model_dump())
         # The sweep's other axes (mmsg, burst, …) and the repetition, after describe()'s.
+        shown = {f.name for f in fields.described()} | {"burst"}
         extra = [part for part in p.label(swept.plan.axes, swept.plan.repeat).split()
-                 if part.split("=", 1)[0] not in DESCRIBED + ("burst",)]
+                 if part.split("=", 1)[0] not in shown]
         lines.append(f"  [{i + 1:>{width}}] {' '.join([s.describe(), f'burst={s.burst}', *extra])}"
                      f"  cores {cores}{state}")
         lines += [f"        warning: {w}" for w in placed.warnings]

@@ -87,8 +87,7 @@ def endpoint_metrics(pair: int, endpoint: str, role: str, cpu: int,
 
     m = EndpointMetrics(pair=pair, endpoint=endpoint, role=role, cpu=cpu, summary=summary)
     m.tx_packets, m.rx_packets = int(num("tx_packets")), int(num("rx_packets"))
-    # The engine's "offered" is what it really sent; "requested" what it was asked for.
-    m.offered_pps, m.tx_pps = num("requested_pps"), num("offered_pps")
+    m.offered_pps, m.tx_pps = num("offered_pps"), num("tx_pps")
     m.rx_pps, m.tx_bps, m.rx_bps = num("rx_pps"), num("tx_bps"), num("rx_bps")
     m.reordered, m.duplicates = int(num("reordered")), int(num("duplicate"))
     m.corrupt, m.seq_lost = int(num("corrupt")), int(num("lost"))

@@ -14,14 +14,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from cnfperf import UserError, __version__, fields
 from cnfperf.results.model import LATENCY_KEYS, PairResult, PointResult
 
 RESULTS_ENV = "CNFPERF_RESULTS"
 DB_NAME = "cnfperf.db"
-
-# Scenario fields stored as their own columns, so SQL can filter and group by them.
-POINT_PARAMS = ("switch", "api", "mode", "pairs", "size", "burst", "rate", "duration",
-                "warmup", "flows", "touch", "mmsg", "blocking", "runtime", "cpus")
 _LAT = ", ".join(f"lat_{k}_ns REAL" for k in LATENCY_KEYS)
 _TOTALS = f"""offered_pps REAL, sent INTEGER, received INTEGER, lost INTEGER, loss_ratio REAL,
     tx_pps REAL, rx_pps REAL, rx_bps REAL, reordered INTEGER, duplicates INTEGER,
@@ -83,10 +80,17 @@ CREATE TABLE trials (
     sent INTEGER, received INTEGER, loss_ratio REAL, passed INTEGER,
     PRIMARY KEY (point_id, n));
 """
-_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2]
+# One word per concept, as the engine says it: offered = the rate asked for,
+# tx = what really left (a trial's old "requested" and "offered").
+_SCHEMA_3 = """
+ALTER TABLE trials RENAME COLUMN offered_pps TO tx_pps;
+ALTER TABLE trials RENAME COLUMN requested_pps TO offered_pps;
+ALTER TABLE points RENAME COLUMN search_requested_pps TO search_offered_pps;
+"""
+_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials")
-SEARCH_KEYS = ("rate_pps", "loss_ratio", "requested_pps", "loss_threshold", "verified",
+SEARCH_KEYS = ("rate_pps", "loss_ratio", "offered_pps", "loss_threshold", "verified",
                "generator_limited")
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -106,6 +110,7 @@ class Store:
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA foreign_keys = ON")
         self._migrate()
+        self._field_columns()
 
     def close(self) -> None:
         self.db.close()
@@ -113,12 +118,21 @@ class Store:
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise RuntimeError(f"{self.path}: schema version {version} is newer than this "
-                               f"cnfperf ({SCHEMA_VERSION}); upgrade cnfperf")
+            raise UserError("--results", f"{self.path}: schema version {version} is newer "
+                                         f"than this cnfperf ({SCHEMA_VERSION}); upgrade cnfperf")
         for n in range(version, SCHEMA_VERSION):
             with self.db:
                 self.db.executescript(_MIGRATIONS[n])
                 self.db.execute(f"PRAGMA user_version = {n + 1}")
+
+    def _field_columns(self) -> None:
+        """A column per stored field of the table (fields.py): a new field gets
+        its column here, in old databases too (their points leave it empty)."""
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(points)")}
+        with self.db:
+            for f in fields.stored():
+                if f.name not in have:
+                    self.db.execute(f'ALTER TABLE points ADD COLUMN "{f.name}" {f.column}')
 
     # -- writing ------------------------------------------------------------
 
@@ -128,7 +142,6 @@ class Store:
     def begin_run(self, run_id: str, command: list[str], points: int, run_dir: Path,
                   host: dict[str, Any], engine_version: str | None,
                   spec: dict[str, Any] | None = None) -> None:
-        from cnfperf import __version__
         with self.db:
             self.db.execute(
                 "INSERT INTO runs (id, started, status, command, points, run_dir, "
@@ -171,7 +184,7 @@ class Store:
                   trials: list[dict[str, Any]] = ()) -> int:
         """Stores one finished (or failed) point in one transaction. `search`
         (SEARCH_KEYS) and `trials` come from an ndr/pdr search."""
-        row: dict[str, Any] = {k: _sql(params.get(k)) for k in POINT_PARAMS}
+        row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
             row.update({("generator_limited" if k == "generator_limited" else f"search_{k}"):
@@ -203,7 +216,7 @@ class Store:
         return point_id
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
-        cols = ", ".join(row)
+        cols = ", ".join(f'"{c}"' for c in row)   # a field may be an SQL word (limit)
         marks = ", ".join("?" for _ in row)
         cur = self.db.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(row.values()))
         return cur.lastrowid

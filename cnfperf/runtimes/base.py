@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol, Sequence
 
+from cnfperf import SystemFailure, tools
+from cnfperf.system import spawn
+
 NETNS_DIR = Path("/var/run/netns")
 
 # runc accepts [\w+-.]; we are stricter so a name is also a safe netns, cgroup and
@@ -39,8 +42,9 @@ class ImageInfo:
     size_bytes: int
 
 
-class ContainerError(RuntimeError):
-    """A runtime command failed; the message names the command and its error."""
+class ContainerError(SystemFailure):
+    """A container or its image cannot be made or used; a runtime command that
+    fails raises CommandFailed (cnfperf.system) instead."""
 
 
 def check_name(name: str, what: str = "container name") -> str:
@@ -93,6 +97,17 @@ def check_netns(netns: str) -> Path:
     return path
 
 
+def check_request(name: str, cpus: Sequence[int], netns: str,
+                  mounts: Sequence[Mount]) -> tuple[tuple[int, ...], Path]:
+    """What every runtime's create() refuses (ValueError) before anything exists;
+    returns the cores and the namespace's path."""
+    check_name(name)
+    checked = check_cpus(cpus)
+    path = check_netns(netns)
+    check_mounts(mounts)
+    return checked, path
+
+
 def check_mounts(mounts: Sequence[Mount]) -> None:
     targets = set()
     for m in mounts:
@@ -105,44 +120,40 @@ def check_mounts(mounts: Sequence[Mount]) -> None:
         targets.add(m.target)
 
 
-def first_error_line(stderr: str) -> str:
-    """runc logs as logfmt (`level=error msg="..."`); people want the msg."""
-    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
-    for line in reversed(lines):
-        m = re.search(r'level=(?:error|fatal)\s+msg="((?:[^"\\]|\\.)*)"', line)
-        if m:
-            return m.group(1).replace('\\"', '"')
-    return lines[-1] if lines else "(no error output)"
-
-
-def run_checked(argv: list[str], what: str, timeout: float = 30) -> str:
-    """Run a short command; on failure raise ContainerError naming it."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise ContainerError(f"{what}: `{' '.join(argv)}` did not finish in {timeout:g} s") from None
-    except OSError as e:
-        raise ContainerError(f"{what}: `{argv[0]}` could not be started: {e.strerror}") from None
-    if done.returncode != 0:
-        raise ContainerError(f"{what}: `{' '.join(argv)}` failed: {first_error_line(done.stderr)}")
-    return done.stdout
-
-
 class Container(ABC):
     """One endpoint's isolated place to run engine processes."""
 
-    name: str
-    netns: str
-    cpus: tuple[int, ...]
-    engine: str
+    def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
+                 engine: str):
+        self.journal = journal
+        self.name = name
+        self.cpus = cpus
+        self.netns = netns
+        self.engine = engine            # the engine's path as processes inside see it
+        self._procs: list[subprocess.Popen] = []
+        self._destroyed = False
 
-    @abstractmethod
     def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
              stdin=subprocess.DEVNULL) -> subprocess.Popen:
         """Start argv inside (its netns, pinned to its cpus). Signals sent to the
         returned Popen reach the process inside, and so do its stdin and stdout
         (an unbuffered pipe each when asked for)."""
+        if self._destroyed:
+            raise ContainerError(f"exec in {self.name}: container was destroyed")
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise ValueError(f"exec argv {argv!r}: a non-empty list of strings is needed")
+        proc = spawn(self._command(argv), what=f"exec in {self.name}", env=self._env(),
+                     stdin=stdin, stdout=stdout, stderr=stderr, bufsize=0)
+        self._procs.append(proc)
+        return proc
+
+    @abstractmethod
+    def _command(self, argv: list[str]) -> list[str]:
+        """The host command that runs argv inside, as argv's own process."""
+
+    def _env(self) -> dict[str, str] | None:
+        """The host command's environment; None: cnfperf's own."""
+        return None
 
     @abstractmethod
     def destroy(self) -> None:
@@ -166,6 +177,12 @@ class Runtime(ABC):
     @abstractmethod
     def check(cls) -> list[str]:
         """Problems that make this runtime unusable on this host; [] if none."""
+
+    @classmethod
+    def _needs(cls, *names: str) -> list[str]:
+        """What every runtime needs: root, and these tools (cnfperf.tools names)."""
+        problems = [] if os.geteuid() == 0 else [f"{cls.name} runtime needs root"]
+        return problems + tools.problems(*names)
 
     @abstractmethod
     def prepare(self, engine: Path) -> ImageInfo:

@@ -5,15 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-import time
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf import tools
+from cnfperf.system import process_ids, signal_all, wait_gone
 
-from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
-                   check_cpus, check_mounts, check_name, check_netns, cpu_list)
+from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime, check_name,
+                   check_request, cpu_list)
 
 KIND = "container"
 # Every process we start carries this in its environment, so a run killed with
@@ -25,64 +23,33 @@ def _tagged(prefix: str) -> dict[int, str]:
     """pid -> container name of the live processes tagged with a name starting with prefix."""
     found = {}
     needle = f"{TAG}={prefix}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid in process_ids():
         with contextlib.suppress(OSError):
-            with open(f"/proc/{entry}/environ", "rb") as f:
+            with open(f"/proc/{pid}/environ", "rb") as f:
                 for var in f.read().split(b"\0"):
                     if var.startswith(needle):
-                        found[int(entry)] = var.split(b"=", 1)[1].decode(errors="replace")
+                        found[pid] = var.split(b"=", 1)[1].decode(errors="replace")
                         break
     return found
 
 
 def _kill_tagged(name: str) -> None:
     pids = [pid for pid, n in _tagged(name).items() if n == name]
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    signal_all(pids, signal.SIGKILL)
     # A killed process keeps its environ until it is reaped by its parent; wait only
     # for those that are still running.
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_running(p) for p in pids):
-        time.sleep(0.02)
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+    wait_gone(pids, 5)
 
 
 class NetnsContainer(Container):
-    def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
-                 engine: str):
-        self.journal = journal
-        self.name = name
-        self.cpus = cpus
-        self.netns = netns
-        self.engine = engine
-        self._procs: list[subprocess.Popen] = []
-        self._destroyed = False
-
-    def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-             stdin=subprocess.DEVNULL) -> subprocess.Popen:
-        if self._destroyed:
-            raise ContainerError(f"exec in {self.name}: container was destroyed")
-        if not argv or not all(isinstance(a, str) for a in argv):
-            raise ValueError(f"exec argv {argv!r}: a non-empty list of strings is needed")
+    def _command(self, argv: list[str]) -> list[str]:
         # `ip netns exec` and taskset both exec() in place: the Popen pid is the
         # engine itself, so signals reach it directly. ip also remounts /sys so the
         # process sees the namespace's interfaces there.
-        cmd = ["ip", "netns", "exec", self.netns, "taskset", "-c", cpu_list(self.cpus), *argv]
-        env = dict(os.environ, **{TAG: self.name})
-        proc = subprocess.Popen(cmd, stdin=stdin, stdout=stdout, stderr=stderr,
-                                bufsize=0, start_new_session=True, env=env)
-        self._procs.append(proc)
-        return proc
+        return ["ip", "netns", "exec", self.netns, "taskset", "-c", cpu_list(self.cpus), *argv]
+
+    def _env(self) -> dict[str, str]:
+        return dict(os.environ, **{TAG: self.name})
 
     def destroy(self) -> None:
         if self._destroyed:
@@ -105,10 +72,7 @@ class NetnsRuntime(Runtime):
 
     @classmethod
     def check(cls) -> list[str]:
-        problems = []
-        if os.geteuid() != 0:
-            problems.append("netns runtime needs root")
-        return problems + tools.problems("ip", "taskset")
+        return cls._needs("ip", "taskset")
 
     def prepare(self, engine: Path) -> ImageInfo:
         engine = Path(engine).resolve()
@@ -121,10 +85,7 @@ class NetnsRuntime(Runtime):
                mounts: Sequence[Mount] = ()) -> NetnsContainer:
         if self.engine is None:
             raise RuntimeError("NetnsRuntime.create() before prepare()")
-        check_name(name)
-        cpus = check_cpus(cpus)
-        check_netns(netns)
-        check_mounts(mounts)
+        cpus, _ = check_request(name, cpus, netns, mounts)
         # Without a mount namespace of our own the host's paths are all we have.
         for m in mounts:
             if os.path.realpath(m.source) != os.path.realpath(m.target):

@@ -11,11 +11,13 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from cnfperf import tools
+from cnfperf.system import CommandFailed, is_static_elf, proc_stat, run
 
 from .base import ContainerError, ImageInfo
 
@@ -68,12 +70,13 @@ def parse_ldd(text: str) -> tuple[list[str], list[str]]:
 
 
 def ldd(path: str | Path) -> list[str]:
-    done = subprocess.run(["ldd", str(path)], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
-    text = done.stdout + done.stderr
-    if done.returncode != 0 and "not a dynamic executable" not in text:
-        raise ContainerError(f"image: `ldd {path}` failed: {text.strip() or done.returncode}")
-    found, missing = parse_ldd(done.stdout)
+    try:
+        out = run(["ldd", path], what="image")
+    except CommandFailed as e:
+        if "not a dynamic executable" not in e.stdout + e.stderr:
+            raise
+        out = e.stdout  # a static executable needs no shared object
+    found, missing = parse_ldd(out)
     if missing:
         raise ContainerError(f"image: {path} needs {', '.join(missing)}, not found on this host")
     return found
@@ -168,7 +171,8 @@ def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd) -> ImageSpec:
     if not engine.is_file() or not os.access(engine, os.X_OK):
         raise ContainerError(f"image: engine {engine} is not an executable file")
     if not busybox.is_file():
-        raise ContainerError(f"image: {busybox} missing (install busybox-static)")
+        raise ContainerError("image: " + tools.not_found(str(busybox),
+                                                         tools.TOOLS["busybox"].package))
     libs = library_closure([engine], resolve)
     spec = ImageSpec(engine=engine, busybox=busybox)
     extra: list[str] = []
@@ -252,7 +256,7 @@ def _remove_abandoned_builds(base: Path) -> None:
     """A build killed midway leaves .build-PID-*; drop those whose builder is gone."""
     for entry in base.glob(".build-*"):
         pid = entry.name.split("-")[1]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and proc_stat(int(pid)) is None:
             shutil.rmtree(entry, ignore_errors=True)
 
 

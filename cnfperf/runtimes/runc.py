@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Sequence
 
 from cnfperf import tools
+from cnfperf.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
-                   check_cpus, check_mounts, check_name, check_netns, first_error_line,
-                   run_checked)
+from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime, check_name,
+                   check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
 # so cleanup never touches anybody else's.
@@ -27,7 +26,7 @@ def _runc(*args: str) -> list[str]:
     return ["runc", "--root", str(RUNC_ROOT), *args]
 
 
-def _gone(err: ContainerError) -> bool:
+def _gone(err: CommandFailed) -> bool:
     msg = str(err)
     return "does not exist" in msg or "not exist" in msg or "not running" in msg
 
@@ -39,49 +38,16 @@ def _drop_empty_root() -> None:
         RUNC_ROOT.rmdir()
 
 
-def _is_static_elf(path: Path) -> bool:
-    """True if the ELF file has no program interpreter (PT_INTERP)."""
-    with open(path, "rb") as f:
-        head = f.read(64)
-        if head[:4] != b"\x7fELF" or head[4] != 2:
-            return False
-        order = "little" if head[5] == 1 else "big"
-        phoff = int.from_bytes(head[32:40], order)
-        phentsize = int.from_bytes(head[54:56], order)
-        phnum = int.from_bytes(head[56:58], order)
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    return not any(int.from_bytes(table[i:i + 4], order) == 3
-                   for i in range(0, len(table), phentsize))
-
-
 class RuncContainer(Container):
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
                  bundle: Path):
-        self.journal = journal
-        self.name = name
-        self.cpus = cpus
-        self.netns = netns
-        self.engine = rootfs.ENGINE_PATH
+        super().__init__(journal, name, cpus, netns, rootfs.ENGINE_PATH)
         self.bundle = bundle
-        self._procs: list[subprocess.Popen] = []
-        self._destroyed = False
 
-    def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-             stdin=subprocess.DEVNULL) -> subprocess.Popen:
-        if self._destroyed:
-            raise ContainerError(f"runc exec in {self.name}: container was destroyed")
-        if not argv or not all(isinstance(a, str) for a in argv):
-            raise ValueError(f"exec argv {argv!r}: a non-empty list of strings is needed")
+    def _command(self, argv: list[str]) -> list[str]:
         # Without a terminal runc hands its own stdio to the process and forwards
         # every signal it gets, so Popen's pipe and send_signal() reach the engine.
-        # A new session keeps a Ctrl-C on the controlling terminal away from the
-        # engine: the runner decides when and how endpoints stop.
-        proc = subprocess.Popen(_runc("exec", self.name, *argv), stdin=stdin,
-                                stdout=stdout, stderr=stderr, bufsize=0,
-                                start_new_session=True)
-        self._procs.append(proc)
-        return proc
+        return _runc("exec", self.name, *argv)
 
     def destroy(self) -> None:
         if self._destroyed:
@@ -109,8 +75,8 @@ def _force_remove(name: str) -> list[str]:
     for args, what in ((("kill", name, "KILL"), "runc kill"),
                        (("delete", "--force", name), "runc delete")):
         try:
-            run_checked(_runc(*args), what)
-        except ContainerError as e:
+            run(_runc(*args), what=what)
+        except CommandFailed as e:
             if not _gone(e):
                 errors.append(str(e))
     return errors
@@ -126,11 +92,8 @@ class RuncRuntime(Runtime):
 
     @classmethod
     def check(cls) -> list[str]:
-        problems = []
-        if os.geteuid() != 0:
-            problems.append("runc runtime needs root")
-        problems += tools.problems("runc", "ldd")
-        if not rootfs.BUSYBOX.is_file() or not _is_static_elf(rootfs.BUSYBOX):
+        problems = cls._needs("runc", "ldd")
+        if not is_static_elf(rootfs.BUSYBOX):
             problems.append(tools.not_found(f"static {rootfs.BUSYBOX}",
                                             tools.TOOLS["busybox"].package))
         v1 = Path("/sys/fs/cgroup/cpuset/cpuset.cpus")
@@ -148,10 +111,7 @@ class RuncRuntime(Runtime):
                mounts: Sequence[Mount] = ()) -> RuncContainer:
         if self.image is None:
             raise RuntimeError("RuncRuntime.create() before prepare()")
-        check_name(name)
-        cpus = check_cpus(cpus)
-        netns_path = check_netns(netns)
-        check_mounts(mounts)
+        cpus, netns_path = check_request(name, cpus, netns, mounts)
         oci.check_targets(mounts, self.image.path)
         bundle = self.state_dir / "bundles" / name
         if bundle.exists():
@@ -179,22 +139,14 @@ class RuncRuntime(Runtime):
     def _run_detached(name: str, bundle: Path) -> None:
         # The container's init inherits runc's stdio; a file (not a pipe) lets runc
         # return at once, and holds runc's own error message if it fails.
-        log = bundle / "runc.log"
-        argv = _runc("run", "--detach", "--no-new-keyring", "--bundle", str(bundle), name)
-        with open(log, "w") as out:
-            try:
-                done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                      stderr=out, timeout=30)
-            except subprocess.TimeoutExpired:
-                raise ContainerError(f"runc run {name}: no answer in 30 s") from None
-        if done.returncode != 0:
-            raise ContainerError(f"runc run {name} failed: {first_error_line(log.read_text())}")
+        run(_runc("run", "--detach", "--no-new-keyring", "--bundle", str(bundle), name),
+            what=f"runc run {name}", log=bundle / "runc.log")
 
     @classmethod
     def _list(cls) -> list[dict]:
         if not RUNC_ROOT.is_dir():
             return []
-        out = run_checked(_runc("list", "--format", "json"), "runc list")
+        out = run(_runc("list", "--format", "json"), what="runc list")
         return json.loads(out or "null") or []
 
     @classmethod

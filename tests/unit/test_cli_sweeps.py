@@ -8,7 +8,8 @@ import pytest
 from cnfperf import UserError
 from cnfperf.cli import main
 from cnfperf.results.store import Store
-from cnfperf.scenario import load, load_plan
+from cnfperf.checks import load_plan
+from harness import scenarios
 
 
 def _plan(*argv: str, capsys) -> list[str]:
@@ -43,7 +44,7 @@ def test_toml_arrays_and_ranges_with_flags_winning(tmp_path):
     swept = load_plan(tmp_path / "s.toml", {"burst": "8", "repeat": "2"})
     s = swept.scenarios
     assert len(s) == 2 * 3 * 1 * 2
-    assert {x.burst for x in s} == {8} and {x.rate for x in s} == {5000.0}
+    assert {x.burst for x in s} == {8} and {x.rate.pps for x in s} == {5000.0}
     assert [p.rep for p in swept.plan.points[:2]] == [0, 1]          # repetitions innermost
     assert swept.plan.points[0].group == swept.plan.points[1].group
     assert len({p.key for p in swept.plan.points}) == len(s)
@@ -58,12 +59,12 @@ def test_keys_do_not_depend_on_spelling(tmp_path):
 
 
 def test_searches_are_rates_that_keep_their_settings():
-    [ndr] = load(None, {"rate": "NDR", "precision": "0.02", "trial_duration": "1"})
-    assert (ndr.rate, ndr.precision, ndr.trial_duration) == ("ndr", 0.02, 1)
-    [pdr] = load(None, {"rate": "pdr:0.5%"})
-    assert pdr.rate == "pdr:0.5%" and pdr.describe().endswith("rate=pdr:0.5%")
-    [fixed] = load(None, {"rate": "2.5M", "limit": "20k"})
-    assert (fixed.rate, fixed.limit) == (2.5e6, 20_000)
+    [ndr] = scenarios(None, {"rate": "NDR", "precision": "0.02", "trial_duration": "1"})
+    assert (ndr.rate.value(), ndr.precision, ndr.trial_duration) == ("ndr", 0.02, 1)
+    [pdr] = scenarios(None, {"rate": "pdr:0.5%"})
+    assert pdr.rate.value() == "pdr:0.5%" and pdr.describe().endswith("rate=pdr:0.5%")
+    [fixed] = scenarios(None, {"rate": "2.5M", "limit": "20k"})
+    assert (fixed.rate.pps, fixed.limit.pps) == (2.5e6, 20_000)
     # A fixed rate's key ignores search settings; a search's does not.
     plain = load_plan(None, {"rate": "1k"}).plan.points[0].key
     assert load_plan(None, {"rate": "1k", "precision": "0.05"}).plan.points[0].key == plain
@@ -88,8 +89,8 @@ def test_bad_sweeps_name_the_field(fields, field):
 
 
 def test_a_limit_on_the_bridge_works_with_any_kernel_api():
-    [s] = load(None, {"switch": "bridge", "api": "raw", "limit": "1M"})
-    assert s.limit == 1e6
+    [s] = scenarios(None, {"switch": "bridge", "api": "raw", "limit": "1M"})
+    assert s.limit.pps == 1e6
 
 
 def test_dry_run_prints_plan_cores_and_time_and_creates_nothing(tmp_path, monkeypatch, capsys):

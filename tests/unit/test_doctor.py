@@ -2,6 +2,7 @@
 use is named with what is missing and the Debian package that has it."""
 from __future__ import annotations
 
+from cnfperf import checks
 from cnfperf import host as host_facts
 from cnfperf import tools
 from cnfperf.dataplanes import DATAPLANES
@@ -12,7 +13,7 @@ def test_a_missing_tool_is_named_with_its_package(monkeypatch):
     found = tools.find
     monkeypatch.setattr(tools, "find", lambda name: None if name == "dpdk-testpmd" else found(name))
     facts = host_facts.gather(find_engine())
-    matrix = host_facts.usable(facts)
+    matrix = checks.matrix(facts)
     assert "dpdk-testpmd not found (Debian package dpdk-dev)" in matrix["dataplanes"]["testpmd"]["problems"]
     assert "  testpmd: dpdk-testpmd not found (Debian package dpdk-dev)" in \
         host_facts.render(facts, matrix).splitlines()
@@ -23,7 +24,7 @@ def test_a_host_without_tools_names_a_package_for_every_data_plane(monkeypatch):
     facts = host_facts.gather(find_engine())
     facts.root = True                      # what is missing, not who asks
     facts.engine = host_facts.EngineFacts(path="e", version="0", apis=["udp", "raw"])
-    matrix = host_facts.usable(facts)
+    matrix = checks.matrix(facts)
     for name in DATAPLANES:
         problems = matrix["dataplanes"][name]["problems"]
         assert any("(Debian package " in p for p in problems), (name, problems)

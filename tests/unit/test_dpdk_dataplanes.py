@@ -15,7 +15,9 @@ from cnfperf.dataplanes.ovs import DropSampler
 from cnfperf.dataplanes.ovsdb import cpu_mask, parse_dump_ports, parse_flows, parse_map
 from cnfperf.dataplanes.testpmd_app import parse_fwd_stats, parse_port_stats
 from cnfperf.plan import place
-from cnfperf.scenario import Scenario, load
+from cnfperf.scenario import Scenario
+from cnfperf.system import proc_stat
+from harness import scenarios
 
 DPDK_PLANES = ("vhost", "memif", "testpmd", "ovs")
 
@@ -84,26 +86,26 @@ def test_switches_that_poll_say_so():
                                         ("ovs", "xdp")])
 def test_a_non_dpdk_api_is_refused_naming_the_field(switch, api):
     with pytest.raises(UserError) as err:
-        load(None, {"switch": switch, "api": api})
+        scenarios(None, {"switch": switch, "api": api})
     assert err.value.field == "api" and "dpdk" in err.value.why
 
 
 def test_testpmd_pairs_are_bounded_by_dpdk_ports():
     with pytest.raises(UserError) as err:
-        load(None, {"switch": "testpmd", "api": "dpdk", "pairs": 17})
+        scenarios(None, {"switch": "testpmd", "api": "dpdk", "pairs": 17})
     assert err.value.field == "pairs"
-    assert load(None, {"switch": "testpmd", "api": "dpdk", "pairs": 16})
+    assert scenarios(None, {"switch": "testpmd", "api": "dpdk", "pairs": 16})
 
 
 @pytest.mark.parametrize("switch", DPDK_PLANES)
 def test_every_dpdk_data_plane_takes_jumbo_frames(switch):
-    s, = load(None, {"switch": switch, "api": "dpdk", "size": 9216})
+    s, = scenarios(None, {"switch": switch, "api": "dpdk", "size": 9216})
     assert s.size == 9216
 
 
 @pytest.mark.parametrize("switch", DPDK_PLANES)
 def test_two_pairs_are_accepted(switch):
-    s, = load(None, {"switch": switch, "api": "dpdk", "pairs": 2})
+    s, = scenarios(None, {"switch": switch, "api": "dpdk", "pairs": 2})
     assert s.pairs == 2
 
 
@@ -269,7 +271,7 @@ def test_processes_are_found_again_by_a_token_in_their_command_line():
                     break
             time.sleep(0.01)
         comm = open(f"/proc/{child.pid}/comm").read().strip()
-        assert procs.start_time(child.pid) is not None
+        assert proc_stat(child.pid).running
         assert procs.find(token, (comm,)) == [child.pid]
         assert procs.find(token, ("dpdk-testpmd",)) == [], "only the named programs"
         assert procs.kill_all(token, (comm,)) == [child.pid]

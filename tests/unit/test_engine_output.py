@@ -8,13 +8,13 @@ import pytest
 
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.engine import EngineOutput, EngineOutputError, argv, parse_line
-from cnfperf.plan import plan
-from cnfperf.scenario import load
+from cnfperf.plan import place
+from harness import scenarios
 
 
 def _pair(**fields):
-    [s] = load(None, fields)
-    point = plan([s], "1a2b", (0, 1))[0]
+    [s] = scenarios(None, fields)
+    point = place(s, "1a2b", host_cpus=(0, 1))
     pair = point.pairs[0]
     att = {ep.name: Attachment(mac=ep.mac, ip=ep.ip, iface=ep.name) for ep in pair.endpoints}
     return s, pair, att

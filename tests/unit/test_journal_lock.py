@@ -8,7 +8,7 @@ import os
 import pytest
 
 from cnfperf.journal import Journal, replay
-from cnfperf.lock import HostBusy, HostLock
+from cnfperf.lock import LOCK_PATH, HostBusy, HostLock
 
 
 def test_replay_keeps_what_was_added_and_not_discarded_in_order(tmp_path):
@@ -85,22 +85,19 @@ def test_a_stale_lock_file_of_a_killed_run_is_taken_over(tmp_path):
     lock.release()
 
 
-def test_a_run_asks_for_the_lock_before_it_checks_the_host(tmp_path, monkeypatch):
+def test_a_run_asks_for_the_lock_before_it_checks_the_host(tmp_path):
     """Another run's switch or links must not pass for a problem of this host:
     a second run is told the host is busy (exit 3), not that it cannot run."""
     from cnfperf import runner
     from cnfperf.host import EngineFacts
     from cnfperf.scenario import Scenario
 
-    path = tmp_path / "lock"
-    monkeypatch.setattr(runner, "HostLock", lambda: HostLock(path))
-    monkeypatch.setattr(runner, "new_run_id", lambda results: "beef")
     checked = []
-    monkeypatch.setattr(runner, "preflight", lambda scenarios, host: checked.append(1))
     host = type("Host", (), {"engine": EngineFacts(problem="not built")})()
     opts = runner.RunOptions(engine=tmp_path / "engine", results=tmp_path / "results", host=host,
-                             command=[])
-    with HostLock(path) as first:
+                             command=[], state=tmp_path, names=list,
+                             check=lambda scenarios, host: checked.append(1))
+    with HostLock(tmp_path / LOCK_PATH.name) as first:
         first.acquire("cafe")
         with pytest.raises(HostBusy, match="run cafe"):
             runner.execute([Scenario()], opts)

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf.plan import IFNAMSIZ, plan
-from cnfperf.scenario import load
+from cnfperf.plan import IFNAMSIZ, place
+from harness import scenarios
 
 
 def _point(run_id: str = "1a2b", host_cpus=(0, 1), **fields):
-    return plan(load(None, fields), run_id, host_cpus)[0]
+    return place(scenarios(None, fields)[0], run_id, host_cpus=host_cpus)
 
 
 @pytest.mark.parametrize("pairs", [1, 2, 7, 250])

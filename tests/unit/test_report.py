@@ -130,7 +130,7 @@ def test_rows_from_a_stored_run():
     ]}
     rows = plots.rows_from_run(run)
     assert [(r["point"], r["pair"]) for r in rows] == [(7, 0), (7, 1), (9, 0)]
-    assert rows[0]["mmsg"] is True and rows[0]["touch"] is False and "cpus" not in rows[0]
+    assert rows[0]["mmsg"] is True and rows[0]["touch"] is False and rows[0]["cpus"] == "0,1"
     assert rows[2]["hist"] == hist and rows[2]["lat_p50_ns"] == 9000
     [point] = plots.throughput_rows(rows)
     assert point["rx_pps"] == pytest.approx(1.7e6) and point["rx_pps_per_pair"] == pytest.approx(8.5e5)

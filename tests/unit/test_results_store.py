@@ -7,16 +7,17 @@ import sqlite3
 import pytest
 
 from cnfperf.dataplanes.base import PortCounters
+from cnfperf import UserError
 from cnfperf.results import model
 from cnfperf.results.store import SCHEMA_VERSION, Store
-from cnfperf.scenario import load
+from harness import scenarios
 
 
 def _summary(role: str, tx: int, rx: int, lat: list[list[int]] | None = None,
              kind: str = "one_way") -> dict:
     s = {"type": "summary", "role": role, "api": "udp", "duration_s": 2.0,
-         "requested_pps": 1000.0 if role in ("send", "client") else None,
-         "offered_pps": tx / 2, "tx_packets": tx, "tx_bps": tx * 512 / 2,
+         "offered_pps": 1000.0 if role in ("send", "client") else None,
+         "tx_pps": tx / 2, "tx_packets": tx, "tx_bps": tx * 512 / 2,
          "rx_packets": rx, "rx_pps": rx / 2, "rx_bps": rx * 512 / 2, "lost": 0, "reordered": 1,
          "duplicate": 0, "corrupt": 0, "warmup_packets": 100}
     if lat:
@@ -65,12 +66,12 @@ def test_total_latency_merges_histograms():
 
 @pytest.mark.parametrize("mode", ["throughput", "latency"])
 def test_round_trip(tmp_path, mode):
-    [scenario] = load(None, {"mode": mode, "pairs": 2, "rate": "1k"})
+    [scenario] = scenarios(None, {"mode": mode, "pairs": 2, "rate": "1k"})
     store = Store(tmp_path)
     store.begin_run("1a2b", ["cnfperf", "run"], 1, tmp_path / "runs" / "1a2b",
                     {"cores": 2, "kernel": "6.1"}, "0.1.0")
     result = _result(mode)
-    params = {**scenario.model_dump(), "rate": scenario.rate}
+    params = scenario.model_dump()
     store.add_point("1a2b", 0, params, status="done", started=1.0, result=result,
                     placement=[{"pair": 0}], warnings=["w"], versions={"engine": "0.1.0"})
     store.finish_run("1a2b", "done")
@@ -100,7 +101,7 @@ def test_schema_is_versioned(tmp_path):
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.commit()
     db.close()
-    with pytest.raises(RuntimeError, match="newer"):
+    with pytest.raises(UserError, match="newer"):
         Store(tmp_path)
 
 

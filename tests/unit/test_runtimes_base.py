@@ -5,7 +5,7 @@ import pytest
 
 from cnfperf.runtimes import RUNTIMES, NetnsRuntime, RuncRuntime
 from cnfperf.runtimes.base import (Mount, check_cpus, check_mounts, check_name, check_netns,
-                                   cpu_list, first_error_line)
+                                   cpu_list)
 
 
 @pytest.mark.parametrize("name", ["cnfp1", "cnfp-a1b2-pair0-tx", "a", "x.y_z-1", "A" * 63])
@@ -56,14 +56,6 @@ def test_mounts_checked(tmp_path):
         check_mounts([Mount(str(tmp_path), "/mnt/../etc")])
     with pytest.raises(ValueError, match="twice"):
         check_mounts([Mount(str(tmp_path), "/mnt/x"), Mount("/", "/mnt/x")])
-
-
-def test_runc_error_line_is_the_message():
-    stderr = ('time="2024-01-01T00:00:00Z" level=warning msg="deprecated"\n'
-              'time="2024-01-01T00:00:00Z" level=error msg="container \\"x\\" does not exist"\n')
-    assert first_error_line(stderr) == 'container "x" does not exist'
-    assert first_error_line("plain failure\n") == "plain failure"
-    assert first_error_line("") == "(no error output)"
 
 
 def test_registry():

@@ -7,7 +7,7 @@ import pytest
 
 from cnfperf.runtimes import rootfs
 from cnfperf.runtimes.base import ContainerError
-from cnfperf.runtimes.runc import _is_static_elf
+from cnfperf.system import is_static_elf
 
 LDD_DPDK = """\
 \tlinux-vdso.so.1 (0x00007ffd1a5f2000)
@@ -210,5 +210,6 @@ def test_spec_refuses_a_missing_engine(tmp_path):
 
 @pytest.mark.needs("busybox")
 def test_static_elf_detection():
-    assert _is_static_elf(Path("/bin/busybox"))
-    assert not _is_static_elf(Path("/bin/true"))
+    assert is_static_elf(Path("/bin/busybox"))
+    assert not is_static_elf(Path("/bin/true"))
+    assert not is_static_elf(Path("/nonexistent/busybox"))

@@ -9,7 +9,8 @@ import pytest
 from cnfperf import UserError
 from cnfperf.cleanup import RUN_NAME
 from cnfperf.cli import main
-from cnfperf.scenario import load, parse_rate
+from cnfperf.rate import parse as parse_rate
+from harness import scenarios
 
 
 def _netns() -> set[str]:
@@ -112,31 +113,31 @@ def test_bad_input_in_a_subprocess(cli, results):
 def test_unknown_field_lists_the_known_ones(tmp_path):
     (tmp_path / "s.toml").write_text("pair = 2\n")
     with pytest.raises(UserError) as e:
-        load(tmp_path / "s.toml")
+        scenarios(tmp_path / "s.toml")
     assert e.value.field == "pair" and "pairs" in e.value.why
 
 
 def test_flags_override_the_file(tmp_path):
     (tmp_path / "s.toml").write_text('switch = "bridge"\npairs = 0\nrate = "10k"\n')
-    [s] = load(tmp_path / "s.toml", {"pairs": 2, "rate": None})
-    assert (s.switch, s.pairs, s.rate) == ("bridge", 2, 10_000)
+    [s] = scenarios(tmp_path / "s.toml", {"pairs": 2, "rate": None})
+    assert (s.switch, s.pairs, s.rate.pps) == ("bridge", 2, 10_000)
 
 
 def test_defaults_follow_the_mode():
-    [tput] = load(None, {"mode": "throughput"})
-    [lat] = load(None, {"mode": "latency"})
-    assert (tput.rate, tput.burst, tput.blocking) == (0, 32, False)   # as fast as possible
+    [tput] = scenarios(None, {"mode": "throughput"})
+    [lat] = scenarios(None, {"mode": "latency"})
+    assert (tput.rate.pps, tput.burst, tput.blocking) == (0, 32, False)   # as fast as possible
     # the reference framework's latency rate, one frame at a time, threads asleep
-    assert (lat.rate, lat.burst, lat.blocking) == (1000, 1, True)
-    [given] = load(None, {"mode": "latency", "rate": "5k", "burst": 4, "blocking": False})
-    assert (given.rate, given.burst, given.blocking) == (5000, 4, False)
-    [xdp] = load(None, {"mode": "latency", "api": "xdp"})
+    assert (lat.rate.pps, lat.burst, lat.blocking) == (1000, 1, True)
+    [given] = scenarios(None, {"mode": "latency", "rate": "5k", "burst": 4, "blocking": False})
+    assert (given.rate.pps, given.burst, given.blocking) == (5000, 4, False)
+    [xdp] = scenarios(None, {"mode": "latency", "api": "xdp"})
     assert not xdp.blocking, "blocking sockets do not exist for xdp"
 
 
 def test_lists_expand_to_every_combination_in_order(tmp_path):
     (tmp_path / "s.toml").write_text('switch = ["veth", "bridge"]\napi = ["udp", "raw"]\n')
-    points = load(tmp_path / "s.toml", {"mode": ["throughput", "latency"]})
+    points = scenarios(tmp_path / "s.toml", {"mode": ["throughput", "latency"]})
     assert [(p.switch, p.api, p.mode) for p in points] == [
         (sw, api, mode) for sw in ("veth", "bridge") for api in ("udp", "raw")
         for mode in ("throughput", "latency")]
@@ -145,13 +146,13 @@ def test_lists_expand_to_every_combination_in_order(tmp_path):
 @pytest.mark.parametrize("text, pps", [("1M", 1e6), ("500k", 5e5), ("2.5M", 2.5e6),
                                        ("1000", 1000), ("1Mpps", 1e6), (250, 250), (0, 0)])
 def test_rates_parse_in_one_place(text, pps):
-    assert parse_rate(text) == pps
+    assert parse_rate(text).pps == pps
 
 
 def test_cpu_list_forms(tmp_path):
     (tmp_path / "s.toml").write_text('cpus = "0"\n')
-    [s] = load(tmp_path / "s.toml")
+    [s] = scenarios(tmp_path / "s.toml")
     assert s.cpus == (0,)
-    [s] = load(None, {"cpus": [0, 1]})            # a list of CPUs is one set, not a sweep
+    [s] = scenarios(None, {"cpus": [0, 1]})            # a list of CPUs is one set, not a sweep
     assert s.cpus == (0, 1)
-    assert [p.cpus for p in load(None, {"cpus": ["0", "1"]})] == [(0,), (1,)]
+    assert [p.cpus for p in scenarios(None, {"cpus": ["0", "1"]})] == [(0,), (1,)]

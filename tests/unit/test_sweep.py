@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from cnfperf.experiments import sweep
-from cnfperf.experiments.sweep import Progress, expand, expand_study, parse_rate, parse_values
+from cnfperf import fields
+from cnfperf.experiments.sweep import Progress, expand, expand_study, parse_values
+from cnfperf.rate import parse as parse_rate
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
@@ -152,9 +154,9 @@ def test_canonical_form_decides_the_key():
 def test_resume_skips_finished_points():
     plan = expand({"switch": "veth,bridge", "size": "64,1500"})
     done = [p.key for p in plan.points[:3]]
-    rest = plan.remaining(done)
+    rest = Progress(plan, done).todo
     assert [p.index for p in rest] == [3]
-    assert plan.remaining([]) == plan.points
+    assert Progress(plan, []).todo == plan.points
 
 
 def test_keep_filter_lists_skipped_points_with_reason():
@@ -230,7 +232,7 @@ def test_every_study_file_expands(path):
     assert 0 < len(quick.points) <= len(full.points)
     for plan in (full, quick):
         for p in plan.points:
-            assert set(p.params) <= set(sweep.FIELD_KINDS), p.params
+            assert set(p.params) <= set(fields.kinds()), p.params
     # the quick variant stays short on a shared 2-core host
     quick_seconds = sum(sweep.nominal_seconds(p.params) for p in quick.points)
     assert quick_seconds < 15 * 60

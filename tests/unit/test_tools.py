@@ -12,8 +12,8 @@ import harness
 from cnfperf import tools
 
 # Calls whose first argument, when a list, is a command line.
-RUNNERS = {"run", "Popen", "check_output", "check_call", "call", "_run", "_ok", "_first_line",
-           "run_checked", "exec", "_lines", "Console", "TestPmd"}
+RUNNERS = {"run", "spawn", "Popen", "check_output", "check_call", "call", "_run", "_ok",
+           "_first_line", "exec", "_lines", "Console", "TestPmd"}
 # Commands that are not host tools: BusyBox applets run inside containers, the
 # engine itself, and what Debian's Essential packages (coreutils, dash) hold.
 NOT_HOST_TOOLS = {"sh", "sleep", "true", "cat", "du", "cnfperf-engine"}

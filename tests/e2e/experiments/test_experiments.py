@@ -152,9 +152,9 @@ def test_ndr_search_finds_the_rate_of_a_tbf_limited_veth(tmp_path, engine, no_le
     assert point["search_loss_ratio"] == 0
 
     trials = point["trials"]
-    assert trials[0]["requested_pps"] == 40_000 and trials[-1]["phase"] == "verify"
+    assert trials[0]["offered_pps"] == 40_000 and trials[-1]["phase"] == "verify"
     assert [t["n"] for t in trials] == list(range(1, len(trials) + 1))
-    over = [t for t in trials if t["offered_pps"] > 1.05 * limit]
+    over = [t for t in trials if t["tx_pps"] > 1.05 * limit]
     assert over and all(not t["passed"] and t["loss_ratio"] > 0 for t in over), trials
     for t in trials:   # loss against what was really sent, not against the request
         assert t["loss_ratio"] == pytest.approx(max(0, t["sent"] - t["received"]) / t["sent"])

@@ -11,6 +11,7 @@ import pytest
 
 from cnfperf.journal import Journal
 from cnfperf.runtimes import ContainerError, Mount, RuncRuntime
+from cnfperf.system import CommandFailed
 from cnfperf.runtimes.runc import RUNC_ROOT
 import harness
 from cnfperf import tools
@@ -260,7 +261,7 @@ def test_failing_runc_undone_and_explained(runtime, prefix):
     fake.write_text("")  # exists, but is no namespace: runc itself must refuse it
     try:
         with assert_no_leftovers():
-            with pytest.raises(ContainerError, match=r"runc run .* failed: .+"):
+            with pytest.raises(CommandFailed, match=r"runc run .* failed: .+"):
                 runtime.create(f"{prefix}-c", [CPU], fake.name)
             _wait_orphans_reaped()
             assert f"{prefix}-c" not in runc_ids()

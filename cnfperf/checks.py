@@ -1,0 +1,136 @@
+"""What cnfperf and this host can run: the one place that decides.
+
+A scenario's fields are valid on their own (scenario.py); here its parts are
+held against each other and against the host: the data plane serves the api,
+the runtime exists, the engine was built with the api, the host has what the
+data plane needs. Four questions, asked at four moments:
+
+  check(s)             before anything: parts that never go together (exit 2)
+  unusable(host)       while a study is planned: points this host cannot run
+                       are left out and listed, naming what concerns them
+  preflight(s, host)   before a run creates anything: the host's problems (exit 1)
+  matrix(host)         for `cnfperf doctor`: every data plane × api
+
+Data planes and runtimes are imported here, above them, never by scenario.py
+(they import the scenario's types themselves).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from cnfperf import SystemFailure, UserError, tools
+from cnfperf.dataplanes import DATAPLANES
+from cnfperf.fields import APIS, MAX_PORT, TX_PORT
+from cnfperf.host import HostFacts
+from cnfperf.runtimes import RUNTIMES
+from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, read_file
+
+
+def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
+              quick: bool = False, host: HostFacts | None = None) -> Sweep:
+    """The sweep of a scenario or study file and flags (flags win); raises UserError.
+    With `host`, points whose data plane cannot run here are skipped (and listed)."""
+    doc = read_file(path) if path else {}
+    doc.update({k: v for k, v in (flags or {}).items() if v is not None})
+    return plan(doc, quick=quick, host=host)
+
+
+def plan(doc: dict[str, Any], *, quick: bool = False, host: HostFacts | None = None) -> Sweep:
+    return build(doc, quick=quick, check=check, keep=unusable(host) if host else None)
+
+
+def check(s: Scenario) -> None:
+    """Parts of a valid scenario that do not go together: UserError naming the field."""
+    dataplane = DATAPLANES.get(s.switch)
+    if dataplane is None:
+        raise UserError("switch", f"unknown data plane {s.switch!r}; known: "
+                                  f"{', '.join(DATAPLANES)}")
+    if s.api not in dataplane.apis:
+        raise UserError("api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
+                               f"not {s.api}")
+    if dataplane.max_pairs is not None and s.pairs > dataplane.max_pairs:
+        raise UserError("pairs", f"{s.switch} serves at most {dataplane.max_pairs} pairs")
+    if s.runtime not in RUNTIMES:
+        raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: {', '.join(RUNTIMES)}")
+    if TX_PORT + s.pairs * s.flows - 1 > MAX_PORT:
+        raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "
+                                 f"(UDP source ports from {TX_PORT})")
+    if s.mmsg and s.api not in SOCKET_APIS:
+        raise UserError("mmsg", f"sendmmsg/recvmmsg batching applies to udp and raw, not {s.api}")
+    if s.blocking and s.api not in SOCKET_APIS:
+        raise UserError("blocking", f"blocking sockets apply to udp and raw, not {s.api}")
+    if s.rate.is_search and s.mode != "throughput":
+        raise UserError("rate", f"{s.rate} searches the offered rate of throughput points; "
+                                "latency is measured at a fixed rate")
+    if s.limit.pps:
+        why = getattr(dataplane, "limit_problem",
+                      lambda api: "only the kernel data planes shape a link (tbf)")(s.api)
+        if why:
+            raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
+    if s.cpus is not None:
+        usable = os.sched_getaffinity(0)
+        missing = sorted(set(s.cpus) - usable)
+        if missing:
+            raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
+                                    f"usable: {','.join(map(str, sorted(usable)))}")
+
+
+def _problems(host: HostFacts, switch: str, api: str, runtime: str) -> list[str]:
+    """What keeps this host from running a data plane with an api in a runtime,
+    each naming what it concerns first (`testpmd: ...`)."""
+    problems = [f"{switch}: {p}" for p in DATAPLANES[switch].check(host)]
+    problems += [f"runtime {runtime}: {p}" for p in RUNTIMES[runtime].check()]
+    if host.engine.apis and api not in host.engine.apis:
+        problems.append(f"api {api}: {tools.engine_without(api)} "
+                        f"(it has {', '.join(host.engine.apis)})")
+    return problems
+
+
+def unusable(host: HostFacts) -> Keep:
+    """keep(params) for sweep.expand: why a point cannot run on this host, or None.
+    A study asks for "every data plane"; the ones this host lacks are left out,
+    and the plan says why. Answers are remembered: checks run tools."""
+    known: dict[tuple[str, str, str], list[str]] = {}
+
+    def keep(params: dict[str, Any]) -> str | None:
+        switch, api = str(params.get("switch", "veth")), str(params.get("api", "udp"))
+        runtime = str(params.get("runtime", "runc"))
+        dataplane = DATAPLANES.get(switch)
+        if dataplane is None or runtime not in RUNTIMES:
+            return None      # check() names the mistake
+        if api not in dataplane.apis:
+            return f"{switch} api={api}: {switch} serves api {', '.join(sorted(dataplane.apis))}"
+        if dataplane.max_pairs is not None and int(params.get("pairs", 1)) > dataplane.max_pairs:
+            return f"{switch} pairs={params['pairs']}: at most {dataplane.max_pairs} pairs"
+        if (switch, api, runtime) not in known:
+            known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
+        return "; ".join(known[(switch, api, runtime)]) or None
+    return keep
+
+
+def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
+    """Host problems found before anything is created (SystemFailure)."""
+    problems = [f"engine: {host.engine.problem}"] if host.engine.problem else []
+    for s in {(s.switch, s.api, s.runtime): s for s in scenarios}.values():
+        problems += _problems(host, s.switch, s.api, s.runtime)
+    if problems:
+        raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
+
+
+def matrix(host: HostFacts) -> dict:
+    """`cnfperf doctor`: which runtimes, and which data planes × apis, work here (and why not)."""
+    runtimes = {name: rt.check() for name, rt in RUNTIMES.items()}
+    planes = {}
+    for name, dp in DATAPLANES.items():
+        problems = dp.check(host)
+        cells = {api: "n/a" if api not in dp.apis else
+                 "no engine" if api not in host.engine.apis else
+                 "no" if problems else "yes" for api in APIS}
+        if host.engine.apis and not any(cells[api] in ("yes", "no") for api in APIS):
+            # Usable through none of its apis: say which package the engine lacked.
+            problems = problems + [f"api {api}: {tools.engine_without(api)}"
+                                   for api in APIS if cells[api] == "no engine"]
+        planes[name] = {"apis": cells, "problems": problems, "description": dp.description}
+    return {"runtimes": runtimes, "dataplanes": planes}

@@ -1,0 +1,155 @@
+"""The scenario's fields, each declared once: the one table that the CLI (flags
+and --help), validation (scenario.Scenario), sweeps (order and value kinds),
+the store (columns), the report (labels) and the CSV export read.
+
+Adding a field is one row here plus its use (the engine argv, a data plane…).
+
+Columns of a row:
+  kind      how values are read: str, choice, int, float, bool, rate (a Rate;
+            `search` rows also take ndr/pdr), cpus (a Linux cpulist)
+  default   the value when none is given (mode-dependent defaults: scenario.py)
+  help      for --help and the docs; `unit` follows the value in help
+  axis      sweep order, outermost first: the data plane is outermost because
+            starting a switch is the slowest step; rate innermost so that a
+            received-vs-offered curve is measured on one switch instance
+  column    SQL type of the field's own column in the store's points table
+            (SQL can filter and group by it); "" = kept in the scenario JSON only
+  label     how the field tells points apart in labels, tables and progress
+            lines: "bare" (the value names itself: `vhost dpdk latency`),
+            "named" (`size=64`) or "" (not shown)
+  describe  shown in every point's one-line description
+  search    only steers an ndr/pdr search: a fixed-rate point's key ignores it
+  sweepable may take several values (a list or a range)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cnfperf import rate as rates
+
+MODES = ("throughput", "latency")
+APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
+# UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
+RX_PORT = 9000
+TX_PORT = 10000
+MAX_PORT = 65535
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str
+    default: Any
+    help: str
+    axis: int
+    unit: str = ""
+    choices: tuple[str, ...] = ()
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    column: str = ""
+    label: str = ""
+    describe: bool = False
+    search: bool = False
+    searchable: bool = False    # rate only: ndr/pdr allowed
+    optional: bool = False      # None is a value (the default is computed)
+    sweepable: bool = True
+    zero: str = ""              # rate only: what 0 means, as shown ("max", "none")
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+FIELDS: list[Field] = [
+    Field("switch", "str", "veth", "data plane: veth, bridge, macvlan, vhost, memif, testpmd, ovs",
+          axis=0, column="TEXT", label="bare", describe=True),
+    Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=2,
+          choices=APIS, column="TEXT", label="bare", describe=True),
+    Field("mode", "choice", "throughput", "throughput (send/recv) or latency (client/server)",
+          axis=5, choices=MODES, column="TEXT", label="bare", describe=True),
+    Field("pairs", "int", 1, "sender/receiver (or client/server) pairs", axis=6, ge=1, le=250,
+          column="INTEGER", label="named", describe=True),
+    Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=11, unit="bytes",
+          ge=64, le=9216, column="INTEGER", label="named", describe=True),
+    Field("burst", "int", 32, "packets per burst; default: 32 for throughput, 1 for latency",
+          axis=12, ge=1, le=1024, column="INTEGER", label="named"),
+    Field("rate", "rate", 0.0, "offered rate per pair: 1000, 500k, 2.5M; 0 = max; or a search: "
+          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=18, unit="pps",
+          column="REAL", label="named", describe=True, searchable=True, zero="max"),
+    Field("duration", "float", 10.0, "measured seconds", axis=13, unit="s", gt=0, le=86400,
+          column="REAL"),
+    Field("warmup", "float", 1.0, "seconds sent before measuring", axis=14, unit="s", ge=0,
+          le=3600, column="REAL"),
+    Field("flows", "int", 1, "UDP source ports per pair", axis=8, ge=1, le=MAX_PORT - TX_PORT,
+          column="INTEGER", label="named"),
+    Field("touch", "bool", False, "write and verify every payload byte", axis=9,
+          column="INTEGER"),
+    Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=3,
+          column="INTEGER", label="named"),
+    Field("blocking", "bool", False, "blocking sockets (udp, raw); default: on for latency only",
+          axis=4, column="INTEGER"),
+    Field("runtime", "str", "runc", "container runtime: runc or netns", axis=1, column="TEXT"),
+    Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=7,
+          column="TEXT", optional=True),
+    Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",
+          axis=10, unit="pps", column="REAL", label="named", zero="none"),
+    Field("precision", "float", 0.01, "search: stop when the bracket is narrower than this "
+          "fraction", axis=16, gt=0, lt=0.5, search=True),
+    Field("trial_duration", "float", None, "search: measured seconds per trial "
+          "(default: duration)", axis=15, unit="s", gt=0, le=3600, search=True, optional=True),
+    Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
+          "trial offers)", axis=17, unit="pps", search=True, zero="auto"),
+]
+
+# Not scenario fields: they shape the sweep itself and take one value.
+SWEEP_SETTINGS = {"repeat": "int"}
+
+
+def show(name: str, value: Any) -> str:
+    """A field's value as people read it: rates as 500k or 2.5M, 0 as what it means."""
+    f = by_name().get(name)
+    if f is None or f.kind != "rate" or isinstance(value, bool):
+        return str(value)
+    if isinstance(value, rates.Rate):
+        value = value.value()
+    return f.zero if value == 0 and f.zero else rates.show(value)
+
+
+def by_name() -> dict[str, Field]:
+    return {f.name: f for f in FIELDS}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(f.name for f in FIELDS)
+
+
+def kinds() -> dict[str, str]:
+    """How sweep.parse_values reads each field's (and setting's) values."""
+    return {**{f.name: f.kind for f in FIELDS}, **SWEEP_SETTINGS}
+
+
+def axis_order() -> tuple[str, ...]:
+    return tuple(f.name for f in sorted(FIELDS, key=lambda f: f.axis))
+
+
+def stored() -> tuple[Field, ...]:
+    """Fields with a column of their own in the store, in table order."""
+    return tuple(f for f in FIELDS if f.column)
+
+
+def search_only() -> tuple[str, ...]:
+    return tuple(f.name for f in FIELDS if f.search)
+
+
+def labelled() -> tuple[Field, ...]:
+    """Fields that tell points apart, in sweep order, those whose value names
+    itself first: `vhost dpdk latency pairs=2 size=64`."""
+    shown = sorted((f for f in FIELDS if f.label), key=lambda f: f.axis)
+    return tuple(sorted(shown, key=lambda f: f.label != "bare"))
+
+
+def described() -> tuple[Field, ...]:
+    return tuple(f for f in labelled() if f.describe)

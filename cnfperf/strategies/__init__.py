@@ -1,0 +1,24 @@
+"""Experiment strategies by name: what a point measures on its testbed, set up once.
+
+Adding a kind of experiment is one file (strategies/base.py says what it
+provides) and one line here, as data planes are added.
+"""
+from __future__ import annotations
+
+from cnfperf.scenario import Scenario
+from cnfperf.strategies import fixed, ndr
+from cnfperf.strategies.base import Strategy, Trials
+
+__all__ = ["STRATEGIES", "Strategy", "Trials", "choose"]
+
+STRATEGIES: dict[str, Strategy] = {
+    "fixed": fixed,
+    "ndr": ndr,
+}
+
+
+def choose(s: Scenario, strategies: dict[str, Strategy] = STRATEGIES) -> Strategy:
+    wanted = [strategy for strategy in strategies.values() if strategy.wants(s)]
+    if len(wanted) != 1:
+        raise ValueError(f"rate {s.rate}: {len(wanted)} experiment strategies want this point")
+    return wanted[0]

@@ -1,0 +1,31 @@
+"""The Strategy interface: one module per kind of experiment, one file each.
+
+A strategy is a module with `wants(scenario)`, true for the points it measures
+(exactly one strategy wants each point), and `run(trials, scenario)`, which
+returns the result to store and the store's extra fields (a search's columns,
+a row per trial).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from cnfperf.results.model import PointResult
+    from cnfperf.scenario import Scenario
+
+
+class Trials(Protocol):
+    """One point's testbed, on which a strategy runs its trials (cnfperf.trial)."""
+
+    def measure(self, s: Scenario, name: str = "", detail: str = "") -> PointResult:
+        """A trial of `s`; its files go to the subdirectory `name` (none: the
+        point's directory) and `detail` shows in its progress."""
+
+    def say(self, detail: str) -> None:
+        """A progress line about the experiment."""
+
+
+class Strategy(Protocol):
+    def wants(self, s: Scenario) -> bool: ...
+
+    def run(self, trials: Trials, s: Scenario) -> tuple[PointResult, dict[str, Any]]: ...

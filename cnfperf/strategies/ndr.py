@@ -1,0 +1,104 @@
+"""A point whose rate is a search (ndr, pdr:X%), run as trials on one testbed.
+
+The testbed is set up once; each trial runs at a fixed rate that search.py
+decides, in its own directory (trial1, trial2, …). Every trial is kept, and
+the result stored is the accepted trial's. Rates are per pair, like the
+scenario's; loss is counted against the frames the senders really sent.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from cnfperf import SystemFailure, rate as rates
+from cnfperf.experiments import search as bisection
+
+if TYPE_CHECKING:
+    from cnfperf.strategies.base import Trials
+    from cnfperf.results.model import PointResult
+    from cnfperf.scenario import Scenario
+
+# Without search_max the bracket is [top / 100, top], top being what an unpaced
+# first trial offered: two orders of magnitude hold any data plane's knee, at
+# seven bisections for 1% precision.
+FLOOR = 0.01
+
+Measure = Callable[["Scenario", int, str], "PointResult"]
+
+
+def wants(s: Scenario) -> bool:
+    return s.rate.is_search
+
+
+def run(trials: Trials, s: Scenario) -> tuple[PointResult, dict[str, Any]]:
+    def measure(trial: Scenario, n: int, what: str) -> PointResult:
+        return trials.measure(trial, f"trial{n}", f"trial {n} {what}")
+    return search(s, measure, trials.say)
+
+
+def search(s: Scenario, measure: Measure, say: Callable[[str], None]
+           ) -> tuple[PointResult, dict[str, Any]]:
+    """(result of the accepted trial, or of the last one if none passed,
+    {"search": the store's search columns, "trials": a row per trial});
+    `measure(scenario, n, what)` runs trial n at the scenario's fixed rate."""
+    base = s.model_copy(update={"duration": s.trial_duration or s.duration})
+    measured: list[PointResult] = []
+
+    def run(pps: float, what: str) -> PointResult:
+        result = measure(base.model_copy(update={"rate": rates.fixed(pps)}),
+                         len(measured) + 1, what)
+        measured.append(result)
+        t = result.total
+        say(f"trial {len(measured)} {what}: tx {rates.show(t.tx_pps / s.pairs)} rx "
+            f"{rates.show(t.rx_pps / s.pairs)} pps per pair, loss {100 * t.loss_ratio:.3f}%")
+        return result
+
+    def trial(pps: float) -> bisection.TrialResult:
+        t = run(pps, f"at {rates.show(pps)}").total
+        return bisection.TrialResult(t.tx_pps / s.pairs, t.rx_pps / s.pairs, t.loss_ratio)
+
+    top = s.search_max.pps
+    if not top:
+        top = run(0.0, "unpaced (the top of the search)").total.tx_pps / s.pairs
+        if top <= 0:
+            raise SystemFailure("search: the unpaced first trial sent nothing")
+    found = bisection.search(trial, top * FLOOR, top, precision=s.precision,
+                             loss_threshold=s.rate.loss)
+    say(_verdict(s, found, top))
+    probe = len(measured) - len(found.trials)   # 1 with the unpaced first trial
+    accepted = next((t for t in reversed(found.trials) if t.passed
+                     and t.tx_pps == found.rate_pps
+                     and t.offered_pps == found.offered_pps), None)
+    result = measured[accepted.n + probe - 1] if accepted else measured[-1]
+    return result, {"search": _columns(found), "trials": _rows(found, measured, probe)}
+
+
+def _verdict(s: Scenario, found: bisection.SearchResult, top: float) -> str:
+    if found.rate_pps is None:
+        return (f"{s.rate}: no rate down to {rates.show(top * FLOOR)} pps kept the loss "
+                "within the threshold")
+    return (f"{s.rate}: {rates.show(found.rate_pps)} pps per pair at "
+            f"{100 * found.loss_ratio:.3f}% loss, "
+            + ("verified" if found.verified else "NOT verified"))
+
+
+def _columns(found: bisection.SearchResult) -> dict[str, Any]:
+    return {"rate_pps": found.rate_pps, "loss_ratio": found.loss_ratio,
+            "offered_pps": found.offered_pps, "loss_threshold": found.loss_threshold,
+            "verified": found.verified, "generator_limited": found.generator_limited}
+
+
+def _rows(found: bisection.SearchResult, measured: list[PointResult],
+          probe: int) -> list[dict[str, Any]]:
+    rows = [_row(1, "probe", 0.0, measured[0], None)] if probe else []
+    return rows + [_row(t.n + probe, t.phase, t.offered_pps, measured[t.n + probe - 1],
+                        t.passed) for t in found.trials]
+
+
+def _row(n: int, phase: str, offered: float, r: PointResult,
+         passed: bool | None) -> dict[str, Any]:
+    """A trial as the store keeps it: offered is the rate asked for, tx what left."""
+    pairs = len(r.pairs) or 1
+    t = r.total
+    return {"n": n, "phase": phase, "offered_pps": offered, "tx_pps": t.tx_pps / pairs,
+            "rx_pps": t.rx_pps / pairs, "sent": t.sent, "received": t.received,
+            "loss_ratio": t.loss_ratio, "passed": passed}

@@ -1,0 +1,77 @@
+"""Teardown: every step's undo is registered on an ExitStack the moment the step
+is taken, so teardown runs in reverse on success, error, SIGINT and SIGTERM
+alike. Its steps are named (the run's outcome lists what was cleaned and what
+was left) and never stop each other.
+
+SIGINT, SIGTERM and SIGHUP become an exception (Interrupted) that unwinds the
+stacks, except while a teardown runs: a second Ctrl-C must not cut it short,
+so the signal is held until it ends and the run reports itself interrupted.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class Interrupted(Exception):
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+class Signals:
+    """The run's signal handlers, installed for its length."""
+
+    def __init__(self) -> None:
+        self.held: int | None = None
+        self._holding = 0
+        self._saved: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self._saved[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self._holding:
+            self.held = self.held or signum
+            return
+        raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        self._holding += 1
+        try:
+            yield
+        finally:
+            self._holding -= 1
+
+
+class Teardown:
+    """An ExitStack whose steps are named, never stop each other, and are recorded."""
+
+    def __init__(self, signals: Signals):
+        self.signals = signals
+        self.stack = contextlib.ExitStack()
+        self.cleaned: list[str] = []
+        self.failed: list[str] = []
+
+    def push(self, what: str | None, undo: Callable[[], Any]) -> None:
+        """`what` names a resource for the report; None for housekeeping."""
+        def step() -> None:
+            try:
+                undo()
+                if what:
+                    self.cleaned.append(what)
+            except Exception as e:  # every other step must still run
+                self.failed.append(f"{what or undo}: {e}")
+        self.stack.callback(step)
+
+    def close(self) -> None:
+        with self.signals.holding():
+            self.stack.close()

@@ -1,0 +1,150 @@
+"""A test point's testbed, as a graph: nodes and the links between them.
+
+Today's nodes are the tester's ends, one per endpoint (its netns and the
+container its engine runs in), and the switch (the data plane); a link is an
+endpoint's attachment to the switch: what its engine needs to reach its port.
+Network functions, remote hosts, VMs and noise are further kinds of node.
+
+A testbed is built from the placed TestPoint: namespaces, switch, links,
+containers. Each step's undo goes on the point's Teardown the moment the step
+is taken, and each resource is in the journal before it exists (data planes
+and runtimes journal their own), so a failure halfway leaves nothing behind.
+"""
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
+from cnfperf.dataplanes.kernel import add_netns, del_netns
+from cnfperf.plan import Endpoint, TestPoint
+from cnfperf.runtimes import RUNTIMES, Container, ImageInfo, Journal, Runtime
+from cnfperf.teardown import Teardown
+
+
+@dataclass(frozen=True)
+class Tester:
+    """One end of the traffic: an endpoint's netns and the container its engine runs in."""
+
+    endpoint: Endpoint
+    container: Container
+
+
+@dataclass(frozen=True)
+class Switch:
+    """The data plane the testers are attached to."""
+
+    name: str
+    dataplane: DataPlane
+
+
+Node = Tester | Switch
+
+
+@dataclass(frozen=True)
+class Link:
+    """A tester's attachment to a switch port; the ends are node names."""
+
+    tester: str
+    switch: str
+    attachment: Attachment
+
+
+@dataclass
+class Testbed:
+    """What a point's trials run on: nodes by name, and the links between them."""
+
+    point: TestPoint
+    nodes: dict[str, Node] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+
+    def tester(self, name: str) -> Tester:
+        node = self.nodes[name]
+        if not isinstance(node, Tester):
+            raise KeyError(f"{name}: a {type(node).__name__}, not a tester")
+        return node
+
+    def attachment(self, tester: str) -> Attachment:
+        return next(link.attachment for link in self.links if link.tester == tester)
+
+    @property
+    def dataplane(self) -> DataPlane:
+        """The switch's (a testbed has one today)."""
+        return next(n.dataplane for n in self.nodes.values() if isinstance(n, Switch))
+
+
+class Namespaces:
+    """The kernel's named network namespaces (a test without root passes its own)."""
+
+    def add(self, journal: Journal, name: str) -> None:
+        add_netns(journal, name)
+
+    def remove(self, journal: Journal, name: str) -> None:
+        del_netns(journal, name)   # it kills what still runs inside first
+
+
+class Builder:
+    """Builds one run's testbeds. A runtime prepares its image once per run, in
+    the run's state directory (tmpfs), which goes with the run's teardown."""
+
+    def __init__(self, journal: Journal, state: Path, engine: Path, teardown: Teardown,
+                 dataplanes: Mapping[str, type[DataPlane]] = DATAPLANES,
+                 runtimes: Mapping[str, type[Runtime]] = RUNTIMES,
+                 namespaces: Namespaces | None = None):
+        self.journal = journal
+        self.state = state
+        self.engine = engine
+        self.dataplanes = dataplanes
+        self.runtimes = runtimes
+        self.namespaces = namespaces or Namespaces()
+        self._prepared: dict[str, tuple[Runtime, ImageInfo]] = {}
+        self._state_dir(teardown)
+
+    def image(self, runtime: str) -> ImageInfo:
+        """The engine's image in that runtime, prepared on first use."""
+        return self._runtime(runtime)[1]
+
+    def build(self, point: TestPoint, teardown: Teardown) -> Testbed:
+        s = point.scenario
+        bed = Testbed(point)
+        for ep in point.endpoints:
+            self._netns(ep.name, teardown)
+        switch = self._switch(point, teardown)
+        bed.nodes[switch.name] = switch
+        bed.links += [Link(ep.name, switch.name, switch.dataplane.attach(ep))
+                      for ep in point.endpoints]
+        runtime = self._runtime(s.runtime)[0]
+        for ep in point.endpoints:
+            c = runtime.create(ep.name, [ep.cpu], ep.name, bed.attachment(ep.name).mounts)
+            teardown.push(f"container {ep.name}", c.destroy)
+            bed.nodes[ep.name] = Tester(ep, c)
+        return bed
+
+    def _netns(self, name: str, teardown: Teardown) -> None:
+        teardown.push(f"netns {name}", lambda: self.namespaces.remove(self.journal, name))
+        self.namespaces.add(self.journal, name)
+
+    def _switch(self, point: TestPoint, teardown: Teardown) -> Switch:
+        name = point.scenario.switch
+        dataplane = self.dataplanes[name](self.journal)
+        # Before start: stop() undoes a partial start too.
+        teardown.push(f"data-plane {name}", dataplane.stop)
+        dataplane.start(point)
+        return Switch(name, dataplane)
+
+    def _state_dir(self, teardown: Teardown) -> None:
+        self.journal.add("dir", str(self.state))
+        self.state.mkdir(parents=True)
+
+        def remove() -> None:
+            shutil.rmtree(self.state, ignore_errors=True)
+            self.journal.discard("dir", str(self.state))
+        teardown.push(f"directory {self.state}", remove)
+
+    def _runtime(self, name: str) -> tuple[Runtime, ImageInfo]:
+        if name not in self._prepared:
+            runtime = self.runtimes[name](self.journal, self.state)
+            self._prepared[name] = (runtime, runtime.prepare(self.engine))
+        return self._prepared[name]

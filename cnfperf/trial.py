@@ -1,0 +1,262 @@
+"""A trial: one measurement on a testbed.
+
+    receivers (wait for `ready`) -> senders (wait for their summaries) -> drain
+    -> SIGINT receivers (summaries) -> read counters
+    -> release senders, then receivers (they close their ports and exit)
+
+The stop has two phases because closing a port while its peer still polls
+can crash the peer (DPDK 22.11's memif unmaps the shared rings from a control
+thread): every engine first stops polling and prints its summary, keeping its
+ports open (--hold); only then are they told, by the end of their stdin, to
+close them. Senders go first and are gone before receivers close, so no two
+ends of one link tear it down at once.
+
+Each engine's stop is on the point's Teardown from the moment it starts, for
+the way out of a failure; a trial that ends well leaves none running.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cnfperf import SystemFailure
+from cnfperf.engine import EngineOutput, argv as engine_argv
+from cnfperf.experiments import stats
+from cnfperf.plan import Endpoint, Pair, TestPoint
+from cnfperf.results import model
+from cnfperf.scenario import Scenario
+from cnfperf.teardown import Teardown
+from cnfperf.testbed import Testbed
+
+READY_TIMEOUT = 15.0    # container start + engine opening its api
+EXIT_MARGIN = 10.0      # beyond warm-up + duration (+ client drain) for a sender to end
+DRAIN = 0.3             # frames still in flight when the last sender ends
+STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT, or to exit once released
+CLIENT_DRAIN = 0.5      # the engine's default --drain
+TRAFFIC_SLACK = 0.05    # s: a receiver's clock starts at its first frame, not the sender's
+
+
+@dataclass
+class Progress:
+    """What a run reports while it works; the CLI decides how it looks."""
+
+    point: TestPoint
+    phase: str                 # setup | measuring | trial | teardown | done | failed
+    elapsed: float = 0.0
+    expected: float = 0.0
+    rx_pps: float | None = None
+    eta: float | None = None   # seconds left in the run, once a point has finished
+    detail: str = ""           # a search's trial: what it asks or what it measured
+
+
+Report = Callable[[Progress], None]
+
+
+def run(bed: Testbed, s: Scenario, out: Path, teardown: Teardown, report: Report,
+        detail: str = "") -> model.PointResult:
+    """One trial of `s` on the testbed; the engines' files go to `out`."""
+    return Trial(bed, s, out, teardown, report, detail).run()
+
+
+RunTrial = Callable[[Testbed, Scenario, Path, Teardown, Report, str], model.PointResult]
+
+
+class Trials:
+    """What a strategy runs on: one point's testbed, set up once, and the point's
+    directory. Implements cnfperf.strategies.base.Trials."""
+
+    def __init__(self, bed: Testbed, directory: Path, teardown: Teardown, report: Report,
+                 trial: RunTrial = run):
+        self.bed = bed
+        self.directory = directory
+        self.teardown = teardown
+        self.report = report
+        self.trial = trial
+
+    def measure(self, s: Scenario, name: str = "", detail: str = "") -> model.PointResult:
+        """A trial whose files go to the subdirectory `name` (none: the point's
+        directory); `detail` shows in its progress."""
+        out = self.directory
+        if name:
+            out = self.directory / name
+            out.mkdir()
+        return self.trial(self.bed, s, out, self.teardown, self.report, detail)
+
+    def say(self, detail: str) -> None:
+        self.report(Progress(self.bed.point, "trial", detail=detail))
+
+
+class Trial:
+    def __init__(self, bed: Testbed, s: Scenario, out: Path, teardown: Teardown,
+                 report: Report, detail: str = ""):
+        self.bed = bed
+        self.s = s
+        self.out = out
+        self.teardown = teardown
+        self.report = report
+        self.detail = detail
+        self.outputs: dict[str, EngineOutput] = {}
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def run(self) -> model.PointResult:
+        pairs = self.bed.point.pairs
+        senders, receivers = [p.sender for p in pairs], [p.receiver for p in pairs]
+        before = self.bed.dataplane.counters()
+        for pair in pairs:
+            self._start(pair.receiver, pair.sender)
+        self._await(receivers, "ready", READY_TIMEOUT, "before it was ready")
+        for pair in pairs:
+            self._start(pair.sender, pair.receiver)
+        self._wait_senders(senders)
+        time.sleep(DRAIN)
+        self._stop_receivers(receivers)
+        after = self.bed.dataplane.counters()
+        # No engine polls any more: ports may close now.
+        self._release(senders)
+        self._release(receivers)
+        return self._result(before, after)
+
+    def _start(self, ep: Endpoint, peer: Endpoint) -> None:
+        container = self.bed.tester(ep.name).container
+        args = engine_argv(container.engine, ep, self.bed.attachment(ep.name), peer,
+                           self.bed.attachment(peer.name), self.s)
+        (self.out / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
+        raw = open(self.out / f"{ep.name}.jsonl", "w")
+        self.teardown.push(None, raw.close)
+        with open(self.out / f"{ep.name}.stderr", "wb") as err:
+            proc = container.exec(args, stderr=err, stdin=subprocess.PIPE)
+        self.procs[ep.name] = proc
+        out = EngineOutput(ep.name, raw)
+        out.follow(proc.stdout)
+        self.outputs[ep.name] = out
+
+        def stop() -> None:
+            # Only on the way out of a failure: a finished engine has exited.
+            _close_stdin(proc)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=STOP_TIMEOUT)
+            out.join(STOP_TIMEOUT)
+        self.teardown.push(f"engine {ep.role} in {ep.name}", stop)
+
+    def _failed(self, ep: Endpoint, what: str) -> SystemFailure:
+        tail = ""
+        with contextlib.suppress(OSError):
+            lines = (self.out / f"{ep.name}.stderr").read_text(errors="replace").split("\n")
+            tail = " | ".join(l for l in lines if l.strip())[-400:]
+        problems = self.outputs[ep.name].problems
+        if problems:
+            tail = (tail + " | " if tail else "") + problems[0]
+        return SystemFailure(f"engine {ep.role} in {ep.name} {what}"
+                             + (f": {tail}" if tail else ""))
+
+    def _await(self, eps: list[Endpoint], record: str, timeout: float, when: str,
+               every: float = 0.05, tick: Callable[[], None] | None = None) -> None:
+        """Until each engine has printed its `ready` or `summary` record; an
+        engine that exits first, or a timeout, fails the point. `tick` runs
+        every `every` seconds while it waits."""
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting = [ep for ep in eps if not self.outputs[ep.name].printed(record).is_set()]
+            for ep in waiting:
+                code = self.procs[ep.name].poll()
+                if code is not None:
+                    self.outputs[ep.name].join(1)
+                    if code != 0 or not self.outputs[ep.name].printed(record).is_set():
+                        raise self._failed(ep, f"exited with code {code} {when}")
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise self._failed(waiting[0], f"printed no {record} record within {timeout:g} s")
+            if tick:
+                tick()
+            time.sleep(every)
+
+    def _wait_senders(self, eps: list[Endpoint]) -> None:
+        """Until every sender has printed its summary (it then holds its port)."""
+        s = self.s
+        expected = s.warmup + s.duration + (CLIENT_DRAIN if s.mode == "latency" else 0)
+        start = time.monotonic()
+
+        def progress() -> None:
+            self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
+                                 expected, self._rx_rate(), detail=self.detail))
+        self._await(eps, "summary", expected + EXIT_MARGIN, "before its summary",
+                    every=0.25, tick=progress)
+
+    def _counting(self, pair: Pair) -> Endpoint:
+        """Who counts what arrives: the client sees its echoes, else the receiver."""
+        return pair.sender if self.s.mode == "latency" else pair.receiver
+
+    def _rx_rate(self) -> float | None:
+        rates = []
+        for pair in self.bed.point.pairs:
+            last = self.outputs[self._counting(pair).name].last_interval
+            if last:
+                rates.append(float(last.get("rx_pps", 0) or 0))
+        return sum(rates) if rates else None
+
+    def _stop_receivers(self, eps: list[Endpoint]) -> None:
+        """SIGINT: each receiver stops polling and prints its summary (and holds)."""
+        for ep in eps:
+            if self.procs[ep.name].poll() is None:
+                self.procs[ep.name].send_signal(signal.SIGINT)
+        self._await(eps, "summary", STOP_TIMEOUT, "after SIGINT")
+
+    def _release(self, eps: list[Endpoint]) -> None:
+        """End of stdin: the engines close their ports and exit."""
+        for ep in eps:
+            _close_stdin(self.procs[ep.name])
+        for ep in eps:
+            try:
+                code = self.procs[ep.name].wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise self._failed(ep, f"did not exit within {STOP_TIMEOUT:g} s "
+                                       "of being released") from None
+            self.outputs[ep.name].join(STOP_TIMEOUT)
+            if code != 0:
+                raise self._failed(ep, f"exited with code {code} while closing its port")
+
+    def _result(self, before: dict, after: dict) -> model.PointResult:
+        p = self.bed.point
+        for ep in p.endpoints:
+            self.outputs[ep.name].join(STOP_TIMEOUT)
+            if self.outputs[ep.name].summary is None:
+                raise self._failed(ep, "printed no summary")
+        metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,
+                                                   self.outputs[ep.name].summary)
+                   for ep in p.endpoints}
+        pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
+                                   metrics[pair.receiver.name], self.s.mode)
+                 for pair in p.pairs]
+        for pair, result in zip(p.pairs, pairs):
+            result.steady_rx_pps = self._steady_rx_pps(self._counting(pair))
+        counters = {port: after[port] - before[port] for port in after if port in before}
+        return model.PointResult(pairs=pairs, total=model.total(pairs),
+                                 endpoints=list(metrics.values()), counters=counters)
+
+    def _steady_rx_pps(self, ep: Endpoint) -> float | None:
+        """The received rate of the intervals after the warm-up, without the last
+        partial one, nor one the sender stopped inside; None if none qualifies."""
+        intervals = [r for r in self.outputs[ep.name].records if r["type"] == "interval"]
+        s = self.s
+        try:
+            # Receivers' clocks start at their first frame, about when the sender
+            # starts; TRAFFIC_SLACK covers the difference.
+            kept = stats.steady_state(intervals, warmup=s.warmup,
+                                      until=s.warmup + s.duration + TRAFFIC_SLACK)
+        except (KeyError, TypeError, ValueError):
+            return None
+        return stats.interval_rate(kept, "rx_packets") if kept else None
+
+
+def _close_stdin(proc: subprocess.Popen) -> None:
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()

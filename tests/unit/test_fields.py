@@ -1,0 +1,83 @@
+"""The table of scenario fields (cnfperf/fields.py) is the only place a field is
+declared: a new row reaches --help, validation, sweeps, the store and the CSV."""
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+import textwrap
+
+from cnfperf import fields
+from harness import REPO
+
+# Runs in a fresh interpreter: the row is added before anything reads the table,
+# as if it were written in fields.py.
+NEW_FIELD = textwrap.dedent("""
+    import contextlib, io, json, sys
+    from pathlib import Path
+    from cnfperf import fields
+    fields.FIELDS.append(fields.Field("frob", "bool", False, "a made-up switch", axis=50,
+                                      column="INTEGER", label="named"))
+    from cnfperf import cli
+    from cnfperf.checks import load_plan
+    from cnfperf.report.export import write_csv
+    from cnfperf.results.store import Store
+
+    def main(*argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(argv))
+            except SystemExit as e:
+                code = e.code
+        return code, out.getvalue(), err.getvalue()
+
+    bad = Path(sys.argv[1]) / "bad.toml"
+    bad.write_text('frob = "maybe"')
+    report = {"help": main("run", "--help"),
+              "bad": main("run", str(bad), "--dry-run"),
+              "dry": main("run", "--frob", "--size", "64,128", "--dry-run")}
+    swept = load_plan(None, {"frob": "true,false"})
+    report["swept"] = [s.frob for s in swept.scenarios]
+    report["axes"] = list(swept.plan.axes)
+    store = Store(Path(sys.argv[1]))
+    store.begin_run("00aa", ["cnfperf"], 2, sys.argv[1], {}, None)
+    for i, s in enumerate(swept.scenarios):
+        store.add_point("00aa", i, s.model_dump(), status="failed", started=0.0, error="x")
+    report["column"] = [r[0] for r in store.db.execute("SELECT frob FROM points ORDER BY idx")]
+    csv_text = io.StringIO()
+    write_csv(store.run("00aa"), csv_text)
+    report["csv"] = csv_text.getvalue()
+    print(json.dumps(report))
+""")
+
+
+def test_a_new_row_reaches_every_reader(tmp_path):
+    import json
+
+    done = subprocess.run([sys.executable, "-c", NEW_FIELD, str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    r = json.loads(done.stdout)
+    code, out, _ = r["help"]
+    assert code == 0 and "--frob, --no-frob" in out and "a made-up switch" in out
+    code, _, err = r["bad"]
+    assert code == 2 and "frob" in err and "maybe" in err and len(err.splitlines()) == 1
+    code, out, _ = r["dry"]
+    assert code == 0 and "frob=True" in out, out
+    assert r["swept"] == [True, False] and "frob" in r["axes"]
+    assert r["column"] == [1, 0]
+    rows = list(csv.DictReader(io.StringIO(r["csv"])))
+    assert [row["frob"] for row in rows] == ["1", "0"]
+
+
+def test_every_row_is_complete():
+    names = [f.name for f in fields.FIELDS]
+    assert len(set(names)) == len(names)
+    assert len({f.axis for f in fields.FIELDS}) == len(names), "axis ranks are an order"
+    for f in fields.FIELDS:
+        assert f.kind in ("str", "choice", "int", "float", "bool", "rate", "cpus"), f
+        assert f.help and f.label in ("", "bare", "named"), f
+        assert not f.zero or f.kind == "rate", f
+        assert (f.kind == "choice") == bool(f.choices), f

@@ -1,0 +1,331 @@
+"""The runner on a make-believe machine: the real testbed Builder with a data
+plane, a runtime and namespaces that only record, trials that return canned
+results, and the lock, journal and state directory in tmp_path. No root, no
+engine: what is tested is the run around the points (order, store, progress,
+teardown, failures, resume), and last the real trial's two-phase stop on
+stand-in engines. Real runs are tested end to end in tests/e2e/orchestrator."""
+from __future__ import annotations
+
+import functools
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from cnfperf import SystemFailure, runner, trial as trial_module
+from cnfperf.checks import load_plan
+from cnfperf.dataplanes import Attachment
+from cnfperf.host import EngineFacts, HostFacts, Hugepages
+from cnfperf.results import model
+from cnfperf.results.store import Store
+from cnfperf.runtimes import ImageInfo
+from cnfperf.testbed import Builder
+from cnfperf.trial import Progress
+
+
+class Machine:
+    """Records what the run does to it, in order; `fail` makes steps fail."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+        self.fail: dict[str, Exception] = {}    # step ("trial 1", "stop") -> what it raises
+
+    def step(self, *event) -> None:
+        self.events.append(event)
+        name = " ".join(str(e) for e in event)
+        for step, e in self.fail.items():
+            if name.startswith(step):
+                raise e
+
+    def of(self, kind: str) -> list[tuple]:
+        return [e for e in self.events if e[0] == kind]
+
+
+class Switch:
+    """A DataPlane that records its lifecycle."""
+
+    poll_threads = 0
+
+    def __init__(self, machine: Machine, journal) -> None:
+        self.machine = machine
+
+    def start(self, point) -> None:
+        self.machine.step("start", point.index)
+
+    def attach(self, ep):
+        return Attachment(mac=ep.mac, ip=ep.ip, iface=ep.name)
+
+    def counters(self) -> dict:
+        return {}
+
+    def stop(self) -> None:
+        self.machine.step("stop")
+
+
+class Runtime:
+    """A container runtime whose containers only record."""
+
+    def __init__(self, machine: Machine, journal, state) -> None:
+        self.machine = machine
+
+    def prepare(self, engine) -> ImageInfo:
+        self.machine.step("prepare")
+        return ImageInfo("fake", "/fake", 1)
+
+    def create(self, name, cpus, netns, mounts=()):
+        machine = self.machine
+        machine.step("create", name)
+        return type("Container", (), {"engine": "/engine",
+                                      "destroy": lambda self: machine.step("destroy", name)})()
+
+
+class Namespaces:
+    """Network namespaces that only record (testbed.Namespaces)."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+
+    def add(self, journal, name) -> None:
+        self.machine.step("netns", name)
+
+    def remove(self, journal, name) -> None:
+        self.machine.step("del-netns", name)
+
+
+def result(tx_pps: float, rx_pps: float, seconds: float = 1.0) -> model.PointResult:
+    sent, received = int(tx_pps * seconds), int(rx_pps * seconds)
+    pair = model.PairResult(pair=0, offered_pps=tx_pps, sent=sent, received=received,
+                            lost=sent - received, loss_ratio=(sent - received) / sent,
+                            tx_pps=tx_pps, rx_pps=rx_pps, rx_bps=0.0, reordered=0,
+                            duplicates=0, latency=None)
+    return model.PointResult(pairs=[pair], total=model.total([pair]), endpoints=[], counters={})
+
+
+def trial(machine: Machine, results, bed, s, out, teardown, report, detail=""):
+    """A trial of a link that delivers 20k pps; it checks what is stored meanwhile."""
+    machine.step("trial", bed.point.index, out.name, detail)
+    store = Store(results)
+    try:
+        stored = store.run(bed.point.run_id)["points"]
+    finally:
+        store.close()
+    machine.events.append(("stored before", bed.point.index, [p["idx"] for p in stored]))
+    report(Progress(bed.point, "measuring", 0.5, 1.0, 20_000.0, detail=detail))
+    tx = s.rate.pps or 100_000
+    return result(tx, min(tx, 20_000))
+
+
+@pytest.fixture
+def machine():
+    return Machine()
+
+
+@pytest.fixture
+def run(tmp_path, machine):
+    """run(flags, **options) -> (outcome, progress seen, stored run)."""
+    host = HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="", kernel="6", root=False,
+                     iproute2=True, kernel_links={}, hugepages=Hugepages(), runc=None,
+                     busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None,
+                     libxdp=None, kvm=False, engine=EngineFacts(version="0", apis=["udp"]))
+    results = tmp_path / "results"
+    builder = functools.partial(
+        Builder, dataplanes={"veth": functools.partial(Switch, machine)},
+        runtimes={"runc": functools.partial(Runtime, machine)}, namespaces=Namespaces(machine))
+
+    def run(flags: dict, **options):
+        seen: list[Progress] = []
+        options = {"leftovers": lambda run_id: ([], []), "builder": builder,
+                   "trial": functools.partial(trial, machine, results), **options}
+        opts = runner.RunOptions(
+            engine=tmp_path / "engine", results=results, host=host, command=["test"],
+            progress=seen.append, state=tmp_path / "state", names=list,
+            check=lambda scenarios, host: None, **options)
+        outcome = runner.execute(load_plan(None, {"switch": "veth", "api": "udp", **flags}), opts)
+        store = Store(results)
+        try:
+            return outcome, seen, store.run(outcome.run_id)
+        finally:
+            store.close()
+    return run
+
+
+SWEEP = {"size": "64,128,256", "rate": "10k", "duration": 1}
+
+
+def test_points_run_in_order_each_stored_before_the_next_starts(run, machine, tmp_path):
+    outcome, seen, stored = run(SWEEP)
+    assert outcome.status == "done" and outcome.error is None and outcome.left == []
+    assert [p["idx"] for p in stored["points"]] == [0, 1, 2]
+    assert [p["size"] for p in stored["points"]] == [64, 128, 256]
+    assert all(p["status"] == "done" and p["rx_pps"] == 10_000 for p in stored["points"])
+    assert machine.of("stored before") == [("stored before", i, list(range(i))) for i in range(3)]
+    # one runtime image for the run; a testbed per point, torn down before the next
+    assert len(machine.of("prepare")) == 1
+    assert [e[0] for e in machine.events if e[0] in ("start", "stop")] == ["start", "stop"] * 3
+    # nothing of the run is left in its state directory: lock, journal, bundles
+    assert list((tmp_path / "state").iterdir()) == []
+
+
+def test_progress_says_each_phase_of_each_point(run):
+    outcome, seen, _ = run(SWEEP)
+    phases = [(p.point.index, p.phase) for p in seen]
+    assert phases == [(i, phase) for i in range(3)
+                      for phase in ("setup", "measuring", "teardown", "done")]
+    assert seen[0].eta is None and seen[-1].eta is not None, "an ETA once a point is done"
+    assert seen[1].rx_pps == 20_000.0
+
+
+def test_teardown_is_the_setup_in_reverse_and_is_reported(run, machine):
+    outcome, _, _ = run({"rate": "10k", "pairs": 2})
+    creation = [e for e in machine.events if e[0] in ("netns", "start", "create")]
+    undo = [e for e in machine.events if e[0] in ("del-netns", "stop", "destroy")]
+    assert [e[0] for e in undo] == ["destroy"] * 4 + ["stop"] + ["del-netns"] * 4
+    assert [e[1] for e in undo if e[0] == "destroy"] == \
+        [e[1] for e in reversed(creation) if e[0] == "create"]
+    assert sorted(item.split()[0] for item in outcome.cleaned) == \
+        ["container"] * 4 + ["data-plane", "directory"] + ["netns"] * 4
+
+
+def test_a_failing_point_in_a_sweep_is_recorded_and_the_others_run(run, machine):
+    machine.fail["trial 1"] = SystemFailure("engine recv in cnfp… exited with code 1")
+    outcome, seen, stored = run(SWEEP)
+    assert outcome.status == "failed" and outcome.left == []
+    assert outcome.error.startswith("1 of 3 points failed; point 2 (")
+    assert "engine recv in cnfp… exited with code 1" in outcome.error
+    assert [p["status"] for p in stored["points"]] == ["done", "failed", "done"]
+    assert "exited with code 1" in stored["points"][1]["error"]
+    assert [p.phase for p in seen if p.point.index == 1] == ["setup", "teardown", "failed"]
+    assert len(machine.of("stop")) == 3, "the failed point's testbed was torn down too"
+
+
+def test_a_failure_runs_every_teardown_step_and_reports_what_it_left(run, machine):
+    machine.fail["trial 0"] = SystemFailure("no summary")
+    machine.fail["stop"] = RuntimeError("bridge busy")
+    outcome, _, stored = run(SWEEP)
+    # what a point left behind could spoil the next: the sweep stops there
+    assert outcome.status == "failed" and outcome.error == "no summary"
+    assert [p["status"] for p in stored["points"]] == ["failed"]
+    assert outcome.left == ["data-plane veth: bridge busy"]
+    assert len(machine.of("destroy")) == 2 and len(machine.of("del-netns")) == 2, \
+        "the steps after a failing one still ran"
+    assert any(item.startswith("netns ") for item in outcome.cleaned)
+
+
+def test_a_signal_stops_the_run_after_teardown(run, machine):
+    machine.fail["trial 1"] = runner.Interrupted(signal.SIGTERM)
+    outcome, seen, stored = run(SWEEP)
+    assert (outcome.status, outcome.signal) == ("interrupted", signal.SIGTERM)
+    assert outcome.error == "interrupted by SIGTERM"
+    assert [p["status"] for p in stored["points"]] == ["done", "interrupted"]
+    assert len(machine.of("stop")) == 2 and stored["status"] == "interrupted"
+
+
+def test_resume_skips_the_stored_points(run, machine):
+    machine.fail["trial 1"] = SystemFailure("engine failed")
+    first, _, _ = run(SWEEP)
+    machine.fail.clear()
+    machine.events.clear()
+    asked = []
+
+    def leftovers(run_id):
+        asked.append(run_id)
+        return [f"netns cnfp{run_id}p0s"], []
+    outcome, seen, stored = run(SWEEP, resume=first.run_id, leftovers=leftovers)
+    assert outcome.run_id == first.run_id and asked == [first.run_id]
+    assert outcome.status == "done" and outcome.already_done == 2
+    assert outcome.resumed_cleanup == [f"netns cnfp{first.run_id}p0s"]
+    assert [e[1] for e in machine.of("trial")] == [1]
+    assert {p.point.index for p in seen} == {1}
+    assert [(p["idx"], p["status"]) for p in sorted(stored["points"], key=lambda p: p["idx"])] \
+        == [(0, "done"), (1, "done"), (2, "done")]
+
+
+def test_resume_stops_when_the_leftovers_cannot_be_removed(run, machine):
+    first, _, _ = run({"rate": "10k"})
+    with pytest.raises(SystemFailure, match="could not remove what it left: netns x: busy"):
+        run({"rate": "10k"}, resume=first.run_id,
+            leftovers=lambda run_id: ([], ["netns x: busy"]))
+
+
+def test_a_search_runs_its_trials_on_one_testbed_set_up_once(run, machine):
+    outcome, seen, stored = run({"rate": "ndr", "search_max": "40k", "trial_duration": 1})
+    assert outcome.status == "done"
+    trials = machine.of("trial")
+    assert len(trials) > 3 and len(machine.of("start")) == len(machine.of("stop")) == 1
+    assert [t[2] for t in trials] == [f"trial{n}" for n in range(1, len(trials) + 1)]
+    assert trials[0][3] == "trial 1 at 40k"
+    [point] = stored["points"]
+    assert len(point["trials"]) == len(trials) and point["trials"][-1]["phase"] == "verify"
+    assert 19_600 <= point["search_rate_pps"] <= 20_000 and point["search_verified"]
+    assert [p.phase for p in seen].count("trial") == len(trials) + 1   # and the verdict
+
+
+def test_a_new_run_id_avoids_those_in_use(tmp_path, monkeypatch):
+    (tmp_path / "cnfpab12.journal").touch()
+    ids = iter(["ab12", "cd34", "ef56"])
+    monkeypatch.setattr(runner.secrets, "token_hex", lambda n: next(ids))
+    assert runner.new_run_id(tmp_path / "results", tmp_path, lambda: ["cnfpcd34p0s"]) == "ef56"
+
+
+# An engine as far as the runner can tell: `ready`, then a receiver counts until
+# SIGINT and a sender for its duration; each prints its summary, then holds its
+# port until its stdin ends. What it does goes to a log, in order.
+STAND_IN = """
+import json, signal, sys, time
+log, name, role = sys.argv[1], sys.argv[2], sys.argv[3]
+def say(what):
+    with open(log, "a") as f:
+        f.write(f"{name} {what}\\n")
+stop = []
+signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+print(json.dumps({"type": "ready"}), flush=True)
+if role in ("recv", "server"):
+    while not stop:
+        time.sleep(0.01)
+else:
+    time.sleep(0.2)
+n = 1000 if role in ("send", "client") else 0
+print(json.dumps({"type": "summary", "tx_packets": n, "rx_packets": 1000 - n,
+                  "offered_pps": 5000, "tx_pps": 5000, "rx_pps": 5000 if not n else 0}),
+      flush=True)
+say("summary")
+sys.stdin.read()
+say("closed")
+"""
+
+
+def test_a_trial_stops_the_engines_in_two_phases(run, machine, tmp_path):
+    """Every engine has stopped polling before any closes its port; senders close first."""
+    script, log = tmp_path / "engine.py", tmp_path / "engines.log"
+    script.write_text(STAND_IN)
+
+    class Container:
+        def __init__(self, name):
+            self.name, self.engine = name, "cnfperf-engine"
+
+        def exec(self, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 stdin=subprocess.DEVNULL):
+            return subprocess.Popen([sys.executable, script, log, self.name, args[1]],
+                                    stdout=stdout, stderr=stderr, stdin=stdin)
+
+        def destroy(self):
+            pass
+
+    class Engines(Runtime):
+        def create(self, name, cpus, netns, mounts=()):
+            return Container(name)
+
+    builder = functools.partial(
+        Builder, dataplanes={"veth": functools.partial(Switch, machine)},
+        runtimes={"runc": functools.partial(Engines, machine)}, namespaces=Namespaces(machine))
+    outcome, seen, stored = run({"pairs": 2, "rate": "5k", "duration": 0.2, "warmup": 0},
+                                builder=builder, trial=trial_module.run)
+    assert outcome.status == "done", outcome.error
+    events = [line.split() for line in log.read_text().splitlines()]
+    assert [what for _, what in events] == ["summary"] * 4 + ["closed"] * 4
+    closed = [name for name, what in events if what == "closed"]
+    assert [name[-1] for name in closed] == ["s", "s", "r", "r"]
+    [point] = stored["points"]
+    assert point["sent"] == point["received"] == 2000
+    assert "measuring" in [p.phase for p in seen]
