@@ -1,7 +1,7 @@
 """Runs a plan: one host lock, a journal on disk, and for every test point
 
     testbed (testbed.py) -> trials, as the point's experiment strategy asks
-    (experiments/strategies.py; one trial: trial.py) -> store -> teardown
+    (strategies/; one trial: trial.py) -> store -> teardown
 
 Every step's undo is on the point's Teardown (teardown.py) the moment the step
 is taken, and the run's own steps on the run's, so teardown runs in reverse on
@@ -24,12 +24,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cnfperf import PREFIX, SystemFailure
-from cnfperf.checks import preflight  # runner.preflight: the name callers know
+from cnfperf import PREFIX, SystemFailure, strategies
+from cnfperf.checks import preflight
 from cnfperf.cleanup import cleanup
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.kernel import netns_list
-from cnfperf import strategies
 from cnfperf.experiments import sweep
 from cnfperf.host import HostFacts
 from cnfperf.journal import RUN_DIR, Journal, journal_path

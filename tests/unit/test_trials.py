@@ -1,4 +1,4 @@
-"""A point's experiment strategies (experiments/strategies.py, fixed.py, ndr.py)
+"""A point's experiment strategies (strategies/: fixed.py, ndr.py)
 against a simulated device: a generator that tops out at GEN pps per pair and a
 link that delivers CAP pps per pair and drops the rest. The runner's part (one
 testbed, real engines) is tested end to end in tests/e2e/experiments."""
