@@ -111,7 +111,6 @@ struct api *api_open(const char *name, const struct api_conf *conf, const void *
 {
 	const struct api_ops *ops = api_find(name);
 	struct api *a;
-	void *copy;
 	static const uint8_t zero[6];
 
 	if (!ops) {
@@ -119,20 +118,15 @@ struct api *api_open(const char *name, const struct api_conf *conf, const void *
 		return NULL;
 	}
 	a = calloc(1, sizeof(*a));
-	copy = calloc(1, ops->own_size ? ops->own_size : 1);
-	if (!a || !copy || (ops->priv_size && !(a->priv = calloc(1, ops->priv_size)))) {
+	if (!a || (ops->priv_size && !(a->priv = calloc(1, ops->priv_size)))) {
 		fprintf(stderr, "cnfperf-engine: %s: out of memory\n", name);
-		free(copy);
 		free(a);
 		return NULL;
 	}
-	if (own && ops->own_size)
-		memcpy(copy, own, ops->own_size);
 	a->ops = ops;
 	a->conf = *conf;
-	a->own = copy;
+	a->own = own;
 	if (ops->open(a, &a->conf) != 0) {
-		free(copy);
 		free(a->priv);
 		free(a);
 		return NULL;
@@ -147,7 +141,6 @@ void api_close(struct api *a)
 	if (!a)
 		return;
 	a->ops->close(a);
-	free(a->own);
 	free(a->priv);
 	free(a);
 }

@@ -103,7 +103,8 @@ struct api_ops {
 struct api {
 	const struct api_ops *ops;
 	struct api_conf conf;
-	void *own;               /* its options' values, own_size bytes (a copy per instance) */
+	const void *own;         /* its options' values (own_size bytes), owned by the caller of
+	                          * api_open(), which keeps them until api_close() */
 	void *priv;
 	uint8_t mac[6];          /* the port's MAC if open() knows it; api_open() fills it
 	                          * from conf.iface when open() left it zero */
@@ -115,7 +116,7 @@ const struct api_ops *api_at(size_t i);            /* i-th compiled in, NULL pas
                                                     * first is the default api */
 bool api_known(const char *name);                  /* an api this engine may be built with */
 const char *api_names(void);     /* "udp raw mmap xdp dpdk" as compiled in */
-/* own: the block its options filled (own_size bytes), or NULL for the defaults */
+/* own: the block its options filled (own_size bytes; NULL when own_size is 0) */
 struct api *api_open(const char *name, const struct api_conf *conf, const void *own); /* NULL + message on stderr */
 void api_close(struct api *a);
 
