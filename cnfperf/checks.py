@@ -47,11 +47,9 @@ def check(s: Scenario) -> None:
     if dataplane is None:
         raise UserError("switch", f"unknown data plane {s.switch!r}; known: "
                                   f"{', '.join(DATAPLANES)}")
-    if s.api not in dataplane.apis:
-        raise UserError("api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
-                               f"not {s.api}")
-    if dataplane.max_pairs is not None and s.pairs > dataplane.max_pairs:
-        raise UserError("pairs", f"{s.switch} serves at most {dataplane.max_pairs} pairs")
+    mismatch = _mismatch(s.switch, s.api, s.pairs)
+    if mismatch:
+        raise UserError(*mismatch)
     if s.runtime not in RUNTIMES:
         raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: {', '.join(RUNTIMES)}")
     if TX_PORT + s.pairs * s.flows - 1 > MAX_PORT:
@@ -77,6 +75,16 @@ def check(s: Scenario) -> None:
                                     f"usable: {','.join(map(str, sorted(usable)))}")
 
 
+def _mismatch(switch: str, api: str, pairs: int) -> tuple[str, str] | None:
+    """(field, why) when a data plane cannot serve the api or the pairs, else None."""
+    dataplane = DATAPLANES[switch]
+    if api not in dataplane.apis:
+        return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
+    if dataplane.max_pairs is not None and pairs > dataplane.max_pairs:
+        return "pairs", f"{switch} serves at most {dataplane.max_pairs} pairs"
+    return None
+
+
 def _problems(host: HostFacts, switch: str, api: str, runtime: str) -> list[str]:
     """What keeps this host from running a data plane with an api in a runtime,
     each naming what it concerns first (`testpmd: ...`)."""
@@ -100,10 +108,9 @@ def unusable(host: HostFacts) -> Keep:
         dataplane = DATAPLANES.get(switch)
         if dataplane is None or runtime not in RUNTIMES:
             return None      # check() names the mistake
-        if api not in dataplane.apis:
-            return f"{switch} api={api}: {switch} serves api {', '.join(sorted(dataplane.apis))}"
-        if dataplane.max_pairs is not None and int(params.get("pairs", 1)) > dataplane.max_pairs:
-            return f"{switch} pairs={params['pairs']}: at most {dataplane.max_pairs} pairs"
+        mismatch = _mismatch(switch, api, int(params.get("pairs", 1)))
+        if mismatch:
+            return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
         if (switch, api, runtime) not in known:
             known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
         return "; ".join(known[(switch, api, runtime)]) or None

@@ -23,6 +23,7 @@ from cnfperf.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.lock import HostBusy, HostLock
 from cnfperf.runtimes import RUNTIMES
 from cnfperf.system import mounts, proc_stat, run
+from cnfperf.teardown import Interrupted
 
 
 # What run names look like: the prefix and a run id of 4 hex digits (plan.py).
@@ -49,6 +50,8 @@ def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], 
         try:
             if action() is not False:
                 removed.append(what)
+        except Interrupted:     # a resumed run's Ctrl-C interrupts, it does not fail a removal
+            raise
         except Exception as e:  # one stuck resource must not hide the others
             failed.append(f"{what}: {e}")
 

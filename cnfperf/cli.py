@@ -286,11 +286,8 @@ class _ProgressLine:
         self.width = 0
 
     def __call__(self, p: Any) -> None:
-        described = {f.name for f in fields.described()}
-        extra = [part for part in p.point.label.split()
-                 if part.split("=", 1)[0] not in described]
         head = f"[{p.point.index + 1}/{p.point.total}] " + \
-            " ".join([p.point.scenario.describe(), *extra])
+            " ".join([p.point.scenario.describe(), *fields.undescribed(p.point.label)])
         trial = f"{p.detail} " if p.detail else ""
         if p.phase == "measuring":
             text = f"{head} … {trial}{p.elapsed:.1f}/{p.expected:.1f} s"

@@ -19,11 +19,12 @@ Columns of a row:
             "named" (`size=64`) or "" (not shown)
   describe  shown in every point's one-line description
   search    only steers an ndr/pdr search: a fixed-rate point's key ignores it
-  sweepable may take several values (a list or a range)
+Every field may take several values (a list or a range): a sweep.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from cnfperf import rate as rates
@@ -55,7 +56,6 @@ class Field:
     search: bool = False
     searchable: bool = False    # rate only: ndr/pdr allowed
     optional: bool = False      # None is a value (the default is computed)
-    sweepable: bool = True
     zero: str = ""              # rate only: what 0 means, as shown ("max", "none")
 
     @property
@@ -101,10 +101,11 @@ FIELDS: list[Field] = [
     Field("trial_duration", "float", None, "search: measured seconds per trial "
           "(default: duration)", axis=15, unit="s", gt=0, le=3600, search=True, optional=True),
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
-          "trial offers)", axis=17, unit="pps", search=True, zero="auto"),
+          "trial sends)", axis=17, unit="pps", search=True, zero="auto"),
 ]
 
 # Not scenario fields: they shape the sweep itself and take one value.
+# The views below are computed once: the table is complete before anything reads it.
 SWEEP_SETTINGS = {"repeat": "int"}
 
 
@@ -118,32 +119,46 @@ def show(name: str, value: Any) -> str:
     return f.zero if value == 0 and f.zero else rates.show(value)
 
 
+def undescribed(label: str, also: tuple[str, ...] = ()) -> list[str]:
+    """The parts of a point's label (`size=64 rep=2/3`) that describe() does not
+    already show, nor the fields in `also`: what a progress line adds to it."""
+    hidden = {f.name for f in described()} | set(also)
+    return [part for part in label.split() if part.split("=", 1)[0] not in hidden]
+
+
+@cache
 def by_name() -> dict[str, Field]:
     return {f.name: f for f in FIELDS}
 
 
+@cache
 def names() -> tuple[str, ...]:
     return tuple(f.name for f in FIELDS)
 
 
+@cache
 def kinds() -> dict[str, str]:
     """How sweep.parse_values reads each field's (and setting's) values."""
     return {**{f.name: f.kind for f in FIELDS}, **SWEEP_SETTINGS}
 
 
+@cache
 def axis_order() -> tuple[str, ...]:
     return tuple(f.name for f in sorted(FIELDS, key=lambda f: f.axis))
 
 
+@cache
 def stored() -> tuple[Field, ...]:
     """Fields with a column of their own in the store, in table order."""
     return tuple(f for f in FIELDS if f.column)
 
 
+@cache
 def search_only() -> tuple[str, ...]:
     return tuple(f.name for f in FIELDS if f.search)
 
 
+@cache
 def labelled() -> tuple[Field, ...]:
     """Fields that tell points apart, in sweep order, those whose value names
     itself first: `vhost dpdk latency pairs=2 size=64`."""
@@ -151,5 +166,6 @@ def labelled() -> tuple[Field, ...]:
     return tuple(sorted(shown, key=lambda f: f.label != "bare"))
 
 
+@cache
 def described() -> tuple[Field, ...]:
     return tuple(f for f in labelled() if f.describe)

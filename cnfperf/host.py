@@ -5,18 +5,18 @@ Gathering only reads (files, `--version` outputs); it never creates anything.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import gzip
 import json
 import os
 import platform
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cnfperf import __version__, tools
 from cnfperf.fields import APIS
-from cnfperf.system import CommandFailed, is_static_elf, run
+from cnfperf.system import CommandFailed, is_static_elf, mounts, run
 
 # Kernel link type -> the config option that provides it.
 LINK_CONFIG = {"veth": "VETH", "bridge": "BRIDGE", "macvlan": "MACVLAN", "dummy": "DUMMY"}
@@ -165,7 +165,7 @@ def _hugepages() -> Hugepages:
                 facts.free = int(value)
             elif key == "Hugepagesize":
                 facts.size_kb = int(value.split()[0])
-        facts.mounts = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "hugetlbfs"]
+        facts.mounts = [m.point for m in mounts() if m.fstype == "hugetlbfs"]
     except (OSError, ValueError, IndexError):
         pass
     return facts
@@ -196,6 +196,7 @@ def describe_vswitchd() -> str | None:
     return f"{ovs} (DPDK {dpdk}, {binary})"
 
 
+@functools.cache   # doctor, every data-plane check and the switch's start ask; runs tools
 def _dpdk_vswitchd() -> tuple[str, str] | None:
     """(binary, its --version output) of the first candidate built with DPDK:
     $CNFPERF_OVS_VSWITCHD, the default, every registered alternative, and the

@@ -64,13 +64,13 @@ def parse(text: Any, field: str = "rate", search: bool = True) -> Rate:
     elif isinstance(text, (int, float)):
         rate = _fixed(float(text), text, field)
     else:
-        rate = _parse_text(str(text).strip().lower(), text, field)
+        rate = _parse_text(str(text).strip().lower(), text, field, search)
     if rate.is_search and not search:
         raise ValueError(f"{field}: {text!r} is a search, not a fixed rate in packets per second")
     return rate
 
 
-def _parse_text(s: str, text: Any, field: str) -> Rate:
+def _parse_text(s: str, text: Any, field: str, search: bool) -> Rate:
     if s == "ndr":
         return Rate("ndr")
     if s == "pdr" or s.startswith("pdr:"):
@@ -82,21 +82,25 @@ def _parse_text(s: str, text: Any, field: str) -> Rate:
         if not 0 < pct < 100:
             raise ValueError(f"{field}: '{text}': the pdr loss must be between 0 and 100%")
         return Rate("pdr", loss=pct / 100)
-    return _fixed(number(s, text, field), text, field)
+    return _fixed(number(s, text, field, search), text, field)
 
 
 def _fixed(pps: float, text: Any, field: str) -> Rate:
     if not math.isfinite(pps) or pps < 0:
         raise ValueError(f"{field}: '{text}' must be a rate >= 0 (0 = as fast as possible)")
+    if 0 < pps < 1:
+        # The engine paces whole packets per second: 0.4 would become 0, unpaced.
+        raise ValueError(f"{field}: '{text}' is below 1 pps (0 = as fast as possible)")
     return fixed(pps)
 
 
-def number(s: str, original: Any, field: str) -> float:
+def number(s: str, original: Any, field: str, search: bool = True) -> float:
     """A number with an optional k/M/G suffix (and "pps"), exactly: Decimal, so
     that 2.5M is 2500000 and not 2499999.9999."""
     m = _NUMBER_RE.match(s)
     if not m:
-        raise ValueError(f"{field}: '{original}' is not a rate ({EXAMPLES}, ndr, pdr:0.1%)")
+        raise ValueError(f"{field}: '{original}' is not a rate ({EXAMPLES}"
+                         + (", ndr, pdr:0.1%)" if search else ")"))
     return float(Decimal(m.group(1)) * _SUFFIX[m.group(2).lower()])
 
 

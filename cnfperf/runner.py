@@ -233,8 +233,9 @@ class Run:
                                      search=found.get("search"),
                                      trials=found.get("trials", ()), **record)
             finally:
-                self._report(Progress(point, "teardown"))
-                self._close(teardown)
+                with self.signals.holding():   # a Ctrl-C here must not skip the teardown
+                    self._report(Progress(point, "teardown"))
+                    self._close(teardown)
         except BaseException as e:
             status = "interrupted" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "failed"
             self.store.add_point(self.run_id, point.index, params, status=status,
@@ -280,9 +281,13 @@ class Run:
         if self.eta is not None:
             progress.eta = self.eta.eta()
         # Whoever reads our stderr may be gone (a closed pipe): reporting must
-        # never cost the teardown.
-        with contextlib.suppress(Exception):
+        # never cost the teardown; a signal that lands meanwhile still counts.
+        try:
             self.opts.progress(progress)
+        except Interrupted:
+            raise
+        except Exception:
+            pass
 
 
 def _why(e: BaseException) -> str:

@@ -135,13 +135,12 @@ class Builder:
         return Switch(name, dataplane)
 
     def _state_dir(self, teardown: Teardown) -> None:
-        self.journal.add("dir", str(self.state))
-        self.state.mkdir(parents=True)
-
         def remove() -> None:
             shutil.rmtree(self.state, ignore_errors=True)
             self.journal.discard("dir", str(self.state))
+        self.journal.add("dir", str(self.state))
         teardown.push(f"directory {self.state}", remove)
+        self.state.mkdir(parents=True)
 
     def _runtime(self, name: str) -> tuple[Runtime, ImageInfo]:
         if name not in self._prepared:

@@ -120,7 +120,13 @@ class Trial:
         # No engine polls any more: ports may close now.
         self._release(senders)
         self._release(receivers)
-        return self._result(before, after)
+        result = self._result(before, after)
+        # Every engine has exited and been read: a search's many trials must not
+        # keep two descriptors per engine open until the point ends.
+        for ep, out in self.outputs.items():
+            out.raw.close()
+            self.procs[ep].stdout.close()
+        return result
 
     def _start(self, ep: Endpoint, peer: Endpoint) -> None:
         container = self.bed.tester(ep.name).container
@@ -131,10 +137,7 @@ class Trial:
         self.teardown.push(None, raw.close)
         with open(self.out / f"{ep.name}.stderr", "wb") as err:
             proc = container.exec(args, stderr=err, stdin=subprocess.PIPE)
-        self.procs[ep.name] = proc
         out = EngineOutput(ep.name, raw)
-        out.follow(proc.stdout)
-        self.outputs[ep.name] = out
 
         def stop() -> None:
             # Only on the way out of a failure: a finished engine has exited.
@@ -144,6 +147,9 @@ class Trial:
             proc.wait(timeout=STOP_TIMEOUT)
             out.join(STOP_TIMEOUT)
         self.teardown.push(f"engine {ep.role} in {ep.name}", stop)
+        self.procs[ep.name] = proc
+        out.follow(proc.stdout)
+        self.outputs[ep.name] = out
 
     def _failed(self, ep: Endpoint, what: str) -> SystemFailure:
         tail = ""

@@ -19,6 +19,7 @@ missed); tx_packets is what was switched to P minus its tx drops.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import TYPE_CHECKING, Callable
@@ -27,10 +28,10 @@ from cnfperf import PREFIX
 from cnfperf.dataplanes import dpdk_args, ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
-from cnfperf.dataplanes.kernel import mtu_for
+from cnfperf.dataplanes.kernel import del_link, mtu_for
 from cnfperf.journal import RUN_DIR
 from cnfperf.plan import Endpoint
-from cnfperf.system import run
+from cnfperf.system import CommandFailed
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
@@ -183,6 +184,7 @@ class OvsDpdk(DpdkDataPlane):
             self.ovs = None
         for tap in self._taps():
             if os.path.exists(f"/sys/class/net/{tap}"):
-                run(["ip", "link", "del", tap], check=False)  # one that stays stays journaled
+                with contextlib.suppress(CommandFailed):   # one that stays stays journaled
+                    del_link(tap, None)
             if not os.path.exists(f"/sys/class/net/{tap}"):
                 self.journal.discard("link", tap)

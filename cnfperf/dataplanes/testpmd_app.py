@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from cnfperf import tools
 from cnfperf.dataplanes.procs import Console, ProcessError
 
 BINARY = "dpdk-testpmd"
@@ -34,10 +33,6 @@ def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
                         "rx_errors": int(m[4]), "rx_nombuf": int(m[5]),
                         "tx_packets": int(m[6]), "tx_errors": int(m[7])}
             for m in _NIC.finditer(text)}
-
-
-def available() -> str | None:
-    return tools.find(BINARY)
 
 
 class TestPmd:

@@ -164,7 +164,8 @@ class SweepPoint:
 
     def label(self, fields: Iterable[str], repeat: int = 1) -> str:
         """The point's values of the given fields (the plan's axes), for progress lines."""
-        text = " ".join(f"{f}={self.params[f]}" for f in fields if f in self.params)
+        text = " ".join(f"{f}={field_table.show(f, self.params[f])}"
+                        for f in fields if f in self.params)
         return f"{text} rep={self.rep + 1}/{repeat}".strip() if repeat > 1 else text
 
 
@@ -184,9 +185,9 @@ class Plan:
                  + (f", {len(self.skipped)} skipped" if self.skipped else "")]
         for name, values in self.axes.items():
             some = sum(name in p.params for p in self.points) < len(self.points)
-            lines.append(f"  {name}: {', '.join(_shown(name, v) for v in values)}"
+            lines.append(f"  {name}: {', '.join(field_table.show(name, v) for v in values)}"
                          + (" (some points)" if some else ""))
-        fixed = " ".join(f"{k}={_shown(k, v)}" for k, v in self.fixed.items())
+        fixed = " ".join(f"{k}={field_table.show(k, v)}" for k, v in self.fixed.items())
         if fixed:
             lines.append(f"  fixed: {fixed}")
         lines += [f"  {note}" for note in self.skip_notes()]
@@ -196,11 +197,6 @@ class Plan:
         """One line per reason a point was left out; a reason names what it
         concerns, e.g. `testpmd: dpdk-testpmd not found (Debian package dpdk-dev)`."""
         return list(dict.fromkeys(f"skipped {reason}" for _, reason in self.skipped))
-
-
-def _shown(name: str, value: Any) -> str:
-    """A value as a person reads it: rates as 500k or 2.5M."""
-    return field_table.show(name, value)
 
 
 def point_hash(params: Mapping[str, Any]) -> str:

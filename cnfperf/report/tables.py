@@ -109,10 +109,8 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
         state = "  (done)" if p.key in done else ""
         if not state:
             seconds += nominal_seconds(s.model_dump())
-        # The sweep's other axes (mmsg, burst, …) and the repetition, after describe()'s.
-        shown = {f.name for f in fields.described()} | {"burst"}
-        extra = [part for part in p.label(swept.plan.axes, swept.plan.repeat).split()
-                 if part.split("=", 1)[0] not in shown]
+        # The sweep's other axes (mmsg, …) and the repetition, after describe()'s.
+        extra = fields.undescribed(p.label(swept.plan.axes, swept.plan.repeat), also=("burst",))
         lines.append(f"  [{i + 1:>{width}}] {' '.join([s.describe(), f'burst={s.burst}', *extra])}"
                      f"  cores {cores}{state}")
         lines += [f"        warning: {w}" for w in placed.warnings]

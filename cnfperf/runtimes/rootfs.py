@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from cnfperf import tools
-from cnfperf.system import CommandFailed, is_static_elf, proc_stat, run
+from cnfperf.system import CommandFailed, proc_stat, run
 
 from .base import ContainerError, ImageInfo
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
 # Without search_max the bracket is [top / 100, top], top being what an unpaced
-# first trial offered: two orders of magnitude hold any data plane's knee, at
+# first trial sent: two orders of magnitude hold any data plane's knee, at
 # seven bisections for 1% precision.
 FLOOR = 0.01
 
