@@ -22,7 +22,7 @@ from cnfperf.dataplanes.kernel import del_link, del_netns, links, netns_list
 from cnfperf.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.lock import HostBusy, HostLock
 from cnfperf.runtimes import RUNTIMES
-from cnfperf.system import mounts, proc_stat, run
+from cnfperf.system import mounts, proc_stat, run, wait_gone
 from cnfperf.teardown import Interrupted
 
 
@@ -138,4 +138,8 @@ def _kill(pid: int, start: str | None) -> bool:
     if stat is None or (start is not None and str(start) != stat.start_time):
         return False
     os.kill(pid, signal.SIGKILL)
+    # Later undo steps give back what it holds (hugepages, mounts): a process still
+    # exiting keeps them in use, and the kernel would then keep a page in the pool.
+    if not wait_gone([pid], 10):
+        raise OSError(f"process {pid} still runs 10 s after SIGKILL")
     return True

@@ -83,10 +83,21 @@ from cnfperf.runtimes import NetnsRuntime
 rt = NetnsRuntime(Journal(Path(sys.argv[1]) / "j"), Path(sys.argv[1]))
 rt.prepare(Path("/bin/true"))
 c = rt.create(sys.argv[2] + "-c0", [int(sys.argv[4])], sys.argv[3])
-c.exec(["sleep", "600"], stdout=None)
-print("ready", flush=True)
+p = c.exec(["sleep", "600"], stdout=None, stderr=open(Path(sys.argv[1]) / "err", "wb"))
+print("ready", p.pid, flush=True)
 time.sleep(600)
 """
+
+
+def _why_not_found(pid: int, tmp_path: Path) -> str:
+    """What a failing look-up needs to be understood: is the process there, as what."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()[:8]
+        environ = [v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                   if v.startswith(b"CNFPERF")]
+    except OSError as e:
+        status, environ = [f"gone: {e}"], []
+    return f"pid {pid}: {status} {environ}; stderr: {(tmp_path / 'err').read_text()!r}"
 
 
 def test_processes_of_a_killed_run_found_and_removed(netns, prefix, tmp_path):
@@ -95,16 +106,19 @@ def test_processes_of_a_killed_run_found_and_removed(netns, prefix, tmp_path):
                                   netns, str(CPU)], stdout=subprocess.PIPE,
                                  cwd=Path(__file__).resolve().parents[3])
         try:
-            assert child.stdout.readline() == b"ready\n"
+            ready, pid = child.stdout.readline().split()
+            assert ready == b"ready"
         finally:
             child.kill()
             child.wait()
-        # Found by the tag in its environment, which /proc shows once the
-        # forked child has exec'd (Popen may return a moment before that).
-        deadline = time.monotonic() + 5
-        while not NetnsRuntime.leftovers(prefix) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert NetnsRuntime.leftovers(prefix) == [f"{prefix}-c0"]
+        # Found by the tag in its environment. Scanned until found, and the value the
+        # scan returned is the one checked: a later scan is a second chance to miss.
+        start, scans, found = time.monotonic(), 0, []
+        while not found and time.monotonic() < start + 5:
+            found, scans = NetnsRuntime.leftovers(prefix), scans + 1
+            time.sleep(0 if found else 0.05)
+        assert found == [f"{prefix}-c0"], \
+            f"{scans} scans in {time.monotonic() - start:.1f} s; {_why_not_found(int(pid), tmp_path)}"
         NetnsRuntime.remove(f"{prefix}-c0")
         NetnsRuntime.remove(f"{prefix}-c0")
         deadline = time.monotonic() + 5
