@@ -48,8 +48,8 @@ def argv(engine: str, ep: Endpoint, att: Attachment, peer: Endpoint, peer_att: A
         args += ["--iface", att.iface]
     if att.port is not None:
         args += ["--port", str(att.port)]
-    args += ["--src-mac", att.mac, "--src-ip", att.ip, "--sport", str(ep.port),
-             "--dst-mac", peer_att.mac, "--dst-ip", peer_att.ip, "--dport", str(peer.port),
+    args += ["--src-mac", att.mac, "--src-ip", ep.ip, "--sport", str(ep.udp_port),
+             "--dst-mac", peer_att.mac, "--dst-ip", peer.ip, "--dport", str(peer.udp_port),
              "--size", str(s.size), "--burst", str(s.burst), "--flows", str(s.flows),
              "--cpu", str(ep.cpu), "--interval", f"{INTERVAL:g}"]
     if ep.receives_first:

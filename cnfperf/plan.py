@@ -21,6 +21,29 @@ ROLES = {"throughput": ("send", "recv"), "latency": ("client", "server")}
 
 
 @dataclass(frozen=True)
+class Port:
+    """One end of a link: a node's port. On a kernel data plane it is an interface
+    named `name` inside the node's netns; on a DPDK one, a vdev of the node's engine."""
+
+    name: str          # interface name, unique in the run
+    node: str          # the node it belongs to (its netns and container name)
+    pair: int
+    mac: str
+    first: bool        # its node starts before the other end of the link: the
+                       # side that listens (vhost-user backend, memif server)
+
+
+@dataclass(frozen=True)
+class Link:
+    """Two adjacent ports on a pair's path: `a` towards the sender, `b` towards the
+    receiver. A link data plane joins them directly (a veth, a memif or vhost-user
+    socket); a switch data plane gives each its own switch port."""
+
+    a: Port
+    b: Port
+
+
+@dataclass(frozen=True)
 class Endpoint:
     name: str          # netns, container and interface name
     pair: int
@@ -29,12 +52,17 @@ class Endpoint:
     mac: str
     ip: str            # without prefix length
     prefixlen: int
-    port: int          # UDP port (a sender's first source port)
+    udp_port: int      # a sender's first source port, a receiver's port
 
     @property
     def receives_first(self) -> bool:
         """Receivers and servers must be ready before their peer starts sending."""
         return self.role in ("recv", "server")
+
+    @property
+    def port(self) -> Port:
+        """A tester end has one port, named like itself."""
+        return Port(self.name, self.name, self.pair, self.mac, self.receives_first)
 
 
 @dataclass(frozen=True)
@@ -46,6 +74,11 @@ class Pair:
     @property
     def endpoints(self) -> tuple[Endpoint, Endpoint]:
         return (self.sender, self.receiver)
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        """The pair's path, sender to receiver."""
+        return (Link(self.sender.port, self.receiver.port),)
 
 
 @dataclass(frozen=True)
@@ -71,6 +104,15 @@ class TestPoint:
     @property
     def endpoints(self) -> list[Endpoint]:
         return [e for p in self.pairs for e in p.endpoints]
+
+    @property
+    def links(self) -> list[Link]:
+        return [link for p in self.pairs for link in p.links]
+
+    @property
+    def ports(self) -> list[Port]:
+        """Every port, each pair's in path order."""
+        return [port for link in self.links for port in (link.a, link.b)]
 
     def name(self, suffix: str) -> str:
         """A run-scoped name for a data plane's own resource (e.g. `br` → cnfp1a2bbr)."""
@@ -102,21 +144,21 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
         pairs.append(Pair(
             index=k,
             sender=_endpoint(run_id, k, "s", sender_role, cpus[(2 * k + 1) % len(cpus)],
-                             octets, host=1, port=TX_PORT + k * s.flows),
+                             octets, host=1, udp_port=TX_PORT + k * s.flows),
             receiver=_endpoint(run_id, k, "r", receiver_role, cpus[(2 * k) % len(cpus)],
-                               octets, host=2, port=RX_PORT + k),
+                               octets, host=2, udp_port=RX_PORT + k),
         ))
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
                      cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)))
 
 
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,
-              host: int, port: int) -> Endpoint:
+              host: int, udp_port: int) -> Endpoint:
     # Locally administered unicast (02:…), unique per run, pair and side, so that
     # a bridge shared by several pairs never sees two ports claim one MAC.
     mac = f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{host:02x}"
     return Endpoint(name=f"{run_prefix(run_id)}p{pair}{side}", pair=pair, role=role, cpu=cpu,
-                    mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, port=port)
+                    mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port)
 
 
 def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],

@@ -1,9 +1,11 @@
 """A test point's testbed, as a graph: nodes and the links between them.
 
 Today's nodes are the tester's ends, one per endpoint (its netns and the
-container its engine runs in), and the switch (the data plane); a link is an
-endpoint's attachment to the switch: what its engine needs to reach its port.
-Network functions, remote hosts, VMs and noise are further kinds of node.
+container its engine runs in), and the switch (the data plane). The edges are
+the plan's links, each joining two nodes' ports (plan.Link): the data plane
+joins them directly or through the switch, and says for every port what the
+engine of its node needs to reach it (its Attachment). Network functions,
+remote hosts, VMs and noise are further kinds of node.
 
 A testbed is built from the placed TestPoint: namespaces, switch, links,
 containers. Each step's undo goes on the point's Teardown the moment the step
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.dataplanes.kernel import add_netns, del_netns
-from cnfperf.plan import Endpoint, TestPoint
+from cnfperf.plan import Endpoint, Link, TestPoint
 from cnfperf.runtimes import RUNTIMES, Container, ImageInfo, Journal, Runtime
 from cnfperf.teardown import Teardown
 
@@ -43,22 +45,18 @@ class Switch:
 Node = Tester | Switch
 
 
-@dataclass(frozen=True)
-class Link:
-    """A tester's attachment to a switch port; the ends are node names."""
-
-    tester: str
-    switch: str
-    attachment: Attachment
-
-
 @dataclass
 class Testbed:
-    """What a point's trials run on: nodes by name, and the links between them."""
+    """What a point's trials run on: nodes by name, the links between their ports,
+    and how each port is reached, by port name."""
 
     point: TestPoint
     nodes: dict[str, Node] = field(default_factory=dict)
-    links: list[Link] = field(default_factory=list)
+    attachments: dict[str, Attachment] = field(default_factory=dict)
+
+    @property
+    def links(self) -> list[Link]:
+        return self.point.links
 
     def tester(self, name: str) -> Tester:
         node = self.nodes[name]
@@ -67,7 +65,8 @@ class Testbed:
         return node
 
     def attachment(self, tester: str) -> Attachment:
-        return next(link.attachment for link in self.links if link.tester == tester)
+        """A tester's one port's."""
+        return self.attachments[self.tester(tester).endpoint.port.name]
 
     @property
     def dataplane(self) -> DataPlane:
@@ -113,11 +112,10 @@ class Builder:
             self._netns(ep.name, teardown)
         switch = self._switch(point, teardown)
         bed.nodes[switch.name] = switch
-        bed.links += [Link(ep.name, switch.name, switch.dataplane.attach(ep))
-                      for ep in point.endpoints]
+        bed.attachments = {port.name: switch.dataplane.attach(port) for port in point.ports}
         runtime = self._runtime(s.runtime)[0]
         for ep in point.endpoints:
-            c = runtime.create(ep.name, [ep.cpu], ep.name, bed.attachment(ep.name).mounts)
+            c = runtime.create(ep.name, [ep.cpu], ep.name, bed.attachments[ep.port.name].mounts)
             teardown.push(f"container {ep.name}", c.destroy)
             bed.nodes[ep.name] = Tester(ep, c)
         return bed

@@ -2,8 +2,8 @@
 
 Lifecycle for one test point, driven by testbed.Builder and trial.py:
     check(host)   class-level: problems that make the data plane unusable here
-    start(point)  create the switch and one port per endpoint (endpoint netns exist)
-    attach(ep)    what the engine in that endpoint needs to reach its port
+    start(point)  create the switch and join every link's two ports (node netns exist)
+    attach(port)  what the engine of the port's node needs to reach it
     counters()    switch-side packet counters per port, read before and after
     stop()        remove what start() created; safe to call after a partial start
 Every resource is added to the journal before it is created.
@@ -16,17 +16,16 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
-    from cnfperf.plan import Endpoint, TestPoint
+    from cnfperf.plan import Port, TestPoint
     from cnfperf.runtimes.base import Journal, Mount
 
 
 @dataclass(frozen=True)
 class Attachment:
-    """How one endpoint's engine reaches the data plane."""
+    """How a node's engine reaches one of its ports."""
 
     mac: str
-    ip: str
-    iface: str | None = None          # kernel interface, inside the endpoint's netns
+    iface: str | None = None          # kernel interface, inside the node's netns
     port: int | None = None           # DPDK port id
     eal_args: tuple[str, ...] = ()    # DPDK EAL arguments (vdev, file prefix, memory)
     mounts: tuple[Mount, ...] = ()    # sockets/hugepages the container must see
@@ -66,7 +65,7 @@ class DataPlane(ABC):
     def start(self, point: TestPoint) -> None: ...
 
     @abstractmethod
-    def attach(self, endpoint: Endpoint) -> Attachment: ...
+    def attach(self, port: Port) -> Attachment: ...
 
     @abstractmethod
     def counters(self) -> dict[str, PortCounters]: ...

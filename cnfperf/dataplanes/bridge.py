@@ -1,13 +1,13 @@
-"""bridge: a Linux bridge, each endpoint on a veth port (every paper's baseline)."""
+"""bridge: a Linux bridge, each port on a veth to the bridge (every paper's baseline)."""
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelDataPlane, ip
-from cnfperf.plan import Endpoint, Pair
+from cnfperf.plan import Link, Pair, Port
 
 
 class Bridge(KernelDataPlane):
     name = "bridge"
-    description = "Linux bridge; each endpoint on a veth port"
+    description = "Linux bridge; each port on a veth to the bridge"
     uses_switch_netns = True
     link_types = ("veth", "bridge")
     # The receiver's port egresses through the bridge's own qdisc, whatever the api.
@@ -24,19 +24,21 @@ class Bridge(KernelDataPlane):
            netns=self.switch_netns)
         ip("link", "set", self.bridge, "up", netns=self.switch_netns)
 
-    def connect(self, pair: Pair) -> None:
-        for ep in pair.endpoints:
-            self._port(ep)
+    def connect(self, link: Link) -> None:
+        self._port(link.a)
+        self._port(link.b)
 
     def limit_link(self, pair: Pair) -> tuple[str, str]:
-        return pair.receiver.name + "h", self.switch_netns
+        return pair.links[-1].b.name + "h", self.switch_netns
 
-    def _port(self, ep: Endpoint) -> None:
+    def _port(self, port: Port) -> None:
         sw = self.switch_netns
-        port = ep.name + "h"
-        self.add_link(port, sw, "type", "veth", "peer", "name", ep.name, "netns", ep.name,
-                      counted=True)
-        ip("link", "set", port, "master", self.bridge, "mtu", str(self.mtu), "up", netns=sw)
+        host_side = port.name + "h"
+        self.add_link(host_side, sw, "type", "veth", "peer", "name", port.name,
+                      "netns", port.node, counted=True)
+        ip("link", "set", host_side, "master", self.bridge, "mtu", str(self.mtu), "up",
+           netns=sw)
         # A receiver never sends in throughput mode, so the bridge would never
         # learn its MAC and flood every frame to every port.
-        ip("fdb", "replace", ep.mac, "dev", port, "master", "static", netns=sw, tool="bridge")
+        ip("fdb", "replace", port.mac, "dev", host_side, "master", "static", netns=sw,
+           tool="bridge")

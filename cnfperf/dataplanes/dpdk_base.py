@@ -22,7 +22,7 @@ from cnfperf.runtimes.base import Mount
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
-    from cnfperf.plan import Endpoint, TestPoint
+    from cnfperf.plan import Link, Port, TestPoint
 
 # Above this frame size the engine's mbufs grow from 2 KB to the frame size.
 STD_FRAME = 2048
@@ -69,8 +69,8 @@ class DpdkDataPlane(DataPlane):
         """Start the switch, if any; sockets go to self.sock_dir."""
 
     @abstractmethod
-    def vdev(self, ep: Endpoint) -> str:
-        """The vdev through which this endpoint's engine reaches its port."""
+    def vdev(self, port: Port) -> str:
+        """The vdev through which the engine of the port's node reaches it."""
 
     def teardown(self) -> None:
         """Stop what setup() started; called after a partial setup too."""
@@ -99,13 +99,18 @@ class DpdkDataPlane(DataPlane):
 
     def pages(self, point: TestPoint) -> int:
         mb = endpoint_mb(point.scenario.size)
-        return pages_for(mb) * len(point.endpoints) + pages_for(self.switch_mb())
+        engines = len({port.node for port in point.ports})
+        return pages_for(mb) * engines + pages_for(self.switch_mb())
 
-    def attach(self, endpoint: Endpoint) -> Attachment:
+    def link_of(self, port: Port) -> tuple[int, Link]:
+        """The link the port is an end of, and its index among the point's links."""
+        return next((i, link) for i, link in enumerate(self.point.links)
+                    if port in (link.a, link.b))
+
+    def attach(self, port: Port) -> Attachment:
         memory = endpoint_mb(self.point.scenario.size)
-        eal = dpdk_args.eal_args(endpoint.name, self.huge_dir, memory, [self.vdev(endpoint)])
-        return Attachment(mac=endpoint.mac, ip=endpoint.ip, port=0, eal_args=tuple(eal),
-                          mounts=self.mounts())
+        eal = dpdk_args.eal_args(port.node, self.huge_dir, memory, [self.vdev(port)])
+        return Attachment(mac=port.mac, port=0, eal_args=tuple(eal), mounts=self.mounts())
 
     def mounts(self) -> tuple[Mount, ...]:
         return (Mount(str(self.sock_dir), str(self.sock_dir)),

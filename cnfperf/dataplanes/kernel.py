@@ -19,7 +19,7 @@ from cnfperf.system import CommandFailed, run, signal_all
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
-    from cnfperf.plan import Endpoint, Pair, TestPoint
+    from cnfperf.plan import Endpoint, Link, Pair, Port, TestPoint
     from cnfperf.runtimes.base import Journal
 
 # dpdk: through the af_packet PMD on the endpoint's interface (dpdk_args.kernel_eal_args).
@@ -99,12 +99,12 @@ def mtu_for(frame_size: int) -> int:
 
 
 class KernelDataPlane(DataPlane):
-    """Ports are kernel interfaces inside each endpoint's netns, named like the endpoint.
+    """Ports are kernel interfaces inside their node's netns, named like the port.
 
-    Subclasses create the ports in `connect()`; this class configures the
-    endpoint side (MAC, MTU, and for udp the address and a static neighbour
-    so that no ARP exchange precedes the first packet), reads counters and
-    removes everything it journaled.
+    Subclasses create both ports of a link in `connect()`; this class configures
+    them (MAC, MTU, and on a tester's end with udp the address and a static
+    neighbour so that no ARP exchange precedes the first packet), reads counters
+    and removes everything it journaled.
     """
 
     apis: ClassVar[frozenset[str]] = KERNEL_APIS
@@ -141,8 +141,10 @@ class KernelDataPlane(DataPlane):
         return None
 
     def limit_link(self, pair: Pair) -> tuple[str, str]:
-        """(link, netns) whose egress delivers the pair's frames to its receiver."""
-        return pair.sender.name, pair.sender.name
+        """(link, netns) whose egress delivers the pair's frames to its receiver:
+        here the port the last link starts at."""
+        last = pair.links[-1].a
+        return last.name, last.node
 
     @property
     def switch_netns(self) -> str:
@@ -157,9 +159,13 @@ class KernelDataPlane(DataPlane):
             add_netns(self.journal, self._switch_netns)
         self.setup()
         for pair in point.pairs:
-            self.connect(pair)
-            self._configure(pair.sender, pair.receiver)
-            self._configure(pair.receiver, pair.sender)
+            for link in pair.links:
+                self.connect(link)
+                self._up(link.a)
+                self._up(link.b)
+            if point.scenario.api == "udp":
+                self._address(pair.sender, pair.receiver, pair.links[0].b)
+                self._address(pair.receiver, pair.sender, pair.links[-1].a)
             if point.scenario.limit.pps:
                 self._limit(pair, point.scenario.limit.pps, point.scenario.size,
                             point.scenario.burst)
@@ -167,15 +173,15 @@ class KernelDataPlane(DataPlane):
     def setup(self) -> None:
         """Create the shared switch device, if any."""
 
-    def connect(self, pair: Pair) -> None:
+    def connect(self, link: Link) -> None:
+        """Create both ports of the link, each in its node's netns."""
         raise NotImplementedError
 
-    def attach(self, endpoint: Endpoint) -> Attachment:
+    def attach(self, port: Port) -> Attachment:
         if self.point.scenario.api == "dpdk":
-            eal = dpdk_args.kernel_eal_args(endpoint.name, endpoint.name,
-                                            self.point.scenario.size)
-            return Attachment(mac=endpoint.mac, ip=endpoint.ip, port=0, eal_args=tuple(eal))
-        return Attachment(mac=endpoint.mac, ip=endpoint.ip, iface=endpoint.name)
+            eal = dpdk_args.kernel_eal_args(port.node, port.name, self.point.scenario.size)
+            return Attachment(mac=port.mac, port=0, eal_args=tuple(eal))
+        return Attachment(mac=port.mac, iface=port.name)
 
     def counters(self) -> dict[str, PortCounters]:
         by_netns: dict[str | None, set[str]] = {}
@@ -226,12 +232,14 @@ class KernelDataPlane(DataPlane):
         ip("qdisc", "replace", "dev", link, "root", "tbf", "rate", f"{byte_rate * 8:.0f}bit",
            "burst", str(bucket), "limit", str(64 * frame), netns=netns, tool="tc")
 
-    def _configure(self, ep: Endpoint, peer: Endpoint) -> None:
-        ns = ep.name
-        ip("link", "set", "dev", ep.name, "address", ep.mac, "mtu", str(self.mtu), "up", netns=ns)
-        # raw/mmap/xdp build their own frames; without an address the netns
-        # kernel drops them quietly instead of answering with ICMP errors.
-        if self.point.scenario.api == "udp":
-            ip("addr", "add", f"{ep.ip}/{ep.prefixlen}", "dev", ep.name, netns=ns)
-            ip("neigh", "replace", peer.ip, "lladdr", peer.mac, "dev", ep.name,
-               "nud", "permanent", netns=ns)
+    def _up(self, port: Port) -> None:
+        ip("link", "set", "dev", port.name, "address", port.mac, "mtu", str(self.mtu), "up",
+           netns=port.node)
+
+    def _address(self, ep: Endpoint, peer: Endpoint, hop: Port) -> None:
+        """The kernel's udp needs an address and, for the peer's, the MAC of the
+        next hop (raw/mmap/xdp build their own frames; without an address the
+        netns kernel drops them quietly instead of answering with ICMP errors)."""
+        ip("addr", "add", f"{ep.ip}/{ep.prefixlen}", "dev", ep.name, netns=ep.name)
+        ip("neigh", "replace", peer.ip, "lladdr", hop.mac, "dev", ep.name,
+           "nud", "permanent", netns=ep.name)

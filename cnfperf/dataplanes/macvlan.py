@@ -1,8 +1,8 @@
-"""macvlan (bridge mode): endpoints as MAC-addressed children of one parent link."""
+"""macvlan (bridge mode): ports as MAC-addressed children of one parent link."""
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelDataPlane, ip
-from cnfperf.plan import Pair
+from cnfperf.plan import Link
 
 
 class Macvlan(KernelDataPlane):
@@ -23,14 +23,14 @@ class Macvlan(KernelDataPlane):
         ip("link", "set", self.parent + "p", "up", netns=sw)
         ip("link", "set", self.parent, "up", netns=sw)
 
-    def connect(self, pair: Pair) -> None:
+    def connect(self, link: Link) -> None:
         sw = self.switch_netns
-        for ep in pair.endpoints:
+        for port in (link.a, link.b):
             # Created next to the parent, then moved: the MAC is set at creation
             # so macvlan's address table is right from the first frame.
-            self.add_link(ep.name, sw, "link", self.parent, "address", ep.mac,
+            self.add_link(port.name, sw, "link", self.parent, "address", port.mac,
                           "type", "macvlan", "mode", "bridge")
-            ip("link", "set", ep.name, "netns", ep.name, netns=sw)
-            self._links[-1] = (ep.name, ep.name)
-            self.journal.add("link", ep.name, netns=ep.name)
-            self.count_port(ep.name, ep.name)
+            ip("link", "set", port.name, "netns", port.node, netns=sw)
+            self._links[-1] = (port.name, port.node)
+            self.journal.add("link", port.name, netns=port.node)
+            self.count_port(port.name, port.node)

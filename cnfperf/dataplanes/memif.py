@@ -1,7 +1,8 @@
-"""memif: a direct shared-memory packet interface per pair, no switch.
+"""memif: a direct shared-memory packet interface per link, no switch.
 
-The receiver's engine is the memif server (it listens on the socket and the
-client's rings live in memory the client shares); the sender is the client.
+The link's end that starts first (the receiver's side) is the memif server (it
+listens on the socket and the client's rings live in memory the client shares);
+the other end is the client.
 Two DPDK 22.11 memif PMD limits to know: its port counters reset when the peer
 disconnects (only the engines' own counts are trusted here), and it unmaps the
 shared regions from its control thread when the peer disconnects, unsynchronised
@@ -13,14 +14,15 @@ from __future__ import annotations
 
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
-from cnfperf.plan import Endpoint
+from cnfperf.plan import Port
 
 
 class Memif(DpdkDataPlane):
     name = "memif"
-    description = "direct memif shared-memory link per pair: receiver is server, sender client"
+    description = "direct memif shared-memory link: the receiving end is server, the other client"
 
-    def vdev(self, ep: Endpoint) -> str:
-        socket = str(self.sock_dir / f"p{ep.pair}.sock")
-        role = "server" if ep.receives_first else "client"
-        return dpdk_args.memif(0, socket, role, mac=ep.mac, frame_size=self.point.scenario.size)
+    def vdev(self, port: Port) -> str:
+        index, _ = self.link_of(port)
+        socket = str(self.sock_dir / f"l{index}.sock")
+        role = "server" if port.first else "client"
+        return dpdk_args.memif(0, socket, role, mac=port.mac, frame_size=self.point.scenario.size)

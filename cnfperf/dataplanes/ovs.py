@@ -1,8 +1,8 @@
 """ovs: Open vSwitch with DPDK, userspace datapath, NORMAL (learning) switching.
 
-One dpdkvhostuserclient port per endpoint: OVS is the vhost-user client, so the
-engines' virtio-user ports are the servers and OVS (re)connects to them as they
-come up. Every endpoint's MAC is entered in the MAC table as a static entry when
+One dpdkvhostuserclient port per port of the test point: OVS is the vhost-user
+client, so the engines' virtio-user ports are the servers and OVS (re)connects to
+them as they come up. Every port's MAC is entered in the MAC table as a static entry when
 its port is added: a receiver never sends in throughput mode, and NORMAL would
 otherwise flood every frame to every port (and count a drop on the bridge's own
 port). ovsdb-server and ovs-vswitchd are private to the test point (see ovsdb.py).
@@ -11,7 +11,7 @@ Counters: a vhost-user port's own counters exist only while its peer is
 connected, and the runner reads them after the engines are gone. So packets are
 counted by OpenFlow rules that survive disconnects, around NORMAL, which still
 makes every forwarding decision:
-    table 0, in_port=P   -> resubmit(,1)   rx_packets of P (frames from its endpoint)
+    table 0, in_port=P   -> resubmit(,1)   rx_packets of P (frames from its engine)
     table 1, dl_dst=MAC  -> NORMAL         frames switched to P
 Drops come from the port counters, sampled while connected and summed across
 reconnects (what drops in the last sampling interval before a disconnect is
@@ -30,7 +30,7 @@ from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.dataplanes.kernel import del_link, mtu_for
 from cnfperf.journal import RUN_DIR
-from cnfperf.plan import Endpoint
+from cnfperf.plan import Port
 from cnfperf.system import CommandFailed
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class OvsDpdk(DpdkDataPlane):
         super().__init__(journal)
         self.ovs: ovsdb.Ovs | None = None
         self.bridge = ""
-        self.ofports: dict[int, str] = {}   # OpenFlow port -> endpoint name
+        self.ofports: dict[int, str] = {}   # OpenFlow port -> port name
         self.drops: DropSampler | None = None
 
     @classmethod
@@ -124,8 +124,8 @@ class OvsDpdk(DpdkDataPlane):
     def switch_mb(self) -> int:
         return SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB
 
-    def _socket(self, ep: Endpoint) -> str:
-        return str(self.sock_dir / f"{ep.name}.sock")
+    def _socket(self, port: Port) -> str:
+        return str(self.sock_dir / f"{port.name}.sock")
 
     def setup(self) -> None:
         self.ovs = ovsdb.Ovs(self.dir / "ovs", f"{self.point.prefix}ovs", self.huge_dir,
@@ -139,22 +139,22 @@ class OvsDpdk(DpdkDataPlane):
             self.journal.add("link", tap, netns=None)
         self.ovs.add_bridge(self.bridge)
         flows = ["table=1,priority=0,actions=NORMAL"]
-        for ofport, ep in enumerate(self.point.endpoints, start=1):
-            self.ovs.add_vhost_client_port(self.bridge, ep.name, self._socket(ep), ofport)
+        for ofport, port in enumerate(self.point.ports, start=1):
+            self.ovs.add_vhost_client_port(self.bridge, port.name, self._socket(port), ofport)
             if self._mtu() != 1500:
-                self.ovs.vsctl("set", "Interface", ep.name, f"mtu_request={self._mtu()}")
-            self.ovs.learn(self.bridge, ep.name, ep.mac)
-            self.ofports[ofport] = ep.name
+                self.ovs.vsctl("set", "Interface", port.name, f"mtu_request={self._mtu()}")
+            self.ovs.learn(self.bridge, port.name, port.mac)
+            self.ofports[ofport] = port.name
             flows += [f"cookie={RX_COOKIE | ofport:#x},table=0,priority=10,in_port={ofport},"
                       "actions=resubmit(,1)",
-                      f"cookie={TX_COOKIE | ofport:#x},table=1,priority=10,dl_dst={ep.mac},"
+                      f"cookie={TX_COOKIE | ofport:#x},table=1,priority=10,dl_dst={port.mac},"
                       "actions=NORMAL"]
         self.ovs.add_flows(self.bridge, flows)
         self.drops = DropSampler(lambda: self.ovs.counters(self.bridge))
         self.drops.start()
 
-    def vdev(self, ep: Endpoint) -> str:
-        return dpdk_args.virtio_user(0, self._socket(ep), mac=ep.mac, server=True)
+    def vdev(self, port: Port) -> str:
+        return dpdk_args.virtio_user(0, self._socket(port), mac=port.mac, server=True)
 
     def counters(self) -> dict[str, PortCounters]:
         if self.ovs is None or self.drops is None:

@@ -1,10 +1,10 @@
 """testpmd: DPDK's testpmd in io mode between paired vhost-user ports.
 
 The reference framework's "pmd" baseline: the fastest path through a switch
-process, with no switching logic. Pair k's sender is on port 2k and its
-receiver on port 2k+1; io forwarding with the paired topology moves every
-packet from one to the other unchanged, both ways. Endpoints attach as
-virtio-user clients to testpmd's vhost-user sockets.
+process, with no switching logic. Link k's ends are on ports 2k and 2k+1;
+io forwarding with the paired topology moves every packet from one to the
+other unchanged, both ways. Engines attach as virtio-user clients to
+testpmd's vhost-user sockets.
 """
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from cnfperf.dataplanes import dpdk_args, procs, testpmd_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.dataplanes.testpmd_app import TestPmd
-from cnfperf.plan import Endpoint
+from cnfperf.plan import Port
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
 
-# DPDK's default RTE_MAX_ETHPORTS is 32: two ports per pair.
+# DPDK's default RTE_MAX_ETHPORTS is 32: two ports per link.
 MAX_PAIRS = 16
 MBUFS_PER_PORT = 4096  # vhost rings of 1024 plus what sits in bursts and caches
 
@@ -43,7 +43,7 @@ class TestPmdSwitch(DpdkDataPlane):
         return problems
 
     def _ports(self) -> int:
-        return 2 * len(self.point.pairs)
+        return 2 * len(self.point.links)
 
     def _mbuf_size(self) -> int:
         return max(2176, self.point.scenario.size + 128)
@@ -52,8 +52,9 @@ class TestPmdSwitch(DpdkDataPlane):
         pool = self._ports() * MBUFS_PER_PORT * (self._mbuf_size() + 192) / 2**20
         return 32 * (int(pool) // 32 + 2)   # + EAL's own, in whole 32 MB steps
 
-    def port(self, ep: Endpoint) -> int:
-        return 2 * ep.pair + (1 if ep.receives_first else 0)
+    def port(self, port: Port) -> int:
+        index, link = self.link_of(port)
+        return 2 * index + (1 if port == link.b else 0)
 
     def _socket(self, port: int) -> str:
         return str(self.sock_dir / f"tpmd{port}.sock")
@@ -76,15 +77,15 @@ class TestPmdSwitch(DpdkDataPlane):
         procs.journal_process(self.journal, f"{self.point.prefix}tpmd", self.testpmd.pid)
         self.testpmd.forward()
 
-    def vdev(self, ep: Endpoint) -> str:
-        return dpdk_args.virtio_user(0, self._socket(self.port(ep)), mac=ep.mac)
+    def vdev(self, port: Port) -> str:
+        return dpdk_args.virtio_user(0, self._socket(self.port(port)), mac=port.mac)
 
     def counters(self) -> dict[str, PortCounters]:
         if self.testpmd is None:
             return {}
         stats = self.testpmd.fwd_stats()
-        return {ep.name: PortCounters(**stats[self.port(ep)])
-                for ep in self.point.endpoints if self.port(ep) in stats}
+        return {port.name: PortCounters(**stats[self.port(port)])
+                for port in self.point.ports if self.port(port) in stats}
 
     def teardown(self) -> None:
         if self.testpmd is not None:

@@ -1,17 +1,17 @@
-"""veth: the two endpoints of a pair joined directly, like a patch cable."""
+"""veth: the two ports of every link joined directly, like a patch cable."""
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelDataPlane
-from cnfperf.plan import Pair
+from cnfperf.plan import Link
 
 
 class Veth(KernelDataPlane):
     name = "veth"
-    description = "a veth pair per pair of endpoints, no switch between them"
+    description = "a veth pair per link, no switch between its ends"
 
-    def connect(self, pair: Pair) -> None:
-        s, r = pair.sender, pair.receiver
+    def connect(self, link: Link) -> None:
+        a, b = link.a, link.b
         # Created directly in both namespaces: the host's namespace never holds it.
-        self.add_link(s.name, s.name, "type", "veth", "peer", "name", r.name, "netns", r.name)
-        self.count_port(s.name, s.name)
-        self.count_port(r.name, r.name)
+        self.add_link(a.name, a.node, "type", "veth", "peer", "name", b.name, "netns", b.node)
+        self.count_port(a.name, a.node)
+        self.count_port(b.name, b.node)

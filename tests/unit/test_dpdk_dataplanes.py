@@ -123,11 +123,11 @@ def test_switch_poll_core_shares_the_least_loaded_core_when_none_is_free():
     assert any("busy-polling threads share 2 cores" in w for w in p.warnings)
 
 
-def test_testpmd_ports_pair_sender_and_receiver():
+def test_testpmd_ports_pair_the_ends_of_each_link():
     p = place(Scenario(switch="testpmd", api="dpdk", pairs=2), "00ac")
     dp = DATAPLANES["testpmd"](journal=None)
     dp.point = p
-    ports = {(ep.pair, ep.role): dp.port(ep) for ep in p.endpoints}
+    ports = {(ep.pair, ep.role): dp.port(ep.port) for ep in p.endpoints}
     assert ports == {(0, "send"): 0, (0, "recv"): 1, (1, "send"): 2, (1, "recv"): 3}
     assert dp.switch_mb() >= 64 and dp.pages(p) == 4 * 32 + dp.switch_mb() // 2
 

@@ -16,7 +16,7 @@ def _pair(**fields):
     [s] = scenarios(None, fields)
     point = place(s, "1a2b", host_cpus=(0, 1))
     pair = point.pairs[0]
-    att = {ep.name: Attachment(mac=ep.mac, ip=ep.ip, iface=ep.name) for ep in pair.endpoints}
+    att = {ep.name: Attachment(mac=ep.mac, iface=ep.name) for ep in pair.endpoints}
     return s, pair, att
 
 
@@ -36,7 +36,7 @@ def test_sender_and_receiver_argv():
     # The receiver counts until SIGINT; warm-up frames are flagged by the sender.
     assert _opt(rx, "--duration") == "0" and "--warmup" not in rx
     assert _opt(tx, "--dst-mac") == rcv.mac and _opt(rx, "--dst-mac") == snd.mac
-    assert _opt(tx, "--dport") == str(rcv.port) and _opt(tx, "--sport") == str(snd.port)
+    assert _opt(tx, "--dport") == str(rcv.udp_port) and _opt(tx, "--sport") == str(snd.udp_port)
     assert _opt(tx, "--iface") == snd.name and _opt(tx, "--api") == "raw"
     assert _opt(tx, "--size") == "128" and _opt(tx, "--flows") == "4" and "--mmsg" in tx
     assert _opt(tx, "--cpu") == str(snd.cpu) and _opt(rx, "--cpu") == str(rcv.cpu)
@@ -46,7 +46,7 @@ def test_sender_and_receiver_argv():
 def test_latency_roles_and_eal_args():
     s, pair, att = _pair(mode="latency")
     snd, rcv = pair.sender, pair.receiver
-    dpdk = Attachment(mac=snd.mac, ip=snd.ip, port=0, eal_args=("--no-pci", "--vdev=net_x"))
+    dpdk = Attachment(mac=snd.mac, port=0, eal_args=("--no-pci", "--vdev=net_x"))
     args = argv("e", snd, dpdk, rcv, att[rcv.name], s)
     assert args[1] == "client" and _opt(args, "--rate") == "1000"
     assert args[-3:] == ["--", "--no-pci", "--vdev=net_x"] and "--iface" not in args

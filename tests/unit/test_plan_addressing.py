@@ -20,8 +20,8 @@ def test_every_endpoint_has_its_own_names_and_addresses(pairs):
         values = [getattr(e, attr) for e in eps]
         assert len(set(values)) == len(values), f"duplicate {attr}"
     # A sender uses `flows` source ports; no two ranges overlap each other or a receiver's.
-    ports = [p for pair in point.pairs for p in range(pair.sender.port, pair.sender.port + 4)]
-    ports += [pair.receiver.port for pair in point.pairs]
+    ports = [p for pair in point.pairs for p in range(pair.sender.udp_port, pair.sender.udp_port + 4)]
+    ports += [pair.receiver.udp_port for pair in point.pairs]
     assert len(set(ports)) == len(ports) and max(ports) <= 65535
     for e in eps:
         # Data planes add up to two characters (a bridge port's host side: "h").

@@ -53,8 +53,8 @@ class Switch:
     def start(self, point) -> None:
         self.machine.step("start", point.index)
 
-    def attach(self, ep):
-        return Attachment(mac=ep.mac, ip=ep.ip, iface=ep.name)
+    def attach(self, port):
+        return Attachment(mac=port.mac, iface=port.name)
 
     def counters(self) -> dict:
         return {}

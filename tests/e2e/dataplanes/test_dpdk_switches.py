@@ -38,7 +38,7 @@ def endpoint(att, ep, mode: str, peer_mac: str | None = None) -> TestPmd:
 
 def exchange(dataplane, p) -> tuple[dict, dict, dict, dict]:
     """Run every pair's sender for a second; (sent, received, counters before, after)."""
-    att = {ep.name: dataplane.attach(ep) for ep in p.endpoints}
+    att = {ep.name: dataplane.attach(ep.port) for ep in p.endpoints}
     sent, received = {}, {}
     with ExitStack() as stack:
         receivers, senders = {}, {}
