@@ -57,8 +57,6 @@ def check(s: Scenario) -> None:
                                  f"(UDP source ports from {TX_PORT})")
     if s.mmsg and s.api not in SOCKET_APIS:
         raise UserError("mmsg", f"sendmmsg/recvmmsg batching applies to udp and raw, not {s.api}")
-    if s.blocking and s.api not in SOCKET_APIS:
-        raise UserError("blocking", f"blocking sockets apply to udp and raw, not {s.api}")
     if s.rate.is_search and s.mode != "throughput":
         raise UserError("rate", f"{s.rate} searches the offered rate of throughput points; "
                                 "latency is measured at a fixed rate")

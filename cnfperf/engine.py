@@ -63,8 +63,8 @@ def argv(engine: str, ep: Endpoint, att: Attachment, peer: Endpoint, peer_att: A
         args.append("--touch")
     if s.mmsg:
         args.append("--mmsg")
-    if s.blocking:
-        args.append("--blocking")
+    if s.poll != "busy":
+        args += ["--poll", s.poll]
     args.append("--hold")
     if att.eal_args:
         args += ["--", *att.eal_args]

@@ -31,6 +31,10 @@ from cnfperf import rate as rates
 
 MODES = ("throughput", "latency")
 APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
+# How an engine waits for packets (its --poll): spin; spin, then sleep with a
+# bounded back-off while idle; sleep until a packet arrives (blocking sockets,
+# DPDK Rx interrupts).
+POLLS = ("busy", "adaptive", "interrupt")
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
 RX_PORT = 9000
 TX_PORT = 10000
@@ -89,8 +93,10 @@ FIELDS: list[Field] = [
           column="INTEGER"),
     Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=3,
           column="INTEGER", label="named"),
-    Field("blocking", "bool", False, "blocking sockets (udp, raw); default: on for latency only",
-          axis=4, column="INTEGER"),
+    Field("poll", "choice", "busy", "how engines wait for packets: busy (spin), adaptive (spin, "
+          "then sleep a bounded back-off while idle), interrupt (sleep until a packet arrives); "
+          "default: interrupt for latency with udp or raw, else busy", axis=4, choices=POLLS,
+          column="TEXT", label="named"),
     Field("runtime", "str", "runc", "container runtime: runc or netns", axis=1, column="TEXT"),
     Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=7,
           column="TEXT", optional=True),

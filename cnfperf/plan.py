@@ -14,8 +14,9 @@ from cnfperf.fields import RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario
 
 IFNAMSIZ = 15
-# Threads that spin on the CPU per role. Without blocking sockets the engine's
-# client paces and collects echoes in one thread (its default), so it is one.
+# Threads that spin on the CPU per role, unless poll = interrupt. The engine's
+# client paces and collects echoes in one thread when it polls, so it is one.
+# An adaptive poller spins whenever traffic flows: it counts.
 POLLERS = {"send": 1, "recv": 1, "client": 1, "server": 1}
 ROLES = {"throughput": ("send", "recv"), "latency": ("client", "server")}
 
@@ -163,7 +164,8 @@ def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: by
 
 def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
               switch_pollers: int) -> list[str]:
-    pollers = 0 if s.blocking else sum(POLLERS[e.role] for p in pairs for e in p.endpoints)
+    pollers = 0 if s.poll == "interrupt" else \
+        sum(POLLERS[e.role] for p in pairs for e in p.endpoints)
     pollers += switch_pollers
     if pollers <= len(cpus):
         return []

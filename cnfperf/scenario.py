@@ -27,7 +27,9 @@ from cnfperf.experiments import sweep
 from cnfperf.fields import Field
 from cnfperf.rate import Rate
 
-SOCKET_APIS = ("udp", "raw")   # the engine's --mmsg and --blocking apply to these
+SOCKET_APIS = ("udp", "raw")   # the engine's --mmsg applies to these
+# Fields that were renamed: an old scenario file gets told the new spelling.
+RENAMED = {"blocking": 'poll = "interrupt" (blocking = true) or "busy"'}
 # The reference framework measured latency at 1000 pps: low enough that one burst
 # is never queued behind the previous one.
 LATENCY_RATE = 1000.0
@@ -93,8 +95,8 @@ class _Scenario(BaseModel):
     def _mode_defaults(cls, data: Any) -> Any:
         """Defaults that depend on the mode. Latency is measured one frame at a
         time at a low rate (the reference framework's 1000 pps), so no frame
-        waits behind its own burst; and with blocking sockets, because a
-        client's pacing and receiving threads share a core, and two spinning
+        waits behind its own burst; and on sockets with poll = interrupt, because
+        a client's pacing and receiving threads share a core, and two spinning
         threads on one core measure the scheduler's time slice instead of the
         data plane."""
         if isinstance(data, dict):
@@ -102,7 +104,8 @@ class _Scenario(BaseModel):
             latency = data.get("mode", "throughput") == "latency"
             data.setdefault("rate", LATENCY_RATE if latency else 0.0)
             data.setdefault("burst", 1 if latency else 32)
-            data.setdefault("blocking", latency and data.get("api", "udp") in SOCKET_APIS)
+            sockets = data.get("api", "udp") in SOCKET_APIS
+            data.setdefault("poll", "interrupt" if latency and sockets else "busy")
         return data
 
     def describe(self) -> str:
@@ -190,6 +193,8 @@ def build(doc: dict[str, Any], *, quick: bool = False, check: Check | None = Non
 
 def _user_error(err: dict[str, Any]) -> UserError:
     field_ = ".".join(str(p) for p in err["loc"]) or "scenario"
+    if err["type"] == "extra_forbidden" and field_ in RENAMED:
+        return UserError(field_, f"renamed: now {RENAMED[field_]}")
     if err["type"] == "extra_forbidden":
         return UserError(field_, f"unknown field; known fields: {', '.join(fields.names())}")
     why = err["msg"].removeprefix("Value error, ")

@@ -14,7 +14,7 @@ from cnfperf.experiments import stats
 from cnfperf.report import summary
 
 MATCH = ("switch", "api", "mode", "pairs", "size", "burst", "rate", "flows", "touch", "mmsg",
-         "blocking", "limit")
+         "poll", "limit")
 HEADERS = ["point", "A kpps", "B kpps", "B/A", "A loss %", "B loss %", "A p50 µs",
            "B p50 µs", "B/A", "A p99 µs", "B p99 µs", "B/A"]
 

@@ -87,7 +87,12 @@ ALTER TABLE trials RENAME COLUMN offered_pps TO tx_pps;
 ALTER TABLE trials RENAME COLUMN requested_pps TO offered_pps;
 ALTER TABLE points RENAME COLUMN search_requested_pps TO search_offered_pps;
 """
-_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3]
+# blocking sockets became one of the ways to wait for packets: poll = interrupt.
+_SCHEMA_4 = """
+ALTER TABLE points RENAME COLUMN blocking TO poll;
+UPDATE points SET poll = CASE poll WHEN 1 THEN 'interrupt' ELSE 'busy' END;
+"""
+_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials")
 SEARCH_KEYS = ("rate_pps", "loss_ratio", "offered_pps", "loss_threshold", "verified",

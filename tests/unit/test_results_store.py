@@ -105,6 +105,23 @@ def test_schema_is_versioned(tmp_path):
         Store(tmp_path)
 
 
+def test_blocking_points_of_an_older_store_read_as_poll_interrupt(tmp_path):
+    from cnfperf.results.store import _MIGRATIONS
+    db = sqlite3.connect(tmp_path / "cnfperf.db")
+    for script in _MIGRATIONS[:3]:
+        db.executescript(script)
+    db.execute("PRAGMA user_version = 3")
+    db.execute("INSERT INTO runs (id, started, status) VALUES ('beef', 1, 'done')")
+    db.executemany("INSERT INTO points (run_id, idx, status, blocking) VALUES ('beef', ?, 'done', ?)",
+                   [(0, 1), (1, 0)])
+    db.commit()
+    db.close()
+    Store(tmp_path).close()
+    db = sqlite3.connect(tmp_path / "cnfperf.db")
+    assert db.execute("SELECT poll FROM points ORDER BY idx").fetchall() == \
+        [("interrupt",), ("busy",)]
+
+
 def test_results_commands_read_the_store(tmp_path, cli):
     store = Store(tmp_path)
     store.begin_run("beef", ["cnfperf", "run"], 1, tmp_path, {}, "0.1.0")

@@ -54,7 +54,7 @@ BAD_FLAGS = [
     (["--cpus", "4096"], "cpus"),
     (["--cpus", "a-b"], "cpus"),
     (["--api", "mmap", "--mmsg"], "mmsg"),
-    (["--api", "xdp", "--blocking"], "blocking"),
+    (["--poll", "sometimes"], "poll"),
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
 ]
@@ -126,13 +126,18 @@ def test_flags_override_the_file(tmp_path):
 def test_defaults_follow_the_mode():
     [tput] = scenarios(None, {"mode": "throughput"})
     [lat] = scenarios(None, {"mode": "latency"})
-    assert (tput.rate.pps, tput.burst, tput.blocking) == (0, 32, False)   # as fast as possible
+    assert (tput.rate.pps, tput.burst, tput.poll) == (0, 32, "busy")   # as fast as possible
     # the reference framework's latency rate, one frame at a time, threads asleep
-    assert (lat.rate.pps, lat.burst, lat.blocking) == (1000, 1, True)
-    [given] = scenarios(None, {"mode": "latency", "rate": "5k", "burst": 4, "blocking": False})
-    assert (given.rate.pps, given.burst, given.blocking) == (5000, 4, False)
+    assert (lat.rate.pps, lat.burst, lat.poll) == (1000, 1, "interrupt")
+    [given] = scenarios(None, {"mode": "latency", "rate": "5k", "burst": 4, "poll": "busy"})
+    assert (given.rate.pps, given.burst, given.poll) == (5000, 4, "busy")
     [xdp] = scenarios(None, {"mode": "latency", "api": "xdp"})
-    assert not xdp.blocking, "blocking sockets do not exist for xdp"
+    assert xdp.poll == "busy", "only sockets wait for latency's frames by default"
+
+
+def test_a_renamed_field_says_its_new_spelling():
+    with pytest.raises(UserError, match='blocking: renamed: now poll = "interrupt"'):
+        scenarios(None, {"blocking": True})
 
 
 def test_lists_expand_to_every_combination_in_order(tmp_path):
