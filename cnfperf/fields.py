@@ -35,6 +35,11 @@ APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
 # bounded back-off while idle; sleep until a packet arrives (blocking sockets,
 # DPDK Rx interrupts).
 POLLS = ("busy", "adaptive", "interrupt")
+# What a network function in the path does; `cmd:TEMPLATE` runs a user's own.
+NF_KINDS = ("l2", "mirror", "strip-encap", "l3", "testpmd")
+# Sender and receiver in containers of their own, or one engine holding both ends.
+TESTERS = ("split", "single")
+MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
 RX_PORT = 9000
 TX_PORT = 10000
@@ -70,44 +75,55 @@ class Field:
 FIELDS: list[Field] = [
     Field("switch", "str", "veth", "data plane: veth, bridge, macvlan, vhost, memif, testpmd, ovs",
           axis=0, column="TEXT", label="bare", describe=True),
-    Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=2,
+    Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=3,
           choices=APIS, column="TEXT", label="bare", describe=True),
     Field("mode", "choice", "throughput", "throughput (send/recv) or latency (client/server)",
-          axis=5, choices=MODES, column="TEXT", label="bare", describe=True),
-    Field("pairs", "int", 1, "sender/receiver (or client/server) pairs", axis=6, ge=1, le=250,
+          axis=7, choices=MODES, column="TEXT", label="bare", describe=True),
+    Field("pairs", "int", 1, "sender/receiver (or client/server) pairs", axis=10, ge=1, le=250,
           column="INTEGER", label="named", describe=True),
-    Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=11, unit="bytes",
+    Field("nfs", "int", 0, "network functions in each pair's path (0: the ends meet through "
+          "the data plane)", axis=9, ge=0, le=MAX_NFS, column="INTEGER", label="named"),
+    Field("nf", "str", "l2", "what each network function does: " + ", ".join(NF_KINDS) +
+          ", or cmd:TEMPLATE (a command of yours, its ports substituted)", axis=8,
+          column="TEXT", label="named"),
+    Field("nf_api", "choice", None, "the network functions' packet I/O (an L2 api); default: "
+          "dpdk on DPDK data planes, else mmap", axis=4, choices=APIS[1:], column="TEXT",
+          optional=True),
+    Field("tester", "choice", "split", "split: sender and receiver in containers of their own; "
+          "single: one engine holds both ends of each path", axis=2, choices=TESTERS,
+          column="TEXT", label="named"),
+    Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=15, unit="bytes",
           ge=64, le=9216, column="INTEGER", label="named", describe=True),
     Field("burst", "int", 32, "packets per burst; default: 32 for throughput, 1 for latency",
-          axis=12, ge=1, le=1024, column="INTEGER", label="named"),
+          axis=16, ge=1, le=1024, column="INTEGER", label="named"),
     Field("rate", "rate", 0.0, "offered rate per pair: 1000, 500k, 2.5M; 0 = max; or a search: "
-          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=18, unit="pps",
+          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=22, unit="pps",
           column="REAL", label="named", describe=True, searchable=True, zero="max"),
-    Field("duration", "float", 10.0, "measured seconds", axis=13, unit="s", gt=0, le=86400,
+    Field("duration", "float", 10.0, "measured seconds", axis=17, unit="s", gt=0, le=86400,
           column="REAL"),
-    Field("warmup", "float", 1.0, "seconds sent before measuring", axis=14, unit="s", ge=0,
+    Field("warmup", "float", 1.0, "seconds sent before measuring", axis=18, unit="s", ge=0,
           le=3600, column="REAL"),
-    Field("flows", "int", 1, "UDP source ports per pair", axis=8, ge=1, le=MAX_PORT - TX_PORT,
+    Field("flows", "int", 1, "UDP source ports per pair", axis=12, ge=1, le=MAX_PORT - TX_PORT,
           column="INTEGER", label="named"),
-    Field("touch", "bool", False, "write and verify every payload byte", axis=9,
+    Field("touch", "bool", False, "write and verify every payload byte", axis=13,
           column="INTEGER"),
-    Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=3,
+    Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=5,
           column="INTEGER", label="named"),
     Field("poll", "choice", "busy", "how engines wait for packets: busy (spin), adaptive (spin, "
           "then sleep a bounded back-off while idle), interrupt (sleep until a packet arrives); "
-          "default: interrupt for latency with udp or raw, else busy", axis=4, choices=POLLS,
+          "default: interrupt for latency with udp or raw, else busy", axis=6, choices=POLLS,
           column="TEXT", label="named"),
     Field("runtime", "str", "runc", "container runtime: runc or netns", axis=1, column="TEXT"),
-    Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=7,
+    Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=11,
           column="TEXT", optional=True),
     Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",
-          axis=10, unit="pps", column="REAL", label="named", zero="none"),
+          axis=14, unit="pps", column="REAL", label="named", zero="none"),
     Field("precision", "float", 0.01, "search: stop when the bracket is narrower than this "
-          "fraction", axis=16, gt=0, lt=0.5, search=True),
+          "fraction", axis=20, gt=0, lt=0.5, search=True),
     Field("trial_duration", "float", None, "search: measured seconds per trial "
-          "(default: duration)", axis=15, unit="s", gt=0, le=3600, search=True, optional=True),
+          "(default: duration)", axis=19, unit="s", gt=0, le=3600, search=True, optional=True),
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
-          "trial sends)", axis=17, unit="pps", search=True, zero="auto"),
+          "trial sends)", axis=21, unit="pps", search=True, zero="auto"),
 ]
 
 # Not scenario fields: they shape the sweep itself and take one value.

@@ -2,7 +2,9 @@
 
 Names are kernel interface names too, so they are planned to fit IFNAMSIZ (15):
 `cnfp` + run id (4 hex) + `p<pair>` + `s|r` = at most 13 characters, leaving two
-for a data plane's own suffix (a bridge port's host side adds `h`).
+for a data plane's own suffix (a bridge port's host side adds `h`). A network
+function is `cnfp` + run id + `n<pair, 2 hex><index, 1 hex>` and its ports add
+`a` (towards the sender) or `b` (towards the receiver): 13 again.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from cnfperf import PREFIX
-from cnfperf.fields import RX_PORT, TX_PORT
+from cnfperf.fields import MAX_NFS, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario
 
 IFNAMSIZ = 15
@@ -67,10 +69,23 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
+class NF:
+    """A network function on a pair's path: a node (netns and container of that
+    name) with a port towards the sender (`a`) and one towards the receiver (`b`)."""
+
+    name: str
+    pair: int
+    index: int         # 0-based position on the path, counted from the sender
+    cpu: int
+    ports: tuple[Port, ...]
+
+
+@dataclass(frozen=True)
 class Pair:
     index: int
     sender: Endpoint   # send or client
     receiver: Endpoint  # recv or server
+    nfs: tuple[NF, ...] = ()
 
     @property
     def endpoints(self) -> tuple[Endpoint, Endpoint]:
@@ -78,8 +93,10 @@ class Pair:
 
     @property
     def links(self) -> tuple[Link, ...]:
-        """The pair's path, sender to receiver."""
-        return (Link(self.sender.port, self.receiver.port),)
+        """The pair's path, sender to receiver: through each NF, in at one port
+        and out at the other."""
+        ends = [self.sender.port, *(p for nf in self.nfs for p in nf.ports), self.receiver.port]
+        return tuple(Link(ends[i], ends[i + 1]) for i in range(0, len(ends), 2))
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,10 @@ class TestPoint:
     @property
     def endpoints(self) -> list[Endpoint]:
         return [e for p in self.pairs for e in p.endpoints]
+
+    @property
+    def nfs(self) -> list[NF]:
+        return [nf for p in self.pairs for nf in p.nfs]
 
     @property
     def links(self) -> list[Link]:
@@ -142,12 +163,15 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
     for k in range(s.pairs):
         # Receivers first on the core list, so that with two cores every pair gets
         # one core per side instead of both sides on one.
+        # NFs take the cores after every pair's two ends, in path order.
+        nf_cpus = [cpus[(2 * s.pairs + k * s.nfs + i) % len(cpus)] for i in range(s.nfs)]
         pairs.append(Pair(
             index=k,
             sender=_endpoint(run_id, k, "s", sender_role, cpus[(2 * k + 1) % len(cpus)],
                              octets, host=1, udp_port=TX_PORT + k * s.flows),
             receiver=_endpoint(run_id, k, "r", receiver_role, cpus[(2 * k) % len(cpus)],
                                octets, host=2, udp_port=RX_PORT + k),
+            nfs=tuple(_nf(run_id, k, i, cpu, octets) for i, cpu in enumerate(nf_cpus)),
         ))
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
                      cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)))
@@ -162,10 +186,23 @@ def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: by
                     mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port)
 
 
+def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes) -> NF:
+    assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
+    name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
+    # MACs after the tester's ends (hosts 1 and 2): two per NF.
+    ports = tuple(Port(name + side, name, pair,
+                       f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
+                       # the NF starts before the sender's side of the path, after
+                       # the receiver's: first on its upstream link only
+                       first=side == "a")
+                  for n, side in enumerate("ab"))
+    return NF(name, pair, index, cpu, ports)
+
+
 def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
               switch_pollers: int) -> list[str]:
     pollers = 0 if s.poll == "interrupt" else \
-        sum(POLLERS[e.role] for p in pairs for e in p.endpoints)
+        sum(POLLERS[e.role] for p in pairs for e in p.endpoints) + sum(len(p.nfs) for p in pairs)
     pollers += switch_pollers
     if pollers <= len(cpus):
         return []

@@ -78,3 +78,29 @@ def test_cleanup_recognises_every_planned_name_and_nothing_else():
     assert all(RUN_NAME.match(n) for n in names), names
     for foreign in ("cnfpA", "cnfph2a", "cnfpx0d0ca", "cnfp0badc0de", "eth0", "cnf1a2b"):
         assert not RUN_NAME.match(foreign), foreign
+
+
+@pytest.mark.parametrize("pairs,nfs", [(1, 1), (2, 3), (250, 2), (1, 16)])
+def test_a_path_runs_through_its_nfs_in_order(pairs, nfs):
+    point = _point(pairs=pairs, nfs=nfs)
+    ports = point.ports
+    for attr in ("name", "mac"):
+        values = [getattr(p, attr) for p in ports]
+        assert len(set(values)) == len(values), f"duplicate {attr}"
+    assert all(len(p.name) + 2 <= IFNAMSIZ for p in ports), max(ports, key=lambda p: len(p.name))
+    for pair in point.pairs:
+        links = pair.links
+        assert len(links) == nfs + 1
+        assert links[0].a == pair.sender.port and links[-1].b == pair.receiver.port
+        # In at an NF's a port, out at its b port, into the next one's a port.
+        for nf, before, after in zip(pair.nfs, links, links[1:]):
+            assert (before.b, after.a) == nf.ports
+        # The end of a link that starts first listens (vhost backend, memif server):
+        # receivers, then NFs from the receiver's side, then the sender.
+        assert all(link.b.first and not link.a.first for link in links)
+
+
+def test_nfs_take_the_cores_after_the_ends():
+    point = _point(pairs=1, nfs=3, host_cpus=(0, 1, 2, 3))
+    assert [nf.cpu for nf in point.nfs] == [2, 3, 0]
+    assert any("busy-polling" in w for w in point.warnings)   # 2 ends + 3 NFs > 4 cores
