@@ -13,7 +13,7 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Sequence
 
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.plan import Endpoint
@@ -40,16 +40,13 @@ def find_engine() -> Path | None:
     return Path(found) if found else None
 
 
-def argv(engine: str, ep: Endpoint, att: Attachment, peer: Endpoint, peer_att: Attachment,
-         s: Scenario) -> list[str]:
-    """The command line of one endpoint's engine."""
-    args = [engine, ep.role, "--api", s.api]
-    if att.iface:
-        args += ["--iface", att.iface]
-    if att.port is not None:
-        args += ["--port", str(att.port)]
-    args += ["--src-mac", att.mac, "--src-ip", ep.ip, "--sport", str(ep.udp_port),
-             "--dst-mac", peer_att.mac, "--dst-ip", peer.ip, "--dport", str(peer.udp_port),
+def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint, hop: str,
+         s: Scenario, eal: Sequence[str] = ()) -> list[str]:
+    """The command line of one endpoint's engine: `ports` in slot order, `hop` the
+    MAC its frames go to next, `eal` its EAL arguments when it runs DPDK."""
+    args = [engine, ep.role, "--api", s.api, *port_args(ports)]
+    args += ["--src-mac", ports[0].mac, "--src-ip", ep.ip, "--sport", str(ep.udp_port),
+             "--dst-mac", hop, "--dst-ip", peer.ip, "--dport", str(peer.udp_port),
              "--size", str(s.size), "--burst", str(s.burst), "--flows", str(s.flows),
              "--cpu", str(ep.cpu), "--interval", f"{INTERVAL:g}"]
     if ep.receives_first:
@@ -66,8 +63,19 @@ def argv(engine: str, ep: Endpoint, att: Attachment, peer: Endpoint, peer_att: A
     if s.poll != "busy":
         args += ["--poll", s.poll]
     args.append("--hold")
-    if att.eal_args:
-        args += ["--", *att.eal_args]
+    if eal:
+        args += ["--", *eal]
+    return args
+
+
+def port_args(ports: Sequence[Attachment]) -> list[str]:
+    """--iface/--port for the engine's port 1, --iface2/--port2 for its port 2."""
+    args = []
+    for suffix, att in zip(("", "2"), ports):
+        if att.iface:
+            args += [f"--iface{suffix}", att.iface]
+        if att.port is not None:
+            args += [f"--port{suffix}", str(att.port)]
     return args
 
 

@@ -34,6 +34,8 @@ class Port:
     mac: str
     first: bool        # its node starts before the other end of the link: the
                        # side that listens (vhost-user backend, memif server)
+    slot: int = 0      # its place among its node's ports: the engine's port 1 or 2,
+                       # DPDK port id and vdev index
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class Endpoint:
     @property
     def port(self) -> Port:
         """A tester end has one port, named like itself."""
-        return Port(self.name, self.name, self.pair, self.mac, self.receives_first)
+        return Port(self.name, self.name, self.pair, self.mac, self.receives_first, slot=0)
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes) -> NF:
                        f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
                        # the NF starts before the sender's side of the path, after
                        # the receiver's: first on its upstream link only
-                       first=side == "a")
+                       first=side == "a", slot=n)
                   for n, side in enumerate("ab"))
     return NF(name, pair, index, cpu, ports)
 

@@ -64,9 +64,13 @@ class Testbed:
             raise KeyError(f"{name}: a {type(node).__name__}, not a tester")
         return node
 
-    def attachment(self, tester: str) -> Attachment:
-        """A tester's one port's."""
-        return self.attachments[self.tester(tester).endpoint.port.name]
+    def ports(self, node: str) -> list[Attachment]:
+        """How the node's engine reaches its ports, in slot order (its port 1, 2)."""
+        ports = sorted((p for p in self.point.ports if p.node == node), key=lambda p: p.slot)
+        return [self.attachments[p.name] for p in ports]
+
+    def eal_args(self, node: str) -> tuple[str, ...]:
+        return self.dataplane.eal_args(node, self.ports(node))
 
     @property
     def dataplane(self) -> DataPlane:
@@ -115,7 +119,8 @@ class Builder:
         bed.attachments = {port.name: switch.dataplane.attach(port) for port in point.ports}
         runtime = self._runtime(s.runtime)[0]
         for ep in point.endpoints:
-            c = runtime.create(ep.name, [ep.cpu], ep.name, bed.attachments[ep.port.name].mounts)
+            mounts = {m: None for a in bed.ports(ep.name) for m in a.mounts}
+            c = runtime.create(ep.name, [ep.cpu], ep.name, tuple(mounts))
             teardown.push(f"container {ep.name}", c.destroy)
             bed.nodes[ep.name] = Tester(ep, c)
         return bed

@@ -109,10 +109,10 @@ class Trial:
         senders, receivers = [p.sender for p in pairs], [p.receiver for p in pairs]
         before = self.bed.dataplane.counters()
         for pair in pairs:
-            self._start(pair.receiver, pair.sender)
+            self._start(pair.receiver, pair.sender, pair.links[-1].a.mac)
         self._await(receivers, "ready", READY_TIMEOUT, "before it was ready")
         for pair in pairs:
-            self._start(pair.sender, pair.receiver)
+            self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)
         time.sleep(DRAIN)
         self._stop_receivers(receivers)
@@ -128,10 +128,12 @@ class Trial:
             self.procs[ep].stdout.close()
         return result
 
-    def _start(self, ep: Endpoint, peer: Endpoint) -> None:
+    def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:
+        """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
+        the nearest network function's)."""
         container = self.bed.tester(ep.name).container
-        args = engine_argv(container.engine, ep, self.bed.attachment(ep.name), peer,
-                           self.bed.attachment(peer.name), self.s)
+        args = engine_argv(container.engine, ep, self.bed.ports(ep.name), peer, hop, self.s,
+                           self.bed.eal_args(ep.name))
         (self.out / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
         raw = open(self.out / f"{ep.name}.jsonl", "w")
         self.teardown.push(None, raw.close)

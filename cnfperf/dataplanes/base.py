@@ -4,6 +4,7 @@ Lifecycle for one test point, driven by testbed.Builder and trial.py:
     check(host)   class-level: problems that make the data plane unusable here
     start(point)  create the switch and join every link's two ports (node netns exist)
     attach(port)  what the engine of the port's node needs to reach it
+    eal_args(node, attachments)  a DPDK engine's EAL arguments for its ports
     counters()    switch-side packet counters per port, read before and after
     stop()        remove what start() created; safe to call after a partial start
 Every resource is added to the journal before it is created.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
@@ -27,7 +28,7 @@ class Attachment:
     mac: str
     iface: str | None = None          # kernel interface, inside the node's netns
     port: int | None = None           # DPDK port id
-    eal_args: tuple[str, ...] = ()    # DPDK EAL arguments (vdev, file prefix, memory)
+    vdev: str | None = None           # the DPDK virtual device that is the port
     mounts: tuple[Mount, ...] = ()    # sockets/hugepages the container must see
 
 
@@ -66,6 +67,11 @@ class DataPlane(ABC):
 
     @abstractmethod
     def attach(self, port: Port) -> Attachment: ...
+
+    def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
+        """The EAL arguments of a node's DPDK engine holding these ports (its
+        file prefix, memory and vdevs); () when its engine does not run DPDK."""
+        return ()
 
     @abstractmethod
     def counters(self) -> dict[str, PortCounters]: ...

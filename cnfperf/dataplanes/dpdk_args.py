@@ -88,11 +88,14 @@ def _round_up(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 
 
-def kernel_eal_args(file_prefix: str, iface: str, frame_size: int = 0) -> list[str]:
-    """DPDK on a kernel interface through the af_packet PMD, the way DPDK runs
-    without a supported NIC. The PMD copies between the kernel's ring and the
-    mbufs, so ordinary memory serves (--no-huge): no hugepages to reserve, no
-    hugetlbfs to mount."""
-    memory = ENDPOINT_MB if frame_size <= STD_BUFFER else 4 * ENDPOINT_MB
-    return ["--file-prefix", file_prefix, "--no-huge", "-m", str(memory),
-            "--no-pci", "--no-telemetry", "--vdev", af_packet(0, iface, frame_size)]
+def kernel_eal_args(file_prefix: str, vdevs: Sequence[str], frame_size: int = 0) -> list[str]:
+    """DPDK on kernel interfaces through the af_packet PMD (its vdevs), the way
+    DPDK runs without a supported NIC. The PMD copies between the kernel's ring
+    and the mbufs, so ordinary memory serves (--no-huge): no hugepages to
+    reserve, no hugetlbfs to mount."""
+    memory = (ENDPOINT_MB if frame_size <= STD_BUFFER else 4 * ENDPOINT_MB) * len(vdevs)
+    args = ["--file-prefix", file_prefix, "--no-huge", "-m", str(memory),
+            "--no-pci", "--no-telemetry"]
+    for vdev in vdevs:
+        args += ["--vdev", vdev]
+    return args

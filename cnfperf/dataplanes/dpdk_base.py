@@ -12,7 +12,7 @@ import shutil
 from abc import abstractmethod
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
@@ -99,8 +99,8 @@ class DpdkDataPlane(DataPlane):
 
     def pages(self, point: TestPoint) -> int:
         mb = endpoint_mb(point.scenario.size)
-        engines = len({port.node for port in point.ports})
-        return pages_for(mb) * engines + pages_for(self.switch_mb())
+        ports = Counter(port.node for port in point.ports)
+        return sum(pages_for(mb * n) for n in ports.values()) + pages_for(self.switch_mb())
 
     def link_of(self, port: Port) -> tuple[int, Link]:
         """The link the port is an end of, and its index among the point's links."""
@@ -108,9 +108,14 @@ class DpdkDataPlane(DataPlane):
                     if port in (link.a, link.b))
 
     def attach(self, port: Port) -> Attachment:
-        memory = endpoint_mb(self.point.scenario.size)
-        eal = dpdk_args.eal_args(port.node, self.huge_dir, memory, [self.vdev(port)])
-        return Attachment(mac=port.mac, port=0, eal_args=tuple(eal), mounts=self.mounts())
+        return Attachment(mac=port.mac, port=port.slot, vdev=self.vdev(port),
+                          mounts=self.mounts())
+
+    def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
+        # Each port's api instance has its own mbuf pool.
+        memory = endpoint_mb(self.point.scenario.size) * len(attachments)
+        return tuple(dpdk_args.eal_args(node, self.huge_dir, memory,
+                                        [a.vdev for a in attachments if a.vdev]))
 
     def mounts(self) -> tuple[Mount, ...]:
         return (Mount(str(self.sock_dir), str(self.sock_dir)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from cnfperf import tools
 from cnfperf.dataplanes import dpdk_args
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from cnfperf.plan import Endpoint, Link, Pair, Port, TestPoint
     from cnfperf.runtimes.base import Journal
 
-# dpdk: through the af_packet PMD on the endpoint's interface (dpdk_args.kernel_eal_args).
+# dpdk: through the af_packet PMD on the port's interface (dpdk_args.kernel_eal_args).
 KERNEL_APIS = frozenset({"udp", "raw", "mmap", "xdp", "dpdk"})
 # IPv6 would send router solicitations and MLD reports into the measurement.
 _QUIET = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
@@ -179,9 +179,15 @@ class KernelDataPlane(DataPlane):
 
     def attach(self, port: Port) -> Attachment:
         if self.point.scenario.api == "dpdk":
-            eal = dpdk_args.kernel_eal_args(port.node, port.name, self.point.scenario.size)
-            return Attachment(mac=port.mac, port=0, eal_args=tuple(eal))
+            vdev = dpdk_args.af_packet(port.slot, port.name, self.point.scenario.size)
+            return Attachment(mac=port.mac, port=port.slot, vdev=vdev)
         return Attachment(mac=port.mac, iface=port.name)
+
+    def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
+        vdevs = [a.vdev for a in attachments if a.vdev]
+        if not vdevs:
+            return ()
+        return tuple(dpdk_args.kernel_eal_args(node, vdevs, self.point.scenario.size))
 
     def counters(self) -> dict[str, PortCounters]:
         by_netns: dict[str | None, set[str]] = {}

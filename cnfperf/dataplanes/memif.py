@@ -25,4 +25,5 @@ class Memif(DpdkDataPlane):
         index, _ = self.link_of(port)
         socket = str(self.sock_dir / f"l{index}.sock")
         role = "server" if port.first else "client"
-        return dpdk_args.memif(0, socket, role, mac=port.mac, frame_size=self.point.scenario.size)
+        return dpdk_args.memif(port.slot, socket, role, mac=port.mac,
+                               frame_size=self.point.scenario.size)

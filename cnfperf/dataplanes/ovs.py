@@ -154,7 +154,7 @@ class OvsDpdk(DpdkDataPlane):
         self.drops.start()
 
     def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(0, self._socket(port), mac=port.mac, server=True)
+        return dpdk_args.virtio_user(port.slot, self._socket(port), mac=port.mac, server=True)
 
     def counters(self) -> dict[str, PortCounters]:
         if self.ovs is None or self.drops is None:

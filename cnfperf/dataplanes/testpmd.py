@@ -78,7 +78,7 @@ class TestPmdSwitch(DpdkDataPlane):
         self.testpmd.forward()
 
     def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(0, self._socket(self.port(port)), mac=port.mac)
+        return dpdk_args.virtio_user(port.slot, self._socket(self.port(port)), mac=port.mac)
 
     def counters(self) -> dict[str, PortCounters]:
         if self.testpmd is None:

@@ -20,5 +20,5 @@ class Vhost(DpdkDataPlane):
         index, _ = self.link_of(port)
         socket = str(self.sock_dir / f"l{index}.sock")
         if port.first:
-            return dpdk_args.vhost(0, socket)
-        return dpdk_args.virtio_user(0, socket, mac=port.mac)
+            return dpdk_args.vhost(port.slot, socket)
+        return dpdk_args.virtio_user(port.slot, socket, mac=port.mac)

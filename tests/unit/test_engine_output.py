@@ -28,8 +28,8 @@ def test_sender_and_receiver_argv():
     s, pair, att = _pair(api="raw", rate="250k", duration=3, warmup=0.5, size=128, flows=4,
                          mmsg=True)
     snd, rcv = pair.sender, pair.receiver
-    tx = argv("/bin/cnfperf-engine", snd, att[snd.name], rcv, att[rcv.name], s)
-    rx = argv("/bin/cnfperf-engine", rcv, att[rcv.name], snd, att[snd.name], s)
+    tx = argv("/bin/cnfperf-engine", snd, [att[snd.name]], rcv, rcv.mac, s)
+    rx = argv("/bin/cnfperf-engine", rcv, [att[rcv.name]], snd, snd.mac, s)
     assert tx[:2] == ["/bin/cnfperf-engine", "send"] and rx[1] == "recv"
     assert _opt(tx, "--rate") == "250000" and _opt(tx, "--duration") == "3"
     assert _opt(tx, "--warmup") == "0.5" and "--rate" not in rx
@@ -46,8 +46,8 @@ def test_sender_and_receiver_argv():
 def test_latency_roles_and_eal_args():
     s, pair, att = _pair(mode="latency")
     snd, rcv = pair.sender, pair.receiver
-    dpdk = Attachment(mac=snd.mac, port=0, eal_args=("--no-pci", "--vdev=net_x"))
-    args = argv("e", snd, dpdk, rcv, att[rcv.name], s)
+    dpdk = Attachment(mac=snd.mac, port=0, vdev="net_x")
+    args = argv("e", snd, [dpdk], rcv, rcv.mac, s, ("--no-pci", "--vdev=net_x"))
     assert args[1] == "client" and _opt(args, "--rate") == "1000"
     assert args[-3:] == ["--", "--no-pci", "--vdev=net_x"] and "--iface" not in args
     assert _opt(args, "--port") == "0"

@@ -56,6 +56,9 @@ class Switch:
     def attach(self, port):
         return Attachment(mac=port.mac, iface=port.name)
 
+    def eal_args(self, node, attachments) -> tuple:
+        return ()
+
     def counters(self) -> dict:
         return {}
 

@@ -27,9 +27,9 @@ def point(switch: str, pairs: int):
     return place(Scenario(switch=switch, api="dpdk", pairs=pairs), secrets.token_hex(2))
 
 
-def endpoint(att, ep, mode: str, peer_mac: str | None = None) -> TestPmd:
+def endpoint(dataplane, att, ep, mode: str, peer_mac: str | None = None) -> TestPmd:
     # testpmd needs a main lcore besides the forwarding one; both on the planned core.
-    eal = [*att.eal_args, "--lcores", f"0@{ep.cpu},1@{ep.cpu}"]
+    eal = [*dataplane.eal_args(ep.name, [att]), "--lcores", f"0@{ep.cpu},1@{ep.cpu}"]
     app = [f"--forward-mode={mode}", "--nb-cores=1", "--total-num-mbufs=4096"]
     if peer_mac:
         app.append(f"--eth-peer=0,{peer_mac}")
@@ -43,12 +43,13 @@ def exchange(dataplane, p) -> tuple[dict, dict, dict, dict]:
     with ExitStack() as stack:
         receivers, senders = {}, {}
         for pair in p.pairs:  # receivers first: in vhost and memif they own the socket
-            r = endpoint(att[pair.receiver.name], pair.receiver, "rxonly")
+            r = endpoint(dataplane, att[pair.receiver.name], pair.receiver, "rxonly")
             stack.callback(r.stop)
             r.start()
             receivers[pair.index] = r
         for pair in p.pairs:
-            s = endpoint(att[pair.sender.name], pair.sender, "txonly", pair.receiver.mac)
+            s = endpoint(dataplane, att[pair.sender.name], pair.sender, "txonly",
+                         pair.receiver.mac)
             stack.callback(s.stop)
             s.start()
             senders[pair.index] = s
