@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any, Sequence
 
 from cnfperf.dataplanes.base import Attachment
-from cnfperf.plan import Endpoint
+from cnfperf.plan import NF, Endpoint, Pair
 from cnfperf.scenario import Scenario
 
 ENGINE_ENV = "CNFPERF_ENGINE"
@@ -60,6 +60,25 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
         args.append("--touch")
     if s.mmsg:
         args.append("--mmsg")
+    if s.poll != "busy":
+        args += ["--poll", s.poll]
+    args.append("--hold")
+    if eal:
+        args += ["--", *eal]
+    return args
+
+
+def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: tuple[str, str], pair: Pair,
+            s: Scenario, eal: Sequence[str] = ()) -> list[str]:
+    """The command line of a network function's engine: frames leaving its port 1
+    go to hops[0] (towards the sender), those leaving port 2 to hops[1]."""
+    args = [engine, "nf", "--nf", s.nf, "--api", nf.ports[0].api, *port_args(ports),
+            "--dst-mac", hops[0], "--dst-mac2", hops[1],
+            "--size", str(s.size), "--burst", str(s.burst), "--cpu", str(nf.cpu),
+            "--interval", f"{INTERVAL:g}", "--duration", "0"]
+    if s.nf == "l3":
+        # Host routes to the two ends: a router's table, not a cross-connect.
+        args += ["--route", f"{pair.receiver.ip}/32,2", "--route", f"{pair.sender.ip}/32,1"]
     if s.poll != "busy":
         args += ["--poll", s.poll]
     args.append("--hold")

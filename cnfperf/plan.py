@@ -34,6 +34,7 @@ class Port:
     mac: str
     first: bool        # its node starts before the other end of the link: the
                        # side that listens (vhost-user backend, memif server)
+    api: str           # its node's engine's packet I/O
     slot: int = 0      # its place among its node's ports: the engine's port 1 or 2,
                        # DPDK port id and vdev index
 
@@ -64,10 +65,12 @@ class Endpoint:
         """Receivers and servers must be ready before their peer starts sending."""
         return self.role in ("recv", "server")
 
+    api: str           # its engine's packet I/O
+
     @property
     def port(self) -> Port:
         """A tester end has one port, named like itself."""
-        return Port(self.name, self.name, self.pair, self.mac, self.receives_first, slot=0)
+        return Port(self.name, self.name, self.pair, self.mac, self.receives_first, self.api)
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class NF:
     index: int         # 0-based position on the path, counted from the sender
     cpu: int
     ports: tuple[Port, ...]
+    role = "nf"        # what its engine does, as the tester's ends say send or recv
 
 
 @dataclass(frozen=True)
@@ -170,25 +174,25 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
         pairs.append(Pair(
             index=k,
             sender=_endpoint(run_id, k, "s", sender_role, cpus[(2 * k + 1) % len(cpus)],
-                             octets, host=1, udp_port=TX_PORT + k * s.flows),
+                             octets, host=1, udp_port=TX_PORT + k * s.flows, api=s.api),
             receiver=_endpoint(run_id, k, "r", receiver_role, cpus[(2 * k) % len(cpus)],
-                               octets, host=2, udp_port=RX_PORT + k),
-            nfs=tuple(_nf(run_id, k, i, cpu, octets) for i, cpu in enumerate(nf_cpus)),
+                               octets, host=2, udp_port=RX_PORT + k, api=s.api),
+            nfs=tuple(_nf(run_id, k, i, cpu, octets, s.nf_api) for i, cpu in enumerate(nf_cpus)),
         ))
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
                      cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)))
 
 
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,
-              host: int, udp_port: int) -> Endpoint:
+              host: int, udp_port: int, api: str) -> Endpoint:
     # Locally administered unicast (02:…), unique per run, pair and side, so that
     # a bridge shared by several pairs never sees two ports claim one MAC.
     mac = f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{host:02x}"
     return Endpoint(name=f"{run_prefix(run_id)}p{pair}{side}", pair=pair, role=role, cpu=cpu,
-                    mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port)
+                    mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port, api=api)
 
 
-def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes) -> NF:
+def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str) -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
     # MACs after the tester's ends (hosts 1 and 2): two per NF.
@@ -196,7 +200,7 @@ def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes) -> NF:
                        f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
                        # the NF starts before the sender's side of the path, after
                        # the receiver's: first on its upstream link only
-                       first=side == "a", slot=n)
+                       first=side == "a", api=api, slot=n)
                   for n, side in enumerate("ab"))
     return NF(name, pair, index, cpu, ports)
 

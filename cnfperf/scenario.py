@@ -106,6 +106,7 @@ class _Scenario(BaseModel):
             data.setdefault("burst", 1 if latency else 32)
             sockets = data.get("api", "udp") in SOCKET_APIS
             data.setdefault("poll", "interrupt" if latency and sockets else "busy")
+            data.setdefault("nf_api", "dpdk" if data.get("api") == "dpdk" else "mmap")
         return data
 
     def describe(self) -> str:

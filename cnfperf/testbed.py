@@ -1,11 +1,12 @@
 """A test point's testbed, as a graph: nodes and the links between them.
 
-Today's nodes are the tester's ends, one per endpoint (its netns and the
-container its engine runs in), and the switch (the data plane). The edges are
+The nodes are the tester's ends, one per endpoint (its netns and the container
+its engine runs in), the network functions on each pair's path (the same, with
+two ports), and the switch (the data plane). The edges are
 the plan's links, each joining two nodes' ports (plan.Link): the data plane
 joins them directly or through the switch, and says for every port what the
-engine of its node needs to reach it (its Attachment). Network functions,
-remote hosts, VMs and noise are further kinds of node.
+engine of its node needs to reach it (its Attachment). Remote hosts, VMs and
+noise are further kinds of node.
 
 A testbed is built from the placed TestPoint: namespaces, switch, links,
 containers. Each step's undo goes on the point's Teardown the moment the step
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.dataplanes.kernel import add_netns, del_netns
-from cnfperf.plan import Endpoint, Link, TestPoint
+from cnfperf.plan import NF, Endpoint, Link, TestPoint
 from cnfperf.runtimes import RUNTIMES, Container, ImageInfo, Journal, Runtime
 from cnfperf.teardown import Teardown
 
@@ -42,7 +43,15 @@ class Switch:
     dataplane: DataPlane
 
 
-Node = Tester | Switch
+@dataclass(frozen=True)
+class Function:
+    """A network function on a pair's path: its netns and the container its engine runs in."""
+
+    nf: NF
+    container: Container
+
+
+Node = Tester | Switch | Function
 
 
 @dataclass
@@ -63,6 +72,13 @@ class Testbed:
         if not isinstance(node, Tester):
             raise KeyError(f"{name}: a {type(node).__name__}, not a tester")
         return node
+
+    def container(self, name: str) -> Container:
+        """The container of a tester's end or a network function."""
+        node = self.nodes[name]
+        if isinstance(node, Switch):
+            raise KeyError(f"{name}: the switch, not a container")
+        return node.container
 
     def ports(self, node: str) -> list[Attachment]:
         """How the node's engine reaches its ports, in slot order (its port 1, 2)."""
@@ -112,18 +128,27 @@ class Builder:
     def build(self, point: TestPoint, teardown: Teardown) -> Testbed:
         s = point.scenario
         bed = Testbed(point)
-        for ep in point.endpoints:
-            self._netns(ep.name, teardown)
+        for name in (*(ep.name for ep in point.endpoints), *(nf.name for nf in point.nfs)):
+            self._netns(name, teardown)
         switch = self._switch(point, teardown)
         bed.nodes[switch.name] = switch
         bed.attachments = {port.name: switch.dataplane.attach(port) for port in point.ports}
         runtime = self._runtime(s.runtime)[0]
         for ep in point.endpoints:
-            mounts = {m: None for a in bed.ports(ep.name) for m in a.mounts}
-            c = runtime.create(ep.name, [ep.cpu], ep.name, tuple(mounts))
-            teardown.push(f"container {ep.name}", c.destroy)
-            bed.nodes[ep.name] = Tester(ep, c)
+            bed.nodes[ep.name] = Tester(ep, self._container(runtime, bed, ep.name, ep.cpu,
+                                                            teardown))
+        for nf in point.nfs:
+            bed.nodes[nf.name] = Function(nf, self._container(runtime, bed, nf.name, nf.cpu,
+                                                              teardown))
         return bed
+
+    def _container(self, runtime: Runtime, bed: Testbed, name: str, cpu: int,
+                   teardown: Teardown) -> Container:
+        """A node's container in its netns, seeing what its ports need (one mount once)."""
+        mounts = {m: None for a in bed.ports(name) for m in a.mounts}
+        c = runtime.create(name, [cpu], name, tuple(mounts))
+        teardown.push(f"container {name}", c.destroy)
+        return c
 
     def _netns(self, name: str, teardown: Teardown) -> None:
         teardown.push(f"netns {name}", lambda: self.namespaces.remove(self.journal, name))

@@ -1,15 +1,16 @@
 """A trial: one measurement on a testbed.
 
-    receivers (wait for `ready`) -> senders (wait for their summaries) -> drain
-    -> SIGINT receivers (summaries) -> read counters
-    -> release senders, then receivers (they close their ports and exit)
+    receivers, then network functions from the receiver's side (wait for `ready`)
+    -> senders (wait for their summaries) -> drain
+    -> SIGINT network functions and receivers (summaries) -> read counters
+    -> release senders, network functions, receivers (they close their ports and exit)
 
 The stop has two phases because closing a port while its peer still polls
 can crash the peer (DPDK 22.11's memif unmaps the shared rings from a control
 thread): every engine first stops polling and prints its summary, keeping its
 ports open (--hold); only then are they told, by the end of their stdin, to
-close them. Senders go first and are gone before receivers close, so no two
-ends of one link tear it down at once.
+close them. Senders go first and are gone before the next node on the path
+closes, so no two ends of one link tear it down at once.
 
 Each engine's stop is on the point's Teardown from the moment it starts, for
 the way out of a failure; a trial that ends well leaves none running.
@@ -26,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cnfperf import SystemFailure
-from cnfperf.engine import EngineOutput, argv as engine_argv
+from cnfperf.engine import EngineOutput, argv as engine_argv, nf_argv
 from cnfperf.experiments import stats
-from cnfperf.plan import Endpoint, Pair, TestPoint
+from cnfperf.plan import NF, Endpoint, Pair, TestPoint
 from cnfperf.results import model
 from cnfperf.scenario import Scenario
 from cnfperf.teardown import Teardown
@@ -107,18 +108,25 @@ class Trial:
     def run(self) -> model.PointResult:
         pairs = self.bed.point.pairs
         senders, receivers = [p.sender for p in pairs], [p.receiver for p in pairs]
+        # Each listens on its upstream link before its upstream neighbour starts.
+        nfs = [nf for p in pairs for nf in reversed(p.nfs)]
         before = self.bed.dataplane.counters()
         for pair in pairs:
             self._start(pair.receiver, pair.sender, pair.links[-1].a.mac)
         self._await(receivers, "ready", READY_TIMEOUT, "before it was ready")
         for pair in pairs:
+            for nf in reversed(pair.nfs):
+                self._start_nf(nf, pair)
+        self._await(nfs, "ready", READY_TIMEOUT, "before it was ready")
+        for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)
         time.sleep(DRAIN)
-        self._stop_receivers(receivers)
+        self._stop(nfs + receivers)
         after = self.bed.dataplane.counters()
         # No engine polls any more: ports may close now.
         self._release(senders)
+        self._release(nfs)
         self._release(receivers)
         result = self._result(before, after)
         # Every engine has exited and been read: a search's many trials must not
@@ -131,9 +139,20 @@ class Trial:
     def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
         the nearest network function's)."""
-        container = self.bed.tester(ep.name).container
-        args = engine_argv(container.engine, ep, self.bed.ports(ep.name), peer, hop, self.s,
-                           self.bed.eal_args(ep.name))
+        engine = self.bed.container(ep.name).engine
+        self._spawn(ep, engine_argv(engine, ep, self.bed.ports(ep.name), peer, hop, self.s,
+                                    self.bed.eal_args(ep.name)))
+
+    def _start_nf(self, nf: NF, pair: Pair) -> None:
+        """Start a network function; its frames go to the ports next to its own."""
+        links = pair.links
+        upstream, downstream = links[nf.index].a, links[nf.index + 1].b
+        engine = self.bed.container(nf.name).engine
+        self._spawn(nf, nf_argv(engine, nf, self.bed.ports(nf.name), (upstream.mac, downstream.mac),
+                                pair, self.s, self.bed.eal_args(nf.name)))
+
+    def _spawn(self, ep: Endpoint | NF, args: list[str]) -> None:
+        container = self.bed.container(ep.name)
         (self.out / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
         raw = open(self.out / f"{ep.name}.jsonl", "w")
         self.teardown.push(None, raw.close)
@@ -153,7 +172,7 @@ class Trial:
         out.follow(proc.stdout)
         self.outputs[ep.name] = out
 
-    def _failed(self, ep: Endpoint, what: str) -> SystemFailure:
+    def _failed(self, ep: Endpoint | NF, what: str) -> SystemFailure:
         tail = ""
         with contextlib.suppress(OSError):
             lines = (self.out / f"{ep.name}.stderr").read_text(errors="replace").split("\n")
@@ -164,7 +183,7 @@ class Trial:
         return SystemFailure(f"engine {ep.role} in {ep.name} {what}"
                              + (f": {tail}" if tail else ""))
 
-    def _await(self, eps: list[Endpoint], record: str, timeout: float, when: str,
+    def _await(self, eps: list[Endpoint] | list[NF], record: str, timeout: float, when: str,
                every: float = 0.05, tick: Callable[[], None] | None = None) -> None:
         """Until each engine has printed its `ready` or `summary` record; an
         engine that exits first, or a timeout, fails the point. `tick` runs
@@ -210,14 +229,15 @@ class Trial:
                 rates.append(float(last.get("rx_pps", 0) or 0))
         return sum(rates) if rates else None
 
-    def _stop_receivers(self, eps: list[Endpoint]) -> None:
-        """SIGINT: each receiver stops polling and prints its summary (and holds)."""
+    def _stop(self, eps: list[Endpoint | NF]) -> None:
+        """SIGINT: each receiver or network function stops polling and prints its
+        summary (and holds)."""
         for ep in eps:
             if self.procs[ep.name].poll() is None:
                 self.procs[ep.name].send_signal(signal.SIGINT)
         self._await(eps, "summary", STOP_TIMEOUT, "after SIGINT")
 
-    def _release(self, eps: list[Endpoint]) -> None:
+    def _release(self, eps: list[Endpoint] | list[NF]) -> None:
         """End of stdin: the engines close their ports and exit."""
         for ep in eps:
             _close_stdin(self.procs[ep.name])
@@ -233,13 +253,16 @@ class Trial:
 
     def _result(self, before: dict, after: dict) -> model.PointResult:
         p = self.bed.point
-        for ep in p.endpoints:
+        engines = [*p.endpoints, *p.nfs]
+        for ep in engines:
             self.outputs[ep.name].join(STOP_TIMEOUT)
             if self.outputs[ep.name].summary is None:
                 raise self._failed(ep, "printed no summary")
+        # A network function's metrics are stored beside the ends' (role nf), its
+        # per-port counters in its summary.
         metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,
                                                    self.outputs[ep.name].summary)
-                   for ep in p.endpoints}
+                   for ep in engines}
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
                                    metrics[pair.receiver.name], self.s.mode)
                  for pair in p.pairs]

@@ -178,7 +178,7 @@ class KernelDataPlane(DataPlane):
         raise NotImplementedError
 
     def attach(self, port: Port) -> Attachment:
-        if self.point.scenario.api == "dpdk":
+        if port.api == "dpdk":
             vdev = dpdk_args.af_packet(port.slot, port.name, self.point.scenario.size)
             return Attachment(mac=port.mac, port=port.slot, vdev=vdev)
         return Attachment(mac=port.mac, iface=port.name)
@@ -199,7 +199,7 @@ class KernelDataPlane(DataPlane):
         return found
 
     def stop(self) -> None:
-        if self.point is not None and self.point.scenario.api == "dpdk":
+        if self.point is not None and any(p.api == "dpdk" for p in self.point.ports):
             remove_dpdk_files(self.point.prefix)  # the netns runtime's EALs run on the host
         for name, netns in reversed(self._links):
             del_link(name, netns)
