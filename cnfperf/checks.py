@@ -22,7 +22,7 @@ from typing import Any
 
 from cnfperf import SystemFailure, UserError, tools
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.fields import APIS, MAX_PORT, TX_PORT
+from cnfperf.fields import APIS, MAX_PORT, NF_KINDS, TX_PORT
 from cnfperf.host import HostFacts
 from cnfperf.runtimes import RUNTIMES
 from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, read_file
@@ -47,7 +47,7 @@ def check(s: Scenario) -> None:
     if dataplane is None:
         raise UserError("switch", f"unknown data plane {s.switch!r}; known: "
                                   f"{', '.join(DATAPLANES)}")
-    mismatch = _mismatch(s.switch, s.api, s.pairs)
+    mismatch = _mismatch(s.switch, s.api, s.pairs, s.nfs)
     if mismatch:
         raise UserError(*mismatch)
     if s.runtime not in RUNTIMES:
@@ -65,6 +65,8 @@ def check(s: Scenario) -> None:
                       lambda api: "only the kernel data planes shape a link (tbf)")(s.api)
         if why:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
+    if s.nfs:
+        _check_nfs(s, dataplane)
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
         missing = sorted(set(s.cpus) - usable)
@@ -73,13 +75,25 @@ def check(s: Scenario) -> None:
                                     f"usable: {','.join(map(str, sorted(usable)))}")
 
 
-def _mismatch(switch: str, api: str, pairs: int) -> tuple[str, str] | None:
-    """(field, why) when a data plane cannot serve the api or the pairs, else None."""
+def _check_nfs(s: Scenario, dataplane: type) -> None:
+    if s.nf not in NF_KINDS and not s.nf.startswith("cmd:"):
+        raise UserError("nf", f"{s.nf!r} is not a network function: one of "
+                              f"{', '.join(NF_KINDS)}, or cmd:TEMPLATE")
+    if s.nf_api not in dataplane.apis:
+        raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
+                                  f"not {s.nf_api}")
+
+
+def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0) -> tuple[str, str] | None:
+    """(field, why) when a data plane cannot serve the api or the links, else None."""
     dataplane = DATAPLANES[switch]
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
-    if dataplane.max_pairs is not None and pairs > dataplane.max_pairs:
-        return "pairs", f"{switch} serves at most {dataplane.max_pairs} pairs"
+    links = pairs * (nfs + 1)
+    if dataplane.max_links is not None and links > dataplane.max_links:
+        return ("pairs" if not nfs else "nfs",
+                f"{switch} serves at most {dataplane.max_links} links; pairs × (nfs + 1) = "
+                f"{links}")
     return None
 
 

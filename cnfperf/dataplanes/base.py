@@ -47,8 +47,8 @@ class DataPlane(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     apis: ClassVar[frozenset[str]]
-    # None: any number of pairs, each on its own ports.
-    max_pairs: ClassVar[int | None] = None
+    # None: any number of links (a pair's path has nfs + 1), each on its own ports.
+    max_links: ClassVar[int | None] = None
     needs_hugepages: ClassVar[bool] = False
     # Threads the switch itself spins on (testpmd, OVS PMD threads): they compete
     # with the endpoints for cores, so the plan counts them.

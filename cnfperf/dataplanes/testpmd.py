@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from cnfperf.host import HostFacts
 
 # DPDK's default RTE_MAX_ETHPORTS is 32: two ports per link.
-MAX_PAIRS = 16
+MAX_LINKS = 16
 MBUFS_PER_PORT = 4096  # vhost rings of 1024 plus what sits in bursts and caches
 
 
@@ -29,7 +29,7 @@ class TestPmdSwitch(DpdkDataPlane):
     __test__ = False  # a class named Test* that is not a test suite
     name = "testpmd"
     description = "dpdk-testpmd io forwarding between paired vhost-user ports (no switching logic)"
-    max_pairs = MAX_PAIRS
+    max_links = MAX_LINKS
     poll_threads = 1
 
     def __init__(self, journal):

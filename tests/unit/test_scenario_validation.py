@@ -55,6 +55,10 @@ BAD_FLAGS = [
     (["--cpus", "a-b"], "cpus"),
     (["--api", "mmap", "--mmsg"], "mmsg"),
     (["--poll", "sometimes"], "poll"),
+    (["--nfs", "17"], "nfs"),
+    (["--nfs", "2", "--nf", "firewall"], "nf"),
+    (["--nfs", "1", "--switch", "memif", "--api", "dpdk", "--nf-api", "raw"], "nf_api"),
+    (["--switch", "testpmd", "--api", "dpdk", "--pairs", "5", "--nfs", "3"], "nfs"),
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
 ]
