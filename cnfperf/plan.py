@@ -120,10 +120,27 @@ class TestPoint:
     group: str = ""
     rep: int = 0
     label: str = ""
+    joins: str = "switch"   # the data plane's way of joining a link (DataPlane.joins)
 
     @property
     def prefix(self) -> str:
         return run_prefix(self.run_id)
+
+    @property
+    def shape(self) -> str:
+        """How each pair's path is laid out: `pair` (the ends meet through the data
+        plane), a `chain` (every NF's two ports on the switch, as FD.io CSIT calls
+        it) or a `pipeline` (NFs joined to their neighbours directly)."""
+        if not self.scenario.nfs:
+            return "pair"
+        return "chain" if self.joins == "switch" else "pipeline"
+
+    def path(self) -> str:
+        """`send → 3 × l2 (chain) → recv`: what --dry-run and the report show."""
+        pair = self.pairs[0]
+        middle = f" → {self.scenario.nfs} × {self.scenario.nf} ({self.shape})" \
+            if self.scenario.nfs else ""
+        return f"{pair.sender.role}{middle} → {pair.receiver.role}"
 
     @property
     def endpoints(self) -> list[Endpoint]:
@@ -159,9 +176,11 @@ def usable_cpus() -> tuple[int, ...]:
 
 
 def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
-          host_cpus: tuple[int, ...] | None = None, switch_pollers: int = 0) -> TestPoint:
-    """Where each endpoint runs. `switch_pollers`: threads the data plane itself
-    spins on (its DataPlane.poll_threads), counted against the cores."""
+          host_cpus: tuple[int, ...] | None = None, switch_pollers: int = 0,
+          joins: str = "switch") -> TestPoint:
+    """Where each endpoint and network function runs. `switch_pollers`: threads
+    the data plane itself spins on (its DataPlane.poll_threads), counted against
+    the cores; `joins`: how it joins a link (DataPlane.joins)."""
     cpus = s.cpus or host_cpus or usable_cpus()
     sender_role, receiver_role = ROLES[s.mode]
     octets = bytes.fromhex(run_id.rjust(4, "0")[-4:])
@@ -180,7 +199,8 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
             nfs=tuple(_nf(run_id, k, i, cpu, octets, s.nf_api) for i, cpu in enumerate(nf_cpus)),
         ))
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
-                     cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)))
+                     cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)),
+                     joins=joins)
 
 
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,

@@ -119,8 +119,11 @@ def execute(planned: Sweep | list[Scenario], opts: RunOptions) -> RunOutcome:
 def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
     """The plan's points placed on this host, in order, each with its sweep key."""
     total = len(swept.scenarios)
-    return [replace(place(s, run_id, i, total, switch_pollers=DATAPLANES[s.switch].poll_threads),
-                    key=p.key, group=p.group, rep=p.rep,
+    def placed(i: int, s: Scenario) -> TestPoint:
+        dataplane = DATAPLANES[s.switch]
+        return place(s, run_id, i, total, switch_pollers=dataplane.poll_threads,
+                     joins=dataplane.joins)
+    return [replace(placed(i, s), key=p.key, group=p.group, rep=p.rep,
                     label=p.label(swept.plan.axes, swept.plan.repeat))
             for i, (p, s) in enumerate(zip(swept.plan.points, swept.scenarios))]
 

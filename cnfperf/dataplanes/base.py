@@ -47,6 +47,10 @@ class DataPlane(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     apis: ClassVar[frozenset[str]]
+    # How it joins a link's two ports: through its own switch port for each
+    # ("switch": network functions form a chain, every hop crossing the switch)
+    # or directly ("link": a pipeline, only the path's ends reach the tester).
+    joins: ClassVar[str] = "switch"
     # None: any number of links (a pair's path has nfs + 1), each on its own ports.
     max_links: ClassVar[int | None] = None
     needs_hugepages: ClassVar[bool] = False

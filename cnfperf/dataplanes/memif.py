@@ -20,6 +20,7 @@ from cnfperf.plan import Port
 class Memif(DpdkDataPlane):
     name = "memif"
     description = "direct memif shared-memory link: the receiving end is server, the other client"
+    joins = "link"
 
     def vdev(self, port: Port) -> str:
         index, _ = self.link_of(port)

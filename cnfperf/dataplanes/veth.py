@@ -8,6 +8,7 @@ from cnfperf.plan import Link
 class Veth(KernelDataPlane):
     name = "veth"
     description = "a veth pair per link, no switch between its ends"
+    joins = "link"
 
     def connect(self, link: Link) -> None:
         a, b = link.a, link.b

@@ -15,6 +15,7 @@ from cnfperf.plan import Port
 class Vhost(DpdkDataPlane):
     name = "vhost"
     description = "direct vhost-user link: the receiving end is the backend, the other virtio-user"
+    joins = "link"
 
     def vdev(self, port: Port) -> str:
         index, _ = self.link_of(port)

@@ -105,7 +105,7 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
     width = len(str(len(swept.scenarios)))
     seconds = 0.0
     for i, (p, s, placed) in enumerate(zip(swept.plan.points, swept.scenarios, placed_points)):
-        cores = " ".join(f"{e.role}:{e.cpu}" for e in placed.endpoints)
+        cores = " ".join(f"{e.role}:{e.cpu}" for e in [*placed.endpoints, *placed.nfs])
         state = "  (done)" if p.key in done else ""
         if not state:
             seconds += nominal_seconds(s.model_dump())
@@ -113,6 +113,8 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
         extra = fields.undescribed(p.label(swept.plan.axes, swept.plan.repeat), also=("burst",))
         lines.append(f"  [{i + 1:>{width}}] {' '.join([s.describe(), f'burst={s.burst}', *extra])}"
                      f"  cores {cores}{state}")
+        if s.nfs:
+            lines.append(f"        path: {placed.path()}")
         lines += [f"        warning: {w}" for w in placed.warnings]
     switches = ", ".join(dict.fromkeys(s.switch for s in swept.scenarios))
     lines.append(f"data planes: {switches}; traffic time ≥ {format_seconds(seconds)} "

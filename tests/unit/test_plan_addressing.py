@@ -104,3 +104,12 @@ def test_nfs_take_the_cores_after_the_ends():
     point = _point(pairs=1, nfs=3, host_cpus=(0, 1, 2, 3))
     assert [nf.cpu for nf in point.nfs] == [2, 3, 0]
     assert any("busy-polling" in w for w in point.warnings)   # 2 ends + 3 NFs > 4 cores
+
+
+@pytest.mark.parametrize("joins,nfs,shape", [("switch", 0, "pair"), ("switch", 2, "chain"),
+                                             ("link", 2, "pipeline")])
+def test_the_path_says_its_shape(joins, nfs, shape):
+    [s] = scenarios(None, {"nfs": nfs, "nf": "l3"})
+    point = place(s, "1a2b", host_cpus=(0, 1), joins=joins)
+    assert point.shape == shape
+    assert point.path() == ("send → recv" if not nfs else f"send → 2 × l3 ({shape}) → recv")
