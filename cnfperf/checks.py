@@ -67,6 +67,11 @@ def check(s: Scenario) -> None:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
     if s.nfs:
         _check_nfs(s, dataplane)
+    if s.tester == "single" and s.api == "udp":
+        # Both ends' addresses would be local to its one netns: the kernel would
+        # hand the frames over inside, never through the path.
+        raise UserError("tester", "a single tester builds its own frames: use an L2 api "
+                                  "(raw, mmap, xdp, dpdk), not udp")
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
         missing = sorted(set(s.cpus) - usable)

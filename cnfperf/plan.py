@@ -9,7 +9,7 @@ function is `cnfp` + run id + `n<pair, 2 hex><index, 1 hex>` and its ports add
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cnfperf import PREFIX
 from cnfperf.fields import MAX_NFS, RX_PORT, TX_PORT
@@ -19,8 +19,11 @@ IFNAMSIZ = 15
 # Threads that spin on the CPU per role, unless poll = interrupt. The engine's
 # client paces and collects echoes in one thread when it polls, so it is one.
 # An adaptive poller spins whenever traffic flows: it counts.
-POLLERS = {"send": 1, "recv": 1, "client": 1, "server": 1}
+POLLERS = {"send": 1, "recv": 1, "client": 1, "server": 1, "tester": 1}
 ROLES = {"throughput": ("send", "recv"), "latency": ("client", "server")}
+# tester = single: one engine holds both ends of a path, sending on its first port
+# and receiving on its second; latency is one-way, on its one clock.
+SINGLE = ("tester", "tester")
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,6 @@ class Port:
     node: str          # the node it belongs to (its netns and container name)
     pair: int
     mac: str
-    first: bool        # its node starts before the other end of the link: the
-                       # side that listens (vhost-user backend, memif server)
     api: str           # its node's engine's packet I/O
     slot: int = 0      # its place among its node's ports: the engine's port 1 or 2,
                        # DPDK port id and vdev index
@@ -47,6 +48,13 @@ class Link:
 
     a: Port
     b: Port
+    # The end whose engine starts first, so it listens (vhost-user backend, memif
+    # server): the receiving side, as engines start from the receiver's end.
+    first_is_a: bool = False
+
+    @property
+    def first(self) -> Port:
+        return self.a if self.first_is_a else self.b
 
 
 @dataclass(frozen=True)
@@ -66,11 +74,19 @@ class Endpoint:
         return self.role in ("recv", "server")
 
     api: str           # its engine's packet I/O
+    node: str = ""     # the node holding its port: itself, or with tester = single
+                       # the sender, whose one engine holds both ends
 
     @property
     def port(self) -> Port:
-        """A tester end has one port, named like itself."""
-        return Port(self.name, self.name, self.pair, self.mac, self.receives_first, self.api)
+        """A tester end's port, named like itself; the single tester's receiving
+        end is its node's second port."""
+        node = self.node or self.name
+        return Port(self.name, node, self.pair, self.mac, self.api, slot=int(node != self.name))
+
+    @property
+    def runs_engine(self) -> bool:
+        return not self.node or self.node == self.name
 
 
 @dataclass(frozen=True)
@@ -100,9 +116,19 @@ class Pair:
     @property
     def links(self) -> tuple[Link, ...]:
         """The pair's path, sender to receiver: through each NF, in at one port
-        and out at the other."""
+        and out at the other. A single tester starts after the NFs: on its
+        receiving link the NF listens (and without NFs, the tester's first port,
+        probed first)."""
         ends = [self.sender.port, *(p for nf in self.nfs for p in nf.ports), self.receiver.port]
-        return tuple(Link(ends[i], ends[i + 1]) for i in range(0, len(ends), 2))
+        links = [Link(ends[i], ends[i + 1]) for i in range(0, len(ends), 2)]
+        if not self.receiver.runs_engine:
+            links[-1] = replace(links[-1], first_is_a=True)
+        return tuple(links)
+
+    @property
+    def engines(self) -> tuple[Endpoint, ...]:
+        """The ends that run an engine of their own: both, or the single tester."""
+        return tuple(ep for ep in self.endpoints if ep.runs_engine)
 
 
 @dataclass(frozen=True)
@@ -151,6 +177,11 @@ class TestPoint:
         return [nf for p in self.pairs for nf in p.nfs]
 
     @property
+    def engines(self) -> list[Endpoint]:
+        """The tester's ends that run an engine (both, unless tester = single)."""
+        return [e for p in self.pairs for e in p.engines]
+
+    @property
     def links(self) -> list[Link]:
         return [link for p in self.pairs for link in p.links]
 
@@ -182,20 +213,26 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
     the data plane itself spins on (its DataPlane.poll_threads), counted against
     the cores; `joins`: how it joins a link (DataPlane.joins)."""
     cpus = s.cpus or host_cpus or usable_cpus()
-    sender_role, receiver_role = ROLES[s.mode]
+    single = s.tester == "single"
+    sender_role, receiver_role = SINGLE if single else ROLES[s.mode]
     octets = bytes.fromhex(run_id.rjust(4, "0")[-4:])
+    engines = 1 if single else 2   # per pair, for the tester's ends
     pairs = []
     for k in range(s.pairs):
         # Receivers first on the core list, so that with two cores every pair gets
-        # one core per side instead of both sides on one.
-        # NFs take the cores after every pair's two ends, in path order.
-        nf_cpus = [cpus[(2 * s.pairs + k * s.nfs + i) % len(cpus)] for i in range(s.nfs)]
+        # one core per side instead of both sides on one; a single tester takes
+        # one. NFs take the cores after every pair's ends, in path order.
+        receiver_cpu = cpus[(engines * k) % len(cpus)]
+        sender_cpu = receiver_cpu if single else cpus[(2 * k + 1) % len(cpus)]
+        nf_cpus = [cpus[(engines * s.pairs + k * s.nfs + i) % len(cpus)] for i in range(s.nfs)]
+        sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, host=1,
+                           udp_port=TX_PORT + k * s.flows, api=s.api)
+        receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, host=2,
+                             udp_port=RX_PORT + k, api=s.api)
+        if single:
+            receiver = replace(receiver, node=sender.name)
         pairs.append(Pair(
-            index=k,
-            sender=_endpoint(run_id, k, "s", sender_role, cpus[(2 * k + 1) % len(cpus)],
-                             octets, host=1, udp_port=TX_PORT + k * s.flows, api=s.api),
-            receiver=_endpoint(run_id, k, "r", receiver_role, cpus[(2 * k) % len(cpus)],
-                               octets, host=2, udp_port=RX_PORT + k, api=s.api),
+            index=k, sender=sender, receiver=receiver,
             nfs=tuple(_nf(run_id, k, i, cpu, octets, s.nf_api) for i, cpu in enumerate(nf_cpus)),
         ))
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
@@ -215,12 +252,13 @@ def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: by
 def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str) -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
-    # MACs after the tester's ends (hosts 1 and 2): two per NF.
+    # MACs after the tester's ends (hosts 1 and 2): two per NF. The NF starts
+    # after the receiver's side of the path: its a port listens.
     ports = tuple(Port(name + side, name, pair,
                        f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
                        # the NF starts before the sender's side of the path, after
                        # the receiver's: first on its upstream link only
-                       first=side == "a", api=api, slot=n)
+                       api=api, slot=n)
                   for n, side in enumerate("ab"))
     return NF(name, pair, index, cpu, ports)
 
@@ -228,7 +266,7 @@ def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str) -
 def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
               switch_pollers: int) -> list[str]:
     pollers = 0 if s.poll == "interrupt" else \
-        sum(POLLERS[e.role] for p in pairs for e in p.endpoints) + sum(len(p.nfs) for p in pairs)
+        sum(POLLERS[e.role] for p in pairs for e in p.engines) + sum(len(p.nfs) for p in pairs)
     pollers += switch_pollers
     if pollers <= len(cpus):
         return []

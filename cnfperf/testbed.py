@@ -128,13 +128,13 @@ class Builder:
     def build(self, point: TestPoint, teardown: Teardown) -> Testbed:
         s = point.scenario
         bed = Testbed(point)
-        for name in (*(ep.name for ep in point.endpoints), *(nf.name for nf in point.nfs)):
+        for name in (*(ep.name for ep in point.engines), *(nf.name for nf in point.nfs)):
             self._netns(name, teardown)
         switch = self._switch(point, teardown)
         bed.nodes[switch.name] = switch
         bed.attachments = {port.name: switch.dataplane.attach(port) for port in point.ports}
         runtime = self._runtime(s.runtime)[0]
-        for ep in point.endpoints:
+        for ep in point.engines:
             bed.nodes[ep.name] = Tester(ep, self._container(runtime, bed, ep.name, ep.cpu,
                                                             teardown))
         for nf in point.nfs:

@@ -107,12 +107,15 @@ class Trial:
 
     def run(self) -> model.PointResult:
         pairs = self.bed.point.pairs
-        senders, receivers = [p.sender for p in pairs], [p.receiver for p in pairs]
+        # A single tester is its pair's sender and receiver in one engine.
+        senders = [p.sender for p in pairs]
+        receivers = [p.receiver for p in pairs if p.receiver.runs_engine]
         # Each listens on its upstream link before its upstream neighbour starts.
         nfs = [nf for p in pairs for nf in reversed(p.nfs)]
         before = self.bed.dataplane.counters()
-        for pair in pairs:
-            self._start(pair.receiver, pair.sender, pair.links[-1].a.mac)
+        for ep in receivers:
+            pair = pairs[ep.pair]
+            self._start(ep, pair.sender, pair.links[-1].a.mac)
         self._await(receivers, "ready", READY_TIMEOUT, "before it was ready")
         for pair in pairs:
             for nf in reversed(pair.nfs):
@@ -218,8 +221,11 @@ class Trial:
                     every=0.25, tick=progress)
 
     def _counting(self, pair: Pair) -> Endpoint:
-        """Who counts what arrives: the client sees its echoes, else the receiver."""
-        return pair.sender if self.s.mode == "latency" else pair.receiver
+        """Who counts what arrives: the client sees its echoes, a single tester
+        its own frames, else the receiver."""
+        if self.s.mode == "latency" or not pair.receiver.runs_engine:
+            return pair.sender
+        return pair.receiver
 
     def _rx_rate(self) -> float | None:
         rates = []
@@ -253,7 +259,7 @@ class Trial:
 
     def _result(self, before: dict, after: dict) -> model.PointResult:
         p = self.bed.point
-        engines = [*p.endpoints, *p.nfs]
+        engines = [*p.engines, *p.nfs]
         for ep in engines:
             self.outputs[ep.name].join(STOP_TIMEOUT)
             if self.outputs[ep.name].summary is None:
@@ -264,7 +270,7 @@ class Trial:
                                                    self.outputs[ep.name].summary)
                    for ep in engines}
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
-                                   metrics[pair.receiver.name], self.s.mode)
+                                   metrics[pair.receiver.port.node], self.s.mode)
                  for pair in p.pairs]
         for pair, result in zip(p.pairs, pairs):
             result.steady_rx_pps = self._steady_rx_pps(self._counting(pair))

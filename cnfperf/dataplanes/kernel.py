@@ -246,6 +246,7 @@ class KernelDataPlane(DataPlane):
         """The kernel's udp needs an address and, for the peer's, the MAC of the
         next hop (raw/mmap/xdp build their own frames; without an address the
         netns kernel drops them quietly instead of answering with ICMP errors)."""
-        ip("addr", "add", f"{ep.ip}/{ep.prefixlen}", "dev", ep.name, netns=ep.name)
+        ns = ep.port.node
+        ip("addr", "add", f"{ep.ip}/{ep.prefixlen}", "dev", ep.name, netns=ns)
         ip("neigh", "replace", peer.ip, "lladdr", hop.mac, "dev", ep.name,
-           "nud", "permanent", netns=ep.name)
+           "nud", "permanent", netns=ns)

@@ -23,8 +23,8 @@ class Memif(DpdkDataPlane):
     joins = "link"
 
     def vdev(self, port: Port) -> str:
-        index, _ = self.link_of(port)
+        index, link = self.link_of(port)
         socket = str(self.sock_dir / f"l{index}.sock")
-        role = "server" if port.first else "client"
+        role = "server" if port == link.first else "client"
         return dpdk_args.memif(port.slot, socket, role, mac=port.mac,
                                frame_size=self.point.scenario.size)

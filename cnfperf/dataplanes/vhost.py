@@ -18,8 +18,8 @@ class Vhost(DpdkDataPlane):
     joins = "link"
 
     def vdev(self, port: Port) -> str:
-        index, _ = self.link_of(port)
+        index, link = self.link_of(port)
         socket = str(self.sock_dir / f"l{index}.sock")
-        if port.first:
+        if port == link.first:
             return dpdk_args.vhost(port.slot, socket)
         return dpdk_args.virtio_user(port.slot, socket, mac=port.mac)

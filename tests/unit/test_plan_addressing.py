@@ -97,7 +97,7 @@ def test_a_path_runs_through_its_nfs_in_order(pairs, nfs):
             assert (before.b, after.a) == nf.ports
         # The end of a link that starts first listens (vhost backend, memif server):
         # receivers, then NFs from the receiver's side, then the sender.
-        assert all(link.b.first and not link.a.first for link in links)
+        assert all(link.first == link.b for link in links)
 
 
 def test_nfs_take_the_cores_after_the_ends():
@@ -113,3 +113,15 @@ def test_the_path_says_its_shape(joins, nfs, shape):
     point = place(s, "1a2b", host_cpus=(0, 1), joins=joins)
     assert point.shape == shape
     assert point.path() == ("send → recv" if not nfs else f"send → 2 × l3 ({shape}) → recv")
+
+
+def test_a_single_tester_holds_both_ends_of_its_path():
+    point = _point(pairs=2, nfs=1, api="raw", tester="single")
+    for pair in point.pairs:
+        assert pair.engines == (pair.sender,) and pair.sender.role == "tester"
+        port1, port2 = pair.links[0].a, pair.links[-1].b
+        assert port1.node == port2.node == pair.sender.name and (port1.slot, port2.slot) == (0, 1)
+        # It starts after its NF: the NF listens on both links.
+        assert [link.first for link in pair.links] == [pair.nfs[0].ports[0], pair.nfs[0].ports[1]]
+    assert [e.cpu for e in point.engines] == [0, 1] and [nf.cpu for nf in point.nfs] == [0, 1]
+    assert "4 busy-polling threads share 2 cores" in point.warnings[0]   # 2 testers, 2 NFs

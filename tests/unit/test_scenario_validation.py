@@ -56,6 +56,7 @@ BAD_FLAGS = [
     (["--api", "mmap", "--mmsg"], "mmsg"),
     (["--poll", "sometimes"], "poll"),
     (["--nfs", "17"], "nfs"),
+    (["--tester", "single"], "tester"),
     (["--nfs", "2", "--nf", "firewall"], "nf"),
     (["--nfs", "1", "--switch", "memif", "--api", "dpdk", "--nf-api", "raw"], "nf_api"),
     (["--switch", "testpmd", "--api", "dpdk", "--pairs", "5", "--nfs", "3"], "nfs"),
