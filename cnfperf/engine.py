@@ -64,7 +64,9 @@ def argv(engine: str, ep: Endpoint, att: Attachment, peer: Endpoint, peer_att: A
     if s.mmsg:
         args.append("--mmsg")
     if s.blocking:
-        args.append("--blocking")
+        # the engine waits for frames in poll() on its sockets, and its senders
+        # sleep between bursts: what blocking sockets were
+        args += ["--poll", "interrupt"]
     args.append("--hold")
     if att.eal_args:
         args += ["--", *att.eal_args]
