@@ -215,12 +215,14 @@ def trafgen_send(pair: Pair, duration: float) -> dict:
 # ---------------------------------------------------------------- round trip
 
 def engine_rtt(pair: Pair, duration: float, rate: int) -> dict:
-    """Blocking sockets (as sockperf's defaults), one packet per burst; the
-    client's two threads share CPU 0, the server has CPU 1."""
-    srv = pair.run(1, RECV_CPU, [ENGINE, "server", "--src-ip", pair.ip[1], "--sport", PORT, "-B",
+    """Waiting for packets in the kernel (--poll interrupt, as sockperf's blocking
+    defaults), one packet per burst; the client's two threads share CPU 0, the
+    server has CPU 1."""
+    srv = pair.run(1, RECV_CPU, [ENGINE, "server", "--src-ip", pair.ip[1], "--sport", PORT,
+                                 "--poll", "interrupt",
                                  "--duration", 0, "--interval", 0])
     cli = pair.run(0, SEND_CPU, [ENGINE, "client", "--src-ip", pair.ip[0], "--dst-ip", pair.ip[1], "--dport",
-                                 PORT, "-B", "-b", 1, "--rate", rate, "--duration", duration, "--warmup", 0.5,
+                                 PORT, "--poll", "interrupt", "-b", 1, "--rate", rate, "--duration", duration, "--warmup", 0.5,
                                  "--interval", 0, "--cpu", SEND_CPU, "--rx-cpu", SEND_CPU])
     with background(srv) as s:
         wait_ready(s)

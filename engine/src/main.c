@@ -28,14 +28,24 @@ static void print_version(void)
 	printf("]}\n");
 }
 
-static struct api_conf conf_of(const struct opts *o)
+/* Whether the role opens a second api instance: nf and tester on --iface2 or
+ * --port2, and a udp tester always (its frames come back to a socket of
+ * their own, bound to the far end's address). */
+static bool second_port(const struct opts *o, const struct api_ops *ops)
 {
-	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT;
+	if (o->role != ROLE_NF && o->role != ROLE_TESTER)
+		return false;
+	return o->iface2 || o->egress || (o->role == ROLE_TESTER && !ops->l2);
+}
+
+static struct api_conf conf_of(const struct opts *o, bool two)
+{
+	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER;
 	struct api_conf c = {
 		.iface = o->iface,
 		.burst = o->burst,
 		.frame_size = o->size - FCS_LEN,
-		.rx = o->role != ROLE_SEND,
+		.rx = o->role != ROLE_SEND && !(o->role == ROLE_TESTER && two),
 		.tx = o->role != ROLE_RECV,
 		.hold = o->hold,
 		.src_ip = o->src_ip,
@@ -48,12 +58,30 @@ static struct api_conf conf_of(const struct opts *o)
 		c.dst_ip = o->dst_ip;
 		c.dport = o->dport;
 	}
-	if (o->role == ROLE_FWD) {
-		/* any frame the link carries may pass, not just our own size */
-		if (c.frame_size < 1514)
-			c.frame_size = 1514;
-		if (o->iface2 || o->egress)
-			c.tx = false;
+	/* any frame the link carries may pass an nf, not just our own size */
+	if (o->role == ROLE_NF && c.frame_size < 1514)
+		c.frame_size = 1514;
+	c.rx_intr = c.rx && o->poll == POLL_INTERRUPT;
+	return c;
+}
+
+/* The second port: nf's forwards both ways; the tester's only receives. */
+static struct api_conf conf2_of(const struct opts *o, const struct api_conf *c1)
+{
+	struct api_conf c = *c1;
+
+	c.iface = o->iface2 ? o->iface2 : o->iface;
+	c.egress = true;
+	c.rx = true;
+	c.tx = o->role == ROLE_NF;
+	c.rx_intr = o->poll == POLL_INTERRUPT;
+	if (o->role == ROLE_TESTER) {
+		/* udp: bound to the far end's address, which the frames are sent to */
+		c.src_ip = o->dst_ip;
+		c.sport = o->dport;
+		c.dst_ip = 0;
+		c.dport = 0;
+		c.flows = 1;
 	}
 	return c;
 }
@@ -65,7 +93,8 @@ static int run_role(struct run *r)
 	case ROLE_RECV: return role_recv(r);
 	case ROLE_CLIENT: return role_client(r);
 	case ROLE_SERVER: return role_server(r);
-	case ROLE_FWD: return role_fwd(r);
+	case ROLE_NF: return role_nf(r);
+	case ROLE_TESTER: return role_tester(r);
 	}
 	return 1;
 }
@@ -95,19 +124,16 @@ int main(int argc, char **argv)
 	}
 	clock_init(&clk);
 	run_signals();
-	struct api_conf conf = conf_of(&o);
+	bool two = second_port(&o, api_find(o.api));
+	struct api_conf conf = conf_of(&o, two);
 	if (!(a = api_open(o.api, &conf, o.api_own)))
 		goto out;
-	if (o.role == ROLE_FWD && (o.iface2 || o.egress)) {
-		struct api_conf c2 = conf;
-		c2.iface = o.iface2 ? o.iface2 : o.iface;
-		c2.egress = true;
-		c2.rx = false;
-		c2.tx = true;
+	if (two) {
+		struct api_conf c2 = conf2_of(&o, &conf);
 		if (!(a2 = api_open(o.api, &c2, o.api_own)))
 			goto out;
 	}
-	if (a->ops->l2 && !o.has_src_mac && !memcmp(a->mac, zero, 6) && o.role != ROLE_FWD &&
+	if (a->ops->l2 && !o.has_src_mac && !memcmp(a->mac, zero, 6) && o.role != ROLE_NF &&
 	    o.role != ROLE_SERVER) {
 		fprintf(stderr, "cnfperf-engine: --src-mac: required with --api %s (the port's MAC is unknown)\n", o.api);
 		rc = 2;
@@ -117,7 +143,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cnfperf-engine: --cpu %d: cannot pin to that CPU\n", o.cpu);
 		goto out;
 	}
-	if (run_init(&r, &o, a, &clk, o.role == ROLE_RECV || o.role == ROLE_CLIENT))
+	if (run_init(&r, &o, a, &clk, o.role == ROLE_RECV || o.role == ROLE_CLIENT || o.role == ROLE_TESTER))
 		goto out;
 	r.api2 = a2;
 	rc = run_role(&r);

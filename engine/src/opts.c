@@ -18,6 +18,7 @@ enum {
 	O_API = 256, O_IFACE, O_IFACE2,
 	O_SRC_MAC, O_SRC_IP, O_SPORT, O_DST_MAC, O_DST_IP, O_DPORT,
 	O_DURATION, O_WARMUP, O_DRAIN, O_INTERVAL, O_FLOWS, O_CPU, O_RX_CPU, O_THREADS, O_HOLD, O_VERSION,
+	O_POLL, O_NF, O_ROUTE, O_SRC_MAC2, O_DST_MAC2,
 	O_API_OPT = 512,        /* + its place in the table: an api's option without a letter */
 };
 
@@ -34,6 +35,11 @@ static const struct option common[] = {
 	{ "dst-mac", required_argument, NULL, O_DST_MAC },
 	{ "dst-ip", required_argument, NULL, O_DST_IP },
 	{ "dport", required_argument, NULL, O_DPORT },
+	{ "src-mac2", required_argument, NULL, O_SRC_MAC2 },
+	{ "dst-mac2", required_argument, NULL, O_DST_MAC2 },
+	{ "poll", required_argument, NULL, O_POLL },
+	{ "nf", required_argument, NULL, O_NF },
+	{ "route", required_argument, NULL, O_ROUTE },
 	{ "rate", required_argument, NULL, 'r' },
 	{ "size", required_argument, NULL, 'p' },
 	{ "burst", required_argument, NULL, 'b' },
@@ -54,13 +60,14 @@ static const struct option common[] = {
 
 #define NCOMMON (sizeof(common) / sizeof(common[0]))
 
-static const char *const role_names[] = { "send", "recv", "client", "server", "fwd" };
+static const char *const role_names[] = { "send", "recv", "client", "server", "nf", "tester" };
+#define ROLE_LIST "send, recv, client, server, nf, tester"
 
 struct parse {
 	char *err;
 	size_t errlen;
 	const struct option *lo;           /* common, then every api's options */
-	const struct api_opt *blocks_by, *egress_by;  /* given, with those effects */
+	const struct api_opt *egress_by;   /* given, names a second port */
 };
 
 __attribute__((format(printf, 2, 3)))
@@ -162,6 +169,52 @@ static bool cpu_of(struct parse *p, int code, const char *s, int *cpu)
 	return true;
 }
 
+/* s as one of n names (--poll, --nf), its index in *out. */
+static bool word_of(struct parse *p, const char *opt, const char *s, const char *const *names, unsigned n,
+		    unsigned *out)
+{
+	char list[96] = "";
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!strcmp(s, names[i])) {
+			*out = i;
+			return true;
+		}
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", names[i]);
+	}
+	return fail(p, "%s: '%s' is not one of %s", opt, s, list);
+}
+
+/* --route PREFIX/LEN,PORT: an IPv4 network (no host bits set), LEN 0..32,
+ * PORT 1 or 2; into the table kept longest prefix first. */
+static bool route_of(struct parse *p, struct opts *o, const char *s)
+{
+	char buf[48], *slash, *comma;
+	struct in_addr a;
+
+	if (strlen(s) >= sizeof(buf) || !(slash = strchr(strcpy(buf, s), '/')) || !(comma = strchr(slash, ',')))
+		return fail(p, "--route: '%s' is not PREFIX/LEN,PORT (e.g. 198.18.2.0/24,2)", s);
+	*slash++ = '\0';
+	*comma++ = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return fail(p, "--route: '%s': '%s' is not an IPv4 address", s, buf);
+	if (!*slash || slash[strspn(slash, "0123456789")] || strlen(slash) > 2 || atoi(slash) > 32)
+		return fail(p, "--route: '%s': length '%s' is not 0 to 32", s, slash);
+	if (strcmp(comma, "1") && strcmp(comma, "2"))
+		return fail(p, "--route: '%s': port '%s' is not 1 or 2", s, comma);
+	unsigned len = (unsigned)atoi(slash);
+	uint32_t net = ntohl(a.s_addr), mask = len ? ~0u << (32 - len) : 0;
+	if (net & ~mask) {
+		struct in_addr n = { htonl(net & mask) };
+		char name[INET_ADDRSTRLEN];
+		return fail(p, "--route: '%s': address bits set past /%u (the network is %s/%u)", s, len,
+			    inet_ntop(AF_INET, &n, name, sizeof(name)), len);
+	}
+	if (!nf_route_add(&o->routes, net, len, (unsigned)(comma[0] - '1')))
+		return fail(p, "--route: more than %d routes", NF_MAX_ROUTES);
+	return true;
+}
+
 static void defaults(struct opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -181,6 +234,7 @@ static void defaults(struct opts *o)
 static bool one(struct parse *p, struct opts *o, int c, char *arg)
 {
 	double v;
+	unsigned w = 0;
 
 	switch (c) {
 	case O_API: o->api = arg; return true;
@@ -188,6 +242,13 @@ static bool one(struct parse *p, struct opts *o, int c, char *arg)
 	case O_IFACE2: o->iface2 = arg; return *arg || fail(p, "--iface2: empty interface name");
 	case O_SRC_MAC: return (o->has_src_mac = mac_of(p, c, arg, o->src_mac));
 	case O_DST_MAC: return (o->has_dst_mac = mac_of(p, c, arg, o->dst_mac));
+	case O_SRC_MAC2: return (o->has_src_mac2 = mac_of(p, c, arg, o->src_mac2));
+	case O_DST_MAC2: return (o->has_dst_mac2 = mac_of(p, c, arg, o->dst_mac2));
+	case O_POLL: return word_of(p, "--poll", arg, poll_mode_names, POLL_MODES, &w) &&
+			    (o->poll = (enum poll_mode)w, true);
+	case O_NF: return word_of(p, "--nf", arg, nf_kind_names, NF_KINDS, &w) &&
+			  (o->nf = (enum nf_kind)w, o->has_nf = true);
+	case O_ROUTE: return route_of(p, o, arg);
 	case O_SRC_IP: return ip_of(p, c, arg, &o->src_ip);
 	case O_DST_IP: return ip_of(p, c, arg, &o->dst_ip);
 	case O_SPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (o->sport = (uint16_t)v, true);
@@ -311,53 +372,97 @@ static bool api_options(struct parse *p, struct opts *o, const struct api_ops *o
 		}
 		if (!a->set(o->api_own, g[i].arg, why, sizeof(why)))
 			return fail(p, "%s: %s", label(a), why);
-		if (a->blocks)
-			p->blocks_by = a;
 		if (a->egress)
 			p->egress_by = a;
 	}
-	o->blocking = p->blocks_by != NULL;
 	o->egress = p->egress_by != NULL;
 	return true;
 }
 
-/* A blocking receive would hold the one thread past its next burst, and two
- * spinning threads plus a server are more than a small machine's cores: so
- * one thread polls when nothing blocks, two when the sockets block (or when
- * a CPU was named for the receive thread). */
+/* A receive that sleeps or waits would hold the one thread past its next
+ * burst, and two spinning threads plus a server are more than a small
+ * machine's cores: so one thread when it spins (--poll busy), two when it
+ * sleeps (or when a CPU was named for the receive thread). */
 static bool client_threads(struct parse *p, struct opts *o)
 {
 	if (!o->threads)
-		o->threads = o->blocking || o->rx_cpu >= 0 ? 2 : 1;
-	if (o->threads == 1 && o->blocking)
-		return fail(p, "--threads: 1 needs non-blocking receive (drop %s, or use --threads 2)",
-			    label(p->blocks_by));
+		o->threads = o->poll != POLL_BUSY || o->rx_cpu >= 0 ? 2 : 1;
+	if (o->threads == 1 && o->poll != POLL_BUSY)
+		return fail(p, "--threads: 1 needs --poll busy (drop --poll %s, or use --threads 2)",
+			    poll_mode_names[o->poll]);
 	if (o->threads == 1 && o->rx_cpu >= 0)
 		return fail(p, "--rx-cpu: a one-thread client has no receive thread (--threads 2 has one)");
 	return true;
 }
 
-static bool cross_check(struct parse *p, struct opts *o, const struct api_ops *ops)
+/* nf: which kind takes how many ports, routes and next hops. */
+static bool nf_check(struct parse *p, const struct opts *o, const struct api_ops *ops)
 {
-	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT;
-	const char *r = o->role_name;
+	bool two = o->iface2 || o->egress, need1 = o->nf != NF_MIRROR, need2 = two && need1;
+	const char *kind = nf_kind_names[o->nf];
 
-	if (!o->iface && ops->needs_iface)
-		return fail(p, "--iface: required with --api %s", o->api);
-	if (o->role == ROLE_FWD && !ops->l2) {
+	if (!ops->l2) {
 		const struct api_ops *l;
 		char l2[96] = "";
 		for (size_t i = 0; (l = api_at(i)); i++)
 			if (l->l2)
 				add(l2, sizeof(l2), l->name);
-		return fail(p, "--api: fwd needs an api that sees Ethernet frames (%s), not %s", l2, o->api);
+		return fail(p, "--api: nf needs an api that sees Ethernet frames (%s), not %s", l2, o->api);
 	}
-	if (o->role == ROLE_FWD && !o->has_dst_mac)
-		return fail(p, "--dst-mac: required for fwd (the next hop's MAC)");
-	if (o->role != ROLE_FWD && o->iface2)
-		return fail(p, "--iface2: only fwd uses a second interface");
-	if (o->role != ROLE_FWD && o->egress)
-		return fail(p, "%s: only fwd uses a second port", label(p->egress_by));
+	if (o->nf == NF_MIRROR && two)
+		return fail(p, "%s: --nf mirror sends frames back by the port they came in on (one port)",
+			    o->iface2 ? "--iface2" : label(p->egress_by));
+	if (o->routes.n && o->nf != NF_L3)
+		return fail(p, "--route: only --nf l3 routes (this is --nf %s)", kind);
+	if (o->nf == NF_L3) {
+		if (!o->routes.n)
+			return fail(p, "--route: --nf l3 needs at least one (PREFIX/LEN,PORT, e.g. 0.0.0.0/0,1)");
+		need1 = need2 = false;
+		for (unsigned i = 0; i < o->routes.n; i++) {
+			const struct nf_route *rt = &o->routes.r[i];
+			if (rt->port == 1 && !two) {
+				struct in_addr net = { htonl(rt->net) };
+				char name[INET_ADDRSTRLEN];
+				return fail(p, "--route: %s/%u,2 leaves by port 2, and there is no second port"
+					    " (--iface2, --port2)", inet_ntop(AF_INET, &net, name, sizeof(name)), rt->len);
+			}
+			need1 |= rt->port == 0;
+			need2 |= rt->port == 1;
+		}
+	}
+	if ((o->has_dst_mac2 || o->has_src_mac2) && !two)
+		return fail(p, "%s: there is no second port (--iface2, --port2)",
+			    o->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
+	if (need1 && !o->has_dst_mac)
+		return fail(p, "--dst-mac: required for nf %s (the next hop of frames leaving port 1)", kind);
+	if (need2 && !o->has_dst_mac2)
+		return fail(p, "--dst-mac2: required for nf %s with a second port (the next hop of frames leaving it)",
+			    kind);
+	return true;
+}
+
+static bool cross_check(struct parse *p, struct opts *o, const struct api_ops *ops)
+{
+	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER;
+	bool two_ports = o->role == ROLE_NF || o->role == ROLE_TESTER;
+	const char *r = o->role_name;
+
+	if (!o->iface && ops->needs_iface)
+		return fail(p, "--iface: required with --api %s", o->api);
+	if (!two_ports && o->iface2)
+		return fail(p, "--iface2: only nf and tester use a second interface");
+	if (!two_ports && o->egress)
+		return fail(p, "%s: only nf and tester use a second port", label(p->egress_by));
+	if (o->role != ROLE_NF) {
+		if (o->has_nf)
+			return fail(p, "--nf: only the nf role has a kind");
+		if (o->routes.n)
+			return fail(p, "--route: only the nf role routes");
+		if (o->has_dst_mac2 || o->has_src_mac2)
+			return fail(p, "%s: only nf has a next hop per port", o->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
+	} else if (!nf_check(p, o, ops)) {
+		return false;
+	}
 	if (o->role != ROLE_CLIENT && o->threads)
 		return fail(p, "--threads: only client can run more than one thread");
 	if (o->role != ROLE_CLIENT && o->rx_cpu >= 0)
@@ -384,7 +489,7 @@ static bool role_of(struct parse *p, struct opts *o, const char *s)
 			return true;
 		}
 	}
-	return fail(p, "ROLE: '%s' is not a role (send, recv, client, server, fwd)", s);
+	return fail(p, "ROLE: '%s' is not a role (" ROLE_LIST ")", s);
 }
 
 /* The api named by --api, or NULL after saying why not. */
@@ -401,14 +506,14 @@ static const struct api_ops *chosen(struct parse *p, const struct opts *o)
 
 enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 {
-	struct parse p = { err, errlen, NULL, NULL, NULL };
+	struct parse p = { err, errlen, NULL, NULL };
 	const struct api_ops *ops;
 	size_t napi = 0;
 
 	defaults(o);
 	err[0] = '\0';
 	if (argc < 2) {
-		fail(&p, "ROLE: missing (send, recv, client, server, fwd); --help lists the options");
+		fail(&p, "ROLE: missing (" ROLE_LIST "); --help lists the options");
 		return OPTS_ERROR;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
@@ -498,14 +603,19 @@ void opts_usage(void *stream)
 	const struct api_ops *ops;
 
 	fprintf(stream, "usage: cnfperf-engine ROLE [options] [-- EAL args]\n"
-		"roles: send recv client server fwd\n"
+		"roles: send recv client server nf tester\n"
 		"  --api NAME        packet I/O api (built in: %s; default %s)\n", api_names(), api_at(0)->name);
-	fputs("  --iface NAME      kernel interface   --iface2 NAME  fwd: egress interface\n"
+	fputs("  --iface NAME      kernel interface   --iface2 NAME  nf, tester: the second one\n"
 	      "  --src-mac --src-ip --sport   this endpoint  --dst-mac --dst-ip --dport  its peer\n"
+	      "  --poll busy|adaptive|interrupt   rx without frames: spin, spin then sleep, or wait\n"
+	      "                    for the port (default busy); senders other than busy sleep between bursts\n"
+	      "  --nf l2|mirror|strip-encap|l3    nf: what it does to a frame (default l2)\n"
+	      "  --route PREFIX/LEN,PORT          nf l3: a route (repeatable, PORT 1 or 2)\n"
+	      "  --dst-mac2 --src-mac2            nf: next hop and source MAC of frames leaving port 2\n"
 	      "  -r/--rate PPS (0 = max; 500k, 1M)  -p/--size BYTES (64..9220, with FCS)  -b/--burst N\n"
 	      "  -c/--touch  -s/--quiet\n"
 	      "  --duration S (0 = until SIGINT)  --warmup S  --drain S  --interval S  --flows N\n"
-	      "  --cpu N  --threads 1|2 (client; 2 with a blocking api option or --rx-cpu, else 1)\n"
+	      "  --cpu N  --threads 1|2 (client; 2 with --poll other than busy or --rx-cpu, else 1)\n"
 	      "  --rx-cpu N (the client's receive thread)\n"
 	      "  --hold            after the summary keep the ports open, idle, until stdin ends or a signal\n"
 	      "  --version   --help\n"

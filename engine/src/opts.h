@@ -8,18 +8,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum role { ROLE_SEND, ROLE_RECV, ROLE_CLIENT, ROLE_SERVER, ROLE_FWD };
+#include "core/nf.h"
+#include "core/poll.h"
+
+enum role { ROLE_SEND, ROLE_RECV, ROLE_CLIENT, ROLE_SERVER, ROLE_NF, ROLE_TESTER };
 
 struct opts {
 	enum role role;
 	const char *role_name;
 	const char *api;
 	void *api_own;             /* the api's own options as its hooks set them (api.h) */
-	bool blocking;             /* one of them makes rx wait for frames: senders sleep */
-	bool egress;               /* one of them names fwd's egress port: a second instance */
+	bool egress;               /* one of them names a second port (nf, tester): a second instance */
+	enum poll_mode poll;       /* --poll: what rx loops do without frames, senders between bursts */
 	const char *iface, *iface2;
 	uint8_t src_mac[6], dst_mac[6];
 	bool has_src_mac, has_dst_mac;
+	uint8_t src_mac2[6], dst_mac2[6];  /* nf: the same for frames leaving the second port */
+	bool has_src_mac2, has_dst_mac2;
+	enum nf_kind nf;           /* nf: what it does to a frame (--nf) */
+	bool has_nf;
+	struct nf_routes routes;   /* nf l3: --route, longest prefix first */
 	uint32_t src_ip, dst_ip;   /* network byte order, 0 = not given */
 	uint16_t sport, dport;
 	double rate;               /* pps, 0 = as fast as possible */

@@ -64,7 +64,10 @@ int main(int argc, char **argv)
 	bad((char *[]){ NULL, "send", "--rate", "lots", NULL }, "--rate");
 	bad((char *[]){ NULL, "recv", "-b", "0", NULL }, "--burst");
 	bad((char *[]){ NULL, "recv", "--api", "raw", NULL }, "--iface");
-	bad((char *[]){ NULL, "fwd", "--api", "udp", "--dst-mac", "02:00:00:00:00:01", NULL }, "--api");
+	bad((char *[]){ NULL, "nf", "--api", "udp", "--dst-mac", "02:00:00:00:00:01", NULL }, "--api");
+	bad((char *[]){ NULL, "recv", "--poll", "never", NULL }, "--poll");
+	bad((char *[]){ NULL, "nf", "--api", "raw", "--iface", "eth0", "--nf", "l3", "--dst-mac", "02:00:00:00:00:01",
+			  "--route", "10.0.0.0/33,1", NULL }, "--route");
 	bad((char *[]){ NULL, "nonsense", NULL }, "ROLE");
 	bad((char *[]){ NULL, "recv", "--frobnicate", NULL }, "--frobnicate");
 	bad((char *[]){ NULL, "client", "--dst-ip", "198.18.0.2", "--threads", "3", NULL }, "--threads");

@@ -28,7 +28,7 @@ static void bad(char **argv, const char *names)
 	enum opts_result r = opts_parse(ARGC(argv), argv, &o, err, sizeof(err));
 	char line[256] = "";
 
-	for (int i = 1; argv[i]; i++) {
+	for (int i = 1; argv[i] && strlen(line) + 2 < sizeof(line); i++) {
 		strncat(line, argv[i], sizeof(line) - strlen(line) - 2);
 		strcat(line, " ");
 	}
@@ -49,6 +49,96 @@ static struct opts good(char **argv)
 
 	CHECK(r == OPTS_RUN, "refused %s ...: %s", argv[1], err);
 	return o;
+}
+
+#define NF_RAW "nf", "--api", "raw", "--iface", "eth0"
+#define MAC_A "02:00:00:00:00:0a"
+#define MAC_B "02:00:00:00:00:0b"
+
+/* --poll, and nf's kinds, routes and second next hop */
+static void nf_options(void)
+{
+	bad(ARGV("recv", "--poll", "sometimes"), "--poll");
+	CHECK(strstr(err, "not one of busy, adaptive, interrupt"), "%s", err);
+	bad(ARGV("recv", "--poll"), "--poll");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--nf", "bridge"), "--nf");
+	CHECK(strstr(err, "not one of l2, mirror, strip-encap, l3"), "%s", err);
+	bad(ARGV("recv", "--nf", "l2"), "--nf");
+	bad(ARGV("recv", "--route", "10.0.0.0/8,1"), "--route");
+	bad(ARGV("recv", "--dst-mac2", MAC_A), "--dst-mac2");
+	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--src-mac2", MAC_A), "--src-mac2");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--dst-mac2", "02:00"), "--dst-mac2");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--iface2", "eth1"), "--dst-mac2");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--dst-mac2", MAC_B), "--dst-mac2");
+	CHECK(strstr(err, "no second port"), "%s", err);
+	bad(ARGV(NF_RAW, "--nf", "strip-encap"), "--dst-mac");
+	bad(ARGV(NF_RAW, "--nf", "mirror", "--iface2", "eth1"), "--iface2");
+	CHECK(strstr(err, "one port"), "%s", err);
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--route", "10.0.0.0/8,1"), "--route");
+	CHECK(strstr(err, "only --nf l3 routes"), "%s", err);
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--nf", "l3"), "--route");
+	/* each part of a route */
+	static const char *const routes[] = {
+		"10.0.0.0/8", "10.0.0.0,1", "10.0.0/8,1", "10.0.0.0/33,1", "10.0.0.0/-1,1", "10.0.0.0/,1",
+		"10.0.0.0/8,3", "10.0.0.0/8,0", "10.0.0.0/8,", "10.0.0.0/8,1x", "10.1.0.0/8,1", "any/0,1",
+		"10.0.0.0/8/8,1", "10.0.0.0/008,1",
+	};
+	for (unsigned i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		bad(ARGV(NF_RAW, "--nf", "l3", "--dst-mac", MAC_A, "--route", (char *)routes[i]), "--route");
+	bad(ARGV(NF_RAW, "--nf", "l3", "--dst-mac", MAC_A, "--route", "10.1.0.0/8,1"), "--route");
+	CHECK(strstr(err, "the network is 10.0.0.0/8"), "host bits: %s", err);
+	bad(ARGV(NF_RAW, "--nf", "l3", "--dst-mac", MAC_A, "--route", "10.0.0.0/8,2"), "--route");
+	CHECK(strstr(err, "second port"), "a route to port 2 without one: %s", err);
+	bad(ARGV(NF_RAW, "--nf", "l3", "--iface2", "eth1", "--dst-mac", MAC_A, "--route", "10.0.0.0/8,2"),
+	    "--dst-mac2");
+	bad(ARGV(NF_RAW, "--nf", "l3", "--iface2", "eth1", "--dst-mac2", MAC_B, "--route", "10.0.0.0/8,1"),
+	    "--dst-mac");
+
+	/* good ones: the table is kept longest prefix first, a prefix given
+	 * again replaces its port */
+	struct opts o = good(ARGV(NF_RAW, "--nf", "l3", "--iface2", "eth1", "--dst-mac2", MAC_B,
+				  "--route", "0.0.0.0/0,2", "--route", "198.18.2.0/24,2", "--route", "198.18.0.0/15,2",
+				  "--route", "198.18.2.128/25,2", "--route", "198.18.0.0/15,2", "--poll", "adaptive"));
+	CHECK(o.nf == NF_L3 && o.poll == POLL_ADAPTIVE && o.routes.n == 4, "%u routes", o.routes.n);
+	CHECK(o.routes.r[0].len == 25 && o.routes.r[1].len == 24 && o.routes.r[2].len == 15 && o.routes.r[3].len == 0,
+	      "longest first");
+	CHECK(o.routes.r[1].net == 0xc6120200 && o.routes.r[1].mask == 0xffffff00 && o.routes.r[1].port == 1,
+	      "198.18.2.0/24 -> port 2 (index 1)");
+	o = good(ARGV(NF_RAW, "--nf", "mirror"));
+	CHECK(o.nf == NF_MIRROR && !o.has_dst_mac, "mirror needs no MAC");
+	o = good(ARGV(NF_RAW, "--nf", "strip-encap", "--dst-mac", MAC_A, "--src-mac", MAC_B));
+	CHECK(o.nf == NF_STRIP_ENCAP && o.has_src_mac, "strip-encap, one port");
+	o = good(ARGV(NF_RAW, "--nf", "l3", "--dst-mac", MAC_A, "--route", "10.0.0.0/8,1", "--route", "10.0.0.0/8,1"));
+	CHECK(o.routes.n == 1 && o.routes.r[0].port == 0, "the same route twice is one");
+	char *many[2 * NF_MAX_ROUTES + 12] = { "cnfperf-engine", NF_RAW, "--nf", "l3", "--dst-mac", MAC_A };
+	static char names[NF_MAX_ROUTES + 1][32];
+	int n = 10;
+	for (int i = 0; i <= NF_MAX_ROUTES; i++) {
+		snprintf(names[i], sizeof(names[i]), "10.%d.%d.0/24,1", i / 256, i % 256);
+		many[n++] = "--route";
+		many[n++] = names[i];
+	}
+	many[n] = NULL;
+	bad(many, "--route");
+	CHECK(strstr(err, "more than 256"), "%s", err);
+	many[n - 2] = NULL;
+	o = good(many);
+	CHECK(o.routes.n == NF_MAX_ROUTES, "%u routes", o.routes.n);
+}
+
+static void tester_options(void)
+{
+	bad(ARGV("tester"), "--dst-ip");
+	bad(ARGV("tester", "--api", "raw", "--iface", "eth0", "--dst-ip", "198.18.0.2", "--src-ip", "198.18.0.1"),
+	    "--dst-mac");
+	bad(ARGV("tester", "--api", "raw", "--iface", "eth0", "--dst-ip", "198.18.0.2", "--dst-mac", MAC_A), "--src-ip");
+	bad(ARGV("tester", "--dst-ip", "198.18.0.2", "--threads", "2"), "--threads");
+	bad(ARGV("tester", "--dst-ip", "198.18.0.2", "--nf", "l2"), "--nf");
+	struct opts o = good(ARGV("tester", "--api", "raw", "--iface", "eth0", "--iface2", "eth1", "--dst-ip",
+				  "198.18.2.1", "--src-ip", "198.18.1.1", "--dst-mac", MAC_A, "--poll", "interrupt",
+				  "--drain", "0.2"));
+	CHECK(o.role == ROLE_TESTER && !strcmp(o.iface2, "eth1") && o.poll == POLL_INTERRUPT && o.drain == 0.2 &&
+	      o.threads == 0, "tester");
 }
 
 int main(void)
@@ -101,9 +191,10 @@ int main(void)
 	    "--dst-mac");
 	bad(ARGV("send", "--api", "raw", "--iface", "eth0", "--dst-ip", "198.18.0.2", "--dst-mac", "02:00:00:00:00:02"),
 	    "--src-ip");
-	bad(ARGV("fwd", "--dst-mac", "02:00:00:00:00:02"), "--api");
+	bad(ARGV("nf", "--dst-mac", "02:00:00:00:00:02"), "--api");
 	CHECK(strstr(err, "Ethernet frames (raw") && strstr(err, "not udp"), "the l2 apis built in: %s", err);
-	bad(ARGV("fwd", "--api", "raw", "--iface", "eth0"), "--dst-mac");
+	bad(ARGV("nf", "--api", "raw", "--iface", "eth0"), "--dst-mac");
+	bad(ARGV("fwd", "--api", "raw", "--iface", "eth0"), "ROLE");
 	bad(ARGV("recv", "--iface2", "eth1"), "--iface2");
 	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--port2", "1"), "--port2");
 	bad(ARGV("recv", "--rx-cpu", "0"), "--rx-cpu");
@@ -113,16 +204,22 @@ int main(void)
 	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", ""), "--threads");
 	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads"), "--threads");
 	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--threads", "2"), "--threads");
-	bad(ARGV("client", "--dst-ip", "198.18.0.2", "-B", "--threads", "1"), "--threads");
-	CHECK(strstr(err, "drop -B/--blocking"), "names the option that blocks: %s", err);
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--poll", "interrupt", "--threads", "1"), "--threads");
+	CHECK(strstr(err, "drop --poll interrupt"), "names the option that sleeps: %s", err);
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "1", "--poll", "adaptive"), "--threads");
+	bad(ARGV("recv", "-B"), "-B");
+	bad(ARGV("recv", "--blocking"), "--blocking");
 	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "1", "--rx-cpu", "0"), "--rx-cpu");
+
+	nf_options();
+	tester_options();
 
 	/* an api's own options: refused by the others, checked once --api is known */
 	bad(ARGV("recv", "--xdp-mode", "skb"), "--xdp-mode");
 	bad(ARGV("recv", "--api", "raw", "--iface", "eth0", "--queue", "1"), "--queue");
 	if (api_find("xdp")) {
 		bad(ARGV("recv", "--xdp-mode", "skb"), "--xdp-mode");
-		CHECK(strstr(err, "not an option of --api udp (its options: -m/--mmsg, -B/--blocking)"), "%s", err);
+		CHECK(strstr(err, "not an option of --api udp (its options: -m/--mmsg)"), "%s", err);
 		bad(ARGV("recv", "--api", "raw", "--iface", "eth0", "--queue", "1"), "--queue");
 		CHECK(strstr(err, "not an option of --api raw"), "%s", err);
 	} else {
@@ -142,7 +239,7 @@ int main(void)
 		bad(ARGV("recv", "--xdp-mode", "fast", "--api", "xdp", "--iface", "eth0"), "--xdp-mode");
 		bad(ARGV("recv", "--queue", "q", "--api", "xdp", "--iface", "eth0"), "--queue");
 		bad(ARGV("recv", "--api", "xdp", "--iface", "eth0", "--queue", "65536"), "--queue");
-		bad(ARGV("recv", "--api", "xdp", "--iface", "eth0", "-B"), "-B/--blocking");
+		bad(ARGV("recv", "--api", "xdp", "--iface", "eth0", "-m"), "-m/--mmsg");
 		bad(ARGV("recv", "--api", "xdp"), "--iface");
 		good(ARGV("recv", "--xdp-mode", "zerocopy", "--api", "xdp", "--iface", "eth0", "--queue", "3"));
 	}
@@ -150,39 +247,48 @@ int main(void)
 		bad(ARGV("recv", "--api", "dpdk", "--port", "x"), "--port");
 		bad(ARGV("recv", "--api", "dpdk", "--port", "1024"), "--port");
 		bad(ARGV("send", "--api", "dpdk", "--dst-ip", "198.18.0.2", "--port2", "1"), "--port2");
-		CHECK(strstr(err, "only fwd uses a second port"), "%s", err);
+		CHECK(strstr(err, "only nf and tester use a second port"), "%s", err);
 		bad(ARGV("recv", "--api", "dpdk", "--mmsg"), "--mmsg");
-		struct opts d = good(ARGV("fwd", "--port", "0", "--port2", "1", "--api", "dpdk", "--queue", "2",
-					  "--dst-mac", "02:00:00:00:00:0a"));
-		CHECK(d.egress && !d.blocking && !d.iface, "--port2: a second instance");
+		bad(ARGV("nf", "--port", "0", "--port2", "1", "--api", "dpdk", "--dst-mac", "02:00:00:00:00:0a"),
+		    "--dst-mac2");
+		bad(ARGV("nf", "--api", "dpdk", "--port2", "1", "--nf", "mirror"), "--port2");
+		CHECK(strstr(err, "one port"), "mirror takes one port: %s", err);
+		struct opts d = good(ARGV("nf", "--port", "0", "--port2", "1", "--api", "dpdk", "--queue", "2",
+					  "--dst-mac", "02:00:00:00:00:0a", "--dst-mac2", "02:00:00:00:00:0b"));
+		CHECK(d.egress && d.poll == POLL_BUSY && !d.iface && d.nf == NF_L2, "--port2: a second instance");
+		d = good(ARGV("tester", "--api", "dpdk", "--port2", "1", "--dst-ip", "198.18.0.2", "--src-ip",
+			      "198.18.0.1", "--dst-mac", "02:00:00:00:00:0a"));
+		CHECK(d.egress && d.role == ROLE_TESTER, "a tester's second port");
 		d = good(ARGV("recv", "--api", "dpdk"));
 		CHECK(!d.egress, "no --port2, no second instance");
 	}
 
 	/* good ones */
 	struct opts o = good(ARGV("send", "--dst-ip", "198.18.0.2", "-r", "2.5M", "-p", "1518", "-b", "64", "-c", "-m",
-				  "-B", "-s", "--flows", "8", "--duration", "1.5", "--warmup", "0.5"));
+				  "--poll", "interrupt", "-s", "--flows", "8", "--duration", "1.5", "--warmup", "0.5"));
 	const struct sock_own *so = o.api_own;
 	CHECK(o.role == ROLE_SEND && o.rate == 2.5e6 && o.size == 1518 && o.burst == 64, "numbers");
-	CHECK(o.touch && so->mmsg && so->blocking && o.blocking && o.quiet && o.flows == 8, "flags");
+	CHECK(o.touch && so->mmsg && o.poll == POLL_INTERRUPT && o.quiet && o.flows == 8, "flags");
 	CHECK(o.duration == 1.5 && o.warmup == 0.5 && o.dst_ip == htonl(0xc6120002), "times and address");
 	CHECK(!strcmp(o.api, "udp") && o.sport == 9000 && o.dport == 9000 && o.interval == 1 && o.drain == 0.5,
 	      "defaults");
 	CHECK(!strcmp(o.api, api_at(0)->name), "the default api is the registry's first");
 	o = good(ARGV("send", "--dst-ip", "198.18.0.2", "--mmsg"));
 	so = o.api_own;
-	CHECK(so->mmsg && !so->blocking && !o.blocking, "--mmsg alone");
+	CHECK(so->mmsg && o.poll == POLL_BUSY, "--mmsg alone");
 	o = good(ARGV("recv", "-r", "500k"));
 	CHECK(o.rate == 500000, "500k");
 	o = good(ARGV("recv", "-r", "0", "--duration", "0", "--interval", "0"));
 	CHECK(o.rate == 0 && o.duration == 0 && o.interval == 0, "zeros allowed");
-	o = good(ARGV("fwd", "--api", "raw", "--iface", "cnfp0", "--dst-mac", "02:00:00:00:00:0a", "--iface2", "cnfp1",
-		      "--src-ip", "10.0.0.1"));
+	o = good(ARGV("nf", "--api", "raw", "--iface", "cnfp0", "--dst-mac", "02:00:00:00:00:0a", "--iface2", "cnfp1",
+		      "--dst-mac2", "02:00:00:00:00:0b", "--src-mac2", "02:00:00:00:00:0c"));
 	CHECK(!strcmp(o.api, "raw") && !strcmp(o.iface, "cnfp0") && !strcmp(o.iface2, "cnfp1") && !o.egress, "raw");
 	CHECK(o.has_dst_mac && o.dst_mac[5] == 0x0a && !o.has_src_mac, "mac");
-	o = good(ARGV("recv", "-B", "--iface", "cnfp0", "--api", "raw"));
+	CHECK(o.has_dst_mac2 && o.dst_mac2[5] == 0x0b && o.has_src_mac2 && o.src_mac2[5] == 0x0c, "mac2");
+	CHECK(o.role == ROLE_NF && o.nf == NF_L2 && !strcmp(o.role_name, "nf"), "nf l2 is the default kind");
+	o = good(ARGV("recv", "-m", "--iface", "cnfp0", "--api", "raw"));
 	so = o.api_own;
-	CHECK(!strcmp(o.api, "raw") && so->blocking && o.blocking, "an api option before --api");
+	CHECK(!strcmp(o.api, "raw") && so->mmsg, "an api option before --api");
 	o = good(ARGV("send", "--api", "raw", "--iface", "cnfp0", "--api", "udp", "--dst-ip", "198.18.0.2"));
 	CHECK(!strcmp(o.api, "udp") && !strcmp(o.iface, "cnfp0"), "a later --api overrides");
 	o = good(ARGV("server", "--sport", "7", "--", "-l", "0", "--vdev", "net_null0"));
@@ -192,12 +298,16 @@ int main(void)
 	CHECK(o.threads == 2, "a CPU for the receive thread asks for one");
 	o = good(ARGV("client", "--dst-ip", "198.18.0.2"));
 	CHECK(o.threads == 1, "polling client: one thread");
-	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "-B"));
-	CHECK(o.threads == 2, "blocking client: two threads");
+	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--poll", "interrupt"));
+	CHECK(o.threads == 2, "waiting client: two threads");
+	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--poll", "adaptive"));
+	CHECK(o.threads == 2 && o.poll == POLL_ADAPTIVE, "sleeping client: two threads");
+	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--poll", "busy", "--threads", "1"));
+	CHECK(o.threads == 1 && o.poll == POLL_BUSY, "--poll busy");
 	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "2"));
-	CHECK(o.threads == 2, "--threads 2 without -B");
-	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "-B", "--threads", "2", "--rx-cpu", "1"));
-	CHECK(o.threads == 2 && o.rx_cpu == 1, "--threads 2 -B --rx-cpu");
+	CHECK(o.threads == 2, "--threads 2 with --poll busy");
+	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--poll", "interrupt", "--threads", "2", "--rx-cpu", "1"));
+	CHECK(o.threads == 2 && o.rx_cpu == 1, "--threads 2 --poll interrupt --rx-cpu");
 	o = good(ARGV("send", "--dst-ip", "198.18.0.2"));
 	CHECK(o.threads == 0 && !o.hold, "send has no thread count, and does not hold");
 	o = good(ARGV("recv", "--hold", "--", "--vdev", "net_null0"));

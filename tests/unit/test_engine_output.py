@@ -41,6 +41,7 @@ def test_sender_and_receiver_argv():
     assert _opt(tx, "--size") == "128" and _opt(tx, "--flows") == "4" and "--mmsg" in tx
     assert _opt(tx, "--cpu") == str(snd.cpu) and _opt(rx, "--cpu") == str(rcv.cpu)
     assert "--" not in tx
+    assert "--poll" not in tx and "--poll" not in rx   # throughput: busy polling, the engine's default
 
 
 def test_latency_roles_and_eal_args():
@@ -51,6 +52,8 @@ def test_latency_roles_and_eal_args():
     assert args[1] == "client" and _opt(args, "--rate") == "1000"
     assert args[-3:] == ["--", "--no-pci", "--vdev=net_x"] and "--iface" not in args
     assert _opt(args, "--port") == "0"
+    # latency over sockets: the engine waits for frames instead of spinning
+    assert _opt(args, "--poll") == "interrupt" and "--blocking" not in args
 
 
 @pytest.mark.parametrize("line", ["", "not json", "[1, 2]", '{"type": "hello"}', '{"x": 1}'])

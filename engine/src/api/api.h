@@ -1,6 +1,6 @@
 /* Packet I/O APIs behind one ops table (fio's ioengines are the model).
  *
- * Roles (send, recv, client, server, fwd) only ever see this header, and the
+ * Roles (send, recv, client, server, nf, tester) only ever see this header, and the
  * option parser knows an api only through its ops: a new api is one file
  * defining its api_ops and one line in api.c's registry (and its lines in
  * meson.build), never a branch in a role or in opts.c.
@@ -20,7 +20,7 @@
  *  - tx_burst(pkts, n) takes ownership of pkts[0..k) and returns k; pkts[k..n)
  *    stay the caller's, to retry or to give back with release().
  *    A frame from rx_burst() of the same api may be passed to tx_burst() as is
- *    (server/fwd turn packets around without a copy where the API allows it).
+ *    (server/nf turn packets around without a copy where the API allows it).
  *  - release() gives back buffers from tx_alloc() or rx_burst() that will not be sent.
  * Nothing here is shared between threads unless an API says so: the client role
  * uses one api from two threads, so APIs set `thread_safe_rxtx` when rx on one
@@ -47,8 +47,10 @@ struct api_conf {
 	unsigned burst;          /* largest burst the role will use */
 	unsigned frame_size;     /* largest frame the role will send, without FCS */
 	bool rx, tx;             /* which directions the role needs */
-	bool egress;             /* fwd's second instance: its egress port (api options with
-	                          * egress say which one) */
+	bool egress;             /* the second port of nf or tester (api options with egress
+	                          * say which one) */
+	bool rx_intr;            /* --poll interrupt: rx waits for interrupts (rx_intr below);
+	                          * a port that has none fails open() */
 	bool hold;               /* the peer stopped polling before close(): no drain wait */
 	/* udp only: the kernel builds the headers, so it needs the addresses. */
 	uint32_t src_ip, dst_ip; /* network byte order */
@@ -69,10 +71,8 @@ struct api_opt {
 	/* Stores arg (NULL for a flag) in own, the api's block. false after writing
 	 * into why what is wrong with arg; the parser prefixes the option's name. */
 	bool (*set)(void *own, const char *arg, char *why, size_t whylen);
-	bool blocks;             /* given, rx waits for frames: a sender sleeps between
-	                          * bursts, a client takes a receive thread */
-	bool egress;             /* names fwd's egress port: only fwd takes it, and opens
-	                          * a second instance (api_conf.egress) for it */
+	bool egress;             /* names a second port: only nf and tester take it, and
+	                          * open a second instance (api_conf.egress) for it */
 };
 
 struct api;
@@ -82,8 +82,8 @@ struct api_ops {
 	bool l2;                 /* frames include Ethernet/IP/UDP headers built by the engine */
 	bool thread_safe_rxtx;   /* rx on one thread and tx on another is safe */
 	bool tx_foreign;         /* tx_burst() also takes frames that another instance's
-	                          * rx_burst() returned (fwd between two ports without a
-	                          * copy: dpdk mbufs); when false fwd copies into tx_alloc()
+	                          * rx_burst() returned (nf between two ports without a
+	                          * copy: dpdk mbufs); when false nf copies into tx_alloc()
 	                          * buffers and releases the frames to their own instance */
 	bool needs_iface;        /* runs on a kernel interface: --iface is required */
 	const struct api_opt *opts; /* its own options, or NULL */
@@ -95,6 +95,14 @@ struct api_ops {
 	uint16_t (*tx_burst)(struct api *a, struct pkt *pkts, uint16_t n);
 	uint16_t (*rx_burst)(struct api *a, struct pkt *pkts, uint16_t n);
 	void (*release)(struct api *a, struct pkt *pkts, uint16_t n);
+	/* --poll interrupt (core/poll.h). rx_fds: descriptors that become readable
+	 * when rx may have frames (sockets: the sockets); fills up to max of them
+	 * and returns how many it has (call with max 0 to count). rx_intr: for an
+	 * api whose fds signal only when armed (dpdk: a queue's Rx interrupt),
+	 * arms (on) or disarms them; its fds are then watched edge-triggered.
+	 * Sockets are always non-blocking: waiting is the poller's. Both may be NULL. */
+	int (*rx_fds)(struct api *a, int *fds, int max);
+	void (*rx_intr)(struct api *a, bool on);
 	/* optional: counters the API itself sees (ring drops, …); may be NULL */
 	void (*stats)(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors);
 	void (*close)(struct api *a);

@@ -47,13 +47,14 @@
 /* Its own options (api_ops.opts); zero is each default. */
 struct dpdk_own {
 	unsigned port, queue;
-	unsigned port2;          /* fwd's egress port, when has_port2 */
+	unsigned port2;          /* the second port of nf or tester, when has_port2 */
 	bool has_port2;
 };
 
 struct dpdk {
 	uint16_t port;
 	uint16_t queue;
+	int intr_fd;             /* --poll interrupt: the queue's Rx event fd, else -1 */
 	struct rte_mempool *pool;
 	uint16_t capacity;       /* bytes a fresh mbuf offers after its headroom */
 	unsigned drain_ms;       /* how long close() lets the peer take what we queued */
@@ -61,9 +62,9 @@ struct dpdk {
 };
 
 /* The EAL is one per process and rte_eal_init() may succeed only once, yet
- * `fwd` opens two ports as two api instances: the first open initialises the
- * EAL, the last close cleans it up. Pools outlive their own port until then,
- * because fwd moves mbufs of one port's pool into the other port's tx ring.
+ * `nf` (and `tester`) open two ports as two api instances: the first open
+ * initialises the EAL, the last close cleans it up. Pools outlive their own
+ * port until then, because nf moves mbufs of one port's pool into the other port's tx ring.
  * Only the main thread opens and closes apis, so no lock is needed. */
 static struct {
 	int users;
@@ -249,8 +250,8 @@ static void sleep_ms(unsigned ms)
 }
 
 /* A listener that receives must not wait: its peer is started only once it
- * is ready. Nor must fwd's egress port (opened second, tx only), whose peer
- * also waits for fwd to be ready. Everyone else waits for a peer that comes
+ * is ready. Nor must the second port of nf or tester (opened second), whose
+ * peer also waits for it to be ready. Everyone else waits for a peer that comes
  * on its own (OVS connecting, a receiver started first), a sender longest.
  * A peer link reports up when the handshake is done, but the far side still
  * enables its rings one by one (vhost) or has not reached its poll loop: the
@@ -345,6 +346,8 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 	if (strcmp(info->driver_name, "net_virtio_user") == 0 && info->dev_flags &&
 	    (*info->dev_flags & RTE_ETH_DEV_INTR_LSC))
 		eth.intr_conf.lsc = 1;
+	/* Rx interrupts only when asked for: a PMD sets up event fds for them */
+	eth.intr_conf.rxq = conf->rx_intr;
 	ret = rte_eth_dev_configure(d->port, nq, nq, &eth);
 	if (ret == 0)
 		ret = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nb_rxd, &nb_txd);
@@ -378,6 +381,31 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 				q, d->port, d->name, rte_strerror(-ret));
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* --poll interrupt, decided at open: a PMD without Rx interrupts (no
+ * rx_queue_intr_enable: memif, af_packet, af_xdp in 22.11) fails here rather
+ * than leave a receiver that never wakes. Enabling and disabling once is the
+ * probe; the queue's event fd is what the poller waits on. */
+static int rx_intr_setup(struct dpdk *d, const struct rte_eth_dev_info *info)
+{
+	int ret = rte_eth_dev_rx_intr_enable(d->port, d->queue);
+
+	if (ret == 0)
+		ret = rte_eth_dev_rx_intr_disable(d->port, d->queue);
+	if (ret == 0 && (d->intr_fd = rte_eth_dev_rx_intr_ctl_q_get_fd(d->port, d->queue)) < 0)
+		ret = -ENOTSUP;
+	if (ret == -ENOTSUP) {
+		fprintf(stderr, "dpdk: --poll interrupt: port %u (%s) has no Rx interrupts\n",
+			d->port, info->driver_name);
+		return -1;
+	}
+	if (ret != 0) {
+		fprintf(stderr, "dpdk: --poll interrupt: port %u (%s): Rx interrupts: %s\n",
+			d->port, info->driver_name, rte_strerror(-ret));
+		return -1;
 	}
 	return 0;
 }
@@ -421,6 +449,7 @@ static int port_open(struct api *a, const struct api_conf *conf)
 
 	d->port = (uint16_t)port;
 	d->queue = (uint16_t)own->queue;
+	d->intr_fd = -1;
 	if (!rte_eth_dev_is_valid_port(d->port)) {
 		fprintf(stderr, "dpdk: port %u not found, the EAL found %u port(s)"
 			" (name the device after --, e.g. --vdev net_virtio_user0,path=SOCKET)\n",
@@ -449,6 +478,10 @@ static int port_open(struct api *a, const struct api_conf *conf)
 	struct rte_ether_addr mac;
 	if (rte_eth_macaddr_get(d->port, &mac) == 0)
 		memcpy(a->mac, mac.addr_bytes, sizeof a->mac);
+	if (conf->rx_intr && rx_intr_setup(d, &info) != 0) {
+		rte_eth_dev_stop(d->port);   /* a started port cannot be closed */
+		goto fail;
+	}
 	enum link_kind kind = link_kind(&info);
 	/* held ports close after the peer has stopped polling: nothing to wait for */
 	d->drain_ms = conf->tx && !conf->hold ? drain_ms(&info, kind) : 0;
@@ -530,6 +563,27 @@ static void dpdk_release(struct api *a, struct pkt *pkts, uint16_t n)
 	rte_pktmbuf_free_bulk(m, n);
 }
 
+static int dpdk_rx_fds(struct api *a, int *fds, int max)
+{
+	struct dpdk *d = a->priv;
+
+	if (d->intr_fd < 0)
+		return 0;
+	if (max > 0)
+		fds[0] = d->intr_fd;
+	return 1;
+}
+
+static void dpdk_rx_intr(struct api *a, bool on)
+{
+	struct dpdk *d = a->priv;
+
+	if (on)
+		rte_eth_dev_rx_intr_enable(d->port, d->queue);
+	else
+		rte_eth_dev_rx_intr_disable(d->port, d->queue);
+}
+
 static void dpdk_stats(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)
 {
 	struct dpdk *d = a->priv;
@@ -586,7 +640,7 @@ static bool set_queue(void *own, const char *arg, char *why, size_t whylen)
 
 static const struct api_opt dpdk_opts[] = {
 	{ .name = "port", .value = "N", .help = "port id (default 0)", .set = set_port },
-	{ .name = "port2", .value = "N", .help = "fwd: egress port (default: the same as --port)", .set = set_port2,
+	{ .name = "port2", .value = "N", .help = "nf, tester: the second port (default: none)", .set = set_port2,
 	  .egress = true },
 	{ .name = "queue", .value = "N", .help = "rx and tx queue (default 0)", .set = set_queue },
 	{ .name = NULL },
@@ -605,6 +659,8 @@ const struct api_ops api_dpdk_ops = {
 	.tx_burst = dpdk_tx_burst,
 	.rx_burst = dpdk_rx_burst,
 	.release = dpdk_release,
+	.rx_fds = dpdk_rx_fds,
+	.rx_intr = dpdk_rx_intr,
 	.stats = dpdk_stats,
 	.close = dpdk_close,
 };

@@ -11,7 +11,7 @@
  * marked for sending, so a slot handed out and then released (or sent after a
  * later one) would stall the ring. tx_burst copies each frame into the next
  * free slot; for a 64-byte frame that copy is a few ns next to the kernel's
- * own per-packet work, and received frames (server, fwd) need it anyway.
+ * own per-packet work, and received frames (server, nf) need it anyway.
  *
  * A V3 block is given back to the kernel only when it has been walked to the
  * end and every frame handed out from it has been released or sent. */
@@ -246,7 +246,7 @@ static int mmap_open(struct api *a, const struct api_conf *conf)
 	}
 	if (conf->tx && iface_check_frame("mmap", conf->iface, conf->frame_size) != 0)
 		return -1;
-	/* A tx slot must also hold any frame received here (server, fwd send
+	/* A tx slot must also hold any frame received here (server, nf send
 	 * them back): up to the MTU plus Ethernet and VLAN headers. */
 	unsigned largest = conf->frame_size;
 	int mtu = iface_mtu(conf->iface);
@@ -353,6 +353,18 @@ static void mmap_release(struct api *a, struct pkt *pkts, uint16_t n)
 		put_back(m, pkts[i].priv);
 }
 
+/* A TPACKET_V3 socket is readable once the kernel has handed a block over. */
+static int mmap_rx_fds(struct api *a, int *fds, int max)
+{
+	struct mmap_api *m = a->priv;
+
+	if (m->rx_fd < 0)
+		return 0;
+	if (max > 0)
+		fds[0] = m->rx_fd;
+	return 1;
+}
+
 static void mmap_stats(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)
 {
 	struct mmap_api *m = a->priv;
@@ -383,6 +395,7 @@ const struct api_ops api_mmap_ops = {
 	.tx_burst = mmap_tx_burst,
 	.rx_burst = mmap_rx_burst,
 	.release = mmap_release,
+	.rx_fds = mmap_rx_fds,
 	.stats = mmap_stats,
 	.close = mmap_close,
 };

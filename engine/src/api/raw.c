@@ -23,7 +23,6 @@
 
 struct raw {
 	int fd;
-	int flags;                /* MSG_DONTWAIT unless blocking */
 	bool mmsg;
 	unsigned slot_tx, burst;
 	uint8_t *txbuf, *rxbuf;
@@ -79,7 +78,6 @@ static int raw_open(struct api *a, const struct api_conf *c)
 
 	r->fd = -1;
 	r->burst = n;
-	r->flags = own->blocking ? 0 : MSG_DONTWAIT;
 	r->mmsg = own->mmsg;
 	r->slot_tx = c->frame_size > FRAME_MIN_LEN ? c->frame_size : FRAME_MIN_LEN;
 	if ((err = iface_facts(c->iface, &ifindex, &mtu, a->mac))) {
@@ -94,8 +92,7 @@ static int raw_open(struct api *a, const struct api_conf *c)
 	uint16_t proto = c->rx ? htons(ETH_P_ALL) : 0;
 	if ((r->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, proto)) < 0)
 		return fail(a, "AF_PACKET socket (needs CAP_NET_RAW)", errno);
-	if ((err = sock_setup(r->fd, own->blocking, c->rx, c->tx)))
-		return fail(a, "socket options", -err);
+	sock_setup(r->fd, c->rx);
 	if (c->tx && setsockopt(r->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)))
 		return fail(a, "PACKET_QDISC_BYPASS", errno);
 	if (c->rx && setsockopt(r->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)))
@@ -144,7 +141,7 @@ static uint16_t raw_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 
 	if (!r->mmsg) {
 		for (uint16_t i = 0; i < n; i++) {
-			if (send(r->fd, pkts[i].data, pkts[i].len, r->flags) < 0) {
+			if (send(r->fd, pkts[i].data, pkts[i].len, MSG_DONTWAIT) < 0) {
 				if (!sock_full(errno))
 					r->tx_errors++;
 				return i;
@@ -159,7 +156,7 @@ static uint16_t raw_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 			r->txiov[i].iov_base = pkts[done + i].data;
 			r->txiov[i].iov_len = pkts[done + i].len;
 		}
-		int s = sendmmsg(r->fd, r->txm, k, r->flags);
+		int s = sendmmsg(r->fd, r->txm, k, MSG_DONTWAIT);
 		if (s < 0) {
 			if (!sock_full(errno))
 				r->tx_errors++;
@@ -180,13 +177,13 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 	if (n > r->burst)
 		n = (uint16_t)r->burst;
 	if (r->mmsg) {
-		int s = recvmmsg(r->fd, r->rxm, n, r->flags ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
+		int s = recvmmsg(r->fd, r->rxm, n, MSG_DONTWAIT, NULL);
 		got = s > 0 ? (uint16_t)s : 0;
 		for (uint16_t i = 0; i < got; i++)
 			pkts[i].len = (uint16_t)r->rxm[i].msg_len;
 	} else {
 		for (; got < n; got++) {
-			ssize_t s = recv(r->fd, r->rxiov[got].iov_base, FRAME_MAX, got ? MSG_DONTWAIT : r->flags);
+			ssize_t s = recv(r->fd, r->rxiov[got].iov_base, FRAME_MAX, MSG_DONTWAIT);
 			if (s < 0)
 				break;
 			pkts[got].len = (uint16_t)s;
@@ -197,6 +194,17 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 		pkts[i].priv = NULL;
 	}
 	return got;
+}
+
+static int raw_rx_fds(struct api *a, int *fds, int max)
+{
+	struct raw *r = a->priv;
+
+	if (!a->conf.rx)
+		return 0;
+	if (max > 0)
+		fds[0] = r->fd;
+	return 1;
 }
 
 static void raw_release(struct api *a, struct pkt *pkts, uint16_t n)
@@ -230,6 +238,7 @@ const struct api_ops api_raw_ops = {
 	.tx_burst = raw_tx_burst,
 	.rx_burst = raw_rx_burst,
 	.release = raw_release,
+	.rx_fds = raw_rx_fds,
 	.stats = raw_stats,
 	.close = raw_close,
 };

@@ -10,7 +10,6 @@
 #include <linux/sock_diag.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +21,10 @@
 
 struct udp {
 	int *fd;
-	struct pollfd *pfd;
 	unsigned nfd, rr;
 	uint16_t sport0;
 	uint32_t peer_ip;         /* connected peer (network order), 0 = none */
 	uint16_t peer_port;
-	int flags;                /* MSG_DONTWAIT unless blocking */
 	bool mmsg;
 	unsigned slot_tx, burst;
 	uint8_t *txbuf, *rxbuf;
@@ -44,7 +41,7 @@ static void udp_close(struct api *a)
 	for (unsigned i = 0; u->fd && i < u->nfd; i++)
 		if (u->fd[i] >= 0)
 			close(u->fd[i]);
-	free(u->fd); free(u->pfd); free(u->txbuf); free(u->rxbuf);
+	free(u->fd); free(u->txbuf); free(u->rxbuf);
 	free(u->txm); free(u->rxm); free(u->txiov); free(u->rxiov);
 	free(u->txaddr); free(u->rxaddr);
 }
@@ -56,7 +53,7 @@ static int fail(struct api *a, const char *what, int err)
 	return -err;
 }
 
-static int open_socket(struct udp *u, const struct api_conf *c, bool blocking, unsigned i, char *what, size_t wlen)
+static int open_socket(struct udp *u, const struct api_conf *c, unsigned i, char *what, size_t wlen)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = c->src_ip,
 				   .sin_port = htons((uint16_t)(c->sport + i)) };
@@ -67,9 +64,7 @@ static int open_socket(struct udp *u, const struct api_conf *c, bool blocking, u
 		return snprintf(what, wlen, "socket"), -errno;
 	if (c->iface && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, c->iface, (socklen_t)strlen(c->iface) + 1))
 		return snprintf(what, wlen, "bind to device %s", c->iface), -errno;
-	int err = sock_setup(fd, blocking, c->rx, c->tx);
-	if (err)
-		return snprintf(what, wlen, "socket options"), err;
+	sock_setup(fd, c->rx);
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
 		return snprintf(what, wlen, "bind to port %u", c->sport + i), -errno;
 	if (u->peer_ip) {
@@ -78,8 +73,6 @@ static int open_socket(struct udp *u, const struct api_conf *c, bool blocking, u
 		if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)))
 			return snprintf(what, wlen, "connect"), -errno;
 	}
-	u->pfd[i].fd = fd;
-	u->pfd[i].events = POLLIN;
 	return 0;
 }
 
@@ -93,7 +86,6 @@ static int udp_open(struct api *a, const struct api_conf *c)
 	u->nfd = nfd;
 	u->burst = n;
 	u->sport0 = c->sport;
-	u->flags = own->blocking ? 0 : MSG_DONTWAIT;
 	u->mmsg = own->mmsg;
 	u->slot_tx = c->frame_size > FRAME_MIN_LEN ? c->frame_size : FRAME_MIN_LEN;
 	if (c->tx && c->dst_ip && c->dport) {
@@ -101,7 +93,6 @@ static int udp_open(struct api *a, const struct api_conf *c)
 		u->peer_port = c->dport;
 	}
 	u->fd = malloc(nfd * sizeof(*u->fd));
-	u->pfd = calloc(nfd, sizeof(*u->pfd));
 	u->txbuf = calloc(n, u->slot_tx);
 	u->rxbuf = calloc(n, FRAME_MAX);
 	u->txm = calloc(n, sizeof(*u->txm));
@@ -110,13 +101,13 @@ static int udp_open(struct api *a, const struct api_conf *c)
 	u->rxiov = calloc(n, sizeof(*u->rxiov));
 	u->txaddr = calloc(n, sizeof(*u->txaddr));
 	u->rxaddr = calloc(n, sizeof(*u->rxaddr));
-	if (!u->fd || !u->pfd || !u->txbuf || !u->rxbuf || !u->txm || !u->rxm || !u->txiov || !u->rxiov ||
+	if (!u->fd || !u->txbuf || !u->rxbuf || !u->txm || !u->rxm || !u->txiov || !u->rxiov ||
 	    !u->txaddr || !u->rxaddr)
 		return fail(a, "buffers", ENOMEM);
 	for (unsigned i = 0; i < nfd; i++)
 		u->fd[i] = -1;
 	for (unsigned i = 0; i < nfd; i++) {
-		int err = open_socket(u, c, own->blocking, i, what, sizeof(what));
+		int err = open_socket(u, c, i, what, sizeof(what));
 		if (err)
 			return fail(a, what, -err);
 	}
@@ -177,7 +168,7 @@ static uint16_t tx_single(struct udp *u, struct pkt *pkts, uint16_t n)
 	for (uint16_t i = 0; i < n; i++) {
 		const uint8_t *d = pkts[i].data;
 		struct sockaddr_in *to = dest_of(u, d, &u->txaddr[0]);
-		ssize_t r = sendto(fd_of(u, d), d + FRAME_HDR_LEN, pkts[i].len - FRAME_HDR_LEN, u->flags,
+		ssize_t r = sendto(fd_of(u, d), d + FRAME_HDR_LEN, pkts[i].len - FRAME_HDR_LEN, MSG_DONTWAIT,
 				   (struct sockaddr *)to, to ? sizeof(*to) : 0);
 		if (r < 0) {
 			tx_error(u, errno);
@@ -204,7 +195,7 @@ static uint16_t tx_mmsg(struct udp *u, struct pkt *pkts, uint16_t n)
 			h->msg_name = to;
 			h->msg_namelen = to ? sizeof(*to) : 0;
 		}
-		int r = sendmmsg(fd, u->txm, k, u->flags);
+		int r = sendmmsg(fd, u->txm, k, MSG_DONTWAIT);
 		if (r < 0) {
 			tx_error(u, errno);
 			return done;
@@ -240,7 +231,7 @@ static inline void synth(const struct udp *u, uint8_t *f, unsigned payload, cons
 	wr16(f + OFF_UDP_LEN, (uint16_t)(payload + 8));
 }
 
-static uint16_t rx_one_socket(struct api *a, unsigned s, struct pkt *pkts, uint16_t n, int flags)
+static uint16_t rx_one_socket(struct api *a, unsigned s, struct pkt *pkts, uint16_t n)
 {
 	struct udp *u = a->priv;
 	uint16_t got = 0;
@@ -250,7 +241,7 @@ static uint16_t rx_one_socket(struct api *a, unsigned s, struct pkt *pkts, uint1
 			u->rxm[i].msg_hdr.msg_name = &u->rxaddr[i];
 			u->rxm[i].msg_hdr.msg_namelen = sizeof(u->rxaddr[i]);
 		}
-		int r = recvmmsg(u->fd[s], u->rxm, n, flags, NULL);
+		int r = recvmmsg(u->fd[s], u->rxm, n, MSG_DONTWAIT, NULL);
 		got = r > 0 ? (uint16_t)r : 0;
 		for (uint16_t i = 0; i < got; i++)
 			pkts[i].len = (uint16_t)(u->rxm[i].msg_len + FRAME_HDR_LEN);
@@ -258,7 +249,7 @@ static uint16_t rx_one_socket(struct api *a, unsigned s, struct pkt *pkts, uint1
 		for (; got < n; got++) {
 			socklen_t alen = sizeof(u->rxaddr[got]);
 			ssize_t r = recvfrom(u->fd[s], u->rxiov[got].iov_base, u->rxiov[got].iov_len,
-					     got ? MSG_DONTWAIT : flags, (struct sockaddr *)&u->rxaddr[got], &alen);
+					     MSG_DONTWAIT, (struct sockaddr *)&u->rxaddr[got], &alen);
 			if (r < 0)
 				break;
 			pkts[got].len = (uint16_t)(r + FRAME_HDR_LEN);
@@ -275,26 +266,28 @@ static uint16_t rx_one_socket(struct api *a, unsigned s, struct pkt *pkts, uint1
 static uint16_t udp_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 {
 	struct udp *u = a->priv;
-	int wait = u->mmsg ? MSG_WAITFORONE : 0;
 
 	if (n > u->burst)
 		n = (uint16_t)u->burst;
-	if (u->nfd == 1)
-		return rx_one_socket(a, 0, pkts, n, u->flags ? MSG_DONTWAIT : wait);
-	/* several sockets: never block on one while another has data */
-	for (int pass = 0; pass < 2; pass++) {
-		for (unsigned k = 0; k < u->nfd; k++) {
-			unsigned s = (u->rr + k) % u->nfd;
-			uint16_t got = rx_one_socket(a, s, pkts, n, MSG_DONTWAIT);
-			if (got) {
-				u->rr = s + 1;
-				return got;
-			}
+	/* several sockets (a client's flows): take turns, one socket per burst */
+	for (unsigned k = 0; k < u->nfd; k++) {
+		unsigned s = (u->rr + k) % u->nfd;
+		uint16_t got = rx_one_socket(a, s, pkts, n);
+		if (got) {
+			u->rr = s + 1;
+			return got;
 		}
-		if (u->flags || poll(u->pfd, u->nfd, SOCK_WAKE_US / 1000) <= 0)
-			return 0;
 	}
 	return 0;
+}
+
+static int udp_rx_fds(struct api *a, int *fds, int max)
+{
+	struct udp *u = a->priv;
+
+	for (int i = 0; i < max && i < (int)u->nfd; i++)
+		fds[i] = u->fd[i];
+	return a->conf.rx ? (int)u->nfd : 0;
 }
 
 static void udp_release(struct api *a, struct pkt *pkts, uint16_t n)
@@ -330,6 +323,7 @@ const struct api_ops api_udp_ops = {
 	.tx_burst = udp_tx_burst,
 	.rx_burst = udp_rx_burst,
 	.release = udp_release,
+	.rx_fds = udp_rx_fds,
 	.stats = udp_stats,
 	.close = udp_close,
 };

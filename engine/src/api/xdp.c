@@ -5,7 +5,7 @@
  * pool it came from, whoever frees it. That keeps rx on one thread and tx on
  * another race-free (client role) as long as a thread only transmits frames
  * it allocated or received itself, which is what api.h promises. A received
- * frame transmitted as is (server, fwd) returns to the rx pool when the
+ * frame transmitted as is (server, nf) returns to the rx pool when the
  * kernel completes it. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -347,6 +347,18 @@ static void xdp_release(struct api *a, struct pkt *pkts, uint16_t n)
 		push(x, (uint64_t)(pkts[i].data - x->area));
 }
 
+/* An AF_XDP socket is readable while its rx ring holds frames. */
+static int xdp_rx_fds(struct api *a, int *fds, int max)
+{
+	struct xdp *x = a->priv;
+
+	if (!a->conf.rx)
+		return 0;
+	if (max > 0)
+		fds[0] = x->fd;
+	return 1;
+}
+
 static void xdp_stats(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)
 {
 	struct xdp *x = a->priv;
@@ -404,6 +416,7 @@ const struct api_ops api_xdp_ops = {
 	.tx_burst = xdp_tx_burst,
 	.rx_burst = xdp_rx_burst,
 	.release = xdp_release,
+	.rx_fds = xdp_rx_fds,
 	.stats = xdp_stats,
 	.close = xdp_close,
 };

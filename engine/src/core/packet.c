@@ -61,8 +61,7 @@ void frame_fix_checksums(uint8_t *frame)
 	wr16(frame + OFF_UDP_CSUM, udp_checksum(frame));
 }
 
-/* RFC 1624 incremental update for a changed 16-bit word. */
-static uint16_t csum_adjust(uint16_t csum, uint16_t old, uint16_t new)
+uint16_t csum_adjust(uint16_t csum, uint16_t old, uint16_t new)
 {
 	return (uint16_t)~fold((uint32_t)(uint16_t)~csum + (uint16_t)~old + new);
 }

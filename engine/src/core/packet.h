@@ -52,6 +52,9 @@ uint16_t ip_checksum(const uint8_t *frame);          /* of the IPv4 header, fiel
 uint16_t udp_checksum(const uint8_t *frame);         /* over pseudo-header, header and data */
 void frame_fix_checksums(uint8_t *frame);            /* both, in place (udp never 0) */
 void frame_set_src_ip(uint8_t *frame, uint32_t ip);  /* keeps both checksums right */
+/* RFC 1624 (eqn. 3) incremental update of a checksum for a 16-bit word that
+ * changed from old to new: ~(~csum + ~old + new) in ones' complement. */
+uint16_t csum_adjust(uint16_t csum, uint16_t old, uint16_t new);
 void frame_touch(uint8_t *frame, unsigned len, uint64_t seq);
 bool frame_touch_ok(const uint8_t *frame, unsigned len, uint64_t seq);
 

@@ -27,7 +27,7 @@ static void on_signal(int sig)
 
 void run_signals(void)
 {
-	/* no SA_RESTART: a blocking recv returns EINTR and the loop sees the flag */
+	/* no SA_RESTART: a wait or a sleep returns EINTR and the loop sees the flag */
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	sigemptyset(&sa.sa_mask);
@@ -75,6 +75,7 @@ int run_init(struct run *r, const struct opts *o, struct api *a, const struct cl
 	r->api = a;
 	r->clk = *clk;
 	r->reanchor = true;
+	r->poll.epfd = -1;       /* the role sets its poller up; until then it holds nothing */
 	r->t_next_anchor = clock_ticks() + clk->hz / REANCHOR_PER_S;
 	r->t_next = r->t_next_anchor;
 	if (latency) {
@@ -227,6 +228,7 @@ void run_tick(struct run *r, uint64_t now)
 void run_ready(const struct run *r)
 {
 	struct json j;
+	struct timespec wall;
 
 	json_begin(&j, stdout);
 	json_str(&j, "type", "ready");
@@ -238,6 +240,10 @@ void run_ready(const struct run *r)
 	json_i64(&j, "pid", (int64_t)getpid());
 	json_str(&j, "clock", clock_uses_tsc ? "tsc" : "clock_gettime");
 	json_u64(&j, "tick_hz", r->clk.hz);
+	/* the wall clock when the ports were up: the orchestrator lines it up with
+	 * container creation and the first forwarded frame (nf's first_tx_wall_ns) */
+	clock_gettime(CLOCK_REALTIME, &wall);
+	json_u64(&j, "wall_ns", (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec);
 	json_end(&j);
 }
 
@@ -255,6 +261,28 @@ static void api_counters(const struct api *a, uint64_t *rx_dropped, uint64_t *tx
 static double per_s(double n, double s)
 {
 	return s > 0 ? n / s : 0;
+}
+
+/* empty_polls / polls tells a loop that is CPU-bound (almost never empty)
+ * from an idle one; late_ns_mean is what a sleep costs beyond what it asked. */
+static void poll_fields(struct json *j, const struct run *r)
+{
+	struct poll_stats s = r->poll.s;
+
+	poll_stats_add(&s, &r->poll_more);
+	json_open(j, "poll", '{');
+	json_str(j, "mode", poll_mode_names[r->o->poll]);
+	json_u64(j, "polls", s.polls);
+	json_u64(j, "empty_polls", s.empty_polls);
+	json_u64(j, "sleeps", s.sleeps);
+	json_num(j, "slept_s", (double)s.slept_ns / 1e9, 6);
+	if (s.sleeps)
+		json_num(j, "late_ns_mean", ((double)s.slept_ns - (double)s.asked_ns) / (double)s.sleeps, 1);
+	else
+		json_null(j, "late_ns_mean");
+	json_u64(j, "waits", s.waits);
+	json_num(j, "waited_s", (double)s.waited_ns / 1e9, 6);
+	json_close(j, '{');
 }
 
 void run_summary(struct run *r)
@@ -297,7 +325,7 @@ void run_summary(struct run *r)
 	json_num(&j, "duration_s", dur, 6);
 	json_num(&j, "warmup_s", o->warmup, 3);
 	/* offered: the rate asked for (RFC 2544's offered load); tx: what left */
-	if (o->role == ROLE_SEND || o->role == ROLE_CLIENT)
+	if (o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER)
 		json_num(&j, "offered_pps", o->rate, 1);
 	else
 		json_null(&j, "offered_pps");
@@ -320,6 +348,9 @@ void run_summary(struct run *r)
 	json_u64(&j, "flows_seen", r->seq ? r->seq->nflows : 0);
 	json_u64(&j, "api_rx_dropped", rx_dropped);
 	json_u64(&j, "api_tx_errors", tx_errors);
+	poll_fields(&j, r);
+	if (r->summary_more)
+		r->summary_more(r, &j);
 	if (r->lat) {
 		char item[80];
 		json_open(&j, "latency", '{');

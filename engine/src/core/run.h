@@ -13,7 +13,10 @@
 #include "../opts.h"
 #include "clock.h"
 #include "hist.h"
+#include "poll.h"
 #include "seq.h"
+
+struct json;
 
 /* Set by the SIGINT/SIGTERM handler, read by every loop. Global because a
  * signal handler can reach nothing else; sig_atomic_t makes it safe to share. */
@@ -48,6 +51,9 @@ struct run {
 	struct seq_tracker *seq;      /* NULL when the role tracks no sequence */
 	void (*collect)(struct run *r); /* client: fold the tx thread's counters into c */
 	void *collect_arg;
+	struct poller poll;           /* the role's, set up by the role (poller_init) */
+	struct poll_stats poll_more;  /* the client's tx thread: its sleeps, for the summary */
+	void (*summary_more)(struct run *r, struct json *j); /* nf: its own fields */
 };
 
 /* 0, or -1 after a message on stderr (out of memory) */

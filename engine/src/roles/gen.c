@@ -1,5 +1,6 @@
 /* Paced generator: the send role, and the client's tx thread (or, in a
- * one-thread client, its whole loop: the idle hook then takes the echoes).
+ * one-thread client or the tester, its whole loop: the idle hook then takes
+ * the echoes, or what came through the path).
  *
  * Per burst: one tick read, one timestamp, one pacer check; per packet: a
  * copy of the prebuilt frame and two 8-byte stores (seq, timestamp). Flows
@@ -11,8 +12,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
-#include <time.h>
 
 #include "../core/pacer.h"
 
@@ -26,23 +25,6 @@ void role_addresses(const struct run *r, struct frame_addr *fa)
 	fa->dst_ip = o->dst_ip;
 	fa->sport = o->sport;
 	fa->dport = o->dport;
-}
-
-/* Only with --blocking: sleep until the next burst is due instead of
- * spinning, leaving the core to others (the client's receive thread may share
- * it). Pacing then rests on timer wake-ups (tens of us); timer slack is cut to
- * 1 ns (gen_run) so the kernel does not add its default 50 us on top. */
-void role_sleep_until(const struct run *r, uint64_t ahead)
-{
-	uint64_t margin = r->clk.hz / 500000; /* 2 us: not worth a syscall */
-
-	if (ahead <= margin) {
-		cpu_relax();
-		return;
-	}
-	uint64_t at = clock_ns(&r->clk, clock_ticks() + ahead);
-	struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
-	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
 static void publish(struct gen_pub *pub, const struct counters *c)
@@ -76,8 +58,6 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	}
 	role_addresses(r, &fa);
 	frame_build(tmpl, len, &fa);
-	if (o->blocking)
-		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
 	uint64_t now = clock_ticks();
 	run_start(r, now);
@@ -90,16 +70,16 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 				break;
 		}
 		if (!pacer_due(&p, now)) {
-			if (o->blocking) {
-				uint64_t ahead = pacer_wait(&p, now);
-				if (r->t_next - now < ahead) /* wake for records and the end too */
-					ahead = r->t_next - now;
-				role_sleep_until(r, ahead);
-			} else if (idle) {
-				idle->fn(idle->arg);
-			} else {
-				cpu_relax();
-			}
+			/* back by the next burst, record or end; with --poll other than
+			 * busy the poller sleeps until then instead of spinning, and
+			 * leaves the core to others (a client's receive thread) */
+			uint64_t until = now + pacer_wait(&p, now);
+			if (r->t_next < until)
+				until = r->t_next;
+			if (idle)
+				idle->fn(idle->arg, until);
+			else
+				poller_pause(&r->poll, now, until);
 			continue;
 		}
 		uint16_t n = ops->tx_alloc(a, pkts, burst);
@@ -132,7 +112,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 		/* at or above what the core can send the pacer is always due:
 		 * without this, echoes would wait in the ring until the end */
 		if (idle)
-			idle->fn(idle->arg);
+			idle->fn(idle->arg, now);
 		flow = flow + 1 == flows ? 0 : flow + 1;
 	}
 	r->t_stop = clock_ticks();
@@ -143,9 +123,12 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 
 int role_send(struct run *r)
 {
+	if (poller_init(&r->poll, r->o->poll, r->clk.hz, NULL, NULL))
+		return 1;
 	run_ready(r);
 	int rc = gen_run(r, NULL, NULL);
 	if (rc == 0)
 		run_summary(r);
+	poller_free(&r->poll);
 	return rc;
 }

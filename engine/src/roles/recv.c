@@ -24,6 +24,8 @@ int role_recv(struct run *r)
 		fprintf(stderr, "cnfperf-engine: out of memory for sequence tracking\n");
 		return 1;
 	}
+	if (poller_init(&r->poll, o->poll, r->clk.hz, a, NULL))
+		return 1;
 	run_ready(r);
 	for (;;) {
 		uint16_t n = ops->rx_burst(a, pkts, burst);
@@ -42,8 +44,11 @@ int role_recv(struct run *r)
 				break;
 			}
 		}
-		if (!n)
+		if (!n) {
+			poller_empty(&r->poll, now, UINT64_MAX);
 			continue;
+		}
+		poller_got(&r->poll);
 		if (!r->started)
 			run_start(r, now);
 		uint64_t now_ns = clock_ns(&r->clk, now);
@@ -57,5 +62,6 @@ int role_recv(struct run *r)
 		run_rx_window(r, now, measured);
 	}
 	run_summary(r);
+	poller_free(&r->poll);
 	return 0;
 }

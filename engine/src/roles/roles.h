@@ -13,7 +13,8 @@ int role_send(struct run *r);
 int role_recv(struct run *r);
 int role_client(struct run *r);
 int role_server(struct run *r);
-int role_fwd(struct run *r);
+int role_nf(struct run *r);
+int role_tester(struct run *r);
 
 /* The client's tx thread publishes its counters here for the rx thread's
  * interval records and the summary; single writer, relaxed stores. */
@@ -21,17 +22,19 @@ struct gen_pub {
 	_Atomic uint64_t tx_packets, tx_bytes, tx_refused, warmup_packets;
 };
 
-/* Called by the generator when no burst is due (instead of spinning idle)
- * and after every burst: a one-thread client receives its echoes there. */
+/* Called by the generator when no burst is due (instead of idling), with the
+ * tick by which it needs the thread back, and after every burst with `until`
+ * = now (take what is there, do not wait): a one-thread client receives its
+ * echoes there, the tester what came through the path. */
 struct gen_idle {
-	void (*fn)(void *arg);
+	void (*fn)(void *arg, uint64_t until);
 	void *arg;
 };
 
-/* The paced generator shared by send and client; pub and idle may be NULL. */
+/* The paced generator shared by send, client and tester; pub and idle may be
+ * NULL. Without idle, it pauses between bursts with r->poll (poller_pause). */
 int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle);
 
 void role_addresses(const struct run *r, struct frame_addr *fa);
-void role_sleep_until(const struct run *r, uint64_t ticks_ahead);
 
 #endif

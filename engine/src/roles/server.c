@@ -27,6 +27,8 @@ int role_server(struct run *r)
 	bool warm[API_MAX_BURST];
 
 	r->rx_window = true;
+	if (poller_init(&r->poll, o->poll, r->clk.hz, a, NULL))
+		return 1;
 	run_ready(r);
 	for (;;) {
 		uint16_t n = ops->rx_burst(a, pkts, burst);
@@ -45,8 +47,11 @@ int role_server(struct run *r)
 				break;
 			}
 		}
-		if (!n)
+		if (!n) {
+			poller_empty(&r->poll, now, UINT64_MAX);
 			continue;
+		}
+		poller_got(&r->poll);
 		if (!r->started)
 			run_start(r, now);
 		uint16_t m = 0, nd = 0;
@@ -90,5 +95,6 @@ int role_server(struct run *r)
 		run_rx_window(r, now, measured);
 	}
 	run_summary(r);
+	poller_free(&r->poll);
 	return 0;
 }

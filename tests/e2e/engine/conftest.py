@@ -68,8 +68,8 @@ def pair(no_leftovers):
 
 @pytest.fixture
 def chain(no_leftovers):
-    """sender | fwd | receiver: three namespaces, two veth pairs. Returns the
-    sender's end, the fwd's ingress and egress ends, and the receiver's end."""
+    """sender | nf | receiver: three namespaces, two veth pairs. Returns the
+    sender's end, the nf's two ends (port 1, port 2), and the receiver's end."""
     tag = secrets.token_hex(2)
     with namespaces(tag, ["s", "f", "r"]) as (ns, nf, nr):
         s = End(ns, f"cnfpk{tag}s", "02:c7:0e:00:01:01", "198.18.1.1")
@@ -79,6 +79,22 @@ def chain(no_leftovers):
         veth(s, f_in)
         veth(f_out, r)
         yield s, f_in, f_out, r
+
+
+@pytest.fixture
+def loop(no_leftovers):
+    """A tester holding both ends of a path through an nf: two namespaces, two
+    veth pairs. Returns the tester's port 1 and 2 and the nf's port 1 and 2
+    (tester port 1 - nf port 1, nf port 2 - tester port 2)."""
+    tag = secrets.token_hex(2)
+    with namespaces(tag, ["t", "f"]) as (nt, nf):
+        t1 = End(nt, f"cnfpk{tag}t1", "02:c7:0e:00:03:01", "198.18.3.1")
+        f1 = End(nf, f"cnfpk{tag}f1", "02:c7:0e:00:03:02", "198.18.3.2")
+        f2 = End(nf, f"cnfpk{tag}f2", "02:c7:0e:00:04:02", "198.18.4.2")
+        t2 = End(nt, f"cnfpk{tag}t2", "02:c7:0e:00:04:01", "198.18.4.1")
+        veth(t1, f1)
+        veth(f2, t2)
+        yield t1, t2, f1, f2
 
 
 @pytest.fixture

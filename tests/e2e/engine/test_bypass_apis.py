@@ -334,30 +334,75 @@ def test_dpdk_vhost_virtio_client_server(engine, dpdk):
     assert 0 < rtt["latency"]["min_ns"] <= rtt["latency"]["p99_ns"] <= rtt["latency"]["max_ns"]
 
 
-def test_dpdk_fwd_between_two_vhost_ports(engine, dpdk):
-    """One fwd process, two ports, one EAL: sender -> vhost0 | fwd | vhost1 -> receiver."""
+def test_dpdk_nf_between_two_vhost_ports_both_ways(engine, dpdk):
+    """client -> vhost0 | nf | vhost1 -> server, and the echoes back: one nf
+    process, two ports, one EAL, both directions in one thread, mbufs moved
+    between the ports without a copy, and waiting on both ports' Rx interrupts."""
     eal, sockets = dpdk
     s_in, s_out = sockets / "in.sock", sockets / "out.sock"
-    rx_end = End("", "", "02:00:5e:03:00:02", "10.99.2.2")
-    tx_end = End("", "", "02:00:5e:03:00:01", "10.99.2.1")
+    srv_end = End("", "", "02:00:5e:03:00:02", "10.99.2.2")
+    cli_end = End("", "", "02:00:5e:03:00:01", "10.99.2.1")
+    nf_mac = "02:00:5e:03:00:0f"       # vhost ports take any destination: the client's next hop
     with engines() as start:
-        fwd = start(held([engine, "fwd", "--api", "dpdk", "--port", "0", "--port2", "1",
-                          "--dst-mac", rx_end.mac, "--duration", "0", "--interval", "0",
-                          *eal("fw", f"net_vhost0,iface={s_in},queues=1",
-                               f"net_vhost1,iface={s_out},queues=1")]))
-        fwd.ready()
-        rx = start(held([engine, "recv", "--api", "dpdk", *flow("recv", rx_end, tx_end), *traffic("recv"),
-                         *eal("rx", f"net_virtio_user0,path={s_out},queues=1,{QUEUE_SIZE},mac={rx_end.mac}")]))
-        rx.ready()
-        tx = start(held([engine, "send", "--api", "dpdk", *flow("send", tx_end, rx_end), *traffic("send"),
-                         *eal("tx", f"net_virtio_user0,path={s_in},queues=1,{QUEUE_SIZE},mac={tx_end.mac}")]))
-        sent = tx.summary()
-        time.sleep(0.3)
-        forwarded = fwd.interrupt()
-        received = rx.interrupt()
-        release_all(tx, fwd, rx)
+        nf = start(held([engine, "nf", "--api", "dpdk", "--port", "0", "--port2", "1",
+                         "--dst-mac", cli_end.mac, "--dst-mac2", srv_end.mac, "--poll", "interrupt",
+                         "--duration", "0", "--interval", "0",
+                         *eal("nf", f"net_vhost0,iface={s_in},queues=1",
+                              f"net_vhost1,iface={s_out},queues=1")]))
+        nf.ready()
+        srv = start(held([engine, "server", "--api", "dpdk", *flow("server", srv_end, cli_end), *traffic("server"),
+                          *eal("sv", f"net_virtio_user0,path={s_out},queues=1,{QUEUE_SIZE},mac={srv_end.mac}")]))
+        srv.ready()
+        cli = start(held([engine, "client", "--api", "dpdk", *flow("client", cli_end, End("", "", nf_mac, srv_end.ip)),
+                          "--rate", "5k", "--duration", DURATION, "--interval", "0", "--drain", "0.3",
+                          *eal("cl", f"net_virtio_user0,path={s_in},queues=1,{QUEUE_SIZE},mac={cli_end.mac}")]))
+        rtt = cli.summary()
+        served = srv.interrupt()
+        fwd = nf.interrupt()
+        release_all(cli, nf, srv)
+    assert rtt["tx_packets"] > 0
+    assert rtt["rx_packets"] == rtt["tx_packets"] == served["rx_packets"] == served["tx_packets"], \
+        f"{counts(rtt)}\n{counts(served)}"
+    assert rtt["lost"] == 0 and rtt["bad"] == 0 and served["bad"] == 0
+    p1, p2 = fwd["ports"]
+    assert (p1["port"], p2["port"]) == (1, 2)
+    assert p1["rx_packets"] == p2["tx_packets"] == rtt["tx_packets"], counts(fwd)
+    assert p2["rx_packets"] == p1["tx_packets"] == served["tx_packets"], counts(fwd)
+    assert fwd["tx_refused"] == 0 and fwd["other"] == 0 and fwd["nf"] == "l2"
+    assert fwd["poll"]["mode"] == "interrupt" and fwd["poll"]["waits"] > 0, counts(fwd)
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "interrupt"])
+def test_dpdk_poll_modes_over_vhost(engine, dpdk, mode):
+    """net_vhost has Rx interrupts (so has virtio_user): a receiver that sleeps
+    or waits for them still takes every frame, and at 20k pps mostly sleeps."""
+    eal, sockets = dpdk
+    sock = sockets / "vhost0.sock"
+    poll = ["--poll", mode]
+    with engines() as start:
+        sent, received = run_send_recv(
+            start,
+            [engine, "recv", "--api", "dpdk", *flow("recv", VHOST, VIRTIO), *traffic("recv"), *poll,
+             *eal("vh", f"net_vhost0,iface={sock},queues=1")],
+            [engine, "send", "--api", "dpdk", *flow("send", VIRTIO, VHOST), *traffic("send"), *poll,
+             *eal("vu", f"net_virtio_user0,path={sock},queues=1,{QUEUE_SIZE},mac={VIRTIO.mac}")])
     assert_lossless(sent, received)
-    assert forwarded["rx_packets"] == forwarded["tx_packets"] == sent["tx_packets"], counts(forwarded)
+    rp = received["poll"]
+    assert rp["mode"] == mode and rp["polls"] > rp["empty_polls"] > 0, counts(received)
+    assert (rp["sleeps"] if mode == "adaptive" else rp["waits"]) > 0, counts(received)
+    assert sent["poll"]["sleeps"] > 0, counts(sent)
+
+
+def test_dpdk_poll_interrupt_without_rx_interrupts_fails_at_open(engine, dpdk):
+    """memif (like af_packet and af_xdp) has no Rx interrupts in DPDK 22.11."""
+    eal, sockets = dpdk
+    done = subprocess.run([str(engine), "recv", "--api", "dpdk", "--poll", "interrupt", "--duration", "1",
+                           *eal("mi", f"net_memif0,role=server,socket={sockets / 'memif0.sock'}")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    ours = [line for line in done.stderr.splitlines() if line.startswith("dpdk: ")]
+    assert ours == ["dpdk: --poll interrupt: port 0 (net_memif) has no Rx interrupts"], done.stderr
 
 
 def test_dpdk_memif(engine, dpdk):

@@ -1,0 +1,166 @@
+#include "nf.h"
+
+#include <string.h>
+
+#include "packet.h"
+
+const char *const nf_kind_names[NF_KINDS] = { "l2", "mirror", "strip-encap", "l3" };
+
+bool nf_route_add(struct nf_routes *t, uint32_t net, unsigned len, unsigned port)
+{
+	uint32_t mask = len ? ~0u << (32 - len) : 0;
+	unsigned i;
+
+	for (i = 0; i < t->n; i++) {
+		if (t->r[i].len == len && t->r[i].net == net) {
+			t->r[i].port = (uint8_t)port;
+			return true;
+		}
+	}
+	if (t->n == NF_MAX_ROUTES)
+		return false;
+	/* after every route at least as long: longest first, ties as given */
+	for (i = t->n; i > 0 && t->r[i - 1].len < len; i--)
+		t->r[i] = t->r[i - 1];
+	t->r[i] = (struct nf_route){ net & mask, mask, (uint8_t)len, (uint8_t)port };
+	t->n++;
+	return true;
+}
+
+const struct nf_route *nf_route_lookup(const struct nf_routes *t, uint32_t dst)
+{
+	for (unsigned i = 0; i < t->n; i++)
+		if ((dst & t->r[i].mask) == t->r[i].net)
+			return &t->r[i];
+	return NULL;
+}
+
+void nf_ttl_decrement(uint8_t *frame)
+{
+	uint8_t *ip = frame + OFF_IP;
+	uint16_t old = (uint16_t)(ip[8] << 8 | ip[9]);   /* TTL and protocol: one 16-bit word */
+
+	ip[8]--;
+	wr16(frame + OFF_IP_CSUM, csum_adjust(rd16(frame + OFF_IP_CSUM), old, (uint16_t)(old - 0x100)));
+}
+
+static inline bool is_ipv4(const struct pkt *p)
+{
+	return p->len >= OFF_IP + 20 && p->data[OFF_ETH_TYPE] == 0x08 && p->data[OFF_ETH_TYPE + 1] == 0x00;
+}
+
+#define DROP(o, p) ((o)->drop[(o)->ndrop++] = (p))
+#define SEND(o, e, p) ((o)->tx[e][(o)->ntx[e]++] = (p))
+
+static void burst_l2(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
+		     struct nf_out *out, struct nf_drops *d)
+{
+	const unsigned e = nf->egress[in];
+	const uint8_t *h = nf->hdr[e];
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (!is_ipv4(&pkts[i])) {
+			d->other++;
+			DROP(out, pkts[i]);
+			continue;
+		}
+		memcpy(pkts[i].data, h, 12);
+		SEND(out, e, pkts[i]);
+	}
+}
+
+static void burst_mirror(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
+			 struct nf_out *out, struct nf_drops *d)
+{
+	(void)nf;
+	for (uint16_t i = 0; i < n; i++) {
+		uint8_t *f = pkts[i].data, t[6];
+		if (!is_ipv4(&pkts[i])) {
+			d->other++;
+			DROP(out, pkts[i]);
+			continue;
+		}
+		memcpy(t, f + OFF_ETH_DST, 6);
+		memcpy(f + OFF_ETH_DST, f + OFF_ETH_SRC, 6);
+		memcpy(f + OFF_ETH_SRC, t, 6);
+		SEND(out, in, pkts[i]);
+	}
+}
+
+static void burst_strip_encap(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
+			      struct nf_out *out, struct nf_drops *d)
+{
+	const unsigned e = nf->egress[in];
+	const uint8_t *h = nf->hdr[e];
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (!is_ipv4(&pkts[i])) {
+			d->other++;
+			DROP(out, pkts[i]);
+			continue;
+		}
+		/* Strip(14): what is left is the IPv4 packet ... */
+		struct pkt p = { pkts[i].data + OFF_IP, (uint16_t)(pkts[i].len - OFF_IP), pkts[i].priv };
+		/* ... EtherEncap: a whole new header in front of it (the api's
+		 * buffer has the room: it is where the old one was) */
+		p.data -= 14;
+		p.len += 14;
+		memcpy(p.data, h, 14);
+		SEND(out, e, p);
+	}
+}
+
+static void burst_l3(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
+		     struct nf_out *out, struct nf_drops *d)
+{
+	(void)in;
+	for (uint16_t i = 0; i < n; i++) {
+		uint8_t *f = pkts[i].data, *ip = f + OFF_IP;
+		if (pkts[i].len < OFF_IP || f[OFF_ETH_TYPE] != 0x08 || f[OFF_ETH_TYPE + 1] != 0x00) {
+			d->other++;
+			DROP(out, pkts[i]);
+			continue;
+		}
+		unsigned ihl = (ip[0] & 0xfu) * 4, total = pkts[i].len >= OFF_IP + 20 ? rd16(ip + 2) : 0;
+		/* IHL >= 5 and IHL <= total length <= the frame: the header is in it */
+		if (pkts[i].len < OFF_IP + 20 || (ip[0] >> 4) != 4 || ihl < 20 || total < ihl ||
+		    total > (unsigned)pkts[i].len - OFF_IP) {
+			d->bad++;
+			DROP(out, pkts[i]);
+			continue;
+		}
+		const struct nf_route *r = nf_route_lookup(nf->routes, ntohl(rd32n(f + OFF_IP_DST)));
+		if (!r) {
+			d->no_route++;
+			DROP(out, pkts[i]);
+			continue;
+		}
+		if (ip[8] <= 1) {
+			d->ttl++;
+			DROP(out, pkts[i]);
+			continue;
+		}
+		nf_ttl_decrement(f);
+		memcpy(f, nf->hdr[r->port], 12);
+		SEND(out, r->port, pkts[i]);
+	}
+}
+
+void nf_init(struct nf *nf, enum nf_kind kind, unsigned nports, const uint8_t mac[2][6],
+	     const uint8_t next_hop[2][6], const struct nf_routes *routes)
+{
+	static const nf_burst_fn fns[NF_KINDS] = { burst_l2, burst_mirror, burst_strip_encap, burst_l3 };
+
+	memset(nf, 0, sizeof(*nf));
+	nf->kind = kind;
+	nf->nports = nports;
+	nf->routes = routes;
+	nf->burst = fns[kind];
+	for (unsigned e = 0; e < 2; e++) {
+		memcpy(nf->hdr[e], next_hop[e], 6);
+		memcpy(nf->hdr[e] + 6, mac[e], 6);
+		nf->hdr[e][12] = 0x08;
+		nf->hdr[e][13] = 0x00;
+		nf->egress[e] = kind == NF_MIRROR || nports == 1 ? e : 1 - e;
+	}
+}

@@ -1,0 +1,215 @@
+/* nf: a network function between one or two ports, in one thread. With two,
+ * it forwards both ways: what comes in on port 1 leaves by port 2 and the
+ * other way round (l3: by its route); with one it hairpins, and mirror always
+ * does. What it does to a frame is its kind (core/nf.h), chosen once.
+ *
+ * Frames move without a copy when they stay on one api instance or the
+ * egress api accepts foreign frames (tx_foreign); otherwise they are copied
+ * into egress buffers and given back to the ingress instance. nf counts every
+ * frame per port (rx and drops at the ingress port, tx and tx_refused at the
+ * egress one); it does not read payload headers, so it has no warm-up split. */
+#include "roles.h"
+#include "../core/json.h"
+#include "../core/nf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct port_counts {
+	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_refused;
+	struct nf_drops drop;
+};
+
+struct nf_run {
+	struct nf nf;
+	struct api *port[2];
+	unsigned nports;
+	struct port_counts pc[2];
+	uint64_t first_tx_wall_ns;     /* CLOCK_REALTIME of the first frame forwarded, 0 = none yet */
+	struct nf_out out;
+	struct pkt pkts[2][API_MAX_BURST];
+};
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sends the n frames in f, received on port `in`, out of port e. */
+static void send_out(struct nf_run *s, unsigned in, unsigned e, struct pkt *f, uint16_t n)
+{
+	struct api *src = s->port[in], *dst = s->port[e];
+	struct pkt *sent = f, tx[API_MAX_BURST];
+	uint16_t m = n, k;
+
+	if (dst != src && !dst->ops->tx_foreign) {
+		uint16_t got = dst->ops->tx_alloc(dst, tx, n);
+		m = 0;
+		for (uint16_t i = 0; i < got; i++) {
+			if (f[i].len > tx[m].len) /* larger than egress buffers: refused below */
+				continue;
+			memcpy(tx[m].data, f[i].data, f[i].len);
+			tx[m].len = f[i].len;
+			m++;
+		}
+		if (m < got)
+			dst->ops->release(dst, tx + m, (uint16_t)(got - m));
+		src->ops->release(src, f, n);
+		sent = tx;
+	}
+	k = m ? dst->ops->tx_burst(dst, sent, m) : 0;
+	if (k < m)
+		dst->ops->release(dst, sent + k, (uint16_t)(m - k));
+	s->pc[e].tx_packets += k;
+	s->pc[e].tx_refused += n - k;
+	for (uint16_t i = 0; i < k; i++)
+		s->pc[e].tx_bytes += wire_bytes(sent[i].len);
+	if (k && !s->first_tx_wall_ns)
+		s->first_tx_wall_ns = wall_ns();
+}
+
+static void forward(struct nf_run *s, unsigned in, struct pkt *pkts, uint16_t n)
+{
+	struct port_counts *pc = &s->pc[in];
+
+	pc->rx_packets += n;
+	for (uint16_t i = 0; i < n; i++)
+		pc->rx_bytes += wire_bytes(pkts[i].len);
+	nf_burst(&s->nf, in, pkts, n, &s->out, &pc->drop);
+	if (s->out.ndrop)
+		s->port[in]->ops->release(s->port[in], s->out.drop, s->out.ndrop);
+	for (unsigned e = 0; e < s->nports; e++)
+		if (s->out.ntx[e])
+			send_out(s, in, e, s->out.tx[e], s->out.ntx[e]);
+}
+
+/* The run's totals are the ports' sums (for interval records and the summary). */
+static void collect(struct run *r)
+{
+	const struct nf_run *s = r->collect_arg;
+	struct counters *c = &r->c;
+
+	c->rx_packets = c->rx_bytes = c->tx_packets = c->tx_bytes = c->tx_refused = c->other = c->bad = 0;
+	for (unsigned i = 0; i < s->nports; i++) {
+		const struct port_counts *pc = &s->pc[i];
+		c->rx_packets += pc->rx_packets;
+		c->rx_bytes += pc->rx_bytes;
+		c->tx_packets += pc->tx_packets;
+		c->tx_bytes += pc->tx_bytes;
+		c->tx_refused += pc->tx_refused;
+		c->other += pc->drop.other;
+		c->bad += pc->drop.bad;
+	}
+}
+
+static void summary_more(struct run *r, struct json *j)
+{
+	const struct nf_run *s = r->collect_arg;
+
+	json_str(j, "nf", nf_kind_names[s->nf.kind]);
+	if (s->first_tx_wall_ns)
+		json_u64(j, "first_tx_wall_ns", s->first_tx_wall_ns);
+	else
+		json_null(j, "first_tx_wall_ns");
+	json_open(j, "ports", '[');
+	for (unsigned i = 0; i < s->nports; i++) {
+		const struct port_counts *pc = &s->pc[i];
+		json_open(j, NULL, '{');
+		json_u64(j, "port", i + 1);
+		json_u64(j, "rx_packets", pc->rx_packets);
+		json_u64(j, "rx_bytes", pc->rx_bytes);
+		json_u64(j, "tx_packets", pc->tx_packets);
+		json_u64(j, "tx_bytes", pc->tx_bytes);
+		json_u64(j, "tx_refused", pc->tx_refused);
+		json_open(j, "dropped", '{');
+		json_u64(j, "other", pc->drop.other);
+		json_u64(j, "bad", pc->drop.bad);
+		json_u64(j, "no_route", pc->drop.no_route);
+		json_u64(j, "ttl", pc->drop.ttl);
+		json_close(j, '{');
+		json_close(j, '{');
+	}
+	json_close(j, '[');
+}
+
+static void release_all(struct nf_run *s, const uint16_t *n)
+{
+	for (unsigned i = 0; i < s->nports; i++)
+		if (n[i])
+			s->port[i]->ops->release(s->port[i], s->pkts[i], n[i]);
+}
+
+static void setup(struct nf_run *s, const struct run *r)
+{
+	const struct opts *o = r->o;
+	uint8_t mac[2][6], hop[2][6];
+
+	s->port[0] = r->api;
+	s->port[1] = r->api2 ? r->api2 : r->api;
+	s->nports = r->api2 ? 2 : 1;
+	memcpy(mac[0], o->has_src_mac ? o->src_mac : r->api->mac, 6);
+	memcpy(mac[1], o->has_src_mac2 ? o->src_mac2 : s->port[1]->mac, 6);
+	memcpy(hop[0], o->dst_mac, 6);
+	memcpy(hop[1], o->dst_mac2, 6);
+	nf_init(&s->nf, o->nf, s->nports, (const uint8_t (*)[6])mac, (const uint8_t (*)[6])hop, &o->routes);
+}
+
+int role_nf(struct run *r)
+{
+	const struct opts *o = r->o;
+	const uint16_t burst = (uint16_t)o->burst;
+	struct nf_run *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		fprintf(stderr, "cnfperf-engine: out of memory\n");
+		return 1;
+	}
+	setup(s, r);
+	if (poller_init(&r->poll, o->poll, r->clk.hz, r->api, r->api2)) {
+		free(s);
+		return 1;
+	}
+	r->rx_window = true;
+	r->collect = collect;
+	r->collect_arg = s;
+	r->summary_more = summary_more;
+	run_ready(r);
+	for (;;) {
+		uint16_t n[2] = { 0, 0 };
+		for (unsigned i = 0; i < s->nports; i++)
+			n[i] = s->port[i]->ops->rx_burst(s->port[i], s->pkts[i], burst);
+		uint64_t now = clock_ticks();
+		unsigned got = n[0] + n[1];
+
+		if (!run_keep_going(r, (uint16_t)got, now)) {
+			release_all(s, n);
+			break;
+		}
+		if (now >= r->t_next) {
+			run_tick(r, now);
+			if (r->done) {
+				release_all(s, n);
+				break;
+			}
+		}
+		if (!got) {
+			poller_empty(&r->poll, now, UINT64_MAX);
+			continue;
+		}
+		poller_got(&r->poll);
+		if (!r->started)
+			run_start(r, now);
+		for (unsigned i = 0; i < s->nports; i++)
+			if (n[i])
+				forward(s, i, s->pkts[i], n[i]);
+		run_rx_window(r, now, got);
+	}
+	run_summary(r);
+	poller_free(&r->poll);
+	free(s);
+	return 0;
+}

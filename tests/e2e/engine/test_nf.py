@@ -1,0 +1,193 @@
+"""End to end: the nf role (a network function in the path), the tester (both
+ends of a path in one process) and the --poll modes, over veths between
+namespaces with the raw api.
+
+Low rates, short runs: these check where every frame went and that the
+counters of the ends and of the nf's ports add up; speed is for bench/.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from test_kernel_apis import RECEIVER_RUN, assert_delivered, assert_latency, sender_run
+
+pytestmark = pytest.mark.e2e
+
+RATE = 20000
+DURATION = 1.0
+PORT = "9000"
+
+
+def raw(end) -> list[str]:
+    return ["--api", "raw", "--iface", end.iface]
+
+
+def port(summary: dict, n: int) -> dict:
+    [found] = [p for p in summary["ports"] if p["port"] == n]
+    return found
+
+
+def assert_ports_add_up(nf: dict) -> None:
+    """The totals are the ports' sums, and nothing was refused."""
+    for key in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_refused"):
+        assert nf[key] == sum(p[key] for p in nf["ports"]), (key, nf)
+    assert nf["other"] == sum(p["dropped"]["other"] for p in nf["ports"])
+    assert nf["tx_refused"] == 0, nf
+
+
+def test_nf_l2_forwards_both_ways(engine, chain, engines):
+    """client | nf | server: requests cross port 1 -> 2, echoes port 2 -> 1, in
+    one nf thread; each port's counters match what the ends sent and got."""
+    s, f1, f2, r = chain
+    srv = engines(r.netns, [engine, "server", *raw(r), "--src-ip", r.ip, "--sport", PORT,
+                            "--poll", "interrupt", *RECEIVER_RUN])
+    srv.ready()
+    nf = engines(f1.netns, [engine, "nf", *raw(f1), "--iface2", f2.iface, "--dst-mac", s.mac,
+                            "--dst-mac2", r.mac, "--poll", "adaptive", "--duration", "0", "--interval", "0"])
+    ready = nf.ready()
+    assert ready["role"] == "nf" and ready["iface2"] == f2.iface and ready["wall_ns"] > 0
+    cli = engines(s.netns, [engine, "client", *raw(s), "--src-ip", s.ip, "--sport", PORT, "--dst-ip", r.ip,
+                            "--dst-mac", f1.mac, "--dport", PORT, "--flows", "2", "--poll", "interrupt",
+                            *sender_run(5000), "--drain", "0.3"])
+    rtt = cli.summary()
+    served = srv.interrupt()
+    fwd = nf.interrupt()
+
+    assert 0 < rtt["tx_packets"] == rtt["rx_packets"] == served["rx_packets"] == served["tx_packets"], (rtt, served)
+    assert rtt["lost"] == 0 and rtt["bad"] == 0 and served["bad"] == 0
+    p1, p2 = port(fwd, 1), port(fwd, 2)
+    assert p1["rx_packets"] - p1["dropped"]["other"] == rtt["tx_packets"] == p2["tx_packets"], fwd
+    assert p2["rx_packets"] - p2["dropped"]["other"] == served["tx_packets"] == p1["tx_packets"], fwd
+    assert_ports_add_up(fwd)
+    assert fwd["nf"] == "l2" and fwd["first_tx_wall_ns"] >= ready["wall_ns"]
+    assert fwd["poll"]["mode"] == "adaptive" and fwd["poll"]["polls"] >= fwd["poll"]["empty_polls"] > 0
+    assert_latency(rtt, "rtt")
+
+
+def test_nf_l3_routes_and_drops_the_unrouted(engine, chain, engines):
+    """Two senders, one to a routed destination (the longest prefix sends it out
+    of port 2), one to a prefix without a route: the nf counts the second as
+    no_route and forwards none of it."""
+    s, f1, f2, r = chain
+    rx = engines(r.netns, [engine, "recv", *raw(r), "--src-ip", r.ip, "--sport", PORT, *RECEIVER_RUN])
+    rx.ready()
+    # 198.18.2.0/24 (port 2) is longer than 198.18.0.0/15 (port 1): it wins for r.ip
+    nf = engines(f1.netns, [engine, "nf", *raw(f1), "--iface2", f2.iface, "--nf", "l3",
+                            "--route", "198.18.0.0/15,1", "--route", "198.18.2.0/24,2",
+                            "--dst-mac", s.mac, "--dst-mac2", r.mac, "--duration", "0", "--interval", "0"])
+    nf.ready()
+    common = [engine, "send", *raw(s), "--src-ip", s.ip, "--dst-mac", f1.mac, "--dport", PORT,
+              "--poll", "adaptive"]
+    routed = engines(s.netns, [*common, "--dst-ip", r.ip, "--sport", "9000", *sender_run(10000)])
+    unrouted = engines(s.netns, [*common, "--dst-ip", "203.0.113.9", "--sport", "9100", *sender_run(10000)])
+    sent, dropped = routed.summary(), unrouted.summary()
+    time.sleep(0.2)
+    fwd = nf.interrupt()
+    received = rx.interrupt()
+
+    assert_delivered(sent, received, 10000 * DURATION)   # bad == 0: the TTL's checksum update is right
+    assert dropped["tx_packets"] > 0
+    p1, p2 = port(fwd, 1), port(fwd, 2)
+    assert p1["dropped"]["no_route"] == dropped["tx_packets"], fwd
+    assert p2["tx_packets"] == sent["tx_packets"] == received["rx_packets"], fwd
+    assert p1["tx_packets"] == 0 and p1["dropped"]["ttl"] == p1["dropped"]["bad"] == 0, fwd
+    assert p1["rx_packets"] == sent["tx_packets"] + dropped["tx_packets"] + p1["dropped"]["other"], fwd
+    assert received["other"] < dropped["tx_packets"], "unrouted frames reached the receiver"
+    assert_ports_add_up(fwd)
+    assert fwd["nf"] == "l3"
+
+
+def test_tester_through_a_mirror(engine, pair, engines):
+    """The tester sends and receives on one port; a mirror nf sends every frame
+    back: exact one-way latency, warm-up split as the sender marked it."""
+    a, b = pair
+    nf = engines(b.netns, [engine, "nf", *raw(b), "--nf", "mirror", "--poll", "interrupt",
+                           "--duration", "0", "--interval", "0"])
+    nf.ready()
+    t = engines(a.netns, [engine, "tester", *raw(a), "--src-ip", a.ip, "--dst-ip", b.ip, "--dst-mac", b.mac,
+                          "--dport", PORT, "--flows", "2", *sender_run(), "--warmup", "0.2", "--drain", "0.3"])
+    ready = t.ready()
+    tested = t.summary()
+    mirrored = nf.interrupt()
+
+    assert ready["role"] == "tester" and tested["role"] == "tester"
+    assert 0 < tested["tx_packets"] <= RATE * DURATION + tested["burst"]
+    assert tested["rx_packets"] == tested["tx_packets"], tested
+    for key in ("lost", "bad", "corrupt", "reordered", "duplicate", "tx_refused"):
+        assert tested[key] == 0, f"{key}: {tested}"
+    assert tested["warmup_packets"] > 0 and tested["flows_seen"] == 2
+    assert tested["offered_pps"] == RATE
+    assert_latency(tested, "one_way")
+    p1 = port(mirrored, 1)
+    assert p1["tx_packets"] == p1["rx_packets"] - p1["dropped"]["other"] == \
+        tested["tx_packets"] + tested["warmup_packets"], mirrored
+    assert mirrored["nf"] == "mirror" and len(mirrored["ports"]) == 1
+    assert mirrored["poll"]["waits"] > 0
+
+
+def test_tester_holds_both_ends_of_an_nf(engine, loop, engines):
+    """tester port 1 -> nf (strip-encap) -> tester port 2: one process sends and
+    receives, the nf in between forwards between its two veths."""
+    t1, t2, f1, f2 = loop
+    nf = engines(f1.netns, [engine, "nf", *raw(f1), "--iface2", f2.iface, "--nf", "strip-encap",
+                            "--dst-mac", t1.mac, "--dst-mac2", t2.mac, "--duration", "0", "--interval", "0"])
+    nf.ready()
+    t = engines(t1.netns, [engine, "tester", *raw(t1), "--iface2", t2.iface, "--src-ip", t1.ip,
+                           "--dst-ip", t2.ip, "--dst-mac", f1.mac, "--dport", PORT, "--poll", "adaptive",
+                           *sender_run(), "--drain", "0.3"])
+    assert t.ready()["iface2"] == t2.iface
+    tested = t.summary()
+    fwd = nf.interrupt()
+
+    assert 0 < tested["rx_packets"] == tested["tx_packets"], tested
+    for key in ("lost", "bad", "corrupt", "reordered", "duplicate"):
+        assert tested[key] == 0, f"{key}: {tested}"
+    assert_latency(tested, "one_way")
+    assert tested["poll"]["mode"] == "adaptive" and tested["poll"]["sleeps"] > 0
+    p1, p2 = port(fwd, 1), port(fwd, 2)
+    assert p1["rx_packets"] - p1["dropped"]["other"] == tested["tx_packets"] == p2["tx_packets"], fwd
+    assert fwd["nf"] == "strip-encap"
+    assert_ports_add_up(fwd)
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "interrupt"])
+def test_poll_modes_receive_everything(engine, pair, engines, mode):
+    """A receiver that sleeps (adaptive) or waits for the socket (interrupt)
+    still takes every frame; at a low rate it mostly sleeps, and says so."""
+    a, b = pair
+    poll = ["--poll", mode]
+    rx = engines(b.netns, [engine, "recv", *raw(b), "--src-ip", b.ip, "--sport", PORT, "-m", *poll,
+                           *RECEIVER_RUN])
+    rx.ready()
+    tx = engines(a.netns, [engine, "send", *raw(a), "--src-ip", a.ip, "--dst-ip", b.ip, "--dst-mac", b.mac,
+                           "--dport", PORT, *poll, *sender_run()])
+    sent = tx.summary()
+    time.sleep(0.2)
+    received = rx.interrupt()
+
+    assert_delivered(sent, received, RATE * DURATION)
+    rp, sp = received["poll"], sent["poll"]
+    assert rp["mode"] == sp["mode"] == mode
+    assert rp["polls"] > rp["empty_polls"] > 0
+    assert sp["sleeps"] > 0 and sp["slept_s"] > 0 and sp["late_ns_mean"] is not None   # between bursts
+    if mode == "adaptive":
+        assert rp["sleeps"] > 0 and rp["slept_s"] > 0 and rp["waits"] == 0
+    else:
+        assert rp["waits"] > 0 and rp["waited_s"] > 0 and rp["sleeps"] == 0
+
+
+def test_busy_poll_counts_and_never_sleeps(engine, pair, engines):
+    a, b = pair
+    rx = engines(b.netns, [engine, "recv", *raw(b), "--src-ip", b.ip, "--sport", PORT, *RECEIVER_RUN])
+    rx.ready()
+    tx = engines(a.netns, [engine, "send", *raw(a), "--src-ip", a.ip, "--dst-ip", b.ip, "--dst-mac", b.mac,
+                           "--dport", PORT, "--rate", "5000", "--duration", "0.5", "--interval", "0"])
+    sent = tx.summary()
+    time.sleep(0.2)
+    received = rx.interrupt()
+    assert received["rx_packets"] == sent["tx_packets"] > 0
+    for p in (received["poll"], sent["poll"]):
+        assert p["mode"] == "busy" and p["sleeps"] == p["waits"] == 0 and p["late_ns_mean"] is None
+    assert received["poll"]["empty_polls"] > 0
