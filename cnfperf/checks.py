@@ -72,6 +72,12 @@ def check(s: Scenario) -> None:
         # hand the frames over inside, never through the path.
         raise UserError("tester", "a single tester builds its own frames: use an L2 api "
                                   "(raw, mmap, xdp, dpdk), not udp")
+    if s.tester == "single" and not s.nfs and dataplane.joins == "link" and s.api == "dpdk":
+        # net_vhost opens its socket only once configured, after EAL has probed the
+        # virtio-user port that should connect to it; memif refuses both ends of one
+        # socket in one process.
+        raise UserError("tester", f"a single tester cannot hold both ends of one {s.switch} "
+                                  "link: put a network function between them (nfs ≥ 1)")
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
         missing = sorted(set(s.cpus) - usable)

@@ -117,10 +117,13 @@ class Trial:
             pair = pairs[ep.pair]
             self._start(ep, pair.sender, pair.links[-1].a.mac)
         self._await(receivers, "ready", READY_TIMEOUT, "before it was ready")
-        for pair in pairs:
-            for nf in reversed(pair.nfs):
-                self._start_nf(nf, pair)
-        self._await(nfs, "ready", READY_TIMEOUT, "before it was ready")
+        # One depth at a time, from the receiver's side: an NF's downstream
+        # neighbour listens before the NF connects to it.
+        for depth in reversed(range(self.s.nfs)):
+            for pair in pairs:
+                self._start_nf(pair.nfs[depth], pair)
+            self._await([p.nfs[depth] for p in pairs], "ready", READY_TIMEOUT,
+                        "before it was ready")
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)

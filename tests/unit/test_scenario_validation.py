@@ -57,6 +57,7 @@ BAD_FLAGS = [
     (["--poll", "sometimes"], "poll"),
     (["--nfs", "17"], "nfs"),
     (["--tester", "single"], "tester"),
+    (["--tester", "single", "--switch", "memif", "--api", "dpdk"], "tester"),
     (["--nfs", "2", "--nf", "firewall"], "nf"),
     (["--nfs", "1", "--switch", "memif", "--api", "dpdk", "--nf-api", "raw"], "nf_api"),
     (["--switch", "testpmd", "--api", "dpdk", "--pairs", "5", "--nfs", "3"], "nfs"),
