@@ -158,5 +158,9 @@ class EngineOutput:
         return next((r for r in reversed(self.records) if r["type"] == "summary"), None)
 
     @property
+    def ready(self) -> dict[str, Any] | None:
+        return next((r for r in self.records if r["type"] == "ready"), None)
+
+    @property
     def last_interval(self) -> dict[str, Any] | None:
         return next((r for r in reversed(self.records) if r["type"] == "interval"), None)

@@ -104,6 +104,7 @@ class Trial:
         self.detail = detail
         self.outputs: dict[str, EngineOutput] = {}
         self.procs: dict[str, subprocess.Popen] = {}
+        self.started_ns: dict[str, int] = {}   # wall clock when each engine was started
 
     def run(self) -> model.PointResult:
         pairs = self.bed.point.pairs
@@ -162,6 +163,7 @@ class Trial:
         (self.out / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
         raw = open(self.out / f"{ep.name}.jsonl", "w")
         self.teardown.push(None, raw.close)
+        self.started_ns[ep.name] = time.time_ns()
         with open(self.out / f"{ep.name}.stderr", "wb") as err:
             proc = container.exec(args, stderr=err, stdin=subprocess.PIPE)
         out = EngineOutput(ep.name, raw)
@@ -278,8 +280,12 @@ class Trial:
         for pair, result in zip(p.pairs, pairs):
             result.steady_rx_pps = self._steady_rx_pps(self._counting(pair))
         counters = {port: after[port] - before[port] for port in after if port in before}
+        nfs = [model.nf_result(nf.name, nf.pair, nf.index, nf.cpu, self.outputs[nf.name].summary,
+                               self.bed.create_s.get(nf.name), self.started_ns.get(nf.name),
+                               self.outputs[nf.name].ready)
+               for nf in p.nfs]
         return model.PointResult(pairs=pairs, total=model.total(pairs),
-                                 endpoints=list(metrics.values()), counters=counters)
+                                 endpoints=list(metrics.values()), counters=counters, nfs=nfs)
 
     def _steady_rx_pps(self, ep: Endpoint) -> float | None:
         """The received rate of the intervals after the warm-up, without the last

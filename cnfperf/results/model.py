@@ -71,12 +71,52 @@ class PairResult:
         return asdict(self)
 
 
+DROP_REASONS = ("other", "bad", "no_route", "ttl")
+
+
+@dataclass
+class NFPort:
+    """One port of a network function, as its engine counted it: what came in
+    there (and was dropped there, by reason), what left there."""
+
+    port: int                     # 1 (towards the sender) or 2
+    rx_packets: int = 0
+    tx_packets: int = 0
+    tx_refused: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)   # DROP_REASONS -> frames
+
+
+@dataclass
+class NFResult:
+    """A network function on a pair's path: its counters, its startup, its polling."""
+
+    name: str
+    pair: int
+    index: int                    # 0-based position on the path, from the sender
+    kind: str
+    cpu: int
+    ports: list[NFPort]
+    # Startup, as if the engine were started with its container: the container's
+    # creation plus, from the engine's start, its ports up (ready) and its first
+    # forwarded frame (which waits for the sender, started after every NF).
+    ready_s: float | None = None
+    first_tx_s: float | None = None
+    polls: int = 0
+    empty_polls: int = 0
+
+    @property
+    def busy_ratio(self) -> float | None:
+        """Polls that found frames: near 1, the NF had no time to spare (CPU-bound)."""
+        return 1 - self.empty_polls / self.polls if self.polls else None
+
+
 @dataclass
 class PointResult:
     pairs: list[PairResult]
     total: PairResult
     endpoints: list[EndpointMetrics]
     counters: dict[str, PortCounters]
+    nfs: list[NFResult] = field(default_factory=list)
 
 
 def endpoint_metrics(pair: int, endpoint: str, role: str, cpu: int,
@@ -130,6 +170,29 @@ def merge_latency(parts: list[Latency]) -> Latency | None:
         ns[key] = value if ordered else None
     return Latency(kind=parts[0].kind, samples=count, ns=ns,
                    histogram=[[lo, hi, n] for (lo, hi), n in ordered])
+
+
+def nf_result(name: str, pair: int, index: int, cpu: int, summary: dict[str, Any],
+              create_s: float | None, started_ns: int | None,
+              ready: dict[str, Any] | None) -> NFResult:
+    """Reads an nf engine's `summary` (engine/README.md). Startup: `create_s` the
+    container's creation took, `started_ns` the wall clock when its engine was
+    started, and the wall clock of its `ready` and first forwarded frame."""
+    def since(wall_ns: Any) -> float | None:
+        if create_s is None or started_ns is None or not isinstance(wall_ns, int):
+            return None
+        return create_s + (wall_ns - started_ns) / 1e9
+
+    ports = [NFPort(port=int(p.get("port", 0)), rx_packets=int(p.get("rx_packets") or 0),
+                    tx_packets=int(p.get("tx_packets") or 0),
+                    tx_refused=int(p.get("tx_refused") or 0),
+                    dropped={k: int((p.get("dropped") or {}).get(k) or 0) for k in DROP_REASONS})
+             for p in summary.get("ports") or []]
+    poll = summary.get("poll") or {}
+    return NFResult(name=name, pair=pair, index=index, kind=str(summary.get("nf", "")), cpu=cpu,
+                    ports=ports, ready_s=since((ready or {}).get("wall_ns")),
+                    first_tx_s=since(summary.get("first_tx_wall_ns")),
+                    polls=int(poll.get("polls") or 0), empty_polls=int(poll.get("empty_polls") or 0))
 
 
 def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,
