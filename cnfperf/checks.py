@@ -22,7 +22,7 @@ from typing import Any
 
 from cnfperf import SystemFailure, UserError, tools
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.fields import APIS, MAX_PORT, NF_KINDS, TX_PORT
+from cnfperf.fields import APIS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, TX_PORT
 from cnfperf.host import HostFacts
 from cnfperf.runtimes import RUNTIMES
 from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, read_file
@@ -93,6 +93,11 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
     if s.nf_api not in dataplane.apis:
         raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
                                   f"not {s.nf_api}")
+    if s.nf in ONE_PORT_NFS and (s.nfs != 1 or s.tester != "single"):
+        # It sends frames back unchanged but for the MACs: only the engine that sent
+        # them knows them for its own, and nothing can stand behind it.
+        raise UserError("nf", f"{s.nf} sends frames back to their sender: it takes nfs = 1 "
+                              "and tester = single")
 
 
 def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0) -> tuple[str, str] | None:

@@ -68,13 +68,15 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     return args
 
 
-def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: tuple[str, str], pair: Pair,
+def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str], pair: Pair,
             s: Scenario, eal: Sequence[str] = ()) -> list[str]:
     """The command line of a network function's engine: frames leaving its port 1
-    go to hops[0] (towards the sender), those leaving port 2 to hops[1]."""
-    args = [engine, "nf", "--nf", s.nf, "--api", nf.ports[0].api, *port_args(ports),
-            "--dst-mac", hops[0], "--dst-mac2", hops[1],
-            "--size", str(s.size), "--burst", str(s.burst), "--cpu", str(nf.cpu),
+    go to hops[0] (towards the sender), those leaving port 2 to hops[1]; a
+    mirror has no hops (it sends frames back to where they came from)."""
+    args = [engine, "nf", "--nf", s.nf, "--api", nf.ports[0].api, *port_args(ports)]
+    for option, mac in zip(("--dst-mac", "--dst-mac2"), hops):
+        args += [option, mac]
+    args += ["--size", str(s.size), "--burst", str(s.burst), "--cpu", str(nf.cpu),
             "--interval", f"{INTERVAL:g}", "--duration", "0"]
     if s.nf == "l3":
         # Host routes to the two ends: a router's table, not a cross-connect.

@@ -37,6 +37,8 @@ APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
 POLLS = ("busy", "adaptive", "interrupt")
 # What a network function in the path does; `cmd:TEMPLATE` runs a user's own.
 NF_KINDS = ("l2", "mirror", "strip-encap", "l3", "testpmd")
+# Kinds with one port, that send frames back where they came from: the path ends there.
+ONE_PORT_NFS = ("mirror",)
 # Sender and receiver in containers of their own, or one engine holding both ends.
 TESTERS = ("split", "single")
 MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)

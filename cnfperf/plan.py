@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from cnfperf import PREFIX
-from cnfperf.fields import MAX_NFS, RX_PORT, TX_PORT
+from cnfperf.fields import MAX_NFS, ONE_PORT_NFS, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario
 
 IFNAMSIZ = 15
@@ -119,9 +119,11 @@ class Pair:
         and out at the other. A single tester starts after the NFs: on its
         receiving link the NF listens (and without NFs, the tester's first port,
         probed first)."""
-        ends = [self.sender.port, *(p for nf in self.nfs for p in nf.ports), self.receiver.port]
+        ends = [self.sender.port, *(p for nf in self.nfs for p in nf.ports)]
+        if len(ends) % 2:   # else a one-port NF (mirror) sends frames back: the path ends
+            ends.append(self.receiver.port)
         links = [Link(ends[i], ends[i + 1]) for i in range(0, len(ends), 2)]
-        if not self.receiver.runs_engine:
+        if not self.receiver.runs_engine and links[-1].b == self.receiver.port:
             links[-1] = replace(links[-1], first_is_a=True)
         return tuple(links)
 
@@ -233,7 +235,8 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
             receiver = replace(receiver, node=sender.name)
         pairs.append(Pair(
             index=k, sender=sender, receiver=receiver,
-            nfs=tuple(_nf(run_id, k, i, cpu, octets, s.nf_api) for i, cpu in enumerate(nf_cpus)),
+            nfs=tuple(_nf(run_id, k, i, cpu, octets, s.nf_api, sides="a" if s.nf in ONE_PORT_NFS
+                          else "ab") for i, cpu in enumerate(nf_cpus)),
         ))
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
                      cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)),
@@ -249,7 +252,8 @@ def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: by
                     mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port, api=api)
 
 
-def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str) -> NF:
+def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str,
+        sides: str = "ab") -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
     # MACs after the tester's ends (hosts 1 and 2): two per NF. The NF starts
@@ -259,7 +263,7 @@ def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str) -
                        # the NF starts before the sender's side of the path, after
                        # the receiver's: first on its upstream link only
                        api=api, slot=n)
-                  for n, side in enumerate("ab"))
+                  for n, side in enumerate(sides))
     return NF(name, pair, index, cpu, ports)
 
 

@@ -153,10 +153,12 @@ class Trial:
     def _start_nf(self, nf: NF, pair: Pair) -> None:
         """Start a network function; its frames go to the ports next to its own."""
         links = pair.links
-        upstream, downstream = links[nf.index].a, links[nf.index + 1].b
+        # Its upstream neighbour's port, its downstream one's; a one-port NF
+        # (mirror) sends back where frames came from: no next hops.
+        hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
         engine = self.bed.container(nf.name).engine
-        self._spawn(nf, nf_argv(engine, nf, self.bed.ports(nf.name), (upstream.mac, downstream.mac),
-                                pair, self.s, self.bed.eal_args(nf.name)))
+        self._spawn(nf, nf_argv(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
+                                self.bed.eal_args(nf.name)))
 
     def _spawn(self, ep: Endpoint | NF, args: list[str]) -> None:
         container = self.bed.container(ep.name)

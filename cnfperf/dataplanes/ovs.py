@@ -49,6 +49,10 @@ DATAPATH_DEVICE = "ovs-netdev"
 RX_COOKIE, TX_COOKIE = 0x10000, 0x20000
 DROPS = ("rx_dropped", "tx_dropped")
 SAMPLE_INTERVAL = 0.5
+# The point's `poll`, as OVS's PMD threads can do it: they have no Rx interrupts,
+# only a bounded sleep when idle (µs; OVS allows up to 10000). adaptive sleeps as
+# long as the engine's own back-off at most; interrupt stands for "mostly asleep".
+PMD_MAXSLEEP_US = {"busy": 0, "adaptive": 128, "interrupt": 1000}
 
 
 class DropSampler:
@@ -130,7 +134,8 @@ class OvsDpdk(DpdkDataPlane):
     def setup(self) -> None:
         self.ovs = ovsdb.Ovs(self.dir / "ovs", f"{self.point.prefix}ovs", self.huge_dir,
                              self.switch_mb(), pmd_cpus=self.cpus, cpus=self.point.cpus,
-                             journal=self.journal)
+                             journal=self.journal,
+                             pmd_maxsleep_us=PMD_MAXSLEEP_US[self.point.scenario.poll])
         self.ovs.start()
         self.bridge = self.point.name("br")
         # The netdev datapath makes persistent tap devices for itself and for the

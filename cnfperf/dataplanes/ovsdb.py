@@ -89,17 +89,19 @@ class Ovs:
     """ovsdb-server + ovs-vswitchd in run_dir.
 
     memory_mb bounds DPDK memory (OVS sizes its mbuf pool to what fits);
-    pmd_cpus get the poll-mode threads; cpus (if given) bound the other threads.
+    pmd_cpus get the poll-mode threads; cpus (if given) bound the other threads;
+    pmd_maxsleep_us lets an idle PMD thread sleep up to that long (0: it spins).
     """
 
     def __init__(self, run_dir: Path, file_prefix: str, huge_dir: str, memory_mb: int,
                  pmd_cpus: Sequence[int], cpus: Sequence[int] | None = None,
-                 journal: Any = None):
+                 journal: Any = None, pmd_maxsleep_us: int = 0):
         self.run_dir = Path(run_dir)
         self.file_prefix = file_prefix
         self.huge_dir = huge_dir
         self.memory_mb = memory_mb
         self.pmd_cpus = tuple(pmd_cpus)
+        self.pmd_maxsleep_us = pmd_maxsleep_us
         self.cpus = tuple(cpus) if cpus else None
         self.journal = journal
         self.db_sock = self.run_dir / "db.sock"
@@ -144,6 +146,7 @@ class Ovs:
             f"other_config:dpdk-hugepage-dir={self.huge_dir}",
             f"other_config:dpdk-extra=--file-prefix={self.file_prefix} --no-pci --no-telemetry",
             f"other_config:pmd-cpu-mask={cpu_mask(self.pmd_cpus)}",
+            f"other_config:pmd-maxsleep={self.pmd_maxsleep_us}",
         ]
 
     def _dpdk_ready(self) -> bool:

@@ -125,3 +125,11 @@ def test_a_single_tester_holds_both_ends_of_its_path():
         assert [link.first for link in pair.links] == [pair.nfs[0].ports[0], pair.nfs[0].ports[1]]
     assert [e.cpu for e in point.engines] == [0, 1] and [nf.cpu for nf in point.nfs] == [0, 1]
     assert "4 busy-polling threads share 2 cores" in point.warnings[0]   # 2 testers, 2 NFs
+
+
+def test_a_mirror_ends_the_path_at_its_one_port():
+    point = _point(nfs=1, nf="mirror", api="raw", tester="single")
+    [pair] = point.pairs
+    [link] = pair.links
+    assert (link.a, link.b) == (pair.sender.port, pair.nfs[0].ports[0]) and link.first == link.b
+    assert len(pair.nfs[0].ports) == 1 and pair.receiver.port not in point.ports

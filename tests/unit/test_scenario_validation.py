@@ -57,6 +57,8 @@ BAD_FLAGS = [
     (["--poll", "sometimes"], "poll"),
     (["--nfs", "17"], "nfs"),
     (["--tester", "single"], "tester"),
+    (["--nfs", "2", "--nf", "mirror", "--api", "raw", "--tester", "single"], "nf"),
+    (["--nfs", "1", "--nf", "mirror", "--api", "raw"], "nf"),
     (["--tester", "single", "--switch", "memif", "--api", "dpdk"], "tester"),
     (["--nfs", "2", "--nf", "firewall"], "nf"),
     (["--nfs", "1", "--switch", "memif", "--api", "dpdk", "--nf-api", "raw"], "nf_api"),
