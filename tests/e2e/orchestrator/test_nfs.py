@@ -1,0 +1,99 @@
+"""Network functions in the path, in real runc containers: chains through a switch,
+pipelines of links, both directions for latency, a mirror, a single-process tester.
+Zero loss at a low rate, every hop's counters agree with the ends, nothing left behind."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+RATE = 2000        # pps per pair: far below what any path here drops at
+DURATION = 1.0
+WARMUP = 0.2
+DPDK = pytest.mark.needs("ovsdb-server", "ovs-vsctl")   # OVS-DPDK (and hugepages)
+
+
+def _run(cli, cli_json, *args: str) -> dict:
+    done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
+               "--warmup", str(WARMUP), "--json")
+    assert done.returncode == 0, done.stderr
+    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    assert run["status"] == "done"
+    [point] = run["points"]
+    return point
+
+
+def _hops(point: dict, role: str) -> list[int]:
+    """Frames in at every NF's port 1 and out at its port 2, in path order."""
+    nfs = sorted((e for e in point["endpoints"] if e["role"] == "nf"),
+                 key=lambda e: e["endpoint"])
+    counts = []
+    for nf in nfs:
+        port1, port2 = nf["summary"]["ports"]
+        assert not any(port1["dropped"].values()) and not port1["tx_refused"], nf["summary"]
+        counts += [port1["rx_packets"], port2["tx_packets"]]
+    return counts
+
+
+def _zero_loss_through(point: dict, nfs: int, sender_role: str = "send") -> None:
+    [pair] = point["per_pair"]
+    expected = RATE * DURATION
+    assert 0.9 * expected <= pair["sent"] <= 1.1 * expected, pair
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+    [sender] = [e for e in point["endpoints"] if e["role"] == sender_role]
+    # NFs count every frame, the sender's warm-up ones too.
+    total = sender["summary"]["tx_packets"] + sender["summary"]["warmup_packets"]
+    assert _hops(point, "nf") == [total] * (2 * nfs)
+
+
+@pytest.mark.parametrize("switch,shape", [("bridge", "chain"), ("veth", "pipeline")])
+def test_three_nfs_over_a_kernel_data_plane(engine, cli, cli_json, no_leftovers, switch, shape):
+    point = _run(cli, cli_json, "--switch", switch, "--api", "raw", "--nfs", "3")
+    assert (point["nfs"], point["nf"], point["nf_api"]) == (3, "l2", "mmap")
+    _zero_loss_through(point, 3)
+
+
+@DPDK
+@pytest.mark.parametrize("switch", ["memif", "vhost"])
+def test_two_nfs_over_a_dpdk_pipeline(engine, cli, cli_json, no_leftovers, switch):
+    point = _run(cli, cli_json, "--switch", switch, "--api", "dpdk", "--nfs", "2")
+    assert point["nf_api"] == "dpdk"
+    _zero_loss_through(point, 2)
+
+
+def test_l3_routers_forward_both_ways_for_latency(engine, cli, cli_json, no_leftovers):
+    """The client's frames and the server's echoes cross both routers."""
+    point = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--nfs", "2", "--nf", "l3",
+                 "--mode", "latency")
+    [pair] = point["per_pair"]
+    assert pair["lost"] == 0 and pair["latency_kind"] == "rtt" and pair["lat_p50_ns"] > 0
+    for nf in (e for e in point["endpoints"] if e["role"] == "nf"):
+        port1, port2 = nf["summary"]["ports"]
+        # requests in at port 1 and out at 2; echoes back the other way
+        assert port1["rx_packets"] == port2["tx_packets"] > 0
+        assert port2["rx_packets"] == port1["tx_packets"] == port1["rx_packets"]
+        assert not port1["dropped"]["no_route"] and not port1["dropped"]["ttl"]
+
+
+def test_a_mirror_returns_every_frame_to_a_single_tester(engine, cli, cli_json, no_leftovers):
+    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--nfs", "1",
+                 "--nf", "mirror", "--tester", "single")
+    [pair] = point["per_pair"]
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
+    assert sorted(e["role"] for e in point["endpoints"]) == ["nf", "tester"]
+    [mirror] = [e for e in point["endpoints"] if e["role"] == "nf"]
+    [port1] = mirror["summary"]["ports"]
+    assert port1["rx_packets"] == port1["tx_packets"] >= pair["sent"]
+
+
+@DPDK
+def test_a_single_tester_through_ovs(engine, cli, cli_json, no_leftovers):
+    """One engine holds both of the path's ends: one poller beside the switch's."""
+    point = _run(cli, cli_json, "--switch", "ovs", "--api", "dpdk", "--tester", "single")
+    [pair] = point["per_pair"]
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
+    assert pair["latency_kind"] == "one_way" and pair["lat_p50_ns"] > 0
+    [tester] = point["endpoints"]
+    assert tester["role"] == "tester"
