@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cnfperf import SystemFailure, UserError, tools
+from cnfperf import SystemFailure, UserError, functions, tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import APIS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, TX_PORT
 from cnfperf.host import HostFacts
@@ -87,9 +87,12 @@ def check(s: Scenario) -> None:
 
 
 def _check_nfs(s: Scenario, dataplane: type) -> None:
-    if s.nf not in NF_KINDS and not s.nf.startswith("cmd:"):
+    if s.nf not in NF_KINDS and not s.nf.startswith(functions.CMD):
         raise UserError("nf", f"{s.nf!r} is not a network function: one of "
                               f"{', '.join(NF_KINDS)}, or cmd:TEMPLATE")
+    functions.check_template(s.nf)
+    if s.nf == "testpmd" and s.nf_api != "dpdk":
+        raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
     if s.nf_api not in dataplane.apis:
         raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
                                   f"not {s.nf_api}")

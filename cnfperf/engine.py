@@ -124,6 +124,7 @@ class EngineOutput:
         default_factory=lambda: {"ready": threading.Event(), "summary": threading.Event()})
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)   # as printed (a command NF's output)
     _thread: threading.Thread | None = None
 
     def follow(self, stream: IO[bytes]) -> None:
@@ -136,6 +137,7 @@ class EngineOutput:
             line = raw_line.decode(errors="replace").rstrip("\n")
             self.raw.write(line + "\n")
             self.raw.flush()
+            self.lines.append(line)
             if not line.strip():
                 continue
             try:

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnfperf import SystemFailure
-from cnfperf.engine import EngineOutput, argv as engine_argv, nf_argv
+from cnfperf import SystemFailure, functions
+from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
 from cnfperf.results import model
@@ -105,6 +105,7 @@ class Trial:
         self.outputs: dict[str, EngineOutput] = {}
         self.procs: dict[str, subprocess.Popen] = {}
         self.started_ns: dict[str, int] = {}   # wall clock when each engine was started
+        self.commands: dict[str, functions.Command] = {}   # each NF's
 
     def run(self) -> model.PointResult:
         pairs = self.bed.point.pairs
@@ -123,17 +124,19 @@ class Trial:
         for depth in reversed(range(self.s.nfs)):
             for pair in pairs:
                 self._start_nf(pair.nfs[depth], pair)
-            self._await([p.nfs[depth] for p in pairs], "ready", READY_TIMEOUT,
-                        "before it was ready")
+            self._await_nfs([p.nfs[depth] for p in pairs])
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)
         time.sleep(DRAIN)
-        self._stop(nfs + receivers)
+        engine_nfs = [nf for nf in nfs if self.commands[nf.name].records]
+        self._stop(engine_nfs + receivers)
+        # A command NF closes its ports when it stops: only once no engine polls.
+        self._stop_commands([nf for nf in nfs if nf not in engine_nfs])
         after = self.bed.dataplane.counters()
         # No engine polls any more: ports may close now.
         self._release(senders)
-        self._release(nfs)
+        self._release(engine_nfs)
         self._release(receivers)
         result = self._result(before, after)
         # Every engine has exited and been read: a search's many trials must not
@@ -157,13 +160,15 @@ class Trial:
         # (mirror) sends back where frames came from: no next hops.
         hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
         engine = self.bed.container(nf.name).engine
-        self._spawn(nf, nf_argv(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
-                                self.bed.eal_args(nf.name)))
+        command = functions.command(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
+                                    self.bed.eal_args(nf.name))
+        self.commands[nf.name] = command
+        self._spawn(nf, command.argv, "jsonl" if command.records else "out")
 
-    def _spawn(self, ep: Endpoint | NF, args: list[str]) -> None:
+    def _spawn(self, ep: Endpoint | NF, args: list[str], output: str = "jsonl") -> None:
         container = self.bed.container(ep.name)
         (self.out / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
-        raw = open(self.out / f"{ep.name}.jsonl", "w")
+        raw = open(self.out / f"{ep.name}.{output}", "w")
         self.teardown.push(None, raw.close)
         self.started_ns[ep.name] = time.time_ns()
         with open(self.out / f"{ep.name}.stderr", "wb") as err:
@@ -242,6 +247,47 @@ class Trial:
                 rates.append(float(last.get("rx_pps", 0) or 0))
         return sum(rates) if rates else None
 
+    def _await_nfs(self, nfs: list[NF]) -> None:
+        """Until each NF's ports are up: an engine's `ready`, a command's line that
+        says so, or a command's settle time without exiting."""
+        engines = [nf for nf in nfs if self.commands[nf.name].records]
+        self._await(engines, "ready", READY_TIMEOUT, "before it was ready")
+        start = time.monotonic()
+        waiting = [nf for nf in nfs if nf not in engines]
+        while waiting:
+            for nf in waiting:
+                if self.procs[nf.name].poll() is not None:
+                    raise self._failed(nf, f"exited with code {self.procs[nf.name].returncode} "
+                                           "before it was ready")
+            ready = self.commands[waiting[0].name].ready
+            waited = time.monotonic() - start
+            waiting = [nf for nf in waiting
+                       if not any(ready in line for line in self.outputs[nf.name].lines)] \
+                if ready else ([] if waited >= functions.SETTLE_S else waiting)
+            if waited > READY_TIMEOUT:
+                raise self._failed(waiting[0], f"was not up within {READY_TIMEOUT:g} s")
+            time.sleep(0.05)
+
+    def _stop_commands(self, nfs: list[NF]) -> None:
+        """SIGINT: a command NF stops and exits (testpmd prints its statistics)."""
+        for nf in nfs:
+            if self.procs[nf.name].poll() is None:
+                self.procs[nf.name].send_signal(signal.SIGINT)
+        for nf in nfs:
+            try:
+                self.procs[nf.name].wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise self._failed(nf, f"did not exit within {STOP_TIMEOUT:g} s of SIGINT") \
+                    from None
+            self.outputs[nf.name].join(STOP_TIMEOUT)
+
+    def _summary(self, ep: Endpoint | NF) -> dict | None:
+        """An engine's summary record, or what a command NF's output says."""
+        command = self.commands.get(ep.name)
+        if command is None or command.records:
+            return self.outputs[ep.name].summary
+        return functions.summary(self.s.nf, "\n".join(self.outputs[ep.name].lines))
+
     def _stop(self, eps: list[Endpoint | NF]) -> None:
         """SIGINT: each receiver or network function stops polling and prints its
         summary (and holds)."""
@@ -269,12 +315,12 @@ class Trial:
         engines = [*p.engines, *p.nfs]
         for ep in engines:
             self.outputs[ep.name].join(STOP_TIMEOUT)
-            if self.outputs[ep.name].summary is None:
+            if self._summary(ep) is None:
                 raise self._failed(ep, "printed no summary")
         # A network function's metrics are stored beside the ends' (role nf), its
         # per-port counters in its summary.
         metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,
-                                                   self.outputs[ep.name].summary)
+                                                   self._summary(ep))
                    for ep in engines}
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
                                    metrics[pair.receiver.port.node], self.s.mode)
@@ -282,7 +328,7 @@ class Trial:
         for pair, result in zip(p.pairs, pairs):
             result.steady_rx_pps = self._steady_rx_pps(self._counting(pair))
         counters = {port: after[port] - before[port] for port in after if port in before}
-        nfs = [model.nf_result(nf.name, nf.pair, nf.index, nf.cpu, self.outputs[nf.name].summary,
+        nfs = [model.nf_result(nf.name, nf.pair, nf.index, nf.cpu, self._summary(nf),
                                self.bed.create_s.get(nf.name), self.started_ns.get(nf.name),
                                self.outputs[nf.name].ready)
                for nf in p.nfs]

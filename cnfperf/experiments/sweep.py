@@ -111,7 +111,8 @@ def parse_values(field_name: str, raw: Any, kind: str | None = None) -> list:
 
 
 def _parse_text(field_name: str, text: str, kind: str) -> list:
-    if kind == "cpus":
+    # A cpulist's commas are its own; so are a command's (an NF's cmd:TEMPLATE).
+    if kind == "cpus" or text.startswith("cmd:"):
         return [parse_one(field_name, text, kind)]
     parts = [p.strip() for p in text.split(",")]
     if any(not p for p in parts):

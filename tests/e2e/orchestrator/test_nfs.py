@@ -97,3 +97,21 @@ def test_a_single_tester_through_ovs(engine, cli, cli_json, no_leftovers):
     assert pair["latency_kind"] == "one_way" and pair["lat_p50_ns"] > 0
     [tester] = point["endpoints"]
     assert tester["role"] == "tester"
+
+
+@DPDK
+@pytest.mark.needs("dpdk-testpmd")
+@pytest.mark.parametrize("nf", [
+    "testpmd",
+    # the same, as a user's own command: cnfperf substitutes the ports
+    "cmd:dpdk-testpmd {eal} --lcores 0@{cpu},1@{cpu} -- --forward-mode=mac --stats-period=1 "
+    "--eth-peer=0,{peer1} --eth-peer=1,{peer2} --total-num-mbufs=8192"], ids=["testpmd", "cmd"])
+def test_testpmd_as_the_nf(engine, cli, cli_json, no_leftovers, nf):
+    point = _run(cli, cli_json, "--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", nf,
+                 "--runtime", "netns")
+    [pair] = point["per_pair"]
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
+    [testpmd] = [e for e in point["endpoints"] if e["role"] == "nf"]
+    if nf == "testpmd":   # its forward statistics, read at its exit
+        port1, port2 = testpmd["summary"]["ports"]
+        assert port1["rx_packets"] == port2["tx_packets"] >= pair["sent"]

@@ -1,0 +1,119 @@
+"""What runs in a network function's container: the command, how to tell it is
+up, and how to read its counters.
+
+The engine's own kinds (l2, mirror, strip-encap, l3) print the engine's
+records: `ready` once its ports are up, a `summary` with per-port counters.
+`testpmd` is Debian's dpdk-testpmd in mac forwarding mode, and `cmd:TEMPLATE`
+a command of the user's, into which the NF's ports are substituted: they print
+what they print, so readiness is a line of their output (testpmd) or a settle
+time (a user's command), and counters are what can be read from their output
+(testpmd's forward statistics at exit) or none.
+"""
+from __future__ import annotations
+
+import shlex
+import string
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from cnfperf import UserError
+from cnfperf.dataplanes.base import Attachment
+from cnfperf.dataplanes.testpmd_app import BINARY as TESTPMD, parse_fwd_stats
+from cnfperf.engine import nf_argv
+from cnfperf.plan import NF, Pair
+from cnfperf.scenario import Scenario
+
+ENGINE_KINDS = ("l2", "mirror", "strip-encap", "l3")
+CMD = "cmd:"
+# What a template may name. The NF's port 1 faces the sender, port 2 the receiver.
+PLACEHOLDERS = {
+    "iface1": "port 1's kernel interface", "iface2": "port 2's kernel interface",
+    "port1": "port 1's DPDK port id", "port2": "port 2's DPDK port id",
+    "mac1": "port 1's MAC", "mac2": "port 2's MAC",
+    "peer1": "MAC of the hop before (frames leaving port 1 go there)",
+    "peer2": "MAC of the hop after (frames leaving port 2 go there)",
+    "cpu": "the NF's core", "eal": "EAL arguments for its DPDK ports (several words)",
+}
+# testpmd forwards between its ports in pairs, rewriting MACs to each port's peer;
+# --stats-period keeps it running without a terminal, and SIGINT makes it print
+# its forward statistics and exit.
+TESTPMD_TEMPLATE = (f"{TESTPMD} {{eal}} --lcores 0@{{cpu}},1@{{cpu}} -- --forward-mode=mac "
+                    "--port-topology=paired --nb-cores=1 --stats-period=1 "
+                    "--total-num-mbufs=8192 --eth-peer=0,{peer1} --eth-peer=1,{peer2}")
+TESTPMD_READY = "packet forwarding - ports="
+SETTLE_S = 2.0   # a user's command gets this long to bring its ports up
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: list[str]
+    records: bool                 # prints the engine's JSON records
+    ready: str | None = None      # a line of its output that says its ports are up
+
+
+def template_of(kind: str) -> str | None:
+    """The command template of a kind that is not the engine's."""
+    if kind == "testpmd":
+        return TESTPMD_TEMPLATE
+    if kind.startswith(CMD):
+        return kind[len(CMD):]
+    return None
+
+
+def check_template(kind: str) -> None:
+    """UserError naming the field when a template cannot be filled in."""
+    template = template_of(kind)
+    if template is None:
+        return
+    if not template.strip():
+        raise UserError("nf", "cmd: needs a command, e.g. cmd:my-nf --in {iface1} --out {iface2}")
+    try:
+        words = shlex.split(template)
+    except ValueError as e:
+        raise UserError("nf", f"{template!r}: {e}") from None
+    for word in words:
+        for _, name, _, _ in string.Formatter().parse(word):
+            if name is not None and name not in PLACEHOLDERS:
+                raise UserError("nf", f"{{{name}}} is not a placeholder; known: "
+                                      f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+
+
+def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+            pair: Pair, s: Scenario, eal: Sequence[str]) -> Command:
+    template = template_of(s.nf)
+    if template is None:
+        return Command(nf_argv(engine, nf, ports, hops, pair, s, eal), records=True)
+    values = _values(nf, ports, hops, eal)
+    argv: list[str] = []
+    for word in shlex.split(template):
+        if word == "{eal}":
+            argv += eal
+        else:
+            argv.append(word.format(**values))
+    return Command(argv, records=False, ready=TESTPMD_READY if s.nf == "testpmd" else None)
+
+
+def _values(nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+            eal: Sequence[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {"cpu": nf.cpu, "eal": " ".join(eal)}
+    for n in (1, 2):
+        att = ports[n - 1] if len(ports) >= n else None
+        values[f"iface{n}"] = att.iface if att and att.iface else ""
+        values[f"port{n}"] = att.port if att and att.port is not None else ""
+        values[f"mac{n}"] = att.mac if att else ""
+        values[f"peer{n}"] = hops[n - 1] if len(hops) >= n else ""
+    return values
+
+
+def summary(kind: str, output: str) -> dict[str, Any]:
+    """An engine-like summary of a command NF's output: testpmd's forward
+    statistics as per-port counters; nothing for a user's command."""
+    if kind != "testpmd":
+        return {"nf": kind, "ports": []}
+    stats = parse_fwd_stats(output)
+    ports = [{"port": port + 1, "rx_packets": c["rx_packets"], "tx_packets": c["tx_packets"],
+              "tx_refused": c["tx_dropped"], "dropped": {"other": c["rx_dropped"]}}
+             for port, c in sorted(stats.items())]
+    return {"nf": kind, "ports": ports,
+            "rx_packets": sum(p["rx_packets"] for p in ports),
+            "tx_packets": sum(p["tx_packets"] for p in ports)}

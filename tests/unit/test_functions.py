@@ -1,0 +1,68 @@
+"""What runs in an NF's container: templates filled in, checked, counters read."""
+from __future__ import annotations
+
+import pytest
+
+from cnfperf import UserError, functions
+from cnfperf.dataplanes.base import Attachment
+from cnfperf.plan import place
+from harness import scenarios
+
+FWD_STATS = """
+  ---------------------- Forward statistics for port 0  ----------------------
+  RX-packets: 1200           RX-dropped: 0             RX-total: 1200
+  TX-packets: 800            TX-dropped: 4             TX-total: 804
+  ----------------------------------------------------------------------------
+  ---------------------- Forward statistics for port 1  ----------------------
+  RX-packets: 800            RX-dropped: 2             RX-total: 802
+  TX-packets: 1196           TX-dropped: 0             TX-total: 1196
+  ----------------------------------------------------------------------------
+"""
+
+
+def _nf(**fields):
+    [s] = scenarios(None, {"nfs": 1, **fields})
+    point = place(s, "1a2b", host_cpus=(0, 1))
+    [pair] = point.pairs
+    [nf] = pair.nfs
+    ports = [Attachment(mac=p.mac, iface=p.name) for p in nf.ports]
+    return s, pair, nf, ports
+
+
+def test_a_template_gets_the_nf_ports_and_its_eal_words():
+    s, pair, nf, ports = _nf(nf="cmd:my-nf --in {iface1} --out {iface2} --to {peer2} {eal} -c {cpu}")
+    cmd = functions.command("/e", nf, ports, ("aa", "bb"), pair, s, ("--vdev", "x"))
+    assert cmd.argv == ["my-nf", "--in", nf.ports[0].name, "--out", nf.ports[1].name,
+                        "--to", "bb", "--vdev", "x", "-c", str(nf.cpu)]
+    assert not cmd.records and cmd.ready is None
+
+
+def test_the_engine_kinds_run_the_engine():
+    s, pair, nf, ports = _nf(nf="l3")
+    cmd = functions.command("/e", nf, ports, ("aa", "bb"), pair, s, ())
+    assert cmd.records and cmd.argv[:4] == ["/e", "nf", "--nf", "l3"]
+    assert f"{pair.receiver.ip}/32,2" in cmd.argv
+
+
+def test_testpmd_forwards_by_mac_to_each_port_s_peer():
+    s, pair, nf, ports = _nf(nf="testpmd", api="dpdk", switch="memif")
+    cmd = functions.command("/e", nf, ports, ("aa", "bb"), pair, s, ("--vdev", "x"))
+    assert cmd.argv[0] == "dpdk-testpmd" and "--eth-peer=1,bb" in cmd.argv
+    assert cmd.ready == functions.TESTPMD_READY
+
+
+@pytest.mark.parametrize("kind,why", [("cmd:", "needs a command"), ("cmd:x {nope}", "{nope}"),
+                                      ("cmd:x 'open", "quotation")])
+def test_a_bad_template_is_refused(kind, why):
+    with pytest.raises(UserError, match=why):
+        functions.check_template(kind)
+
+
+def test_testpmd_statistics_become_per_port_counters():
+    summary = functions.summary("testpmd", FWD_STATS)
+    assert summary["ports"] == [
+        {"port": 1, "rx_packets": 1200, "tx_packets": 800, "tx_refused": 4,
+         "dropped": {"other": 0}},
+        {"port": 2, "rx_packets": 800, "tx_packets": 1196, "tx_refused": 0,
+         "dropped": {"other": 2}}]
+    assert functions.summary("cmd:x", FWD_STATS)["ports"] == []
