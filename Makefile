@@ -1,4 +1,4 @@
-# make build   .venv/ with cnfperf (editable) + the engine
+# make build   .venv/ with cnfperf (editable) + the engine and its static build
 # make test    C unit tests, then pytest (unit + end-to-end; e2e needs root)
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
@@ -11,11 +11,13 @@ PYTHON ?= python3
 ENGINE := engine/build/cnfperf-engine
 # Every Debian package the code, tests and benchmarks use; cnfperf/tools.py names
 # the package of each tool they run, and a unit test keeps the two in step.
+# The static engine (the network functions' minimal image) links libc.a
+# (libc6-dev) and, for AF_XDP, libxdp.a, libbpf.a, libelf.a and libz.a.
 APT_PACKAGES := \
 	meson ninja-build pkg-config gcc libc6-dev python3-venv python3-pip \
 	iproute2 util-linux mount procps kmod libc-bin dpkg ethtool \
 	runc busybox-static \
-	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev xdp-tools \
+	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf chromium-headless-shell
 

@@ -25,7 +25,7 @@ from cnfperf.lock import HostBusy
 from cnfperf.report import build
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_csv
-from cnfperf.report.summary import repetitions, searches
+from cnfperf.report.summary import images, repetitions, searches
 from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
 from cnfperf.results.store import Store, results_dir
 
@@ -240,6 +240,8 @@ def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
     elif run["points"]:
         print(f"run {outcome.run_id}  ({store.directory / 'runs' / outcome.run_id})")
         print(run_table(run))
+        if used := images(run):
+            print(f"images: {used}")
         for table in filter(None, (repetitions(run), searches(run))):
             print()
             print(summary_table(table))
@@ -386,6 +388,8 @@ def _results_show(args: argparse.Namespace) -> int:
         print(f"run {run['id']}  {run['status']}  started {started}  "
               f"cnfperf {run['cnfperf_version']}  engine {run['engine_version']}")
         print(run_table(run))
+        if used := images(run):
+            print(f"images: {used}")
         for table in filter(None, (repetitions(run), searches(run))):
             print()
             print(summary_table(table))

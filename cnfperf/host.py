@@ -57,6 +57,8 @@ class HostFacts:
     kvm: bool
     engine: EngineFacts
     cnfperf: str = __version__
+    # the static build beside it: network functions on a kernel api run it
+    static_engine: EngineFacts = field(default_factory=EngineFacts)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,7 +82,15 @@ def gather(engine: Path | None) -> HostFacts:
         libxdp=_first_line(["pkg-config", "--modversion", "libxdp"]),
         kvm=os.access("/dev/kvm", os.R_OK | os.W_OK),
         engine=engine_facts(engine),
+        static_engine=engine_facts(static_engine(engine) if engine else None),
     )
+
+
+def static_engine(engine: Path) -> Path:
+    """The static build beside an engine (cnfperf-engine-static next to
+    cnfperf-engine; engine/meson.build): what network functions on a kernel
+    api run, alone in their image (runtimes/rootfs.py)."""
+    return engine.with_name(engine.name + "-static")
 
 
 def engine_facts(engine: Path | None) -> EngineFacts:
@@ -235,8 +245,9 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("KVM", "/dev/kvm usable" if host.kvm else "no /dev/kvm"),
         ("kernel links", " ".join(f"{k}:{'yes' if v else 'no'}"
                                   for k, v in host.kernel_links.items())),
-        ("engine", f"{e.version} at {e.path}; apis {' '.join(e.apis)}" if not e.problem
-         else e.problem + (f" ({e.path})" if e.path else "")),
+        ("engine", _engine(e)),
+        ("static engine", _engine(host.static_engine)
+         + ("" if host.static_engine.problem else " (network functions on these apis run it)")),
     ]
     width = max(len(k) for k, _ in facts)
     lines = [f"cnfperf {host.cnfperf}"] + [f"  {k.ljust(width)}  {v}" for k, v in facts]
@@ -254,6 +265,12 @@ def render(host: HostFacts, matrix: dict) -> str:
         for p in info["problems"]:
             lines.append(f"  {name}: {p}")
     return "\n".join(lines)
+
+
+def _engine(e: EngineFacts) -> str:
+    if e.problem:
+        return e.problem + (f" ({e.path})" if e.path else "")
+    return f"{e.version} at {e.path}; apis {' '.join(e.apis)}"
 
 
 def _cpulist(cpus: list[int]) -> str:

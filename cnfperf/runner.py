@@ -223,17 +223,18 @@ class Run:
     def _point(self, point: TestPoint, builder: Builder) -> None:
         self.outcome.warnings += point.warnings
         started, params, record = time.time(), point.scenario.model_dump(), self._record(point)
-        image = None
+        image = nf_image = None
         teardown = Teardown(self.signals)
         try:
             try:
                 self._report(Progress(point, "setup"))
                 image = builder.image(point.scenario.runtime)
+                nf_image = builder.nf_image(point)
                 result, found = self._measure(point, builder, teardown)
                 # Committed before teardown: a failing teardown must not cost the data.
                 self.store.add_point(self.run_id, point.index, params, status="done",
                                      started=started, result=result, image=image,
-                                     search=found.get("search"),
+                                     nf_image=nf_image, search=found.get("search"),
                                      trials=found.get("trials", ()), **record)
             finally:
                 with self.signals.holding():   # a Ctrl-C here must not skip the teardown
@@ -242,7 +243,8 @@ class Run:
         except BaseException as e:
             status = "interrupted" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "failed"
             self.store.add_point(self.run_id, point.index, params, status=status,
-                                 started=started, error=str(e), image=image, **record)
+                                 started=started, error=str(e), image=image,
+                                 nf_image=nf_image, **record)
             self._report(Progress(point, "failed"))
             raise
         self._report(Progress(point, "done"))

@@ -23,8 +23,9 @@ from pathlib import Path
 
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.dataplanes.kernel import add_netns, del_netns
+from cnfperf.host import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, Link, TestPoint
-from cnfperf.runtimes import RUNTIMES, Container, ImageInfo, Journal, Runtime
+from cnfperf.runtimes import FULL, MINIMAL, RUNTIMES, Container, ImageInfo, Journal, Runtime
 from cnfperf.teardown import Teardown
 
 
@@ -108,8 +109,13 @@ class Namespaces:
 
 
 class Builder:
-    """Builds one run's testbeds. A runtime prepares its image once per run, in
-    the run's state directory (tmpfs), which goes with the run's teardown."""
+    """Builds one run's testbeds. A runtime prepares each of its images once per
+    run, in the run's state directory (tmpfs), which goes with the run's teardown.
+
+    Two images (runtimes.IMAGES): the tester's ends and DPDK network functions
+    run the engine as built in the full image; a network function on a kernel
+    api runs the static engine beside it (host.static_engine) in the minimal
+    one, when that engine was built with its api."""
 
     def __init__(self, journal: Journal, state: Path, engine: Path, teardown: Teardown,
                  dataplanes: Mapping[str, type[DataPlane]] = DATAPLANES,
@@ -118,15 +124,38 @@ class Builder:
         self.journal = journal
         self.state = state
         self.engine = engine
+        self.static_engine = static_engine(engine)
         self.dataplanes = dataplanes
         self.runtimes = runtimes
         self.namespaces = namespaces or Namespaces()
-        self._prepared: dict[str, tuple[Runtime, ImageInfo]] = {}
+        self._runtimes: dict[str, Runtime] = {}
+        self._images: dict[tuple[str, str], ImageInfo] = {}
+        self._static_apis: list[str] | None = None
         self._state_dir(teardown)
 
-    def image(self, runtime: str) -> ImageInfo:
-        """The engine's image in that runtime, prepared on first use."""
-        return self._runtime(runtime)[1]
+    def image(self, runtime: str, kind: str = FULL) -> ImageInfo:
+        """The engine's image of that kind in that runtime, prepared on first use."""
+        self._runtime(runtime, kind)
+        return self._images[(runtime, kind)]
+
+    def image_of(self, nf: NF) -> str:
+        """The kind of image a network function's container is made from."""
+        api = nf.ports[0].api
+        return MINIMAL if api != "dpdk" and api in self.static_apis else FULL
+
+    def nf_image(self, point: TestPoint) -> ImageInfo | None:
+        """The minimal image, when a network function of the point runs in it."""
+        if any(self.image_of(nf) == MINIMAL for nf in point.nfs):
+            return self.image(point.scenario.runtime, MINIMAL)
+        return None
+
+    @property
+    def static_apis(self) -> list[str]:
+        """What the static engine has (its --version; none if it was not built)."""
+        if self._static_apis is None:
+            facts = engine_facts(self.static_engine)
+            self._static_apis = [] if facts.problem else facts.apis
+        return self._static_apis
 
     def build(self, point: TestPoint, teardown: Teardown) -> Testbed:
         s = point.scenario
@@ -136,22 +165,22 @@ class Builder:
         switch = self._switch(point, teardown)
         bed.nodes[switch.name] = switch
         bed.attachments = {port.name: switch.dataplane.attach(port) for port in point.ports}
-        runtime = self._runtime(s.runtime)[0]
         for ep in point.engines:
-            bed.nodes[ep.name] = Tester(ep, self._container(runtime, bed, ep.name, ep.cpu,
-                                                            teardown))
+            bed.nodes[ep.name] = Tester(ep, self._container(s.runtime, FULL, bed, ep.name,
+                                                            ep.cpu, teardown))
         for nf in point.nfs:
             start = time.monotonic()
-            bed.nodes[nf.name] = Function(nf, self._container(runtime, bed, nf.name, nf.cpu,
-                                                              teardown))
+            bed.nodes[nf.name] = Function(nf, self._container(s.runtime, self.image_of(nf), bed,
+                                                              nf.name, nf.cpu, teardown))
             bed.create_s[nf.name] = time.monotonic() - start
         return bed
 
-    def _container(self, runtime: Runtime, bed: Testbed, name: str, cpu: int,
+    def _container(self, runtime: str, image: str, bed: Testbed, name: str, cpu: int,
                    teardown: Teardown) -> Container:
-        """A node's container in its netns, seeing what its ports need (one mount once)."""
+        """A node's container in its netns, from that image, seeing what its ports
+        need (one mount once)."""
         mounts = {m: None for a in bed.ports(name) for m in a.mounts}
-        c = runtime.create(name, [cpu], name, tuple(mounts))
+        c = self._runtime(runtime, image).create(name, [cpu], name, tuple(mounts), image=image)
         teardown.push(f"container {name}", c.destroy)
         return c
 
@@ -175,8 +204,12 @@ class Builder:
         teardown.push(f"directory {self.state}", remove)
         self.state.mkdir(parents=True)
 
-    def _runtime(self, name: str) -> tuple[Runtime, ImageInfo]:
-        if name not in self._prepared:
-            runtime = self.runtimes[name](self.journal, self.state)
-            self._prepared[name] = (runtime, runtime.prepare(self.engine))
-        return self._prepared[name]
+    def _runtime(self, name: str, image: str = FULL) -> Runtime:
+        """The runtime, with that image prepared."""
+        if name not in self._runtimes:
+            self._runtimes[name] = self.runtimes[name](self.journal, self.state)
+        runtime = self._runtimes[name]
+        if (name, image) not in self._images:
+            engine = self.static_engine if image == MINIMAL else self.engine
+            self._images[(name, image)] = runtime.prepare(engine, image)
+        return runtime

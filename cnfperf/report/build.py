@@ -61,6 +61,8 @@ def _params(run: dict[str, Any], started: str) -> dict[str, Any]:
         if values:
             params[name] = ", ".join(values)
     params["engine"] = run.get("engine_version")
+    if used := summary.images(run):
+        params["images"] = used
     skipped = (run.get("spec") or {}).get("skipped")
     if skipped:   # what a study left out on this host, and why
         params["left out"] = "; ".join(note.removeprefix("skipped ") for note in skipped)

@@ -58,6 +58,26 @@ def _us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e3
 
 
+def images(run: dict[str, Any]) -> str | None:
+    """The container images the run's points ran in, with their sizes: `tester
+    ends: busybox+engine+dpdk 41.2 MB; network functions: engine-static 1.5 MB`
+    (network functions on a kernel api have an image of their own; those on
+    dpdk share the ends'). None if no point stored one."""
+    seen: dict[str, dict[str, None]] = {"tester ends": {}, "network functions": {}}
+    for p in run.get("points", []):
+        for who, key in (("tester ends", "image"), ("network functions", "nf_image")):
+            if p.get(f"{key}_name"):
+                seen[who][_image(p[f"{key}_name"], p.get(f"{key}_size"))] = None
+    parts = [f"{who}: {', '.join(found)}" for who, found in seen.items() if found]
+    return "; ".join(parts) or None
+
+
+def _image(name: str, size: int | None) -> str:
+    if name == "host":   # the netns runtime: no image, the host's binaries
+        return "host binaries (no image)"
+    return name if size is None else f"{name} {size / 1e6:.1f} MB"
+
+
 def repetitions(run: dict[str, Any]) -> Table | None:
     """Points measured K > 1 times: mean, sample stddev and 95% CI of the mean."""
     points = done_points(run)

@@ -92,7 +92,13 @@ _SCHEMA_4 = """
 ALTER TABLE points RENAME COLUMN blocking TO poll;
 UPDATE points SET poll = CASE poll WHEN 1 THEN 'interrupt' ELSE 'busy' END;
 """
-_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4]
+# Network functions on a kernel api run in an image of their own (the static
+# engine alone: runtimes/rootfs.py); image_* stay the tester's (full) image.
+_SCHEMA_5 = """
+ALTER TABLE points ADD COLUMN nf_image_name TEXT;
+ALTER TABLE points ADD COLUMN nf_image_size INTEGER;
+"""
+_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials")
 SEARCH_KEYS = ("rate_pps", "loss_ratio", "offered_pps", "loss_threshold", "verified",
@@ -184,11 +190,14 @@ class Store:
     def add_point(self, run_id: str, idx: int, params: dict[str, Any], *, status: str,
                   started: float, result: PointResult | None = None, error: str | None = None,
                   placement: Any = None, warnings: list[str] = (), versions: Any = None,
-                  image: Any = None, key: str | None = None, group: str | None = None,
+                  image: Any = None, nf_image: Any = None, key: str | None = None,
+                  group: str | None = None,
                   rep: int = 0, search: dict[str, Any] | None = None,
                   trials: list[dict[str, Any]] = ()) -> int:
-        """Stores one finished (or failed) point in one transaction. `search`
-        (SEARCH_KEYS) and `trials` come from an ndr/pdr search."""
+        """Stores one finished (or failed) point in one transaction. `image` is
+        the one the tester's ends ran in, `nf_image` the minimal one of its
+        network functions (None: none ran there). `search` (SEARCH_KEYS) and
+        `trials` come from an ndr/pdr search."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -199,7 +208,9 @@ class Store:
                    placement=json.dumps(placement, default=str),
                    warnings=json.dumps(list(warnings)), versions=json.dumps(versions),
                    image_name=getattr(image, "name", None),
-                   image_size=getattr(image, "size_bytes", None))
+                   image_size=getattr(image, "size_bytes", None),
+                   nf_image_name=getattr(nf_image, "name", None),
+                   nf_image_size=getattr(nf_image, "size_bytes", None))
         if result:
             row.update(_totals(result.total))
         with self.db:

@@ -42,6 +42,21 @@ class ImageInfo:
     size_bytes: int
 
 
+# The images a runtime prepares, by kind. FULL: the engine as built (shared
+# objects, DPDK drivers and all) with a shell; the tester ends and DPDK network
+# functions run in it. MINIMAL: the static engine (cnfperf-engine-static) and
+# nothing else, for network functions on a kernel api.
+FULL = "full"
+MINIMAL = "minimal"
+IMAGES = (FULL, MINIMAL)
+
+
+def check_image(image: str) -> str:
+    if image not in IMAGES:
+        raise ValueError(f"image {image!r}: one of {', '.join(IMAGES)}")
+    return image
+
+
 class ContainerError(SystemFailure):
     """A container or its image cannot be made or used; a runtime command that
     fails raises CommandFailed (cnfperf.system) instead."""
@@ -185,13 +200,15 @@ class Runtime(ABC):
         return problems + tools.problems(*names)
 
     @abstractmethod
-    def prepare(self, engine: Path) -> ImageInfo:
-        """Make the engine binary available to containers (build or reuse an image)."""
+    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
+        """Make the engine binary available to containers created with the same
+        `image` (build or reuse that image); MINIMAL takes a static engine."""
 
     @abstractmethod
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = ()) -> Container:
-        """A container joined to the existing network namespace `netns`."""
+               mounts: Sequence[Mount] = (), image: str = FULL) -> Container:
+        """A container joined to the existing network namespace `netns`, running
+        the engine `prepare(…, image)` was given; its `engine` says where."""
 
     @classmethod
     @abstractmethod

@@ -8,10 +8,10 @@ import signal
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf.system import process_ids, signal_all, wait_gone
+from cnfperf.system import is_static_elf, process_ids, signal_all, wait_gone
 
-from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime, check_name,
-                   check_request, cpu_list)
+from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
+                   check_image, check_name, check_request, cpu_list)
 
 KIND = "container"
 # Every process we start carries this in its environment, so a run killed with
@@ -68,23 +68,29 @@ class NetnsRuntime(Runtime):
 
     def __init__(self, journal: Journal, state_dir: Path):
         super().__init__(journal, state_dir)
-        self.engine: str | None = None
+        self.engines: dict[str, str] = {}      # image kind -> the host's engine it runs
 
     @classmethod
     def check(cls) -> list[str]:
         return cls._needs("ip", "taskset")
 
-    def prepare(self, engine: Path) -> ImageInfo:
+    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
+        """No image: a container of this kind runs `engine` from the host, the
+        same binary runc would put in the image (the static one for MINIMAL)."""
+        check_image(image)
         engine = Path(engine).resolve()
         if not engine.is_file() or not os.access(engine, os.X_OK):
             raise ContainerError(f"engine {engine} is not an executable file")
-        self.engine = str(engine)
+        if image == MINIMAL and not is_static_elf(engine):
+            raise ContainerError(f"engine {engine} is not statically linked "
+                                 f"(the {MINIMAL} image's engine is)")
+        self.engines[image] = str(engine)
         return ImageInfo(name="host", path="", size_bytes=0)
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = ()) -> NetnsContainer:
-        if self.engine is None:
-            raise RuntimeError("NetnsRuntime.create() before prepare()")
+               mounts: Sequence[Mount] = (), image: str = FULL) -> NetnsContainer:
+        if check_image(image) not in self.engines:
+            raise RuntimeError(f"NetnsRuntime.create(image={image!r}) before prepare()")
         cpus, _ = check_request(name, cpus, netns, mounts)
         # Without a mount namespace of our own the host's paths are all we have.
         for m in mounts:
@@ -92,7 +98,7 @@ class NetnsRuntime(Runtime):
                 raise ValueError(f"mount target {m.target!r}: the netns runtime can only "
                                  f"share host paths as they are (source {m.source!r})")
         self.journal.add(KIND, name, runtime=self.name)
-        return NetnsContainer(self.journal, name, cpus, netns, self.engine)
+        return NetnsContainer(self.journal, name, cpus, netns, self.engines[image])
 
     @classmethod
     def leftovers(cls, prefix: str) -> list[str]:

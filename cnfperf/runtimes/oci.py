@@ -17,8 +17,10 @@ CAPABILITIES = ("CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE",
                 "CAP_NET_RAW", "CAP_NET_ADMIN", "CAP_IPC_LOCK", "CAP_SYS_ADMIN",
                 "CAP_SYS_NICE", "CAP_SYS_RESOURCE")
 
-# pid 1 ignores signals it has no handler for, so a bare `sleep` would survive
-# SIGTERM; the shell's trap makes the container stoppable by a polite kill too.
+# The container's pid 1 in the full image (rootfs.py; the minimal image has no
+# shell and runs the engine's --idle instead). pid 1 ignores signals it has no
+# handler for, so a bare `sleep` would survive SIGTERM; the shell's trap makes
+# the container stoppable by a polite kill too.
 INIT = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; sleep 2147483647 & wait"]
 
 # Writable scratch on top of the read-only image; mount targets must lie under
@@ -99,7 +101,7 @@ def host_settings() -> dict:
 def config(name: str, rootfs: str, cpus: Sequence[int], netns_path: str,
            mounts: Sequence[Mount] = (), tun: bool = False,
            caps: Sequence[str] = CAPABILITIES, memlock: int = UNLIMITED,
-           nofile: int = NOFILE) -> dict:
+           nofile: int = NOFILE, init: Sequence[str] = INIT) -> dict:
     caps = list(caps)
     # Parents before children, so a mount under another mount lands on top of it.
     binds = [bind_mount(m) for m in sorted(mounts, key=lambda m: m.target.count("/"))]
@@ -114,7 +116,7 @@ def config(name: str, rootfs: str, cpus: Sequence[int], netns_path: str,
         "process": {
             "terminal": False,
             "user": {"uid": 0, "gid": 0},
-            "args": list(INIT),
+            "args": list(init),
             "env": ["PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/"],
             "cwd": "/",
             "capabilities": {k: caps for k in

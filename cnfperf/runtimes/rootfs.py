@@ -1,6 +1,13 @@
-"""The minimal container image: static BusyBox, the engine, and only the shared
-objects the engine needs at run time (its ldd closure, plus the DPDK drivers the
-EAL loads from its plugin directory and the BPF objects libxdp loads).
+"""The container images, two kinds (base.IMAGES):
+
+- full: static BusyBox, the engine, and only the shared objects the engine
+  needs at run time (its ldd closure, plus the DPDK drivers the EAL loads from
+  its plugin directory and the BPF objects libxdp loads). Tester ends and DPDK
+  network functions run in it.
+- minimal: the static engine (cnfperf-engine-static) and the BPF objects its
+  libxdp loads, nothing else: no shell, no loader, no shared object. The
+  container's init is the engine itself (`--idle`). Network functions on a
+  kernel api run in it.
 
 Images are cached by a hash of everything that goes in, so a rebuilt engine or an
 upgraded library gives a new image and an unchanged host reuses the old one."""
@@ -17,13 +24,24 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from cnfperf import tools
-from cnfperf.system import CommandFailed, proc_stat, run
+from cnfperf.system import CommandFailed, is_static_elf, proc_stat, run
 
+from . import oci
 from .base import ContainerError, ImageInfo
 
 FORMAT = "cnfperf-rootfs-1"          # bump when the layout below changes
+MINIMAL_FORMAT = "cnfperf-rootfs-minimal-1"
 ENGINE_PATH = "/bin/cnfperf-engine"
+STATIC_ENGINE_PATH = "/bin/cnfperf-engine-static"
 BUSYBOX = Path("/bin/busybox")
+
+# The full image keeps its containers alive with the shell (oci.INIT); the
+# minimal one has none: the engine waits for the same signals itself.
+ENGINE_INIT = (STATIC_ENGINE_PATH, "--idle")
+
+# Mount points runc mounts on (oci.py) and the scratch directories: they must
+# exist in the image, which is read-only and shared, so runc never creates one.
+SKELETON_DIRS = ("bin", "dev", "proc", "sys", "run", "tmp", "mnt", "var")
 DEFAULT_IMAGES_DIR = Path("/var/lib/cnfperf/images")
 IMAGES_ENV = "CNFPERF_IMAGES"
 
@@ -139,21 +157,45 @@ def libxdp_object_dir(libxdp: str | Path) -> Path | None:
 @dataclass
 class ImageSpec:
     engine: Path
-    busybox: Path = BUSYBOX
+    busybox: Path | None = BUSYBOX           # None: the minimal image
     files: list[str] = field(default_factory=list)   # host paths copied to the same path
     dpdk: bool = False
 
     @property
+    def minimal(self) -> bool:
+        return self.busybox is None
+
+    @property
     def name(self) -> str:
+        if self.minimal:
+            return "engine-static"
         return "busybox+engine" + ("+dpdk" if self.dpdk else "")
+
+    @property
+    def engine_path(self) -> str:
+        """Where the engine is inside the image."""
+        return STATIC_ENGINE_PATH if self.minimal else ENGINE_PATH
+
+    @property
+    def init(self) -> tuple[str, ...]:
+        """What keeps a container of this image alive (its pid 1)."""
+        return ENGINE_INIT if self.minimal else tuple(oci.INIT)
+
+    def _own(self) -> list[tuple[str, Path]]:
+        if self.busybox is None:
+            return [(STATIC_ENGINE_PATH, self.engine)]
+        return [(ENGINE_PATH, self.engine), ("/bin/busybox", self.busybox)]
 
     def digest(self) -> str:
         h = hashlib.sha256()
-        h.update(FORMAT.encode() + b"\0" + " ".join(APPLETS).encode() + b"\0")
-        for dest, src in [(ENGINE_PATH, self.engine), ("/bin/busybox", self.busybox)] + \
-                         [(f, Path(f)) for f in self.files]:
+        if self.minimal:
+            h.update(MINIMAL_FORMAT.encode() + b"\0")
+        else:
+            h.update(FORMAT.encode() + b"\0" + " ".join(APPLETS).encode() + b"\0")
+        own = self._own()
+        for dest, src in own + [(f, Path(f)) for f in self.files]:
             h.update(dest.encode() + b"\0")
-            if os.path.islink(src) and dest not in (ENGINE_PATH, "/bin/busybox"):
+            if os.path.islink(src) and dest not in dict(own):
                 h.update(b"-> " + os.readlink(src).encode() + b"\0")
             h.update(_file_hash(src) + b"\0")
         return h.hexdigest()
@@ -196,6 +238,20 @@ def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd) -> ImageSpec:
     return spec
 
 
+def minimal_spec_for(engine: Path) -> ImageSpec:
+    """The minimal image of a static engine: it alone, plus the BPF objects its
+    libxdp loads from disk (when it was linked with libxdp)."""
+    if not engine.is_file() or not os.access(engine, os.X_OK):
+        raise ContainerError(f"image: engine {engine} is not an executable file")
+    if not is_static_elf(engine):
+        raise ContainerError(f"image: engine {engine} is not statically linked; the minimal "
+                             "image has no loader (build cnfperf-engine-static: make build)")
+    spec = ImageSpec(engine=engine, busybox=None)
+    if obj_dir := libxdp_object_dir(engine):
+        spec.files = [str(obj_dir / o) for o in LIBXDP_OBJECTS if (obj_dir / o).exists()]
+    return spec
+
+
 def copy_into(root: Path, host_path: str, _depth: int = 0) -> None:
     """Copy host_path into root at the same path, recreating every symlink met on
     the way (/lib -> usr/lib, libfoo.so.1 -> libfoo.so.1.2) so the loader finds
@@ -224,15 +280,19 @@ def copy_into(root: Path, host_path: str, _depth: int = 0) -> None:
 
 
 def _skeleton(root: Path, spec: ImageSpec) -> None:
-    for d in ("bin", "dev", "proc", "sys", "run", "tmp", "mnt", "etc", "var"):
+    for d in SKELETON_DIRS:
         (root / d).mkdir(mode=0o755)
     (root / "tmp").chmod(0o1777)
     os.symlink("../run", root / "var/run")
+    engine = root / spec.engine_path.lstrip("/")
+    shutil.copy2(spec.engine, engine)
+    engine.chmod(0o755)
+    if spec.busybox is None:
+        return
     shutil.copy2(spec.busybox, root / "bin/busybox")
     for applet in APPLETS:
         os.symlink("busybox", root / "bin" / applet)
-    shutil.copy2(spec.engine, root / ENGINE_PATH.lstrip("/"))
-    (root / ENGINE_PATH.lstrip("/")).chmod(0o755)
+    (root / "etc").mkdir(mode=0o755)
     (root / "etc/passwd").write_text("root:x:0:0:root:/:/bin/sh\n")
     (root / "etc/group").write_text("root:x:0:\n")
 

@@ -1,5 +1,6 @@
-"""runc: one OCI bundle per endpoint, a read-only BusyBox+engine rootfs, the
-planned cores as a cgroup cpuset, engine processes started with `runc exec`."""
+"""runc: one OCI bundle per endpoint, a read-only rootfs (the full BusyBox+engine
+image, or the minimal static-engine one: rootfs.py), the planned cores as a
+cgroup cpuset, engine processes started with `runc exec`."""
 from __future__ import annotations
 
 import contextlib
@@ -13,8 +14,8 @@ from cnfperf import tools
 from cnfperf.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Runtime, check_name,
-                   check_request)
+from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
+                   check_image, check_name, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
 # so cleanup never touches anybody else's.
@@ -40,8 +41,8 @@ def _drop_empty_root() -> None:
 
 class RuncContainer(Container):
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
-                 bundle: Path):
-        super().__init__(journal, name, cpus, netns, rootfs.ENGINE_PATH)
+                 bundle: Path, engine: str = rootfs.ENGINE_PATH):
+        super().__init__(journal, name, cpus, netns, engine)
         self.bundle = bundle
 
     def _command(self, argv: list[str]) -> list[str]:
@@ -88,7 +89,14 @@ class RuncRuntime(Runtime):
     def __init__(self, journal: Journal, state_dir: Path, images_dir: Path | None = None):
         super().__init__(journal, state_dir)
         self.images_dir = rootfs.images_dir(images_dir)
-        self.image: ImageInfo | None = None
+        # image kind -> the built image and what it was built from (its engine's
+        # path inside and its init)
+        self.images: dict[str, tuple[ImageInfo, rootfs.ImageSpec]] = {}
+
+    @property
+    def image(self) -> ImageInfo | None:
+        """The full image, once prepared."""
+        return self.images[FULL][0] if FULL in self.images else None
 
     @classmethod
     def check(cls) -> list[str]:
@@ -102,21 +110,25 @@ class RuncRuntime(Runtime):
             problems.append("no cpuset cgroup controller mounted (needed to pin containers)")
         return problems
 
-    def prepare(self, engine: Path) -> ImageInfo:
-        spec = rootfs.spec_for(Path(engine))
-        self.image = rootfs.build(spec, self.images_dir)
-        return self.image
+    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
+        engine = Path(engine)
+        spec = rootfs.minimal_spec_for(engine) if check_image(image) == MINIMAL \
+            else rootfs.spec_for(engine)
+        info = rootfs.build(spec, self.images_dir)
+        self.images[image] = (info, spec)
+        return info
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = ()) -> RuncContainer:
-        if self.image is None:
-            raise RuntimeError("RuncRuntime.create() before prepare()")
+               mounts: Sequence[Mount] = (), image: str = FULL) -> RuncContainer:
+        if check_image(image) not in self.images:
+            raise RuntimeError(f"RuncRuntime.create(image={image!r}) before prepare()")
+        info, spec = self.images[image]
         cpus, netns_path = check_request(name, cpus, netns, mounts)
-        oci.check_targets(mounts, self.image.path)
+        oci.check_targets(mounts, info.path)
         bundle = self.state_dir / "bundles" / name
         if bundle.exists():
             raise ValueError(f"container name {name!r}: already used in this run ({bundle})")
-        cfg = oci.config(name, self.image.path, cpus, str(netns_path), mounts,
+        cfg = oci.config(name, info.path, cpus, str(netns_path), mounts, init=spec.init,
                          **oci.host_settings())
         # Write-ahead: once journaled, a run killed at any later point is undone by
         # remove(name), which copes with a container that never came to exist.
@@ -133,7 +145,7 @@ class RuncRuntime(Runtime):
             _drop_empty_root()
             self.journal.discard(KIND, name)
             raise
-        return RuncContainer(self.journal, name, cpus, netns, bundle)
+        return RuncContainer(self.journal, name, cpus, netns, bundle, spec.engine_path)
 
     @staticmethod
     def _run_detached(name: str, bundle: Path) -> None:

@@ -1,8 +1,10 @@
 /* cnfperf-engine ROLE [options] [-- EAL args]: parse, open the api(s),
  * run the role. Exit 0 done, 2 bad option, 1 system failure. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "api/api.h"
 #include "core/clock.h"
@@ -26,6 +28,32 @@ static void print_version(void)
 	for (char *save, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
 		printf("%s\"%s\"", i++ ? ", " : "", t);
 	printf("]}\n");
+}
+
+/* --idle: the init of a container whose image holds nothing but this engine
+ * (no shell, no sleep). As pid 1 of its pid namespace it would ignore every
+ * signal it has no handler for; blocked signals are queued instead, so it
+ * waits for them: SIGTERM or SIGINT end it (exit 0), SIGCHLD reaps whatever
+ * the namespace reparented to it. */
+static int idle(void)
+{
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return 1;
+	for (;;) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (sigwait(&set, &sig))
+			return 1;
+		if (sig != SIGCHLD)
+			return 0;
+	}
 }
 
 /* Whether the role opens a second api instance: nf and tester on --iface2 or
@@ -119,6 +147,8 @@ int main(int argc, char **argv)
 	case OPTS_VERSION:
 		print_version();
 		return 0;
+	case OPTS_IDLE:
+		return idle();
 	case OPTS_RUN:
 		break;
 	}

@@ -520,6 +520,13 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 		return OPTS_VERSION;
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return OPTS_HELP;
+	if (!strcmp(argv[1], "--idle")) {
+		if (argc > 2) {
+			fail(&p, "--idle: takes no other argument ('%s')", argv[2]);
+			return OPTS_ERROR;
+		}
+		return OPTS_IDLE;
+	}
 	if (!role_of(&p, o, argv[1]))
 		return OPTS_ERROR;
 	for (size_t i = 0; (ops = api_at(i)); i++)
@@ -619,6 +626,8 @@ void opts_usage(void *stream)
 	      "  --rx-cpu N (the client's receive thread)\n"
 	      "  --hold            after the summary keep the ports open, idle, until stdin ends or a signal\n"
 	      "  --version   --help\n"
+	      "  --idle            alone: do nothing until SIGTERM or SIGINT, reaping orphans\n"
+	      "                    (a container's init when its image holds only this engine)\n"
 	      "Each api's own options (before or after --api):\n", stream);
 	for (size_t i = 0; (ops = api_at(i)); i++)
 		usage_api(stream, ops);

@@ -43,7 +43,7 @@ struct opts {
 	char **eal_argv;
 };
 
-enum opts_result { OPTS_RUN, OPTS_HELP, OPTS_VERSION, OPTS_ERROR };
+enum opts_result { OPTS_RUN, OPTS_HELP, OPTS_VERSION, OPTS_IDLE, OPTS_ERROR };
 
 /* Fills o; on OPTS_ERROR, err holds one line (no newline) naming the option.
  * Later options override earlier ones. argv is not modified. After OPTS_RUN

@@ -1,6 +1,8 @@
 /* The binary itself: a bad option exits 2 with exactly one line on stderr
- * and nothing on stdout, before opening anything; --version is one JSON line. */
+ * and nothing on stdout, before opening anything; --version is one JSON line;
+ * --idle waits until SIGTERM and exits 0. */
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,21 @@ static void bad(char **argv, const char *name)
 	CHECK(out[0] == 0, "nothing on stdout: %s", out);
 }
 
+/* --idle runs until a signal: still there after a while, gone with 0 on SIGTERM. */
+static void idles(void)
+{
+	pid_t pid;
+	int status;
+	char *argv[] = { (char *)engine, "--idle", NULL };
+
+	CHECK(posix_spawn(&pid, engine, NULL, NULL, argv, NULL) == 0, "spawn --idle");
+	usleep(100000);
+	CHECK(waitpid(pid, &status, WNOHANG) == 0, "--idle still running after 0.1 s");
+	kill(pid, SIGTERM);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "--idle exits 0 on SIGTERM (status %d)", status);
+}
+
 int main(int argc, char **argv)
 {
 	char out[4096], err[4096];
@@ -82,5 +99,7 @@ int main(int argc, char **argv)
 	      "--help lists each api's own options: %s", out);
 	bad((char *[]){ NULL, "recv", "--api", "raw", "--iface", "eth0", "--mmsg", "--drain", "-1", NULL }, "--drain");
 	bad((char *[]){ NULL, "recv", "-R", "eth0", NULL }, "-R");
+	bad((char *[]){ NULL, "--idle", "now", NULL }, "--idle");
+	idles();
 	return check_done("cli");
 }

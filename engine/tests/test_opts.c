@@ -316,6 +316,9 @@ int main(void)
 	struct opts v;
 	CHECK(opts_parse(2, ARGV("--version"), &v, err, sizeof(err)) == OPTS_VERSION, "--version");
 	CHECK(opts_parse(3, ARGV("recv", "--help"), &v, err, sizeof(err)) == OPTS_HELP, "--help");
+	CHECK(opts_parse(2, ARGV("--idle"), &v, err, sizeof(err)) == OPTS_IDLE, "--idle");
+	CHECK(opts_parse(3, ARGV("--idle", "x"), &v, err, sizeof(err)) == OPTS_ERROR &&
+	      strstr(err, "--idle"), "--idle alone: %s", err);
 	free(last_own);
 	return check_done("opts");
 }

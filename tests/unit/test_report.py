@@ -400,3 +400,21 @@ def test_report_says_what_a_study_left_out(tmp_path):
            "spec": {"skipped": ["skipped testpmd: dpdk-testpmd not found (Debian package dpdk-dev)"]}}
     page = build.write(run, tmp_path).read_text()
     assert "left out" in page and "testpmd: dpdk-testpmd not found (Debian package dpdk-dev)" in page
+
+
+def test_report_gives_the_images_and_their_sizes(tmp_path):
+    from cnfperf.report import build, summary
+    points = [{"idx": 0, "status": "done", "switch": "veth", "image_name": "busybox+engine+dpdk",
+               "image_size": 41_234_567, "nf_image_name": "engine-static",
+               "nf_image_size": 1_534_000},
+              {"idx": 1, "status": "done", "switch": "veth", "image_name": "busybox+engine+dpdk",
+               "image_size": 41_234_567, "nf_image_name": None, "nf_image_size": None},
+              {"idx": 2, "status": "failed", "switch": "veth", "image_name": "host",
+               "image_size": 0}]
+    run = {"id": "1a2b", "started": 0, "status": "done", "planned": 3, "points": points}
+    said = ("tester ends: busybox+engine+dpdk 41.2 MB, host binaries (no image); "
+            "network functions: engine-static 1.5 MB")
+    assert summary.images(run) == said
+    assert summary.images({"points": [{"idx": 0}]}) is None
+    page = build.write(run, tmp_path).read_text()
+    assert "<dt>images</dt>" in page and "engine-static 1.5 MB" in page

@@ -10,6 +10,7 @@ from cnfperf.dataplanes.base import PortCounters
 from cnfperf import UserError
 from cnfperf.results import model
 from cnfperf.results.store import SCHEMA_VERSION, Store
+from cnfperf.runtimes import ImageInfo
 from harness import scenarios
 
 
@@ -122,12 +123,39 @@ def test_blocking_points_of_an_older_store_read_as_poll_interrupt(tmp_path):
         [("interrupt",), ("busy",)]
 
 
+def test_images_of_the_ends_and_of_the_network_functions_are_stored(tmp_path):
+    from cnfperf.results.store import _MIGRATIONS
+    # an older store gains the columns; its points leave them empty
+    db = sqlite3.connect(tmp_path / "cnfperf.db")
+    for script in _MIGRATIONS[:4]:
+        db.executescript(script)
+    db.execute("PRAGMA user_version = 4")
+    db.execute("INSERT INTO runs (id, started, status) VALUES ('beef', 1, 'done')")
+    db.execute("INSERT INTO points (run_id, idx, status) VALUES ('beef', 0, 'done')")
+    db.commit()
+    db.close()
+    store = Store(tmp_path)
+    store.add_point("beef", 1, {}, status="done", started=1.0,
+                    image=ImageInfo("busybox+engine+dpdk", "/x", 41_000_000),
+                    nf_image=ImageInfo("engine-static", "/y", 1_500_000))
+    store.add_point("beef", 2, {}, status="failed", started=1.0, error="no",
+                    image=ImageInfo("busybox+engine+dpdk", "/x", 41_000_000))
+    points = store.run("beef")["points"]
+    store.close()
+    assert [(p["image_name"], p["image_size"], p["nf_image_name"], p["nf_image_size"])
+            for p in points] == [(None, None, None, None),
+                                 ("busybox+engine+dpdk", 41_000_000, "engine-static", 1_500_000),
+                                 ("busybox+engine+dpdk", 41_000_000, None, None)]
+
+
 def test_results_commands_read_the_store(tmp_path, cli):
     store = Store(tmp_path)
     store.begin_run("beef", ["cnfperf", "run"], 1, tmp_path, {}, "0.1.0")
     store.add_point("beef", 0, {"switch": "bridge", "api": "raw", "mode": "throughput",
                                 "pairs": 2, "rate": 1000.0},
-                    status="done", started=1.0, result=_result())
+                    status="done", started=1.0, result=_result(),
+                    image=ImageInfo("busybox+engine", "/x", 9_000_000),
+                    nf_image=ImageInfo("engine-static", "/y", 1_500_000))
     store.finish_run("beef", "done")
     store.close()
 
@@ -138,5 +166,7 @@ def test_results_commands_read_the_store(tmp_path, cli):
     assert shown["points"][0]["per_pair"][1]["lost"] == 10
     table = cli("results", "show", "beef", "--results", str(tmp_path), check=True).stdout
     assert "all" in table and "bridge" in table
+    assert "images: tester ends: busybox+engine 9.0 MB; network functions: engine-static 1.5 MB" \
+        in table
     missing = cli("results", "show", "dead", "--results", str(tmp_path))
     assert missing.returncode == 2 and missing.stderr.startswith("cnfperf: error: RUN: ")

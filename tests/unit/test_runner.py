@@ -7,6 +7,7 @@ stand-in engines. Real runs are tested end to end in tests/e2e/orchestrator."""
 from __future__ import annotations
 
 import functools
+import re
 import signal
 import subprocess
 import sys
@@ -72,14 +73,14 @@ class Runtime:
     def __init__(self, machine: Machine, journal, state) -> None:
         self.machine = machine
 
-    def prepare(self, engine) -> ImageInfo:
-        self.machine.step("prepare")
-        return ImageInfo("fake", "/fake", 1)
+    def prepare(self, engine, image="full") -> ImageInfo:
+        self.machine.step("prepare", image, engine.name)
+        return ImageInfo(f"fake-{image}", "/fake", 1 if image == "full" else 2)
 
-    def create(self, name, cpus, netns, mounts=()):
+    def create(self, name, cpus, netns, mounts=(), image="full"):
         machine = self.machine
-        machine.step("create", name)
-        return type("Container", (), {"engine": "/engine",
+        machine.step("create", name, image)
+        return type("Container", (), {"engine": f"/engine-{image}",
                                       "destroy": lambda self: machine.step("destroy", name)})()
 
 
@@ -168,6 +169,55 @@ def test_points_run_in_order_each_stored_before_the_next_starts(run, machine, tm
     assert [e[0] for e in machine.events if e[0] in ("start", "stop")] == ["start", "stop"] * 3
     # nothing of the run is left in its state directory: lock, journal, bundles
     assert list((tmp_path / "state").iterdir()) == []
+
+
+def static_engine(tmp_path, apis: str = '"udp", "raw", "mmap", "xdp"'):
+    """A stand-in for cnfperf-engine-static beside the run's engine: its --version."""
+    path = tmp_path / "engine-static"
+    path.write_text(f"#!/bin/sh\necho '{{\"version\": \"0\", \"apis\": [{apis}]}}'\n")
+    path.chmod(0o755)
+
+
+def test_kernel_api_nfs_run_the_static_engine_in_the_minimal_image(run, machine, tmp_path):
+    static_engine(tmp_path)
+    outcome, _, stored = run({"rate": "10k", "nfs": 2, "nf_api": "raw", "size": "64,128"})
+    assert outcome.status == "done", outcome.error
+    # each image once for the run, each from its own engine
+    assert machine.of("prepare") == [("prepare", "full", "engine"),
+                                     ("prepare", "minimal", "engine-static")]
+    # NFs are named …n<pair><index>, the ends …p<pair>s and …p<pair>r
+    created = {re.search(r"(p\d+[sr]|n[0-9a-f]{3})$", name)[1]: image
+               for _, name, image in machine.of("create")}
+    assert created == {"p0s": "full", "p0r": "full", "n000": "minimal", "n001": "minimal"}
+    for p in stored["points"]:
+        assert (p["image_name"], p["image_size"]) == ("fake-full", 1)
+        assert (p["nf_image_name"], p["nf_image_size"]) == ("fake-minimal", 2)
+
+
+def test_without_a_static_engine_nfs_run_in_the_full_image(run, machine, tmp_path):
+    static_engine(tmp_path, apis='"udp", "raw"')   # built without the NF's api (mmap)
+    outcome, _, stored = run({"rate": "10k", "nfs": 1})
+    assert outcome.status == "done", outcome.error
+    assert machine.of("prepare") == [("prepare", "full", "engine")]
+    assert {e[2] for e in machine.of("create")} == {"full"}
+    [p] = stored["points"]
+    assert p["image_name"] == "fake-full" and p["nf_image_name"] is p["nf_image_size"] is None
+
+
+def test_the_image_of_a_network_function_follows_its_api(tmp_path):
+    from types import SimpleNamespace
+
+    journal = SimpleNamespace(add=lambda *a, **k: None, discard=lambda *a, **k: None)
+    teardown = SimpleNamespace(push=lambda what, undo: None)
+    builder = Builder(journal, tmp_path / "state", tmp_path / "cnfperf-engine", teardown)
+    assert builder.static_engine == tmp_path / "cnfperf-engine-static"
+    assert builder.static_apis == []     # not built: every NF in the full image
+    builder._static_apis = ["udp", "raw", "mmap", "xdp", "dpdk"]
+
+    def nf(api):
+        return SimpleNamespace(ports=(SimpleNamespace(api=api), SimpleNamespace(api=api)))
+    assert [builder.image_of(nf(api)) for api in ("raw", "mmap", "xdp", "dpdk")] == \
+        ["minimal"] * 3 + ["full"]
 
 
 def test_progress_says_each_phase_of_each_point(run):
@@ -316,7 +366,7 @@ def test_a_trial_stops_the_engines_in_two_phases(run, machine, tmp_path):
             pass
 
     class Engines(Runtime):
-        def create(self, name, cpus, netns, mounts=()):
+        def create(self, name, cpus, netns, mounts=(), image="full"):
             return Container(name)
 
     builder = functools.partial(

@@ -69,3 +69,29 @@ def test_check_reports_problems_as_lines():
         assert isinstance(problems, list) and all(isinstance(p, str) and p for p in problems)
         if os.geteuid() != 0:
             assert any("root" in p for p in problems)
+
+
+def test_images_are_named_and_checked(tmp_path):
+    from cnfperf.runtimes import FULL, IMAGES, MINIMAL, ContainerError
+    from cnfperf.runtimes.base import check_image
+    assert IMAGES == (FULL, MINIMAL) == ("full", "minimal")
+    with pytest.raises(ValueError, match="image 'tiny'"):
+        check_image("tiny")
+    rt = NetnsRuntime(None, tmp_path)
+    with pytest.raises(ValueError, match="image 'tiny'"):
+        rt.prepare(__import__("pathlib").Path("/bin/true"), "tiny")
+
+
+def test_netns_runs_the_host_engine_of_each_image(tmp_path):
+    """No image: a kind's containers run the binary prepare() was given; the
+    minimal kind's must be static, as in runc's minimal image."""
+    from pathlib import Path
+
+    from cnfperf.runtimes import FULL, MINIMAL, ContainerError
+    rt = NetnsRuntime(None, tmp_path)
+    assert rt.prepare(Path("/bin/true")).size_bytes == 0
+    assert rt.engines == {FULL: os.path.realpath("/bin/true")}
+    with pytest.raises(ContainerError, match="not statically linked"):
+        rt.prepare(Path("/bin/true"), MINIMAL)
+    with pytest.raises(RuntimeError, match="image='minimal'.*before prepare"):
+        rt.create("cnfp1", [0], "cnfp1", image=MINIMAL)

@@ -100,6 +100,12 @@ def test_init_survives_only_until_sigterm():
     assert args[:2] == ["/bin/sh", "-c"] and "trap 'exit 0' TERM" in args[2]
 
 
+def test_the_minimal_image_runs_its_engine_as_init():
+    from cnfperf.runtimes import rootfs
+    args = make(init=rootfs.ENGINE_INIT)["process"]["args"]
+    assert args == ["/bin/cnfperf-engine-static", "--idle"]
+
+
 def test_devices_denied_except_tun_when_asked():
     res = make()["linux"]["resources"]["devices"]
     assert res == [{"allow": False, "access": "rwm"}]

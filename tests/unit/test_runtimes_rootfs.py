@@ -1,4 +1,5 @@
-"""The minimal image: which files go in, how they are laid out, how it is cached."""
+"""The two images (full and minimal): which files go in, how they are laid out,
+how they are cached."""
 import os
 import subprocess
 from pathlib import Path
@@ -183,6 +184,82 @@ def test_failed_build_leaves_nothing(tmp_path):
     with pytest.raises(FileNotFoundError):
         rootfs.build(spec, tmp_path / "images")
     assert list((tmp_path / "images").iterdir()) == []
+
+
+def _static_elf(path: Path, rodata: bytes = b"") -> Path:
+    """An ELF64 file with no program header at all (so no PT_INTERP: static
+    as is_static_elf sees it), followed by `rodata`."""
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    header[32:40] = (64).to_bytes(8, "little")       # e_phoff
+    header[54:56] = (56).to_bytes(2, "little")       # e_phentsize; e_phnum stays 0
+    path.write_bytes(bytes(header) + rodata)
+    path.chmod(0o755)
+    return path
+
+
+def _bpf_dir(tmp_path) -> Path:
+    """Where a libxdp linked into the engine would load its BPF objects from."""
+    objects = tmp_path / "lib" / "bpf"
+    objects.mkdir(parents=True)
+    for name in rootfs.LIBXDP_OBJECTS:
+        (objects / name).write_text(name)
+    (objects / "xdpdump_bpf.o").write_text("not ours")
+    return objects
+
+
+def test_minimal_image_holds_the_static_engine_and_nothing_else(tmp_path):
+    objects = _bpf_dir(tmp_path)
+    engine = _static_elf(tmp_path / "cnfperf-engine-static",
+                         b"\0" + str(objects).encode() + b"\0xdp-dispatcher.o\0")
+    spec = rootfs.minimal_spec_for(engine)
+    assert spec.minimal and spec.name == "engine-static" and spec.busybox is None
+    assert spec.engine_path == "/bin/cnfperf-engine-static"
+    assert spec.init == ("/bin/cnfperf-engine-static", "--idle")
+    assert spec.files == [str(objects / o) for o in rootfs.LIBXDP_OBJECTS]
+    info = rootfs.build(spec, tmp_path / "images")
+    root = Path(info.path)
+    assert info.name == "engine-static"
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                   if p.is_file() or p.is_symlink())
+    inside = str(objects).lstrip("/")
+    assert files == sorted(["bin/cnfperf-engine-static", "var/run",
+                            *(f"{inside}/{o}" for o in rootfs.LIBXDP_OBJECTS)])
+    assert (root / "bin/cnfperf-engine-static").read_bytes() == engine.read_bytes()
+    assert os.access(root / "bin/cnfperf-engine-static", os.X_OK)
+    # what runc mounts on, and the scratch directories, exist: nothing is made in the image
+    for d in ("dev", "proc", "sys", "run", "tmp", "mnt"):
+        assert (root / d).is_dir()
+    assert not (root / "bin/sh").exists() and not (root / "etc").exists()
+    du = int(subprocess.run(["du", "-sb", str(root)], capture_output=True, text=True,
+                            check=True).stdout.split()[0])
+    assert info.size_bytes == du
+
+
+def test_minimal_image_without_libxdp_is_the_engine_alone(tmp_path):
+    spec = rootfs.minimal_spec_for(_static_elf(tmp_path / "e"))
+    assert spec.files == []
+    root = Path(rootfs.build(spec, tmp_path / "images").path)
+    assert [p.name for p in root.rglob("*") if p.is_file()] == ["cnfperf-engine-static"]
+
+
+def test_minimal_and_full_images_of_one_engine_are_cached_apart(tmp_path):
+    engine = _static_elf(tmp_path / "e")
+    busybox = tmp_path / "busybox"
+    busybox.write_text("busybox")
+    minimal = rootfs.build(rootfs.minimal_spec_for(engine), tmp_path / "images")
+    full = rootfs.build(rootfs.ImageSpec(engine=engine, busybox=busybox), tmp_path / "images")
+    assert minimal.path != full.path and minimal.size_bytes < full.size_bytes
+    assert rootfs.build(rootfs.minimal_spec_for(engine), tmp_path / "images") == minimal
+    _static_elf(engine, b"rebuilt")
+    assert rootfs.build(rootfs.minimal_spec_for(engine), tmp_path / "images").path != minimal.path
+
+
+def test_minimal_image_refuses_a_dynamic_engine(tmp_path):
+    with pytest.raises(ContainerError, match="not statically linked"):
+        rootfs.minimal_spec_for(Path("/bin/true"))
+    with pytest.raises(ContainerError, match="not an executable"):
+        rootfs.minimal_spec_for(tmp_path / "nope")
 
 
 def test_images_dir_override(tmp_path, monkeypatch):
