@@ -22,10 +22,10 @@ from cnfperf.experiments import studies
 from cnfperf.experiments.sweep import format_seconds, parse_values
 from cnfperf.host import gather, render as render_host
 from cnfperf.lock import HostBusy
-from cnfperf.report import build
+from cnfperf.report import build, nfs as nf_tables
 from cnfperf.report.compare import HEADERS, compare
-from cnfperf.report.export import write_csv
-from cnfperf.report.summary import images, repetitions, searches
+from cnfperf.report.export import write_csv, write_nf_ports_csv
+from cnfperf.report.summary import images, points as point_table, repetitions, searches
 from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
 from cnfperf.results.store import Store, results_dir
 
@@ -140,6 +140,9 @@ def _parser() -> argparse.ArgumentParser:
     export = rsub.add_parser("export", help="one run as CSV: a row per pair and per point")
     export.add_argument("run", metavar="RUN", help="run id, or latest")
     export.add_argument("--csv", action="store_true", required=True, help="CSV (the format)")
+    export.add_argument("--nf-ports", action="store_true",
+                        help="a row per port of every network function instead (its counters "
+                             "and drops by reason)")
     export.add_argument("--out", "-o", metavar="FILE", help="write here instead of stdout")
     _results_and_json(export, json_flag=False)
     export.set_defaults(func=_results_export)
@@ -242,9 +245,7 @@ def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
         print(run_table(run))
         if used := images(run):
             print(f"images: {used}")
-        for table in filter(None, (repetitions(run), searches(run))):
-            print()
-            print(summary_table(table))
+        _print_tables(run)
     if outcome.status == "done":
         return 0, outcome.run_id, store
     print(f"cnfperf: error: run {outcome.run_id} {outcome.status}: {outcome.error}",
@@ -390,19 +391,27 @@ def _results_show(args: argparse.Namespace) -> int:
         print(run_table(run))
         if used := images(run):
             print(f"images: {used}")
-        for table in filter(None, (repetitions(run), searches(run))):
-            print()
-            print(summary_table(table))
+        _print_tables(run)
     return 0
+
+
+def _print_tables(run: dict[str, Any]) -> None:
+    """What follows a run's table: each point's path and CPU-bound nodes (when
+    there is something to say), repetitions, searches, the network functions' tables."""
+    for table in filter(None, (point_table(run, brief=True), repetitions(run), searches(run),
+                               *nf_tables.all_tables(run))):
+        print()
+        print(summary_table(table))
 
 
 def _results_export(args: argparse.Namespace) -> int:
     _, run = _stored_run(args, args.run)
+    write = write_nf_ports_csv if args.nf_ports else write_csv
     if args.out is None:
-        write_csv(run, sys.stdout)
+        write(run, sys.stdout)
         return 0
     with open(args.out, "w", newline="") as f:
-        n = write_csv(run, f)
+        n = write(run, f)
     print(f"{args.out}: {n} rows", file=sys.stderr)
     return 0
 

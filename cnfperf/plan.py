@@ -166,9 +166,8 @@ class TestPoint:
     def path(self) -> str:
         """`send → 3 × l2 (chain) → recv`: what --dry-run and the report show."""
         pair = self.pairs[0]
-        middle = f" → {self.scenario.nfs} × {self.scenario.nf} ({self.shape})" \
-            if self.scenario.nfs else ""
-        return f"{pair.sender.role}{middle} → {pair.receiver.role}"
+        return describe_path(pair.sender.role, self.scenario.nfs, self.scenario.nf, self.shape,
+                             pair.receiver.role)
 
     @property
     def endpoints(self) -> list[Endpoint]:
@@ -198,6 +197,13 @@ class TestPoint:
         if len(name) > IFNAMSIZ:
             raise ValueError(f"{name}: longer than {IFNAMSIZ} characters")
         return name
+
+
+def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: str) -> str:
+    """`send → 3 × l2 (chain) → recv`; without NFs `send → recv`. The report
+    rebuilds it from a stored point, whose shape may be unknown (None)."""
+    middle = f" → {nfs} × {nf}" + (f" ({shape})" if shape else "") if nfs else ""
+    return f"{sender}{middle} → {receiver}"
 
 
 def run_prefix(run_id: str) -> str:

@@ -275,7 +275,8 @@ class Run:
         return dict(placement=[asdict(p) for p in point.pairs], warnings=list(point.warnings),
                     versions={"cnfperf": host.cnfperf, "engine": host.engine.version,
                               "kernel": host.kernel, "runc": host.runc},
-                    key=point.key or None, group=point.group or None, rep=point.rep)
+                    key=point.key or None, group=point.group or None, rep=point.rep,
+                    shape=point.shape)
 
     def _close(self, teardown: Teardown) -> None:
         teardown.close()

@@ -51,6 +51,11 @@ class DataPlane(ABC):
     # ("switch": network functions form a chain, every hop crossing the switch)
     # or directly ("link": a pipeline, only the path's ends reach the tester).
     joins: ClassVar[str] = "switch"
+    # Whose view counters() take of a port: "switch" (rx = what the switch took in
+    # from the port's node, tx = what it delivered to it; a bridge's ports are its
+    # host sides, named with `h`) or "node" (the node's own interface: tx = what the
+    # node put on the link, rx = what reached it).
+    counter_view: ClassVar[str] = "switch"
     # None: any number of links (a pair's path has nfs + 1), each on its own ports.
     max_links: ClassVar[int | None] = None
     needs_hugepages: ClassVar[bool] = False

@@ -10,6 +10,7 @@ class Macvlan(KernelDataPlane):
     description = "macvlan children in bridge mode on a shared parent link"
     uses_switch_netns = True
     link_types = ("veth", "macvlan")
+    counter_view = "node"      # the children, inside their nodes
 
     def setup(self) -> None:
         # The parent is one end of a veth pair: macvlan switches between its

@@ -9,6 +9,7 @@ class Veth(KernelDataPlane):
     name = "veth"
     description = "a veth pair per link, no switch between its ends"
     joins = "link"
+    counter_view = "node"      # each end's own interface
 
     def connect(self, link: Link) -> None:
         a, b = link.a, link.b

@@ -18,7 +18,7 @@ HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ov
 
 def write(run: dict[str, Any], out_dir: Path) -> Path:
     """Writes out_dir/*.png and out_dir/report.html; returns the HTML's path."""
-    from cnfperf.report import plots   # matplotlib: only when a report is drawn
+    from cnfperf.report import nf_plots, plots   # matplotlib: only when a report is drawn
 
     spec = run.get("spec") or {}
     study = (spec.get("doc") or {}).get("study") or {}
@@ -26,6 +26,7 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     made = (plots.make(rows, out_dir, study["plots"]) if study.get("plots")
             else plots.make_all(rows, out_dir))
+    made += nf_plots.make(run, out_dir)
     figures = [html.Figure(p.title, p.path, _caption(p.name)) for p in made]
     tables = [html.Table(title, headers, rows_) for title, headers, rows_ in summary.all_tables(run)]
     title = f"cnfperf run {run['id']}" + (f": {study['title']}" if study.get("title") else "")
@@ -48,6 +49,9 @@ def _caption(name: str) -> str:
         "rtt_vs_size": "Solid: median (p50); dashed: p99.",
         "latency_cdf": "Fraction of packets whose round trip took at most x.",
         "throughput_bars": "Best received rate of each configuration.",
+        "latency_vs_nfs": "Markers: each point's p50 and (faded) p99; lines: least-squares "
+                          "fits (solid p50, dashed p99) over points alike but for their "
+                          "number of NFs, their slope the latency each NF adds.",
     }.get(name, "")
 
 
@@ -60,6 +64,9 @@ def _params(run: dict[str, Any], started: str) -> dict[str, Any]:
         values = list(dict.fromkeys(str(summary._param(p, name)) for p in points))
         if values:
             params[name] = ", ".join(values)
+    paths = list(dict.fromkeys(summary.path(p) for p in points))
+    if paths:
+        params["path"] = ", ".join(paths)
     params["engine"] = run.get("engine_version")
     if used := summary.images(run):
         params["images"] = used

@@ -1,6 +1,9 @@
 """`cnfperf results export RUN --csv`: one row per pair of every point, then the
 point's total (pair `all`, also for one pair, and the only row of a point that
-failed), with the point's parameters on every row.
+failed), with the point's parameters, its paths' shape and its CPU-bound nodes
+on every row. With `--nf-ports`: one row per port of every network function
+instead (its NF's place and kind, the port's counters and drops by reason),
+with the same point columns.
 
 Numbers are written as Python prints them (shortest text that reads back to the
 same float), missing values as empty cells: reading the file back gives exactly
@@ -12,7 +15,7 @@ import csv
 from typing import IO, Any
 
 from cnfperf import fields
-from cnfperf.results.model import LATENCY_KEYS
+from cnfperf.results.model import DROP_REASONS, LATENCY_KEYS
 
 SEARCH_COLUMNS = ("search_rate_pps", "search_loss_ratio", "search_offered_pps",
                   "search_verified", "generator_limited")
@@ -21,21 +24,45 @@ VALUE_COLUMNS = ("pair", "offered_pps", "tx_pps", "rx_pps", "steady_rx_pps", "rx
                  *(f"lat_{k}_ns" for k in LATENCY_KEYS))
 
 
+# The point's own columns besides its fields: its paths' shape (pair, chain,
+# pipeline) and the nodes whose poller was CPU-bound (comma-separated names).
+POINT_COLUMNS = ("shape", "cpu_bound")
+# An NF port's row: its NF (named; `nf` is the point's field, the NF's kind) and
+# place on the pair's path (0 next to the sender), the port (1 faces the sender),
+# its counters (rx and drops at the ingress port, tx and tx_refused at the egress).
+NF_PORT_COLUMNS = ("pair", "nf_name", "nf_index", "port", "rx_packets", "tx_packets",
+                   "tx_refused", *(f"dropped_{k}" for k in DROP_REASONS))
+
+
+def _identity() -> tuple[str, ...]:
+    return ("run", "idx", "key", "rep", "status", *(f.name for f in fields.stored()),
+            *POINT_COLUMNS)
+
+
 def columns() -> tuple[str, ...]:
     """The point's identity, its stored fields (fields.py), search results, values."""
-    return ("run", "idx", "key", "rep", "status", *(f.name for f in fields.stored()),
-            *SEARCH_COLUMNS, *VALUE_COLUMNS)
+    return (*_identity(), *SEARCH_COLUMNS, *VALUE_COLUMNS)
+
+
+def nf_port_columns() -> tuple[str, ...]:
+    return (*_identity(), *NF_PORT_COLUMNS)
+
+
+def _base(run: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
+    scenario = p.get("scenario") or {}
+    base = {c: p.get(c) for c in ("idx", "key", "rep", "status", *POINT_COLUMNS,
+                                  *SEARCH_COLUMNS)}
+    for f in fields.stored():
+        # A column added after the point was stored is empty: its scenario knows.
+        base[f.name] = p[f.name] if p.get(f.name) is not None else scenario.get(f.name)
+    base["run"] = run["id"]
+    return base
 
 
 def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for p in run["points"]:
-        scenario = p.get("scenario") or {}
-        base = {c: p.get(c) for c in ("idx", "key", "rep", "status", *SEARCH_COLUMNS)}
-        for f in fields.stored():
-            # A column added after the point was stored is empty: its scenario knows.
-            base[f.name] = p[f.name] if p.get(f.name) is not None else scenario.get(f.name)
-        base["run"] = run["id"]
+        base = _base(run, p)
         entries = [(pair["pair"], pair) for pair in p.get("per_pair") or []]
         entries.append(("all", p))   # always: filtering on pair = all gives every point once
         for name, r in entries:
@@ -43,10 +70,29 @@ def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def nf_port_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row per port of every NF of every point, in path order."""
+    out = []
+    for p in run["points"]:
+        base = _base(run, p)
+        for nf in p.get("nf_results") or []:
+            for port in nf["ports"]:
+                out.append({**base, **port, "pair": nf["pair"], "nf_name": nf["name"],
+                            "nf_index": nf["idx"]})
+    return out
+
+
 def write_csv(run: dict[str, Any], stream: IO[str]) -> int:
     """Writes the CSV; returns the number of data rows."""
-    data = rows(run)
-    names = columns()
+    return _write(rows(run), columns(), stream)
+
+
+def write_nf_ports_csv(run: dict[str, Any], stream: IO[str]) -> int:
+    """Writes the NF ports' CSV; returns the number of data rows."""
+    return _write(nf_port_rows(run), nf_port_columns(), stream)
+
+
+def _write(data: list[dict[str, Any]], names: tuple[str, ...], stream: IO[str]) -> int:
     writer = csv.DictWriter(stream, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for row in data:

@@ -49,6 +49,26 @@ HOW_TO_READ = (
                     "the mean (Student t)."),
     ("Pairs", "sender/receiver (or client/server) container pairs running at the same time; "
               "per-pair is the mean over pairs, total is their sum."),
+    ("Path", "what each pair's frames cross: send → 3 × l2 (chain) → recv is three network "
+             "functions (NFs) of kind l2 between sender and receiver; a chain puts every NF's "
+             "two ports on the data plane's switch, a pipeline joins neighbours directly."),
+    ("CPU-bound", "nodes (tester ends, NFs) whose receive loop found frames in at least 95% "
+                  "of its polls: it was never ahead of its input, so its core limited the "
+                  "rate. Polls are counted over the engine's whole life, idle ones before the "
+                  "traffic included, so a node near the limit may not show."),
+    ("Loss along each path", "per pair, from sender to receiver: what each engine sent and "
+                             "received (warm-up frames included) and, for a link, what the "
+                             "data plane took in and delivered where it counts its ports. "
+                             "Lost in a link = sent by one engine − received by the next; in "
+                             "an NF = received − forwarded, with its drops by reason "
+                             "(other: not IPv4; bad: malformed; no_route; ttl) and tx_refused "
+                             "(its egress ring or socket was full)."),
+    ("Latency per NF", "over points alike but for their number of NFs, the least-squares slope "
+                       "of p50 (and p99) latency over that number: what each NF adds."),
+    ("NF startup", "seconds as if the NF's engine started with its container: the "
+                   "container's creation plus, from its engine's start, the time to its ports "
+                   "up (ready) or to its first forwarded frame (first forward, which waits for "
+                   "the senders, started after every NF)."),
 )
 
 _CSS = """

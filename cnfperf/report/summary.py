@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from cnfperf import fields
 from cnfperf.experiments import stats
+from cnfperf.plan import ROLES, SINGLE, describe_path, run_prefix
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -76,6 +77,57 @@ def _image(name: str, size: int | None) -> str:
     if name == "host":   # the netns runtime: no image, the host's binaries
         return "host binaries (no image)"
     return name if size is None else f"{name} {size / 1e6:.1f} MB"
+
+
+def path(point: dict[str, Any]) -> str:
+    """`send → 3 × l2 (chain) → recv`, as the plan said it (TestPoint.path)."""
+    single = _param(point, "tester") == "single"
+    sender, receiver = SINGLE if single else ROLES.get(_param(point, "mode"), ("send", "recv"))
+    nfs = int(_param(point, "nfs") or 0)
+    return describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver)
+
+
+def short_name(point: dict[str, Any], name: str) -> str:
+    """A node's name without the run's prefix: `n001`, `p0r`."""
+    return name.removeprefix(run_prefix(str(point.get("run_id", "")))) or name
+
+
+def node(point: dict[str, Any], name: str) -> str:
+    """A node of the point as a reader finds it: `n001 (nf 2)`, `p0r (recv)`,
+    its name without the run's prefix, and what it is."""
+    short = short_name(point, name)
+    for nf in point.get("nf_results") or []:
+        if nf["name"] == name:
+            return f"{short} (nf {nf['idx'] + 1})"
+    role = next((e["role"] for e in point.get("endpoints") or [] if e["endpoint"] == name), "")
+    return f"{short} ({role})" if role else short
+
+
+def cpu_bound(point: dict[str, Any]) -> str:
+    """The nodes whose poller found frames in nearly every poll (model.CPU_BOUND_BUSY);
+    "–" when the point predates the check."""
+    if point.get("cpu_bound") is None:
+        return "–"
+    return ", ".join(node(point, n) for n in point["cpu_bound"].split(",") if n) or "none"
+
+
+def _mb(size: Any) -> float | None:
+    return None if size is None else size / 1e6
+
+
+def points(run: dict[str, Any], brief: bool = False) -> Table | None:
+    """Each point's path, the nodes that were CPU-bound, and its images' sizes
+    (the NF image's once the store has it). `brief`: only when a point has NFs
+    or a CPU-bound node (the terminal's run table already lists every point)."""
+    done = done_points(run)
+    if not done or brief and not any(_param(p, "nfs") or p.get("cpu_bound") for p in done):
+        return None
+    axes = varying(done) or ["switch"]
+    nf_image = any(p.get("nf_image_size") is not None for p in done)
+    rows = [[label(p, axes), p.get("rep", 0) + 1, path(p), cpu_bound(p), _mb(p.get("image_size")),
+             *([_mb(p.get("nf_image_size"))] if nf_image else [])] for p in done]
+    return ("Points", ["point", "rep", "path", "CPU-bound", "image MB",
+                       *(["NF image MB"] if nf_image else [])], rows)
 
 
 def repetitions(run: dict[str, Any]) -> Table | None:
@@ -178,5 +230,6 @@ def failures(run: dict[str, Any]) -> Table | None:
 
 
 def all_tables(run: dict[str, Any]) -> list[Table]:
-    return [t for t in (throughput(run), repetitions(run), searches(run), trials(run),
-                        latency(run), failures(run)) if t]
+    from cnfperf.report import nfs   # it reads this module's helpers
+    return [t for t in (points(run), throughput(run), repetitions(run), searches(run),
+                        trials(run), latency(run), *nfs.all_tables(run), failures(run)) if t]

@@ -110,6 +110,23 @@ class NFResult:
         return 1 - self.empty_polls / self.polls if self.polls else None
 
 
+# A poller is CPU-bound when it found frames in at least this share of its polls.
+# A loop with time to spare polls faster than frames arrive, so many of its polls
+# come back empty (an idle one: nearly all); one that almost never finds an empty
+# ring is always behind its input, and its core, not the data plane, sets the
+# rate. 0.95 rather than 1: the first polls before traffic and the drain after it
+# are empty even for a saturated loop (see busy_ratio for what that costs).
+CPU_BOUND_BUSY = 0.95
+
+
+def busy_ratio(poll: dict[str, Any] | None) -> float | None:
+    """1 − empty_polls / polls of an engine summary's `poll` object; None without
+    polls (a sender's loop does not receive). The counters cover the engine's whole
+    life, its idle polls before the senders start and during the drain included."""
+    polls = int((poll or {}).get("polls") or 0)
+    return 1 - int((poll or {}).get("empty_polls") or 0) / polls if polls else None
+
+
 @dataclass
 class PointResult:
     pairs: list[PairResult]
@@ -117,6 +134,14 @@ class PointResult:
     endpoints: list[EndpointMetrics]
     counters: dict[str, PortCounters]
     nfs: list[NFResult] = field(default_factory=list)
+
+    def cpu_bound(self) -> list[str]:
+        """The nodes whose engine found frames in nearly every poll (CPU_BOUND_BUSY):
+        the tester's ends and the network functions, from their summaries' `poll`."""
+        ratios = {m.endpoint: busy_ratio(m.summary.get("poll")) for m in self.endpoints}
+        for nf in self.nfs:   # the same counters, also when only the NF result has them
+            ratios.setdefault(nf.name, nf.busy_ratio)
+        return [name for name, ratio in ratios.items() if (ratio or 0) >= CPU_BOUND_BUSY]
 
 
 def endpoint_metrics(pair: int, endpoint: str, role: str, cpu: int,

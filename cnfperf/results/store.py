@@ -1,4 +1,5 @@
-"""Results in SQLite: runs, test points, metrics per endpoint, switch counters per port.
+"""Results in SQLite: runs, test points, metrics per endpoint, switch counters per port,
+network functions and their ports.
 
 The schema is versioned with PRAGMA user_version; `_MIGRATIONS[n]` takes a
 database from version n to n+1, so later columns (repetitions, search bounds)
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf import UserError, __version__, fields
-from cnfperf.results.model import LATENCY_KEYS, PairResult, PointResult
+from cnfperf.results.model import DROP_REASONS, LATENCY_KEYS, NFResult, PairResult, PointResult
 
 RESULTS_ENV = "CNFPERF_RESULTS"
 DB_NAME = "cnfperf.db"
@@ -98,9 +99,29 @@ _SCHEMA_5 = """
 ALTER TABLE points ADD COLUMN nf_image_name TEXT;
 ALTER TABLE points ADD COLUMN nf_image_size INTEGER;
 """
-_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5]
+# Network functions on the paths: each NF's startup and polling (nf_results; idx
+# is its place on its pair's path, from the sender) and its ports' counters
+# (nf_ports; port 1 faces the sender, 2 the receiver; rx and drops counted at the
+# ingress port, tx and tx_refused at the egress port). Per point: its paths'
+# shape (pair, chain, pipeline) and the nodes whose poller was CPU-bound
+# (model.CPU_BOUND_BUSY; comma-separated node names, "" for none).
+_SCHEMA_6 = """
+ALTER TABLE points ADD COLUMN shape TEXT;
+ALTER TABLE points ADD COLUMN cpu_bound TEXT;
+CREATE TABLE nf_results (
+    point_id INTEGER NOT NULL REFERENCES points(id), name TEXT NOT NULL,
+    pair INTEGER NOT NULL, idx INTEGER NOT NULL, kind TEXT, cpu INTEGER,
+    ready_s REAL, first_tx_s REAL, polls INTEGER, empty_polls INTEGER,
+    PRIMARY KEY (point_id, name));
+CREATE TABLE nf_ports (
+    point_id INTEGER NOT NULL REFERENCES points(id), nf TEXT NOT NULL,
+    port INTEGER NOT NULL, rx_packets INTEGER, tx_packets INTEGER, tx_refused INTEGER,
+    dropped_other INTEGER, dropped_bad INTEGER, dropped_no_route INTEGER, dropped_ttl INTEGER,
+    PRIMARY KEY (point_id, nf, port));
+"""
+_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6]
 # Children of a point, deleted with it when --resume runs it again.
-_POINT_CHILDREN = ("pairs", "metrics", "counters", "trials")
+_POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports")
 SEARCH_KEYS = ("rate_pps", "loss_ratio", "offered_pps", "loss_threshold", "verified",
                "generator_limited")
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -193,11 +214,12 @@ class Store:
                   image: Any = None, nf_image: Any = None, key: str | None = None,
                   group: str | None = None,
                   rep: int = 0, search: dict[str, Any] | None = None,
-                  trials: list[dict[str, Any]] = ()) -> int:
+                  trials: list[dict[str, Any]] = (), shape: str | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` the minimal one of its
         network functions (None: none ran there). `search` (SEARCH_KEYS) and
-        `trials` come from an ndr/pdr search."""
+        `trials` come from an ndr/pdr search; `shape` is the plan's
+        (TestPoint.shape)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -210,9 +232,9 @@ class Store:
                    image_name=getattr(image, "name", None),
                    image_size=getattr(image, "size_bytes", None),
                    nf_image_name=getattr(nf_image, "name", None),
-                   nf_image_size=getattr(nf_image, "size_bytes", None))
+                   nf_image_size=getattr(nf_image, "size_bytes", None), shape=shape)
         if result:
-            row.update(_totals(result.total))
+            row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()))
         with self.db:
             point_id = self._insert("points", row)
             if result:
@@ -226,10 +248,24 @@ class Store:
                     self._insert("metrics", data)
                 for port, c in sorted(result.counters.items()):
                     self._insert("counters", {"point_id": point_id, "port": port, **asdict(c)})
+                for nf in result.nfs:
+                    self._nf(point_id, nf)
             for trial in trials:
                 self._insert("trials", {"point_id": point_id,
                                         **{k: _sql(v) for k, v in trial.items()}})
         return point_id
+
+    def _nf(self, point_id: int, nf: NFResult) -> None:
+        self._insert("nf_results", {"point_id": point_id, "name": nf.name, "pair": nf.pair,
+                                    "idx": nf.index, "kind": nf.kind, "cpu": nf.cpu,
+                                    "ready_s": nf.ready_s, "first_tx_s": nf.first_tx_s,
+                                    "polls": nf.polls, "empty_polls": nf.empty_polls})
+        for port in nf.ports:
+            self._insert("nf_ports", {
+                "point_id": point_id, "nf": nf.name, "port": port.port,
+                "rx_packets": port.rx_packets, "tx_packets": port.tx_packets,
+                "tx_refused": port.tx_refused,
+                **{f"dropped_{k}": port.dropped.get(k, 0) for k in DROP_REASONS}})
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
         cols = ", ".join(f'"{c}"' for c in row)   # a field may be an SQL word (limit)
@@ -272,6 +308,17 @@ class Store:
                                  "SELECT * FROM counters WHERE point_id = ? ORDER BY port", (pid,))}
         point["trials"] = [{k: r[k] for k in r.keys() if k != "point_id"} for r in self.db.execute(
             "SELECT * FROM trials WHERE point_id = ? ORDER BY n", (pid,))]
+        # `nfs` is the scenario's count: the NFs themselves are `nf_results`,
+        # each with its `ports`.
+        ports: dict[str, list[dict[str, Any]]] = {}
+        for r in self.db.execute("SELECT * FROM nf_ports WHERE point_id = ? ORDER BY nf, port",
+                                 (pid,)):
+            ports.setdefault(r["nf"], []).append(
+                {k: r[k] for k in r.keys() if k not in ("point_id", "nf")})
+        point["nf_results"] = [
+            {**{k: r[k] for k in r.keys() if k != "point_id"}, "ports": ports.get(r["name"], [])}
+            for r in self.db.execute(
+                "SELECT * FROM nf_results WHERE point_id = ? ORDER BY pair, idx", (pid,))]
         return point
 
 

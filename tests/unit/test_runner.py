@@ -382,3 +382,11 @@ def test_a_trial_stops_the_engines_in_two_phases(run, machine, tmp_path):
     [point] = stored["points"]
     assert point["sent"] == point["received"] == 2000
     assert "measuring" in [p.phase for p in seen]
+
+
+@pytest.mark.parametrize("nfs, shape", [(0, "pair"), (2, "pipeline")])
+def test_each_point_stores_the_shape_of_its_paths(run, nfs, shape):
+    outcome, _, stored = run({"nfs": nfs, "api": "raw", "rate": "10k", "duration": 1})
+    assert outcome.status == "done", outcome.error
+    assert [p["shape"] for p in stored["points"]] == [shape]
+    assert stored["points"][0]["cpu_bound"] == ""    # the fake trial's engines never poll

@@ -1,0 +1,318 @@
+"""Network functions in a run's paths, as tables of plain values (summary.py's
+shape: (title, headers, rows), or None when the run has none of that kind).
+
+- Loss localisation: along each pair's path, what every hop received and sent,
+  and where frames were lost: in a link (between two engines; where the data
+  plane counts its ports, before, inside or after it) or inside an NF (its drops
+  by reason, what its egress port refused).
+- Latency per NF: over points that differ only in `nfs`, the least-squares
+  slope of p50 and p99 latency over the number of NFs.
+- NF startup: each NF's ready and first-forward times, and per point the slowest.
+
+Counting along a path. Engines count what they send and receive; an NF counts
+every frame, warm-up ones included, so a sender's frames are its measured ones
+plus its warm-up ones (a receiver's likewise). A client's or a single tester's
+warm-up count mixes frames it sent and received: when it has any, the links at
+its ends are not compared (their loss shows as –).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Sequence
+
+from cnfperf import fields
+from cnfperf.results.model import DROP_REASONS
+from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
+                                    varying)
+
+# Roles whose warm-up count is one direction only: it adds to what they sent or received.
+_WARMUP_SENT = {"send"}
+_WARMUP_RECEIVED = {"recv", "server"}
+SENDERS = ("send", "client", "tester")
+RECEIVERS = ("recv", "server", "tester")
+
+
+@dataclass
+class Hop:
+    """One step of a pair's path: an engine (the ends, an NF) or the link between two."""
+
+    what: str                  # send | link | nf | recv | total
+    name: str                  # as shown
+    rx: int | None = None      # frames in (a link: what its data plane took in)
+    tx: int | None = None      # frames out (a link: what its data plane delivered)
+    lost: int | None = None    # frames lost here; None: the counts do not compare
+    why: list[str] = field(default_factory=list)
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _ends(point: dict[str, Any], pair: int) -> tuple[dict | None, dict | None]:
+    """The metrics rows of the pair's sending and receiving engine (one row for a
+    single tester)."""
+    mine = [e for e in point.get("endpoints") or [] if e["pair"] == pair]
+    sender = next((e for e in mine if e["role"] in SENDERS), None)
+    receiver = next((e for e in mine if e["role"] in RECEIVERS), None)
+    return sender, receiver
+
+
+def _sent(e: dict | None) -> tuple[int | None, bool]:
+    """(frames the end put on its link, whether that count is exact)."""
+    if e is None:
+        return None, False
+    warm = e.get("warmup_packets") or 0
+    if e["role"] in _WARMUP_SENT:
+        return (e["tx_packets"] or 0) + warm, True
+    return e["tx_packets"] or 0, warm == 0
+
+
+def _received(e: dict | None) -> tuple[int | None, bool]:
+    if e is None:
+        return None, False
+    warm = e.get("warmup_packets") or 0
+    if e["role"] in _WARMUP_RECEIVED:
+        return (e["rx_packets"] or 0) + warm, True
+    return e["rx_packets"] or 0, warm == 0
+
+
+def _port_names(point: dict[str, Any], pair: int) -> list[str]:
+    """The ports along the pair's path, two per link (placement: plan.Pair); []
+    when the point did not store its placement."""
+    for p in point.get("placement") or []:
+        if isinstance(p, dict) and p.get("index") == pair and "sender" in p:
+            middle = [port["name"] for nf in p.get("nfs") or [] for port in nf["ports"]]
+            return [p["sender"]["name"], *middle, p["receiver"]["name"]]
+    return []
+
+
+@cache
+def _view() -> dict[str, str]:
+    """Each data plane's view of its port counters (DataPlane.counter_view)."""
+    from cnfperf.dataplanes import DATAPLANES
+    return {name: dp.counter_view for name, dp in DATAPLANES.items()}
+
+
+def _link(point: dict[str, Any], up: str | None, down: str | None, sent: int | None,
+          got: int | None, exact: bool, name: str) -> Hop:
+    """The link from port `up` to port `down`: what the upstream engine sent, what
+    the downstream one received, and between them the data plane's counts."""
+    hop = Hop("link", name, lost=sent - got if exact and None not in (sent, got) else None)
+    if hop.lost is None:
+        hop.why.append("an end's count is missing" if None in (sent, got) else
+                       "not compared: the client's or tester's warm-up count mixes "
+                       "frames sent and received")
+    counters = point.get("counters") or {}
+    node_view = _view().get(str(point.get("switch"))) == "node"
+    a = up and (counters.get(f"{up}h") or counters.get(up))
+    b = down and (counters.get(f"{down}h") or counters.get(down))
+    if a and b:
+        # In = what entered the data plane from `up`, out = what it handed to `down`.
+        if node_view:
+            hop.rx, hop.tx = a["tx_packets"], b["rx_packets"]
+            dropped = (a.get("tx_dropped") or 0) + (b.get("rx_dropped") or 0)
+        else:
+            hop.rx, hop.tx = a["rx_packets"], b["tx_packets"]
+            dropped = (a.get("rx_dropped") or 0) + (b.get("tx_dropped") or 0)
+        if hop.lost:
+            parts = [("before the data plane", None if sent is None else sent - hop.rx),
+                     ("in the data plane", hop.rx - hop.tx),
+                     ("after the data plane", None if got is None else hop.tx - got)]
+            hop.why += [f"{where} {_n(n)}" for where, n in parts if n]
+        if dropped:
+            hop.why.append(f"its drop counters {_n(dropped)}")
+    return hop
+
+
+def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
+    """An NF forwarding the pair's frames: in at port 1, out at port 2."""
+    ports = {p["port"]: p for p in nf.get("ports") or []}
+    ingress, egress = ports.get(1) or {}, ports.get(2) or ports.get(1) or {}
+    rx, tx = ingress.get("rx_packets") or 0, egress.get("tx_packets") or 0
+    hop = Hop("nf", f"nf {nf['idx'] + 1} of {total}: {nf['kind']} "
+                    f"{short_name(point, nf['name'])}", rx=rx, tx=tx, lost=rx - tx)
+    counted = 0
+    for reason in DROP_REASONS:
+        n = ingress.get(f"dropped_{reason}") or 0
+        if n:
+            hop.why.append(f"{reason} {_n(n)}")
+            counted += n
+    refused = egress.get("tx_refused") or 0
+    if refused:
+        hop.why.append(f"tx_refused {_n(refused)}")
+        counted += refused
+    if hop.lost and hop.lost != counted:
+        hop.why.append(f"not counted {_n(hop.lost - counted)}")
+    return hop
+
+
+def hops(point: dict[str, Any], pair: int) -> list[Hop]:
+    """The pair's path from sender to receiver, a hop per engine and per link,
+    then the total (sent by the sender, received by the receiver)."""
+    sender, receiver = _ends(point, pair)
+    nfs = sorted((n for n in point.get("nf_results") or [] if n["pair"] == pair),
+                 key=lambda n: n["idx"])
+    names = _port_names(point, pair)
+    sent, sent_exact = _sent(sender)
+    got, got_exact = _received(receiver)
+
+    def shown(e: dict | None) -> str:
+        return node(point, e["endpoint"]) if e else "?"
+
+    out: list[Hop] = [Hop("send", shown(sender), tx=sent)]
+    upstream, exact = sent, sent_exact
+    for i, nf in enumerate(nfs):
+        hop = _nf(point, nf, len(nfs))
+        up, down = (names[2 * i], names[2 * i + 1]) if names else (None, None)
+        out.append(_link(point, up, down, upstream, hop.rx, exact, f"link → nf {i + 1}"))
+        out.append(hop)
+        upstream, exact = hop.tx, True
+    up, down = (names[-2], names[-1]) if names else (None, None)
+    out.append(_link(point, up, down, upstream, got, exact and got_exact, "link → receiver"))
+    out.append(Hop("recv", shown(receiver), rx=got))
+    ends_exact = sent_exact and got_exact and None not in (sent, got)
+    total = Hop("total", "end to end", rx=sent, tx=got,
+                lost=sent - got if ends_exact else None)
+    total.why = [f"{h.name}: {_n(h.lost)}" + (f" ({', '.join(h.why)})" if h.why else "")
+                 for h in out if h.lost]
+    out.append(total)
+    return out
+
+
+def loss_localisation(run: dict[str, Any]) -> Table | None:
+    points = [p for p in done_points(run) if p.get("nf_results")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        for pair in sorted({n["pair"] for n in p["nf_results"]}):
+            for h in hops(p, pair):
+                rows.append([label(p, axes), p.get("rep", 0) + 1, pair, h.name, h.rx, h.tx,
+                             h.lost, "; ".join(h.why)])
+    return ("Loss along each path", ["point", "rep", "pair", "hop", "in", "out", "lost",
+                                     "where and why"], rows)
+
+
+# --- latency per NF ------------------------------------------------------------
+
+@dataclass
+class Slope:
+    """Latency over the number of NFs, for points alike in everything else."""
+
+    point: dict[str, Any]      # one of them, for its label and fields
+    shape: str                 # chain | pipeline (pair: only points without NFs)
+    kind: str                  # one_way | rtt
+    points: list[tuple[int, float, float | None]]   # (nfs, p50 µs, p99 µs) per point
+    p50: float                 # µs per NF
+    p50_base: float            # µs at 0 NFs (the fit's intercept)
+    p99: float | None
+    p99_base: float | None
+
+    @property
+    def switch(self) -> str:
+        return str(self.point.get("switch"))
+
+
+def fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least squares: (slope, intercept) of y = slope · x + intercept."""
+    n = len(xs)
+    mx, my = math.fsum(xs) / n, math.fsum(ys) / n
+    sxx = math.fsum((x - mx) ** 2 for x in xs)
+    if not sxx:
+        raise ValueError("fit: every x is the same")
+    slope = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return slope, my - slope * mx
+
+
+# Fields a point may differ in and still be on the same curve: the NF count itself.
+_ALONG = ("nfs",)
+
+
+def slopes(run: dict[str, Any]) -> list[Slope]:
+    """A Slope per set of points that differ only in `nfs` (repetitions included:
+    each is a point of the fit) and measured at least two NF counts."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in done_points(run):
+        if p.get("lat_p50_ns") is None:
+            continue
+        key = tuple(str(_param(p, f.name)) for f in fields.stored() if f.name not in _ALONG)
+        groups[(*key, p.get("latency_kind"))].append(p)
+    out = []
+    for members in groups.values():
+        xs = [int(_param(p, "nfs") or 0) for p in members]
+        if len(set(xs)) < 2:
+            continue
+        p50 = [p["lat_p50_ns"] / 1e3 for p in members]
+        p99 = [None if p.get("lat_p99_ns") is None else p["lat_p99_ns"] / 1e3 for p in members]
+        s50, b50 = fit(xs, p50)
+        s99, b99 = fit(xs, p99) if None not in p99 else (None, None)
+        shape = next((p.get("shape") for p in members if p.get("shape") not in (None, "pair")),
+                     None) or "?"
+        out.append(Slope(members[0], shape, str(members[0].get("latency_kind")),
+                         sorted(zip(xs, p50, p99)), s50, b50, s99, b99))
+    return out
+
+
+KIND = {"one_way": "one-way", "rtt": "round trip"}
+
+
+def latency_per_nf(run: dict[str, Any]) -> Table | None:
+    found = slopes(run)
+    if not found:
+        return None
+    axes = [f for f in varying(done_points(run)) if f not in _ALONG]
+    rows = [[label(s.point, axes) if axes else s.switch, s.switch, s.shape,
+             KIND.get(s.kind, s.kind), ", ".join(map(str, sorted({x for x, _, _ in s.points}))),
+             len(s.points), s.p50_base, s.p50, s.p99] for s in found]
+    return ("Latency per network function", ["configuration", "data plane", "shape", "latency",
+                                             "NFs", "points", "p50 µs at 0 NFs",
+                                             "p50 µs per NF", "p99 µs per NF"], rows)
+
+
+# --- startup -------------------------------------------------------------------
+
+def startup(run: dict[str, Any]) -> Table | None:
+    """Each NF: ready (container created, engine started, ports up) and its first
+    forwarded frame, in seconds; how busy its poller was."""
+    points = [p for p in done_points(run) if p.get("nf_results")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        for nf in p["nf_results"]:
+            polls = nf.get("polls") or 0
+            busy = 100 * (1 - (nf.get("empty_polls") or 0) / polls) if polls else None
+            rows.append([label(p, axes), p.get("rep", 0) + 1, nf["pair"],
+                         f"{nf['idx'] + 1} of {_param(p, 'nfs')}", nf["kind"],
+                         short_name(p, nf["name"]), nf["cpu"], nf.get("ready_s"),
+                         nf.get("first_tx_s"), busy])
+    return ("NF startup and polling", ["point", "rep", "pair", "NF", "kind", "node", "cpu",
+                                       "ready s", "first forward s", "busy polls %"], rows)
+
+
+def _max(values: list[Any]) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def startup_per_point(run: dict[str, Any]) -> Table | None:
+    """The slowest NF of each point: its path was ready within that long."""
+    points = [p for p in done_points(run) if p.get("nf_results")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = [[label(p, axes), p.get("rep", 0) + 1, path(p), len(p["nf_results"]),
+             _max([n.get("ready_s") for n in p["nf_results"]]),
+             _max([n.get("first_tx_s") for n in p["nf_results"]])] for p in points]
+    return ("NF startup per point", ["point", "rep", "path", "NFs", "all ready within s",
+                                     "all forwarding within s"], rows)
+
+
+def all_tables(run: dict[str, Any]) -> list[Table]:
+    return [t for t in (loss_localisation(run), latency_per_nf(run), startup(run),
+                        startup_per_point(run)) if t]
