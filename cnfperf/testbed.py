@@ -23,9 +23,10 @@ from pathlib import Path
 
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.dataplanes.kernel import add_netns, del_netns
+from cnfperf.functions import template_of
 from cnfperf.host import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, Link, TestPoint
-from cnfperf.runtimes import FULL, MINIMAL, RUNTIMES, Container, ImageInfo, Journal, Runtime
+from cnfperf.runtimes import FULL, MINIMAL, RUNTIMES, TOOLS, Container, ImageInfo, Journal, Runtime
 from cnfperf.teardown import Teardown
 
 
@@ -138,16 +139,18 @@ class Builder:
         self._runtime(runtime, kind)
         return self._images[(runtime, kind)]
 
-    def image_of(self, nf: NF) -> str:
-        """The kind of image a network function's container is made from."""
+    def image_of(self, nf: NF, kind: str) -> str:
+        """The kind of image a network function's container is made from: one
+        with testpmd for a command of its own, the minimal one on a kernel api."""
+        if template_of(kind) is not None:
+            return TOOLS
         api = nf.ports[0].api
         return MINIMAL if api != "dpdk" and api in self.static_apis else FULL
 
     def nf_image(self, point: TestPoint) -> ImageInfo | None:
-        """The minimal image, when a network function of the point runs in it."""
-        if any(self.image_of(nf) == MINIMAL for nf in point.nfs):
-            return self.image(point.scenario.runtime, MINIMAL)
-        return None
+        """The image the point's network functions ran in, when not the ends' one."""
+        kinds = {self.image_of(nf, point.scenario.nf) for nf in point.nfs} - {FULL}
+        return self.image(point.scenario.runtime, kinds.pop()) if kinds else None
 
     @property
     def static_apis(self) -> list[str]:
@@ -170,7 +173,7 @@ class Builder:
                                                             ep.cpu, teardown))
         for nf in point.nfs:
             start = time.monotonic()
-            bed.nodes[nf.name] = Function(nf, self._container(s.runtime, self.image_of(nf), bed,
+            bed.nodes[nf.name] = Function(nf, self._container(s.runtime, self.image_of(nf, s.nf), bed,
                                                               nf.name, nf.cpu, teardown))
             bed.create_s[nf.name] = time.monotonic() - start
         return bed

@@ -45,10 +45,13 @@ class ImageInfo:
 # The images a runtime prepares, by kind. FULL: the engine as built (shared
 # objects, DPDK drivers and all) with a shell; the tester ends and DPDK network
 # functions run in it. MINIMAL: the static engine (cnfperf-engine-static) and
-# nothing else, for network functions on a kernel api.
+# nothing else, for network functions on a kernel api. TOOLS: FULL plus Debian's
+# dpdk-testpmd and its libraries (~15 MB more), for NFs that run a command of
+# their own (nf = testpmd, cmd:TEMPLATE).
 FULL = "full"
 MINIMAL = "minimal"
-IMAGES = (FULL, MINIMAL)
+TOOLS = "tools"
+IMAGES = (FULL, MINIMAL, TOOLS)
 
 
 def check_image(image: str) -> str:

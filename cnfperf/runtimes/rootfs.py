@@ -160,6 +160,7 @@ class ImageSpec:
     busybox: Path | None = BUSYBOX           # None: the minimal image
     files: list[str] = field(default_factory=list)   # host paths copied to the same path
     dpdk: bool = False
+    tools: list[str] = field(default_factory=list)   # host binaries besides the engine
 
     @property
     def minimal(self) -> bool:
@@ -169,7 +170,8 @@ class ImageSpec:
     def name(self) -> str:
         if self.minimal:
             return "engine-static"
-        return "busybox+engine" + ("+dpdk" if self.dpdk else "")
+        return "busybox+engine" + ("+dpdk" if self.dpdk else "") + \
+            "".join("+" + os.path.basename(t).removeprefix("dpdk-") for t in self.tools)
 
     @property
     def engine_path(self) -> str:
@@ -209,14 +211,17 @@ def _file_hash(path: Path) -> bytes:
     return h.hexdigest().encode()
 
 
-def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd) -> ImageSpec:
+def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd,
+             tools: Sequence[str] = ()) -> ImageSpec:
+    """The full image; `tools`: host binaries that go in too, at their own paths,
+    with their libraries (the TOOLS image's dpdk-testpmd)."""
     if not engine.is_file() or not os.access(engine, os.X_OK):
         raise ContainerError(f"image: engine {engine} is not an executable file")
     if not busybox.is_file():
         raise ContainerError("image: " + tools.not_found(str(busybox),
                                                          tools.TOOLS["busybox"].package))
-    libs = library_closure([engine], resolve)
-    spec = ImageSpec(engine=engine, busybox=busybox)
+    libs = library_closure([engine, *tools], resolve)
+    spec = ImageSpec(engine=engine, busybox=busybox, tools=list(tools))
     extra: list[str] = []
     eal = next((l for l in libs if os.path.basename(l).startswith("librte_eal.so")), None)
     if eal:
@@ -234,7 +239,7 @@ def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd) -> ImageSpec:
     xdp = next((l for l in libs if os.path.basename(l).startswith("libxdp.so")), None)
     if xdp and (obj_dir := libxdp_object_dir(xdp)):
         extra += [str(obj_dir / o) for o in LIBXDP_OBJECTS if (obj_dir / o).exists()]
-    spec.files = sorted(set(libs) | set(extra))
+    spec.files = sorted(set(libs) | set(extra) | set(tools))
     return spec
 
 

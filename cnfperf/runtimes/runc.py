@@ -14,7 +14,7 @@ from cnfperf import tools
 from cnfperf.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
+from .base import (FULL, MINIMAL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
                    check_image, check_name, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
@@ -70,6 +70,19 @@ class RuncContainer(Container):
         self.journal.discard(KIND, self.name)
 
 
+TESTPMD = "dpdk-testpmd"   # what NFs of kind testpmd (and users' commands) run
+
+
+def _tools(image: str) -> list[str]:
+    """The host binaries an image kind holds besides the engine."""
+    if image != TOOLS:
+        return []
+    found = shutil.which(TESTPMD)
+    if found is None:
+        raise ContainerError("image: " + tools.not_found(TESTPMD, tools.TOOLS[TESTPMD].package))
+    return [found]
+
+
 def _force_remove(name: str) -> list[str]:
     """Kill and delete a container; returns errors other than 'already gone'."""
     errors = []
@@ -113,7 +126,7 @@ class RuncRuntime(Runtime):
     def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
         engine = Path(engine)
         spec = rootfs.minimal_spec_for(engine) if check_image(image) == MINIMAL \
-            else rootfs.spec_for(engine)
+            else rootfs.spec_for(engine, tools=_tools(image))
         info = rootfs.build(spec, self.images_dir)
         self.images[image] = (info, spec)
         return info

@@ -216,8 +216,11 @@ def test_the_image_of_a_network_function_follows_its_api(tmp_path):
 
     def nf(api):
         return SimpleNamespace(ports=(SimpleNamespace(api=api), SimpleNamespace(api=api)))
-    assert [builder.image_of(nf(api)) for api in ("raw", "mmap", "xdp", "dpdk")] == \
+    assert [builder.image_of(nf(api), "l2") for api in ("raw", "mmap", "xdp", "dpdk")] == \
         ["minimal"] * 3 + ["full"]
+    # a command of its own (testpmd, a user's) runs where testpmd is
+    assert {builder.image_of(nf(api), kind) for api in ("raw", "dpdk")
+            for kind in ("testpmd", "cmd:my-nf {iface1}")} == {"tools"}
 
 
 def test_progress_says_each_phase_of_each_point(run):

@@ -107,8 +107,8 @@ def test_a_single_tester_through_ovs(engine, cli, cli_json, no_leftovers):
     "cmd:dpdk-testpmd {eal} --lcores 0@{cpu},1@{cpu} -- --forward-mode=mac --stats-period=1 "
     "--eth-peer=0,{peer1} --eth-peer=1,{peer2} --total-num-mbufs=8192"], ids=["testpmd", "cmd"])
 def test_testpmd_as_the_nf(engine, cli, cli_json, no_leftovers, nf):
-    point = _run(cli, cli_json, "--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", nf,
-                 "--runtime", "netns")
+    point = _run(cli, cli_json, "--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", nf)
+    assert point["nf_image_name"] == "busybox+engine+dpdk+testpmd"   # runc, testpmd inside
     [pair] = point["per_pair"]
     assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
     [testpmd] = [e for e in point["endpoints"] if e["role"] == "nf"]

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Network functions in the path, against the goals of the NF capability.
+
+Runs cnfperf itself (`cnfperf run --json`, results read back with `cnfperf
+results show --json`), one point at a time, and prints what this host gives
+beside each goal:
+
+  1. single-process tester, 64 B, unpaced: OVS-DPDK >= 2 Mpps, testpmd >= 4 Mpps
+  2. one-way p50 added per NF (least-squares slope over C = 0..4 NFs, at 1000 pps):
+     <= 5 us over memif and vhost pipelines, <= 20 us through a bridge (a chain)
+  3. NDR of a 5-NF memif pipeline at 64 B, poll = adaptive: aim >= 1 Mpps
+  4. NF startup: one NF ready within 100 ms of its container's creation, a 5-NF
+     chain within 1 s
+
+Every row says how many pollers shared how many cores (the plan's own count).
+Not a test: run it on a quiet host, as root:
+
+    python3 bench/nf_paths.py [--seconds 5] [--only 1,2,3,4]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = REPO / ".venv" / "bin" / "python"
+
+
+def cnfperf(results: Path, *args: str) -> dict:
+    """One run's stored point (the only one), or exit with cnfperf's own error."""
+    env = dict(os.environ, CNFPERF_RESULTS=str(results))
+    python = str(PYTHON) if PYTHON.exists() else sys.executable
+    done = subprocess.run([python, "-m", "cnfperf", "run", *args, "--json"], cwd=REPO, env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"cnfperf run {' '.join(args)}: {done.stderr.strip().splitlines()[-1]}")
+    run_id = json.loads(done.stdout)["outcome"]["run_id"]
+    shown = subprocess.run([python, "-m", "cnfperf", "results", "show", run_id, "--json"],
+                           cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    [point] = json.loads(shown.stdout)["points"]
+    return point
+
+
+def pollers(point: dict) -> str:
+    """`4 pollers / 2 cores`, from the plan's warning, or `within the cores`."""
+    for warning in json.loads(point.get("warnings") or "[]") if isinstance(
+            point.get("warnings"), str) else point.get("warnings") or []:
+        m = re.match(r"(\d+) busy-polling threads share (\d+) cores", warning)
+        if m:
+            return f"{m[1]} pollers / {m[2]} cores"
+    return f"pollers within {os.cpu_count()} cores"
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def row(what: str, value: str, goal: str, ratio: float | None, point: dict) -> None:
+    shown = f"{ratio:.2f}" if ratio is not None else "-"
+    print(f"{what:<44} {value:>14}   goal {goal:<12} ratio {shown:>6}   {pollers(point)}")
+
+
+def single_tester(results: Path, seconds: float) -> None:
+    for switch, goal in (("ovs", 2e6), ("testpmd", 4e6)):
+        p = cnfperf(results, "--switch", switch, "--api", "dpdk", "--tester", "single",
+                    "--size", "64", "--duration", str(seconds), "--warmup", "1")
+        rx = p["rx_pps"]
+        row(f"1. single tester through {switch}, 64 B", f"{rx / 1e6:.2f} Mpps",
+            f">= {goal / 1e6:g} Mpps", rx / goal, p)
+
+
+def per_hop(results: Path, seconds: float) -> None:
+    for switch, api, goal in (("memif", "dpdk", 5.0), ("vhost", "dpdk", 5.0),
+                              ("bridge", "raw", 20.0)):
+        xs, ys, last = [], [], None
+        for nfs in range(0, 5):
+            if nfs == 0 and switch in ("memif", "vhost"):
+                continue   # a single tester cannot close a vhost or memif link on itself
+            last = cnfperf(results, "--switch", switch, "--api", api, "--tester", "single",
+                           "--nfs", str(nfs), "--mode", "latency", "--duration", str(seconds),
+                           "--warmup", "0.5")
+            xs.append(nfs)
+            ys.append(last["lat_p50_ns"] / 1e3)
+        per_nf = slope(xs, ys)
+        shape = "chain" if switch == "bridge" else "pipeline"
+        row(f"2. p50 per NF, {switch} {shape} ({', '.join(f'{y:.0f}' for y in ys)} us)",
+            f"{per_nf:.1f} us/NF", f"<= {goal:g} us", goal / per_nf if per_nf > 0 else None,
+            last)
+
+
+def ndr(results: Path, seconds: float) -> None:
+    p = cnfperf(results, "--switch", "memif", "--api", "dpdk", "--tester", "single",
+                "--nfs", "5", "--poll", "adaptive", "--size", "64", "--rate", "ndr",
+                "--trial-duration", str(seconds), "--duration", str(seconds), "--warmup", "0.5")
+    found = p.get("search_rate_pps") or 0
+    row("3. NDR, 5-NF memif pipeline, adaptive", f"{found / 1e6:.2f} Mpps", ">= 1 Mpps",
+        found / 1e6, p)
+
+
+def startup(results: Path, seconds: float) -> None:
+    for nfs, goal in ((1, 0.1), (5, 1.0)):
+        p = cnfperf(results, "--switch", "bridge", "--api", "raw", "--nfs", str(nfs),
+                    "--rate", "1000", "--duration", "1", "--warmup", "0.2")
+        ready = max(nf["ready_s"] for nf in p["nf_results"])
+        row(f"4. {nfs} NF{'s' if nfs > 1 else ''} ready (slowest, bridge chain)",
+            f"{ready * 1e3:.0f} ms", f"<= {goal * 1e3:g} ms", goal / ready if ready else None, p)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--only", default="1,2,3,4")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (namespaces, containers, hugepages)")
+    print(f"host: {os.cpu_count()} cores; ratio = measured / goal (latency, startup: "
+          "goal / measured), > 1 meets it")
+    steps = {"1": single_tester, "2": per_hop, "3": ndr, "4": startup}
+    with tempfile.TemporaryDirectory(prefix="cnfperf-bench-") as results:
+        for step in args.only.split(","):
+            steps[step.strip()](Path(results), args.seconds)
+
+
+if __name__ == "__main__":
+    main()
