@@ -136,7 +136,9 @@ class Trial:
         after = self.bed.dataplane.counters()
         # No engine polls any more: ports may close now.
         self._release(senders)
-        self._release(engine_nfs)
+        # From the sender's side, one depth at a time: no two ends of a link close at once.
+        for depth in range(self.s.nfs):
+            self._release([p.nfs[depth] for p in pairs if p.nfs[depth] in engine_nfs])
         self._release(receivers)
         result = self._result(before, after)
         # Every engine has exited and been read: a search's many trials must not

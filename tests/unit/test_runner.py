@@ -335,8 +335,9 @@ def say(what):
         f.write(f"{name} {what}\\n")
 stop = []
 signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+say("started")
 print(json.dumps({"type": "ready"}), flush=True)
-if role in ("recv", "server"):
+if role in ("recv", "server", "nf"):
     while not stop:
         time.sleep(0.01)
 else:
@@ -378,7 +379,7 @@ def test_a_trial_stops_the_engines_in_two_phases(run, machine, tmp_path):
     outcome, seen, stored = run({"pairs": 2, "rate": "5k", "duration": 0.2, "warmup": 0},
                                 builder=builder, trial=trial_module.run)
     assert outcome.status == "done", outcome.error
-    events = [line.split() for line in log.read_text().splitlines()]
+    events = [line.split() for line in log.read_text().splitlines() if "started" not in line]
     assert [what for _, what in events] == ["summary"] * 4 + ["closed"] * 4
     closed = [name for name, what in events if what == "closed"]
     assert [name[-1] for name in closed] == ["s", "s", "r", "r"]
@@ -393,3 +394,43 @@ def test_each_point_stores_the_shape_of_its_paths(run, nfs, shape):
     assert outcome.status == "done", outcome.error
     assert [p["shape"] for p in stored["points"]] == [shape]
     assert stored["points"][0]["cpu_bound"] == ""    # the fake trial's engines never poll
+
+
+def test_network_functions_start_from_the_receiver_and_close_before_it(run, machine, tmp_path):
+    """Each NF listens before its upstream neighbour connects; every engine stops
+    polling before any closes; the path closes from the sender's end."""
+    script, log = tmp_path / "engine.py", tmp_path / "engines.log"
+    script.write_text(STAND_IN)
+
+    class Container:
+        def __init__(self, name):
+            self.name, self.engine = name, "cnfperf-engine"
+
+        def exec(self, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 stdin=subprocess.DEVNULL):
+            return subprocess.Popen([sys.executable, script, log, self.name, args[1]],
+                                    stdout=stdout, stderr=stderr, stdin=stdin)
+
+        def destroy(self):
+            machine.step("destroy", self.name)
+
+    class Engines(Runtime):
+        def create(self, name, cpus, netns, mounts=(), image="full"):
+            machine.step("create", name)
+            return Container(name)
+
+    builder = functools.partial(
+        Builder, dataplanes={"veth": functools.partial(Switch, machine)},
+        runtimes={"runc": functools.partial(Engines, machine)}, namespaces=Namespaces(machine))
+    outcome, _, stored = run({"nfs": 2, "api": "raw", "rate": "5k", "duration": 0.2,
+                              "warmup": 0}, builder=builder, trial=trial_module.run)
+    assert outcome.status == "done", outcome.error
+    events = [line.split() for line in log.read_text().splitlines()]
+    short = [(name[8:], what) for name, what in events]
+    assert [n for n, what in short if what == "started"] == ["p0r", "n001", "n000", "p0s"]
+    assert [what for _, what in short if what != "started"] == ["summary"] * 4 + ["closed"] * 4
+    assert [n for n, what in short if what == "closed"] == ["p0s", "n000", "n001", "p0r"]
+    assert {e[1] for e in machine.of("create")} == {f"cnfp{outcome.run_id}{n}"
+                                                    for n in ("p0s", "p0r", "n000", "n001")}
+    [point] = stored["points"]
+    assert point["shape"] == "pipeline" and len(point["nf_results"]) == 2
