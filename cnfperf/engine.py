@@ -60,12 +60,7 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
         args.append("--touch")
     if s.mmsg:
         args.append("--mmsg")
-    if s.poll != "busy":
-        args += ["--poll", s.poll]
-    args.append("--hold")
-    if eal:
-        args += ["--", *eal]
-    return args
+    return args + _tail(s, eal)
 
 
 def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str], pair: Pair,
@@ -81,12 +76,14 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     if s.nf == "l3":
         # Host routes to the two ends: a router's table, not a cross-connect.
         args += ["--route", f"{pair.receiver.ip}/32,2", "--route", f"{pair.sender.ip}/32,1"]
-    if s.poll != "busy":
-        args += ["--poll", s.poll]
-    args.append("--hold")
-    if eal:
-        args += ["--", *eal]
-    return args
+    return args + _tail(s, eal)
+
+
+def _tail(s: Scenario, eal: Sequence[str]) -> list[str]:
+    """What every engine of the point is told last: how it waits for packets, to
+    hold its ports after its summary (the two-phase stop), its EAL arguments."""
+    return [*(["--poll", s.poll] if s.poll != "busy" else []), "--hold",
+            *(["--", *eal] if eal else [])]
 
 
 def port_args(ports: Sequence[Attachment]) -> list[str]:

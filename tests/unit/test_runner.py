@@ -352,8 +352,8 @@ say("closed")
 """
 
 
-def test_a_trial_stops_the_engines_in_two_phases(run, machine, tmp_path):
-    """Every engine has stopped polling before any closes its port; senders close first."""
+def stand_ins(machine: Machine, tmp_path) -> tuple:
+    """(a Builder whose containers run STAND_IN engines, the log they write)."""
     script, log = tmp_path / "engine.py", tmp_path / "engines.log"
     script.write_text(STAND_IN)
 
@@ -367,15 +367,22 @@ def test_a_trial_stops_the_engines_in_two_phases(run, machine, tmp_path):
                                     stdout=stdout, stderr=stderr, stdin=stdin)
 
         def destroy(self):
-            pass
+            machine.step("destroy", self.name)
 
     class Engines(Runtime):
         def create(self, name, cpus, netns, mounts=(), image="full"):
+            machine.step("create", name, image)
             return Container(name)
 
     builder = functools.partial(
         Builder, dataplanes={"veth": functools.partial(Switch, machine)},
         runtimes={"runc": functools.partial(Engines, machine)}, namespaces=Namespaces(machine))
+    return builder, log
+
+
+def test_a_trial_stops_the_engines_in_two_phases(run, machine, tmp_path):
+    """Every engine has stopped polling before any closes its port; senders close first."""
+    builder, log = stand_ins(machine, tmp_path)
     outcome, seen, stored = run({"pairs": 2, "rate": "5k", "duration": 0.2, "warmup": 0},
                                 builder=builder, trial=trial_module.run)
     assert outcome.status == "done", outcome.error
@@ -399,29 +406,7 @@ def test_each_point_stores_the_shape_of_its_paths(run, nfs, shape):
 def test_network_functions_start_from_the_receiver_and_close_before_it(run, machine, tmp_path):
     """Each NF listens before its upstream neighbour connects; every engine stops
     polling before any closes; the path closes from the sender's end."""
-    script, log = tmp_path / "engine.py", tmp_path / "engines.log"
-    script.write_text(STAND_IN)
-
-    class Container:
-        def __init__(self, name):
-            self.name, self.engine = name, "cnfperf-engine"
-
-        def exec(self, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                 stdin=subprocess.DEVNULL):
-            return subprocess.Popen([sys.executable, script, log, self.name, args[1]],
-                                    stdout=stdout, stderr=stderr, stdin=stdin)
-
-        def destroy(self):
-            machine.step("destroy", self.name)
-
-    class Engines(Runtime):
-        def create(self, name, cpus, netns, mounts=(), image="full"):
-            machine.step("create", name)
-            return Container(name)
-
-    builder = functools.partial(
-        Builder, dataplanes={"veth": functools.partial(Switch, machine)},
-        runtimes={"runc": functools.partial(Engines, machine)}, namespaces=Namespaces(machine))
+    builder, log = stand_ins(machine, tmp_path)
     outcome, _, stored = run({"nfs": 2, "api": "raw", "rate": "5k", "duration": 0.2,
                               "warmup": 0}, builder=builder, trial=trial_module.run)
     assert outcome.status == "done", outcome.error
