@@ -229,7 +229,8 @@ def failures(run: dict[str, Any]) -> Table | None:
             [[label(p, axes), p["status"], p.get("error") or ""] for p in failed])
 
 
-def all_tables(run: dict[str, Any]) -> list[Table]:
-    from cnfperf.report import nfs   # it reads this module's helpers
+def all_tables(run: dict[str, Any], more: Sequence[Table] = ()) -> list[Table]:
+    """Every table of a run's report, in its order; `more` (the network functions'
+    tables, report/nfs.py) go before the failures."""
     return [t for t in (points(run), throughput(run), repetitions(run), searches(run),
-                        trials(run), latency(run), *nfs.all_tables(run), failures(run)) if t]
+                        trials(run), latency(run), *more, failures(run)) if t]
