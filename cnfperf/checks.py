@@ -67,6 +67,8 @@ def check(s: Scenario) -> None:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
     if s.nfs:
         _check_nfs(s, dataplane)
+    if (problem := _interrupt_problem(s)) is not None:
+        raise UserError(*problem)
     if s.tester == "single" and s.api == "udp":
         # Both ends' addresses would be local to its one netns: the kernel would
         # hand the frames over inside, never through the path.
@@ -91,8 +93,6 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
         raise UserError("nf", f"{s.nf!r} is not a network function: one of "
                               f"{', '.join(NF_KINDS)}, or cmd:TEMPLATE")
     functions.check_template(s.nf)
-    if s.nf == "testpmd" and s.nf_api != "dpdk":
-        raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
     if s.nf_api not in dataplane.apis:
         raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
                                   f"not {s.nf_api}")
@@ -101,6 +101,25 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
         # them knows them for its own, and nothing can stand behind it.
         raise UserError("nf", f"{s.nf} sends frames back to their sender: it takes nfs = 1 "
                               "and tester = single")
+    if s.nf == "testpmd" and s.nf_api != "dpdk":
+        raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
+
+
+# DPDK ports whose PMD (22.11) has Rx interrupts: vhost-user's two ends (net_vhost,
+# net_virtio_user); memif and af_packet (DPDK on a kernel data plane) have none.
+RX_INTERRUPTS = ("vhost", "ovs", "testpmd")
+
+
+def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:
+    """(field, why) when poll = interrupt asks a DPDK port for Rx interrupts its PMD lacks."""
+    if s.poll != "interrupt" or s.switch in RX_INTERRUPTS:
+        return None
+    apis = [("api", s.api)] + ([("nf_api", s.nf_api)] if s.nfs else [])
+    for field, api in apis:
+        if api == "dpdk":
+            return "poll", (f"{s.switch}'s DPDK ports have no Rx interrupts ({field} = dpdk); "
+                            "use poll = adaptive")
+    return None
 
 
 def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0) -> tuple[str, str] | None:
@@ -153,6 +172,11 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
     problems = [f"engine: {host.engine.problem}"] if host.engine.problem else []
     for s in {(s.switch, s.api, s.runtime): s for s in scenarios}.values():
         problems += _problems(host, s.switch, s.api, s.runtime)
+    for s in scenarios:
+        if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
+            problems.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
+        if s.nfs and s.nf == "testpmd":
+            problems += tools.problems(functions.TESTPMD)
     if problems:
         raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
 

@@ -89,7 +89,8 @@ FIELDS: list[Field] = [
           ", or cmd:TEMPLATE (a command of yours, its ports substituted)", axis=8,
           column="TEXT", label="named"),
     Field("nf_api", "choice", "mmap", "the network functions' packet I/O (an L2 api); default: "
-          "dpdk when api is dpdk (as on every DPDK data plane), else mmap", axis=4,
+          "dpdk when api is dpdk (as on every DPDK data plane), else mmap (raw for latency)",
+          axis=4,
           choices=APIS[1:], column="TEXT"),
     Field("tester", "choice", "split", "split: sender and receiver in containers of their own; "
           "single: one engine holds both ends of each path", axis=2, choices=TESTERS,

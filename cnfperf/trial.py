@@ -266,7 +266,7 @@ class Trial:
             waiting = [nf for nf in waiting
                        if not any(ready in line for line in self.outputs[nf.name].lines)] \
                 if ready else ([] if waited >= functions.SETTLE_S else waiting)
-            if waited > READY_TIMEOUT:
+            if waiting and waited > READY_TIMEOUT:
                 raise self._failed(waiting[0], f"was not up within {READY_TIMEOUT:g} s")
             time.sleep(0.05)
 
@@ -282,6 +282,8 @@ class Trial:
                 raise self._failed(nf, f"did not exit within {STOP_TIMEOUT:g} s of SIGINT") \
                     from None
             self.outputs[nf.name].join(STOP_TIMEOUT)
+            _close_stdin(self.procs[nf.name])   # a search's many trials must not keep it
+            self.procs[nf.name].stdout.close()
 
     def _summary(self, ep: Endpoint | NF) -> dict | None:
         """An engine's summary record, or what a command NF's output says."""

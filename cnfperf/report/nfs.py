@@ -85,7 +85,9 @@ def _port_names(point: dict[str, Any], pair: int) -> list[str]:
     for p in point.get("placement") or []:
         if isinstance(p, dict) and p.get("index") == pair and "sender" in p:
             middle = [port["name"] for nf in p.get("nfs") or [] for port in nf["ports"]]
-            return [p["sender"]["name"], *middle, p["receiver"]["name"]]
+            # A one-port NF (mirror) sends frames back: the path returns to the sender.
+            back = p["sender"] if len(middle) % 2 else p["receiver"]
+            return [p["sender"]["name"], *middle, back["name"]]
     return []
 
 
@@ -130,10 +132,12 @@ def _link(point: dict[str, Any], up: str | None, down: str | None, sent: int | N
 def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
     """An NF forwarding the pair's frames: in at port 1, out at port 2."""
     ports = {p["port"]: p for p in nf.get("ports") or []}
+    name = f"nf {nf['idx'] + 1} of {total}: {nf['kind']} {short_name(point, nf['name'])}"
+    if not ports:   # a user's command: its counters are its own business
+        return Hop("nf", name, why=["its own command: no counters read"])
     ingress, egress = ports.get(1) or {}, ports.get(2) or ports.get(1) or {}
     rx, tx = ingress.get("rx_packets") or 0, egress.get("tx_packets") or 0
-    hop = Hop("nf", f"nf {nf['idx'] + 1} of {total}: {nf['kind']} "
-                    f"{short_name(point, nf['name'])}", rx=rx, tx=tx, lost=rx - tx)
+    hop = Hop("nf", name, rx=rx, tx=tx, lost=rx - tx)
     counted = 0
     for reason in DROP_REASONS:
         n = ingress.get(f"dropped_{reason}") or 0
@@ -169,7 +173,7 @@ def hops(point: dict[str, Any], pair: int) -> list[Hop]:
         up, down = (names[2 * i], names[2 * i + 1]) if names else (None, None)
         out.append(_link(point, up, down, upstream, hop.rx, exact, f"link → nf {i + 1}"))
         out.append(hop)
-        upstream, exact = hop.tx, True
+        upstream, exact = hop.tx, hop.tx is not None
     up, down = (names[-2], names[-1]) if names else (None, None)
     out.append(_link(point, up, down, upstream, got, exact and got_exact, "link → receiver"))
     out.append(Hop("recv", shown(receiver), rx=got))

@@ -21,7 +21,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -139,15 +139,45 @@ PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "la
                "lat_p999_ns", "lat_mean_ns", "lat_max_ns", "latency_kind")
 
 
+# What, besides the data plane, makes a path another curve: its network functions
+# and how its engines run (each plot draws one series per `switch` value).
+PATH_FIELDS = ("nfs", "nf", "tester", "poll")
+
+
+def _path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
+    """series(point): the data plane, and whichever of the path's fields vary in the
+    run, or are not the plain default (`ovs 3×strip-encap single adaptive`)."""
+    plain = {"nfs": 0, "tester": "split", "poll": "busy"}
+    shown = [f for f in PATH_FIELDS
+             if len({str(p.get(f)) for p in points}) > 1 or
+             any(p.get(f) not in (None, plain.get(f)) for p in points if f != "nf")]
+    if "nfs" not in shown:
+        shown = [f for f in shown if f != "nf"]
+
+    def series(p: Mapping[str, Any]) -> str:
+        parts = [str(p.get("switch"))]
+        for f in shown:
+            if f == "nfs":
+                parts.append(f"{p.get('nfs')}×{p.get('nf')}" if p.get("nfs") else "no NF")
+            elif f != "nf":
+                parts.append(str(p.get(f)))
+        return " ".join(parts)
+    return series
+
+
 def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
     """Plot rows from a stored run as the results store returns it (a dict with
     `points`, each with its scenario columns and `per_pair` rows); points that
-    did not finish are left out. Booleans stored as 0/1 come back as booleans."""
+    did not finish are left out. Booleans stored as 0/1 come back as booleans.
+    A point whose path has network functions (or a single tester, or engines
+    that sleep) is its own curve: its `switch` names all of it."""
     rows = []
+    series = _path_series([p for p in run.get("points", []) if p.get("status", "done") == "done"])
     for point in run.get("points", []):
         if point.get("status", "done") != "done":
             continue
         base = {k: point[k] for k in POINT_FIELDS if k in point}
+        base["switch"] = series(point)
         for f in fields.stored():
             if f.kind == "bool" and base.get(f.name) is not None:
                 base[f.name] = bool(base[f.name])

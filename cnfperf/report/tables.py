@@ -105,7 +105,7 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
     width = len(str(len(swept.scenarios)))
     seconds = 0.0
     for i, (p, s, placed) in enumerate(zip(swept.plan.points, swept.scenarios, placed_points)):
-        cores = " ".join(f"{e.role}:{e.cpu}" for e in [*placed.endpoints, *placed.nfs])
+        cores = " ".join(f"{e.role}:{e.cpu}" for e in [*placed.engines, *placed.nfs])
         state = "  (done)" if p.key in done else ""
         if not state:
             seconds += nominal_seconds(s.model_dump())

@@ -418,3 +418,17 @@ def test_report_gives_the_images_and_their_sizes(tmp_path):
     assert summary.images({"points": [{"idx": 0}]}) is None
     page = build.write(run, tmp_path).read_text()
     assert "<dt>images</dt>" in page and "engine-static 1.5 MB" in page
+
+
+def test_paths_with_network_functions_are_curves_of_their_own():
+    from cnfperf.report.plots import rows_from_run
+    pair = {"pair": 0, "rx_pps": 1.0}
+    points = [{"switch": "ovs", "nfs": n, "nf": "l2", "tester": "single", "poll": "busy",
+               "mode": "throughput", "per_pair": [pair]} for n in (0, 1, 3)]
+    points.append({"switch": "memif", "nfs": 1, "nf": "l2", "tester": "single", "poll": "busy",
+                   "mode": "throughput", "per_pair": [pair]})
+    assert [r["switch"] for r in rows_from_run({"points": points})] == \
+        ["ovs no NF single", "ovs 1×l2 single", "ovs 3×l2 single", "memif 1×l2 single"]
+    plain = [{"switch": "veth", "nfs": 0, "nf": "l2", "tester": "split", "poll": "busy",
+              "per_pair": [pair]}]
+    assert [r["switch"] for r in rows_from_run({"points": plain})] == ["veth"]
