@@ -54,8 +54,8 @@ HOW_TO_READ = (
              "two ports on the data plane's switch, a pipeline joins neighbours directly."),
     ("CPU-bound", "nodes (tester ends, NFs) whose receive loop found frames in at least 95% "
                   "of its polls: it was never ahead of its input, so its core limited the "
-                  "rate. Polls are counted over the engine's whole life, idle ones before the "
-                  "traffic included, so a node near the limit may not show."),
+                  "rate. Polls are counted from its first frame on, the idle ones after the "
+                  "traffic included, so a node at its limit for a short trial may not show."),
     ("Loss along each path", "per pair, from sender to receiver: what each engine sent and "
                              "received (warm-up frames included) and, for a link, what the "
                              "data plane took in and delivered where it counts its ports. "

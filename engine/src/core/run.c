@@ -122,6 +122,10 @@ void run_start(struct run *r, uint64_t now)
 
 	r->started = true;
 	r->t_start = now;
+	/* Polls count from here: a receiver or NF that spun idle until the first
+	 * frame would otherwise look idle however saturated it was afterwards. */
+	memset(&r->poll.s, 0, sizeof(r->poll.s));
+	memset(&r->poll_more, 0, sizeof(r->poll_more));
 	r->t_measure = now + clock_s_to_ticks(&r->clk, o->warmup);
 	r->measuring = o->warmup == 0;
 	r->t_end = o->duration > 0 ? r->t_measure + clock_s_to_ticks(&r->clk, o->duration) : 0;
