@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -18,6 +19,19 @@ import time
 from typing import Iterator
 
 import pytest
+
+from harness import REPO
+
+# the engine's pacer owes at most this many bursts after a stall, and releases
+# them back to back (engine/src/core/pacer.h), also across the warm-up's end
+PACER_CATCHUP = int(re.search(r"#define PACER_CATCHUP (\d+)",
+                              (REPO / "engine/src/core/pacer.h").read_text())[1])
+
+
+def most_sent(rate: float, duration: float, burst: int) -> float:
+    """The most a paced sender may count in its measured window: the window's
+    bursts, one due on its first tick, and the catch-up it may start with."""
+    return rate * duration + (PACER_CATCHUP + 1) * burst
 
 
 class EngineProcess:
