@@ -30,6 +30,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = REPO / ".venv" / "bin" / "python"
+sys.path.insert(0, str(REPO))
+
+from cnfperf.report.nfs import fit  # noqa: E402  (the report's own per-NF slope)
 
 
 def cnfperf(results: Path, *args: str) -> dict:
@@ -39,7 +42,8 @@ def cnfperf(results: Path, *args: str) -> dict:
     done = subprocess.run([python, "-m", "cnfperf", "run", *args, "--json"], cwd=REPO, env=env,
                           capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"cnfperf run {' '.join(args)}: {done.stderr.strip().splitlines()[-1]}")
+        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}, nothing on stderr"])[-1]
+        sys.exit(f"cnfperf run {' '.join(args)}: {last}")
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
     shown = subprocess.run([python, "-m", "cnfperf", "results", "show", run_id, "--json"],
                            cwd=REPO, env=env, capture_output=True, text=True, check=True)
@@ -55,11 +59,6 @@ def pollers(point: dict) -> str:
         if m:
             return f"{m[1]} pollers / {m[2]} cores"
     return f"pollers within {os.cpu_count()} cores"
-
-
-def slope(xs: list[float], ys: list[float]) -> float:
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
 def row(what: str, value: str, goal: str, ratio: float | None, point: dict) -> None:
@@ -99,7 +98,7 @@ def per_hop(results: Path, seconds: float) -> None:
                                "--duration", str(seconds), "--warmup", "0.5")
                 xs.append(nfs)
                 ys.append(last["lat_p50_ns"] / 1e3)
-            per_nf = slope(xs, ys)
+            per_nf, _ = fit(xs, ys)
             shape = "chain" if switch == "bridge" else "pipeline"
             row(f"2. p50/NF {switch} {shape} {poll} ({', '.join(f'{y:.0f}' for y in ys)} us)",
                 f"{per_nf:.1f} us/NF", f"<= {goal:g} us",

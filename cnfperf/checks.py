@@ -176,7 +176,7 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
         if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
             problems.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
         if s.nfs and s.nf == "testpmd":
-            problems += tools.problems(functions.TESTPMD)
+            problems += tools.problems(tools.TESTPMD)
     if problems:
         raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
 

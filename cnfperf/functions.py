@@ -18,10 +18,11 @@ from typing import Any, Sequence
 
 from cnfperf import UserError
 from cnfperf.dataplanes.base import Attachment
-from cnfperf.dataplanes.testpmd_app import BINARY as TESTPMD, parse_fwd_stats
+from cnfperf.dataplanes.testpmd_app import parse_fwd_stats
 from cnfperf.engine import nf_argv
 from cnfperf.plan import NF, Pair
 from cnfperf.scenario import Scenario
+from cnfperf.tools import TESTPMD
 
 ENGINE_KINDS = ("l2", "mirror", "strip-encap", "l3")
 CMD = "cmd:"

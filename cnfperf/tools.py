@@ -13,6 +13,8 @@ import os
 import shutil
 from dataclasses import dataclass
 
+TESTPMD = "dpdk-testpmd"   # DPDK's test application: a switch, an NF, and in NF images
+
 # Where Debian puts administrators' tools; a non-root PATH may lack them.
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
@@ -39,7 +41,7 @@ TOOLS: dict[str, Tool] = {
     "runc": Tool("runc"),
     "busybox": Tool("busybox-static"),
     # DPDK and Open vSwitch
-    "dpdk-testpmd": Tool("dpdk-dev"),
+    TESTPMD: Tool("dpdk-dev"),
     "ovsdb-tool": Tool("openvswitch-common"),
     "ovsdb-server": Tool("openvswitch-common"),
     "ovs-appctl": Tool("openvswitch-common"),

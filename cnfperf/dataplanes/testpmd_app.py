@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from cnfperf import tools
 from cnfperf.dataplanes.procs import Console, ProcessError
 
-BINARY = "dpdk-testpmd"
+BINARY = tools.TESTPMD
 COMM = "dpdk-testpmd"
 PROMPT = "testpmd> "
 # EAL init with a few vdevs takes well under a second; give slow hosts room.

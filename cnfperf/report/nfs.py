@@ -24,7 +24,7 @@ from functools import cache
 from typing import Any, Sequence
 
 from cnfperf import fields
-from cnfperf.results.model import DROP_REASONS
+from cnfperf.results.model import DROP_REASONS, busy_ratio
 from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
                                     varying)
 
@@ -289,12 +289,11 @@ def startup(run: dict[str, Any]) -> Table | None:
     rows = []
     for p in points:
         for nf in p["nf_results"]:
-            polls = nf.get("polls") or 0
-            busy = 100 * (1 - (nf.get("empty_polls") or 0) / polls) if polls else None
+            busy = busy_ratio(nf)
             rows.append([label(p, axes), p.get("rep", 0) + 1, nf["pair"],
                          f"{nf['idx'] + 1} of {_param(p, 'nfs')}", nf["kind"],
                          short_name(p, nf["name"]), nf["cpu"], nf.get("ready_s"),
-                         nf.get("first_tx_s"), busy])
+                         nf.get("first_tx_s"), None if busy is None else 100 * busy])
     return ("NF startup and polling", ["point", "rep", "pair", "NF", "kind", "node", "cpu",
                                        "ready s", "first forward s", "busy polls %"], rows)
 

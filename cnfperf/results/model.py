@@ -107,7 +107,7 @@ class NFResult:
     @property
     def busy_ratio(self) -> float | None:
         """Polls that found frames: near 1, the NF had no time to spare (CPU-bound)."""
-        return 1 - self.empty_polls / self.polls if self.polls else None
+        return busy_ratio({"polls": self.polls, "empty_polls": self.empty_polls})
 
 
 # A poller is CPU-bound when it found frames in at least this share of its polls.

@@ -70,16 +70,13 @@ class RuncContainer(Container):
         self.journal.discard(KIND, self.name)
 
 
-TESTPMD = "dpdk-testpmd"   # what NFs of kind testpmd (and users' commands) run
-
-
 def _tools(image: str) -> list[str]:
     """The host binaries an image kind holds besides the engine."""
     if image != TOOLS:
         return []
-    found = shutil.which(TESTPMD)
+    found = shutil.which(tools.TESTPMD)   # NFs of kind testpmd, and users' commands
     if found is None:
-        raise ContainerError("image: " + tools.not_found(TESTPMD, tools.TOOLS[TESTPMD].package))
+        raise ContainerError("image: " + tools.not_found(tools.TESTPMD, tools.TOOLS[tools.TESTPMD].package))
     return [found]
 
 
