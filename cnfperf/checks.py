@@ -47,7 +47,7 @@ def check(s: Scenario) -> None:
     if dataplane is None:
         raise UserError("switch", f"unknown data plane {s.switch!r}; known: "
                                   f"{', '.join(DATAPLANES)}")
-    mismatch = _mismatch(s.switch, s.api, s.pairs, s.nfs)
+    mismatch = _mismatch(s.switch, s.api, s.pairs, s.nfs, s.nf)
     if mismatch:
         raise UserError(*mismatch)
     if s.runtime not in RUNTIMES:
@@ -92,17 +92,17 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
     if s.nf not in NF_KINDS and not s.nf.startswith(functions.CMD):
         raise UserError("nf", f"{s.nf!r} is not a network function: one of "
                               f"{', '.join(NF_KINDS)}, or cmd:TEMPLATE")
-    functions.check_template(s.nf)
     if s.nf_api not in dataplane.apis:
         raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
                                   f"not {s.nf_api}")
+    if s.nf == "testpmd" and s.nf_api != "dpdk":
+        raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
+    functions.check_template(s.nf, s.nf_api, ifaces=dataplane.apis != {"dpdk"})
     if s.nf in ONE_PORT_NFS and (s.nfs != 1 or s.tester != "single"):
         # It sends frames back unchanged but for the MACs: only the engine that sent
         # them knows them for its own, and nothing can stand behind it.
         raise UserError("nf", f"{s.nf} sends frames back to their sender: it takes nfs = 1 "
                               "and tester = single")
-    if s.nf == "testpmd" and s.nf_api != "dpdk":
-        raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
 
 
 # DPDK ports whose PMD (22.11) has Rx interrupts: vhost-user's two ends (net_vhost,
@@ -122,16 +122,20 @@ def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:
     return None
 
 
-def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0) -> tuple[str, str] | None:
+def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0,
+              nf: str = "") -> tuple[str, str] | None:
     """(field, why) when a data plane cannot serve the api or the links, else None."""
     dataplane = DATAPLANES[switch]
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
-    links = pairs * (nfs + 1)
+    # A path has a link before each NF and one after the last, unless that one
+    # sends frames back (mirror): then the path ends at it.
+    per_path = nfs + (0 if nfs and nf in ONE_PORT_NFS else 1)
+    links = pairs * per_path
     if dataplane.max_links is not None and links > dataplane.max_links:
         return ("pairs" if not nfs else "nfs",
-                f"{switch} serves at most {dataplane.max_links} links; pairs × (nfs + 1) = "
-                f"{links}")
+                f"{switch} serves at most {dataplane.max_links} links; pairs × {per_path} "
+                f"links per path = {links}")
     return None
 
 
@@ -158,7 +162,8 @@ def unusable(host: HostFacts) -> Keep:
         dataplane = DATAPLANES.get(switch)
         if dataplane is None or runtime not in RUNTIMES:
             return None      # check() names the mistake
-        mismatch = _mismatch(switch, api, int(params.get("pairs", 1)))
+        mismatch = _mismatch(switch, api, int(params.get("pairs", 1)), int(params.get("nfs", 0)),
+                             str(params.get("nf", "")))
         if mismatch:
             return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
         if (switch, api, runtime) not in known:

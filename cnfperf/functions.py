@@ -61,8 +61,16 @@ def template_of(kind: str) -> str | None:
     return None
 
 
-def check_template(kind: str) -> None:
-    """UserError naming the field when a template cannot be filled in."""
+# Placeholders that are empty unless the NF's ports are DPDK ports (nf_api = dpdk),
+# and those empty unless they are kernel interfaces (a kernel data plane's).
+DPDK_PLACEHOLDERS = ("port1", "port2", "eal")
+KERNEL_PLACEHOLDERS = ("iface1", "iface2")
+
+
+def check_template(kind: str, nf_api: str, ifaces: bool) -> None:
+    """UserError naming the field when a template cannot be filled in, or names
+    what its NF's ports will not have. `ifaces`: the data plane gives them
+    kernel interfaces."""
     template = template_of(kind)
     if template is None:
         return
@@ -77,6 +85,12 @@ def check_template(kind: str) -> None:
             if name is not None and name not in PLACEHOLDERS:
                 raise UserError("nf", f"{{{name}}} is not a placeholder; known: "
                                       f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+            if name in DPDK_PLACEHOLDERS and nf_api != "dpdk":
+                raise UserError("nf", f"{{{name}}} names a DPDK port's; with nf_api = {nf_api} "
+                                      "the ports are kernel interfaces: {iface1}, {iface2}")
+            if name in KERNEL_PLACEHOLDERS and not ifaces:
+                raise UserError("nf", f"{{{name}}} names a kernel interface; this data plane's "
+                                      "ports are DPDK ports only: {port1}, {port2}, {eal}")
 
 
 def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],

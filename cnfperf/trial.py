@@ -2,7 +2,9 @@
 
     receivers, then network functions from the receiver's side (wait for `ready`)
     -> senders (wait for their summaries) -> drain
-    -> SIGINT network functions and receivers (summaries) -> read counters
+    -> SIGINT engine network functions and receivers (summaries; they hold)
+    -> SIGINT command network functions, from the sender's side (they exit)
+    -> read counters
     -> release senders, network functions, receivers (they close their ports and exit)
 
 The stop has two phases because closing a port while its peer still polls
@@ -131,8 +133,11 @@ class Trial:
         time.sleep(DRAIN)
         engine_nfs = [nf for nf in nfs if self.commands[nf.name].records]
         self._stop(engine_nfs + receivers)
-        # A command NF closes its ports when it stops: only once no engine polls.
-        self._stop_commands([nf for nf in nfs if nf not in engine_nfs])
+        # A command NF closes its ports when it stops: only once no engine polls,
+        # and one depth at a time from the sender's side, so two command NFs
+        # never tear down the link between them at once.
+        for depth in range(self.s.nfs):
+            self._stop_commands([p.nfs[depth] for p in pairs if p.nfs[depth] not in engine_nfs])
         after = self.bed.dataplane.counters()
         # No engine polls any more: ports may close now.
         self._release(senders)

@@ -30,7 +30,8 @@ def _nf(**fields):
 
 
 def test_a_template_gets_the_nf_ports_and_its_eal_words():
-    s, pair, nf, ports = _nf(nf="cmd:my-nf --in {iface1} --out {iface2} --to {peer2} {eal} -c {cpu}")
+    s, pair, nf, ports = _nf(nf="cmd:my-nf --in {iface1} --out {iface2} --to {peer2} {eal} -c {cpu}",
+                             nf_api="dpdk")
     cmd = functions.command("/e", nf, ports, ("aa", "bb"), pair, s, ("--vdev", "x"))
     assert cmd.argv == ["my-nf", "--in", nf.ports[0].name, "--out", nf.ports[1].name,
                         "--to", "bb", "--vdev", "x", "-c", str(nf.cpu)]
@@ -55,7 +56,23 @@ def test_testpmd_forwards_by_mac_to_each_port_s_peer():
                                       ("cmd:x 'open", "quotation")])
 def test_a_bad_template_is_refused(kind, why):
     with pytest.raises(UserError, match=why):
-        functions.check_template(kind)
+        functions.check_template(kind, "raw", ifaces=True)
+
+
+@pytest.mark.parametrize("kind,nf_api,ifaces,why", [
+    ("cmd:x {eal}", "raw", True, "nf_api = raw"),
+    ("cmd:x --port {port2}", "mmap", True, "kernel interfaces"),
+    ("cmd:x {iface1}", "dpdk", False, "DPDK ports only")])
+def test_a_template_naming_what_the_ports_lack_is_refused(kind, nf_api, ifaces, why):
+    with pytest.raises(UserError, match=why):
+        functions.check_template(kind, nf_api, ifaces)
+
+
+def test_a_template_naming_what_the_ports_have_passes():
+    functions.check_template("cmd:x {eal} -- {port1} {port2}", "dpdk", ifaces=False)
+    functions.check_template("cmd:x {iface1} {iface2} {mac1}", "raw", ifaces=True)
+    functions.check_template("cmd:x {iface1} {eal}", "dpdk", ifaces=True)   # af_packet ports
+    functions.check_template("testpmd", "dpdk", ifaces=False)
 
 
 def test_testpmd_statistics_become_per_port_counters():
