@@ -11,9 +11,10 @@ shape: (title, headers, rows), or None when the run has none of that kind).
 
 Counting along a path. Engines count what they send and receive; an NF counts
 every frame, warm-up ones included, so a sender's frames are its measured ones
-plus its warm-up ones (a receiver's likewise). A client's or a single tester's
-warm-up count mixes frames it sent and received: when it has any, the links at
-its ends are not compared (their loss shows as –).
+plus its warm-up ones (warmup_tx_packets; a receiver's: warmup_packets). Results
+stored before the engine reported warmup_tx_packets do not say what a client or
+single tester sent in its warm-up: the link after it is then not compared (its
+loss shows as –).
 """
 from __future__ import annotations
 
@@ -28,9 +29,6 @@ from cnfperf.results.model import DROP_REASONS, busy_ratio
 from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
                                     varying)
 
-# Roles whose warm-up count is one direction only: it adds to what they sent or received.
-_WARMUP_SENT = {"send"}
-_WARMUP_RECEIVED = {"recv", "server"}
 SENDERS = ("send", "client", "tester")
 RECEIVERS = ("recv", "server", "tester")
 
@@ -61,22 +59,26 @@ def _ends(point: dict[str, Any], pair: int) -> tuple[dict | None, dict | None]:
 
 
 def _sent(e: dict | None) -> tuple[int | None, bool]:
-    """(frames the end put on its link, whether that count is exact)."""
+    """(frames the end put on its link, whether that count is exact): measured
+    plus warm-up. A client's or tester's summary from before the engine said
+    what its warm-up sent (warmup_tx_packets) is exact only without a warm-up."""
     if e is None:
         return None, False
-    warm = e.get("warmup_packets") or 0
-    if e["role"] in _WARMUP_SENT:
-        return (e["tx_packets"] or 0) + warm, True
-    return e["tx_packets"] or 0, warm == 0
+    summary = e.get("summary") or {}
+    warm = summary.get("warmup_tx_packets")
+    if warm is None:
+        warm = e.get("warmup_packets") or 0
+        if e["role"] != "send":
+            return e["tx_packets"] or 0, warm == 0
+    return (e["tx_packets"] or 0) + warm, True
 
 
 def _received(e: dict | None) -> tuple[int | None, bool]:
+    """(frames the end took off its link, whether exact): measured plus warm-up,
+    which every receiving role's warmup_packets counts."""
     if e is None:
         return None, False
-    warm = e.get("warmup_packets") or 0
-    if e["role"] in _WARMUP_RECEIVED:
-        return (e["rx_packets"] or 0) + warm, True
-    return e["rx_packets"] or 0, warm == 0
+    return (e["rx_packets"] or 0) + (e.get("warmup_packets") or 0), True
 
 
 def _port_names(point: dict[str, Any], pair: int) -> list[str]:
@@ -105,8 +107,7 @@ def _link(point: dict[str, Any], up: str | None, down: str | None, sent: int | N
     hop = Hop("link", name, lost=sent - got if exact and None not in (sent, got) else None)
     if hop.lost is None:
         hop.why.append("an end's count is missing" if None in (sent, got) else
-                       "not compared: the client's or tester's warm-up count mixes "
-                       "frames sent and received")
+                       "not compared: the sender did not say what its warm-up sent")
     counters = point.get("counters") or {}
     node_view = _view().get(str(point.get("switch"))) == "node"
     a = up and (counters.get(f"{up}h") or counters.get(up))

@@ -28,9 +28,12 @@ def _poll(polls: int, empty: int) -> dict:
 
 
 def _end(pair: int, name: str, role: str, tx: int = 0, rx: int = 0, warmup: int = WARMUP,
-         poll: dict | None = None, p50_ns: int | None = None) -> model.EndpointMetrics:
+         poll: dict | None = None, p50_ns: int | None = None,
+         warmup_tx: int | None = None) -> model.EndpointMetrics:
     s = {"type": "summary", "role": role, "duration_s": 1.0, "tx_packets": tx, "rx_packets": rx,
          "warmup_packets": warmup, "poll": poll or _poll(0, 0)}
+    if warmup_tx is not None:
+        s["warmup_tx_packets"] = warmup_tx
     if p50_ns:
         s["latency"] = {"kind": "one_way", "count": rx, "min_ns": p50_ns, "mean_ns": p50_ns,
                         "p50_ns": p50_ns, "p90_ns": 2 * p50_ns, "p99_ns": 3 * p50_ns,
@@ -248,7 +251,18 @@ def test_loss_in_a_link_without_switch_counters_and_refused_frames(tmp_path):
     assert h["link → receiver"].lost == -7           # the receiver got what the NF forwarded
 
 
-def test_a_tester_with_warmup_frames_leaves_its_links_uncompared(tmp_path):
+def test_a_tester_s_links_compare_by_what_its_warmup_sent_and_received(tmp_path):
+    point, result = chain()
+    tester = _end(0, point.pairs[0].sender.name, "tester", tx=10_000, rx=8_990, warmup_tx=1_000)
+    result.endpoints[:2] = [tester]
+    [stored] = stored_run(tmp_path, (point, result, {}))["points"]
+    hops = nfs.hops(stored, 0)
+    h = _by_name(hops)
+    assert h["link → nf 1"].lost == 10 and h["link → receiver"].lost == 0
+    assert h["nf 1 of 2: l3 n000"].lost == 1_000 and hops[-1].lost == 1_010
+
+
+def test_a_tester_that_did_not_say_what_its_warmup_sent_leaves_its_first_link_uncompared(tmp_path):
     point, result = chain()
     tester = _end(0, point.pairs[0].sender.name, "tester", tx=10_000, rx=8_990)
     result.endpoints[:2] = [tester]

@@ -349,6 +349,8 @@ void run_summary(struct run *r)
 	json_u64(&j, "reordered", c->seq.reordered);
 	json_u64(&j, "duplicate", c->seq.duplicate);
 	json_u64(&j, "warmup_packets", c->warmup_packets);
+	if (o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER)
+		json_u64(&j, "warmup_tx_packets", c->warmup_tx_packets);
 	json_u64(&j, "flows_seen", r->seq ? r->seq->nflows : 0);
 	json_u64(&j, "api_rx_dropped", rx_dropped);
 	json_u64(&j, "api_tx_errors", tx_errors);

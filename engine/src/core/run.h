@@ -29,6 +29,10 @@ struct counters {
 	uint64_t tx_packets, tx_bytes, tx_refused;
 	uint64_t rx_packets, rx_bytes;
 	uint64_t bad, other, corrupt, warmup_packets;
+	/* generators: frames sent in the warm-up. warmup_packets is what a role
+	 * counted with the warm-up mark, sent (send) or received (recv, server, and
+	 * the client's and tester's returns): one counter cannot say both. */
+	uint64_t warmup_tx_packets;
 	struct seq_counts seq;
 };
 

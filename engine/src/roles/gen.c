@@ -32,7 +32,7 @@ static void publish(struct gen_pub *pub, const struct counters *c)
 	atomic_store_explicit(&pub->tx_packets, c->tx_packets, memory_order_relaxed);
 	atomic_store_explicit(&pub->tx_bytes, c->tx_bytes, memory_order_relaxed);
 	atomic_store_explicit(&pub->tx_refused, c->tx_refused, memory_order_relaxed);
-	atomic_store_explicit(&pub->warmup_packets, c->warmup_packets, memory_order_relaxed);
+	atomic_store_explicit(&pub->warmup_tx_packets, c->warmup_tx_packets, memory_order_relaxed);
 }
 
 int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
@@ -106,6 +106,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 			c->tx_refused += burst - k;
 		} else {
 			c->warmup_packets += k;
+			c->warmup_tx_packets += k;
 		}
 		if (pub)
 			publish(pub, c);

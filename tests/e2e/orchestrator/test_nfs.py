@@ -25,7 +25,7 @@ def _run(cli, cli_json, *args: str) -> dict:
     return point
 
 
-def _hops(point: dict, role: str) -> list[int]:
+def _hops(point: dict) -> list[int]:
     """Frames in at every NF's port 1 and out at its port 2, in path order."""
     nfs = sorted((e for e in point["endpoints"] if e["role"] == "nf"),
                  key=lambda e: e["endpoint"])
@@ -37,15 +37,18 @@ def _hops(point: dict, role: str) -> list[int]:
     return counts
 
 
-def _zero_loss_through(point: dict, nfs: int, sender_role: str = "send") -> None:
+def _sent(sender: dict) -> int:
+    """Every frame a sender put on its link: NFs count the warm-up's too."""
+    return sender["summary"]["tx_packets"] + sender["summary"]["warmup_tx_packets"]
+
+
+def _zero_loss_through(point: dict, nfs: int) -> None:
     [pair] = point["per_pair"]
     expected = RATE * DURATION
     assert 0.9 * expected <= pair["sent"] <= 1.1 * expected, pair
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
-    [sender] = [e for e in point["endpoints"] if e["role"] == sender_role]
-    # NFs count every frame, the sender's warm-up ones too.
-    total = sender["summary"]["tx_packets"] + sender["summary"]["warmup_packets"]
-    assert _hops(point, "nf") == [total] * (2 * nfs)
+    [sender] = [e for e in point["endpoints"] if e["role"] == "send"]
+    assert _hops(point) == [_sent(sender)] * (2 * nfs)
 
 
 @pytest.mark.parametrize("switch,shape", [("bridge", "chain"), ("veth", "pipeline")])
@@ -84,8 +87,11 @@ def test_a_mirror_returns_every_frame_to_a_single_tester(engine, cli, cli_json, 
     assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
     assert sorted(e["role"] for e in point["endpoints"]) == ["nf", "tester"]
     [mirror] = [e for e in point["endpoints"] if e["role"] == "nf"]
+    [tester] = [e for e in point["endpoints"] if e["role"] == "tester"]
     [port1] = mirror["summary"]["ports"]
-    assert port1["rx_packets"] == port1["tx_packets"] >= pair["sent"]
+    assert port1["rx_packets"] == port1["tx_packets"] == _sent(tester)
+    # and back: every frame the mirror sent, the tester took, warm-up ones included
+    assert tester["summary"]["rx_packets"] + tester["summary"]["warmup_packets"] == _sent(tester)
 
 
 @DPDK
