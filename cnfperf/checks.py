@@ -74,7 +74,7 @@ def check(s: Scenario) -> None:
         # hand the frames over inside, never through the path.
         raise UserError("tester", "a single tester builds its own frames: use an L2 api "
                                   "(raw, mmap, xdp, dpdk), not udp")
-    if s.tester == "single" and not s.nfs and dataplane.joins == "link" and s.api == "dpdk":
+    if s.tester == "single" and not s.nfs and s.switch in ("vhost", "memif"):
         # net_vhost opens its socket only once configured, after EAL has probed the
         # virtio-user port that should connect to it; memif refuses both ends of one
         # socket in one process.
@@ -97,7 +97,14 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
                                   f"not {s.nf_api}")
     if s.nf == "testpmd" and s.nf_api != "dpdk":
         raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
-    functions.check_template(s.nf, s.nf_api, ifaces=dataplane.apis != {"dpdk"})
+    functions.check_template(s.nf, s.nf_api)
+    if s.switch == "memif" and s.nfs > 1 and functions.template_of(s.nf) is not None:
+        # A command closes its ports when it stops, while its neighbour may still
+        # poll the link between them: memif (DPDK 22.11) unmaps the shared rings
+        # from a control thread, and the neighbour crashes. Engine NFs hold their
+        # ports until no one polls.
+        raise UserError("nfs", f"{s.nf.split()[0]} NFs cannot be neighbours on memif "
+                               "(stopping one crashes the other): nfs = 1, or the engine's NFs")
     if s.nf in ONE_PORT_NFS and (s.nfs != 1 or s.tester != "single"):
         # It sends frames back unchanged but for the MACs: only the engine that sent
         # them knows them for its own, and nothing can stand behind it.
@@ -180,7 +187,10 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
     for s in scenarios:
         if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
             problems.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
-        if s.nfs and s.nf == "testpmd":
+        # testpmd runs from the host, or from the tools image that runc gives
+        # every command NF
+        if s.nfs and (s.nf == "testpmd" or
+                      functions.template_of(s.nf) is not None and s.runtime == "runc"):
             problems += tools.problems(tools.TESTPMD)
     if problems:
         raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))

@@ -113,15 +113,18 @@ def parse_line(line: str) -> dict[str, Any]:
 class EngineOutput:
     """Reads one process's stdout on a thread: every line is kept raw on disk
     (the run directory's record of what the engine said), parsed records in
-    memory, and for `ready` and `summary` an event the runner can wait on."""
+    memory, and for `ready` and `summary` an event the trial can wait on. A
+    command that does not print records (a command NF) has its lines kept
+    instead, unparsed."""
 
     endpoint: str
     raw: IO[str]
+    parse: bool = True
     _printed: dict[str, threading.Event] = field(
         default_factory=lambda: {"ready": threading.Event(), "summary": threading.Event()})
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)   # as printed (a command NF's output)
+    lines: list[str] = field(default_factory=list)   # as printed, when not parsed
     _thread: threading.Thread | None = None
 
     def follow(self, stream: IO[bytes]) -> None:
@@ -134,7 +137,9 @@ class EngineOutput:
             line = raw_line.decode(errors="replace").rstrip("\n")
             self.raw.write(line + "\n")
             self.raw.flush()
-            self.lines.append(line)
+            if not self.parse:
+                self.lines.append(line)
+                continue
             if not line.strip():
                 continue
             try:

@@ -36,7 +36,8 @@ APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
 # DPDK Rx interrupts).
 POLLS = ("busy", "adaptive", "interrupt")
 # What a network function in the path does; `cmd:TEMPLATE` runs a user's own.
-NF_KINDS = ("l2", "mirror", "strip-encap", "l3", "testpmd")
+ENGINE_NFS = ("l2", "mirror", "strip-encap", "l3")   # the engine's own (its nf role)
+NF_KINDS = (*ENGINE_NFS, "testpmd")                  # and cmd:TEMPLATE
 # Kinds with one port, that send frames back where they came from: the path ends there.
 ONE_PORT_NFS = ("mirror",)
 # Sender and receiver in containers of their own, or one engine holding both ends.

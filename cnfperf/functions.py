@@ -18,13 +18,12 @@ from typing import Any, Sequence
 
 from cnfperf import UserError
 from cnfperf.dataplanes.base import Attachment
-from cnfperf.dataplanes.testpmd_app import parse_fwd_stats
+from cnfperf.dataplanes.testpmd_app import frame_args, parse_fwd_stats
 from cnfperf.engine import nf_argv
 from cnfperf.plan import NF, Pair
 from cnfperf.scenario import Scenario
 from cnfperf.tools import TESTPMD
 
-ENGINE_KINDS = ("l2", "mirror", "strip-encap", "l3")
 CMD = "cmd:"
 # What a template may name. The NF's port 1 faces the sender, port 2 the receiver.
 PLACEHOLDERS = {
@@ -61,16 +60,17 @@ def template_of(kind: str) -> str | None:
     return None
 
 
-# Placeholders that are empty unless the NF's ports are DPDK ports (nf_api = dpdk),
-# and those empty unless they are kernel interfaces (a kernel data plane's).
+# What an NF's ports have: DPDK port ids and EAL arguments with nf_api = dpdk,
+# kernel interface names otherwise (on a kernel data plane DPDK holds the
+# interface through af_packet). A placeholder naming what they lack would be
+# filled in empty.
 DPDK_PLACEHOLDERS = ("port1", "port2", "eal")
 KERNEL_PLACEHOLDERS = ("iface1", "iface2")
 
 
-def check_template(kind: str, nf_api: str, ifaces: bool) -> None:
+def check_template(kind: str, nf_api: str) -> None:
     """UserError naming the field when a template cannot be filled in, or names
-    what its NF's ports will not have. `ifaces`: the data plane gives them
-    kernel interfaces."""
+    what its NF's ports will not have."""
     template = template_of(kind)
     if template is None:
         return
@@ -78,19 +78,27 @@ def check_template(kind: str, nf_api: str, ifaces: bool) -> None:
         raise UserError("nf", "cmd: needs a command, e.g. cmd:my-nf --in {iface1} --out {iface2}")
     try:
         words = shlex.split(template)
-    except ValueError as e:
+        names = [name for word in words for _, name, _, _ in string.Formatter().parse(word)
+                 if name is not None]
+    except ValueError as e:   # an unclosed quote or brace
         raise UserError("nf", f"{template!r}: {e}") from None
-    for word in words:
-        for _, name, _, _ in string.Formatter().parse(word):
-            if name is not None and name not in PLACEHOLDERS:
-                raise UserError("nf", f"{{{name}}} is not a placeholder; known: "
-                                      f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
-            if name in DPDK_PLACEHOLDERS and nf_api != "dpdk":
-                raise UserError("nf", f"{{{name}}} names a DPDK port's; with nf_api = {nf_api} "
-                                      "the ports are kernel interfaces: {iface1}, {iface2}")
-            if name in KERNEL_PLACEHOLDERS and not ifaces:
-                raise UserError("nf", f"{{{name}}} names a kernel interface; this data plane's "
-                                      "ports are DPDK ports only: {port1}, {port2}, {eal}")
+    for name in names:
+        if name not in PLACEHOLDERS:
+            raise UserError("nf", f"{{{name}}} is not a placeholder; known: "
+                                  f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+        if name in DPDK_PLACEHOLDERS and nf_api != "dpdk":
+            raise UserError("nf", f"{{{name}}} names a DPDK port's; with nf_api = {nf_api} "
+                                  "the ports are kernel interfaces: {iface1}, {iface2}")
+        if name in KERNEL_PLACEHOLDERS and nf_api == "dpdk":
+            raise UserError("nf", f"{{{name}}} names a kernel interface; with nf_api = dpdk "
+                                  "the ports are DPDK's: {port1}, {port2}, {eal}")
+    if any("{eal}" in word and word != "{eal}" for word in words):
+        raise UserError("nf", "{eal} is several words: give it a word of its own")
+    try:   # a format spec or conversion ({cpu:x}, {mac1!r}) fails here, not mid-run
+        for word in words:
+            word.format(**{name: "" for name in PLACEHOLDERS} | {"cpu": 0, "port1": 0, "port2": 0})
+    except (ValueError, TypeError, KeyError, IndexError) as e:
+        raise UserError("nf", f"{template!r}: {e}") from None
 
 
 def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
@@ -105,7 +113,9 @@ def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
             argv += eal
         else:
             argv.append(word.format(**values))
-    return Command(argv, records=False, ready=TESTPMD_READY if s.nf == "testpmd" else None)
+    if s.nf != "testpmd":
+        return Command(argv, records=False)
+    return Command([*argv, *frame_args(s.size)], records=False, ready=TESTPMD_READY)
 
 
 def _values(nf: NF, ports: Sequence[Attachment], hops: Sequence[str],

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from cnfperf import PREFIX
-from cnfperf.fields import MAX_NFS, ONE_PORT_NFS, RX_PORT, TX_PORT
+from cnfperf.fields import ENGINE_NFS, MAX_NFS, ONE_PORT_NFS, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario
 
 IFNAMSIZ = 15
@@ -275,9 +275,12 @@ def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str,
 
 def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
               switch_pollers: int) -> list[str]:
+    engine_nfs = s.nf in ENGINE_NFS
     pollers = 0 if s.poll == "interrupt" else \
-        sum(POLLERS[e.role] for p in pairs for e in p.engines) + sum(len(p.nfs) for p in pairs)
-    pollers += switch_pollers
+        sum(POLLERS[e.role] for p in pairs for e in p.engines) + \
+        (sum(len(p.nfs) for p in pairs) if engine_nfs else 0)
+    # testpmd and a user's command poll as they do, whatever `poll` says
+    pollers += switch_pollers + (0 if engine_nfs else sum(len(p.nfs) for p in pairs))
     if pollers <= len(cpus):
         return []
     return [f"{pollers} busy-polling threads share {len(cpus)} cores: "

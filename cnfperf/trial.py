@@ -43,6 +43,9 @@ DRAIN = 0.3             # frames still in flight when the last sender ends
 STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT, or to exit once released
 CLIENT_DRAIN = 0.5      # the engine's default --drain
 TRAFFIC_SLACK = 0.05    # s: a receiver's clock starts at its first frame, not the sender's
+# How a command ends on SIGINT: exit 0, or killed by the signal it re-raised once
+# done (testpmd does), seen directly or through a shell's or runc's 128 + 2.
+INTERRUPTED = (0, -signal.SIGINT, 128 + signal.SIGINT)
 
 
 @dataclass
@@ -170,17 +173,17 @@ class Trial:
         command = functions.command(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
                                     self.bed.eal_args(nf.name))
         self.commands[nf.name] = command
-        self._spawn(nf, command.argv, "jsonl" if command.records else "out")
+        self._spawn(nf, command.argv, records=command.records)
 
-    def _spawn(self, ep: Endpoint | NF, args: list[str], output: str = "jsonl") -> None:
+    def _spawn(self, ep: Endpoint | NF, args: list[str], records: bool = True) -> None:
         container = self.bed.container(ep.name)
         (self.out / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
-        raw = open(self.out / f"{ep.name}.{output}", "w")
+        raw = open(self.out / f"{ep.name}.{'jsonl' if records else 'out'}", "w")
         self.teardown.push(None, raw.close)
         self.started_ns[ep.name] = time.time_ns()
         with open(self.out / f"{ep.name}.stderr", "wb") as err:
             proc = container.exec(args, stderr=err, stdin=subprocess.PIPE)
-        out = EngineOutput(ep.name, raw)
+        out = EngineOutput(ep.name, raw, parse=records)
 
         def stop() -> None:
             # Only on the way out of a failure: a finished engine has exited.
@@ -276,26 +279,32 @@ class Trial:
             time.sleep(0.05)
 
     def _stop_commands(self, nfs: list[NF]) -> None:
-        """SIGINT: a command NF stops and exits (testpmd prints its statistics)."""
+        """SIGINT: a command NF stops and exits (testpmd prints its statistics);
+        one that ends otherwise fails the point."""
         for nf in nfs:
             if self.procs[nf.name].poll() is None:
                 self.procs[nf.name].send_signal(signal.SIGINT)
         for nf in nfs:
             try:
-                self.procs[nf.name].wait(timeout=STOP_TIMEOUT)
+                code = self.procs[nf.name].wait(timeout=STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
                 raise self._failed(nf, f"did not exit within {STOP_TIMEOUT:g} s of SIGINT") \
                     from None
             self.outputs[nf.name].join(STOP_TIMEOUT)
             _close_stdin(self.procs[nf.name])   # a search's many trials must not keep it
             self.procs[nf.name].stdout.close()
+            if code not in INTERRUPTED:
+                raise self._failed(nf, f"exited with code {code} on SIGINT")
 
     def _summary(self, ep: Endpoint | NF) -> dict | None:
         """An engine's summary record, or what a command NF's output says."""
         command = self.commands.get(ep.name)
         if command is None or command.records:
             return self.outputs[ep.name].summary
-        return functions.summary(self.s.nf, "\n".join(self.outputs[ep.name].lines))
+        summary = functions.summary(self.s.nf, "\n".join(self.outputs[ep.name].lines))
+        if self.s.nf == "testpmd" and not summary["ports"]:
+            raise self._failed(ep, "printed no forward statistics on SIGINT")
+        return summary
 
     def _stop(self, eps: list[Endpoint | NF]) -> None:
         """SIGINT: each receiver or network function stops polling and prints its
@@ -322,14 +331,16 @@ class Trial:
     def _result(self, before: dict, after: dict) -> model.PointResult:
         p = self.bed.point
         engines = [*p.engines, *p.nfs]
+        summaries = {}
         for ep in engines:
             self.outputs[ep.name].join(STOP_TIMEOUT)
-            if self._summary(ep) is None:
+            summaries[ep.name] = self._summary(ep)
+            if summaries[ep.name] is None:
                 raise self._failed(ep, "printed no summary")
         # A network function's metrics are stored beside the ends' (role nf), its
         # per-port counters in its summary.
         metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,
-                                                   self._summary(ep))
+                                                   summaries[ep.name])
                    for ep in engines}
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
                                    metrics[pair.receiver.port.node], self.s.mode)
@@ -337,7 +348,7 @@ class Trial:
         for pair, result in zip(p.pairs, pairs):
             result.steady_rx_pps = self._steady_rx_pps(self._counting(pair))
         counters = {port: after[port] - before[port] for port in after if port in before}
-        nfs = [model.nf_result(nf.name, nf.pair, nf.index, nf.cpu, self._summary(nf),
+        nfs = [model.nf_result(nf.name, nf.pair, nf.index, nf.cpu, summaries[nf.name],
                                self.bed.create_s.get(nf.name), self.started_ns.get(nf.name),
                                self.outputs[nf.name].ready)
                for nf in p.nfs]

@@ -58,6 +58,17 @@ JUMBO_UNIT = 4096
 FCS = 4
 
 
+def jumbo(frame_size: int) -> bool:
+    """The engine gives frames of this size mbufs larger than the standard 2 KB
+    (and so needs more memory for its pool)."""
+    return frame_size - FCS + FRAME_SLACK > STD_BUFFER
+
+
+def endpoint_mb(frame_size: int) -> int:
+    """Memory for one engine's DPDK: its pool of ~4k mbufs plus EAL's own."""
+    return 4 * ENDPOINT_MB if jumbo(frame_size) else ENDPOINT_MB
+
+
 def memif(index: int, socket: str, role: str, mac: str | None = None, id: int = 0,
           frame_size: int = 0) -> str:
     """A memif port; the socket path is a file (not abstract) so it lives in the
@@ -77,10 +88,9 @@ def af_packet(index: int, iface: str, frame_size: int = 0) -> str:
     pages, one per block (the PMD strides its slots by framesz, so a block
     must hold a whole number of them), by the rule the engine sizes its mbufs
     with (engine/src/api/dpdk.c): the PMD needs an mbuf as large as a slot."""
-    need = frame_size - FCS + FRAME_SLACK
-    if need <= STD_BUFFER:
+    if not jumbo(frame_size):
         return _vdev("net_af_packet", index, iface=iface, qpairs=1)
-    slot = _round_up(need, JUMBO_UNIT)
+    slot = _round_up(frame_size - FCS + FRAME_SLACK, JUMBO_UNIT)
     return _vdev("net_af_packet", index, iface=iface, qpairs=1, framesz=slot, blocksz=slot)
 
 
@@ -93,7 +103,7 @@ def kernel_eal_args(file_prefix: str, vdevs: Sequence[str], frame_size: int = 0)
     DPDK runs without a supported NIC. The PMD copies between the kernel's ring
     and the mbufs, so ordinary memory serves (--no-huge): no hugepages to
     reserve, no hugetlbfs to mount."""
-    memory = (ENDPOINT_MB if frame_size <= STD_BUFFER else 4 * ENDPOINT_MB) * len(vdevs)
+    memory = endpoint_mb(frame_size) * len(vdevs)
     args = ["--file-prefix", file_prefix, "--no-huge", "-m", str(memory),
             "--no-pci", "--no-telemetry"]
     for vdev in vdevs:

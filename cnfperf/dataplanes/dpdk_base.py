@@ -24,21 +24,13 @@ if TYPE_CHECKING:
     from cnfperf.host import HostFacts
     from cnfperf.plan import Link, Port, TestPoint
 
-# Above this frame size the engine's mbufs grow from 2 KB to the frame size.
-STD_FRAME = 2048
-
-
-def endpoint_mb(frame_size: int) -> int:
-    """Hugepage memory for one engine: its pool of ~4k mbufs plus EAL's own."""
-    return dpdk_args.ENDPOINT_MB if frame_size <= STD_FRAME else 4 * dpdk_args.ENDPOINT_MB
-
 
 def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
     """Cores for the switch's poll threads: free cores first; when there are
     none, the least shared ones (the plan has already warned about the contention)."""
     if n <= 0:
         return ()
-    load = Counter(ep.cpu for ep in point.endpoints)
+    load = Counter([*(ep.cpu for ep in point.engines), *(nf.cpu for nf in point.nfs)])
     ranked = sorted(point.cpus, key=lambda c: (load[c], -c))
     return tuple(sorted(ranked[:n]))
 
@@ -98,7 +90,7 @@ class DpdkDataPlane(DataPlane):
         return str(self.hugepages.mount_point)
 
     def pages(self, point: TestPoint) -> int:
-        mb = endpoint_mb(point.scenario.size)
+        mb = dpdk_args.endpoint_mb(point.scenario.size)
         ports = Counter(port.node for port in point.ports)
         return sum(pages_for(mb * n) for n in ports.values()) + pages_for(self.switch_mb())
 
@@ -113,7 +105,7 @@ class DpdkDataPlane(DataPlane):
 
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
         # Each port's api instance has its own mbuf pool.
-        memory = endpoint_mb(self.point.scenario.size) * len(attachments)
+        memory = dpdk_args.endpoint_mb(self.point.scenario.size) * len(attachments)
         return tuple(dpdk_args.eal_args(node, self.huge_dir, memory,
                                         [a.vdev for a in attachments if a.vdev]))
 

@@ -45,11 +45,9 @@ class TestPmdSwitch(DpdkDataPlane):
     def _ports(self) -> int:
         return 2 * len(self.point.links)
 
-    def _mbuf_size(self) -> int:
-        return max(2176, self.point.scenario.size + 128)
-
     def switch_mb(self) -> int:
-        pool = self._ports() * MBUFS_PER_PORT * (self._mbuf_size() + 192) / 2**20
+        mbuf = testpmd_app.mbuf_size(self.point.scenario.size)
+        pool = self._ports() * MBUFS_PER_PORT * (mbuf + 192) / 2**20
         return 32 * (int(pool) // 32 + 2)   # + EAL's own, in whole 32 MB steps
 
     def port(self, port: Port) -> int:
@@ -71,7 +69,7 @@ class TestPmdSwitch(DpdkDataPlane):
         app = ["--forward-mode=io", "--port-topology=paired", "--nb-cores=1",
                f"--burst={min(s.burst, 512)}",
                f"--total-num-mbufs={self._ports() * MBUFS_PER_PORT}",
-               f"--mbuf-size={self._mbuf_size()}", f"--max-pkt-len={max(1518, s.size)}"]
+               *testpmd_app.frame_args(s.size)]
         self.testpmd = TestPmd(eal, app, name=f"testpmd {self.point.prefix}")
         self.testpmd.start()
         procs.journal_process(self.journal, f"{self.point.prefix}tpmd", self.testpmd.pid)

@@ -10,7 +10,6 @@ from cnfperf import tools
 from cnfperf.dataplanes.procs import Console, ProcessError
 
 BINARY = tools.TESTPMD
-COMM = "dpdk-testpmd"
 PROMPT = "testpmd> "
 # EAL init with a few vdevs takes well under a second; give slow hosts room.
 START_TIMEOUT = 60
@@ -21,6 +20,16 @@ _FWD = re.compile(r"Forward statistics for port (\d+).*?"
 _NIC = re.compile(r"NIC statistics for port (\d+).*?"
                   r"RX-packets:\s*(\d+)\s+RX-missed:\s*(\d+).*?RX-errors:\s*(\d+).*?"
                   r"RX-nombuf:\s*(\d+).*?TX-packets:\s*(\d+)\s+TX-errors:\s*(\d+)", re.S)
+
+
+def mbuf_size(frame_size: int) -> int:
+    """testpmd's mbufs: its default (2176) or the frame and 128 bytes of headroom."""
+    return max(2176, frame_size + 128)
+
+
+def frame_args(frame_size: int) -> list[str]:
+    """Application arguments that let testpmd take frames of this size."""
+    return [f"--mbuf-size={mbuf_size(frame_size)}", f"--max-pkt-len={max(1518, frame_size)}"]
 
 
 def parse_fwd_stats(text: str) -> dict[int, dict[str, int]]:

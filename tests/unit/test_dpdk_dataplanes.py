@@ -10,7 +10,8 @@ import pytest
 
 from cnfperf import UserError
 from cnfperf.dataplanes import DATAPLANES, dpdk_args, procs
-from cnfperf.dataplanes.dpdk_base import endpoint_mb, switch_cpus
+from cnfperf.dataplanes.dpdk_args import endpoint_mb
+from cnfperf.dataplanes.dpdk_base import switch_cpus
 from cnfperf.dataplanes.ovs import DropSampler
 from cnfperf.dataplanes.ovsdb import cpu_mask, parse_dump_ports, parse_flows, parse_map
 from cnfperf.dataplanes.testpmd_app import parse_fwd_stats, parse_port_stats
@@ -54,6 +55,8 @@ def test_vdev_strings():
 
 def test_jumbo_frames_get_more_endpoint_memory():
     assert endpoint_mb(64) == endpoint_mb(1518) < endpoint_mb(9000)
+    # the engine's rule: a 1925-byte frame and 128 to spare no longer fit 2 KB
+    assert endpoint_mb(1924) < endpoint_mb(1925)
 
 
 def test_jumbo_frames_get_pmd_buffers_that_hold_them():

@@ -30,10 +30,11 @@ def _nf(**fields):
 
 
 def test_a_template_gets_the_nf_ports_and_its_eal_words():
-    s, pair, nf, ports = _nf(nf="cmd:my-nf --in {iface1} --out {iface2} --to {peer2} {eal} -c {cpu}",
+    s, pair, nf, ports = _nf(nf="cmd:my-nf --in {port1} --out {port2} --to {peer2} {eal} -c {cpu}",
                              nf_api="dpdk")
+    ports = [Attachment(mac=p.mac, port=i) for i, p in enumerate(nf.ports)]
     cmd = functions.command("/e", nf, ports, ("aa", "bb"), pair, s, ("--vdev", "x"))
-    assert cmd.argv == ["my-nf", "--in", nf.ports[0].name, "--out", nf.ports[1].name,
+    assert cmd.argv == ["my-nf", "--in", "0", "--out", "1",
                         "--to", "bb", "--vdev", "x", "-c", str(nf.cpu)]
     assert not cmd.records and cmd.ready is None
 
@@ -52,27 +53,32 @@ def test_testpmd_forwards_by_mac_to_each_port_s_peer():
     assert cmd.ready == functions.TESTPMD_READY
 
 
-@pytest.mark.parametrize("kind,why", [("cmd:", "needs a command"), ("cmd:x {nope}", "{nope}"),
-                                      ("cmd:x 'open", "quotation")])
+@pytest.mark.parametrize("kind,why", [
+    ("cmd:", "needs a command"), ("cmd:x {nope}", "{nope}"), ("cmd:x 'open", "quotation"),
+    ("cmd:x {iface1", "'}'"), ("cmd:x {cpu:q}", "format code"), ("cmd:x {mac1!z}", "conversion")])
 def test_a_bad_template_is_refused(kind, why):
     with pytest.raises(UserError, match=why):
-        functions.check_template(kind, "raw", ifaces=True)
+        functions.check_template(kind, "raw")
 
 
-@pytest.mark.parametrize("kind,nf_api,ifaces,why", [
-    ("cmd:x {eal}", "raw", True, "nf_api = raw"),
-    ("cmd:x --port {port2}", "mmap", True, "kernel interfaces"),
-    ("cmd:x {iface1}", "dpdk", False, "DPDK ports only")])
-def test_a_template_naming_what_the_ports_lack_is_refused(kind, nf_api, ifaces, why):
+def test_eal_is_a_word_of_its_own():
+    with pytest.raises(UserError, match="word of its own"):
+        functions.check_template("cmd:x --eal={eal}", "dpdk")
+
+
+@pytest.mark.parametrize("kind,nf_api,why", [
+    ("cmd:x {eal}", "raw", "nf_api = raw"),
+    ("cmd:x --port {port2}", "mmap", "kernel interfaces"),
+    ("cmd:x {iface1}", "dpdk", "DPDK's")])
+def test_a_template_naming_what_the_ports_lack_is_refused(kind, nf_api, why):
     with pytest.raises(UserError, match=why):
-        functions.check_template(kind, nf_api, ifaces)
+        functions.check_template(kind, nf_api)
 
 
 def test_a_template_naming_what_the_ports_have_passes():
-    functions.check_template("cmd:x {eal} -- {port1} {port2}", "dpdk", ifaces=False)
-    functions.check_template("cmd:x {iface1} {iface2} {mac1}", "raw", ifaces=True)
-    functions.check_template("cmd:x {iface1} {eal}", "dpdk", ifaces=True)   # af_packet ports
-    functions.check_template("testpmd", "dpdk", ifaces=False)
+    functions.check_template("cmd:x {eal} -- {port1} {port2} -c {cpu:d}", "dpdk")
+    functions.check_template("cmd:x {iface1} {iface2} {mac1}", "raw")
+    functions.check_template("testpmd", "dpdk")
 
 
 def test_testpmd_statistics_become_per_port_counters():

@@ -66,6 +66,9 @@ BAD_FLAGS = [
     (["--nfs", "2", "--nf", "firewall"], "nf"),
     (["--nfs", "1", "--switch", "memif", "--api", "dpdk", "--nf-api", "raw"], "nf_api"),
     (["--switch", "testpmd", "--api", "dpdk", "--pairs", "5", "--nfs", "3"], "nfs"),
+    (["--switch", "memif", "--api", "dpdk", "--nfs", "2", "--nf", "testpmd"], "nfs"),
+    (["--api", "raw", "--nfs", "1", "--nf", "cmd:my-nf {port1}"], "nf"),
+    (["--api", "raw", "--nfs", "1", "--nf", "cmd:my-nf {cpu:q}"], "nf"),
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
 ]
