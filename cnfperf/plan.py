@@ -262,12 +262,10 @@ def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str,
         sides: str = "ab") -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
-    # MACs after the tester's ends (hosts 1 and 2): two per NF. The NF starts
-    # after the receiver's side of the path: its a port listens.
+    # MACs after the tester's ends (hosts 1 and 2): two per NF. Which end of a
+    # link listens is the link's (Link.first_is_a).
     ports = tuple(Port(name + side, name, pair,
                        f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
-                       # the NF starts before the sender's side of the path, after
-                       # the receiver's: first on its upstream link only
                        api=api, slot=n)
                   for n, side in enumerate(sides))
     return NF(name, pair, index, cpu, ports)

@@ -25,7 +25,7 @@ from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.dataplanes.kernel import add_netns, del_netns
 from cnfperf.functions import template_of
 from cnfperf.host import engine_facts, static_engine
-from cnfperf.plan import NF, Endpoint, Link, TestPoint
+from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf.runtimes import FULL, MINIMAL, RUNTIMES, TOOLS, Container, ImageInfo, Journal, Runtime
 from cnfperf.teardown import Teardown
 
@@ -68,16 +68,6 @@ class Testbed:
     # Seconds each NF's container took to create: the first part of its startup.
     create_s: dict[str, float] = field(default_factory=dict)
 
-    @property
-    def links(self) -> list[Link]:
-        return self.point.links
-
-    def tester(self, name: str) -> Tester:
-        node = self.nodes[name]
-        if not isinstance(node, Tester):
-            raise KeyError(f"{name}: a {type(node).__name__}, not a tester")
-        return node
-
     def container(self, name: str) -> Container:
         """The container of a tester's end or a network function."""
         node = self.nodes[name]
@@ -113,10 +103,12 @@ class Builder:
     """Builds one run's testbeds. A runtime prepares each of its images once per
     run, in the run's state directory (tmpfs), which goes with the run's teardown.
 
-    Two images (runtimes.IMAGES): the tester's ends and DPDK network functions
-    run the engine as built in the full image; a network function on a kernel
-    api runs the static engine beside it (host.static_engine) in the minimal
-    one, when that engine was built with its api."""
+    Three images (runtimes.IMAGES): the tester's ends and the engine's DPDK
+    network functions run the engine as built in the full image; an engine
+    network function on a kernel api runs the static engine beside it
+    (host.static_engine) in the minimal one, when that engine was built with its
+    api; testpmd and users' commands run in the tools image (the full one and
+    dpdk-testpmd)."""
 
     def __init__(self, journal: Journal, state: Path, engine: Path, teardown: Teardown,
                  dataplanes: Mapping[str, type[DataPlane]] = DATAPLANES,

@@ -61,9 +61,10 @@ def _us(ns: float | None) -> float | None:
 
 def images(run: dict[str, Any]) -> str | None:
     """The container images the run's points ran in, with their sizes: `tester
-    ends: busybox+engine+dpdk 41.2 MB; network functions: engine-static 1.5 MB`
-    (network functions on a kernel api have an image of their own; those on
-    dpdk share the ends'). None if no point stored one."""
+    ends: busybox+engine+dpdk 8.9 MB; network functions: engine-static 1.5 MB`
+    (the engine's network functions on dpdk share the ends' image; the others
+    have one of their own: minimal, or tools for testpmd and commands). None if
+    no point stored one."""
     seen: dict[str, dict[str, None]] = {"tester ends": {}, "network functions": {}}
     for p in run.get("points", []):
         for who, key in (("tester ends", "image"), ("network functions", "nf_image")):

@@ -93,8 +93,8 @@ _SCHEMA_4 = """
 ALTER TABLE points RENAME COLUMN blocking TO poll;
 UPDATE points SET poll = CASE poll WHEN 1 THEN 'interrupt' ELSE 'busy' END;
 """
-# Network functions on a kernel api run in an image of their own (the static
-# engine alone: runtimes/rootfs.py); image_* stay the tester's (full) image.
+# Network functions may run in an image of their own (the minimal one, the tools
+# one: runtimes/rootfs.py); image_* stay the tester's (full) image.
 _SCHEMA_5 = """
 ALTER TABLE points ADD COLUMN nf_image_name TEXT;
 ALTER TABLE points ADD COLUMN nf_image_size INTEGER;
@@ -216,8 +216,8 @@ class Store:
                   rep: int = 0, search: dict[str, Any] | None = None,
                   trials: list[dict[str, Any]] = (), shape: str | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
-        the one the tester's ends ran in, `nf_image` the minimal one of its
-        network functions (None: none ran there). `search` (SEARCH_KEYS) and
+        the one the tester's ends ran in, `nf_image` its network functions' when
+        not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS) and
         `trials` come from an ndr/pdr search; `shape` is the plan's
         (TestPoint.shape)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}

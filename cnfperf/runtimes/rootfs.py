@@ -1,4 +1,4 @@
-"""The container images, two kinds (base.IMAGES):
+"""The container images, three kinds (base.IMAGES):
 
 - full: static BusyBox, the engine, and only the shared objects the engine
   needs at run time (its ldd closure, plus the DPDK drivers the EAL loads from
@@ -8,6 +8,8 @@
   libxdp loads, nothing else: no shell, no loader, no shared object. The
   container's init is the engine itself (`--idle`). Network functions on a
   kernel api run in it.
+- tools: the full image and Debian's dpdk-testpmd (its ldd closure too), for
+  network functions that run testpmd or a user's command.
 
 Images are cached by a hash of everything that goes in, so a rebuilt engine or an
 upgraded library gives a new image and an unchanged host reuses the old one."""

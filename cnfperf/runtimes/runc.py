@@ -1,5 +1,5 @@
 """runc: one OCI bundle per endpoint, a read-only rootfs (the full BusyBox+engine
-image, or the minimal static-engine one: rootfs.py), the planned cores as a
+image, the minimal static-engine one, or the tools one with testpmd: rootfs.py), the planned cores as a
 cgroup cpuset, engine processes started with `runc exec`."""
 from __future__ import annotations
 
