@@ -42,8 +42,9 @@ HOW_TO_READ = (
                   "found by binary search and confirmed by a final verification trial."),
     ("Mpps / Gbps", "millions of frames per second; Gbps counts frame bytes including the "
                     "FCS, without preamble and inter-frame gap."),
-    ("RTT percentiles", "round-trip time of client/server echoes; p50 is the median, p99 is "
-                        "exceeded by 1 packet in 100. Histograms have ≤1% relative error."),
+    ("Latency percentiles", "round-trip time of client/server echoes, or one-way time of a "
+                            "single tester's frames (one clock); p50 is the median, p99 is "
+                            "exceeded by 1 packet in 100. Histograms have ≤1% relative error."),
     ("Repetitions", "with K > 1 repetitions a value is their mean; error bars in plots are "
                     "the sample standard deviation, ± in tables the 95% confidence interval of "
                     "the mean (Student t)."),

@@ -408,10 +408,23 @@ def _latency_stats(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple, dict
 _STAT_STYLE = {"p50": "-", "mean": "-.", "p90": ":", "p99": "--", "p999": (0, (1, 1))}
 
 
+def _latency_words(rows: Sequence[Row]) -> tuple[str, str]:
+    """(what the rows measured, its short name): a client's round trip, a single
+    tester's one way, or both."""
+    kinds = {r.get("latency_kind") for r in rows} - {None}
+    if kinds == {"one_way"}:
+        return "one-way latency", "latency"
+    if "one_way" in kinds:
+        return "latency (round trip or one way)", "latency"
+    return "round-trip time", "RTT"
+
+
 def rtt_vs_size(rows: Iterable[Row], path: str | Path,
                 show: Sequence[str] = ("p50", "p99")) -> str:
-    """Round-trip time percentiles vs frame size, one panel per burst (Figs. 5.9, 5.10)."""
+    """Latency percentiles vs frame size, one panel per burst (Figs. 5.9, 5.10):
+    round-trip, or one-way for a single tester."""
     rows = [r for r in rows if _is_latency(r)]
+    words, short = _latency_words(rows)
     table = _latency_stats(rows, ("switch", "burst", "size"))
     if not any(table.values()):
         raise NoData("rtt vs size: no latency rows")
@@ -427,11 +440,11 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
                     ax.plot(*zip(*xy), color=colour(switch), marker=marker(switch), ms=4,
                             ls=_STAT_STYLE.get(name, "-"))
         _log_size_axis(ax, _sorted_unique(k[2] for k in table if k[1] == burst))
-        ax.set_ylabel("round-trip time (µs)")
+        ax.set_ylabel(f"{words} (µs)")
         handles = [Line2D([], [], color=colour(s), marker=marker(s), label=s) for s in switches]
         handles += [Line2D([], [], color="0.3", ls=_STAT_STYLE.get(n, "-"), label=n) for n in show]
         _legend(ax, handles=handles)
-        ax.set_title(f"RTT vs frame size, burst {burst}", fontsize=10)
+        ax.set_title(f"{short} vs frame size, burst {burst}", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.set_ylim(bottom=0)
     return _save(fig, path)
@@ -441,13 +454,14 @@ MAX_CDF_PANELS = 6
 
 
 def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
-    """Cumulative distribution of round-trip time: one panel per frame size and
+    """Cumulative distribution of latency (round-trip or one-way): one panel per frame size and
     burst, one curve per data plane, histograms of repetitions merged. With more
     than MAX_CDF_PANELS combinations only the smallest burst at the smallest and
     largest frame size are drawn (the rest are in the tables)."""
     rows = [r for r in rows if _is_latency(r) and r.get("hist")]
     if not rows:
         raise NoData("latency CDF: no latency histograms")
+    words, short = _latency_words(rows)
     panels = _sorted_unique((r.get("size"), r.get("burst")) for r in rows)
     if len(panels) > MAX_CDF_PANELS:
         burst = min(b for _, b in panels)
@@ -465,11 +479,11 @@ def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
                 ax.step([max(x, 1.0) / 1e3 for x, _ in curve], [y for _, y in curve],
                         where="post", color=colour(switch), label=switch)
         _log_time_axis(ax)
-        ax.set_xlabel("round-trip time (µs, log scale)")
-        ax.set_ylabel("fraction of packets ≤ RTT")
+        ax.set_xlabel(f"{words} (µs, log scale)")
+        ax.set_ylabel(f"fraction of packets ≤ {short}")
         ax.set_ylim(0, 1.01)
         ax.grid(True, which="both", alpha=0.3)
-        ax.set_title(f"RTT distribution, {size} B frames, burst {burst}", fontsize=10)
+        ax.set_title(f"{short} distribution, {size} B frames, burst {burst}", fontsize=10)
         _legend(ax, title="data plane")
     return _save(fig, path)
 
@@ -513,7 +527,7 @@ PLOTS = {
     "throughput_vs_size": ("Maximum throughput vs frame size", throughput_vs_size),
     "scalability": ("Throughput vs number of pairs", scalability),
     "throughput_bars": ("Maximum throughput per configuration", throughput_bars),
-    "rtt_vs_size": ("Round-trip time vs frame size", rtt_vs_size),
+    "rtt_vs_size": ("Latency vs frame size", rtt_vs_size),
     "latency_cdf": ("Latency distribution (CDF)", latency_cdf),
 }
 
