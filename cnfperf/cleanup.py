@@ -22,7 +22,7 @@ from cnfperf.dataplanes.kernel import del_link, del_netns, links, netns_list
 from cnfperf.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.lock import HostBusy, HostLock
 from cnfperf.runtimes import RUNTIMES
-from cnfperf.system import mounts, proc_stat, run, wait_gone
+from cnfperf.system import KILL_WAIT_S, mounts, proc_stat, run, signal_all, wait_gone
 from cnfperf.teardown import Interrupted
 
 
@@ -137,9 +137,9 @@ def _kill(pid: int, start: str | None) -> bool:
     stat = proc_stat(pid) if pid > 0 else None
     if stat is None or (start is not None and str(start) != stat.start_time):
         return False
-    os.kill(pid, signal.SIGKILL)
+    signal_all([pid], signal.SIGKILL)
     # Later undo steps give back what it holds (hugepages, mounts): a process still
     # exiting keeps them in use, and the kernel would then keep a page in the pool.
-    if not wait_gone([pid], 10):
-        raise OSError(f"process {pid} still runs 10 s after SIGKILL")
+    if not wait_gone([pid], KILL_WAIT_S):
+        raise OSError(f"process {pid} still runs {KILL_WAIT_S:g} s after SIGKILL")
     return True

@@ -43,8 +43,10 @@ class Rate:
         return f"pdr:{tidy(round(self.loss * 100, 9))}%"
 
     def argv(self) -> str:
-        """The engine's --rate: whole packets per second."""
-        return f"{self.pps:.0f}"
+        """The engine's --rate, as exact as the engine reads it (a decimal; a
+        search's low trials are below 1 pps at times, and must not round to 0,
+        which is unpaced)."""
+        return f"{self.pps:.10g}"
 
     def __str__(self) -> str:
         return show(self.value())
@@ -88,9 +90,6 @@ def _parse_text(s: str, text: Any, field: str, search: bool) -> Rate:
 def _fixed(pps: float, text: Any, field: str) -> Rate:
     if not math.isfinite(pps) or pps < 0:
         raise ValueError(f"{field}: '{text}' must be a rate >= 0 (0 = as fast as possible)")
-    if 0 < pps < 1:
-        # The engine paces whole packets per second: 0.4 would become 0, unpaced.
-        raise ValueError(f"{field}: '{text}' is below 1 pps (0 = as fast as possible)")
     return fixed(pps)
 
 

@@ -154,6 +154,11 @@ def process_ids() -> list[int]:
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
 
 
+# A SIGKILLed process is gone in well under this; one that is not, is stuck in
+# the kernel (an uninterruptible wait), and whoever waits says so.
+KILL_WAIT_S = 10.0
+
+
 def signal_all(pids: Iterable[int], sig: int) -> None:
     for pid in pids:
         # Gone already, or a pid reused by someone else's process: not ours to stop.

@@ -58,7 +58,6 @@ class DataPlane(ABC):
     counter_view: ClassVar[str] = "switch"
     # None: any number of links (a pair's path has nfs + 1), each on its own ports.
     max_links: ClassVar[int | None] = None
-    needs_hugepages: ClassVar[bool] = False
     # Threads the switch itself spins on (testpmd, OVS PMD threads): they compete
     # with the endpoints for cores, so the plan counts them.
     poll_threads: ClassVar[int] = 0

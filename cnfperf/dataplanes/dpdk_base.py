@@ -37,7 +37,6 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
 
 class DpdkDataPlane(DataPlane):
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
-    needs_hugepages: ClassVar[bool] = True
 
     def __init__(self, journal):
         super().__init__(journal)

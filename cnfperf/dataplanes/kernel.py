@@ -15,7 +15,7 @@ from cnfperf import tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.hugepages import remove_dpdk_files
-from cnfperf.system import CommandFailed, run, signal_all
+from cnfperf.system import KILL_WAIT_S, CommandFailed, run, signal_all, wait_gone
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
@@ -48,8 +48,11 @@ def del_netns(journal: Journal | None, name: str) -> bool:
     """Delete the namespace if it is there; whether it was."""
     there = name in netns_list()
     if there:
-        # A process still inside would keep the namespace, and its links, alive unnamed.
-        signal_all(netns_pids(name), signal.SIGKILL)
+        # A process still inside would keep the namespace, and its links, alive
+        # unnamed: it is gone (not only signalled) before the name goes.
+        pids = netns_pids(name)
+        signal_all(pids, signal.SIGKILL)
+        wait_gone(pids, KILL_WAIT_S)
         ip("netns", "del", name)
     if journal is not None:
         journal.discard("netns", name)

@@ -30,8 +30,10 @@ class Figure:
 
 
 HOW_TO_READ = (
-    ("Offered rate", "packets per second the senders really put on the wire (may fall short "
-                     "of the requested rate when the sender is the bottleneck)."),
+    ("Offered rate", "packets per second the senders were asked for (RFC 2544's offered "
+                     "load); 0 or max: as fast as they can."),
+    ("Sent rate", "packets per second the senders really put on the wire (tx); it falls "
+                  "short of the offered rate when the sender is the bottleneck."),
     ("Received rate", "packets per second the receivers counted over the measured window; "
                       "frames the senders marked as warm-up are left out. Steady rx also "
                       "leaves out the intervals that began in the warm-up and any the traffic "

@@ -67,7 +67,7 @@ def _is_latency(row: Row) -> bool:
 
 def throughput_rows(rows: Iterable[Row]) -> list[dict]:
     """One row per run of a point: per-pair rows summed (rx_pps and sent_pps are totals),
-    with `rx_pps_per_pair` = total / pairs and `sent_pps` the rate really offered."""
+    with `rx_pps_per_pair` = total / pairs and `sent_pps` what the senders sent (tx)."""
     rows = [r for r in rows if not _is_latency(r) and r.get("rx_pps") is not None]
     grouped: dict[Any, list[Row]] = defaultdict(list)
     for r in rows:
@@ -279,8 +279,10 @@ def _varying_per_switch(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
 # --- the plots ----------------------------------------------------------------
 
 def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
-    """Received vs offered rate per data plane (the reference framework's Fig. 5.1),
-    one panel per frame size and burst."""
+    """Received vs sent rate per data plane (the reference framework's Fig. 5.1,
+    "offered" there), one panel per frame size and burst. The x axis is what left
+    the senders (tx), not the rate they were asked for: a sender that cannot keep
+    up shows where it stopped."""
     runs = [r for r in throughput_rows(rows) if _fixed_rate(r.get("rate"))]
     if not runs:
         raise NoData("received vs offered: no throughput rows at fixed rates")
@@ -291,11 +293,11 @@ def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
         mine = [r for r in runs if (r.get("size"), r.get("burst")) == (size, burst)]
         keys = ["switch", *split, "rate"]
         rx = _avg(mine, keys, "rx_pps")
-        offered = _avg(mine, keys, "sent_pps")
+        sent = _avg(mine, keys, "sent_pps")
         top = 0.0
         all_series = _sorted_unique(k[:-1] for k in rx)
         for series in all_series:
-            pts = sorted((offered.get((*series, rate), (rate, 0))[0] or rate, *rx[(*series, rate)])
+            pts = sorted((sent.get((*series, rate), (rate, 0))[0] or rate, *rx[(*series, rate)])
                          for rate in (k[-1] for k in rx if k[:-1] == series))
             xs = [p[0] / 1e6 for p in pts]
             ys = [p[1] / 1e6 for p in pts]
@@ -304,12 +306,12 @@ def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
                         marker=marker(series[0]), ms=4, capsize=2,
                         ls=_dash(series, all_series),
                         label=_series(series[0], dict(zip(split, series[1:]))))
-        ax.plot([0, top], [0, top], ls="--", color="0.6", lw=1, label="received = offered")
-        ax.set_xlabel("offered rate (Mpps)")
+        ax.plot([0, top], [0, top], ls="--", color="0.6", lw=1, label="received = sent")
+        ax.set_xlabel("sent rate (Mpps)")
         ax.set_ylabel("received rate (Mpps)")
         _finish(ax, f"{size} B frames, burst {burst}")
         ax.set_xlim(left=0)
-    fig.suptitle("Received vs offered rate", fontsize=11)
+    fig.suptitle("Received vs sent rate", fontsize=11)
     return _save(fig, path)
 
 
@@ -523,7 +525,7 @@ class Plot:
 
 
 PLOTS = {
-    "rx_vs_offered": ("Received vs offered rate", rx_vs_offered),
+    "rx_vs_offered": ("Received vs sent rate", rx_vs_offered),
     "throughput_vs_size": ("Maximum throughput vs frame size", throughput_vs_size),
     "scalability": ("Throughput vs number of pairs", scalability),
     "throughput_bars": ("Maximum throughput per configuration", throughput_bars),

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from cnfperf import rate as rates
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.engine import EngineOutput, EngineOutputError, argv, parse_line
 from cnfperf.plan import place
@@ -81,3 +82,9 @@ def test_output_is_followed_from_a_pipe():
     assert out.last_interval["rx_pps"] == 1000.0
     assert out.problems and "stray" in out.problems[0]
     assert raw.getvalue().count("\n") == 4, "every line is kept raw, parsed or not"
+
+
+@pytest.mark.parametrize("pps,arg", [(0.5, "0.5"), (2_500_000, "2500000"), (1e9, "1000000000"),
+                                     (1234.5678, "1234.5678")])
+def test_the_engine_gets_the_rate_as_asked_never_rounded_to_unpaced(pps, arg):
+    assert rates.fixed(pps).argv() == arg

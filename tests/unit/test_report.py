@@ -143,8 +143,8 @@ def test_rx_vs_offered(tmp_path, figures):
     panels = labels(figures[0])
     assert [p["title"] for p in panels] == ["64 B frames, burst 32", "1500 B frames, burst 32"]
     for p in panels:
-        assert p["x"] == "offered rate (Mpps)" and p["y"] == "received rate (Mpps)"
-        assert {"veth", "bridge", "testpmd", "received = offered"} <= set(p["legend"])
+        assert p["x"] == "sent rate (Mpps)" and p["y"] == "received rate (Mpps)"
+        assert {"veth", "bridge", "testpmd", "received = sent"} <= set(p["legend"])
     # a saturated curve: the last point of veth sits at its capacity, not at the offered rate
     ax = figures[0].axes[0]
     veth = series(ax, "veth")
