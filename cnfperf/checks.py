@@ -22,7 +22,7 @@ from typing import Any
 
 from cnfperf import SystemFailure, UserError, functions, tools
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.fields import APIS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, TX_PORT
+from cnfperf.fields import APIS, CMD, MAX_PORT, NF_KINDS, ONE_PORT_NFS, TX_PORT
 from cnfperf.host import HostFacts
 from cnfperf.runtimes import RUNTIMES
 from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, read_file
@@ -89,7 +89,7 @@ def check(s: Scenario) -> None:
 
 
 def _check_nfs(s: Scenario, dataplane: type) -> None:
-    if s.nf not in NF_KINDS and not s.nf.startswith(functions.CMD):
+    if s.nf not in NF_KINDS and not s.nf.startswith(CMD):
         raise UserError("nf", f"{s.nf!r} is not a network function: one of "
                               f"{', '.join(NF_KINDS)}, or cmd:TEMPLATE")
     if s.nf_api not in dataplane.apis:

@@ -38,6 +38,7 @@ POLLS = ("busy", "adaptive", "interrupt")
 # What a network function in the path does; `cmd:TEMPLATE` runs a user's own.
 ENGINE_NFS = ("l2", "mirror", "strip-encap", "l3")   # the engine's own (its nf role)
 NF_KINDS = (*ENGINE_NFS, "testpmd")                  # and cmd:TEMPLATE
+CMD = "cmd:"   # a user's own NF: the command template follows
 # Kinds with one port, that send frames back where they came from: the path ends there.
 ONE_PORT_NFS = ("mirror",)
 # Sender and receiver in containers of their own, or one engine holding both ends.
@@ -136,7 +137,10 @@ SWEEP_SETTINGS = {"repeat": "int"}
 
 
 def show(name: str, value: Any) -> str:
-    """A field's value as people read it: rates as 500k or 2.5M, 0 as what it means."""
+    """A field's value as people read it: rates as 500k or 2.5M, 0 as what it means,
+    a user's NF command by its program (the whole template is in the run's records)."""
+    if name == "nf" and isinstance(value, str) and value.startswith(CMD) and " " in value:
+        return value.split()[0] + "…"
     f = by_name().get(name)
     if f is None or f.kind != "rate" or isinstance(value, bool):
         return str(value)

@@ -20,11 +20,11 @@ from cnfperf import UserError
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.dataplanes.testpmd_app import frame_args, parse_fwd_stats
 from cnfperf.engine import nf_argv
+from cnfperf.fields import CMD
 from cnfperf.plan import NF, Pair
 from cnfperf.scenario import Scenario
 from cnfperf.tools import TESTPMD
 
-CMD = "cmd:"
 # What a template may name. The NF's port 1 faces the sender, port 2 the receiver.
 PLACEHOLDERS = {
     "iface1": "port 1's kernel interface", "iface2": "port 2's kernel interface",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from cnfperf import PREFIX
+from cnfperf import PREFIX, fields
 from cnfperf.fields import ENGINE_NFS, MAX_NFS, ONE_PORT_NFS, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario
 
@@ -202,7 +202,7 @@ class TestPoint:
 def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: str) -> str:
     """`send → 3 × l2 (chain) → recv`; without NFs `send → recv`. The report
     rebuilds it from a stored point, whose shape may be unknown (None)."""
-    middle = f" → {nfs} × {nf}" + (f" ({shape})" if shape else "") if nfs else ""
+    middle = f" → {nfs} × {fields.show('nf', nf)}" + (f" ({shape})" if shape else "") if nfs else ""
     return f"{sender}{middle} → {receiver}"
 
 

@@ -112,7 +112,7 @@ def parse_values(field_name: str, raw: Any, kind: str | None = None) -> list:
 
 def _parse_text(field_name: str, text: str, kind: str) -> list:
     # A cpulist's commas are its own; so are a command's (an NF's cmd:TEMPLATE).
-    if kind == "cpus" or text.startswith("cmd:"):
+    if kind == "cpus" or text.startswith(field_table.CMD):
         return [parse_one(field_name, text, kind)]
     parts = [p.strip() for p in text.split(",")]
     if any(not p for p in parts):
