@@ -245,7 +245,10 @@ def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
         print(run_table(run))
         if used := images(run):
             print(f"images: {used}")
-        _print_tables(run)
+        _print_tables(run, brief=True)
+        if any(p.get("nf_results") for p in run["points"]):
+            print(f"\n(every path hop by hop, each NF's startup: cnfperf results show "
+                  f"{outcome.run_id})")
     if outcome.status == "done":
         return 0, outcome.run_id, store
     print(f"cnfperf: error: run {outcome.run_id} {outcome.status}: {outcome.error}",
@@ -395,11 +398,12 @@ def _results_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_tables(run: dict[str, Any]) -> None:
+def _print_tables(run: dict[str, Any], brief: bool = False) -> None:
     """What follows a run's table: each point's path and CPU-bound nodes (when
-    there is something to say), repetitions, searches, the network functions' tables."""
+    there is something to say), repetitions, searches, the network functions'
+    tables (`brief`, at the end of a run: what `results show` has in full)."""
     for table in filter(None, (point_table(run, brief=True), repetitions(run), searches(run),
-                               *nf_tables.all_tables(run))):
+                               *nf_tables.all_tables(run, brief))):
         print()
         print(summary_table(table))
 

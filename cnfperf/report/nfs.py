@@ -187,17 +187,25 @@ def hops(point: dict[str, Any], pair: int) -> list[Hop]:
     return out
 
 
-def loss_localisation(run: dict[str, Any]) -> Table | None:
+def loss_localisation(run: dict[str, Any], brief: bool = False) -> Table | None:
+    """A row per hop of every pair's path. `brief` (the end of a run): only the
+    paths that lost frames or could not be compared, else one line saying none did."""
     points = [p for p in done_points(run) if p.get("nf_results")]
     if not points:
         return None
     axes = varying(done_points(run)) or ["switch"]
-    rows = []
+    rows, paths = [], 0
     for p in points:
         for pair in sorted({n["pair"] for n in p["nf_results"]}):
-            for h in hops(p, pair):
-                rows.append([label(p, axes), p.get("rep", 0) + 1, pair, h.name, h.rx, h.tx,
-                             h.lost, "; ".join(h.why)])
+            path_hops = hops(p, pair)
+            paths += 1
+            if brief and all(h.lost == 0 for h in path_hops if h.what in ("link", "nf", "total")):
+                continue
+            rows += [[label(p, axes), p.get("rep", 0) + 1, pair, h.name, h.rx, h.tx, h.lost,
+                      "; ".join(h.why)] for h in path_hops]
+    if not rows:
+        return ("Loss along each path", ["paths", "lost"],
+                [[paths, "none: every hop's counts agree"]])
     return ("Loss along each path", ["point", "rep", "pair", "hop", "in", "out", "lost",
                                      "where and why"], rows)
 
@@ -317,6 +325,8 @@ def startup_per_point(run: dict[str, Any]) -> Table | None:
                                      "all forwarding within s"], rows)
 
 
-def all_tables(run: dict[str, Any]) -> list[Table]:
-    return [t for t in (loss_localisation(run), latency_per_nf(run), startup(run),
-                        startup_per_point(run)) if t]
+def all_tables(run: dict[str, Any], brief: bool = False) -> list[Table]:
+    """The NF tables; `brief` (the end of a run): lossless paths and each NF's
+    startup left to `cnfperf results show` and the report."""
+    return [t for t in (loss_localisation(run, brief), latency_per_nf(run),
+                        None if brief else startup(run), startup_per_point(run)) if t]

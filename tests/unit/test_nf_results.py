@@ -283,6 +283,23 @@ def test_the_loss_table_has_a_row_per_hop(tmp_path):
     assert "no_route 1,000" in summary_table((title, headers, rows))
 
 
+def test_the_end_of_a_run_shows_only_the_paths_that_lost_frames(tmp_path):
+    lossy, result = chain()
+    clean, clean_result = chain()
+    pair = clean.pairs[0]
+    nf1, m1 = _nf(pair.nfs[0].name, 0, rx=11_000, tx=11_000)
+    nf2, m2 = _nf(pair.nfs[1].name, 1, rx=11_000, tx=11_000)
+    receiver = _end(0, pair.receiver.name, "recv", rx=10_000)
+    clean_result.endpoints[1:] = [receiver, m1, m2]
+    clean_result.nfs = [nf1, nf2]
+    clean_result.counters = {}
+    _, _, rows = nfs.loss_localisation(stored_run(tmp_path / "a", (clean, clean_result, {})),
+                                       brief=True)
+    assert rows == [[1, "none: every hop's counts agree"]]
+    run = stored_run(tmp_path / "b", (lossy, result, {}))
+    assert nfs.loss_localisation(run, brief=True) == nfs.loss_localisation(run)
+
+
 # --- latency per NF -----------------------------------------------------------------
 
 def _latency_point(n: int, p50_us: float, size: int = 64):
