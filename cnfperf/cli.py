@@ -304,6 +304,8 @@ class _ProgressLine:
             text = key = f"{head} … {p.detail}"
         else:
             text = key = f"{head} … {p.phase}"
+            if p.phase == "setup" and p.detail:   # on a terminal only: not a line each
+                text += f" {p.detail}"
             if p.phase == "setup" and p.eta is not None:
                 text += f"  (eta {format_seconds(p.eta)})"
         if self.tty:

@@ -253,7 +253,10 @@ class Run:
                  teardown: Teardown) -> tuple[PointResult, dict[str, Any]]:
         """The point's testbed, set up once, and what its strategy measures on it."""
         directory = self._directory(point)
-        trials = Trials(builder.build(point, teardown), directory, teardown, self._report,
+
+        def say(detail: str) -> None:
+            self._report(Progress(point, "setup", detail=detail))
+        trials = Trials(builder.build(point, teardown, say), directory, teardown, self._report,
                         self.opts.trial)
         return strategies.choose(point.scenario).run(trials, point.scenario)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,22 +152,33 @@ class Builder:
             self._static_apis = [] if facts.problem else facts.apis
         return self._static_apis
 
-    def build(self, point: TestPoint, teardown: Teardown) -> Testbed:
+    def build(self, point: TestPoint, teardown: Teardown,
+              say: Callable[[str], None] | None = None) -> Testbed:
+        """The point's testbed; `say` hears how far the containers are (a chain
+        of many NFs takes seconds to create)."""
         s = point.scenario
+        total = len(point.engines) + len(point.nfs)
+
+        def made(n: int) -> None:
+            if say:
+                say(f"containers {n}/{total}")
         bed = Testbed(point)
         for name in (*(ep.name for ep in point.engines), *(nf.name for nf in point.nfs)):
             self._netns(name, teardown)
         switch = self._switch(point, teardown)
         bed.nodes[switch.name] = switch
         bed.attachments = {port.name: switch.dataplane.attach(port) for port in point.ports}
-        for ep in point.engines:
+        for n, ep in enumerate(point.engines):
+            made(n)
             bed.nodes[ep.name] = Tester(ep, self._container(s.runtime, FULL, bed, ep.name,
                                                             ep.cpu, teardown))
-        for nf in point.nfs:
+        for n, nf in enumerate(point.nfs, len(point.engines)):
+            made(n)
             start = time.monotonic()
             bed.nodes[nf.name] = Function(nf, self._container(s.runtime, self.image_of(nf, s.nf), bed,
                                                               nf.name, nf.cpu, teardown))
             bed.create_s[nf.name] = time.monotonic() - start
+        made(total)
         return bed
 
     def _container(self, runtime: str, image: str, bed: Testbed, name: str, cpu: int,
