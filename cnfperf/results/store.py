@@ -101,7 +101,7 @@ ALTER TABLE points ADD COLUMN nf_image_size INTEGER;
 """
 # Network functions on the paths: each NF's startup and polling (nf_results; idx
 # is its place on its pair's path, from the sender) and its ports' counters
-# (nf_ports; port 1 faces the sender, 2 the receiver; rx and drops counted at the
+# (nf_ports, by the NF's name; port 1 faces the sender, 2 the receiver; rx and drops counted at the
 # ingress port, tx and tx_refused at the egress port). Per point: its paths'
 # shape (pair, chain, pipeline) and the nodes whose poller was CPU-bound
 # (model.CPU_BOUND_BUSY; comma-separated node names, "" for none).
@@ -114,10 +114,10 @@ CREATE TABLE nf_results (
     ready_s REAL, first_tx_s REAL, polls INTEGER, empty_polls INTEGER,
     PRIMARY KEY (point_id, name));
 CREATE TABLE nf_ports (
-    point_id INTEGER NOT NULL REFERENCES points(id), nf TEXT NOT NULL,
+    point_id INTEGER NOT NULL REFERENCES points(id), name TEXT NOT NULL,
     port INTEGER NOT NULL, rx_packets INTEGER, tx_packets INTEGER, tx_refused INTEGER,
     dropped_other INTEGER, dropped_bad INTEGER, dropped_no_route INTEGER, dropped_ttl INTEGER,
-    PRIMARY KEY (point_id, nf, port));
+    PRIMARY KEY (point_id, name, port));
 """
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6]
 # Children of a point, deleted with it when --resume runs it again.
@@ -262,7 +262,7 @@ class Store:
                                     "polls": nf.polls, "empty_polls": nf.empty_polls})
         for port in nf.ports:
             self._insert("nf_ports", {
-                "point_id": point_id, "nf": nf.name, "port": port.port,
+                "point_id": point_id, "name": nf.name, "port": port.port,
                 "rx_packets": port.rx_packets, "tx_packets": port.tx_packets,
                 "tx_refused": port.tx_refused,
                 **{f"dropped_{k}": port.dropped.get(k, 0) for k in DROP_REASONS}})
@@ -311,10 +311,10 @@ class Store:
         # `nfs` is the scenario's count: the NFs themselves are `nf_results`,
         # each with its `ports`.
         ports: dict[str, list[dict[str, Any]]] = {}
-        for r in self.db.execute("SELECT * FROM nf_ports WHERE point_id = ? ORDER BY nf, port",
+        for r in self.db.execute("SELECT * FROM nf_ports WHERE point_id = ? ORDER BY name, port",
                                  (pid,)):
-            ports.setdefault(r["nf"], []).append(
-                {k: r[k] for k in r.keys() if k not in ("point_id", "nf")})
+            ports.setdefault(r["name"], []).append(
+                {k: r[k] for k in r.keys() if k not in ("point_id", "name")})
         point["nf_results"] = [
             {**{k: r[k] for k in r.keys() if k != "point_id"}, "ports": ports.get(r["name"], [])}
             for r in self.db.execute(
