@@ -17,6 +17,8 @@ Data planes and runtimes are imported here, above them, never by scenario.py
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from cnfperf import SystemFailure, UserError, functions, tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import APIS, CMD, MAX_PORT, NF_KINDS, ONE_PORT_NFS, TX_PORT
 from cnfperf.host import HostFacts
+from cnfperf.plan import links_per_path
 from cnfperf.runtimes import RUNTIMES
 from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, read_file
 
@@ -135,9 +138,7 @@ def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0,
     dataplane = DATAPLANES[switch]
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
-    # A path has a link before each NF and one after the last, unless that one
-    # sends frames back (mirror): then the path ends at it.
-    per_path = nfs + (0 if nfs and nf in ONE_PORT_NFS else 1)
+    per_path = links_per_path(nfs, nf)
     links = pairs * per_path
     if dataplane.max_links is not None and links > dataplane.max_links:
         return ("pairs" if not nfs else "nfs",
@@ -192,6 +193,12 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
         if s.nfs and (s.nf == "testpmd" or
                       functions.template_of(s.nf) is not None and s.runtime == "runc"):
             problems += tools.problems(tools.TESTPMD)
+        # the netns runtime runs a command from the host: it must be there
+        template = functions.template_of(s.nf) if s.nfs else None
+        if template and s.nf.startswith(CMD) and s.runtime == "netns":
+            program = shlex.split(template)[0]
+            if shutil.which(program) is None:
+                problems.append(f"nf {program}: not found on this host's PATH")
     if problems:
         raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
 

@@ -199,6 +199,17 @@ class TestPoint:
         return name
 
 
+def roles(tester: str, mode: str) -> tuple[str, str]:
+    """The engine roles of a path's two ends (one engine for a single tester)."""
+    return SINGLE if tester == "single" else ROLES[mode]
+
+
+def links_per_path(nfs: int, nf: str) -> int:
+    """How many links Pair.links makes: one before each NF and one after the
+    last, unless that one sends frames back (a one-port NF): the path ends there."""
+    return nfs + (0 if nfs and nf in ONE_PORT_NFS else 1)
+
+
 def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: str) -> str:
     """`send → 3 × l2 (chain) → recv`; without NFs `send → recv`. The report
     rebuilds it from a stored point, whose shape may be unknown (None)."""
@@ -222,7 +233,7 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
     the cores; `joins`: how it joins a link (DataPlane.joins)."""
     cpus = s.cpus or host_cpus or usable_cpus()
     single = s.tester == "single"
-    sender_role, receiver_role = SINGLE if single else ROLES[s.mode]
+    sender_role, receiver_role = roles(s.tester, s.mode)
     octets = bytes.fromhex(run_id.rjust(4, "0")[-4:])
     engines = 1 if single else 2   # per pair, for the tester's ends
     pairs = []

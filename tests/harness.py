@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +91,16 @@ def scenarios(path: Path | None = None, flags: dict | None = None) -> list:
     from cnfperf.checks import load_plan
 
     return load_plan(path, flags).scenarios
+
+
+def older_store(directory: Path, version: int) -> sqlite3.Connection:
+    """A results database as cnfperf left it at schema `version`, with one done
+    run 'beef': the caller adds its points, commits and closes, then opens it
+    with Store (which migrates it)."""
+    from cnfperf.results.store import _MIGRATIONS
+    db = sqlite3.connect(directory / "cnfperf.db")
+    for script in _MIGRATIONS[:version]:
+        db.executescript(script)
+    db.execute(f"PRAGMA user_version = {version}")
+    db.execute("INSERT INTO runs (id, started, status) VALUES ('beef', 1, 'done')")
+    return db

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from cnfperf import fields
 from cnfperf.experiments import stats
-from cnfperf.plan import ROLES, SINGLE, describe_path, run_prefix
+from cnfperf.plan import describe_path, roles, run_prefix
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -82,8 +82,8 @@ def _image(name: str, size: int | None) -> str:
 
 def path(point: dict[str, Any]) -> str:
     """`send → 3 × l2 (chain) → recv`, as the plan said it (TestPoint.path)."""
-    single = _param(point, "tester") == "single"
-    sender, receiver = SINGLE if single else ROLES.get(_param(point, "mode"), ("send", "recv"))
+    sender, receiver = roles(str(_param(point, "tester") or "split"),
+                             str(_param(point, "mode") or "throughput"))
     nfs = int(_param(point, "nfs") or 0)
     return describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver)
 

@@ -2,11 +2,14 @@
 use is named with what is missing and the Debian package that has it."""
 from __future__ import annotations
 
-from cnfperf import checks
+import pytest
+
+from cnfperf import SystemFailure, checks
 from cnfperf import host as host_facts
 from cnfperf import tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.engine import find_engine
+from harness import scenarios
 
 
 def test_a_missing_tool_is_named_with_its_package(monkeypatch):
@@ -30,3 +33,11 @@ def test_a_host_without_tools_names_a_package_for_every_data_plane(monkeypatch):
         assert any("(Debian package " in p for p in problems), (name, problems)
     assert "api dpdk: the engine was built without it (Debian package libdpdk-dev, then make build)" \
         in matrix["dataplanes"]["vhost"]["problems"]
+
+
+def test_preflight_names_a_command_nf_the_host_lacks():
+    facts = host_facts.gather(find_engine())
+    [s] = scenarios(None, {"api": "raw", "nfs": 1, "runtime": "netns",
+                           "nf": "cmd:no-such-nf-here {iface1} {iface2}"})
+    with pytest.raises(SystemFailure, match="nf no-such-nf-here: not found on this host's PATH"):
+        checks.preflight([s], facts)

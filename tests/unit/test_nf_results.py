@@ -15,8 +15,8 @@ from cnfperf.plan import place
 from cnfperf.report import build, export, nfs, summary
 from cnfperf.report.tables import summary_table
 from cnfperf.results import model
-from cnfperf.results.store import _MIGRATIONS, SCHEMA_VERSION, Store
-from harness import scenarios
+from cnfperf.results.store import SCHEMA_VERSION, Store
+from harness import older_store, scenarios
 
 RUN = "1a2b"
 WARMUP = 1_000
@@ -135,11 +135,7 @@ def test_a_point_without_nfs_has_none(tmp_path):
 
 
 def test_an_old_database_gains_the_nf_tables_and_columns(tmp_path):
-    db = sqlite3.connect(tmp_path / "cnfperf.db")
-    for script in _MIGRATIONS[:4]:
-        db.executescript(script)
-    db.execute("PRAGMA user_version = 4")
-    db.execute("INSERT INTO runs (id, started, status) VALUES ('beef', 1, 'done')")
+    db = older_store(tmp_path, 4)
     db.execute("INSERT INTO points (run_id, idx, status, switch, mode, scenario) "
                "VALUES ('beef', 0, 'done', 'veth', 'throughput', '{\"mode\": \"throughput\"}')")
     db.commit()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf.plan import IFNAMSIZ, place
+from cnfperf.plan import IFNAMSIZ, links_per_path, place
 from harness import scenarios
 
 
@@ -133,3 +133,11 @@ def test_a_mirror_ends_the_path_at_its_one_port():
     [link] = pair.links
     assert (link.a, link.b) == (pair.sender.port, pair.nfs[0].ports[0]) and link.first == link.b
     assert len(pair.nfs[0].ports) == 1 and pair.receiver.port not in point.ports
+
+
+@pytest.mark.parametrize("flags", [{}, {"nfs": 3}, {"nfs": 1, "nf": "mirror", "tester": "single",
+                                                    "api": "raw"}])
+def test_the_checks_count_the_links_the_plan_makes(flags):
+    [s] = scenarios(None, flags)
+    [pair] = place(s, "1a2b", host_cpus=(0, 1)).pairs
+    assert len(pair.links) == links_per_path(s.nfs, s.nf)

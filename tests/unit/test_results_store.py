@@ -11,7 +11,7 @@ from cnfperf import UserError
 from cnfperf.results import model
 from cnfperf.results.store import SCHEMA_VERSION, Store
 from cnfperf.runtimes import ImageInfo
-from harness import scenarios
+from harness import older_store, scenarios
 
 
 def _summary(role: str, tx: int, rx: int, lat: list[list[int]] | None = None,
@@ -107,12 +107,7 @@ def test_schema_is_versioned(tmp_path):
 
 
 def test_blocking_points_of_an_older_store_read_as_poll_interrupt(tmp_path):
-    from cnfperf.results.store import _MIGRATIONS
-    db = sqlite3.connect(tmp_path / "cnfperf.db")
-    for script in _MIGRATIONS[:3]:
-        db.executescript(script)
-    db.execute("PRAGMA user_version = 3")
-    db.execute("INSERT INTO runs (id, started, status) VALUES ('beef', 1, 'done')")
+    db = older_store(tmp_path, 3)
     db.executemany("INSERT INTO points (run_id, idx, status, blocking) VALUES ('beef', ?, 'done', ?)",
                    [(0, 1), (1, 0)])
     db.commit()
@@ -124,13 +119,8 @@ def test_blocking_points_of_an_older_store_read_as_poll_interrupt(tmp_path):
 
 
 def test_images_of_the_ends_and_of_the_network_functions_are_stored(tmp_path):
-    from cnfperf.results.store import _MIGRATIONS
     # an older store gains the columns; its points leave them empty
-    db = sqlite3.connect(tmp_path / "cnfperf.db")
-    for script in _MIGRATIONS[:4]:
-        db.executescript(script)
-    db.execute("PRAGMA user_version = 4")
-    db.execute("INSERT INTO runs (id, started, status) VALUES ('beef', 1, 'done')")
+    db = older_store(tmp_path, 4)
     db.execute("INSERT INTO points (run_id, idx, status) VALUES ('beef', 0, 'done')")
     db.commit()
     db.close()

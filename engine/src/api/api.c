@@ -94,6 +94,15 @@ bool api_opt_uint(const char *s, unsigned long max, unsigned long *out, char *wh
 	return true;
 }
 
+int api_one_rx_fd(int fd, int *fds, int max)
+{
+	if (fd < 0)
+		return 0;
+	if (max > 0)
+		fds[0] = fd;
+	return 1;
+}
+
 static void iface_mac(const char *iface, uint8_t mac[6])
 {
 	struct ifreq ifr = { 0 };

@@ -131,6 +131,9 @@ void api_close(struct api *a);
 /* For set() hooks: s as a whole number from 0 to max, or false with why filled. */
 bool api_opt_uint(const char *s, unsigned long max, unsigned long *out, char *why, size_t whylen);
 
+/* rx_fds of an api with one descriptor: fd, or none when fd < 0 (no rx). */
+int api_one_rx_fd(int fd, int *fds, int max);
+
 /* Roles always exchange whole Ethernet/IPv4/UDP frames with an API, so they never
  * branch on it. For udp (l2 == false) the kernel owns the headers: on tx the API
  * sends what follows the UDP header from the socket bound to the frame's UDP

@@ -565,13 +565,7 @@ static void dpdk_release(struct api *a, struct pkt *pkts, uint16_t n)
 
 static int dpdk_rx_fds(struct api *a, int *fds, int max)
 {
-	struct dpdk *d = a->priv;
-
-	if (d->intr_fd < 0)
-		return 0;
-	if (max > 0)
-		fds[0] = d->intr_fd;
-	return 1;
+	return api_one_rx_fd(((struct dpdk *)a->priv)->intr_fd, fds, max);
 }
 
 static void dpdk_rx_intr(struct api *a, bool on)

@@ -356,13 +356,7 @@ static void mmap_release(struct api *a, struct pkt *pkts, uint16_t n)
 /* A TPACKET_V3 socket is readable once the kernel has handed a block over. */
 static int mmap_rx_fds(struct api *a, int *fds, int max)
 {
-	struct mmap_api *m = a->priv;
-
-	if (m->rx_fd < 0)
-		return 0;
-	if (max > 0)
-		fds[0] = m->rx_fd;
-	return 1;
+	return api_one_rx_fd(((struct mmap_api *)a->priv)->rx_fd, fds, max);
 }
 
 static void mmap_stats(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)

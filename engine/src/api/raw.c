@@ -198,13 +198,7 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 
 static int raw_rx_fds(struct api *a, int *fds, int max)
 {
-	struct raw *r = a->priv;
-
-	if (!a->conf.rx)
-		return 0;
-	if (max > 0)
-		fds[0] = r->fd;
-	return 1;
+	return api_one_rx_fd(a->conf.rx ? ((struct raw *)a->priv)->fd : -1, fds, max);
 }
 
 static void raw_release(struct api *a, struct pkt *pkts, uint16_t n)

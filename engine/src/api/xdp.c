@@ -350,13 +350,7 @@ static void xdp_release(struct api *a, struct pkt *pkts, uint16_t n)
 /* An AF_XDP socket is readable while its rx ring holds frames. */
 static int xdp_rx_fds(struct api *a, int *fds, int max)
 {
-	struct xdp *x = a->priv;
-
-	if (!a->conf.rx)
-		return 0;
-	if (max > 0)
-		fds[0] = x->fd;
-	return 1;
+	return api_one_rx_fd(a->conf.rx ? ((struct xdp *)a->priv)->fd : -1, fds, max);
 }
 
 static void xdp_stats(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)

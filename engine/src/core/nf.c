@@ -49,24 +49,34 @@ static inline bool is_ipv4(const struct pkt *p)
 	return p->len >= OFF_IP + 20 && p->data[OFF_ETH_TYPE] == 0x08 && p->data[OFF_ETH_TYPE + 1] == 0x00;
 }
 
-#define DROP(o, p) ((o)->drop[(o)->ndrop++] = (p))
+/* counted by reason, given back after the burst */
+#define DROP(o, p, reason) ((reason)++, (o)->drop[(o)->ndrop++] = (p))
 #define SEND(o, e, p) ((o)->tx[e][(o)->ntx[e]++] = (p))
 
-static void burst_l2(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
-		     struct nf_out *out, struct nf_drops *d)
+/* Every IPv4 frame out of the other port, its first `len` bytes replaced by
+ * that port's header (next hop's MAC, own MAC, IPv4 type); the rest dropped.
+ * Inlined with a constant len into each kind below. */
+static inline void rewrite(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
+			   struct nf_out *out, struct nf_drops *d, const size_t len)
 {
 	const unsigned e = nf->egress[in];
 	const uint8_t *h = nf->hdr[e];
 
 	for (uint16_t i = 0; i < n; i++) {
 		if (!is_ipv4(&pkts[i])) {
-			d->other++;
-			DROP(out, pkts[i]);
+			DROP(out, pkts[i], d->other);
 			continue;
 		}
-		memcpy(pkts[i].data, h, 12);
+		memcpy(pkts[i].data, h, len);
 		SEND(out, e, pkts[i]);
 	}
+}
+
+/* l2: the MACs rewritten, the type left as it was */
+static void burst_l2(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
+		     struct nf_out *out, struct nf_drops *d)
+{
+	rewrite(nf, in, pkts, n, out, d, 12);
 }
 
 static void burst_mirror(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
@@ -76,8 +86,7 @@ static void burst_mirror(const struct nf *nf, unsigned in, struct pkt *pkts, uin
 	for (uint16_t i = 0; i < n; i++) {
 		uint8_t *f = pkts[i].data, t[6];
 		if (!is_ipv4(&pkts[i])) {
-			d->other++;
-			DROP(out, pkts[i]);
+			DROP(out, pkts[i], d->other);
 			continue;
 		}
 		memcpy(t, f + OFF_ETH_DST, 6);
@@ -87,27 +96,13 @@ static void burst_mirror(const struct nf *nf, unsigned in, struct pkt *pkts, uin
 	}
 }
 
+/* Strip(14) -> EtherEncap: the IPv4 packet that is left gets a whole new
+ * 14-byte header in front, which is where the old one was: the frame keeps its
+ * place and length, and all 14 bytes are written. */
 static void burst_strip_encap(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
 			      struct nf_out *out, struct nf_drops *d)
 {
-	const unsigned e = nf->egress[in];
-	const uint8_t *h = nf->hdr[e];
-
-	for (uint16_t i = 0; i < n; i++) {
-		if (!is_ipv4(&pkts[i])) {
-			d->other++;
-			DROP(out, pkts[i]);
-			continue;
-		}
-		/* Strip(14): what is left is the IPv4 packet ... */
-		struct pkt p = { pkts[i].data + OFF_IP, (uint16_t)(pkts[i].len - OFF_IP), pkts[i].priv };
-		/* ... EtherEncap: a whole new header in front of it (the api's
-		 * buffer has the room: it is where the old one was) */
-		p.data -= 14;
-		p.len += 14;
-		memcpy(p.data, h, 14);
-		SEND(out, e, p);
-	}
+	rewrite(nf, in, pkts, n, out, d, 14);
 }
 
 static void burst_l3(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
@@ -117,27 +112,23 @@ static void burst_l3(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_
 	for (uint16_t i = 0; i < n; i++) {
 		uint8_t *f = pkts[i].data, *ip = f + OFF_IP;
 		if (pkts[i].len < OFF_IP || f[OFF_ETH_TYPE] != 0x08 || f[OFF_ETH_TYPE + 1] != 0x00) {
-			d->other++;
-			DROP(out, pkts[i]);
+			DROP(out, pkts[i], d->other);
 			continue;
 		}
 		unsigned ihl = (ip[0] & 0xfu) * 4, total = pkts[i].len >= OFF_IP + 20 ? rd16(ip + 2) : 0;
 		/* IHL >= 5 and IHL <= total length <= the frame: the header is in it */
 		if (pkts[i].len < OFF_IP + 20 || (ip[0] >> 4) != 4 || ihl < 20 || total < ihl ||
 		    total > (unsigned)pkts[i].len - OFF_IP) {
-			d->bad++;
-			DROP(out, pkts[i]);
+			DROP(out, pkts[i], d->bad);
 			continue;
 		}
 		const struct nf_route *r = nf_route_lookup(nf->routes, ntohl(rd32n(f + OFF_IP_DST)));
 		if (!r) {
-			d->no_route++;
-			DROP(out, pkts[i]);
+			DROP(out, pkts[i], d->no_route);
 			continue;
 		}
 		if (ip[8] <= 1) {
-			d->ttl++;
-			DROP(out, pkts[i]);
+			DROP(out, pkts[i], d->ttl);
 			continue;
 		}
 		nf_ttl_decrement(f);

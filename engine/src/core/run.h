@@ -90,6 +90,32 @@ static inline bool run_keep_going(struct run *r, uint16_t n, uint64_t now)
 	return n && now < r->t_drain_end;
 }
 
+/* Receivers (recv, server, nf), after each rx burst of n frames at tick now:
+ * one place for what every rx loop does besides its frames. RX_STOP: the run
+ * is over (drained after a signal, or done): give the frames back and leave.
+ * RX_IDLE: nothing came; the poller has spun, slept or waited: poll again.
+ * RX_GO: frames to handle; the run has started (at the first of them). */
+enum rx_step { RX_STOP, RX_IDLE, RX_GO };
+
+static inline enum rx_step run_rx_step(struct run *r, unsigned n, uint64_t now)
+{
+	if (!run_keep_going(r, (uint16_t)n, now))
+		return RX_STOP;
+	if (now >= r->t_next) {
+		run_tick(r, now);
+		if (r->done)
+			return RX_STOP;
+	}
+	if (!n) {
+		poller_empty(&r->poll, now, UINT64_MAX);
+		return RX_IDLE;
+	}
+	poller_got(&r->poll);
+	if (!r->started)
+		run_start(r, now);
+	return RX_GO;
+}
+
 /* Receivers: account a burst that held measured frames. */
 static inline void run_rx_window(struct run *r, uint64_t now, unsigned measured)
 {

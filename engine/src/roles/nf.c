@@ -185,24 +185,14 @@ int role_nf(struct run *r)
 		uint64_t now = clock_ticks();
 		unsigned got = n[0] + n[1];
 
-		if (!run_keep_going(r, (uint16_t)got, now)) {
+		enum rx_step step = run_rx_step(r, got, now);
+
+		if (step == RX_STOP) {
 			release_all(s, n);
 			break;
 		}
-		if (now >= r->t_next) {
-			run_tick(r, now);
-			if (r->done) {
-				release_all(s, n);
-				break;
-			}
-		}
-		if (!got) {
-			poller_empty(&r->poll, now, UINT64_MAX);
+		if (step == RX_IDLE)
 			continue;
-		}
-		poller_got(&r->poll);
-		if (!r->started)
-			run_start(r, now);
 		for (unsigned i = 0; i < s->nports; i++)
 			if (n[i])
 				forward(s, i, s->pkts[i], n[i]);

@@ -31,26 +31,15 @@ int role_recv(struct run *r)
 		uint16_t n = ops->rx_burst(a, pkts, burst);
 		uint64_t now = clock_ticks();
 
-		if (!run_keep_going(r, n, now)) {
+		enum rx_step step = run_rx_step(r, n, now);
+
+		if (step == RX_STOP) {
 			if (n)
 				ops->release(a, pkts, n);
 			break;
 		}
-		if (now >= r->t_next) {
-			run_tick(r, now);
-			if (r->done) {
-				if (n)
-					ops->release(a, pkts, n);
-				break;
-			}
-		}
-		if (!n) {
-			poller_empty(&r->poll, now, UINT64_MAX);
+		if (step == RX_IDLE)
 			continue;
-		}
-		poller_got(&r->poll);
-		if (!r->started)
-			run_start(r, now);
 		uint64_t now_ns = clock_ns(&r->clk, now);
 		unsigned measured = 0;
 		for (uint16_t i = 0; i < n; i++) {

@@ -22,6 +22,12 @@ class End:
     ip: str
 
 
+def end(netns: str, tag: str, name: str, net: int, host: int) -> End:
+    """An end on 198.18.<net>.0/24, its MAC saying the same."""
+    return End(netns, f"cnfpk{tag}{name}", f"02:c7:0e:00:{net:02x}:{host:02x}",
+               f"198.18.{net}.{host}")
+
+
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=20)
 
@@ -72,10 +78,8 @@ def chain(no_leftovers):
     sender's end, the nf's two ends (port 1, port 2), and the receiver's end."""
     tag = secrets.token_hex(2)
     with namespaces(tag, ["s", "f", "r"]) as (ns, nf, nr):
-        s = End(ns, f"cnfpk{tag}s", "02:c7:0e:00:01:01", "198.18.1.1")
-        f_in = End(nf, f"cnfpk{tag}fi", "02:c7:0e:00:01:02", "198.18.1.2")
-        f_out = End(nf, f"cnfpk{tag}fo", "02:c7:0e:00:02:02", "198.18.2.2")
-        r = End(nr, f"cnfpk{tag}r", "02:c7:0e:00:02:01", "198.18.2.1")
+        s, f_in = end(ns, tag, "s", 1, 1), end(nf, tag, "fi", 1, 2)
+        f_out, r = end(nf, tag, "fo", 2, 2), end(nr, tag, "r", 2, 1)
         veth(s, f_in)
         veth(f_out, r)
         yield s, f_in, f_out, r
@@ -88,10 +92,8 @@ def loop(no_leftovers):
     (tester port 1 - nf port 1, nf port 2 - tester port 2)."""
     tag = secrets.token_hex(2)
     with namespaces(tag, ["t", "f"]) as (nt, nf):
-        t1 = End(nt, f"cnfpk{tag}t1", "02:c7:0e:00:03:01", "198.18.3.1")
-        f1 = End(nf, f"cnfpk{tag}f1", "02:c7:0e:00:03:02", "198.18.3.2")
-        f2 = End(nf, f"cnfpk{tag}f2", "02:c7:0e:00:04:02", "198.18.4.2")
-        t2 = End(nt, f"cnfpk{tag}t2", "02:c7:0e:00:04:01", "198.18.4.1")
+        t1, f1 = end(nt, tag, "t1", 3, 1), end(nf, tag, "f1", 3, 2)
+        f2, t2 = end(nf, tag, "f2", 4, 2), end(nt, tag, "t2", 4, 1)
         veth(t1, f1)
         veth(f2, t2)
         yield t1, t2, f1, f2
