@@ -65,7 +65,7 @@ def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> Non
     """A flag per field of the table (fields.py); every one takes a list or a range."""
     if with_fields:
         for f in fields.FIELDS:
-            text = f.help.replace("%", "%%") + (f" [{f.unit}]" if f.unit else "")
+            text = (f.help + (f" [{f.unit}]" if f.unit else "")).replace("%", "%%")
             if f.kind == "bool":
                 p.add_argument(f.flag, dest=f.name, action=argparse.BooleanOptionalAction,
                                default=None, help=text + " (sweep it in a scenario file)")

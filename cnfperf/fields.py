@@ -43,6 +43,15 @@ CMD = "cmd:"   # a user's own NF: the command template follows
 ONE_PORT_NFS = ("mirror",)
 # Sender and receiver in containers of their own, or one engine holding both ends.
 TESTERS = ("split", "single")
+# Where a DPDK switch's processes run: on the host, or in a runc container of
+# their own (own cgroup; its sockets and hugepages shared by bind mounts).
+SWITCH_IN = ("host", "container")
+# A noisy neighbour during the measurement: a stress-ng stressor class in a
+# container of its own, or a second, unmeasured traffic stream through the switch.
+NOISES = ("none", "cpu", "cache", "memory", "io", "traffic")
+# Where the noise runs, besides a CPU list: the cores of the switch's poll
+# threads and the NFs ("same"), or the cores no node was placed on ("other").
+NOISE_PLACES = ("same", "other")
 MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
 RX_PORT = 9000
@@ -79,56 +88,86 @@ class Field:
 FIELDS: list[Field] = [
     Field("switch", "str", "veth", "data plane: veth, bridge, macvlan, vhost, memif, testpmd, ovs",
           axis=0, column="TEXT", label="bare", describe=True),
-    Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=3,
+    Field("switch_in", "choice", "host", "where the switch (ovs, testpmd) runs: host, or "
+          "container (a runc container of its own, with its own cgroup)", axis=1,
+          choices=SWITCH_IN, column="TEXT", label="named"),
+    Field("switch_cores", "int", 1, "the switch's poll threads, one core each: OVS PMD threads, "
+          "testpmd forwarding cores", axis=2, ge=1, le=64, column="INTEGER", label="named"),
+    Field("switch_rxq", "int", 1, "Rx queues per switch port, spread over the switch's poll "
+          "threads", axis=3, ge=1, le=16, column="INTEGER", label="named"),
+    Field("switch_quota", "float", None, "CPU quota of the switch's container (switch_in = "
+          "container), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
+          unit="%", gt=0, column="REAL", label="named", optional=True),
+    Field("quota_period", "int", 100_000, "the CFS period over which quotas are enforced",
+          axis=5, unit="µs", ge=1000, le=1_000_000, column="INTEGER"),
+    Field("pin", "bool", True, "pin the switch and the network functions to their planned "
+          "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
+          label="named"),
+    Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=9,
           choices=APIS, column="TEXT", label="bare", describe=True),
     Field("mode", "choice", "throughput", "throughput (send/recv) or latency (client/server)",
-          axis=7, choices=MODES, column="TEXT", label="bare", describe=True),
-    Field("pairs", "int", 1, "sender/receiver (or client/server) pairs", axis=10, ge=1, le=250,
+          axis=13, choices=MODES, column="TEXT", label="bare", describe=True),
+    Field("pairs", "int", 1, "sender/receiver (or client/server) pairs", axis=18, ge=1, le=250,
           column="INTEGER", label="named", describe=True),
     Field("nfs", "int", 0, "network functions in each pair's path (0: the ends meet through "
-          "the data plane)", axis=9, ge=0, le=MAX_NFS, column="INTEGER", label="named"),
+          "the data plane)", axis=15, ge=0, le=MAX_NFS, column="INTEGER", label="named"),
     Field("nf", "str", "l2", "what each network function does: " + ", ".join(NF_KINDS) +
-          ", or cmd:TEMPLATE (a command of yours, its ports substituted)", axis=8,
+          ", or cmd:TEMPLATE (a command of yours, its ports substituted)", axis=14,
           column="TEXT", label="named"),
     Field("nf_api", "choice", "mmap", "the network functions' packet I/O (an L2 api); default: "
           "dpdk when api is dpdk (as on every DPDK data plane), else mmap (raw for latency)",
-          axis=4,
+          axis=10,
           choices=APIS[1:], column="TEXT"),
+    Field("nf_cores", "int", 1, "cores per network function (testpmd forwards each direction "
+          "on a core of its own)", axis=16, ge=1, le=8, column="INTEGER", label="named"),
+    Field("nf_quota", "float", None, "CPU quota of each network function's container, in % of "
+          "one core; default: none", axis=17, unit="%", gt=0, column="REAL", label="named",
+          optional=True),
+    Field("endpoint_quota", "float", None, "CPU quota of each tester end's container, in % of "
+          "one core; default: none", axis=19, unit="%", gt=0, column="REAL", label="named",
+          optional=True),
+    Field("noise", "choice", "none", "a noisy neighbour while the point is measured: cpu, cache, "
+          "memory, io (stress-ng in a container of its own), traffic (a second, unmeasured "
+          "stream through the same switch)", axis=20, choices=NOISES, column="TEXT",
+          label="named"),
+    Field("noise_on", "str", "other", "the noise's cores: same (the switch's and the NFs'), "
+          "other (cores no node was placed on; else the least loaded), or a CPU list",
+          axis=21, column="TEXT"),
     Field("tester", "choice", "split", "split: sender and receiver in containers of their own; "
-          "single: one engine holds both ends of each path", axis=2, choices=TESTERS,
+          "single: one engine holds both ends of each path", axis=8, choices=TESTERS,
           column="TEXT", label="named"),
-    Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=15, unit="bytes",
+    Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=26, unit="bytes",
           ge=64, le=9216, column="INTEGER", label="named", describe=True),
     Field("burst", "int", 32, "packets per burst; default: 32 for throughput, 1 for latency",
-          axis=16, ge=1, le=1024, column="INTEGER", label="named"),
+          axis=27, ge=1, le=1024, column="INTEGER", label="named"),
     Field("rate", "rate", 0.0, "offered rate per pair: 1000, 500k, 2.5M; 0 = max; or a search: "
-          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=22, unit="pps",
+          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=33, unit="pps",
           column="REAL", label="named", describe=True, searchable=True, zero="max"),
-    Field("duration", "float", 10.0, "measured seconds", axis=17, unit="s", gt=0, le=86400,
+    Field("duration", "float", 10.0, "measured seconds", axis=28, unit="s", gt=0, le=86400,
           column="REAL"),
-    Field("warmup", "float", 1.0, "seconds sent before measuring", axis=18, unit="s", ge=0,
+    Field("warmup", "float", 1.0, "seconds sent before measuring", axis=29, unit="s", ge=0,
           le=3600, column="REAL"),
-    Field("flows", "int", 1, "UDP source ports per pair", axis=12, ge=1, le=MAX_PORT - TX_PORT,
+    Field("flows", "int", 1, "UDP source ports per pair", axis=23, ge=1, le=MAX_PORT - TX_PORT,
           column="INTEGER", label="named"),
-    Field("touch", "bool", False, "write and verify every payload byte", axis=13,
+    Field("touch", "bool", False, "write and verify every payload byte", axis=24,
           column="INTEGER"),
-    Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=5,
+    Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=11,
           column="INTEGER", label="named"),
     Field("poll", "choice", "busy", "how engines wait for packets: busy (spin), adaptive (spin, "
           "then sleep a bounded back-off while idle), interrupt (sleep until a packet arrives); "
-          "default: interrupt for latency with udp or raw, else busy", axis=6, choices=POLLS,
+          "default: interrupt for latency with udp or raw, else busy", axis=12, choices=POLLS,
           column="TEXT", label="named"),
-    Field("runtime", "str", "runc", "container runtime: runc or netns", axis=1, column="TEXT"),
-    Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=11,
+    Field("runtime", "str", "runc", "container runtime: runc or netns", axis=7, column="TEXT"),
+    Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=22,
           column="TEXT", optional=True),
     Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",
-          axis=14, unit="pps", column="REAL", label="named", zero="none"),
+          axis=25, unit="pps", column="REAL", label="named", zero="none"),
     Field("precision", "float", 0.01, "search: stop when the bracket is narrower than this "
-          "fraction", axis=20, gt=0, lt=0.5, search=True),
+          "fraction", axis=31, gt=0, lt=0.5, search=True),
     Field("trial_duration", "float", None, "search: measured seconds per trial "
-          "(default: duration)", axis=19, unit="s", gt=0, le=3600, search=True, optional=True),
+          "(default: duration)", axis=30, unit="s", gt=0, le=3600, search=True, optional=True),
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
-          "trial sends)", axis=21, unit="pps", search=True, zero="auto"),
+          "trial sends)", axis=32, unit="pps", search=True, zero="auto"),
 ]
 
 # Not scenario fields: they shape the sweep itself and take one value.
