@@ -32,13 +32,17 @@ PLACEHOLDERS = {
     "mac1": "port 1's MAC", "mac2": "port 2's MAC",
     "peer1": "MAC of the hop before (frames leaving port 1 go there)",
     "peer2": "MAC of the hop after (frames leaving port 2 go there)",
-    "cpu": "the NF's core", "eal": "EAL arguments for its DPDK ports (several words)",
+    "cpu": "the NF's first core", "cores": "how many cores it has (nf_cores)",
+    "lcores": "an EAL --lcores map: main and first worker lcore on its first core, one more "
+              "worker per further core (each floating over the cpuset when pin = no)",
+    "eal": "EAL arguments for its DPDK ports (several words)",
 }
 # testpmd forwards between its ports in pairs, rewriting MACs to each port's peer;
 # --stats-period keeps it running without a terminal, and SIGINT makes it print
 # its forward statistics and exit.
-TESTPMD_TEMPLATE = (f"{TESTPMD} {{eal}} --lcores 0@{{cpu}},1@{{cpu}} -- --forward-mode=mac "
-                    "--port-topology=paired --nb-cores=1 --stats-period=1 "
+# With two cores (nf_cores = 2) each direction is forwarded by a core of its own.
+TESTPMD_TEMPLATE = (f"{TESTPMD} {{eal}} --lcores {{lcores}} -- --forward-mode=mac "
+                    "--port-topology=paired --nb-cores={cores} --stats-period=1 "
                     "--total-num-mbufs=8192 --eth-peer=0,{peer1} --eth-peer=1,{peer2}")
 TESTPMD_READY = "packet forwarding - ports="
 SETTLE_S = 2.0   # a user's command gets this long to bring its ports up
@@ -96,17 +100,20 @@ def check_template(kind: str, nf_api: str) -> None:
         raise UserError("nf", "{eal} is several words: give it a word of its own")
     try:   # a format spec or conversion ({cpu:x}, {mac1!r}) fails here, not mid-run
         for word in words:
-            word.format(**{name: "" for name in PLACEHOLDERS} | {"cpu": 0, "port1": 0, "port2": 0})
+            word.format(**{name: "" for name in PLACEHOLDERS} |
+                        {"cpu": 0, "cores": 1, "port1": 0, "port2": 0})
     except (ValueError, TypeError, KeyError, IndexError) as e:
         raise UserError("nf", f"{template!r}: {e}") from None
 
 
 def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
-            pair: Pair, s: Scenario, eal: Sequence[str]) -> Command:
+            pair: Pair, s: Scenario, eal: Sequence[str],
+            cpuset: Sequence[int] | None = None) -> Command:
+    """`cpuset`: where the NF may run (its cores unless pin = no)."""
     template = template_of(s.nf)
     if template is None:
         return Command(nf_argv(engine, nf, ports, hops, pair, s, eal), records=True)
-    values = _values(nf, ports, hops, eal)
+    values = _values(nf, ports, hops, eal, cpuset or nf.cores or (nf.cpu,))
     argv: list[str] = []
     for word in shlex.split(template):
         if word == "{eal}":
@@ -118,9 +125,20 @@ def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     return Command([*argv, *frame_args(s.size)], records=False, ready=TESTPMD_READY)
 
 
+def lcores(cores: Sequence[int], cpuset: Sequence[int]) -> str:
+    """EAL's --lcores: lcore 0 (main) and 1 on the first core, 2… on the others;
+    unpinned (the cpuset is more than the cores), every lcore floats over it."""
+    if set(cpuset) != set(cores):
+        spread = "(" + ",".join(map(str, sorted(cpuset))) + ")"
+        return ",".join(f"{n}@{spread}" for n in range(len(cores) + 1))
+    return ",".join(f"{n}@{cores[max(0, n - 1)]}" for n in range(len(cores) + 1))
+
+
 def _values(nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
-            eal: Sequence[str]) -> dict[str, Any]:
-    values: dict[str, Any] = {"cpu": nf.cpu, "eal": " ".join(eal)}
+            eal: Sequence[str], cpuset: Sequence[int]) -> dict[str, Any]:
+    cores = nf.cores or (nf.cpu,)
+    values: dict[str, Any] = {"cpu": nf.cpu, "cores": len(cores), "eal": " ".join(eal),
+                              "lcores": lcores(cores, cpuset)}
     for n in (1, 2):
         att = ports[n - 1] if len(ports) >= n else None
         values[f"iface{n}"] = att.iface if att and att.iface else ""

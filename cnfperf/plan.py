@@ -97,8 +97,9 @@ class NF:
     name: str
     pair: int
     index: int         # 0-based position on the path, counted from the sender
-    cpu: int
+    cpu: int           # its first core (testpmd's main lcore, an engine's only one)
     ports: tuple[Port, ...]
+    cores: tuple[int, ...] = ()   # every core it was placed on (nf_cores), cpu first
     role = "nf"        # what its engine does, as the tester's ends say send or recv
 
 
@@ -191,6 +192,11 @@ class TestPoint:
         """Every port, each pair's in path order."""
         return [port for link in self.links for port in (link.a, link.b)]
 
+    def cpuset(self, cores: tuple[int, ...]) -> tuple[int, ...]:
+        """Where a switch or NF placed on `cores` may run: those cores if pinned,
+        else every core of the point (the scheduler moves it as it likes)."""
+        return cores if self.scenario.pin else self.cpus
+
     def name(self, suffix: str) -> str:
         """A run-scoped name for a data plane's own resource (e.g. `br` → cnfp1a2bbr)."""
         name = self.prefix + suffix
@@ -243,7 +249,9 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
         # one. NFs take the cores after every pair's ends, in path order.
         receiver_cpu = cpus[(engines * k) % len(cpus)]
         sender_cpu = receiver_cpu if single else cpus[(2 * k + 1) % len(cpus)]
-        nf_cpus = [cpus[(engines * s.pairs + k * s.nfs + i) % len(cpus)] for i in range(s.nfs)]
+        first = engines * s.pairs + k * s.nfs * s.nf_cores
+        nf_cores = [tuple(dict.fromkeys(cpus[(first + i * s.nf_cores + j) % len(cpus)]
+                                        for j in range(s.nf_cores))) for i in range(s.nfs)]
         sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, host=1,
                            udp_port=TX_PORT + k * s.flows, api=s.api)
         receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, host=2,
@@ -252,8 +260,8 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
             receiver = replace(receiver, node=sender.name)
         pairs.append(Pair(
             index=k, sender=sender, receiver=receiver,
-            nfs=tuple(_nf(run_id, k, i, cpu, octets, s.nf_api, sides="a" if s.nf in ONE_PORT_NFS
-                          else "ab") for i, cpu in enumerate(nf_cpus)),
+            nfs=tuple(_nf(run_id, k, i, cores, octets, s.nf_api, sides="a" if s.nf in ONE_PORT_NFS
+                          else "ab") for i, cores in enumerate(nf_cores)),
         ))
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
                      cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)),
@@ -269,7 +277,7 @@ def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: by
                     mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port, api=api)
 
 
-def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str,
+def _nf(run_id: str, pair: int, index: int, cores: tuple[int, ...], octets: bytes, api: str,
         sides: str = "ab") -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
@@ -279,7 +287,7 @@ def _nf(run_id: str, pair: int, index: int, cpu: int, octets: bytes, api: str,
                        f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
                        api=api, slot=n)
                   for n, side in enumerate(sides))
-    return NF(name, pair, index, cpu, ports)
+    return NF(name, pair, index, cores[0], ports, cores)
 
 
 def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
@@ -288,8 +296,10 @@ def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
     pollers = 0 if s.poll == "interrupt" else \
         sum(POLLERS[e.role] for p in pairs for e in p.engines) + \
         (sum(len(p.nfs) for p in pairs) if engine_nfs else 0)
-    # testpmd and a user's command poll as they do, whatever `poll` says
-    pollers += switch_pollers + (0 if engine_nfs else sum(len(p.nfs) for p in pairs))
+    # testpmd and a user's command poll as they do, whatever `poll` says: one
+    # poller per core they were given
+    pollers += switch_pollers + (0 if engine_nfs else sum(len(nf.cores) for p in pairs
+                                                             for nf in p.nfs))
     if pollers <= len(cpus):
         return []
     return [f"{pollers} busy-polling threads share {len(cpus)} cores: "

@@ -121,7 +121,7 @@ def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
     total = len(swept.scenarios)
     def placed(i: int, s: Scenario) -> TestPoint:
         dataplane = DATAPLANES[s.switch]
-        return place(s, run_id, i, total, switch_pollers=dataplane.poll_threads,
+        return place(s, run_id, i, total, switch_pollers=dataplane.poll_threads * s.switch_cores,
                      joins=dataplane.joins)
     return [replace(placed(i, s), key=p.key, group=p.group, rep=p.rep,
                     label=p.label(swept.plan.axes, swept.plan.repeat))

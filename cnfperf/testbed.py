@@ -26,7 +26,8 @@ from cnfperf.dataplanes.kernel import add_netns, del_netns
 from cnfperf.functions import template_of
 from cnfperf.host import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
-from cnfperf.runtimes import FULL, MINIMAL, RUNTIMES, TOOLS, Container, ImageInfo, Journal, Runtime
+from cnfperf.runtimes import (FULL, MINIMAL, RUNTIMES, TOOLS, Container, ImageInfo, Journal, Quota,
+                              Runtime)
 from cnfperf.teardown import Teardown
 
 
@@ -170,23 +171,26 @@ class Builder:
         bed.attachments = {port.name: switch.dataplane.attach(port) for port in point.ports}
         for n, ep in enumerate(point.engines):
             made(n)
-            bed.nodes[ep.name] = Tester(ep, self._container(s.runtime, FULL, bed, ep.name,
-                                                            ep.cpu, teardown))
+            bed.nodes[ep.name] = Tester(ep, self._container(
+                s.runtime, FULL, bed, ep.name, (ep.cpu,), Quota.of(s.endpoint_quota, s.quota_period),
+                teardown))
         for n, nf in enumerate(point.nfs, len(point.engines)):
             made(n)
             start = time.monotonic()
-            bed.nodes[nf.name] = Function(nf, self._container(s.runtime, self.image_of(nf, s.nf), bed,
-                                                              nf.name, nf.cpu, teardown))
+            bed.nodes[nf.name] = Function(nf, self._container(
+                s.runtime, self.image_of(nf, s.nf), bed, nf.name, point.cpuset(nf.cores),
+                Quota.of(s.nf_quota, s.quota_period), teardown))
             bed.create_s[nf.name] = time.monotonic() - start
         made(total)
         return bed
 
-    def _container(self, runtime: str, image: str, bed: Testbed, name: str, cpu: int,
-                   teardown: Teardown) -> Container:
+    def _container(self, runtime: str, image: str, bed: Testbed, name: str,
+                   cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown) -> Container:
         """A node's container in its netns, from that image, seeing what its ports
-        need (one mount once)."""
+        need (one mount once), on `cpus` for at most `quota` of their time."""
         mounts = {m: None for a in bed.ports(name) for m in a.mounts}
-        c = self._runtime(runtime, image).create(name, [cpu], name, tuple(mounts), image=image)
+        c = self._runtime(runtime, image).create(name, cpus, name, tuple(mounts), image=image,
+                                                 quota=quota)
         teardown.push(f"container {name}", c.destroy)
         return c
 

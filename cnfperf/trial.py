@@ -171,7 +171,7 @@ class Trial:
         hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
         engine = self.bed.container(nf.name).engine
         command = functions.command(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
-                                    self.bed.eal_args(nf.name))
+                                    self.bed.eal_args(nf.name), self.bed.point.cpuset(nf.cores))
         self.commands[nf.name] = command
         self._spawn(nf, command.argv, records=command.records)
 

@@ -36,6 +36,31 @@ class Mount:
 
 
 @dataclass(frozen=True)
+class Quota:
+    """A CFS bandwidth limit: `percent` of one core's time in every `period_us`
+    (200 = two cores' worth, spread over the container's cpuset)."""
+
+    percent: float
+    period_us: int = 100_000
+
+    @classmethod
+    def of(cls, percent: float | None, period_us: int) -> Quota | None:
+        """A scenario's quota field (None: no limit) with its quota_period."""
+        return None if percent is None else cls(percent, period_us)
+
+    @property
+    def quota_us(self) -> int:
+        # The kernel refuses a quota below 1 ms.
+        return max(1000, round(self.percent / 100 * self.period_us))
+
+    def check(self, cores: int) -> None:
+        """More than all its cores can give is no limit at all: refuse it."""
+        if not 0 < self.percent <= 100 * cores:
+            raise ValueError(f"quota {self.percent:g} %: more than 0 and at most 100 × its "
+                             f"{cores} core(s) = {100 * cores} %")
+
+
+@dataclass(frozen=True)
 class ImageInfo:
     name: str
     path: str
@@ -116,11 +141,13 @@ def check_netns(netns: str) -> Path:
 
 
 def check_request(name: str, cpus: Sequence[int], netns: str,
-                  mounts: Sequence[Mount]) -> tuple[tuple[int, ...], Path]:
+                  mounts: Sequence[Mount], quota: Quota | None = None) -> tuple[tuple[int, ...], Path]:
     """What every runtime's create() refuses (ValueError) before anything exists;
     returns the cores and the namespace's path."""
     check_name(name)
     checked = check_cpus(cpus)
+    if quota is not None:
+        quota.check(len(checked))
     path = check_netns(netns)
     check_mounts(mounts)
     return checked, path
@@ -186,6 +213,8 @@ class Container(ABC):
 
 class Runtime(ABC):
     name: ClassVar[str]
+    # Whether create() can hold a container to a CPU quota (it needs a cgroup).
+    quotas: ClassVar[bool] = True
 
     def __init__(self, journal: Journal, state_dir: Path):
         self.journal = journal
@@ -209,9 +238,11 @@ class Runtime(ABC):
 
     @abstractmethod
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL) -> Container:
+               mounts: Sequence[Mount] = (), image: str = FULL,
+               quota: Quota | None = None) -> Container:
         """A container joined to the existing network namespace `netns`, running
-        the engine `prepare(…, image)` was given; its `engine` says where."""
+        the engine `prepare(…, image)` was given; its `engine` says where. Its
+        processes may run on `cpus`, for at most `quota` of their time."""
 
     @classmethod
     @abstractmethod

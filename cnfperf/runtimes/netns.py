@@ -10,7 +10,7 @@ from typing import Sequence
 
 from cnfperf.system import is_static_elf, process_ids, signal_all, wait_gone
 
-from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
+from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
                    check_image, check_name, check_request, cpu_list)
 
 KIND = "container"
@@ -65,6 +65,7 @@ class NetnsContainer(Container):
 
 class NetnsRuntime(Runtime):
     name = "netns"
+    quotas = False   # no cgroup of its own: checks.py refuses a quota before a run
 
     def __init__(self, journal: Journal, state_dir: Path):
         super().__init__(journal, state_dir)
@@ -88,9 +89,12 @@ class NetnsRuntime(Runtime):
         return ImageInfo(name="host", path="", size_bytes=0)
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL) -> NetnsContainer:
+               mounts: Sequence[Mount] = (), image: str = FULL,
+               quota: Quota | None = None) -> NetnsContainer:
         if check_image(image) not in self.engines:
             raise RuntimeError(f"NetnsRuntime.create(image={image!r}) before prepare()")
+        if quota is not None:
+            raise ValueError("the netns runtime cannot enforce a CPU quota (no cgroup): use runc")
         cpus, _ = check_request(name, cpus, netns, mounts)
         # Without a mount namespace of our own the host's paths are all we have.
         for m in mounts:

@@ -6,7 +6,7 @@ import os
 import resource
 from typing import Sequence
 
-from .base import Mount, cpu_list
+from .base import Mount, Quota, cpu_list
 
 OCI_VERSION = "1.0.2"
 
@@ -101,8 +101,12 @@ def host_settings() -> dict:
 def config(name: str, rootfs: str, cpus: Sequence[int], netns_path: str,
            mounts: Sequence[Mount] = (), tun: bool = False,
            caps: Sequence[str] = CAPABILITIES, memlock: int = UNLIMITED,
-           nofile: int = NOFILE, init: Sequence[str] = INIT) -> dict:
+           nofile: int = NOFILE, init: Sequence[str] = INIT, quota: Quota | None = None) -> dict:
     caps = list(caps)
+    # runc writes cpu.cfs_quota_us/cfs_period_us (cgroup v1) or cpu.max (v2).
+    cpu: dict = {"cpus": cpu_list(cpus)}
+    if quota is not None:
+        cpu.update(quota=quota.quota_us, period=quota.period_us)
     # Parents before children, so a mount under another mount lands on top of it.
     binds = [bind_mount(m) for m in sorted(mounts, key=lambda m: m.target.count("/"))]
     devices_allow = [{"allow": False, "access": "rwm"}]
@@ -134,7 +138,7 @@ def config(name: str, rootfs: str, cpus: Sequence[int], netns_path: str,
             # Relative: runc nests it under its own cgroup in every hierarchy, so
             # the host's limits on us still apply to the containers we start.
             "cgroupsPath": name,
-            "resources": {"cpu": {"cpus": cpu_list(cpus)}, "devices": devices_allow},
+            "resources": {"cpu": cpu, "devices": devices_allow},
             "devices": devices,
             "namespaces": [{"type": "pid"}, {"type": "ipc"}, {"type": "uts"},
                            {"type": "mount"}, {"type": "network", "path": netns_path}],

@@ -14,7 +14,7 @@ from cnfperf import tools
 from cnfperf.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (FULL, MINIMAL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Runtime,
+from .base import (FULL, MINIMAL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
                    check_image, check_name, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
@@ -129,17 +129,18 @@ class RuncRuntime(Runtime):
         return info
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL) -> RuncContainer:
+               mounts: Sequence[Mount] = (), image: str = FULL,
+               quota: Quota | None = None) -> RuncContainer:
         if check_image(image) not in self.images:
             raise RuntimeError(f"RuncRuntime.create(image={image!r}) before prepare()")
         info, spec = self.images[image]
-        cpus, netns_path = check_request(name, cpus, netns, mounts)
+        cpus, netns_path = check_request(name, cpus, netns, mounts, quota)
         oci.check_targets(mounts, info.path)
         bundle = self.state_dir / "bundles" / name
         if bundle.exists():
             raise ValueError(f"container name {name!r}: already used in this run ({bundle})")
         cfg = oci.config(name, info.path, cpus, str(netns_path), mounts, init=spec.init,
-                         **oci.host_settings())
+                         quota=quota, **oci.host_settings())
         # Write-ahead: once journaled, a run killed at any later point is undone by
         # remove(name), which copes with a container that never came to exist.
         self.journal.add(KIND, name, runtime=self.name, bundle=str(bundle))

@@ -77,7 +77,7 @@ class Runtime:
         self.machine.step("prepare", image, engine.name)
         return ImageInfo(f"fake-{image}", "/fake", 1 if image == "full" else 2)
 
-    def create(self, name, cpus, netns, mounts=(), image="full"):
+    def create(self, name, cpus, netns, mounts=(), image="full", quota=None):
         machine = self.machine
         machine.step("create", name, image)
         return type("Container", (), {"engine": f"/engine-{image}",
@@ -374,7 +374,7 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
             machine.step("destroy", self.name)
 
     class Engines(Runtime):
-        def create(self, name, cpus, netns, mounts=(), image="full"):
+        def create(self, name, cpus, netns, mounts=(), image="full", quota=None):
             machine.step("create", name, image)
             return Container(name)
 
