@@ -16,7 +16,7 @@ ENGINE := engine/build/cnfperf-engine
 APT_PACKAGES := \
 	meson ninja-build pkg-config gcc libc6-dev python3-venv python3-pip \
 	iproute2 util-linux mount procps kmod libc-bin dpkg ethtool \
-	runc busybox-static \
+	runc busybox-static stress-ng \
 	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf chromium-headless-shell

@@ -22,13 +22,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from cnfperf import SystemFailure, UserError, functions, tools
+from cnfperf import SystemFailure, UserError, functions, noise, tools
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.fields import APIS, CMD, MAX_PORT, NF_KINDS, ONE_PORT_NFS, TX_PORT
+from cnfperf.fields import APIS, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
 from cnfperf.plan import links_per_path
-from cnfperf.runtimes import RUNTIMES
-from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, read_file
+from cnfperf.runtimes import RUNTIMES, Quota
+from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file
 
 
 def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
@@ -89,6 +89,45 @@ def check(s: Scenario) -> None:
         if missing:
             raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
                                     f"usable: {','.join(map(str, sorted(usable)))}")
+    _check_cpu(s)
+
+
+def _check_cpu(s: Scenario) -> None:
+    """Quotas, NF cores and noise against the runtime, the path and the cores."""
+    cores = len(s.cpus or os.sched_getaffinity(0))   # what the point is placed on
+    quotas = [name for name in QUOTAS if getattr(s, name) is not None]
+    if quotas and not RUNTIMES[s.runtime].quotas:
+        raise UserError(quotas[0], f"the {s.runtime} runtime cannot enforce a CPU quota "
+                                   "(no cgroup of its own): use runtime = runc")
+    if s.nf_quota is not None and not s.nfs:
+        raise UserError("nf_quota", "there is no network function to limit (nfs = 0)")
+    if s.nf_cores > 1 and s.nf in ENGINE_NFS and s.nfs:
+        raise UserError("nf_cores", f"the engine's {s.nf} NF polls in one thread: nf_cores = 1, "
+                                    "or nf = testpmd (a core per direction) or cmd:TEMPLATE")
+    if s.nf_cores > cores:
+        raise UserError("nf_cores", f"{s.nf_cores} cores per NF; the point has {cores}")
+    # The most each node's cpuset can give: a tester end has its core; an NF its
+    # cores, or all of them unpinned; the switch at most all of them.
+    most = {"endpoint_quota": 1, "nf_quota": s.nf_cores if s.pin else cores,
+            "switch_quota": cores}
+    for name in quotas:
+        try:
+            Quota(getattr(s, name), s.quota_period).check(most[name])
+        except ValueError as e:
+            raise UserError(name, str(e)) from None
+    if s.noise == "traffic" and DATAPLANES[s.switch].joins != "switch":
+        raise UserError("noise", f"{s.switch} joins each link directly: a second stream would "
+                                 "not share anything with the first; traffic noise needs a switch "
+                                 f"({', '.join(n for n, d in DATAPLANES.items() if d.joins == 'switch')})")
+    noise.check_place(s.noise_on)
+    if s.noise == "none" and s.noise_on != "other":
+        raise UserError("noise_on", "there is no noise to place (noise = none)")
+    if s.noise_on not in noise.PLACES:
+        usable = set(s.cpus or os.sched_getaffinity(0))
+        outside = sorted(set(parse_cpus(s.noise_on) or ()) - usable)
+        if outside:
+            raise UserError("noise_on", f"CPU {','.join(map(str, outside))} is not one of the "
+                                        f"point's cores ({','.join(map(str, sorted(usable)))})")
 
 
 def _check_nfs(s: Scenario, dataplane: type) -> None:
@@ -195,6 +234,8 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
             problems += tools.problems(tools.TESTPMD)
         # the netns runtime runs a command from the host: it must be there
         template = functions.template_of(s.nf) if s.nfs else None
+        if s.noise in noise.STRESSORS:
+            problems += tools.problems(tools.STRESS_NG)
         if template and s.nf.startswith(CMD) and s.runtime == "netns":
             program = shlex.split(template)[0]
             if shutil.which(program) is None:

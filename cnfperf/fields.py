@@ -52,6 +52,8 @@ NOISES = ("none", "cpu", "cache", "memory", "io", "traffic")
 # Where the noise runs, besides a CPU list: the cores of the switch's poll
 # threads and the NFs ("same"), or the cores no node was placed on ("other").
 NOISE_PLACES = ("same", "other")
+# The quota fields, each a % of one core for one kind of node's containers.
+QUOTAS = ("switch_quota", "nf_quota", "endpoint_quota")
 MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
 RX_PORT = 9000

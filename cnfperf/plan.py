@@ -9,11 +9,12 @@ function is `cnfp` + run id + `n<pair, 2 hex><index, 1 hex>` and its ports add
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from cnfperf import PREFIX, fields
-from cnfperf.fields import ENGINE_NFS, MAX_NFS, ONE_PORT_NFS, RX_PORT, TX_PORT
-from cnfperf.scenario import Scenario
+from cnfperf.fields import ENGINE_NFS, MAX_NFS, NOISE_PLACES, ONE_PORT_NFS, RX_PORT, TX_PORT
+from cnfperf.scenario import Scenario, parse_cpus
 
 IFNAMSIZ = 15
 # Threads that spin on the CPU per role, unless poll = interrupt. The engine's
@@ -109,6 +110,7 @@ class Pair:
     sender: Endpoint   # send or client
     receiver: Endpoint  # recv or server
     nfs: tuple[NF, ...] = ()
+    noise: bool = False   # a second stream through the switch, built and run, not measured
 
     @property
     def endpoints(self) -> tuple[Endpoint, Endpoint]:
@@ -150,6 +152,13 @@ class TestPoint:
     rep: int = 0
     label: str = ""
     joins: str = "switch"   # the data plane's way of joining a link (DataPlane.joins)
+    # noise = traffic: pairs after the measured ones, through the same switch
+    noise_pairs: tuple[Pair, ...] = ()
+
+    @property
+    def paths(self) -> tuple[Pair, ...]:
+        """Every pair that is built and run: the measured ones, then the noise's."""
+        return (*self.pairs, *self.noise_pairs)
 
     @property
     def prefix(self) -> str:
@@ -172,20 +181,20 @@ class TestPoint:
 
     @property
     def endpoints(self) -> list[Endpoint]:
-        return [e for p in self.pairs for e in p.endpoints]
+        return [e for p in self.paths for e in p.endpoints]
 
     @property
     def nfs(self) -> list[NF]:
-        return [nf for p in self.pairs for nf in p.nfs]
+        return [nf for p in self.paths for nf in p.nfs]
 
     @property
     def engines(self) -> list[Endpoint]:
         """The tester's ends that run an engine (both, unless tester = single)."""
-        return [e for p in self.pairs for e in p.engines]
+        return [e for p in self.paths for e in p.engines]
 
     @property
     def links(self) -> list[Link]:
-        return [link for p in self.pairs for link in p.links]
+        return [link for p in self.paths for link in p.links]
 
     @property
     def ports(self) -> list[Port]:
@@ -263,9 +272,44 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
             nfs=tuple(_nf(run_id, k, i, cores, octets, s.nf_api, sides="a" if s.nf in ONE_PORT_NFS
                           else "ab") for i, cores in enumerate(nf_cores)),
         ))
+    noise = [_noise_pair(s, run_id, octets, pairs, cpus)] if s.noise == "traffic" else []
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
-                     cpus=tuple(cpus), warnings=tuple(_warnings(s, pairs, cpus, switch_pollers)),
-                     joins=joins)
+                     cpus=tuple(cpus),
+                     warnings=tuple(_warnings(s, pairs + noise, cpus, switch_pollers)),
+                     joins=joins, noise_pairs=tuple(noise))
+
+
+def _noise_pair(s: Scenario, run_id: str, octets: bytes, pairs: list[Pair],
+                cpus: tuple[int, ...]) -> Pair:
+    """noise = traffic: one more pair of the same kind, straight through the
+    switch (no NFs), its ends on the noise's cores."""
+    k = len(pairs)
+    nf_cores = [c for p in pairs for nf in p.nfs for c in nf.cores]
+    ends = [ep.cpu for p in pairs for ep in p.engines]
+    cores = noise_cores(s.noise_on, cpus, ends, nf_cores, ())
+    sender_role, receiver_role = roles(s.tester, s.mode)
+    sender = _endpoint(run_id, k, "s", sender_role, cores[-1], octets, host=1,
+                       udp_port=TX_PORT + k * s.flows, api=s.api)
+    receiver = _endpoint(run_id, k, "r", receiver_role, cores[0], octets, host=2,
+                         udp_port=RX_PORT + k, api=s.api)
+    if s.tester == "single":
+        receiver = replace(receiver, node=sender.name)
+    return Pair(index=k, sender=sender, receiver=receiver, noise=True)
+
+
+def noise_cores(noise_on: str, cpus: tuple[int, ...], ends: list[int], nf_cores: list[int],
+                switch_cpus: tuple[int, ...]) -> tuple[int, ...]:
+    """The noise's cores: `same` is where the switch's poll threads and the NFs
+    run (the tester's ends when there are neither), `other` the cores no node
+    was placed on, or, when every core has one (a small host), the least loaded
+    one; else noise_on is a CPU list."""
+    if noise_on not in NOISE_PLACES:
+        return tuple(parse_cpus(noise_on) or ())
+    if noise_on == "same":
+        return tuple(sorted(set(switch_cpus) | set(nf_cores))) or tuple(sorted(set(ends)))
+    load = Counter([*ends, *nf_cores, *switch_cpus])
+    free = tuple(c for c in cpus if not load[c])
+    return free or (min(cpus, key=lambda c: (load[c], -c)),)
 
 
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,

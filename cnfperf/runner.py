@@ -267,7 +267,7 @@ class Run:
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
         (directory / "point.json").write_text(json.dumps(
-            {"scenario": point.scenario.model_dump(), "pairs": [asdict(p) for p in point.pairs],
+            {"scenario": point.scenario.model_dump(), "pairs": [asdict(p) for p in point.paths],
              "cpus": point.cpus, "warnings": point.warnings, "key": point.key,
              "rep": point.rep}, indent=1) + "\n")
         return directory
@@ -275,7 +275,7 @@ class Run:
     def _record(self, point: TestPoint) -> dict[str, Any]:
         """What the store keeps of a point besides its scenario and result."""
         host = self.opts.host
-        return dict(placement=[asdict(p) for p in point.pairs], warnings=list(point.warnings),
+        return dict(placement=[asdict(p) for p in point.paths], warnings=list(point.warnings),
                     versions={"cnfperf": host.cnfperf, "engine": host.engine.version,
                               "kernel": host.kernel, "runc": host.runc},
                     key=point.key or None, group=point.group or None, rep=point.rep,

@@ -26,9 +26,17 @@ from cnfperf.dataplanes.kernel import add_netns, del_netns
 from cnfperf.functions import template_of
 from cnfperf.host import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
-from cnfperf.runtimes import (FULL, MINIMAL, RUNTIMES, TOOLS, Container, ImageInfo, Journal, Quota,
-                              Runtime)
+from cnfperf import noise
+from cnfperf.noise import Noise
+from cnfperf.runtimes import (FULL, MINIMAL, NOISE, RUNTIMES, TOOLS, Container, ImageInfo, Journal,
+                              Mount, Quota, Runtime)
 from cnfperf.teardown import Teardown
+
+
+NOISE_SUFFIX = "nz"   # the noisy neighbour's netns and container: run prefix + this
+# The io stressor's files: on a disk, since the container's own /tmp is memory;
+# a directory named like its container, directly here, so nothing stays behind.
+IO_DIR = Path("/var/tmp")
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,15 @@ class Function:
     container: Container
 
 
-Node = Tester | Switch | Function
+@dataclass(frozen=True)
+class Neighbour:
+    """A noisy neighbour (noise.py): stress-ng in a container of its own."""
+
+    name: str
+    noise: Noise
+
+
+Node = Tester | Switch | Function | Neighbour
 
 
 @dataclass
@@ -88,6 +104,10 @@ class Testbed:
     def dataplane(self) -> DataPlane:
         """The switch's (a testbed has one today)."""
         return next(n.dataplane for n in self.nodes.values() if isinstance(n, Switch))
+
+    @property
+    def noise(self) -> Noise | None:
+        return next((n.noise for n in self.nodes.values() if isinstance(n, Neighbour)), None)
 
 
 class Namespaces:
@@ -181,8 +201,27 @@ class Builder:
                 s.runtime, self.image_of(nf, s.nf), bed, nf.name, point.cpuset(nf.cores),
                 Quota.of(s.nf_quota, s.quota_period), teardown))
             bed.create_s[nf.name] = time.monotonic() - start
+        if s.noise in noise.STRESSORS:
+            bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
         made(total)
         return bed
+
+    def _neighbour(self, point: TestPoint, bed: Testbed, teardown: Teardown) -> Neighbour:
+        """stress-ng's container, in a netns of its own (it needs no network), on
+        the noise's cores; the io stressor writes to a directory on disk."""
+        s = point.scenario
+        name = point.name(NOISE_SUFFIX)
+        self._netns(name, teardown)
+        mounts: tuple[Mount, ...] = ()
+        if s.noise == "io":
+            io_dir = IO_DIR / name
+            self._dir(io_dir, teardown)
+            mounts = (Mount(str(io_dir), noise.IO_TARGET),) if s.runtime != "netns" else ()
+        cores = noise.cores(point, bed.dataplane.cpus)
+        c = self._runtime(s.runtime, NOISE).create(name, cores, name, mounts, image=NOISE)
+        teardown.push(f"container {name}", c.destroy)
+        return Neighbour(name, noise.Noise(c, s.noise, cores,
+                                           io_dir=str(IO_DIR / name) if not mounts else None))
 
     def _container(self, runtime: str, image: str, bed: Testbed, name: str,
                    cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown) -> Container:
@@ -207,12 +246,16 @@ class Builder:
         return Switch(name, dataplane)
 
     def _state_dir(self, teardown: Teardown) -> None:
+        self._dir(self.state, teardown)
+
+    def _dir(self, path: Path, teardown: Teardown) -> None:
+        """A directory of the run's, journaled before it exists, removed with it."""
         def remove() -> None:
-            shutil.rmtree(self.state, ignore_errors=True)
-            self.journal.discard("dir", str(self.state))
-        self.journal.add("dir", str(self.state))
-        teardown.push(f"directory {self.state}", remove)
-        self.state.mkdir(parents=True)
+            shutil.rmtree(path, ignore_errors=True)
+            self.journal.discard("dir", str(path))
+        self.journal.add("dir", str(path))
+        teardown.push(f"directory {path}", remove)
+        path.mkdir(parents=True)
 
     def _runtime(self, name: str, image: str = FULL) -> Runtime:
         """The runtime, with that image prepared."""

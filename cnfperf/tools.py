@@ -14,6 +14,7 @@ import shutil
 from dataclasses import dataclass
 
 TESTPMD = "dpdk-testpmd"   # DPDK's test application: a switch, an NF, and in NF images
+STRESS_NG = "stress-ng"    # the noisy neighbour (noise.py)
 
 # Where Debian puts administrators' tools; a non-root PATH may lack them.
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
@@ -51,6 +52,8 @@ TOOLS: dict[str, Tool] = {
     "ovs-vswitchd-dpdk": Tool("openvswitch-switch-dpdk",
                               ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk",)),
     "update-alternatives": Tool("dpkg"),
+    # noisy neighbours
+    STRESS_NG: Tool("stress-ng"),
     # building the engine
     "meson": Tool("meson"),
     "ninja": Tool("ninja-build"),

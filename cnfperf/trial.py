@@ -1,7 +1,8 @@
 """A trial: one measurement on a testbed.
 
     receivers, then network functions from the receiver's side (wait for `ready`)
-    -> senders (wait for their summaries) -> drain
+    -> the noisy neighbour, if any -> senders (wait for their summaries)
+    -> stop the neighbour -> drain
     -> SIGINT engine network functions and receivers (summaries; they hold)
     -> SIGINT command network functions, from the sender's side (they exit)
     -> read counters
@@ -113,7 +114,8 @@ class Trial:
         self.commands: dict[str, functions.Command] = {}   # each NF's
 
     def run(self) -> model.PointResult:
-        pairs = self.bed.point.pairs
+        # A noise stream's pair (noise = traffic) runs like the others, unmeasured.
+        pairs = self.bed.point.paths
         # A single tester is its pair's sender and receiver in one engine.
         senders = [p.sender for p in pairs]
         receivers = [p.receiver for p in pairs if p.receiver.runs_engine]
@@ -130,9 +132,16 @@ class Trial:
             for pair in pairs:
                 self._start_nf(pair.nfs[depth], pair)
             self._await_nfs([p.nfs[depth] for p in pairs])
+        # The neighbour is there for as long as traffic flows, warm-up included.
+        noise = self.bed.noise
+        if noise is not None:
+            self.teardown.push(f"noise {noise.kind}", noise.stop)
+            noise.start(self.out)
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)
+        if noise is not None:
+            noise.stop()
         time.sleep(DRAIN)
         engine_nfs = [nf for nf in nfs if self.commands[nf.name].records]
         self._stop(engine_nfs + receivers)
@@ -337,6 +346,7 @@ class Trial:
             summaries[ep.name] = self._summary(ep)
             if summaries[ep.name] is None:
                 raise self._failed(ep, "printed no summary")
+        engines = [ep for ep in engines if ep.pair < len(p.pairs)]   # not the noise's
         # A network function's metrics are stored beside the ends' (role nf), its
         # per-port counters in its summary.
         metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,

@@ -65,6 +65,7 @@ class DataPlane(ABC):
     def __init__(self, journal: Journal):
         self.journal = journal
         self.point: TestPoint | None = None
+        self.cpus: tuple[int, ...] = ()    # its poll threads' cores, once started
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:

@@ -42,7 +42,6 @@ class DpdkDataPlane(DataPlane):
         super().__init__(journal)
         self.dir: Path | None = None
         self.hugepages: Hugepages | None = None
-        self.cpus: tuple[int, ...] = ()    # the switch's poll cores
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:

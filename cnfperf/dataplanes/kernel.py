@@ -161,7 +161,7 @@ class KernelDataPlane(DataPlane):
             self._switch_netns = point.name("sw")
             add_netns(self.journal, self._switch_netns)
         self.setup()
-        for pair in point.pairs:
+        for pair in point.paths:
             for link in pair.links:
                 self.connect(link)
                 self._up(link.a)

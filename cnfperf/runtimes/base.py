@@ -73,10 +73,14 @@ class ImageInfo:
 # nothing else, for network functions on a kernel api. TOOLS: FULL plus Debian's
 # dpdk-testpmd and its libraries (~15 MB more), for NFs that run a command of
 # their own (nf = testpmd, cmd:TEMPLATE).
+# NOISE: FULL plus stress-ng, for a noisy neighbour (noise.py).
 FULL = "full"
 MINIMAL = "minimal"
 TOOLS = "tools"
-IMAGES = (FULL, MINIMAL, TOOLS)
+NOISE = "noise"
+IMAGES = (FULL, MINIMAL, TOOLS, NOISE)
+# The host programs an image kind holds besides the engine (cnfperf.tools names).
+IMAGE_TOOLS = {TOOLS: (tools.TESTPMD,), NOISE: (tools.STRESS_NG,)}
 
 
 def check_image(image: str) -> str:

@@ -14,7 +14,7 @@ from cnfperf import tools
 from cnfperf.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (FULL, MINIMAL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
+from .base import (FULL, IMAGE_TOOLS, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
                    check_image, check_name, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
@@ -72,12 +72,13 @@ class RuncContainer(Container):
 
 def _tools(image: str) -> list[str]:
     """The host binaries an image kind holds besides the engine."""
-    if image != TOOLS:
-        return []
-    found = shutil.which(tools.TESTPMD)   # NFs of kind testpmd, and users' commands
-    if found is None:
-        raise ContainerError("image: " + tools.not_found(tools.TESTPMD, tools.TOOLS[tools.TESTPMD].package))
-    return [found]
+    found = []
+    for name in IMAGE_TOOLS.get(image, ()):
+        path = tools.find(name)
+        if path is None:
+            raise ContainerError("image: " + tools.missing(name))
+        found.append(path)
+    return found
 
 
 def _force_remove(name: str) -> list[str]:
