@@ -13,7 +13,8 @@ import subprocess
 from cnfperf.runtimes.runc import RUNC_ROOT
 
 # Processes the harness may start; anything by these names that outlives a test leaked.
-WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc")
+WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc",
+                 "stress-ng")
 
 
 def _lines(argv: list[str]) -> set[str]:
@@ -51,6 +52,15 @@ def _hugetlbfs_mounts() -> set[str]:
         return {line.split()[1] for line in f if line.split()[2:3] == ["hugetlbfs"]}
 
 
+def _cgroups() -> set[str]:
+    """Cgroups named like a run's nodes: runc nests each container's under ours,
+    in every hierarchy (v1) or once (v2), a few levels down."""
+    found = set()
+    for depth in range(1, 5):
+        found.update(glob.glob("/sys/fs/cgroup/" + "*/" * depth + "cnfp*"))
+    return {p for p in found if os.path.isdir(p)}
+
+
 def snapshot() -> dict[str, set[str]]:
     return {
         "netns": {n.split()[0] for n in _lines(["ip", "netns", "list"])},
@@ -61,6 +71,8 @@ def snapshot() -> dict[str, set[str]]:
         "dpdk runtime dirs": set(glob.glob("/var/run/dpdk/*")),
         "runc containers": _lines(["runc", "list", "-q"]) | _runc_ours(),
         "cnfperf run files": set(glob.glob("/run/cnfperf/*")),
+        "cgroups": _cgroups(),
+        "noise files": set(glob.glob("/var/tmp/cnfp*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }
 

@@ -33,6 +33,19 @@ def test_cpuset_is_the_planned_cores_in_kernel_list_format():
     assert make(cpus=[1])["linux"]["resources"]["cpu"] == {"cpus": "1"}
 
 
+def test_a_quota_is_a_share_of_one_core_per_period():
+    from cnfperf.runtimes import Quota
+    cpu = make(cpus=[1], quota=Quota(25, 100_000))["linux"]["resources"]["cpu"]
+    assert cpu == {"cpus": "1", "quota": 25_000, "period": 100_000}
+    # 12.5 % of a 10 ms period would be 1.25 ms; the kernel's floor is 1 ms
+    assert Quota(12.5, 10_000).quota_us == 1250 and Quota(1, 10_000).quota_us == 1000
+    assert Quota(200, 50_000).quota_us == 100_000          # two cores' worth
+    assert Quota.of(None, 100_000) is None
+    Quota(200, 100_000).check(2)
+    with pytest.raises(ValueError, match="at most 100 × its 1 core"):
+        Quota(150, 100_000).check(1)
+
+
 def test_rootfs_read_only_and_hostname_is_the_name():
     cfg = make()
     assert cfg["root"] == {"path": "/images/abc/rootfs", "readonly": True}

@@ -69,6 +69,18 @@ BAD_FLAGS = [
     (["--switch", "memif", "--api", "dpdk", "--nfs", "2", "--nf", "testpmd"], "nfs"),
     (["--api", "raw", "--nfs", "1", "--nf", "cmd:my-nf {port1}"], "nf"),
     (["--api", "raw", "--nfs", "1", "--nf", "cmd:my-nf {cpu:q}"], "nf"),
+    (["--endpoint-quota", "0"], "endpoint_quota"),
+    (["--endpoint-quota", "101"], "endpoint_quota"),          # one core: at most 100 %
+    (["--nfs", "1", "--nf-quota", "25", "--runtime", "netns"], "nf_quota"),   # no cgroup
+    (["--nf-quota", "25"], "nf_quota"),                       # no NF to limit
+    (["--nfs", "1", "--nf-cores", "2", "--cpus", "0"], "nf_cores"),
+    (["--nfs", "1", "--nf", "l3", "--nf-cores", "2"], "nf_cores"),   # the engine: one thread
+    (["--quota-period", "10"], "quota_period"),
+    (["--noise", "loud"], "noise"),
+    (["--noise", "cpu", "--noise-on", "elsewhere"], "noise_on"),
+    (["--noise", "cpu", "--noise-on", "4095"], "noise_on"),
+    (["--noise-on", "same"], "noise_on"),                     # no noise to place
+    (["--noise", "traffic", "--switch", "veth"], "noise"),    # no switch to share
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
 ]
