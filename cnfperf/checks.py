@@ -120,8 +120,6 @@ def _check_cpu(s: Scenario) -> None:
                                  "not share anything with the first; traffic noise needs a switch "
                                  f"({', '.join(n for n, d in DATAPLANES.items() if d.joins == 'switch')})")
     noise.check_place(s.noise_on)
-    if s.noise == "none" and s.noise_on != "other":
-        raise UserError("noise_on", "there is no noise to place (noise = none)")
     if s.noise_on not in noise.PLACES:
         usable = set(s.cpus or os.sched_getaffinity(0))
         outside = sorted(set(parse_cpus(s.noise_on) or ()) - usable)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,10 @@ PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "la
 # What, besides the data plane, makes a path another curve: its network functions
 # and how its engines run (each plot draws one series per `switch` value).
 PATH_FIELDS = ("nfs", "nf", "tester", "poll")
+# How the path's CPU was set up: another curve too, shown as `name=value`
+# (`ovs switch_in=container pin=False`), the defaults left out unless they vary.
+CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
+              "pin": True, "noise": "none", "noise_on": "other"}
 
 
 def _path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
@@ -153,6 +158,10 @@ def _path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, 
              any(p.get(f) not in (None, plain.get(f)) for p in points if f != "nf")]
     if "nfs" not in shown:
         shown = [f for f in shown if f != "nf"]
+    # Quotas are the x axis of their own plot, and a curve elsewhere.
+    cpu = [f for f in (*CPU_FIELDS, *fields.QUOTAS)
+           if len({str(p.get(f)) for p in points}) > 1 or
+           any(p.get(f) not in (None, CPU_FIELDS.get(f)) for p in points)]
 
     def series(p: Mapping[str, Any]) -> str:
         parts = [str(p.get("switch"))]
@@ -161,6 +170,7 @@ def _path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, 
                 parts.append(f"{p.get('nfs')}×{p.get('nf')}" if p.get("nfs") else "no NF")
             elif f != "nf":
                 parts.append(str(p.get(f)))
+        parts += [f"{f}={fields.show(f, p.get(f))}" for f in cpu]
         return " ".join(parts)
     return series
 
@@ -517,6 +527,44 @@ def throughput_bars(rows: Iterable[Row], path: str | Path,
     return _save(fig, path)
 
 
+def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
+    """Throughput and latency (p50, p99) vs the CPU quota that varies in the run
+    (switch, NF or tester ends': paper 000's TC2), one curve per data plane."""
+    rows = list(rows)
+    varied = [q for q in fields.QUOTAS if len({r.get(q) for r in rows} - {None}) > 1]
+    if not varied:
+        raise NoData("vs quota: no quota varies in the run")
+    quota = varied[0]
+    # Each quota is its own series elsewhere (rows_from_run); here it is the x axis.
+    rows = [{**r, "switch": re.sub(rf" {quota}=\S+", "", str(r.get("switch")))} for r in rows]
+    runs = [r for r in throughput_rows(rows) if r.get(quota) is not None]
+    lat = [r for r in rows if _is_latency(r) and r.get(quota) is not None]
+    fig = _figure(2)
+    ax_pps, ax_lat = fig.subplots(1, 2)
+    rx = _avg(runs, ("switch", quota), "rx_pps_per_pair")
+    for switch in _sorted_unique(k[0] for k in rx):
+        pts = sorted((k[1], *v) for k, v in rx.items() if k[0] == switch)
+        ax_pps.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
+                        yerr=[p[2] / 1e6 for p in pts], color=colour(switch),
+                        marker=marker(switch), ms=4, capsize=2, label=switch)
+    words, short = _latency_words(lat)
+    table = _latency_stats(lat, ("switch", quota))
+    for switch in _sorted_unique(k[0] for k in table):
+        pts = sorted((k[1], v) for k, v in table.items() if k[0] == switch)
+        for name in ("p50", "p99"):
+            xy = [(q, v[name] / 1e3) for q, v in pts if name in v]
+            if xy:
+                ax_lat.plot(*zip(*xy), color=colour(switch), marker=marker(switch), ms=4,
+                            ls=_STAT_STYLE[name], label=f"{switch} {name}")
+    for ax, ylabel, title in ((ax_pps, "received rate per pair (Mpps)", "Throughput"),
+                              (ax_lat, f"{words} (µs)", short.capitalize())):
+        ax.set_xlabel(f"{quota} (% of one core)")
+        ax.set_ylabel(ylabel)
+        ax.set_xlim(left=0)
+        _finish(ax, f"{title} vs CPU quota")
+    return _save(fig, path)
+
+
 @dataclass
 class Plot:
     name: str
@@ -531,6 +579,7 @@ PLOTS = {
     "throughput_bars": ("Maximum throughput per configuration", throughput_bars),
     "rtt_vs_size": ("Latency vs frame size", rtt_vs_size),
     "latency_cdf": ("Latency distribution (CDF)", latency_cdf),
+    "vs_quota": ("Throughput and latency vs CPU quota", vs_quota),
 }
 
 
@@ -572,4 +621,6 @@ def make_all(rows: Sequence[Row], out_dir: str | Path) -> list[Plot]:
         wanted.append("rtt_vs_size")
     if any(r.get("hist") for r in lat):
         wanted.append("latency_cdf")
+    if any(len({r.get(q) for r in rows} - {None}) > 1 for q in fields.QUOTAS):
+        wanted.append("vs_quota")
     return make(rows, out_dir, wanted)

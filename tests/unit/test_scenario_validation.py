@@ -79,7 +79,6 @@ BAD_FLAGS = [
     (["--noise", "loud"], "noise"),
     (["--noise", "cpu", "--noise-on", "elsewhere"], "noise_on"),
     (["--noise", "cpu", "--noise-on", "4095"], "noise_on"),
-    (["--noise-on", "same"], "noise_on"),                     # no noise to place
     (["--noise", "traffic", "--switch", "veth"], "noise"),    # no switch to share
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
