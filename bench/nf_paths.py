@@ -20,45 +20,15 @@ Not a test: run it on a quiet host, as root:
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-PYTHON = REPO / ".venv" / "bin" / "python"
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.runs import cnfperf, pollers  # noqa: E402  (one way to run a point)
 from cnfperf.report.nfs import fit  # noqa: E402  (the report's own per-NF slope)
-
-
-def cnfperf(results: Path, *args: str) -> dict:
-    """One run's stored point (the only one), or exit with cnfperf's own error."""
-    env = dict(os.environ, CNFPERF_RESULTS=str(results))
-    python = str(PYTHON) if PYTHON.exists() else sys.executable
-    done = subprocess.run([python, "-m", "cnfperf", "run", *args, "--json"], cwd=REPO, env=env,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}, nothing on stderr"])[-1]
-        sys.exit(f"cnfperf run {' '.join(args)}: {last}")
-    run_id = json.loads(done.stdout)["outcome"]["run_id"]
-    shown = subprocess.run([python, "-m", "cnfperf", "results", "show", run_id, "--json"],
-                           cwd=REPO, env=env, capture_output=True, text=True, check=True)
-    [point] = json.loads(shown.stdout)["points"]
-    return point
-
-
-def pollers(point: dict) -> str:
-    """`4 pollers / 2 cores`, from the plan's warning, or `within the cores`."""
-    for warning in json.loads(point.get("warnings") or "[]") if isinstance(
-            point.get("warnings"), str) else point.get("warnings") or []:
-        m = re.match(r"(\d+) busy-polling threads share (\d+) cores", warning)
-        if m:
-            return f"{m[1]} pollers / {m[2]} cores"
-    return f"pollers within {os.cpu_count()} cores"
 
 
 def row(what: str, value: str, goal: str, ratio: float | None, point: dict) -> None:
