@@ -15,6 +15,7 @@ from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
 from cnfperf.report.html import fmt
 from cnfperf.report.summary import varying
+from cnfperf.runtimes.base import cpu_list
 
 HEADERS = ("switch", "api", "mode", "pair", "offered", "tx kpps", "rx kpps", "sent",
            "received", "loss %", "rx Mbit/s", "p50 µs", "p99 µs", "max µs")
@@ -105,7 +106,10 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
     width = len(str(len(swept.scenarios)))
     seconds = 0.0
     for i, (p, s, placed) in enumerate(zip(swept.plan.points, swept.scenarios, placed_points)):
-        cores = " ".join(f"{e.role}:{e.cpu}" for e in [*placed.engines, *placed.nfs])
+        noise = {e.name for pair in placed.noise_pairs for e in pair.endpoints}
+        cores = " ".join(f"{'noise-' if e.name in noise else ''}{e.role}:{e.cpu}"
+                         for e in placed.engines)
+        cores += "".join(f" nf:{cpu_list(nf.cores or (nf.cpu,))}" for nf in placed.nfs)
         state = "  (done)" if p.key in done else ""
         if not state:
             seconds += nominal_seconds(s.model_dump())
@@ -115,6 +119,11 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
                      f"  cores {cores}{state}")
         if s.nfs:
             lines.append(f"        path: {placed.path()}")
+        if not s.pin:
+            lines.append("        unpinned: the switch and NFs may run on cores "
+                         f"{cpu_list(placed.cpus)}")
+        if s.noise != "none":
+            lines.append(f"        noise: {s.noise} on {s.noise_on}")
         lines += [f"        warning: {w}" for w in placed.warnings]
     switches = ", ".join(dict.fromkeys(s.switch for s in swept.scenarios))
     lines.append(f"data planes: {switches}; traffic time ≥ {format_seconds(seconds)} "
