@@ -72,9 +72,9 @@ def test_check_reports_problems_as_lines():
 
 
 def test_images_are_named_and_checked(tmp_path):
-    from cnfperf.runtimes import FULL, IMAGES, MINIMAL, TOOLS, ContainerError
+    from cnfperf.runtimes import FULL, IMAGES, MINIMAL, SWITCH, TOOLS, ContainerError
     from cnfperf.runtimes.base import check_image
-    assert IMAGES == (FULL, MINIMAL, TOOLS) == ("full", "minimal", "tools")
+    assert IMAGES == (FULL, MINIMAL, TOOLS, SWITCH) == ("full", "minimal", "tools", "switch")
     with pytest.raises(ValueError, match="image 'tiny'"):
         check_image("tiny")
     rt = NetnsRuntime(None, tmp_path)
