@@ -160,3 +160,20 @@ def test_results_commands_read_the_store(tmp_path, cli):
         in table
     missing = cli("results", "show", "dead", "--results", str(tmp_path))
     assert missing.returncode == 2 and missing.stderr.startswith("cnfperf: error: RUN: ")
+
+
+def test_the_switchs_queue_map_is_stored_with_its_point(tmp_path):
+    # an older store (before version 8) gains the column; its points have none
+    db = older_store(tmp_path, 6)
+    db.execute("INSERT INTO points (run_id, idx, status) VALUES ('beef', 0, 'done')")
+    db.commit()
+    db.close()
+    store = Store(tmp_path)
+    result = _result()
+    result.queues = [{"port": "cnfpbeefp0s", "queue": 0, "core": 1},
+                     {"port": "cnfpbeefp0r", "queue": 0, "core": None}]
+    store.add_point("beef", 1, {}, status="done", started=1.0, result=result)
+    store.add_point("beef", 2, {}, status="done", started=1.0, result=_result())
+    points = store.run("beef")["points"]
+    store.close()
+    assert [p["queues"] for p in points] == [None, result.queues, None]
