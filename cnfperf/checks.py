@@ -89,6 +89,33 @@ def check(s: Scenario) -> None:
         if missing:
             raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
                                     f"usable: {','.join(map(str, sorted(usable)))}")
+    _check_switch(s, dataplane)
+
+
+def _check_switch(s: Scenario, dataplane: type) -> None:
+    """Where the switch runs, its cores, queues and quota."""
+    in_container = s.switch_in == "container"
+    if in_container and not dataplane.processes:
+        having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
+        raise UserError("switch_in", f"{s.switch} has no process of its own to put in a "
+                                     f"container; {having} have")
+    if in_container and s.runtime != "runc":
+        # its container needs a cgroup, an image with the switch, a mount namespace
+        raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
+    if s.switch_quota is not None and not in_container:
+        raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
+    for field in ("switch_cores", "switch_rxq"):
+        if getattr(s, field) > 1 and not dataplane.poll_threads:
+            raise UserError(field, f"{s.switch} has no poll threads (ovs and testpmd have)")
+    usable = s.cpus or sorted(os.sched_getaffinity(0))
+    if s.switch_cores > len(usable):
+        raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
+                                        f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
+    # its container's cpuset (dpdk_base): its poll cores, or unpinned the point's
+    cores = s.switch_cores if s.pin else len(usable)
+    if s.switch_quota is not None and s.switch_quota > 100 * cores:
+        raise UserError("switch_quota", f"{s.switch_quota:g} % is more than the container's "
+                                        f"{cores} core(s) can give ({100 * cores} %): no limit")
 
 
 def _check_nfs(s: Scenario, dataplane: type) -> None:
