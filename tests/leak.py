@@ -51,6 +51,13 @@ def _hugetlbfs_mounts() -> set[str]:
         return {line.split()[1] for line in f if line.split()[2:3] == ["hugetlbfs"]}
 
 
+def cgroups() -> set[str]:
+    """Cgroup directories named like ours, in every hierarchy (runc nests a
+    container's under its own cgroup, a few levels down)."""
+    return {d for depth in range(1, 5)
+            for d in glob.glob("/sys/fs/cgroup/*/" + "*/" * (depth - 1) + "cnfp*")}
+
+
 def snapshot() -> dict[str, set[str]]:
     return {
         "netns": {n.split()[0] for n in _lines(["ip", "netns", "list"])},
@@ -60,6 +67,7 @@ def snapshot() -> dict[str, set[str]]:
         "hugepage files": {f for m in _hugetlbfs_mounts() for f in glob.glob(f"{m}/*")},
         "dpdk runtime dirs": set(glob.glob("/var/run/dpdk/*")),
         "runc containers": _lines(["runc", "list", "-q"]) | _runc_ours(),
+        "cgroups": cgroups(),
         "cnfperf run files": set(glob.glob("/run/cnfperf/*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }
