@@ -89,7 +89,29 @@ def check(s: Scenario) -> None:
         if missing:
             raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
                                     f"usable: {','.join(map(str, sorted(usable)))}")
+    _check_switch(s, dataplane)
     _check_cpu(s)
+
+
+def _check_switch(s: Scenario, dataplane: type) -> None:
+    """Where the switch runs, its cores, queues and quota."""
+    in_container = s.switch_in == "container"
+    if in_container and not dataplane.processes:
+        having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
+        raise UserError("switch_in", f"{s.switch} has no process of its own to put in a "
+                                     f"container; {having} have")
+    if in_container and s.runtime != "runc":
+        # its container needs a cgroup, an image with the switch, a mount namespace
+        raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
+    if s.switch_quota is not None and not in_container:
+        raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
+    for field in ("switch_cores", "switch_rxq"):
+        if getattr(s, field) > 1 and not dataplane.poll_threads:
+            raise UserError(field, f"{s.switch} has no poll threads (ovs and testpmd have)")
+    usable = s.cpus or sorted(os.sched_getaffinity(0))
+    if s.switch_cores > len(usable):
+        raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
+                                        f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
 
 
 def _check_cpu(s: Scenario) -> None:
@@ -106,10 +128,10 @@ def _check_cpu(s: Scenario) -> None:
                                     "or nf = testpmd (a core per direction) or cmd:TEMPLATE")
     if s.nf_cores > cores:
         raise UserError("nf_cores", f"{s.nf_cores} cores per NF; the point has {cores}")
-    # The most each node's cpuset can give: a tester end has its core; an NF its
-    # cores, or all of them unpinned; the switch at most all of them.
+    # The most each node's cpuset can give: a tester end has its core; an NF and
+    # the switch's container their cores (dpdk_base: its poll cores), unpinned all.
     most = {"endpoint_quota": 1, "nf_quota": s.nf_cores if s.pin else cores,
-            "switch_quota": cores}
+            "switch_quota": s.switch_cores if s.pin else cores}
     for name in quotas:
         try:
             Quota(getattr(s, name), s.quota_period).check(most[name])

@@ -96,7 +96,9 @@ FIELDS: list[Field] = [
     Field("switch_cores", "int", 1, "the switch's poll threads, one core each: OVS PMD threads, "
           "testpmd forwarding cores", axis=2, ge=1, le=64, column="INTEGER", label="named"),
     Field("switch_rxq", "int", 1, "Rx queues per switch port, spread over the switch's poll "
-          "threads", axis=3, ge=1, le=16, column="INTEGER", label="named"),
+          "threads (the engines offer them on their vhost-user ports but poll queue 0 only: "
+          "more queues matter with several pairs and for OVS's queue scheduling)", axis=3,
+          ge=1, le=16, column="INTEGER", label="named"),
     Field("switch_quota", "float", None, "CPU quota of the switch's container (switch_in = "
           "container), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
           unit="%", gt=0, column="REAL", label="named", optional=True),

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from cnfperf import UserError
 from cnfperf.dataplanes.base import Attachment
+from cnfperf.dataplanes.dpdk_args import lcores
 from cnfperf.dataplanes.testpmd_app import frame_args, parse_fwd_stats
 from cnfperf.engine import nf_argv
 from cnfperf.fields import CMD
@@ -123,15 +124,6 @@ def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     if s.nf != "testpmd":
         return Command(argv, records=False)
     return Command([*argv, *frame_args(s.size)], records=False, ready=TESTPMD_READY)
-
-
-def lcores(cores: Sequence[int], cpuset: Sequence[int]) -> str:
-    """EAL's --lcores: lcore 0 (main) and 1 on the first core, 2… on the others;
-    unpinned (the cpuset is more than the cores), every lcore floats over it."""
-    if set(cpuset) != set(cores):
-        spread = "(" + ",".join(map(str, sorted(cpuset))) + ")"
-        return ",".join(f"{n}@{spread}" for n in range(len(cores) + 1))
-    return ",".join(f"{n}@{cores[max(0, n - 1)]}" for n in range(len(cores) + 1))
 
 
 def _values(nf: NF, ports: Sequence[Attachment], hops: Sequence[str],

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from cnfperf.host import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf import noise
 from cnfperf.noise import Noise
-from cnfperf.runtimes import (FULL, MINIMAL, NOISE, RUNTIMES, TOOLS, Container, ImageInfo, Journal,
+from cnfperf.runtimes import (FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, TOOLS, Container, ImageInfo, Journal,
                               Mount, Quota, Runtime)
 from cnfperf.teardown import Teardown
 
@@ -120,16 +120,44 @@ class Namespaces:
         del_netns(journal, name)   # it kills what still runs inside first
 
 
+@dataclass
+class SwitchHome:
+    """A switch's container (switch_in = container; dataplanes.base.Home): a
+    netns and a container of one name, from the switch image, held to the
+    point's switch_quota. The data plane removes it in its stop(), after its
+    processes stopped cleanly; both are journaled, for a killed run's cleanup."""
+
+    runtime: Runtime
+    quota: Quota | None
+    namespaces: Namespaces
+    journal: Journal
+
+    def create(self, name: str, cpus: Sequence[int], mounts: Sequence[Mount]) -> Container:
+        self.namespaces.add(self.journal, name)
+        try:
+            return self.runtime.create(name, cpus, name, mounts, image=SWITCH, quota=self.quota)
+        except BaseException:
+            self.namespaces.remove(self.journal, name)
+            raise
+
+    def remove(self, container: Container) -> None:
+        try:
+            container.destroy()
+        finally:
+            self.namespaces.remove(self.journal, container.netns)
+
+
 class Builder:
     """Builds one run's testbeds. A runtime prepares each of its images once per
     run, in the run's state directory (tmpfs), which goes with the run's teardown.
 
-    Three images (runtimes.IMAGES): the tester's ends and the engine's DPDK
+    Four images (runtimes.IMAGES): the tester's ends and the engine's DPDK
     network functions run the engine as built in the full image; an engine
     network function on a kernel api runs the static engine beside it
     (host.static_engine) in the minimal one, when that engine was built with its
     api; testpmd and users' commands run in the tools image (the full one and
-    dpdk-testpmd)."""
+    dpdk-testpmd); a switch in a container (switch_in = container) in the
+    switch image (the tools one, OVS's daemons too)."""
 
     def __init__(self, journal: Journal, state: Path, engine: Path, teardown: Teardown,
                  dataplanes: Mapping[str, type[DataPlane]] = DATAPLANES,
@@ -238,8 +266,11 @@ class Builder:
         self.namespaces.add(self.journal, name)
 
     def _switch(self, point: TestPoint, teardown: Teardown) -> Switch:
-        name = point.scenario.switch
-        dataplane = self.dataplanes[name](self.journal)
+        s = point.scenario
+        name = s.switch
+        home = SwitchHome(self._runtime(s.runtime, SWITCH), Quota.of(s.switch_quota, s.quota_period),
+                          self.namespaces, self.journal) if s.switch_in == "container" else None
+        dataplane = self.dataplanes[name](self.journal, home=home)
         # Before start: stop() undoes a partial start too.
         teardown.push(f"data-plane {name}", dataplane.stop)
         dataplane.start(point)

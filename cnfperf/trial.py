@@ -142,6 +142,9 @@ class Trial:
         self._wait_senders(senders)
         if noise is not None:
             noise.stop()
+        # While every engine still holds its ports (a vhost port's queues exist
+        # in OVS only while its peer is connected).
+        queues = self.bed.dataplane.queues()
         time.sleep(DRAIN)
         engine_nfs = [nf for nf in nfs if self.commands[nf.name].records]
         self._stop(engine_nfs + receivers)
@@ -158,6 +161,7 @@ class Trial:
             self._release([p.nfs[depth] for p in pairs if p.nfs[depth] in engine_nfs])
         self._release(receivers)
         result = self._result(before, after)
+        result.queues = queues
         # Every engine has exited and been read: a search's many trials must not
         # keep two descriptors per engine open until the point ends.
         for ep, out in self.outputs.items():

@@ -52,13 +52,11 @@ def _hugetlbfs_mounts() -> set[str]:
         return {line.split()[1] for line in f if line.split()[2:3] == ["hugetlbfs"]}
 
 
-def _cgroups() -> set[str]:
-    """Cgroups named like a run's nodes: runc nests each container's under ours,
-    in every hierarchy (v1) or once (v2), a few levels down."""
-    found = set()
-    for depth in range(1, 5):
-        found.update(glob.glob("/sys/fs/cgroup/" + "*/" * depth + "cnfp*"))
-    return {p for p in found if os.path.isdir(p)}
+def cgroups() -> set[str]:
+    """Cgroup directories named like ours, in every hierarchy (runc nests a
+    container's under its own cgroup, a few levels down)."""
+    return {d for depth in range(1, 5)
+            for d in glob.glob("/sys/fs/cgroup/*/" + "*/" * (depth - 1) + "cnfp*")}
 
 
 def snapshot() -> dict[str, set[str]]:
@@ -70,8 +68,8 @@ def snapshot() -> dict[str, set[str]]:
         "hugepage files": {f for m in _hugetlbfs_mounts() for f in glob.glob(f"{m}/*")},
         "dpdk runtime dirs": set(glob.glob("/var/run/dpdk/*")),
         "runc containers": _lines(["runc", "list", "-q"]) | _runc_ours(),
+        "cgroups": cgroups(),
         "cnfperf run files": set(glob.glob("/run/cnfperf/*")),
-        "cgroups": _cgroups(),
         "noise files": set(glob.glob("/var/tmp/cnfp*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }

@@ -6,19 +6,37 @@ Lifecycle for one test point, driven by testbed.Builder and trial.py:
     attach(port)  what the engine of the port's node needs to reach it
     eal_args(node, attachments)  a DPDK engine's EAL arguments for its ports
     counters()    switch-side packet counters per port, read before and after
+    queues()      which poll thread serves which Rx queue of which port, read
+                  while the engines' ports are up
     stop()        remove what start() created; safe to call after a partial start
 Every resource is added to the journal before it is created.
+
+A switch with processes of its own (ovs, testpmd) runs them on the host, or,
+given a Home (switch_in = container), in a container of its own: `container`
+is then that container (its cgroup holds every thread of the switch).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Sequence
 
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
     from cnfperf.plan import Port, TestPoint
-    from cnfperf.runtimes.base import Journal, Mount
+    from cnfperf.runtimes.base import Container, Journal, Mount
+
+
+class Home(Protocol):
+    """Where a switch's processes go when not on the host: a container of its
+    own in a netns of the same name, made from the switch image, with the
+    point's switch_quota (testbed.SwitchHome makes them)."""
+
+    def create(self, name: str, cpus: Sequence[int], mounts: Sequence[Mount]) -> Container:
+        """The container and its netns; journaled before they exist."""
+
+    def remove(self, container: Container) -> None:
+        """Both gone again (what still runs inside is killed)."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +80,15 @@ class DataPlane(ABC):
     # with the endpoints for cores, so the plan counts them.
     poll_threads: ClassVar[int] = 0
 
-    def __init__(self, journal: Journal):
+    # Processes of its own that can run in a container (switch_in = container).
+    processes: ClassVar[bool] = False
+
+    def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal
+        self.home = home
         self.point: TestPoint | None = None
         self.cpus: tuple[int, ...] = ()    # its poll threads' cores, once started
+        self.container: Container | None = None   # the switch's, once home made it
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
@@ -84,6 +107,12 @@ class DataPlane(ABC):
 
     @abstractmethod
     def counters(self) -> dict[str, PortCounters]: ...
+
+    def queues(self) -> list[dict[str, Any]]:
+        """Queue-to-core affinity: one {port, queue, core} per Rx queue the switch
+        polls (port: the point's port name; core: the CPU its poll thread is on,
+        None where it floats); [] for a switch without poll threads."""
+        return []
 
     @abstractmethod
     def stop(self) -> None: ...

@@ -14,7 +14,8 @@ from typing import Sequence
 
 # Enough for the engine's mbuf pool (burst and ring sized) plus rings and EAL's own.
 ENDPOINT_MB = 64
-# One vhost-user queue pair of 256..1024 descriptors per side is all we configure.
+# One vhost-user queue pair of 256..1024 descriptors per side, unless a switch
+# is asked for more (switch_rxq): the engine polls queue 0 only.
 QUEUES = 1
 
 
@@ -33,19 +34,37 @@ def eal_args(file_prefix: str, huge_dir: str, memory_mb: int, vdevs: Sequence[st
     return args
 
 
+def lcores(cores: Sequence[int], cpuset: Sequence[int]) -> str:
+    """EAL's --lcores: lcore 0 (main) and 1 on the first core, 2… on the others;
+    unpinned (the cpuset is more than the cores), every lcore floats over it."""
+    if set(cpuset) != set(cores):
+        spread = "(" + ",".join(map(str, sorted(cpuset))) + ")"
+        return ",".join(f"{n}@{spread}" for n in range(len(cores) + 1))
+    return ",".join(f"{n}@{cores[max(0, n - 1)]}" for n in range(len(cores) + 1))
+
+
+def lcore_cpus(cores: Sequence[int], cpuset: Sequence[int]) -> dict[int, int | None]:
+    """What lcores() places each worker lcore (1…) on: its core, None where it floats."""
+    pinned = set(cpuset) == set(cores)
+    return {n: cores[n - 1] if pinned else None for n in range(1, len(cores) + 1)}
+
+
 def _vdev(driver: str, index: int, **params: object) -> str:
     opts = ",".join(f"{k}={v}" for k, v in params.items() if v is not None)
     return f"{driver}{index},{opts}"
 
 
-def vhost(index: int, socket: str, client: bool = False) -> str:
+def vhost(index: int, socket: str, client: bool = False, queues: int = QUEUES) -> str:
     """A vhost-user backend port (net_vhost): the side that maps its peer's memory."""
-    return _vdev("net_vhost", index, iface=socket, queues=QUEUES, client=1 if client else None)
+    return _vdev("net_vhost", index, iface=socket, queues=queues, client=1 if client else None)
 
 
-def virtio_user(index: int, socket: str, mac: str | None = None, server: bool = False) -> str:
-    """A virtio-user frontend port: what a container endpoint attaches as."""
-    return _vdev("net_virtio_user", index, path=socket, mac=mac, queues=QUEUES,
+def virtio_user(index: int, socket: str, mac: str | None = None, server: bool = False,
+                queues: int = QUEUES) -> str:
+    """A virtio-user frontend port: what a container endpoint attaches as. Its
+    `queues` are the queue pairs it offers its vhost-user peer (OVS sizes a
+    vhost port's Rx queues by them); the engine enables and polls the first."""
+    return _vdev("net_virtio_user", index, path=socket, mac=mac, queues=queues,
                  server=1 if server else None)
 
 

@@ -4,7 +4,19 @@ A test point gets one directory `/run/cnfperf/<prefix>-<switch>/` holding the
 vhost-user/memif sockets and a private hugetlbfs. Both are bind-mounted into
 every container at the same path they have on the host, so one EAL argument
 list is right for the runc and the netns runtime alike, and a switch on the
-host and an engine in a container name a socket the same way.
+host and an engine in a container name a socket the same way. A switch in a
+container of its own (switch_in = container) has the whole directory mounted
+the same way (OVS's database, logs and control sockets are in it too), so the
+tools that talk to it (ovs-vsctl, ovs-appctl) still run on the host.
+
+Where a switch's threads run: its poll threads (OVS PMD threads, testpmd's
+forwarding lcores) on `cpus`, switch_cores of them, one each; unpinned (pin =
+no) they float over the point's cores. Its other threads (testpmd's main lcore,
+OVS's main, revalidator and other threads, which sleep nearly always) on the
+host float over the point's cores; in a container they share its cpuset: the
+poll cores when pinned, every core of the point when not. So a pinned switch
+container runs on its poll cores only, and its cgroup's CPU time and quota are
+the switch's alone.
 """
 from __future__ import annotations
 
@@ -14,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
-from cnfperf.dataplanes import dpdk_args
+from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.hugepages import POOL, Hugepages, pages_for
 from cnfperf.journal import RUN_DIR
@@ -38,8 +50,8 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
 class DpdkDataPlane(DataPlane):
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
 
-    def __init__(self, journal):
-        super().__init__(journal)
+    def __init__(self, journal, home=None):
+        super().__init__(journal, home)
         self.dir: Path | None = None
         self.hugepages: Hugepages | None = None
 
@@ -68,14 +80,38 @@ class DpdkDataPlane(DataPlane):
     # --- the DataPlane interface ---------------------------------------------
     def start(self, point: TestPoint) -> None:
         self.point = point
-        self.cpus = switch_cpus(point, self.poll_threads)
+        # poll_threads per switch core (the plan counts them the same way)
+        self.cpus = switch_cpus(point, self.poll_threads * point.scenario.switch_cores)
         self.dir = RUN_DIR / f"{point.prefix}-{self.name}"
         self.journal.add("dir", str(self.dir))
         self.dir.mkdir(parents=True)
         self.sock_dir.mkdir()
         self.hugepages = Hugepages(self.pages(point), point.prefix, self.dir, self.journal)
         self.hugepages.__enter__()
+        if self.home is not None:
+            self.container = self.home.create(point.name("sw"), self.poll_cpuset,
+                                              (Mount(str(self.dir), str(self.dir)),))
         self.setup()
+
+    @property
+    def poll_cpuset(self) -> tuple[int, ...]:
+        """Where the poll threads may run: their cores, or unpinned every core of the point."""
+        return self.point.cpuset(self.cpus)
+
+    @property
+    def other_cpus(self) -> tuple[int, ...]:
+        """Where the switch's other threads run (see the module's docstring)."""
+        return self.container.cpus if self.container else self.point.cpus
+
+    def launch(self) -> procs.Launch:
+        """How the switch starts its processes: in its container, or on the host
+        (there its non-poll threads float over the point's cores)."""
+        return procs.inside(self.container) if self.container else procs.on_host(self.point.cpus)
+
+    @property
+    def netns(self) -> str | None:
+        """The switch's network namespace: its container's; None: the host's."""
+        return self.container.netns if self.container else None
 
     @property
     def sock_dir(self) -> Path:
@@ -115,16 +151,32 @@ class DpdkDataPlane(DataPlane):
         return {}
 
     def stop(self) -> None:
-        try:
-            self.teardown()
-        finally:
-            try:
-                if self.hugepages is not None:
-                    self.hugepages.close()
-                    self.hugepages = None
-            finally:
-                if self.dir is not None:
-                    shutil.rmtree(self.dir, ignore_errors=True)
-                    if not self.dir.exists():
-                        self.journal.discard("dir", str(self.dir))
-                    self.dir = None
+        """Processes (teardown), then their container and netns (removing it
+        kills what is left), hugepages, directory: each even if one before failed."""
+        _each(self.teardown, self._remove_container, self._release_hugepages, self._remove_dir)
+
+    def _remove_container(self) -> None:
+        if self.container is not None:
+            self.home.remove(self.container)
+            self.container = None
+
+    def _release_hugepages(self) -> None:
+        if self.hugepages is not None:
+            self.hugepages.close()
+            self.hugepages = None
+
+    def _remove_dir(self) -> None:
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            if not self.dir.exists():
+                self.journal.discard("dir", str(self.dir))
+            self.dir = None
+
+
+def _each(*steps) -> None:
+    """Run every step, even when one before it raised (which then propagates)."""
+    try:
+        steps[0]()
+    finally:
+        if len(steps) > 1:
+            _each(*steps[1:])

@@ -120,8 +120,8 @@ class KernelDataPlane(DataPlane):
     # macvlan have no device of theirs between the two ends.
     limit_at_sender: ClassVar[bool] = True
 
-    def __init__(self, journal: Journal):
-        super().__init__(journal)
+    def __init__(self, journal: Journal, home=None):
+        super().__init__(journal, home)   # no process of its own: checks.py refuses a home
         self._links: list[tuple[str, str | None]] = []   # (name, netns) created here
         self._ports: list[tuple[str, str | None]] = []   # (name, netns) counted
         self._switch_netns: str | None = None

@@ -16,6 +16,11 @@ makes every forwarding decision:
 Drops come from the port counters, sampled while connected and summed across
 reconnects (what drops in the last sampling interval before a disconnect is
 missed); tx_packets is what was switched to P minus its tx drops.
+
+Queues: a vhost-user port's Rx queues are what its virtio-user peer offers
+(`queues=` in the engines' vdev: switch_rxq); OVS's options:n_rxq applies to
+physical DPDK ports only. OVS spreads the queues over its PMD threads itself
+(pmd-rxq-assign); queues() reads where they went from pmd-rxq-show.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from cnfperf import PREFIX
 from cnfperf.dataplanes import dpdk_args, ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
-from cnfperf.dataplanes.kernel import del_link, mtu_for
+from cnfperf.dataplanes.kernel import del_link, links, mtu_for
 from cnfperf.journal import RUN_DIR
 from cnfperf.plan import Port
 from cnfperf.system import CommandFailed
@@ -103,9 +108,10 @@ class OvsDpdk(DpdkDataPlane):
     name = "ovs"
     description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
     poll_threads = 1
+    processes = True
 
-    def __init__(self, journal):
-        super().__init__(journal)
+    def __init__(self, journal, home=None):
+        super().__init__(journal, home)
         self.ovs: ovsdb.Ovs | None = None
         self.bridge = ""
         self.ofports: dict[int, str] = {}   # OpenFlow port -> port name
@@ -132,16 +138,21 @@ class OvsDpdk(DpdkDataPlane):
         return str(self.sock_dir / f"{port.name}.sock")
 
     def setup(self) -> None:
+        # OVS pins one PMD thread to every core of pmd-cpu-mask and cannot leave
+        # them free: unpinned (pin = no) the mask spans the point's cores, so
+        # there is a PMD thread on each of them (not switch_cores), and OVS
+        # spreads the Rx queues over all of them.
         self.ovs = ovsdb.Ovs(self.dir / "ovs", f"{self.point.prefix}ovs", self.huge_dir,
-                             self.switch_mb(), pmd_cpus=self.cpus, cpus=self.point.cpus,
-                             journal=self.journal,
-                             pmd_maxsleep_us=PMD_MAXSLEEP_US[self.point.scenario.poll])
+                             self.switch_mb(), pmd_cpus=self.poll_cpuset, journal=self.journal,
+                             pmd_maxsleep_us=PMD_MAXSLEEP_US[self.point.scenario.poll],
+                             launch=self.launch())
         self.ovs.start()
         self.bridge = self.point.name("br")
         # The netdev datapath makes persistent tap devices for itself and for the
-        # bridge's own port: `exit --cleanup` removes them, a SIGKILL does not.
+        # bridge's own port, in its netns: `exit --cleanup` removes them, a SIGKILL
+        # does not (in a container, deleting its netns does).
         for tap in self._taps():
-            self.journal.add("link", tap, netns=None)
+            self.journal.add("link", tap, netns=self.netns)
         self.ovs.add_bridge(self.bridge)
         flows = ["table=1,priority=0,actions=NORMAL"]
         for ofport, port in enumerate(self.point.ports, start=1):
@@ -159,7 +170,13 @@ class OvsDpdk(DpdkDataPlane):
         self.drops.start()
 
     def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(port.slot, self._socket(port), mac=port.mac, server=True)
+        return dpdk_args.virtio_user(port.slot, self._socket(port), mac=port.mac, server=True,
+                                     queues=self.point.scenario.switch_rxq)
+
+    def queues(self) -> list[dict]:
+        if self.ovs is None:
+            return []
+        return ovsdb.parse_pmd_rxq_show(self.ovs.appctl("dpif-netdev/pmd-rxq-show"))
 
     def counters(self) -> dict[str, PortCounters]:
         if self.ovs is None or self.drops is None:
@@ -188,8 +205,7 @@ class OvsDpdk(DpdkDataPlane):
             self.ovs.stop()
             self.ovs = None
         for tap in self._taps():
-            if os.path.exists(f"/sys/class/net/{tap}"):
-                with contextlib.suppress(CommandFailed):   # one that stays stays journaled
-                    del_link(tap, None)
-            if not os.path.exists(f"/sys/class/net/{tap}"):
-                self.journal.discard("link", tap)
+            with contextlib.suppress(CommandFailed):   # one that stays stays journaled
+                del_link(tap, self.netns)
+                if tap not in links(self.netns):
+                    self.journal.discard("link", tap)

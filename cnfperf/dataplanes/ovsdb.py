@@ -4,6 +4,9 @@ a system OVS and goes away completely with that directory.
 
 Both daemons are our children (no --detach), so we reap them; each is journaled
 as a process (pid and start time) the moment it exists, for `cnfperf cleanup`.
+They start on the host or in the switch's container (a procs.Launch says
+which); the tools that talk to them (ovsdb-tool, ovs-vsctl, ovs-appctl,
+ovs-ofctl) run on the host either way, through files and sockets in run_dir.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from typing import Any, Sequence
 from cnfperf import SystemFailure, tools
 from cnfperf.dataplanes import procs
 from cnfperf.host import vswitchd_binary
-from cnfperf.system import CommandFailed, run, spawn
+from cnfperf.system import CommandFailed, run
 
 SCHEMA_NAMES = ("vswitch.ovsschema",)
 SCHEMA_DIRS = ("/usr/share/openvswitch", "/usr/local/share/openvswitch")
@@ -80,6 +83,25 @@ def parse_flows(text: str) -> dict[int, int]:
     return found
 
 
+# `ovs-appctl dpif-netdev/pmd-rxq-show`: a header per PMD thread, then a line
+# per Rx queue it polls:
+#   pmd thread numa_id 0 core_id 1:
+#     port: cnfp1a2bp0s      queue-id:  0 (enabled)   pmd usage:  0 %
+_PMD = re.compile(r"^pmd thread numa_id \S+ core_id (\d+):")
+_RXQ = re.compile(r"^\s*port:\s*(\S+)\s+queue-id:\s*(\d+)")
+
+
+def parse_pmd_rxq_show(text: str) -> list[dict[str, Any]]:
+    """Each Rx queue and the core of the PMD thread that polls it."""
+    found, core = [], None
+    for line in text.splitlines():
+        if m := _PMD.match(line):
+            core = int(m[1])
+        elif (m := _RXQ.match(line)) and core is not None:
+            found.append({"port": m[1], "queue": int(m[2]), "core": core})
+    return found
+
+
 def parse_map(text: str) -> dict[str, str]:
     """ovs-vsctl's `{a=1, b="x y"}` map syntax."""
     return {m[1]: m[2].strip('"') for m in re.finditer(r'([\w:-]+)=("[^"]*"|[^,}]*)', text)}
@@ -89,27 +111,31 @@ class Ovs:
     """ovsdb-server + ovs-vswitchd in run_dir.
 
     memory_mb bounds DPDK memory (OVS sizes its mbuf pool to what fits);
-    pmd_cpus get the poll-mode threads; cpus (if given) bound the other threads;
+    pmd_cpus get the poll-mode threads, one each; cpus (if given) bound the other
+    threads on the host; `launch` starts the daemons elsewhere (in a container);
     pmd_maxsleep_us lets an idle PMD thread sleep up to that long (0: it spins).
     """
 
     def __init__(self, run_dir: Path, file_prefix: str, huge_dir: str, memory_mb: int,
                  pmd_cpus: Sequence[int], cpus: Sequence[int] | None = None,
-                 journal: Any = None, pmd_maxsleep_us: int = 0):
+                 journal: Any = None, pmd_maxsleep_us: int = 0,
+                 launch: procs.Launch | None = None):
         self.run_dir = Path(run_dir)
         self.file_prefix = file_prefix
         self.huge_dir = huge_dir
         self.memory_mb = memory_mb
         self.pmd_cpus = tuple(pmd_cpus)
         self.pmd_maxsleep_us = pmd_maxsleep_us
-        self.cpus = tuple(cpus) if cpus else None
+        self.launch = launch or procs.on_host(tuple(cpus) if cpus else None)
         self.journal = journal
         self.db_sock = self.run_dir / "db.sock"
         self.vswitchd_ctl = self.run_dir / "ovs-vswitchd.ctl"
         self.ovsdb_ctl = self.run_dir / "ovsdb-server.ctl"
         self._procs: dict[str, subprocess.Popen] = {}
-        self.env = dict(os.environ, OVS_RUNDIR=str(self.run_dir), OVS_LOGDIR=str(self.run_dir),
-                        OVS_DBDIR=str(self.run_dir), OVS_SYSCONFDIR=str(self.run_dir))
+        # What the daemons and the tools need besides their usual environment.
+        self.ovs_env = {k: str(self.run_dir) for k in
+                        ("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR")}
+        self.env = dict(os.environ, **self.ovs_env)
 
     # --- lifecycle ---------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT) -> None:
@@ -236,9 +262,9 @@ class Ovs:
     # --- plumbing ----------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> None:
         # Its log file says what it does; its stdio would only fill a pipe.
-        self._procs[name] = spawn(argv, what=f"start {name}", cpus=self.cpus, env=self.env,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        self._procs[name] = self.launch(argv, what=f"start {name}", env=self.ovs_env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
         procs.journal_process(self.journal, self._entry(name), self._procs[name].pid)
 
     def _entry(self, daemon: str) -> str:

@@ -1,5 +1,6 @@
-"""Host processes a data plane runs (testpmd, ovsdb-server, ovs-vswitchd): start,
-talk to over a terminal, find again after a killed run, stop."""
+"""Processes a data plane runs (testpmd, ovsdb-server, ovs-vswitchd): start, on
+the host or inside the switch's container, talk to over a terminal, find again
+after a killed run, stop."""
 from __future__ import annotations
 
 import contextlib
@@ -10,10 +11,40 @@ import subprocess
 import termios
 import threading
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from cnfperf import SystemFailure
+from cnfperf.runtimes.rootfs import LINE_BUFFERED
 from cnfperf.system import CommandFailed, proc_stat, process_ids, signal_all, spawn, wait_gone
+
+if TYPE_CHECKING:
+    from cnfperf.runtimes.base import Container
+
+
+class Launch(Protocol):
+    """How a data plane starts one of its processes: `env` holds the variables
+    it needs besides its usual environment; `popen` its stdio."""
+
+    def __call__(self, argv: Sequence[str], *, what: str,
+                 env: Mapping[str, str] | None = None, **popen) -> subprocess.Popen: ...
+
+
+def on_host(cpus: Sequence[int] | None = None) -> Launch:
+    """On the host, in cnfperf's environment, on `cpus` (None: anywhere)."""
+    def launch(argv, *, what, env=None, **popen):
+        return spawn(argv, what=what, cpus=cpus, env=dict(os.environ, **env) if env else None,
+                     **popen)
+    return launch
+
+
+def inside(container: Container) -> Launch:
+    """In the container (its netns, cgroup and cpuset; made from the switch
+    image), through its runtime's exec, which passes signals and stdio on: the
+    Popen stands for the process. Its stdout reaches us through runc's pipe,
+    not our terminal: it is made line-buffered (rootfs.LINE_BUFFERED)."""
+    def launch(argv, *, what, env=None, **popen):
+        return container.exec(list(argv), env={**LINE_BUFFERED, **(env or {})}, **popen)
+    return launch
 
 
 class ProcessError(SystemFailure):
@@ -32,7 +63,9 @@ class Console:
     LOG_KEEP = 1 << 16  # bytes of output kept for error messages
     PENDING_KEEP = 1 << 18  # unread output kept: far more than one command's answer
 
-    def __init__(self, argv: Sequence[str], name: str, cpus: Sequence[int] | None = None):
+    def __init__(self, argv: Sequence[str], name: str, cpus: Sequence[int] | None = None,
+                 launch: Launch | None = None):
+        """`launch`: how it is started (default: on the host, on `cpus`)."""
         self.name = name
         master, slave = pty.openpty()
         attrs = termios.tcgetattr(slave)
@@ -40,8 +73,8 @@ class Console:
         attrs[3] &= ~termios.ECHO
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
         try:
-            self.proc = spawn(argv, what=name, cpus=cpus, stdin=subprocess.PIPE, stdout=slave,
-                              stderr=slave)
+            self.proc = (launch or on_host(cpus))(argv, what=name, stdin=subprocess.PIPE,
+                                                   stdout=slave, stderr=slave)
         except CommandFailed:
             os.close(master)
             raise

@@ -5,6 +5,12 @@ process, with no switching logic. Link k's ends are on ports 2k and 2k+1;
 io forwarding with the paired topology moves every packet from one to the
 other unchanged, both ways. Engines attach as virtio-user clients to
 testpmd's vhost-user sockets.
+
+switch_cores forwarding lcores (--nb-cores) share the streams, and switch_rxq
+queues per port (--rxq/--txq, and the vhost vdevs' and the engines' virtio-user
+`queues=`) make more streams: testpmd gives each lcore a contiguous run of
+(port, queue) streams, so with one pair, 2 cores and 2 queues one core gets
+queue 0 of both ports and the other queue 1, which the engines never use.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ if TYPE_CHECKING:
 
 # DPDK's default RTE_MAX_ETHPORTS is 32: two ports per link.
 MAX_LINKS = 16
-MBUFS_PER_PORT = 4096  # vhost rings of 1024 plus what sits in bursts and caches
+MBUFS_PER_PORT = 4096  # per queue: vhost rings of 1024 plus what sits in bursts and caches
 
 
 class TestPmdSwitch(DpdkDataPlane):
@@ -31,10 +37,12 @@ class TestPmdSwitch(DpdkDataPlane):
     description = "dpdk-testpmd io forwarding between paired vhost-user ports (no switching logic)"
     max_links = MAX_LINKS
     poll_threads = 1
+    processes = True
 
-    def __init__(self, journal):
-        super().__init__(journal)
+    def __init__(self, journal, home=None):
+        super().__init__(journal, home)
         self.testpmd: TestPmd | None = None
+        self.streams: list[testpmd_app.Stream] = []
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
@@ -45,9 +53,12 @@ class TestPmdSwitch(DpdkDataPlane):
     def _ports(self) -> int:
         return 2 * len(self.point.links)
 
+    def _mbufs(self) -> int:
+        return self._ports() * MBUFS_PER_PORT * self.point.scenario.switch_rxq
+
     def switch_mb(self) -> int:
         mbuf = testpmd_app.mbuf_size(self.point.scenario.size)
-        pool = self._ports() * MBUFS_PER_PORT * (mbuf + 192) / 2**20
+        pool = self._mbufs() * (mbuf + 192) / 2**20
         return 32 * (int(pool) // 32 + 2)   # + EAL's own, in whole 32 MB steps
 
     def port(self, port: Port) -> int:
@@ -59,24 +70,33 @@ class TestPmdSwitch(DpdkDataPlane):
 
     def setup(self) -> None:
         s = self.point.scenario
-        vdevs = [dpdk_args.vhost(i, self._socket(i)) for i in range(self._ports())]
-        # The main lcore only reads the prompt, so it may float over the run's cores;
-        # the forwarding lcore gets the poll core.
-        floating = ",".join(map(str, self.point.cpus))
-        lcores = f"0@({floating}),1@{self.cpus[0]}"
+        rxq = s.switch_rxq
+        vdevs = [dpdk_args.vhost(i, self._socket(i), queues=rxq) for i in range(self._ports())]
+        # The main lcore only reads the prompt: it shares the first forwarding core.
+        lcores = dpdk_args.lcores(self.cpus, self.poll_cpuset)
         eal = dpdk_args.eal_args(f"{self.point.prefix}tpmd", self.huge_dir, self.switch_mb(),
                                  vdevs, lcores=lcores)
-        app = ["--forward-mode=io", "--port-topology=paired", "--nb-cores=1",
-               f"--burst={min(s.burst, 512)}",
-               f"--total-num-mbufs={self._ports() * MBUFS_PER_PORT}",
+        app = ["--forward-mode=io", "--port-topology=paired", f"--nb-cores={len(self.cpus)}",
+               f"--rxq={rxq}", f"--txq={rxq}", f"--burst={min(s.burst, 512)}",
+               f"--total-num-mbufs={self._mbufs()}",
                *testpmd_app.frame_args(s.size)]
-        self.testpmd = TestPmd(eal, app, name=f"testpmd {self.point.prefix}")
+        self.testpmd = TestPmd(eal, app, name=f"testpmd {self.point.prefix}",
+                               launch=self.launch())
         self.testpmd.start()
         procs.journal_process(self.journal, f"{self.point.prefix}tpmd", self.testpmd.pid)
-        self.testpmd.forward()
+        self.streams = testpmd_app.parse_streams(self.testpmd.forward())
 
     def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(port.slot, self._socket(self.port(port)), mac=port.mac)
+        return dpdk_args.virtio_user(port.slot, self._socket(self.port(port)), mac=port.mac,
+                                     queues=self.point.scenario.switch_rxq)
+
+    def queues(self) -> list[dict]:
+        """From the streams testpmd printed at `start`: which lcore polls which
+        (port, queue), each lcore on the core lcores() gave it."""
+        names = {self.port(port): port.name for port in self.point.ports}
+        cpus = dpdk_args.lcore_cpus(self.cpus, self.poll_cpuset)
+        return [{"port": names.get(st.port, str(st.port)), "queue": st.queue,
+                 "core": cpus.get(st.lcore)} for st in self.streams]
 
     def counters(self) -> dict[str, PortCounters]:
         if self.testpmd is None:

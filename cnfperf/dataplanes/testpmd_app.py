@@ -4,10 +4,10 @@ endpoint (txonly/rxonly) in tests and benchmarks."""
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from cnfperf import tools
-from cnfperf.dataplanes.procs import Console, ProcessError
+from cnfperf.dataplanes.procs import Console, Launch, ProcessError
 
 BINARY = tools.TESTPMD
 PROMPT = "testpmd> "
@@ -20,6 +20,32 @@ _FWD = re.compile(r"Forward statistics for port (\d+).*?"
 _NIC = re.compile(r"NIC statistics for port (\d+).*?"
                   r"RX-packets:\s*(\d+)\s+RX-missed:\s*(\d+).*?RX-errors:\s*(\d+).*?"
                   r"RX-nombuf:\s*(\d+).*?TX-packets:\s*(\d+)\s+TX-errors:\s*(\d+)", re.S)
+
+
+# What `start` prints per forwarding lcore, then one line per stream it polls:
+#   Logical Core 1 (socket 0) forwards packets on 1 streams:
+#     RX P=0/Q=0 (socket 0) -> TX P=1/Q=0 (socket 0) peer=02:00:00:00:00:01
+_LCORE = re.compile(r"Logical Core (\d+) \(socket \d+\) forwards packets on")
+_STREAM = re.compile(r"RX P=(\d+)/Q=(\d+) \(socket \d+\) -> TX P=(\d+)/Q=(\d+)")
+
+
+class Stream(NamedTuple):
+    """A forwarding stream: lcore `lcore` polls Rx queue `queue` of `port`."""
+
+    lcore: int
+    port: int
+    queue: int
+
+
+def parse_streams(text: str) -> list[Stream]:
+    streams = []
+    lcore = None
+    for line in text.splitlines():
+        if m := _LCORE.search(line):
+            lcore = int(m[1])
+        elif (m := _STREAM.search(line)) and lcore is not None:
+            streams.append(Stream(lcore, int(m[1]), int(m[2])))
+    return streams
 
 
 def mbuf_size(frame_size: int) -> int:
@@ -50,15 +76,17 @@ class TestPmd:
     """One testpmd process. `app_args` follow `--` (e.g. --forward-mode=io)."""
 
     def __init__(self, eal: Sequence[str], app_args: Sequence[str], name: str = "testpmd",
-                 cpus: Sequence[int] | None = None, binary: str = BINARY):
+                 cpus: Sequence[int] | None = None, binary: str = BINARY,
+                 launch: Launch | None = None):
         self.argv = [binary, *eal, "--", "-i", *app_args]
         self.name = name
         self.cpus = cpus
+        self.launch = launch
         self.console: Console | None = None
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
         """Return once its prompt is up: ports configured, vhost sockets bound."""
-        self.console = Console(self.argv, self.name, self.cpus)
+        self.console = Console(self.argv, self.name, self.cpus, self.launch)
         try:
             self.console.read_until(PROMPT, timeout)
         except ProcessError:
@@ -75,8 +103,9 @@ class TestPmd:
         self.console.send(line)
         return self.console.read_until(PROMPT, timeout).removesuffix(PROMPT)
 
-    def forward(self) -> None:
-        self.command("start")
+    def forward(self) -> str:
+        """Start forwarding; what it says: its streams, each lcore's (parse_streams)."""
+        return self.command("start")
 
     def fwd_stats(self) -> dict[int, dict[str, int]]:
         """Per port, what forwarding saw since `start`: rx, tx and the drops

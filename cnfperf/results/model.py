@@ -134,6 +134,8 @@ class PointResult:
     endpoints: list[EndpointMetrics]
     counters: dict[str, PortCounters]
     nfs: list[NFResult] = field(default_factory=list)
+    # the switch's queue-to-core affinity (DataPlane.queues): {port, queue, core} each
+    queues: list[dict[str, Any]] = field(default_factory=list)
 
     def cpu_bound(self) -> list[str]:
         """The nodes whose engine found frames in nearly every poll (CPU_BOUND_BUSY):

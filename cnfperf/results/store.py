@@ -119,7 +119,17 @@ CREATE TABLE nf_ports (
     dropped_other INTEGER, dropped_bad INTEGER, dropped_no_route INTEGER, dropped_ttl INTEGER,
     PRIMARY KEY (point_id, name, port));
 """
-_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6]
+# Version 7 (cpu_usage) is another change's: its place is kept so that this one
+# is version 8 wherever the two meet.
+_SCHEMA_7 = ""
+# The switch's queue-to-core affinity (DataPlane.queues): a JSON list of
+# {port, queue, core}, one per Rx queue its poll threads serve; NULL for a
+# switch without poll threads.
+_SCHEMA_8 = """
+ALTER TABLE points ADD COLUMN queues TEXT;
+"""
+_MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
+               _SCHEMA_8]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports")
 SEARCH_KEYS = ("rate_pps", "loss_ratio", "offered_pps", "loss_threshold", "verified",
@@ -234,7 +244,8 @@ class Store:
                    nf_image_name=getattr(nf_image, "name", None),
                    nf_image_size=getattr(nf_image, "size_bytes", None), shape=shape)
         if result:
-            row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()))
+            row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
+                       queues=json.dumps(result.queues) if result.queues else None)
         with self.db:
             point_id = self._insert("points", row)
             if result:
@@ -297,7 +308,7 @@ class Store:
     def _point(self, point: dict[str, Any]) -> dict[str, Any]:
         pid = point["id"]
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
-                                 "latency_histogram"))
+                                 "latency_histogram", "queues"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram",)) for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
         point["endpoints"] = [_decoded(dict(r), ("summary", "latency_histogram"))

@@ -8,7 +8,7 @@ import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Protocol, Sequence
+from typing import ClassVar, Mapping, Protocol, Sequence
 
 from cnfperf import SystemFailure, tools
 from cnfperf.system import spawn
@@ -72,14 +72,17 @@ class ImageInfo:
 # functions run in it. MINIMAL: the static engine (cnfperf-engine-static) and
 # nothing else, for network functions on a kernel api. TOOLS: FULL plus Debian's
 # dpdk-testpmd and its libraries (~15 MB more), for NFs that run a command of
-# their own (nf = testpmd, cmd:TEMPLATE).
-# NOISE: FULL plus stress-ng, for a noisy neighbour (noise.py).
+# their own (nf = testpmd, cmd:TEMPLATE). NOISE: FULL plus stress-ng, for a noisy
+# neighbour (noise.py). SWITCH: TOOLS plus ovsdb-server and the DPDK
+# ovs-vswitchd, for a DPDK switch in a container of its own (switch_in = container).
 FULL = "full"
 MINIMAL = "minimal"
 TOOLS = "tools"
 NOISE = "noise"
-IMAGES = (FULL, MINIMAL, TOOLS, NOISE)
-# The host programs an image kind holds besides the engine (cnfperf.tools names).
+SWITCH = "switch"
+IMAGES = (FULL, MINIMAL, TOOLS, NOISE, SWITCH)
+# The host programs an image kind must hold besides the engine (cnfperf.tools
+# names); the switch image holds what there is of its own (runc._tools).
 IMAGE_TOOLS = {TOOLS: (tools.TESTPMD,), NOISE: (tools.STRESS_NG,)}
 
 
@@ -183,24 +186,27 @@ class Container(ABC):
         self._destroyed = False
 
     def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-             stdin=subprocess.DEVNULL) -> subprocess.Popen:
-        """Start argv inside (its netns, pinned to its cpus). Signals sent to the
-        returned Popen reach the process inside, and so do its stdin and stdout
-        (an unbuffered pipe each when asked for)."""
+             stdin=subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> subprocess.Popen:
+        """Start argv inside (its netns, pinned to its cpus), with `env` added to
+        the container's environment. Signals sent to the returned Popen reach the
+        process inside, and so do its stdin and stdout (an unbuffered pipe each
+        when asked for)."""
         if self._destroyed:
             raise ContainerError(f"exec in {self.name}: container was destroyed")
         if not argv or not all(isinstance(a, str) for a in argv):
             raise ValueError(f"exec argv {argv!r}: a non-empty list of strings is needed")
-        proc = spawn(self._command(argv), what=f"exec in {self.name}", env=self._env(),
-                     stdin=stdin, stdout=stdout, stderr=stderr, bufsize=0)
+        proc = spawn(self._command(argv, dict(env or {})), what=f"exec in {self.name}",
+                     env=self._env(dict(env or {})), stdin=stdin, stdout=stdout, stderr=stderr,
+                     bufsize=0)
         self._procs.append(proc)
         return proc
 
     @abstractmethod
-    def _command(self, argv: list[str]) -> list[str]:
-        """The host command that runs argv inside, as argv's own process."""
+    def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        """The host command that runs argv inside, as argv's own process, with
+        `env` in its environment (when the command passes it on itself)."""
 
-    def _env(self) -> dict[str, str] | None:
+    def _env(self, env: dict[str, str]) -> dict[str, str] | None:
         """The host command's environment; None: cnfperf's own."""
         return None
 

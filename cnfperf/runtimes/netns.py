@@ -42,14 +42,14 @@ def _kill_tagged(name: str) -> None:
 
 
 class NetnsContainer(Container):
-    def _command(self, argv: list[str]) -> list[str]:
+    def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
         # `ip netns exec` and taskset both exec() in place: the Popen pid is the
         # engine itself, so signals reach it directly. ip also remounts /sys so the
         # process sees the namespace's interfaces there.
         return ["ip", "netns", "exec", self.netns, "taskset", "-c", cpu_list(self.cpus), *argv]
 
-    def _env(self) -> dict[str, str]:
-        return dict(os.environ, **{TAG: self.name})
+    def _env(self, env: dict[str, str]) -> dict[str, str]:
+        return dict(os.environ, **env, **{TAG: self.name})
 
     def destroy(self) -> None:
         if self._destroyed:

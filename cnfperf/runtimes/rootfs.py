@@ -1,4 +1,4 @@
-"""The container images, three kinds (base.IMAGES):
+"""The container images, four kinds (base.IMAGES):
 
 - full: static BusyBox, the engine, and only the shared objects the engine
   needs at run time (its ldd closure, plus the DPDK drivers the EAL loads from
@@ -10,6 +10,9 @@
   kernel api run in it.
 - tools: the full image and Debian's dpdk-testpmd (its ldd closure too), for
   network functions that run testpmd or a user's command.
+- switch: the tools image plus ovsdb-server and the DPDK ovs-vswitchd (their
+  closures; the DPDK drivers come with librte_eal as for the engine), for a
+  DPDK switch in a container of its own (switch_in = container).
 
 Images are cached by a hash of everything that goes in, so a rebuilt engine or an
 upgraded library gives a new image and an unchanged host reuses the old one."""
@@ -65,6 +68,13 @@ GLIBC_DLOPENED = ("libgcc_s.so.1",)
 
 # What libxdp loads from disk when an AF_XDP socket is bound without a program.
 LIBXDP_OBJECTS = ("xdp-dispatcher.o", "xsk_def_xdp_prog.o", "xsk_def_xdp_prog_5.3.o")
+
+# coreutils' stdbuf library. `runc exec` hands a process pipes, not our
+# terminal, and through a pipe testpmd keeps a command's answer in its stdout
+# buffer until it exits; preloaded with this environment its stdout is line
+# buffered, as `stdbuf -oL` makes it. The switch image holds it.
+LIBSTDBUF = "/usr/libexec/coreutils/libstdbuf.so"
+LINE_BUFFERED = {"LD_PRELOAD": LIBSTDBUF, "_STDBUF_O": "L"}
 
 _LDD_LINE = re.compile(r"^\s*(?:(\S+)\s+=>\s+)?(\S+)(?:\s+\(0x[0-9a-f]+\))?\s*$")
 
@@ -214,15 +224,16 @@ def _file_hash(path: Path) -> bytes:
 
 
 def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd,
-             tools: Sequence[str] = ()) -> ImageSpec:
+             tools: Sequence[str] = (), preloads: Sequence[str] = ()) -> ImageSpec:
     """The full image; `tools`: host binaries that go in too, at their own paths,
-    with their libraries (the TOOLS image's dpdk-testpmd)."""
+    with their libraries (the TOOLS image's dpdk-testpmd); `preloads`: libraries
+    that go in at their own paths (LIBSTDBUF)."""
     if not engine.is_file() or not os.access(engine, os.X_OK):
         raise ContainerError(f"image: engine {engine} is not an executable file")
     if not busybox.is_file():
         raise ContainerError("image: " + tools.not_found(str(busybox),
                                                          tools.TOOLS["busybox"].package))
-    libs = library_closure([engine, *tools], resolve)
+    libs = library_closure([engine, *tools, *preloads], resolve) + list(preloads)
     spec = ImageSpec(engine=engine, busybox=busybox, tools=list(tools))
     extra: list[str] = []
     eal = next((l for l in libs if os.path.basename(l).startswith("librte_eal.so")), None)
@@ -232,8 +243,12 @@ def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd,
         if plugin_dir:
             drivers = dpdk_drivers(plugin_dir)
             extra += drivers
+            # A tool may link drivers from the plugin directory itself (testpmd
+            # does: mlx5, i40e…): another EAL of the image (OVS's) dlopen()s them
+            # too, finding what they need the loader's way, not the tool's RUNPATH.
+            linked = {os.path.realpath(l) for l in libs if Path(l).parent == plugin_dir}
             libs = sorted(set(libs) | set(library_closure(
-                [d for d in drivers if not os.path.islink(d)], resolve)))
+                [d for d in drivers if not os.path.islink(d)] + sorted(linked), resolve)))
     libc = next((l for l in libs if os.path.basename(l) == "libc.so.6"), None)
     if libc:
         extra += [p for n in GLIBC_DLOPENED

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Sequence
 
 from cnfperf import tools
+from cnfperf.host import vswitchd_binary
 from cnfperf.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (FULL, IMAGE_TOOLS, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
+from .base import (FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
                    check_image, check_name, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
@@ -45,10 +47,11 @@ class RuncContainer(Container):
         super().__init__(journal, name, cpus, netns, engine)
         self.bundle = bundle
 
-    def _command(self, argv: list[str]) -> list[str]:
+    def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
         # Without a terminal runc hands its own stdio to the process and forwards
         # every signal it gets, so Popen's pipe and send_signal() reach the engine.
-        return _runc("exec", self.name, *argv)
+        # The process gets the container's environment, not cnfperf's: only `env` is added.
+        return _runc("exec", *(f"--env={k}={v}" for k, v in env.items()), self.name, *argv)
 
     def destroy(self) -> None:
         if self._destroyed:
@@ -71,7 +74,17 @@ class RuncContainer(Container):
 
 
 def _tools(image: str) -> list[str]:
-    """The host binaries an image kind holds besides the engine."""
+    """The host binaries an image kind holds besides the engine: its IMAGE_TOOLS,
+    and for the switch image dpdk-testpmd and OVS's two daemons where this host
+    has them (a switch's own check names what it lacks; the image holds what
+    there is)."""
+    if image == SWITCH:
+        binaries = [b for b in (tools.find(tools.TESTPMD), tools.find("ovsdb-server"),
+                                vswitchd_binary()) if b]
+        if not binaries:
+            raise ContainerError(f"image: {tools.missing(tools.TESTPMD)}; "
+                                 f"{tools.missing('ovs-vswitchd-dpdk')}")
+        return binaries
     found = []
     for name in IMAGE_TOOLS.get(image, ()):
         path = tools.find(name)
@@ -79,6 +92,15 @@ def _tools(image: str) -> list[str]:
             raise ContainerError("image: " + tools.missing(name))
         found.append(path)
     return found
+
+
+def _preloads(image: str) -> list[str]:
+    """The switch's processes are started with rootfs.LINE_BUFFERED (procs.inside)."""
+    if image != SWITCH:
+        return []
+    if not os.path.exists(rootfs.LIBSTDBUF):
+        raise ContainerError(f"image: {tools.not_found(rootfs.LIBSTDBUF, 'coreutils')}")
+    return [rootfs.LIBSTDBUF]
 
 
 def _force_remove(name: str) -> list[str]:
@@ -124,7 +146,7 @@ class RuncRuntime(Runtime):
     def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
         engine = Path(engine)
         spec = rootfs.minimal_spec_for(engine) if check_image(image) == MINIMAL \
-            else rootfs.spec_for(engine, tools=_tools(image))
+            else rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image))
         info = rootfs.build(spec, self.images_dir)
         self.images[image] = (info, spec)
         return info

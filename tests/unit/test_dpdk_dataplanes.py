@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +14,10 @@ from cnfperf.dataplanes import DATAPLANES, dpdk_args, procs
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import switch_cpus
 from cnfperf.dataplanes.ovs import DropSampler
-from cnfperf.dataplanes.ovsdb import cpu_mask, parse_dump_ports, parse_flows, parse_map
-from cnfperf.dataplanes.testpmd_app import parse_fwd_stats, parse_port_stats
+from cnfperf.dataplanes.ovsdb import (cpu_mask, parse_dump_ports, parse_flows, parse_map,
+                                      parse_pmd_rxq_show)
+from cnfperf.dataplanes.testpmd_app import (Stream, parse_fwd_stats, parse_port_stats,
+                                            parse_streams)
 from cnfperf.plan import place
 from cnfperf.scenario import Scenario
 from cnfperf.system import proc_stat
@@ -283,3 +286,72 @@ def test_processes_are_found_again_by_a_token_in_their_command_line():
     finally:
         child.kill()
         child.wait()
+
+
+# --- queue-to-core affinity ----------------------------------------------------------
+
+# testpmd's answer to `start`, one pair, --nb-cores=2 --rxq=2 (recorded; the
+# port configuration it prints after the streams cut short).
+TESTPMD_STREAMS = """start\r
+io packet forwarding - ports=2 - cores=2 - streams=4 - NUMA support enabled, MP allocation mode: native
+Logical Core 1 (socket 0) forwards packets on 2 streams:
+  RX P=0/Q=0 (socket 0) -> TX P=1/Q=0 (socket 0) peer=02:00:00:00:00:01
+  RX P=1/Q=0 (socket 0) -> TX P=0/Q=0 (socket 0) peer=02:00:00:00:00:00
+Logical Core 2 (socket 0) forwards packets on 2 streams:
+  RX P=0/Q=1 (socket 0) -> TX P=1/Q=1 (socket 0) peer=02:00:00:00:00:01
+  RX P=1/Q=1 (socket 0) -> TX P=0/Q=1 (socket 0) peer=02:00:00:00:00:00
+
+  io packet forwarding packets/burst=32
+  nb forwarding cores=2 - nb forwarding ports=2
+  port 0: RX queue number: 2 Tx queue number: 2
+"""
+
+# `ovs-appctl dpif-netdev/pmd-rxq-show` of a switch container, one pair (recorded).
+PMD_RXQ_SHOW = """Displaying last 60 seconds pmd usage %
+pmd thread numa_id 0 core_id 1:
+  isolated : false
+  port: cnfp6839p0r       queue-id:  0 (enabled)   pmd usage: NOT AVAIL
+  port: cnfp6839p0s       queue-id:  0 (enabled)   pmd usage: NOT AVAIL
+  overhead: NOT AVAIL
+"""
+
+
+def test_testpmd_streams_give_each_lcores_port_and_queue():
+    assert parse_streams(TESTPMD_STREAMS) == [
+        Stream(1, 0, 0), Stream(1, 1, 0), Stream(2, 0, 1), Stream(2, 1, 1)]
+
+
+def test_testpmd_queue_map_names_ports_and_the_cores_lcores_are_on():
+    p = place(Scenario(switch="testpmd", api="dpdk", switch_cores=2, switch_rxq=2), "00ad")
+    dp = DATAPLANES["testpmd"](journal=None)
+    dp.point, dp.cpus, dp.streams = p, (0, 1), parse_streams(TESTPMD_STREAMS)
+    send, recv = p.pairs[0].sender.name, p.pairs[0].receiver.name
+    assert dp.queues() == [{"port": send, "queue": 0, "core": 0},
+                           {"port": recv, "queue": 0, "core": 0},
+                           {"port": send, "queue": 1, "core": 1},
+                           {"port": recv, "queue": 1, "core": 1}]
+    unpinned = place(Scenario(switch="testpmd", api="dpdk", pin=False, cpus=(0, 1)), "00ad")
+    dp.point, dp.cpus, dp.streams = unpinned, (1,), parse_streams(TESTPMD_STREAMS)[:2]
+    assert {q["core"] for q in dp.queues()} == {None}   # lcores float over the point's cores
+
+
+def test_ovs_pmd_rxq_show_gives_each_queue_its_pmd_core():
+    assert parse_pmd_rxq_show(PMD_RXQ_SHOW) == [
+        {"port": "cnfp6839p0r", "queue": 0, "core": 1},
+        {"port": "cnfp6839p0s", "queue": 0, "core": 1}]
+    assert parse_pmd_rxq_show("") == []
+
+
+def test_lcores_pin_workers_to_their_cores_or_let_all_float():
+    assert dpdk_args.lcores((0, 1), (0, 1)) == "0@0,1@0,2@1"
+    assert dpdk_args.lcores((1,), (0, 1)) == "0@(0,1),1@(0,1)"
+    assert dpdk_args.lcore_cpus((0, 1), (0, 1)) == {1: 0, 2: 1}
+    assert dpdk_args.lcore_cpus((1,), (0, 1)) == {1: None}
+
+
+def test_switch_rxq_sets_the_queues_both_ends_of_a_switch_port_offer():
+    p = place(Scenario(switch="testpmd", api="dpdk", switch_rxq=3), "00ae")
+    for switch in ("testpmd", "ovs"):
+        dp = DATAPLANES[switch](journal=None)
+        dp.point, dp.dir = p, Path("/run/cnfperf/x")
+        assert "queues=3" in dp.vdev(p.pairs[0].sender.port)

@@ -118,13 +118,18 @@ def test_blocking_points_of_an_older_store_read_as_poll_interrupt(tmp_path):
         [("interrupt",), ("busy",)]
 
 
-def test_images_of_the_ends_and_of_the_network_functions_are_stored(tmp_path):
-    # an older store gains the columns; its points leave them empty
-    db = older_store(tmp_path, 4)
+def _older_with_a_point(directory, version: int) -> Store:
+    """A store made at schema `version` with one done point (idx 0), migrated."""
+    db = older_store(directory, version)
     db.execute("INSERT INTO points (run_id, idx, status) VALUES ('beef', 0, 'done')")
     db.commit()
     db.close()
-    store = Store(tmp_path)
+    return Store(directory)
+
+
+def test_images_of_the_ends_and_of_the_network_functions_are_stored(tmp_path):
+    # an older store gains the columns; its points leave them empty
+    store = _older_with_a_point(tmp_path, 4)
     store.add_point("beef", 1, {}, status="done", started=1.0,
                     image=ImageInfo("busybox+engine+dpdk", "/x", 41_000_000),
                     nf_image=ImageInfo("engine-static", "/y", 1_500_000))
@@ -160,3 +165,16 @@ def test_results_commands_read_the_store(tmp_path, cli):
         in table
     missing = cli("results", "show", "dead", "--results", str(tmp_path))
     assert missing.returncode == 2 and missing.stderr.startswith("cnfperf: error: RUN: ")
+
+
+def test_the_switchs_queue_map_is_stored_with_its_point(tmp_path):
+    # an older store (before version 8) gains the column; its points have none
+    store = _older_with_a_point(tmp_path, 6)
+    result = _result()
+    result.queues = [{"port": "cnfpbeefp0s", "queue": 0, "core": 1},
+                     {"port": "cnfpbeefp0r", "queue": 0, "core": None}]
+    store.add_point("beef", 1, {}, status="done", started=1.0, result=result)
+    store.add_point("beef", 2, {}, status="done", started=1.0, result=_result())
+    points = store.run("beef")["points"]
+    store.close()
+    assert [p["queues"] for p in points] == [None, result.queues, None]

@@ -48,7 +48,7 @@ class Switch:
 
     poll_threads = 0
 
-    def __init__(self, machine: Machine, journal) -> None:
+    def __init__(self, machine: Machine, journal, home=None) -> None:
         self.machine = machine
 
     def start(self, point) -> None:
@@ -62,6 +62,9 @@ class Switch:
 
     def counters(self) -> dict:
         return {}
+
+    def queues(self) -> list:
+        return []
 
     def stop(self) -> None:
         self.machine.step("stop")

@@ -80,6 +80,18 @@ BAD_FLAGS = [
     (["--noise", "cpu", "--noise-on", "elsewhere"], "noise_on"),
     (["--noise", "cpu", "--noise-on", "4095"], "noise_on"),
     (["--noise", "traffic", "--switch", "veth"], "noise"),    # no switch to share
+    # where the switch runs, its cores, queues and quota
+    (["--switch", "bridge", "--switch-in", "container"], "switch_in"),
+    (["--switch", "vhost", "--api", "dpdk", "--switch-in", "container"], "switch_in"),
+    (["--switch", "ovs", "--api", "dpdk", "--switch-in", "container", "--runtime", "netns"],
+     "switch_in"),
+    (["--switch", "ovs", "--api", "dpdk", "--switch-quota", "50"], "switch_quota"),
+    (["--switch", "memif", "--api", "dpdk", "--switch-cores", "2"], "switch_cores"),
+    (["--switch", "veth", "--switch-rxq", "2"], "switch_rxq"),
+    (["--switch", "testpmd", "--api", "dpdk", "--cpus", "0", "--switch-cores", "2"],
+     "switch_cores"),
+    (["--switch", "ovs", "--api", "dpdk", "--switch-in", "container", "--switch-quota", "150"],
+     "switch_quota"),   # its one poll core gives at most 100 %
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
 ]
@@ -133,6 +145,22 @@ def test_bad_input_in_a_subprocess(cli, results):
     done = cli("run", "--switch", "bridge", "--pairs", "-3")
     _check(done.returncode, done.stderr, "pairs", results, before)
     assert done.stdout == ""
+
+
+def test_a_switch_without_processes_says_which_switches_can_be_in_a_container(capsys):
+    assert main(["run", "--switch", "macvlan", "--switch-in", "container"]) == 2
+    err = capsys.readouterr().err
+    assert "macvlan has no process" in err and "testpmd, ovs have" in err
+
+
+def test_the_switchs_cores_are_counted_against_the_points(capsys):
+    """The scenario's cpus when given, else the host's usable cores."""
+    assert main(["run", "--switch", "ovs", "--api", "dpdk", "--cpus", "0",
+                 "--switch-cores", "2", "--dry-run"]) == 2
+    assert "1 usable core(s) (0)" in capsys.readouterr().err
+    assert main(["run", "--switch", "ovs", "--api", "dpdk", "--cpus", "0",
+                 "--switch-cores", "1", "--switch-in", "container", "--switch-quota", "50",
+                 "--dry-run"]) == 0
 
 
 def test_unknown_field_lists_the_known_ones(tmp_path):
