@@ -6,6 +6,7 @@ Lifecycle for one test point, driven by testbed.Builder and trial.py:
     attach(port)  what the engine of the port's node needs to reach it
     eal_args(node, attachments)  a DPDK engine's EAL arguments for its ports
     counters()    switch-side packet counters per port, read before and after
+    pids()        the switch's own processes (CPU accounting), or its `container`
     stop()        remove what start() created; safe to call after a partial start
 Every resource is added to the journal before it is created.
 """
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Sequence
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
     from cnfperf.plan import Port, TestPoint
-    from cnfperf.runtimes.base import Journal, Mount
+    from cnfperf.runtimes.base import Container, Journal, Mount
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,14 @@ class DataPlane(ABC):
     def __init__(self, journal: Journal):
         self.journal = journal
         self.point: TestPoint | None = None
+        # Set when the switch runs in a container of its own (switch_in =
+        # container): its CPU use is that container's cgroup's.
+        self.container: Container | None = None
+
+    def pids(self) -> list[int]:
+        """Host pids of the switch's own processes, whose CPU use is the switch's;
+        [] for a kernel data plane, which has none (its work is softirq)."""
+        return []
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
