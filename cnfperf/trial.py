@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnfperf import SystemFailure, functions
+from cnfperf import SystemFailure, cpu, functions
 from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
@@ -120,6 +120,7 @@ class Trial:
         # Each listens on its upstream link before its upstream neighbour starts.
         nfs = [nf for p in pairs for nf in reversed(p.nfs)]
         before = self.bed.dataplane.counters()
+        self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
             pair = pairs[ep.pair]
             self._start(ep, pair.sender, pair.links[-1].a.mac)
@@ -133,6 +134,7 @@ class Trial:
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)
+        self.meter.stop()
         time.sleep(DRAIN)
         engine_nfs = [nf for nf in nfs if self.commands[nf.name].records]
         self._stop(engine_nfs + receivers)
@@ -237,6 +239,8 @@ class Trial:
         start = time.monotonic()
 
         def progress() -> None:
+            if time.monotonic() - start >= s.warmup:
+                self.meter.start()   # the measured window opens
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
         self._await(eps, "summary", expected + EXIT_MARGIN, "before its summary",
@@ -352,8 +356,11 @@ class Trial:
                                self.bed.create_s.get(nf.name), self.started_ns.get(nf.name),
                                self.outputs[nf.name].ready)
                for nf in p.nfs]
+        usage = self.meter.usage(cpu.packets(p, summaries),
+                                 cpu.tsc_hz([self.outputs[ep.name].ready for ep in engines]))
         return model.PointResult(pairs=pairs, total=model.total(pairs),
-                                 endpoints=list(metrics.values()), counters=counters, nfs=nfs)
+                                 endpoints=list(metrics.values()), counters=counters, nfs=nfs,
+                                 cpu=usage)
 
     def _steady_rx_pps(self, ep: Endpoint) -> float | None:
         """The received rate of the intervals after the warm-up, without the last
