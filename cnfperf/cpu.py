@@ -22,8 +22,12 @@ packets it moved (paper 002). It is summed over a node's cores, so nodes that
 share a core show the same time.
 
 A Meter samples every node when the window opens (the senders' warm-up is
-over) and when it closes (every sender has printed its summary); usage() turns
+over: sending_s) and when it closes (every sender has printed its summary); usage() turns
 the two samples, and the packets each node handled, into model.CpuUsage rows.
+The switch's packets are its ports' rx between two reads of its counters, each
+right after the CPU times: testpmd answers at once, OVS's ovs-ofctl can take
+a fraction of a second on a busy host, and what its ports took in meanwhile at
+the window's start goes uncounted (its cycles per packet are then high).
 """
 from __future__ import annotations
 
@@ -172,11 +176,13 @@ class Meter:
             if not a.problem:
                 with contextlib.suppress(OSError, KeyError, ValueError):
                     times[a.node] = a.times()
-        counters = {}
+        sample = Sample(self.clock(), times, softirq_by_core(self.stat()))
+        # After the clock: a switch's counters take a command or two to read
+        # (testpmd's prompt, ovs-ofctl), which is no CPU time of the window.
         if self.counters:
             with contextlib.suppress(SystemFailure):
-                counters = self.counters()
-        return Sample(self.clock(), times, softirq_by_core(self.stat()), counters)
+                sample.counters = self.counters()
+        return sample
 
     def switch_rx(self) -> int:
         """Frames the switch took in at its ports within the window."""
@@ -214,6 +220,15 @@ def _allowed(found: list[dict[str, Any]]) -> tuple[int, ...]:
         with contextlib.suppress(ValueError):
             cores.update(parse_cpus(t["allowed"]) or ())
     return tuple(sorted(cores))
+
+
+def sending_s(readies: list[dict[str, Any] | None], now_ns: int) -> float | None:
+    """Seconds since the last of the senders was ready to send (its `ready`
+    record's wall clock), None until all are: a DPDK engine takes a second or
+    more to start, which is no part of its warm-up."""
+    if not readies or None in readies:
+        return None
+    return (now_ns - max(int(r.get("wall_ns") or now_ns) for r in readies)) / 1e9
 
 
 # -- the nodes of a testbed -------------------------------------------------------

@@ -239,12 +239,13 @@ class Trial:
         start = time.monotonic()
 
         def progress() -> None:
-            if time.monotonic() - start >= s.warmup:
+            sending = cpu.sending_s([self.outputs[ep.name].ready for ep in eps], time.time_ns())
+            if sending is not None and sending >= s.warmup:
                 self.meter.start()   # the measured window opens
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
         self._await(eps, "summary", expected + EXIT_MARGIN, "before its summary",
-                    every=0.25, tick=progress)
+                    every=0.05, tick=progress)   # the window opens within 50 ms
 
     def _counting(self, pair: Pair) -> Endpoint:
         """Who counts what arrives: the client sees its echoes, a single tester

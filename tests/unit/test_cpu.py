@@ -169,3 +169,10 @@ def test_the_kernel_log_s_refined_calibration_wins():
     assert cpu.cpu_mhz("processor\t: 0\ncpu MHz\t\t: 2445.402\n") == pytest.approx(2445.402e6)
     hz, source = cpu.kernel_tsc_hz()
     assert source and (hz is None or hz > 1e8)
+
+
+def test_the_window_opens_a_warmup_after_the_last_sender_was_ready():
+    ready = [{"wall_ns": 10_000_000_000}, {"wall_ns": 10_500_000_000}]
+    assert cpu.sending_s(ready, 11_000_000_000) == pytest.approx(0.5)
+    assert cpu.sending_s([ready[0], None], 11_000_000_000) is None   # one still starts
+    assert cpu.sending_s([], 11_000_000_000) is None
