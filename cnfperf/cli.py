@@ -22,9 +22,9 @@ from cnfperf.experiments import studies
 from cnfperf.experiments.sweep import format_seconds, parse_values
 from cnfperf.host import gather, render as render_host
 from cnfperf.lock import HostBusy
-from cnfperf.report import build, nfs as nf_tables
+from cnfperf.report import build, cpu as cpu_tables, nfs as nf_tables
 from cnfperf.report.compare import HEADERS, compare
-from cnfperf.report.export import write_csv, write_nf_ports_csv
+from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
 from cnfperf.report.summary import images, points as point_table, repetitions, searches
 from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
 from cnfperf.results.store import Store, results_dir
@@ -143,6 +143,9 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--nf-ports", action="store_true",
                         help="a row per port of every network function instead (its counters "
                              "and drops by reason)")
+    export.add_argument("--cpu", action="store_true",
+                        help="a row per node of every point instead: its CPU use over the "
+                             "measured window, cycles per packet, threads and their cores")
     export.add_argument("--out", "-o", metavar="FILE", help="write here instead of stdout")
     _results_and_json(export, json_flag=False)
     export.set_defaults(func=_results_export)
@@ -403,16 +406,20 @@ def _results_show(args: argparse.Namespace) -> int:
 def _print_tables(run: dict[str, Any], brief: bool = False) -> None:
     """What follows a run's table: each point's path and CPU-bound nodes (when
     there is something to say), repetitions, searches, the network functions'
-    tables (`brief`, at the end of a run: what `results show` has in full)."""
+    tables and CPU per node (`brief`, at the end of a run: what `results show`
+    has in full)."""
     for table in filter(None, (point_table(run, brief=True), repetitions(run), searches(run),
-                               *nf_tables.all_tables(run, brief))):
+                               *nf_tables.all_tables(run, brief),
+                               *cpu_tables.all_tables(run, brief))):
         print()
-        print(summary_table(table))
+        print(summary_table(table, cpu_tables.NOTES.get(table[0], "")))
 
 
 def _results_export(args: argparse.Namespace) -> int:
     _, run = _stored_run(args, args.run)
-    write = write_nf_ports_csv if args.nf_ports else write_csv
+    if args.nf_ports and args.cpu:
+        raise UserError("--cpu", "one file at a time: --nf-ports or --cpu")
+    write = write_nf_ports_csv if args.nf_ports else write_cpu_csv if args.cpu else write_csv
     if args.out is None:
         write(run, sys.stdout)
         return 0

@@ -14,7 +14,7 @@ import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cnfperf import __version__, tools
+from cnfperf import __version__, cgroups, tools
 from cnfperf.fields import APIS
 from cnfperf.system import CommandFailed, is_static_elf, mounts, run
 
@@ -59,6 +59,8 @@ class HostFacts:
     cnfperf: str = __version__
     # the static build beside it: network functions on a kernel api run it
     static_engine: EngineFacts = field(default_factory=EngineFacts)
+    # cgroups.Layout: the version and the controllers cnfperf can use, where
+    cgroups: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -83,6 +85,7 @@ def gather(engine: Path | None) -> HostFacts:
         kvm=os.access("/dev/kvm", os.R_OK | os.W_OK),
         engine=engine_facts(engine),
         static_engine=engine_facts(static_engine(engine) if engine else None),
+        cgroups=cgroups.layout().to_dict(),
     )
 
 
@@ -248,6 +251,7 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("engine", _engine(e)),
         ("static engine", _engine(host.static_engine)
          + ("" if host.static_engine.problem else " (network functions on these apis run it)")),
+        *_cgroups(host.cgroups),
     ]
     width = max(len(k) for k, _ in facts)
     lines = [f"cnfperf {host.cnfperf}"] + [f"  {k.ljust(width)}  {v}" for k, v in facts]
@@ -265,6 +269,26 @@ def render(host: HostFacts, matrix: dict) -> str:
         for p in info["problems"]:
             lines.append(f"  {name}: {p}")
     return "\n".join(lines)
+
+
+CGROUP_VERSIONS = {"hybrid": "hybrid (v1 controllers, and a v2 hierarchy beside them)",
+                   "none": "none mounted"}
+# What cnfperf does with each controller, for doctor's rows.
+CGROUP_USES = {"cpuset": "pins containers to their cores", "cpu": "CFS quotas",
+               "cpuacct": "CPU time per container"}
+
+
+def _cgroups(layout: dict) -> list[tuple[str, str]]:
+    """A row for the cgroup version, one per controller: where it is, or why not."""
+    if not layout:
+        return []
+    rows = [("cgroups", CGROUP_VERSIONS.get(layout["version"], layout["version"]))]
+    for name, use in CGROUP_USES.items():
+        c = layout["controllers"].get(name)
+        rows.append((f"cgroup {name}", f"v{c['version']} at {c['mount']} ({', '.join(c['files'])}): "
+                                       f"{use}" if c else
+                     f"unusable: {layout['missing'].get(name, '?')} (no {use})"))
+    return rows
 
 
 def _engine(e: EngineFacts) -> str:

@@ -120,12 +120,19 @@ def first_error_line(output: str) -> str:
 
 # -- processes -----------------------------------------------------------------
 
+# Clock ticks per second of /proc's CPU times (USER_HZ).
+USER_HZ = os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True)
 class ProcStat:
-    """What /proc/PID/stat says about one process."""
+    """What /proc/PID/stat (or a thread's /proc/PID/task/TID/stat) says."""
 
     state: str       # R running, S sleeping, D disk wait, Z zombie, X dead, …
     start_time: str  # clock ticks from boot to its start: with the pid, names it for good
+    user_s: float = 0.0    # CPU time in user and kernel mode: a process's counts
+    system_s: float = 0.0  # every thread it has had, exited ones included
+    core: int = -1         # the CPU it last ran on
 
     @property
     def running(self) -> bool:
@@ -133,15 +140,23 @@ class ProcStat:
         return self.state not in ("Z", "X")
 
 
-def proc_stat(pid: int) -> ProcStat | None:
-    """The process's state and start time, or None if there is no such process."""
+def proc_stat(pid: int, tid: int | None = None) -> ProcStat | None:
+    """The process's (or its thread tid's) state, start time, CPU times and last
+    core, or None if there is no such process."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            # comm (field 2) may hold spaces and ')': count the rest from its end.
-            fields = f.read().rsplit(")", 1)[1].split()
-        return ProcStat(state=fields[0], start_time=fields[19])
-    except (OSError, IndexError):
+        with open(path) as f:
+            return parse_stat(f.read())
+    except (OSError, IndexError, ValueError):
         return None
+
+
+def parse_stat(text: str) -> ProcStat:
+    """/proc/PID/stat's line (proc(5)): field n is at n - 3 after comm."""
+    # comm (field 2) may hold spaces and ')': count the rest from its end.
+    fields = text.rsplit(")", 1)[1].split()
+    return ProcStat(state=fields[0], start_time=fields[19], user_s=int(fields[11]) / USER_HZ,
+                    system_s=int(fields[12]) / USER_HZ, core=int(fields[36]))
 
 
 def running(pid: int) -> bool:

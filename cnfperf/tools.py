@@ -32,6 +32,7 @@ TOOLS: dict[str, Tool] = {
     "bridge": Tool("iproute2"),
     "tc": Tool("iproute2"),
     "taskset": Tool("util-linux"),
+    "dmesg": Tool("util-linux"),   # the kernel's TSC calibration (cpu.py)
     "mount": Tool("mount"),
     "umount": Tool("mount"),
     "sysctl": Tool("procps"),

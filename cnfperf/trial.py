@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnfperf import SystemFailure, functions
+from cnfperf import SystemFailure, cpu, functions
 from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
@@ -122,6 +122,7 @@ class Trial:
         # Each listens on its upstream link before its upstream neighbour starts.
         nfs = [nf for p in pairs for nf in reversed(p.nfs)]
         before = self.bed.dataplane.counters()
+        self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
             pair = pairs[ep.pair]
             self._start(ep, pair.sender, pair.links[-1].a.mac)
@@ -140,6 +141,7 @@ class Trial:
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)
+        self.meter.stop()
         if noise is not None:
             noise.stop()
         # While every engine still holds its ports (a vhost port's queues exist
@@ -250,10 +252,13 @@ class Trial:
         start = time.monotonic()
 
         def progress() -> None:
+            sending = cpu.sending_s([self.outputs[ep.name].ready for ep in eps], time.time_ns())
+            if sending is not None and sending >= s.warmup:
+                self.meter.start()   # the measured window opens
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
         self._await(eps, "summary", expected + EXIT_MARGIN, "before its summary",
-                    every=0.25, tick=progress)
+                    every=0.05, tick=progress)   # the window opens within 50 ms
 
     def _counting(self, pair: Pair) -> Endpoint:
         """Who counts what arrives: the client sees its echoes, a single tester
@@ -366,8 +371,11 @@ class Trial:
                                self.bed.create_s.get(nf.name), self.started_ns.get(nf.name),
                                self.outputs[nf.name].ready)
                for nf in p.nfs]
+        usage = self.meter.usage(cpu.packets(p, summaries),
+                                 cpu.tsc_hz([self.outputs[ep.name].ready for ep in engines]))
         return model.PointResult(pairs=pairs, total=model.total(pairs),
-                                 endpoints=list(metrics.values()), counters=counters, nfs=nfs)
+                                 endpoints=list(metrics.values()), counters=counters, nfs=nfs,
+                                 cpu=usage)
 
     def _steady_rx_pps(self, ep: Endpoint) -> float | None:
         """The received rate of the intervals after the warm-up, without the last

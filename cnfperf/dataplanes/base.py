@@ -8,6 +8,7 @@ Lifecycle for one test point, driven by testbed.Builder and trial.py:
     counters()    switch-side packet counters per port, read before and after
     queues()      which poll thread serves which Rx queue of which port, read
                   while the engines' ports are up
+    pids()        the switch's own processes (CPU accounting), or its `container`
     stop()        remove what start() created; safe to call after a partial start
 Every resource is added to the journal before it is created.
 
@@ -88,7 +89,14 @@ class DataPlane(ABC):
         self.home = home
         self.point: TestPoint | None = None
         self.cpus: tuple[int, ...] = ()    # its poll threads' cores, once started
-        self.container: Container | None = None   # the switch's, once home made it
+        # Set when the switch runs in a container of its own (switch_in =
+        # container, made by its home): its CPU use is that container's cgroup's.
+        self.container: Container | None = None
+
+    def pids(self) -> list[int]:
+        """Host pids of the switch's own processes, whose CPU use is the switch's;
+        [] for a kernel data plane, which has none (its work is softirq)."""
+        return []
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:

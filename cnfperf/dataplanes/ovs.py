@@ -169,6 +169,9 @@ class OvsDpdk(DpdkDataPlane):
         self.drops = DropSampler(lambda: self.ovs.counters(self.bridge))
         self.drops.start()
 
+    def pids(self) -> list[int]:
+        return self.ovs.pids() if self.ovs else []
+
     def vdev(self, port: Port) -> str:
         return dpdk_args.virtio_user(port.slot, self._socket(port), mac=port.mac, server=True,
                                      queues=self.point.scenario.switch_rxq)

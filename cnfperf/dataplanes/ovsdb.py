@@ -253,6 +253,10 @@ class Ovs:
         return parse_dump_ports(self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}",
                                            "dump-ports", bridge]))
 
+    def pids(self) -> list[int]:
+        """ovsdb-server's and ovs-vswitchd's, while they run."""
+        return [p.pid for p in self._procs.values() if p.poll() is None]
+
     def log_tail(self, daemon: str = "ovs-vswitchd", n: int = 3) -> str:
         with contextlib.suppress(OSError):
             lines = (self.run_dir / f"{daemon}.log").read_text().splitlines()

@@ -86,6 +86,9 @@ class TestPmdSwitch(DpdkDataPlane):
         procs.journal_process(self.journal, f"{self.point.prefix}tpmd", self.testpmd.pid)
         self.streams = testpmd_app.parse_streams(self.testpmd.forward())
 
+    def pids(self) -> list[int]:
+        return [self.testpmd.pid] if self.testpmd and self.testpmd.pid else []
+
     def vdev(self, port: Port) -> str:
         return dpdk_args.virtio_user(port.slot, self._socket(self.port(port)), mac=port.mac,
                                      queues=self.point.scenario.switch_rxq)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cnfperf.report import html, nfs, summary
+from cnfperf.report import cpu, html, nfs, summary
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -28,8 +28,9 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
             else plots.make_all(rows, out_dir))
     made += nf_plots.make(run, out_dir)
     figures = [html.Figure(p.title, p.path, _caption(p.name)) for p in made]
-    tables = [html.Table(title, headers, rows_)
-              for title, headers, rows_ in summary.all_tables(run, nfs.all_tables(run))]
+    tables = [html.Table(title, headers, rows_, cpu.NOTES.get(title, ""))
+              for title, headers, rows_ in summary.all_tables(
+                  run, [*nfs.all_tables(run), *cpu.all_tables(run)])]
     title = f"cnfperf run {run['id']}" + (f": {study['title']}" if study.get("title") else "")
     done = len(summary.done_points(run))
     text = f"{done} of {run.get('planned') or len(run.get('points', []))} points"

@@ -3,7 +3,8 @@ point's total (pair `all`, also for one pair, and the only row of a point that
 failed), with the point's parameters, its paths' shape and its CPU-bound nodes
 on every row. With `--nf-ports`: one row per port of every network function
 instead (its NF's place and kind, the port's counters and drops by reason),
-with the same point columns.
+with the same point columns. With `--cpu`: one row per node of every point
+(the store's cpu_usage: its CPU use over the measured window; threads as JSON).
 
 Numbers are written as Python prints them (shortest text that reads back to the
 same float), missing values as empty cells: reading the file back gives exactly
@@ -12,6 +13,7 @@ what the store holds.
 from __future__ import annotations
 
 import csv
+import json
 from typing import IO, Any
 
 from cnfperf import fields
@@ -32,6 +34,11 @@ POINT_COLUMNS = ("shape", "cpu_bound")
 # its counters (rx and drops at the ingress port, tx and tx_refused at the egress).
 NF_PORT_COLUMNS = ("pair", "nf_name", "nf_index", "port", "rx_packets", "tx_packets",
                    "tx_refused", *(f"dropped_{k}" for k in DROP_REASONS))
+
+
+# A node's row: the store's cpu_usage columns (store.py, _SCHEMA_7).
+CPU_COLUMNS = ("node", "kind", "cores", "quota", "user_s", "system_s", "softirq_s", "wall_s",
+               "packets", "cycles_per_packet", "tsc_hz", "tsc_source", "threads")
 
 
 def _identity() -> tuple[str, ...]:
@@ -82,6 +89,12 @@ def nf_port_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def cpu_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row per node of every point, threads as JSON."""
+    return [{**_base(run, p), **usage, "threads": json.dumps(usage.get("threads") or [])}
+            for p in run["points"] for usage in p.get("cpu_usage") or []]
+
+
 def write_csv(run: dict[str, Any], stream: IO[str]) -> int:
     """Writes the CSV; returns the number of data rows."""
     return _write(rows(run), columns(), stream)
@@ -90,6 +103,11 @@ def write_csv(run: dict[str, Any], stream: IO[str]) -> int:
 def write_nf_ports_csv(run: dict[str, Any], stream: IO[str]) -> int:
     """Writes the NF ports' CSV; returns the number of data rows."""
     return _write(nf_port_rows(run), nf_port_columns(), stream)
+
+
+def write_cpu_csv(run: dict[str, Any], stream: IO[str]) -> int:
+    """Writes the nodes' CPU use as CSV; returns the number of data rows."""
+    return _write(cpu_rows(run), (*_identity(), *CPU_COLUMNS), stream)
 
 
 def _write(data: list[dict[str, Any]], names: tuple[str, ...], stream: IO[str]) -> int:

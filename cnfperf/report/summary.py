@@ -232,6 +232,6 @@ def failures(run: dict[str, Any]) -> Table | None:
 
 def all_tables(run: dict[str, Any], more: Sequence[Table] = ()) -> list[Table]:
     """Every table of a run's report, in its order; `more` (the network functions'
-    tables, report/nfs.py) go before the failures."""
+    tables, report/nfs.py; CPU per node, report/cpu.py) go before the failures."""
     return [t for t in (points(run), throughput(run), repetitions(run), searches(run),
                         trials(run), latency(run), *more, failures(run)) if t]

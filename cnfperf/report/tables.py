@@ -7,6 +7,7 @@ the round trip the client measured.
 """
 from __future__ import annotations
 
+import textwrap
 import time
 from typing import Any, Sequence
 
@@ -89,14 +90,16 @@ def runs_table(runs: list[dict[str, Any]]) -> str:
                   right={"points"})
 
 
-def summary_table(table: tuple[str, list[str], list[list[Any]]]) -> str:
-    """A table of report/summary.py as text: its title, then the columns."""
+def summary_table(table: tuple[str, list[str], list[list[Any]]], note: str = "") -> str:
+    """A table of report/summary.py as text: its title, then the columns, then
+    the note that says how to read them, if any."""
     title, headers, rows = table
     cells = [[fmt(v) for v in row] for row in rows]
     right = {h for i, h in enumerate(headers)
              if rows and all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool)
                              or r[i] is None for r in rows)}
-    return f"{title}\n{render(headers, cells, right)}"
+    text = f"{title}\n{render(headers, cells, right)}"
+    return f"{text}\n{textwrap.fill(note, 100)}" if note else text
 
 
 def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozenset()) -> str:

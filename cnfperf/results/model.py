@@ -127,6 +127,40 @@ def busy_ratio(poll: dict[str, Any] | None) -> float | None:
     return 1 - int((poll or {}).get("empty_polls") or 0) / polls if polls else None
 
 
+# What a node is, in cpu_usage rows: a tester end's engine role, a network
+# function, the switch's own processes.
+CPU_KINDS = ("send", "recv", "client", "server", "tester", "nf", "switch")
+
+
+@dataclass
+class CpuUsage:
+    """A node's CPU use over a trial's measured window (cnfperf/cpu.py)."""
+
+    node: str
+    kind: str                     # CPU_KINDS
+    cores: str                    # the cores it may run on (a cpulist)
+    quota: float | None           # its CFS quota, % of one core; None: none
+    user_s: float | None          # None: its counters could not be read
+    system_s: float | None
+    softirq_s: float              # on its cores, whoever's packets they were
+    wall_s: float                 # the window
+    packets: int                  # it handled in the window
+    tsc_hz: float | None          # what cycles are counted in
+    tsc_source: str               # where tsc_hz came from
+    threads: list[dict[str, Any]] = field(default_factory=list)   # placement: cpu.threads
+
+    @property
+    def cycles_per_packet(self) -> float | None:
+        if self.user_s is None or self.system_s is None:
+            return None
+        return cycles_per_packet(self.tsc_hz, self.user_s + self.system_s, self.packets)
+
+
+def cycles_per_packet(tsc_hz: float | None, cpu_s: float, packets: int) -> float | None:
+    """TSC cycles of CPU time per packet; None without packets or a TSC rate."""
+    return tsc_hz * cpu_s / packets if packets and tsc_hz else None
+
+
 @dataclass
 class PointResult:
     pairs: list[PairResult]
@@ -136,6 +170,7 @@ class PointResult:
     nfs: list[NFResult] = field(default_factory=list)
     # the switch's queue-to-core affinity (DataPlane.queues): {port, queue, core} each
     queues: list[dict[str, Any]] = field(default_factory=list)
+    cpu: list[CpuUsage] = field(default_factory=list)
 
     def cpu_bound(self) -> list[str]:
         """The nodes whose engine found frames in nearly every poll (CPU_BOUND_BUSY):

@@ -1,5 +1,5 @@
 """Results in SQLite: runs, test points, metrics per endpoint, switch counters per port,
-network functions and their ports.
+network functions and their ports, CPU use per node.
 
 The schema is versioned with PRAGMA user_version; `_MIGRATIONS[n]` takes a
 database from version n to n+1, so later columns (repetitions, search bounds)
@@ -119,9 +119,18 @@ CREATE TABLE nf_ports (
     dropped_other INTEGER, dropped_bad INTEGER, dropped_no_route INTEGER, dropped_ttl INTEGER,
     PRIMARY KEY (point_id, name, port));
 """
-# Version 7 (cpu_usage) is another change's: its place is kept so that this one
-# is version 8 wherever the two meet.
-_SCHEMA_7 = ""
+# CPU use per node over the measured window (cnfperf/cpu.py): kind is the node's
+# (model.CPU_KINDS), cores a cpulist, quota % of one core (NULL: none), user_s
+# and system_s its CPU time (NULL: unreadable), softirq_s its cores', packets
+# what it handled, cycles_per_packet from tsc_hz (its source named), threads
+# each thread's name, allowed cores and last core (JSON).
+_SCHEMA_7 = """
+CREATE TABLE cpu_usage (
+    point_id INTEGER NOT NULL REFERENCES points(id), node TEXT NOT NULL, kind TEXT NOT NULL,
+    cores TEXT, quota REAL, user_s REAL, system_s REAL, softirq_s REAL, wall_s REAL,
+    packets INTEGER, cycles_per_packet REAL, tsc_hz REAL, tsc_source TEXT, threads TEXT,
+    PRIMARY KEY (point_id, node));
+"""
 # The switch's queue-to-core affinity (DataPlane.queues): a JSON list of
 # {port, queue, core}, one per Rx queue its poll threads serve; NULL for a
 # switch without poll threads.
@@ -131,7 +140,8 @@ ALTER TABLE points ADD COLUMN queues TEXT;
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8]
 # Children of a point, deleted with it when --resume runs it again.
-_POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports")
+_POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
+                   "cpu_usage")
 SEARCH_KEYS = ("rate_pps", "loss_ratio", "offered_pps", "loss_threshold", "verified",
                "generator_limited")
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -261,6 +271,10 @@ class Store:
                     self._insert("counters", {"point_id": point_id, "port": port, **asdict(c)})
                 for nf in result.nfs:
                     self._nf(point_id, nf)
+                for usage in result.cpu:
+                    self._insert("cpu_usage", {
+                        "point_id": point_id, "cycles_per_packet": usage.cycles_per_packet,
+                        **asdict(usage), "threads": json.dumps(usage.threads)})
             for trial in trials:
                 self._insert("trials", {"point_id": point_id,
                                         **{k: _sql(v) for k, v in trial.items()}})
@@ -330,6 +344,11 @@ class Store:
             {**{k: r[k] for k in r.keys() if k != "point_id"}, "ports": ports.get(r["name"], [])}
             for r in self.db.execute(
                 "SELECT * FROM nf_results WHERE point_id = ? ORDER BY pair, idx", (pid,))]
+        point["cpu_usage"] = [_decoded({k: r[k] for k in r.keys() if k != "point_id"},
+                                       ("threads",))
+                              for r in self.db.execute(
+                                  "SELECT * FROM cpu_usage WHERE point_id = ? ORDER BY rowid",
+                                  (pid,))]
         return point
 
 

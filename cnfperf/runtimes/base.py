@@ -201,6 +201,18 @@ class Container(ABC):
         self._procs.append(proc)
         return proc
 
+    @property
+    def pids(self) -> list[int]:
+        """Host pids of what exec() started that still runs (for a runtime whose
+        exec runs argv in place; runc's are `runc exec` processes)."""
+        return [p.pid for p in self._procs if p.poll() is None]
+
+    @property
+    def init_pid(self) -> int | None:
+        """The host pid of the container's init, whose cgroup is the container's;
+        None when the container has no cgroup of its own."""
+        return None
+
     @abstractmethod
     def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
         """The host command that runs argv inside, as argv's own process, with

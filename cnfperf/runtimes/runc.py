@@ -4,6 +4,7 @@ cgroup cpuset, engine processes started with `runc exec`."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -46,6 +47,10 @@ class RuncContainer(Container):
                  bundle: Path, engine: str = rootfs.ENGINE_PATH):
         super().__init__(journal, name, cpus, netns, engine)
         self.bundle = bundle
+
+    @functools.cached_property
+    def init_pid(self) -> int:
+        return int(json.loads(run(_runc("state", self.name), what="runc state"))["pid"])
 
     def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
         # Without a terminal runc hands its own stdio to the process and forwards

@@ -47,9 +47,13 @@ class Switch:
     """A DataPlane that records its lifecycle."""
 
     poll_threads = 0
+    container = None
 
     def __init__(self, machine: Machine, journal, home=None) -> None:
         self.machine = machine
+
+    def pids(self) -> list[int]:
+        return []
 
     def start(self, point) -> None:
         self.machine.step("start", point.index)
@@ -365,6 +369,8 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
     script.write_text(STAND_IN)
 
     class Container:
+        cpus, init_pid, pids = (0,), None, []   # no cgroup: CPU time of no process
+
         def __init__(self, name):
             self.name, self.engine = name, "cnfperf-engine"
 

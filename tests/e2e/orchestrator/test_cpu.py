@@ -28,7 +28,7 @@ def _run(cli, cli_json, *args: str) -> tuple[dict, Path]:
 
 
 def _nf_cpu(point: dict) -> dict:
-    [row] = [r for r in point["cpu"] if r["kind"] == "nf"]
+    [row] = [r for r in point["cpu_usage"] if r["kind"] == "nf"]
     return row
 
 

@@ -1,0 +1,371 @@
+"""CPU use per node over a trial's measured window, and where every thread ran.
+
+Nodes: each tester end that runs an engine, each network function, and the
+switch when it has processes of its own (a DPDK switch). A kernel data plane
+(bridge, veth, macvlan) has none: its work is softirq on the cores the traffic
+crosses, which every node's softirq column shows for its cores.
+
+Where a node's CPU time is read:
+- a container with a cgroup of its own (runc): the group's user and system
+  time (cgroups.cpu_times), every process in it counted;
+- otherwise (the netns runtime, a switch on the host) its processes'
+  /proc/PID/stat utime and stime, which count every thread each has had,
+  exited ones included. This misses a process started after the window opened
+  (its time before that counts in full) or gone before it closed (its time does
+  not count), its children (cutime, for processes that exec as the engine does:
+  none), and the kernel's work on its behalf on other tasks (softirq,
+  ksoftirqd, vhost threads).
+
+Softirq is /proc/stat's per core: the kernel's per-packet work runs in
+whatever task the core was in, and is not charged to the container whose
+packets it moved (paper 002). It is summed over a node's cores, so nodes that
+share a core show the same time.
+
+A Meter samples every node when the window opens (the senders' warm-up is
+over: sending_s) and when it closes (every sender has printed its summary); usage() turns
+the two samples, and the packets each node handled, into model.CpuUsage rows.
+The switch's packets are its ports' rx between two reads of its counters, each
+right after the CPU times: testpmd answers at once, OVS's ovs-ofctl can take
+a fraction of a second on a busy host, and what its ports took in meanwhile at
+the window's start goes uncounted (its cycles per packet are then high).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from cnfperf import SystemFailure, cgroups
+from cnfperf.dataplanes.base import DataPlane, PortCounters
+from cnfperf.plan import TestPoint
+from cnfperf.results.model import CpuUsage
+from cnfperf.runtimes.base import Container, cpu_list
+from cnfperf.scenario import Scenario, parse_cpus
+from cnfperf.system import USER_HZ, CommandFailed, proc_stat, run
+from cnfperf.testbed import Function, Testbed, Tester
+
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Times:
+    user_s: float = 0.0
+    system_s: float = 0.0
+
+    def __sub__(self, other: Times) -> Times:
+        return Times(self.user_s - other.user_s, self.system_s - other.system_s)
+
+    def __add__(self, other: Times) -> Times:
+        return Times(self.user_s + other.user_s, self.system_s + other.system_s)
+
+
+@dataclass
+class Account:
+    """A node, and where its CPU time is read: its cgroup, or its processes."""
+
+    node: str
+    kind: str                            # model.CPU_KINDS
+    quota: float | None = None
+    cores: tuple[int, ...] = ()          # (): its threads' allowed cores
+    group: Path | None = None
+    pids: Callable[[], list[int]] = list     # without a group, asked at every sample
+    problem: str = ""                    # why its time cannot be read
+
+    def processes(self) -> list[int]:
+        return cgroups.procs(self.group) if self.group else self.pids()
+
+    def times(self) -> dict[Any, Times]:
+        """Its CPU time so far, by what it is read from (the group; each pid)."""
+        if self.group:
+            return {"group": Times(*cgroups.cpu_times(self.group))}
+        found = {}
+        for pid in self.pids():
+            stat = proc_stat(pid)
+            if stat is not None:
+                found[pid] = Times(stat.user_s, stat.system_s)
+        return found
+
+
+def used(start: dict[Any, Times], end: dict[Any, Times]) -> Times:
+    """What was used between two readings: a source new at the end counts in
+    full, one gone by then not at all."""
+    return sum((t - start.get(k, Times()) for k, t in end.items()), Times())
+
+
+def softirq_by_core(stat: str) -> dict[int, float]:
+    """/proc/stat's softirq seconds per core (the `cpuN` lines' 7th value)."""
+    found = {}
+    for line in stat.splitlines():
+        words = line.split()
+        if words and words[0].startswith("cpu") and words[0][3:].isdigit():
+            found[int(words[0][3:])] = int(words[7]) / USER_HZ
+    return found
+
+
+def allowed_cores(status: str) -> str:
+    """Cpus_allowed_list of /proc/PID/status: the cores a thread may run on."""
+    for line in status.splitlines():
+        key, _, value = line.partition(":")
+        if key == "Cpus_allowed_list":
+            return value.strip()
+    return ""
+
+
+def threads(pids: list[int], proc: Path = PROC) -> list[dict[str, Any]]:
+    """Every thread of these processes: its name, the cores it may run on and
+    the one it last ran on (field 39 of its stat)."""
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for tid in sorted(int(t) for t in os.listdir(proc / str(pid) / "task")):
+                task = proc / str(pid) / "task" / str(tid)
+                with contextlib.suppress(OSError):
+                    stat = proc_stat(pid, tid)
+                    found.append({"pid": pid, "tid": tid,
+                                  "name": (task / "comm").read_text().strip(),
+                                  "allowed": allowed_cores((task / "status").read_text()),
+                                  "core": stat.core if stat else None})
+    return found
+
+
+@dataclass
+class Sample:
+    at: float
+    times: dict[str, dict[Any, Times] | None]     # node -> its readings (None: unreadable)
+    softirq: dict[int, float]
+    counters: dict[str, PortCounters] = field(default_factory=dict)
+
+
+class Meter:
+    """Samples nodes when the window opens (start) and closes (stop); `counters`:
+    the switch's port counters, read with them when the switch is a node."""
+
+    def __init__(self, accounts: list[Account],
+                 counters: Callable[[], dict[str, PortCounters]] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 stat: Callable[[], str] = lambda: (PROC / "stat").read_text()):
+        self.accounts = accounts
+        self.counters = counters
+        self.clock = clock
+        self.stat = stat
+        self.first: Sample | None = None
+        self.last: Sample | None = None
+        self.threads: dict[str, list[dict[str, Any]]] = {}
+
+    def start(self) -> None:
+        """Opens the window, once, and notes where every thread is."""
+        if self.first is None:
+            self.first = self._sample()
+            for a in self.accounts:
+                with contextlib.suppress(OSError, ValueError):
+                    self.threads[a.node] = threads(a.processes()) if not a.problem else []
+
+    def stop(self) -> None:
+        if self.first is not None and self.last is None:
+            self.last = self._sample()
+
+    def _sample(self) -> Sample:
+        times: dict[str, dict[Any, Times] | None] = {}
+        for a in self.accounts:
+            times[a.node] = None
+            if not a.problem:
+                with contextlib.suppress(OSError, KeyError, ValueError):
+                    times[a.node] = a.times()
+        sample = Sample(self.clock(), times, softirq_by_core(self.stat()))
+        # After the clock: a switch's counters take a command or two to read
+        # (testpmd's prompt, ovs-ofctl), which is no CPU time of the window.
+        if self.counters:
+            with contextlib.suppress(SystemFailure):
+                sample.counters = self.counters()
+        return sample
+
+    def switch_rx(self) -> int:
+        """Frames the switch took in at its ports within the window."""
+        if not self.first or not self.last:
+            return 0
+        return sum(c.rx_packets - self.first.counters[port].rx_packets
+                   for port, c in self.last.counters.items() if port in self.first.counters)
+
+    def usage(self, packets: dict[str, int], tsc: tuple[float | None, str]) -> list[CpuUsage]:
+        """A row per node; none when the window never opened or closed. `packets`:
+        what each engine handled in it (the switch's come from its counters)."""
+        if not self.first or not self.last:
+            return []
+        wall = self.last.at - self.first.at
+        rows = []
+        for a in self.accounts:
+            start, end = self.first.times[a.node], self.last.times[a.node]
+            t = used(start, end) if start is not None and end is not None else None
+            cores = a.cores or _allowed(self.threads.get(a.node, []))
+            softirq = sum(self.last.softirq.get(c, 0) - self.first.softirq.get(c, 0)
+                          for c in cores)
+            rows.append(CpuUsage(
+                node=a.node, kind=a.kind, cores=cpu_list(cores), quota=a.quota,
+                user_s=None if t is None else t.user_s,
+                system_s=None if t is None else t.system_s, softirq_s=softirq, wall_s=wall,
+                packets=self.switch_rx() if a.kind == "switch" else packets.get(a.node, 0),
+                tsc_hz=tsc[0], tsc_source=tsc[1],
+                threads=self.threads.get(a.node, [])))
+        return rows
+
+
+def _allowed(found: list[dict[str, Any]]) -> tuple[int, ...]:
+    cores: set[int] = set()
+    for t in found:
+        with contextlib.suppress(ValueError):
+            cores.update(parse_cpus(t["allowed"]) or ())
+    return tuple(sorted(cores))
+
+
+def sending_s(readies: list[dict[str, Any] | None], now_ns: int) -> float | None:
+    """Seconds since the last of the senders was ready to send (its `ready`
+    record's wall clock), None until all are: a DPDK engine takes a second or
+    more to start, which is no part of its warm-up."""
+    if not readies or None in readies:
+        return None
+    return (now_ns - max(int(r.get("wall_ns") or now_ns) for r in readies)) / 1e9
+
+
+# -- the nodes of a testbed -------------------------------------------------------
+
+def meter(bed: Testbed, s: Scenario) -> Meter:
+    """A Meter of the testbed's nodes: its engines' containers, the switch last."""
+    found = []
+    for name, node in bed.nodes.items():
+        if isinstance(node, Tester):
+            found.append(of_container(name, node.endpoint.role, s.endpoint_quota,
+                                      node.container))
+        elif isinstance(node, Function):
+            found.append(of_container(name, "nf", s.nf_quota, node.container))
+    switch = of_switch(s.switch, bed.dataplane, s.switch_quota)
+    if switch is None:
+        return Meter(found)
+    return Meter([*found, switch], counters=bed.dataplane.counters)
+
+
+@functools.cache
+def _accounting() -> cgroups.Controller | None:
+    return cgroups.layout().controllers.get("cpuacct")
+
+
+def of_container(node: str, kind: str, quota: float | None, c: Container) -> Account:
+    """A container's account: its cgroup when it has one, else its processes."""
+    account = Account(node, kind, quota, cores=tuple(c.cpus), pids=lambda: c.pids)
+    try:
+        pid = c.init_pid
+        if pid is not None:
+            controller = _accounting()
+            if controller is None:
+                account.problem = "no cpuacct controller"
+            else:
+                account.group = cgroups.group_of(pid, controller)
+    except (OSError, KeyError, ValueError, SystemFailure) as e:
+        account.problem = f"its cgroup: {e}"
+    return account
+
+
+def of_switch(node: str, dataplane: DataPlane, quota: float | None) -> Account | None:
+    """The switch's account: its container, else its processes; None for a kernel
+    data plane (no process of its own)."""
+    if dataplane.container is not None:
+        return of_container(node, "switch", quota, dataplane.container)
+    if not dataplane.pids():
+        return None
+    return Account(node, "switch", quota, pids=dataplane.pids)
+
+
+# -- packets ----------------------------------------------------------------------
+
+def packets(point: TestPoint, summaries: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """What each engine of the point handled in the window, from its summary."""
+    found = {}
+    for pair in point.pairs:
+        for ep in pair.engines:
+            found[ep.name] = end_packets(summaries[ep.name])
+        warmup = warmup_frames(summaries[pair.sender.name], summaries.get(pair.receiver.name))
+        for nf in pair.nfs:
+            found[nf.name] = nf_packets(summaries[nf.name], warmup)
+    return found
+
+
+def end_packets(summary: dict[str, Any]) -> int:
+    """A tester end's packets in the window: what it sent and what it received."""
+    return int(summary.get("tx_packets") or 0) + int(summary.get("rx_packets") or 0)
+
+
+def warmup_frames(sender: dict[str, Any], receiver: dict[str, Any] | None) -> int:
+    """Frames of a pair's warm-up that cross its NFs: what the sender sent in it,
+    and what a server echoed of them (its warmup_packets; a receiver echoes none)."""
+    echoed = receiver.get("warmup_packets") if receiver and receiver.get("role") == "server" \
+        else 0
+    return int(sender.get("warmup_tx_packets") or 0) + int(echoed or 0)
+
+
+def nf_packets(summary: dict[str, Any], warmup: int) -> int:
+    """An NF's packets in the window: the frames its ports received, less the
+    warm-up's (an NF counts every frame it gets; lost warm-up frames make this low)."""
+    rx = sum(int(p.get("rx_packets") or 0) for p in summary.get("ports") or [])
+    return max(0, rx - warmup)
+
+
+# -- TSC --------------------------------------------------------------------------
+
+def tsc_hz(readies: list[dict[str, Any] | None]) -> tuple[float | None, str]:
+    """(Hz, source): the engines' own calibration (their `ready` records'
+    tick_hz where the clock is the TSC), else the kernel's (kernel_tsc_hz)."""
+    ticks = [float(r["tick_hz"]) for r in readies
+             if r and r.get("clock") == "tsc" and r.get("tick_hz")]
+    if ticks:
+        return statistics.median(ticks), "engine calibration"
+    return kernel_tsc_hz()
+
+
+@functools.cache   # once per run
+def kernel_tsc_hz() -> tuple[float | None, str]:
+    """The TSC rate as the kernel knows it: tsc_freq_khz (where the kernel
+    exports it), its boot log's refined calibration, else /proc/cpuinfo's
+    `cpu MHz` (the core clock when read: the TSC's only without frequency
+    scaling, as on a VM), saying which."""
+    with contextlib.suppress(OSError, ValueError):
+        khz = Path("/sys/devices/system/cpu/cpu0/tsc_freq_khz").read_text()
+        return int(khz) * 1e3, "tsc_freq_khz"
+    with contextlib.suppress(CommandFailed):
+        hz = tsc_from_log(run(["dmesg"], timeout=10))
+        if hz:
+            return hz, "kernel log"
+    with contextlib.suppress(OSError):
+        hz = cpu_mhz((PROC / "cpuinfo").read_text())
+        if hz:
+            return hz, "cpu MHz (no TSC rate found in the kernel's files or log)"
+    return None, "none found"
+
+
+def tsc_from_log(log: str) -> float | None:
+    """`tsc: Refined TSC clocksource calibration: 2445.402 MHz`, else
+    `tsc: Detected 2445.402 MHz processor` (the first estimate), in Hz."""
+    detected = None
+    for line in log.splitlines():
+        if "tsc: Refined TSC clocksource calibration:" in line:
+            return _mhz(line)
+        if "tsc: Detected" in line and detected is None:
+            detected = _mhz(line)
+    return detected
+
+
+def cpu_mhz(cpuinfo: str) -> float | None:
+    for line in cpuinfo.splitlines():
+        if line.startswith("cpu MHz"):
+            return float(line.split(":", 1)[1]) * 1e6
+    return None
+
+
+def _mhz(line: str) -> float | None:
+    words = line.split()
+    with contextlib.suppress(ValueError, IndexError):
+        return float(words[words.index("MHz") - 1]) * 1e6
+    return None

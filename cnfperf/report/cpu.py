@@ -1,0 +1,56 @@
+"""CPU use per node over each point's measured window (the store's cpu_usage
+rows, cnfperf/cpu.py), as tables of plain values (summary.py's shape)."""
+from __future__ import annotations
+
+from typing import Any
+
+from cnfperf.report.summary import Table, done_points, label, short_name, varying
+
+TITLE = "CPU per node"
+BRIEF_TITLE = "CPU: the busiest node per point"
+# Said under the table: what softirq is, and why kernel data planes have no switch row.
+NOTE = ("softirq s is per core, not per node: the kernel's packet work on the node's cores, "
+        "whoever's packets it moved, which the kernel does not charge to the container "
+        "(nodes that share a core show the same time). Kernel data planes (veth, bridge, "
+        "macvlan) have no switch row: they have no process, their forwarding is that softirq. "
+        "CPU % is user + sys over the window (above 100 on several cores); cycles/packet "
+        "counts them in TSC cycles.")
+NOTES = {TITLE: NOTE}
+
+
+def cpu_percent(row: dict[str, Any]) -> float | None:
+    if row.get("user_s") is None or row.get("system_s") is None or not row.get("wall_s"):
+        return None
+    return 100 * (row["user_s"] + row["system_s"]) / row["wall_s"]
+
+
+def per_node(run: dict[str, Any]) -> Table | None:
+    points = [p for p in done_points(run) if p.get("cpu_usage")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = [[label(p, axes), p.get("rep", 0) + 1, short_name(p, u["node"]), u["kind"],
+             u["cores"], u["quota"], u["user_s"], u["system_s"], u["softirq_s"], cpu_percent(u),
+             u["cycles_per_packet"]]
+            for p in points for u in p["cpu_usage"]]
+    return (TITLE, ["point", "rep", "node", "kind", "cores", "quota %", "user s", "sys s",
+                    "softirq s", "CPU %", "cycles/packet"], rows)
+
+
+def busiest(run: dict[str, Any]) -> Table | None:
+    """The end of a run: per point, the node that used the most CPU."""
+    points = [p for p in done_points(run) if p.get("cpu_usage")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        top = max(p["cpu_usage"], key=lambda u: cpu_percent(u) or 0)
+        rows.append([label(p, axes), p.get("rep", 0) + 1, short_name(p, top["node"]),
+                     top["kind"], cpu_percent(top), top["cycles_per_packet"]])
+    return (BRIEF_TITLE, ["point", "rep", "node", "kind", "CPU %", "cycles/packet"], rows)
+
+
+def all_tables(run: dict[str, Any], brief: bool = False) -> list[Table]:
+    table = busiest(run) if brief else per_node(run)
+    return [table] if table else []
