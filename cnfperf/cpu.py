@@ -47,7 +47,7 @@ from cnfperf.results.model import CpuUsage
 from cnfperf.runtimes.base import Container, cpu_list
 from cnfperf.scenario import Scenario, parse_cpus
 from cnfperf.system import USER_HZ, CommandFailed, proc_stat, run
-from cnfperf.testbed import Function, Testbed, Tester
+from cnfperf.testbed import Function, Neighbour, Testbed, Tester
 
 PROC = Path("/proc")
 
@@ -238,10 +238,13 @@ def meter(bed: Testbed, s: Scenario) -> Meter:
     found = []
     for name, node in bed.nodes.items():
         if isinstance(node, Tester):
-            found.append(of_container(name, node.endpoint.role, s.endpoint_quota,
-                                      node.container))
+            # the ends of a noise stream (noise = traffic) are the neighbour's
+            kind = "noise" if node.endpoint.pair >= s.pairs else node.endpoint.role
+            found.append(of_container(name, kind, s.endpoint_quota, node.container))
         elif isinstance(node, Function):
             found.append(of_container(name, "nf", s.nf_quota, node.container))
+        elif isinstance(node, Neighbour):
+            found.append(of_container(name, "noise", None, node.noise.container))
     switch = of_switch(s.switch, bed.dataplane, s.switch_quota)
     if switch is None:
         return Meter(found)
@@ -284,7 +287,7 @@ def of_switch(node: str, dataplane: DataPlane, quota: float | None) -> Account |
 def packets(point: TestPoint, summaries: dict[str, dict[str, Any]]) -> dict[str, int]:
     """What each engine of the point handled in the window, from its summary."""
     found = {}
-    for pair in point.pairs:
+    for pair in point.paths:
         for ep in pair.engines:
             found[ep.name] = end_packets(summaries[ep.name])
         warmup = warmup_frames(summaries[pair.sender.name], summaries.get(pair.receiver.name))

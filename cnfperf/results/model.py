@@ -129,7 +129,7 @@ def busy_ratio(poll: dict[str, Any] | None) -> float | None:
 
 # What a node is, in cpu_usage rows: a tester end's engine role, a network
 # function, the switch's own processes.
-CPU_KINDS = ("send", "recv", "client", "server", "tester", "nf", "switch")
+CPU_KINDS = ("send", "recv", "client", "server", "tester", "nf", "switch", "noise")
 
 
 @dataclass
