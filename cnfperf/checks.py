@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from cnfperf import SystemFailure, UserError, functions, noise, tools
+from cnfperf import SystemFailure, UserError, cgroups, functions, noise, tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import APIS, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
@@ -256,6 +256,9 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
         template = functions.template_of(s.nf) if s.nfs else None
         if s.noise in noise.STRESSORS:
             problems += tools.problems(tools.STRESS_NG)
+        if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
+            problems.append("quota: no cgroup cpu controller with CFS quota files here "
+                            "(see cnfperf doctor)")
         if template and s.nf.startswith(CMD) and s.runtime == "netns":
             program = shlex.split(template)[0]
             if shutil.which(program) is None:
