@@ -33,7 +33,7 @@ from cnfperf.experiments import sweep
 from cnfperf.host import HostFacts
 from cnfperf.journal import RUN_DIR, Journal, journal_path
 from cnfperf.lock import LOCK_PATH, HostLock
-from cnfperf.plan import TestPoint, place, run_prefix
+from cnfperf.plan import TestPoint, place, run_prefix, usable_cpus
 from cnfperf.results.model import PointResult
 from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario, Sweep, canonical
@@ -121,7 +121,8 @@ def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
     total = len(swept.scenarios)
     def placed(i: int, s: Scenario) -> TestPoint:
         dataplane = DATAPLANES[s.switch]
-        return place(s, run_id, i, total, switch_pollers=dataplane.poll_threads * s.switch_cores,
+        cores = len(s.cpus or usable_cpus())
+        return place(s, run_id, i, total, switch_pollers=dataplane.pollers(s, cores),
                      joins=dataplane.joins)
     return [replace(placed(i, s), key=p.key, group=p.group, rep=p.rep,
                     label=p.label(swept.plan.axes, swept.plan.repeat))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Sequence
 if TYPE_CHECKING:
     from cnfperf.host import HostFacts
     from cnfperf.plan import Port, TestPoint
+    from cnfperf.scenario import Scenario
     from cnfperf.runtimes.base import Container, Journal, Mount
 
 
@@ -80,6 +81,12 @@ class DataPlane(ABC):
     # Threads the switch itself spins on (testpmd, OVS PMD threads): they compete
     # with the endpoints for cores, so the plan counts them.
     poll_threads: ClassVar[int] = 0
+
+    @classmethod
+    def pollers(cls, s: Scenario, cores: int) -> int:
+        """Threads it spins on for a scenario placed on `cores` cores: poll_threads
+        per switch core."""
+        return cls.poll_threads * s.switch_cores
 
     # Processes of its own that can run in a container (switch_in = container).
     processes: ClassVar[bool] = False

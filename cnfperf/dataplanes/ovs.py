@@ -108,6 +108,11 @@ class OvsDpdk(DpdkDataPlane):
     name = "ovs"
     description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
     poll_threads = 1
+
+    @classmethod
+    def pollers(cls, s, cores: int) -> int:
+        # Unpinned, the PMD mask spans every core, and OVS runs a PMD thread on each.
+        return super().pollers(s, cores) if s.pin else cores
     processes = True
 
     def __init__(self, journal, home=None):
