@@ -37,7 +37,7 @@ TARGETS = {
 def cpu_rows(point: dict) -> str:
     """`nf 0.25 s 1234 c/p; tester 0.98 s 85 c/p`: each node's CPU and cycles per packet."""
     parts = []
-    for r in point.get("cpu") or []:
+    for r in point.get("cpu_usage") or []:
         used = (r.get("user_s") or 0) + (r.get("system_s") or 0)
         cpp = r.get("cycles_per_packet")
         parts.append(f"{r['kind']} {used:.2f} s" + (f" {cpp:,.0f} c/p" if cpp else ""))

@@ -26,7 +26,7 @@ from cnfperf import SystemFailure, UserError, cgroups, functions, noise, tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import APIS, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
-from cnfperf.plan import links_per_path
+from cnfperf.plan import links_per_path, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
 from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file
 
@@ -50,14 +50,18 @@ def check(s: Scenario) -> None:
     if dataplane is None:
         raise UserError("switch", f"unknown data plane {s.switch!r}; known: "
                                   f"{', '.join(DATAPLANES)}")
-    mismatch = _mismatch(s.switch, s.api, s.pairs, s.nfs, s.nf)
+    # a noise stream (noise = traffic) is one more pair, without NFs: see plan.py
+    paths = s.pairs + (s.noise == "traffic")
+    mismatch = _mismatch(s.switch, s.api, paths, s.nfs, s.nf)
     if mismatch:
-        raise UserError(*mismatch)
+        noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
+        raise UserError(mismatch[0], mismatch[1] + noise_pair)
     if s.runtime not in RUNTIMES:
         raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: {', '.join(RUNTIMES)}")
-    if TX_PORT + s.pairs * s.flows - 1 > MAX_PORT:
+    if TX_PORT + paths * s.flows - 1 > MAX_PORT:
         raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "
-                                 f"(UDP source ports from {TX_PORT})")
+                                 f"(UDP source ports from {TX_PORT})"
+                                 + (" (noise = traffic adds a pair)" if paths > s.pairs else ""))
     if s.mmsg and s.api not in SOCKET_APIS:
         raise UserError("mmsg", f"sendmmsg/recvmmsg batching applies to udp and raw, not {s.api}")
     if s.rate.is_search and s.mode != "throughput":
@@ -108,24 +112,35 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
     for field in ("switch_cores", "switch_rxq"):
         if getattr(s, field) > 1 and not dataplane.poll_threads:
             raise UserError(field, f"{s.switch} has no poll threads (ovs and testpmd have)")
-    usable = s.cpus or sorted(os.sched_getaffinity(0))
+    usable = point_cpus(s)
     if s.switch_cores > len(usable):
         raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
 
 
+def point_cpus(s: Scenario) -> tuple[int, ...]:
+    """The cores the point is placed on: the scenario's, else every usable one."""
+    return s.cpus or usable_cpus()
+
+
 def _check_cpu(s: Scenario) -> None:
     """Quotas, NF cores and noise against the runtime, the path and the cores."""
-    cores = len(s.cpus or os.sched_getaffinity(0))   # what the point is placed on
+    cores = len(point_cpus(s))
     quotas = [name for name in QUOTAS if getattr(s, name) is not None]
     if quotas and not RUNTIMES[s.runtime].quotas:
         raise UserError(quotas[0], f"the {s.runtime} runtime cannot enforce a CPU quota "
                                    "(no cgroup of its own): use runtime = runc")
     if s.nf_quota is not None and not s.nfs:
         raise UserError("nf_quota", "there is no network function to limit (nfs = 0)")
-    if s.nf_cores > 1 and s.nf in ENGINE_NFS and s.nfs:
+    if s.nf_cores > 1 and not s.nfs:
+        raise UserError("nf_cores", "there is no network function to give cores to (nfs = 0)")
+    if s.nf_cores > 1 and s.nf in ENGINE_NFS:
         raise UserError("nf_cores", f"the engine's {s.nf} NF polls in one thread: nf_cores = 1, "
                                     "or nf = testpmd (a core per direction) or cmd:TEMPLATE")
+    if s.nf_cores > functions.TESTPMD_NF_CORES and s.nf == "testpmd":
+        raise UserError("nf_cores", f"testpmd forwards its {functions.TESTPMD_NF_CORES} "
+                                    "directions on a core each: nf_cores ≤ "
+                                    f"{functions.TESTPMD_NF_CORES}")
     if s.nf_cores > cores:
         raise UserError("nf_cores", f"{s.nf_cores} cores per NF; the point has {cores}")
     # The most each node's cpuset can give: a tester end has its core; an NF and
@@ -143,7 +158,7 @@ def _check_cpu(s: Scenario) -> None:
                                  f"({', '.join(n for n, d in DATAPLANES.items() if d.joins == 'switch')})")
     noise.check_place(s.noise_on)
     if s.noise_on not in noise.PLACES:
-        usable = set(s.cpus or os.sched_getaffinity(0))
+        usable = set(point_cpus(s))
         outside = sorted(set(parse_cpus(s.noise_on) or ()) - usable)
         if outside:
             raise UserError("noise_on", f"CPU {','.join(map(str, outside))} is not one of the "

@@ -41,7 +41,9 @@ PLACEHOLDERS = {
 # testpmd forwards between its ports in pairs, rewriting MACs to each port's peer;
 # --stats-period keeps it running without a terminal, and SIGINT makes it print
 # its forward statistics and exit.
-# With two cores (nf_cores = 2) each direction is forwarded by a core of its own.
+# With two cores (nf_cores = 2) each direction is forwarded by a core of its own;
+# more would have nothing to forward (paired ports: two streams).
+TESTPMD_NF_CORES = 2
 TESTPMD_TEMPLATE = (f"{TESTPMD} {{eal}} --lcores {{lcores}} -- --forward-mode=mac "
                     "--port-topology=paired --nb-cores={cores} --stats-period=1 "
                     "--total-num-mbufs=8192 --eth-peer=0,{peer1} --eth-peer=1,{peer2}")
@@ -109,12 +111,12 @@ def check_template(kind: str, nf_api: str) -> None:
 
 def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
             pair: Pair, s: Scenario, eal: Sequence[str],
-            cpuset: Sequence[int] | None = None) -> Command:
-    """`cpuset`: where the NF may run (its cores unless pin = no)."""
+            floating: Sequence[int] = ()) -> Command:
+    """`floating`: the cores an unpinned NF floats over (TestPoint.floating)."""
     template = template_of(s.nf)
     if template is None:
-        return Command(nf_argv(engine, nf, ports, hops, pair, s, eal), records=True)
-    values = _values(nf, ports, hops, eal, cpuset or nf.cores or (nf.cpu,))
+        return Command(nf_argv(engine, nf, ports, hops, pair, s, eal, floating), records=True)
+    values = _values(nf, ports, hops, eal, floating)
     argv: list[str] = []
     for word in shlex.split(template):
         if word == "{eal}":
@@ -127,10 +129,10 @@ def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
 
 
 def _values(nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
-            eal: Sequence[str], cpuset: Sequence[int]) -> dict[str, Any]:
+            eal: Sequence[str], floating: Sequence[int]) -> dict[str, Any]:
     cores = nf.cores or (nf.cpu,)
     values: dict[str, Any] = {"cpu": nf.cpu, "cores": len(cores), "eal": " ".join(eal),
-                              "lcores": lcores(cores, cpuset)}
+                              "lcores": lcores(cores, floating)}
     for n in (1, 2):
         att = ports[n - 1] if len(ports) >= n else None
         values[f"iface{n}"] = att.iface if att and att.iface else ""

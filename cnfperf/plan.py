@@ -204,7 +204,13 @@ class TestPoint:
     def cpuset(self, cores: tuple[int, ...]) -> tuple[int, ...]:
         """Where a switch or NF placed on `cores` may run: those cores if pinned,
         else every core of the point (the scheduler moves it as it likes)."""
-        return cores if self.scenario.pin else self.cpus
+        return self.floating or cores
+
+    @property
+    def floating(self) -> tuple[int, ...]:
+        """What an unpinned switch's or NF's threads float over (pin = no): every
+        core of the point; () when they are pinned. The one pinning rule."""
+        return () if self.scenario.pin else self.cpus
 
     def name(self, suffix: str) -> str:
         """A run-scoped name for a data plane's own resource (e.g. `br` → cnfp1a2bbr)."""

@@ -88,8 +88,8 @@ class Testbed:
     def container(self, name: str) -> Container:
         """The container of a tester's end or a network function."""
         node = self.nodes[name]
-        if isinstance(node, Switch):
-            raise KeyError(f"{name}: the switch, not a container")
+        if not isinstance(node, (Tester, Function)):
+            raise KeyError(f"{name}: not a tester end or a network function")
         return node.container
 
     def ports(self, node: str) -> list[Attachment]:
@@ -248,8 +248,10 @@ class Builder:
         cores = noise.cores(point, bed.dataplane.cpus)
         c = self._runtime(s.runtime, NOISE).create(name, cores, name, mounts, image=NOISE)
         teardown.push(f"container {name}", c.destroy)
-        return Neighbour(name, noise.Noise(c, s.noise, cores,
-                                           io_dir=str(IO_DIR / name) if not mounts else None))
+        neighbour = noise.Noise(c, s.noise, cores, io_dir=str(IO_DIR / name) if not mounts else None)
+        # a trial that fails while it runs leaves it to this (stop() is a no-op once stopped)
+        teardown.push(f"noise {s.noise}", neighbour.stop)
+        return Neighbour(name, neighbour)
 
     def _container(self, runtime: str, image: str, bed: Testbed, name: str,
                    cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown) -> Container:

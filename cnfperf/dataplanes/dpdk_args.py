@@ -34,19 +34,18 @@ def eal_args(file_prefix: str, huge_dir: str, memory_mb: int, vdevs: Sequence[st
     return args
 
 
-def lcores(cores: Sequence[int], cpuset: Sequence[int]) -> str:
+def lcores(cores: Sequence[int], floating: Sequence[int] = ()) -> str:
     """EAL's --lcores: lcore 0 (main) and 1 on the first core, 2… on the others;
-    unpinned (the cpuset is more than the cores), every lcore floats over it."""
-    if set(cpuset) != set(cores):
-        spread = "(" + ",".join(map(str, sorted(cpuset))) + ")"
+    unpinned (TestPoint.floating), every lcore floats over those cores."""
+    if floating:
+        spread = "(" + ",".join(map(str, sorted(floating))) + ")"
         return ",".join(f"{n}@{spread}" for n in range(len(cores) + 1))
     return ",".join(f"{n}@{cores[max(0, n - 1)]}" for n in range(len(cores) + 1))
 
 
-def lcore_cpus(cores: Sequence[int], cpuset: Sequence[int]) -> dict[int, int | None]:
+def lcore_cpus(cores: Sequence[int], floating: Sequence[int] = ()) -> dict[int, int | None]:
     """What lcores() places each worker lcore (1…) on: its core, None where it floats."""
-    pinned = set(cpuset) == set(cores)
-    return {n: cores[n - 1] if pinned else None for n in range(1, len(cores) + 1)}
+    return {n: None if floating else cores[n - 1] for n in range(1, len(cores) + 1)}
 
 
 def _vdev(driver: str, index: int, **params: object) -> str:

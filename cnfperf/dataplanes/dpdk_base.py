@@ -13,7 +13,8 @@ Where a switch's threads run: its poll threads (OVS PMD threads, testpmd's
 forwarding lcores) on `cpus`, switch_cores of them, one each; unpinned (pin =
 no) they float over the point's cores. Its other threads (testpmd's main lcore,
 OVS's main, revalidator and other threads, which sleep nearly always) on the
-host float over the point's cores; in a container they share its cpuset: the
+host float over the point's cores (testpmd's main lcore shares its first poll
+core: dpdk_args.lcores); in a container they share its cpuset: the
 poll cores when pinned, every core of the point when not. So a pinned switch
 container runs on its poll cores only, and its cgroup's CPU time and quota are
 the switch's alone.
@@ -42,7 +43,7 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
     none, the least shared ones (the plan has already warned about the contention)."""
     if n <= 0:
         return ()
-    load = Counter([*(ep.cpu for ep in point.engines), *(nf.cpu for nf in point.nfs)])
+    load = Counter([*(ep.cpu for ep in point.engines), *(c for nf in point.nfs for c in nf.cores)])
     ranked = sorted(point.cpus, key=lambda c: (load[c], -c))
     return tuple(sorted(ranked[:n]))
 

@@ -73,7 +73,7 @@ class TestPmdSwitch(DpdkDataPlane):
         rxq = s.switch_rxq
         vdevs = [dpdk_args.vhost(i, self._socket(i), queues=rxq) for i in range(self._ports())]
         # The main lcore only reads the prompt: it shares the first forwarding core.
-        lcores = dpdk_args.lcores(self.cpus, self.poll_cpuset)
+        lcores = dpdk_args.lcores(self.cpus, self.point.floating)
         eal = dpdk_args.eal_args(f"{self.point.prefix}tpmd", self.huge_dir, self.switch_mb(),
                                  vdevs, lcores=lcores)
         app = ["--forward-mode=io", "--port-topology=paired", f"--nb-cores={len(self.cpus)}",
@@ -97,7 +97,7 @@ class TestPmdSwitch(DpdkDataPlane):
         """From the streams testpmd printed at `start`: which lcore polls which
         (port, queue), each lcore on the core lcores() gave it."""
         names = {self.port(port): port.name for port in self.point.ports}
-        cpus = dpdk_args.lcore_cpus(self.cpus, self.poll_cpuset)
+        cpus = dpdk_args.lcore_cpus(self.cpus, self.point.floating)
         return [{"port": names.get(st.port, str(st.port)), "queue": st.queue,
                  "core": cpus.get(st.lcore)} for st in self.streams]
 

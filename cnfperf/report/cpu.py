@@ -45,7 +45,11 @@ def busiest(run: dict[str, Any]) -> Table | None:
     axes = varying(done_points(run)) or ["switch"]
     rows = []
     for p in points:
-        top = max(p["cpu_usage"], key=lambda u: cpu_percent(u) or 0)
+        # the point's own nodes: a neighbour is busy by design
+        top = max((u for u in p["cpu_usage"] if u["kind"] != "noise"),
+                  key=lambda u: cpu_percent(u) or 0, default=None)
+        if top is None:
+            continue
         rows.append([label(p, axes), p.get("rep", 0) + 1, short_name(p, top["node"]),
                      top["kind"], cpu_percent(top), top["cycles_per_packet"]])
     return (BRIEF_TITLE, ["point", "rep", "node", "kind", "CPU %", "cycles/packet"], rows)

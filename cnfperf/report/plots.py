@@ -146,7 +146,7 @@ PATH_FIELDS = ("nfs", "nf", "tester", "poll")
 # How the path's CPU was set up: another curve too, shown as `name=value`
 # (`ovs switch_in=container pin=False`), the defaults left out unless they vary.
 CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
-              "pin": True, "noise": "none", "noise_on": "other"}
+              "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
 
 
 def _path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:

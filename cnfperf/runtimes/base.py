@@ -35,6 +35,9 @@ class Mount:
     readonly: bool = False
 
 
+MIN_QUOTA_US = 1000   # cgroup v1 and v2 refuse a CFS quota below 1 ms
+
+
 @dataclass(frozen=True)
 class Quota:
     """A CFS bandwidth limit: `percent` of one core's time in every `period_us`
@@ -50,14 +53,18 @@ class Quota:
 
     @property
     def quota_us(self) -> int:
-        # The kernel refuses a quota below 1 ms.
-        return max(1000, round(self.percent / 100 * self.period_us))
+        return round(self.percent / 100 * self.period_us)
 
     def check(self, cores: int) -> None:
-        """More than all its cores can give is no limit at all: refuse it."""
+        """More than all its cores can give is no limit at all, and the kernel
+        refuses less than 1 ms per period: refuse both."""
         if not 0 < self.percent <= 100 * cores:
             raise ValueError(f"quota {self.percent:g} %: more than 0 and at most 100 × its "
                              f"{cores} core(s) = {100 * cores} %")
+        if self.quota_us < MIN_QUOTA_US:
+            raise ValueError(f"quota {self.percent:g} % of {self.period_us} µs is "
+                             f"{self.quota_us} µs; the kernel's least is {MIN_QUOTA_US} µs "
+                             "(a longer quota_period allows less)")
 
 
 @dataclass(frozen=True)

@@ -343,9 +343,12 @@ def test_ovs_pmd_rxq_show_gives_each_queue_its_pmd_core():
 
 
 def test_lcores_pin_workers_to_their_cores_or_let_all_float():
-    assert dpdk_args.lcores((0, 1), (0, 1)) == "0@0,1@0,2@1"
+    assert dpdk_args.lcores((1,)) == "0@1,1@1"
+    assert dpdk_args.lcores((0, 1)) == "0@0,1@0,2@1"
     assert dpdk_args.lcores((1,), (0, 1)) == "0@(0,1),1@(0,1)"
-    assert dpdk_args.lcore_cpus((0, 1), (0, 1)) == {1: 0, 2: 1}
+    # unpinned on every core is still unpinned
+    assert dpdk_args.lcores((0, 1), (0, 1)) == "0@(0,1),1@(0,1),2@(0,1)"
+    assert dpdk_args.lcore_cpus((0, 1)) == {1: 0, 2: 1}
     assert dpdk_args.lcore_cpus((1,), (0, 1)) == {1: None}
 
 

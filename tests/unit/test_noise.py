@@ -61,8 +61,19 @@ def test_nf_cores_and_pinning():
     assert point.cpuset(point.nfs[0].cores) == (0, 1)
 
 
-def test_testpmd_lcores_follow_the_cores_and_float_unpinned():
-    from cnfperf.functions import lcores
-    assert lcores((1,), (1,)) == "0@1,1@1"
-    assert lcores((0, 1), (0, 1)) == "0@0,1@0,2@1"
-    assert lcores((1,), (0, 1)) == "0@(0,1),1@(0,1)"
+def test_an_unpinned_engine_nf_floats():
+    """Its engine is not pinned to its core, nor its DPDK main lcore."""
+    from cnfperf.engine import nf_argv
+    from cnfperf.dataplanes.base import Attachment
+    for pin in (True, False):
+        [s] = scenarios(flags={"switch": "vhost", "api": "dpdk", "nfs": 1, "pin": pin,
+                               "cpus": "0-1"})
+        point = place(s, "00ab")
+        [pair] = point.pairs
+        [nf] = pair.nfs
+        ports = [Attachment(mac=p.mac, port=p.slot) for p in nf.ports]
+        argv = nf_argv("engine", nf, ports, ("m1", "m2"), pair, s, ["--no-pci"], point.floating)
+        assert ("--cpu" in argv) is pin
+        assert ("--lcores" in argv) is not pin
+        if not pin:
+            assert argv[argv.index("--lcores") + 1] == "0@(0,1)"

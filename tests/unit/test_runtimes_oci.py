@@ -37,8 +37,9 @@ def test_a_quota_is_a_share_of_one_core_per_period():
     from cnfperf.runtimes import Quota
     cpu = make(cpus=[1], quota=Quota(25, 100_000))["linux"]["resources"]["cpu"]
     assert cpu == {"cpus": "1", "quota": 25_000, "period": 100_000}
-    # 12.5 % of a 10 ms period would be 1.25 ms; the kernel's floor is 1 ms
-    assert Quota(12.5, 10_000).quota_us == 1250 and Quota(1, 10_000).quota_us == 1000
+    assert Quota(12.5, 10_000).quota_us == 1250
+    with pytest.raises(ValueError, match="the kernel's least is 1000 µs"):
+        Quota(1, 10_000).check(1)      # 100 µs a period: refused, not rounded up
     assert Quota(200, 50_000).quota_us == 100_000          # two cores' worth
     assert Quota.of(None, 100_000) is None
     Quota(200, 100_000).check(2)

@@ -76,6 +76,12 @@ BAD_FLAGS = [
     (["--nfs", "1", "--nf-cores", "2", "--cpus", "0"], "nf_cores"),
     (["--nfs", "1", "--nf", "l3", "--nf-cores", "2"], "nf_cores"),   # the engine: one thread
     (["--quota-period", "10"], "quota_period"),
+    (["--nfs", "1", "--nf-quota", "0.5"], "nf_quota"),        # 500 µs a period: below 1 ms
+    (["--nf-cores", "2", "--cpus", "0-1"], "nf_cores"),       # no NF to give them to
+    (["--switch", "vhost", "--api", "dpdk", "--nfs", "1", "--nf", "testpmd", "--nf-cores", "3"],
+     "nf_cores"),                                             # two directions, two cores
+    (["--switch", "testpmd", "--api", "dpdk", "--pairs", "16", "--noise", "traffic"], "pairs"),
+    (["--switch", "bridge", "--flows", "55535", "--noise", "traffic"], "flows"),  # 1 pair fits
     (["--noise", "loud"], "noise"),
     (["--noise", "cpu", "--noise-on", "elsewhere"], "noise_on"),
     (["--noise", "cpu", "--noise-on", "4095"], "noise_on"),
