@@ -2,6 +2,8 @@
 # make test    C unit tests, then pytest (unit + end-to-end; e2e needs root)
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
+# make switches  VPP, Snabb and Click from source, offline (switches/build.sh;
+#              CNFPERF_SOURCES, default ../shared/sources); a second run builds nothing
 SHELL := /bin/bash
 .ONESHELL:
 .SHELLFLAGS := -euo pipefail -c
@@ -19,9 +21,16 @@ APT_PACKAGES := \
 	runc busybox-static stress-ng \
 	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
-	tshark tcpdump iperf3 netsniff-ng sockperf chromium-headless-shell
+	tshark tcpdump iperf3 netsniff-ng sockperf chromium-headless-shell \
+	$(SWITCH_BUILD_PACKAGES)
+# What switches/build.sh needs to build VPP, Snabb and Click (VPP: CMake,
+# its API generator's Python modules, OpenSSL, libnuma, libunwind; Click: C++,
+# libpcap, and libsystemd for DPDK's static link).
+SWITCH_BUILD_PACKAGES := \
+	make patch xz-utils g++ cmake python3 python3-ply python3-jsonschema python3-yaml \
+	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev
 
-.PHONY: deps build test demo clean
+.PHONY: deps build switches test demo clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -44,12 +53,16 @@ build: $(VENV)/.installed
 	[ -f engine/build/build.ninja ] || meson setup engine/build engine
 	ninja -C engine/build
 
-test: deps build
+switches: deps
+	switches/build.sh
+
+test: deps build switches
 	meson test -C engine/build --print-errorlogs
 	$(VENV)/bin/pytest
 
 demo: deps build
 	$(VENV)/bin/cnfperf study shootout --quick
 
+# .switches stays: its builds take minutes (rm -rf .switches to rebuild from scratch)
 clean:
 	rm -rf $(VENV) engine/build

@@ -1,0 +1,73 @@
+"""Switches and NF frameworks built from source (switches/build.sh; `make
+switches`): where each is installed, whether it is built, and what doctor says.
+
+Debian packages none of VPP, Snabb and Click. `switches/build.sh` builds each
+into its own directory under one prefix, CNFPERF_SWITCHES (default: .switches
+in the checkout cnfperf runs from), with a stamp beside it; the data planes
+and NF kinds that use one ask here for its programs, and a missing build is a
+problem that names the command which makes it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX_ENV = "CNFPERF_SWITCHES"
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Build:
+    name: str            # switches/build.sh's NAME: its directory under the prefix
+    what: str            # what it is, for doctor
+    programs: tuple[str, ...]   # paths inside its directory that must be there
+
+
+BUILDS: dict[str, Build] = {b.name: b for b in (
+    Build("vpp", "FD.io VPP: vhost-user, memif and af_packet plugins", ("bin/vpp", "bin/vppctl")),
+    Build("snabb", "Snabb (LuaJIT apps: VhostUser, learning bridge)", ("bin/snabb",)),
+    Build("click", "Click modular router, userlevel (kernel interfaces)", ("bin/click",)),
+    Build("click-dpdk", "Click modular router, userlevel with DPDK", ("bin/click",)),
+)}
+
+
+def prefix() -> Path:
+    env = os.environ.get(PREFIX_ENV)
+    return Path(env) if env else CHECKOUT / ".switches"
+
+
+def home(name: str) -> Path:
+    """The build's install directory (its `bin/`, `lib/`, ...)."""
+    return prefix() / BUILDS[name].name
+
+
+def program(name: str, path: str | None = None) -> Path:
+    """A program of a build (default: its first); check problems() first."""
+    return home(name) / (path or BUILDS[name].programs[0])
+
+
+def problems(*names: str) -> list[str]:
+    """What is missing, one line per build, naming how to make it."""
+    found = []
+    for name in names:
+        missing = [p for p in BUILDS[name].programs if not os.access(home(name) / p, os.X_OK)]
+        if missing:
+            found.append(f"{name} not built ({home(name)}/{missing[0]} missing: make switches, "
+                         f"or switches/build.sh {name})")
+    return found
+
+
+def stamp(name: str) -> str | None:
+    """The checksum its build recorded (sources, patches, recipe), or None."""
+    try:
+        return (prefix() / f"{name}.stamp").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def facts() -> dict[str, dict]:
+    """doctor's rows: per build, where it is, whether it is usable, its stamp."""
+    return {name: {"what": b.what, "path": str(home(name)), "stamp": (stamp(name) or "")[:12],
+                   "problem": next(iter(problems(name)), None)}
+            for name, b in BUILDS.items()}
