@@ -111,7 +111,10 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
     for field in ("switch_cores", "switch_rxq"):
         if getattr(s, field) > 1 and not dataplane.poll_threads:
-            raise UserError(field, f"{s.switch} has no poll threads (ovs and testpmd have)")
+            having = ", ".join(n for n, dp in DATAPLANES.items() if dp.poll_threads)
+            raise UserError(field, f"{s.switch} has no poll threads ({having} have)")
+    if not s.pin and not dataplane.floats:
+        raise UserError("pin", f"{s.switch} pins its poll threads itself: pin = no cannot hold")
     usable = point_cpus(s)
     if s.switch_cores > len(usable):
         raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
@@ -189,14 +192,9 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
                               "and tester = single")
 
 
-# DPDK ports whose PMD (22.11) has Rx interrupts: vhost-user's two ends (net_vhost,
-# net_virtio_user); memif and af_packet (DPDK on a kernel data plane) have none.
-RX_INTERRUPTS = ("vhost", "ovs", "testpmd")
-
-
 def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:
     """(field, why) when poll = interrupt asks a DPDK port for Rx interrupts its PMD lacks."""
-    if s.poll != "interrupt" or s.switch in RX_INTERRUPTS:
+    if s.poll != "interrupt" or DATAPLANES[s.switch].rx_interrupts:
         return None
     apis = [("api", s.api)] + ([("nf_api", s.nf_api)] if s.nfs else [])
     for field, api in apis:

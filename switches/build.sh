@@ -92,19 +92,35 @@ recipe_click_dpdk() {
 }
 
 # VPP's top-level make downloads DPDK and other externals: CMake is driven
-# directly, with VPP's own vhost-user, memif and af_packet plugins only (its
-# dpdk plugin needs DPDK's driver SDK headers, which Debian does not ship).
-# Its API generator (#!/usr/bin/env python3) needs ply: Debian's python3 has
+# directly, for the programs and plugins cnfperf runs only: VPP's own
+# vhost-user, memif and af_packet plugins (its dpdk plugin needs DPDK's driver
+# SDK headers, which Debian does not ship), no device drivers or crypto engines
+# (their many CPU variants are most of a full build's time). The libraries'
+# search path is relative ($ORIGIN), so the install can move with its prefix.
+# VPP's API generator (#!/usr/bin/env python3) needs ply: Debian's python3 has
 # it (python3-ply), whatever other python3 comes first on PATH.
+VPP_TARGETS="vpp vppctl vhost_plugin memif_plugin af_packet_plugin"
+VPP_LIBS="vppinfra svm vlib vlibapi vlibmemory vnet"
 recipe_vpp() (
 	export PATH=/usr/bin:$PATH
 	[ -f "$work/src/scripts/.version" ] || echo "26.10-rc0" > "$work/src/scripts/.version"
 	cmake -G Ninja -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=release \
-		-DCMAKE_INSTALL_PREFIX="$dest" -DVPP_USE_SYSTEM_DPDK=ON -DVPP_USE_LTO=OFF \
+		-DVPP_USE_SYSTEM_DPDK=ON -DVPP_USE_LTO=OFF \
 		-DVPP_MARCH_VARIANT_X86_64_V3=OFF -DVPP_MARCH_VARIANT_X86_64_V4=OFF \
-		-DVPP_PLUGINS=vhost,memif,af_packet,ping -DVPP_CRYPTO_ENGINES=native,openssl
-	ninja -C "$work/build" -j"$jobs"
-	ninja -C "$work/build" install/strip
+		-DVPP_PLUGINS=vhost,memif,af_packet -DVPP_DRIVERS=none -DVPP_CRYPTO_ENGINES=none \
+		-DVPP_SET_RPATH=OFF -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
+		-DCMAKE_INSTALL_RPATH='$ORIGIN/../lib/x86_64-linux-gnu'
+	ninja -C "$work/build" -j"$jobs" $VPP_TARGETS
+	local lib=lib/x86_64-linux-gnu l p
+	mkdir -p "$dest/bin" "$dest/$lib/vpp_plugins"
+	install -m 755 "$work/build/bin/vpp" "$work/build/bin/vppctl" "$dest/bin/"
+	for l in $VPP_LIBS; do
+		cp -a "$work/build/$lib/lib$l.so"* "$dest/$lib/"
+	done
+	for p in vhost memif af_packet; do
+		install -m 644 "$work/build/$lib/vpp_plugins/${p}_plugin.so" "$dest/$lib/vpp_plugins/"
+	done
+	strip --strip-unneeded "$dest/bin/"* "$dest/$lib/"*.so.* "$dest/$lib/vpp_plugins/"*.so
 )
 
 # --- one build -----------------------------------------------------------------
@@ -118,7 +134,7 @@ build() {
 	dest=$prefix/$name
 	local stamp=$prefix/$name.stamp
 	local sum; sum=$( { checksum "$src"; cat "$here/patches/$from"/*.patch 2>/dev/null || true;
-		declare -f "$recipe"; echo "$CLICK_DPDK_NAMES"; } | sha256sum | cut -d' ' -f1)
+		declare -f "$recipe"; echo "$CLICK_DPDK_NAMES $VPP_TARGETS $VPP_LIBS"; } | sha256sum | cut -d' ' -f1)
 	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] && [ -d "$dest" ]; then
 		echo "switches: $name: up to date ($dest)"
 		return

@@ -7,6 +7,7 @@ from cnfperf.dataplanes.ovs import OvsDpdk
 from cnfperf.dataplanes.testpmd import TestPmdSwitch
 from cnfperf.dataplanes.veth import Veth
 from cnfperf.dataplanes.vhost import Vhost
+from cnfperf.dataplanes.vpp import Vpp, VppMemif
 
 DATAPLANES: dict[str, type[DataPlane]] = {
     "veth": Veth,
@@ -16,6 +17,8 @@ DATAPLANES: dict[str, type[DataPlane]] = {
     "memif": Memif,
     "testpmd": TestPmdSwitch,
     "ovs": OvsDpdk,
+    "vpp": Vpp,
+    "vpp-memif": VppMemif,
 }
 
 __all__ = ["DATAPLANES", "Attachment", "DataPlane", "PortCounters"]

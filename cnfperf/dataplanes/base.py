@@ -90,6 +90,12 @@ class DataPlane(ABC):
 
     # Processes of its own that can run in a container (switch_in = container).
     processes: ClassVar[bool] = False
+    # Whether an engine's DPDK port on it has Rx interrupts (poll = interrupt):
+    # DPDK 22.11's virtio-user and vhost PMDs do; memif and af_packet do not.
+    rx_interrupts: ClassVar[bool] = False
+    # Whether its poll threads can float over the point's cores (pin = no); a
+    # switch that always pins its threads itself cannot.
+    floats: ClassVar[bool] = True
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal

@@ -108,6 +108,7 @@ class OvsDpdk(DpdkDataPlane):
     name = "ovs"
     description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
     poll_threads = 1
+    rx_interrupts = True
 
     @classmethod
     def pollers(cls, s, cores: int) -> int:

@@ -37,6 +37,7 @@ class TestPmdSwitch(DpdkDataPlane):
     description = "dpdk-testpmd io forwarding between paired vhost-user ports (no switching logic)"
     max_links = MAX_LINKS
     poll_threads = 1
+    rx_interrupts = True
     processes = True
 
     def __init__(self, journal, home=None):

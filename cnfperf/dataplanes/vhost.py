@@ -16,6 +16,7 @@ class Vhost(DpdkDataPlane):
     name = "vhost"
     description = "direct vhost-user link: the receiving end is the backend, the other virtio-user"
     joins = "link"
+    rx_interrupts = True
 
     def vdev(self, port: Port) -> str:
         index, link = self.link_of(port)

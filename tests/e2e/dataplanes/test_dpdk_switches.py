@@ -79,7 +79,8 @@ def journal(tmp_path):
 
 @pytest.mark.parametrize("switch,pairs", [("vhost", 1), ("vhost", 2), ("memif", 1),
                                           ("memif", 2), ("testpmd", 1), ("testpmd", 2),
-                                          ("ovs", 1), ("ovs", 2)])
+                                          ("ovs", 1), ("ovs", 2), ("vpp", 1), ("vpp", 2),
+                                          ("vpp-memif", 1), ("vpp-memif", 2)])
 def test_every_frame_sent_is_received_or_counted_dropped(switch, pairs, journal):
     p = point(switch, pairs)
     with no_leftovers(p.prefix):

@@ -1,0 +1,125 @@
+"""vpp: FD.io VPP switching in one L2 bridge domain, over its own vhost-user
+ports (`vpp`) or over memif ports (`vpp-memif`, FD.io CSIT's container path).
+
+VPP is built from source (switches/build.sh, without its dpdk plugin): its own
+vhost-user and memif plugins need no DPDK. Every port of the test point is a
+VPP interface in bridge domain 1, its MAC a static l2fib entry, so frames are
+forwarded by destination from the first one (a receiver never sends in
+throughput mode; a learning bridge would flood). Engines attach as DPDK
+virtio-user clients of VPP's vhost-user server sockets, or as memif clients of
+VPP's memif server sockets: VPP creates every socket before any engine starts.
+
+Everything VPP keeps is in the run directory: its startup configuration, CLI,
+API and stats sockets, runtime directory and log (vpp_run.VppProcess).
+Counters are VPP's interface counters, which outlive a peer's disconnect.
+
+Threads: VPP pins its main thread always (to main-core, or the core it started
+on), so `pin = no` cannot be honoured and is refused. With one switch core the
+main thread polls the ports; with more, workers on the switch cores do (the
+main thread, on the first, then only serves the CLI) and VPP spreads the Rx
+queues over them; queues() reads where they went.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from cnfperf import builds
+from cnfperf.dataplanes import dpdk_args, vpp_run
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.plan import Port
+
+if TYPE_CHECKING:
+    from cnfperf.host import HostFacts
+
+BRIDGE_DOMAIN = 1
+
+
+class Vpp(DpdkDataPlane):
+    name = "vpp"
+    description = "FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)"
+    poll_threads = 1
+    rx_interrupts = True
+    floats = False   # VPP pins its main thread always (to main-core, or where it started)
+    # VPP's vhost-user output adds what a full ring refused to the interface's
+    # `drops` (beside what was dropped of what came in); memif's output does not.
+    tx_drops_in_drops: ClassVar[bool] = True
+
+    def __init__(self, journal, home=None):
+        super().__init__(journal, home)
+        self.vpp: vpp_run.VppProcess | None = None
+        self.ifaces: dict[str, str] = {}   # port name -> VPP interface name
+
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        return super().check(host) + builds.problems("vpp")
+
+    def _socket(self, port: Port) -> str:
+        return str(self.sock_dir / f"{port.name}.sock")
+
+    def setup(self) -> None:
+        s = self.point.scenario
+        self.vpp = vpp_run.VppProcess(self.dir / "vpp", f"vpp {self.point.prefix}",
+                                      self.cpus, size=s.size, poll=s.poll, launch=self.launch())
+        self.vpp.start(self.journal, self.point.prefix)
+        self.vpp.configure(f"create bridge-domain {BRIDGE_DOMAIN} learn 0")
+        for i, port in enumerate(self.point.ports):
+            iface = self._create(i, port)
+            self.ifaces[port.name] = iface
+            self.vpp.configure(f"set interface l2 bridge {iface} {BRIDGE_DOMAIN}")
+            self.vpp.configure(f"l2fib add {port.mac} {BRIDGE_DOMAIN} {iface} static")
+            self.vpp.configure(f"set interface state {iface} up")
+
+    def _create(self, index: int, port: Port) -> str:
+        """VPP's side of a port: a vhost-user server socket (VPP maps the
+        engine's memory and copies, as a vhost backend does)."""
+        return self.vpp.configure(f"create vhost-user socket {self._socket(port)} server")
+
+    def vdev(self, port: Port) -> str:
+        return dpdk_args.virtio_user(port.slot, self._socket(port), mac=port.mac)
+
+    def pids(self) -> list[int]:
+        return [self.vpp.pid] if self.vpp and self.vpp.pid else []
+
+    def counters(self) -> dict[str, PortCounters]:
+        if self.vpp is None:
+            return {}
+        by_iface = vpp_run.parse_show_interface(self.vpp.cli("show interface"))
+        errors = vpp_run.parse_show_errors(self.vpp.cli("show errors"))
+        return {name: vpp_run.port_counters(by_iface.get(iface, {}), errors.get(f"{iface}-tx", 0),
+                                            self.tx_drops_in_drops)
+                for name, iface in self.ifaces.items()}
+
+    def queues(self) -> list[dict]:
+        if self.vpp is None:
+            return []
+        names = {iface: name for name, iface in self.ifaces.items()}
+        placed = vpp_run.parse_rx_placement(self.vpp.cli("show interface rx-placement"))
+        return [{"port": names.get(q["iface"], q["iface"]), "queue": q["queue"],
+                 "core": self.vpp.thread_cpus.get(q["thread"])} for q in placed]
+
+    def teardown(self) -> None:
+        if self.vpp is not None:
+            self.vpp.stop()
+            vpp_run.unjournal(self.journal, self.point.prefix, self.vpp)
+            self.vpp = None
+
+
+class VppMemif(Vpp):
+    name = "vpp-memif"
+    description = "FD.io VPP, one L2 bridge domain over memif ports (CSIT's container path)"
+    tx_drops_in_drops = False
+    rx_interrupts = False
+
+    def _create(self, index: int, port: Port) -> str:
+        """A memif socket per port, VPP its server (it listens; the engine, the
+        client, owns the shared memory's rings)."""
+        sock = index + 1   # socket id 0 is VPP's default socket
+        self.vpp.configure(f"create memif socket id {sock} filename {self._socket(port)}")
+        self.vpp.configure(f"create interface memif id 0 socket-id {sock} master "
+                           f"{vpp_run.memif_buffer(self.point.scenario.size)}")
+        return f"memif{sock}/0"   # VPP names it so (and prints nothing)
+
+    def vdev(self, port: Port) -> str:
+        return dpdk_args.memif(port.slot, self._socket(port), "client", mac=port.mac,
+                               frame_size=self.point.scenario.size)

@@ -1,0 +1,261 @@
+"""One private VPP process: its startup configuration, its CLI (vppctl on a
+socket in its directory), the counters and queue placement it prints, its stop.
+
+Everything VPP would put in /run/vpp, /var/log/vpp or /dev/shm goes to run_dir
+(unix runtime-dir, cli-listen, log; the API socket; the stats segment's
+socket; the API segment's prefix names its /dev/shm file after the point, and
+stop() removes it if VPP did not), so a point's VPP never meets another one
+or a system VPP.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from cnfperf import SystemFailure, builds
+from cnfperf.dataplanes import procs
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.system import CommandFailed, run
+
+COMMS = ("vpp",)
+START_TIMEOUT = 30
+COMMAND_TIMEOUT = 10
+# VPP's buffers hold 2 KB of data by default: a 1518-byte frame in one buffer.
+STD_DATA = 2048
+
+
+class VppError(SystemFailure):
+    """VPP exited, did not come up, or refused a command; the message says which."""
+
+
+def data_size(frame_size: int) -> int:
+    """VPP's buffer data size: a whole frame in one buffer (chained buffers are
+    slower and not what a switch is measured with)."""
+    return max(STD_DATA, -(-frame_size // 1024) * 1024)
+
+
+def memif_buffer(frame_size: int) -> str:
+    """A memif interface's buffer size: the frame in one ring slot."""
+    return f"buffer-size {data_size(frame_size)}"
+
+
+# The point's `poll` as VPP's rx-mode (VPP has all three). It is the default
+# of every interface's queues: a vhost-user port has none to set a mode on
+# until its peer connects.
+RX_MODES = {"busy": "polling", "adaptive": "adaptive", "interrupt": "interrupt"}
+
+
+def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix: str,
+                 poll: str = "busy") -> str:
+    """VPP's startup configuration: private paths, the vhost and memif plugins
+    only, 4 KB pages (VPP copies to and from its peers: no hugepages needed),
+    the main thread on the first switch core and workers on all of them when
+    there are several, the rx-mode that `poll` asks for."""
+    plugins = builds.home("vpp") / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
+    cpu = f"main-core {cpus[0]}"
+    if len(cpus) > 1:
+        cpu += f" corelist-workers {','.join(map(str, cpus))}"
+    return f"""unix {{
+  nodaemon
+  nosyslog
+  nocolor
+  runtime-dir {run_dir}/run
+  cli-listen {run_dir}/cli.sock
+  log {run_dir}/vpp.log
+  cli-no-pager
+}}
+api-segment {{ prefix {shm_prefix} }}
+socksvr {{ socket-name {run_dir}/api.sock }}
+statseg {{ socket-name {run_dir}/stats.sock page-size 4K }}
+memory {{ main-heap-size 256M main-heap-page-size 4K }}
+buffers {{ buffers-per-numa 32768 page-size 4K default data-size {data_size(frame_size)} }}
+cpu {{ {cpu} }}
+interface {{ default-rx-mode {RX_MODES[poll]} }}
+plugins {{
+  path {plugins}
+  plugin default {{ disable }}
+  plugin vhost_plugin.so {{ enable }}
+  plugin memif_plugin.so {{ enable }}
+}}
+"""
+
+
+class VppProcess:
+    """VPP in run_dir, its main thread (and workers) on cpus."""
+
+    def __init__(self, run_dir: Path, name: str, cpus: Sequence[int], size: int,
+                 poll: str = "busy", launch: procs.Launch | None = None):
+        self.run_dir = Path(run_dir)
+        self.name = name
+        self.cpus = tuple(cpus)
+        self.size = size
+        self.poll = poll
+        self.launch = launch or procs.on_host(self.cpus)
+        self.shm_prefix = self.run_dir.parent.name
+        self.proc: subprocess.Popen | None = None
+        # VPP thread index -> its core: 0 the main thread, 1… the workers.
+        self.thread_cpus: dict[int, int] = (
+            {0: self.cpus[0]} if len(self.cpus) == 1 else
+            {0: self.cpus[0], **{i + 1: c for i, c in enumerate(self.cpus)}})
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def cli_socket(self) -> Path:
+        return self.run_dir / "cli.sock"
+
+    def start(self, journal, prefix: str) -> None:
+        """Started, journaled (its shm files before they exist, the process once
+        it does), and answering its CLI."""
+        journal.add("vpp-shm", self.shm_prefix)
+        (self.run_dir / "run").mkdir(parents=True, exist_ok=True)
+        conf = self.run_dir / "startup.conf"
+        conf.write_text(startup_conf(self.run_dir, self.cpus, self.size, self.shm_prefix,
+                                     self.poll))
+        with open(self.run_dir / "vpp.out", "wb") as out:
+            self.proc = self.launch([str(builds.program("vpp")), "-c", str(conf)],
+                                    what=self.name, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=subprocess.STDOUT)
+        procs.journal_process(journal, f"{prefix}vpp", self.pid)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if self.proc.poll() is not None:
+                raise VppError(f"{self.name} exited with code {self.proc.returncode}: "
+                               f"{self._last_lines()}")
+            if self.cli_socket.exists():
+                with contextlib.suppress(VppError):
+                    self.cli("show version")
+                    return
+            if time.monotonic() > deadline:
+                raise VppError(f"{self.name}: no CLI within {START_TIMEOUT} s: "
+                               f"{self._last_lines()}")
+            time.sleep(0.05)
+
+    def cli(self, command: str) -> str:
+        """One CLI command's output."""
+        try:
+            return run([str(builds.program("vpp", "bin/vppctl")), "-s", str(self.cli_socket),
+                        *command.split()], timeout=COMMAND_TIMEOUT)
+        except CommandFailed as e:
+            raise VppError(f"{self.name}: vppctl {command}: {e}") from None
+
+    def configure(self, command: str) -> str:
+        """A configuration command: what it created (an interface's name), or
+        nothing. vppctl exits 0 whatever VPP says, and VPP's errors are lines
+        like "unknown input `…'" or "set interface l2 bridge: unknown interface"."""
+        out = self.cli(command).strip()
+        if out.startswith("unknown input") or ":" in out:
+            raise VppError(f"{self.name}: {command}: {out.splitlines()[0]}")
+        return out
+
+    def _last_lines(self, n: int = 3) -> str:
+        lines: list[str] = []
+        for f in ("vpp.out", "vpp.log"):
+            with contextlib.suppress(OSError):
+                lines += [l.strip() for l in (self.run_dir / f).read_text(errors="replace")
+                          .splitlines() if l.strip()]
+        return " | ".join(lines[-n:]) or "(no output)"
+
+    def stop(self) -> None:
+        """SIGTERM (VPP exits cleanly on it), then SIGKILL; its /dev/shm files go too."""
+        if self.proc is not None:
+            self.proc.terminate()
+            procs.stop(self.proc, timeout=5)
+            self.proc = None
+        remove_shm(self.shm_prefix)
+
+
+def shm_files(shm_prefix: str) -> list[Path]:
+    """What VPP's API segment left in /dev/shm under this prefix."""
+    return sorted(Path("/dev/shm").glob(f"{shm_prefix}-*"))
+
+
+def remove_shm(shm_prefix: str) -> None:
+    for f in shm_files(shm_prefix):
+        with contextlib.suppress(FileNotFoundError):
+            f.unlink()
+
+
+def unjournal(journal, prefix: str, vpp: VppProcess) -> None:
+    journal.discard("process", f"{prefix}vpp")
+    journal.discard("vpp-shm", vpp.shm_prefix)
+
+
+# `cnfperf cleanup`: a killed run's VPP shared memory files.
+UNDO = {"vpp-shm": lambda name, info: remove_shm(name)}
+
+
+# `show interface`: a line per interface with its first counter, then a line per
+# further counter:
+#   VirtualEthernet0/0/0    1  up   9000/0/0/0  rx packets   1000
+#                                               rx bytes    64000
+#                                               drops          12
+_IFACE = re.compile(r"^(\S+)\s+\d+\s+(?:up|down)\s+\S+\s*(.*)$")
+_COUNT = re.compile(r"^\s+(\S[\w -]*?)\s+(\d+)\s*$")
+_PAIR = re.compile(r"^(\S[\w -]*?)\s+(\d+)$")
+
+
+def parse_show_interface(text: str) -> dict[str, dict[str, int]]:
+    found: dict[str, dict[str, int]] = {}
+    current = None
+    for line in text.splitlines():
+        if m := _IFACE.match(line):
+            current = found.setdefault(m[1], {})
+            if (pair := _PAIR.match(m[2].strip())):
+                current[pair[1]] = int(pair[2])
+        elif current is not None and (m := _COUNT.match(line)):
+            current[m[1]] = int(m[2])
+    return found
+
+
+def port_counters(counts: dict[str, int], tx_errors: int, tx_drops_in_drops: bool
+                  ) -> PortCounters:
+    """The switch's view of a port from its VPP interface's counters and the
+    errors of its tx node (frames its peer's full ring refused): rx what it
+    took in from the engine, tx what reached the engine's ring (VPP counts a
+    frame as tx before its device tries the ring), drops of what came in."""
+    drops = counts.get("drops", 0) - (tx_errors if tx_drops_in_drops else 0)
+    return PortCounters(rx_packets=counts.get("rx packets", 0),
+                        tx_packets=counts.get("tx packets", 0) - tx_errors,
+                        rx_dropped=drops + counts.get("rx-miss", 0),
+                        tx_dropped=tx_errors)
+
+
+# `show errors`: a line per (node, reason) that counted something:
+#      Count                  Node                              Reason               Severity
+#        256       VirtualEthernet0/0/1-tx        tx packet drops (no available descriptors)   error
+_ERROR = re.compile(r"^\s*(\d+)\s+(\S+)\s+\S")
+
+
+def parse_show_errors(text: str) -> dict[str, int]:
+    """Error counts summed per node."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        if m := _ERROR.match(line):
+            found[m[2]] = found.get(m[2], 0) + int(m[1])
+    return found
+
+
+# `show interface rx-placement`:
+#   Thread 1 (vpp_wk_0):
+#     node vhost-user-input:
+#       VirtualEthernet0/0/0 queue 0 (polling)
+_THREAD = re.compile(r"^Thread (\d+)")
+_QUEUE = re.compile(r"^\s+(\S+) queue (\d+)")
+
+
+def parse_rx_placement(text: str) -> list[dict[str, Any]]:
+    found, thread = [], None
+    for line in text.splitlines():
+        if m := _THREAD.match(line):
+            thread = int(m[1])
+        elif (m := _QUEUE.match(line)) and thread is not None:
+            found.append({"iface": m[1], "queue": int(m[2]), "thread": thread})
+    return found
+

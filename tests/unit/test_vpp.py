@@ -1,0 +1,96 @@
+"""VPP's startup configuration and what cnfperf reads from its CLI (samples
+are VPP 26.10's own output), without running VPP."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cnfperf import UserError
+from cnfperf.dataplanes import vpp_run
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.scenario import Scenario
+from cnfperf.checks import check
+
+SHOW_INTERFACE = """\
+              Name               Idx    State  MTU (L3/IP4/IP6/MPLS)     Counter          Count     
+VirtualEthernet0/0/0              1      up          9000/0/0/0     rx packets                 24864
+                                                                    rx bytes                 1591296
+                                                                    drops                        12
+VirtualEthernet0/0/1              2      up          9000/0/0/0     tx packets                 24864
+                                                                    tx bytes                 1591296
+                                                                    drops                       300
+local0                            0     down          0/0/0/0       
+"""
+
+SHOW_ERRORS = """\
+   Count                  Node                              Reason               Severity 
+        97          vhost-user-input         full rx queue (possible driver tx d   error  
+     24864             l2-output                      L2 output packets            error  
+       256     VirtualEthernet0/0/1-tx       tx packet drops (no available descriptors)   error
+        44     VirtualEthernet0/0/1-tx       tx packet drops (some other reason)   error
+"""
+
+RX_PLACEMENT = """\
+Thread 1 (vpp_wk_0):
+ node vhost-user-input:
+    VirtualEthernet0/0/0 queue 0 (polling)
+Thread 2 (vpp_wk_1):
+ node vhost-user-input:
+    VirtualEthernet0/0/1 queue 0 (polling)
+    VirtualEthernet0/0/1 queue 1 (polling)
+"""
+
+
+def test_show_interface_gives_every_counter_of_every_interface():
+    found = vpp_run.parse_show_interface(SHOW_INTERFACE)
+    assert found["VirtualEthernet0/0/0"] == {"rx packets": 24864, "rx bytes": 1591296, "drops": 12}
+    assert found["VirtualEthernet0/0/1"]["tx packets"] == 24864
+    assert found["local0"] == {}
+
+
+def test_show_errors_sums_per_node():
+    errors = vpp_run.parse_show_errors(SHOW_ERRORS)
+    assert errors["VirtualEthernet0/0/1-tx"] == 300
+    assert errors["l2-output"] == 24864
+
+
+def test_a_full_ring_is_a_tx_drop_not_a_delivery():
+    counts = vpp_run.parse_show_interface(SHOW_INTERFACE)["VirtualEthernet0/0/1"]
+    # vhost-user output adds what the ring refused to `drops`; memif's does not
+    assert vpp_run.port_counters(counts, 300, tx_drops_in_drops=True) == \
+        PortCounters(rx_packets=0, tx_packets=24564, rx_dropped=0, tx_dropped=300)
+    assert vpp_run.port_counters(counts, 300, tx_drops_in_drops=False) == \
+        PortCounters(rx_packets=0, tx_packets=24564, rx_dropped=300, tx_dropped=300)
+
+
+def test_rx_placement_names_the_thread_of_every_queue():
+    assert vpp_run.parse_rx_placement(RX_PLACEMENT) == [
+        {"iface": "VirtualEthernet0/0/0", "queue": 0, "thread": 1},
+        {"iface": "VirtualEthernet0/0/1", "queue": 0, "thread": 2},
+        {"iface": "VirtualEthernet0/0/1", "queue": 1, "thread": 2}]
+
+
+def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
+    conf = vpp_run.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp")
+    for key in ("runtime-dir", "cli-listen", "log", "socket-name"):
+        lines = [line for line in conf.splitlines() if f"{key} " in line]
+        assert lines and all(str(tmp_path) in line for line in lines), key
+    assert "api-segment { prefix cnfp1234-vpp }" in conf
+    assert "plugin default { disable }" in conf and "vhost_plugin.so { enable }" in conf
+    assert "main-core 1" in conf and "corelist-workers" not in conf
+
+
+def test_several_switch_cores_are_workers_beside_the_main_thread(tmp_path: Path):
+    conf = vpp_run.startup_conf(tmp_path, [0, 1], 64, "p")
+    assert "main-core 0 corelist-workers 0,1" in conf
+
+
+@pytest.mark.parametrize("size,data", [(64, 2048), (1518, 2048), (2049, 3072), (9216, 9216)])
+def test_a_whole_frame_fits_one_buffer(size, data):
+    assert vpp_run.data_size(size) == data
+
+
+def test_vpp_cannot_leave_its_threads_unpinned():
+    with pytest.raises(UserError, match="pin"):
+        check(Scenario(switch="vpp", api="dpdk", pin=False))
