@@ -22,9 +22,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from cnfperf import SystemFailure, UserError, cgroups, functions, noise, tools
+from cnfperf import SystemFailure, UserError, builds, cgroups, click, functions, noise, tools
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.fields import APIS, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
+from cnfperf.fields import APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
 from cnfperf.plan import links_per_path, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
@@ -137,6 +137,9 @@ def _check_cpu(s: Scenario) -> None:
     if s.nf_cores > 1 and s.nf in ENGINE_NFS:
         raise UserError("nf_cores", f"the engine's {s.nf} NF polls in one thread: nf_cores = 1, "
                                     "or nf = testpmd (a core per direction) or cmd:TEMPLATE")
+    if s.nf_cores > 1 and click.is_click(s.nf):
+        raise UserError("nf_cores", "Click runs its elements in one thread (the click build has "
+                                    "no --enable-user-multithread): nf_cores = 1")
     if s.nf_cores > functions.TESTPMD_NF_CORES and s.nf == "testpmd":
         raise UserError("nf_cores", f"testpmd forwards its {functions.TESTPMD_NF_CORES} "
                                     "directions on a core each: nf_cores ≤ "
@@ -166,9 +169,9 @@ def _check_cpu(s: Scenario) -> None:
 
 
 def _check_nfs(s: Scenario, dataplane: type) -> None:
-    if s.nf not in NF_KINDS and not s.nf.startswith(CMD):
+    if s.nf not in NF_KINDS and not s.nf.startswith((CMD, CLICK)):
         raise UserError("nf", f"{s.nf!r} is not a network function: one of "
-                              f"{', '.join(NF_KINDS)}, or cmd:TEMPLATE")
+                              f"{', '.join(NF_KINDS)}, cmd:TEMPLATE or {CLICK}FILE")
     if s.nf_api not in dataplane.apis:
         raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
                                   f"not {s.nf_api}")
@@ -250,7 +253,10 @@ def unusable(host: HostFacts) -> Keep:
             return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
         if (switch, api, runtime) not in known:
             known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
-        return "; ".join(known[(switch, api, runtime)]) or None
+        problems = known[(switch, api, runtime)]
+        if int(params.get("nfs", 0)) and click.is_click(str(params.get("nf", ""))):
+            problems = problems + [f"nf {params['nf']}: {p}" for p in builds.problems("click")]
+        return "; ".join(problems) or None
     return keep
 
 
@@ -267,6 +273,9 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
         if s.nfs and (s.nf == "testpmd" or
                       functions.template_of(s.nf) is not None and s.runtime == "runc"):
             problems += tools.problems(tools.TESTPMD)
+        # Click's NFs run the click build, from the host or in the click image
+        if s.nfs and click.is_click(s.nf):
+            problems += builds.problems("click")
         # the netns runtime runs a command from the host: it must be there
         template = functions.template_of(s.nf) if s.nfs else None
         if s.noise in noise.STRESSORS:
