@@ -118,19 +118,17 @@ def _check_name(name: str, nf_api: str) -> None:
                               "the ports are DPDK's: {port1}, {port2}, {eal}")
 
 
-# Why Click does not take the other apis.
-CLICK_LACKS = {"xdp": "Click has no AF_XDP element",
-               "dpdk": "its DPDK elements need the click-dpdk build, which NFs do not run"}
-
-
 def _check_click(kind: str, nf_api: str) -> None:
     """A Click NF's api, and its configuration: ours, or a readable file whose
     placeholders its ports will have."""
     if nf_api not in click.APIS:
-        raise UserError("nf_api", f"Click NFs run on kernel interfaces through packet sockets: "
-                                  f"nf_api = {' or '.join(click.APIS)}, not {nf_api} "
-                                  f"({CLICK_LACKS.get(nf_api, 'not a kernel api')})")
+        raise UserError("nf_api", f"Click NFs reach their ports through packet sockets or "
+                                  f"DPDK: nf_api = {', '.join(click.APIS)}, not {nf_api} "
+                                  "(Click has no AF_XDP element)")
     for name in click.placeholders(click.template(kind, nf_api)):
+        if name == "eal":
+            raise UserError("nf", "{eal} is for a command line: cnfperf gives Click its EAL "
+                                  "arguments itself; name the ports {port1}, {port2}")
         _check_name(name, nf_api)
 
 
@@ -141,8 +139,12 @@ def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     `floating`: the cores an unpinned NF floats over (TestPoint.floating)."""
     if click.is_click(s.nf):
         text = click.template(s.nf, s.nf_api, s.size, s.burst)
-        config = click.config(text, _values(nf, ports, hops, eal, floating), click.ports_of(s.nf))
-        return Command(click.argv(engine, config), records=False, ready=click.READY)
+        config = click.config(s.nf, s.nf_api, text, _values(nf, ports, hops, eal, floating),
+                              s.size)
+        # Click runs a thread per lcore: one, its main, on the NF's core
+        # (floating over the point's when unpinned)
+        main = lcores((), floating) if floating else f"0@{nf.cpu}"
+        return Command(click.argv(engine, config, eal, main), records=False, ready=click.READY)
     template = template_of(s.nf)
     if template is None:
         return Command(nf_argv(engine, nf, ports, hops, pair, s, eal, floating), records=True)

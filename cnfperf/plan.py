@@ -348,8 +348,8 @@ def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
         (sum(len(p.nfs) for p in pairs) if engine_nfs else 0)
     # testpmd and a user's command poll as they do, whatever `poll` says: one
     # poller per core they were given; Click sleeps in poll() on its packet
-    # sockets until frames come, whatever `poll` says: none
-    sleeps = engine_nfs or s.nf.startswith(CLICK)
+    # sockets until frames come, whatever `poll` says: none (with DPDK it polls)
+    sleeps = engine_nfs or s.nf.startswith(CLICK) and s.nf_api != "dpdk"
     pollers += switch_pollers + (0 if sleeps else sum(len(nf.cores) for p in pairs
                                                       for nf in p.nfs))
     if pollers <= len(cpus):

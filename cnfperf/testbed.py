@@ -29,7 +29,7 @@ from cnfperf.host import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf import noise
 from cnfperf.noise import Noise
-from cnfperf.runtimes import (CLICK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, TOOLS, Container, ImageInfo, Journal,
+from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, TOOLS, Container, ImageInfo, Journal,
                               Mount, Quota, Runtime)
 from cnfperf.teardown import Teardown
 
@@ -157,8 +157,8 @@ class Builder:
     full image; an engine network function on a kernel api runs the static
     engine beside it (host.static_engine) in the minimal one, when that engine
     was built with its api; testpmd and users' commands run in the tools image
-    (the full one and dpdk-testpmd); Click NFs in the click image (Click, no
-    engine); a switch in a container (switch_in = container) in the switch
+    (the full one and dpdk-testpmd); Click NFs in a click image (Click, no
+    engine: click, or click-dpdk on dpdk); a switch in a container (switch_in = container) in the switch
     image (the tools one, OVS's daemons too)."""
 
     def __init__(self, journal: Journal, state: Path, engine: Path, teardown: Teardown,
@@ -187,7 +187,7 @@ class Builder:
         with testpmd for a command of its own, Click's for Click, the minimal
         one on a kernel api."""
         if click.is_click(kind):
-            return CLICK
+            return CLICK_DPDK if nf.ports[0].api == "dpdk" else CLICK
         if template_of(kind) is not None:
             return TOOLS
         api = nf.ports[0].api
@@ -302,6 +302,6 @@ class Builder:
         runtime = self._runtimes[name]
         if (name, image) not in self._images:
             engine = self.static_engine if image == MINIMAL else \
-                builds.program("click") if image == CLICK else self.engine
+                builds.program(image) if image in (CLICK, CLICK_DPDK) else self.engine
             self._images[(name, image)] = runtime.prepare(engine, image)
         return runtime

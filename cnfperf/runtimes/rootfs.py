@@ -15,7 +15,9 @@
   DPDK switch in a container of its own (switch_in = container).
 - click: userlevel Click (the `click` build) and only the shared objects it
   links, nothing else: no engine, no shell. Click is the container's init too
-  (a router with nothing to do). Click NFs (nf = click:…) run in it.
+  (a router with nothing to do). Click NFs (nf = click:…) on a kernel api run
+  in it; on dpdk in click-dpdk, the same of the click-dpdk build (DPDK and its
+  drivers linked in: the EAL loads none from disk).
 
 Images are cached by a hash of everything that goes in, so a rebuilt engine or an
 upgraded library gives a new image and an unchanged host reuses the old one."""
@@ -181,7 +183,7 @@ class ImageSpec:
     files: list[str] = field(default_factory=list)   # host paths copied to the same path
     dpdk: bool = False
     tools: list[str] = field(default_factory=list)   # host binaries besides the engine
-    click: bool = False     # the click image: `engine` is Click
+    click: bool = False     # the click images: `engine` is Click
 
     @property
     def minimal(self) -> bool:
@@ -190,7 +192,7 @@ class ImageSpec:
     @property
     def name(self) -> str:
         if self.click:
-            return "click"
+            return "click" + ("+dpdk" if self.dpdk else "")
         if self.minimal:
             return "engine-static"
         return "busybox+engine" + ("+dpdk" if self.dpdk else "") + \
@@ -293,16 +295,18 @@ def minimal_spec_for(engine: Path) -> ImageSpec:
     return spec
 
 
-def click_spec_for(click: Path, resolve=ldd) -> ImageSpec:
-    """The click image: Click and its ldd closure (and what glibc loads itself)."""
+def click_spec_for(click: Path, resolve=ldd, dpdk: bool = False) -> ImageSpec:
+    """The click images: Click and its ldd closure (and what glibc loads itself);
+    `dpdk`: Click with DPDK linked in (click-dpdk)."""
     if not click.is_file() or not os.access(click, os.X_OK):
         raise ContainerError(f"image: Click {click} is not an executable file "
-                             "(switches/build.sh click)")
+                             f"(switches/build.sh click{'-dpdk' if dpdk else ''})")
     libs = library_closure([click], resolve)
     libc = next((l for l in libs if os.path.basename(l) == "libc.so.6"), None)
     extra = [p for n in GLIBC_DLOPENED
              if libc and os.path.exists(p := os.path.join(os.path.dirname(libc), n))]
-    return ImageSpec(engine=click, busybox=None, files=sorted(set(libs) | set(extra)), click=True)
+    return ImageSpec(engine=click, busybox=None, files=sorted(set(libs) | set(extra)), dpdk=dpdk,
+                     click=True)
 
 
 def copy_into(root: Path, host_path: str, _depth: int = 0) -> None:

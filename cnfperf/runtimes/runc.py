@@ -18,7 +18,7 @@ from cnfperf.host import vswitchd_binary
 from cnfperf.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (CLICK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
+from .base import (CLICK, CLICK_DPDK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
                    check_image, check_name, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
@@ -153,8 +153,8 @@ class RuncRuntime(Runtime):
         engine = Path(engine)
         if check_image(image) == MINIMAL:
             spec = rootfs.minimal_spec_for(engine)
-        elif image == CLICK:   # `engine` is Click
-            spec = rootfs.click_spec_for(engine)
+        elif image in (CLICK, CLICK_DPDK):   # `engine` is Click
+            spec = rootfs.click_spec_for(engine, dpdk=image == CLICK_DPDK)
         else:
             spec = rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image))
         info = rootfs.build(spec, self.images_dir)

@@ -15,7 +15,7 @@ from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.fields import NF_KINDS, ONE_PORT_NFS, by_name
 from cnfperf.plan import place
-from cnfperf.runtimes import CLICK, rootfs
+from cnfperf.runtimes import CLICK, CLICK_DPDK, rootfs
 from harness import scenarios
 
 FORWARDER = """\
@@ -111,7 +111,7 @@ def test_a_configuration_file_is_checked_before_anything(tmp_path):
     functions.check_template(f"click:{good}", "raw")
     cases = {
         "{port1}": "names a DPDK port's",            # the ports are kernel interfaces
-        "{eal}": "names a DPDK port's",
+        "{eal}": "for a command line",
         "{bogus}": r"\{bogus\} is not a placeholder; known: \{iface1\}",
         "cnfperf_ready :: Idle;": "a name cnfperf gives",
         "": "is empty",
@@ -129,18 +129,64 @@ def test_a_configuration_file_is_checked_before_anything(tmp_path):
         functions.check_template(f"click:{tmp_path}", "raw")   # a directory
 
 
-@pytest.mark.parametrize("nf_api,why", [("dpdk", "click-dpdk build"), ("xdp", "AF_XDP")])
-def test_click_takes_the_kernel_s_packet_sockets_only(nf_api, why):
-    with pytest.raises(UserError, match=why) as e:
-        functions.check_template("click:mirror", nf_api)
+def test_click_has_no_af_xdp():
+    with pytest.raises(UserError, match="AF_XDP") as e:
+        functions.check_template("click:mirror", "xdp")
     assert e.value.field == "nf_api"
+
+
+def test_click_with_dpdk_polls_the_nf_s_dpdk_ports_on_one_lcore():
+    [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "nf": "click:strip-encap"})
+    point = place(s, "1a2b", host_cpus=(0, 1))
+    [pair] = point.pairs
+    [nf] = pair.nfs
+    ports = [Attachment(mac=p.mac, port=i) for i, p in enumerate(nf.ports)]
+    cmd = functions.command("/bin/click", nf, ports, HOPS, pair, s, ("--vdev", "x"))
+    # the data plane's EAL arguments, then one lcore on the NF's core
+    assert cmd.argv[:7] == ["/bin/click", "--dpdk", "--vdev", "x", "--lcores", f"0@{nf.cpu}",
+                            "--"]
+    assert cmd.argv[7] == "-e" and cmd.ready == click.READY
+    config = cmd.argv[8]
+    assert "in1 :: FromDPDKDevice(0, PROMISC true, BURST 32);" in config
+    assert "out2 :: ToDPDKDevice(1, BURST 32);" in config
+    assert (f"EtherEncap(0x0800, {nf.ports[1].mac}, {HOPS[1]}) -> tx2 :: Counter -> out2;"
+            in config)                                    # pushed: no Queue
+    assert "refused $(out2.dropped)" in config and "kernel $(in1.hw_dropped)" in config
+    # a pool the data plane's memory holds
+    assert f"cnfperf_dpdk :: DPDKInfo(NB_MBUF {click.NB_MBUF}, MBUF_SIZE 2176);" in config
+    [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "nf": "click:mirror",
+                           "tester": "single", "pin": False, "size": 9000})
+    point = place(s, "1a2b", host_cpus=(0, 1))
+    [nf] = point.nfs
+    cmd = functions.command("/bin/click", nf, [Attachment(mac=nf.ports[0].mac, port=0)], (),
+                            point.pairs[0], s, ("--vdev", "x"), point.floating)
+    assert cmd.argv[5] == "0@(0,1)"                       # unpinned: it floats
+    assert "MBUF_SIZE 9128);" in cmd.argv[8]              # a jumbo frame in one mbuf
+
+
+def test_a_user_s_dpdk_configuration_names_its_ports_and_keeps_its_pool(tmp_path):
+    path = tmp_path / "fwd.click"
+    path.write_text("DPDKInfo(NB_MBUF 1023);\nFromDPDKDevice({port1}) -> ToDPDKDevice({port2});\n")
+    functions.check_template(f"click:{path}", "dpdk")
+    text = click.template(f"click:{path}", "dpdk")
+    config = click.config(f"click:{path}", "dpdk", text, {"port1": 0, "port2": 1})
+    assert "FromDPDKDevice(0) -> ToDPDKDevice(1);" in config and "cnfperf_dpdk" not in config
+    for text, why in (("FromDPDKDevice({iface1});", "names a kernel interface"),
+                      ("FromDPDKDevice({eal});", "cnfperf gives Click its EAL arguments")):
+        path.write_text(text)
+        with pytest.raises(UserError, match=why):
+            functions.check_template(f"click:{path}", "dpdk")
 
 
 BAD = [
     (["--nf", "click:frobnicate"], "nf"),                        # no such kind, no such file
     (["--nf", "click:"], "nf"),
     (["--nf", "click:strip-encap", "--nf-api", "xdp"], "nf_api"),
-    (["--switch", "memif", "--api", "dpdk", "--nf", "click:strip-encap"], "nf_api"),
+    (["--switch", "memif", "--api", "dpdk", "--nfs", "2", "--nf", "click:strip-encap"], "nfs"),
+    # Click with DPDK asks every port for RSS: virtio-user ports refuse
+    (["--switch", "ovs", "--api", "dpdk", "--nf", "click:strip-encap"], "nf"),
+    (["--switch", "testpmd", "--api", "dpdk", "--nf", "click:mirror", "--tester", "single"], "nf"),
+    (["--switch", "vhost", "--api", "dpdk", "--nf", "click:strip-encap"], "nf"),
     (["--nf", "click:strip-encap", "--nf-cores", "2", "--cpus", "0-1"], "nf_cores"),
     (["--nf", "click:mirror"], "nf"),                            # a mirror needs a single tester
 ]
@@ -191,9 +237,12 @@ def test_click_says_when_it_was_ready_by_its_clock():
     assert functions.ready("testpmd", OUTPUT.splitlines()) is None
 
 
-def test_click_nfs_are_not_counted_as_busy_pollers():
+def test_click_nfs_on_sockets_are_not_counted_as_busy_pollers():
     [s] = scenarios(None, {"nfs": 2, "api": "raw", "nf": "click:strip-encap"})
     assert place(s, "1a2b", host_cpus=(0, 1)).warnings == ()
+    [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif",
+                           "nf": "click:strip-encap"})   # with DPDK Click polls
+    assert place(s, "1a2b", host_cpus=(0, 1)).warnings
     [s] = scenarios(None, {"nfs": 2, "api": "raw", "nf": "l2"})
     assert place(s, "1a2b", host_cpus=(0, 1)).warnings
 
@@ -204,16 +253,24 @@ def test_a_study_leaves_click_points_out_when_click_is_not_built(tmp_path, monke
     monkeypatch.setattr(checks, "_problems", lambda *a: [])
     why = keep({"switch": "bridge", "api": "raw", "nfs": 1, "nf": "click:strip-encap"})
     assert why and why.startswith("nf click:strip-encap: click not built") and \
-        "switches/build.sh click" in why
+        "switches/build.sh click)" in why
+    why = keep({"switch": "memif", "api": "dpdk", "nfs": 1, "nf": "click:strip-encap"})
+    assert why and why.startswith("nf click:strip-encap: click-dpdk not built")
     assert keep({"switch": "bridge", "api": "raw", "nfs": 1, "nf": "l2"}) is None
+    # what the data plane cannot give Click is said the same way, built or not
+    assert "virtio-user" in keep({"switch": "ovs", "api": "dpdk", "nfs": 1, "nf": "click:mirror",
+                                  "tester": "single"})
     assert keep({"switch": "bridge", "api": "raw", "nfs": 0, "nf": "click:mirror"}) is None
 
 
-def test_click_nfs_run_in_the_click_image(tmp_path):
+def test_click_nfs_run_in_the_click_images():
     from cnfperf.testbed import Builder
     [s] = scenarios(None, {"nfs": 1, "api": "raw", "nf": "click:strip-encap"})
     [nf] = place(s, "1a2b", host_cpus=(0, 1)).nfs
     assert Builder.image_of(None, nf, s.nf) == CLICK
+    [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "nf": "click:strip-encap"})
+    [nf] = place(s, "1a2b", host_cpus=(0, 1)).nfs
+    assert Builder.image_of(None, nf, s.nf) == CLICK_DPDK
 
 
 def _elf(path: Path) -> Path:
@@ -232,6 +289,7 @@ def test_the_click_image_is_click_and_its_libraries_alone(tmp_path):
                                                             str(libs / "libc.so.6")])
     assert (spec.name, spec.engine_path, spec.busybox) == ("click", "/bin/click", None)
     assert spec.init == ("/bin/click", "-e", "Idle") and not spec.minimal
+    assert rootfs.click_spec_for(program, resolve=lambda p: [], dpdk=True).name == "click+dpdk"
     # libgcc_s: glibc loads it itself (pthread_cancel, unwinding)
     assert spec.files == sorted(str(libs / n) for n in ("libc.so.6", "libgcc_s.so.1",
                                                         "libpcap.so.0.8"))
