@@ -301,6 +301,7 @@ class Builder:
             self._runtimes[name] = self.runtimes[name](self.journal, self.state)
         runtime = self._runtimes[name]
         if (name, image) not in self._images:
+            # the click images are named like the builds they hold
             engine = self.static_engine if image == MINIMAL else \
                 builds.program(image) if image in (CLICK, CLICK_DPDK) else self.engine
             self._images[(name, image)] = runtime.prepare(engine, image)
