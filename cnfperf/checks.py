@@ -22,9 +22,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from cnfperf import SystemFailure, UserError, cgroups, functions, noise, tools
+from cnfperf import SystemFailure, UserError, builds, cgroups, click, functions, noise, tools
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.fields import APIS, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
+from cnfperf.fields import APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
 from cnfperf.plan import links_per_path, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
@@ -52,7 +52,7 @@ def check(s: Scenario) -> None:
                                   f"{', '.join(DATAPLANES)}")
     # a noise stream (noise = traffic) is one more pair, without NFs: see plan.py
     paths = s.pairs + (s.noise == "traffic")
-    mismatch = _mismatch(s.switch, s.api, paths, s.nfs, s.nf)
+    mismatch = _mismatch(s.switch, s.api, paths, s.nfs, s.nf, s.nf_api)
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
@@ -140,6 +140,9 @@ def _check_cpu(s: Scenario) -> None:
     if s.nf_cores > 1 and s.nf in ENGINE_NFS:
         raise UserError("nf_cores", f"the engine's {s.nf} NF polls in one thread: nf_cores = 1, "
                                     "or nf = testpmd (a core per direction) or cmd:TEMPLATE")
+    if s.nf_cores > 1 and click.is_click(s.nf):
+        raise UserError("nf_cores", "Click NFs run their elements in one thread (one lcore "
+                                    "with DPDK): nf_cores = 1")
     if s.nf_cores > functions.TESTPMD_NF_CORES and s.nf == "testpmd":
         raise UserError("nf_cores", f"testpmd forwards its {functions.TESTPMD_NF_CORES} "
                                     "directions on a core each: nf_cores ≤ "
@@ -169,16 +172,17 @@ def _check_cpu(s: Scenario) -> None:
 
 
 def _check_nfs(s: Scenario, dataplane: type) -> None:
-    if s.nf not in NF_KINDS and not s.nf.startswith(CMD):
+    if s.nf not in NF_KINDS and not s.nf.startswith((CMD, CLICK)):
         raise UserError("nf", f"{s.nf!r} is not a network function: one of "
-                              f"{', '.join(NF_KINDS)}, or cmd:TEMPLATE")
+                              f"{', '.join(NF_KINDS)}, cmd:TEMPLATE or {CLICK}FILE")
     if s.nf_api not in dataplane.apis:
         raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
                                   f"not {s.nf_api}")
     if s.nf == "testpmd" and s.nf_api != "dpdk":
         raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
     functions.check_template(s.nf, s.nf_api)
-    if s.switch == "memif" and s.nfs > 1 and functions.template_of(s.nf) is not None:
+    if s.switch == "memif" and s.nfs > 1 and (functions.template_of(s.nf) is not None or
+                                              click.is_click(s.nf)):
         # A command closes its ports when it stops, while its neighbour may still
         # poll the link between them: memif (DPDK 22.11) unmaps the shared rings
         # from a control thread, and the neighbour crashes. Engine NFs hold their
@@ -204,12 +208,24 @@ def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:
     return None
 
 
-def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0,
-              nf: str = "") -> tuple[str, str] | None:
-    """(field, why) when a data plane cannot serve the api or the links, else None."""
+# Data planes that give network functions virtio-user ports (clients of the
+# switch's vhost-user ports; on a vhost link, the port towards the receiver).
+VIRTIO_USER_NFS = ("ovs", "testpmd", "vhost")
+
+
+def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0, nf: str = "",
+              nf_api: str = "") -> tuple[str, str] | None:
+    """(field, why) when a data plane cannot serve the api, the links or the
+    network functions, else None."""
     dataplane = DATAPLANES[switch]
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
+    if nfs and click.is_click(nf) and nf_api == "dpdk" and switch in VIRTIO_USER_NFS and \
+            not (switch == "vhost" and nf in ONE_PORT_NFS):
+        # Click (its DPDKDevice) configures every port for RSS, which DPDK 22.11's
+        # virtio PMD refuses when the device does not offer it (-ENOTSUP).
+        return "nf", (f"Click with DPDK cannot open {switch}'s virtio-user ports (it asks them "
+                      "for RSS, which the virtio PMD refuses): memif, or a kernel data plane")
     per_path = links_per_path(nfs, nf)
     links = pairs * per_path
     if dataplane.max_links is not None and links > dataplane.max_links:
@@ -242,13 +258,19 @@ def unusable(host: HostFacts) -> Keep:
         dataplane = DATAPLANES.get(switch)
         if dataplane is None or runtime not in RUNTIMES:
             return None      # check() names the mistake
+        # nf_api's default follows api (scenario.py)
+        nf_api = str(params.get("nf_api", "dpdk" if api == "dpdk" else "mmap"))
         mismatch = _mismatch(switch, api, int(params.get("pairs", 1)), int(params.get("nfs", 0)),
-                             str(params.get("nf", "")))
+                             str(params.get("nf", "")), nf_api)
         if mismatch:
             return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
         if (switch, api, runtime) not in known:
             known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
-        return "; ".join(known[(switch, api, runtime)]) or None
+        problems = known[(switch, api, runtime)]
+        if int(params.get("nfs", 0)) and click.is_click(str(params.get("nf", ""))):
+            problems = problems + [f"nf {params['nf']}: {p}"
+                                   for p in builds.problems(click.build_of(nf_api))]
+        return "; ".join(problems) or None
     return keep
 
 
@@ -265,6 +287,10 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
         if s.nfs and (s.nf == "testpmd" or
                       functions.template_of(s.nf) is not None and s.runtime == "runc"):
             problems += tools.problems(tools.TESTPMD)
+        # Click's NFs run the click build (click-dpdk on dpdk), from the host or
+        # in the click image
+        if s.nfs and click.is_click(s.nf):
+            problems += builds.problems(click.build_of(s.nf_api))
         # the netns runtime runs a command from the host: it must be there
         template = functions.template_of(s.nf) if s.nfs else None
         if s.noise in noise.STRESSORS:

@@ -35,12 +35,15 @@ APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
 # bounded back-off while idle; sleep until a packet arrives (blocking sockets,
 # DPDK Rx interrupts).
 POLLS = ("busy", "adaptive", "interrupt")
-# What a network function in the path does; `cmd:TEMPLATE` runs a user's own.
+# What a network function in the path does; `cmd:TEMPLATE` runs a user's own
+# command, `click:FILE` a user's own Click configuration.
 ENGINE_NFS = ("l2", "mirror", "strip-encap", "l3")   # the engine's own (its nf role)
-NF_KINDS = (*ENGINE_NFS, "testpmd")                  # and cmd:TEMPLATE
-CMD = "cmd:"   # a user's own NF: the command template follows
+CMD = "cmd:"       # a user's own NF: the command template follows
+CLICK = "click:"   # Click (cnfperf/click.py): one of CLICK_NFS, or a configuration file
+CLICK_NFS = ("mirror", "strip-encap")   # Click's configurations of the engine's kinds
+NF_KINDS = (*ENGINE_NFS, "testpmd", *(CLICK + k for k in CLICK_NFS))   # and cmd:, click:FILE
 # Kinds with one port, that send frames back where they came from: the path ends there.
-ONE_PORT_NFS = ("mirror",)
+ONE_PORT_NFS = ("mirror", CLICK + "mirror")
 # Sender and receiver in containers of their own, or one engine holding both ends.
 TESTERS = ("split", "single")
 # Where a DPDK switch's processes run: on the host, or in a runc container of
@@ -116,14 +119,15 @@ FIELDS: list[Field] = [
     Field("nfs", "int", 0, "network functions in each pair's path (0: the ends meet through "
           "the data plane)", axis=15, ge=0, le=MAX_NFS, column="INTEGER", label="named"),
     Field("nf", "str", "l2", "what each network function does: " + ", ".join(NF_KINDS) +
-          ", or cmd:TEMPLATE (a command of yours, its ports substituted)", axis=14,
+          ", cmd:TEMPLATE (a command of yours, its ports substituted) or click:FILE (a Click "
+          "configuration of yours, likewise)", axis=14,
           column="TEXT", label="named"),
     Field("nf_api", "choice", "mmap", "the network functions' packet I/O (an L2 api); default: "
           "dpdk when api is dpdk (as on every DPDK data plane), else mmap (raw for latency)",
           axis=10,
           choices=APIS[1:], column="TEXT"),
     Field("nf_cores", "int", 1, "cores per network function (testpmd forwards each direction "
-          "on a core of its own)", axis=16, ge=1, le=8, column="INTEGER", label="named"),
+          "on a core of its own; the engine's NFs and Click's run one thread)", axis=16, ge=1, le=8, column="INTEGER", label="named"),
     Field("nf_quota", "float", None, "CPU quota of each network function's container, in % of "
           "one core; default: none", axis=17, unit="%", gt=0, column="REAL", label="named",
           optional=True),

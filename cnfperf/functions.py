@@ -3,11 +3,13 @@ up, and how to read its counters.
 
 The engine's own kinds (l2, mirror, strip-encap, l3) print the engine's
 records: `ready` once its ports are up, a `summary` with per-port counters.
-`testpmd` is Debian's dpdk-testpmd in mac forwarding mode, and `cmd:TEMPLATE`
-a command of the user's, into which the NF's ports are substituted: they print
-what they print, so readiness is a line of their output (testpmd) or a settle
+`testpmd` is Debian's dpdk-testpmd in mac forwarding mode, `cmd:TEMPLATE`
+a command of the user's, into which the NF's ports are substituted, and
+`click:KIND` or `click:FILE` userlevel Click with a configuration of ours or
+the user's, the ports substituted likewise (click.py). They print what they
+print, so readiness is a line of their output (testpmd, Click) or a settle
 time (a user's command), and counters are what can be read from their output
-(testpmd's forward statistics at exit) or none.
+(testpmd's forward statistics at exit, our Click kinds' counters) or none.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from cnfperf import UserError
+from cnfperf import UserError, click
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.dataplanes.dpdk_args import lcores
 from cnfperf.dataplanes.testpmd_app import frame_args, parse_fwd_stats
@@ -76,8 +78,11 @@ KERNEL_PLACEHOLDERS = ("iface1", "iface2")
 
 
 def check_template(kind: str, nf_api: str) -> None:
-    """UserError naming the field when a template cannot be filled in, or names
-    what its NF's ports will not have."""
+    """UserError naming the field when a template (a command's, a Click
+    configuration) cannot be filled in, or names what its NF's ports will not have."""
+    if click.is_click(kind):
+        _check_click(kind, nf_api)
+        return
     template = template_of(kind)
     if template is None:
         return
@@ -90,15 +95,7 @@ def check_template(kind: str, nf_api: str) -> None:
     except ValueError as e:   # an unclosed quote or brace
         raise UserError("nf", f"{template!r}: {e}") from None
     for name in names:
-        if name not in PLACEHOLDERS:
-            raise UserError("nf", f"{{{name}}} is not a placeholder; known: "
-                                  f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
-        if name in DPDK_PLACEHOLDERS and nf_api != "dpdk":
-            raise UserError("nf", f"{{{name}}} names a DPDK port's; with nf_api = {nf_api} "
-                                  "the ports are kernel interfaces: {iface1}, {iface2}")
-        if name in KERNEL_PLACEHOLDERS and nf_api == "dpdk":
-            raise UserError("nf", f"{{{name}}} names a kernel interface; with nf_api = dpdk "
-                                  "the ports are DPDK's: {port1}, {port2}, {eal}")
+        _check_name(name, nf_api)
     if any("{eal}" in word and word != "{eal}" for word in words):
         raise UserError("nf", "{eal} is several words: give it a word of its own")
     try:   # a format spec or conversion ({cpu:x}, {mac1!r}) fails here, not mid-run
@@ -109,10 +106,45 @@ def check_template(kind: str, nf_api: str) -> None:
         raise UserError("nf", f"{template!r}: {e}") from None
 
 
+def _check_name(name: str, nf_api: str) -> None:
+    if name not in PLACEHOLDERS:
+        raise UserError("nf", f"{{{name}}} is not a placeholder; known: "
+                              f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+    if name in DPDK_PLACEHOLDERS and nf_api != "dpdk":
+        raise UserError("nf", f"{{{name}}} names a DPDK port's; with nf_api = {nf_api} "
+                              "the ports are kernel interfaces: {iface1}, {iface2}")
+    if name in KERNEL_PLACEHOLDERS and nf_api == "dpdk":
+        raise UserError("nf", f"{{{name}}} names a kernel interface; with nf_api = dpdk "
+                              "the ports are DPDK's: {port1}, {port2}, {eal}")
+
+
+def _check_click(kind: str, nf_api: str) -> None:
+    """A Click NF's api, and its configuration: ours, or a readable file whose
+    placeholders its ports will have."""
+    if nf_api not in click.APIS:
+        raise UserError("nf_api", f"Click NFs reach their ports through packet sockets or "
+                                  f"DPDK: nf_api = {', '.join(click.APIS)}, not {nf_api} "
+                                  "(Click has no AF_XDP element)")
+    for name in click.placeholders(click.template(kind, nf_api)):
+        if name == "eal":
+            raise UserError("nf", "{eal} is for a command line: cnfperf gives Click its EAL "
+                                  "arguments itself; name the ports {port1}, {port2}")
+        _check_name(name, nf_api)
+
+
 def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
             pair: Pair, s: Scenario, eal: Sequence[str],
             floating: Sequence[int] = ()) -> Command:
-    """`floating`: the cores an unpinned NF floats over (TestPoint.floating)."""
+    """`engine`: the program the NF's container runs (Click, for a Click NF);
+    `floating`: the cores an unpinned NF floats over (TestPoint.floating)."""
+    if click.is_click(s.nf):
+        text = click.template(s.nf, s.nf_api, s.size, s.burst)
+        config = click.config(s.nf, s.nf_api, text, _values(nf, ports, hops, eal, floating),
+                              s.size)
+        # Click runs a thread per lcore: one, its main, on the NF's core
+        # (floating over the point's when unpinned)
+        main = lcores((), floating) if floating else f"0@{nf.cpu}"
+        return Command(click.argv(engine, config, eal, main), records=False, ready=click.READY)
     template = template_of(s.nf)
     if template is None:
         return Command(nf_argv(engine, nf, ports, hops, pair, s, eal, floating), records=True)
@@ -142,9 +174,23 @@ def _values(nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
     return values
 
 
+def counted(kind: str) -> bool:
+    """Whether a command NF of this kind prints counters (a missing one fails)."""
+    return kind == "testpmd" or click.ports_of(kind) > 0
+
+
+def ready(kind: str, lines: list[str]) -> dict[str, Any] | None:
+    """An engine-like `ready` record of a command NF's output: Click says when."""
+    wall_ns = click.ready_wall_ns(lines) if click.is_click(kind) else None
+    return {"type": "ready", "wall_ns": wall_ns} if wall_ns is not None else None
+
+
 def summary(kind: str, output: str) -> dict[str, Any]:
     """An engine-like summary of a command NF's output: testpmd's forward
-    statistics as per-port counters; nothing for a user's command."""
+    statistics and our Click kinds' counters as per-port counters; nothing for
+    a user's command or Click configuration."""
+    if click.is_click(kind):
+        return click.summary(kind, output)
     if kind != "testpmd":
         return {"nf": kind, "ports": []}
     stats = parse_fwd_stats(output)

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from cnfperf import PREFIX, fields
-from cnfperf.fields import ENGINE_NFS, MAX_NFS, NOISE_PLACES, ONE_PORT_NFS, RX_PORT, TX_PORT
+from cnfperf.fields import CLICK, ENGINE_NFS, MAX_NFS, NOISE_PLACES, ONE_PORT_NFS, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, parse_cpus
 
 IFNAMSIZ = 15
@@ -347,9 +347,11 @@ def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
         sum(POLLERS[e.role] for p in pairs for e in p.engines) + \
         (sum(len(p.nfs) for p in pairs) if engine_nfs else 0)
     # testpmd and a user's command poll as they do, whatever `poll` says: one
-    # poller per core they were given
-    pollers += switch_pollers + (0 if engine_nfs else sum(len(nf.cores) for p in pairs
-                                                             for nf in p.nfs))
+    # poller per core they were given; Click sleeps in poll() on its packet
+    # sockets until frames come, whatever `poll` says: none (with DPDK it polls)
+    sleeps = engine_nfs or s.nf.startswith(CLICK) and s.nf_api != "dpdk"
+    pollers += switch_pollers + (0 if sleeps else sum(len(nf.cores) for p in pairs
+                                                      for nf in p.nfs))
     if pollers <= len(cpus):
         return []
     return [f"{pollers} busy-polling threads share {len(cpus)} cores: "

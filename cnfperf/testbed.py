@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cnfperf import builds, click
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.dataplanes.kernel import add_netns, del_netns
 from cnfperf.functions import template_of
@@ -28,7 +29,7 @@ from cnfperf.host import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf import noise
 from cnfperf.noise import Noise
-from cnfperf.runtimes import (FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, TOOLS, Container, ImageInfo, Journal,
+from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, TOOLS, Container, ImageInfo, Journal,
                               Mount, Quota, Runtime)
 from cnfperf.teardown import Teardown
 
@@ -151,13 +152,14 @@ class Builder:
     """Builds one run's testbeds. A runtime prepares each of its images once per
     run, in the run's state directory (tmpfs), which goes with the run's teardown.
 
-    Four images (runtimes.IMAGES): the tester's ends and the engine's DPDK
-    network functions run the engine as built in the full image; an engine
-    network function on a kernel api runs the static engine beside it
-    (host.static_engine) in the minimal one, when that engine was built with its
-    api; testpmd and users' commands run in the tools image (the full one and
-    dpdk-testpmd); a switch in a container (switch_in = container) in the
-    switch image (the tools one, OVS's daemons too)."""
+    Five images (runtimes.IMAGES; the noise has one more): the tester's ends
+    and the engine's DPDK network functions run the engine as built in the
+    full image; an engine network function on a kernel api runs the static
+    engine beside it (host.static_engine) in the minimal one, when that engine
+    was built with its api; testpmd and users' commands run in the tools image
+    (the full one and dpdk-testpmd); Click NFs in a click image (Click, no
+    engine: click, or click-dpdk on dpdk); a switch in a container (switch_in = container) in the switch
+    image (the tools one, OVS's daemons too)."""
 
     def __init__(self, journal: Journal, state: Path, engine: Path, teardown: Teardown,
                  dataplanes: Mapping[str, type[DataPlane]] = DATAPLANES,
@@ -182,7 +184,10 @@ class Builder:
 
     def image_of(self, nf: NF, kind: str) -> str:
         """The kind of image a network function's container is made from: one
-        with testpmd for a command of its own, the minimal one on a kernel api."""
+        with testpmd for a command of its own, Click's for Click, the minimal
+        one on a kernel api."""
+        if click.is_click(kind):
+            return CLICK_DPDK if nf.ports[0].api == "dpdk" else CLICK
         if template_of(kind) is not None:
             return TOOLS
         api = nf.ports[0].api
@@ -296,6 +301,8 @@ class Builder:
             self._runtimes[name] = self.runtimes[name](self.journal, self.state)
         runtime = self._runtimes[name]
         if (name, image) not in self._images:
-            engine = self.static_engine if image == MINIMAL else self.engine
+            # the click images are named like the builds they hold
+            engine = self.static_engine if image == MINIMAL else \
+                builds.program(image) if image in (CLICK, CLICK_DPDK) else self.engine
             self._images[(name, image)] = runtime.prepare(engine, image)
         return runtime

@@ -323,9 +323,14 @@ class Trial:
         if command is None or command.records:
             return self.outputs[ep.name].summary
         summary = functions.summary(self.s.nf, "\n".join(self.outputs[ep.name].lines))
-        if self.s.nf == "testpmd" and not summary["ports"]:
-            raise self._failed(ep, "printed no forward statistics on SIGINT")
+        if functions.counted(self.s.nf) and not summary["ports"]:
+            raise self._failed(ep, "printed no counters on SIGINT")
         return summary
+
+    def _ready(self, nf: NF) -> dict | None:
+        """An engine's ready record, or when a command NF said it was up (Click)."""
+        out = self.outputs[nf.name]
+        return out.ready or functions.ready(self.s.nf, out.lines)
 
     def _stop(self, eps: list[Endpoint | NF]) -> None:
         """SIGINT: each receiver or network function stops polling and prints its
@@ -372,7 +377,7 @@ class Trial:
         counters = {port: after[port] - before[port] for port in after if port in before}
         nfs = [model.nf_result(nf.name, nf.pair, nf.index, nf.cpu, summaries[nf.name],
                                self.bed.create_s.get(nf.name), self.started_ns.get(nf.name),
-                               self.outputs[nf.name].ready)
+                               self._ready(nf))
                for nf in p.nfs]
         usage = self.meter.usage(cpu.packets(p, summaries),
                                  cpu.tsc_hz([self.outputs[ep.name].ready for ep in engines]))

@@ -5,8 +5,9 @@ A module with a name of its own, not conftest.py: every test directory may
 have a conftest.py, and `from conftest import` picks whichever came first.
 
 Missing tools: `make deps` installs every tool a test needs (cnfperf/tools.py
-names their Debian packages). Where one is missing, a test skips naming the
-package, except under CI=true, where it fails: a green CI run must not hide a
+names their Debian packages), `make switches` what is built from source
+(cnfperf/builds.py). Where one is missing, a test skips naming the package or
+the build, except under CI=true, where it fails: a green CI run must not hide a
 test that never ran. Skips remain for limits of the host only (no root, fewer
 cores than a test needs), each with its reason in pytest's summary (-ra).
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import tools
+from cnfperf import builds, tools
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
@@ -42,7 +43,10 @@ def missing(why: str) -> None:
 
 
 def require(*names: str) -> None:
-    problems = tools.problems(*names)
+    """Tools (cnfperf/tools.py) and builds from source (cnfperf/builds.py: `make
+    switches` makes them), by name."""
+    problems = tools.problems(*(n for n in names if n not in builds.BUILDS)) + \
+        builds.problems(*(n for n in names if n in builds.BUILDS))
     if problems:
         missing("; ".join(problems))
 

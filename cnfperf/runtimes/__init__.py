@@ -1,10 +1,10 @@
 """Container runtimes, by the name used on the command line (`--runtime`)."""
-from .base import (FULL, IMAGES, MINIMAL, NOISE, SWITCH, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount,
+from .base import (CLICK, CLICK_DPDK, FULL, IMAGES, MINIMAL, NOISE, SWITCH, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount,
                    Quota, Runtime)
 from .netns import NetnsRuntime
 from .runc import RuncRuntime
 
 RUNTIMES: dict[str, type[Runtime]] = {"runc": RuncRuntime, "netns": NetnsRuntime}
 
-__all__ = ["RUNTIMES", "FULL", "IMAGES", "MINIMAL", "NOISE", "SWITCH", "TOOLS", "Container", "ContainerError", "ImageInfo",
+__all__ = ["RUNTIMES", "CLICK", "CLICK_DPDK", "FULL", "IMAGES", "MINIMAL", "NOISE", "SWITCH", "TOOLS", "Container", "ContainerError", "ImageInfo",
            "Journal", "Mount", "Quota", "Runtime", "RuncRuntime", "NetnsRuntime"]

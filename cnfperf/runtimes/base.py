@@ -82,12 +82,18 @@ class ImageInfo:
 # their own (nf = testpmd, cmd:TEMPLATE). NOISE: FULL plus stress-ng, for a noisy
 # neighbour (noise.py). SWITCH: TOOLS plus ovsdb-server and the DPDK
 # ovs-vswitchd, for a DPDK switch in a container of its own (switch_in = container).
+# CLICK: userlevel Click (builds.py: click) and the shared objects it links, no
+# engine, for Click NFs (nf = click:…) on a kernel api; CLICK_DPDK the same of
+# the click-dpdk build, for Click NFs on dpdk. prepare() is given Click for the
+# engine.
 FULL = "full"
 MINIMAL = "minimal"
 TOOLS = "tools"
 NOISE = "noise"
 SWITCH = "switch"
-IMAGES = (FULL, MINIMAL, TOOLS, NOISE, SWITCH)
+CLICK = "click"
+CLICK_DPDK = "click-dpdk"
+IMAGES = (FULL, MINIMAL, TOOLS, NOISE, SWITCH, CLICK, CLICK_DPDK)
 # The host programs an image kind must hold besides the engine (cnfperf.tools
 # names); the switch image holds what there is of its own (runc._tools).
 IMAGE_TOOLS = {TOOLS: (tools.TESTPMD,), NOISE: (tools.STRESS_NG,)}

@@ -77,7 +77,8 @@ class NetnsRuntime(Runtime):
 
     def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
         """No image: a container of this kind runs `engine` from the host, the
-        same binary runc would put in the image (the static one for MINIMAL)."""
+        same binary runc would put in the image (the static one for MINIMAL,
+        Click for CLICK and CLICK_DPDK)."""
         check_image(image)
         engine = Path(engine).resolve()
         if not engine.is_file() or not os.access(engine, os.X_OK):

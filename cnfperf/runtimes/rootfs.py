@@ -13,6 +13,11 @@
 - switch: the tools image plus ovsdb-server and the DPDK ovs-vswitchd (their
   closures; the DPDK drivers come with librte_eal as for the engine), for a
   DPDK switch in a container of its own (switch_in = container).
+- click: userlevel Click (the `click` build) and only the shared objects it
+  links, nothing else: no engine, no shell. Click is the container's init too
+  (a router with nothing to do). Click NFs (nf = click:…) on a kernel api run
+  in it; on dpdk in click-dpdk, the same of the click-dpdk build (DPDK and its
+  drivers linked in: the EAL loads none from disk).
 
 Images are cached by a hash of everything that goes in, so a rebuilt engine or an
 upgraded library gives a new image and an unchanged host reuses the old one."""
@@ -36,13 +41,18 @@ from .base import ContainerError, ImageInfo
 
 FORMAT = "cnfperf-rootfs-1"          # bump when the layout below changes
 MINIMAL_FORMAT = "cnfperf-rootfs-minimal-1"
+CLICK_FORMAT = "cnfperf-rootfs-click-1"
 ENGINE_PATH = "/bin/cnfperf-engine"
 STATIC_ENGINE_PATH = "/bin/cnfperf-engine-static"
+CLICK_PATH = "/bin/click"
 BUSYBOX = Path("/bin/busybox")
 
 # The full image keeps its containers alive with the shell (oci.INIT); the
-# minimal one has none: the engine waits for the same signals itself.
+# minimal one has none: the engine waits for the same signals itself. Nor has
+# the click one: Click with an element that does nothing waits until a signal
+# stops it (it handles TERM and INT, which pid 1 would otherwise ignore).
 ENGINE_INIT = (STATIC_ENGINE_PATH, "--idle")
+CLICK_INIT = (CLICK_PATH, "-e", "Idle")
 
 # Mount points runc mounts on (oci.py) and the scratch directories: they must
 # exist in the image, which is read-only and shared, so runc never creates one.
@@ -169,17 +179,20 @@ def libxdp_object_dir(libxdp: str | Path) -> Path | None:
 @dataclass
 class ImageSpec:
     engine: Path
-    busybox: Path | None = BUSYBOX           # None: the minimal image
+    busybox: Path | None = BUSYBOX   # None: no shell (the minimal and click images)
     files: list[str] = field(default_factory=list)   # host paths copied to the same path
     dpdk: bool = False
     tools: list[str] = field(default_factory=list)   # host binaries besides the engine
+    click: bool = False     # the click images: `engine` is Click
 
     @property
     def minimal(self) -> bool:
-        return self.busybox is None
+        return self.busybox is None and not self.click
 
     @property
     def name(self) -> str:
+        if self.click:
+            return "click" + ("+dpdk" if self.dpdk else "")
         if self.minimal:
             return "engine-static"
         return "busybox+engine" + ("+dpdk" if self.dpdk else "") + \
@@ -187,25 +200,33 @@ class ImageSpec:
 
     @property
     def engine_path(self) -> str:
-        """Where the engine is inside the image."""
+        """Where the engine (Click, in the click image) is inside the image."""
+        if self.click:
+            return CLICK_PATH
         return STATIC_ENGINE_PATH if self.minimal else ENGINE_PATH
 
     @property
     def init(self) -> tuple[str, ...]:
         """What keeps a container of this image alive (its pid 1)."""
+        if self.click:
+            return CLICK_INIT
         return ENGINE_INIT if self.minimal else tuple(oci.INIT)
 
     def _own(self) -> list[tuple[str, Path]]:
         if self.busybox is None:
-            return [(STATIC_ENGINE_PATH, self.engine)]
+            return [(self.engine_path, self.engine)]
         return [(ENGINE_PATH, self.engine), ("/bin/busybox", self.busybox)]
+
+    def _format(self) -> bytes:
+        if self.click:
+            return CLICK_FORMAT.encode() + b"\0"
+        if self.minimal:
+            return MINIMAL_FORMAT.encode() + b"\0"
+        return FORMAT.encode() + b"\0" + " ".join(APPLETS).encode() + b"\0"
 
     def digest(self) -> str:
         h = hashlib.sha256()
-        if self.minimal:
-            h.update(MINIMAL_FORMAT.encode() + b"\0")
-        else:
-            h.update(FORMAT.encode() + b"\0" + " ".join(APPLETS).encode() + b"\0")
+        h.update(self._format())
         own = self._own()
         for dest, src in own + [(f, Path(f)) for f in self.files]:
             h.update(dest.encode() + b"\0")
@@ -272,6 +293,20 @@ def minimal_spec_for(engine: Path) -> ImageSpec:
     if obj_dir := libxdp_object_dir(engine):
         spec.files = [str(obj_dir / o) for o in LIBXDP_OBJECTS if (obj_dir / o).exists()]
     return spec
+
+
+def click_spec_for(click: Path, resolve=ldd, dpdk: bool = False) -> ImageSpec:
+    """The click images: Click and its ldd closure (and what glibc loads itself);
+    `dpdk`: Click with DPDK linked in (click-dpdk)."""
+    if not click.is_file() or not os.access(click, os.X_OK):
+        raise ContainerError(f"image: Click {click} is not an executable file "
+                             f"(switches/build.sh click{'-dpdk' if dpdk else ''})")
+    libs = library_closure([click], resolve)
+    libc = next((l for l in libs if os.path.basename(l) == "libc.so.6"), None)
+    extra = [p for n in GLIBC_DLOPENED
+             if libc and os.path.exists(p := os.path.join(os.path.dirname(libc), n))]
+    return ImageSpec(engine=click, busybox=None, files=sorted(set(libs) | set(extra)), dpdk=dpdk,
+                     click=True)
 
 
 def copy_into(root: Path, host_path: str, _depth: int = 0) -> None:

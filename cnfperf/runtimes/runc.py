@@ -1,6 +1,7 @@
 """runc: one OCI bundle per endpoint, a read-only rootfs (the full BusyBox+engine
-image, the minimal static-engine one, or the tools one with testpmd: rootfs.py), the planned cores as a
-cgroup cpuset, engine processes started with `runc exec`."""
+image, the minimal static-engine one, the tools one with testpmd, the click one…:
+rootfs.py), the planned cores as a cgroup cpuset, engine processes started with
+`runc exec`."""
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +18,7 @@ from cnfperf.host import vswitchd_binary
 from cnfperf.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
+from .base import (CLICK, CLICK_DPDK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
                    check_image, check_name, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
@@ -150,8 +151,12 @@ class RuncRuntime(Runtime):
 
     def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
         engine = Path(engine)
-        spec = rootfs.minimal_spec_for(engine) if check_image(image) == MINIMAL \
-            else rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image))
+        if check_image(image) == MINIMAL:
+            spec = rootfs.minimal_spec_for(engine)
+        elif image in (CLICK, CLICK_DPDK):   # `engine` is Click
+            spec = rootfs.click_spec_for(engine, dpdk=image == CLICK_DPDK)
+        else:
+            spec = rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image))
         info = rootfs.build(spec, self.images_dir)
         self.images[image] = (info, spec)
         return info

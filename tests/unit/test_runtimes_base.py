@@ -72,10 +72,11 @@ def test_check_reports_problems_as_lines():
 
 
 def test_images_are_named_and_checked(tmp_path):
-    from cnfperf.runtimes import FULL, IMAGES, MINIMAL, NOISE, SWITCH, TOOLS, ContainerError
+    from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, IMAGES, MINIMAL, NOISE, SWITCH, TOOLS,
+                                  ContainerError)
     from cnfperf.runtimes.base import check_image
-    assert IMAGES == (FULL, MINIMAL, TOOLS, NOISE, SWITCH) == \
-        ("full", "minimal", "tools", "noise", "switch")
+    assert IMAGES == (FULL, MINIMAL, TOOLS, NOISE, SWITCH, CLICK, CLICK_DPDK) == \
+        ("full", "minimal", "tools", "noise", "switch", "click", "click-dpdk")
     with pytest.raises(ValueError, match="image 'tiny'"):
         check_image("tiny")
     rt = NetnsRuntime(None, tmp_path)
