@@ -51,15 +51,6 @@ def require(*names: str) -> None:
         missing("; ".join(problems))
 
 
-def require_build(*names: str) -> None:
-    """Switches built from source (make switches): missing fails under CI=true."""
-    from cnfperf import builds
-
-    problems = builds.problems(*names)
-    if problems:
-        missing("; ".join(problems))
-
-
 def engine() -> Path:
     """The built engine (`make build`)."""
     if not ENGINE.exists():

@@ -8,18 +8,11 @@ import json
 
 import pytest
 
-import harness
-
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("vpp")]
 
 RATE = 2000
 DURATION = 1.0
 WARMUP = 0.2
-
-
-@pytest.fixture(autouse=True)
-def vpp_built():
-    harness.require_build("vpp")
 
 
 def _run(cli, cli_json, *args: str) -> dict:
