@@ -14,7 +14,7 @@ import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cnfperf import __version__, cgroups, tools
+from cnfperf import __version__, builds, cgroups, tools
 from cnfperf.fields import APIS
 from cnfperf.system import CommandFailed, is_static_elf, mounts, run
 
@@ -61,6 +61,8 @@ class HostFacts:
     static_engine: EngineFacts = field(default_factory=EngineFacts)
     # cgroups.Layout: the version and the controllers cnfperf can use, where
     cgroups: dict = field(default_factory=dict)
+    # what `make switches` built (builds.facts)
+    builds: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,6 +88,7 @@ def gather(engine: Path | None) -> HostFacts:
         engine=engine_facts(engine),
         static_engine=engine_facts(static_engine(engine) if engine else None),
         cgroups=cgroups.layout().to_dict(),
+        builds=builds.facts(),
     )
 
 
@@ -252,6 +255,8 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("static engine", _engine(host.static_engine)
          + ("" if host.static_engine.problem else " (network functions on these apis run it)")),
         *_cgroups(host.cgroups),
+        *((f"build {name}", b["problem"] or f"{b['path']} (stamp {b['stamp']})")
+          for name, b in host.builds.items()),
     ]
     width = max(len(k) for k, _ in facts)
     lines = [f"cnfperf {host.cnfperf}"] + [f"  {k.ljust(width)}  {v}" for k, v in facts]
