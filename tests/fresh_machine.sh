@@ -28,6 +28,14 @@ else
 fi
 rm -rf "$dir/root/cnfperf"
 git clone -q "$repo" "$dir/root/cnfperf"
+# The switches' sources (make switches) where a clone looks for them by default:
+# beside it, as ../shared/sources.
+sources=${CNFPERF_SOURCES:-$repo/../shared/sources}
+if [ -d "$sources" ]; then
+	rm -rf "$dir/root/shared/sources"
+	mkdir -p "$dir/root/shared"
+	cp -rL "$sources" "$dir/root/shared/sources"
+fi
 
 exec unshare -m --propagation private bash -s "$dir" "$first cd /root/cnfperf && $cmd" <<'EOF'
 set -e
