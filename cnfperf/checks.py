@@ -102,6 +102,9 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
     in_container = s.switch_in == "container"
     if in_container and not dataplane.processes:
         having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
+        if dataplane.poll_threads:   # a process, but one that runs on the host only
+            raise UserError("switch_in", f"{s.switch} runs on the host only; {having} run "
+                                         "in a container too")
         raise UserError("switch_in", f"{s.switch} has no process of its own to put in a "
                                      f"container; {having} have")
     if in_container and s.runtime != "runc":
@@ -111,11 +114,14 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
     for field in ("switch_cores", "switch_rxq"):
         if getattr(s, field) > 1 and not dataplane.poll_threads:
-            raise UserError(field, f"{s.switch} has no poll threads (ovs and testpmd have)")
+            having = ", ".join(n for n, dp in DATAPLANES.items() if dp.poll_threads)
+            raise UserError(field, f"{s.switch} has no poll threads ({having} have)")
     usable = point_cpus(s)
     if s.switch_cores > len(usable):
         raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
+    if (problem := dataplane.scenario_problem(s)) is not None:
+        raise UserError(*problem)
 
 
 def point_cpus(s: Scenario) -> tuple[int, ...]:
@@ -191,7 +197,7 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
 
 # DPDK ports whose PMD (22.11) has Rx interrupts: vhost-user's two ends (net_vhost,
 # net_virtio_user); memif and af_packet (DPDK on a kernel data plane) have none.
-RX_INTERRUPTS = ("vhost", "ovs", "testpmd")
+RX_INTERRUPTS = ("vhost", "ovs", "testpmd", "click")
 
 
 def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:

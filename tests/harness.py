@@ -5,8 +5,9 @@ A module with a name of its own, not conftest.py: every test directory may
 have a conftest.py, and `from conftest import` picks whichever came first.
 
 Missing tools: `make deps` installs every tool a test needs (cnfperf/tools.py
-names their Debian packages). Where one is missing, a test skips naming the
-package, except under CI=true, where it fails: a green CI run must not hide a
+names their Debian packages), and `make switches` the switches built from
+source (cnfperf/builds.py). Where one is missing, a test skips naming the
+package or the build, except under CI=true, where it fails: a green CI run must not hide a
 test that never ran. Skips remain for limits of the host only (no root, fewer
 cores than a test needs), each with its reason in pytest's summary (-ra).
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import tools
+from cnfperf import builds, tools
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
@@ -43,6 +44,13 @@ def missing(why: str) -> None:
 
 def require(*names: str) -> None:
     problems = tools.problems(*names)
+    if problems:
+        missing("; ".join(problems))
+
+
+def require_build(*names: str) -> None:
+    """Switches built from source (switches/build.sh, `make switches`)."""
+    problems = builds.problems(*names)
     if problems:
         missing("; ".join(problems))
 

@@ -14,7 +14,7 @@ from cnfperf.runtimes.runc import RUNC_ROOT
 
 # Processes the harness may start; anything by these names that outlives a test leaked.
 WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc",
-                 "stress-ng")
+                 "stress-ng", "click")
 
 
 def _lines(argv: list[str]) -> set[str]:

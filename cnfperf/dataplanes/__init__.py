@@ -1,6 +1,7 @@
 """Data planes by name: adding a switch is one file and one line here."""
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.dataplanes.bridge import Bridge
+from cnfperf.dataplanes.click import ClickSwitch
 from cnfperf.dataplanes.macvlan import Macvlan
 from cnfperf.dataplanes.memif import Memif
 from cnfperf.dataplanes.ovs import OvsDpdk
@@ -16,6 +17,7 @@ DATAPLANES: dict[str, type[DataPlane]] = {
     "memif": Memif,
     "testpmd": TestPmdSwitch,
     "ovs": OvsDpdk,
+    "click": ClickSwitch,
 }
 
 __all__ = ["DATAPLANES", "Attachment", "DataPlane", "PortCounters"]

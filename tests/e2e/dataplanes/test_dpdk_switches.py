@@ -77,9 +77,14 @@ def journal(tmp_path):
     j.close(remove=True)
 
 
+CLICK = pytest.mark.needs_build("click-dpdk")
+
+
 @pytest.mark.parametrize("switch,pairs", [("vhost", 1), ("vhost", 2), ("memif", 1),
                                           ("memif", 2), ("testpmd", 1), ("testpmd", 2),
-                                          ("ovs", 1), ("ovs", 2)])
+                                          ("ovs", 1), ("ovs", 2),
+                                          pytest.param("click", 1, marks=CLICK),
+                                          pytest.param("click", 2, marks=CLICK)])
 def test_every_frame_sent_is_received_or_counted_dropped(switch, pairs, journal):
     p = point(switch, pairs)
     with no_leftovers(p.prefix):
