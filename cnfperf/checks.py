@@ -102,6 +102,9 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
     in_container = s.switch_in == "container"
     if in_container and not dataplane.processes:
         having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
+        if dataplane.poll_threads:   # a process, but one that runs on the host only
+            raise UserError("switch_in", f"{s.switch} runs on the host only; {having} run "
+                                         "in a container too")
         raise UserError("switch_in", f"{s.switch} has no process of its own to put in a "
                                      f"container; {having} have")
     if in_container and s.runtime != "runc":
@@ -119,6 +122,8 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
     if s.switch_cores > len(usable):
         raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
+    if (problem := dataplane.scenario_problem(s)) is not None:
+        raise UserError(*problem)
 
 
 def point_cpus(s: Scenario) -> tuple[int, ...]:

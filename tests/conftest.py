@@ -1,6 +1,7 @@
 """Shared fixtures. End-to-end tests (marker `e2e`) need root; without it they
-are skipped with that reason. A test marked `needs("tool", …)` needs tools
-that `make deps` installs: see harness.py for what happens when one is missing.
+are skipped with that reason. A test marked `needs("name", …)` needs tools
+that `make deps` installs or switches that `make switches` builds: see
+harness.py for what happens when one is missing.
 
 Shared helpers that are not fixtures live in harness.py (and engines.py), not
 here: another directory's conftest.py may take the module name `conftest` first."""

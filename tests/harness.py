@@ -38,7 +38,7 @@ def missing(why: str) -> None:
     """A test cannot run because something `make deps`/`make build` provides is
     missing: a failure under CI=true, a skip naming it elsewhere."""
     if strict():
-        pytest.fail(f"{why} (CI=true: a missing tool fails the test)", pytrace=False)
+        pytest.fail(f"{why} (CI=true: a missing tool or build fails the test)", pytrace=False)
     pytest.skip(why)
 
 

@@ -1,6 +1,7 @@
 """Data planes by name: adding a switch is one file and one line here."""
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.dataplanes.bridge import Bridge
+from cnfperf.dataplanes.click import ClickSwitch
 from cnfperf.dataplanes.macvlan import Macvlan
 from cnfperf.dataplanes.memif import Memif
 from cnfperf.dataplanes.ovs import OvsDpdk
@@ -19,6 +20,7 @@ DATAPLANES: dict[str, type[DataPlane]] = {
     "ovs": OvsDpdk,
     "vpp": Vpp,
     "vpp-memif": VppMemif,
+    "click": ClickSwitch,
 }
 
 __all__ = ["DATAPLANES", "Attachment", "DataPlane", "PortCounters"]

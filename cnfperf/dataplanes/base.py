@@ -115,6 +115,12 @@ class DataPlane(ABC):
     def check(cls, host: HostFacts) -> list[str]:
         return []
 
+    @classmethod
+    def scenario_problem(cls, s: Scenario) -> tuple[str, str] | None:
+        """(field, why) when it cannot run a valid scenario as asked (checks.check
+        refuses it, exit 2, before anything exists); None when it can."""
+        return None
+
     @abstractmethod
     def start(self, point: TestPoint) -> None: ...
 

@@ -98,7 +98,8 @@ def _start_run(switch: str, env: dict, log: Path) -> tuple[subprocess.Popen, str
         time.sleep(2)
 
 
-@pytest.mark.parametrize("switch", ["ovs", "testpmd"])
+@pytest.mark.parametrize("switch", ["ovs", "testpmd", pytest.param(
+    "click", marks=pytest.mark.needs("click-dpdk"))])
 def test_cleanup_undoes_a_dpdk_run_killed_while_measuring(results, switch, tmp_path):
     before = leak.snapshot()
     env = cnfperf_env(results)

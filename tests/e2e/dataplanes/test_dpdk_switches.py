@@ -17,13 +17,15 @@ from cnfperf.journal import Journal
 from cnfperf.plan import place
 from cnfperf.scenario import Scenario
 from dpdk_leak import no_leftovers
+from harness import cores
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd", "ovsdb-server", "ovs-vsctl")]
 
 SEND_SECONDS = 1.0
 # Switches built from source (make switches), each needing its build.
 BUILT = [pytest.param(switch, pairs, marks=pytest.mark.needs(build), id=f"{switch}-{pairs}")
-         for switch, build in (("vpp", "vpp"), ("vpp-memif", "vpp")) for pairs in (1, 2)]
+         for switch, build in (("vpp", "vpp"), ("vpp-memif", "vpp"), ("click", "click-dpdk"))
+         for pairs in (1, 2)]
 
 
 def point(switch: str, pairs: int):
@@ -80,6 +82,9 @@ def journal(tmp_path):
     j.close(remove=True)
 
 
+CLICK = pytest.mark.needs("click-dpdk")
+
+
 @pytest.mark.parametrize("switch,pairs", [("vhost", 1), ("vhost", 2), ("memif", 1),
                                           ("memif", 2), ("testpmd", 1), ("testpmd", 2),
                                           ("ovs", 1), ("ovs", 2), *BUILT])
@@ -108,7 +113,7 @@ def test_every_frame_sent_is_received_or_counted_dropped(switch, pairs, journal)
         assert rx_port.tx_packets + rx_port.tx_dropped + tx_port.rx_dropped == sent[k]
 
 
-@pytest.mark.parametrize("switch", ["testpmd", "ovs"])
+@pytest.mark.parametrize("switch", ["testpmd", "ovs", pytest.param("click", marks=CLICK)])
 def test_switch_poll_thread_runs_on_its_placed_core(switch, journal):
     p = point(switch, 1)
     dataplane = DATAPLANES[switch](journal)
@@ -116,8 +121,8 @@ def test_switch_poll_thread_runs_on_its_placed_core(switch, journal):
         try:
             dataplane.start(p)
             assert len(dataplane.cpus) == 1 and set(dataplane.cpus) <= set(p.cpus)
-            pid = (dataplane.testpmd.pid if switch == "testpmd"
-                   else dataplane.ovs._procs["ovs-vswitchd"].pid)
+            pid = {"testpmd": lambda: dataplane.testpmd.pid, "click": lambda: dataplane.click.pid,
+                   "ovs": lambda: dataplane.ovs._procs["ovs-vswitchd"].pid}[switch]()
             pollers = {name: cpus for name, cpus in _threads(pid)
                        if name.startswith(("lcore-worker", "rte-worker", "pmd"))}
             assert pollers and all(c == set(dataplane.cpus) for c in pollers.values()), pollers
@@ -131,3 +136,31 @@ def _threads(pid: int) -> list[tuple[str, set[int]]]:
         with open(f"/proc/{pid}/task/{tid}/comm") as f:
             found.append((f.read().strip(), set(os.sched_getaffinity(int(tid)))))
     return found
+
+
+@CLICK
+def test_click_runs_each_link_on_a_poll_thread_of_its_own(journal):
+    """Two links on two Click threads, one core each: each still delivers every frame."""
+    cores(2)
+    p = place(Scenario(switch="click", api="dpdk", pairs=2, switch_cores=2),
+              secrets.token_hex(2))
+    with no_leftovers(p.prefix):
+        dataplane = DATAPLANES["click"](journal)
+        try:
+            dataplane.start(p)
+            pollers = [cpus for name, cpus in _threads(dataplane.click.pid)
+                       if name.startswith("rte-worker")]
+            # one each, pinned to a core of its own
+            assert all(len(cpus) == 1 for cpus in pollers), pollers
+            assert sorted(c for cpus in pollers for c in cpus) == sorted(dataplane.cpus)
+            assert len(dataplane.cpus) == 2
+            sent, received, before, after = exchange(dataplane, p)
+        finally:
+            dataplane.stop()
+    for pair in p.pairs:
+        assert sent[pair.index] > 1000
+        s = {name: after[name] - before[name] for name in after}
+        tx_port, rx_port = s[pair.sender.name], s[pair.receiver.name]
+        assert tx_port.rx_packets == sent[pair.index]
+        assert rx_port.tx_packets == received[pair.index]
+        assert rx_port.tx_packets + rx_port.tx_dropped + tx_port.rx_dropped == sent[pair.index]
