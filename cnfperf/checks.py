@@ -109,9 +109,12 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
         raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
     if s.switch_quota is not None and not in_container:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
+    scaling = [n for n, dp in DATAPLANES.items() if dp.poll_threads and dp.scales]
     for field in ("switch_cores", "switch_rxq"):
-        if getattr(s, field) > 1 and not dataplane.poll_threads:
-            raise UserError(field, f"{s.switch} has no poll threads (ovs and testpmd have)")
+        if getattr(s, field) > 1 and s.switch not in scaling:
+            has = "one poll thread and one queue per port" if dataplane.poll_threads \
+                else "no poll threads"
+            raise UserError(field, f"{s.switch} has {has} ({' and '.join(scaling)} have more)")
     usable = point_cpus(s)
     if s.switch_cores > len(usable):
         raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "

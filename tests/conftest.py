@@ -1,6 +1,7 @@
 """Shared fixtures. End-to-end tests (marker `e2e`) need root; without it they
 are skipped with that reason. A test marked `needs("tool", …)` needs tools
-that `make deps` installs: see harness.py for what happens when one is missing.
+that `make deps` installs, one marked `builds("snabb", …)` builds that `make
+switches` makes: see harness.py for what happens when one is missing.
 
 Shared helpers that are not fixtures live in harness.py (and engines.py), not
 here: another directory's conftest.py may take the module name `conftest` first."""
@@ -26,6 +27,8 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_setup(item):
     for mark in item.iter_markers("needs"):
         harness.require(*mark.args)
+    for mark in item.iter_markers("builds"):
+        harness.require_build(*mark.args)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import tools
+from cnfperf import builds, tools
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
@@ -43,6 +43,13 @@ def missing(why: str) -> None:
 
 def require(*names: str) -> None:
     problems = tools.problems(*names)
+    if problems:
+        missing("; ".join(problems))
+
+
+def require_build(*names: str) -> None:
+    """Builds of switches/build.sh (make switches) a test runs."""
+    problems = builds.problems(*names)
     if problems:
         missing("; ".join(problems))
 

@@ -4,6 +4,7 @@ from cnfperf.dataplanes.bridge import Bridge
 from cnfperf.dataplanes.macvlan import Macvlan
 from cnfperf.dataplanes.memif import Memif
 from cnfperf.dataplanes.ovs import OvsDpdk
+from cnfperf.dataplanes.snabb import SnabbBridge, SnabbWire
 from cnfperf.dataplanes.testpmd import TestPmdSwitch
 from cnfperf.dataplanes.veth import Veth
 from cnfperf.dataplanes.vhost import Vhost
@@ -16,6 +17,8 @@ DATAPLANES: dict[str, type[DataPlane]] = {
     "memif": Memif,
     "testpmd": TestPmdSwitch,
     "ovs": OvsDpdk,
+    "snabb": SnabbBridge,
+    "snabb-wire": SnabbWire,
 }
 
 __all__ = ["DATAPLANES", "Attachment", "DataPlane", "PortCounters"]

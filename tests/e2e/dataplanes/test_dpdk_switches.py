@@ -18,7 +18,14 @@ from cnfperf.plan import place
 from cnfperf.scenario import Scenario
 from dpdk_leak import no_leftovers
 
-pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd", "ovsdb-server", "ovs-vsctl")]
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd")]
+# What each switch needs besides testpmd.
+NEEDS = {"ovs": pytest.mark.needs("ovsdb-server", "ovs-vsctl"),
+         "snabb": pytest.mark.builds("snabb"), "snabb-wire": pytest.mark.builds("snabb")}
+
+
+def planes(*cases):
+    return [pytest.param(*case, marks=NEEDS.get(case[0], ())) for case in cases]
 
 SEND_SECONDS = 1.0
 
@@ -77,9 +84,9 @@ def journal(tmp_path):
     j.close(remove=True)
 
 
-@pytest.mark.parametrize("switch,pairs", [("vhost", 1), ("vhost", 2), ("memif", 1),
-                                          ("memif", 2), ("testpmd", 1), ("testpmd", 2),
-                                          ("ovs", 1), ("ovs", 2)])
+@pytest.mark.parametrize("switch,pairs", planes(
+    ("vhost", 1), ("vhost", 2), ("memif", 1), ("memif", 2), ("testpmd", 1), ("testpmd", 2),
+    ("ovs", 1), ("ovs", 2), ("snabb", 1), ("snabb", 2), ("snabb-wire", 1), ("snabb-wire", 2)))
 def test_every_frame_sent_is_received_or_counted_dropped(switch, pairs, journal):
     p = point(switch, pairs)
     with no_leftovers(p.prefix):
@@ -105,7 +112,7 @@ def test_every_frame_sent_is_received_or_counted_dropped(switch, pairs, journal)
         assert rx_port.tx_packets + rx_port.tx_dropped + tx_port.rx_dropped == sent[k]
 
 
-@pytest.mark.parametrize("switch", ["testpmd", "ovs"])
+@pytest.mark.parametrize("switch", planes(("testpmd",), ("ovs",), ("snabb",)))
 def test_switch_poll_thread_runs_on_its_placed_core(switch, journal):
     p = point(switch, 1)
     dataplane = DATAPLANES[switch](journal)
@@ -113,10 +120,12 @@ def test_switch_poll_thread_runs_on_its_placed_core(switch, journal):
         try:
             dataplane.start(p)
             assert len(dataplane.cpus) == 1 and set(dataplane.cpus) <= set(p.cpus)
-            pid = (dataplane.testpmd.pid if switch == "testpmd"
-                   else dataplane.ovs._procs["ovs-vswitchd"].pid)
+            pid = (dataplane.ovs._procs["ovs-vswitchd"].pid if switch == "ovs"
+                   else dataplane.pids()[0])
+            # Snabb's one thread is its poller
             pollers = {name: cpus for name, cpus in _threads(pid)
-                       if name.startswith(("lcore-worker", "rte-worker", "pmd"))}
+                       if switch == "snabb" or
+                       name.startswith(("lcore-worker", "rte-worker", "pmd"))}
             assert pollers and all(c == set(dataplane.cpus) for c in pollers.values()), pollers
         finally:
             dataplane.stop()
