@@ -102,8 +102,8 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
     in_container = s.switch_in == "container"
     if in_container and not dataplane.processes:
         having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
-        raise UserError("switch_in", f"{s.switch} has no process of its own to put in a "
-                                     f"container; {having} have")
+        raise UserError("switch_in", f"{s.switch} does not run in a container of its own; "
+                                     f"{having} do")
     if in_container and s.runtime != "runc":
         # its container needs a cgroup, an image with the switch, a mount namespace
         raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")

@@ -14,6 +14,12 @@ engines start one at a time. Its one thread is its poll thread, on `cpus`
 port, so switch_cores and switch_rxq stay 1. See snabb_app.py for what it
 keeps where, and switches/patches/snabb/ for what was changed in it.
 
+The engines keep their usual EAL arguments (DpdkDataPlane.eal_args): their
+memory is all there from the start (--socket-mem and --socket-limit alike) in
+single-file segments, so the regions virtio_user announces when Snabb
+connects hold every mbuf, jumbo pools and two ports in one engine (a single
+tester) included.
+
 Counters come from Snabb's link counters (snabb_app.port_counters).
 """
 from __future__ import annotations

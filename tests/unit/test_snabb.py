@@ -155,6 +155,12 @@ def test_one_thread_and_one_queue_only(field):
     assert err.value.field == field and "one poll thread" in err.value.why
 
 
+def test_not_in_a_container_of_its_own():
+    with pytest.raises(UserError) as err:
+        scenarios(None, {"switch": "snabb", "api": "dpdk", "switch_in": "container"})
+    assert err.value.field == "switch_in"
+
+
 @pytest.mark.parametrize("flags", [{"pairs": 2}, {"size": 9216}, {"nfs": 1},
                                    {"tester": "single"}, {"poll": "adaptive"}])
 def test_what_it_takes(flags):
