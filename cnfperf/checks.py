@@ -102,20 +102,19 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
     in_container = s.switch_in == "container"
     if in_container and not dataplane.processes:
         having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
-        if dataplane.poll_threads:   # a process, but one that runs on the host only
-            raise UserError("switch_in", f"{s.switch} runs on the host only; {having} run "
-                                         "in a container too")
-        raise UserError("switch_in", f"{s.switch} has no process of its own to put in a "
-                                     f"container; {having} have")
+        raise UserError("switch_in", f"{s.switch} does not run in a container of its own; "
+                                     f"{having} do")
     if in_container and s.runtime != "runc":
         # its container needs a cgroup, an image with the switch, a mount namespace
         raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
     if s.switch_quota is not None and not in_container:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
+    scaling = [n for n, dp in DATAPLANES.items() if dp.poll_threads and dp.scales]
     for field in ("switch_cores", "switch_rxq"):
-        if getattr(s, field) > 1 and not dataplane.poll_threads:
-            having = ", ".join(n for n, dp in DATAPLANES.items() if dp.poll_threads)
-            raise UserError(field, f"{s.switch} has no poll threads ({having} have)")
+        if getattr(s, field) > 1 and s.switch not in scaling:
+            has = "one poll thread and one queue per port" if dataplane.poll_threads \
+                else "no poll threads"
+            raise UserError(field, f"{s.switch} has {has} ({' and '.join(scaling)} have more)")
     if not s.pin and not dataplane.floats:
         raise UserError("pin", f"{s.switch} pins its poll threads itself: pin = no cannot hold")
     usable = point_cpus(s)

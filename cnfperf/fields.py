@@ -92,13 +92,14 @@ class Field:
 
 FIELDS: list[Field] = [
     Field("switch", "str", "veth", "data plane: veth, bridge, macvlan, vhost, memif, testpmd, ovs, "
-          "click", axis=0, column="TEXT", label="bare", describe=True),
+          "vpp, vpp-memif, snabb, snabb-wire, click", axis=0, column="TEXT", label="bare",
+          describe=True),
     Field("switch_in", "choice", "host", "where the switch (ovs, testpmd) runs: host, or "
           "container (a runc container of its own, with its own cgroup)", axis=1,
           choices=SWITCH_IN, column="TEXT", label="named"),
     Field("switch_cores", "int", 1, "the switch's poll threads, one core each: OVS PMD threads, "
-          "testpmd forwarding cores, Click threads", axis=2, ge=1, le=64, column="INTEGER",
-          label="named"),
+          "testpmd forwarding cores, VPP workers, Click threads (Snabb has one)", axis=2, ge=1,
+          le=64, column="INTEGER", label="named"),
     Field("switch_rxq", "int", 1, "Rx queues per switch port, spread over the switch's poll "
           "threads (the engines offer them on their vhost-user ports but poll queue 0 only: "
           "more queues matter with several pairs and for OVS's queue scheduling)", axis=3,

@@ -14,7 +14,7 @@ from cnfperf.runtimes.runc import RUNC_ROOT
 
 # Processes the harness may start; anything by these names that outlives a test leaked.
 WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc",
-                 "stress-ng", "click")
+                 "stress-ng", "click", "snabb", "[snabb sup]")
 
 
 def _lines(argv: list[str]) -> set[str]:
@@ -71,6 +71,10 @@ def snapshot() -> dict[str, set[str]]:
         "cgroups": cgroups(),
         "cnfperf run files": set(glob.glob("/run/cnfperf/*")),
         "noise files": set(glob.glob("/var/tmp/cnfp*")),
+        # Snabb's defaults, which cnfperf points into a run directory: its shm
+        # root and hugetlbfs, its feature cache and its supervisor's lock file
+        "snabb files": set(glob.glob("/var/run/snabb/*") + glob.glob("/tmp/vhost_features_*")
+                           + glob.glob("/tmp/lua_*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }
 

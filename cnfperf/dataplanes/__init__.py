@@ -5,6 +5,7 @@ from cnfperf.dataplanes.click import ClickSwitch
 from cnfperf.dataplanes.macvlan import Macvlan
 from cnfperf.dataplanes.memif import Memif
 from cnfperf.dataplanes.ovs import OvsDpdk
+from cnfperf.dataplanes.snabb import SnabbBridge, SnabbWire
 from cnfperf.dataplanes.testpmd import TestPmdSwitch
 from cnfperf.dataplanes.veth import Veth
 from cnfperf.dataplanes.vhost import Vhost
@@ -21,6 +22,8 @@ DATAPLANES: dict[str, type[DataPlane]] = {
     "vpp": Vpp,
     "vpp-memif": VppMemif,
     "click": ClickSwitch,
+    "snabb": SnabbBridge,
+    "snabb-wire": SnabbWire,
 }
 
 __all__ = ["DATAPLANES", "Attachment", "DataPlane", "PortCounters"]

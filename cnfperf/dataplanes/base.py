@@ -81,6 +81,9 @@ class DataPlane(ABC):
     # Threads the switch itself spins on (testpmd, OVS PMD threads): they compete
     # with the endpoints for cores, so the plan counts them.
     poll_threads: ClassVar[int] = 0
+    # Whether it takes more poll threads and Rx queues (switch_cores, switch_rxq):
+    # OVS and testpmd do; a switch with one thread and one queue per port does not.
+    scales: ClassVar[bool] = True
 
     @classmethod
     def pollers(cls, s: Scenario, cores: int) -> int:

@@ -156,7 +156,7 @@ def test_bad_input_in_a_subprocess(cli, results):
 def test_a_switch_without_processes_says_which_switches_can_be_in_a_container(capsys):
     assert main(["run", "--switch", "macvlan", "--switch-in", "container"]) == 2
     err = capsys.readouterr().err
-    assert "macvlan has no process" in err and "testpmd, ovs have" in err
+    assert "macvlan does not run in a container" in err and "testpmd, ovs do" in err
 
 
 def test_the_switchs_cores_are_counted_against_the_points(capsys):

@@ -19,13 +19,18 @@ from cnfperf.scenario import Scenario
 from dpdk_leak import no_leftovers
 from harness import cores
 
-pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd", "ovsdb-server", "ovs-vsctl")]
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd")]
+# What each switch needs besides testpmd.
+NEEDS = {"ovs": pytest.mark.needs("ovsdb-server", "ovs-vsctl"),
+         "snabb": pytest.mark.needs("snabb"), "snabb-wire": pytest.mark.needs("snabb"),
+         "vpp": pytest.mark.needs("vpp"), "vpp-memif": pytest.mark.needs("vpp"),
+         "click": pytest.mark.needs("click-dpdk")}
+
+
+def planes(*cases):
+    return [pytest.param(*case, marks=NEEDS.get(case[0], ())) for case in cases]
 
 SEND_SECONDS = 1.0
-# Switches built from source (make switches), each needing its build.
-BUILT = [pytest.param(switch, pairs, marks=pytest.mark.needs(build), id=f"{switch}-{pairs}")
-         for switch, build in (("vpp", "vpp"), ("vpp-memif", "vpp"), ("click", "click-dpdk"))
-         for pairs in (1, 2)]
 
 
 def point(switch: str, pairs: int):
@@ -82,12 +87,10 @@ def journal(tmp_path):
     j.close(remove=True)
 
 
-CLICK = pytest.mark.needs("click-dpdk")
-
-
-@pytest.mark.parametrize("switch,pairs", [("vhost", 1), ("vhost", 2), ("memif", 1),
-                                          ("memif", 2), ("testpmd", 1), ("testpmd", 2),
-                                          ("ovs", 1), ("ovs", 2), *BUILT])
+@pytest.mark.parametrize("switch,pairs", planes(
+    ("vhost", 1), ("vhost", 2), ("memif", 1), ("memif", 2), ("testpmd", 1), ("testpmd", 2),
+    ("ovs", 1), ("ovs", 2), ("snabb", 1), ("snabb", 2), ("snabb-wire", 1), ("snabb-wire", 2),
+    ("vpp", 1), ("vpp", 2), ("vpp-memif", 1), ("vpp-memif", 2), ("click", 1), ("click", 2)))
 def test_every_frame_sent_is_received_or_counted_dropped(switch, pairs, journal):
     p = point(switch, pairs)
     with no_leftovers(p.prefix):
@@ -113,7 +116,7 @@ def test_every_frame_sent_is_received_or_counted_dropped(switch, pairs, journal)
         assert rx_port.tx_packets + rx_port.tx_dropped + tx_port.rx_dropped == sent[k]
 
 
-@pytest.mark.parametrize("switch", ["testpmd", "ovs", pytest.param("click", marks=CLICK)])
+@pytest.mark.parametrize("switch", planes(("testpmd",), ("ovs",), ("snabb",), ("click",)))
 def test_switch_poll_thread_runs_on_its_placed_core(switch, journal):
     p = point(switch, 1)
     dataplane = DATAPLANES[switch](journal)
@@ -121,10 +124,12 @@ def test_switch_poll_thread_runs_on_its_placed_core(switch, journal):
         try:
             dataplane.start(p)
             assert len(dataplane.cpus) == 1 and set(dataplane.cpus) <= set(p.cpus)
-            pid = {"testpmd": lambda: dataplane.testpmd.pid, "click": lambda: dataplane.click.pid,
-                   "ovs": lambda: dataplane.ovs._procs["ovs-vswitchd"].pid}[switch]()
+            pid = (dataplane.ovs._procs["ovs-vswitchd"].pid if switch == "ovs"
+                   else dataplane.pids()[0])
+            # Snabb's one thread is its poller
             pollers = {name: cpus for name, cpus in _threads(pid)
-                       if name.startswith(("lcore-worker", "rte-worker", "pmd"))}
+                       if switch == "snabb" or
+                       name.startswith(("lcore-worker", "rte-worker", "pmd"))}
             assert pollers and all(c == set(dataplane.cpus) for c in pollers.values()), pollers
         finally:
             dataplane.stop()
@@ -138,7 +143,7 @@ def _threads(pid: int) -> list[tuple[str, set[int]]]:
     return found
 
 
-@CLICK
+@NEEDS["click"]
 def test_click_runs_each_link_on_a_poll_thread_of_its_own(journal):
     """Two links on two Click threads, one core each: each still delivers every frame."""
     cores(2)
