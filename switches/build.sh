@@ -76,15 +76,14 @@ recipe_click() {
 	strip "$dest/bin/click"
 }
 
-# DPDK 22.11 removed the names below; Click still uses them (the RTE_ prefixed
-# ones mean the same).
-CLICK_DPDK_NAMES="-DETH_MQ_RX_RSS=RTE_ETH_MQ_RX_RSS -DETH_RSS_IP=RTE_ETH_RSS_IP \
--DETH_RSS_UDP=RTE_ETH_RSS_UDP -DETH_RSS_TCP=RTE_ETH_RSS_TCP \
--DETH_LINK_FULL_DUPLEX=RTE_ETH_LINK_FULL_DUPLEX \
--DRTE_LCORE_FOREACH_SLAVE=RTE_LCORE_FOREACH_WORKER"
-
+# DPDK 22.11 removed the names defined below; Click still uses them (the RTE_
+# prefixed ones mean the same).
 recipe_click_dpdk() {
-	(cd "$work" && CXXFLAGS="-g -O2 $CLICK_DPDK_NAMES" ./configure --prefix="$dest" \
+	local names="-DETH_MQ_RX_RSS=RTE_ETH_MQ_RX_RSS -DETH_RSS_IP=RTE_ETH_RSS_IP
+		-DETH_RSS_UDP=RTE_ETH_RSS_UDP -DETH_RSS_TCP=RTE_ETH_RSS_TCP
+		-DETH_LINK_FULL_DUPLEX=RTE_ETH_LINK_FULL_DUPLEX
+		-DRTE_LCORE_FOREACH_SLAVE=RTE_LCORE_FOREACH_WORKER"
+	(cd "$work" && CXXFLAGS="-g -O2 $(echo $names)" ./configure --prefix="$dest" \
 		--disable-linuxmodule --enable-user-multithread --enable-dpdk --enable-etherswitch)
 	make -C "$work" -j"$jobs"
 	make -C "$work" install-userlevel
@@ -99,10 +98,10 @@ recipe_click_dpdk() {
 # search path is relative ($ORIGIN), so the install can move with its prefix.
 # VPP's API generator (#!/usr/bin/env python3) needs ply: Debian's python3 has
 # it (python3-ply), whatever other python3 comes first on PATH.
-VPP_TARGETS="vpp vppctl vhost_plugin memif_plugin af_packet_plugin"
-VPP_LIBS="vppinfra svm vlib vlibapi vlibmemory vnet"
 recipe_vpp() (
 	export PATH=/usr/bin:$PATH
+	local targets="vpp vppctl vhost_plugin memif_plugin af_packet_plugin"
+	local libs="vppinfra svm vlib vlibapi vlibmemory vnet"
 	[ -f "$work/src/scripts/.version" ] || echo "26.10-rc0" > "$work/src/scripts/.version"
 	cmake -G Ninja -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=release \
 		-DVPP_USE_SYSTEM_DPDK=ON -DVPP_USE_LTO=OFF \
@@ -110,11 +109,11 @@ recipe_vpp() (
 		-DVPP_PLUGINS=vhost,memif,af_packet -DVPP_DRIVERS=none -DVPP_CRYPTO_ENGINES=none \
 		-DVPP_SET_RPATH=OFF -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
 		-DCMAKE_INSTALL_RPATH='$ORIGIN/../lib/x86_64-linux-gnu'
-	ninja -C "$work/build" -j"$jobs" $VPP_TARGETS
+	ninja -C "$work/build" -j"$jobs" $targets
 	local lib=lib/x86_64-linux-gnu l p
 	mkdir -p "$dest/bin" "$dest/$lib/vpp_plugins"
 	install -m 755 "$work/build/bin/vpp" "$work/build/bin/vppctl" "$dest/bin/"
-	for l in $VPP_LIBS; do
+	for l in $libs; do
 		cp -a "$work/build/$lib/lib$l.so"* "$dest/$lib/"
 	done
 	for p in vhost memif af_packet; do
@@ -134,7 +133,7 @@ build() {
 	dest=$prefix/$name
 	local stamp=$prefix/$name.stamp
 	local sum; sum=$( { checksum "$src"; cat "$here/patches/$from"/*.patch 2>/dev/null || true;
-		declare -f "$recipe"; echo "$CLICK_DPDK_NAMES $VPP_TARGETS $VPP_LIBS"; } | sha256sum | cut -d' ' -f1)
+		declare -f "$recipe"; } | sha256sum | cut -d' ' -f1)
 	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] && [ -d "$dest" ]; then
 		echo "switches: $name: up to date ($dest)"
 		return
