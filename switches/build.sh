@@ -95,7 +95,8 @@ recipe_click_dpdk() {
 # vhost-user, memif and af_packet plugins (its dpdk plugin needs DPDK's driver
 # SDK headers, which Debian does not ship), no device drivers or crypto engines
 # (their many CPU variants are most of a full build's time). The libraries'
-# search path is relative ($ORIGIN), so the install can move with its prefix.
+# search path is relative ($ORIGIN: bin/'s ../lib for the programs, their own
+# directory for the libraries), so the install can move with its prefix.
 # VPP's API generator (#!/usr/bin/env python3) needs ply: Debian's python3 has
 # it (python3-ply), whatever other python3 comes first on PATH.
 recipe_vpp() (
@@ -108,7 +109,7 @@ recipe_vpp() (
 		-DVPP_MARCH_VARIANT_X86_64_V3=OFF -DVPP_MARCH_VARIANT_X86_64_V4=OFF \
 		-DVPP_PLUGINS=vhost,memif,af_packet -DVPP_DRIVERS=none -DVPP_CRYPTO_ENGINES=none \
 		-DVPP_SET_RPATH=OFF -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
-		-DCMAKE_INSTALL_RPATH='$ORIGIN/../lib/x86_64-linux-gnu'
+		-DCMAKE_INSTALL_RPATH='$ORIGIN/../lib/x86_64-linux-gnu:$ORIGIN'
 	ninja -C "$work/build" -j"$jobs" $targets
 	local lib=lib/x86_64-linux-gnu l p
 	mkdir -p "$dest/bin" "$dest/$lib/vpp_plugins"
