@@ -81,6 +81,13 @@ def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
     assert "main-core 1" in conf and "corelist-workers" not in conf
 
 
+@pytest.mark.parametrize("poll,mode", [("busy", "polling"), ("adaptive", "adaptive"),
+                                       ("interrupt", "interrupt")])
+def test_poll_is_every_interface_s_default_rx_mode(tmp_path: Path, poll, mode):
+    conf = vpp_run.startup_conf(tmp_path, [1], 64, "p", poll)
+    assert f"interface {{ default-rx-mode {mode} }}" in conf
+
+
 def test_several_switch_cores_are_workers_beside_the_main_thread(tmp_path: Path):
     conf = vpp_run.startup_conf(tmp_path, [0, 1], 64, "p")
     assert "main-core 0 corelist-workers 0,1" in conf
