@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from cnfperf import SystemFailure, UserError, builds, cgroups, click, functions, noise, tools
+from cnfperf import SystemFailure, UserError, builds, cgroups, click_nfs, functions, noise, tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
@@ -144,7 +144,7 @@ def _check_cpu(s: Scenario) -> None:
     if s.nf_cores > 1 and s.nf in ENGINE_NFS:
         raise UserError("nf_cores", f"the engine's {s.nf} NF polls in one thread: nf_cores = 1, "
                                     "or nf = testpmd (a core per direction) or cmd:TEMPLATE")
-    if s.nf_cores > 1 and click.is_click(s.nf):
+    if s.nf_cores > 1 and click_nfs.is_click(s.nf):
         raise UserError("nf_cores", "Click NFs run their elements in one thread (one lcore "
                                     "with DPDK): nf_cores = 1")
     if s.nf_cores > functions.TESTPMD_NF_CORES and s.nf == "testpmd":
@@ -186,7 +186,7 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
         raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
     functions.check_template(s.nf, s.nf_api)
     if s.switch == "memif" and s.nfs > 1 and (functions.template_of(s.nf) is not None or
-                                              click.is_click(s.nf)):
+                                              click_nfs.is_click(s.nf)):
         # A command closes its ports when it stops, while its neighbour may still
         # poll the link between them: memif (DPDK 22.11) unmaps the shared rings
         # from a control thread, and the neighbour crashes. Engine NFs hold their
@@ -224,7 +224,7 @@ def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0, nf: str = "",
     dataplane = DATAPLANES[switch]
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
-    if nfs and click.is_click(nf) and nf_api == "dpdk" and switch in VIRTIO_USER_NFS and \
+    if nfs and click_nfs.is_click(nf) and nf_api == "dpdk" and switch in VIRTIO_USER_NFS and \
             not (switch == "vhost" and nf in ONE_PORT_NFS):
         # Click (its DPDKDevice) configures every port for RSS, which DPDK 22.11's
         # virtio PMD refuses when the device does not offer it (-ENOTSUP).
@@ -271,9 +271,9 @@ def unusable(host: HostFacts) -> Keep:
         if (switch, api, runtime) not in known:
             known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
         problems = known[(switch, api, runtime)]
-        if int(params.get("nfs", 0)) and click.is_click(str(params.get("nf", ""))):
+        if int(params.get("nfs", 0)) and click_nfs.is_click(str(params.get("nf", ""))):
             problems = problems + [f"nf {params['nf']}: {p}"
-                                   for p in builds.problems(click.build_of(nf_api))]
+                                   for p in builds.problems(click_nfs.build_of(nf_api))]
         return "; ".join(problems) or None
     return keep
 
@@ -293,8 +293,8 @@ def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
             problems += tools.problems(tools.TESTPMD)
         # Click's NFs run the click build (click-dpdk on dpdk), from the host or
         # in the click image
-        if s.nfs and click.is_click(s.nf):
-            problems += builds.problems(click.build_of(s.nf_api))
+        if s.nfs and click_nfs.is_click(s.nf):
+            problems += builds.problems(click_nfs.build_of(s.nf_api))
         # the netns runtime runs a command from the host: it must be there
         template = functions.template_of(s.nf) if s.nfs else None
         if s.noise in noise.STRESSORS:

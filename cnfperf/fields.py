@@ -39,7 +39,7 @@ POLLS = ("busy", "adaptive", "interrupt")
 # command, `click:FILE` a user's own Click configuration.
 ENGINE_NFS = ("l2", "mirror", "strip-encap", "l3")   # the engine's own (its nf role)
 CMD = "cmd:"       # a user's own NF: the command template follows
-CLICK = "click:"   # Click (cnfperf/click.py): one of CLICK_NFS, or a configuration file
+CLICK = "click:"   # Click (cnfperf/click_nfs.py): one of CLICK_NFS, or a configuration file
 CLICK_NFS = ("mirror", "strip-encap")   # Click's configurations of the engine's kinds
 NF_KINDS = (*ENGINE_NFS, "testpmd", *(CLICK + k for k in CLICK_NFS))   # and cmd:, click:FILE
 # Kinds with one port, that send frames back where they came from: the path ends there.

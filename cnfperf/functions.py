@@ -6,7 +6,7 @@ records: `ready` once its ports are up, a `summary` with per-port counters.
 `testpmd` is Debian's dpdk-testpmd in mac forwarding mode, `cmd:TEMPLATE`
 a command of the user's, into which the NF's ports are substituted, and
 `click:KIND` or `click:FILE` userlevel Click with a configuration of ours or
-the user's, the ports substituted likewise (click.py). They print what they
+the user's, the ports substituted likewise (click_nfs.py). They print what they
 print, so readiness is a line of their output (testpmd, Click) or a settle
 time (a user's command), and counters are what can be read from their output
 (testpmd's forward statistics at exit, our Click kinds' counters) or none.
@@ -18,7 +18,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from cnfperf import UserError, click
+from cnfperf import UserError, click_nfs
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.dataplanes.dpdk_args import lcores
 from cnfperf.dataplanes.testpmd_app import frame_args, parse_fwd_stats
@@ -80,7 +80,7 @@ KERNEL_PLACEHOLDERS = ("iface1", "iface2")
 def check_template(kind: str, nf_api: str) -> None:
     """UserError naming the field when a template (a command's, a Click
     configuration) cannot be filled in, or names what its NF's ports will not have."""
-    if click.is_click(kind):
+    if click_nfs.is_click(kind):
         _check_click(kind, nf_api)
         return
     template = template_of(kind)
@@ -121,11 +121,11 @@ def _check_name(name: str, nf_api: str) -> None:
 def _check_click(kind: str, nf_api: str) -> None:
     """A Click NF's api, and its configuration: ours, or a readable file whose
     placeholders its ports will have."""
-    if nf_api not in click.APIS:
+    if nf_api not in click_nfs.APIS:
         raise UserError("nf_api", f"Click NFs reach their ports through packet sockets or "
-                                  f"DPDK: nf_api = {', '.join(click.APIS)}, not {nf_api} "
+                                  f"DPDK: nf_api = {', '.join(click_nfs.APIS)}, not {nf_api} "
                                   "(Click has no AF_XDP element)")
-    for name in click.placeholders(click.template(kind, nf_api)):
+    for name in click_nfs.placeholders(click_nfs.template(kind, nf_api)):
         if name == "eal":
             raise UserError("nf", "{eal} is for a command line: cnfperf gives Click its EAL "
                                   "arguments itself; name the ports {port1}, {port2}")
@@ -137,14 +137,14 @@ def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
             floating: Sequence[int] = ()) -> Command:
     """`engine`: the program the NF's container runs (Click, for a Click NF);
     `floating`: the cores an unpinned NF floats over (TestPoint.floating)."""
-    if click.is_click(s.nf):
-        text = click.template(s.nf, s.nf_api, s.size, s.burst)
-        config = click.config(s.nf, s.nf_api, text, _values(nf, ports, hops, eal, floating),
+    if click_nfs.is_click(s.nf):
+        text = click_nfs.template(s.nf, s.nf_api, s.size, s.burst)
+        config = click_nfs.config(s.nf, s.nf_api, text, _values(nf, ports, hops, eal, floating),
                               s.size)
         # Click runs a thread per lcore: one, its main, on the NF's core
         # (floating over the point's when unpinned)
         main = lcores((), floating) if floating else f"0@{nf.cpu}"
-        return Command(click.argv(engine, config, eal, main), records=False, ready=click.READY)
+        return Command(click_nfs.argv(engine, config, eal, main), records=False, ready=click_nfs.READY)
     template = template_of(s.nf)
     if template is None:
         return Command(nf_argv(engine, nf, ports, hops, pair, s, eal, floating), records=True)
@@ -176,12 +176,12 @@ def _values(nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
 
 def counted(kind: str) -> bool:
     """Whether a command NF of this kind prints counters (a missing one fails)."""
-    return kind == "testpmd" or click.ports_of(kind) > 0
+    return kind == "testpmd" or click_nfs.ports_of(kind) > 0
 
 
 def ready(kind: str, lines: list[str]) -> dict[str, Any] | None:
     """An engine-like `ready` record of a command NF's output: Click says when."""
-    wall_ns = click.ready_wall_ns(lines) if click.is_click(kind) else None
+    wall_ns = click_nfs.ready_wall_ns(lines) if click_nfs.is_click(kind) else None
     return {"type": "ready", "wall_ns": wall_ns} if wall_ns is not None else None
 
 
@@ -189,8 +189,8 @@ def summary(kind: str, output: str) -> dict[str, Any]:
     """An engine-like summary of a command NF's output: testpmd's forward
     statistics and our Click kinds' counters as per-port counters; nothing for
     a user's command or Click configuration."""
-    if click.is_click(kind):
-        return click.summary(kind, output)
+    if click_nfs.is_click(kind):
+        return click_nfs.summary(kind, output)
     if kind != "testpmd":
         return {"nf": kind, "ports": []}
     stats = parse_fwd_stats(output)

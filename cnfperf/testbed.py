@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cnfperf import builds, click
+from cnfperf import builds, click_nfs
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.dataplanes.kernel import add_netns, del_netns
 from cnfperf.functions import template_of
@@ -186,7 +186,7 @@ class Builder:
         """The kind of image a network function's container is made from: one
         with testpmd for a command of its own, Click's for Click, the minimal
         one on a kernel api."""
-        if click.is_click(kind):
+        if click_nfs.is_click(kind):
             return CLICK_DPDK if nf.ports[0].api == "dpdk" else CLICK
         if template_of(kind) is not None:
             return TOOLS

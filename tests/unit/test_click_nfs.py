@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import UserError, builds, checks, click, functions
+from cnfperf import UserError, builds, checks, click_nfs, functions
 from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.fields import NF_KINDS, ONE_PORT_NFS, by_name
@@ -39,7 +39,7 @@ def _command(**fields) -> tuple[functions.Command, list[Attachment]]:
 
 def _config(cmd: functions.Command) -> str:
     assert cmd.argv[:2] == ["/bin/click", "-e"] and len(cmd.argv) == 3
-    assert not cmd.records and cmd.ready == click.READY
+    assert not cmd.records and cmd.ready == click_nfs.READY
     return cmd.argv[2]
 
 
@@ -88,7 +88,7 @@ def test_a_jumbo_frame_is_captured_whole_in_bursts_of_the_point_s():
     config = _config(_command(nf="click:strip-encap", size=9000, burst=8)[0])
     assert "SNAPLEN 9000, BURST 8)" in config and "ToDevice(" in config
     small = _config(_command(nf="click:strip-encap")[0])
-    assert f"SNAPLEN {click.MIN_SNAPLEN}," in small   # a stray standard frame is not cut
+    assert f"SNAPLEN {click_nfs.MIN_SNAPLEN}," in small   # a stray standard frame is not cut
 
 
 def test_a_user_s_configuration_gets_its_ports_and_a_ready_line(tmp_path):
@@ -145,7 +145,7 @@ def test_click_with_dpdk_polls_the_nf_s_dpdk_ports_on_one_lcore():
     # the data plane's EAL arguments, then one lcore on the NF's core
     assert cmd.argv[:7] == ["/bin/click", "--dpdk", "--vdev", "x", "--lcores", f"0@{nf.cpu}",
                             "--"]
-    assert cmd.argv[7] == "-e" and cmd.ready == click.READY
+    assert cmd.argv[7] == "-e" and cmd.ready == click_nfs.READY
     config = cmd.argv[8]
     assert "in1 :: FromDPDKDevice(0, PROMISC true, BURST 32);" in config
     assert "out2 :: ToDPDKDevice(1, BURST 32);" in config
@@ -153,7 +153,7 @@ def test_click_with_dpdk_polls_the_nf_s_dpdk_ports_on_one_lcore():
             in config)                                    # pushed: no Queue
     assert "refused $(out2.dropped)" in config and "kernel $(in1.hw_dropped)" in config
     # a pool the data plane's memory holds
-    assert f"cnfperf_dpdk :: DPDKInfo(NB_MBUF {click.NB_MBUF}, MBUF_SIZE 2176);" in config
+    assert f"cnfperf_dpdk :: DPDKInfo(NB_MBUF {click_nfs.NB_MBUF}, MBUF_SIZE 2176);" in config
     [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "nf": "click:mirror",
                            "tester": "single", "pin": False, "size": 9000})
     point = place(s, "1a2b", host_cpus=(0, 1))
@@ -168,8 +168,8 @@ def test_a_user_s_dpdk_configuration_names_its_ports_and_keeps_its_pool(tmp_path
     path = tmp_path / "fwd.click"
     path.write_text("DPDKInfo(NB_MBUF 1023);\nFromDPDKDevice({port1}) -> ToDPDKDevice({port2});\n")
     functions.check_template(f"click:{path}", "dpdk")
-    text = click.template(f"click:{path}", "dpdk")
-    config = click.config(f"click:{path}", "dpdk", text, {"port1": 0, "port2": 1})
+    text = click_nfs.template(f"click:{path}", "dpdk")
+    config = click_nfs.config(f"click:{path}", "dpdk", text, {"port1": 0, "port2": 1})
     assert "FromDPDKDevice(0) -> ToDPDKDevice(1);" in config and "cnfperf_dpdk" not in config
     for text, why in (("FromDPDKDevice({iface1});", "names a kernel interface"),
                       ("FromDPDKDevice({eal});", "cnfperf gives Click its EAL arguments")):
@@ -232,7 +232,7 @@ def test_click_s_counters_become_per_port_counters():
 def test_click_says_when_it_was_ready_by_its_clock():
     assert functions.ready("click:mirror", OUTPUT.splitlines()) == \
         {"type": "ready", "wall_ns": 1795453272558078177}
-    assert click.ready_wall_ns(["cnfperf-click ready 17.5"]) == 17_500_000_000
+    assert click_nfs.ready_wall_ns(["cnfperf-click ready 17.5"]) == 17_500_000_000
     assert functions.ready("click:mirror", ["nothing"]) is None
     assert functions.ready("testpmd", OUTPUT.splitlines()) is None
 
