@@ -11,6 +11,12 @@ SHELL := /bin/bash
 VENV   := .venv
 PYTHON ?= python3
 ENGINE := engine/build/cnfperf-engine
+# Defined before APT_PACKAGES, which := expands at once. What switches/build.sh needs to build VPP, Snabb and Click (VPP: CMake,
+# its API generator's Python modules, OpenSSL, libnuma, libunwind; Click: C++,
+# libpcap, and libsystemd for DPDK's static link).
+SWITCH_BUILD_PACKAGES := \
+	make patch xz-utils g++ cmake python3 python3-ply python3-jsonschema python3-yaml \
+	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev
 # Every Debian package the code, tests and benchmarks use; cnfperf/tools.py names
 # the package of each tool they run, and a unit test keeps the two in step.
 # The static engine (the network functions' minimal image) links libc.a
@@ -23,12 +29,6 @@ APT_PACKAGES := \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf chromium-headless-shell \
 	$(SWITCH_BUILD_PACKAGES)
-# What switches/build.sh needs to build VPP, Snabb and Click (VPP: CMake,
-# its API generator's Python modules, OpenSSL, libnuma, libunwind; Click: C++,
-# libpcap, and libsystemd for DPDK's static link).
-SWITCH_BUILD_PACKAGES := \
-	make patch xz-utils g++ cmake python3 python3-ply python3-jsonschema python3-yaml \
-	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev
 
 .PHONY: deps build switches test demo clean
 

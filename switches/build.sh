@@ -145,11 +145,18 @@ build() {
 	rm -f "$stamp"
 	rm -rf "$dest"
 	unpack "$src" "$work" "$from"
-	"$recipe" > "$prefix/$name.log" 2>&1 || {
+	# Not `recipe || …`: bash ignores set -e in a command on the left of ||,
+	# so a failing step inside the recipe would go unnoticed.
+	local rc=0
+	set +e
+	( set -e; "$recipe" ) > "$prefix/$name.log" 2>&1
+	rc=$?
+	set -e
+	if [ $rc -ne 0 ]; then
 		echo "switches: $name: build failed; the last lines of $prefix/$name.log:" >&2
 		tail -n 20 "$prefix/$name.log" >&2
 		exit 1
-	}
+	fi
 	rm -rf "$work"
 	echo "$sum" > "$stamp"
 	echo "switches: $name: built in $((SECONDS - t0)) s ($(du -sh "$dest" | cut -f1))"

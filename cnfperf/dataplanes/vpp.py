@@ -14,10 +14,10 @@ API and stats sockets, runtime directory and log (vpp_run.VppProcess).
 Counters are VPP's interface counters, which outlive a peer's disconnect.
 
 Threads: VPP pins its main thread always (to main-core, or the core it started
-on), so `pin = no` cannot be honoured and is refused. With one switch core the
-main thread polls the ports; with more, workers on the switch cores do (the
-main thread, on the first, then only serves the CLI) and VPP spreads the Rx
-queues over them; queues() reads where they went.
+on), so `pin = no` cannot be honoured and is refused. The main thread polls the
+ports on the switch core; workers (switch_cores > 1) are refused for now: VPP
+will not put one on the main thread's core, so n cores would give n - 1 poll
+threads. queues() reads VPP's Rx placement.
 """
 from __future__ import annotations
 
@@ -35,12 +35,19 @@ if TYPE_CHECKING:
 BRIDGE_DOMAIN = 1
 
 
+# `cnfperf cleanup` looks for a data plane's undo steps in its own module.
+UNDO = vpp_run.UNDO
+
+
 class Vpp(DpdkDataPlane):
     name = "vpp"
     description = "FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)"
     poll_threads = 1
     rx_interrupts = True
-    floats = False   # VPP pins its main thread always (to main-core, or where it started)
+    floats = False
+    # VPP will not put a worker on its main thread's core: with n switch cores
+    # only n - 1 would poll. One poll thread until that is worked out.
+    scales = False   # VPP pins its main thread always (to main-core, or where it started)
     # VPP's vhost-user output adds what a full ring refused to the interface's
     # `drops` (beside what was dropped of what came in); memif's output does not.
     tx_drops_in_drops: ClassVar[bool] = True

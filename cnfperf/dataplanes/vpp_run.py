@@ -53,12 +53,9 @@ def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix
                  poll: str = "busy") -> str:
     """VPP's startup configuration: private paths, the vhost and memif plugins
     only, 4 KB pages (VPP copies to and from its peers: no hugepages needed),
-    the main thread on the first switch core and workers on all of them when
-    there are several, the rx-mode that `poll` asks for."""
+    the main thread on the switch core, the rx-mode that `poll` asks for."""
     plugins = builds.home("vpp") / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
-    cpu = f"main-core {cpus[0]}"
-    if len(cpus) > 1:
-        cpu += f" corelist-workers {','.join(map(str, cpus))}"
+    cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (Vpp.scales)
     return f"""unix {{
   nodaemon
   nosyslog
@@ -97,10 +94,8 @@ class VppProcess:
         self.launch = launch or procs.on_host(self.cpus)
         self.shm_prefix = self.run_dir.parent.name
         self.proc: subprocess.Popen | None = None
-        # VPP thread index -> its core: 0 the main thread, 1… the workers.
-        self.thread_cpus: dict[int, int] = (
-            {0: self.cpus[0]} if len(self.cpus) == 1 else
-            {0: self.cpus[0], **{i + 1: c for i, c in enumerate(self.cpus)}})
+        # VPP thread index -> its core: the main thread (0) only
+        self.thread_cpus: dict[int, int] = {0: self.cpus[0]}
 
     @property
     def pid(self) -> int | None:

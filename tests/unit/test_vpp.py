@@ -88,9 +88,9 @@ def test_poll_is_every_interface_s_default_rx_mode(tmp_path: Path, poll, mode):
     assert f"interface {{ default-rx-mode {mode} }}" in conf
 
 
-def test_several_switch_cores_are_workers_beside_the_main_thread(tmp_path: Path):
-    conf = vpp_run.startup_conf(tmp_path, [0, 1], 64, "p")
-    assert "main-core 0 corelist-workers 0,1" in conf
+def test_vpp_polls_on_one_core():
+    with pytest.raises(UserError, match="switch_cores"):
+        check(Scenario(switch="vpp", api="dpdk", switch_cores=2))
 
 
 @pytest.mark.parametrize("size,data", [(64, 2048), (1518, 2048), (2049, 3072), (9216, 9216)])
