@@ -28,7 +28,8 @@ from cnfperf.fields import APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE
 from cnfperf.host import HostFacts
 from cnfperf.plan import links_per_path, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
-from cnfperf.scenario import SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file
+from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
+                              validate)
 
 
 def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
@@ -74,7 +75,7 @@ def check(s: Scenario) -> None:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
     if s.nfs:
         _check_nfs(s, dataplane)
-    if (problem := _interrupt_problem(s)) is not None:
+    if (problem := switch_problem(s)) is not None:
         raise UserError(*problem)
     if s.tester == "single" and s.api == "udp":
         # Both ends' addresses would be local to its one netns: the kernel would
@@ -109,20 +110,34 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
         raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
     if s.switch_quota is not None and not in_container:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
-    scaling = [n for n, dp in DATAPLANES.items() if dp.poll_threads and dp.scales]
-    for field in ("switch_cores", "switch_rxq"):
-        if getattr(s, field) > 1 and s.switch not in scaling:
-            has = "one poll thread and one queue per port" if dataplane.poll_threads \
-                else "no poll threads"
-            raise UserError(field, f"{s.switch} has {has} ({' and '.join(scaling)} have more)")
-    if not s.pin and not dataplane.floats:
-        raise UserError("pin", f"{s.switch} pins its poll threads itself: pin = no cannot hold")
     usable = point_cpus(s)
     if s.switch_cores > len(usable):
         raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
-    if (problem := dataplane.scenario_problem(s)) is not None:
-        raise UserError(*problem)
+
+
+def switch_problem(s: Scenario) -> tuple[str, str] | None:
+    """(field, why) when the data plane cannot do what a valid scenario asks of
+    it: its capabilities (DataPlane's max_cores, max_rxq, max_size, floats,
+    rx_interrupts) and its own rules (scenario_problem). `cnfperf run` refuses
+    such a point (check, exit 2); a study leaves it out and says why (unusable),
+    so a sweep over data planes runs the ones that can."""
+    dataplane = DATAPLANES[s.switch]
+    for field, most, what in (("switch_cores", dataplane.max_cores, "poll core"),
+                              ("switch_rxq", dataplane.max_rxq, "Rx queue per port")):
+        if most is not None and getattr(s, field) > most:
+            more = ", ".join(n for n, dp in DATAPLANES.items()
+                             if getattr(dp, "max_" + field.removeprefix("switch_")) is None)
+            has = f"at most {most} {what}" + ("s" if most > 1 else "") \
+                if dataplane.poll_threads else "no poll threads"
+            return field, f"{s.switch} has {has} ({more} take more): {field} ≤ {most}"
+    if dataplane.max_size is not None and s.size > dataplane.max_size:
+        return "size", f"{s.switch} holds frames up to {dataplane.max_size} bytes"
+    if not s.pin and not dataplane.floats:
+        return "pin", f"{s.switch} pins its poll threads itself: pin = no cannot hold"
+    if (problem := _interrupt_problem(s)) is not None:
+        return problem
+    return dataplane.scenario_problem(s)
 
 
 def point_cpus(s: Scenario) -> tuple[int, ...]:
@@ -268,6 +283,12 @@ def unusable(host: HostFacts) -> Keep:
                              str(params.get("nf", "")), nf_api)
         if mismatch:
             return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
+        try:
+            problem = switch_problem(validate(params))
+        except UserError:
+            problem = None    # check() names the mistake
+        if problem:
+            return f"{switch} {problem[0]}={params.get(problem[0], '')}: {problem[1]}"
         if (switch, api, runtime) not in known:
             known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
         problems = known[(switch, api, runtime)]

@@ -81,9 +81,13 @@ class DataPlane(ABC):
     # Threads the switch itself spins on (testpmd, OVS PMD threads): they compete
     # with the endpoints for cores, so the plan counts them.
     poll_threads: ClassVar[int] = 0
-    # Whether it takes more poll threads and Rx queues (switch_cores, switch_rxq):
-    # OVS and testpmd do; a switch with one thread and one queue per port does not.
-    scales: ClassVar[bool] = True
+    # What it can be asked for (checks.switch_problem holds a scenario against
+    # these: `cnfperf run` refuses a point beyond them, a study leaves it out):
+    # the most poll cores (switch_cores) and Rx queues per port (switch_rxq), None
+    # for any; the largest frame (size), None for the engines' own limit.
+    max_cores: ClassVar[int | None] = 1
+    max_rxq: ClassVar[int | None] = 1
+    max_size: ClassVar[int | None] = None
 
     @classmethod
     def pollers(cls, s: Scenario, cores: int) -> int:
@@ -120,8 +124,8 @@ class DataPlane(ABC):
 
     @classmethod
     def scenario_problem(cls, s: Scenario) -> tuple[str, str] | None:
-        """(field, why) when it cannot run a valid scenario as asked (checks.check
-        refuses it, exit 2, before anything exists); None when it can."""
+        """(field, why) for a rule of its own that ties fields together, beyond
+        the capabilities above (checks.switch_problem asks); None when it can."""
         return None
 
     @abstractmethod

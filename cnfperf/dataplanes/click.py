@@ -46,6 +46,10 @@ class ClickSwitch(DpdkDataPlane):
     max_links = MAX_LINKS
     poll_threads = 1
     rx_interrupts = True   # engines reach it as virtio-user ports
+    max_cores = None       # a poll thread per link at most (scenario_problem)
+    # Its mbufs' data size is fixed in its build (the engines send on queue 0 only,
+    # so it polls one Rx queue per port: max_rxq = 1)
+    max_size = click_app.MBUF_DATA + click_app.FCS
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -58,16 +62,10 @@ class ClickSwitch(DpdkDataPlane):
 
     @classmethod
     def scenario_problem(cls, s: Scenario) -> tuple[str, str] | None:
-        if s.switch_rxq > 1:
-            return "switch_rxq", ("click polls one Rx queue per port (the engines send on "
-                                  "queue 0 only): switch_rxq = 1")
         links = links_per_path(s.nfs, s.nf) * (s.pairs + (s.noise == "traffic"))
         if s.switch_cores > links:
             return "switch_cores", (f"click runs each link on one poll thread; {links} link(s) "
                                     f"keep at most {links} busy: switch_cores ≤ {links}")
-        if not click_app.fits(s.size):
-            return "size", (f"click's DPDK mbufs hold {click_app.MBUF_DATA} bytes (fixed in "
-                            f"its build): size ≤ {click_app.MBUF_DATA + click_app.FCS}")
         return None
 
     def _mbufs(self) -> int:

@@ -50,9 +50,8 @@ GREETING = b"Click::ControlSocket/"
 # ToDPDKDevice's internal queue per thread (its default): frames wait there
 # while the peer's virtqueue is full, and are dropped (counted) when it is full.
 IQUEUE = 1024
-# Click's mbufs are DPDK's default (2048 bytes of data): its DPDKInfo MBUF_SIZE
-# does not change the pool's element size (computed once at start-up), and
-# Click reads only the first segment of a chained mbuf.
+# The switch's mbufs are DPDK's default (2048 bytes of data), and Click reads
+# only the first segment of a chained mbuf: ClickSwitch.max_size.
 MBUF_DATA = 2048
 FCS = 4
 
@@ -60,11 +59,6 @@ FCS = 4
 def device(port: int) -> str:
     """The DPDK device name of port `port`: dpdk_args.vhost's vdev `net_vhost<port>`."""
     return f"net_vhost{port}"
-
-
-def fits(frame_size: int) -> bool:
-    """A frame of this size (with FCS) fits one of Click's mbufs."""
-    return frame_size - FCS <= MBUF_DATA
 
 
 @dataclass(frozen=True)

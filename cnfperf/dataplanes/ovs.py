@@ -109,6 +109,7 @@ class OvsDpdk(DpdkDataPlane):
     description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
     poll_threads = 1
     rx_interrupts = True
+    max_cores = max_rxq = None   # PMD threads and Rx queues per port, as many as asked
 
     @classmethod
     def pollers(cls, s, cores: int) -> int:

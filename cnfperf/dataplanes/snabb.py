@@ -43,7 +43,6 @@ class SnabbBridge(DpdkDataPlane):
     name = "snabb"
     description = "Snabb: its learning bridge between vhost-user client ports (one process)"
     poll_threads = 1
-    scales = False
     wired = False     # the bridge, or wires between each link's ports
 
     def __init__(self, journal, home=None):

@@ -37,6 +37,7 @@ class TestPmdSwitch(DpdkDataPlane):
     description = "dpdk-testpmd io forwarding between paired vhost-user ports (no switching logic)"
     max_links = MAX_LINKS
     poll_threads = 1
+    max_cores = max_rxq = None   # forwarding lcores and Rx queues per port, as many as asked
     rx_interrupts = True
     processes = True
 

@@ -46,8 +46,8 @@ class Vpp(DpdkDataPlane):
     rx_interrupts = True
     floats = False
     # VPP will not put a worker on its main thread's core: with n switch cores
-    # only n - 1 would poll. One poll thread until that is worked out.
-    scales = False   # VPP pins its main thread always (to main-core, or where it started)
+    # only n - 1 would poll, so its main thread polls on one (max_cores = 1); its
+    # ports are given one queue each (max_rxq = 1).
     # VPP's vhost-user output adds what a full ring refused to the interface's
     # `drops` (beside what was dropped of what came in); memif's output does not.
     tx_drops_in_drops: ClassVar[bool] = True

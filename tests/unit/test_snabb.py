@@ -144,7 +144,7 @@ def test_the_data_plane_names_each_ports_links_and_apps():
 def test_registered_as_one_polling_process_joining_dpdk_ports(name):
     dp = DATAPLANES[name]
     assert dp.name == name and dp.apis == frozenset({"dpdk"}) and dp.joins == "switch"
-    assert dp.poll_threads == 1 and not dp.scales and not dp.processes
+    assert dp.poll_threads == 1 and (dp.max_cores, dp.max_rxq) == (1, 1) and not dp.processes
     assert dp.counter_view == "switch"
 
 
@@ -152,7 +152,7 @@ def test_registered_as_one_polling_process_joining_dpdk_ports(name):
 def test_one_thread_and_one_queue_only(field):
     with pytest.raises(UserError) as err:
         scenarios(None, {"switch": "snabb", "api": "dpdk", field: 2})
-    assert err.value.field == field and "one poll thread" in err.value.why
+    assert err.value.field == field and "snabb has at most 1 " in err.value.why
 
 
 def test_not_in_a_container_of_its_own():
