@@ -21,11 +21,13 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 class Build:
     name: str            # switches/build.sh's NAME: its directory under the prefix
     what: str            # what it is, for doctor
-    programs: tuple[str, ...]   # paths inside its directory that must be there
+    programs: tuple[str, ...]   # files inside its directory that must be there (the first: its program)
 
 
 BUILDS: dict[str, Build] = {b.name: b for b in (
-    Build("vpp", "FD.io VPP: vhost-user, memif and af_packet plugins", ("bin/vpp", "bin/vppctl")),
+    Build("vpp", "FD.io VPP with its vhost-user and memif plugins",
+          ("bin/vpp", "bin/vppctl", "lib/vpp_plugins/vhost_plugin.so",
+           "lib/vpp_plugins/memif_plugin.so")),
     Build("snabb", "Snabb (LuaJIT apps: VhostUser, learning bridge)", ("bin/snabb",)),
     Build("click", "Click modular router, userlevel (kernel interfaces)", ("bin/click",)),
     Build("click-dpdk", "Click modular router, userlevel with DPDK", ("bin/click",)),
@@ -48,13 +50,15 @@ def program(name: str, path: str | None = None) -> Path:
 
 
 def problems(*names: str) -> list[str]:
-    """What is missing, one line per build, naming how to make it."""
+    """What is missing, one line per build, naming how to make it. A build
+    without its stamp is missing too: build.sh writes the stamp last."""
     found = []
     for name in names:
-        missing = [p for p in BUILDS[name].programs if not os.access(home(name) / p, os.X_OK)]
-        if missing:
-            found.append(f"{name} not built ({home(name)}/{missing[0]} missing: make switches, "
-                         f"or switches/build.sh {name})")
+        missing = [p for p in BUILDS[name].programs if not (home(name) / p).is_file()]
+        what = f"{home(name)}/{missing[0]} missing" if missing else \
+            f"no {prefix()}/{name}.stamp" if stamp(name) is None else None
+        if what:
+            found.append(f"{name} not built ({what}: make switches, or switches/build.sh {name})")
     return found
 
 

@@ -54,8 +54,8 @@ def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix
     """VPP's startup configuration: private paths, the vhost and memif plugins
     only, 4 KB pages (VPP copies to and from its peers: no hugepages needed),
     the main thread on the switch core, the rx-mode that `poll` asks for."""
-    plugins = builds.home("vpp") / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
-    cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (Vpp.scales)
+    plugins = builds.home("vpp") / "lib" / "vpp_plugins"
+    cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (Vpp.max_cores)
     return f"""unix {{
   nodaemon
   nosyslog
