@@ -227,11 +227,6 @@ def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:
     return None
 
 
-# Data planes that give network functions virtio-user ports (clients of the
-# switch's vhost-user ports; on a vhost link, the port towards the receiver).
-VIRTIO_USER_NFS = ("ovs", "testpmd", "vhost")
-
-
 def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0, nf: str = "",
               nf_api: str = "") -> tuple[str, str] | None:
     """(field, why) when a data plane cannot serve the api, the links or the
@@ -239,12 +234,6 @@ def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0, nf: str = "",
     dataplane = DATAPLANES[switch]
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
-    if nfs and click_nfs.is_click(nf) and nf_api == "dpdk" and switch in VIRTIO_USER_NFS and \
-            not (switch == "vhost" and nf in ONE_PORT_NFS):
-        # Click (its DPDKDevice) configures every port for RSS, which DPDK 22.11's
-        # virtio PMD refuses when the device does not offer it (-ENOTSUP).
-        return "nf", (f"Click with DPDK cannot open {switch}'s virtio-user ports (it asks them "
-                      "for RSS, which the virtio PMD refuses): memif, or a kernel data plane")
     per_path = links_per_path(nfs, nf)
     links = pairs * per_path
     if dataplane.max_links is not None and links > dataplane.max_links:

@@ -124,14 +124,22 @@ def test_a_click_configuration_of_the_user_s_forwards(engine, cli, cli_json, no_
     # af_packet ports on a kernel data plane, two NFs in a chain
     ("--switch", "bridge", "--api", "raw", "--nf-api", "dpdk", "--nfs", "2",
      "--nf", "click:strip-encap"),
-    # the vhost-user backend's end of the link (a virtio-user port would refuse)
+    # the vhost-user backend's end of the link
     ("--switch", "vhost", "--api", "dpdk", "--nfs", "1", "--nf", "click:mirror",
-     "--tester", "single")], ids=["memif", "bridge-af_packet", "vhost-mirror"])
+     "--tester", "single"),
+    # virtio-user ports (Click asks them for no RSS: the click patches), and
+    # jumbo frames in one mbuf each (DPDKInfo's MBUF_SIZE sizes the pool)
+    ("--switch", "testpmd", "--api", "dpdk", "--nfs", "1", "--nf", "click:strip-encap"),
+    ("--switch", "testpmd", "--api", "dpdk", "--nfs", "1", "--nf", "click:strip-encap",
+     "--size", "9000")],
+    ids=["memif", "bridge-af_packet", "vhost-mirror", "testpmd-virtio_user", "testpmd-jumbo"])
 def test_click_with_dpdk_on_the_nf_s_dpdk_ports(engine, cli, cli_json, no_leftovers, args):
     point = _run(cli, cli_json, *args)
     assert point["nf_api"] == "dpdk"
     [pair] = point["per_pair"]
     assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
+    [receiver] = [e for e in point["endpoints"] if e["role"] in ("recv", "tester")]
+    assert receiver["summary"]["rx_bytes"] == receiver["summary"]["rx_packets"] * point["size"]
     [first] = [e for e in point["endpoints"] if e["role"] in ("send", "tester")]
     for nf in _nfs(point):
         port1, port2 = (nf["ports"] * 2)[:2]    # a mirror's one port is both
