@@ -14,7 +14,7 @@ from cnfperf.runtimes.runc import RUNC_ROOT
 
 # Processes the harness may start; anything by these names that outlives a test leaked.
 WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc",
-                 "stress-ng", "click", "snabb", "[snabb sup]")
+                 "stress-ng", "click", "snabb", "[snabb sup]", "vpp_main", "vpp_wk_")
 
 
 def _lines(argv: list[str]) -> set[str]:
@@ -75,6 +75,9 @@ def snapshot() -> dict[str, set[str]]:
         # root and hugetlbfs, its feature cache and its supervisor's lock file
         "snabb files": set(glob.glob("/var/run/snabb/*") + glob.glob("/tmp/vhost_features_*")
                            + glob.glob("/tmp/lua_*")),
+        # VPP's API segment, named after the point (other shm files of DPDK's
+        # live in its runtime directories)
+        "shared memory": set(glob.glob("/dev/shm/cnfp*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }
 

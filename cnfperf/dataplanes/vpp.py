@@ -93,7 +93,8 @@ class Vpp(DpdkDataPlane):
             return {}
         by_iface = vpp_run.parse_show_interface(self.vpp.cli("show interface"))
         errors = vpp_run.parse_show_errors(self.vpp.cli("show errors"))
-        return {name: vpp_run.port_counters(by_iface.get(iface, {}), errors.get(f"{iface}-tx", 0),
+        return {name: vpp_run.port_counters(by_iface.get(iface, {}),
+                                            vpp_run.tx_drops(errors.get(f"{iface}-tx", {})),
                                             self.tx_drops_in_drops)
                 for name, iface in self.ifaces.items()}
 

@@ -21,7 +21,9 @@ from cnfperf.dataplanes import procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.system import CommandFailed, run
 
-COMMS = ("vpp",)
+# VPP names its threads vpp_main and vpp_wk_N (its process is vpp_main, once
+# it has started its threads; vpp before).
+COMMS = ("vpp_main", "vpp")
 START_TIMEOUT = 30
 COMMAND_TIMEOUT = 10
 # VPP's buffers hold 2 KB of data by default: a 1518-byte frame in one buffer.
@@ -53,7 +55,10 @@ def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix
                  poll: str = "busy") -> str:
     """VPP's startup configuration: private paths, the vhost and memif plugins
     only, 4 KB pages (VPP copies to and from its peers: no hugepages needed),
-    the main thread on the switch core, the rx-mode that `poll` asks for."""
+    the main thread on the switch core, the rx-mode that `poll` asks for.
+    VPP's vhost-user output would call (interrupt) a sleeping peer only every
+    32 frames or 1 ms (its coalescing): with poll = adaptive or interrupt that
+    is up to 1 ms of delay no other switch adds, so it calls at once."""
     plugins = builds.home("vpp") / "lib" / "vpp_plugins"
     cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (Vpp.max_cores)
     return f"""unix {{
@@ -72,6 +77,7 @@ memory {{ main-heap-size 256M main-heap-page-size 4K }}
 buffers {{ buffers-per-numa 32768 page-size 4K default data-size {data_size(frame_size)} }}
 cpu {{ {cpu} }}
 interface {{ default-rx-mode {RX_MODES[poll]} }}
+vhost-user {{ coalesce-frames 0 coalesce-time 0 }}
 plugins {{
   path {plugins}
   plugin default {{ disable }}
@@ -158,11 +164,13 @@ class VppProcess:
         return " | ".join(lines[-n:]) or "(no output)"
 
     def stop(self) -> None:
-        """SIGTERM (VPP exits cleanly on it), then SIGKILL; its /dev/shm files go too."""
+        """SIGTERM (VPP exits cleanly on it), then SIGKILL; its /dev/shm files go
+        too. A VPP of this run directory that outlived its handle goes as well."""
         if self.proc is not None:
             self.proc.terminate()
             procs.stop(self.proc, timeout=5)
             self.proc = None
+        procs.kill_all(str(self.run_dir), COMMS)
         remove_shm(self.shm_prefix)
 
 
@@ -225,16 +233,27 @@ def port_counters(counts: dict[str, int], tx_errors: int, tx_drops_in_drops: boo
 # `show errors`: a line per (node, reason) that counted something:
 #      Count                  Node                              Reason               Severity
 #        256       VirtualEthernet0/0/1-tx        tx packet drops (no available descriptors)   error
-_ERROR = re.compile(r"^\s*(\d+)\s+(\S+)\s+\S")
+_ERROR = re.compile(r"^\s*(\d+)\s+(\S+)\s+(.*?)\s+\S+\s*$")
+# The reasons of a port's tx node that count frames it dropped, one each
+# (vhost-user's and memif's); others count events, as vhost's "mmap failure"
+# (once per batch copied) or memif's "no enough space in tx buffers".
+TX_DROPS = ("tx packet drops", "vhost vring not ready", "vhost interface is down",
+            "indirect descriptor table overflow", "no free tx slots")
 
 
-def parse_show_errors(text: str) -> dict[str, int]:
-    """Error counts summed per node."""
-    found: dict[str, int] = {}
+def parse_show_errors(text: str) -> dict[str, dict[str, int]]:
+    """Error counts per node and reason."""
+    found: dict[str, dict[str, int]] = {}
     for line in text.splitlines():
         if m := _ERROR.match(line):
-            found[m[2]] = found.get(m[2], 0) + int(m[1])
+            reasons = found.setdefault(m[2], {})
+            reasons[m[3]] = reasons.get(m[3], 0) + int(m[1])
     return found
+
+
+def tx_drops(reasons: dict[str, int]) -> int:
+    """Frames a port's tx node dropped, from its reasons (parse_show_errors)."""
+    return sum(n for reason, n in reasons.items() if reason.startswith(TX_DROPS))
 
 
 # `show interface rx-placement`:

@@ -28,7 +28,9 @@ SHOW_ERRORS = """\
         97          vhost-user-input         full rx queue (possible driver tx d   error  
      24864             l2-output                      L2 output packets            error  
        256     VirtualEthernet0/0/1-tx       tx packet drops (no available descriptors)   error
-        44     VirtualEthernet0/0/1-tx       tx packet drops (some other reason)   error
+        44     VirtualEthernet0/0/1-tx       tx packet drops (cannot merge descriptors)   error
+         3     VirtualEthernet0/0/1-tx                  mmap failure                   error
+         7           memif1/0-tx                     no free tx slots                  error
 """
 
 RX_PLACEMENT = """\
@@ -49,10 +51,13 @@ def test_show_interface_gives_every_counter_of_every_interface():
     assert found["local0"] == {}
 
 
-def test_show_errors_sums_per_node():
+def test_show_errors_counts_per_node_and_reason():
     errors = vpp_run.parse_show_errors(SHOW_ERRORS)
-    assert errors["VirtualEthernet0/0/1-tx"] == 300
-    assert errors["l2-output"] == 24864
+    assert errors["l2-output"] == {"L2 output packets": 24864}
+    assert errors["vhost-user-input"] == {"full rx queue (possible driver tx d": 97}
+    # frames dropped count, events (an mmap failure per batch) do not
+    assert vpp_run.tx_drops(errors["VirtualEthernet0/0/1-tx"]) == 300
+    assert vpp_run.tx_drops(errors["memif1/0-tx"]) == 7
 
 
 def test_a_full_ring_is_a_tx_drop_not_a_delivery():
