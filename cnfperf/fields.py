@@ -98,11 +98,11 @@ FIELDS: list[Field] = [
           "container (a runc container of its own, with its own cgroup)", axis=1,
           choices=SWITCH_IN, column="TEXT", label="named"),
     Field("switch_cores", "int", 1, "the switch's poll threads, one core each: OVS PMD threads, "
-          "testpmd forwarding cores, VPP workers, Click threads (Snabb has one)", axis=2, ge=1,
+          "testpmd forwarding cores, Click threads (one per link at most); VPP and Snabb poll on one", axis=2, ge=1,
           le=64, column="INTEGER", label="named"),
-    Field("switch_rxq", "int", 1, "Rx queues per switch port, spread over the switch's poll "
-          "threads (the engines offer them on their vhost-user ports but poll queue 0 only: "
-          "more queues matter with several pairs and for OVS's queue scheduling)", axis=3,
+    Field("switch_rxq", "int", 1, "Rx queues per switch port (ovs, testpmd), spread over the "
+          "switch's poll threads (the engines offer them on their vhost-user ports but poll queue "
+          "0 only: more queues matter with several pairs and for OVS's queue scheduling)", axis=3,
           ge=1, le=16, column="INTEGER", label="named"),
     Field("switch_quota", "float", None, "CPU quota of the switch's container (switch_in = "
           "container), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
@@ -110,7 +110,7 @@ FIELDS: list[Field] = [
     Field("quota_period", "int", 100_000, "the CFS period over which quotas are enforced",
           axis=5, unit="µs", ge=1000, le=1_000_000, column="INTEGER"),
     Field("pin", "bool", True, "pin the switch and the network functions to their planned "
-          "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
+          "cores; no: their cpuset is every usable core (VPP pins its thread itself: refused)", axis=6, column="INTEGER",
           label="named"),
     Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=9,
           choices=APIS, column="TEXT", label="bare", describe=True),

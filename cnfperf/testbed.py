@@ -152,7 +152,7 @@ class Builder:
     """Builds one run's testbeds. A runtime prepares each of its images once per
     run, in the run's state directory (tmpfs), which goes with the run's teardown.
 
-    Five images (runtimes.IMAGES; the noise has one more): the tester's ends
+    Seven images (runtimes.IMAGES, the noise's among them): the tester's ends
     and the engine's DPDK network functions run the engine as built in the
     full image; an engine network function on a kernel api runs the static
     engine beside it (host.static_engine) in the minimal one, when that engine
