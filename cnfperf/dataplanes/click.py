@@ -47,9 +47,10 @@ class ClickSwitch(DpdkDataPlane):
     poll_threads = 1
     rx_interrupts = True   # engines reach it as virtio-user ports
     max_cores = None       # a poll thread per link at most (scenario_problem)
-    # Its mbufs' data size is fixed in its build (the engines send on queue 0 only,
-    # so it polls one Rx queue per port: max_rxq = 1)
-    max_size = click_app.MBUF_DATA + click_app.FCS
+    # The engines send on queue 0 only, so it polls one Rx queue per port
+    # (max_rxq = 1). Its mbufs are DPDK's default, 2 KB of data, and Click reads
+    # only the first segment of a chained one.
+    max_size = dpdk_args.STD_BUFFER + dpdk_args.FCS
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)

@@ -50,10 +50,6 @@ GREETING = b"Click::ControlSocket/"
 # ToDPDKDevice's internal queue per thread (its default): frames wait there
 # while the peer's virtqueue is full, and are dropped (counted) when it is full.
 IQUEUE = 1024
-# The switch's mbufs are DPDK's default (2048 bytes of data), and Click reads
-# only the first segment of a chained mbuf: ClickSwitch.max_size.
-MBUF_DATA = 2048
-FCS = 4
 
 
 def device(port: int) -> str:

@@ -95,7 +95,7 @@ def memif(index: int, socket: str, role: str, mac: str | None = None, id: int = 
     whole frame: one descriptor and one mbuf per frame."""
     if role not in ("server", "client"):
         raise ValueError(f"memif role {role!r}: server or client")
-    bsize = _round_up(frame_size, 1024) if frame_size > STD_BUFFER else None
+    bsize = round_up(frame_size, 1024) if frame_size > STD_BUFFER else None
     return _vdev("net_memif", index, role=role, id=id, socket=socket,
                  **{"socket-abstract": "no"}, mac=mac, bsize=bsize)
 
@@ -108,11 +108,11 @@ def af_packet(index: int, iface: str, frame_size: int = 0) -> str:
     with (engine/src/api/dpdk.c): the PMD needs an mbuf as large as a slot."""
     if not jumbo(frame_size):
         return _vdev("net_af_packet", index, iface=iface, qpairs=1)
-    slot = _round_up(frame_size - FCS + FRAME_SLACK, JUMBO_UNIT)
+    slot = round_up(frame_size - FCS + FRAME_SLACK, JUMBO_UNIT)
     return _vdev("net_af_packet", index, iface=iface, qpairs=1, framesz=slot, blocksz=slot)
 
 
-def _round_up(n: int, unit: int) -> int:
+def round_up(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 
 

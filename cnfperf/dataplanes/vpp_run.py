@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cnfperf import SystemFailure, builds
-from cnfperf.dataplanes import procs
+from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.system import CommandFailed, run
 
@@ -26,8 +26,6 @@ from cnfperf.system import CommandFailed, run
 COMMS = ("vpp_main", "vpp")
 START_TIMEOUT = 30
 COMMAND_TIMEOUT = 10
-# VPP's buffers hold 2 KB of data by default: a 1518-byte frame in one buffer.
-STD_DATA = 2048
 
 
 class VppError(SystemFailure):
@@ -37,7 +35,7 @@ class VppError(SystemFailure):
 def data_size(frame_size: int) -> int:
     """VPP's buffer data size: a whole frame in one buffer (chained buffers are
     slower and not what a switch is measured with)."""
-    return max(STD_DATA, -(-frame_size // 1024) * 1024)
+    return max(dpdk_args.STD_BUFFER, dpdk_args.round_up(frame_size, 1024))
 
 
 def memif_buffer(frame_size: int) -> str:
