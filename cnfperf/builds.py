@@ -10,6 +10,7 @@ problem that names the command which makes it.
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,8 +71,23 @@ def stamp(name: str) -> str | None:
         return None
 
 
+def states() -> dict[str, str]:
+    """What switches/build.sh --check says of each build ("up to date", "stale",
+    "not built", "no sources"); {} when it cannot say (no script beside us)."""
+    script = CHECKOUT / "switches" / "build.sh"
+    try:
+        out = subprocess.run([str(script), "--check", *BUILDS], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {name: state for line in out.splitlines()
+            for _, name, state in [line.split(": ", 2)] if line.count(": ") >= 2}
+
+
 def facts() -> dict[str, dict]:
-    """doctor's rows: per build, where it is, whether it is usable, its stamp."""
+    """doctor's rows: per build, where it is, whether it is usable, its stamp,
+    and whether its sources, patches or recipe changed since (stale)."""
+    known = states()
     return {name: {"what": b.what, "path": str(home(name)), "stamp": (stamp(name) or "")[:12],
-                   "problem": next(iter(problems(name)), None)}
+                   "state": known.get(name), "problem": next(iter(problems(name)), None)}
             for name, b in BUILDS.items()}

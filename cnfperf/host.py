@@ -255,8 +255,7 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("static engine", _engine(host.static_engine)
          + ("" if host.static_engine.problem else " (network functions on these apis run it)")),
         *_cgroups(host.cgroups),
-        *((f"build {name}", b["problem"] or f"{b['path']} (stamp {b['stamp']})")
-          for name, b in host.builds.items()),
+        *((f"build {name}", _build(b)) for name, b in host.builds.items()),
     ]
     width = max(len(k) for k, _ in facts)
     lines = [f"cnfperf {host.cnfperf}"] + [f"  {k.ljust(width)}  {v}" for k, v in facts]
@@ -294,6 +293,14 @@ def _cgroups(layout: dict) -> list[tuple[str, str]]:
                                        f"{use}" if c else
                      f"unusable: {layout['missing'].get(name, '?')} (no {use})"))
     return rows
+
+
+def _build(b: dict) -> str:
+    """A switch build's row: what is missing, or where it is and its stamp."""
+    if b["problem"]:
+        return b["problem"]
+    stale = ", stale: make switches" if b.get("state") == "stale" else ""
+    return f"{b['path']} (stamp {b['stamp']}{stale})"
 
 
 def _engine(e: EngineFacts) -> str:

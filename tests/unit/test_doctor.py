@@ -41,3 +41,11 @@ def test_preflight_names_a_command_nf_the_host_lacks():
                            "nf": "cmd:no-such-nf-here {iface1} {iface2}"})
     with pytest.raises(SystemFailure, match="nf no-such-nf-here: not found on this host's PATH"):
         checks.preflight([s], facts)
+
+
+def test_a_switch_build_says_where_it_is_and_whether_it_is_stale():
+    built = {"problem": None, "path": "/p/vpp", "stamp": "0123456789ab"}
+    assert host_facts._build({**built, "state": "up to date"}) == "/p/vpp (stamp 0123456789ab)"
+    assert host_facts._build({**built, "state": "stale"}) == \
+        "/p/vpp (stamp 0123456789ab, stale: make switches)"
+    assert host_facts._build({**built, "problem": "vpp not built (…)"}) == "vpp not built (…)"
