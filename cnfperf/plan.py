@@ -12,8 +12,8 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from cnfperf import PREFIX, fields
-from cnfperf.fields import CLICK, ENGINE_NFS, MAX_NFS, NOISE_PLACES, ONE_PORT_NFS, RX_PORT, TX_PORT
+from cnfperf import PREFIX, click_nfs, fields
+from cnfperf.fields import ENGINE_NFS, MAX_NFS, NOISE_PLACES, ONE_PORT_NFS, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, parse_cpus
 
 IFNAMSIZ = 15
@@ -349,7 +349,7 @@ def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
     # testpmd and a user's command poll as they do, whatever `poll` says: one
     # poller per core they were given; Click sleeps in poll() on its packet
     # sockets until frames come, whatever `poll` says: none (with DPDK it polls)
-    sleeps = engine_nfs or s.nf.startswith(CLICK) and s.nf_api != "dpdk"
+    sleeps = engine_nfs or click_nfs.is_click(s.nf) and s.nf_api != "dpdk"
     pollers += switch_pollers + (0 if sleeps else sum(len(nf.cores) for p in pairs
                                                       for nf in p.nfs))
     if pollers <= len(cpus):

@@ -10,7 +10,7 @@ virtio-user clients of VPP's vhost-user server sockets, or as memif clients of
 VPP's memif server sockets: VPP creates every socket before any engine starts.
 
 Everything VPP keeps is in the run directory: its startup configuration, CLI,
-API and stats sockets, runtime directory and log (vpp_run.VppProcess).
+API and stats sockets, runtime directory and log (vpp_app.VppProcess).
 Counters are VPP's interface counters, which outlive a peer's disconnect.
 
 Threads: VPP pins its main thread always (to main-core, or the core it started
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from cnfperf import builds
-from cnfperf.dataplanes import dpdk_args, vpp_run
+from cnfperf.dataplanes import dpdk_args, vpp_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.plan import Port
@@ -36,7 +36,7 @@ BRIDGE_DOMAIN = 1
 
 
 # `cnfperf cleanup` looks for a data plane's undo steps in its own module.
-UNDO = vpp_run.UNDO
+UNDO = vpp_app.UNDO
 
 
 class Vpp(DpdkDataPlane):
@@ -54,7 +54,7 @@ class Vpp(DpdkDataPlane):
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
-        self.vpp: vpp_run.VppProcess | None = None
+        self.vpp: vpp_app.VppProcess | None = None
         self.ifaces: dict[str, str] = {}   # port name -> VPP interface name
 
     @classmethod
@@ -66,7 +66,7 @@ class Vpp(DpdkDataPlane):
 
     def setup(self) -> None:
         s = self.point.scenario
-        self.vpp = vpp_run.VppProcess(self.dir / "vpp", f"vpp {self.point.prefix}",
+        self.vpp = vpp_app.VppProcess(self.dir / "vpp", f"vpp {self.point.prefix}",
                                       self.cpus, size=s.size, poll=s.poll, launch=self.launch())
         self.vpp.start(self.journal, self.point.prefix)
         self.vpp.configure(f"create bridge-domain {BRIDGE_DOMAIN} learn 0")
@@ -91,10 +91,10 @@ class Vpp(DpdkDataPlane):
     def counters(self) -> dict[str, PortCounters]:
         if self.vpp is None:
             return {}
-        by_iface = vpp_run.parse_show_interface(self.vpp.cli("show interface"))
-        errors = vpp_run.parse_show_errors(self.vpp.cli("show errors"))
-        return {name: vpp_run.port_counters(by_iface.get(iface, {}),
-                                            vpp_run.tx_drops(errors.get(f"{iface}-tx", {})),
+        by_iface = vpp_app.parse_show_interface(self.vpp.cli("show interface"))
+        errors = vpp_app.parse_show_errors(self.vpp.cli("show errors"))
+        return {name: vpp_app.port_counters(by_iface.get(iface, {}),
+                                            vpp_app.tx_drops(errors.get(f"{iface}-tx", {})),
                                             self.tx_drops_in_drops)
                 for name, iface in self.ifaces.items()}
 
@@ -102,14 +102,14 @@ class Vpp(DpdkDataPlane):
         if self.vpp is None:
             return []
         names = {iface: name for name, iface in self.ifaces.items()}
-        placed = vpp_run.parse_rx_placement(self.vpp.cli("show interface rx-placement"))
+        placed = vpp_app.parse_rx_placement(self.vpp.cli("show interface rx-placement"))
         return [{"port": names.get(q["iface"], q["iface"]), "queue": q["queue"],
                  "core": self.vpp.thread_cpus.get(q["thread"])} for q in placed]
 
     def teardown(self) -> None:
         if self.vpp is not None:
             self.vpp.stop()
-            vpp_run.unjournal(self.journal, self.point.prefix, self.vpp)
+            vpp_app.unjournal(self.journal, self.point.prefix, self.vpp)
             self.vpp = None
 
 
@@ -125,7 +125,7 @@ class VppMemif(Vpp):
         sock = index + 1   # socket id 0 is VPP's default socket
         self.vpp.configure(f"create memif socket id {sock} filename {self._socket(port)}")
         self.vpp.configure(f"create interface memif id 0 socket-id {sock} master "
-                           f"{vpp_run.memif_buffer(self.point.scenario.size)}")
+                           f"{vpp_app.memif_buffer(self.point.scenario.size)}")
         return f"memif{sock}/0"   # VPP names it so (and prints nothing)
 
     def vdev(self, port: Port) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf import UserError
-from cnfperf.dataplanes import vpp_run
+from cnfperf.dataplanes import vpp_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.scenario import Scenario
 from cnfperf.checks import check
@@ -45,39 +45,39 @@ Thread 2 (vpp_wk_1):
 
 
 def test_show_interface_gives_every_counter_of_every_interface():
-    found = vpp_run.parse_show_interface(SHOW_INTERFACE)
+    found = vpp_app.parse_show_interface(SHOW_INTERFACE)
     assert found["VirtualEthernet0/0/0"] == {"rx packets": 24864, "rx bytes": 1591296, "drops": 12}
     assert found["VirtualEthernet0/0/1"]["tx packets"] == 24864
     assert found["local0"] == {}
 
 
 def test_show_errors_counts_per_node_and_reason():
-    errors = vpp_run.parse_show_errors(SHOW_ERRORS)
+    errors = vpp_app.parse_show_errors(SHOW_ERRORS)
     assert errors["l2-output"] == {"L2 output packets": 24864}
     assert errors["vhost-user-input"] == {"full rx queue (possible driver tx d": 97}
     # frames dropped count, events (an mmap failure per batch) do not
-    assert vpp_run.tx_drops(errors["VirtualEthernet0/0/1-tx"]) == 300
-    assert vpp_run.tx_drops(errors["memif1/0-tx"]) == 7
+    assert vpp_app.tx_drops(errors["VirtualEthernet0/0/1-tx"]) == 300
+    assert vpp_app.tx_drops(errors["memif1/0-tx"]) == 7
 
 
 def test_a_full_ring_is_a_tx_drop_not_a_delivery():
-    counts = vpp_run.parse_show_interface(SHOW_INTERFACE)["VirtualEthernet0/0/1"]
+    counts = vpp_app.parse_show_interface(SHOW_INTERFACE)["VirtualEthernet0/0/1"]
     # vhost-user output adds what the ring refused to `drops`; memif's does not
-    assert vpp_run.port_counters(counts, 300, tx_drops_in_drops=True) == \
+    assert vpp_app.port_counters(counts, 300, tx_drops_in_drops=True) == \
         PortCounters(rx_packets=0, tx_packets=24564, rx_dropped=0, tx_dropped=300)
-    assert vpp_run.port_counters(counts, 300, tx_drops_in_drops=False) == \
+    assert vpp_app.port_counters(counts, 300, tx_drops_in_drops=False) == \
         PortCounters(rx_packets=0, tx_packets=24564, rx_dropped=300, tx_dropped=300)
 
 
 def test_rx_placement_names_the_thread_of_every_queue():
-    assert vpp_run.parse_rx_placement(RX_PLACEMENT) == [
+    assert vpp_app.parse_rx_placement(RX_PLACEMENT) == [
         {"iface": "VirtualEthernet0/0/0", "queue": 0, "thread": 1},
         {"iface": "VirtualEthernet0/0/1", "queue": 0, "thread": 2},
         {"iface": "VirtualEthernet0/0/1", "queue": 1, "thread": 2}]
 
 
 def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
-    conf = vpp_run.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp")
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp")
     for key in ("runtime-dir", "cli-listen", "log", "socket-name"):
         lines = [line for line in conf.splitlines() if f"{key} " in line]
         assert lines and all(str(tmp_path) in line for line in lines), key
@@ -89,7 +89,7 @@ def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
 @pytest.mark.parametrize("poll,mode", [("busy", "polling"), ("adaptive", "adaptive"),
                                        ("interrupt", "interrupt")])
 def test_poll_is_every_interface_s_default_rx_mode(tmp_path: Path, poll, mode):
-    conf = vpp_run.startup_conf(tmp_path, [1], 64, "p", poll)
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", poll)
     assert f"interface {{ default-rx-mode {mode} }}" in conf
 
 
@@ -100,7 +100,7 @@ def test_vpp_polls_on_one_core():
 
 @pytest.mark.parametrize("size,data", [(64, 2048), (1518, 2048), (2049, 3072), (9216, 9216)])
 def test_a_whole_frame_fits_one_buffer(size, data):
-    assert vpp_run.data_size(size) == data
+    assert vpp_app.data_size(size) == data
 
 
 def test_vpp_cannot_leave_its_threads_unpinned():
