@@ -53,7 +53,7 @@ def check(s: Scenario) -> None:
                                   f"{', '.join(DATAPLANES)}")
     # a noise stream (noise = traffic) is one more pair, without NFs: see plan.py
     paths = s.pairs + (s.noise == "traffic")
-    mismatch = _mismatch(s.switch, s.api, paths, s.nfs, s.nf, s.nf_api)
+    mismatch = _mismatch(s.switch, s.api, paths, s.nfs, s.nf)
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
@@ -123,12 +123,13 @@ def switch_problem(s: Scenario) -> tuple[str, str] | None:
     such a point (check, exit 2); a study leaves it out and says why (unusable),
     so a sweep over data planes runs the ones that can."""
     dataplane = DATAPLANES[s.switch]
-    for field, most, what in (("switch_cores", dataplane.max_cores, "poll core"),
-                              ("switch_rxq", dataplane.max_rxq, "Rx queue per port")):
+    for field, most, one, many in (
+            ("switch_cores", dataplane.max_cores, "poll core", "poll cores"),
+            ("switch_rxq", dataplane.max_rxq, "Rx queue per port", "Rx queues per port")):
         if most is not None and getattr(s, field) > most:
             more = ", ".join(n for n, dp in DATAPLANES.items()
                              if getattr(dp, "max_" + field.removeprefix("switch_")) is None)
-            has = f"at most {most} {what}" + ("s" if most > 1 else "") \
+            has = f"at most {most} {one if most == 1 else many}" \
                 if dataplane.poll_threads else "no poll threads"
             return field, f"{s.switch} has {has} ({more} take more): {field} ≤ {most}"
     if dataplane.max_size is not None and s.size > dataplane.max_size:
@@ -227,10 +228,9 @@ def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:
     return None
 
 
-def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0, nf: str = "",
-              nf_api: str = "") -> tuple[str, str] | None:
-    """(field, why) when a data plane cannot serve the api, the links or the
-    network functions, else None."""
+def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0,
+              nf: str = "") -> tuple[str, str] | None:
+    """(field, why) when a data plane cannot serve the api or the links, else None."""
     dataplane = DATAPLANES[switch]
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
@@ -266,24 +266,22 @@ def unusable(host: HostFacts) -> Keep:
         dataplane = DATAPLANES.get(switch)
         if dataplane is None or runtime not in RUNTIMES:
             return None      # check() names the mistake
-        # nf_api's default follows api (scenario.py)
-        nf_api = str(params.get("nf_api", "dpdk" if api == "dpdk" else "mmap"))
         mismatch = _mismatch(switch, api, int(params.get("pairs", 1)), int(params.get("nfs", 0)),
-                             str(params.get("nf", "")), nf_api)
+                             str(params.get("nf", "")))
         if mismatch:
             return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
         try:
-            problem = switch_problem(validate(params))
+            s = validate(params)
         except UserError:
-            problem = None    # check() names the mistake
-        if problem:
-            return f"{switch} {problem[0]}={params.get(problem[0], '')}: {problem[1]}"
+            return None      # check() names the mistake
+        if (problem := switch_problem(s)) is not None:
+            return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
         if (switch, api, runtime) not in known:
             known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
         problems = known[(switch, api, runtime)]
-        if int(params.get("nfs", 0)) and click_nfs.is_click(str(params.get("nf", ""))):
-            problems = problems + [f"nf {params['nf']}: {p}"
-                                   for p in builds.problems(click_nfs.build_of(nf_api))]
+        if s.nfs and click_nfs.is_click(s.nf):
+            problems = problems + [f"nf {s.nf}: {p}"
+                                   for p in builds.problems(click_nfs.build_of(s.nf_api))]
         return "; ".join(problems) or None
     return keep
 
