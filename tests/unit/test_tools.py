@@ -80,3 +80,11 @@ def test_a_missing_tool_fails_a_test_under_ci_and_skips_it_elsewhere(monkeypatch
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match="dpdk-testpmd not found"):
         harness.require("dpdk-testpmd")
+
+
+def test_test_modules_have_names_of_their_own():
+    """pytest imports test modules by their file name (no packages here): two
+    files of one name in different directories stop the whole collection."""
+    from collections import Counter
+    names = Counter(p.name for p in (harness.REPO / "tests").rglob("test_*.py"))
+    assert [n for n, count in names.items() if count > 1] == []
