@@ -27,7 +27,6 @@ from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.plan import Port, links_per_path
 
 if TYPE_CHECKING:
-    from cnfperf.host import HostFacts
     from cnfperf.scenario import Scenario
 
 BUILD = "click-dpdk"
@@ -45,6 +44,7 @@ class ClickSwitch(DpdkDataPlane):
     description = "Click modular router with DPDK: an EtherSwitch per link between vhost-user ports"
     max_links = MAX_LINKS
     poll_threads = 1
+    build = BUILD
     rx_interrupts = True   # engines reach it as virtio-user ports
     max_cores = None       # a poll thread per link at most (scenario_problem)
     # The engines send on queue 0 only, so it polls one Rx queue per port
@@ -56,10 +56,6 @@ class ClickSwitch(DpdkDataPlane):
         super().__init__(journal, home)
         self.click: Click | None = None
         self.index: dict[str, int] = {}    # port name -> DPDK port id
-
-    @classmethod
-    def check(cls, host: HostFacts) -> list[str]:
-        return super().check(host) + builds.problems(BUILD)
 
     @classmethod
     def scenario_problem(cls, s: Scenario) -> tuple[str, str] | None:

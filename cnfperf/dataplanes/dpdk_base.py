@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
+from cnfperf import builds
 from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.hugepages import POOL, Hugepages, pages_for
@@ -49,6 +50,8 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
 
 
 class DpdkDataPlane(DataPlane):
+    # The switch build (builds.py, `make switches`) its program comes from; None: Debian's.
+    build: ClassVar[str | None] = None
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
 
     def __init__(self, journal, home=None):
@@ -61,7 +64,7 @@ class DpdkDataPlane(DataPlane):
         problems = [] if host.root else ["needs root (hugepages, DPDK)"]
         if not POOL.exists():
             problems.append(f"no 2 MB hugepages in this kernel ({POOL} missing)")
-        return problems
+        return problems + (builds.problems(cls.build) if cls.build else [])
 
     # --- what a subclass provides -------------------------------------------
     def switch_mb(self) -> int:

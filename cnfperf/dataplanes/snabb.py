@@ -24,7 +24,7 @@ Counters come from Snabb's link counters (snabb_app.port_counters).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cnfperf import builds
 from cnfperf.dataplanes import dpdk_args, procs, snabb_app
@@ -33,9 +33,6 @@ from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.dataplanes.snabb_app import Links, Snabb, VhostPort
 from cnfperf.plan import Port
 
-if TYPE_CHECKING:
-    from cnfperf.host import HostFacts
-
 BUILD = "snabb"
 
 
@@ -43,15 +40,12 @@ class SnabbBridge(DpdkDataPlane):
     name = "snabb"
     description = "Snabb: its learning bridge between vhost-user client ports (one process)"
     poll_threads = 1
+    build = BUILD
     wired = False     # the bridge, or wires between each link's ports
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
         self.snabb: Snabb | None = None
-
-    @classmethod
-    def check(cls, host: HostFacts) -> list[str]:
-        return super().check(host) + builds.problems(BUILD)
 
     def _apps(self) -> dict[Port, str]:
         """Each port's Snabb app (and bridge port) name: Lua names, not ours."""

@@ -21,16 +21,12 @@ threads. queues() reads VPP's Rx placement.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from cnfperf import builds
 from cnfperf.dataplanes import dpdk_args, vpp_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.plan import Port
-
-if TYPE_CHECKING:
-    from cnfperf.host import HostFacts
 
 BRIDGE_DOMAIN = 1
 
@@ -43,6 +39,7 @@ class Vpp(DpdkDataPlane):
     name = "vpp"
     description = "FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)"
     poll_threads = 1
+    build = "vpp"
     rx_interrupts = True
     floats = False
     # VPP will not put a worker on its main thread's core: with n switch cores
@@ -56,10 +53,6 @@ class Vpp(DpdkDataPlane):
         super().__init__(journal, home)
         self.vpp: vpp_app.VppProcess | None = None
         self.ifaces: dict[str, str] = {}   # port name -> VPP interface name
-
-    @classmethod
-    def check(cls, host: HostFacts) -> list[str]:
-        return super().check(host) + builds.problems("vpp")
 
     def _socket(self, port: Port) -> str:
         return str(self.sock_dir / f"{port.name}.sock")
