@@ -133,6 +133,132 @@ static void random_checksums(void)
 	}
 }
 
+/* The sum of the pseudo-header (addresses, protocol, L4 length), folded and
+ * not complemented: what a kernel writes into the field it leaves to the
+ * device (Linux: ~csum_tcpudp_magic(saddr, daddr, len, proto, 0)). */
+static uint16_t pseudo_sum(const uint8_t *f, uint8_t proto, unsigned l4len)
+{
+	uint8_t pseudo[12];
+
+	memcpy(pseudo, f + OFF_IP_SRC, 8);
+	pseudo[8] = 0;
+	pseudo[9] = proto;
+	wr16(pseudo + 10, (uint16_t)l4len);
+	return ref_sum(pseudo, 12, 0);
+}
+
+/* A frame as a kernel with checksum offload sends it: random payload, the
+ * UDP field holding its pseudo-header sum. */
+static uint8_t *partial_frame(unsigned len)
+{
+	uint8_t *f = malloc(len);
+	struct frame_addr a = addr();
+
+	frame_build(f, len, &a);
+	for (unsigned i = OFF_MAGIC; i < len; i++)
+		f[i] = (uint8_t)rand();
+	wr16(f + OFF_UDP_CSUM, pseudo_sum(f, 17, len - OFF_UDP));
+	return f;
+}
+
+static void unfinished_checksums(void)
+{
+	srand(11);
+	for (int t = 0; t < 300; t++) {
+		unsigned len = FRAME_MIN_LEN + (unsigned)rand() % (9216 - FRAME_MIN_LEN);
+		uint8_t *f = partial_frame(len);
+		CHECK(!udp_ok(f), "a partial checksum does not verify (len %u)", len);
+		CHECK(frame_csum_unfinished(f, len), "partial checksum seen (len %u)", len);
+		CHECK(frame_csum_finish(f, len) && udp_ok(f), "finished checksum verifies (len %u)", len);
+		CHECK(!frame_csum_unfinished(f, len), "a finished checksum is not unfinished (len %u)", len);
+		free(f);
+	}
+}
+
+/* Valid frames stay as they are: the test of the value never fires on a
+ * finished checksum unless it equals the pseudo-header sum, and finishing
+ * one that does writes the same value again. */
+static void finished_checksums_stay(void)
+{
+	unsigned len = 200;
+	uint8_t *f = partial_frame(len), *copy = malloc(len);
+	uint16_t p = rd16(f + OFF_UDP_CSUM);
+
+	/* a payload word chosen so that the partial value is also the valid one */
+	wr16(f + len - 2, 0);
+	uint8_t pseudo[12];
+	memcpy(pseudo, f + OFF_IP_SRC, 8);
+	pseudo[8] = 0;
+	pseudo[9] = 17;
+	wr16(pseudo + 10, (uint16_t)(len - OFF_UDP));
+	wr16(f + len - 2, (uint16_t)~ref_sum(f + OFF_UDP, len - OFF_UDP, ref_sum(pseudo, 12, 0)));
+	CHECK(udp_ok(f) && rd16(f + OFF_UDP_CSUM) == p, "valid frame whose checksum is its pseudo sum");
+	memcpy(copy, f, len);
+	CHECK(frame_csum_unfinished(f, len), "looks unfinished");
+	CHECK(frame_csum_finish(f, len) && !memcmp(f, copy, len), "finishing it changes nothing");
+
+	f[len - 1] ^= 1;
+	frame_fix_checksums(f);
+	CHECK(!frame_csum_unfinished(f, len), "an ordinary valid checksum is left alone");
+	wr16(f + OFF_UDP_CSUM, 0);
+	CHECK(!frame_csum_unfinished(f, len), "UDP without a checksum (0) is left alone");
+	free(f);
+	free(copy);
+}
+
+static void finish_what_it_can(void)
+{
+	unsigned len = 120;
+	uint8_t *f = partial_frame(len);
+
+	/* TCP: the field 16 bytes into its header */
+	f[OFF_IP_PROTO] = 6;
+	wr16(f + OFF_IP_CSUM, ip_checksum(f));
+	wr16(f + OFF_UDP + 16, pseudo_sum(f, 6, len - OFF_UDP));
+	CHECK(frame_csum_unfinished(f, len) && frame_csum_finish(f, len), "TCP is finished too");
+	CHECK(ref_sum(f + OFF_UDP, len - OFF_UDP, pseudo_sum(f, 6, len - OFF_UDP)) == 0xffff, "TCP checksum verifies");
+	free(f);
+
+	/* frames it cannot finish are left as they are */
+	f = partial_frame(len);
+	uint8_t *copy = malloc(len);
+	wr16(f + OFF_IP_FRAG, 0x2000);      /* a first fragment: the checksum covers what follows */
+	memcpy(copy, f, len);
+	CHECK(!frame_csum_unfinished(f, len) && !frame_csum_finish(f, len) && !memcmp(f, copy, len), "fragment");
+	wr16(f + OFF_IP_FRAG, 0x4000);
+	f[OFF_IP_PROTO] = 1;
+	CHECK(!frame_csum_finish(f, len), "ICMP");
+	f[OFF_IP_PROTO] = 17;
+	wr16(f + OFF_ETH_TYPE, 0x86dd);
+	CHECK(!frame_csum_finish(f, len), "not IPv4");
+	wr16(f + OFF_ETH_TYPE, 0x0800);
+	wr16(f + OFF_IP_LEN, (uint16_t)(len - OFF_IP + 1));
+	CHECK(!frame_csum_unfinished(f, len) && !frame_csum_finish(f, len), "IP length beyond the frame");
+	wr16(f + OFF_IP_LEN, 24);
+	CHECK(!frame_csum_finish(f, len), "too short for a UDP header");
+	wr16(f + OFF_IP_LEN, (uint16_t)(len - OFF_IP - 10));   /* trailing padding is not summed */
+	wr16(f + OFF_UDP_LEN, (uint16_t)(len - OFF_UDP - 10));
+	wr16(f + OFF_UDP_CSUM, pseudo_sum(f, 17, len - OFF_UDP - 10));
+	wr16(f + OFF_IP_CSUM, 0);
+	wr16(f + OFF_IP_CSUM, ip_checksum(f));
+	CHECK(frame_csum_finish(f, len) && udp_ok(f), "padding after the IP packet is left out");
+	free(f);
+	free(copy);
+}
+
+static void vlan_insert(void)
+{
+	uint8_t buf[4 + 60];
+	struct frame_addr a = addr();
+
+	frame_build(buf + 4, 60, &a);
+	uint8_t *f = frame_vlan_insert(buf + 4, 0x8100, 0x2005);
+	CHECK(f == buf && !memcmp(f, a.dst_mac, 6) && !memcmp(f + 6, a.src_mac, 6), "MACs moved to the front");
+	CHECK(rd16(f + 12) == 0x8100 && rd16(f + 14) == 0x2005 && rd16(f + 16) == 0x0800, "tag, then the type");
+	struct rx_filter flt = { .ip = 0, .port_lo = 9001, .port_hi = 9001, .l2 = true };
+	CHECK(frame_classify(f, 64, &flt) == RX_OTHER, "a tagged frame is other");
+}
+
 int main(void)
 {
 	known_answer();
@@ -140,6 +266,10 @@ int main(void)
 	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
 		build_and_classify(lens[i]);
 	random_checksums();
+	unfinished_checksums();
+	finished_checksums_stay();
+	finish_what_it_can();
+	vlan_insert();
 	CHECK(wire_bytes(60) == 64 && wire_bytes(1514) == 1518 && wire_bytes(42) == 64, "RFC 2544 sizes");
 	return check_done("packet");
 }

@@ -14,12 +14,17 @@
  * own per-packet work, and received frames (server, nf) need it anyway.
  *
  * A V3 block is given back to the kernel only when it has been walked to the
- * end and every frame handed out from it has been released or sent. */
+ * end and every frame handed out from it has been released or sent.
+ *
+ * rx hands out frames as the wire carried them (pktsock.h), from each frame
+ * header's status: checksums left unfinished are finished, VLAN tags put back
+ * into the PACKET_RESERVE bytes the kernel leaves before each frame. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "api.h"
 #include "iface.h"
+#include "pktsock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -131,6 +136,12 @@ static int open_rx(struct mmap_api *m, int ifindex, const char *iface)
 		return -1;
 	/* Frames this host sends out of the interface are not ours to count. */
 	setsockopt(m->rx_fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+	/* Room before each frame to put its VLAN tag back. */
+	unsigned reserve = PKTSOCK_HEADROOM;
+	if (setsockopt(m->rx_fd, SOL_PACKET, PACKET_RESERVE, &reserve, sizeof reserve) != 0) {
+		fprintf(stderr, "mmap: PACKET_RESERVE: %s\n", strerror(errno));
+		return -1;
+	}
 	if (setsockopt(m->rx_fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0) {
 		fprintf(stderr, "mmap: cannot create a %u MB rx ring: %s\n",
 			RX_BLOCK_SIZE * RX_BLOCKS >> 20, strerror(errno));
@@ -331,8 +342,9 @@ static uint16_t mmap_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 			}
 		}
 		struct tpacket3_hdr *h = (struct tpacket3_hdr *)m->next;
-		pkts[k].data = m->next + h->tp_mac;
 		pkts[k].len = (uint16_t)h->tp_snaplen;
+		pkts[k].data = pktsock_wire(m->next + h->tp_mac, &pkts[k].len, h->tp_status,
+					    h->hv1.tp_vlan_tci, h->hv1.tp_vlan_tpid);
 		pkts[k].priv = TAG_BLOCK(m->cur);
 		m->held[m->cur]++;
 		k++;

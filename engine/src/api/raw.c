@@ -2,7 +2,11 @@
  * frames. PACKET_QDISC_BYPASS hands tx frames straight to the driver, and
  * PACKET_IGNORE_OUTGOING keeps our own transmissions (and those of other
  * sockets on the interface) out of rx. A socket that only transmits is bound
- * with protocol 0 so the kernel queues nothing to it. */
+ * with protocol 0 so the kernel queues nothing to it.
+ *
+ * rx asks for PACKET_AUXDATA, a control message per frame, to hand out frames
+ * as the wire carried them (pktsock.h): checksums the sender's kernel left
+ * unfinished are finished, VLAN tags the kernel took out are put back. */
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "pktsock.h"
 #include "sock.h"
 #include "../core/packet.h"
 
@@ -21,11 +26,15 @@
 #define PACKET_IGNORE_OUTGOING 23
 #endif
 
+/* room for one PACKET_AUXDATA control message */
+#define CTRL_LEN CMSG_SPACE(sizeof(struct tpacket_auxdata))
+#define RX_SLOT (PKTSOCK_HEADROOM + FRAME_MAX)
+
 struct raw {
 	int fd;
 	bool mmsg;
 	unsigned slot_tx, burst;
-	uint8_t *txbuf, *rxbuf;
+	uint8_t *txbuf, *rxbuf, *ctrl;
 	struct mmsghdr *txm, *rxm;
 	struct iovec *txiov, *rxiov;
 	uint64_t tx_errors, rx_dropped;
@@ -38,7 +47,7 @@ static void raw_close(struct api *a)
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
-	free(r->txbuf); free(r->rxbuf); free(r->txm); free(r->rxm); free(r->txiov); free(r->rxiov);
+	free(r->txbuf); free(r->rxbuf); free(r->ctrl); free(r->txm); free(r->rxm); free(r->txiov); free(r->rxiov);
 }
 
 static int fail(struct api *a, const char *what, int err)
@@ -97,24 +106,28 @@ static int raw_open(struct api *a, const struct api_conf *c)
 		return fail(a, "PACKET_QDISC_BYPASS", errno);
 	if (c->rx && setsockopt(r->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)))
 		return fail(a, "PACKET_IGNORE_OUTGOING (Linux >= 4.20)", errno);
+	if (c->rx && setsockopt(r->fd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one)))
+		return fail(a, "PACKET_AUXDATA", errno);
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = proto, .sll_ifindex = ifindex };
 	if (bind(r->fd, (struct sockaddr *)&sll, sizeof(sll))) {
 		snprintf(what, sizeof(what), "bind to %s", c->iface);
 		return fail(a, what, errno);
 	}
 	r->txbuf = calloc(n, r->slot_tx);
-	r->rxbuf = calloc(n, FRAME_MAX);
+	r->rxbuf = calloc(n, RX_SLOT);
+	r->ctrl = calloc(n, CTRL_LEN);
 	r->txm = calloc(n, sizeof(*r->txm));
 	r->rxm = calloc(n, sizeof(*r->rxm));
 	r->txiov = calloc(n, sizeof(*r->txiov));
 	r->rxiov = calloc(n, sizeof(*r->rxiov));
-	if (!r->txbuf || !r->rxbuf || !r->txm || !r->rxm || !r->txiov || !r->rxiov)
+	if (!r->txbuf || !r->rxbuf || !r->ctrl || !r->txm || !r->rxm || !r->txiov || !r->rxiov)
 		return fail(a, "buffers", ENOMEM);
 	for (unsigned i = 0; i < n; i++) {
-		r->rxiov[i].iov_base = r->rxbuf + (size_t)i * FRAME_MAX;
+		r->rxiov[i].iov_base = r->rxbuf + (size_t)i * RX_SLOT + PKTSOCK_HEADROOM;
 		r->rxiov[i].iov_len = FRAME_MAX;
 		r->rxm[i].msg_hdr.msg_iov = &r->rxiov[i];
 		r->rxm[i].msg_hdr.msg_iovlen = 1;
+		r->rxm[i].msg_hdr.msg_control = r->ctrl + (size_t)i * CTRL_LEN;
 		r->txm[i].msg_hdr.msg_iov = &r->txiov[i];
 		r->txm[i].msg_hdr.msg_iovlen = 1;
 	}
@@ -169,6 +182,18 @@ static uint16_t raw_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 	return done;
 }
 
+/* The frame of message m as the wire carried it, after its PACKET_AUXDATA. */
+static inline void wire_form(struct pkt *p, struct msghdr *m)
+{
+	struct cmsghdr *c = CMSG_FIRSTHDR(m);
+	struct tpacket_auxdata aux;
+
+	if (!c || c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA)
+		return;
+	memcpy(&aux, CMSG_DATA(c), sizeof(aux));
+	p->data = pktsock_wire(p->data, &p->len, aux.tp_status, aux.tp_vlan_tci, aux.tp_vlan_tpid);
+}
+
 static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 {
 	struct raw *r = a->priv;
@@ -176,6 +201,8 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 
 	if (n > r->burst)
 		n = (uint16_t)r->burst;
+	for (uint16_t i = 0; i < n; i++)
+		r->rxm[i].msg_hdr.msg_controllen = CTRL_LEN;  /* the kernel writes what it used */
 	if (r->mmsg) {
 		int s = recvmmsg(r->fd, r->rxm, n, MSG_DONTWAIT, NULL);
 		got = s > 0 ? (uint16_t)s : 0;
@@ -183,7 +210,7 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 			pkts[i].len = (uint16_t)r->rxm[i].msg_len;
 	} else {
 		for (; got < n; got++) {
-			ssize_t s = recv(r->fd, r->rxiov[got].iov_base, FRAME_MAX, MSG_DONTWAIT);
+			ssize_t s = recvmsg(r->fd, &r->rxm[got].msg_hdr, MSG_DONTWAIT);
 			if (s < 0)
 				break;
 			pkts[got].len = (uint16_t)s;
@@ -192,6 +219,7 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 	for (uint16_t i = 0; i < got; i++) {
 		pkts[i].data = r->rxiov[i].iov_base;
 		pkts[i].priv = NULL;
+		wire_form(&pkts[i], &r->rxm[i].msg_hdr);
 	}
 	return got;
 }

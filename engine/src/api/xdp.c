@@ -12,6 +12,7 @@
 #endif
 #include "api.h"
 #include "iface.h"
+#include "../core/packet.h"
 
 #include <errno.h>
 #include <net/if.h>
@@ -334,6 +335,11 @@ static uint16_t xdp_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 		pkts[i].data = x->area + d->addr;
 		pkts[i].len = (uint16_t)d->len;
 		pkts[i].priv = (void *)(uintptr_t)d->addr;
+		/* A frame as the wire carries it (core/packet.h). On a veth the XDP
+		 * program gets the sender's bytes with its UDP checksum unfinished,
+		 * native mode and skb mode alike, and AF_XDP hands over no mark. */
+		if (frame_csum_unfinished(pkts[i].data, pkts[i].len))
+			frame_csum_finish(pkts[i].data, pkts[i].len);
 	}
 	xsk_ring_cons__release(&x->rx, k);
 	return (uint16_t)k;

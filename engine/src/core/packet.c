@@ -120,3 +120,47 @@ bool frame_touch_ok(const uint8_t *frame, unsigned len, uint64_t seq)
 		diff |= frame[i] ^ b++;
 	return diff == 0;
 }
+
+/* The L4 header of an unfragmented IPv4 UDP or TCP frame: where it starts,
+ * where the IP packet ends and where its checksum field is; false for
+ * anything else. */
+static bool l4_of(const uint8_t *f, unsigned len, unsigned *l4, unsigned *end, unsigned *field)
+{
+	if (len < OFF_IP + 20 || rd16(f + OFF_ETH_TYPE) != 0x0800 || (f[OFF_IP] >> 4) != 4)
+		return false;
+	unsigned ihl = (f[OFF_IP] & 0xfu) * 4, total = rd16(f + OFF_IP_LEN);
+	if (ihl < 20 || total < ihl || total > len - OFF_IP || (rd16(f + OFF_IP_FRAG) & 0x3fff))
+		return false;
+	unsigned at = f[OFF_IP_PROTO] == 17 ? 6 : f[OFF_IP_PROTO] == 6 ? 16 : 0;
+	if (!at || total - ihl < (at == 6 ? 8u : 20u))
+		return false;
+	*l4 = OFF_IP + ihl;
+	*end = OFF_IP + total;
+	*field = *l4 + at;
+	return true;
+}
+
+bool frame_csum_finish(uint8_t *frame, unsigned len)
+{
+	unsigned l4, end, field;
+
+	if (!l4_of(frame, len, &l4, &end, &field))
+		return false;
+	/* the field's pseudo-header sum is part of what is summed */
+	uint16_t c = (uint16_t)~fold(sum16(frame + l4, end - l4, 0));
+	wr16(frame + field, c ? c : 0xffff);
+	return true;
+}
+
+bool frame_csum_unfinished(const uint8_t *frame, unsigned len)
+{
+	unsigned l4, end, field;
+
+	if (!l4_of(frame, len, &l4, &end, &field))
+		return false;
+	uint16_t v = rd16(frame + field);
+	if (v == 0 && frame[OFF_IP_PROTO] == 17)
+		return false;
+	uint32_t pseudo = sum16(frame + OFF_IP_SRC, 8, 0) + frame[OFF_IP_PROTO] + (end - l4);
+	return v == fold(pseudo);
+}

@@ -56,6 +56,50 @@ void frame_set_src_ip(uint8_t *frame, uint32_t ip);  /* keeps both checksums rig
  * changed from old to new: ~(~csum + ~old + new) in ones' complement. */
 uint16_t csum_adjust(uint16_t csum, uint16_t old, uint16_t new);
 void frame_touch(uint8_t *frame, unsigned len, uint64_t seq);
+
+/* Checksums a sending kernel left to the hardware. With checksum offload (a
+ * veth's default, and a bridge's or macvlan's on top of one) a kernel sends
+ * UDP and TCP with the checksum field holding only the sum of the pseudo
+ * header and the packet marked for the device to finish (CHECKSUM_PARTIAL).
+ * A packet socket or AF_XDP hands over the bytes without the mark; sent on
+ * as they are, they leave the mark behind, and the next kernel to receive
+ * them checks the checksum and drops every datagram (UDP InCsumErrors). So
+ * an api hands out frames as a wire carries them: finished.
+ *
+ * frame_csum_finish: the checksum of an unfragmented IPv4 UDP or TCP frame
+ * whose field holds its pseudo-header sum, finished as a NIC finishes it:
+ * the sum from the L4 header to the end of the IP packet, complemented (0 is
+ * sent as 0xffff, as Linux's skb_checksum_help does). false when the frame is
+ * not such a frame (left as it is). Apis call it when the kernel says so
+ * (raw: PACKET_AUXDATA, mmap: the ring's status, TP_STATUS_CSUMNOTREADY).
+ *
+ * frame_csum_unfinished: for apis the kernel tells nothing (AF_XDP, DPDK's
+ * af_packet and af_xdp PMDs): whether the field holds exactly the sum of its
+ * pseudo-header, the value a kernel writes there for the device. A finished
+ * checksum holds that value for one frame in 65,536, and finishing such a
+ * frame writes the same value again (the sum over a valid packet is 0xffff),
+ * so the test never breaks a good frame; it would repair a corrupted one
+ * whose bad checksum happened to be that value. UDP's 0 (no checksum, what
+ * the engine's own senders send) is never unfinished. */
+bool frame_csum_finish(uint8_t *frame, unsigned len);
+bool frame_csum_unfinished(const uint8_t *frame, unsigned len);
+
+/* The VLAN tag a kernel took out of a frame (802.1Q offload: the packet
+ * socket sees the frame without it), put back where it was on the wire:
+ * 4 bytes before frame must be the caller's to write. Returns the frame's new
+ * start. Tagged frames are then `other` to every role, as on an api that
+ * sees the tag inline (xdp, dpdk): no scenario asks for VLANs. */
+static inline uint8_t *frame_vlan_insert(uint8_t *frame, uint16_t tpid, uint16_t tci)
+{
+	uint8_t *f = frame - 4;
+
+	memmove(f, frame, 12);
+	f[12] = (uint8_t)(tpid >> 8);
+	f[13] = (uint8_t)tpid;
+	f[14] = (uint8_t)(tci >> 8);
+	f[15] = (uint8_t)tci;
+	return f;
+}
 bool frame_touch_ok(const uint8_t *frame, unsigned len, uint64_t seq);
 
 static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return ntohs(v); }

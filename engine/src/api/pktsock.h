@@ -1,0 +1,38 @@
+/* What the kernel tells a packet socket about a frame besides its bytes
+ * (raw: PACKET_AUXDATA; mmap: the ring's frame header), and how an api turns
+ * that into the frame as the wire carried it (core/packet.h):
+ *  - TP_STATUS_CSUMNOTREADY: the sender's kernel left the UDP or TCP checksum
+ *    for the device to finish (checksum offload): finished here, or a frame
+ *    sent on would be dropped by the next kernel to receive it;
+ *  - TP_STATUS_VLAN_VALID: the receiving kernel took the 802.1Q tag out of
+ *    the frame (it always does, offload or not): put back, so that a tagged
+ *    frame is `other` to every role, as it is on apis that see tags inline. */
+#ifndef CNFPERF_PKTSOCK_H
+#define CNFPERF_PKTSOCK_H
+
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+
+#include "../core/packet.h"
+
+#define PKTSOCK_HEADROOM 4       /* bytes before a received frame for its VLAN tag */
+
+#ifndef TP_STATUS_VLAN_TPID_VALID
+#define TP_STATUS_VLAN_TPID_VALID (1 << 6)
+#endif
+
+/* The frame at data (len bytes, PKTSOCK_HEADROOM writable bytes before it)
+ * as the wire carried it: its start (4 bytes earlier when tagged); *len grows. */
+static inline uint8_t *pktsock_wire(uint8_t *data, uint16_t *len, uint32_t status, uint16_t tci,
+				    uint16_t tpid)
+{
+	if (__builtin_expect(status & TP_STATUS_CSUMNOTREADY, 0))
+		frame_csum_finish(data, *len);
+	if (__builtin_expect(status & TP_STATUS_VLAN_VALID, 0)) {
+		*len = (uint16_t)(*len + 4);
+		return frame_vlan_insert(data, status & TP_STATUS_VLAN_TPID_VALID ? tpid : ETH_P_8021Q, tci);
+	}
+	return data;
+}
+
+#endif
