@@ -221,10 +221,17 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 	if (conf->tx && iface_check_frame("xdp", conf->iface, conf->frame_size) != 0)
 		return -1;
 	mode_flags(own->mode, &scfg);
+	/* A role that sends what it receives (nf) takes any frame the interface
+	 * carries, up to what one frame of umem holds. */
+	unsigned largest = conf->frame_size;
+	int mtu = iface_mtu(conf->iface);
+	if (conf->rx && conf->tx && mtu > 0 && (unsigned)mtu + 14 > largest)
+		largest = (unsigned)mtu + 14 + XDP_PACKET_HEADROOM <= 4096 ? (unsigned)mtu + 14 :
+			  4096 - XDP_PACKET_HEADROOM;
 	/* The kernel puts received data XDP_PACKET_HEADROOM into a frame. */
-	if (conf->frame_size + XDP_PACKET_HEADROOM <= 2048)
+	if (largest + XDP_PACKET_HEADROOM <= 2048)
 		x->frame_size = 2048;
-	else if (conf->frame_size + XDP_PACKET_HEADROOM <= 4096)
+	else if (largest + XDP_PACKET_HEADROOM <= 4096)
 		x->frame_size = 4096;
 	else {
 		fprintf(stderr, "xdp: frames over %d bytes need multi-buffer AF_XDP, which this api does not use\n",
