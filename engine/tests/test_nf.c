@@ -171,9 +171,18 @@ static void l3(void)
 			s = (s & 0xffff) + (s >> 16);
 		wr16(ip + 10, (uint16_t)~s);
 	}
+	/* a header checksum that does not hold: a router drops it (RFC 1812),
+	 * routed or not, whatever its TTL */
+	p[5] = frame(5, "198.18.2.1", 64);
+	wr16(p[5].data + OFF_IP_CSUM, rd16(p[5].data + OFF_IP_CSUM) ^ 0x0100);
+	p[6] = frame(6, "203.0.113.1", 1);
+	wr16(p[6].data + OFF_IP_CSUM, rd16(p[6].data + OFF_IP_CSUM) + 1);
 	memset(&d, 0, sizeof(d));
-	nf_burst(&nf, 1, p, 5, &out, &d);
-	CHECK(d.bad == 4 && out.ntx[1] == 1 && out.ndrop == 4, "malformed is bad (%llu)", (unsigned long long)d.bad);
+	nf_burst(&nf, 1, p, 7, &out, &d);
+	CHECK(d.bad == 6 && d.no_route == 0 && d.ttl == 0 && out.ntx[1] == 1 && out.ndrop == 6,
+	      "malformed is bad (%llu)", (unsigned long long)d.bad);
+	CHECK(out.drop[4].data == bufs[5] && out.drop[5].data == bufs[6] && bufs[5][OFF_IP + 8] == 64,
+	      "a bad header checksum is dropped untouched");
 	CHECK(header_ok(out.tx[1][0].data + OFF_IP, 24) && out.tx[1][0].data[OFF_IP + 8] == 63,
 	      "a header with options is routed, its checksum kept right");
 

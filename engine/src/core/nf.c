@@ -116,9 +116,11 @@ static void burst_l3(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_
 			continue;
 		}
 		unsigned ihl = (ip[0] & 0xfu) * 4, total = pkts[i].len >= OFF_IP + 20 ? rd16(ip + 2) : 0;
-		/* IHL >= 5 and IHL <= total length <= the frame: the header is in it */
+		/* IHL >= 5 and IHL <= total length <= the frame: the header is in it;
+		 * and its checksum holds: a router drops a header it cannot trust
+		 * (RFC 1812, 5.2.2), as Linux does before it routes */
 		if (pkts[i].len < OFF_IP + 20 || (ip[0] >> 4) != 4 || ihl < 20 || total < ihl ||
-		    total > (unsigned)pkts[i].len - OFF_IP) {
+		    total > (unsigned)pkts[i].len - OFF_IP || !ip_header_ok(f, ihl)) {
 			DROP(out, pkts[i], d->bad);
 			continue;
 		}

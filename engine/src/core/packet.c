@@ -43,6 +43,11 @@ uint16_t ip_checksum(const uint8_t *frame)
 	return (uint16_t)~fold(sum);
 }
 
+bool ip_header_ok(const uint8_t *frame, unsigned ihl)
+{
+	return fold(sum16(frame + OFF_IP, ihl, 0)) == 0xffff;
+}
+
 uint16_t udp_checksum(const uint8_t *frame)
 {
 	unsigned ulen = rd16(frame + OFF_UDP_LEN);
