@@ -4,13 +4,16 @@
 #include "check.h"
 #include "../src/core/seq.h"
 
+#define NOW (UINT64_C(1000) * 1000000000)   /* the receiver's clock: 1000 s since boot */
+#define S_NS UINT64_C(1000000000)
+
 static struct seq_counts feed(const uint64_t *s, size_t n, bool count)
 {
 	struct seq_tracker *t = seq_new();
 	struct seq_counts c = { 0 };
 
 	for (size_t i = 0; i < n; i++)
-		seq_track(t, 9000, s[i], count, &c);
+		seq_track(t, 9000, s[i], count, NOW, &c);
 	seq_free(t);
 	return c;
 }
@@ -51,8 +54,8 @@ static void window_wrap(void)
 
 	/* long in-order run across many window wraps, one duplicate at the end */
 	for (uint64_t s = 0; s < 100000; s++)
-		seq_track(t, 1, s, true, &c);
-	seq_track(t, 1, 99990, true, &c);
+		seq_track(t, 1, s, true, NOW, &c);
+	seq_track(t, 1, 99990, true, NOW, &c);
 	CHECK(c.lost == 0 && c.reordered == 0 && c.duplicate == 1, "wraps: dup %llu", (unsigned long long)c.duplicate);
 	seq_free(t);
 }
@@ -65,16 +68,16 @@ static void warmup(void)
 	/* warm-up 0..9 with a gap at 4, measured from 10 on */
 	for (uint64_t s = 0; s < 10; s++)
 		if (s != 4)
-			seq_track(t, 7, s, false, &c);
+			seq_track(t, 7, s, false, NOW, &c);
 	CHECK(c.lost == 0, "warm-up gaps are not counted");
-	seq_track(t, 7, 12, true, &c);  /* 10 and 11 lost? they were warm-up-marked or not yet sent */
+	seq_track(t, 7, 12, true, NOW, &c);  /* 10 and 11 lost? they were warm-up-marked or not yet sent */
 	CHECK(c.lost == 0, "gap before the first counted packet is not counted (%lld)", (long long)c.lost);
-	seq_track(t, 7, 4, false, &c);  /* very late warm-up packet */
+	seq_track(t, 7, 4, false, NOW, &c);  /* very late warm-up packet */
 	CHECK(c.lost == 0 && c.reordered == 0, "late warm-up packet changes nothing counted");
-	seq_track(t, 7, 13, true, &c);
-	seq_track(t, 7, 15, true, &c);
+	seq_track(t, 7, 13, true, NOW, &c);
+	seq_track(t, 7, 15, true, NOW, &c);
 	CHECK(c.lost == 1, "gap after counting began is counted");
-	seq_track(t, 7, 14, true, &c);
+	seq_track(t, 7, 14, true, NOW, &c);
 	CHECK(c.lost == 0 && c.reordered == 1, "and filled by its late packet");
 	seq_free(t);
 }
@@ -86,23 +89,59 @@ static void flows(void)
 
 	/* two flows interleaved, each in order: no loss */
 	for (uint64_t s = 0; s < 100; s++) {
-		seq_track(t, 9000, s, true, &c);
-		seq_track(t, 9001, s, true, &c);
+		seq_track(t, 9000, s, true, NOW, &c);
+		seq_track(t, 9001, s, true, NOW, &c);
 	}
 	CHECK(c.lost == 0 && c.reordered == 0 && c.duplicate == 0, "flows are independent");
-	seq_track(t, 9001, 105, true, &c);
+	seq_track(t, 9001, 105, true, NOW, &c);
 	CHECK(c.lost == 5, "loss in one flow");
 	CHECK(t->nflows == 2, "two flows seen");
 	for (unsigned k = 2; k < SEQ_MAX_FLOWS + 10; k++)
-		seq_track(t, (uint16_t)(10000 + k), 0, true, &c);
+		seq_track(t, (uint16_t)(10000 + k), 0, true, NOW, &c);
 	CHECK(t->nflows == SEQ_MAX_FLOWS && t->untracked == 10, "flows beyond the table are untracked (%llu)",
 	      (unsigned long long)t->untracked);
+	seq_free(t);
+}
+
+/* Numbers no sender could have reached are refused and change nothing. */
+static void bounded(void)
+{
+	struct seq_tracker *t = seq_new();
+	struct seq_counts c = { 0 };
+	bool ok = true;
+
+	for (uint64_t s = 0; s < 100; s++)
+		ok &= seq_track(t, 9000, s, true, NOW, &c);
+	CHECK(ok, "in order");
+	CHECK(!seq_track(t, 9000, UINT64_C(0x2c5c1f0ea3b411d7) & ((UINT64_C(1) << 62) - 1), true, NOW, &c),
+	      "a random 62-bit number is refused");
+	for (uint64_t s = 100; s < 200; s++)
+		ok &= seq_track(t, 9000, s, true, NOW, &c);
+	CHECK(ok && c.lost == 0 && c.reordered == 0 && c.duplicate == 0,
+	      "the flow goes on as if it had not come: lost %lld reordered %llu", (long long)c.lost,
+	      (unsigned long long)c.reordered);
+
+	/* ahead: by the nanoseconds since the flow last moved, plus the slack */
+	uint64_t far = 200 + 3 * S_NS + SEQ_SLACK;
+	CHECK(!seq_track(t, 9000, far, true, NOW + 2 * S_NS, &c), "3 s of frames 2 s later: refused");
+	CHECK(seq_track(t, 9000, far, true, NOW + 3 * S_NS, &c) && c.lost == (int64_t)(far - 200),
+	      "3 s later: a real gap (lost %lld)", (long long)c.lost);
+	CHECK(seq_track(t, 9000, far + 1, true, NOW + 3 * S_NS, &c) && c.lost == (int64_t)(far - 200), "in order again");
+	/* behind: by the slack at most */
+	CHECK(!seq_track(t, 9000, 150, true, NOW + 3 * S_NS, &c) && c.reordered == 0 && c.duplicate == 0,
+	      "a number far behind the flow is refused");
+	CHECK(seq_track(t, 9000, far - 5000, true, NOW + 3 * S_NS, &c) && c.reordered == 1, "late within the slack");
+
+	/* a new flow: its first number within the nanoseconds since boot */
+	CHECK(!seq_track(t, 9001, UINT64_C(1) << 61, true, NOW, &c) && t->nflows == 1, "absurd first number");
+	CHECK(seq_track(t, 9001, NOW / 2, true, NOW, &c) && t->nflows == 2, "a long-running sender's number");
 	seq_free(t);
 }
 
 int main(void)
 {
 	cases();
+	bounded();
 	window_wrap();
 	warmup();
 	flows();

@@ -35,7 +35,10 @@ static inline bool rx_measure(struct run *r, const uint8_t *d, uint16_t flow, bo
 
 	warm |= (seq & SEQ_WARMUP) != 0;
 	seq &= ~SEQ_WARMUP;
-	seq_track(r->seq, flow, seq, !warm, &c->seq);
+	if (!seq_track(r->seq, flow, seq, !warm, now_ns, &c->seq)) {
+		c->bad++;          /* a number no sender of ours could have reached */
+		return false;
+	}
 	if (warm) {
 		c->warmup_packets++;
 		return false;

@@ -42,31 +42,41 @@ static void start_counting(struct flow_seq *f, uint64_t s)
 	f->count_from = s >= f->next ? s : f->next;
 }
 
-void seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, struct seq_counts *c)
+bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, uint64_t now_ns,
+	       struct seq_counts *c)
 {
 	unsigned slot = t->slot[key];
 	struct flow_seq *f;
 
 	if (__builtin_expect(!slot, 0)) {
+		if (s > now_ns + SEQ_SLACK)
+			return false;
 		if (t->nflows == SEQ_MAX_FLOWS) {
 			t->untracked++;
-			return;
+			return true;
 		}
 		slot = t->slot[key] = (uint16_t)++t->nflows;
 		f = &t->flows[slot - 1];
 		f->next = s;
+		f->head_ns = now_ns;
 	}
 	f = &t->flows[slot - 1];
-	if (count && !f->counting)
-		start_counting(f, s);
 
 	if (__builtin_expect(s == f->next, 1)) {
+		if (count && !f->counting)
+			start_counting(f, s);
 		mark(f, s);
 		f->next++;
-		return;
+		f->head_ns = now_ns;
+		return true;
 	}
 	if (s > f->next) {
 		uint64_t gap = s - f->next;
+		uint64_t since = now_ns > f->head_ns ? now_ns - f->head_ns : 0;
+		if (gap > since + SEQ_SLACK)
+			return false;
+		if (count && !f->counting)
+			start_counting(f, s);
 		if (gap >= SEQ_WINDOW)
 			memset(f->seen, 0, sizeof(f->seen));
 		else
@@ -81,14 +91,19 @@ void seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, stru
 		}
 		mark(f, s);
 		f->next = s + 1;
-		return;
+		f->head_ns = now_ns;
+		return true;
 	}
 	/* late: s < next */
+	if (f->next - s > SEQ_SLACK)
+		return false;
+	if (count && !f->counting)
+		start_counting(f, s);
 	bool in_window = f->next - s <= SEQ_WINDOW;
 	if (in_window && seen(f, s)) {
 		if (count)
 			c->duplicate++;
-		return;
+		return true;
 	}
 	if (in_window)
 		mark(f, s);
@@ -98,4 +113,5 @@ void seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, stru
 		f->lost--;
 		c->lost--;
 	}
+	return true;
 }
