@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnfperf import SystemFailure, cpu, functions
+from cnfperf import SystemFailure, cpu, functions, udp_errors
 from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
@@ -122,6 +122,7 @@ class Trial:
         # Each listens on its upstream link before its upstream neighbour starts.
         nfs = [nf for p in pairs for nf in reversed(p.nfs)]
         before = self.bed.dataplane.counters()
+        udp_before = self._udp_counters()
         self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
             pair = pairs[ep.pair]
@@ -159,6 +160,7 @@ class Trial:
         for depth in range(self.s.nfs):
             self._stop_commands([p.nfs[depth] for p in pairs if p.nfs[depth] not in engine_nfs])
         after = self.bed.dataplane.counters()
+        udp_after = self._udp_counters()
         # No engine polls any more: ports may close now.
         self._release(senders)
         # From the sender's side, one depth at a time: no two ends of a link close at once.
@@ -167,12 +169,24 @@ class Trial:
         self._release(receivers)
         result = self._result(before, after)
         result.queues = queues
+        for m in result.endpoints:
+            for column, n in udp_errors.dropped(udp_before.get(m.endpoint),
+                                                udp_after.get(m.endpoint)).items():
+                setattr(m, column, n)
         # Every engine has exited and been read: a search's many trials must not
         # keep two descriptors per engine open until the point ends.
         for ep, out in self.outputs.items():
             out.raw.close()
             self.procs[ep].stdout.close()
         return result
+
+    def _udp_counters(self) -> dict[str, dict[str, int] | None]:
+        """With the udp api, each end's kernel UDP counters (udp_errors.py): a
+        datagram its kernel drops never reaches the engine."""
+        if self.s.api != "udp":
+            return {}
+        return {ep.name: udp_errors.read(self.bed.container(ep.name).netns)
+                for pair in self.bed.point.pairs for ep in pair.engines}
 
     def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or

@@ -3,8 +3,10 @@ shape: (title, headers, rows), or None when the run has none of that kind).
 
 - Loss localisation: along each pair's path, what every hop received and sent,
   and where frames were lost: in a link (between two engines; where the data
-  plane counts its ports, before, inside or after it) or inside an NF (its drops
-  by reason, what its egress port refused).
+  plane counts its ports, before, inside or after it; with the udp api, in the
+  receiving end's kernel: udp_errors.py) or inside an NF (its drops by reason,
+  what its egress port refused). Paths without NFs are shown when an end's
+  kernel dropped datagrams.
 - Latency per NF: over points that differ only in `nfs`, the least-squares
   slope of p50 and p99 latency over the number of NFs.
 - NF startup: each NF's ready and first-forward times, and per point the slowest.
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Sequence
 
-from cnfperf import fields
+from cnfperf import fields, udp_errors
 from cnfperf.results.model import DROP_REASONS, busy_ratio
 from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
                                     varying)
@@ -176,27 +178,44 @@ def hops(point: dict[str, Any], pair: int) -> list[Hop]:
         out.append(hop)
         upstream, exact = hop.tx, hop.tx is not None
     up, down = (names[-2], names[-1]) if names else (None, None)
-    out.append(_link(point, up, down, upstream, got, exact and got_exact, "link → receiver"))
+    last = _link(point, up, down, upstream, got, exact and got_exact, "link → receiver")
+    last.why += _kernel_drops(receiver)
+    out.append(last)
     out.append(Hop("recv", shown(receiver), rx=got))
     ends_exact = sent_exact and got_exact and None not in (sent, got)
     total = Hop("total", "end to end", rx=sent, tx=got,
                 lost=sent - got if ends_exact else None)
     total.why = [f"{h.name}: {_n(h.lost)}" + (f" ({', '.join(h.why)})" if h.why else "")
                  for h in out if h.lost]
+    if sender and sender["role"] == "client":   # the echoes its kernel dropped
+        total.why += _kernel_drops(sender, "client", "echoes")
     out.append(total)
     return out
+
+
+def _kernel_drops(e: dict | None, who: str = "receiver", what: str = "datagrams") -> list[str]:
+    """With the udp api: what the end's kernel dropped before its engine saw it."""
+    if e is None:
+        return []
+    return udp_errors.describe(e.get("udp_in_errors"), e.get("udp_in_csum_errors"), who, what)
+
+
+def _kernel_dropped(point: dict[str, Any]) -> bool:
+    return any(e.get("udp_in_errors") for e in point.get("endpoints") or [])
 
 
 def loss_localisation(run: dict[str, Any], brief: bool = False) -> Table | None:
     """A row per hop of every pair's path. `brief` (the end of a run): only the
     paths that lost frames or could not be compared, else one line saying none did."""
-    points = [p for p in done_points(run) if p.get("nf_results")]
+    points = [p for p in done_points(run) if p.get("nf_results") or _kernel_dropped(p)]
     if not points:
         return None
     axes = varying(done_points(run)) or ["switch"]
     rows, paths = [], 0
     for p in points:
-        for pair in sorted({n["pair"] for n in p["nf_results"]}):
+        pairs = {n["pair"] for n in p.get("nf_results") or []} or \
+            {e["pair"] for e in p.get("endpoints") or []}
+        for pair in sorted(pairs):
             path_hops = hops(p, pair)
             paths += 1
             if brief and all(h.lost == 0 for h in path_hops if h.what in ("link", "nf", "total")):

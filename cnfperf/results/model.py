@@ -47,6 +47,10 @@ class EndpointMetrics:
     seconds: float = 0.0          # length of the measured window
     latency: Latency | None = None
     summary: dict[str, Any] = field(default_factory=dict)
+    # udp api: datagrams its node's kernel dropped over the trial (udp_errors.py);
+    # None: another api, or the counters could not be read
+    udp_in_errors: int | None = None
+    udp_in_csum_errors: int | None = None
 
 
 @dataclass

@@ -137,8 +137,14 @@ CREATE TABLE cpu_usage (
 _SCHEMA_8 = """
 ALTER TABLE points ADD COLUMN queues TEXT;
 """
+# With the udp api: the datagrams each end's kernel dropped over the trial, UDP
+# InErrors and, of those, InCsumErrors (udp_errors.py); NULL for other apis.
+_SCHEMA_9 = """
+ALTER TABLE metrics ADD COLUMN udp_in_errors INTEGER;
+ALTER TABLE metrics ADD COLUMN udp_in_csum_errors INTEGER;
+"""
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
-               _SCHEMA_8]
+               _SCHEMA_8, _SCHEMA_9]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
                    "cpu_usage")
