@@ -214,6 +214,15 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
         # them knows them for its own, and nothing can stand behind it.
         raise UserError("nf", f"{s.nf} sends frames back to their sender: it takes nfs = 1 "
                               "and tester = single")
+    if s.api == "udp" and (s.nf == "testpmd" or click_nfs.is_click(s.nf)):
+        # The udp ends' kernels leave each UDP checksum for the device to finish
+        # (checksum offload); testpmd and Click send the frames on as they got
+        # them, unfinished, and the receiver's kernel drops every datagram. The
+        # engine's NFs finish them (engine/README.md, Frames as the wire carried them).
+        raise UserError("nf", f"{s.nf} would send the udp ends' datagrams on with the checksums "
+                              "their kernels leave to the device, and the receiver's kernel would "
+                              "drop every one: use api = raw, mmap or xdp (no checksum), or the "
+                              f"engine's NFs ({', '.join(ENGINE_NFS)})")
 
 
 def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:

@@ -281,8 +281,23 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
     noise = [_noise_pair(s, run_id, octets, pairs, cpus)] if s.noise == "traffic" else []
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
                      cpus=tuple(cpus),
-                     warnings=tuple(_warnings(s, pairs + noise, cpus, switch_pollers)),
+                     warnings=(*_warnings(s, pairs + noise, cpus, switch_pollers),
+                               *_checksum_warnings(s)),
                      joins=joins, noise_pairs=tuple(noise))
+
+
+def _checksum_warnings(s: Scenario) -> tuple[str, ...]:
+    """A user's command between udp ends: their kernels leave each UDP checksum
+    for the device to finish (checksum offload), and a command that sends the
+    frames on as it reads them (packet sockets, DPDK's af_packet) leaves them
+    unfinished; the receiver's kernel then drops every datagram. The engine's
+    NFs finish them; testpmd and Click are refused (checks.py); what a command
+    does, only its author knows."""
+    if not (s.nfs and s.api == "udp" and s.nf.startswith(fields.CMD)):
+        return ()
+    return ("the udp ends' kernels leave UDP checksums for the device to finish: a command "
+            "that sends frames on as it reads them must finish them, or the receiver's kernel "
+            "drops every datagram (the loss table says so)",)
 
 
 def _noise_pair(s: Scenario, run_id: str, octets: bytes, pairs: list[Pair],

@@ -69,6 +69,9 @@ BAD_FLAGS = [
     (["--switch", "memif", "--api", "dpdk", "--nfs", "2", "--nf", "testpmd"], "nfs"),
     (["--api", "raw", "--nfs", "1", "--nf", "cmd:my-nf {port1}"], "nf"),
     (["--api", "raw", "--nfs", "1", "--nf", "cmd:my-nf {cpu:q}"], "nf"),
+    # the udp ends' unfinished checksums: testpmd and Click send them on as they are
+    (["--nfs", "1", "--nf", "testpmd", "--nf-api", "dpdk"], "nf"),
+    (["--switch", "bridge", "--nfs", "2", "--nf", "click:strip-encap"], "nf"),
     (["--endpoint-quota", "0"], "endpoint_quota"),
     (["--endpoint-quota", "101"], "endpoint_quota"),          # one core: at most 100 %
     (["--nfs", "1", "--nf-quota", "25", "--runtime", "netns"], "nf_quota"),   # no cgroup

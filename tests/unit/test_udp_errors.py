@@ -118,3 +118,13 @@ def test_an_old_database_gains_the_columns_unknown_for_its_points(tmp_path):
     [row] = point["endpoints"]
     assert row["udp_in_errors"] is None and row["udp_in_csum_errors"] is None
 
+
+def test_a_user_s_command_between_udp_ends_is_warned_about_their_checksums():
+    """testpmd and Click are refused (test_scenario_validation); a command may
+    finish the checksums or not: the plan says what it must do."""
+    def warnings(**flags):
+        [s] = scenarios(None, {"switch": "veth", "nfs": 1, "nf": "cmd:my-nf {iface1} {iface2}",
+                               **flags})
+        return [w for w in place(s, RUN, host_cpus=(0, 1, 2, 3)).warnings if "checksum" in w]
+    assert len(warnings(api="udp")) == 1 and "receiver's kernel drops" in warnings(api="udp")[0]
+    assert warnings(api="raw") == []
