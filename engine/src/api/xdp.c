@@ -267,6 +267,20 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 	if (!conf->rx)
 		scfg.libxdp_flags |= XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
 	err = create_socket(x, conf, own->queue, &scfg);
+	if (err == -EOPNOTSUPP && own->mode == MODE_AUTO && conf->rx) {
+		/* libxdp asks for native mode and gives up when the driver has none
+		 * (macvlan): auto means generic then, as --xdp-mode skb would. The
+		 * failed socket was the umem's own descriptor, still bound to the
+		 * queue, so the umem is made again. */
+		xsk_umem__delete(x->umem);
+		err = xsk_umem__create(&x->umem, x->area, x->area_size, &x->fq, &x->cq, &ucfg);
+		if (err) {
+			x->umem = NULL;
+		} else {
+			mode_flags(MODE_SKB, &scfg);
+			err = create_socket(x, conf, own->queue, &scfg);
+		}
+	}
 	if (err) {
 		fprintf(stderr, "xdp: cannot open an AF_XDP socket on %s queue %u in %s mode: %s%s\n",
 			conf->iface, own->queue, mode_names[own->mode], strerror(-err), bind_hint(-err, own->mode));
