@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "../src/core/packet.h"
+#include "../src/api/pktsock.h"
 
 /* byte-at-a-time RFC 1071 sum: the obvious version, to check the fast one */
 static uint16_t ref_sum(const uint8_t *p, unsigned n, uint32_t sum)
@@ -259,6 +260,28 @@ static void vlan_insert(void)
 	CHECK(frame_classify(f, 64, &flt) == RX_OTHER, "a tagged frame is other");
 }
 
+/* What raw and mmap make of a packet socket's status (pktsock.h). */
+static void wire_form(void)
+{
+	uint8_t buf[PKTSOCK_HEADROOM + 200];
+	uint8_t *f = partial_frame(200), *data = buf + PKTSOCK_HEADROOM;
+	uint16_t len = 200;
+
+	memcpy(data, f, 200);
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER, 0, 0) == data && len == 200 && !memcmp(data, f, 200),
+	      "nothing said, nothing done");
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0) == data && udp_ok(data),
+	      "a checksum the kernel calls unfinished is finished");
+	uint8_t *w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID, 0x0064, 0);
+	CHECK(w == buf && len == 204 && rd16(w + 12) == 0x8100 && rd16(w + 14) == 0x0064 && udp_ok(w + 4),
+	      "a VLAN tag goes back in, 802.1Q unless the kernel says which");
+	memcpy(data, f, 200);
+	len = 200;
+	w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID, 5, 0x88a8);
+	CHECK(w == buf && rd16(w + 12) == 0x88a8 && rd16(w + 14) == 5, "an 802.1ad tag as the kernel says");
+	free(f);
+}
+
 int main(void)
 {
 	known_answer();
@@ -270,6 +293,7 @@ int main(void)
 	finished_checksums_stay();
 	finish_what_it_can();
 	vlan_insert();
+	wire_form();
 	CHECK(wire_bytes(60) == 64 && wire_bytes(1514) == 1518 && wire_bytes(42) == 64, "RFC 2544 sizes");
 	return check_done("packet");
 }
