@@ -125,7 +125,7 @@ def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
         return place(s, run_id, i, total, switch_pollers=dataplane.pollers(s, cores),
                      joins=dataplane.joins)
     return [replace(placed(i, s), key=p.key, group=p.group, rep=p.rep,
-                    label=p.label(swept.plan.axes, swept.plan.repeat))
+                    label=p.label(swept.plan.axes))
             for i, (p, s) in enumerate(zip(swept.plan.points, swept.scenarios))]
 
 

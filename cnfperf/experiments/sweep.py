@@ -162,12 +162,13 @@ class SweepPoint:
     rep: int = 0                # repetition, from 0
     group: str = ""             # hash of params: shared by all repetitions of a point
     key: str = ""               # group + repetition: what --resume compares
+    repeat: int = 1             # repetitions of this point (its part's repeat)
 
-    def label(self, fields: Iterable[str], repeat: int = 1) -> str:
+    def label(self, fields: Iterable[str]) -> str:
         """The point's values of the given fields (the plan's axes), for progress lines."""
         text = " ".join(f"{f}={field_table.show(f, self.params[f])}"
                         for f in fields if f in self.params)
-        return f"{text} rep={self.rep + 1}/{repeat}".strip() if repeat > 1 else text
+        return f"{text} rep={self.rep + 1}/{self.repeat}".strip() if self.repeat > 1 else text
 
 
 @dataclass
@@ -175,14 +176,12 @@ class Plan:
     points: list[SweepPoint]
     axes: dict[str, list]                       # fields with more than one value, in plan order
     fixed: dict[str, Any]                       # fields with one value
-    repeat: int = 1
+    repeat: int = 1                             # the most repetitions of any point
     skipped: list[tuple[dict, str]] = field(default_factory=list)
 
     def describe(self) -> str:
         """What --dry-run prints before the list of points."""
-        lines = [f"{len(self.points)} points"
-                 + (f" ({len({p.group for p in self.points})} x {self.repeat} repetitions)"
-                    if self.repeat > 1 else "")
+        lines = [f"{len(self.points)} points" + self._repetitions()
                  + (f", {len(self.skipped)} skipped" if self.skipped else "")]
         for name, values in self.axes.items():
             some = sum(name in p.params for p in self.points) < len(self.points)
@@ -193,6 +192,15 @@ class Plan:
             lines.append(f"  fixed: {fixed}")
         lines += [f"  {note}" for note in self.skip_notes()]
         return "\n".join(lines)
+
+    def _repetitions(self) -> str:
+        """` (3 x 2 repetitions)`; where parts repeat differently, ` (2 x 10, 4 x 1 repetitions)`."""
+        groups: dict[int, set[str]] = {}
+        for p in self.points:
+            groups.setdefault(p.repeat, set()).add(p.group)
+        if max(groups, default=1) == 1:
+            return ""
+        return " (" + ", ".join(f"{len(g)} x {n}" for n, g in groups.items()) + " repetitions)"
 
     def skip_notes(self) -> list[str]:
         """One line per reason a point was left out; a reason names what it
@@ -248,7 +256,7 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
             continue
         group = point_hash(canonical(params) if canonical else params)
         for rep in range(repeat):
-            points.append(SweepPoint(len(points), params, rep, group, f"{group}-{rep}"))
+            points.append(SweepPoint(len(points), params, rep, group, f"{group}-{rep}", repeat))
     return Plan(points, axes, fixed, repeat, skipped)
 
 
@@ -308,7 +316,8 @@ def merge(plans: list[Plan]) -> Plan:
             for p in plan.points:
                 if p.params.get("switch") == sw and p.key not in seen:
                     seen.add(p.key)
-                    points.append(SweepPoint(len(points), p.params, p.rep, p.group, p.key))
+                    points.append(SweepPoint(len(points), p.params, p.rep, p.group, p.key,
+                                             p.repeat))
     axes: dict[str, list] = {}
     all_fields: list[str] = []
     for plan in plans:
@@ -373,7 +382,7 @@ class Progress:
         width = len(str(len(self.plan.points)))
         eta = self.eta()
         return (f"[{self.finished + 1:>{width}}/{len(self.plan.points)}] "
-                f"{point.label(self.plan.axes, self.plan.repeat) or 'single point'}"
+                f"{point.label(self.plan.axes) or 'single point'}"
                 + (f"  eta {format_seconds(eta)}" if eta is not None else ""))
 
 

@@ -117,7 +117,7 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
         if not state:
             seconds += nominal_seconds(s.model_dump())
         # The sweep's other axes (mmsg, …) and the repetition, after describe()'s.
-        extra = fields.undescribed(p.label(swept.plan.axes, swept.plan.repeat), also=("burst",))
+        extra = fields.undescribed(p.label(swept.plan.axes), also=("burst",))
         lines.append(f"  [{i + 1:>{width}}] {' '.join([s.describe(), f'burst={s.burst}', *extra])}"
                      f"  cores {cores}{state}")
         if s.nfs:

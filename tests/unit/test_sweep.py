@@ -213,6 +213,18 @@ def test_study_parts_do_not_multiply_and_keep_switches_together():
     assert [p.index for p in quick.points] == list(range(len(quick.points)))
 
 
+def test_each_point_is_labelled_with_its_own_parts_repetitions():
+    plan = expand_study({"size": 64, "part": [{"mode": "throughput", "repeat": 2},
+                                              {"mode": "latency", "repeat": 10}]})
+    labels = [p.label(plan.axes) for p in plan.points]
+    assert labels[:3] == ["mode=throughput rep=1/2", "mode=throughput rep=2/2",
+                          "mode=latency rep=1/10"]
+    assert labels[-1] == "mode=latency rep=10/10" and len(labels) == 12
+    assert plan.describe().splitlines()[0] == "12 points (1 x 2, 1 x 10 repetitions)"
+    once = expand_study({"part": [{"mode": "throughput"}, {"mode": "latency", "repeat": 3}]})
+    assert [p.label(once.axes) for p in once.points][0] == "mode=throughput"
+
+
 def test_study_tables_must_be_tables():
     with pytest.raises(ValueError, match="quick: must be a table"):
         expand_study({"size": 64, "quick": 3})
