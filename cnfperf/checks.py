@@ -26,6 +26,7 @@ from cnfperf import SystemFailure, UserError, builds, cgroups, click_nfs, functi
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
+from cnfperf.experiments import sweep
 from cnfperf.plan import links_per_path, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
@@ -34,10 +35,10 @@ from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_c
 
 def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
               quick: bool = False, host: HostFacts | None = None) -> Sweep:
-    """The sweep of a scenario or study file and flags (flags win); raises UserError.
-    With `host`, points whose data plane cannot run here are skipped (and listed)."""
-    doc = read_file(path) if path else {}
-    doc.update({k: v for k, v in (flags or {}).items() if v is not None})
+    """The sweep of a scenario or study file and flags; raises UserError. A flag
+    wins over the file: its top level, [quick] and every [[part]]. With `host`,
+    points whose data plane cannot run here are skipped (and listed)."""
+    doc = sweep.override(read_file(path) if path else {}, flags or {})
     return plan(doc, quick=quick, host=host)
 
 

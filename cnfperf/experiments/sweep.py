@@ -300,6 +300,29 @@ def expand_study(doc: Mapping[str, Any], quick: bool = False,
     return merge(plans)
 
 
+def override(doc: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with the flags given on the command line winning over it:
+    each set at the top level and taken out of [quick], of every [[part]] and of
+    its [part.quick], which would otherwise win over the top level."""
+    given = {k: v for k, v in flags.items() if v is not None}
+
+    def without(table: Any) -> Any:
+        if not isinstance(table, Mapping):
+            return table          # expand_study names the mistake
+        kept = {k: v for k, v in table.items() if k not in given}
+        if isinstance(table.get("quick"), Mapping):
+            kept["quick"] = without(table["quick"])
+        return kept
+
+    out = dict(doc)
+    if "quick" in out:
+        out["quick"] = without(out["quick"])
+    if isinstance(out.get("part"), list):
+        out["part"] = [without(p) for p in out["part"]]
+    out.update(given)
+    return out
+
+
 def merge(plans: list[Plan]) -> Plan:
     """One plan from several, data plane outermost, duplicates (same key) dropped."""
     if len(plans) == 1:

@@ -8,6 +8,7 @@ import pytest
 
 from cnfperf import UserError
 from cnfperf.cleanup import RUN_NAME
+from cnfperf.checks import load_plan
 from cnfperf.cli import main
 from cnfperf.rate import parse as parse_rate
 from harness import scenarios
@@ -180,6 +181,29 @@ def test_flags_override_the_file(tmp_path):
     (tmp_path / "s.toml").write_text('switch = "bridge"\npairs = 0\nrate = "10k"\n')
     [s] = scenarios(tmp_path / "s.toml", {"pairs": 2, "rate": None})
     assert (s.switch, s.pairs, s.rate.pps) == ("bridge", 2, 10_000)
+
+
+STUDY = Path(__file__).resolve().parents[2] / "studies" / "cpu000_tc2_quota.toml"
+
+
+def test_a_flag_wins_over_every_part_and_quick_table_of_a_file():
+    """The study's parts set 64/512/1500 and 64, its [quick] 64: --size wins over all."""
+    plan = load_plan(STUDY, {"size": "128", "repeat": "2"})
+    assert {s.size for s in plan.scenarios} == {128}
+    assert {p.repeat for p in plan.plan.points} == {2}       # the latency part said 3
+    quick = load_plan(STUDY, {"size": "128,256", "duration": "2"}, quick=True)
+    assert {s.size for s in quick.scenarios} == {128, 256}
+    assert {s.duration for s in quick.scenarios} == {2}       # [quick] said 1
+    # what the flag did not name, the parts still set
+    assert {s.mode for s in quick.scenarios} == {"throughput", "latency"}
+
+
+def test_a_flag_wins_over_a_parts_own_quick_table(tmp_path):
+    (tmp_path / "s.toml").write_text('[[part]]\nburst = 4\n[part.quick]\nburst = 8\n'
+                                     '[quick]\nburst = 16\n')
+    assert {s.burst for s in scenarios(tmp_path / "s.toml")} == {4}
+    [s] = load_plan(tmp_path / "s.toml", {"burst": "2"}, quick=True).scenarios
+    assert s.burst == 2
 
 
 def test_defaults_follow_the_mode():

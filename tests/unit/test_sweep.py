@@ -225,6 +225,16 @@ def test_each_point_is_labelled_with_its_own_parts_repetitions():
     assert [p.label(once.axes) for p in once.points][0] == "mode=throughput"
 
 
+def test_flags_override_the_top_level_quick_and_every_part():
+    doc = {"size": 64, "quick": {"size": 128, "duration": 1},
+           "part": [{"size": 256, "quick": {"size": 512}}, {"mode": "latency"}]}
+    flagged = sweep.override(doc, {"size": "1500", "burst": None})
+    assert flagged == {"size": "1500", "quick": {"duration": 1},
+                       "part": [{"quick": {}}, {"mode": "latency"}]}
+    assert doc["part"][0] == {"size": 256, "quick": {"size": 512}}, "the file's own is kept"
+    assert {p.params["size"] for p in expand_study(flagged, quick=True).points} == {1500}
+
+
 def test_study_tables_must_be_tables():
     with pytest.raises(ValueError, match="quick: must be a table"):
         expand_study({"size": 64, "quick": 3})
