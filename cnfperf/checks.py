@@ -43,7 +43,21 @@ def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
 
 
 def plan(doc: dict[str, Any], *, quick: bool = False, host: HostFacts | None = None) -> Sweep:
-    return build(doc, quick=quick, check=check, keep=unusable(host) if host else None)
+    swept = build(doc, quick=quick, check=check, keep=unusable(host) if host else None)
+    _check_plots(doc)
+    return swept
+
+
+def _check_plots(doc: dict[str, Any]) -> None:
+    """A study's plots are the report's: names it does not know fail now, not
+    after the run (the report draws them; matplotlib loads only for a study)."""
+    names = (doc.get("study") or {}).get("plots")
+    if not names:
+        return
+    from cnfperf.report.plots import PLOTS
+    unknown = [n for n in names if n not in PLOTS]
+    if unknown:
+        raise UserError("study.plots", f"unknown {', '.join(unknown)}; known: {', '.join(PLOTS)}")
 
 
 def check(s: Scenario) -> None:

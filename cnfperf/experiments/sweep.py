@@ -33,6 +33,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Iterable, Mapping
 
 from cnfperf import fields as field_table, rate as rates
+from cnfperf.experiments import studies
 
 # Fields that configure the sweep itself and never become an axis.
 SINGLE_VALUED = tuple(field_table.SWEEP_SETTINGS)
@@ -283,13 +284,9 @@ def expand_study(doc: Mapping[str, Any], quick: bool = False,
     own [part.quick]. Parts are then interleaved by data plane, keeping each
     switch's points together.
     """
-    for name in ("quick", "study"):
-        if name in doc and not isinstance(doc[name], Mapping):
-            raise ValueError(f"{name}: must be a table")
+    _check_tables(doc)
     base = {k: v for k, v in doc.items() if k not in STUDY_TABLES}
     parts = doc.get("part") or [{}]
-    if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
-        raise ValueError("part: must be an array of tables ([[part]])")
     plans = []
     for part in parts:
         fields = {**base, **{k: v for k, v in part.items() if k != "quick"}}
@@ -298,6 +295,19 @@ def expand_study(doc: Mapping[str, Any], quick: bool = False,
             fields.update(part.get("quick", {}))
         plans.append(expand(fields, kinds, keep, canonical))
     return merge(plans)
+
+
+def _check_tables(doc: Mapping[str, Any]) -> None:
+    """A study file's tables are tables, [study] holds what studies.TABLE says."""
+    if "quick" in doc and not isinstance(doc["quick"], Mapping):
+        raise ValueError("quick: must be a table")
+    parts = doc.get("part", [])
+    if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
+        raise ValueError("part: must be an array of tables ([[part]])")
+    if any("quick" in p and not isinstance(p["quick"], Mapping) for p in parts):
+        raise ValueError("part.quick: must be a table")
+    if "study" in doc:
+        studies.check_table(doc["study"])
 
 
 def override(doc: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:

@@ -114,6 +114,12 @@ BAD_FILES = [
     ('cpus = "1-"\n', "cpus"),
     ('duration = -1\n', "duration"),
     ('pairs = \n', "scenario"),                      # not TOML
+    ('[study]\ntitle = 3\n', "study.title"),          # a run file's [study] is checked too
+    ('[study]\ntitle = "t"\nplot = ["latency_cdf"]\n', "study.plot"),
+    ('[study]\nplots = "latency_cdf"\n', "study.plots"),
+    ('[study]\nplots = ["latency_cfd"]\n', "study.plots"),
+    ('study = "mine"\n', "study"),
+    ('[[part]]\nsize = 64\nquick = 1\n', "part.quick"),
 ]
 
 

@@ -240,6 +240,12 @@ def test_study_tables_must_be_tables():
         expand_study({"size": 64, "quick": 3})
     with pytest.raises(ValueError, match=r"part: must be an array of tables"):
         expand_study({"size": 64, "part": {"mode": "latency"}})
+    with pytest.raises(ValueError, match=r"study.title: must be text \(got 3\)"):
+        expand_study({"size": 64, "study": {"title": 3}})
+    with pytest.raises(ValueError, match=r"study.figure: unknown key"):
+        expand_study({"size": 64, "study": {"figure": "5"}})
+    with pytest.raises(ValueError, match=r"study.plots: must be a list of plot names"):
+        expand_study({"size": 64, "study": {"plots": ["latency_cdf", 3]}})
 
 
 @pytest.mark.parametrize("path", sorted(STUDIES.glob("*.toml")), ids=lambda p: p.name)
