@@ -55,20 +55,28 @@ def _sweep_flag(name: str) -> Callable[[str], str]:
             parse_values(name, text)
         except ValueError as e:
             why = str(e)
-            raise argparse.ArgumentTypeError(why.split(": ", 1)[1] if ": " in why else why) \
-                from None
+            why = why.split(": ", 1)[1] if ": " in why else why
+            if fields.kinds().get(name) == "bool" and (text.endswith(".toml") or
+                                                       os.path.exists(text)):
+                # `--pin FILE`: the flag took the scenario file for its value
+                why += f" (the scenario file goes before the flags, or say --{name} yes)"
+            raise argparse.ArgumentTypeError(why) from None
         return text
     return check
 
 
 def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> None:
-    """A flag per field of the table (fields.py); every one takes a list or a range."""
+    """A flag per field of the table (fields.py); every one takes a list or a
+    range, and a yes/no field's flag alone means yes (--pin), --no-pin no."""
     if with_fields:
         for f in fields.FIELDS:
             text = (f.help + (f" [{f.unit}]" if f.unit else "")).replace("%", "%%")
             if f.kind == "bool":
-                p.add_argument(f.flag, dest=f.name, action=argparse.BooleanOptionalAction,
-                               default=None, help=text + " (sweep it in a scenario file)")
+                p.add_argument(f.flag, dest=f.name, nargs="?", const="yes",
+                               type=_sweep_flag(f.name), metavar="yes|no",
+                               help=text + " (alone: yes; yes,no sweeps both)")
+                p.add_argument("--no-" + f.flag[2:], dest=f.name, action="store_const",
+                               const="no", help=f"the same as {f.flag} no")
             else:
                 p.add_argument(f.flag, dest=f.name, type=_sweep_flag(f.name), help=text)
     p.add_argument("--repeat", type=_sweep_flag("repeat"), metavar="K",

@@ -65,7 +65,7 @@ def parse_cpus(value: Any) -> tuple[int, ...] | None:
 def _rate_type(f: Field) -> Any:
     def check(value: Any) -> Rate:
         try:
-            return rates.parse(value, f.name, search=f.searchable)
+            return rates.parse(value, f.name, search=f.searchable, zero=f.zero)
         except ValueError as e:
             raise ValueError(_why(e)) from None
     # Points carry, hash and store the plain value (a number, or "ndr").

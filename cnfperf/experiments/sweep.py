@@ -50,7 +50,9 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
     """One value of a field, as the plain JSON value a point carries."""
     kind = kind or field_table.kinds().get(field_name, "str")
     if kind == "rate":
-        return rates.parse(raw, field_name).value()
+        f = field_table.by_name().get(field_name)
+        return rates.parse(raw, field_name, search=f.searchable if f else True,
+                           zero=f.zero if f else "").value()
     if kind == "int":
         if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
             raise ValueError(f"{field_name}: {raw!r} is not a whole number")
@@ -76,7 +78,7 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
             return True
         if s in _FALSE:
             return False
-        raise ValueError(f"{field_name}: '{raw}' is not true/false")
+        raise ValueError(f"{field_name}: '{raw}' is not yes or no (true/false)")
     if isinstance(raw, (dict, list)):
         raise ValueError(f"{field_name}: {raw!r} is not a single value")
     s = str(raw).strip()

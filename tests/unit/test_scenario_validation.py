@@ -44,7 +44,7 @@ BAD_FLAGS = [
     (["--repeat", "0"], "repeat"),
     (["--rate", "ndr", "--mode", "latency"], "rate"),  # searches are for throughput
     (["--limit", "10k", "--api", "raw"], "limit"),     # raw bypasses the veth's qdisc
-    (["--limit", "ndr"], "limit"),
+    (["--limit", "ndr"], "--limit"),                # a limit is a rate, not a search
     (["--resume", "beef", "--size", "64"], "--resume"),
     (["--duration", "0"], "duration"),
     (["--duration", "abc"], "--duration"),
@@ -101,6 +101,7 @@ BAD_FLAGS = [
      "switch_quota"),   # its one poll core gives at most 100 %
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
+    (["--pin", "maybe"], "--pin"),                   # a yes/no flag takes yes, no or both
 ]
 
 BAD_FILES = [
@@ -210,6 +211,34 @@ def test_a_flag_wins_over_a_parts_own_quick_table(tmp_path):
     assert {s.burst for s in scenarios(tmp_path / "s.toml")} == {4}
     [s] = load_plan(tmp_path / "s.toml", {"burst": "2"}, quick=True).scenarios
     assert s.burst == 2
+
+
+@pytest.mark.parametrize("argv, pins", [
+    (["--pin"], [True]), (["--pin", "no"], [False]), (["--no-pin"], [False]),
+    (["--pin", "yes,no"], [True, False]), (["--pin", "false"], [False]), ([], [True]),
+])
+def test_a_yes_no_flag_alone_means_yes_and_takes_yes_no_or_both(argv, pins, capsys):
+    assert main(["run", "--switch", "bridge", *argv, "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    points = [line for line in lines if line.strip().startswith("[")]
+    unpinned = [line for line in lines if "unpinned" in line]
+    assert len(points) == len(pins) and len(unpinned) == pins.count(False)
+
+
+def test_a_yes_no_flag_before_the_scenario_file_says_where_the_file_goes(tmp_path, capsys):
+    (tmp_path / "s.toml").write_text('switch = "bridge"\n')
+    assert main(["run", "--pin", str(tmp_path / "s.toml"), "--dry-run"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("cnfperf: error: --pin: ") and \
+        "the scenario file goes before the flags, or say --pin yes" in line
+
+
+def test_zero_is_read_back_as_the_word_it_is_shown_as():
+    [s] = scenarios(None, {"rate": "max", "limit": "none", "search_max": "auto"})
+    assert (s.rate.pps, s.limit.pps, s.search_max.pps) == (0, 0, 0)
+    assert s.describe().endswith("rate=max")
+    with pytest.raises(UserError, match="rate: 'none' is not a rate"):
+        scenarios(None, {"rate": "none"})
 
 
 def test_defaults_follow_the_mode():

@@ -78,7 +78,7 @@ def test_rate_kinds():
     ("rate", "3M:0:5M", "rate: '3M:0:5M': step must be > 0"),
     ("duration", "soon", "duration: 'soon' is not a number"),
     ("duration", "inf", "duration: 'inf' is not a finite number"),
-    ("mmsg", "maybe", "mmsg: 'maybe' is not true/false"),
+    ("mmsg", "maybe", "mmsg: 'maybe' is not yes or no"),
     ("switch", " ", "switch: empty"),
 ])
 def test_bad_values_name_the_field(field, raw, message):
