@@ -20,7 +20,7 @@ import os
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from cnfperf import SystemFailure, UserError, builds, cgroups, click_nfs, functions, noise, tools
 from cnfperf.dataplanes import DATAPLANES
@@ -269,11 +269,49 @@ def _problems(host: HostFacts, switch: str, api: str, runtime: str) -> list[str]
     return problems
 
 
+def host_problems(host: HostFacts) -> Callable[[Scenario], list[str]]:
+    """problems(s): what keeps this host from running a valid scenario, each
+    naming what it concerns first (`vpp: not built: run make switches`). The one
+    answer for a study's plan (unusable: such points are left out), a run's
+    preflight (it refuses them) and both dry-runs. Answers are remembered:
+    checks run tools."""
+    known: dict[tuple[str, str, str], list[str]] = {}
+
+    def problems(s: Scenario) -> list[str]:
+        if (s.switch, s.api, s.runtime) not in known:
+            known[(s.switch, s.api, s.runtime)] = _problems(host, s.switch, s.api, s.runtime)
+        found = list(known[(s.switch, s.api, s.runtime)])
+        if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
+            found.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
+        # testpmd runs from the host, or from the tools image that runc gives
+        # every command NF
+        if s.nfs and (s.nf == "testpmd" or
+                      functions.template_of(s.nf) is not None and s.runtime == "runc"):
+            found += tools.problems(tools.TESTPMD)
+        # Click's NFs run the click build (click-dpdk on dpdk), from the host or
+        # in the click image
+        if s.nfs and click_nfs.is_click(s.nf):
+            found += [f"nf {s.nf}: {p}" for p in builds.problems(click_nfs.build_of(s.nf_api))]
+        if s.noise in noise.STRESSORS:
+            found += tools.problems(tools.STRESS_NG)
+        if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
+            found.append("quota: no cgroup cpu controller with CFS quota files here "
+                         "(see cnfperf doctor)")
+        # the netns runtime runs a command from the host: it must be there
+        template = functions.template_of(s.nf) if s.nfs else None
+        if template and s.nf.startswith(CMD) and s.runtime == "netns":
+            program = shlex.split(template)[0]
+            if shutil.which(program) is None:
+                found.append(f"nf {program}: not found on this host's PATH")
+        return list(dict.fromkeys(found))
+    return problems
+
+
 def unusable(host: HostFacts) -> Keep:
     """keep(params) for sweep.expand: why a point cannot run on this host, or None.
     A study asks for "every data plane"; the ones this host lacks are left out,
-    and the plan says why. Answers are remembered: checks run tools."""
-    known: dict[tuple[str, str, str], list[str]] = {}
+    and the plan says why."""
+    problems = host_problems(host)
 
     def keep(params: dict[str, Any]) -> str | None:
         switch, api = str(params.get("switch", "veth")), str(params.get("api", "udp"))
@@ -291,46 +329,18 @@ def unusable(host: HostFacts) -> Keep:
             return None      # check() names the mistake
         if (problem := switch_problem(s)) is not None:
             return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
-        if (switch, api, runtime) not in known:
-            known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
-        problems = known[(switch, api, runtime)]
-        if s.nfs and click_nfs.is_click(s.nf):
-            problems = problems + [f"nf {s.nf}: {p}"
-                                   for p in builds.problems(click_nfs.build_of(s.nf_api))]
-        return "; ".join(problems) or None
+        return "; ".join(problems(s)) or None
     return keep
 
 
 def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
     """Host problems found before anything is created (SystemFailure)."""
-    problems = [f"engine: {host.engine.problem}"] if host.engine.problem else []
-    for s in {(s.switch, s.api, s.runtime): s for s in scenarios}.values():
-        problems += _problems(host, s.switch, s.api, s.runtime)
+    problems = host_problems(host)
+    found = [f"engine: {host.engine.problem}"] if host.engine.problem else []
     for s in scenarios:
-        if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
-            problems.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
-        # testpmd runs from the host, or from the tools image that runc gives
-        # every command NF
-        if s.nfs and (s.nf == "testpmd" or
-                      functions.template_of(s.nf) is not None and s.runtime == "runc"):
-            problems += tools.problems(tools.TESTPMD)
-        # Click's NFs run the click build (click-dpdk on dpdk), from the host or
-        # in the click image
-        if s.nfs and click_nfs.is_click(s.nf):
-            problems += builds.problems(click_nfs.build_of(s.nf_api))
-        # the netns runtime runs a command from the host: it must be there
-        template = functions.template_of(s.nf) if s.nfs else None
-        if s.noise in noise.STRESSORS:
-            problems += tools.problems(tools.STRESS_NG)
-        if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
-            problems.append("quota: no cgroup cpu controller with CFS quota files here "
-                            "(see cnfperf doctor)")
-        if template and s.nf.startswith(CMD) and s.runtime == "netns":
-            program = shlex.split(template)[0]
-            if shutil.which(program) is None:
-                problems.append(f"nf {program}: not found on this host's PATH")
-    if problems:
-        raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
+        found += problems(s)
+    if found:
+        raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(found)))
 
 
 def matrix(host: HostFacts) -> dict:

@@ -189,15 +189,28 @@ def _run(args: argparse.Namespace) -> int:
                             host=host if spec.get("skip_unusable") else None)
         swept.spec = spec
         if args.dry_run:
-            print(plan_text(swept, runner.test_points(swept, run_id), store.done_keys(run_id)))
-            return 0
+            return _dry_run(swept, host, run_id, store.done_keys(run_id))
         return _execute(args, swept, engine, host, resume=run_id)[0]
     swept = checks.load_plan(args.scenario, flags)   # UserError: nothing created yet
-    if args.dry_run:
-        print(plan_text(swept, runner.test_points(swept, "0000")))
-        return 0
     engine = find_engine()
-    return _execute(args, swept, engine, gather(engine))[0]
+    host = gather(engine)
+    if args.dry_run:
+        return _dry_run(swept, host)
+    return _execute(args, swept, engine, host)[0]
+
+
+def _dry_run(swept: Any, host: Any, run_id: str = "0000", done: set[str] = frozenset()) -> int:
+    """The plan as the run would place it, each point this host cannot run
+    flagged with why (checks.host_problems: what a study leaves out, a run's
+    preflight refuses); the run is not started, whatever it would find."""
+    problems = checks.host_problems(host)
+    points = runner.test_points(swept, run_id)
+    print(plan_text(swept, points, done, problems))
+    cannot = [p for p in points if p.key not in done and problems(p.scenario)]
+    if cannot:
+        print(f"cnfperf: this host cannot run {len(cannot)} of {len(points)} points (cannot run "
+              "here, above): the run would stop before it starts", file=sys.stderr)
+    return 0
 
 
 def _study(args: argparse.Namespace) -> int:
@@ -210,8 +223,7 @@ def _study(args: argparse.Namespace) -> int:
     swept = checks.load_plan(path, {"repeat": args.repeat}, quick=args.quick, host=host)
     swept.spec["study"] = path.stem
     if args.dry_run:
-        print(plan_text(swept, runner.test_points(swept, "0000")))
-        return 0
+        return _dry_run(swept, host)
     code, run_id, store = _execute(args, swept, engine, host)
     run = store.run(run_id)
     if _has_results(run):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from cnfperf import fields
 from cnfperf.experiments.sweep import format_seconds, nominal_seconds
@@ -102,9 +102,11 @@ def summary_table(table: tuple[str, list[str], list[list[Any]]], note: str = "")
     return f"{text}\n{textwrap.fill(note, 100)}" if note else text
 
 
-def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozenset()) -> str:
+def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozenset(),
+              problems: Callable[[Any], list[str]] | None = None) -> str:
     """What --dry-run prints: the sweep, then every point with its cores, as
-    the run would place them (runner.test_points)."""
+    the run would place them (runner.test_points), and with `problems`
+    (checks.host_problems) what keeps this host from running it."""
     lines = [swept.plan.describe(), "points"]
     width = len(str(len(swept.scenarios)))
     seconds = 0.0
@@ -128,6 +130,7 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
         if s.noise != "none":
             lines.append(f"        noise: {s.noise} on {s.noise_on}")
         lines += [f"        warning: {w}" for w in placed.warnings]
+        lines += [f"        cannot run here: {why}" for why in (problems(s) if problems else ())]
     switches = ", ".join(dict.fromkeys(s.switch for s in swept.scenarios))
     lines.append(f"data planes: {switches}; traffic time ≥ {format_seconds(seconds)} "
                  "(plus setup and teardown of every point)")
