@@ -22,12 +22,13 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from cnfperf import SystemFailure, UserError, builds, cgroups, click_nfs, functions, noise, tools
+from cnfperf import (SystemFailure, UserError, builds, cgroups, click_nfs, fields, functions,
+                     noise, testers, tools)
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
 from cnfperf.experiments import sweep
-from cnfperf.plan import links_per_path, usable_cpus
+from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
                               validate)
@@ -43,9 +44,32 @@ def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
 
 
 def plan(doc: dict[str, Any], *, quick: bool = False, host: HostFacts | None = None) -> Sweep:
-    swept = build(doc, quick=quick, check=check, keep=unusable(host) if host else None)
+    """The sweep of a document; each point's key is hashed from the scenario as it
+    runs (its tester chosen: place_point), so that a tester auto chose and the same
+    one set are one point, and an older run's points keep their keys."""
+    swept = build(doc, quick=quick, check=check, keep=unusable(host) if host else None,
+                  settle=lambda s: place_point(s).scenario)
     _check_plots(doc)
     return swept
+
+
+def replan(spec: dict[str, Any], host: HostFacts | None = None) -> Sweep:
+    """A stored run's plan rebuilt for --resume, with the defaults it was made
+    with (fields.CHANGED_DEFAULTS: a run older than a change kept the old ones)."""
+    defaults = {**fields.CHANGED_DEFAULTS, **(spec.get("defaults") or {})}
+    swept = plan({**defaults, **spec["doc"]}, quick=spec.get("quick", False),
+                 host=host if spec.get("skip_unusable") else None)
+    swept.spec = spec
+    return swept
+
+
+def place_point(s: Scenario, run_id: str = "0000", index: int = 0,
+                total: int = 1) -> TestPoint:
+    """A point placed on this host as it will run: with its data plane's pollers
+    counted and its way of joining links, its tester chosen (plan.place)."""
+    dataplane = DATAPLANES[s.switch]
+    return place(s, run_id, index, total,
+                 switch_pollers=dataplane.pollers(s, len(point_cpus(s))), joins=dataplane.joins)
 
 
 def _check_plots(doc: dict[str, Any]) -> None:
@@ -92,17 +116,8 @@ def check(s: Scenario) -> None:
         _check_nfs(s, dataplane)
     if (problem := switch_problem(s)) is not None:
         raise UserError(*problem)
-    if s.tester == "single" and s.api == "udp":
-        # Both ends' addresses would be local to its one netns: the kernel would
-        # hand the frames over inside, never through the path.
-        raise UserError("tester", "a single tester builds its own frames: use an L2 api "
-                                  "(raw, mmap, xdp, dpdk), not udp")
-    if s.tester == "single" and not s.nfs and s.switch in ("vhost", "memif"):
-        # net_vhost opens its socket only once configured, after EAL has probed the
-        # virtio-user port that should connect to it; memif refuses both ends of one
-        # socket in one process.
-        raise UserError("tester", f"a single tester cannot hold both ends of one {s.switch} "
-                                  "link: put a network function between them (nfs ≥ 1)")
+    if (refused := testers.problem(s)) is not None:
+        raise UserError(refused.field, refused.why)
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
         missing = sorted(set(s.cpus) - usable)
@@ -224,9 +239,9 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
         # ports until no one polls.
         raise UserError("nfs", f"{s.nf.split()[0]} NFs cannot be neighbours on memif "
                                "(stopping one crashes the other): nfs = 1, or the engine's NFs")
-    if s.nf in ONE_PORT_NFS and (s.nfs != 1 or s.tester != "single"):
-        # It sends frames back unchanged but for the MACs: only the engine that sent
-        # them knows them for its own, and nothing can stand behind it.
+    if s.nf in ONE_PORT_NFS and s.nfs != 1:
+        # It sends frames back where they came from: nothing can stand behind it
+        # (and only a single tester takes them: testers.refusal).
         raise UserError("nf", f"{s.nf} sends frames back to their sender: it takes nfs = 1 "
                               "and tester = single")
 

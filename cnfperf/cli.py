@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
-from cnfperf import SystemFailure, UserError, __version__, checks, fields, runner
+from cnfperf import SystemFailure, UserError, __version__, checks, fields, runner, testers
 from cnfperf.cleanup import cleanup
 from cnfperf.engine import find_engine
 from cnfperf.experiments import studies
@@ -185,9 +185,7 @@ def _run(args: argparse.Namespace) -> int:
                                         "(made by an older cnfperf); run it again instead")
         engine = find_engine()
         host = gather(engine)
-        swept = checks.plan(spec["doc"], quick=spec.get("quick", False),
-                            host=host if spec.get("skip_unusable") else None)
-        swept.spec = spec
+        swept = checks.replan(spec, host)
         if args.dry_run:
             return _dry_run(swept, host, run_id, store.done_keys(run_id))
         return _execute(args, swept, engine, host, resume=run_id)[0]
@@ -329,6 +327,8 @@ class _ProgressLine:
             text = key = f"{head} … {p.phase}"
             if p.phase == "setup" and p.detail:   # on a terminal only: not a line each
                 text += f" {p.detail}"
+            elif p.phase == "setup" and p.point.tester_why != testers.SET:
+                text += f"  (tester {p.point.tester_why})"
             if p.phase == "setup" and p.eta is not None:
                 text += f"  (eta {format_seconds(p.eta)})"
         if self.tty:

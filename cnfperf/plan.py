@@ -12,7 +12,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from cnfperf import PREFIX, click_nfs, fields
+from cnfperf import PREFIX, click_nfs, fields, testers
 from cnfperf.fields import ENGINE_NFS, MAX_NFS, NOISE_PLACES, ONE_PORT_NFS, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, parse_cpus
 
@@ -145,7 +145,10 @@ class TestPoint:
     pairs: tuple[Pair, ...]
     cpus: tuple[int, ...]
     warnings: tuple[str, ...] = field(default=())
-    pollers: int = 0   # busy-polling threads on its cores (busy_pollers)
+    # Why its tester (testers.choose: "set", or auto's reason), and the busy
+    # pollers it counted on its cores
+    tester_why: str = testers.SET
+    pollers: int = 0
     # From the sweep (experiments/sweep.py): what --resume compares, the
     # repetition, and the values of the swept fields for progress lines.
     key: str = ""
@@ -250,16 +253,24 @@ def usable_cpus() -> tuple[int, ...]:
 def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
           host_cpus: tuple[int, ...] | None = None, switch_pollers: int = 0,
           joins: str = "switch") -> TestPoint:
-    """Where each endpoint and network function runs. `switch_pollers`: threads
-    the data plane itself spins on (its DataPlane.pollers), counted against
-    the cores; `joins`: how it joins a link (DataPlane.joins)."""
+    """Where each endpoint and network function runs, and with tester = auto,
+    which tester (testers.choose: here the busy pollers are counted). The
+    point's scenario has its tester chosen. `switch_pollers`: threads the data
+    plane itself spins on (its DataPlane.pollers), counted against the cores;
+    `joins`: how it joins a link (DataPlane.joins)."""
     cpus = tuple(s.cpus or host_cpus or usable_cpus())
-    pairs = _pairs(s, run_id, cpus)
-    noise = [_noise_pair(s, run_id, pairs, cpus)] if s.noise == "traffic" else []
-    pollers = busy_pollers(s, pairs + noise, switch_pollers)
+
+    def laid_out(tester: str) -> tuple[Scenario, list[Pair], list[Pair], int]:
+        t = s if s.tester == tester else s.model_copy(update={"tester": tester})
+        pairs = _pairs(t, run_id, cpus)
+        noise = [_noise_pair(t, run_id, pairs, cpus)] if t.noise == "traffic" else []
+        return t, pairs, noise, busy_pollers(t, pairs + noise, switch_pollers)
+
+    tester, why = testers.choose(s, lambda t: laid_out(t)[3], len(cpus))
+    s, pairs, noise, pollers = laid_out(tester)
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
                      cpus=cpus, warnings=tuple(_warnings(pollers, cpus)), joins=joins,
-                     noise_pairs=tuple(noise), pollers=pollers)
+                     noise_pairs=tuple(noise), tester_why=why, pollers=pollers)
 
 
 def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...]) -> list[Pair]:

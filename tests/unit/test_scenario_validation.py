@@ -62,7 +62,8 @@ BAD_FLAGS = [
     (["--switch", "veth", "--api", "raw", "--nfs", "1", "--nf-api", "dpdk", "--poll", "interrupt"],
      "poll"),
     (["--nfs", "2", "--nf", "mirror", "--api", "raw", "--tester", "single"], "nf"),
-    (["--nfs", "1", "--nf", "mirror", "--api", "raw"], "nf"),
+    (["--nfs", "1", "--nf", "mirror", "--api", "raw", "--tester", "split"], "nf"),
+    (["--nfs", "1", "--nf", "mirror"], "nf"),        # auto: udp keeps single out, mirror split
     (["--tester", "single", "--switch", "memif", "--api", "dpdk"], "tester"),
     (["--nfs", "2", "--nf", "firewall"], "nf"),
     (["--nfs", "1", "--switch", "memif", "--api", "dpdk", "--nf-api", "raw"], "nf_api"),
