@@ -122,8 +122,9 @@ def summary_table(table: tuple[str, list[str], list[list[Any]]], note: str = "")
 def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozenset(),
               problems: Callable[[Any], list[str]] | None = None) -> str:
     """What --dry-run prints: the sweep, then every point as the run would place
-    it (runner.test_points): its tester and why, its cores, and with `problems`
-    (checks.host_problems) what keeps this host from running it."""
+    it (runner.test_points): its tester, its cores, and with `problems`
+    (checks.host_problems) what keeps this host from running it; then why the
+    testers (tester_notes, as the run's table says it)."""
     lines = [swept.plan.describe(), "points"]
     width = len(str(len(placed_points)))
     seconds = 0.0
@@ -140,8 +141,6 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
         extra = fields.undescribed(p.label(swept.plan.axes), also=("burst",))
         lines.append(f"  [{i + 1:>{width}}] {' '.join([s.describe(), f'burst={s.burst}', *extra])}"
                      f"  cores {cores}{state}")
-        if placed.tester_why != SET:
-            lines.append(f"        tester: {placed.tester_why}")
         if s.nfs:
             lines.append(f"        path: {placed.path()}")
         if not s.pin:
@@ -151,6 +150,9 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
             lines.append(f"        noise: {s.noise} on {s.noise_on}")
         lines += [f"        warning: {w}" for w in placed.warnings]
         lines += [f"        cannot run here: {why}" for why in (problems(s) if problems else ())]
+    lines += [f"  {note}" for note in tester_notes([
+        {"tester": p.scenario.tester, "switch": p.scenario.switch, "tester_why": p.tester_why,
+         "pollers": p.pollers, "cores": len(p.cpus)} for p in placed_points])]
     switches = ", ".join(dict.fromkeys(p.scenario.switch for p in placed_points))
     lines.append(f"data planes: {switches}; traffic time ≥ {format_seconds(seconds)} "
                  "(plus setup and teardown of every point)")

@@ -125,9 +125,9 @@ def test_the_dry_run_says_which_tester_and_why(capsys):
                  "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "[1] ovs dpdk throughput tester=single" in out
-    assert "        tester: auto: split would put 3 busy pollers on 2 cores" in out
     assert "[2] veth dpdk throughput tester=split" in out
-    assert "        tester: auto: split's 2 busy pollers fit on 2 cores" in out
+    assert "  tester single for ovs (auto: split would put 3 busy pollers on 2 cores)\n" in out
+    assert "  tester split for veth (auto: split's 2 busy pollers fit on 2 cores)\n" in out
 
 
 def _stored(tmp_path, *points) -> dict:
