@@ -197,7 +197,8 @@ class Plan:
         return "\n".join(lines)
 
     def _repetitions(self) -> str:
-        """` (3 x 2 repetitions)`; where parts repeat differently, ` (2 x 10, 4 x 1 repetitions)`."""
+        """` (3 x 2 repetitions)`; where parts repeat differently,
+        ` (2 x 10, 4 x 1 repetitions)`."""
         groups: dict[int, set[str]] = {}
         for p in self.points:
             groups.setdefault(p.repeat, set()).add(p.group)
