@@ -104,7 +104,7 @@ def test_a_client_s_kernel_drops_are_echoes_that_did_not_come_back(tmp_path):
 
 
 def test_an_old_database_gains_the_columns_unknown_for_its_points(tmp_path):
-    db = older_store(tmp_path, 8)
+    db = older_store(tmp_path, 9)   # before the columns
     db.execute("INSERT INTO points (run_id, idx, status, switch, mode, scenario) "
                "VALUES ('beef', 0, 'done', 'veth', 'throughput', '{}')")
     point_id = db.execute("SELECT id FROM points").fetchone()[0]
