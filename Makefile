@@ -28,7 +28,7 @@ APT_PACKAGES := \
 	runc busybox-static stress-ng \
 	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
-	tshark tcpdump iperf3 netsniff-ng sockperf chromium-headless-shell \
+	tshark tcpdump iperf3 netsniff-ng sockperf linux-perf chromium-headless-shell \
 	$(SWITCH_BUILD_PACKAGES)
 
 .PHONY: deps build switches test demo docs clean

@@ -67,6 +67,7 @@ TOOLS: dict[str, Tool] = {
     "iperf3": Tool("iperf3"),
     "trafgen": Tool("netsniff-ng"),
     "sockperf": Tool("sockperf"),
+    "perf": Tool("linux-perf"),    # where an NF spends its time (bench/nf_checksums.py)
     "chromium-headless-shell": Tool("chromium-headless-shell"),
 }
 
