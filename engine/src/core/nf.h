@@ -14,8 +14,8 @@
  *
  * Frames that are not IPv4 are dropped as `other`, whatever the kind; l3 also
  * drops malformed IPv4 and headers whose checksum is wrong (`bad`), unrouted
- * destinations (`no_route`) and frames whose TTL would reach 0 (`ttl`). Ports are numbered 0 and 1 here, 1 and 2
- * on the command line. */
+ * destinations (`no_route`) and frames whose TTL would reach 0 (`ttl`). Ports
+ * are numbered 0 and 1 here, 1 and 2 on the command line. */
 #ifndef CNFPERF_NF_H
 #define CNFPERF_NF_H
 

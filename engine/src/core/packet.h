@@ -49,7 +49,8 @@ struct frame_addr {
 
 void frame_build(uint8_t *buf, unsigned len, const struct frame_addr *a);
 uint16_t ip_checksum(const uint8_t *frame);          /* of the IPv4 header, field as 0 */
-bool ip_header_ok(const uint8_t *frame, unsigned ihl); /* its checksum holds, over ihl bytes (options too) */
+/* the IPv4 header's checksum holds, over its ihl bytes (options too) */
+bool ip_header_ok(const uint8_t *frame, unsigned ihl);
 uint16_t udp_checksum(const uint8_t *frame);         /* over pseudo-header, header and data */
 void frame_fix_checksums(uint8_t *frame);            /* both, in place (udp never 0) */
 void frame_set_src_ip(uint8_t *frame, uint32_t ip);  /* keeps both checksums right */
