@@ -19,10 +19,11 @@ HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ov
 def write(run: dict[str, Any], out_dir: Path) -> Path:
     """Writes out_dir/*.png and out_dir/report.html; returns the HTML's path."""
     from cnfperf.report import nf_plots, plots   # matplotlib: only when a report is drawn
+    from cnfperf.report.rows import rows_from_run
 
     spec = run.get("spec") or {}
     study = (spec.get("doc") or {}).get("study") or {}
-    rows = plots.rows_from_run(run)
+    rows = rows_from_run(run)
     out_dir.mkdir(parents=True, exist_ok=True)
     made = (plots.make(rows, out_dir, study["plots"]) if study.get("plots")
             else plots.make_all(rows, out_dir))

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cnfperf.report import nfs, summary
-from cnfperf.report.plots import NoData, Plot, _grid, _save, colour, marker
+from cnfperf.report.draw import grid, save
+from cnfperf.report.plots import NoData, Plot, colour, marker
 
 _STYLE = {"p50": "-", "p99": "--"}
 
@@ -27,7 +28,7 @@ def latency_vs_nfs(slopes: Sequence[nfs.Slope], path: str | Path,
     fields that tell the panels apart, for their titles."""
     if not slopes:
         raise NoData("latency vs NFs: no points that differ only in the number of NFs")
-    fig, panels = _grid(len(slopes))
+    fig, panels = grid(len(slopes))
     for ax, s in zip(panels, slopes):
         xs = [x for x, _, _ in s.points]
         for name, index, slope, base in (("p50", 1, s.p50, s.p50_base),
@@ -48,7 +49,7 @@ def latency_vs_nfs(slopes: Sequence[nfs.Slope], path: str | Path,
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=8)
     fig.suptitle("Latency vs number of network functions", fontsize=11)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def make(run: dict[str, Any], out_dir: str | Path) -> list[Plot]:

@@ -22,6 +22,7 @@ import headless
 from cnfperf.experiments import stats
 from cnfperf.report import html as report_html
 from cnfperf.report import plots
+from cnfperf.report import rows as report_rows
 
 CAPACITY = {"veth": 900_000, "bridge": 700_000, "testpmd": 4_000_000}
 
@@ -70,13 +71,13 @@ def latency_rows(sizes=(64, 512, 1500), bursts=(4, 32, 128)):
 def figures(monkeypatch):
     """Every Figure a plot function saves, to check its labels (the PNG is still written)."""
     saved = []
-    original = plots._save
+    original = plots.save
 
     def keep(fig, path):
         saved.append(fig)
         return original(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots, "save", keep)
     return saved
 
 
@@ -110,7 +111,7 @@ def labels(fig):
 def test_pairs_are_summed_into_one_row_per_point_run():
     rows = [dict(switch="veth", size=64, burst=32, pairs=2, pair=p, rate=1e6, rep=0,
                  point="a", tx_pps=1e6, rx_pps=rx) for p, rx in ((0, 400e3), (1, 600e3))]
-    [run] = plots.throughput_rows(rows)
+    [run] = report_rows.throughput_rows(rows)
     assert run["rx_pps"] == 1e6 and run["sent_pps"] == 2e6
     assert run["rx_pps_per_pair"] == 500e3
     assert "pair" not in run
@@ -128,11 +129,11 @@ def test_rows_from_a_stored_run():
          "size": 64, "burst": 4, "rate": 1000,
          "per_pair": [{"pair": 0, "rx_pps": 1000, "lat_p50_ns": 9000, "latency_histogram": hist}]},
     ]}
-    rows = plots.rows_from_run(run)
+    rows = report_rows.rows_from_run(run)
     assert [(r["point"], r["pair"]) for r in rows] == [(7, 0), (7, 1), (9, 0)]
     assert rows[0]["mmsg"] is True and rows[0]["touch"] is False and rows[0]["cpus"] == "0,1"
     assert rows[2]["hist"] == hist and rows[2]["lat_p50_ns"] == 9000
-    [point] = plots.throughput_rows(rows)
+    [point] = report_rows.throughput_rows(rows)
     assert point["rx_pps"] == pytest.approx(1.7e6) and point["rx_pps_per_pair"] == pytest.approx(8.5e5)
 
 
@@ -421,7 +422,7 @@ def test_report_gives_the_images_and_their_sizes(tmp_path):
 
 
 def test_paths_with_network_functions_are_curves_of_their_own():
-    from cnfperf.report.plots import rows_from_run
+    from cnfperf.report.rows import rows_from_run
     pair = {"pair": 0, "rx_pps": 1.0}
     points = [{"switch": "ovs", "nfs": n, "nf": "l2", "tester": "single", "poll": "busy",
                "mode": "throughput", "per_pair": [pair]} for n in (0, 1, 3)]
