@@ -7,7 +7,6 @@ nothing that plot can show.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -18,30 +17,16 @@ from matplotlib.lines import Line2D
 
 from cnfperf import fields
 from cnfperf.experiments import stats
-from cnfperf.report.draw import dash, figure, finish, grid, legend, save, size_axis, time_axis
-from cnfperf.report.rows import (Row, avg, curve_label, fixed_rate, is_latency, order,
-                                 sorted_unique, throughput_rows, varying, varying_per_switch)
-
-# Data planes keep their colour in every figure of a report.
-_KNOWN = ("veth", "bridge", "macvlan", "xdp", "testpmd", "vhost", "memif", "ovs", "ovs-dpdk")
-_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-            "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-_MARKERS = "os^Dv<>ph*"
+from cnfperf.report import axes as value_axes
+from cnfperf.report.draw import (Pen, curves, figure, finish, grid, legend, save, size_axis,
+                                 time_axis)
+from cnfperf.report.rows import (Row, avg, best, contended, curve_label, fixed_rate, is_latency,
+                                 sorted_unique, throughput_rows, varying,
+                                 varying_per_switch)
 
 
 class NoData(ValueError):
     """The rows hold nothing this plot can show."""
-
-
-def colour(switch: str) -> str:
-    if switch in _KNOWN:
-        return _PALETTE[_KNOWN.index(switch) % len(_PALETTE)]
-    digest = int(hashlib.sha1(switch.encode()).hexdigest(), 16)
-    return _PALETTE[digest % len(_PALETTE)]
-
-
-def marker(switch: str) -> str:
-    return _MARKERS[int(hashlib.sha1(switch.encode()).hexdigest(), 16) % len(_MARKERS)]
 
 
 # --- the plots ----------------------------------------------------------------
@@ -50,36 +35,38 @@ def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
     """Received vs sent rate per data plane (the reference framework's Fig. 5.1,
     "offered" there), one panel per frame size and burst. The x axis is what left
     the senders (tx), not the rate they were asked for: a sender that cannot keep
-    up shows where it stopped."""
+    up shows where it stopped. Both axes turn logarithmic together, so that the
+    diagonal stays one."""
     runs = [r for r in throughput_rows(rows) if fixed_rate(r.get("rate"))]
     if not runs:
         raise NoData("received vs offered: no throughput rows at fixed rates")
     panels = sorted_unique((r.get("size"), r.get("burst")) for r in runs)
     split = varying_per_switch(runs, ("api", "mmsg", "pairs"))
+    keys = ["switch", *split, "rate"]
+    pen = Pen(runs, curves(tuple(r.get(k) for k in keys[:-1]) for r in runs))
     fig, axes = grid(len(panels))
     for ax, (size, burst) in zip(axes, panels):
         mine = [r for r in runs if (r.get("size"), r.get("burst")) == (size, burst)]
-        keys = ["switch", *split, "rate"]
-        rx = avg(mine, keys, "rx_pps")
-        sent = avg(mine, keys, "sent_pps")
-        top = 0.0
-        all_series = sorted_unique(k[:-1] for k in rx)
-        for series in all_series:
-            pts = sorted((sent.get((*series, rate), (rate, 0))[0] or rate, *rx[(*series, rate)])
+        rx, sent, hollow = avg(mine, keys, "rx_pps"), avg(mine, keys, "sent_pps"), \
+            contended(mine, keys)
+        values: list[float] = []
+        for series in curves(k[:-1] for k in rx):
+            pts = sorted((sent.get((*series, rate), (rate, 0))[0] or rate, *rx[(*series, rate)],
+                          hollow[(*series, rate)])
                          for rate in (k[-1] for k in rx if k[:-1] == series))
-            xs = [p[0] / 1e6 for p in pts]
-            ys = [p[1] / 1e6 for p in pts]
-            top = max(top, *xs, *ys)
-            ax.errorbar(xs, ys, yerr=[p[2] / 1e6 for p in pts], color=colour(series[0]),
-                        marker=marker(series[0]), ms=4, capsize=2,
-                        ls=dash(series, all_series),
-                        label=curve_label(series[0], dict(zip(split, series[1:]))))
-        ax.plot([0, top], [0, top], ls="--", color="0.6", lw=1, label="received = sent")
-        ax.set_xlabel("sent rate (Mpps)")
-        ax.set_ylabel("received rate (Mpps)")
-        finish(ax, f"{size} B frames, burst {burst}")
-        ax.set_xlim(left=0)
+            xs, ys = [p[0] / 1e6 for p in pts], [p[1] / 1e6 for p in pts]
+            values += xs + ys
+            pen.curve(ax, series[0], xs, ys, [p[2] / 1e6 for p in pts], [p[3] for p in pts],
+                      ls=pen.dash(series),
+                      label=curve_label(series[0], dict(zip(split, series[1:]))))
+        # x takes y's values too: the same scale both ways keeps the diagonal one
+        log = value_axes.values_axis(ax, values, "x")
+        low, top = ax.get_xlim() if log else (0, max(values))
+        ax.plot([low, top], [low, top], ls="--", color="0.6", lw=1, label="received = sent")
+        ax.set_xlabel(value_axes.with_scale("sent rate (Mpps)", log))
+        finish(ax, f"{size} B frames, burst {burst}", values, "received rate (Mpps)")
     fig.suptitle("Received vs sent rate", fontsize=11)
+    pen.footnote(fig)
     return save(fig, path)
 
 
@@ -93,32 +80,33 @@ def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
     if not runs:
         raise NoData("throughput vs size: no throughput rows")
     split = varying_per_switch(runs, ("burst", "pairs", "api", "mmsg"))
-    keys = ["switch", *split, "size", "rate"]
-    per_rate = avg(runs, keys, "rx_pps_per_pair")
-    best: dict[tuple, tuple[float, float]] = {}
-    for k, v in per_rate.items():
-        if k[:-1] not in best or v[0] > best[k[:-1]][0]:
-            best[k[:-1]] = v
-    sizes = sorted_unique(k[-1] for k in best)
+    top = best(runs, ["switch", *split, "size", "rate"], "rx_pps_per_pair")
+    sizes = sorted_unique(k[-1] for k in top)
     per_pair = any(r["pairs"] > 1 for r in runs)
-    fig = figure(2)
+    fig = figure(2, height=4.2)
     ax_pps, ax_bps = fig.subplots(1, 2)
-    all_series = sorted_unique(k[:-1] for k in best)
+    all_series = curves(k[:-1] for k in top)
+    pen = Pen(runs, all_series)
+    mpps, gbps = [], []
     for series in all_series:
-        pts = sorted((k[-1], *best[k]) for k in best if k[:-1] == series)
-        label = curve_label(series[0], dict(zip(split, series[1:])))
-        style = dict(color=colour(series[0]), marker=marker(series[0]), ms=4, capsize=2,
-                     ls=dash(series, all_series), label=label)
-        ax_pps.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
-                        yerr=[p[2] / 1e6 for p in pts], **style)
-        ax_bps.errorbar([p[0] for p in pts], [p[1] * p[0] * 8 / 1e9 for p in pts],
-                        yerr=[p[2] * p[0] * 8 / 1e9 for p in pts], **style)
+        pts = sorted((k[-1], *top[k]) for k in top if k[:-1] == series)
+        sizes_, hollow = [p[0] for p in pts], [p[3] for p in pts]
+        style = dict(ls=pen.dash(series),
+                     label=curve_label(series[0], dict(zip(split, series[1:]))))
+        ys = [p[1] / 1e6 for p in pts]
+        pen.curve(ax_pps, series[0], sizes_, ys, [p[2] / 1e6 for p in pts], hollow, **style)
+        bits = [p[1] * p[0] * 8 / 1e9 for p in pts]
+        pen.curve(ax_bps, series[0], sizes_, bits, [p[2] * p[0] * 8 / 1e9 for p in pts],
+                  hollow, **style)
+        mpps += ys
+        gbps += bits
     unit = " per pair" if per_pair else ""
-    for ax, ylabel, title in ((ax_pps, f"max received rate{unit} (Mpps)", "packets"),
-                              (ax_bps, f"max received rate{unit} (Gbps)", "bits (frame bytes)")):
+    for ax, ylabel, title, values in (
+            (ax_pps, f"max received rate{unit} (Mpps)", "packets", mpps),
+            (ax_bps, f"max received rate{unit} (Gbps)", "bits (frame bytes)", gbps)):
         size_axis(ax, sizes)
-        ax.set_ylabel(ylabel)
-        finish(ax, f"Maximum throughput vs frame size: {title}")
+        finish(ax, f"Maximum throughput vs frame size: {title}", values, ylabel)
+    pen.footnote(fig)
     return save(fig, path)
 
 
@@ -131,30 +119,30 @@ def scalability(rows: Iterable[Row], path: str | Path) -> str:
     sizes = sorted_unique(r.get("size") for r in runs)
     fig = figure(2, len(sizes))
     axes = fig.subplots(len(sizes), 2, squeeze=False)
+    pen = Pen(runs)
     for (ax_pair, ax_total), size in zip(axes, sizes):
         mine = [r for r in runs if r.get("size") == size]
-        for value, ax in (("rx_pps_per_pair", ax_pair), ("rx_pps", ax_total)):
-            per_rate = avg(mine, ("switch", "pairs", "rate"), value)
-            best: dict[tuple, tuple[float, float]] = {}
-            for k, v in per_rate.items():
-                if k[:2] not in best or v[0] > best[k[:2]][0]:
-                    best[k[:2]] = v
-            for switch in sorted_unique(k[0] for k in best):
-                pts = sorted((k[1], *best[k]) for k in best if k[0] == switch)
-                ax.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
-                            yerr=[p[2] / 1e6 for p in pts], color=colour(switch),
-                            marker=marker(switch), ms=4, capsize=2, label=switch)
+        for value, ax, ylabel, title in (
+                ("rx_pps_per_pair", ax_pair, "received rate per pair (Mpps)", "mean per pair"),
+                ("rx_pps", ax_total, "total received rate (Mpps)", "total of all pairs")):
+            top = best(mine, ("switch", "pairs", "rate"), value)
+            values: list[float] = []
+            for switch in curves(k[0] for k in top):
+                pts = sorted((k[1], *top[k]) for k in top if k[0] == switch)
+                ys = [p[1] / 1e6 for p in pts]
+                pen.curve(ax, switch, [p[0] for p in pts], ys, [p[2] / 1e6 for p in pts],
+                          [p[3] for p in pts], label=switch)
+                values += ys
             ax.set_xticks(sorted_unique(r["pairs"] for r in mine))
             ax.set_xlabel("pairs (sender/receiver)")
-        ax_pair.set_ylabel("received rate per pair (Mpps)")
-        ax_total.set_ylabel("total received rate (Mpps)")
-        finish(ax_pair, f"{size} B: mean per pair")
-        finish(ax_total, f"{size} B: total of all pairs")
+            finish(ax, f"{size} B: {title}", values, ylabel)
+    pen.footnote(fig)
     return save(fig, path)
 
 
 def _latency_stats(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple, dict[str, float]]:
-    """{point values: {"p50": ns, "p99": ns, "mean": ns}}; histograms of repetitions merged."""
+    """{point values: {"p50": ns, "p99": ns, "mean": ns, "contended": 0/1}};
+    histograms of repetitions merged."""
     groups: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
         groups[tuple(r.get(k) for k in keys)].append(r)
@@ -172,6 +160,8 @@ def _latency_stats(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple, dict
                 if vals:
                     values[name] = stats.mean(vals)
         out[k] = {n: v for n, v in values.items() if v is not None}
+        if out[k] and any(m.get("contended") for m in members):
+            out[k]["contended"] = 1
     return out
 
 
@@ -200,34 +190,39 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
         raise NoData("rtt vs size: no latency rows")
     bursts = sorted_unique(k[1] for k in table)
     fig, axes = grid(len(bursts))
+    pen = Pen(rows)
     for ax, burst in zip(axes, bursts):
-        switches = sorted_unique(k[0] for k in table if k[1] == burst)
+        switches = curves(k[0] for k in table if k[1] == burst)
+        values: list[float] = []
         for switch in switches:
             pts = sorted((k[2], table[k]) for k in table if k[:2] == (switch, burst))
             for name in show:
-                xy = [(size, v[name] / 1e3) for size, v in pts if name in v]
+                xy = [(size, v[name] / 1e3, bool(v.get("contended"))) for size, v in pts
+                      if name in v]
                 if xy:
-                    ax.plot(*zip(*xy), color=colour(switch), marker=marker(switch), ms=4,
-                            ls=_STAT_STYLE.get(name, "-"))
+                    xs, ys, hollow = zip(*xy)
+                    pen.curve(ax, switch, xs, ys, hollow=hollow, ls=_STAT_STYLE.get(name, "-"),
+                              alpha=1.0 if name == "p50" else 0.75)
+                    values += ys
         size_axis(ax, sorted_unique(k[2] for k in table if k[1] == burst))
-        ax.set_ylabel(f"{words} (µs)")
-        handles = [Line2D([], [], color=colour(s), marker=marker(s), label=s) for s in switches]
+        handles = [pen.handle(s) for s in switches]
         handles += [Line2D([], [], color="0.3", ls=_STAT_STYLE.get(n, "-"), label=n) for n in show]
         legend(ax, handles=handles)
-        ax.set_title(f"{short} vs frame size, burst {burst}", fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.set_ylim(bottom=0)
+        finish(ax, f"{short} vs frame size, burst {burst}", values, f"{words} (µs)")
+    pen.footnote(fig)
     return save(fig, path)
 
 
 MAX_CDF_PANELS = 6
+CONTENDED = " (CPU-contended)"   # a CDF curve's label when its points were
 
 
 def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
     """Cumulative distribution of latency (round-trip or one-way): one panel per frame size and
     burst, one curve per data plane, histograms of repetitions merged. With more
     than MAX_CDF_PANELS combinations only the smallest burst at the smallest and
-    largest frame size are drawn (the rest are in the tables)."""
+    largest frame size are drawn (the rest are in the tables). A curve has no
+    markers to hollow: one measured under contention says so in its label."""
     rows = [r for r in rows if is_latency(r) and r.get("hist")]
     if not rows:
         raise NoData("latency CDF: no latency histograms")
@@ -238,21 +233,28 @@ def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
         sizes = [s for s, b in panels if b == burst]
         panels = sorted_unique([(min(sizes), burst), (max(sizes), burst)])
     fig, axes = grid(len(panels), width=5.6, height=4.0)
+    pen = Pen(rows)
     for ax, (size, burst) in zip(axes, panels):
         groups: dict[str, list] = defaultdict(list)
+        hollow = contended([r for r in rows if (r.get("size"), r.get("burst")) == (size, burst)],
+                           ("switch",))
         for r in rows:
             if (r.get("size"), r.get("burst")) == (size, burst):
                 groups[r["switch"]].append(r["hist"])
-        for switch in sorted(groups):
+        xs_all: list[float] = []
+        for switch in curves(groups):
             curve = stats.cdf(stats.merge_histograms(groups[switch]))
             if curve:
-                ax.step([max(x, 1.0) / 1e3 for x, _ in curve], [y for _, y in curve],
-                        where="post", color=colour(switch), label=switch)
-        time_axis(ax)
+                xs = [max(x, 1.0) / 1e3 for x, _ in curve]
+                ax.step(xs, [y for _, y in curve], where="post",
+                        color=pen.style_of(switch).colour,
+                        label=switch + (CONTENDED if hollow[(switch,)] else ""))
+                xs_all += xs
+        time_axis(ax, xs_all)
         ax.set_xlabel(f"{words} (µs, log scale)")
         ax.set_ylabel(f"fraction of packets ≤ {short}")
         ax.set_ylim(0, 1.01)
-        ax.grid(True, which="both", alpha=0.3)
+        ax.grid(True, which="major", alpha=0.3)
         ax.set_title(f"{short} distribution, {size} B frames, burst {burst}", fontsize=10)
         legend(ax, title="data plane")
     return save(fig, path)
@@ -260,28 +262,27 @@ def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
 
 def throughput_bars(rows: Iterable[Row], path: str | Path,
                     by: Sequence[str] = ("switch", "api", "mmsg", "size")) -> str:
-    """Best received rate per combination of the `by` fields that vary (Table 5.2 as bars)."""
+    """Best received rate per combination of the `by` fields that vary (Table 5.2
+    as bars); a bar measured under contention is hatched and hollow."""
     runs = throughput_rows(rows)
     if not runs:
         raise NoData("throughput bars: no throughput rows")
     split = [k for k in by if k == "switch" or k in varying(runs, by)]
-    per_rate = avg(runs, [*split, "rate"], "rx_pps")
-    best: dict[tuple, tuple[float, float]] = {}
-    for k, v in per_rate.items():
-        if k[:-1] not in best or v[0] > best[k[:-1]][0]:
-            best[k[:-1]] = v
-    keys = sorted(best, key=order)
+    top = best(runs, [*split, "rate"], "rx_pps")
+    keys = curves(top)
     fig = figure(1, width=max(5.0, 0.9 * len(keys) + 2), height=4.0)
     ax = fig.subplots()
+    pen = Pen(runs)
     labels = ["\n".join(f"{n}={v}" if n != "switch" else str(v) for n, v in zip(split, k))
               for k in keys]
-    ax.bar(range(len(keys)), [best[k][0] / 1e3 for k in keys],
-           yerr=[best[k][1] / 1e3 for k in keys], capsize=3,
-           color=[colour(str(k[0])) for k in keys])
+    for i, k in enumerate(keys):
+        pen.bar(ax, str(k[0]), i, top[k][0] / 1e3, top[k][1] / 1e3, top[k][2])
     ax.set_xticks(range(len(keys)), labels, fontsize=8)
-    ax.set_ylabel("max received rate (kpps)")
     ax.set_title("Maximum throughput per configuration", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
+    log = value_axes.values_axis(ax, [top[k][0] / 1e3 for k in keys], "y")
+    ax.set_ylabel(value_axes.with_scale("max received rate (kpps)", log))
+    pen.footnote(fig)
     return save(fig, path)
 
 
@@ -299,27 +300,34 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     lat = [r for r in rows if is_latency(r) and r.get(quota) is not None]
     fig = figure(2)
     ax_pps, ax_lat = fig.subplots(1, 2)
-    rx = avg(runs, ("switch", quota), "rx_pps_per_pair")
-    for switch in sorted_unique(k[0] for k in rx):
-        pts = sorted((k[1], *v) for k, v in rx.items() if k[0] == switch)
-        ax_pps.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
-                        yerr=[p[2] / 1e6 for p in pts], color=colour(switch),
-                        marker=marker(switch), ms=4, capsize=2, label=switch)
+    pen = Pen(rows)
+    rx, hollow = avg(runs, ("switch", quota), "rx_pps_per_pair"), contended(runs, ("switch", quota))
+    rates: list[float] = []
+    for switch in curves(k[0] for k in rx):
+        pts = sorted((k[1], *v, hollow[k]) for k, v in rx.items() if k[0] == switch)
+        ys = [p[1] / 1e6 for p in pts]
+        pen.curve(ax_pps, switch, [p[0] for p in pts], ys, [p[2] / 1e6 for p in pts],
+                  [p[3] for p in pts], label=switch)
+        rates += ys
     words, short = _latency_words(lat)
     table = _latency_stats(lat, ("switch", quota))
-    for switch in sorted_unique(k[0] for k in table):
+    times: list[float] = []
+    for switch in curves(k[0] for k in table):
         pts = sorted((k[1], v) for k, v in table.items() if k[0] == switch)
         for name in ("p50", "p99"):
-            xy = [(q, v[name] / 1e3) for q, v in pts if name in v]
+            xy = [(q, v[name] / 1e3, bool(v.get("contended"))) for q, v in pts if name in v]
             if xy:
-                ax_lat.plot(*zip(*xy), color=colour(switch), marker=marker(switch), ms=4,
-                            ls=_STAT_STYLE[name], label=f"{switch} {name}")
-    for ax, ylabel, title in ((ax_pps, "received rate per pair (Mpps)", "Throughput"),
-                              (ax_lat, f"{words} (µs)", short.capitalize())):
+                xs, ys, flags = zip(*xy)
+                pen.curve(ax_lat, switch, xs, ys, hollow=flags, ls=_STAT_STYLE[name],
+                          label=f"{switch} {name}")
+                times += ys
+    for ax, ylabel, title, values in (
+            (ax_pps, "received rate per pair (Mpps)", "Throughput", rates),
+            (ax_lat, f"{words} (µs)", short.capitalize(), times)):
         ax.set_xlabel(f"{quota} (% of one core)")
-        ax.set_ylabel(ylabel)
         ax.set_xlim(left=0)
-        finish(ax, f"{title} vs CPU quota")
+        finish(ax, f"{title} vs CPU quota", values, ylabel)
+    pen.footnote(fig)
     return save(fig, path)
 
 

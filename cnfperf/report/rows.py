@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cnfperf import fields
 from cnfperf.experiments import stats
+from cnfperf.report import contention
 
 Row = Mapping[str, Any]
 
@@ -80,6 +81,29 @@ def avg(rows: Iterable[Row], keys: Sequence[str], value: str) -> dict[tuple, tup
     return {k: mean_sd(v) for k, v in groups.items()}
 
 
+def contended(rows: Iterable[Row], keys: Sequence[str]) -> dict[tuple, bool]:
+    """{(values of keys): whether any row of them was measured under contention}."""
+    out: dict[tuple, bool] = defaultdict(bool)
+    for r in rows:
+        key = tuple(r.get(k) for k in keys)
+        out[key] = out[key] or bool(r.get("contended"))
+    return out
+
+
+def best(rows: Iterable[Row], keys: Sequence[str], value: str
+         ) -> dict[tuple, tuple[float, float, bool]]:
+    """The best of the rates tried: {(values of keys but the last): (mean, stddev,
+    contended)} of the last key's value whose mean of `value` is highest (keys
+    end in "rate": the maximum received rate is the best any rate gave)."""
+    rows = list(rows)
+    means, flags = avg(rows, keys, value), contended(rows, keys)
+    out: dict[tuple, tuple[float, float, bool]] = {}
+    for k, (mean, sd) in means.items():
+        if k[:-1] not in out or mean > out[k[:-1]][0]:
+            out[k[:-1]] = (mean, sd, flags[k])
+    return out
+
+
 def order(v: Any) -> tuple:
     """A sort key that never compares None, numbers and text with each other."""
     if isinstance(v, tuple):
@@ -106,23 +130,38 @@ PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "la
 
 
 # What, besides the data plane, makes a path another curve: its network functions
-# and how its engines run (each plot draws one series per `switch` value).
-PATH_FIELDS = ("nfs", "nf", "tester", "poll")
+# (`3×l2`: nfs with nf) and how its engines run (each plot draws one series per
+# `switch` value).
+PATH_FIELDS = ("nfs", "tester", "poll")
 # How the path's CPU was set up: another curve too, shown as `name=value`
 # (`ovs switch_in=container pin=False`), the defaults left out unless they vary.
 CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
               "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
 
 
+def _plain(p: Mapping[str, Any], name: str) -> Any:
+    """A path field's value when the scenario leaves it out; poll's follows the
+    mode and api (scenario.py's mode defaults), so a latency point on sockets
+    sleeping (interrupt) is no more worth naming than a throughput one spinning."""
+    if name == "poll":
+        from cnfperf.scenario import Scenario
+        return Scenario._mode_defaults({"mode": p.get("mode") or "throughput",
+                                        "api": p.get("api") or "udp"}).get("poll", "busy")
+    return {"nfs": 0, "tester": "split"}.get(name)
+
+
+def _value(p: Mapping[str, Any], name: str) -> Any:
+    """A path field's value; the tester's is the one that measured (what `auto` chose)."""
+    return contention.tester(p) if name == "tester" else p.get(name)
+
+
 def path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
-    """series(point): the data plane, and whichever of the path's fields vary in the
-    run, or are not the plain default (`ovs 3×strip-encap single adaptive`)."""
-    plain = {"nfs": 0, "tester": "split", "poll": "busy"}
+    """series(point): the data plane, then whichever of the path's fields are not
+    their plain default in some point, or (but poll) vary in the run
+    (`ovs 3×strip-encap single adaptive`)."""
     shown = [f for f in PATH_FIELDS
-             if len({str(p.get(f)) for p in points}) > 1 or
-             any(p.get(f) not in (None, plain.get(f)) for p in points if f != "nf")]
-    if "nfs" not in shown:
-        shown = [f for f in shown if f != "nf"]
+             if f != "poll" and len({str(_value(p, f)) for p in points}) > 1 or
+             any(_value(p, f) not in (None, _plain(p, f)) for p in points)]
     # Quotas are the x axis of their own plot, and a curve elsewhere.
     cpu = [f for f in (*CPU_FIELDS, *fields.QUOTAS)
            if len({str(p.get(f)) for p in points}) > 1 or
@@ -133,8 +172,8 @@ def path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, A
         for f in shown:
             if f == "nfs":
                 parts.append(f"{p.get('nfs')}×{p.get('nf')}" if p.get("nfs") else "no NF")
-            elif f != "nf":
-                parts.append(str(p.get(f)))
+            else:
+                parts.append(str(_value(p, f)))
         parts += [f"{f}={fields.show(f, p.get(f))}" for f in cpu]
         return " ".join(parts)
     return series
@@ -145,14 +184,16 @@ def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
     `points`, each with its scenario columns and `per_pair` rows); points that
     did not finish are left out. Booleans stored as 0/1 come back as booleans.
     A point whose path has network functions (or a single tester, or engines
-    that sleep) is its own curve: its `switch` names all of it."""
+    that sleep) is its own curve: its `switch` names all of it, `dataplane` its
+    data plane alone. `contended`: the point had more busy pollers than cores."""
     rows = []
     series = path_series([p for p in run.get("points", []) if p.get("status", "done") == "done"])
     for point in run.get("points", []):
         if point.get("status", "done") != "done":
             continue
         base = {k: point[k] for k in POINT_FIELDS if k in point}
-        base["switch"] = series(point)
+        base.update(switch=series(point), dataplane=point.get("switch"),
+                    contended=contention.contended(point))
         for f in fields.stored():
             if f.kind == "bool" and base.get(f.name) is not None:
                 base[f.name] = bool(base[f.name])
