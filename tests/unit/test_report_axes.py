@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from cnfperf.report import axes, draw, nf_plots, nfs, plots
+from cnfperf.report import axes, draw, glance, glance_plot, nf_plots, nfs, plots
 
 # Every data plane cnfperf knows, at rates a 2-core host gives them: kernel ones
 # near 0.1 Mpps, memif near 50 (the span that squashed the kernel onto zero).
@@ -27,7 +27,7 @@ def saved(monkeypatch):
         figs.append(fig)
         return out
 
-    for module in (plots, nf_plots):
+    for module in (plots, nf_plots, glance_plot):
         monkeypatch.setattr(module, "save", keep)
     return figs
 
@@ -141,3 +141,13 @@ def test_latency_per_nf_on_a_wide_span(tmp_path, saved):
     assert len(fit.get_xdata()) > 2
     ys = fit.get_ydata()
     assert ys[0] == pytest.approx(30 + 30 * 1) and ys[-1] == pytest.approx(30 + 30 * 5)
+
+
+def test_the_glance_chart_has_no_overlapping_labels(tmp_path, saved):
+    found = [glance.Entry("throughput", 64, name, glance.stats.summarize([cap, cap * 1.01]),
+                          None, 0.0, None, "split", None, "") for name, cap in CAPACITY.items()]
+    glance_plot.chart(sorted(found, key=lambda e: -e.value.mean), tmp_path / "g.png")
+    [fig] = saved
+    assert axes.overlaps(fig) == []
+    assert fig.axes[0].get_xscale() == "log"
+    assert math.isclose(len(fig.axes[0].patches), len(CAPACITY))
