@@ -392,6 +392,60 @@ def test_report_renders_in_headless_chromium(tmp_path):
         assert colours and len(colours) > 50                     # not a blank page
 
 
+def stored_shootout():
+    """A shoot-out as the store returns it: three data planes, two sizes, two
+    repetitions, throughput and latency; OVS with more busy pollers than cores."""
+    points = []
+    for switch, capacity, center in (("veth", 3e5, 30_000), ("memif", 40e6, 20_000),
+                                     ("ovs", 2e4, 9_000_000)):
+        for size in (64, 1500):
+            for mode in ("throughput", "latency"):
+                for rep in (0, 1):
+                    rx = capacity * (1 - rep / 50) if mode == "throughput" else 1000.0
+                    hist = engine_hist(center * (1 + size / 3000), seed=len(points))
+                    lat = {"lat_p50_ns": stats.percentile(hist, 50),
+                           "lat_p99_ns": stats.percentile(hist, 99)}
+                    points.append({
+                        "idx": len(points), "status": "done", "switch": switch, "api": "dpdk",
+                        "mode": mode, "pairs": 1, "size": size, "burst": 32, "rep": rep,
+                        "grp": f"{switch}{size}{mode}", "rate": 0.0 if mode == "throughput" else 1000.0,
+                        "tester": "single" if switch == "ovs" else "split",
+                        "tester_why": "auto: the split tester's 3 busy pollers would share 2 cores"
+                        if switch == "ovs" else "auto: 2 busy pollers on 2 cores",
+                        "pollers": 3 if switch == "ovs" else 2, "cores": 2,
+                        "rx_pps": rx, "loss_ratio": 0.0,
+                        "latency_kind": "rtt" if mode == "latency" else "one_way", **lat,
+                        "per_pair": [{"pair": 0, "tx_pps": rx, "rx_pps": rx, "sent": 1000,
+                                      "received": 1000, "loss_ratio": 0.0, "rx_bps": rx * size * 8,
+                                      "latency_histogram": hist, **lat}]})
+    return {"id": "5h0t", "started": 0, "status": "done", "planned": len(points),
+            "points": points, "spec": {"doc": {"study": {
+                "title": "Data-plane shoot-out",
+                "plots": ["throughput_vs_size", "rtt_vs_size", "latency_cdf"]}}}}
+
+
+@pytest.mark.needs("chromium-headless-shell")
+def test_a_run_report_reads_in_headless_chromium(tmp_path):
+    from cnfperf.report import build
+    path = build.write(stored_shootout(), tmp_path / "report")
+    page = headless.render(path)
+    assert page.errors == []
+    pngs = sorted(p.name for p in path.parent.glob("*.png"))
+    assert pngs == ["at_a_glance.png", "latency_cdf.png", "rtt_vs_size.png",
+                    "throughput_vs_size.png"]
+    assert len(page.images) == len(pngs)
+    for complete, width, height in page.images:
+        assert complete and width > 300 and height > 200
+    ids = [section for section, _, _ in page.sections]
+    assert ids == ["at-a-glance", "plots", "tables", "parameters", "host", "how-to-read-this"]
+    for section, present, height in page.sections:
+        assert present and height > 0, section
+    (tmp_path / "screenshot.png").write_bytes(page.screenshot)
+    with Image.open(io.BytesIO(page.screenshot)) as im:
+        assert im.size[0] >= 1200 and im.size[1] > 3000
+        assert len(im.convert("RGB").resize((64, 256)).getcolors(64 * 256) or []) > 50
+
+
 def test_report_says_what_a_study_left_out(tmp_path):
     from cnfperf.report import build
     run = {"id": "1a2b", "started": 0, "status": "done", "planned": 1, "points": [],
