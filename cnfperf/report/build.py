@@ -44,16 +44,14 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
 
 
 def _glance(run: dict[str, Any], out_dir: Path) -> list[html.Figure | html.Table]:
-    """The at-a-glance chart, then its tables (glance.py)."""
+    """The at-a-glance chart, then its tables (glance.py); the chart only where
+    there is something to rank (two entries at one size and mode)."""
     from cnfperf.report import glance_plot
-    from cnfperf.report.plots import NoData
     found = glance.entries(run)
     out: list[html.Figure | html.Table] = []
-    try:
+    if glance.ranked(found):
         out.append(html.Figure("Data planes ranked", glance_plot.chart(
             found, out_dir / "at_a_glance.png"), _caption("at_a_glance")))
-    except NoData:
-        return []
     tables = [t for t in (glance.throughput_table(found), glance.latency_table(found)) if t]
     return out + [html.Table(t, h, r, glance.NOTE if i == len(tables) - 1 else "")
                   for i, (t, h, r) in enumerate(tables)]

@@ -74,6 +74,14 @@ def entries(run: dict[str, Any]) -> list[Entry]:
     return out
 
 
+def ranked(found: Sequence[Entry]) -> bool:
+    """Whether any mode and frame size has two entries or more to rank."""
+    counts: dict[tuple, int] = defaultdict(int)
+    for e in found:
+        counts[(e.mode, e.size)] += 1
+    return any(n > 1 for n in counts.values())
+
+
 def _entry(mode: str, size: int, curve: str, members: list[dict[str, Any]],
            others: Sequence[str]) -> Entry:
     first = members[0]

@@ -127,3 +127,11 @@ def test_the_report_opens_at_a_glance(tmp_path):
     body = page[page.index("</nav>"):]
     assert body.index('id="at-a-glance"') < body.index('id="plots"') < body.index('id="tables"')
     assert 'id="at-a-glance-throughput"' in page and 'id="at-a-glance-latency"' in page
+
+
+def test_one_data_plane_has_its_tables_but_no_chart(tmp_path):
+    run = run_of(point(0, "veth", rx=3e5), point(1, "veth", size=1500, rx=2e5))
+    assert not glance.ranked(glance.entries(run))
+    page = build.write(run, tmp_path).read_text()
+    assert not (tmp_path / "at_a_glance.png").exists()
+    assert 'id="at-a-glance"' in page and 'id="at-a-glance-throughput"' in page
