@@ -48,8 +48,22 @@ HOW_TO_READ = (
                             "single tester's frames (one clock); p50 is the median, p99 is "
                             "exceeded by 1 packet in 100. Histograms have ≤1% relative error."),
     ("Repetitions", "with K > 1 repetitions a value is their mean; error bars in plots are "
-                    "the sample standard deviation, ± in tables the 95% confidence interval of "
-                    "the mean (Student t)."),
+                    "the sample standard deviation (in the at-a-glance chart the 95% confidence "
+                    "interval), ± in tables the 95% confidence interval of the mean (Student t)."),
+    ("At a glance", "per frame size, each data plane (or path) at its best, ranked: the "
+                    "highest received rate any of its throughput points reached, the lowest "
+                    "median of its latency points; with repetitions, the 95% confidence "
+                    "interval of the mean."),
+    ("CPU contended", "a point measured with more busy-polling threads (tester ends, network "
+                      "functions, the switch's poll threads) than the cores they ran on: its "
+                      "numbers show how the scheduler shared the cores as much as what the data "
+                      "plane can do. Drawn hollow (markers) or hatched (bars), flagged in "
+                      "tables."),
+    ("Tester", "split: sender and receiver each an engine of its own; single: one engine "
+               "holds both ends of each path (fewer pollers). The Points table says which "
+               "measured each point and, when chosen for the host, why."),
+    ("Log scale", "a value axis is logarithmic where the plot's values span more than 20×: "
+                  "equal distances are equal ratios, so 0.3 and 48 Mpps both read."),
     ("Pairs", "sender/receiver (or client/server) container pairs running at the same time; "
               "per-pair is the mean over pairs, total is their sum."),
     ("Path", "what each pair's frames cross: send → 3 × l2 (chain) → recv is three network "
