@@ -5,7 +5,8 @@ Each entry is a curve of the report's plots (rows.path_series: the data plane,
 and what else tells its path apart) at one frame size. Throughput ranks the best
 received rate over whatever else the run swept for that curve (rates, bursts,
 …), the mean of its repetitions; latency ranks the lowest median (p50), with
-its p99, from latency points only (a throughput point's latency is its queue's).
+its p99, from latency points only (a throughput point's latency is its queue's),
+round trips and one-way times (a single tester's) apart.
 With repetitions, each value comes with its 95% confidence interval (Student t,
 experiments/stats.py).
 """
@@ -38,6 +39,12 @@ class Entry:
     def contended(self) -> bool:
         return bool(self.share and self.share.contended)
 
+    @property
+    def board(self) -> tuple[str, str]:
+        """What the entry is ranked among: throughput, or latency of its kind (a
+        round trip is not ranked against one way, a single tester's)."""
+        return (self.mode, self.kind or "" if self.mode == "latency" else "")
+
 
 def _summary(values: Sequence[float | None]) -> stats.Summary | None:
     known = [v for v in values if v is not None]
@@ -68,17 +75,18 @@ def entries(run: dict[str, Any]) -> list[Entry]:
         pick = min if mode == "latency" else max
         out.append(pick(candidates, key=lambda e: e.value.mean))
     latency_first = {"throughput": 0, "latency": 1}
-    out.sort(key=lambda e: (latency_first.get(e.mode, 2), e.size,
+    out.sort(key=lambda e: (latency_first.get(e.mode, 2), e.board, e.size,
                             -e.value.mean if e.mode != "latency" else e.value.mean,
                             style.rank(e.curve), e.curve))
     return out
 
 
 def ranked(found: Sequence[Entry]) -> bool:
-    """Whether any mode and frame size has two entries or more to rank."""
+    """Whether any mode (and latency kind) and frame size has two entries or
+    more to rank."""
     counts: dict[tuple, int] = defaultdict(int)
     for e in found:
-        counts[(e.mode, e.size)] += 1
+        counts[(e.board, e.size)] += 1
     return any(n > 1 for n in counts.values())
 
 
@@ -158,11 +166,11 @@ KIND = {"rtt": "round trip", "one_way": "one way"}
 
 
 def _ranks(found: Sequence[Entry]) -> dict[int, int]:
-    """1 for the best of each frame size (entries come ranked)."""
+    """1 for the best of each frame size (and latency kind; entries come ranked)."""
     out, seen = {}, defaultdict(int)
     for e in found:
-        seen[e.size] += 1
-        out[id(e)] = seen[e.size]
+        seen[(e.board, e.size)] += 1
+        out[id(e)] = seen[(e.board, e.size)]
     return out
 
 

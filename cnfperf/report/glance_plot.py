@@ -18,9 +18,9 @@ BAR_INCHES = 0.32      # height of a panel per bar
 PANEL_INCHES = 1.3     # and for its title and axis
 
 
-def sizes(found: Sequence[Entry], mode: str) -> list[int]:
-    """The frame sizes a mode's row of panels shows."""
-    every = sorted({e.size for e in found if e.mode == mode})
+def sizes(found: Sequence[Entry], board: tuple[str, str]) -> list[int]:
+    """The frame sizes a row of panels shows (Entry.board: what it ranks)."""
+    every = sorted({e.size for e in found if e.board == board})
     if len(every) <= MAX_SIZES:
         return every
     return [every[0], every[len(every) // 2], every[-1]]
@@ -74,28 +74,29 @@ def _room(ax, log: bool) -> None:
 
 
 def chart(found: Sequence[Entry], path: str | Path) -> str:
-    modes = [m for m in ("throughput", "latency") if any(e.mode == m for e in found)]
-    if not modes:
+    """A row of panels per board (throughput; latency of each kind), a panel per
+    frame size (up to MAX_SIZES)."""
+    boards = list(dict.fromkeys(e.board for e in found))   # entries come in board order
+    if not boards:
         raise NoData("at a glance: no throughput or latency points")
-    shown = {m: sizes(found, m) for m in modes}
+    shown = {b: sizes(found, b) for b in boards}
     cols = max(len(s) for s in shown.values())
-    heights = [BAR_INCHES * max(sum(e.mode == m and e.size == s for e in found)
-                                for s in shown[m]) + PANEL_INCHES for m in modes]
+    heights = [BAR_INCHES * max(sum(e.board == b and e.size == s for e in found)
+                                for s in shown[b]) + PANEL_INCHES for b in boards]
     fig = figure(cols, 1, width=5.4, height=sum(heights))
-    grid = fig.add_gridspec(len(modes), cols, height_ratios=heights)
+    grid = fig.add_gridspec(len(boards), cols, height_ratios=heights)
     pen = Pen([{"switch": e.curve} for e in found])
-    for row, mode in enumerate(modes):
-        for col, size in enumerate(shown[mode]):
+    for row, board in enumerate(boards):
+        for col, size in enumerate(shown[board]):
             ax = fig.add_subplot(grid[row, col])
-            mine = [e for e in found if e.mode == mode and e.size == size]
-            (_latency if mode == "latency" else _throughput)(ax, pen, mine)
+            mine = [e for e in found if e.board == board and e.size == size]
+            (_latency if board[0] == "latency" else _throughput)(ax, pen, mine)
             ax.set_yticks(range(len(mine)), [e.curve for e in mine], fontsize=8)
             ax.set_ylim(len(mine) - 0.5, -0.5)   # the best on top
             ax.grid(True, axis="x", which="major", alpha=0.3)
             ax.set_axisbelow(True)
-            kinds = {KIND.get(e.kind or "", e.kind) for e in mine} - {None}
-            what = "Latency" + (f" ({', '.join(sorted(kinds))})" if kinds else "") \
-                if mode == "latency" else "Throughput"
+            what = (f"Latency ({KIND.get(board[1], board[1])})" if board[1] else "Latency") \
+                if board[0] == "latency" else "Throughput"
             ax.set_title(f"{what}, {size} B frames", fontsize=10)
     pen.footnote(fig)
     return save(fig, path)

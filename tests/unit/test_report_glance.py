@@ -111,7 +111,7 @@ def test_the_chart_draws_a_bar_per_entry_best_on_top(tmp_path, monkeypatch):
 def test_the_chart_shows_three_sizes_of_many():
     found = [glance.Entry("throughput", s, "veth", stats.summarize([1.0]), None, None, None,
                           "split", None, "") for s in (64, 128, 256, 512, 1024, 1500)]
-    assert glance_plot.sizes(found, "throughput") == [64, 512, 1500]
+    assert glance_plot.sizes(found, ("throughput", "")) == [64, 512, 1500]
 
 
 def test_nothing_to_rank():
@@ -135,3 +135,24 @@ def test_one_data_plane_has_its_tables_but_no_chart(tmp_path):
     page = build.write(run, tmp_path).read_text()
     assert not (tmp_path / "at_a_glance.png").exists()
     assert 'id="at-a-glance"' in page and 'id="at-a-glance-throughput"' in page
+
+
+def test_round_trips_and_one_way_times_are_ranked_apart(tmp_path, monkeypatch):
+    run = run_of(point(0, "veth", mode="latency", p50=300e3, rate=1000.0),
+                 point(1, "macvlan", mode="latency", p50=250e3, rate=1000.0),
+                 point(2, "ovs", mode="latency", p50=40e3, rate=1000.0, latency_kind="one_way"),
+                 point(3, "vpp", mode="latency", p50=60e3, rate=1000.0, latency_kind="one_way"))
+    found = glance.entries(run)
+    assert [(e.board, e.curve) for e in found] == [
+        (("latency", "one_way"), "ovs"), (("latency", "one_way"), "vpp"),
+        (("latency", "rtt"), "macvlan"), (("latency", "rtt"), "veth")]
+    _, headers, rows = glance.latency_table(found)
+    assert [(r[1], r[2], r[3]) for r in rows] == [(1, "ovs", "one way"), (2, "vpp", "one way"),
+                                                  (1, "macvlan", "round trip"),
+                                                  (2, "veth", "round trip")]
+    saved = []
+    original = glance_plot.save
+    monkeypatch.setattr(glance_plot, "save", lambda f, p: saved.append(f) or original(f, p))
+    glance_plot.chart(found, tmp_path / "g.png")
+    assert [ax.get_title() for ax in saved[0].axes] == ["Latency (one way), 64 B frames",
+                                                        "Latency (round trip), 64 B frames"]
