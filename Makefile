@@ -1,6 +1,7 @@
 # make build   .venv/ with cnfperf (editable) + the engine and its static build
 # make test    C unit tests, then pytest (unit + end-to-end; e2e needs root)
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
+# make docs    rewrites the docs' generated blocks (fields, store schema, CSV columns, plots)
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
 # make switches  VPP, Snabb and Click from source, offline (switches/build.sh;
 #              CNFPERF_SOURCES, default ../shared/sources); a second run builds nothing
@@ -30,7 +31,7 @@ APT_PACKAGES := \
 	tshark tcpdump iperf3 netsniff-ng sockperf chromium-headless-shell \
 	$(SWITCH_BUILD_PACKAGES)
 
-.PHONY: deps build switches test demo clean
+.PHONY: deps build switches test demo docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -62,6 +63,9 @@ test: deps build switches
 
 demo: deps build
 	$(VENV)/bin/cnfperf study shootout --quick
+
+docs: $(VENV)/.installed
+	$(VENV)/bin/python -m cnfperf.reference
 
 # .switches stays: its builds take minutes (rm -rf .switches to rebuild from scratch)
 clean:

@@ -84,6 +84,7 @@ class Field:
     searchable: bool = False    # rate only: ndr/pdr allowed
     optional: bool = False      # None is a value (the default is computed)
     zero: str = ""              # rate only: what 0 means, as shown ("max", "none")
+    unset: str = ""             # optional only: what None means, as the docs show it ("none")
 
     @property
     def flag(self) -> str:
@@ -169,13 +170,14 @@ FIELDS: list[Field] = [
           column="TEXT", label="named"),
     Field("runtime", "str", "runc", "container runtime: runc or netns", axis=7, column="TEXT"),
     Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=22,
-          column="TEXT", optional=True),
+          column="TEXT", optional=True, unset="every usable CPU"),
     Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",
           axis=25, unit="pps", column="REAL", label="named", zero="none"),
     Field("precision", "float", 0.01, "search: stop when the bracket is narrower than this "
           "fraction", axis=31, gt=0, lt=0.5, search=True),
     Field("trial_duration", "float", None, "search: measured seconds per trial "
-          "(default: duration)", axis=30, unit="s", gt=0, le=3600, search=True, optional=True),
+          "(default: duration)", axis=30, unit="s", gt=0, le=3600, search=True, optional=True,
+          unset="duration"),
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
           "trial sends)", axis=32, unit="pps", search=True, zero="auto"),
 ]

@@ -55,6 +55,10 @@ def nf_port_columns() -> tuple[str, ...]:
     return (*_identity(), *NF_PORT_COLUMNS)
 
 
+def cpu_columns() -> tuple[str, ...]:
+    return (*_identity(), *CPU_COLUMNS)
+
+
 def _base(run: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
     scenario = p.get("scenario") or {}
     base = {c: p.get(c) for c in ("idx", "key", "rep", "status", *POINT_COLUMNS,
@@ -107,7 +111,7 @@ def write_nf_ports_csv(run: dict[str, Any], stream: IO[str]) -> int:
 
 def write_cpu_csv(run: dict[str, Any], stream: IO[str]) -> int:
     """Writes the nodes' CPU use as CSV; returns the number of data rows."""
-    return _write(cpu_rows(run), (*_identity(), *CPU_COLUMNS), stream)
+    return _write(cpu_rows(run), cpu_columns(), stream)
 
 
 def _write(data: list[dict[str, Any]], names: tuple[str, ...], stream: IO[str]) -> int:
