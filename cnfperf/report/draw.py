@@ -93,8 +93,8 @@ DASHES = ("-", "--", ":", "-.")
 
 INSIDE = 4               # entries a legend may have inside its panel
 LEGEND_ROWS = 20         # entries a legend column holds beside its panel
-LEGEND_CHAR_INCHES = 0.062   # an 8 pt character's width, about
-LEGEND_PAD_INCHES = 0.5      # a legend column's marker, line and padding
+LEGEND_CHAR_INCHES = 0.06    # an 8 pt character's width, about
+LEGEND_PAD_INCHES = 0.3      # a legend column's marker, line and padding
 
 
 def legend(ax, **kw) -> None:
@@ -132,16 +132,20 @@ def time_axis(ax, values: Iterable[float]) -> None:
     value_axes.log_ticks(ax.xaxis, values)
 
 
-def finish(ax, title: str, values: Iterable[float | None] = (), ylabel: str = "") -> None:
-    """Title, grid, legend; the value (y) axis logarithmic when `values` span more
-    than axes.LOG_SPAN (`ylabel` then says so), else from 0."""
+def finish(ax, title: str, values: Iterable[float | None] = (), ylabel: str = "",
+           key: bool = True) -> None:
+    """Title, grid, legend (`key`: a figure whose panels hold the same curves keys
+    only one); the value (y) axis logarithmic when `values` span more than
+    axes.LOG_SPAN (`ylabel` then says so), else from 0."""
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     log = value_axes.values_axis(ax, values, "y")
     if ylabel:
         ax.set_ylabel(value_axes.with_scale(ylabel, log), fontsize=9)
-    if ax.get_legend_handles_labels()[0]:
-        legend(ax, title="data plane")
+    labels = ax.get_legend_handles_labels()[1]
+    if key and labels:
+        named = [t for t in labels if t != "received = sent"]
+        legend(ax, title="data plane" if all(" " not in t for t in named) else "path")
 
 
 class Pen:
