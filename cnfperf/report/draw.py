@@ -2,7 +2,8 @@
 touched and nothing needs a display; the helpers every plot shares.
 
 A Pen draws one figure's curves: each in its data plane's colour and marker
-(style.py), curves of one style apart by their line style, and the points
+(style.py), curves of one style apart by a shade of it (and, where the line
+style is free, by that), and the points
 measured with more busy pollers than cores (contention.py) hollow, with a
 footnote under the figure that says what hollow means.
 """
@@ -154,8 +155,16 @@ class Pen:
     as (curve name, what else tells it apart…), for their line styles."""
 
     def __init__(self, rows: Iterable[Mapping[str, Any]], series: Sequence[tuple] = ()):
+        rows = list(rows)
         self.style_of = style.for_curves(rows)
         self.contended: set[str] = set()   # what was drawn hollow: "markers", "bars"
+        # curves that share a style (one data plane's paths) each take a shade of it
+        self._colours: dict[str, str] = {}
+        shades: dict[style.Style, int] = {}
+        for name in curves(str(r.get("switch")) for r in rows):
+            st = self.style_of(name)
+            self._colours[name] = style.shade(st.colour, shades.get(st, 0))
+            shades[st] = shades.get(st, 0) + 1
         self._dashes: dict[tuple, str] = {}
         used: dict[style.Style, int] = {}
         for s in series:   # curves of one style share its colour, not its line style
@@ -166,12 +175,16 @@ class Pen:
     def dash(self, series: tuple) -> str:
         return self._dashes.get(series, "-")
 
+    def colour(self, name: str) -> str:
+        """The curve's colour: its style's, or a shade of it beside curves of one style."""
+        return self._colours.get(name) or self.style_of(name).colour
+
     def curve(self, ax, name: str, xs: Sequence[float], ys: Sequence[float],
               yerr: Sequence[float] | None = None, hollow: Sequence[bool] = (),
               ls: Any = "-", label: str | None = None, **kw) -> None:
         """A curve with error bars; the points flagged in `hollow` drawn hollow."""
         st = self.style_of(name)
-        line_kw = dict(color=st.colour, marker=st.marker, ms=5, ls=ls, **kw)
+        line_kw = dict(color=self.colour(name), marker=st.marker, ms=5, ls=ls, **kw)
         if yerr is not None:
             ax.errorbar(xs, ys, yerr=yerr, capsize=2, label=label, **line_kw)
         else:
@@ -186,16 +199,16 @@ class Pen:
             return
         st = self.style_of(name)
         xs, ys = zip(*points)
-        ax.plot(xs, ys, ls="none", marker=st.marker, ms=ms, mfc="white", mec=st.colour,
+        ax.plot(xs, ys, ls="none", marker=st.marker, ms=ms, mfc="white", mec=self.colour(name),
                 mew=1.3, alpha=alpha, zorder=3, label="_hollow")
         self.contended.add("markers")
 
     def bar(self, ax, name: str, at: float, value: float, err: float | None = None,
             hollow: bool = False, horizontal: bool = False, **kw) -> None:
         """A bar in the curve's colour; hollow and hatched when contended."""
-        st = self.style_of(name)
-        look = (dict(color="white", edgecolor=st.colour, hatch="////", linewidth=1.3) if hollow
-                else dict(color=st.colour))
+        colour = self.colour(name)
+        look = (dict(color="white", edgecolor=colour, hatch="////", linewidth=1.3) if hollow
+                else dict(color=colour))
         if horizontal:
             ax.barh(at, value, xerr=err, capsize=3, **look, **kw)
         else:
@@ -204,8 +217,8 @@ class Pen:
             self.contended.add("bars")
 
     def handle(self, name: str, label: str | None = None, ls: Any = "-") -> Line2D:
-        st = self.style_of(name)
-        return Line2D([], [], color=st.colour, marker=st.marker, ls=ls, label=label or name)
+        return Line2D([], [], color=self.colour(name), marker=self.style_of(name).marker, ls=ls,
+                      label=label or name)
 
     def footnote(self, fig: Figure) -> None:
         """Says what hollow markers mean, when the figure has any."""

@@ -56,7 +56,7 @@ def _latency(ax, pen: Pen, mine: Sequence[Entry]) -> None:
         pen.bar(ax, e.curve, i, mid, _err(e.value, 1e3), e.contended, horizontal=True,
                 height=0.7)
         if tail is not None:
-            colour = pen.style_of(e.curve).colour
+            colour = pen.colour(e.curve)
             ax.plot([mid, tail], [i, i], color=colour, lw=1.2)
             ax.plot([tail], [i], marker="|", ms=12, mew=2, color=colour)
     log = value_axes.values_axis(ax, [*p50, *(v for v in p99 if v is not None)], "x")

@@ -46,7 +46,7 @@ def latency_vs_nfs(slopes: Sequence[nfs.Slope], path: str | Path,
             pen.curve(ax, s.switch, xs, ys, hollow=s.contended, ls="none", alpha=alpha)
             steps = [min(xs) + (max(xs) - min(xs)) * i / FIT_STEPS for i in range(FIT_STEPS + 1)]
             ax.plot(steps, [base + slope * x for x in steps], ls=_STYLE[name],
-                    color=pen.style_of(s.switch).colour, alpha=alpha,
+                    color=pen.colour(s.switch), alpha=alpha,
                     label=f"{name}: {'+' if slope >= 0 else '−'}"
                           f"{value_axes.number(float(f'{abs(slope):.3g}'))} µs per NF")
             values += ys

@@ -202,8 +202,7 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
                       if name in v]
                 if xy:
                     xs, ys, hollow = zip(*xy)
-                    pen.curve(ax, switch, xs, ys, hollow=hollow, ls=_STAT_STYLE.get(name, "-"),
-                              alpha=1.0 if name == "p50" else 0.75)
+                    pen.curve(ax, switch, xs, ys, hollow=hollow, ls=_STAT_STYLE.get(name, "-"))
                     values += ys
         size_axis(ax, sorted_unique(k[2] for k in table if k[1] == burst))
         handles = [pen.handle(s) for s in switches]
@@ -248,7 +247,7 @@ def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
             if curve:
                 xs = [max(x, 1.0) / 1e3 for x, _ in curve]
                 ax.step(xs, [y for _, y in curve], where="post",
-                        color=pen.style_of(switch).colour,
+                        color=pen.colour(switch),
                         label=switch + (CONTENDED if hollow[(switch,)] else ""))
                 xs_all += xs
         time_axis(ax, xs_all)

@@ -93,6 +93,26 @@ def of_curve(name: str) -> Style:
     return dataplane(name.split(" ", 1)[0])
 
 
+# Curves of one style (one data plane's paths) keep its hue, each a shade of its own:
+# mixed toward black (< 0) or white (> 0) by these fractions, in turn; a dark
+# colour (indigo, black) has no darker shades to give, only lighter ones.
+SHADES = (0.0, -0.45, 0.5, -0.7, 0.75)
+LIGHTER = (0.0, 0.3, 0.55, 0.7, 0.8)
+DARK = 0.35   # a colour whose mean channel is below this is dark
+
+
+def shade(colour: str, k: int) -> str:
+    """The k-th shade of a colour (SHADES, or LIGHTER for a dark one)."""
+    from matplotlib.colors import to_hex, to_rgb
+    rgb = to_rgb(colour)
+    steps = LIGHTER if sum(rgb) / 3 < DARK else SHADES
+    f = steps[k % len(steps)]
+    if not f:
+        return colour
+    target = 1.0 if f > 0 else 0.0
+    return to_hex(tuple(c + (target - c) * abs(f) for c in rgb))
+
+
 def for_curves(rows: Iterable[Mapping[str, Any]]) -> Callable[[str], Style]:
     """style_of(curve name) for one plot's rows (rows.py: `switch` names the curve,
     `dataplane` its data plane, `nf`/`nfs` its network functions): the data

@@ -53,3 +53,18 @@ def test_curves_of_one_data_plane_are_told_apart_by_nf_kind():
     of = style.for_curves(rows)
     assert of("ovs 1×mirror") == of("ovs no NF") == style.dataplane("ovs")
     assert of("memif 1×mirror") == style.dataplane("memif")
+
+
+def test_curves_of_one_style_take_shades_of_its_colour():
+    from cnfperf.report.draw import Pen
+    rows = [dict(switch="ovs no NF", dataplane="ovs", nfs=0, nf="l2"),
+            dict(switch="ovs 1×l2", dataplane="ovs", nfs=1, nf="l2"),
+            dict(switch="ovs 3×l2", dataplane="ovs", nfs=3, nf="l2"),
+            dict(switch="memif 1×l2", dataplane="memif", nfs=1, nf="l2")]
+    pen = Pen(rows)
+    ovs = [pen.colour(r["switch"]) for r in rows[:3]]
+    assert style.dataplane("ovs").colour in ovs and len(set(ovs)) == 3
+    assert pen.colour("memif 1×l2") == style.dataplane("memif").colour
+    # a dark colour has lighter shades only: none of them black again
+    assert len({style.shade("#000000", k) for k in range(len(style.LIGHTER))}) == \
+        len(style.LIGHTER)
