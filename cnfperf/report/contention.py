@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from cnfperf import fields
 
+COLUMN = "CPU contended"   # the tables' flag column (html.py tints its rows that say yes)
 _WARNING = re.compile(r"(\d+) busy-polling threads share (\d+) cores")
 
 

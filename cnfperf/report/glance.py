@@ -139,7 +139,7 @@ def throughput_table(found: Sequence[Entry]) -> Table | None:
              *([e.config] if config else [])] for e in mine]
     return ("At a glance: throughput",
             ["size B", "rank", _column(mine), "best rx Mpps",
-             *(["95% CI Mpps", "n"] if repeated else []), "loss %", "tester", "CPU contended",
+             *(["95% CI Mpps", "n"] if repeated else []), "loss %", "tester", contention.COLUMN,
              *(["best at"] if config else [])], rows)
 
 
@@ -158,7 +158,7 @@ def latency_table(found: Sequence[Entry]) -> Table | None:
     return ("At a glance: latency",
             ["size B", "rank", _column(mine), "latency", "p50 µs",
              *(["p50 95% CI µs"] if repeated else []), "p99 µs",
-             *(["p99 95% CI µs", "n"] if repeated else []), "tester", "CPU contended",
+             *(["p99 95% CI µs", "n"] if repeated else []), "tester", contention.COLUMN,
              *(["best at"] if config else [])], rows)
 
 

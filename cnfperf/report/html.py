@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from cnfperf.report import contention
+
 
 @dataclass
 class Table:
@@ -54,7 +56,7 @@ HOW_TO_READ = (
                     "highest received rate any of its throughput points reached, the lowest "
                     "median of its latency points; with repetitions, the 95% confidence "
                     "interval of the mean."),
-    ("CPU contended", "a point measured with more busy-polling threads (tester ends, network "
+    (contention.COLUMN, "a point measured with more busy-polling threads (tester ends, network "
                       "functions, the switch's poll threads) than the cores they ran on: its "
                       "numbers show how the scheduler shared the cores as much as what the data "
                       "plane can do. Drawn hollow (markers) or hatched (bars), flagged in "
@@ -171,13 +173,11 @@ def _facts(facts: Mapping[str, Any]) -> str:
     return f'<dl class="facts">{items}</dl>'
 
 
-CONTENDED = "CPU contended"   # a table's flag column: its rows that say yes are tinted
-
-
 def _flagged(t: Table, row: Sequence[Any]) -> bool:
-    if CONTENDED not in t.columns:
+    """Whether the row says yes in the table's CPU contended column (tinted)."""
+    if contention.COLUMN not in t.columns:
         return False
-    value = row[list(t.columns).index(CONTENDED)]
+    value = row[list(t.columns).index(contention.COLUMN)]
     return value is True or isinstance(value, str) and value.startswith("yes")
 
 

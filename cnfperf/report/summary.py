@@ -137,7 +137,7 @@ def points(run: dict[str, Any], brief: bool = False) -> Table | None:
              _mb(p.get("image_size")), *([_mb(p.get("nf_image_size"))] if nf_image else [])]
             for p in done]
     return ("Points", ["point", "rep", "path", "CPU-bound", "tester", "busy pollers / cores",
-                       "CPU contended", "image MB", *(["NF image MB"] if nf_image else [])],
+                       contention.COLUMN, "image MB", *(["NF image MB"] if nf_image else [])],
             rows)
 
 
@@ -219,7 +219,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
                          r["received"], 100 * (r["loss_ratio"] or 0.0),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6])
-    return ("Throughput", ["point", "rep", "pair", *(["CPU contended"] if flag else []),
+    return ("Throughput", ["point", "rep", "pair", *([contention.COLUMN] if flag else []),
                            "tx kpps", "rx kpps", "steady rx kpps", "sent", "received", "loss %",
                            "rx Mbit/s"], rows)
 
@@ -237,7 +237,7 @@ def latency(run: dict[str, Any]) -> Table | None:
              *(_us(p.get(f"lat_{k}_ns")) for k in ("min", "mean", "p50", "p90", "p99", "p999",
                                                      "max"))]
             for p in points]
-    return ("Latency", ["point", "rep", *(["CPU contended"] if flag else []), "kind", "samples",
+    return ("Latency", ["point", "rep", *([contention.COLUMN] if flag else []), "kind", "samples",
                         "min µs", "mean µs", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs",
                         "max µs"], rows)
 
