@@ -1,5 +1,5 @@
 """Figures drawn with the Agg canvas directly (no pyplot), so nothing global is
-touched and nothing needs a display; the helpers every plot shares.
+touched and nothing needs a display; what every plot shares.
 
 A Pen draws one figure's curves: each in its data plane's colour and marker
 (style.py), curves of one style apart by a shade of it (and, where the line
