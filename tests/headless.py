@@ -1,9 +1,13 @@
 """Headless Chromium driven over the DevTools protocol, for tests that check what a
-reader of an HTML report sees: no console errors, every image decoded, a
-screenshot of the whole page.
+reader of an HTML report sees: no console errors, every image decoded, every
+section the page links to present, a screenshot of the whole page.
 
-Chromium comes from Debian (`chromium-headless-shell`, in the Makefile's
-APT_PACKAGES); tests that need it are marked `needs("chromium-headless-shell")`.
+Chromium comes from Debian: `chromium-headless-shell` (in the Makefile's
+APT_PACKAGES), the same browser as the `chromium` package built for headless
+use only, without the desktop's libraries; either is found. Tests that need it
+are marked `needs("chromium-headless-shell")`. Each browser starts with a fresh
+profile and nothing that would reach the network on its own (updates, sync,
+background requests), so a test sees only what the page does.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +34,7 @@ class Browser:
     def __init__(self, binary):
         to_r, self._to_w = os.pipe()
         self._from_r, from_w = os.pipe()
+        self.profile = tempfile.mkdtemp(prefix="cnfperf-chromium-")
 
         def fds():
             os.dup2(to_r, 3)
@@ -37,6 +43,8 @@ class Browser:
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
              "--no-first-run", "--hide-scrollbars", "--window-size=1280,900",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={self.profile}",
              "--disable-breakpad", "--disable-crash-reporter", "about:blank"],
             preexec_fn=fds, pass_fds=(3, 4), stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -99,8 +107,9 @@ class Browser:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL if time.monotonic() - start > 5 else 0)
             except ProcessLookupError:
-                return
+                break
             time.sleep(0.1)
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 @dataclass
@@ -109,6 +118,8 @@ class Rendered:
     images: list            # [complete, naturalWidth, naturalHeight] per <img>
     errors: list = field(default_factory=list)   # console errors, exceptions, log warnings
     screenshot: bytes = b""
+    # [id, present, height in px] of every section the page's <nav> links to
+    sections: list = field(default_factory=list)
 
 
 def render(path: Path) -> Rendered:
@@ -126,6 +137,11 @@ def render(path: Path) -> Rendered:
         ))["result"]["value"]
         title = browser.call("Runtime.evaluate", session, returnByValue=True,
                              expression="document.title")["result"]["value"]
+        sections = browser.call("Runtime.evaluate", session, returnByValue=True, expression=(
+            "Array.from(document.querySelectorAll('nav a')).map(a => {"
+            " const id = a.getAttribute('href').slice(1), e = document.getElementById(id);"
+            " return [id, e !== null, e ? e.getBoundingClientRect().height : 0]; })"
+        ))["result"]["value"]
         shot = base64.b64decode(browser.call("Page.captureScreenshot", session, format="png",
                                              captureBeyondViewport=True)["data"])
     finally:
@@ -136,4 +152,4 @@ def render(path: Path) -> Rendered:
                   and e["params"]["type"] in ("error", "assert"))
               or (e.get("method") == "Log.entryAdded"
                   and e["params"]["entry"]["level"] in ("error", "warning"))]
-    return Rendered(title, images, errors, shot)
+    return Rendered(title, images, errors, shot, sections)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cnfperf.report import cpu, html, nfs, summary
+from cnfperf.report import contention, cpu, glance, html, nfs, summary
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -19,10 +19,11 @@ HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ov
 def write(run: dict[str, Any], out_dir: Path) -> Path:
     """Writes out_dir/*.png and out_dir/report.html; returns the HTML's path."""
     from cnfperf.report import nf_plots, plots   # matplotlib: only when a report is drawn
+    from cnfperf.report.rows import rows_from_run
 
     spec = run.get("spec") or {}
     study = (spec.get("doc") or {}).get("study") or {}
-    rows = plots.rows_from_run(run)
+    rows = rows_from_run(run)
     out_dir.mkdir(parents=True, exist_ok=True)
     made = (plots.make(rows, out_dir, study["plots"]) if study.get("plots")
             else plots.make_all(rows, out_dir))
@@ -32,18 +33,47 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
               for title, headers, rows_ in summary.all_tables(
                   run, [*nfs.all_tables(run), *cpu.all_tables(run)])]
     title = f"cnfperf run {run['id']}" + (f": {study['title']}" if study.get("title") else "")
-    done = len(summary.done_points(run))
-    text = f"{done} of {run.get('planned') or len(run.get('points', []))} points"
+    done = summary.done_points(run)
+    text = f"{len(done)} of {run.get('planned') or len(run.get('points', []))} points"
     if study.get("reproduces"):
         text += f" · reproduces {study['reproduces']}"
     started = time.strftime("%Y-%m-%d %H:%M", time.localtime(run["started"]))
     return Path(html.write(out_dir / "report.html", title, figures=figures, tables=tables,
                            params=_params(run, started), host=_host(run.get("host") or {}),
-                           summary=text))
+                           summary=text, glance=_glance(run, out_dir), notice=notice(done)))
+
+
+def _glance(run: dict[str, Any], out_dir: Path) -> list[html.Figure | html.Table]:
+    """The at-a-glance chart, then its tables (glance.py); the chart only where
+    there is something to rank (two entries at one size and mode)."""
+    from cnfperf.report import glance_plot
+    found = glance.entries(run)
+    out: list[html.Figure | html.Table] = []
+    if glance.ranked(found):
+        out.append(html.Figure("Data planes ranked", glance_plot.chart(
+            found, out_dir / "at_a_glance.png"), _caption("at_a_glance")))
+    tables = [t for t in (glance.throughput_table(found), glance.latency_table(found)) if t]
+    return out + [html.Table(t, h, r, glance.NOTE if i == len(tables) - 1 else "")
+                  for i, (t, h, r) in enumerate(tables)]
+
+
+def notice(points: list[dict[str, Any]]) -> str:
+    """The header's warning when points were measured with more busy pollers than
+    cores, else nothing."""
+    crowded, worst = contention.count(points)
+    if not crowded:
+        return ""
+    return (f"CPU contention: {crowded} of {len(points)} points were measured with more "
+            f"busy-polling threads than cores (up to {worst}). Their numbers show how the "
+            "scheduler shared the cores as much as what the data plane can do; they are "
+            "drawn hollow in the plots and flagged in the tables' CPU contended column.")
 
 
 def _caption(name: str) -> str:
     return {
+        "at_a_glance": "Per frame size, each data plane at its best, the best on top: throughput "
+                       "is the highest received rate, latency the median (bar) and p99 (mark). "
+                       "Error bars: 95% confidence interval of the mean over repetitions.",
         "rx_vs_offered": "The dashed diagonal is received = offered; a curve leaving it "
                          "marks where that data plane starts to drop.",
         "throughput_vs_size": "Best received rate per frame size; Gbps counts frame bytes.",

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from cnfperf.report import contention
+
 
 @dataclass
 class Table:
@@ -48,8 +50,22 @@ HOW_TO_READ = (
                             "single tester's frames (one clock); p50 is the median, p99 is "
                             "exceeded by 1 packet in 100. Histograms have ≤1% relative error."),
     ("Repetitions", "with K > 1 repetitions a value is their mean; error bars in plots are "
-                    "the sample standard deviation, ± in tables the 95% confidence interval of "
-                    "the mean (Student t)."),
+                    "the sample standard deviation (in the at-a-glance chart the 95% confidence "
+                    "interval), ± in tables the 95% confidence interval of the mean (Student t)."),
+    ("At a glance", "per frame size, each data plane (or path) at its best, ranked: the "
+                    "highest received rate any of its throughput points reached, the lowest "
+                    "median of its latency points; with repetitions, the 95% confidence "
+                    "interval of the mean."),
+    (contention.COLUMN, "a point measured with more busy-polling threads (tester ends, network "
+                      "functions, the switch's poll threads) than the cores they ran on: its "
+                      "numbers show how the scheduler shared the cores as much as what the data "
+                      "plane can do. Drawn hollow (markers) or hatched (bars), flagged in "
+                      "tables."),
+    ("Tester", "split: sender and receiver each an engine of its own; single: one engine "
+               "holds both ends of each path (fewer pollers). The Points table says which "
+               "measured each point and, when chosen for the host, why."),
+    ("Log scale", "a value axis is logarithmic where the plot's values span more than 20×: "
+                  "equal distances are equal ratios, so 0.3 and 48 Mpps both read."),
     ("Pairs", "sender/receiver (or client/server) container pairs running at the same time; "
               "per-pair is the mean over pairs, total is their sum."),
     ("Path", "what each pair's frames cross: send → 3 × l2 (chain) → recv is three network "
@@ -83,6 +99,8 @@ body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, s
 header { padding: 28px 40px 18px; border-bottom: 3px solid var(--accent); background: #f0f4fb; }
 header h1 { margin: 0 0 4px; font-size: 26px; }
 header p { margin: 0; color: var(--muted); }
+header p.notice { margin-top: 10px; padding: 8px 12px; color: #5c3c00; background: #fff4d6;
+                  border-left: 4px solid #e69f00; border-radius: 3px; max-width: 1100px; }
 main { padding: 8px 40px 40px; max-width: 1400px; }
 nav { margin: 16px 0; font-size: 14px; }
 nav a { margin-right: 14px; color: var(--accent); text-decoration: none; }
@@ -97,6 +115,7 @@ th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: le
 th { background: #e9eef6; position: sticky; top: 0; }
 tbody tr:nth-child(even) { background: var(--stripe); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tbody tr.contended { background: #fff4d6; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .note { color: var(--muted); font-size: 13px; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 18px; font-size: 14px; }
@@ -135,7 +154,9 @@ def _esc(value: Any) -> str:
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-") or "section"
+    """`At a glance: throughput` → `at-a-glance-throughput`."""
+    words = "".join(c if c.isalnum() else " " for c in text.lower()).split()
+    return "-".join(words) or "section"
 
 
 def embed_png(path: str | Path) -> str:
@@ -152,13 +173,22 @@ def _facts(facts: Mapping[str, Any]) -> str:
     return f'<dl class="facts">{items}</dl>'
 
 
+def _flagged(t: Table, row: Sequence[Any]) -> bool:
+    """Whether the row says yes in the table's CPU contended column (tinted)."""
+    if contention.COLUMN not in t.columns:
+        return False
+    value = row[list(t.columns).index(contention.COLUMN)]
+    return value is True or isinstance(value, str) and value.startswith("yes")
+
+
 def _table(t: Table) -> str:
     head = "".join(f"<th>{_esc(c)}</th>" for c in t.columns)
     body = []
     for row in t.rows:
         cells = "".join(f'<td class="num">{_esc(fmt(v))}</td>' if _is_num(v)
                         else f"<td>{_esc(fmt(v))}</td>" for v in row)
-        body.append(f"<tr>{cells}</tr>")
+        body.append(f'<tr class="contended">{cells}</tr>' if _flagged(t, row)
+                    else f"<tr>{cells}</tr>")
     note = f'<p class="note">{_esc(t.note)}</p>' if t.note else ""
     return (f'<h3 id="{_slug(t.title)}">{_esc(t.title)}</h3>'
             f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
@@ -173,11 +203,13 @@ def _figure(f: Figure) -> str:
 
 def render(title: str, *, figures: Iterable[Figure] = (), tables: Iterable[Table] = (),
            params: Mapping[str, Any] | None = None, host: Mapping[str, Any] | None = None,
-           summary: str = "", generated: _dt.datetime | None = None) -> str:
-    """The report as one HTML string."""
-    figures, tables = list(figures), list(tables)
+           summary: str = "", generated: _dt.datetime | None = None,
+           glance: Iterable[Figure | Table] = (), notice: str = "") -> str:
+    """The report as one HTML string: `glance` (figures and tables) first, under
+    the header and its `notice` (what a reader must know before any number)."""
+    figures, tables, glance = list(figures), list(tables), list(glance)
     generated = generated or _dt.datetime.now().astimezone()
-    sections = [("Plots", figures), ("Tables", tables)]
+    sections = [("At a glance", glance), ("Plots", figures), ("Tables", tables)]
     nav = "".join(f'<a href="#{_slug(name)}">{name}</a>' for name, items in sections if items)
     nav += '<a href="#parameters">Parameters</a><a href="#host">Host</a>' \
            '<a href="#how-to-read-this">How to read this</a>'
@@ -188,9 +220,13 @@ def render(title: str, *, figures: Iterable[Figure] = (), tables: Iterable[Table
         f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>",
         f"<header><h1>{_esc(title)}</h1>"
         f"<p>{_esc(summary) + ' · ' if summary else ''}generated "
-        f"{_esc(generated.strftime('%Y-%m-%d %H:%M %Z'))}</p></header>",
+        f"{_esc(generated.strftime('%Y-%m-%d %H:%M %Z'))}</p>"
+        + (f'<p class="notice">{_esc(notice)}</p>' if notice else "") + "</header>",
         f"<main><nav>{nav}</nav>",
     ]
+    if glance:
+        parts.append('<h2 id="at-a-glance">At a glance</h2>')
+        parts.extend(_figure(g) if isinstance(g, Figure) else _table(g) for g in glance)
     if figures:
         parts.append('<h2 id="plots">Plots</h2>')
         parts.extend(_figure(f) for f in figures)

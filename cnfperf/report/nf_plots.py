@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cnfperf.report import nfs, summary
-from cnfperf.report.plots import NoData, Plot, _grid, _save, colour, marker
+from cnfperf.report import axes as value_axes
+from cnfperf.report.draw import Pen, grid, save
+from cnfperf.report.plots import NoData, Plot
 
 _STYLE = {"p50": "-", "p99": "--"}
+FIT_STEPS = 24
 
 
 def _title(s: nfs.Slope, axes: Sequence[str]) -> str:
@@ -24,31 +27,39 @@ def _title(s: nfs.Slope, axes: Sequence[str]) -> str:
 def latency_vs_nfs(slopes: Sequence[nfs.Slope], path: str | Path,
                    axes: Sequence[str] = ()) -> str:
     """Latency (µs) over the number of NFs, one panel per Slope; `axes`: the
-    fields that tell the panels apart, for their titles."""
+    fields that tell the panels apart, for their titles. On a log axis (values
+    spanning more than axes.LOG_SPAN) the fitted lines bend: they are straight
+    in µs, drawn through FIT_STEPS points."""
     if not slopes:
         raise NoData("latency vs NFs: no points that differ only in the number of NFs")
-    fig, panels = _grid(len(slopes))
+    fig, panels = grid(len(slopes))
+    pen = Pen([{"switch": s.switch} for s in slopes])
     for ax, s in zip(panels, slopes):
         xs = [x for x, _, _ in s.points]
+        values: list[float] = []
         for name, index, slope, base in (("p50", 1, s.p50, s.p50_base),
                                          ("p99", 2, s.p99, s.p99_base)):
             if slope is None:
                 continue
-            ax.plot(xs, [p[index] for p in s.points], ls="none", marker=marker(s.switch),
-                    ms=5, color=colour(s.switch), alpha=1.0 if name == "p50" else 0.6)
-            ends = [min(xs), max(xs)]
-            ax.plot(ends, [base + slope * x for x in ends], ls=_STYLE[name],
-                    color=colour(s.switch), alpha=1.0 if name == "p50" else 0.6,
-                    label=f"{name}: {slope:+.3g} µs per NF")
+            alpha = 1.0 if name == "p50" else 0.6
+            ys = [p[index] for p in s.points]
+            pen.curve(ax, s.switch, xs, ys, hollow=s.contended, ls="none", alpha=alpha)
+            steps = [min(xs) + (max(xs) - min(xs)) * i / FIT_STEPS for i in range(FIT_STEPS + 1)]
+            ax.plot(steps, [base + slope * x for x in steps], ls=_STYLE[name],
+                    color=pen.colour(s.switch), alpha=alpha,
+                    label=f"{name}: {'+' if slope >= 0 else '−'}"
+                          f"{value_axes.number(float(f'{abs(slope):.3g}'))} µs per NF")
+            values += ys
         ax.set_xticks(sorted(set(xs)))
         ax.set_xlabel("network functions in the path")
-        ax.set_ylabel(f"{nfs.KIND.get(s.kind, s.kind)} latency (µs)")
         ax.set_title(_title(s, axes), fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.set_ylim(bottom=0)
+        log = value_axes.values_axis(ax, values, "y")
+        ax.set_ylabel(value_axes.with_scale(f"{nfs.KIND.get(s.kind, s.kind)} latency (µs)", log))
         ax.legend(fontsize=8)
     fig.suptitle("Latency vs number of network functions", fontsize=11)
-    return _save(fig, path)
+    pen.footnote(fig)
+    return save(fig, path)
 
 
 def make(run: dict[str, Any], out_dir: str | Path) -> list[Plot]:

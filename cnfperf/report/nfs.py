@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any, Sequence
 
 from cnfperf import fields, udp_errors
+from cnfperf.report import contention
 from cnfperf.results.model import DROP_REASONS, busy_ratio
 from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
                                     varying)
@@ -243,6 +244,7 @@ class Slope:
     p50_base: float            # µs at 0 NFs (the fit's intercept)
     p99: float | None
     p99_base: float | None
+    contended: list[bool] = field(default_factory=list)   # per point: more pollers than cores
 
     @property
     def switch(self) -> str:
@@ -284,8 +286,10 @@ def slopes(run: dict[str, Any]) -> list[Slope]:
         s99, b99 = fit(xs, p99) if None not in p99 else (None, None)
         shape = next((p.get("shape") for p in members if p.get("shape") not in (None, "pair")),
                      None) or "?"
+        ordered = sorted(range(len(members)), key=lambda i: (xs[i], p50[i]))
         out.append(Slope(members[0], shape, str(members[0].get("latency_kind")),
-                         sorted(zip(xs, p50, p99)), s50, b50, s99, b99))
+                         [(xs[i], p50[i], p99[i]) for i in ordered], s50, b50, s99, b99,
+                         [contention.contended(members[i]) for i in ordered]))
     return out
 
 

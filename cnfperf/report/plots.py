@@ -1,289 +1,32 @@
-"""PNG plots of a run, from plain rows (dicts) as a results query returns them.
-
-Throughput rows, one per point and repetition, or one per pair when `pair` is set:
-    switch, size, burst, pairs, rate (requested: pps, "ndr", "pdr:X%"), rx_pps,
-    tx_pps (what the senders really sent; `offered_pps` is read when tx_pps is absent),
-    [pair], [point] (key grouping the pairs of one run of a point), [rep], [mode],
-    [api], [mmsg]
-Latency rows (mode "latency"): switch, size, burst and either a histogram
-    `hist` ([lower_ns, upper_ns, count] buckets) or lat_p50_ns / lat_p99_ns / lat_mean_ns
-    (the results store's columns; for client/server points they hold the round trip).
+"""PNG plots of a run, from plain rows (dicts) as a results query returns them
+(rows.py says their shape).
 
 Repetitions of a point are averaged; error bars show their sample stddev.
 Every function returns the PNG path; NoData is raised when the rows hold
-nothing that plot can show. Figures are drawn with the Agg canvas directly
-(no pyplot), so nothing global is touched and nothing needs a display.
+nothing that plot can show.
 """
 from __future__ import annotations
 
-import hashlib
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from cnfperf import fields
 from cnfperf.experiments import stats
-
-Row = Mapping[str, Any]
-
-# Data planes keep their colour in every figure of a report.
-_KNOWN = ("veth", "bridge", "macvlan", "xdp", "testpmd", "vhost", "memif", "ovs", "ovs-dpdk")
-_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-            "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-_MARKERS = "os^Dv<>ph*"
-DPI = 110
+from cnfperf.report import axes as value_axes
+from cnfperf.report.draw import (Pen, curves, figure, finish, grid, legend, save, size_axis,
+                                 time_axis)
+from cnfperf.report.rows import (Row, avg, best, contended, curve_label, fixed_rate, is_latency,
+                                 sorted_unique, throughput_rows, varying,
+                                 varying_per_switch)
 
 
 class NoData(ValueError):
     """The rows hold nothing this plot can show."""
-
-
-def colour(switch: str) -> str:
-    if switch in _KNOWN:
-        return _PALETTE[_KNOWN.index(switch) % len(_PALETTE)]
-    digest = int(hashlib.sha1(switch.encode()).hexdigest(), 16)
-    return _PALETTE[digest % len(_PALETTE)]
-
-
-def marker(switch: str) -> str:
-    return _MARKERS[int(hashlib.sha1(switch.encode()).hexdigest(), 16) % len(_MARKERS)]
-
-
-# --- shaping rows -------------------------------------------------------------
-
-def _is_latency(row: Row) -> bool:
-    # throughput rows carry one-way latency columns too: the mode decides when present
-    if row.get("mode") is not None:
-        return row["mode"] == "latency"
-    return "hist" in row or "lat_p50_ns" in row
-
-
-def throughput_rows(rows: Iterable[Row]) -> list[dict]:
-    """One row per run of a point: per-pair rows summed (rx_pps and sent_pps are totals),
-    with `rx_pps_per_pair` = total / pairs and `sent_pps` what the senders sent (tx)."""
-    rows = [r for r in rows if not _is_latency(r) and r.get("rx_pps") is not None]
-    grouped: dict[Any, list[Row]] = defaultdict(list)
-    for r in rows:
-        grouped[_run_of_point(r)].append(r)
-    out = []
-    for members in grouped.values():
-        first = dict(members[0])
-        first.pop("pair", None)
-        sent = [_sent(m) for m in members]
-        first["sent_pps"] = math.fsum(sent) if None not in sent else None
-        if "pair" in members[0]:
-            first["rx_pps"] = math.fsum(m["rx_pps"] for m in members)
-        pairs = int(first.get("pairs") or len(members) or 1)
-        first["pairs"] = pairs
-        first["rx_pps_per_pair"] = first["rx_pps"] / pairs
-        out.append(first)
-    return out
-
-
-def _sent(r: Row) -> float | None:
-    value = r.get("tx_pps") if r.get("tx_pps") is not None else r.get("offered_pps")
-    return float(value) if value is not None else None
-
-
-def _run_of_point(r: Row) -> tuple:
-    if "pair" not in r:
-        return ("row", id(r))
-    if r.get("point") is not None:
-        return ("point", r["point"], r.get("rep", 0))
-    return tuple((k, str(r.get(k))) for k in
-                 ("switch", "api", "mmsg", "size", "burst", "pairs", "rate", "rep"))
-
-
-def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
-    return stats.mean(values), (stats.stddev(values) or 0.0)
-
-
-def _avg(rows: Iterable[Row], keys: Sequence[str], value: str) -> dict[tuple, tuple[float, float]]:
-    """Repetitions averaged: {(values of keys): (mean, stddev)}."""
-    groups: dict[tuple, list[float]] = defaultdict(list)
-    for r in rows:
-        if r.get(value) is not None:
-            groups[tuple(r.get(k) for k in keys)].append(float(r[value]))
-    return {k: _mean_sd(v) for k, v in groups.items()}
-
-
-def _order(v: Any) -> tuple:
-    """A sort key that never compares None, numbers and text with each other."""
-    if isinstance(v, tuple):
-        return tuple(_order(x) for x in v)
-    if v is None:
-        return (0, 0)
-    if isinstance(v, (int, float)):
-        return (1, v)
-    return (2, str(v))
-
-
-def _sorted_unique(values: Iterable[Any]) -> list:
-    return sorted(set(values), key=_order)
-
-
-def _fixed_rate(rate: Any) -> float | None:
-    return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
-
-
-# Scenario fields a plot row carries from its point: those with a column.
-POINT_FIELDS = (*(f.name for f in fields.stored()), "rep")
-PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns",
-               "lat_p999_ns", "lat_mean_ns", "lat_max_ns", "latency_kind")
-
-
-# What, besides the data plane, makes a path another curve: its network functions
-# and how its engines run (each plot draws one series per `switch` value).
-PATH_FIELDS = ("nfs", "nf", "tester", "poll")
-# How the path's CPU was set up: another curve too, shown as `name=value`
-# (`ovs switch_in=container pin=False`), the defaults left out unless they vary.
-CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
-              "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
-
-
-def _path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
-    """series(point): the data plane, and whichever of the path's fields vary in the
-    run, or are not the plain default (`ovs 3×strip-encap single adaptive`)."""
-    plain = {"nfs": 0, "tester": "split", "poll": "busy"}
-    shown = [f for f in PATH_FIELDS
-             if len({str(p.get(f)) for p in points}) > 1 or
-             any(p.get(f) not in (None, plain.get(f)) for p in points if f != "nf")]
-    if "nfs" not in shown:
-        shown = [f for f in shown if f != "nf"]
-    # Quotas are the x axis of their own plot, and a curve elsewhere.
-    cpu = [f for f in (*CPU_FIELDS, *fields.QUOTAS)
-           if len({str(p.get(f)) for p in points}) > 1 or
-           any(p.get(f) not in (None, CPU_FIELDS.get(f)) for p in points)]
-
-    def series(p: Mapping[str, Any]) -> str:
-        parts = [str(p.get("switch"))]
-        for f in shown:
-            if f == "nfs":
-                parts.append(f"{p.get('nfs')}×{p.get('nf')}" if p.get("nfs") else "no NF")
-            elif f != "nf":
-                parts.append(str(p.get(f)))
-        parts += [f"{f}={fields.show(f, p.get(f))}" for f in cpu]
-        return " ".join(parts)
-    return series
-
-
-def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
-    """Plot rows from a stored run as the results store returns it (a dict with
-    `points`, each with its scenario columns and `per_pair` rows); points that
-    did not finish are left out. Booleans stored as 0/1 come back as booleans.
-    A point whose path has network functions (or a single tester, or engines
-    that sleep) is its own curve: its `switch` names all of it."""
-    rows = []
-    series = _path_series([p for p in run.get("points", []) if p.get("status", "done") == "done"])
-    for point in run.get("points", []):
-        if point.get("status", "done") != "done":
-            continue
-        base = {k: point[k] for k in POINT_FIELDS if k in point}
-        base["switch"] = series(point)
-        for f in fields.stored():
-            if f.kind == "bool" and base.get(f.name) is not None:
-                base[f.name] = bool(base[f.name])
-        for pair in point.get("per_pair") or []:
-            row = {**base, **{k: pair[k] for k in PAIR_FIELDS if k in pair},
-                   "point": point.get("id", point.get("idx")), "pair": pair["pair"]}
-            if pair.get("latency_histogram"):
-                row["hist"] = pair["latency_histogram"]
-            rows.append(row)
-    return rows
-
-
-# --- figure building -----------------------------------------------------------
-
-def _figure(ncols: int, nrows: int = 1, width: float = 5.2, height: float = 3.8) -> Figure:
-    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _grid(n: int, max_cols: int = 3, width: float = 5.2, height: float = 3.8) -> tuple[Figure, list]:
-    """A figure with n panels, wrapped after max_cols; unused cells hidden."""
-    cols = min(n, max_cols)
-    rows = math.ceil(n / cols)
-    fig = _figure(cols, rows, width, height)
-    axes = list(fig.subplots(rows, cols, squeeze=False).flat)
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    return fig, axes[:n]
-
-
-def _save(fig: Figure, path: str | Path) -> str:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, format="png")
-    return str(path)
-
-
-def _log_size_axis(ax, sizes: Sequence[int]) -> None:
-    ax.set_xscale("log")
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticks(sorted(sizes))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ordered = sorted(sizes)
-    if any(b / a < 1.6 for a, b in zip(ordered, ordered[1:])):   # 1024 and 1500 collide
-        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-    ax.set_xlabel("frame size (bytes, log scale)")
-
-
-_DASHES = ("-", "--", ":", "-.")
-
-
-def _dash(series: tuple, all_series: Sequence[tuple]) -> str:
-    """Series of one data plane share its colour and differ in line style."""
-    same = [s for s in all_series if s[0] == series[0]]
-    return _DASHES[same.index(series) % len(_DASHES)]
-
-
-def _legend(ax, **kw) -> None:
-    n = len(ax.get_legend_handles_labels()[0]) + len(kw.get("handles", ()))
-    if n > 6:   # a long legend would hide the curves: put it beside the panel
-        kw.update(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.legend(fontsize=8, title_fontsize=8, **kw)
-
-
-def _log_time_axis(ax) -> None:
-    """Log x labelled 1, 2, 5, 10, 20 … instead of 2×10^1."""
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def _finish(ax, title: str) -> None:
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.set_ylim(bottom=0)
-    if ax.get_legend_handles_labels()[0]:
-        _legend(ax, title="data plane")
-
-
-def _series(switch: str, others: Mapping[str, Any]) -> str:
-    extra = " ".join(f"{k}={v}" for k, v in others.items())
-    return f"{switch} {extra}".strip()
-
-
-def _varying(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
-    return [k for k in keys if len({str(r.get(k)) for r in rows}) > 1]
-
-
-def _varying_per_switch(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
-    """Fields that tell curves of one data plane apart. One that only follows the
-    data plane (api dpdk for vhost, raw for the bridge) would repeat its name."""
-    return [k for k in _varying(rows, keys)
-            if any(len({str(r.get(k)) for r in rows if r.get("switch") == sw}) > 1
-                   for sw in {r.get("switch") for r in rows})]
 
 
 # --- the plots ----------------------------------------------------------------
@@ -292,37 +35,39 @@ def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
     """Received vs sent rate per data plane (the reference framework's Fig. 5.1,
     "offered" there), one panel per frame size and burst. The x axis is what left
     the senders (tx), not the rate they were asked for: a sender that cannot keep
-    up shows where it stopped."""
-    runs = [r for r in throughput_rows(rows) if _fixed_rate(r.get("rate"))]
+    up shows where it stopped. Both axes turn logarithmic together, so that the
+    diagonal stays one."""
+    runs = [r for r in throughput_rows(rows) if fixed_rate(r.get("rate"))]
     if not runs:
         raise NoData("received vs offered: no throughput rows at fixed rates")
-    panels = _sorted_unique((r.get("size"), r.get("burst")) for r in runs)
-    split = _varying_per_switch(runs, ("api", "mmsg", "pairs"))
-    fig, axes = _grid(len(panels))
+    panels = sorted_unique((r.get("size"), r.get("burst")) for r in runs)
+    split = varying_per_switch(runs, ("api", "mmsg", "pairs"))
+    keys = ["switch", *split, "rate"]
+    pen = Pen(runs, curves(tuple(r.get(k) for k in keys[:-1]) for r in runs))
+    fig, axes = grid(len(panels))
     for ax, (size, burst) in zip(axes, panels):
         mine = [r for r in runs if (r.get("size"), r.get("burst")) == (size, burst)]
-        keys = ["switch", *split, "rate"]
-        rx = _avg(mine, keys, "rx_pps")
-        sent = _avg(mine, keys, "sent_pps")
-        top = 0.0
-        all_series = _sorted_unique(k[:-1] for k in rx)
-        for series in all_series:
-            pts = sorted((sent.get((*series, rate), (rate, 0))[0] or rate, *rx[(*series, rate)])
+        rx, sent, hollow = avg(mine, keys, "rx_pps"), avg(mine, keys, "sent_pps"), \
+            contended(mine, keys)
+        values: list[float] = []
+        for series in curves(k[:-1] for k in rx):
+            pts = sorted((sent.get((*series, rate), (rate, 0))[0] or rate, *rx[(*series, rate)],
+                          hollow[(*series, rate)])
                          for rate in (k[-1] for k in rx if k[:-1] == series))
-            xs = [p[0] / 1e6 for p in pts]
-            ys = [p[1] / 1e6 for p in pts]
-            top = max(top, *xs, *ys)
-            ax.errorbar(xs, ys, yerr=[p[2] / 1e6 for p in pts], color=colour(series[0]),
-                        marker=marker(series[0]), ms=4, capsize=2,
-                        ls=_dash(series, all_series),
-                        label=_series(series[0], dict(zip(split, series[1:]))))
-        ax.plot([0, top], [0, top], ls="--", color="0.6", lw=1, label="received = sent")
-        ax.set_xlabel("sent rate (Mpps)")
-        ax.set_ylabel("received rate (Mpps)")
-        _finish(ax, f"{size} B frames, burst {burst}")
-        ax.set_xlim(left=0)
+            xs, ys = [p[0] / 1e6 for p in pts], [p[1] / 1e6 for p in pts]
+            values += xs + ys
+            pen.curve(ax, series[0], xs, ys, [p[2] / 1e6 for p in pts], [p[3] for p in pts],
+                      ls=pen.dash(series),
+                      label=curve_label(series[0], dict(zip(split, series[1:]))))
+        # x takes y's values too: the same scale both ways keeps the diagonal one
+        log = value_axes.values_axis(ax, values, "x")
+        low, top = ax.get_xlim() if log else (0, max(values))
+        ax.plot([low, top], [low, top], ls="--", color="0.6", lw=1, label="received = sent")
+        ax.set_xlabel(value_axes.with_scale("sent rate (Mpps)", log))
+        finish(ax, f"{size} B frames, burst {burst}", values, "received rate (Mpps)")
     fig.suptitle("Received vs sent rate", fontsize=11)
-    return _save(fig, path)
+    pen.footnote(fig)
+    return save(fig, path)
 
 
 def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
@@ -334,34 +79,36 @@ def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
     runs = throughput_rows(rows)
     if not runs:
         raise NoData("throughput vs size: no throughput rows")
-    split = _varying_per_switch(runs, ("burst", "pairs", "api", "mmsg"))
-    keys = ["switch", *split, "size", "rate"]
-    per_rate = _avg(runs, keys, "rx_pps_per_pair")
-    best: dict[tuple, tuple[float, float]] = {}
-    for k, v in per_rate.items():
-        if k[:-1] not in best or v[0] > best[k[:-1]][0]:
-            best[k[:-1]] = v
-    sizes = _sorted_unique(k[-1] for k in best)
+    split = varying_per_switch(runs, ("burst", "pairs", "api", "mmsg"))
+    top = best(runs, ["switch", *split, "size", "rate"], "rx_pps_per_pair")
+    sizes = sorted_unique(k[-1] for k in top)
     per_pair = any(r["pairs"] > 1 for r in runs)
-    fig = _figure(2)
+    fig = figure(2, height=4.2)
     ax_pps, ax_bps = fig.subplots(1, 2)
-    all_series = _sorted_unique(k[:-1] for k in best)
+    all_series = curves(k[:-1] for k in top)
+    pen = Pen(runs, all_series)
+    mpps, gbps = [], []
     for series in all_series:
-        pts = sorted((k[-1], *best[k]) for k in best if k[:-1] == series)
-        label = _series(series[0], dict(zip(split, series[1:])))
-        style = dict(color=colour(series[0]), marker=marker(series[0]), ms=4, capsize=2,
-                     ls=_dash(series, all_series), label=label)
-        ax_pps.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
-                        yerr=[p[2] / 1e6 for p in pts], **style)
-        ax_bps.errorbar([p[0] for p in pts], [p[1] * p[0] * 8 / 1e9 for p in pts],
-                        yerr=[p[2] * p[0] * 8 / 1e9 for p in pts], **style)
+        pts = sorted((k[-1], *top[k]) for k in top if k[:-1] == series)
+        sizes_, hollow = [p[0] for p in pts], [p[3] for p in pts]
+        style = dict(ls=pen.dash(series),
+                     label=curve_label(series[0], dict(zip(split, series[1:]))))
+        ys = [p[1] / 1e6 for p in pts]
+        pen.curve(ax_pps, series[0], sizes_, ys, [p[2] / 1e6 for p in pts], hollow, **style)
+        bits = [p[1] * p[0] * 8 / 1e9 for p in pts]
+        pen.curve(ax_bps, series[0], sizes_, bits, [p[2] * p[0] * 8 / 1e9 for p in pts],
+                  hollow, **style)
+        mpps += ys
+        gbps += bits
     unit = " per pair" if per_pair else ""
-    for ax, ylabel, title in ((ax_pps, f"max received rate{unit} (Mpps)", "packets"),
-                              (ax_bps, f"max received rate{unit} (Gbps)", "bits (frame bytes)")):
-        _log_size_axis(ax, sizes)
-        ax.set_ylabel(ylabel)
-        _finish(ax, f"Maximum throughput vs frame size: {title}")
-    return _save(fig, path)
+    for ax, ylabel, title, values in (
+            (ax_pps, f"max received rate{unit} (Mpps)", "packets", mpps),
+            (ax_bps, f"max received rate{unit} (Gbps)", "bits (frame bytes)", gbps)):
+        size_axis(ax, sizes)
+        finish(ax, f"Maximum throughput vs frame size: {title}", values, ylabel,
+               key=ax is ax_bps)   # the same curves: keyed once, on the right
+    pen.footnote(fig)
+    return save(fig, path)
 
 
 def scalability(rows: Iterable[Row], path: str | Path) -> str:
@@ -370,33 +117,33 @@ def scalability(rows: Iterable[Row], path: str | Path) -> str:
     runs = throughput_rows(rows)
     if not runs:
         raise NoData("scalability: no throughput rows")
-    sizes = _sorted_unique(r.get("size") for r in runs)
-    fig = _figure(2, len(sizes))
+    sizes = sorted_unique(r.get("size") for r in runs)
+    fig = figure(2, len(sizes))
     axes = fig.subplots(len(sizes), 2, squeeze=False)
+    pen = Pen(runs)
     for (ax_pair, ax_total), size in zip(axes, sizes):
         mine = [r for r in runs if r.get("size") == size]
-        for value, ax in (("rx_pps_per_pair", ax_pair), ("rx_pps", ax_total)):
-            per_rate = _avg(mine, ("switch", "pairs", "rate"), value)
-            best: dict[tuple, tuple[float, float]] = {}
-            for k, v in per_rate.items():
-                if k[:2] not in best or v[0] > best[k[:2]][0]:
-                    best[k[:2]] = v
-            for switch in _sorted_unique(k[0] for k in best):
-                pts = sorted((k[1], *best[k]) for k in best if k[0] == switch)
-                ax.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
-                            yerr=[p[2] / 1e6 for p in pts], color=colour(switch),
-                            marker=marker(switch), ms=4, capsize=2, label=switch)
-            ax.set_xticks(_sorted_unique(r["pairs"] for r in mine))
+        for value, ax, ylabel, title in (
+                ("rx_pps_per_pair", ax_pair, "received rate per pair (Mpps)", "mean per pair"),
+                ("rx_pps", ax_total, "total received rate (Mpps)", "total of all pairs")):
+            top = best(mine, ("switch", "pairs", "rate"), value)
+            values: list[float] = []
+            for switch in curves(k[0] for k in top):
+                pts = sorted((k[1], *top[k]) for k in top if k[0] == switch)
+                ys = [p[1] / 1e6 for p in pts]
+                pen.curve(ax, switch, [p[0] for p in pts], ys, [p[2] / 1e6 for p in pts],
+                          [p[3] for p in pts], label=switch)
+                values += ys
+            ax.set_xticks(sorted_unique(r["pairs"] for r in mine))
             ax.set_xlabel("pairs (sender/receiver)")
-        ax_pair.set_ylabel("received rate per pair (Mpps)")
-        ax_total.set_ylabel("total received rate (Mpps)")
-        _finish(ax_pair, f"{size} B: mean per pair")
-        _finish(ax_total, f"{size} B: total of all pairs")
-    return _save(fig, path)
+            finish(ax, f"{size} B: {title}", values, ylabel)
+    pen.footnote(fig)
+    return save(fig, path)
 
 
 def _latency_stats(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple, dict[str, float]]:
-    """{point values: {"p50": ns, "p99": ns, "mean": ns}}; histograms of repetitions merged."""
+    """{point values: {"p50": ns, "p99": ns, "mean": ns, "contended": 0/1}};
+    histograms of repetitions merged."""
     groups: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
         groups[tuple(r.get(k) for k in keys)].append(r)
@@ -414,6 +161,8 @@ def _latency_stats(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple, dict
                 if vals:
                     values[name] = stats.mean(vals)
         out[k] = {n: v for n, v in values.items() if v is not None}
+        if out[k] and any(m.get("contended") for m in members):
+            out[k]["contended"] = 1
     return out
 
 
@@ -435,96 +184,106 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
                 show: Sequence[str] = ("p50", "p99")) -> str:
     """Latency percentiles vs frame size, one panel per burst (Figs. 5.9, 5.10):
     round-trip, or one-way for a single tester."""
-    rows = [r for r in rows if _is_latency(r)]
+    rows = [r for r in rows if is_latency(r)]
     words, short = _latency_words(rows)
     table = _latency_stats(rows, ("switch", "burst", "size"))
     if not any(table.values()):
         raise NoData("rtt vs size: no latency rows")
-    bursts = _sorted_unique(k[1] for k in table)
-    fig, axes = _grid(len(bursts))
+    bursts = sorted_unique(k[1] for k in table)
+    fig, axes = grid(len(bursts))
+    pen = Pen(rows)
     for ax, burst in zip(axes, bursts):
-        switches = _sorted_unique(k[0] for k in table if k[1] == burst)
+        switches = curves(k[0] for k in table if k[1] == burst)
+        values: list[float] = []
         for switch in switches:
             pts = sorted((k[2], table[k]) for k in table if k[:2] == (switch, burst))
             for name in show:
-                xy = [(size, v[name] / 1e3) for size, v in pts if name in v]
+                xy = [(size, v[name] / 1e3, bool(v.get("contended"))) for size, v in pts
+                      if name in v]
                 if xy:
-                    ax.plot(*zip(*xy), color=colour(switch), marker=marker(switch), ms=4,
-                            ls=_STAT_STYLE.get(name, "-"))
-        _log_size_axis(ax, _sorted_unique(k[2] for k in table if k[1] == burst))
-        ax.set_ylabel(f"{words} (µs)")
-        handles = [Line2D([], [], color=colour(s), marker=marker(s), label=s) for s in switches]
+                    xs, ys, hollow = zip(*xy)
+                    pen.curve(ax, switch, xs, ys, hollow=hollow, ls=_STAT_STYLE.get(name, "-"))
+                    values += ys
+        size_axis(ax, sorted_unique(k[2] for k in table if k[1] == burst))
+        handles = [pen.handle(s) for s in switches]
         handles += [Line2D([], [], color="0.3", ls=_STAT_STYLE.get(n, "-"), label=n) for n in show]
-        _legend(ax, handles=handles)
-        ax.set_title(f"{short} vs frame size, burst {burst}", fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.set_ylim(bottom=0)
-    return _save(fig, path)
+        legend(ax, handles=handles)
+        finish(ax, f"{short} vs frame size, burst {burst}", values, f"{words} (µs)")
+    pen.footnote(fig)
+    return save(fig, path)
 
 
 MAX_CDF_PANELS = 6
+CONTENDED = " (CPU-contended)"   # a CDF curve's label when its points were
 
 
 def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
     """Cumulative distribution of latency (round-trip or one-way): one panel per frame size and
     burst, one curve per data plane, histograms of repetitions merged. With more
     than MAX_CDF_PANELS combinations only the smallest burst at the smallest and
-    largest frame size are drawn (the rest are in the tables)."""
-    rows = [r for r in rows if _is_latency(r) and r.get("hist")]
+    largest frame size are drawn (the rest are in the tables). A curve has no
+    markers to hollow: one measured under contention says so in its label."""
+    rows = [r for r in rows if is_latency(r) and r.get("hist")]
     if not rows:
         raise NoData("latency CDF: no latency histograms")
     words, short = _latency_words(rows)
-    panels = _sorted_unique((r.get("size"), r.get("burst")) for r in rows)
+    panels = sorted_unique((r.get("size"), r.get("burst")) for r in rows)
     if len(panels) > MAX_CDF_PANELS:
         burst = min(b for _, b in panels)
         sizes = [s for s, b in panels if b == burst]
-        panels = _sorted_unique([(min(sizes), burst), (max(sizes), burst)])
-    fig, axes = _grid(len(panels), width=5.6, height=4.0)
+        panels = sorted_unique([(min(sizes), burst), (max(sizes), burst)])
+    fig, axes = grid(len(panels), width=5.6, height=4.0)
+    pen = Pen(rows)
     for ax, (size, burst) in zip(axes, panels):
         groups: dict[str, list] = defaultdict(list)
+        hollow = contended([r for r in rows if (r.get("size"), r.get("burst")) == (size, burst)],
+                           ("switch",))
         for r in rows:
             if (r.get("size"), r.get("burst")) == (size, burst):
                 groups[r["switch"]].append(r["hist"])
-        for switch in sorted(groups):
+        xs_all: list[float] = []
+        for switch in curves(groups):
             curve = stats.cdf(stats.merge_histograms(groups[switch]))
             if curve:
-                ax.step([max(x, 1.0) / 1e3 for x, _ in curve], [y for _, y in curve],
-                        where="post", color=colour(switch), label=switch)
-        _log_time_axis(ax)
+                xs = [max(x, 1.0) / 1e3 for x, _ in curve]
+                ax.step(xs, [y for _, y in curve], where="post",
+                        color=pen.colour(switch),
+                        label=switch + (CONTENDED if hollow[(switch,)] else ""))
+                xs_all += xs
+        time_axis(ax, xs_all)
         ax.set_xlabel(f"{words} (µs, log scale)")
         ax.set_ylabel(f"fraction of packets ≤ {short}")
         ax.set_ylim(0, 1.01)
-        ax.grid(True, which="both", alpha=0.3)
+        ax.grid(True, which="major", alpha=0.3)
         ax.set_title(f"{short} distribution, {size} B frames, burst {burst}", fontsize=10)
-        _legend(ax, title="data plane")
-    return _save(fig, path)
+        legend(ax, title="data plane")
+    return save(fig, path)
 
 
 def throughput_bars(rows: Iterable[Row], path: str | Path,
                     by: Sequence[str] = ("switch", "api", "mmsg", "size")) -> str:
-    """Best received rate per combination of the `by` fields that vary (Table 5.2 as bars)."""
+    """Best received rate per combination of the `by` fields that vary (Table 5.2
+    as bars); a bar measured under contention is hatched and hollow."""
     runs = throughput_rows(rows)
     if not runs:
         raise NoData("throughput bars: no throughput rows")
-    split = [k for k in by if k == "switch" or k in _varying(runs, by)]
-    per_rate = _avg(runs, [*split, "rate"], "rx_pps")
-    best: dict[tuple, tuple[float, float]] = {}
-    for k, v in per_rate.items():
-        if k[:-1] not in best or v[0] > best[k[:-1]][0]:
-            best[k[:-1]] = v
-    keys = sorted(best, key=_order)
-    fig = _figure(1, width=max(5.0, 0.9 * len(keys) + 2), height=4.0)
+    split = [k for k in by if k == "switch" or k in varying(runs, by)]
+    top = best(runs, [*split, "rate"], "rx_pps")
+    keys = curves(top)
+    fig = figure(1, width=max(5.0, 0.9 * len(keys) + 2), height=4.0)
     ax = fig.subplots()
+    pen = Pen(runs)
     labels = ["\n".join(f"{n}={v}" if n != "switch" else str(v) for n, v in zip(split, k))
               for k in keys]
-    ax.bar(range(len(keys)), [best[k][0] / 1e3 for k in keys],
-           yerr=[best[k][1] / 1e3 for k in keys], capsize=3,
-           color=[colour(str(k[0])) for k in keys])
+    for i, k in enumerate(keys):
+        pen.bar(ax, str(k[0]), i, top[k][0] / 1e3, top[k][1] / 1e3, top[k][2])
     ax.set_xticks(range(len(keys)), labels, fontsize=8)
-    ax.set_ylabel("max received rate (kpps)")
     ax.set_title("Maximum throughput per configuration", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
-    return _save(fig, path)
+    log = value_axes.values_axis(ax, [top[k][0] / 1e3 for k in keys], "y")
+    ax.set_ylabel(value_axes.with_scale("max received rate (kpps)", log))
+    pen.footnote(fig)
+    return save(fig, path)
 
 
 def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
@@ -538,31 +297,38 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     # Each quota is its own series elsewhere (rows_from_run); here it is the x axis.
     rows = [{**r, "switch": re.sub(rf" {quota}=\S+", "", str(r.get("switch")))} for r in rows]
     runs = [r for r in throughput_rows(rows) if r.get(quota) is not None]
-    lat = [r for r in rows if _is_latency(r) and r.get(quota) is not None]
-    fig = _figure(2)
+    lat = [r for r in rows if is_latency(r) and r.get(quota) is not None]
+    fig = figure(2)
     ax_pps, ax_lat = fig.subplots(1, 2)
-    rx = _avg(runs, ("switch", quota), "rx_pps_per_pair")
-    for switch in _sorted_unique(k[0] for k in rx):
-        pts = sorted((k[1], *v) for k, v in rx.items() if k[0] == switch)
-        ax_pps.errorbar([p[0] for p in pts], [p[1] / 1e6 for p in pts],
-                        yerr=[p[2] / 1e6 for p in pts], color=colour(switch),
-                        marker=marker(switch), ms=4, capsize=2, label=switch)
+    pen = Pen(rows)
+    rx, hollow = avg(runs, ("switch", quota), "rx_pps_per_pair"), contended(runs, ("switch", quota))
+    rates: list[float] = []
+    for switch in curves(k[0] for k in rx):
+        pts = sorted((k[1], *v, hollow[k]) for k, v in rx.items() if k[0] == switch)
+        ys = [p[1] / 1e6 for p in pts]
+        pen.curve(ax_pps, switch, [p[0] for p in pts], ys, [p[2] / 1e6 for p in pts],
+                  [p[3] for p in pts], label=switch)
+        rates += ys
     words, short = _latency_words(lat)
     table = _latency_stats(lat, ("switch", quota))
-    for switch in _sorted_unique(k[0] for k in table):
+    times: list[float] = []
+    for switch in curves(k[0] for k in table):
         pts = sorted((k[1], v) for k, v in table.items() if k[0] == switch)
         for name in ("p50", "p99"):
-            xy = [(q, v[name] / 1e3) for q, v in pts if name in v]
+            xy = [(q, v[name] / 1e3, bool(v.get("contended"))) for q, v in pts if name in v]
             if xy:
-                ax_lat.plot(*zip(*xy), color=colour(switch), marker=marker(switch), ms=4,
-                            ls=_STAT_STYLE[name], label=f"{switch} {name}")
-    for ax, ylabel, title in ((ax_pps, "received rate per pair (Mpps)", "Throughput"),
-                              (ax_lat, f"{words} (µs)", short.capitalize())):
+                xs, ys, flags = zip(*xy)
+                pen.curve(ax_lat, switch, xs, ys, hollow=flags, ls=_STAT_STYLE[name],
+                          label=f"{switch} {name}")
+                times += ys
+    for ax, ylabel, title, values in (
+            (ax_pps, "received rate per pair (Mpps)", "Throughput", rates),
+            (ax_lat, f"{words} (µs)", short.capitalize(), times)):
         ax.set_xlabel(f"{quota} (% of one core)")
-        ax.set_ylabel(ylabel)
         ax.set_xlim(left=0)
-        _finish(ax, f"{title} vs CPU quota")
-    return _save(fig, path)
+        finish(ax, f"{title} vs CPU quota", values, ylabel)
+    pen.footnote(fig)
+    return save(fig, path)
 
 
 @dataclass
@@ -602,9 +368,9 @@ def make_all(rows: Sequence[Row], out_dir: str | Path) -> list[Plot]:
     """Every plot the rows can support, each as out_dir/NAME.png."""
     out_dir = Path(out_dir)
     runs = throughput_rows(rows)
-    lat = [r for r in rows if _is_latency(r)]
+    lat = [r for r in rows if is_latency(r)]
     fixed_rates = {(r.get("switch"), r.get("size"), r.get("burst"), r.get("rate"))
-                   for r in runs if _fixed_rate(r.get("rate"))}
+                   for r in runs if fixed_rate(r.get("rate"))}
     curves = defaultdict(int)
     for sw, size, burst, _ in fixed_rates:
         curves[(sw, size, burst)] += 1

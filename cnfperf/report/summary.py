@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.plan import describe_path, roles, run_prefix
+from cnfperf.report import contention
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -82,7 +83,7 @@ def _image(name: str, size: int | None) -> str:
 
 def path(point: dict[str, Any]) -> str:
     """`send → 3 × l2 (chain) → recv`, as the plan said it (TestPoint.path)."""
-    sender, receiver = roles(str(_param(point, "tester") or "split"),
+    sender, receiver = roles(contention.tester(point) or "split",
                              str(_param(point, "mode") or "throughput"))
     nfs = int(_param(point, "nfs") or 0)
     return describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver)
@@ -116,19 +117,33 @@ def _mb(size: Any) -> float | None:
     return None if size is None else size / 1e6
 
 
+def _pollers(point: dict[str, Any]) -> str:
+    found = contention.share(point)
+    return f"{found.pollers} / {found.cores}" if found else "–"
+
+
 def points(run: dict[str, Any], brief: bool = False) -> Table | None:
-    """Each point's path, the nodes that were CPU-bound, and its images' sizes
-    (the NF image's once the store has it). `brief`: only when a point has NFs
-    or a CPU-bound node (the terminal's run table already lists every point)."""
+    """Each point's path, the nodes that were CPU-bound, its tester (and why),
+    its busy pollers against its cores, and its images' sizes (the NF image's
+    once the store has it). `brief`: only when a point has NFs or a CPU-bound
+    node (the terminal's run table already lists every point)."""
     done = done_points(run)
     if not done or brief and not any(_param(p, "nfs") or p.get("cpu_bound") for p in done):
         return None
     axes = varying(done) or ["switch"]
     nf_image = any(p.get("nf_image_size") is not None for p in done)
-    rows = [[label(p, axes), p.get("rep", 0) + 1, path(p), cpu_bound(p), _mb(p.get("image_size")),
-             *([_mb(p.get("nf_image_size"))] if nf_image else [])] for p in done]
-    return ("Points", ["point", "rep", "path", "CPU-bound", "image MB",
-                       *(["NF image MB"] if nf_image else [])], rows)
+    rows = [[label(p, axes), p.get("rep", 0) + 1, path(p), cpu_bound(p),
+             contention.tester_said(p), _pollers(p), contention.contended(p),
+             _mb(p.get("image_size")), *([_mb(p.get("nf_image_size"))] if nf_image else [])]
+            for p in done]
+    return ("Points", ["point", "rep", "path", "CPU-bound", "tester", "busy pollers / cores",
+                       contention.COLUMN, "image MB", *(["NF image MB"] if nf_image else [])],
+            rows)
+
+
+def _flag(run: dict[str, Any]) -> bool:
+    """Whether the run's tables need a CPU contended column: a point was."""
+    return any(contention.contended(p) for p in done_points(run))
 
 
 def repetitions(run: dict[str, Any]) -> Table | None:
@@ -191,6 +206,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
     if not points:
         return None
     axes = varying(done_points(run)) or ["switch"]
+    flag = _flag(run)
     rows = []
     for p in points:
         pairs = p.get("per_pair") or []
@@ -198,12 +214,14 @@ def throughput(run: dict[str, Any]) -> Table | None:
         if len(pairs) > 1:
             entries.append(("all", p))
         for name, r in entries:
-            rows.append([label(p, axes), p.get("rep", 0) + 1, name, _kpps(r["tx_pps"]),
+            rows.append([label(p, axes), p.get("rep", 0) + 1, name,
+                         *([contention.contended(p)] if flag else []), _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
                          r["received"], 100 * (r["loss_ratio"] or 0.0),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6])
-    return ("Throughput", ["point", "rep", "pair", "tx kpps", "rx kpps", "steady rx kpps",
-                           "sent", "received", "loss %", "rx Mbit/s"], rows)
+    return ("Throughput", ["point", "rep", "pair", *([contention.COLUMN] if flag else []),
+                           "tx kpps", "rx kpps", "steady rx kpps", "sent", "received", "loss %",
+                           "rx Mbit/s"], rows)
 
 
 def latency(run: dict[str, Any]) -> Table | None:
@@ -212,13 +230,16 @@ def latency(run: dict[str, Any]) -> Table | None:
     if not points:
         return None
     axes = varying(done_points(run)) or ["switch"]
-    rows = [[label(p, axes), p.get("rep", 0) + 1, p.get("latency_kind"),
+    flag = _flag(run)
+    rows = [[label(p, axes), p.get("rep", 0) + 1, *([contention.contended(p)] if flag else []),
+             p.get("latency_kind"),
              p.get("per_pair") and sum(pp.get("received") or 0 for pp in p["per_pair"]),
              *(_us(p.get(f"lat_{k}_ns")) for k in ("min", "mean", "p50", "p90", "p99", "p999",
                                                      "max"))]
             for p in points]
-    return ("Latency", ["point", "rep", "kind", "samples", "min µs", "mean µs", "p50 µs",
-                        "p90 µs", "p99 µs", "p99.9 µs", "max µs"], rows)
+    return ("Latency", ["point", "rep", *([contention.COLUMN] if flag else []), "kind", "samples",
+                        "min µs", "mean µs", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs",
+                        "max µs"], rows)
 
 
 def failures(run: dict[str, Any]) -> Table | None:

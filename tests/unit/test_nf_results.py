@@ -367,7 +367,7 @@ def test_the_report_draws_latency_vs_nfs_and_shows_the_nf_tables(tmp_path):
 def test_the_latency_plot_says_shape_and_data_plane(tmp_path, monkeypatch):
     from cnfperf.report import nf_plots, plots
     saved = []
-    monkeypatch.setattr(nf_plots, "_save", lambda fig, path: saved.append(fig) or str(path))
+    monkeypatch.setattr(nf_plots, "save", lambda fig, path: saved.append(fig) or str(path))
     run = stored_run(tmp_path, *(_latency_point(n, 10 + 2.5 * n) for n in (0, 1, 2)))
     [made] = nf_plots.make(run, tmp_path)
     [ax] = [a for a in saved[0].axes if a.get_visible()]

@@ -22,6 +22,7 @@ import headless
 from cnfperf.experiments import stats
 from cnfperf.report import html as report_html
 from cnfperf.report import plots
+from cnfperf.report import rows as report_rows
 
 CAPACITY = {"veth": 900_000, "bridge": 700_000, "testpmd": 4_000_000}
 
@@ -70,13 +71,13 @@ def latency_rows(sizes=(64, 512, 1500), bursts=(4, 32, 128)):
 def figures(monkeypatch):
     """Every Figure a plot function saves, to check its labels (the PNG is still written)."""
     saved = []
-    original = plots._save
+    original = plots.save
 
     def keep(fig, path):
         saved.append(fig)
         return original(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots, "save", keep)
     return saved
 
 
@@ -110,7 +111,7 @@ def labels(fig):
 def test_pairs_are_summed_into_one_row_per_point_run():
     rows = [dict(switch="veth", size=64, burst=32, pairs=2, pair=p, rate=1e6, rep=0,
                  point="a", tx_pps=1e6, rx_pps=rx) for p, rx in ((0, 400e3), (1, 600e3))]
-    [run] = plots.throughput_rows(rows)
+    [run] = report_rows.throughput_rows(rows)
     assert run["rx_pps"] == 1e6 and run["sent_pps"] == 2e6
     assert run["rx_pps_per_pair"] == 500e3
     assert "pair" not in run
@@ -128,11 +129,11 @@ def test_rows_from_a_stored_run():
          "size": 64, "burst": 4, "rate": 1000,
          "per_pair": [{"pair": 0, "rx_pps": 1000, "lat_p50_ns": 9000, "latency_histogram": hist}]},
     ]}
-    rows = plots.rows_from_run(run)
+    rows = report_rows.rows_from_run(run)
     assert [(r["point"], r["pair"]) for r in rows] == [(7, 0), (7, 1), (9, 0)]
     assert rows[0]["mmsg"] is True and rows[0]["touch"] is False and rows[0]["cpus"] == "0,1"
     assert rows[2]["hist"] == hist and rows[2]["lat_p50_ns"] == 9000
-    [point] = plots.throughput_rows(rows)
+    [point] = report_rows.throughput_rows(rows)
     assert point["rx_pps"] == pytest.approx(1.7e6) and point["rx_pps_per_pair"] == pytest.approx(8.5e5)
 
 
@@ -154,7 +155,8 @@ def test_rx_vs_offered(tmp_path, figures):
 def test_throughput_vs_size_mpps_and_gbps(tmp_path, figures):
     plots.throughput_vs_size(throughput_rows(sizes=(64, 256, 1500)), tmp_path / "size.png")
     left, right = labels(figures[0])
-    assert left["y"] == "max received rate (Mpps)" and right["y"] == "max received rate (Gbps)"
+    assert left["y"] == "max received rate (Mpps)"               # 0.7 to 4 Mpps: linear
+    assert right["y"] == "max received rate (Gbps, log scale)"  # 0.36 to 48 Gbps: log
     assert left["xscale"] == right["xscale"] == "log"
     assert left["x"] == "frame size (bytes, log scale)"
     ax_pps, ax_bps = figures[0].axes
@@ -169,7 +171,8 @@ def test_throughput_vs_size_mpps_and_gbps(tmp_path, figures):
 def test_scalability_per_pair_and_total(tmp_path, figures):
     plots.scalability(throughput_rows(pairs=(1, 2, 4), rates=(4e6,), reps=1), tmp_path / "s.png")
     panels = labels(figures[0])
-    assert [p["y"] for p in panels[:2]] == ["received rate per pair (Mpps)",
+    # per pair: 0.175 (bridge, 4 pairs) to 4 Mpps, logarithmic; total: 0.7 to 4, linear
+    assert [p["y"] for p in panels[:2]] == ["received rate per pair (Mpps, log scale)",
                                            "total received rate (Mpps)"]
     assert all(p["x"] == "pairs (sender/receiver)" for p in panels)
     per_pair, total = figures[0].axes[:2]
@@ -289,11 +292,6 @@ def test_every_study_asks_for_known_plots():
         assert names and set(names) <= set(plots.PLOTS), path.name
 
 
-def test_colours_are_stable_per_data_plane():
-    assert plots.colour("veth") == plots.colour("veth") != plots.colour("bridge")
-    assert plots.colour("some-new-switch") in plots._PALETTE
-
-
 # --- HTML ---------------------------------------------------------------------
 
 class _Checker(html.parser.HTMLParser):
@@ -394,6 +392,60 @@ def test_report_renders_in_headless_chromium(tmp_path):
         assert colours and len(colours) > 50                     # not a blank page
 
 
+def stored_shootout():
+    """A shoot-out as the store returns it: three data planes, two sizes, two
+    repetitions, throughput and latency; OVS with more busy pollers than cores."""
+    points = []
+    for switch, capacity, center in (("veth", 3e5, 30_000), ("memif", 40e6, 20_000),
+                                     ("ovs", 2e4, 9_000_000)):
+        for size in (64, 1500):
+            for mode in ("throughput", "latency"):
+                for rep in (0, 1):
+                    rx = capacity * (1 - rep / 50) if mode == "throughput" else 1000.0
+                    hist = engine_hist(center * (1 + size / 3000), seed=len(points))
+                    lat = {"lat_p50_ns": stats.percentile(hist, 50),
+                           "lat_p99_ns": stats.percentile(hist, 99)}
+                    points.append({
+                        "idx": len(points), "status": "done", "switch": switch, "api": "dpdk",
+                        "mode": mode, "pairs": 1, "size": size, "burst": 32, "rep": rep,
+                        "grp": f"{switch}{size}{mode}", "rate": 0.0 if mode == "throughput" else 1000.0,
+                        "tester": "single" if switch == "ovs" else "split",
+                        "tester_why": "auto: the split tester's 3 busy pollers would share 2 cores"
+                        if switch == "ovs" else "auto: 2 busy pollers on 2 cores",
+                        "pollers": 3 if switch == "ovs" else 2, "cores": 2,
+                        "rx_pps": rx, "loss_ratio": 0.0,
+                        "latency_kind": "rtt" if mode == "latency" else "one_way", **lat,
+                        "per_pair": [{"pair": 0, "tx_pps": rx, "rx_pps": rx, "sent": 1000,
+                                      "received": 1000, "loss_ratio": 0.0, "rx_bps": rx * size * 8,
+                                      "latency_histogram": hist, **lat}]})
+    return {"id": "5h0t", "started": 0, "status": "done", "planned": len(points),
+            "points": points, "spec": {"doc": {"study": {
+                "title": "Data-plane shoot-out",
+                "plots": ["throughput_vs_size", "rtt_vs_size", "latency_cdf"]}}}}
+
+
+@pytest.mark.needs("chromium-headless-shell")
+def test_a_run_report_reads_in_headless_chromium(tmp_path):
+    from cnfperf.report import build
+    path = build.write(stored_shootout(), tmp_path / "report")
+    page = headless.render(path)
+    assert page.errors == []
+    pngs = sorted(p.name for p in path.parent.glob("*.png"))
+    assert pngs == ["at_a_glance.png", "latency_cdf.png", "rtt_vs_size.png",
+                    "throughput_vs_size.png"]
+    assert len(page.images) == len(pngs)
+    for complete, width, height in page.images:
+        assert complete and width > 300 and height > 200
+    ids = [section for section, _, _ in page.sections]
+    assert ids == ["at-a-glance", "plots", "tables", "parameters", "host", "how-to-read-this"]
+    for section, present, height in page.sections:
+        assert present and height > 0, section
+    (tmp_path / "screenshot.png").write_bytes(page.screenshot)
+    with Image.open(io.BytesIO(page.screenshot)) as im:
+        assert im.size[0] >= 1200 and im.size[1] > 3000
+        assert len(im.convert("RGB").resize((64, 256)).getcolors(64 * 256) or []) > 50
+
+
 def test_report_says_what_a_study_left_out(tmp_path):
     from cnfperf.report import build
     run = {"id": "1a2b", "started": 0, "status": "done", "planned": 1, "points": [],
@@ -421,7 +473,7 @@ def test_report_gives_the_images_and_their_sizes(tmp_path):
 
 
 def test_paths_with_network_functions_are_curves_of_their_own():
-    from cnfperf.report.plots import rows_from_run
+    from cnfperf.report.rows import rows_from_run
     pair = {"pair": 0, "rx_pps": 1.0}
     points = [{"switch": "ovs", "nfs": n, "nf": "l2", "tester": "single", "poll": "busy",
                "mode": "throughput", "per_pair": [pair]} for n in (0, 1, 3)]

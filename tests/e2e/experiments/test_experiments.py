@@ -172,7 +172,7 @@ def test_report_renders_in_headless_chromium(sweep, tmp_path):
     html = Path(done.stdout.strip())
     assert html == tmp_path / "report" / "report.html"
     pngs = sorted(p.name for p in html.parent.glob("*.png"))
-    assert pngs == ["rx_vs_offered.png", "throughput_vs_size.png"]
+    assert pngs == ["rx_vs_offered.png", "throughput_vs_size.png"]   # one data plane: no ranking
 
     page = headless.render(html)
     assert page.errors == []
@@ -180,6 +180,9 @@ def test_report_renders_in_headless_chromium(sweep, tmp_path):
     assert len(page.images) == len(pngs)
     for complete, width, height in page.images:
         assert complete and width > 300 and height > 200
+    assert [s[0] for s in page.sections][0] == "at-a-glance"
+    for section, present, height in page.sections:
+        assert present and height > 0, section
     (tmp_path / "screenshot.png").write_bytes(page.screenshot)
     from PIL import Image
     with Image.open(io.BytesIO(page.screenshot)) as im:

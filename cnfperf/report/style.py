@@ -1,0 +1,132 @@
+"""One colour and one marker per data plane, and per network function kind, the
+same in every plot of every report.
+
+Styles are assigned by place in the registries (cnfperf/dataplanes' DATAPLANES,
+fields.NF_KINDS), not by what a run happens to hold, so OVS is the same indigo
+square beside veth as beside VPP. A data plane registered later gets the next
+style without an edit here (add it at the end of DATAPLANES: one inserted in
+the middle moves the styles of those after it).
+
+The i-th style is COLOURS[i mod 14] with MARKERS[i mod 11]: 14 and 11 share no
+factor, so the first 154 styles are distinct pairs and the first 14 distinct
+colours. The colours are Okabe and Ito's and Paul Tol's colour-blind-safe
+qualitative sets (yellows left out: they vanish on white); the marker tells
+apart what a colour-blind reader might still confuse. NF kinds count down from
+the last of the 154, so a kind never wears a data plane's pair.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Callable, Iterable, Mapping
+
+from cnfperf import fields
+
+COLOURS = (
+    "#0072B2",  # blue          (Okabe-Ito)
+    "#E69F00",  # orange        (Okabe-Ito)
+    "#009E73",  # bluish green  (Okabe-Ito)
+    "#CC79A7",  # reddish purple (Okabe-Ito)
+    "#D55E00",  # vermillion    (Okabe-Ito)
+    "#56B4E9",  # sky blue      (Okabe-Ito)
+    "#332288",  # indigo        (Tol muted)
+    "#999933",  # olive         (Tol muted)
+    "#882255",  # wine          (Tol muted)
+    "#44AA99",  # teal          (Tol muted)
+    "#000000",  # black
+    "#AA4499",  # purple        (Tol muted)
+    "#117733",  # green         (Tol muted)
+    "#888888",  # grey
+)
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "p", "h", "<", ">")
+PAIRS = len(COLOURS) * len(MARKERS)   # distinct (colour, marker) pairs
+
+
+@dataclass(frozen=True)
+class Style:
+    colour: str
+    marker: str
+
+
+def nth(i: int) -> Style:
+    return Style(COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)])
+
+
+@cache
+def _dataplanes() -> tuple[str, ...]:
+    from cnfperf.dataplanes import DATAPLANES   # imports every switch's module: only when drawn
+    return tuple(DATAPLANES)
+
+
+def _unknown(name: str) -> Style:
+    """A name no registry holds (a data plane of an older cnfperf, a user's own NF):
+    a style of its own as far as a hash goes, the same in every report."""
+    return nth(int(hashlib.sha1(name.encode()).hexdigest(), 16) % PAIRS)
+
+
+def dataplane(name: str) -> Style:
+    """The data plane's style: by its place in DATAPLANES."""
+    known = _dataplanes()
+    return nth(known.index(name)) if name in known else _unknown(name)
+
+
+def nf_kind(kind: str) -> Style:
+    """The NF kind's style: by its place in fields.NF_KINDS, counted down from the
+    last pair (cmd:… and click:FILE NFs by a hash of their text)."""
+    if kind in fields.NF_KINDS:
+        return nth(PAIRS - 1 - fields.NF_KINDS.index(kind))
+    return _unknown(kind)
+
+
+def rank(name: str) -> int:
+    """Where a curve (named after its data plane first) comes in legends and
+    tables: in registry order, so each report lists data planes alike."""
+    known = _dataplanes()
+    dp = name.split(" ", 1)[0]
+    return known.index(dp) if dp in known else len(known)
+
+
+def of_curve(name: str) -> Style:
+    """A curve's style from its name: curves are named after their data plane
+    first (`ovs 3×l2 single`), so the first word decides."""
+    return dataplane(name.split(" ", 1)[0])
+
+
+# Curves of one style (one data plane's paths) keep its hue, each a shade of its own:
+# mixed toward black (< 0) or white (> 0) by these fractions, in turn; a dark
+# colour (indigo, black) has no darker shades to give, only lighter ones.
+SHADES = (0.0, -0.45, 0.5, -0.7, 0.75)
+LIGHTER = (0.0, 0.3, 0.55, 0.7, 0.8)
+DARK = 0.35   # a colour whose mean channel is below this is dark
+
+
+def shade(colour: str, k: int) -> str:
+    """The k-th shade of a colour (SHADES, or LIGHTER for a dark one)."""
+    from matplotlib.colors import to_hex, to_rgb
+    rgb = to_rgb(colour)
+    steps = LIGHTER if sum(rgb) / 3 < DARK else SHADES
+    f = steps[k % len(steps)]
+    if not f:
+        return colour
+    target = 1.0 if f > 0 else 0.0
+    return to_hex(tuple(c + (target - c) * abs(f) for c in rgb))
+
+
+def for_curves(rows: Iterable[Mapping[str, Any]]) -> Callable[[str], Style]:
+    """style_of(curve name) for one plot's rows (rows.py: `switch` names the curve,
+    `dataplane` its data plane, `nf`/`nfs` its network functions): the data
+    plane's style; when every curve runs on one data plane and their NF kinds
+    differ, the NF kind's (a path without NFs keeps the data plane's)."""
+    curves: dict[str, tuple[str, str | None]] = {}
+    for r in rows:
+        name = str(r.get("switch"))
+        curves[name] = (str(r.get("dataplane") or name.split(" ", 1)[0]),
+                        str(r["nf"]) if r.get("nfs") and r.get("nf") else None)
+    by_nf = (len({d for d, _ in curves.values()}) == 1 and
+             len({k for _, k in curves.values()}) > 1)
+
+    def style_of(name: str) -> Style:
+        dp, kind = curves.get(name, (name.split(" ", 1)[0], None))
+        return nf_kind(kind) if by_nf and kind else dataplane(dp)
+    return style_of

@@ -1,0 +1,70 @@
+"""Colours and markers: one per data plane and per NF kind, from the registries."""
+from __future__ import annotations
+
+from cnfperf import fields
+from cnfperf.dataplanes import DATAPLANES
+from cnfperf.report import style
+
+
+def test_every_data_plane_has_a_colour_and_marker_of_its_own():
+    styles = [style.dataplane(name) for name in DATAPLANES]
+    assert len(set(styles)) == len(DATAPLANES)
+    # as long as the palette lasts, the colour alone tells them apart
+    assert len(DATAPLANES) <= len(style.COLOURS)
+    assert len({s.colour for s in styles}) == len(DATAPLANES)
+
+
+def test_nf_kinds_wear_pairs_no_data_plane_wears():
+    kinds = [style.nf_kind(k) for k in fields.NF_KINDS]
+    assert len(set(kinds)) == len(fields.NF_KINDS)
+    assert not set(kinds) & {style.dataplane(name) for name in DATAPLANES}
+
+
+def test_a_data_plane_registered_later_gets_the_next_style(monkeypatch):
+    names = (*DATAPLANES, "new-switch")
+    monkeypatch.setattr(style, "_dataplanes", lambda: names)
+    new = style.dataplane("new-switch")
+    assert new == style.nth(len(DATAPLANES))
+    assert new not in {style.dataplane(n) for n in DATAPLANES}
+
+
+def test_styles_are_the_same_in_every_report():
+    # by place in the registry, not by what a run holds
+    assert style.dataplane("ovs") == style.nth(list(DATAPLANES).index("ovs"))
+    assert style.of_curve("ovs 3×l2 single") == style.dataplane("ovs")
+    assert style.dataplane("no-such-switch") == style.dataplane("no-such-switch")
+    assert style.nf_kind("cmd:my-nf {in} {out}") == style.nf_kind("cmd:my-nf {in} {out}")
+
+
+def test_the_first_pairs_are_all_distinct():
+    assert len({style.nth(i) for i in range(style.PAIRS)}) == style.PAIRS
+
+
+def test_curves_of_one_data_plane_are_told_apart_by_nf_kind():
+    rows = [dict(switch="ovs no NF", dataplane="ovs", nfs=0, nf="l2"),
+            dict(switch="ovs 1×mirror", dataplane="ovs", nfs=1, nf="mirror"),
+            dict(switch="ovs 1×click:mirror", dataplane="ovs", nfs=1, nf="click:mirror")]
+    of = style.for_curves(rows)
+    assert of("ovs no NF") == style.dataplane("ovs")
+    assert of("ovs 1×mirror") == style.nf_kind("mirror")
+    assert of("ovs 1×click:mirror") == style.nf_kind("click:mirror")
+    # two data planes: each curve wears its data plane's style (line styles tell the rest)
+    rows.append(dict(switch="memif 1×mirror", dataplane="memif", nfs=1, nf="mirror"))
+    of = style.for_curves(rows)
+    assert of("ovs 1×mirror") == of("ovs no NF") == style.dataplane("ovs")
+    assert of("memif 1×mirror") == style.dataplane("memif")
+
+
+def test_curves_of_one_style_take_shades_of_its_colour():
+    from cnfperf.report.draw import Pen
+    rows = [dict(switch="ovs no NF", dataplane="ovs", nfs=0, nf="l2"),
+            dict(switch="ovs 1×l2", dataplane="ovs", nfs=1, nf="l2"),
+            dict(switch="ovs 3×l2", dataplane="ovs", nfs=3, nf="l2"),
+            dict(switch="memif 1×l2", dataplane="memif", nfs=1, nf="l2")]
+    pen = Pen(rows)
+    ovs = [pen.colour(r["switch"]) for r in rows[:3]]
+    assert style.dataplane("ovs").colour in ovs and len(set(ovs)) == 3
+    assert pen.colour("memif 1×l2") == style.dataplane("memif").colour
+    # a dark colour has lighter shades only: none of them black again
+    assert len({style.shade("#000000", k) for k in range(len(style.LIGHTER))}) == \
+        len(style.LIGHTER)
