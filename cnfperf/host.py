@@ -299,7 +299,8 @@ def _build(b: dict) -> str:
     """A switch build's row: what is missing, or where it is and its stamp."""
     if b["problem"]:
         return b["problem"]
-    stale = ", stale: make switches" if b.get("state") == "stale" else ""
+    stale = {"stale": ", stale: make switches",
+             "cached": ", stale: make switches links the cached build"}.get(b.get("state"), "")
     return f"{b['path']} (stamp {b['stamp']}{stale})"
 
 
