@@ -4,6 +4,7 @@ taken from a mirror or downloaded, and checked against the lock before a build
 uses them.
 
   sources.py unpack NAME DIR     NAME's source, checked, unpacked into DIR (emptied first)
+  sources.py fetch NAME          the path of a checked copy of NAME's source (downloaded if need be)
   sources.py tree NAME           the lock's tree hash of NAME (a build's stamp covers it)
   sources.py hash [--as NAME] PATH...   the tree hash of archives or directories (to pin
                                  a source; --as: leaving out what the lock excludes of NAME)
@@ -309,7 +310,7 @@ def say(line: str) -> None:
     print(f"switches: {line}", file=sys.stderr, flush=True)
 
 
-USAGE = "usage: sources.py unpack NAME DIR | tree NAME | hash [--as NAME] PATH... | prune"
+USAGE = "usage: sources.py unpack NAME DIR | fetch NAME | tree NAME | hash [--as NAME] PATH... | prune"
 
 
 def main(argv: list[str]) -> int:
@@ -318,6 +319,8 @@ def main(argv: list[str]) -> int:
         if cmd == "unpack" and len(args) == 2:
             found = unpack(_named(args[0]), Path(args[1]))
             say(f"{args[0]}: sources from {found}")
+        elif cmd == "fetch" and len(args) == 1:
+            print(fetch(_named(args[0])))
         elif cmd == "tree" and len(args) == 1:
             print(_named(args[0]).tree)
         elif cmd == "hash" and (paths := args[2:] if args[:1] == ["--as"] else args):
