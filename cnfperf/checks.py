@@ -20,13 +20,15 @@ import os
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from cnfperf import SystemFailure, UserError, builds, cgroups, click_nfs, functions, noise, tools
+from cnfperf import (SystemFailure, UserError, builds, cgroups, click_nfs, fields, functions,
+                     noise, testers, tools)
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
 from cnfperf.host import HostFacts
-from cnfperf.plan import links_per_path, usable_cpus
+from cnfperf.experiments import sweep
+from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
                               validate)
@@ -34,15 +36,52 @@ from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_c
 
 def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
               quick: bool = False, host: HostFacts | None = None) -> Sweep:
-    """The sweep of a scenario or study file and flags (flags win); raises UserError.
-    With `host`, points whose data plane cannot run here are skipped (and listed)."""
-    doc = read_file(path) if path else {}
-    doc.update({k: v for k, v in (flags or {}).items() if v is not None})
+    """The sweep of a scenario or study file and flags; raises UserError. A flag
+    wins over the file: its top level, [quick] and every [[part]]. With `host`,
+    points whose data plane cannot run here are skipped (and listed)."""
+    doc = sweep.override(read_file(path) if path else {}, flags or {})
     return plan(doc, quick=quick, host=host)
 
 
 def plan(doc: dict[str, Any], *, quick: bool = False, host: HostFacts | None = None) -> Sweep:
-    return build(doc, quick=quick, check=check, keep=unusable(host) if host else None)
+    """The sweep of a document; each point's key is hashed from the scenario as it
+    runs (its tester chosen: place_point), so that a tester auto chose and the same
+    one set are one point, and an older run's points keep their keys."""
+    swept = build(doc, quick=quick, check=check, keep=unusable(host) if host else None,
+                  settle=lambda s: place_point(s).scenario)
+    _check_plots(doc)
+    return swept
+
+
+def replan(spec: dict[str, Any], host: HostFacts | None = None) -> Sweep:
+    """A stored run's plan rebuilt for --resume, with the defaults it was made
+    with (fields.CHANGED_DEFAULTS: a run older than a change kept the old ones)."""
+    defaults = {**fields.CHANGED_DEFAULTS, **(spec.get("defaults") or {})}
+    swept = plan({**defaults, **spec["doc"]}, quick=spec.get("quick", False),
+                 host=host if spec.get("skip_unusable") else None)
+    swept.spec = spec
+    return swept
+
+
+def place_point(s: Scenario, run_id: str = "0000", index: int = 0,
+                total: int = 1) -> TestPoint:
+    """A point placed on this host as it will run: with its data plane's pollers
+    counted and its way of joining links, its tester chosen (plan.place)."""
+    dataplane = DATAPLANES[s.switch]
+    return place(s, run_id, index, total,
+                 switch_pollers=dataplane.pollers(s, len(point_cpus(s))), joins=dataplane.joins)
+
+
+def _check_plots(doc: dict[str, Any]) -> None:
+    """A study's plots are the report's: names it does not know fail now, not
+    after the run (the report draws them; matplotlib loads only for a study)."""
+    names = (doc.get("study") or {}).get("plots")
+    if not names:
+        return
+    from cnfperf.report.plots import PLOTS
+    unknown = [n for n in names if n not in PLOTS]
+    if unknown:
+        raise UserError("study.plots", f"unknown {', '.join(unknown)}; known: {', '.join(PLOTS)}")
 
 
 def check(s: Scenario) -> None:
@@ -77,17 +116,8 @@ def check(s: Scenario) -> None:
         _check_nfs(s, dataplane)
     if (problem := switch_problem(s)) is not None:
         raise UserError(*problem)
-    if s.tester == "single" and s.api == "udp":
-        # Both ends' addresses would be local to its one netns: the kernel would
-        # hand the frames over inside, never through the path.
-        raise UserError("tester", "a single tester builds its own frames: use an L2 api "
-                                  "(raw, mmap, xdp, dpdk), not udp")
-    if s.tester == "single" and not s.nfs and s.switch in ("vhost", "memif"):
-        # net_vhost opens its socket only once configured, after EAL has probed the
-        # virtio-user port that should connect to it; memif refuses both ends of one
-        # socket in one process.
-        raise UserError("tester", f"a single tester cannot hold both ends of one {s.switch} "
-                                  "link: put a network function between them (nfs ≥ 1)")
+    if (refused := testers.problem(s)) is not None:
+        raise UserError(refused.field, refused.why)
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
         missing = sorted(set(s.cpus) - usable)
@@ -209,9 +239,9 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
         # ports until no one polls.
         raise UserError("nfs", f"{s.nf.split()[0]} NFs cannot be neighbours on memif "
                                "(stopping one crashes the other): nfs = 1, or the engine's NFs")
-    if s.nf in ONE_PORT_NFS and (s.nfs != 1 or s.tester != "single"):
-        # It sends frames back unchanged but for the MACs: only the engine that sent
-        # them knows them for its own, and nothing can stand behind it.
+    if s.nf in ONE_PORT_NFS and s.nfs != 1:
+        # It sends frames back where they came from: nothing can stand behind it
+        # (and only a single tester takes them: testers.refusal).
         raise UserError("nf", f"{s.nf} sends frames back to their sender: it takes nfs = 1 "
                               "and tester = single")
 
@@ -254,11 +284,49 @@ def _problems(host: HostFacts, switch: str, api: str, runtime: str) -> list[str]
     return problems
 
 
+def host_problems(host: HostFacts) -> Callable[[Scenario], list[str]]:
+    """problems(s): what keeps this host from running a valid scenario, each
+    naming what it concerns first (`vpp: not built: run make switches`). The one
+    answer for a study's plan (unusable: such points are left out), a run's
+    preflight (it refuses them) and both dry-runs. Answers are remembered:
+    checks run tools."""
+    known: dict[tuple[str, str, str], list[str]] = {}
+
+    def problems(s: Scenario) -> list[str]:
+        if (s.switch, s.api, s.runtime) not in known:
+            known[(s.switch, s.api, s.runtime)] = _problems(host, s.switch, s.api, s.runtime)
+        found = list(known[(s.switch, s.api, s.runtime)])
+        if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
+            found.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
+        # testpmd runs from the host, or from the tools image that runc gives
+        # every command NF
+        if s.nfs and (s.nf == "testpmd" or
+                      functions.template_of(s.nf) is not None and s.runtime == "runc"):
+            found += tools.problems(tools.TESTPMD)
+        # Click's NFs run the click build (click-dpdk on dpdk), from the host or
+        # in the click image
+        if s.nfs and click_nfs.is_click(s.nf):
+            found += [f"nf {s.nf}: {p}" for p in builds.problems(click_nfs.build_of(s.nf_api))]
+        if s.noise in noise.STRESSORS:
+            found += tools.problems(tools.STRESS_NG)
+        if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
+            found.append("quota: no cgroup cpu controller with CFS quota files here "
+                         "(see cnfperf doctor)")
+        # the netns runtime runs a command from the host: it must be there
+        template = functions.template_of(s.nf) if s.nfs else None
+        if template and s.nf.startswith(CMD) and s.runtime == "netns":
+            program = shlex.split(template)[0]
+            if shutil.which(program) is None:
+                found.append(f"nf {program}: not found on this host's PATH")
+        return list(dict.fromkeys(found))
+    return problems
+
+
 def unusable(host: HostFacts) -> Keep:
     """keep(params) for sweep.expand: why a point cannot run on this host, or None.
     A study asks for "every data plane"; the ones this host lacks are left out,
-    and the plan says why. Answers are remembered: checks run tools."""
-    known: dict[tuple[str, str, str], list[str]] = {}
+    and the plan says why."""
+    problems = host_problems(host)
 
     def keep(params: dict[str, Any]) -> str | None:
         switch, api = str(params.get("switch", "veth")), str(params.get("api", "udp"))
@@ -276,46 +344,18 @@ def unusable(host: HostFacts) -> Keep:
             return None      # check() names the mistake
         if (problem := switch_problem(s)) is not None:
             return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
-        if (switch, api, runtime) not in known:
-            known[(switch, api, runtime)] = _problems(host, switch, api, runtime)
-        problems = known[(switch, api, runtime)]
-        if s.nfs and click_nfs.is_click(s.nf):
-            problems = problems + [f"nf {s.nf}: {p}"
-                                   for p in builds.problems(click_nfs.build_of(s.nf_api))]
-        return "; ".join(problems) or None
+        return "; ".join(problems(s)) or None
     return keep
 
 
 def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
     """Host problems found before anything is created (SystemFailure)."""
-    problems = [f"engine: {host.engine.problem}"] if host.engine.problem else []
-    for s in {(s.switch, s.api, s.runtime): s for s in scenarios}.values():
-        problems += _problems(host, s.switch, s.api, s.runtime)
+    problems = host_problems(host)
+    found = [f"engine: {host.engine.problem}"] if host.engine.problem else []
     for s in scenarios:
-        if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
-            problems.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
-        # testpmd runs from the host, or from the tools image that runc gives
-        # every command NF
-        if s.nfs and (s.nf == "testpmd" or
-                      functions.template_of(s.nf) is not None and s.runtime == "runc"):
-            problems += tools.problems(tools.TESTPMD)
-        # Click's NFs run the click build (click-dpdk on dpdk), from the host or
-        # in the click image
-        if s.nfs and click_nfs.is_click(s.nf):
-            problems += builds.problems(click_nfs.build_of(s.nf_api))
-        # the netns runtime runs a command from the host: it must be there
-        template = functions.template_of(s.nf) if s.nfs else None
-        if s.noise in noise.STRESSORS:
-            problems += tools.problems(tools.STRESS_NG)
-        if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
-            problems.append("quota: no cgroup cpu controller with CFS quota files here "
-                            "(see cnfperf doctor)")
-        if template and s.nf.startswith(CMD) and s.runtime == "netns":
-            program = shlex.split(template)[0]
-            if shutil.which(program) is None:
-                problems.append(f"nf {program}: not found on this host's PATH")
-    if problems:
-        raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(problems)))
+        found += problems(s)
+    if found:
+        raise SystemFailure("this host cannot run the scenario: " + "; ".join(dict.fromkeys(found)))
 
 
 def matrix(host: HostFacts) -> dict:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
-from cnfperf import SystemFailure, UserError, __version__, checks, fields, runner
+from cnfperf import SystemFailure, UserError, __version__, checks, fields, runner, testers
 from cnfperf.cleanup import cleanup
 from cnfperf.engine import find_engine
 from cnfperf.experiments import studies
@@ -55,20 +55,28 @@ def _sweep_flag(name: str) -> Callable[[str], str]:
             parse_values(name, text)
         except ValueError as e:
             why = str(e)
-            raise argparse.ArgumentTypeError(why.split(": ", 1)[1] if ": " in why else why) \
-                from None
+            why = why.split(": ", 1)[1] if ": " in why else why
+            if fields.kinds().get(name) == "bool" and (text.endswith(".toml") or
+                                                       os.path.exists(text)):
+                # `--pin FILE`: the flag took the scenario file for its value
+                why += f" (the scenario file goes before the flags, or say --{name} yes)"
+            raise argparse.ArgumentTypeError(why) from None
         return text
     return check
 
 
 def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> None:
-    """A flag per field of the table (fields.py); every one takes a list or a range."""
+    """A flag per field of the table (fields.py); every one takes a list or a
+    range, and a yes/no field's flag alone means yes (--pin), --no-pin no."""
     if with_fields:
         for f in fields.FIELDS:
             text = (f.help + (f" [{f.unit}]" if f.unit else "")).replace("%", "%%")
             if f.kind == "bool":
-                p.add_argument(f.flag, dest=f.name, action=argparse.BooleanOptionalAction,
-                               default=None, help=text + " (sweep it in a scenario file)")
+                p.add_argument(f.flag, dest=f.name, nargs="?", const="yes",
+                               type=_sweep_flag(f.name), metavar="yes|no",
+                               help=text + " (alone: yes; yes,no sweeps both)")
+                p.add_argument("--no-" + f.flag[2:], dest=f.name, action="store_const",
+                               const="no", help=f"the same as {f.flag} no")
             else:
                 p.add_argument(f.flag, dest=f.name, type=_sweep_flag(f.name), help=text)
     p.add_argument("--repeat", type=_sweep_flag("repeat"), metavar="K",
@@ -177,19 +185,30 @@ def _run(args: argparse.Namespace) -> int:
                                         "(made by an older cnfperf); run it again instead")
         engine = find_engine()
         host = gather(engine)
-        swept = checks.plan(spec["doc"], quick=spec.get("quick", False),
-                            host=host if spec.get("skip_unusable") else None)
-        swept.spec = spec
+        swept = checks.replan(spec, host)
         if args.dry_run:
-            print(plan_text(swept, runner.test_points(swept, run_id), store.done_keys(run_id)))
-            return 0
+            return _dry_run(swept, host, run_id, store.done_keys(run_id))
         return _execute(args, swept, engine, host, resume=run_id)[0]
     swept = checks.load_plan(args.scenario, flags)   # UserError: nothing created yet
-    if args.dry_run:
-        print(plan_text(swept, runner.test_points(swept, "0000")))
-        return 0
     engine = find_engine()
-    return _execute(args, swept, engine, gather(engine))[0]
+    host = gather(engine)
+    if args.dry_run:
+        return _dry_run(swept, host)
+    return _execute(args, swept, engine, host)[0]
+
+
+def _dry_run(swept: Any, host: Any, run_id: str = "0000", done: set[str] = frozenset()) -> int:
+    """The plan as the run would place it, each point this host cannot run
+    flagged with why (checks.host_problems: what a study leaves out, a run's
+    preflight refuses); the run is not started, whatever it would find."""
+    problems = checks.host_problems(host)
+    points = runner.test_points(swept, run_id)
+    print(plan_text(swept, points, done, problems))
+    cannot = [p for p in points if p.key not in done and problems(p.scenario)]
+    if cannot:
+        print(f"cnfperf: this host cannot run {len(cannot)} of {len(points)} points (cannot run "
+              "here, above): the run would stop before it starts", file=sys.stderr)
+    return 0
 
 
 def _study(args: argparse.Namespace) -> int:
@@ -202,8 +221,7 @@ def _study(args: argparse.Namespace) -> int:
     swept = checks.load_plan(path, {"repeat": args.repeat}, quick=args.quick, host=host)
     swept.spec["study"] = path.stem
     if args.dry_run:
-        print(plan_text(swept, runner.test_points(swept, "0000")))
-        return 0
+        return _dry_run(swept, host)
     code, run_id, store = _execute(args, swept, engine, host)
     run = store.run(run_id)
     if _has_results(run):
@@ -309,6 +327,8 @@ class _ProgressLine:
             text = key = f"{head} … {p.phase}"
             if p.phase == "setup" and p.detail:   # on a terminal only: not a line each
                 text += f" {p.detail}"
+            elif p.phase == "setup" and p.point.tester_why != testers.SET:
+                text += f"  (tester {p.point.tester_why})"
             if p.phase == "setup" and p.eta is not None:
                 text += f"  (eta {format_seconds(p.eta)})"
         if self.tty:

@@ -44,8 +44,10 @@ CLICK_NFS = ("mirror", "strip-encap")   # Click's configurations of the engine's
 NF_KINDS = (*ENGINE_NFS, "testpmd", *(CLICK + k for k in CLICK_NFS))   # and cmd:, click:FILE
 # Kinds with one port, that send frames back where they came from: the path ends there.
 ONE_PORT_NFS = ("mirror", CLICK + "mirror")
-# Sender and receiver in containers of their own, or one engine holding both ends.
+# Sender and receiver in containers of their own, or one engine holding both ends;
+# auto: split where its busy pollers fit on the point's cores, else single (testers.py).
 TESTERS = ("split", "single")
+AUTO = "auto"
 # Where a DPDK switch's processes run: on the host, or in a runc container of
 # their own (own cgroup; its sockets and hugepages shared by bind mounts).
 SWITCH_IN = ("host", "container")
@@ -144,9 +146,11 @@ FIELDS: list[Field] = [
     Field("noise_on", "str", "other", "the noise's cores: same (the switch's and the NFs'), "
           "other (cores no node was placed on; else the least loaded), or a CPU list",
           axis=21, column="TEXT"),
-    Field("tester", "choice", "split", "split: sender and receiver in containers of their own; "
-          "single: one engine holds both ends of each path", axis=8, choices=TESTERS,
-          column="TEXT", label="named"),
+    Field("tester", "choice", AUTO, "split: sender and receiver in containers of their own; "
+          "single: one engine holds both ends of each path; auto: split where its busy pollers, "
+          "the data plane's and the network functions' fit on the point's cores, else single "
+          "(and either where only it can run)", axis=8, choices=(AUTO, *TESTERS),
+          column="TEXT", label="named", describe=True),
     Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=26, unit="bytes",
           ge=64, le=9216, column="INTEGER", label="named", describe=True),
     Field("burst", "int", 32, "packets per burst; default: 32 for throughput, 1 for latency",
@@ -181,6 +185,11 @@ FIELDS: list[Field] = [
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
           "trial sends)", axis=32, unit="pps", search=True, zero="auto"),
 ]
+
+# Defaults that changed, with the value each had before: a run stored before the
+# change (its spec has no `defaults`) is resumed with the old ones, so that its
+# plan and its points' keys are rebuilt as they were (checks.replan).
+CHANGED_DEFAULTS = {"tester": "split"}
 
 # Not scenario fields: they shape the sweep itself and take one value.
 # The views below are computed once: the table is complete before anything reads it.

@@ -12,7 +12,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from cnfperf import PREFIX, click_nfs, fields
+from cnfperf import PREFIX, click_nfs, fields, testers
 from cnfperf.fields import ENGINE_NFS, MAX_NFS, NOISE_PLACES, ONE_PORT_NFS, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, parse_cpus
 
@@ -145,6 +145,10 @@ class TestPoint:
     pairs: tuple[Pair, ...]
     cpus: tuple[int, ...]
     warnings: tuple[str, ...] = field(default=())
+    # Why its tester (testers.choose: "set", or auto's reason), and the busy
+    # pollers it counted on its cores
+    tester_why: str = testers.SET
+    pollers: int = 0
     # From the sweep (experiments/sweep.py): what --resume compares, the
     # repetition, and the values of the swept fields for progress lines.
     key: str = ""
@@ -249,13 +253,30 @@ def usable_cpus() -> tuple[int, ...]:
 def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
           host_cpus: tuple[int, ...] | None = None, switch_pollers: int = 0,
           joins: str = "switch") -> TestPoint:
-    """Where each endpoint and network function runs. `switch_pollers`: threads
-    the data plane itself spins on (its DataPlane.poll_threads), counted against
-    the cores; `joins`: how it joins a link (DataPlane.joins)."""
-    cpus = s.cpus or host_cpus or usable_cpus()
+    """Where each endpoint and network function runs, and with tester = auto,
+    which tester (testers.choose: here the busy pollers are counted). The
+    point's scenario has its tester chosen. `switch_pollers`: threads the data
+    plane itself spins on (its DataPlane.pollers), counted against the cores;
+    `joins`: how it joins a link (DataPlane.joins)."""
+    cpus = tuple(s.cpus or host_cpus or usable_cpus())
+
+    def laid_out(tester: str) -> tuple[Scenario, list[Pair], list[Pair], int]:
+        t = s if s.tester == tester else s.model_copy(update={"tester": tester})
+        pairs = _pairs(t, run_id, cpus)
+        noise = [_noise_pair(t, run_id, pairs, cpus)] if t.noise == "traffic" else []
+        return t, pairs, noise, busy_pollers(t, pairs + noise, switch_pollers)
+
+    tester, why = testers.choose(s, lambda t: laid_out(t)[3], len(cpus))
+    s, pairs, noise, pollers = laid_out(tester)
+    return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
+                     cpus=cpus, warnings=tuple(_warnings(pollers, cpus)), joins=joins,
+                     noise_pairs=tuple(noise), tester_why=why, pollers=pollers)
+
+
+def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...]) -> list[Pair]:
     single = s.tester == "single"
     sender_role, receiver_role = roles(s.tester, s.mode)
-    octets = bytes.fromhex(run_id.rjust(4, "0")[-4:])
+    octets = _octets(run_id)
     engines = 1 if single else 2   # per pair, for the tester's ends
     pairs = []
     for k in range(s.pairs):
@@ -278,18 +299,17 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
             nfs=tuple(_nf(run_id, k, i, cores, octets, s.nf_api, sides="a" if s.nf in ONE_PORT_NFS
                           else "ab") for i, cores in enumerate(nf_cores)),
         ))
-    noise = [_noise_pair(s, run_id, octets, pairs, cpus)] if s.noise == "traffic" else []
-    return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
-                     cpus=tuple(cpus),
-                     warnings=tuple(_warnings(s, pairs + noise, cpus, switch_pollers)),
-                     joins=joins, noise_pairs=tuple(noise))
+    return pairs
 
 
-def _noise_pair(s: Scenario, run_id: str, octets: bytes, pairs: list[Pair],
-                cpus: tuple[int, ...]) -> Pair:
+def _octets(run_id: str) -> bytes:
+    return bytes.fromhex(run_id.rjust(4, "0")[-4:])
+
+
+def _noise_pair(s: Scenario, run_id: str, pairs: list[Pair], cpus: tuple[int, ...]) -> Pair:
     """noise = traffic: one more pair of the same kind, straight through the
     switch (no NFs), its ends on the noise's cores."""
-    k = len(pairs)
+    k, octets = len(pairs), _octets(run_id)
     nf_cores = [c for p in pairs for nf in p.nfs for c in nf.cores]
     ends = [ep.cpu for p in pairs for ep in p.engines]
     cores = noise_cores(s.noise_on, cpus, ends, nf_cores, ())
@@ -340,8 +360,9 @@ def _nf(run_id: str, pair: int, index: int, cores: tuple[int, ...], octets: byte
     return NF(name, pair, index, cores[0], ports, cores)
 
 
-def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
-              switch_pollers: int) -> list[str]:
+def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int) -> int:
+    """Threads that spin on the point's cores: the tester's engines and the
+    engine's NFs (unless poll = interrupt), other NFs as they poll, the data plane's."""
     engine_nfs = s.nf in ENGINE_NFS
     pollers = 0 if s.poll == "interrupt" else \
         sum(POLLERS[e.role] for p in pairs for e in p.engines) + \
@@ -350,8 +371,11 @@ def _warnings(s: Scenario, pairs: list[Pair], cpus: tuple[int, ...],
     # poller per core they were given; Click sleeps in poll() on its packet
     # sockets until frames come, whatever `poll` says: none (with DPDK it polls)
     sleeps = engine_nfs or click_nfs.is_click(s.nf) and s.nf_api != "dpdk"
-    pollers += switch_pollers + (0 if sleeps else sum(len(nf.cores) for p in pairs
-                                                      for nf in p.nfs))
+    return pollers + switch_pollers + (0 if sleeps else sum(len(nf.cores) for p in pairs
+                                                            for nf in p.nfs))
+
+
+def _warnings(pollers: int, cpus: tuple[int, ...]) -> list[str]:
     if pollers <= len(cpus):
         return []
     return [f"{pollers} busy-polling threads share {len(cpus)} cores: "

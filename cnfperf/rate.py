@@ -56,15 +56,18 @@ def fixed(pps: float) -> Rate:
     return Rate("pps", pps=float(pps))
 
 
-def parse(text: Any, field: str = "rate", search: bool = True) -> Rate:
+def parse(text: Any, field: str = "rate", search: bool = True, zero: str = "") -> Rate:
     """A Rate from what a user wrote; ValueError("field: why") otherwise.
-    `search=False` for fields that take only a fixed rate."""
+    `search=False` for fields that take only a fixed rate; `zero` is the word
+    that 0 is shown as ("max", "none"), read back as 0."""
     if isinstance(text, Rate):
         rate = text
     elif isinstance(text, bool):
         raise ValueError(f"{field}: {text!r} is not a rate")
     elif isinstance(text, (int, float)):
         rate = _fixed(float(text), text, field)
+    elif zero and str(text).strip().lower() == zero:
+        rate = fixed(0)
     else:
         rate = _parse_text(str(text).strip().lower(), text, field, search)
     if rate.is_search and not search:

@@ -25,15 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf import PREFIX, SystemFailure, strategies
-from cnfperf.checks import preflight
+from cnfperf.checks import place_point, preflight
 from cnfperf.cleanup import cleanup
-from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.kernel import netns_list
 from cnfperf.experiments import sweep
 from cnfperf.host import HostFacts
 from cnfperf.journal import RUN_DIR, Journal, journal_path
 from cnfperf.lock import LOCK_PATH, HostLock
-from cnfperf.plan import TestPoint, place, run_prefix, usable_cpus
+from cnfperf.plan import TestPoint, run_prefix
 from cnfperf.results.model import PointResult
 from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario, Sweep, canonical
@@ -117,15 +116,11 @@ def execute(planned: Sweep | list[Scenario], opts: RunOptions) -> RunOutcome:
 
 
 def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
-    """The plan's points placed on this host, in order, each with its sweep key."""
+    """The plan's points placed on this host, in order, each with its sweep key
+    and its tester chosen (checks.place_point)."""
     total = len(swept.scenarios)
-    def placed(i: int, s: Scenario) -> TestPoint:
-        dataplane = DATAPLANES[s.switch]
-        cores = len(s.cpus or usable_cpus())
-        return place(s, run_id, i, total, switch_pollers=dataplane.pollers(s, cores),
-                     joins=dataplane.joins)
-    return [replace(placed(i, s), key=p.key, group=p.group, rep=p.rep,
-                    label=p.label(swept.plan.axes, swept.plan.repeat))
+    return [replace(place_point(s, run_id, i, total), key=p.key, group=p.group, rep=p.rep,
+                    label=p.label(swept.plan.axes))
             for i, (p, s) in enumerate(zip(swept.plan.points, swept.scenarios))]
 
 
@@ -269,7 +264,8 @@ class Run:
         directory.mkdir(parents=True)
         (directory / "point.json").write_text(json.dumps(
             {"scenario": point.scenario.model_dump(), "pairs": [asdict(p) for p in point.paths],
-             "cpus": point.cpus, "warnings": point.warnings, "key": point.key,
+             "cpus": point.cpus, "tester_why": point.tester_why, "pollers": point.pollers,
+             "warnings": point.warnings, "key": point.key,
              "rep": point.rep}, indent=1) + "\n")
         return directory
 
@@ -284,7 +280,8 @@ class Run:
         return dict(placement=[asdict(p) for p in point.paths], warnings=list(point.warnings),
                     versions=versions,
                     key=point.key or None, group=point.group or None, rep=point.rep,
-                    shape=point.shape)
+                    shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
+                    cores=len(point.cpus))
 
     def _close(self, teardown: Teardown) -> None:
         teardown.close()

@@ -65,7 +65,7 @@ def parse_cpus(value: Any) -> tuple[int, ...] | None:
 def _rate_type(f: Field) -> Any:
     def check(value: Any) -> Rate:
         try:
-            return rates.parse(value, f.name, search=f.searchable)
+            return rates.parse(value, f.name, search=f.searchable, zero=f.zero)
         except ValueError as e:
             raise ValueError(_why(e)) from None
     # Points carry, hash and store the plain value (a number, or "ndr").
@@ -155,6 +155,7 @@ class Sweep:
 
 Check = Callable[[Scenario], None]     # raises UserError when the parts do not go together
 Keep = Callable[[dict], "str | None"]  # why a point cannot run on this host, or None
+Settle = Callable[[Scenario], Scenario]   # the scenario as it runs (tester = auto chosen)
 
 
 def validate(raw: dict[str, Any], check: Check | None = None) -> Scenario:
@@ -177,12 +178,16 @@ def canonical(s: Scenario) -> dict[str, Any]:
 
 
 def build(doc: dict[str, Any], *, quick: bool = False, check: Check | None = None,
-          keep: Keep | None = None) -> Sweep:
+          keep: Keep | None = None, settle: Settle | None = None) -> Sweep:
     """The sweep of a scenario or study document; raises UserError. `keep` leaves
-    out (and lists) points this host cannot run; `check` refuses combinations."""
+    out (and lists) points this host cannot run; `check` refuses combinations;
+    a point's key is hashed from what `settle` makes of its scenario. The sweep's
+    scenarios are as asked (tester = auto is chosen as each point is placed)."""
+    settled = settle or (lambda s: s)
     try:
-        plan = sweep.expand_study(doc, quick, keep=keep,
-                                  canonical=lambda params: canonical(validate(params, check)))
+        plan = sweep.expand_study(
+            doc, quick, keep=keep,
+            canonical=lambda params: canonical(settled(validate(params, check))))
     except ValueError as e:
         field_, sep, why = str(e).partition(": ")
         raise UserError(field_ if sep else "scenario", why if sep else str(e)) from None
@@ -192,7 +197,8 @@ def build(doc: dict[str, Any], *, quick: bool = False, check: Check | None = Non
                         (f": {reasons}" if reasons else ""))
     return Sweep(plan, [validate(p.params, check) for p in plan.points],
                  {"doc": doc, "quick": quick, "skip_unusable": keep is not None,
-                  "skipped": plan.skip_notes()})
+                  "skipped": plan.skip_notes(),
+                  "defaults": {k: fields.by_name()[k].default for k in fields.CHANGED_DEFAULTS}})
 
 
 def _user_error(err: dict[str, Any]) -> UserError:

@@ -29,10 +29,34 @@ def find(name: str) -> Path:
     return path
 
 
+# A [study] table's keys and what each holds.
+TABLE = {"title": "text", "reproduces": "text", "plots": "a list of plot names"}
+
+
+def check_table(table: Any) -> None:
+    """ValueError (`study.KEY: why`) unless `table` is a [study] table: known
+    keys (TABLE), each of its kind. The plot names are the report's to know
+    (checks.plan asks it)."""
+    if not isinstance(table, dict):
+        raise ValueError("study: must be a table")
+    for key, value in table.items():
+        if key not in TABLE:
+            raise ValueError(f"study.{key}: unknown key; known: {', '.join(TABLE)}")
+        text = isinstance(value, str) and value.strip()
+        names = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+        if not (names if key == "plots" else text):
+            raise ValueError(f"study.{key}: must be {TABLE[key]} (got {value!r})")
+
+
 def info(doc: dict[str, Any]) -> dict[str, Any]:
-    """The study's own table: title, reproduces, plots."""
+    """The study's own table: title, reproduces, plots (checked: check_table)."""
     table = doc.get("study", {})
-    return table if isinstance(table, dict) else {}
+    try:
+        check_table(table)
+    except ValueError as e:
+        field, _, why = str(e).partition(": ")
+        raise UserError(field, why) from None
+    return table
 
 
 def describe_all() -> list[tuple[str, str, str]]:

@@ -33,6 +33,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Iterable, Mapping
 
 from cnfperf import fields as field_table, rate as rates
+from cnfperf.experiments import studies
 
 # Fields that configure the sweep itself and never become an axis.
 SINGLE_VALUED = tuple(field_table.SWEEP_SETTINGS)
@@ -49,7 +50,9 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
     """One value of a field, as the plain JSON value a point carries."""
     kind = kind or field_table.kinds().get(field_name, "str")
     if kind == "rate":
-        return rates.parse(raw, field_name).value()
+        f = field_table.by_name().get(field_name)
+        return rates.parse(raw, field_name, search=f.searchable if f else True,
+                           zero=f.zero if f else "").value()
     if kind == "int":
         if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
             raise ValueError(f"{field_name}: {raw!r} is not a whole number")
@@ -75,7 +78,7 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
             return True
         if s in _FALSE:
             return False
-        raise ValueError(f"{field_name}: '{raw}' is not true/false")
+        raise ValueError(f"{field_name}: '{raw}' is not yes or no (true/false)")
     if isinstance(raw, (dict, list)):
         raise ValueError(f"{field_name}: {raw!r} is not a single value")
     s = str(raw).strip()
@@ -162,12 +165,13 @@ class SweepPoint:
     rep: int = 0                # repetition, from 0
     group: str = ""             # hash of params: shared by all repetitions of a point
     key: str = ""               # group + repetition: what --resume compares
+    repeat: int = 1             # repetitions of this point (its part's repeat)
 
-    def label(self, fields: Iterable[str], repeat: int = 1) -> str:
+    def label(self, fields: Iterable[str]) -> str:
         """The point's values of the given fields (the plan's axes), for progress lines."""
         text = " ".join(f"{f}={field_table.show(f, self.params[f])}"
                         for f in fields if f in self.params)
-        return f"{text} rep={self.rep + 1}/{repeat}".strip() if repeat > 1 else text
+        return f"{text} rep={self.rep + 1}/{self.repeat}".strip() if self.repeat > 1 else text
 
 
 @dataclass
@@ -175,14 +179,12 @@ class Plan:
     points: list[SweepPoint]
     axes: dict[str, list]                       # fields with more than one value, in plan order
     fixed: dict[str, Any]                       # fields with one value
-    repeat: int = 1
+    repeat: int = 1                             # the most repetitions of any point
     skipped: list[tuple[dict, str]] = field(default_factory=list)
 
     def describe(self) -> str:
         """What --dry-run prints before the list of points."""
-        lines = [f"{len(self.points)} points"
-                 + (f" ({len({p.group for p in self.points})} x {self.repeat} repetitions)"
-                    if self.repeat > 1 else "")
+        lines = [f"{len(self.points)} points" + self._repetitions()
                  + (f", {len(self.skipped)} skipped" if self.skipped else "")]
         for name, values in self.axes.items():
             some = sum(name in p.params for p in self.points) < len(self.points)
@@ -193,6 +195,16 @@ class Plan:
             lines.append(f"  fixed: {fixed}")
         lines += [f"  {note}" for note in self.skip_notes()]
         return "\n".join(lines)
+
+    def _repetitions(self) -> str:
+        """` (3 x 2 repetitions)`; where parts repeat differently,
+        ` (2 x 10, 4 x 1 repetitions)`."""
+        groups: dict[int, set[str]] = {}
+        for p in self.points:
+            groups.setdefault(p.repeat, set()).add(p.group)
+        if max(groups, default=1) == 1:
+            return ""
+        return " (" + ", ".join(f"{len(g)} x {n}" for n, g in groups.items()) + " repetitions)"
 
     def skip_notes(self) -> list[str]:
         """One line per reason a point was left out; a reason names what it
@@ -248,7 +260,7 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
             continue
         group = point_hash(canonical(params) if canonical else params)
         for rep in range(repeat):
-            points.append(SweepPoint(len(points), params, rep, group, f"{group}-{rep}"))
+            points.append(SweepPoint(len(points), params, rep, group, f"{group}-{rep}", repeat))
     return Plan(points, axes, fixed, repeat, skipped)
 
 
@@ -275,13 +287,9 @@ def expand_study(doc: Mapping[str, Any], quick: bool = False,
     own [part.quick]. Parts are then interleaved by data plane, keeping each
     switch's points together.
     """
-    for name in ("quick", "study"):
-        if name in doc and not isinstance(doc[name], Mapping):
-            raise ValueError(f"{name}: must be a table")
+    _check_tables(doc)
     base = {k: v for k, v in doc.items() if k not in STUDY_TABLES}
     parts = doc.get("part") or [{}]
-    if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
-        raise ValueError("part: must be an array of tables ([[part]])")
     plans = []
     for part in parts:
         fields = {**base, **{k: v for k, v in part.items() if k != "quick"}}
@@ -290,6 +298,42 @@ def expand_study(doc: Mapping[str, Any], quick: bool = False,
             fields.update(part.get("quick", {}))
         plans.append(expand(fields, kinds, keep, canonical))
     return merge(plans)
+
+
+def _check_tables(doc: Mapping[str, Any]) -> None:
+    """A study file's tables are tables, [study] holds what studies.TABLE says."""
+    if "quick" in doc and not isinstance(doc["quick"], Mapping):
+        raise ValueError("quick: must be a table")
+    parts = doc.get("part", [])
+    if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
+        raise ValueError("part: must be an array of tables ([[part]])")
+    if any("quick" in p and not isinstance(p["quick"], Mapping) for p in parts):
+        raise ValueError("part.quick: must be a table")
+    if "study" in doc:
+        studies.check_table(doc["study"])
+
+
+def override(doc: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with the flags given on the command line winning over it:
+    each set at the top level and taken out of [quick], of every [[part]] and of
+    its [part.quick], which would otherwise win over the top level."""
+    given = {k: v for k, v in flags.items() if v is not None}
+
+    def without(table: Any) -> Any:
+        if not isinstance(table, Mapping):
+            return table          # expand_study names the mistake
+        kept = {k: v for k, v in table.items() if k not in given}
+        if isinstance(table.get("quick"), Mapping):
+            kept["quick"] = without(table["quick"])
+        return kept
+
+    out = dict(doc)
+    if "quick" in out:
+        out["quick"] = without(out["quick"])
+    if isinstance(out.get("part"), list):
+        out["part"] = [without(p) for p in out["part"]]
+    out.update(given)
+    return out
 
 
 def merge(plans: list[Plan]) -> Plan:
@@ -308,7 +352,8 @@ def merge(plans: list[Plan]) -> Plan:
             for p in plan.points:
                 if p.params.get("switch") == sw and p.key not in seen:
                     seen.add(p.key)
-                    points.append(SweepPoint(len(points), p.params, p.rep, p.group, p.key))
+                    points.append(SweepPoint(len(points), p.params, p.rep, p.group, p.key,
+                                             p.repeat))
     axes: dict[str, list] = {}
     all_fields: list[str] = []
     for plan in plans:
@@ -373,7 +418,7 @@ class Progress:
         width = len(str(len(self.plan.points)))
         eta = self.eta()
         return (f"[{self.finished + 1:>{width}}/{len(self.plan.points)}] "
-                f"{point.label(self.plan.axes, self.plan.repeat) or 'single point'}"
+                f"{point.label(self.plan.axes) or 'single point'}"
                 + (f"  eta {format_seconds(eta)}" if eta is not None else ""))
 
 

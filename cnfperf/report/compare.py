@@ -1,7 +1,7 @@
 """`cnfperf compare RUN_A RUN_B`: the points two runs share, side by side, with B/A.
 
-Points match on what was measured (data plane, api, mode, pairs, size, burst,
-rate, …), not on how long: a 10 s run compares with a 1 s one. Repetitions are
+Points match on what was measured (data plane, api, mode, tester, pairs, size,
+burst, rate, …), not on how long: a 10 s run compares with a 1 s one. Repetitions are
 averaged. A search point compares the rate it found (total over pairs), any
 other its received rate.
 """
@@ -13,8 +13,8 @@ from typing import Any
 from cnfperf.experiments import stats
 from cnfperf.report import summary
 
-MATCH = ("switch", "api", "mode", "pairs", "size", "burst", "rate", "flows", "touch", "mmsg",
-         "poll", "limit")
+MATCH = ("switch", "api", "mode", "tester", "pairs", "size", "burst", "rate", "flows", "touch",
+         "mmsg", "poll", "limit")
 HEADERS = ["point", "A kpps", "B kpps", "B/A", "A loss %", "B loss %", "A p50 µs",
            "B p50 µs", "B/A", "A p99 µs", "B p99 µs", "B/A"]
 

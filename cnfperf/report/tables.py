@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from cnfperf import fields
 from cnfperf.experiments.sweep import format_seconds, nominal_seconds
@@ -17,6 +17,7 @@ from cnfperf.rate import show
 from cnfperf.report.html import fmt
 from cnfperf.report.summary import varying
 from cnfperf.runtimes.base import cpu_list
+from cnfperf.testers import SET
 
 HEADERS = ("switch", "api", "mode", "pair", "offered", "tx kpps", "rx kpps", "sent",
            "received", "loss %", "rx Mbit/s", "p50 µs", "p99 µs", "max µs")
@@ -39,14 +40,14 @@ def run_table(run: dict[str, Any]) -> str:
     # A sweep's other axes (size, burst, …) get a column of their own; the
     # offered rate has its own already.
     extra = varying(points, [f.name for f in fields.labelled()
-                             if f.label == "named" and f.name != "rate"])
+                             if f.label == "named" and f.name not in ("rate", "tester")])
     if any(p.get("rep") for p in points):
         extra.append("rep")
-    headers = (*HEADERS[:3], *extra, *HEADERS[3:])
+    headers = (*HEADERS[:3], "tester", *extra, *HEADERS[3:])
     rows: list[list[str]] = []
-    notes: list[str] = []
+    notes: list[str] = tester_notes(points)
     for point in points:
-        label = [point["switch"], point["api"], point["mode"],
+        label = [point["switch"], point["api"], point["mode"], point.get("tester") or "-",
                  *(str(point.get(f, 0) + 1) if f == "rep" else _axis(point, f) for f in extra)]
         if point["status"] != "done":
             rows.append([*label, "-", show(point["rate"] or 0), point["status"],
@@ -60,6 +61,22 @@ def run_table(run: dict[str, Any]) -> str:
         if len(pairs) > 1:
             rows.append([*[""] * len(label), "all", *_cells(point)])
     return "\n".join([render(headers, rows, RIGHT | set(extra)), *notes])
+
+
+def tester_notes(points: Sequence[dict[str, Any]]) -> list[str]:
+    """Why the points' testers: `tester single for ovs, testpmd (auto: split would
+    put 3 busy pollers on 2 cores)`; a set tester only where its busy pollers
+    outnumbered the cores. Points stored before cnfperf said why say nothing."""
+    groups: dict[tuple[str, str], dict[str, None]] = {}
+    for p in points:
+        why, pollers, cores = p.get("tester_why"), p.get("pollers"), p.get("cores")
+        if why == SET and pollers is not None and cores and pollers > cores:
+            why = f"set; {pollers} busy pollers on {cores} cores: CPU contention"
+        elif why == SET or not why:
+            continue
+        groups.setdefault((str(p.get("tester")), why), {})[str(p.get("switch"))] = None
+    return [f"tester {tester} for {', '.join(switches)} ({why})"
+            for (tester, why), switches in groups.items()]
 
 
 def _axis(point: dict[str, Any], name: str) -> str:
@@ -102,13 +119,17 @@ def summary_table(table: tuple[str, list[str], list[list[Any]]], note: str = "")
     return f"{text}\n{textwrap.fill(note, 100)}" if note else text
 
 
-def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozenset()) -> str:
-    """What --dry-run prints: the sweep, then every point with its cores, as
-    the run would place them (runner.test_points)."""
+def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozenset(),
+              problems: Callable[[Any], list[str]] | None = None) -> str:
+    """What --dry-run prints: the sweep, then every point as the run would place
+    it (runner.test_points): its tester, its cores, and with `problems`
+    (checks.host_problems) what keeps this host from running it; then why the
+    testers (tester_notes, as the run's table says it)."""
     lines = [swept.plan.describe(), "points"]
-    width = len(str(len(swept.scenarios)))
+    width = len(str(len(placed_points)))
     seconds = 0.0
-    for i, (p, s, placed) in enumerate(zip(swept.plan.points, swept.scenarios, placed_points)):
+    for i, (p, placed) in enumerate(zip(swept.plan.points, placed_points)):
+        s = placed.scenario
         noise = {e.name for pair in placed.noise_pairs for e in pair.endpoints}
         cores = " ".join(f"{'noise-' if e.name in noise else ''}{e.role}:{e.cpu}"
                          for e in placed.engines)
@@ -117,7 +138,7 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
         if not state:
             seconds += nominal_seconds(s.model_dump())
         # The sweep's other axes (mmsg, …) and the repetition, after describe()'s.
-        extra = fields.undescribed(p.label(swept.plan.axes, swept.plan.repeat), also=("burst",))
+        extra = fields.undescribed(p.label(swept.plan.axes), also=("burst",))
         lines.append(f"  [{i + 1:>{width}}] {' '.join([s.describe(), f'burst={s.burst}', *extra])}"
                      f"  cores {cores}{state}")
         if s.nfs:
@@ -128,7 +149,11 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
         if s.noise != "none":
             lines.append(f"        noise: {s.noise} on {s.noise_on}")
         lines += [f"        warning: {w}" for w in placed.warnings]
-    switches = ", ".join(dict.fromkeys(s.switch for s in swept.scenarios))
+        lines += [f"        cannot run here: {why}" for why in (problems(s) if problems else ())]
+    lines += [f"  {note}" for note in tester_notes([
+        {"tester": p.scenario.tester, "switch": p.scenario.switch, "tester_why": p.tester_why,
+         "pollers": p.pollers, "cores": len(p.cpus)} for p in placed_points])]
+    switches = ", ".join(dict.fromkeys(p.scenario.switch for p in placed_points))
     lines.append(f"data planes: {switches}; traffic time ≥ {format_seconds(seconds)} "
                  "(plus setup and teardown of every point)")
     return "\n".join(lines)

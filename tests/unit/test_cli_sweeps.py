@@ -158,3 +158,22 @@ def test_a_study_names_each_data_plane_it_leaves_out_once(capsys, monkeypatch):
     assert len(notes) == 1 and notes[0].endswith(
         "dpdk-testpmd not found (Debian package dpdk-dev)"), lines
     assert not any(" testpmd " in l for l in lines if l.startswith("[")), "a testpmd point"
+
+
+def test_run_and_study_dry_runs_say_alike_why_a_switch_cannot_run_here(tmp_path, monkeypatch,
+                                                                       capsys):
+    """A switch not built: the study leaves its points out, the run flags them
+    (its preflight would refuse them), both with checks.host_problems' words."""
+    from cnfperf import builds
+    monkeypatch.setenv(builds.PREFIX_ENV, str(tmp_path / "none"))
+    monkeypatch.setenv("CNFPERF_RESULTS", str(tmp_path / "results"))
+    assert main(["run", "--switch", "vpp", "--api", "dpdk", "--size", "64,128", "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    flagged = [l.strip() for l in captured.out.splitlines() if "cannot run here" in l]
+    assert len(flagged) == 2 and flagged[0].startswith("cannot run here: vpp: vpp not built")
+    assert "make switches" in flagged[0]
+    assert "this host cannot run 2 of 2 points" in captured.err
+    assert main(["study", "shootout", "--quick", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"skipped {flagged[0].removeprefix('cannot run here: ')}" in out
+    assert not (tmp_path / "results").exists()

@@ -184,7 +184,7 @@ BAD = [
     (["--nf", "click:strip-encap", "--nf-api", "xdp"], "nf_api"),
     (["--switch", "memif", "--api", "dpdk", "--nfs", "2", "--nf", "click:strip-encap"], "nfs"),
     (["--nf", "click:strip-encap", "--nf-cores", "2", "--cpus", "0-1"], "nf_cores"),
-    (["--nf", "click:mirror"], "nf"),                            # a mirror needs a single tester
+    (["--nf", "click:mirror", "--tester", "split"], "nf"),       # a mirror needs a single tester
 ]
 
 
@@ -236,7 +236,7 @@ def test_click_says_when_it_was_ready_by_its_clock():
 def test_click_nfs_on_sockets_are_not_counted_as_busy_pollers():
     [s] = scenarios(None, {"nfs": 2, "api": "raw", "nf": "click:strip-encap"})
     assert place(s, "1a2b", host_cpus=(0, 1)).warnings == ()
-    [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif",
+    [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "tester": "split",
                            "nf": "click:strip-encap"})   # with DPDK Click polls
     assert place(s, "1a2b", host_cpus=(0, 1)).warnings
     [s] = scenarios(None, {"nfs": 2, "api": "raw", "nf": "l2"})

@@ -92,7 +92,7 @@ def test_links_are_dealt_to_the_poll_threads_in_turn():
 
 
 def test_engines_attach_as_virtio_user_clients_of_their_ports_socket():
-    dp = _plane(Scenario(switch="click", api="dpdk", pairs=2))
+    dp = _plane(Scenario(switch="click", api="dpdk", pairs=2, tester="split"))
     recv = dp.point.pairs[1].receiver
     assert dp.vdev(recv.port) == (f"net_virtio_user0,path=/run/cnfperf/x/sock/click3.sock,"
                                   f"mac={recv.mac},queues=1")

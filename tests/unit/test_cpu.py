@@ -131,7 +131,8 @@ def _summary(role: str, tx: int = 0, rx: int = 0, **more) -> dict:
 
 
 def test_packets_per_engine_in_the_window():
-    [s] = scenarios(None, {"switch": "veth", "api": "raw", "nfs": 2, "warmup": 0.5})
+    [s] = scenarios(None, {"switch": "veth", "api": "raw", "nfs": 2, "warmup": 0.5,
+                           "tester": "split"})
     point = place(s, "1a2b", host_cpus=(0, 1), joins="link")
     pair = point.pairs[0]
     nf_ports = {"ports": [{"port": 1, "rx_packets": 10_400}, {"port": 2, "rx_packets": 0}]}

@@ -122,7 +122,7 @@ def test_switch_poll_core_prefers_a_free_core():
 
 
 def test_switch_poll_core_shares_the_least_loaded_core_when_none_is_free():
-    p = place(Scenario(switch="testpmd", api="dpdk", pairs=2, cpus=(0, 1)), "00ab")
+    p = place(Scenario(switch="testpmd", api="dpdk", pairs=2, cpus=(0, 1), tester="split"), "00ab")
     cpu, = switch_cpus(p, 1)
     assert cpu in (0, 1)
     assert switch_cpus(p, 0) == ()
@@ -130,7 +130,7 @@ def test_switch_poll_core_shares_the_least_loaded_core_when_none_is_free():
 
 
 def test_testpmd_ports_pair_the_ends_of_each_link():
-    p = place(Scenario(switch="testpmd", api="dpdk", pairs=2), "00ac")
+    p = place(Scenario(switch="testpmd", api="dpdk", pairs=2, tester="split"), "00ac")
     dp = DATAPLANES["testpmd"](journal=None)
     dp.point = p
     ports = {(ep.pair, ep.role): dp.port(ep.port) for ep in p.endpoints}

@@ -61,7 +61,8 @@ def test_a_new_row_reaches_every_reader(tmp_path):
     assert done.returncode == 0, done.stderr
     r = json.loads(done.stdout)
     code, out, _ = r["help"]
-    assert code == 0 and "--frob, --no-frob" in out and "a made-up switch" in out
+    assert code == 0 and "--frob [yes|no]" in out and "--no-frob" in out
+    assert "a made-up switch" in out
     code, _, err = r["bad"]
     assert code == 2 and "frob" in err and "maybe" in err and len(err.splitlines()) == 1
     code, out, _ = r["dry"]

@@ -300,7 +300,7 @@ def test_the_end_of_a_run_shows_only_the_paths_that_lost_frames(tmp_path):
 
 def _latency_point(n: int, p50_us: float, size: int = 64):
     [s] = scenarios(None, {"switch": "bridge", "api": "raw", "nfs": n, "nf": "l2",
-                           "size": size})
+                           "size": size, "tester": "split"})
     point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="switch")
     pair = point.pairs[0]
     ends = [_end(0, pair.sender.name, "send", tx=10),

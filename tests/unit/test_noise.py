@@ -39,7 +39,8 @@ def test_other_is_a_free_core_or_the_least_loaded_one():
 
 
 def test_traffic_noise_is_an_unmeasured_pair_through_the_switch():
-    [s] = scenarios(flags={"switch": "bridge", "api": "raw", "noise": "traffic", "cpus": "0-1"})
+    [s] = scenarios(flags={"switch": "bridge", "api": "raw", "noise": "traffic", "cpus": "0-1",
+                           "tester": "split"})
     point = place(s, "00ab")
     assert [p.index for p in point.pairs] == [0] and [p.index for p in point.paths] == [0, 1]
     [extra] = point.noise_pairs

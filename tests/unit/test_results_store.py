@@ -1,6 +1,8 @@
 """Results survive the trip into SQLite and back, through the store and the CLI."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sqlite3
 
@@ -9,6 +11,7 @@ import pytest
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf import UserError
 from cnfperf.results import model
+from cnfperf.report import export
 from cnfperf.results.store import SCHEMA_VERSION, Store
 from cnfperf.runtimes import ImageInfo
 from harness import older_store, scenarios
@@ -178,3 +181,23 @@ def test_the_switchs_queue_map_is_stored_with_its_point(tmp_path):
     points = store.run("beef")["points"]
     store.close()
     assert [p["queues"] for p in points] == [None, result.queues, None]
+
+
+def test_which_tester_why_and_its_pollers_on_its_cores_are_stored(tmp_path):
+    # an older store (before version 9) gains the columns; its points have none
+    store = _older_with_a_point(tmp_path, 8)
+    store.add_point("beef", 1, {"tester": "single"}, status="done", started=1.0,
+                    result=_result(), tester_why="auto: split would put 3 busy pollers on 2 cores",
+                    pollers=2, cores=2)
+    run = store.run("beef")
+    store.close()
+    old, new = run["points"]
+    assert (old["tester_why"], old["pollers"], old["cores"]) == (None, None, None)
+    assert (new["tester"], new["tester_why"], new["pollers"], new["cores"]) == \
+        ("single", "auto: split would put 3 busy pollers on 2 cores", 2, 2)
+    out = io.StringIO()
+    export.write_csv(run, out)
+    [row] = [r for r in csv.DictReader(io.StringIO(out.getvalue()))
+             if r["idx"] == "1" and r["pair"] == "all"]
+    assert (row["tester"], row["pollers"], row["cores"]) == ("single", "2", "2")
+    assert row["tester_why"].startswith("auto: split would put")

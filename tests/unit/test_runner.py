@@ -421,7 +421,8 @@ def test_network_functions_start_from_the_receiver_and_close_before_it(run, mach
     polling before any closes; the path closes from the sender's end."""
     builder, log = stand_ins(machine, tmp_path)
     outcome, _, stored = run({"nfs": 2, "api": "raw", "rate": "5k", "duration": 0.2,
-                              "warmup": 0}, builder=builder, trial=trial_module.run)
+                              "warmup": 0, "tester": "split"}, builder=builder,
+                             trial=trial_module.run)
     assert outcome.status == "done", outcome.error
     events = [line.split() for line in log.read_text().splitlines()]
     short = [(name[8:], what) for name, what in events]

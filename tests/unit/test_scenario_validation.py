@@ -8,6 +8,7 @@ import pytest
 
 from cnfperf import UserError
 from cnfperf.cleanup import RUN_NAME
+from cnfperf.checks import load_plan
 from cnfperf.cli import main
 from cnfperf.rate import parse as parse_rate
 from harness import scenarios
@@ -43,7 +44,7 @@ BAD_FLAGS = [
     (["--repeat", "0"], "repeat"),
     (["--rate", "ndr", "--mode", "latency"], "rate"),  # searches are for throughput
     (["--limit", "10k", "--api", "raw"], "limit"),     # raw bypasses the veth's qdisc
-    (["--limit", "ndr"], "limit"),
+    (["--limit", "ndr"], "--limit"),                # a limit is a rate, not a search
     (["--resume", "beef", "--size", "64"], "--resume"),
     (["--duration", "0"], "duration"),
     (["--duration", "abc"], "--duration"),
@@ -61,7 +62,8 @@ BAD_FLAGS = [
     (["--switch", "veth", "--api", "raw", "--nfs", "1", "--nf-api", "dpdk", "--poll", "interrupt"],
      "poll"),
     (["--nfs", "2", "--nf", "mirror", "--api", "raw", "--tester", "single"], "nf"),
-    (["--nfs", "1", "--nf", "mirror", "--api", "raw"], "nf"),
+    (["--nfs", "1", "--nf", "mirror", "--api", "raw", "--tester", "split"], "nf"),
+    (["--nfs", "1", "--nf", "mirror"], "nf"),        # auto: udp keeps single out, mirror split
     (["--tester", "single", "--switch", "memif", "--api", "dpdk"], "tester"),
     (["--nfs", "2", "--nf", "firewall"], "nf"),
     (["--nfs", "1", "--switch", "memif", "--api", "dpdk", "--nf-api", "raw"], "nf_api"),
@@ -100,6 +102,7 @@ BAD_FLAGS = [
      "switch_quota"),   # its one poll core gives at most 100 %
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
+    (["--pin", "maybe"], "--pin"),                   # a yes/no flag takes yes, no or both
 ]
 
 BAD_FILES = [
@@ -113,6 +116,12 @@ BAD_FILES = [
     ('cpus = "1-"\n', "cpus"),
     ('duration = -1\n', "duration"),
     ('pairs = \n', "scenario"),                      # not TOML
+    ('[study]\ntitle = 3\n', "study.title"),          # a run file's [study] is checked too
+    ('[study]\ntitle = "t"\nplot = ["latency_cdf"]\n', "study.plot"),
+    ('[study]\nplots = "latency_cdf"\n', "study.plots"),
+    ('[study]\nplots = ["latency_cfd"]\n', "study.plots"),
+    ('study = "mine"\n', "study"),
+    ('[[part]]\nsize = 64\nquick = 1\n', "part.quick"),
 ]
 
 
@@ -180,6 +189,57 @@ def test_flags_override_the_file(tmp_path):
     (tmp_path / "s.toml").write_text('switch = "bridge"\npairs = 0\nrate = "10k"\n')
     [s] = scenarios(tmp_path / "s.toml", {"pairs": 2, "rate": None})
     assert (s.switch, s.pairs, s.rate.pps) == ("bridge", 2, 10_000)
+
+
+STUDY = Path(__file__).resolve().parents[2] / "studies" / "cpu000_tc2_quota.toml"
+
+
+def test_a_flag_wins_over_every_part_and_quick_table_of_a_file():
+    """The study's parts set 64/512/1500 and 64, its [quick] 64: --size wins over all."""
+    plan = load_plan(STUDY, {"size": "128", "repeat": "2"})
+    assert {s.size for s in plan.scenarios} == {128}
+    assert {p.repeat for p in plan.plan.points} == {2}       # the latency part said 3
+    quick = load_plan(STUDY, {"size": "128,256", "duration": "2"}, quick=True)
+    assert {s.size for s in quick.scenarios} == {128, 256}
+    assert {s.duration for s in quick.scenarios} == {2}       # [quick] said 1
+    # what the flag did not name, the parts still set
+    assert {s.mode for s in quick.scenarios} == {"throughput", "latency"}
+
+
+def test_a_flag_wins_over_a_parts_own_quick_table(tmp_path):
+    (tmp_path / "s.toml").write_text('[[part]]\nburst = 4\n[part.quick]\nburst = 8\n'
+                                     '[quick]\nburst = 16\n')
+    assert {s.burst for s in scenarios(tmp_path / "s.toml")} == {4}
+    [s] = load_plan(tmp_path / "s.toml", {"burst": "2"}, quick=True).scenarios
+    assert s.burst == 2
+
+
+@pytest.mark.parametrize("argv, pins", [
+    (["--pin"], [True]), (["--pin", "no"], [False]), (["--no-pin"], [False]),
+    (["--pin", "yes,no"], [True, False]), (["--pin", "false"], [False]), ([], [True]),
+])
+def test_a_yes_no_flag_alone_means_yes_and_takes_yes_no_or_both(argv, pins, capsys):
+    assert main(["run", "--switch", "bridge", *argv, "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    points = [line for line in lines if line.strip().startswith("[")]
+    unpinned = [line for line in lines if "unpinned" in line]
+    assert len(points) == len(pins) and len(unpinned) == pins.count(False)
+
+
+def test_a_yes_no_flag_before_the_scenario_file_says_where_the_file_goes(tmp_path, capsys):
+    (tmp_path / "s.toml").write_text('switch = "bridge"\n')
+    assert main(["run", "--pin", str(tmp_path / "s.toml"), "--dry-run"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("cnfperf: error: --pin: ") and \
+        "the scenario file goes before the flags, or say --pin yes" in line
+
+
+def test_zero_is_read_back_as_the_word_it_is_shown_as():
+    [s] = scenarios(None, {"rate": "max", "limit": "none", "search_max": "auto"})
+    assert (s.rate.pps, s.limit.pps, s.search_max.pps) == (0, 0, 0)
+    assert s.describe().endswith("rate=max")
+    with pytest.raises(UserError, match="rate: 'none' is not a rate"):
+        scenarios(None, {"rate": "none"})
 
 
 def test_defaults_follow_the_mode():

@@ -78,7 +78,7 @@ def test_rate_kinds():
     ("rate", "3M:0:5M", "rate: '3M:0:5M': step must be > 0"),
     ("duration", "soon", "duration: 'soon' is not a number"),
     ("duration", "inf", "duration: 'inf' is not a finite number"),
-    ("mmsg", "maybe", "mmsg: 'maybe' is not true/false"),
+    ("mmsg", "maybe", "mmsg: 'maybe' is not yes or no"),
     ("switch", " ", "switch: empty"),
 ])
 def test_bad_values_name_the_field(field, raw, message):
@@ -213,11 +213,39 @@ def test_study_parts_do_not_multiply_and_keep_switches_together():
     assert [p.index for p in quick.points] == list(range(len(quick.points)))
 
 
+def test_each_point_is_labelled_with_its_own_parts_repetitions():
+    plan = expand_study({"size": 64, "part": [{"mode": "throughput", "repeat": 2},
+                                              {"mode": "latency", "repeat": 10}]})
+    labels = [p.label(plan.axes) for p in plan.points]
+    assert labels[:3] == ["mode=throughput rep=1/2", "mode=throughput rep=2/2",
+                          "mode=latency rep=1/10"]
+    assert labels[-1] == "mode=latency rep=10/10" and len(labels) == 12
+    assert plan.describe().splitlines()[0] == "12 points (1 x 2, 1 x 10 repetitions)"
+    once = expand_study({"part": [{"mode": "throughput"}, {"mode": "latency", "repeat": 3}]})
+    assert [p.label(once.axes) for p in once.points][0] == "mode=throughput"
+
+
+def test_flags_override_the_top_level_quick_and_every_part():
+    doc = {"size": 64, "quick": {"size": 128, "duration": 1},
+           "part": [{"size": 256, "quick": {"size": 512}}, {"mode": "latency"}]}
+    flagged = sweep.override(doc, {"size": "1500", "burst": None})
+    assert flagged == {"size": "1500", "quick": {"duration": 1},
+                       "part": [{"quick": {}}, {"mode": "latency"}]}
+    assert doc["part"][0] == {"size": 256, "quick": {"size": 512}}, "the file's own is kept"
+    assert {p.params["size"] for p in expand_study(flagged, quick=True).points} == {1500}
+
+
 def test_study_tables_must_be_tables():
     with pytest.raises(ValueError, match="quick: must be a table"):
         expand_study({"size": 64, "quick": 3})
     with pytest.raises(ValueError, match=r"part: must be an array of tables"):
         expand_study({"size": 64, "part": {"mode": "latency"}})
+    with pytest.raises(ValueError, match=r"study.title: must be text \(got 3\)"):
+        expand_study({"size": 64, "study": {"title": 3}})
+    with pytest.raises(ValueError, match=r"study.figure: unknown key"):
+        expand_study({"size": 64, "study": {"figure": "5"}})
+    with pytest.raises(ValueError, match=r"study.plots: must be a list of plot names"):
+        expand_study({"size": 64, "study": {"plots": ["latency_cdf", 3]}})
 
 
 @pytest.mark.parametrize("path", sorted(STUDIES.glob("*.toml")), ids=lambda p: p.name)

@@ -42,7 +42,7 @@ def run(results, *args: str) -> tuple[dict, dict]:
 def test_dpdk_run_has_zero_loss_and_leaves_nothing(results, switch, mode, pairs):
     rate = ["--rate", "5k"] if mode == "throughput" else []
     out, left = run(results, "--switch", switch, "--api", "dpdk", "--mode", mode,
-                    "--pairs", str(pairs), *rate, *SHORT)
+                    "--pairs", str(pairs), "--tester", "split", *rate, *SHORT)
     assert out["outcome"]["status"] == "done", out["outcome"]
     assert out["outcome"]["left"] == [] and left == {}, (out["outcome"]["left"], left)
     point = out["run"]["points"][0]

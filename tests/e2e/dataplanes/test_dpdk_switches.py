@@ -34,7 +34,8 @@ SEND_SECONDS = 1.0
 
 
 def point(switch: str, pairs: int):
-    return place(Scenario(switch=switch, api="dpdk", pairs=pairs), secrets.token_hex(2))
+    return place(Scenario(switch=switch, api="dpdk", pairs=pairs, tester="split"),
+                 secrets.token_hex(2))
 
 
 def endpoint(dataplane, att, ep, mode: str, peer_mac: str | None = None) -> TestPmd:
@@ -147,7 +148,7 @@ def _threads(pid: int) -> list[tuple[str, set[int]]]:
 def test_click_runs_each_link_on_a_poll_thread_of_its_own(journal):
     """Two links on two Click threads, one core each: each still delivers every frame."""
     cores(2)
-    p = place(Scenario(switch="click", api="dpdk", pairs=2, switch_cores=2),
+    p = place(Scenario(switch="click", api="dpdk", pairs=2, switch_cores=2, tester="split"),
               secrets.token_hex(2))
     with no_leftovers(p.prefix):
         dataplane = DATAPLANES["click"](journal)

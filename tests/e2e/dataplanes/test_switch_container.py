@@ -74,7 +74,8 @@ def test_testpmd_with_two_cores_forwards_on_both(results):
 @pytest.mark.parametrize("switch", ["ovs", "testpmd"])
 def test_the_switchs_processes_are_in_its_cgroup_netns_and_cpuset(switch, tmp_path):
     engine()
-    p = place(Scenario(switch=switch, api="dpdk", switch_in="container", switch_quota=50),
+    p = place(Scenario(switch=switch, api="dpdk", switch_in="container", switch_quota=50,
+                       tester="split"),
               secrets.token_hex(2))
     journal = Journal(tmp_path / "run.journal")
     runtime = RuncRuntime(journal, Path("/run/cnfperf") / f"{p.prefix}-state")

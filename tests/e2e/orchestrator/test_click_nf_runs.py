@@ -120,18 +120,20 @@ def test_a_click_configuration_of_the_user_s_forwards(engine, cli, cli_json, no_
 
 @CLICK_DPDK
 @pytest.mark.parametrize("args", [
-    ("--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", "click:strip-encap"),
+    ("--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", "click:strip-encap",
+     "--tester", "split"),
     # af_packet ports on a kernel data plane, two NFs in a chain
     ("--switch", "bridge", "--api", "raw", "--nf-api", "dpdk", "--nfs", "2",
-     "--nf", "click:strip-encap"),
+     "--nf", "click:strip-encap", "--tester", "split"),
     # the vhost-user backend's end of the link
     ("--switch", "vhost", "--api", "dpdk", "--nfs", "1", "--nf", "click:mirror",
      "--tester", "single"),
     # virtio-user ports (Click asks them for no RSS: the click patches), and
     # jumbo frames in one mbuf each (DPDKInfo's MBUF_SIZE sizes the pool)
-    ("--switch", "testpmd", "--api", "dpdk", "--nfs", "1", "--nf", "click:strip-encap"),
     ("--switch", "testpmd", "--api", "dpdk", "--nfs", "1", "--nf", "click:strip-encap",
-     "--size", "9000")],
+     "--tester", "split"),
+    ("--switch", "testpmd", "--api", "dpdk", "--nfs", "1", "--nf", "click:strip-encap",
+     "--size", "9000", "--tester", "split")],
     ids=["memif", "bridge-af_packet", "vhost-mirror", "testpmd-virtio_user", "testpmd-jumbo"])
 def test_click_with_dpdk_on_the_nf_s_dpdk_ports(engine, cli, cli_json, no_leftovers, args):
     point = _run(cli, cli_json, *args)

@@ -53,7 +53,7 @@ def _switch_is_a_node(point: dict) -> None:
 
 
 def test_the_engines_ends_through_click(engine, cli, cli_json, no_leftovers):
-    point = _run(cli, cli_json, RATE)
+    point = _run(cli, cli_json, RATE, "--tester", "split")
     _zero_loss(point, RATE)
     ends = {e["role"]: e for e in point["endpoints"]}
     c = point["counters"]
@@ -87,7 +87,8 @@ def test_a_chain_through_click(engine, cli, cli_json, no_leftovers):
     """Sender → switch → NF → switch → receiver: each hop's count is the next's.
     The engines sleep when idle (adaptive), so four pollers do not starve each
     other on a small host."""
-    point = _run(cli, cli_json, CHAIN_RATE, "--nfs", "1", "--poll", "adaptive")
+    point = _run(cli, cli_json, CHAIN_RATE, "--nfs", "1", "--poll", "adaptive",
+                 "--tester", "split")
     assert point["shape"] == "chain"
     _zero_loss(point, CHAIN_RATE)
     ends = {e["role"]: e for e in point["endpoints"]}

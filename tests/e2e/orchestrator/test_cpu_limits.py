@@ -36,7 +36,7 @@ def test_a_quota_caps_a_busy_nf_and_its_throughput_falls(engine, cli, cli_json, 
     """Unpaced through one l2 NF: with 25 % of a core its CPU stays near 25 % of
     the window (CFS enforces per 100 ms period: ±1 period over a 1.2 s window,
     and the sampling edges, within 10 points) and it forwards less."""
-    flags = ("--switch", "veth", "--api", "mmap", "--nfs", "1", "--rate", "0")
+    flags = ("--switch", "veth", "--api", "mmap", "--nfs", "1", "--rate", "0", "--tester", "split")
     free, _ = _run(cli, cli_json, *flags)
     held, _ = _run(cli, cli_json, *flags, "--nf-quota", str(QUOTA))
     assert held["nf_quota"] == QUOTA and free["nf_quota"] is None

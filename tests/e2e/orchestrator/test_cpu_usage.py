@@ -63,7 +63,7 @@ def test_every_node_of_a_path_through_an_nf_has_its_cpu(engine, cli, cli_json, n
 
 @pytest.mark.needs("dpdk-testpmd")
 def test_the_testpmd_switch_is_a_node(engine, cli, cli_json, no_leftovers):
-    point = _point(cli, cli_json, "--switch", "testpmd", "--api", "dpdk")
+    point = _point(cli, cli_json, "--switch", "testpmd", "--api", "dpdk", "--tester", "split")
     rows = _check(point, ["send", "recv", "switch"])
     [switch] = [r for r in rows.values() if r["kind"] == "switch"]
     assert switch["node"] == "testpmd"

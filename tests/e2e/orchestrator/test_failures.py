@@ -23,8 +23,8 @@ def test_engine_failure_is_reported_and_cleaned_up(tmp_path, cli, results, no_le
     engine = tmp_path / "cnfperf-engine"
     engine.write_text(BROKEN_ENGINE)
     engine.chmod(0o755)
-    done = cli("run", "--switch", "bridge", "--api", "raw", "--pairs", "2", "--runtime",
-               "netns", "--duration", "1", CNFPERF_ENGINE=str(engine))
+    done = cli("run", "--switch", "bridge", "--api", "raw", "--pairs", "2", "--tester", "split",
+               "--runtime", "netns", "--duration", "1", CNFPERF_ENGINE=str(engine))
     assert done.returncode == 1
     err = done.stderr
     assert "failed: engine recv in cnfp" in err and "before it was ready" in err

@@ -20,8 +20,8 @@ WARMUP = 0.2
 def test_zero_loss_and_stored(engine, cli, cli_json, results, no_leftovers,
                               switch, api, mode, pairs):
     done = cli("run", "--switch", switch, "--api", api, "--mode", mode, "--pairs", str(pairs),
-               "--rate", str(RATE), "--duration", str(DURATION), "--warmup", str(WARMUP),
-               "--json")
+               "--tester", "split", "--rate", str(RATE), "--duration", str(DURATION),
+               "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
 

@@ -53,7 +53,8 @@ def _zero_loss_through(point: dict, nfs: int) -> None:
 
 @pytest.mark.parametrize("switch,shape", [("bridge", "chain"), ("veth", "pipeline")])
 def test_three_nfs_over_a_kernel_data_plane(engine, cli, cli_json, no_leftovers, switch, shape):
-    point = _run(cli, cli_json, "--switch", switch, "--api", "raw", "--nfs", "3")
+    point = _run(cli, cli_json, "--switch", switch, "--api", "raw", "--nfs", "3",
+                 "--tester", "split")
     assert (point["nfs"], point["nf"], point["nf_api"]) == (3, "l2", "mmap")
     _zero_loss_through(point, 3)
 
@@ -61,7 +62,8 @@ def test_three_nfs_over_a_kernel_data_plane(engine, cli, cli_json, no_leftovers,
 @DPDK
 @pytest.mark.parametrize("switch", ["memif", "vhost"])
 def test_two_nfs_over_a_dpdk_pipeline(engine, cli, cli_json, no_leftovers, switch):
-    point = _run(cli, cli_json, "--switch", switch, "--api", "dpdk", "--nfs", "2")
+    point = _run(cli, cli_json, "--switch", switch, "--api", "dpdk", "--nfs", "2",
+                 "--tester", "split")
     assert point["nf_api"] == "dpdk"
     _zero_loss_through(point, 2)
 
@@ -113,7 +115,8 @@ def test_a_single_tester_through_ovs(engine, cli, cli_json, no_leftovers):
     "cmd:dpdk-testpmd {eal} --lcores 0@{cpu},1@{cpu} -- --forward-mode=mac --stats-period=1 "
     "--eth-peer=0,{peer1} --eth-peer=1,{peer2} --total-num-mbufs=8192"], ids=["testpmd", "cmd"])
 def test_testpmd_as_the_nf(engine, cli, cli_json, no_leftovers, nf):
-    point = _run(cli, cli_json, "--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", nf)
+    point = _run(cli, cli_json, "--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", nf,
+                 "--tester", "split")
     assert point["nf_image_name"] == "busybox+engine+dpdk+testpmd"   # runc, testpmd inside
     [pair] = point["per_pair"]
     assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0

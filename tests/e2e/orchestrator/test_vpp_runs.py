@@ -33,7 +33,7 @@ def _sent(summary: dict) -> int:
 @pytest.mark.parametrize("switch", ["vpp", "vpp-memif"])
 def test_every_frame_crosses_vpp_and_its_counters_agree(engine, cli, cli_json, no_leftovers,
                                                         switch):
-    point = _run(cli, cli_json, "--switch", switch)
+    point = _run(cli, cli_json, "--switch", switch, "--tester", "split")
     [pair] = point["per_pair"]
     # Three pollers share two cores: a sender may fall a little behind its pace.
     assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0.8 * RATE * DURATION
@@ -61,7 +61,8 @@ def test_a_network_function_chained_through_vpp(engine, cli, cli_json, no_leftov
     pollers do not starve each other on a small host. (With poll = interrupt
     frames take 50-130 ms through this chain here, and the last ones are still
     on their way when the receiver stops.)"""
-    point = _run(cli, cli_json, "--switch", "vpp", "--nfs", "1", "--poll", "adaptive")
+    point = _run(cli, cli_json, "--switch", "vpp", "--nfs", "1", "--poll", "adaptive",
+                 "--tester", "split")
     assert point["shape"] == "chain"
     [pair] = point["per_pair"]
     assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0

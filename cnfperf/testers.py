@@ -1,0 +1,83 @@
+"""Which tester a point uses, split or single, and why.
+
+The split tester runs a pair's sender and receiver in containers of their own:
+two engines, each a busy poller unless poll = interrupt. The single tester is
+one engine holding both ends of a path: one poller. Where the split tester's
+pollers, with the data plane's and the network functions', outnumber the
+point's cores, they take turns on them, and what is measured is the
+scheduler's time slice (tens of kpps and milliseconds), not the data plane.
+
+tester = auto (the default) takes split where its pollers fit on the cores and
+single where they would not; and either where the other cannot run (refusal).
+plan.place makes the choice, where the pollers are counted; a tester that is
+set is used as set (and the plan warns when its pollers outnumber the cores).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from cnfperf.fields import AUTO, ONE_PORT_NFS, TESTERS
+from cnfperf.scenario import Scenario
+
+SET = "set"   # the why of a tester that was asked for, not chosen
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a tester cannot run a scenario."""
+
+    field: str     # the field to change
+    why: str       # the sentence a set tester is refused with (exit 2)
+    short: str     # what auto says when it takes the other tester for it
+
+
+def refusal(s: Scenario, tester: str) -> Refusal | None:
+    """Why `tester` cannot run this scenario, or None: the one place of these rules."""
+    if tester == "single" and s.api == "udp":
+        # Both ends' addresses would be local to its one netns: the kernel would
+        # hand the frames over inside, never through the path.
+        return Refusal("tester", "a single tester builds its own frames: use an L2 api "
+                                 "(raw, mmap, xdp, dpdk), not udp", "api udp needs split")
+    if tester == "single" and not s.nfs and s.switch in ("vhost", "memif"):
+        # net_vhost opens its socket only once configured, after EAL has probed the
+        # virtio-user port that should connect to it; memif refuses both ends of one
+        # socket in one process.
+        return Refusal("tester", f"a single tester cannot hold both ends of one {s.switch} "
+                                 "link: put a network function between them (nfs ≥ 1)",
+                       f"{s.switch} without a network function needs split")
+    if tester == "split" and s.nfs and s.nf in ONE_PORT_NFS:
+        # It sends frames back unchanged but for the MACs: only the engine that sent
+        # them knows them for its own.
+        return Refusal("nf", f"{s.nf} sends frames back to their sender: it takes "
+                             "tester = single", f"nf {s.nf} needs single")
+    return None
+
+
+def problem(s: Scenario) -> Refusal | None:
+    """Why no tester can run the scenario as asked (checks.check: exit 2): a set
+    tester's refusal, or with auto, when both are refused, the split tester's."""
+    if s.tester != AUTO:
+        return refusal(s, s.tester)
+    refused = [refusal(s, tester) for tester in TESTERS]
+    return refused[0] if all(refused) else None
+
+
+def choose(s: Scenario, pollers: Callable[[str], int], cores: int) -> tuple[str, str]:
+    """(tester, why) for a scenario placed on `cores` cores; `pollers(tester)`
+    counts the busy pollers of the point laid out with that tester."""
+    if s.tester != AUTO:
+        return s.tester, SET
+    for tester, other in (("split", "single"), ("single", "split")):
+        if (refused := refusal(s, other)) is not None:
+            return tester, f"{AUTO}: {refused.short}"
+    split = pollers("split")
+    if split > cores:
+        return "single", f"{AUTO}: split would put {_many(split, 'busy poller')} on " \
+                         f"{_many(cores, 'core')}"
+    return "split", f"{AUTO}: split's {_many(split, 'busy poller')} " \
+                    f"{'fits' if split == 1 else 'fit'} on {_many(cores, 'core')}"
+
+
+def _many(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"

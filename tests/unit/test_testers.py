@@ -1,0 +1,156 @@
+"""tester = auto: the split tester where its busy pollers, the data plane's and
+the network functions' fit on the point's cores, the single one where they
+would not, and either where only it can run; a set tester is kept. Which one
+a point used and why reaches its key, the dry-run, the store and the tables."""
+from __future__ import annotations
+
+import pytest
+
+from cnfperf import UserError, checks, testers
+from cnfperf.checks import load_plan, place_point
+from cnfperf.cli import main
+from cnfperf.fields import CHANGED_DEFAULTS
+from cnfperf.plan import place
+from cnfperf.report.tables import run_table
+from cnfperf.results.store import Store
+from cnfperf.scenario import Scenario
+from harness import scenarios
+
+DPDK_SWITCH = {"api": "dpdk", "cpus": "0-1"}
+
+
+def _placed(**flags):
+    [s] = scenarios(None, {"cpus": "0-1", **flags})
+    return place_point(s)
+
+
+@pytest.mark.parametrize("switch", ["ovs", "testpmd"])
+@pytest.mark.parametrize("mode", ["throughput", "latency"])
+def test_a_switch_that_polls_takes_the_single_tester_on_two_cores(switch, mode):
+    point = _placed(switch=switch, mode=mode, **DPDK_SWITCH)
+    assert point.scenario.tester == "single"
+    assert point.tester_why == "auto: split would put 3 busy pollers on 2 cores"
+    # the tester and the switch: one core each, and no warning
+    assert point.pollers == 2 and point.warnings == ()
+    assert [e.role for e in point.engines] == ["tester"]
+
+
+def test_the_split_tester_where_its_pollers_fit():
+    point = _placed(switch="veth", api="raw")
+    assert (point.scenario.tester, point.pollers) == ("split", 2)
+    assert point.tester_why == "auto: split's 2 busy pollers fit on 2 cores"
+    # four cores hold a switch's poller beside the split tester's two
+    [s] = scenarios(None, {"switch": "ovs", "api": "dpdk"})
+    four = place(s, "1a2b", host_cpus=(0, 1, 2, 3), switch_pollers=1)
+    assert four.scenario.tester == "split" and four.pollers == 3
+    # engines that sleep until frames come do not count
+    asleep = _placed(switch="ovs", api="dpdk", poll="interrupt")
+    assert asleep.scenario.tester == "split" and asleep.pollers == 1
+
+
+@pytest.mark.parametrize("flags, tester, why", [
+    ({"switch": "bridge", "api": "udp", "pairs": 3}, "split", "auto: api udp needs split"),
+    ({"switch": "vhost", "api": "dpdk"}, "split",
+     "auto: vhost without a network function needs split"),
+    ({"switch": "memif", "api": "dpdk", "mode": "latency"}, "split",
+     "auto: memif without a network function needs split"),
+    ({"switch": "bridge", "api": "raw", "nfs": 1, "nf": "mirror"}, "single",
+     "auto: nf mirror needs single"),
+])
+def test_either_tester_where_only_it_can_run(flags, tester, why):
+    point = _placed(**flags)
+    assert (point.scenario.tester, point.tester_why) == (tester, why)
+
+
+def test_a_set_tester_is_kept_with_its_warning():
+    point = _placed(switch="ovs", tester="split", **DPDK_SWITCH)
+    assert (point.scenario.tester, point.tester_why, point.pollers) == ("split", "set", 3)
+    assert "3 busy-polling threads share 2 cores" in point.warnings[0]
+    single = _placed(switch="veth", api="raw", tester="single")
+    assert (single.scenario.tester, single.tester_why) == ("single", "set")
+
+
+def test_the_single_tester_is_taken_where_the_split_would_outnumber_the_cores_even_so():
+    """Three l2 NFs poll beside the tester: fewer pollers is still less contention."""
+    point = _placed(switch="bridge", api="raw", nfs=3)
+    assert point.scenario.tester == "single"
+    assert point.tester_why == "auto: split would put 5 busy pollers on 2 cores"
+    assert point.pollers == 4 and point.warnings
+
+
+@pytest.mark.parametrize("flags, field", [
+    ({"tester": "single", "api": "udp"}, "tester"),
+    ({"tester": "split", "nfs": 1, "nf": "mirror", "api": "raw"}, "nf"),
+    ({"nfs": 1, "nf": "mirror", "api": "udp"}, "nf"),          # auto: neither can
+])
+def test_a_tester_that_cannot_run_is_refused(flags, field):
+    with pytest.raises(UserError) as e:
+        scenarios(None, flags)
+    assert e.value.field == field
+
+
+def test_the_refusals_are_the_checks():
+    s = Scenario(switch="memif", api="dpdk")
+    assert testers.refusal(s, "single").why.startswith("a single tester cannot hold both ends")
+    assert testers.refusal(s, "split") is None
+    assert testers.problem(s) is None                      # auto: split can
+
+
+def test_keys_are_hashed_from_the_tester_a_point_runs_with():
+    """auto and the tester it chose are one point; the same scenario with the
+    other tester is another."""
+    def keys(**flags):
+        return [p.key for p in load_plan(None, {**DPDK_SWITCH, "switch": "ovs", **flags})
+                .plan.points]
+    assert keys() == keys(tester="single") != keys(tester="split")
+    veth = {"switch": "veth", "api": "raw", "cpus": "0-1"}
+    assert load_plan(None, veth).plan.points[0].key == \
+        load_plan(None, {**veth, "tester": "split"}).plan.points[0].key
+
+
+def test_a_run_planned_before_auto_is_resumed_with_the_split_tester():
+    doc = {"switch": "ovs", **DPDK_SWITCH}
+    old = checks.replan({"doc": doc})                           # no `defaults`: older
+    assert [place_point(s).scenario.tester for s in old.scenarios] == ["split"]
+    assert CHANGED_DEFAULTS == {"tester": "split"}
+    new = load_plan(None, doc)
+    assert new.spec["defaults"] == {"tester": "auto"}
+    again = checks.replan(new.spec)
+    assert [p.key for p in again.plan.points] == [p.key for p in new.plan.points]
+    assert place_point(again.scenarios[0]).scenario.tester == "single"
+
+
+def test_the_dry_run_says_which_tester_and_why(capsys):
+    assert main(["run", "--switch", "ovs,veth", "--api", "dpdk", "--cpus", "0-1",
+                 "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "[1] ovs dpdk throughput tester=single" in out
+    assert "[2] veth dpdk throughput tester=split" in out
+    assert "  tester single for ovs (auto: split would put 3 busy pollers on 2 cores)\n" in out
+    assert "  tester split for veth (auto: split's 2 busy pollers fit on 2 cores)\n" in out
+
+
+def _stored(tmp_path, *points) -> dict:
+    store = Store(tmp_path)
+    store.begin_run("1a2b", ["cnfperf"], len(points), tmp_path, {}, "0")
+    for i, placed in enumerate(points):
+        store.add_point("1a2b", i, placed.scenario.model_dump(), status="failed", started=0,
+                        error="stopped", tester_why=placed.tester_why, pollers=placed.pollers,
+                        cores=len(placed.cpus))
+    return store.run("1a2b")
+
+
+def test_the_store_and_the_run_table_say_which_tester_and_why(tmp_path):
+    run = _stored(tmp_path, _placed(switch="ovs", **DPDK_SWITCH),
+                  _placed(switch="testpmd", **DPDK_SWITCH),
+                  _placed(switch="testpmd", tester="split", **DPDK_SWITCH),
+                  _placed(switch="veth", api="raw", tester="split"))
+    ovs = run["points"][0]
+    assert (ovs["tester"], ovs["tester_why"], ovs["pollers"], ovs["cores"]) == \
+        ("single", "auto: split would put 3 busy pollers on 2 cores", 2, 2)
+    table = run_table(run)
+    assert table.splitlines()[0].split()[:4] == ["switch", "api", "mode", "tester"]
+    assert "tester single for ovs, testpmd (auto: split would put 3 busy pollers on 2 cores)" \
+        in table
+    assert "tester split for testpmd (set; 3 busy pollers on 2 cores: CPU contention)" in table
+    assert "for veth" not in table                  # set, and its pollers fit: nothing to say
