@@ -136,8 +136,8 @@ def find_vpp() -> Vpp | str:
         found = _vpp_at(Path(env), VPP_ENV)
         return found if isinstance(found, Vpp) else f"{VPP_ENV}={env}: {found}"
     if not _missing("vpp"):
-        return Vpp(program("vpp"), program("vpp", "bin/vppctl"), home("vpp") / "lib" / "vpp_plugins",
-                   "build")
+        return Vpp(program("vpp"), program("vpp", "bin/vppctl"),
+                   home("vpp") / "lib" / "vpp_plugins", "build")
     if system := shutil.which("vpp"):
         found = _vpp_at(Path(system), "system")
         return found if isinstance(found, Vpp) else f"the system's VPP: {found} ({VPP_PACKAGES})"

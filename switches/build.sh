@@ -4,7 +4,8 @@
 # builds that every checkout of the same user shares, and links each into one
 # prefix; a build whose sources, patches and recipe are unchanged is not redone.
 #
-#   switches/build.sh [--check | --prune] [NAME ...]   NAME: snabb click click-dpdk vpp (default: all)
+#   switches/build.sh [--check | --prune] [NAME ...]
+#                               NAME: snabb click click-dpdk vpp (default: all)
 #
 # --check   build nothing: say per NAME whether it is up to date, cached (built
 #           by another checkout: linking it is all a build does), stale or not

@@ -310,7 +310,8 @@ def say(line: str) -> None:
     print(f"switches: {line}", file=sys.stderr, flush=True)
 
 
-USAGE = "usage: sources.py unpack NAME DIR | fetch NAME | tree NAME | hash [--as NAME] PATH... | prune"
+USAGE = ("usage: sources.py unpack NAME DIR | fetch NAME | tree NAME | hash [--as NAME] PATH... "
+         "| prune")
 
 
 def main(argv: list[str]) -> int:

@@ -17,7 +17,8 @@ import switch_sources as ss
 from harness import REPO
 
 TREE: ss.Tree = {"README": "a tree\n", "src/main.c": "int main(void) { return 0; }\n",
-                 "src/build.sh": ("x", "#!/bin/sh\nmake\n"), "src/copy.c": "int main(void) { return 0; }\n",
+                 "src/build.sh": ("x", "#!/bin/sh\nmake\n"),
+                 "src/copy.c": "int main(void) { return 0; }\n",
                  "docs/latest": ("l", "../README"), "data/empty": ("d", "")}
 
 
@@ -133,7 +134,8 @@ def test_a_corrupted_download_is_refused_in_one_line_and_not_kept(tmp_path):
         done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
     assert done.returncode == 1
     [line] = [l for l in done.stderr.splitlines() if "download" not in l]
-    assert line.startswith(f"switches: t: {url}/t.tar.gz is not the pinned source: its tree hash is")
+    assert line.startswith(f"switches: t: {url}/t.tar.gz is not the pinned source: "
+                           "its tree hash is")
     assert _downloads(tmp_path) == [] and not (tmp_path / "work").exists()
 
 
@@ -189,7 +191,8 @@ def test_the_mirror_beside_the_checkout_is_used_by_default(tmp_path):
     script = _setup(tmp_path / "clone")
     ss.pack(tmp_path / "shared" / "sources" / "t.tar.xz", TREE, "t")
     done = _sources(script, "unpack", "t", str(tmp_path / "work"))
-    assert done.returncode == 0 and f"sources from {tmp_path}/shared/sources/t.tar.xz" in done.stderr
+    assert done.returncode == 0
+    assert f"sources from {tmp_path}/shared/sources/t.tar.xz" in done.stderr
 
 
 def test_a_mirror_folder_that_is_not_there_is_a_bad_setting(tmp_path):
@@ -204,7 +207,8 @@ def test_prune_keeps_the_downloads_the_lock_names_only(tmp_path):
     served = tmp_path / "served"
     ss.pack(served / "t.tar.gz", TREE, "t")
     with ss.http_server(served) as url:
-        assert _sources(script, "unpack", "t", str(tmp_path / "w"), CNFPERF_SOURCES_URL=url).returncode == 0
+        done = _sources(script, "unpack", "t", str(tmp_path / "w"), CNFPERF_SOURCES_URL=url)
+    assert done.returncode == 0
     [kept] = _downloads(tmp_path)
     old = tmp_path / "cache" / "cnfperf" / "sources" / "t-00000000deadbeef.tar.gz"
     old.write_bytes(b"an older pin")

@@ -76,8 +76,9 @@ def test_cnfperf_vpp_names_the_one_to_use_and_nothing_else(system, built, tmp_pa
     monkeypatch.setenv(builds.VPP_ENV, str(system))
     assert builds.find_vpp().origin == builds.VPP_ENV and builds.find_vpp().program == system
     monkeypatch.setenv(builds.VPP_ENV, str(tmp_path / "nowhere" / "vpp"))
+    nowhere = tmp_path / "nowhere" / "vpp"
     assert builds.problems("vpp") == [
-        f"{builds.VPP_ENV}={tmp_path}/nowhere/vpp: {tmp_path}/nowhere/vpp is not an executable file"]
+        f"{builds.VPP_ENV}={nowhere}: {nowhere} is not an executable file"]
 
 
 def test_a_system_vpp_without_its_plugins_is_named_with_the_package(system, nothing_built):
