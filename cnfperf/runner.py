@@ -27,6 +27,7 @@ from typing import Any
 from cnfperf import PREFIX, SystemFailure, strategies
 from cnfperf.checks import place_point, preflight
 from cnfperf.cleanup import cleanup
+from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.kernel import netns_list
 from cnfperf.experiments import sweep
 from cnfperf.host import HostFacts
