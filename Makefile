@@ -3,8 +3,11 @@
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
 # make docs    rewrites the docs' generated blocks (fields, store schema, CSV columns, plots)
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
-# make switches  VPP, Snabb and Click from source, offline (switches/build.sh;
-#              CNFPERF_SOURCES, default ../shared/sources); a second run builds nothing
+# make switches  VPP, Snabb and Click from their pinned sources (switches/build.sh,
+#              switches/sources.lock): a mirror folder's copy (CNFPERF_SOURCES, default
+#              ../shared/sources when it exists), else a download (CNFPERF_SOURCES_URL,
+#              default upstream), checked either way; builds are cached per user
+#              (~/.cache/cnfperf), so a second run or clone builds nothing
 SHELL := /bin/bash
 .ONESHELL:
 .SHELLFLAGS := -euo pipefail -c
@@ -14,10 +17,11 @@ PYTHON ?= python3
 ENGINE := engine/build/cnfperf-engine
 # Defined before APT_PACKAGES, which := expands at once. What switches/build.sh needs to build VPP, Snabb and Click (VPP: CMake,
 # its API generator's Python modules, OpenSSL, libnuma, libunwind; Click: C++,
-# libpcap, and libsystemd for DPDK's static link).
+# libpcap, and libsystemd for DPDK's static link), and to download their sources
+# (curl, CA certificates; sources.py is python3's).
 SWITCH_BUILD_PACKAGES := \
 	make patch xz-utils g++ cmake python3 python3-ply python3-jsonschema python3-yaml \
-	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev
+	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev curl ca-certificates
 # Every Debian package the code, tests and benchmarks use; cnfperf/tools.py names
 # the package of each tool they run, and a unit test keeps the two in step.
 # The static engine (the network functions' minimal image) links libc.a
@@ -67,6 +71,8 @@ demo: deps build
 docs: $(VENV)/.installed
 	$(VENV)/bin/python -m cnfperf.reference
 
-# .switches stays: its builds take minutes (rm -rf .switches to rebuild from scratch)
+# .switches stays: its builds take minutes. It links to builds in the per-user
+# cache, which other clones share: switches/build.sh --prune removes what this
+# checkout would not use; rm -rf ~/.cache/cnfperf .switches rebuilds from scratch.
 clean:
 	rm -rf $(VENV) engine/build

@@ -1,20 +1,28 @@
 """Switches and NF frameworks built from source (switches/build.sh; `make
-switches`): where each is installed, whether it is built, and what doctor says.
+switches`): where each is installed, whether it is built, and what doctor says;
+and which VPP a run uses, cnfperf's build or a system one.
 
 Debian packages none of VPP, Snabb and Click. `switches/build.sh` builds each
-into its own directory under one prefix, CNFPERF_SWITCHES (default: .switches
-in the checkout cnfperf runs from), with a stamp beside it; the data planes
-and NF kinds that use one ask here for its programs, and a missing build is a
-problem that names the command which makes it.
+into a per-user cache and links it into one prefix, CNFPERF_SWITCHES (default:
+.switches in the checkout cnfperf runs from), as $prefix/NAME with a stamp
+beside it; the data planes and NF kinds that use one ask here for its programs,
+and a missing build is a problem that names the command which makes it.
+
+VPP may also come from FD.io's Debian packages (vpp, vpp-plugin-core): vpp()
+says which one a run uses.
 """
 from __future__ import annotations
 
+import functools
 import os
+import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 PREFIX_ENV = "CNFPERF_SWITCHES"
+VPP_ENV = "CNFPERF_VPP"
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
@@ -52,7 +60,19 @@ def program(name: str, path: str | None = None) -> Path:
 
 def problems(*names: str) -> list[str]:
     """What is missing, one line per build, naming how to make it. A build
-    without its stamp is missing too: build.sh writes the stamp last."""
+    without its stamp is missing too: build.sh writes the stamp last. VPP is
+    missing only when no VPP is to be had (find_vpp)."""
+    found = []
+    for name in names:
+        if name != "vpp":
+            found += _missing(name)
+        elif not isinstance(vpp := find_vpp(), Vpp):
+            found.append(vpp)
+    return found
+
+
+def _missing(*names: str) -> list[str]:
+    """What is missing of cnfperf's own builds."""
     found = []
     for name in names:
         missing = [p for p in BUILDS[name].programs if not (home(name) / p).is_file()]
@@ -89,5 +109,98 @@ def facts() -> dict[str, dict]:
     and whether its sources, patches or recipe changed since (stale)."""
     known = states()
     return {name: {"what": b.what, "path": str(home(name)), "stamp": (stamp(name) or "")[:12],
-                   "state": known.get(name), "problem": next(iter(problems(name)), None)}
+                   "state": known.get(name), "problem": next(iter(_missing(name)), None)}
             for name, b in BUILDS.items()}
+
+
+# --- VPP: cnfperf's build, or a system one ---------------------------------------
+
+VPP_PLUGINS = ("vhost_plugin.so", "memif_plugin.so")
+VPP_PACKAGES = "FD.io's packages vpp and vpp-plugin-core"
+
+
+@dataclass(frozen=True)
+class Vpp:
+    """The VPP a run uses: its programs, its plugins, and where it came from."""
+    program: Path
+    vppctl: Path
+    plugins: Path      # the directory holding VPP_PLUGINS
+    origin: str        # "build" (make switches), "system" (vpp on PATH) or VPP_ENV
+
+
+def find_vpp() -> Vpp | str:
+    """The VPP a run uses, or why there is none: the one CNFPERF_VPP names if
+    it is set (then no other), else cnfperf's build, else the system's (vpp on
+    PATH: FD.io's packages install /usr/bin/vpp)."""
+    if env := os.environ.get(VPP_ENV):
+        found = _vpp_at(Path(env), VPP_ENV)
+        return found if isinstance(found, Vpp) else f"{VPP_ENV}={env}: {found}"
+    if not _missing("vpp"):
+        return Vpp(program("vpp"), program("vpp", "bin/vppctl"),
+                   home("vpp") / "lib" / "vpp_plugins", "build")
+    if system := shutil.which("vpp"):
+        found = _vpp_at(Path(system), "system")
+        return found if isinstance(found, Vpp) else f"the system's VPP: {found} ({VPP_PACKAGES})"
+    return f"{_missing('vpp')[0]}, and no vpp on PATH ({VPP_PACKAGES})"
+
+
+def vpp() -> Vpp:
+    """The VPP a run uses; problems("vpp") says first whether there is one."""
+    found = find_vpp()
+    if not isinstance(found, Vpp):
+        raise LookupError(found)
+    return found
+
+
+def _vpp_at(program: Path, origin: str) -> Vpp | str:
+    """VPP laid out around its program as FD.io's packages (or cnfperf's build)
+    lay it out, or what is missing: vppctl beside it, the plugins in
+    ../lib/<multiarch>/vpp_plugins (packages: /usr/lib/x86_64-linux-gnu/vpp_plugins,
+    where VPP itself looks) or ../lib/vpp_plugins (cnfperf's build)."""
+    if not (program.is_file() and os.access(program, os.X_OK)):
+        return f"{program} is not an executable file"
+    vppctl = program.with_name("vppctl")
+    if not (vppctl.is_file() and os.access(vppctl, os.X_OK)):
+        return f"no vppctl beside {program}"
+    lib = program.parent.parent / "lib"
+    for plugins in (*sorted(lib.glob("*/vpp_plugins")), lib / "vpp_plugins"):
+        if all((plugins / p).is_file() for p in VPP_PLUGINS):
+            return Vpp(program, vppctl, plugins, origin)
+    return f"no {' and '.join(VPP_PLUGINS)} in {lib}/*/vpp_plugins or {lib}/vpp_plugins"
+
+
+@functools.lru_cache(maxsize=None)
+def vpp_version(found: Vpp) -> str | None:
+    """Its version: the Debian package's that installed it, else what `vpp
+    --version` says (VPP 26.02 and later; cnfperf's build is one of them)."""
+    if found.origin != "build":
+        owner = _output(["dpkg-query", "-S", str(found.program.resolve())])
+        if owner and ":" in owner:
+            version = _output(["dpkg-query", "-W", "-f=${Version}", owner.split(":")[0]])
+            if version:
+                return version
+    said = re.match(r"vpp v(\S+)", _output([str(found.program), "--version"]) or "")
+    return said.group(1) if said else None
+
+
+ORIGINS = {"build": "cnfperf's build", "system": "the system's"}
+
+
+def describe_vpp() -> str:
+    """doctor's VPP row, and what the store records per point that runs it:
+    its version and where it is (a cached build's path names its stamp), or
+    why there is none."""
+    found = find_vpp()
+    if not isinstance(found, Vpp):
+        return found
+    return f"{vpp_version(found) or 'version unknown'} at {found.program.resolve()} " \
+           f"({ORIGINS.get(found.origin, found.origin)})"
+
+
+def _output(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=5,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None

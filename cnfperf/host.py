@@ -63,6 +63,8 @@ class HostFacts:
     cgroups: dict = field(default_factory=dict)
     # what `make switches` built (builds.facts)
     builds: dict = field(default_factory=dict)
+    # the VPP a run uses, its version and path, or why there is none (builds.describe_vpp)
+    vpp: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -89,6 +91,7 @@ def gather(engine: Path | None) -> HostFacts:
         static_engine=engine_facts(static_engine(engine) if engine else None),
         cgroups=cgroups.layout().to_dict(),
         builds=builds.facts(),
+        vpp=builds.describe_vpp(),
     )
 
 
@@ -246,6 +249,7 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("DPDK", (f"{host.dpdk}, testpmd {host.testpmd or tools.missing('dpdk-testpmd')}"
                   if host.dpdk else tools.not_found("libdpdk", tools.ENGINE_API_PACKAGES["dpdk"]))),
         ("OVS-DPDK", host.ovs_dpdk or tools.missing("ovs-vswitchd-dpdk")),
+        ("VPP", host.vpp),
         ("AF_XDP", f"libxdp {host.libxdp}" if host.libxdp
          else tools.not_found("libxdp", tools.ENGINE_API_PACKAGES["xdp"])),
         ("KVM", "/dev/kvm usable" if host.kvm else "no /dev/kvm"),
@@ -299,7 +303,8 @@ def _build(b: dict) -> str:
     """A switch build's row: what is missing, or where it is and its stamp."""
     if b["problem"]:
         return b["problem"]
-    stale = ", stale: make switches" if b.get("state") == "stale" else ""
+    stale = {"stale": ", stale: make switches",
+             "cached": ", stale: make switches links the cached build"}.get(b.get("state"), "")
     return f"{b['path']} (stamp {b['stamp']}{stale})"
 
 

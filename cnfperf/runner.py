@@ -27,6 +27,7 @@ from typing import Any
 from cnfperf import PREFIX, SystemFailure, strategies
 from cnfperf.checks import place_point, preflight
 from cnfperf.cleanup import cleanup
+from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.kernel import netns_list
 from cnfperf.experiments import sweep
 from cnfperf.host import HostFacts
@@ -272,9 +273,13 @@ class Run:
     def _record(self, point: TestPoint) -> dict[str, Any]:
         """What the store keeps of a point besides its scenario and result."""
         host = self.opts.host
+        versions = {"cnfperf": host.cnfperf, "engine": host.engine.version,
+                    "kernel": host.kernel, "runc": host.runc}
+        # which VPP ran it: cnfperf's build or a system one (builds.describe_vpp)
+        if getattr(DATAPLANES[point.scenario.switch], "build", None) == "vpp":
+            versions["vpp"] = host.vpp
         return dict(placement=[asdict(p) for p in point.paths], warnings=list(point.warnings),
-                    versions={"cnfperf": host.cnfperf, "engine": host.engine.version,
-                              "kernel": host.kernel, "runc": host.runc},
+                    versions=versions,
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
                     cores=len(point.cpus))

@@ -1,32 +1,48 @@
 #!/usr/bin/env bash
 # Builds the switches and NF frameworks Debian does not package (VPP, Snabb,
-# Click) from source snapshots, offline, each into its own directory under one
-# prefix, and skips a build whose sources, patches and recipe are unchanged.
+# Click) from their pinned sources (switches/sources.lock) into a cache of
+# builds that every checkout of the same user shares, and links each into one
+# prefix; a build whose sources, patches and recipe are unchanged is not redone.
 #
-#   switches/build.sh [--check] [NAME ...]   NAME: snabb click click-dpdk vpp (default: all)
+#   switches/build.sh [--check | --prune] [NAME ...]
+#                               NAME: snabb click click-dpdk vpp (default: all)
 #
-# --check          build nothing: say per NAME whether it is up to date; exit 1 if any is not
-# CNFPERF_SOURCES  where NAME.tar.xz / NAME.tar.gz / NAME/ are (default: ../shared/sources
-#                  beside this checkout); click-dpdk is built from click's sources
-# CNFPERF_SWITCHES the prefix (default: .switches in this checkout); NAME goes to
-#                  $CNFPERF_SWITCHES/NAME, with NAME.stamp beside it
-# JOBS             parallel compile jobs (default: the number of cores)
-# KEEP_BUILD=1     keep a failed build's tree ($CNFPERF_SWITCHES/.build/NAME)
+# --check   build nothing: say per NAME whether it is up to date, cached (built
+#           by another checkout: linking it is all a build does), stale or not
+#           built; exit 1 if any is not up to date
+# --prune   remove the cached builds and downloads that this checkout would not
+#           use (another checkout of other sources rebuilds its own when asked)
+# CNFPERF_SOURCES      a mirror folder of the sources: NAME.tar.xz, NAME.tar.gz
+#                      or NAME/ (default: ../shared/sources beside this checkout,
+#                      if it exists); click-dpdk is built from click's sources
+# CNFPERF_SOURCES_URL  download from here instead of upstream (a mirror folder
+#                      over HTTP or file://, files named as in it)
+# CNFPERF_SWITCHES     the prefix (default: .switches in this checkout);
+#                      $CNFPERF_SWITCHES/NAME links to NAME's build, with
+#                      NAME.stamp and the log of its last build here beside it
+# XDG_CACHE_HOME       the cache (default: ~/.cache): builds in
+#                      cnfperf/switches/NAME-STAMP, downloads in cnfperf/sources
+# JOBS                 parallel compile jobs (default: the number of cores)
+# KEEP_BUILD=1         keep a failed build's tree (cnfperf/switches/.build/NAME-STAMP)
 #
-# A stamp holds the checksum of the sources, the patches and the recipe; a
-# build whose stamp matches prints "up to date" and does nothing. A build is
-# staged beside the prefix and replaces the installed one only when it
-# succeeded, so a failed or interrupted build leaves the last good one (and its
-# stamp) in place; one build runs at a time (a lock in the prefix). Missing
-# sources skip their build with one line (under CI=true they are an error).
-# Local patches are switches/patches/NAME/*.patch, applied in order; each says
-# why it exists.
+# switches/sources.py finds each source (a mirror, the download cache, or a
+# download) and checks it against the lock; a copy that does not match stops
+# the build with one line. A source to be had nowhere skips its builds with one
+# line naming the URL it needs (under CI=true that is an error). A stamp holds
+# the checksum of the lock's tree hash, the patches and the recipe, so a
+# source mirrored and the same source downloaded give one stamp. A build is
+# staged beside the cache's builds and moved in only when it succeeded, and the
+# prefix is relinked only then: a failed or interrupted build leaves the last
+# good one (and its stamp) in place. One build runs at a time (a lock in the
+# cache). Local patches are switches/patches/NAME/*.patch, applied in order;
+# each says why it exists.
 set -euo pipefail
+shopt -s inherit_errexit
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
-sources=${CNFPERF_SOURCES:-$repo/../shared/sources}
 prefix=${CNFPERF_SWITCHES:-$repo/.switches}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/cnfperf/switches
 jobs=${JOBS:-$(nproc)}
 ALL=(snabb click click-dpdk vpp)
 
@@ -35,42 +51,17 @@ die() { echo "switches: $*" >&2; exit 2; }
 # The sources NAME is built from (click-dpdk is Click built another way).
 origin() { [ "$1" = click-dpdk ] && echo click || echo "$1"; }
 
-# The source of NAME: a tarball or a directory under $sources, or nothing.
-source_of() {
-	local s
-	for s in "$sources/$1.tar.xz" "$sources/$1.tar.gz" "$sources/$1"; do
-		[ -e "$s" ] && { echo "$s"; return; }
-	done
-	return 0
-}
+sources() { python3 "$here/sources.py" "$@"; }
 
-# A checksum of a tarball, or of a directory checkout's files (a git
-# checkout's tracked files only, so its own build products do not count).
-checksum() {
-	if [ -d "$1/.git" ]; then
-		(cd "$1" && git ls-files -z | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
-	elif [ -d "$1" ]; then
-		(cd "$1" && find . -type f -print0 | LC_ALL=C sort -z |
-			xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
-	else
-		sha256sum "$1" | cut -d' ' -f1
-	fi
-}
-
-# Unpack (or copy) the sources into $2, one top directory stripped, then patch.
+# NAME's sources, checked, into $2, then its patches. The status of
+# sources.py unpack (3: no sources to be had), or 1 if a patch failed.
 unpack() {
-	local src=$1 dir=$2 patches=$3 p
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	if [ -d "$src" ]; then
-		cp -a "$src/." "$dir/"
-	else
-		tar -xf "$src" -C "$dir" --strip-components=1
-	fi
-	for p in "$here/patches/$patches"/*.patch; do
+	local from dir=$2 p; from=$(origin "$1")
+	sources unpack "$from" "$dir" || return $?
+	for p in "$here/patches/$from"/*.patch; do
 		[ -e "$p" ] || continue
-		echo "switches: $patches: applying $(basename "$p")"
-		patch -s -d "$dir" -p1 < "$p"
+		echo "switches: $1: applying $(basename "$p")"
+		patch -s -d "$dir" -p1 < "$p" || return 1
 	done
 }
 
@@ -116,14 +107,15 @@ recipe_click_dpdk() {
 # headers, which Debian does not ship), no device drivers or crypto engines
 # (their many CPU variants are most of a full build's time). Libraries go to
 # lib/ (not lib/<multiarch>) and find each other relative to themselves
-# ($ORIGIN), so the install can move with its prefix.
+# ($ORIGIN), so the build runs from the cache, through the prefix's link.
 # A tarball has no git metadata to tell VPP its version: VPP_VERSION does
-# (default: the snapshot's, 26.10-rc0); a git checkout says its own. Git
-# must not look above the prefix, or it describes cnfperf's checkout instead.
+# (default: the pinned commit's, 26.10-rc0); a git checkout says its own. Git
+# must not look above the build's tree, or it describes whatever repository
+# holds the cache (a home directory kept in git) instead.
 # VPP's API generator (#!/usr/bin/env python3) needs ply: Debian's python3 has
 # it (python3-ply), whatever other python3 comes first on PATH.
 recipe_vpp() (
-	export PATH=/usr/bin:$PATH GIT_CEILING_DIRECTORIES=$prefix
+	export PATH=/usr/bin:$PATH GIT_CEILING_DIRECTORIES=${work%/*}
 	local targets="vpp vppctl vhost_plugin memif_plugin"
 	local libs="vppinfra svm vlib vlibapi vlibmemory vnet"
 	[ -d "$work/.git" ] || [ -f "$work/src/scripts/.version" ] ||
@@ -149,46 +141,76 @@ recipe_vpp() (
 
 # --- one build -----------------------------------------------------------------
 
-# The checksum a build of NAME from $src would be stamped with.
+# The checksum a build of NAME is stamped with: its sources' tree hash (the
+# lock's), its patches, how they are applied and its recipe.
 sum_of() {
-	local name=$1 src=$2
-	{ checksum "$src"; cat "$here/patches/$(origin "$name")"/*.patch 2>/dev/null || true
+	local name=$1 from; from=$(origin "$1")
+	local tree; tree=$(sources tree "$from")
+	{ echo "$tree"; cat "$here/patches/$from"/*.patch 2>/dev/null || true
 	  declare -f unpack "recipe_${name//-/_}"; } | sha256sum | cut -d' ' -f1
 }
 
-# What stands: "up to date", "stale", "not built" or "no sources".
+# Where the cache keeps NAME's build of checksum $2.
+entry() { echo "$cache/$1-${2:0:16}"; }
+
+# What stands: "up to date", "cached", "stale" or "not built".
 state() {
-	local name=$1 src; src=$(source_of "$(origin "$name")")
-	[ -n "$src" ] || { echo "no sources"; return; }
-	local stamp=$prefix/$name.stamp
-	[ -f "$stamp" ] && [ -d "$prefix/$name" ] || { echo "not built"; return; }
-	[ "$(cat "$stamp")" = "$(sum_of "$name" "$src")" ] && echo "up to date" || echo stale
+	local name=$1 sum; sum=$(sum_of "$1")
+	if [ "$(cat "$prefix/$name.stamp" 2>/dev/null)" = "$sum" ] && [ -d "$prefix/$name" ]; then
+		echo "up to date"
+	elif [ -d "$(entry "$name" "$sum")" ]; then
+		echo cached
+	elif [ -e "$prefix/$name" ] || [ -L "$prefix/$name" ]; then
+		echo stale
+	else
+		echo "not built"
+	fi
+}
+
+# $prefix/NAME made a link to the cached build $2, stamped $3. The stamp goes
+# last: a build without one is not a build. A directory there (a build made
+# in place by an older build.sh) is replaced.
+link() {
+	local name=$1 dest=$prefix/$1
+	rm -f "$dest.stamp" "$dest.new"
+	ln -s "$2" "$dest.new"
+	if [ -d "$dest" ] && [ ! -L "$dest" ]; then
+		rm -rf "$dest.old"
+		mv "$dest" "$dest.old"
+	fi
+	mv -T "$dest.new" "$dest"
+	rm -rf "$dest.old"
+	echo "$3" > "$dest.stamp"
 }
 
 build() {
-	local name=$1 from; from=$(origin "$1")
-	local src; src=$(source_of "$from")
-	if [ -z "$src" ]; then
-		local why="no sources for $name in $sources (NAME.tar.xz, NAME.tar.gz or NAME/; set CNFPERF_SOURCES)"
-		[ "${CI:-}" = true ] && die "$why"
-		echo "switches: $why: skipped (its data planes and tests say it is not built)"
+	local name=$1 sum; sum=$(sum_of "$1")
+	local built; built=$(entry "$name" "$sum")
+	if [ "$(state "$name")" = "up to date" ]; then
+		echo "switches: $name: up to date ($prefix/$name)"
 		return
 	fi
-	local dest=$prefix/$name stamp=$prefix/$name.stamp
-	local sum; sum=$(sum_of "$name" "$src")
-	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] && [ -d "$dest" ]; then
-		echo "switches: $name: up to date ($dest)"
+	if [ -d "$built" ]; then
+		link "$name" "$built" "$sum"
+		echo "switches: $name: reusing the cached build $built (linked at $prefix/$name)"
 		return
 	fi
-	echo "switches: $name: building from $src into $dest (log: $prefix/$name.log)"
-	local t0=$SECONDS
-	work=$prefix/.build/$name
-	out=$prefix/.stage/$name
+	echo "switches: $name: building into $built (log: $prefix/$name.log)"
+	local t0=$SECONDS rc=0
+	work=$cache/.build/${built##*/}
+	out=$cache/.stage/${built##*/}
 	rm -rf "$out"
-	unpack "$src" "$work" "$from"
+	unpack "$name" "$work" || rc=$?
+	if [ $rc -ne 0 ]; then
+		rm -rf "$work"
+		# 3: no sources to be had (sources.py said which URL it needs)
+		[ $rc -eq 3 ] || exit $rc
+		[ "${CI:-}" = true ] && die "$name: no sources, and CI=true: not skipped"
+		echo "switches: $name: skipped (its data planes and tests say it is not built)"
+		return
+	fi
 	# Not `recipe || …`: bash ignores set -e in a command on the left of ||,
 	# so a failing step inside the recipe would go unnoticed.
-	local rc=0
 	set +e
 	( set -e; "recipe_${name//-/_}" ) > "$prefix/$name.log" 2>&1
 	rc=$?
@@ -200,25 +222,39 @@ build() {
 		rm -rf "$out"
 		exit 1
 	fi
-	rm -rf "$work" "$dest.old"
-	# The stamp goes last: a build without one is not a build.
-	rm -f "$stamp"
-	[ ! -e "$dest" ] || mv "$dest" "$dest.old"
-	mv "$out" "$dest"
-	rm -rf "$dest.old"
-	echo "$sum" > "$stamp"
-	echo "switches: $name: built in $((SECONDS - t0)) s ($(du -sh "$dest" | cut -f1))"
+	rm -rf "$work"
+	mv "$out" "$built"
+	link "$name" "$built" "$sum"
+	echo "switches: $name: built in $((SECONDS - t0)) s ($(du -sh "$built" | cut -f1))"
 }
 
-check=false
-[ "${1:-}" = --check ] && { check=true; shift; }
+# The cached builds no NAME of this checkout would use, and their leftovers,
+# removed; then the downloads its lock no longer names.
+prune() {
+	local keep=() d n
+	for n in "${ALL[@]}"; do keep+=("$(entry "$n" "$(sum_of "$n")")"); done
+	for d in "$cache"/*-* "$cache/.build" "$cache/.stage"; do
+		[ -e "$d" ] || continue
+		[[ " ${keep[*]} " == *" $d "* ]] && continue
+		rm -rf "$d"
+		echo "switches: removed $d"
+	done
+	sources prune
+}
+
+mode=build
+case "${1:-}" in
+	--check) mode=check; shift ;;
+	--prune) mode=prune; shift ;;
+esac
+[ $mode != prune ] || [ $# -eq 0 ] || die "--prune takes no NAME"
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
 for n in "${names[@]}"; do
 	[[ " ${ALL[*]} " == *" $n "* ]] || die "unknown build $n (one of: ${ALL[*]})"
 done
 
-if $check; then
+if [ $mode = check ]; then
 	rc=0
 	for n in "${names[@]}"; do
 		s=$(state "$n")
@@ -228,9 +264,15 @@ if $check; then
 	exit $rc
 fi
 
-mkdir -p "$prefix"
-exec 9>"$prefix/.lock"
-flock -n 9 || { echo "switches: another build holds $prefix/.lock; waiting"; flock 9; }
+mkdir -p "$prefix" "$cache"
+exec 9>"$cache/.lock"
+flock -n 9 || { echo "switches: another build holds $cache/.lock; waiting"; flock 9; }
+# where builds are staged and made, left empty by every build, whatever its end
+trap 'rmdir "$cache/.build" "$cache/.stage" 2>/dev/null || true' EXIT
+if [ $mode = prune ]; then
+	prune
+	exit
+fi
 for n in "${names[@]}"; do
 	build "$n"
 done

@@ -8,7 +8,13 @@
 #
 #   tests/fresh_machine.sh DIR [COMMAND]      e.g. tests/fresh_machine.sh /srv/fresh 'make demo'
 #
-# DIR is made once and reused (its packages stay; the clone is made afresh).
+# DIR is made once and reused (its packages stay, and so does the per-user cache
+# of switch builds, DIR/root/.cache/cnfperf: rm -rf it for a cold build; the
+# clone is made afresh). The switches' sources: a copy of the mirror folder
+# (CNFPERF_SOURCES, default ../shared/sources) beside the clone, or with
+# CNFPERF_SOURCES_URL set no mirror and that URL (e.g. a local HTTP server on
+# 127.0.0.1: the root shares this host's network), or with neither a download
+# from upstream.
 # The root is entered the way a container is (its own mount namespace, then
 # pivot_root), not with chroot: runc, which the tests run, needs a real root
 # (inside a chroot `runc exec` does not join the container's namespaces).
@@ -30,15 +36,16 @@ fi
 rm -rf "$dir/root/cnfperf"
 git clone -q "$repo" "$dir/root/cnfperf"
 # The switches' sources (make switches) where a clone looks for them by default:
-# beside it, as ../shared/sources.
+# beside it, as ../shared/sources; none there when they are to be downloaded.
 sources=${CNFPERF_SOURCES:-$repo/../shared/sources}
-if [ -d "$sources" ]; then
-	rm -rf "$dir/root/shared/sources"
+rm -rf "$dir/root/shared/sources"
+if [ -z "${CNFPERF_SOURCES_URL:-}" ] && [ -d "$sources" ]; then
 	mkdir -p "$dir/root/shared"
 	cp -rL "$sources" "$dir/root/shared/sources"
 fi
 
-exec unshare -m --propagation private bash -s "$dir" "$first cd /root/cnfperf && $cmd" <<'EOF'
+exec unshare -m --propagation private bash -s "$dir" "$first cd /root/cnfperf && $cmd" \
+	"${CNFPERF_SOURCES_URL:-}" <<'EOF'
 set -e
 R=$1
 mount --bind "$R" "$R"
@@ -49,12 +56,13 @@ mount -t tmpfs tmpfs "$R/run"
 mount -t tmpfs tmpfs "$R/tmp"
 mkdir -p "$R/run/lock" "$R/.oldroot"
 cp /etc/resolv.conf "$R/etc/resolv.conf"
-# pip trusts what this host trusts, in case its network inspects TLS.
+# pip (and curl, which downloads the switches' sources) trust what this host
+# trusts, in case its network inspects TLS.
 cp /etc/ssl/certs/ca-certificates.crt "$R/tmp/host-ca.crt"
 cd "$R"
 pivot_root . .oldroot
-exec /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+exec /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb ${3:+CNFPERF_SOURCES_URL=$3} \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	SSL_CERT_FILE=/tmp/host-ca.crt PIP_CERT=/tmp/host-ca.crt \
+	SSL_CERT_FILE=/tmp/host-ca.crt PIP_CERT=/tmp/host-ca.crt CURL_CA_BUNDLE=/tmp/host-ca.crt \
 	/bin/bash -c "umount -l /.oldroot && cd / && $2" </dev/null
 EOF

@@ -50,14 +50,14 @@ RX_MODES = {"busy": "polling", "adaptive": "adaptive", "interrupt": "interrupt"}
 
 
 def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix: str,
-                 poll: str = "busy") -> str:
+                 plugins: Path, poll: str = "busy") -> str:
     """VPP's startup configuration: private paths, the vhost and memif plugins
     only, 4 KB pages (VPP copies to and from its peers: no hugepages needed),
     the main thread on the switch core, the rx-mode that `poll` asks for.
     VPP's vhost-user output would call (interrupt) a sleeping peer only every
     32 frames or 1 ms (its coalescing): with poll = adaptive or interrupt that
-    is up to 1 ms of delay no other switch adds, so it calls at once."""
-    plugins = builds.home("vpp") / "lib" / "vpp_plugins"
+    is up to 1 ms of delay no other switch adds, so it calls at once.
+    `plugins`: the VPP's plugin directory (builds.Vpp.plugins)."""
     cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (Vpp.max_cores)
     return f"""unix {{
   nodaemon
@@ -96,6 +96,7 @@ class VppProcess:
         self.size = size
         self.poll = poll
         self.launch = launch or procs.on_host(self.cpus)
+        self.install = builds.vpp()   # which VPP: cnfperf's build, or a system one
         self.shm_prefix = self.run_dir.parent.name
         self.proc: subprocess.Popen | None = None
         # VPP thread index -> its core: the main thread (0) only
@@ -116,9 +117,9 @@ class VppProcess:
         (self.run_dir / "run").mkdir(parents=True, exist_ok=True)
         conf = self.run_dir / "startup.conf"
         conf.write_text(startup_conf(self.run_dir, self.cpus, self.size, self.shm_prefix,
-                                     self.poll))
+                                     self.install.plugins, self.poll))
         with open(self.run_dir / "vpp.out", "wb") as out:
-            self.proc = self.launch([str(builds.program("vpp")), "-c", str(conf)],
+            self.proc = self.launch([str(self.install.program), "-c", str(conf)],
                                     what=self.name, stdin=subprocess.DEVNULL,
                                     stdout=out, stderr=subprocess.STDOUT)
         procs.journal_process(journal, f"{prefix}vpp", self.pid)
@@ -139,7 +140,7 @@ class VppProcess:
     def cli(self, command: str) -> str:
         """One CLI command's output."""
         try:
-            return run([str(builds.program("vpp", "bin/vppctl")), "-s", str(self.cli_socket),
+            return run([str(self.install.vppctl), "-s", str(self.cli_socket),
                         *command.split()], timeout=COMMAND_TIMEOUT)
         except CommandFailed as e:
             raise VppError(f"{self.name}: vppctl {command}: {e}") from None

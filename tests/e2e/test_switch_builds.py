@@ -1,6 +1,7 @@
 """`make switches` is idempotent: once VPP, Snabb and Click are built, running
 switches/build.sh again builds nothing (each build's stamp matches its sources,
-patches and recipe) and leaves the installs as they were.
+patches and recipe) and leaves the installs as they were: links into the
+per-user cache of builds.
 
 `--check` is asked first: a stale build fails this test, naming it, rather than
 starting a rebuild of many minutes inside it."""
@@ -48,3 +49,4 @@ def test_a_second_build_builds_nothing():
         f"switches: {name}: up to date ({builds.home(name)})" for name in builds.BUILDS)
     assert _installed() == before
     assert not builds.problems(*builds.BUILDS)
+    assert all(builds.home(name).is_symlink() for name in builds.BUILDS)

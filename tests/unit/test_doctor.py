@@ -48,4 +48,7 @@ def test_a_switch_build_says_where_it_is_and_whether_it_is_stale():
     assert host_facts._build({**built, "state": "up to date"}) == "/p/vpp (stamp 0123456789ab)"
     assert host_facts._build({**built, "state": "stale"}) == \
         "/p/vpp (stamp 0123456789ab, stale: make switches)"
+    # another checkout built the current sources: linking it is all make switches does
+    assert host_facts._build({**built, "state": "cached"}) == \
+        "/p/vpp (stamp 0123456789ab, stale: make switches links the cached build)"
     assert host_facts._build({**built, "problem": "vpp not built (…)"}) == "vpp not built (…)"

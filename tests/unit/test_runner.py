@@ -138,7 +138,8 @@ def run(tmp_path, machine):
     host = HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="", kernel="6", root=False,
                      iproute2=True, kernel_links={}, hugepages=Hugepages(), runc=None,
                      busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None,
-                     libxdp=None, kvm=False, engine=EngineFacts(version="0", apis=["udp"]))
+                     libxdp=None, kvm=False, engine=EngineFacts(version="0", apis=["udp"]),
+                     vpp="26.10-rc0 at /v/bin/vpp (cnfperf's build)")
     results = tmp_path / "results"
     builder = functools.partial(
         Builder, dataplanes={"veth": functools.partial(Switch, machine)},
@@ -176,6 +177,18 @@ def test_points_run_in_order_each_stored_before_the_next_starts(run, machine, tm
     assert [e[0] for e in machine.events if e[0] in ("start", "stop")] == ["start", "stop"] * 3
     # nothing of the run is left in its state directory: lock, journal, bundles
     assert list((tmp_path / "state").iterdir()) == []
+
+
+def test_a_point_records_what_measured_it_and_a_vpp_point_which_vpp(run, machine, tmp_path):
+    _, _, stored = run({"rate": "10k"})
+    assert stored["points"][0]["versions"] == {"cnfperf": HostFacts.cnfperf, "engine": "0",
+                                               "kernel": "6", "runc": None}
+    _, _, stored = run({"switch": "vpp", "api": "dpdk", "rate": "10k"},
+                       builder=functools.partial(
+                           Builder, dataplanes={"vpp": functools.partial(Switch, machine)},
+                           runtimes={"runc": functools.partial(Runtime, machine)},
+                           namespaces=Namespaces(machine)))
+    assert stored["points"][0]["versions"]["vpp"] == "26.10-rc0 at /v/bin/vpp (cnfperf's build)"
 
 
 def static_engine(tmp_path, apis: str = '"udp", "raw", "mmap", "xdp"'):

@@ -1,82 +1,159 @@
 """switches/build.sh's own rules, on a tiny source of its own (a Makefile that
-writes a script where Snabb's build puts its program) and a copy of the script
-without the project's patches, so no real build runs:
-a stamp skips a second build, a failed build keeps the last good install,
+writes a script where Snabb's build puts its program) pinned by a lock of its
+own, and a copy of the script without the project's patches, so no real build
+runs: a build goes to the per-user cache and is linked into the prefix, a stamp
+skips a second build, a second prefix (another clone) reuses the cached build
+without sources, a failed build or a wrong source keeps the last good install,
 --check builds nothing, bad names and missing sources are said at once."""
 from __future__ import annotations
 
-import io
 import os
+import re
 import subprocess
-import tarfile
 from pathlib import Path
-
-import shutil
 
 import pytest
 
-from harness import REPO
+import switch_sources as ss
 
-BUILD = str(REPO / "switches" / "build.sh")
-
-
-def _source(dir: Path, recipe: str) -> None:
-    """A snabb.tar.gz whose `make` runs `recipe` and installs src/snabb."""
-    dir.mkdir(exist_ok=True)
-    files = {"snabb/Makefile": f"all:\n\t{recipe}\n\tmkdir -p src && printf '#!/bin/sh\\n' > src/snabb\n"}
-    with tarfile.open(dir / "snabb.tar.gz", "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+UNREACHABLE = "http://127.0.0.1:9/snabb.tar.gz"     # nothing listens there
 
 
-def _build(tmp: Path, *args: str, ci: bool = False) -> subprocess.CompletedProcess:
-    script = tmp / "switches" / "build.sh"     # its patches/ are beside it: none here
-    if not script.exists():
-        script.parent.mkdir()
-        shutil.copy(BUILD, script)
-    env = {**os.environ, "CNFPERF_SOURCES": str(tmp / "src"),
-           "CNFPERF_SWITCHES": str(tmp / "prefix"), "CI": "true" if ci else ""}
-    return subprocess.run([str(script), *args], capture_output=True, text=True, env=env, timeout=60)
+def _tree(recipe: str) -> ss.Tree:
+    """A snabb source whose `make` runs `recipe` and makes src/snabb."""
+    return {"Makefile": f"all:\n\t{recipe}\n\tmkdir -p src && printf '#!/bin/sh\\n' > src/snabb\n"}
 
 
-def test_a_stamp_skips_the_second_build_and_a_failure_keeps_the_last_good_one(tmp_path):
-    _source(tmp_path / "src", "true")
+def _source(tmp: Path, recipe: str) -> None:
+    """The mirror's snabb.tar.gz, and the lock pinning it."""
+    archive = ss.pack(tmp / "src" / "snabb.tar.gz", _tree(recipe), "snabb")
+    ss.scripts(tmp, ss.lock_entry("snabb", ss.tree_hash(archive), UNREACHABLE), build=True)
+
+
+def _build(tmp: Path, *args: str, ci: bool = False, prefix: str = "prefix",
+           sources: bool = True) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "CNFPERF_SOURCES_URL"}
+    env.update({"CNFPERF_SOURCES": str(tmp / ("src" if sources else "empty")),
+                "CNFPERF_SWITCHES": str(tmp / prefix), "XDG_CACHE_HOME": str(tmp / "cache"),
+                "CI": "true" if ci else ""})
+    (tmp / "empty").mkdir(exist_ok=True)
+    return subprocess.run([str(tmp / "switches" / "build.sh"), *args], capture_output=True,
+                          text=True, env=env, timeout=60)
+
+
+def _cache(tmp: Path) -> Path:
+    return tmp / "cache" / "cnfperf" / "switches"
+
+
+def _builds(tmp: Path) -> list[str]:
+    """The cache's builds and leftovers."""
+    return sorted(p.name for p in _cache(tmp).iterdir() if p.name != ".lock")
+
+
+def test_a_build_is_cached_linked_and_stamped_and_not_done_twice(tmp_path):
+    _source(tmp_path, "true")
     first = _build(tmp_path, "snabb")
     assert first.returncode == 0, first.stderr
-    program = tmp_path / "prefix" / "snabb" / "bin" / "snabb"
+    [built] = _builds(tmp_path)
+    link = tmp_path / "prefix" / "snabb"
+    assert link.is_symlink() and link.resolve() == _cache(tmp_path) / built
+    assert (link / "bin" / "snabb").is_file() and "switches: snabb: built in" in first.stdout
     stamp = (tmp_path / "prefix" / "snabb.stamp").read_text()
-    assert program.is_file() and "switches: snabb: built in" in first.stdout
+    assert built == f"snabb-{stamp[:16]}"
     assert _build(tmp_path, "--check", "snabb").stdout == "switches: snabb: up to date\n"
     again = _build(tmp_path, "snabb")
     assert again.stdout == f"switches: snabb: up to date ({tmp_path}/prefix/snabb)\n"
 
-    _source(tmp_path / "src", "echo broken >&2; false")      # new sources that fail
+
+def test_another_prefix_reuses_the_cached_build_without_sources(tmp_path):
+    _source(tmp_path, "true")
+    assert _build(tmp_path, "snabb").returncode == 0
+    [built] = _builds(tmp_path)
+    checked = _build(tmp_path, "--check", "snabb", prefix="clone")
+    assert checked.stdout == "switches: snabb: cached\n"
+    reused = _build(tmp_path, "snabb", prefix="clone", sources=False)
+    assert reused.returncode == 0, reused.stderr
+    assert reused.stdout == (f"switches: snabb: reusing the cached build "
+                             f"{_cache(tmp_path)}/{built} (linked at {tmp_path}/clone/snabb)\n")
+    assert (tmp_path / "clone" / "snabb").resolve() == _cache(tmp_path) / built
+    assert (tmp_path / "clone" / "snabb.stamp").read_text() == \
+        (tmp_path / "prefix" / "snabb.stamp").read_text()
+
+
+def test_a_failed_build_keeps_the_last_good_one(tmp_path):
+    _source(tmp_path, "true")
+    assert _build(tmp_path, "snabb").returncode == 0
+    program = tmp_path / "prefix" / "snabb" / "bin" / "snabb"
+    stamp = (tmp_path / "prefix" / "snabb.stamp").read_text()
+
+    _source(tmp_path, "echo broken >&2; false")      # new sources (and lock) that fail
     checked = _build(tmp_path, "--check", "snabb")
     assert checked.returncode == 1 and checked.stdout == "switches: snabb: stale\n"
     failed = _build(tmp_path, "snabb")
     assert failed.returncode == 1 and "build failed" in failed.stderr and "broken" in failed.stderr
     assert program.is_file() and (tmp_path / "prefix" / "snabb.stamp").read_text() == stamp
-    leftovers = [p.name for d in (".stage", ".build") if (tmp_path / "prefix" / d).exists()
-                 for p in (tmp_path / "prefix" / d).iterdir()]
-    assert leftovers == []
+    assert len(_builds(tmp_path)) == 1             # the good one: no stage or tree left
+
+
+def test_a_source_that_is_not_the_pinned_one_is_refused_in_one_line(tmp_path):
+    _source(tmp_path, "true")
+    assert _build(tmp_path, "snabb").returncode == 0
+    stamp = (tmp_path / "prefix" / "snabb.stamp").read_text()
+    lock = tmp_path / "switches" / "sources.lock"
+    pinned = re.search(r'tree = "(\w+)"', lock.read_text()).group(1)
+    lock.write_text(lock.read_text().replace(pinned, "f" * 64))   # another tree is pinned
+    done = _build(tmp_path, "snabb")
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"switches: snabb: {tmp_path}/src/snabb.tar.gz is not the pinned source")
+    assert (tmp_path / "prefix" / "snabb" / "bin" / "snabb").is_file()
+    assert (tmp_path / "prefix" / "snabb.stamp").read_text() == stamp
+    assert len(_builds(tmp_path)) == 1
+
+
+def test_a_build_made_in_place_is_replaced_by_a_link(tmp_path):
+    _source(tmp_path, "true")
+    old = tmp_path / "prefix" / "snabb" / "bin"
+    old.mkdir(parents=True)
+    (old / "snabb").write_text("an older build.sh built me here\n")
+    (tmp_path / "prefix" / "snabb.stamp").write_text("old\n")
+    assert _build(tmp_path, "--check", "snabb").stdout == "switches: snabb: stale\n"
+    assert _build(tmp_path, "snabb").returncode == 0
+    assert (tmp_path / "prefix" / "snabb").is_symlink()
+    assert sorted(p.name for p in (tmp_path / "prefix").iterdir()) == \
+        ["snabb", "snabb.log", "snabb.stamp"]
+
+
+def test_prune_removes_the_builds_this_checkout_would_not_use(tmp_path):
+    _source(tmp_path, "true")
+    assert _build(tmp_path, "snabb").returncode == 0
+    [kept] = _builds(tmp_path)
+    (_cache(tmp_path) / "snabb-00000000deadbeef" / "bin").mkdir(parents=True)
+    (_cache(tmp_path) / ".build" / "vpp-0000000000000000").mkdir(parents=True)
+    done = _build(tmp_path, "--prune")
+    assert done.returncode == 0, done.stderr
+    assert f"switches: removed {_cache(tmp_path)}/snabb-00000000deadbeef" in done.stdout
+    assert _builds(tmp_path) == [kept]
+    assert _build(tmp_path, "--prune", "snabb").returncode == 2
 
 
 def test_an_unknown_name_is_refused_before_anything_is_built(tmp_path):
-    _source(tmp_path / "src", "true")
+    _source(tmp_path, "true")
     done = _build(tmp_path, "snabb", "bess")
     assert done.returncode == 2 and done.stderr.startswith("switches: unknown build bess")
-    assert not (tmp_path / "prefix").exists()
+    assert not (tmp_path / "prefix").exists() and not (tmp_path / "cache").exists()
 
 
 @pytest.mark.parametrize("ci", [False, True])
 def test_missing_sources_are_skipped_with_one_line_or_fail_under_ci(tmp_path, ci):
-    (tmp_path / "src").mkdir()
-    done = _build(tmp_path, "vpp", ci=ci)
-    assert f"no sources for vpp in {tmp_path}/src" in done.stdout + done.stderr
+    _source(tmp_path, "true")
+    done = _build(tmp_path, "snabb", ci=ci, sources=False)
+    assert f"switches: snabb: no sources: none in {tmp_path}/empty, and {UNREACHABLE} could not " \
+           "be downloaded" in done.stderr
     assert done.returncode == (2 if ci else 0)
-    assert not (tmp_path / "prefix" / "vpp").exists()
-    checked = _build(tmp_path, "--check", "vpp")
-    assert checked.returncode == 1 and checked.stdout == "switches: vpp: no sources\n"
+    if not ci:
+        assert done.stdout.splitlines()[-1] == \
+            "switches: snabb: skipped (its data planes and tests say it is not built)"
+    assert not (tmp_path / "prefix" / "snabb").exists() and _builds(tmp_path) == []
+    checked = _build(tmp_path, "--check", "snabb", sources=False)
+    assert checked.returncode == 1 and checked.stdout == "switches: snabb: not built\n"

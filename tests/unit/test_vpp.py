@@ -77,19 +77,20 @@ def test_rx_placement_names_the_thread_of_every_queue():
 
 
 def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
-    conf = vpp_app.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp")
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp", Path("/usr/lib/vpp_plugins"))
     for key in ("runtime-dir", "cli-listen", "log", "socket-name"):
         lines = [line for line in conf.splitlines() if f"{key} " in line]
         assert lines and all(str(tmp_path) in line for line in lines), key
     assert "api-segment { prefix cnfp1234-vpp }" in conf
     assert "plugin default { disable }" in conf and "vhost_plugin.so { enable }" in conf
+    assert "path /usr/lib/vpp_plugins" in conf
     assert "main-core 1" in conf and "corelist-workers" not in conf
 
 
 @pytest.mark.parametrize("poll,mode", [("busy", "polling"), ("adaptive", "adaptive"),
                                        ("interrupt", "interrupt")])
 def test_poll_is_every_interface_s_default_rx_mode(tmp_path: Path, poll, mode):
-    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", poll)
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, poll)
     assert f"interface {{ default-rx-mode {mode} }}" in conf
 
 

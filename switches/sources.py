@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""The sources switches/build.sh builds from: pinned by switches/sources.lock,
+taken from a mirror or downloaded, and checked against the lock before a build
+uses them.
+
+  sources.py unpack NAME DIR     NAME's source, checked, unpacked into DIR (emptied first)
+  sources.py fetch NAME          the path of a checked copy of NAME's source (downloaded if need be)
+  sources.py tree NAME           the lock's tree hash of NAME (a build's stamp covers it)
+  sources.py hash [--as NAME] PATH...   the tree hash of archives or directories (to pin
+                                 a source; --as: leaving out what the lock excludes of NAME)
+  sources.py prune               remove the downloads the lock no longer names
+
+Where a source comes from, the first that has it:
+  1. a mirror folder: CNFPERF_SOURCES, else ../shared/sources beside this
+     checkout when it exists; NAME.tar.xz, NAME.tar.gz or a directory NAME/;
+  2. the download cache, ${XDG_CACHE_HOME:-~/.cache}/cnfperf/sources/;
+  3. a download, from CNFPERF_SOURCES_URL/FILE when that is set (a mirror
+     folder served over HTTP, or file://) or else from the lock's upstream
+     archive; it is written to a temporary file, checked, then renamed into
+     the cache, so the cache never holds a half-written or unchecked file.
+Whichever it is, its tree must hash to the lock's, or nothing is built.
+
+The tree hash: sha256 over one line per regular file and symbolic link,
+sorted by path, `KIND SHA256 PATH\\n`, where KIND is `x` for a file with an
+execute bit, `f` for another file, `l` for a link, SHA256 is the hex digest of
+the file's content or of the link's target, and PATH is relative to the
+tree's root ('/'-separated, sorted as UTF-8 bytes). An archive's root is its
+one top directory (GitHub's `vpp-<commit>/`, a mirror's `vpp/`). Left out: the
+top directory's name, directories themselves (so empty ones), owners, times,
+permission bits other than execute, how the files are packed (tar, xz, gzip,
+hard links), a directory's own `.git`, and the lock's `exclude` paths. So a
+repacked copy of a tree hashes as the original does.
+
+Exit status: 0 done; 1 a source does not match the lock, or is not a tree;
+2 bad usage, lock or setting; 3 no source to be had (no mirror has it and it
+could not be downloaded).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LOCK = HERE / "sources.lock"
+DEFAULT_MIRROR = HERE.parent.parent / "shared" / "sources"
+MIRROR_FORMS = ("{}.tar.xz", "{}.tar.gz", "{}")    # what a mirror folder may hold of NAME
+CHUNK = 1 << 20
+
+
+class Mismatch(Exception):
+    """A copy that is not the pinned tree (exit 1)."""
+
+
+class BadSetting(Exception):
+    """A lock or setting that cannot be used (exit 2)."""
+
+
+class Unavailable(Exception):
+    """No mirror has the source and it could not be downloaded (exit 3)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    commit: str
+    upstream: str      # the archive its project publishes of the commit
+    file: str          # its name in a mirror folder and under CNFPERF_SOURCES_URL
+    tree: str          # the tree hash every copy must have
+    exclude: frozenset[str] = frozenset()   # paths the tree hash leaves out
+
+
+def lock(path: Path = LOCK) -> dict[str, Source]:
+    try:
+        table = tomllib.loads(path.read_text())
+        return {name: Source(name=name, commit=s["commit"], upstream=s["upstream"], file=s["file"],
+                             tree=s["tree"], exclude=frozenset(s.get("exclude", ())))
+                for name, s in table.items()}
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
+        raise BadSetting(f"{path}: {e}") from None
+
+
+# --- the tree hash ---------------------------------------------------------------
+
+def tree_hash(path: Path, exclude: frozenset[str] = frozenset()) -> str:
+    """The tree hash (module docstring) of an archive or a directory."""
+    entries = _dir_entries(path) if path.is_dir() else _archive_entries(path)
+    h = hashlib.sha256()
+    for rel in sorted(entries, key=lambda p: p.encode("utf-8", "surrogateescape")):
+        if rel not in exclude:
+            kind, digest = entries[rel]
+            h.update(f"{kind} {digest} {rel}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _sha256(stream) -> str:
+    h = hashlib.sha256()
+    while chunk := stream.read(CHUNK):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def _text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _file_kind(mode: int) -> str:
+    return "x" if mode & 0o111 else "f"
+
+
+def _dir_entries(root: Path) -> dict[str, tuple[str, str]]:
+    entries = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here == root and ".git" in dirnames:
+            dirnames.remove(".git")
+        for name in dirnames + filenames:
+            p = here / name
+            rel = p.relative_to(root).as_posix()
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                entries[rel] = ("l", _text_sha256(os.readlink(p)))
+            elif stat.S_ISREG(st.st_mode):
+                with open(p, "rb") as f:
+                    entries[rel] = (_file_kind(st.st_mode), _sha256(f))
+            elif not stat.S_ISDIR(st.st_mode):
+                raise Mismatch(f"{p}: neither a file, a link nor a directory")
+    return entries
+
+
+def _below_top(name: str, top: list[str], archive: Path) -> str:
+    """A member's path below the archive's one top directory ('' for that directory)."""
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if not parts:
+        return ""
+    if not top:
+        top.append(parts[0])
+    if parts[0] != top[0] or ".." in parts:
+        raise Mismatch(f"{archive}: {name} is not below the one top directory {top[0]}/")
+    return "/".join(parts[1:])
+
+
+def _archive_entries(archive: Path) -> dict[str, tuple[str, str]]:
+    entries, top = {}, []
+    try:
+        with tarfile.open(archive, "r|*") as tar:
+            for m in tar:
+                rel = _below_top(m.name, top, archive)
+                if m.isdir():
+                    continue
+                if not rel:
+                    raise Mismatch(f"{archive}: {m.name} is not below one top directory")
+                if m.isreg():
+                    entries[rel] = (_file_kind(m.mode), _sha256(tar.extractfile(m)))
+                elif m.issym():
+                    entries[rel] = ("l", _text_sha256(m.linkname))
+                elif m.islnk():
+                    target = _below_top(m.linkname, top, archive)
+                    if target not in entries:
+                        raise Mismatch(f"{archive}: {m.name} links to {m.linkname}, not before it")
+                    entries[rel] = entries[target]
+                else:
+                    raise Mismatch(f"{archive}: {m.name}: neither a file, a link nor a directory")
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise Mismatch(f"{archive}: not a readable archive ({e})") from None
+    return entries
+
+
+# --- where a source comes from -----------------------------------------------------
+
+def mirror() -> Path | None:
+    """The mirror folder: CNFPERF_SOURCES (which must exist), else the default if it exists."""
+    env = os.environ.get("CNFPERF_SOURCES")
+    if env:
+        if not Path(env).is_dir():
+            raise BadSetting(f"CNFPERF_SOURCES: {env} is not a directory")
+        return Path(env)
+    return DEFAULT_MIRROR if DEFAULT_MIRROR.is_dir() else None
+
+
+def cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "cnfperf" / "sources"
+
+
+def download_url(src: Source) -> str:
+    base = os.environ.get("CNFPERF_SOURCES_URL")
+    return f"{base.rstrip('/')}/{src.file}" if base else src.upstream
+
+
+def _in_mirror(src: Source, folder: Path | None) -> Path | None:
+    if folder is None:
+        return None
+    return next((p for form in MIRROR_FORMS if (p := folder / form.format(src.name)).exists()),
+                None)
+
+
+def _cached(src: Source) -> Path | None:
+    """A download of it (a temporary file's name starts with a dot: never this)."""
+    return next(iter(sorted(cache().glob(f"{src.name}-{src.tree[:16]}*"))), None)
+
+
+def _suffix(url: str) -> str:
+    name = url.rsplit("/", 1)[-1]
+    return next((s for s in (".tar.xz", ".tar.gz", ".tar.bz2", ".tgz", ".tar") if name.endswith(s)),
+                "")
+
+
+def verify(src: Source, copy: Path, called: str | None = None) -> None:
+    """Mismatch unless the copy (`called` so: its URL) has the lock's tree hash."""
+    try:
+        got = tree_hash(copy, src.exclude)
+    except Mismatch as e:
+        raise Mismatch(f"{src.name}: {str(e).replace(str(copy), called or str(copy))}") from None
+    if got != src.tree:
+        raise Mismatch(f"{src.name}: {called or copy} is not the pinned source: its tree hash is "
+                       f"{got}, switches/sources.lock wants {src.tree}")
+
+
+def download(src: Source) -> Path:
+    """The source downloaded into the cache and checked; Unavailable if it cannot be."""
+    url = download_url(src)
+    folder = cache()
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{src.name}-", suffix=".part")
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        say(f"{src.name}: downloading {url}")
+        t0 = time.monotonic()
+        if failed := _curl(url, tmp):
+            raise Unavailable(f"{url} could not be downloaded ({failed})")
+        say(f"{src.name}: downloaded {tmp.stat().st_size / 1e6:.1f} MB in "
+            f"{time.monotonic() - t0:.0f} s; checking it")
+        verify(src, tmp, url)
+        final = folder / f"{src.name}-{src.tree[:16]}{_suffix(url)}"
+        tmp.rename(final)
+        return final
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _curl(url: str, to: Path) -> str | None:
+    """url saved to `to`; None, or why not. A terminal shows curl's progress bar."""
+    tty = sys.stderr.isatty()
+    try:
+        done = subprocess.run(["curl", "--fail", "--location", "--retry", "2", "--connect-timeout",
+                               "20", *(["--progress-bar"] if tty else ["--silent", "--show-error"]),
+                               "--output", str(to), url],
+                              stderr=None if tty else subprocess.PIPE, text=True)
+    except FileNotFoundError:
+        return "curl not found (Debian package curl)"
+    if done.returncode == 0:
+        return None
+    said = (done.stderr or "").strip().splitlines()
+    return said[-1] if said else f"curl's exit status {done.returncode}"
+
+
+def fetch(src: Source) -> Path:
+    """A copy of the source that matches the lock: mirrored, cached or downloaded."""
+    folder = mirror()
+    if found := _in_mirror(src, folder):
+        verify(src, found)
+        return found
+    if found := _cached(src):
+        verify(src, found)
+        return found
+    try:
+        return download(src)
+    except Unavailable as e:
+        where = f"none in {folder}" if folder else \
+            "no mirror folder (CNFPERF_SOURCES unset, no ../shared/sources beside the checkout)"
+        raise Unavailable(f"{src.name}: no sources: {where}, and {e}; put that archive or "
+                          f"{src.file} in a folder and set CNFPERF_SOURCES to it") from None
+
+
+def unpack(src: Source, into: Path) -> Path:
+    """The checked source unpacked (or copied) into `into`, its top directory stripped."""
+    found = fetch(src)
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    if found.is_dir():
+        subprocess.run(["cp", "-a", f"{found}/.", f"{into}/"], check=True)
+    else:
+        subprocess.run(["tar", "-xf", str(found), "-C", str(into), "--strip-components=1"],
+                       check=True)
+    return found
+
+
+def prune() -> list[Path]:
+    """The downloads (and leftover temporary files) the lock does not name, removed."""
+    keep = {p for s in lock().values() if (p := _cached(s))}
+    gone = [p for p in cache().glob("*") if p.is_file() and p not in keep] \
+        if cache().is_dir() else []
+    for p in gone:
+        p.unlink()
+    return gone
+
+
+def say(line: str) -> None:
+    print(f"switches: {line}", file=sys.stderr, flush=True)
+
+
+USAGE = ("usage: sources.py unpack NAME DIR | fetch NAME | tree NAME | hash [--as NAME] PATH... "
+         "| prune")
+
+
+def main(argv: list[str]) -> int:
+    cmd, args = (argv[0], argv[1:]) if argv else ("", [])
+    try:
+        if cmd == "unpack" and len(args) == 2:
+            found = unpack(_named(args[0]), Path(args[1]))
+            say(f"{args[0]}: sources from {found}")
+        elif cmd == "fetch" and len(args) == 1:
+            print(fetch(_named(args[0])))
+        elif cmd == "tree" and len(args) == 1:
+            print(_named(args[0]).tree)
+        elif cmd == "hash" and (paths := args[2:] if args[:1] == ["--as"] else args):
+            exclude = _named(args[1]).exclude if args[:1] == ["--as"] else frozenset()
+            for p in paths:
+                print(f"{tree_hash(Path(p), exclude)}  {p}")
+        elif cmd == "prune" and not args:
+            for p in prune():
+                say(f"removed {p}")
+        else:
+            print(USAGE, file=sys.stderr)
+            return 2
+    except Mismatch as e:
+        say(str(e))
+        return 1
+    except BadSetting as e:
+        say(str(e))
+        return 2
+    except Unavailable as e:
+        say(str(e))
+        return 3
+    return 0
+
+
+def _named(name: str) -> Source:
+    sources = lock()
+    if name not in sources:
+        raise BadSetting(f"no source {name} in {LOCK} (one of: {', '.join(sources)})")
+    return sources[name]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

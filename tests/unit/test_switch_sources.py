@@ -1,0 +1,228 @@
+"""switches/sources.py: the tree hash a repacked copy keeps, the lock, and
+where a source comes from (a mirror folder, the download cache, or a download
+from a local HTTP server standing in for upstream or a company mirror), with
+a corrupted or missing source refused in one line."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import switch_sources as ss
+from harness import REPO
+
+TREE: ss.Tree = {"README": "a tree\n", "src/main.c": "int main(void) { return 0; }\n",
+                 "src/build.sh": ("x", "#!/bin/sh\nmake\n"),
+                 "src/copy.c": "int main(void) { return 0; }\n",
+                 "docs/latest": ("l", "../README"), "data/empty": ("d", "")}
+
+
+def test_a_tree_hashes_the_same_however_it_is_packed(tmp_path):
+    """GitHub's archive (gzip, a top directory named after the commit), a
+    mirror's repack (xz, another top directory, other modes, times and hard
+    links) and an unpacked copy: one tree, one hash."""
+    upstream = ss.pack(tmp_path / "up.tar.gz", TREE, f"t-{ss.COMMIT}")
+    mirror = ss.pack(tmp_path / "t.tar.xz", TREE, "t", mode=0o664, mtime=1_700_000_000,
+                     hardlinks=True)
+    copy = ss.unpacked(tmp_path / "t", TREE)
+    (copy / ".git").mkdir()                           # a checkout's own: left out
+    (copy / ".git" / "HEAD").write_text(ss.COMMIT)
+    hashes = {ss.tree_hash(p) for p in (upstream, mirror, copy)}
+    assert len(hashes) == 1 and re.fullmatch(r"[0-9a-f]{64}", hashes.pop())
+
+
+@pytest.mark.parametrize("change", [
+    {"src/main.c": "int main(void) { return 1; }\n"},     # content
+    {"src/build.sh": "#!/bin/sh\nmake\n"},                 # the execute bit
+    {"docs/latest": ("l", "README")},                      # a link's target
+    {"src/new.c": ""},                                     # a file more
+])
+def test_content_execute_bits_links_and_files_count(tmp_path, change):
+    assert ss.tree_hash(ss.pack(tmp_path / "a.tar.gz", TREE, "t")) != \
+        ss.tree_hash(ss.pack(tmp_path / "b.tar.gz", {**TREE, **change}, "t"))
+
+
+def test_excluded_paths_count_neither_present_nor_absent(tmp_path):
+    without = {k: v for k, v in TREE.items() if k != "src/copy.c"}
+    full = ss.tree_hash(ss.pack(tmp_path / "a.tar.gz", TREE, "t"), {"src/copy.c"})
+    assert full == ss.tree_hash(ss.pack(tmp_path / "b.tar.gz", without, "t"), {"src/copy.c"})
+    assert full != ss.tree_hash(tmp_path / "a.tar.gz")
+
+
+@pytest.mark.parametrize("names", [["a/x", "b/y"], ["x"], ["a/../../etc/passwd"]])
+def test_an_archive_not_below_one_top_directory_is_refused(tmp_path, names):
+    archive = tmp_path / "bad.tar"
+    import tarfile
+    with tarfile.open(archive, "w") as tar:
+        for n in names:
+            tar.addfile(tarfile.TarInfo(n))
+    with pytest.raises(ss.module().Mismatch, match="top directory"):
+        ss.tree_hash(archive)
+
+
+def test_the_lock_pins_every_source_build_sh_builds():
+    lock = tomllib.loads((REPO / "switches" / "sources.lock").read_text())
+    assert set(lock) == {"vpp", "snabb", "click"}   # click-dpdk is built from click's
+    for name, s in lock.items():
+        assert re.fullmatch(r"[0-9a-f]{40}", s["commit"]) and s["commit"] in s["upstream"], name
+        assert re.fullmatch(r"[0-9a-f]{64}", s["tree"]) and s["file"] == f"{name}.tar.xz", name
+    # the three test data files some copies lack, and the file export-subst rewrites
+    assert len(lock["snabb"]["exclude"]) == 4
+    assert re.search(r"^ALL=\((.*)\)$", (REPO / "switches" / "build.sh").read_text(), re.M)[1] \
+        == "snabb click click-dpdk vpp"
+
+
+# --- where a source comes from --------------------------------------------------------
+
+def _setup(tmp: Path, upstream: str = "http://127.0.0.1:9/t.tar.gz") -> Path:
+    """A copy of the scripts whose lock pins TREE as source `t`; returns sources.py."""
+    tree = ss.tree_hash(ss.pack(tmp / "pinned.tar.gz", TREE, "t"))
+    return ss.scripts(tmp, ss.lock_entry("t", tree, upstream)) / "sources.py"
+
+
+def _sources(script: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    tmp = script.parent.parent
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("CNFPERF_SOURCES", "CNFPERF_SOURCES_URL")}
+    full.update({"XDG_CACHE_HOME": str(tmp / "cache"), **env})
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          env=full, timeout=60)
+
+
+def _downloads(tmp: Path) -> list[str]:
+    d = tmp / "cache" / "cnfperf" / "sources"
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def test_a_download_from_a_mirror_url_is_checked_cached_and_reused_offline(tmp_path):
+    script = _setup(tmp_path)
+    served = tmp_path / "served"
+    ss.pack(served / "t.tar.gz", TREE, "t", mode=0o600)
+    with ss.http_server(served) as url:
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
+    assert done.returncode == 0, done.stderr
+    assert f"switches: t: downloading {url}/t.tar.gz" in done.stderr
+    assert (tmp_path / "work" / "src" / "main.c").read_text() == TREE["src/main.c"]
+    assert os.access(tmp_path / "work" / "src" / "build.sh", os.X_OK)
+    [cached] = _downloads(tmp_path)
+    # the server is gone: the cache serves, checked again
+    again = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
+    assert again.returncode == 0 and "downloading" not in again.stderr
+    assert again.stderr.strip().endswith(f"sources from {tmp_path}/cache/cnfperf/sources/{cached}")
+
+
+def test_upstream_s_archive_serves_when_no_mirror_url_is_set(tmp_path):
+    served = tmp_path / "served"
+    ss.pack(served / "archive" / f"{ss.COMMIT}.tar.gz", TREE, f"t-{ss.COMMIT}")
+    with ss.http_server(served) as url:
+        script = _setup(tmp_path, upstream=f"{url}/archive/{ss.COMMIT}.tar.gz")
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "work" / "README").is_file()
+
+
+def test_a_corrupted_download_is_refused_in_one_line_and_not_kept(tmp_path):
+    script = _setup(tmp_path)
+    served = tmp_path / "served"
+    ss.pack(served / "t.tar.gz", {**TREE, "src/main.c": "int main(void) { return 2; }\n"}, "t")
+    with ss.http_server(served) as url:
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
+    assert done.returncode == 1
+    [line] = [l for l in done.stderr.splitlines() if "download" not in l]
+    assert line.startswith(f"switches: t: {url}/t.tar.gz is not the pinned source: "
+                           "its tree hash is")
+    assert _downloads(tmp_path) == [] and not (tmp_path / "work").exists()
+
+
+def test_a_truncated_download_is_refused(tmp_path):
+    script = _setup(tmp_path)
+    served = tmp_path / "served"
+    whole = ss.pack(tmp_path / "whole.tar.gz", TREE, "t").read_bytes()
+    served.mkdir()
+    (served / "t.tar.gz").write_bytes(whole[: len(whole) // 2])
+    with ss.http_server(served) as url:
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
+    assert done.returncode == 1 and done.stderr.splitlines()[-1].startswith(
+        f"switches: t: {url}/t.tar.gz")     # is not the pinned source, or not a readable archive
+    assert _downloads(tmp_path) == []
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_a_source_to_be_had_nowhere_names_its_url_and_the_way_to_a_copy(tmp_path, served):
+    script = _setup(tmp_path)
+    (tmp_path / "empty").mkdir()
+    if served:                              # a server without the file: 404
+        with ss.http_server(tmp_path / "empty") as url:
+            done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
+        wanted = f"{url}/t.tar.gz"
+    else:                                   # nothing listens: no network, as it were
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"))
+        wanted = "http://127.0.0.1:9/t.tar.gz"
+    assert done.returncode == 3
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("switches: t: no sources: no mirror folder")
+    assert f"and {wanted} could not be downloaded (" in last
+    assert last.endswith("put that archive or t.tar.gz in a folder and set CNFPERF_SOURCES to it")
+    assert _downloads(tmp_path) == []
+
+
+def test_a_mirror_folder_comes_first_and_a_wrong_copy_there_is_refused(tmp_path):
+    script = _setup(tmp_path)
+    mirror = tmp_path / "mirror"
+    ss.unpacked(mirror / "t", TREE)                      # a directory will do
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror))
+    assert done.returncode == 0 and f"sources from {mirror}/t" in done.stderr
+    (mirror / "t" / "README").write_text("changed\n")
+    served = tmp_path / "served"
+    ss.pack(served / "t.tar.gz", TREE, "t")
+    with ss.http_server(served) as url:                  # no falling back to a download
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror),
+                        CNFPERF_SOURCES_URL=url)
+    assert done.returncode == 1 and "downloading" not in done.stderr
+    assert done.stderr.startswith(f"switches: t: {mirror}/t is not the pinned source")
+
+
+def test_the_mirror_beside_the_checkout_is_used_by_default(tmp_path):
+    script = _setup(tmp_path / "clone")
+    ss.pack(tmp_path / "shared" / "sources" / "t.tar.xz", TREE, "t")
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"))
+    assert done.returncode == 0
+    assert f"sources from {tmp_path}/shared/sources/t.tar.xz" in done.stderr
+
+
+def test_a_mirror_folder_that_is_not_there_is_a_bad_setting(tmp_path):
+    done = _sources(_setup(tmp_path), "unpack", "t", str(tmp_path / "work"),
+                    CNFPERF_SOURCES=str(tmp_path / "nowhere"))
+    assert done.returncode == 2
+    assert done.stderr == f"switches: CNFPERF_SOURCES: {tmp_path}/nowhere is not a directory\n"
+
+
+def test_prune_keeps_the_downloads_the_lock_names_only(tmp_path):
+    script = _setup(tmp_path)
+    served = tmp_path / "served"
+    ss.pack(served / "t.tar.gz", TREE, "t")
+    with ss.http_server(served) as url:
+        done = _sources(script, "unpack", "t", str(tmp_path / "w"), CNFPERF_SOURCES_URL=url)
+    assert done.returncode == 0
+    [kept] = _downloads(tmp_path)
+    old = tmp_path / "cache" / "cnfperf" / "sources" / "t-00000000deadbeef.tar.gz"
+    old.write_bytes(b"an older pin")
+    done = _sources(script, "prune")
+    assert done.returncode == 0 and done.stderr == f"switches: removed {old}\n"
+    assert _downloads(tmp_path) == [kept]
+
+
+def test_hash_prints_what_to_pin_leaving_out_a_source_s_excludes(tmp_path):
+    archive = ss.pack(tmp_path / "t.tar.gz", TREE, "t")
+    script = ss.scripts(tmp_path, ss.lock_entry("t", "0" * 64, "http://127.0.0.1:9/t",
+                                                exclude=("README",))) / "sources.py"
+    assert _sources(script, "hash", str(archive)).stdout == f"{ss.tree_hash(archive)}  {archive}\n"
+    assert _sources(script, "hash", "--as", "t", str(archive)).stdout == \
+        f"{ss.tree_hash(archive, {'README'})}  {archive}\n"
+    assert _sources(script, "tree", "t").stdout == "0" * 64 + "\n"
+    assert _sources(script, "tree", "nope").returncode == 2
