@@ -78,8 +78,10 @@ def _start_run(switch: str, env: dict, log: Path) -> tuple[subprocess.Popen, str
     deadline = time.monotonic() + 300
     while True:
         with open(log, "w") as err:
+            # split: the test looks for the sender's engine while it measures
             run = subprocess.Popen(cnfperf_argv("run", "--switch", switch, "--api", "dpdk",
-                                                "--rate", "2k", "--duration", "60", "--json"),
+                                                "--tester", "split", "--rate", "2k",
+                                                "--duration", "60", "--json"),
                                    cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err,
                                    stdin=subprocess.DEVNULL)
 

@@ -87,8 +87,10 @@ def _run_shaped(snapshot: dict[str, set[str]]) -> set[str]:
 
 
 def test_second_run_is_refused_while_the_first_runs(engine, cli, start_cli, no_leftovers):
-    first = start_cli("run", "--switch", "veth", "--rate", "1000", "--duration", "3",
-                   "--warmup", "0")
+    # Long enough that it still holds the lock when the second has gathered the
+    # host's facts (a few seconds on a busy 2-core host).
+    first = start_cli("run", "--switch", "veth", "--rate", "1000", "--duration", "10",
+                      "--warmup", "0")
     try:
         _wait_measuring(first)
         before = leak.snapshot()
