@@ -171,6 +171,23 @@ def test_keep_filter_lists_skipped_points_with_reason():
     assert "  skipped ovs api=udp: ovs serves api dpdk" in plan.describe().splitlines()
 
 
+def test_values_that_run_as_one_point_are_measured_once():
+    """Two points whose scenarios hash alike (tester = auto and the tester it
+    picks) are one key: the later is skipped, naming the earlier, not run twice."""
+    def canonical(params):
+        return {**params, "tester": "single" if params["tester"] == "auto" else params["tester"]}
+
+    plan = expand({"size": "64,128", "tester": "auto,single,split", "repeat": 2},
+                  canonical=canonical)
+    assert sorted((p.params["size"], p.params["tester"]) for p in plan.points[::2]) == [
+        (64, "auto"), (64, "split"), (128, "auto"), (128, "split")]
+    assert len({p.key for p in plan.points}) == len(plan.points) == 8
+    assert sorted(plan.skipped, key=lambda s: s[0]["size"]) == [
+        ({"size": 64, "tester": "single"}, "tester=single: the same point as tester=auto"),
+        ({"size": 128, "tester": "single"}, "tester=single: the same point as tester=auto")]
+    assert "  skipped tester=single: the same point as tester=auto" in plan.describe()
+
+
 def test_a_data_plane_left_out_is_one_line_however_many_points_it_had():
     def keep(params):
         return ("testpmd: dpdk-testpmd not found (Debian package dpdk-dev)"

@@ -108,6 +108,25 @@ def test_keys_are_hashed_from_the_tester_a_point_runs_with():
         load_plan(None, {**veth, "tester": "split"}).plan.points[0].key
 
 
+@pytest.mark.parametrize("flags, skipped", [
+    ({"tester": "auto,single"}, "skipped tester=single: the same point as tester=auto"),
+    ({"tester": "split,auto,single"}, "skipped tester=single: the same point as tester=auto"),
+    # a search's settings do not make a fixed rate's point another one
+    ({"rate": "1k", "precision": "0.01,0.02"},
+     "skipped precision=0.02: the same point as precision=0.01"),
+])
+def test_values_that_make_the_same_point_plan_it_once(flags, skipped, capsys):
+    swept = load_plan(None, {**DPDK_SWITCH, "switch": "ovs", **flags})
+    keys = [p.key for p in swept.plan.points]
+    assert len(keys) == len(set(keys)) == len(swept.scenarios)
+    assert swept.plan.skip_notes() == [skipped]
+    argv = [f"--{k}={v}" for k, v in {**DPDK_SWITCH, "switch": "ovs", **flags}.items()]
+    assert main(["run", *argv, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ovs dpdk throughput tester=") == len(keys)
+    assert f"  {skipped}\n" in out
+
+
 def test_a_run_planned_before_auto_is_resumed_with_the_split_tester():
     doc = {"switch": "ovs", **DPDK_SWITCH}
     old = checks.replan({"doc": doc})                           # no `defaults`: older
