@@ -357,10 +357,16 @@ def unusable(host: HostFacts) -> Keep:
     return keep
 
 
+def host_wide(host: HostFacts) -> list[str]:
+    """What keeps this host from running any point (the engine), each naming
+    what it concerns first: a run's preflight refuses, both dry-runs say so."""
+    return [f"engine: {host.engine.problem}"] if host.engine.problem else []
+
+
 def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
     """Host problems found before anything is created (SystemFailure)."""
     problems = host_problems(host)
-    found = [f"engine: {host.engine.problem}"] if host.engine.problem else []
+    found = host_wide(host)
     for s in scenarios:
         found += problems(s)
     if found:
