@@ -89,6 +89,14 @@ def test_a_tester_that_cannot_run_is_refused(flags, field):
     assert e.value.field == field
 
 
+def test_a_scenario_no_tester_can_run_names_both_reasons():
+    """Each refusal alone would send the user to the tester the other refuses."""
+    with pytest.raises(UserError) as e:
+        scenarios(None, {"nfs": 1, "nf": "mirror", "api": "udp"})
+    assert e.value.why == "nf mirror needs single and api udp needs split: neither " \
+                               "tester can run it"
+
+
 def test_the_refusals_are_the_checks():
     s = Scenario(switch="memif", api="dpdk")
     assert testers.refusal(s, "single").why.startswith("a single tester cannot hold both ends")
