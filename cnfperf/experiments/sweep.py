@@ -355,23 +355,26 @@ def override(doc: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]
 
 
 def merge(plans: list[Plan]) -> Plan:
-    """One plan from several, data plane outermost, duplicates (same key) dropped."""
+    """One plan from several, data plane outermost, a point two parts plan
+    (same group) kept once, where it first comes, repeated as often as the part
+    that repeats it most asks."""
     if len(plans) == 1:
         return plans[0]
     switch_order: list = []
+    repeat: dict[str, int] = {}
     for plan in plans:
         for p in plan.points:
             if p.params.get("switch") not in switch_order:
                 switch_order.append(p.params.get("switch"))
-    seen: set[str] = set()
+            repeat[p.group] = max(repeat.get(p.group, 1), p.repeat)
     points: list[SweepPoint] = []
     for sw in switch_order:
         for plan in plans:
             for p in plan.points:
-                if p.params.get("switch") == sw and p.key not in seen:
-                    seen.add(p.key)
-                    points.append(SweepPoint(len(points), p.params, p.rep, p.group, p.key,
-                                             p.repeat))
+                if p.params.get("switch") == sw and p.group in repeat:
+                    n = repeat.pop(p.group)
+                    points += [SweepPoint(len(points) + rep, p.params, rep, p.group,
+                                          f"{p.group}-{rep}", n) for rep in range(n)]
     axes: dict[str, list] = {}
     all_fields: list[str] = []
     for plan in plans:

@@ -242,6 +242,20 @@ def test_each_point_is_labelled_with_its_own_parts_repetitions():
     assert [p.label(once.axes) for p in once.points][0] == "mode=throughput"
 
 
+def test_a_point_two_parts_plan_is_repeated_as_often_as_the_most_either_asks():
+    """Parts that coincide (a flag set what told them apart) make one point,
+    labelled alike, counted once."""
+    plan = expand_study({"size": 64, "part": [{"repeat": 1}, {"size": "64,128", "repeat": 3}]})
+    labels = [p.label(plan.axes) for p in plan.points]
+    assert labels == [f"size={size} rep={r}/3" for size in (64, 128) for r in (1, 2, 3)]
+    assert [p.rep for p in plan.points] == [0, 1, 2] * 2
+    assert [p.index for p in plan.points] == list(range(6))
+    assert len({p.key for p in plan.points}) == 6
+    assert plan.describe().splitlines()[0] == "6 points (2 x 3 repetitions)"
+    fewer = expand_study({"size": 64, "part": [{"repeat": 3}, {"repeat": 2}]})
+    assert [p.label(fewer.axes) for p in fewer.points] == ["rep=1/3", "rep=2/3", "rep=3/3"]
+
+
 def test_flags_override_the_top_level_quick_and_every_part():
     doc = {"size": 64, "quick": {"size": 128, "duration": 1},
            "part": [{"size": 256, "quick": {"size": 512}}, {"mode": "latency"}]}
