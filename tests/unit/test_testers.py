@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf import UserError, checks, testers
+from cnfperf import UserError, checks, plan as plan_module, runner, testers
 from cnfperf.checks import load_plan, place_point
 from cnfperf.cli import main
 from cnfperf.fields import CHANGED_DEFAULTS
@@ -14,7 +14,7 @@ from cnfperf.plan import place
 from cnfperf.report.tables import run_table
 from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario
-from harness import scenarios
+from harness import cores, scenarios
 
 DPDK_SWITCH = {"api": "dpdk", "cpus": "0-1"}
 
@@ -145,6 +145,26 @@ def test_a_run_planned_before_auto_is_resumed_with_the_split_tester():
     again = checks.replan(new.spec)
     assert [p.key for p in again.plan.points] == [p.key for p in new.plan.points]
     assert place_point(again.scenarios[0]).scenario.tester == "single"
+
+
+def test_a_run_is_resumed_on_the_cores_it_was_planned_on(monkeypatch):
+    """Where auto chose the single tester for want of cores, a resume with more
+    usable keeps the plan's cores, its tester and keys (no point measured again)."""
+    first = cores(2)[0]
+    doc = {"switch": "veth", "api": "raw"}
+    with monkeypatch.context() as m:
+        for module in (checks, plan_module):
+            m.setattr(module, "usable_cpus", lambda: (first,))
+        planned = load_plan(None, doc)
+        placed = runner.test_points(planned, "1a2b")
+    assert planned.spec["cpus"] == [first]
+    assert [(p.scenario.tester, p.cpus) for p in placed] == [("single", (first,))]
+    again = checks.replan(planned.spec)
+    assert [p.key for p in again.plan.points] == [p.key for p in planned.plan.points]
+    assert [(p.scenario.tester, p.cpus) for p in runner.test_points(again, "1a2b")] == \
+        [("single", (first,))]
+    with pytest.raises(UserError, match="planned on CPUs 4095; 4095 not usable here"):
+        checks.replan({**planned.spec, "cpus": [4095]})
 
 
 def test_the_dry_run_says_which_tester_and_why(capsys):
