@@ -282,7 +282,7 @@ class Run:
                     versions=versions,
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
-                    cores=len(point.cpus))
+                    point_cores=len(point.cpus))
 
     def _close(self, teardown: Teardown) -> None:
         teardown.close()

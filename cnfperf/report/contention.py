@@ -5,8 +5,9 @@ A point with more busy pollers than cores measures the scheduler's time slices
 as much as its data plane: the report marks it wherever its numbers show
 (hollow markers, a column in tables, a count in the header).
 
-A point stores `pollers` (the busy-polling threads its plan counted) and `cores`
-(the cores it was placed on); points stored before those columns carry only the
+A point stores `pollers` (the busy-polling threads its plan counted) and
+`point_cores` (how many cores it was placed on); points stored before those
+columns carry only the
 plan's warning, "N busy-polling threads share M cores: …" (plan.py), which is
 read instead.
 """
@@ -39,8 +40,8 @@ def share(point: Mapping[str, Any]) -> Share | None:
     """The point's busy pollers and cores; None when it says neither (a point
     stored before the plan counted them, without a warning: not contended, or
     not known to be)."""
-    if point.get("pollers") is not None and point.get("cores") is not None:
-        return Share(int(point["pollers"]), int(point["cores"]))
+    if point.get("pollers") is not None and point.get("point_cores") is not None:
+        return Share(int(point["pollers"]), int(point["point_cores"]))
     for warning in point.get("warnings") or ():
         if found := _WARNING.search(str(warning)):
             return Share(int(found[1]), int(found[2]))

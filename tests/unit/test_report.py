@@ -412,7 +412,7 @@ def stored_shootout():
                         "tester": "single" if switch == "ovs" else "split",
                         "tester_why": "auto: the split tester's 3 busy pollers would share 2 cores"
                         if switch == "ovs" else "auto: 2 busy pollers on 2 cores",
-                        "pollers": 3 if switch == "ovs" else 2, "cores": 2,
+                        "pollers": 3 if switch == "ovs" else 2, "point_cores": 2,
                         "rx_pps": rx, "loss_ratio": 0.0,
                         "latency_kind": "rtt" if mode == "latency" else "one_way", **lat,
                         "per_pair": [{"pair": 0, "tx_pps": rx, "rx_pps": rx, "sent": 1000,

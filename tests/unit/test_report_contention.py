@@ -28,8 +28,8 @@ def run_of(*points):
 
 
 @pytest.mark.parametrize("stored, expected", [
-    ({"pollers": 3, "cores": 2}, contention.Share(3, 2)),
-    ({"pollers": 2, "cores": 2, "warnings": [WARNING]}, contention.Share(2, 2)),   # columns win
+    ({"pollers": 3, "point_cores": 2}, contention.Share(3, 2)),
+    ({"pollers": 2, "point_cores": 2, "warnings": [WARNING]}, contention.Share(2, 2)),   # columns win
     ({"warnings": ["something else", WARNING]}, contention.Share(3, 2)),           # an old run
     ({"warnings": []}, None),
     ({}, None),
@@ -59,8 +59,8 @@ def test_contended_points_are_hollow_with_a_footnote(tmp_path, monkeypatch):
     saved = []
     original = plots.save
     monkeypatch.setattr(plots, "save", lambda fig, path: saved.append(fig) or original(fig, path))
-    run = run_of(point(0, "ovs", 2e4, pollers=3, cores=2), point(1, "ovs", 3e4, size=1500,
-                                                                 pollers=3, cores=2),
+    run = run_of(point(0, "ovs", 2e4, pollers=3, point_cores=2), point(1, "ovs", 3e4, size=1500,
+                                                                 pollers=3, point_cores=2),
                  point(2, "memif", 4e6), point(3, "memif", 1e6, size=1500))
     plots.throughput_vs_size(rows_from_run(run), tmp_path / "t.png")
     [fig] = saved
@@ -84,9 +84,9 @@ def test_a_run_without_contention_has_no_footnote(tmp_path, monkeypatch):
 
 
 def test_tables_flag_contended_points():
-    chosen = point(0, "ovs", 2e4, pollers=3, cores=2, tester="single",
+    chosen = point(0, "ovs", 2e4, pollers=3, point_cores=2, tester="single",
                    tester_why="set")
-    run = run_of(chosen, point(1, "veth", 3e5, pollers=2, cores=2),
+    run = run_of(chosen, point(1, "veth", 3e5, pollers=2, point_cores=2),
                  point(2, "vhost", 4e6))   # stored before pollers were
     _, headers, rows = summary.points(run)
     at = headers.index
@@ -101,9 +101,9 @@ def test_tables_flag_contended_points():
 
 
 def test_the_header_counts_contended_points(tmp_path):
-    run = run_of(point(0, "ovs", 2e4, pollers=5, cores=2), point(1, "testpmd", 3e4, pollers=3,
-                                                                 cores=2),
-                 point(2, "veth", 3e5, pollers=2, cores=2))
+    run = run_of(point(0, "ovs", 2e4, pollers=5, point_cores=2), point(1, "testpmd", 3e4, pollers=3,
+                                                                 point_cores=2),
+                 point(2, "veth", 3e5, pollers=2, point_cores=2))
     said = build.notice(summary.done_points(run))
     assert said.startswith("CPU contention: 2 of 3 points were measured with more "
                            "busy-polling threads than cores (up to 5 on 2 cores).")

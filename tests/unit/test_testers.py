@@ -183,7 +183,7 @@ def _stored(tmp_path, *points) -> dict:
     for i, placed in enumerate(points):
         store.add_point("1a2b", i, placed.scenario.model_dump(), status="failed", started=0,
                         error="stopped", tester_why=placed.tester_why, pollers=placed.pollers,
-                        cores=len(placed.cpus))
+                        point_cores=len(placed.cpus))
     return store.run("1a2b")
 
 
@@ -193,7 +193,7 @@ def test_the_store_and_the_run_table_say_which_tester_and_why(tmp_path):
                   _placed(switch="testpmd", tester="split", **DPDK_SWITCH),
                   _placed(switch="veth", api="raw", tester="split"))
     ovs = run["points"][0]
-    assert (ovs["tester"], ovs["tester_why"], ovs["pollers"], ovs["cores"]) == \
+    assert (ovs["tester"], ovs["tester_why"], ovs["pollers"], ovs["point_cores"]) == \
         ("single", "auto: split would put 3 busy pollers on 2 cores", 2, 2)
     table = run_table(run)
     assert table.splitlines()[0].split()[:4] == ["switch", "api", "mode", "tester"]

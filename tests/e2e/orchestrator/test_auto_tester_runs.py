@@ -32,7 +32,7 @@ def test_testpmd_on_two_cores_takes_the_single_tester(engine, cli, cli_json, no_
                                                       mode):
     point, directory, said = _run(cli, cli_json, "--switch", "testpmd", "--api", "dpdk",
                                   "--mode", mode)
-    assert (point["tester"], point["tester_why"], point["pollers"], point["cores"]) == \
+    assert (point["tester"], point["tester_why"], point["pollers"], point["point_cores"]) == \
         ("single", WHY, 2, 2)
     assert point["warnings"] == [], "two pollers on two cores: no contention"
     [tester] = point["endpoints"]
