@@ -25,7 +25,7 @@ from cnfperf.report import style
 from cnfperf.report.rows import order
 
 DPI = 110
-HOLLOW = ("{}: measured with more busy-polling threads than cores; those numbers show "
+HOLLOW = ("{}: measured with more busy pollers than cores; those numbers show "
           "CPU contention, not only the data plane.")
 FOOTNOTE_INCHES = 0.28   # room kept under the panels for a footnote's first line
 LINE_INCHES = 0.15       # and for each further line (8 pt)

@@ -139,7 +139,7 @@ ALTER TABLE points ADD COLUMN queues TEXT;
 """
 # Which tester a point used and why: its `tester` column says which (split or
 # single), tester_why why ("set", or what tester = auto weighed: testers.py);
-# pollers the busy-polling threads it counted for that tester (its ends, NFs and
+# pollers the busy pollers it counted for that tester (its ends, NFs and
 # data plane: plan.busy_pollers), cores how many cores the point was placed on
 # (point_cores since _SCHEMA_11). NULL in points stored before.
 _SCHEMA_9 = """

@@ -88,7 +88,8 @@ def test_contended_entries_say_so():
     found = glance.entries(run)
     assert [(e.curve, e.contended) for e in found] == [("memif", False), ("ovs", True)]
     _, headers, rows = glance.throughput_table(found)
-    assert [r[headers.index("CPU contended")] for r in rows] == ["no", "yes: 3 pollers on 2 cores"]
+    assert [r[headers.index("CPU contended")] for r in rows] == \
+        ["no", "yes: 3 busy pollers on 2 cores"]
 
 
 def test_the_chart_draws_a_bar_per_entry_best_on_top(tmp_path, monkeypatch):

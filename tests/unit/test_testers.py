@@ -65,7 +65,7 @@ def test_either_tester_where_only_it_can_run(flags, tester, why):
 def test_a_set_tester_is_kept_with_its_warning():
     point = _placed(switch="ovs", tester="split", **DPDK_SWITCH)
     assert (point.scenario.tester, point.tester_why, point.pollers) == ("split", "set", 3)
-    assert "3 busy-polling threads share 2 cores" in point.warnings[0]
+    assert "3 busy pollers share 2 cores" in point.warnings[0]
     single = _placed(switch="veth", api="raw", tester="single")
     assert (single.scenario.tester, single.tester_why) == ("single", "set")
 

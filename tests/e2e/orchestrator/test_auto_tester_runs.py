@@ -52,5 +52,5 @@ def test_a_set_split_tester_is_kept_and_warned_about(engine, cli, cli_json, no_l
                           "--tester", "split")
     assert (point["tester"], point["tester_why"], point["pollers"]) == ("split", "set", 3)
     assert sorted(e["role"] for e in point["endpoints"]) == ["recv", "send"]
-    assert "3 busy-polling threads share 2 cores" in said
+    assert "3 busy pollers share 2 cores" in said
     assert point["per_pair"][0]["lost"] == 0
