@@ -80,7 +80,7 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
             return True
         if s in _FALSE:
             return False
-        raise ValueError(f"{field_name}: '{raw}' is not yes or no (true/false)")
+        raise ValueError(f"{field_name}: '{raw}' is not yes or no")
     if isinstance(raw, (dict, list)):
         raise ValueError(f"{field_name}: {raw!r} is not a single value")
     s = str(raw).strip()

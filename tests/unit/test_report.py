@@ -234,7 +234,7 @@ def test_throughput_bars_for_socket_techniques(tmp_path, figures):
     ax = figures[0].axes[0]
     assert ax.get_ylabel() == "max received rate (kpps)"
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert "bridge\napi=raw\nmmsg=True" in ticks and len(ticks) == 4
+    assert "bridge\napi=raw\nmmsg=yes" in ticks and len(ticks) == 4
     heights = sorted(p.get_height() for p in ax.patches)
     assert heights == pytest.approx([338, 360, 409, 440])
 
