@@ -65,7 +65,8 @@ HOW_TO_READ = (
                "holds both ends of each path (fewer busy pollers). The Points table says which "
                "measured each point and, when chosen for the host, why."),
     ("Log scale", "a value axis is logarithmic where the plot's values span more than 20×: "
-                  "equal distances are equal ratios, so 0.3 and 48 Mpps both read."),
+                  "equal distances are equal ratios, so 0.3 and 48 Mpps both read. It has no "
+                  "0: a point that received nothing is an arrow on the axis' floor."),
     ("Pairs", "sender/receiver (or client/server) container pairs running at the same time; "
               "per-pair is the mean over pairs, total is their sum."),
     ("Path", "what each pair's frames cross: send → 3 × l2 (chain) → recv is three network "
