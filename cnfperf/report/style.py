@@ -12,7 +12,9 @@ factor, so the first 154 styles are distinct pairs and the first 14 distinct
 colours. The colours are Okabe and Ito's and Paul Tol's colour-blind-safe
 qualitative sets (yellows left out: they vanish on white); the marker tells
 apart what a colour-blind reader might still confuse. NF kinds count down from
-the last of the 154, so a kind never wears a data plane's pair.
+the last of the 154, so a kind never wears a data plane's pair; a name neither
+registry holds (a cmd: NF, an older cnfperf's data plane) hashes into the pairs
+left between them.
 """
 from __future__ import annotations
 
@@ -61,8 +63,12 @@ def _dataplanes() -> tuple[str, ...]:
 
 def _unknown(name: str) -> Style:
     """A name no registry holds (a data plane of an older cnfperf, a user's own NF):
-    a style of its own as far as a hash goes, the same in every report."""
-    return nth(int(hashlib.sha1(name.encode()).hexdigest(), 16) % PAIRS)
+    a style of its own as far as a hash goes, the same in every report, among
+    the pairs no registered data plane or NF kind wears."""
+    taken = {*range(len(_dataplanes())),
+             *range(PAIRS - len(fields.NF_KINDS), PAIRS)}
+    free = [i for i in range(PAIRS) if i not in taken]
+    return nth(free[int(hashlib.sha1(name.encode()).hexdigest(), 16) % len(free)])
 
 
 def dataplane(name: str) -> Style:

@@ -36,6 +36,17 @@ def test_styles_are_the_same_in_every_report():
     assert style.nf_kind("cmd:my-nf {in} {out}") == style.nf_kind("cmd:my-nf {in} {out}")
 
 
+def test_a_name_no_registry_holds_never_wears_a_registered_style():
+    """A user's cmd: NF or an older cnfperf's data plane beside the registered ones."""
+    registered = {*(style.dataplane(n) for n in DATAPLANES),
+                  *(style.nf_kind(k) for k in fields.NF_KINDS)}
+    names = [f"cmd:nf{i} {{in}} {{out}}" for i in range(500)] + [f"switch{i}" for i in range(500)]
+    assert not {style.nf_kind(n) for n in names[:500]} & registered
+    assert not {style.dataplane(n) for n in names[500:]} & registered
+    # and they still spread over what is left
+    assert len({style.dataplane(n) for n in names}) > style.PAIRS - len(registered) - 20
+
+
 def test_the_first_pairs_are_all_distinct():
     assert len({style.nth(i) for i in range(style.PAIRS)}) == style.PAIRS
 
