@@ -71,8 +71,8 @@ def tester(point: Mapping[str, Any]) -> str | None:
 
 
 def tester_said(point: Mapping[str, Any]) -> str:
-    """`single (auto: 3 busy pollers would share 2 cores)`: the tester and why,
-    when the point stored why."""
+    """`single (auto: split would put 3 busy pollers on 2 cores)`: the tester and
+    why, when the point stored why."""
     used = tester(point) or "–"
     why = point.get("tester_why")
     return f"{used} ({why})" if why else used

@@ -3,7 +3,7 @@ same in every plot of every report.
 
 Styles are assigned by place in the registries (cnfperf/dataplanes' DATAPLANES,
 fields.NF_KINDS), not by what a run happens to hold, so OVS is the same indigo
-square beside veth as beside VPP. A data plane registered later gets the next
+X beside veth as beside VPP. A data plane registered later gets the next
 style without an edit here (add it at the end of DATAPLANES: one inserted in
 the middle moves the styles of those after it).
 
@@ -91,12 +91,6 @@ def rank(name: str) -> int:
     known = _dataplanes()
     dp = name.split(" ", 1)[0]
     return known.index(dp) if dp in known else len(known)
-
-
-def of_curve(name: str) -> Style:
-    """A curve's style from its name: curves are named after their data plane
-    first (`ovs 3×l2 single`), so the first word decides."""
-    return dataplane(name.split(" ", 1)[0])
 
 
 # Curves of one style (one data plane's paths) keep its hue, each a shade of its own:

@@ -43,6 +43,17 @@ def test_pollers_and_cores_from_the_columns_else_the_warning(stored, expected):
     assert contention.contended(stored) == bool(expected and expected.pollers > expected.cores)
 
 
+def test_the_tester_said_as_testers_choose_writes_it():
+    from cnfperf.checks import place_point
+    from harness import scenarios
+    [s] = scenarios(None, {"switch": "ovs", "api": "dpdk", "cpus": "0-1"})
+    placed = place_point(s)
+    said = contention.tester_said({"tester": placed.scenario.tester,
+                                   "tester_why": placed.tester_why})
+    assert said == "single (auto: split would put 3 busy pollers on 2 cores)"
+    assert f"`{said}`" in " ".join(contention.tester_said.__doc__.split())
+
+
 def test_the_tester_a_point_used_and_why():
     chosen = {"tester": "single", "scenario": {"tester": "auto"},
               "tester_why": "auto: 3 busy pollers would share 2 cores"}
