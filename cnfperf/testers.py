@@ -79,6 +79,8 @@ def choose(s: Scenario, pollers: Callable[[str], int], cores: int) -> tuple[str,
     if split > cores:
         return "single", f"{AUTO}: split would put {_many(split, 'busy poller')} on " \
                          f"{_many(cores, 'core')}"
+    if not split:
+        return "split", f"{AUTO}: nothing polls busily (poll = {s.poll})"
     return "split", f"{AUTO}: split's {_many(split, 'busy poller')} " \
                     f"{'fits' if split == 1 else 'fit'} on {_many(cores, 'core')}"
 

@@ -186,7 +186,7 @@ class Plan:
 
     def describe(self) -> str:
         """What --dry-run prints before the list of points."""
-        lines = [f"{len(self.points)} points" + self._repetitions()
+        lines = [f"{len(self.points)} point{'' if len(self.points) == 1 else 's'}" + self._repetitions()
                  + (f", {len(self.skipped)} skipped" if self.skipped else "")]
         for name, values in self.axes.items():
             some = sum(name in p.params for p in self.points) < len(self.points)

@@ -46,6 +46,10 @@ def test_the_split_tester_where_its_pollers_fit():
     # engines that sleep until frames come do not count
     asleep = _placed(switch="ovs", api="dpdk", poll="interrupt")
     assert asleep.scenario.tester == "split" and asleep.pollers == 1
+    # where nothing polls busily, the reason says so rather than count zero pollers
+    latency = _placed(switch="bridge", api="raw", mode="latency")
+    assert (latency.scenario.tester, latency.pollers) == ("split", 0)
+    assert latency.tester_why == "auto: nothing polls busily (poll = interrupt)"
 
 
 @pytest.mark.parametrize("flags, tester, why", [
