@@ -42,14 +42,25 @@ static void start_counting(struct flow_seq *f, uint64_t s)
 	f->count_from = s >= f->next ? s : f->next;
 }
 
-bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, uint64_t now_ns,
-	       struct seq_counts *c)
+/* Whether `frames` numbers fit into the nanoseconds from `from` to `to` (two
+ * plausible timestamps: their difference fits an int64), plus the slack. */
+static inline bool fits(uint64_t frames, uint64_t from, uint64_t to)
+{
+	int64_t room = (int64_t)(to - from) + SEQ_FRAME_SLACK;
+
+	return room >= 0 && frames <= (uint64_t)room;
+}
+
+bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, uint64_t ts, bool count,
+	       uint64_t now_ns, struct seq_counts *c)
 {
 	unsigned slot = t->slot[key];
 	struct flow_seq *f;
 
+	if (ts > now_ns + SEQ_FUTURE_NS)
+		return false;
 	if (__builtin_expect(!slot, 0)) {
-		if (s > now_ns + SEQ_SLACK)
+		if (s > now_ns + SEQ_FRAME_SLACK)
 			return false;
 		if (t->nflows == SEQ_MAX_FLOWS) {
 			t->untracked++;
@@ -58,22 +69,23 @@ bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, uint
 		slot = t->slot[key] = (uint16_t)++t->nflows;
 		f = &t->flows[slot - 1];
 		f->next = s;
-		f->head_ns = now_ns;
+		f->head_ts = ts;
 	}
 	f = &t->flows[slot - 1];
 
 	if (__builtin_expect(s == f->next, 1)) {
+		if (!fits(1, f->head_ts, ts))
+			return false;
 		if (count && !f->counting)
 			start_counting(f, s);
 		mark(f, s);
 		f->next++;
-		f->head_ns = now_ns;
+		f->head_ts = ts;
 		return true;
 	}
 	if (s > f->next) {
 		uint64_t gap = s - f->next;
-		uint64_t since = now_ns > f->head_ns ? now_ns - f->head_ns : 0;
-		if (gap > since + SEQ_SLACK)
+		if (!fits(gap + 1, f->head_ts, ts))
 			return false;
 		if (count && !f->counting)
 			start_counting(f, s);
@@ -91,11 +103,11 @@ bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, uint
 		}
 		mark(f, s);
 		f->next = s + 1;
-		f->head_ns = now_ns;
+		f->head_ts = ts;
 		return true;
 	}
 	/* late: s < next */
-	if (f->next - s > SEQ_SLACK)
+	if (!fits(f->next - 1 - s, ts, f->head_ts))
 		return false;
 	if (count && !f->counting)
 		start_counting(f, s);

@@ -14,16 +14,23 @@
  * Warm-up packets (count == false) keep the state continuous without being
  * counted; gaps are counted only from the first counted packet on.
  *
- * Counts are bounded by what a sender could have sent: no sender sends more
- * than one frame per nanosecond (a 400 GbE link carries 595 Mpps of 64-byte
- * frames). A number further ahead of the flow than the nanoseconds since its
- * last frame in order, or behind it by more than a frame could be overtaken,
- * plus SEQ_SLACK either way for the difference in two frames' latencies, or
- * a new flow's first number above the nanoseconds the clock has counted
- * (CLOCK_MONOTONIC: since boot), comes from no sender of ours: seq_track()
- * leaves the flow as it was and the receiver counts the frame `bad`. One
- * stray number (a random 62-bit value) thus costs one bad frame, not ~2^61
- * lost ones and every later frame counted reordered. */
+ * Counts are bounded by what the frame's own sender could have sent. Its
+ * timestamp says when it left (the sender's CLOCK_MONOTONIC, the receiver's
+ * too: sender and receiver share a host), and no sender sends more than one
+ * frame per nanosecond (a 400 GbE link carries 595 Mpps of 64-byte frames).
+ * A sender stamps a burst (at most 1024 frames) once, and takes back the
+ * numbers of frames its api refused, so a flow's numbers and timestamps rise
+ * together. A frame is `bad` (seq_track() returns false, the flow is left as
+ * it was) when:
+ *  - its timestamp is in the receiver's future (by more than SEQ_FUTURE_NS);
+ *  - it is ahead of the flow's head (the frame at next - 1) by more frames
+ *    than nanoseconds passed between the two timestamps, plus
+ *    SEQ_FRAME_SLACK (a few bursts); or behind it by more than the
+ *    nanoseconds from its timestamp to the head's, plus the same slack;
+ *  - it is a flow's first, and its number is above the nanoseconds the clock
+ *    has counted (CLOCK_MONOTONIC: since boot).
+ * So one frame with a stray number (a random 62-bit value, one bit flipped)
+ * costs one bad frame, not billions lost and every later frame reordered. */
 #ifndef CNFPERF_SEQ_H
 #define CNFPERF_SEQ_H
 
@@ -32,14 +39,15 @@
 
 #define SEQ_WINDOW 1024
 #define SEQ_MAX_FLOWS 4096
-#define SEQ_SLACK (UINT64_C(1) << 32)   /* 4.3 s of latency difference at 1 frame/ns */
+#define SEQ_FRAME_SLACK 4096                         /* frames: four bursts of the largest */
+#define SEQ_FUTURE_NS (UINT64_C(10) * 1000000)       /* two engines' clocks agree to ~0.1 us */
 
 struct flow_seq {
 	uint64_t next;
 	uint64_t count_from;  /* gaps at or above this were counted as lost */
 	uint64_t lost;        /* still-missing packets of this flow */
+	uint64_t head_ts;     /* the sender's timestamp on the frame at next - 1 */
 	bool counting;
-	uint64_t head_ns;     /* when the flow last moved ahead (the receiver's clock) */
 	uint64_t seen[SEQ_WINDOW / 64];
 };
 
@@ -57,9 +65,10 @@ struct seq_tracker {
 
 struct seq_tracker *seq_new(void);
 void seq_free(struct seq_tracker *t);
-/* now_ns: the receiver's CLOCK_MONOTONIC ns when the frame came. false: a
- * number no sender could have reached (see above), not tracked. */
-bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t seq, bool count, uint64_t now_ns,
-	       struct seq_counts *c);
+/* ts: the frame's timestamp; now_ns: the receiver's CLOCK_MONOTONIC ns when
+ * it came. false: a frame no sender of ours could have sent (see above),
+ * not tracked. */
+bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t seq, uint64_t ts, bool count,
+	       uint64_t now_ns, struct seq_counts *c);
 
 #endif
