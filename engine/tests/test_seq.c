@@ -7,10 +7,10 @@
 
 #define MS UINT64_C(1000000)
 #define S_NS UINT64_C(1000000000)
-#define START (UINT64_C(400000) * S_NS)   /* when the senders start: a host up 111 hours */
+#define START (UINT64_C(400000) * S_NS)   /* the tracker's start: a host up 111 hours */
 #define GAP UINT64_C(1000)                 /* the sender in most tests: a frame every µs */
 
-/* Frame s of a sender that started at START, received 1 µs after it left. */
+/* Frame s of a sender that started with the tracker, received 1 µs after it left. */
 static bool track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, struct seq_counts *c)
 {
 	uint64_t ts = START + s * GAP;
@@ -20,7 +20,7 @@ static bool track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, s
 
 static struct seq_counts feed(const uint64_t *s, size_t n, bool count)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 
 	for (size_t i = 0; i < n; i++)
@@ -60,7 +60,7 @@ static void cases(void)
 
 static void window_wrap(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 
 	/* long in-order run across many window wraps, one duplicate at the end */
@@ -73,7 +73,7 @@ static void window_wrap(void)
 
 static void warmup(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 
 	/* warm-up 0..9 with a gap at 4, measured from 10 on */
@@ -95,7 +95,7 @@ static void warmup(void)
 
 static void flows(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 
 	/* two flows interleaved, each in order: no loss */
@@ -114,7 +114,7 @@ static void flows(void)
 	seq_free(t);
 }
 
-/* A flow of n frames `gap` ns apart from START, frame `odd` with
+/* A flow of n frames `gap` ns apart from the tracker's start, frame `odd` with
  * number `stray` instead (n: none), each received 1 µs after it left; how
  * many were refused. */
 static unsigned flow(struct seq_tracker *t, uint64_t n, uint64_t gap, uint64_t odd, uint64_t stray,
@@ -129,10 +129,11 @@ static unsigned flow(struct seq_tracker *t, uint64_t n, uint64_t gap, uint64_t o
 	return bad;
 }
 
-/* Before, one flipped bit gave bad 0, lost 2,147,483,149, reordered 499. */
+/* Two strays seen amid real flows: before, one flipped bit gave bad 0, lost
+ * 2,147,483,149, reordered 499; a stray first frame made all 1,000 real ones bad. */
 static void strays(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 	unsigned bad = flow(t, 1000, MS, 500, 500 ^ (UINT64_C(1) << 31), &c);
 
@@ -142,7 +143,15 @@ static void strays(void)
 	      (unsigned long long)c.reordered);
 	seq_free(t);
 
-	t = seq_new();
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = !seq_track(t, 9000, UINT64_C(1) << 48, START + 100, true, START + 1100, &c);
+	bad += flow(t, 1000, MS, 1000, 0, &c);
+	CHECK(bad == 1 && c.lost == 0 && c.reordered == 0, "a stray 2^48 first: bad %u lost %lld", bad,
+	      (long long)c.lost);
+	seq_free(t);
+
+	t = seq_new(START);
 	c = (struct seq_counts){ 0 };
 	bad = flow(t, 1000, MS, 500, UINT64_C(0x2c5c1f0ea3b411d7) & ((UINT64_C(1) << 62) - 1), &c);
 	CHECK(bad == 1 && c.lost == 1 && c.reordered == 0 && c.duplicate == 0,
@@ -153,7 +162,7 @@ static void strays(void)
 /* What the frame's own timestamp allows, each way. */
 static void bounded(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 	uint64_t head = START + 100 * GAP;
 
@@ -177,10 +186,82 @@ static void bounded(void)
 	      "in order (lost %lld)", (long long)c.lost);
 	/* timestamps the receiver's clock rules out */
 	CHECK(!seq_track(t, 9000, far + 1, head + SEQ_FUTURE_NS + 1, true, head, &c), "sent in the future");
+	CHECK(!seq_track(t, 9000, far + 1, START - SEQ_PAST_NS - 1, true, head, &c), "before the start");
 	CHECK(seq_track(t, 9000, far + 1, head + SEQ_FUTURE_NS, true, head, &c), "clocks a little apart");
-	/* a first frame: at most the ns since boot */
-	CHECK(!seq_track(t, 9001, UINT64_C(1) << 61, head, true, head, &c) && t->nflows == 1, "absurd first number");
-	CHECK(seq_track(t, 9001, START / 2, head, true, head, &c) && t->nflows == 2, "a long-running sender's number");
+	/* a first frame: at most the ns since the start, plus the slack */
+	CHECK(!seq_track(t, 9001, MS + SEQ_FRAME_SLACK + 1, START + MS, true, START + MS, &c) && t->nflows == 2,
+	      "a first number its sender could not have reached");
+	CHECK(seq_track(t, 9002, MS + SEQ_FRAME_SLACK, START + MS, true, START + MS, &c), "one it could");
+	CHECK(seq_track(t, 9003, SEQ_FRAME_SLACK, START - 100 * MS, true, START + MS, &c),
+	      "the start of a stream sent before the start (in flight while the port opened)");
+	CHECK(!seq_track(t, 9004, SEQ_FRAME_SLACK + 1, START - 100 * MS, true, START + MS, &c),
+	      "but no more than the slack");
+	seq_free(t);
+}
+
+/* Refused frames with consecutive numbers and timestamps that do not go back
+ * re-anchor their flow; anything less does not. */
+static void runs(void)
+{
+	struct seq_tracker *t = seq_new(START);
+	struct seq_counts c = { 0 };
+	unsigned bad = 0;
+
+	/* a stray first frame its timestamp allows anchors the flow; the real
+	 * frames are far behind it and refused, SEQ_RUN - 1 of them */
+	CHECK(seq_track(t, 9000, 5 * MS, START + 10 * MS, true, START + 10 * MS, &c), "a plausible stray");
+	for (uint64_t s = 0; s < 100; s++) {
+		uint64_t ts = START + 10 * MS + (s + 1) * GAP;
+		bad += !seq_track(t, 9000, s, ts, true, ts, &c);
+	}
+	CHECK(bad == SEQ_RUN - 1 && c.lost == 0 && c.reordered == 0 && c.duplicate == 0,
+	      "re-anchored: bad %u lost %lld reordered %llu", bad, (long long)c.lost,
+	      (unsigned long long)c.reordered);
+	CHECK(t->flows[0].next == 100, "the flow follows the real frames (next %llu)",
+	      (unsigned long long)t->flows[0].next);
+	seq_free(t);
+
+	/* a receiver started after its sender: numbers too high for a first frame */
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = 0;
+	for (uint64_t i = 0; i < 20; i++) {
+		uint64_t ts = START + MS + i * GAP;
+		bad += !seq_track(t, 9000, 7 * S_NS + i, ts, true, ts, &c);
+	}
+	CHECK(bad == SEQ_RUN - 1 && c.lost == 0, "a late receiver: bad %u", bad);
+	seq_free(t);
+
+	/* a stray ahead, its timestamp just inside the receiver's future, counted
+	 * 9,000,000 lost: undone when the real frames re-anchor the flow */
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = 0;
+	for (uint64_t s = 0; s < 10; s++)
+		track(t, 9000, s, true, &c);
+	uint64_t now = START + 10 * GAP;
+	CHECK(seq_track(t, 9000, 9 + 9 * MS, now + 9 * MS, true, now, &c) && c.lost == (int64_t)(9 * MS - 1),
+	      "the stray's gap (lost %lld)", (long long)c.lost);
+	for (uint64_t s = 10; s < 100; s++) {
+		uint64_t ts = now + MS + s * GAP;
+		bad += !seq_track(t, 9000, s, ts, true, ts, &c);
+	}
+	CHECK(bad == SEQ_RUN - 1 && c.lost == 0 && c.reordered == 0, "undone: bad %u lost %lld", bad,
+	      (long long)c.lost);
+	seq_free(t);
+
+	/* strays that do not follow each other, or whose timestamps go back */
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = 0;
+	for (uint64_t s = 0; s < 100; s++) {
+		uint64_t ts = START + (s + 1) * GAP;
+		CHECK(seq_track(t, 9000, s, ts, true, ts, &c), "real %llu", (unsigned long long)s);
+		bad += !seq_track(t, 9001, UINT64_C(1) << 40 | s << 1, ts, true, ts, &c);
+		bad += !seq_track(t, 9002, UINT64_C(1) << 40 | s, START + (200 - s) * GAP, true, ts, &c);
+	}
+	CHECK(bad == 200 && c.lost == 0 && c.reordered == 0 && t->flows[0].next == 100,
+	      "never a run: bad %u lost %lld", bad, (long long)c.lost);
 	seq_free(t);
 }
 
@@ -189,6 +270,7 @@ int main(void)
 	cases();
 	bounded();
 	strays();
+	runs();
 	window_wrap();
 	warmup();
 	flows();

@@ -6,7 +6,8 @@ this test, into a real receiver or nf over veths between namespaces.
   `other` to a receiver and to every nf kind, as it is on xdp and on DPDK's
   af_packet PMD (inline);
 - a sequence number no sender could have reached by the frame's own timestamp
-  is `bad`, not a gap of ~2^61 or 2^31;
+  is `bad`, not a gap of ~2^61 or 2^31, and a stray first frame does not
+  anchor its flow;
 - nf l3 drops a header whose checksum does not hold (RFC 1812), as `bad`;
 - jumbo frames pass an nf started without --size on a jumbo link.
 """
@@ -174,6 +175,22 @@ def test_a_flipped_bit_is_bounded_by_the_frame_s_own_timestamp(engine, pair, eng
     got = rx.interrupt()
     assert got["rx_packets"] == COUNT - 1 and got["bad"] == 1, got
     assert got["lost"] == 1 and got["reordered"] == got["duplicate"] == 0, got
+
+
+def test_a_stray_first_frame_does_not_anchor_its_flow(engine, pair, engines):
+    """A stray first, then the flow from 0: before, a first number below the
+    nanoseconds since boot anchored the flow (2^48 on a host up 78 hours; here
+    half this host's uptime) and every real frame was bad. It is above what a
+    sender started after the receiver could have reached by its timestamp."""
+    a, b = pair
+    rx = engines(b.netns, recv_args(engine, ["raw"], b))
+    rx.ready()
+    stray = time.monotonic_ns() // 2
+    send_frames(a, [frame(a, b, stray)] + [frame(a, b, i) for i in range(COUNT)])
+    time.sleep(0.2)
+    got = rx.interrupt()
+    assert got["rx_packets"] == COUNT and got["bad"] == 1, got
+    assert got["lost"] == got["reordered"] == got["duplicate"] == 0, got
 
 
 def test_l3_drops_headers_whose_checksum_does_not_hold(engine, chain, engines):
