@@ -279,6 +279,19 @@ static void wire_form(void)
 	len = 200;
 	w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID, 5, 0x88a8);
 	CHECK(w == buf && rd16(w + 12) == 0x88a8 && rd16(w + 14) == 5, "an 802.1ad tag as the kernel says");
+	/* the status says a checksum is unfinished, not which one: a tunnel's
+	 * outer UDP without a checksum (0), the one left inside, stays as it is */
+	memcpy(data, f, 200);
+	len = 200;
+	wr16(data + OFF_UDP_CSUM, 0);
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0) == data &&
+	      rd16(data + OFF_UDP_CSUM) == 0, "UDP's 0 stays 0 (was %#x)", rd16(data + OFF_UDP_CSUM));
+	memcpy(data, f, 200);
+	frame_fix_checksums(data);
+	uint8_t copy[200];
+	memcpy(copy, data, 200);
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0) == data &&
+	      !memcmp(data, copy, 200), "a field that is not its pseudo-header sum is not the one");
 	free(f);
 }
 
