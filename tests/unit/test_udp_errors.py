@@ -2,7 +2,10 @@
 stored with each end's metrics, and named in the loss table where frames went."""
 from __future__ import annotations
 
+import pytest
+
 from cnfperf import udp_errors
+from cnfperf.cli import main
 from cnfperf.plan import place
 from cnfperf.report import nfs
 from cnfperf.report.tables import summary_table
@@ -119,12 +122,31 @@ def test_an_old_database_gains_the_columns_unknown_for_its_points(tmp_path):
     assert row["udp_in_errors"] is None and row["udp_in_csum_errors"] is None
 
 
-def test_a_user_s_command_between_udp_ends_is_warned_about_their_checksums():
-    """testpmd and Click are refused (test_scenario_validation); a command may
-    finish the checksums or not: the plan says what it must do."""
-    def warnings(**flags):
-        [s] = scenarios(None, {"switch": "veth", "nfs": 1, "nf": "cmd:my-nf {iface1} {iface2}",
-                               **flags})
+def test_a_user_s_command_between_udp_ends_is_warned_about_their_checksums(tmp_path):
+    """testpmd and our Click kinds are refused (below); a command or a Click
+    configuration of the user's may finish the checksums or not (Click's
+    SetUDPChecksum): the plan says what it must do."""
+    config = tmp_path / "fwd.click"
+    config.write_text("FromDevice({iface1}) -> Queue -> ToDevice({iface2});\n"
+                      "FromDevice({iface2}) -> Queue -> ToDevice({iface1});\n")
+
+    def warnings(nf, **flags):
+        [s] = scenarios(None, {"switch": "veth", "nfs": 1, "nf": nf, **flags})
         return [w for w in place(s, RUN, host_cpus=(0, 1, 2, 3)).warnings if "checksum" in w]
-    assert len(warnings(api="udp")) == 1 and "receiver's kernel drops" in warnings(api="udp")[0]
-    assert warnings(api="raw") == []
+    for nf, what in (("cmd:my-nf {iface1} {iface2}", "a command"),
+                     (f"click:{config}", "a Click configuration")):
+        [warning] = warnings(nf, api="udp")
+        assert what in warning and "receiver's kernel drops" in warning, warning
+        assert warnings(nf, api="raw") == []
+    assert warnings("l2", api="udp") == []
+
+
+@pytest.mark.parametrize("nf", ["testpmd", "click:strip-encap", "click:mirror"])
+def test_nfs_that_send_the_checksums_on_unfinished_are_refused_naming_what_works(nf, capsys):
+    flags = ["--nf-api", "dpdk"] if nf == "testpmd" else []
+    tester = ["--tester", "single"] if nf == "click:mirror" else []
+    assert main(["run", "--switch", "bridge", "--api", "udp", "--nfs", "1", "--nf", nf, *flags,
+                 *tester, "--dry-run"]) == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith(f"cnfperf: error: nf: {nf} would send the udp ends' datagrams on"), err
+    assert err.endswith("on every nf_api (raw, mmap, xdp, dpdk)"), err
