@@ -93,14 +93,15 @@ def csum_errors(netns: str) -> int:
 
 
 def csum_share(report: str) -> tuple[float, float]:
-    """% of the samples in frame_csum_unfinished (the test of the value, xdp)
-    and in frame_csum_finish (perf report --stdio --sort symbol)."""
-    share = {"frame_csum_unfinished": 0.0, "frame_csum_finish": 0.0}
+    """% of the samples in frame_csum_holds_pseudo (the test of the value,
+    xdp; its inline first step, UDP's 0, is in the api's rx) and in
+    frame_csum_finish (perf report --stdio --sort symbol)."""
+    share = {"frame_csum_holds_pseudo": 0.0, "frame_csum_finish": 0.0}
     for line in report.splitlines():
         words = line.split()   # "5.66%  [.] frame_csum_finish  ..."
         if len(words) > 2 and words[0].endswith("%") and words[1] == "[.]" and words[2] in share:
             share[words[2]] += float(words[0].rstrip("%"))
-    return share["frame_csum_unfinished"], share["frame_csum_finish"]
+    return share["frame_csum_holds_pseudo"], share["frame_csum_finish"]
 
 
 def perf_share(pid: int, seconds: float, out: str) -> tuple[float, float]:

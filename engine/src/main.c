@@ -76,6 +76,7 @@ static struct api_conf conf_of(const struct opts *o, bool two)
 		.rx = o->role != ROLE_SEND && !(o->role == ROLE_TESTER && two),
 		.tx = o->role != ROLE_RECV,
 		.hold = o->hold,
+		.forwards = o->role == ROLE_NF,
 		.src_ip = o->src_ip,
 		.sport = o->sport,
 		.flows = sender ? o->flows : 1,

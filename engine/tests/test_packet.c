@@ -268,29 +268,31 @@ static void wire_form(void)
 	uint16_t len = 200;
 
 	memcpy(data, f, 200);
-	CHECK(pktsock_wire(data, &len, TP_STATUS_USER, 0, 0) == data && len == 200 && !memcmp(data, f, 200),
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER, 0, 0, true) == data && len == 200 && !memcmp(data, f, 200),
 	      "nothing said, nothing done");
-	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0) == data && udp_ok(data),
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0, false) == data &&
+	      !memcmp(data, f, 200), "for a role that does not send frames on, it stays unfinished");
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0, true) == data && udp_ok(data),
 	      "a checksum the kernel calls unfinished is finished");
-	uint8_t *w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID, 0x0064, 0);
+	uint8_t *w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID, 0x0064, 0, false);
 	CHECK(w == buf && len == 204 && rd16(w + 12) == 0x8100 && rd16(w + 14) == 0x0064 && udp_ok(w + 4),
 	      "a VLAN tag goes back in, 802.1Q unless the kernel says which");
 	memcpy(data, f, 200);
 	len = 200;
-	w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID, 5, 0x88a8);
+	w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID, 5, 0x88a8, false);
 	CHECK(w == buf && rd16(w + 12) == 0x88a8 && rd16(w + 14) == 5, "an 802.1ad tag as the kernel says");
 	/* the status says a checksum is unfinished, not which one: a tunnel's
 	 * outer UDP without a checksum (0), the one left inside, stays as it is */
 	memcpy(data, f, 200);
 	len = 200;
 	wr16(data + OFF_UDP_CSUM, 0);
-	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0) == data &&
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0, true) == data &&
 	      rd16(data + OFF_UDP_CSUM) == 0, "UDP's 0 stays 0 (was %#x)", rd16(data + OFF_UDP_CSUM));
 	memcpy(data, f, 200);
 	frame_fix_checksums(data);
 	uint8_t copy[200];
 	memcpy(copy, data, 200);
-	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0) == data &&
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0, true) == data &&
 	      !memcmp(data, copy, 200), "a field that is not its pseudo-header sum is not the one");
 	free(f);
 }

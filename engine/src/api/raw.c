@@ -6,7 +6,7 @@
  *
  * rx asks for PACKET_AUXDATA, a control message per frame, to hand out frames
  * as the wire carried them (pktsock.h): checksums the sender's kernel left
- * unfinished are finished, VLAN tags the kernel took out are put back. */
+ * unfinished are finished (nf), VLAN tags the kernel took out are put back. */
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -188,7 +188,7 @@ static uint16_t raw_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 }
 
 /* The frame of message m as the wire carried it, after its PACKET_AUXDATA. */
-static inline void wire_form(struct pkt *p, struct msghdr *m)
+static inline void wire_form(struct pkt *p, struct msghdr *m, bool finish)
 {
 	struct cmsghdr *c = CMSG_FIRSTHDR(m);
 	struct tpacket_auxdata aux;
@@ -196,7 +196,7 @@ static inline void wire_form(struct pkt *p, struct msghdr *m)
 	if (!c || c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA)
 		return;
 	memcpy(&aux, CMSG_DATA(c), sizeof(aux));
-	p->data = pktsock_wire(p->data, &p->len, aux.tp_status, aux.tp_vlan_tci, aux.tp_vlan_tpid);
+	p->data = pktsock_wire(p->data, &p->len, aux.tp_status, aux.tp_vlan_tci, aux.tp_vlan_tpid, finish);
 }
 
 static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
@@ -224,7 +224,7 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 	for (uint16_t i = 0; i < got; i++) {
 		pkts[i].data = r->rxiov[i].iov_base;
 		pkts[i].priv = NULL;
-		wire_form(&pkts[i], &r->rxm[i].msg_hdr);
+		wire_form(&pkts[i], &r->rxm[i].msg_hdr, a->conf.forwards);
 	}
 	return got;
 }

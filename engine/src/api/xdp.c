@@ -342,6 +342,7 @@ static uint16_t xdp_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 static uint16_t xdp_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 {
 	struct xdp *x = a->priv;
+	const bool finish = a->conf.forwards;
 	uint32_t idx, k;
 
 	refill(x);
@@ -356,10 +357,11 @@ static uint16_t xdp_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 		pkts[i].data = x->area + d->addr;
 		pkts[i].len = (uint16_t)d->len;
 		pkts[i].priv = (void *)(uintptr_t)d->addr;
-		/* A frame as the wire carries it (core/packet.h). On a veth the XDP
-		 * program gets the sender's bytes with its UDP checksum unfinished,
-		 * native mode and skb mode alike, and AF_XDP hands over no mark. */
-		if (frame_csum_unfinished(pkts[i].data, pkts[i].len))
+		/* A frame as the wire carries it (core/packet.h), for a role that
+		 * sends it on (nf). On a veth the XDP program gets the sender's
+		 * bytes with its UDP checksum unfinished, native mode and skb mode
+		 * alike, and AF_XDP hands over no mark. */
+		if (finish && frame_csum_unfinished(pkts[i].data, pkts[i].len))
 			frame_csum_finish(pkts[i].data, pkts[i].len);
 	}
 	xsk_ring_cons__release(&x->rx, k);

@@ -157,7 +157,7 @@ bool frame_csum_finish(uint8_t *frame, unsigned len)
 	return true;
 }
 
-bool frame_csum_unfinished(const uint8_t *frame, unsigned len)
+bool frame_csum_holds_pseudo(const uint8_t *frame, unsigned len)
 {
 	unsigned l4, end, field;
 
