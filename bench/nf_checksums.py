@@ -34,8 +34,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from engine_dpdk import ENGINE, REPO, machine, median_steady, processes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cnfperf import udp_errors  # noqa: E402  (how a trial reads them)
 
 APIS = (["raw", "-m"], ["mmap"], ["xdp", "--xdp-mode", "copy"])
 SIZES = (64, 1500)
@@ -86,10 +90,11 @@ def records(text: str) -> list[dict]:
 
 
 def csum_errors(netns: str) -> int:
-    text = subprocess.run(["ip", "netns", "exec", netns, "cat", "/proc/net/snmp"], capture_output=True,
-                          text=True, check=True).stdout
-    udp = [line.split() for line in text.splitlines() if line.startswith("Udp:")]
-    return int(dict(zip(udp[0], udp[1]))["InCsumErrors"])
+    """The namespace's UDP InCsumErrors, as a trial reads them."""
+    counters = udp_errors.read(netns)
+    if counters is None:
+        raise RuntimeError(f"cannot read the UDP counters of {netns}")
+    return counters["udp_in_csum_errors"]
 
 
 def csum_share(report: str) -> tuple[float, float]:

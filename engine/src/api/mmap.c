@@ -258,11 +258,11 @@ static int mmap_open(struct api *a, const struct api_conf *conf)
 	if (conf->tx && iface_check_frame("mmap", conf->iface, conf->frame_size) != 0)
 		return -1;
 	/* A tx slot must also hold any frame received here (server, nf send
-	 * them back): up to the MTU plus Ethernet and VLAN headers. */
+	 * them back: iface.h). */
 	unsigned largest = conf->frame_size;
 	int mtu = iface_mtu(conf->iface);
-	if (conf->rx && mtu > 0 && (unsigned)mtu + 18 > largest)
-		largest = (unsigned)mtu + 18;
+	if (conf->rx && mtu > 0 && iface_frame_max(mtu) > largest)
+		largest = iface_frame_max(mtu);
 	if ((conf->rx && open_rx(m, ifindex, conf->iface) != 0) ||
 	    (conf->tx && open_tx(m, ifindex, conf->iface, largest, conf->burst) != 0)) {
 		mmap_free(m);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "iface.h"
 #include "pktsock.h"
 #include "sock.h"
 #include "../core/packet.h"
@@ -93,11 +94,9 @@ static int raw_open(struct api *a, const struct api_conf *c)
 		snprintf(what, sizeof(what), "interface %s", c->iface);
 		return fail(a, what, -err);
 	}
-	/* A role that sends what it receives (nf copies into these buffers) must
-	 * have room for any frame the interface carries, tag included, not only
-	 * for the size it was given: a jumbo frame would be refused. */
-	if (c->rx && c->tx && r->slot_tx < (unsigned)mtu + 18)
-		r->slot_tx = (unsigned)mtu + 18;
+	/* nf copies what it receives into these buffers (iface.h) */
+	if (c->rx && c->tx && r->slot_tx < iface_frame_max(mtu))
+		r->slot_tx = iface_frame_max(mtu);
 	if (c->tx && c->frame_size > (unsigned)mtu + 14) {
 		snprintf(what, sizeof(what), "%u-byte frames do not fit the MTU %d of %s", c->frame_size + FCS_LEN,
 			 mtu, c->iface);

@@ -222,11 +222,11 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 		return -1;
 	mode_flags(own->mode, &scfg);
 	/* A role that sends what it receives (nf) takes any frame the interface
-	 * carries, up to what one frame of umem holds. */
+	 * carries (iface.h), up to what one frame of umem holds. */
 	unsigned largest = conf->frame_size;
 	int mtu = iface_mtu(conf->iface);
-	if (conf->rx && conf->tx && mtu > 0 && (unsigned)mtu + 14 > largest)
-		largest = (unsigned)mtu + 14 + XDP_PACKET_HEADROOM <= 4096 ? (unsigned)mtu + 14 :
+	if (conf->rx && conf->tx && mtu > 0 && iface_frame_max(mtu) > largest)
+		largest = iface_frame_max(mtu) + XDP_PACKET_HEADROOM <= 4096 ? iface_frame_max(mtu) :
 			  4096 - XDP_PACKET_HEADROOM;
 	/* The kernel puts received data XDP_PACKET_HEADROOM into a frame. */
 	if (largest + XDP_PACKET_HEADROOM <= 2048)
