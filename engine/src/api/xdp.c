@@ -201,6 +201,27 @@ static void xdp_free(struct xdp *x)
 	memset(x, 0, sizeof *x);
 }
 
+/* The umem registered anew over the same area, for a second try at a
+ * socket; 0, or -1 after saying why. */
+static int remake_umem(struct xdp *x, const struct xsk_umem_config *ucfg)
+{
+	int err = xsk_umem__delete(x->umem);
+
+	if (err) {
+		fprintf(stderr, "xdp: cannot release the umem to try skb mode: %s\n", strerror(-err));
+		return -1;
+	}
+	x->umem = NULL;
+	err = xsk_umem__create(&x->umem, x->area, x->area_size, &x->fq, &x->cq, ucfg);
+	if (err) {
+		x->umem = NULL;
+		fprintf(stderr, "xdp: cannot register the umem again to try skb mode: %s%s\n", strerror(-err),
+			bind_hint(-err, MODE_SKB));
+		return -1;
+	}
+	return 0;
+}
+
 static int xdp_open(struct api *a, const struct api_conf *conf)
 {
 	struct xdp *x = a->priv;
@@ -266,24 +287,24 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 	 * traffic (ARP replies...) still reaches the kernel stack. */
 	if (!conf->rx)
 		scfg.libxdp_flags |= XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+	enum xdp_mode mode = own->mode;
 	err = create_socket(x, conf, own->queue, &scfg);
-	if (err == -EOPNOTSUPP && own->mode == MODE_AUTO && conf->rx) {
+	if (err == -EOPNOTSUPP && mode == MODE_AUTO && conf->rx) {
 		/* libxdp asks for native mode and gives up when the driver has none
 		 * (macvlan): auto means generic then, as --xdp-mode skb would. The
 		 * failed socket was the umem's own descriptor, still bound to the
 		 * queue, so the umem is made again. */
-		xsk_umem__delete(x->umem);
-		err = xsk_umem__create(&x->umem, x->area, x->area_size, &x->fq, &x->cq, &ucfg);
-		if (err) {
-			x->umem = NULL;
-		} else {
-			mode_flags(MODE_SKB, &scfg);
-			err = create_socket(x, conf, own->queue, &scfg);
-		}
+		mode = MODE_SKB;
+		if (remake_umem(x, &ucfg) != 0)
+			goto fail;
+		mode_flags(MODE_SKB, &scfg);
+		err = create_socket(x, conf, own->queue, &scfg);
 	}
 	if (err) {
-		fprintf(stderr, "xdp: cannot open an AF_XDP socket on %s queue %u in %s mode: %s%s\n",
-			conf->iface, own->queue, mode_names[own->mode], strerror(-err), bind_hint(-err, own->mode));
+		fprintf(stderr, "xdp: cannot open an AF_XDP socket on %s queue %u in %s mode%s: %s%s\n",
+			conf->iface, own->queue, mode_names[mode],
+			mode != own->mode ? " (auto's fallback: the driver has no native XDP)" : "",
+			strerror(-err), bind_hint(-err, mode));
 		goto fail;
 	}
 	x->fd = xsk_socket__fd(x->xsk);
