@@ -309,6 +309,13 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 	}
 	x->fd = xsk_socket__fd(x->xsk);
 	refill(x);
+	if (conf->rx && mtu > 0 && iface_frame_max(mtu) > 4096 - XDP_PACKET_HEADROOM)
+		/* Native XDP refuses such an MTU (veth) or asks for multi-buffer;
+		 * generic XDP takes it, and drops what a frame of umem cannot hold
+		 * with nothing said but the socket's counters. */
+		fprintf(stderr, "xdp: %s carries frames of up to %u bytes (MTU %d): those over %d bytes do not "
+			"fit a frame of umem and are dropped (api_rx_dropped)\n", conf->iface, iface_frame_max(mtu),
+			mtu, 4096 - XDP_PACKET_HEADROOM);
 	return 0;
 
 fail:
