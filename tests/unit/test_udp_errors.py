@@ -2,6 +2,10 @@
 stored with each end's metrics, and named in the loss table where frames went."""
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from cnfperf import udp_errors
@@ -40,6 +44,23 @@ def test_what_the_counters_grew_by():
 
 def test_unreadable_counters_are_unknown_not_a_failure():
     assert udp_errors.read("cnfp-no-such-netns") is None
+
+
+def test_a_namespace_s_counters_are_read_by_a_thread_that_joins_it(tmp_path, monkeypatch):
+    """No process forked (`ip netns exec` forked one per read and remounted
+    /sys): a thread of ours joins the namespace (here our own, through a
+    name that points at it) and reads its view of /proc/net/snmp."""
+    (tmp_path / "ours").symlink_to("/proc/self/ns/net")
+    monkeypatch.setattr(udp_errors, "NETNS_DIR", tmp_path)
+
+    def no_fork(*args, **kwargs):
+        raise AssertionError("forked a process to read counters")
+    monkeypatch.setattr(subprocess, "Popen", no_fork)
+    got = udp_errors.read("ours")
+    if os.geteuid() != 0:   # joining a namespace takes CAP_SYS_ADMIN
+        assert got is None
+        return
+    assert got == udp_errors.parse(Path("/proc/net/snmp").read_text())
 
 
 def test_the_words_say_whose_kernel_and_why():
