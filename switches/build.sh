@@ -29,13 +29,13 @@
 # download) and checks it against the lock; a copy that does not match stops
 # the build with one line. A source to be had nowhere skips its builds with one
 # line naming the URL it needs (under CI=true that is an error). A stamp holds
-# the checksum of the lock's tree hash, the patches and the recipe, so a
-# source mirrored and the same source downloaded give one stamp. A build is
-# staged beside the cache's builds and moved in only when it succeeded, and the
-# prefix is relinked only then: a failed or interrupted build leaves the last
-# good one (and its stamp) in place. One build runs at a time (a lock in the
-# cache). Local patches are switches/patches/NAME/*.patch, applied in order;
-# each says why it exists.
+# the checksum of the lock's tree hash and version, the patches and the
+# recipe, so a source mirrored and the same source downloaded give one stamp.
+# A build is staged beside the cache's builds and moved in only when it
+# succeeded, and the prefix is relinked only then: a failed or interrupted
+# build leaves the last good one (and its stamp) in place. One build runs at a
+# time (a lock in the cache). Local patches are switches/patches/NAME/*.patch,
+# applied in order; each says why it exists.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -108,18 +108,20 @@ recipe_click_dpdk() {
 # (their many CPU variants are most of a full build's time). Libraries go to
 # lib/ (not lib/<multiarch>) and find each other relative to themselves
 # ($ORIGIN), so the build runs from the cache, through the prefix's link.
-# A tarball has no git metadata to tell VPP its version: VPP_VERSION does
-# (default: the pinned commit's, 26.10-rc0); a git checkout says its own. Git
-# must not look above the build's tree, or it describes whatever repository
-# holds the cache (a home directory kept in git) instead.
+# An archive has no git metadata to tell VPP its version: the lock's version
+# does, always. VPP's version script runs git all the same, which is why a
+# mirror directory's .git is never copied (sources.py); and git must not look
+# above the build's tree, or it describes whatever repository holds the cache
+# (a home directory kept in git) instead.
 # VPP's API generator (#!/usr/bin/env python3) needs ply: Debian's python3 has
 # it (python3-ply), whatever other python3 comes first on PATH.
 recipe_vpp() (
 	export PATH=/usr/bin:$PATH GIT_CEILING_DIRECTORIES=${work%/*}
 	local targets="vpp vppctl vhost_plugin memif_plugin"
 	local libs="vppinfra svm vlib vlibapi vlibmemory vnet"
-	[ -d "$work/.git" ] || [ -f "$work/src/scripts/.version" ] ||
-		echo "${VPP_VERSION:-26.10-rc0}" > "$work/src/scripts/.version"
+	local version; version=$(sources version vpp)
+	[ -n "$version" ] || { echo "switches/sources.lock names no version of vpp" >&2; return 1; }
+	echo "$version" > "$work/src/scripts/.version"
 	cmake -G Ninja -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=release \
 		-DCMAKE_INSTALL_LIBDIR=lib -DVPP_USE_SYSTEM_DPDK=ON -DVPP_USE_LTO=OFF \
 		-DVPP_MARCH_VARIANT_X86_64_V3=OFF -DVPP_MARCH_VARIANT_X86_64_V4=OFF \
@@ -141,12 +143,12 @@ recipe_vpp() (
 
 # --- one build -----------------------------------------------------------------
 
-# The checksum a build of NAME is stamped with: its sources' tree hash (the
-# lock's), its patches, how they are applied and its recipe.
+# The checksum a build of NAME is stamped with: its sources' tree hash and
+# version (the lock's), its patches, how they are applied and its recipe.
 sum_of() {
 	local name=$1 from; from=$(origin "$1")
-	local tree; tree=$(sources tree "$from")
-	{ echo "$tree"; cat "$here/patches/$from"/*.patch 2>/dev/null || true
+	local tree version; tree=$(sources tree "$from"); version=$(sources version "$from")
+	{ echo "$tree"; echo "$version"; cat "$here/patches/$from"/*.patch 2>/dev/null || true
 	  declare -f unpack "recipe_${name//-/_}"; } | sha256sum | cut -d' ' -f1
 }
 

@@ -6,6 +6,7 @@ uses them.
   sources.py unpack NAME DIR     NAME's source, checked, unpacked into DIR (emptied first)
   sources.py fetch NAME          the path of a checked copy of NAME's source (downloaded if need be)
   sources.py tree NAME           the lock's tree hash of NAME (a build's stamp covers it)
+  sources.py version NAME        the version the lock names NAME's commit by ('' if none)
   sources.py hash [--as NAME] PATH...   the tree hash of archives or directories (to pin
                                  a source; --as: leaving out what the lock excludes of NAME)
   sources.py prune               remove the downloads the lock no longer names
@@ -18,7 +19,9 @@ Where a source comes from, the first that has it:
      folder served over HTTP, or file://) or else from the lock's upstream
      archive; it is written to a temporary file, checked, then renamed into
      the cache, so the cache never holds a half-written or unchecked file.
-Whichever it is, its tree must hash to the lock's, or nothing is built.
+Whichever it is, its tree must hash to the lock's, or nothing is built. What
+unpack leaves is that tree alone: neither a mirror directory's own .git nor the
+lock's `exclude` paths (the hash does not vouch for them).
 
 The tree hash: sha256 over one line per regular file and symbolic link,
 sorted by path, `KIND SHA256 PATH\\n`, where KIND is `x` for a file with an
@@ -49,6 +52,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 HERE = Path(__file__).resolve().parent
 LOCK = HERE / "sources.lock"
@@ -77,13 +81,15 @@ class Source:
     file: str          # its name in a mirror folder and under CNFPERF_SOURCES_URL
     tree: str          # the tree hash every copy must have
     exclude: frozenset[str] = frozenset()   # paths the tree hash leaves out
+    version: str = ""  # what its project calls the commit, for a build that must be told
 
 
 def lock(path: Path = LOCK) -> dict[str, Source]:
     try:
         table = tomllib.loads(path.read_text())
         return {name: Source(name=name, commit=s["commit"], upstream=s["upstream"], file=s["file"],
-                             tree=s["tree"], exclude=frozenset(s.get("exclude", ())))
+                             tree=s["tree"], exclude=frozenset(s.get("exclude", ())),
+                             version=s.get("version", ""))
                 for name, s in table.items()}
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
         raise BadSetting(f"{path}: {e}") from None
@@ -117,23 +123,28 @@ def _file_kind(mode: int) -> str:
     return "x" if mode & 0o111 else "f"
 
 
-def _dir_entries(root: Path) -> dict[str, tuple[str, str]]:
-    entries = {}
+def _walk(root: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """Every path below root, a directory before what it holds, but root's own
+    .git (a checkout's, not the tree's): relative path ('/'-separated), path, lstat."""
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         if here == root and ".git" in dirnames:
             dirnames.remove(".git")
         for name in dirnames + filenames:
             p = here / name
-            rel = p.relative_to(root).as_posix()
-            st = p.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                entries[rel] = ("l", _text_sha256(os.readlink(p)))
-            elif stat.S_ISREG(st.st_mode):
-                with open(p, "rb") as f:
-                    entries[rel] = (_file_kind(st.st_mode), _sha256(f))
-            elif not stat.S_ISDIR(st.st_mode):
-                raise Mismatch(f"{p}: neither a file, a link nor a directory")
+            yield p.relative_to(root).as_posix(), p, p.lstat()
+
+
+def _dir_entries(root: Path) -> dict[str, tuple[str, str]]:
+    entries = {}
+    for rel, p, st in _walk(root):
+        if stat.S_ISLNK(st.st_mode):
+            entries[rel] = ("l", _text_sha256(os.readlink(p)))
+        elif stat.S_ISREG(st.st_mode):
+            with open(p, "rb") as f:
+                entries[rel] = (_file_kind(st.st_mode), _sha256(f))
+        elif not stat.S_ISDIR(st.st_mode):
+            raise Mismatch(f"{p}: neither a file, a link nor a directory")
     return entries
 
 
@@ -284,16 +295,48 @@ def fetch(src: Source) -> Path:
 
 
 def unpack(src: Source, into: Path) -> Path:
-    """The checked source unpacked (or copied) into `into`, its top directory stripped."""
+    """The checked source unpacked (or copied) into `into`, its top directory
+    stripped, without what the tree hash leaves out."""
     found = fetch(src)
     shutil.rmtree(into, ignore_errors=True)
     into.mkdir(parents=True)
     if found.is_dir():
-        subprocess.run(["cp", "-a", f"{found}/.", f"{into}/"], check=True)
+        _copy(found, into)
     else:
         subprocess.run(["tar", "-xf", str(found), "-C", str(into), "--strip-components=1"],
                        check=True)
+    _drop(into, src.exclude)
     return found
+
+
+def _copy(root: Path, into: Path) -> None:
+    """A directory's tree copied as the tree hash sees it: its files' content
+    and execute bits, its links, its directories; not its .git, owners or
+    other permission bits (a mirror's .git/config could run commands in a
+    build that asks git, and the hash does not cover it)."""
+    for rel, p, st in _walk(root):
+        to = into / rel
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(p), to)
+        elif stat.S_ISDIR(st.st_mode):
+            to.mkdir()
+        elif stat.S_ISREG(st.st_mode):
+            shutil.copyfile(p, to)
+            to.chmod(0o755 if _file_kind(st.st_mode) == "x" else 0o644)
+        else:
+            raise Mismatch(f"{p}: neither a file, a link nor a directory")
+
+
+def _drop(into: Path, exclude: frozenset[str]) -> None:
+    """The lock's excluded paths removed: a copy may hold anything there."""
+    for rel in exclude:
+        p = into / rel
+        if not p.parent.resolve().is_relative_to(into.resolve()):
+            continue                    # below a link out of the tree: not the tree's
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+        elif p.is_dir():
+            shutil.rmtree(p)
 
 
 def prune() -> list[Path]:
@@ -310,8 +353,8 @@ def say(line: str) -> None:
     print(f"switches: {line}", file=sys.stderr, flush=True)
 
 
-USAGE = ("usage: sources.py unpack NAME DIR | fetch NAME | tree NAME | hash [--as NAME] PATH... "
-         "| prune")
+USAGE = ("usage: sources.py unpack NAME DIR | fetch NAME | tree NAME | version NAME "
+         "| hash [--as NAME] PATH... | prune")
 
 
 def main(argv: list[str]) -> int:
@@ -324,6 +367,8 @@ def main(argv: list[str]) -> int:
             print(fetch(_named(args[0])))
         elif cmd == "tree" and len(args) == 1:
             print(_named(args[0]).tree)
+        elif cmd == "version" and len(args) == 1:
+            print(_named(args[0]).version)
         elif cmd == "hash" and (paths := args[2:] if args[:1] == ["--as"] else args):
             exclude = _named(args[1]).exclude if args[:1] == ["--as"] else frozenset()
             for p in paths:

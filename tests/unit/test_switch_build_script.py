@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import switch_sources as ss
+from harness import require
 
 UNREACHABLE = "http://127.0.0.1:9/snabb.tar.gz"     # nothing listens there
 
@@ -157,3 +158,59 @@ def test_missing_sources_are_skipped_with_one_line_or_fail_under_ci(tmp_path, ci
     assert not (tmp_path / "prefix" / "snabb").exists() and _builds(tmp_path) == []
     checked = _build(tmp_path, "--check", "snabb", sources=False)
     assert checked.returncode == 1 and checked.stdout == "switches: snabb: not built\n"
+
+
+# A VPP source of the size of a test: VPP's layout (src/CMakeLists.txt, the
+# targets and libraries recipe_vpp builds and installs) and its way of learning
+# its version (src/scripts/version: .version if it is there, else git describe).
+FAKE_VPP: ss.Tree = {
+    "src/CMakeLists.txt": """cmake_minimum_required(VERSION 3.13)
+project(vpp C)
+execute_process(COMMAND ${CMAKE_SOURCE_DIR}/scripts/version
+                OUTPUT_VARIABLE VPP_VERSION OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+set(CMAKE_LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+foreach(l vppinfra svm vlib vlibapi vlibmemory vnet)
+  add_library(${l} SHARED lib.c)
+  set_target_properties(${l} PROPERTIES VERSION 1.0 SOVERSION 1)
+endforeach()
+add_executable(vpp vpp.c)
+target_compile_definitions(vpp PRIVATE "VERSION=\\"${VPP_VERSION}\\"")
+target_link_libraries(vpp vppinfra svm vlib vlibapi vlibmemory vnet)
+add_executable(vppctl vpp.c)
+target_compile_definitions(vppctl PRIVATE VERSION="ctl")
+foreach(p vhost memif)
+  add_library(${p}_plugin MODULE lib.c)
+  set_target_properties(${p}_plugin PROPERTIES PREFIX ""
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib/vpp_plugins)
+endforeach()
+""",
+    "src/vpp.c": '#include <stdio.h>\nint main(void) { puts("vpp v" VERSION); return 0; }\n',
+    "src/lib.c": "int vpp_lib(void) { return 0; }\n",
+    "src/scripts/version": ("x", "#!/bin/sh\ncd \"$(dirname \"$0\")\"\n"
+                                 "if [ -f .version ]; then cat .version; "
+                                 "else git describe --long --dirty --match 'v*'; fi\n"),
+}
+
+
+@pytest.mark.parametrize("form", ["archive", "checkout"])
+def test_vpp_is_told_the_lock_s_version_and_never_asks_a_mirror_s_git(tmp_path, form):
+    """VPP's recipe, on a source of its layout: its version is the lock's,
+    from an archive and from a mirror directory that is a git checkout alike
+    (whose .git is the mirror's, not the pinned tree's, and not copied)."""
+    require("cmake", "ninja", "gcc")
+    mirror = tmp_path / "src"
+    if form == "archive":
+        ss.pack(mirror / "vpp.tar.gz", FAKE_VPP, "vpp")
+    else:
+        ss.unpacked(mirror / "vpp", FAKE_VPP)
+        ss.unpacked(mirror / "vpp" / ".git", {"HEAD": "ref: refs/heads/main\n",
+                                              "config": "[core]\n\tfsmonitor = false\n"})
+    pinned = ss.tree_hash(ss.pack(tmp_path / "pinned.tar.gz", FAKE_VPP, "vpp"))
+    ss.scripts(tmp_path, ss.lock_entry("vpp", pinned, UNREACHABLE, version="99.99-rc9"),
+               build=True)
+    done = _build(tmp_path, "vpp")
+    assert done.returncode == 0, done.stdout + done.stderr
+    vpp = tmp_path / "prefix" / "vpp" / "bin" / "vpp"
+    said = subprocess.run([str(vpp)], capture_output=True, text=True, timeout=10).stdout
+    assert said == "vpp v99.99-rc9\n"

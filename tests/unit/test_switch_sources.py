@@ -226,3 +226,37 @@ def test_hash_prints_what_to_pin_leaving_out_a_source_s_excludes(tmp_path):
         f"{ss.tree_hash(archive, {'README'})}  {archive}\n"
     assert _sources(script, "tree", "t").stdout == "0" * 64 + "\n"
     assert _sources(script, "tree", "nope").returncode == 2
+
+
+@pytest.mark.parametrize("form", ["directory", "archive"])
+def test_what_the_hash_leaves_out_is_not_unpacked(tmp_path, form):
+    """A mirror directory's .git (its config could run a command in a build
+    that asks git) and the lock's excluded paths, whatever a copy holds there:
+    the hash vouches for neither, so neither reaches the build."""
+    tree = {**TREE, "src/copy.c": "system(\"anything\");\n"}
+    mirror = tmp_path / "mirror"
+    if form == "directory":
+        ss.unpacked(mirror / "t", tree)
+        ss.unpacked(mirror / "t" / ".git", {"config": "[core]\n\tfsmonitor = touch /tmp/owned\n"})
+    else:
+        ss.pack(mirror / "t.tar.gz", tree, "t")
+    pinned = ss.tree_hash(ss.pack(tmp_path / "pinned.tar.gz", TREE, "t"), {"src/copy.c"})
+    script = ss.scripts(tmp_path, ss.lock_entry("t", pinned, "http://127.0.0.1:9/t.tar.gz",
+                                                exclude=("src/copy.c",))) / "sources.py"
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror))
+    assert done.returncode == 0, done.stderr
+    work = tmp_path / "work"
+    assert not (work / ".git").exists() and not (work / "src" / "copy.c").exists()
+    assert (work / "src" / "main.c").read_text() == TREE["src/main.c"]
+    rest = {k: v for k, v in TREE.items() if k != "src/copy.c"}
+    assert ss.tree_hash(work) == ss.tree_hash(ss.unpacked(tmp_path / "want", rest))
+
+
+def test_version_prints_the_lock_s_version_of_a_source_or_nothing(tmp_path):
+    lock = ss.lock_entry("t", "0" * 64, "http://127.0.0.1:9/t", version="26.10-rc0") + \
+        ss.lock_entry("u", "0" * 64, "http://127.0.0.1:9/u")
+    script = ss.scripts(tmp_path, lock) / "sources.py"
+    assert _sources(script, "version", "t").stdout == "26.10-rc0\n"
+    assert _sources(script, "version", "u").stdout == "\n"
+    assert tomllib.loads((REPO / "switches" / "sources.lock").read_text())["vpp"]["version"] \
+        == "26.10-rc0"
