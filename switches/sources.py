@@ -296,17 +296,48 @@ def fetch(src: Source) -> Path:
 
 def unpack(src: Source, into: Path) -> Path:
     """The checked source unpacked (or copied) into `into`, its top directory
-    stripped, without what the tree hash leaves out."""
+    stripped, without what the tree hash leaves out; then what was unpacked is
+    checked again, since that is what a build uses (a copy could change after
+    its check, and the hash sees neither owners nor most permission bits:
+    neither is unpacked)."""
     found = fetch(src)
     shutil.rmtree(into, ignore_errors=True)
     into.mkdir(parents=True)
-    if found.is_dir():
-        _copy(found, into)
-    else:
-        subprocess.run(["tar", "-xf", str(found), "-C", str(into), "--strip-components=1"],
-                       check=True)
-    _drop(into, src.exclude)
+    try:
+        if found.is_dir():
+            _copy(found, into)
+        else:
+            _extract(found, into)
+        _drop(into, src.exclude)
+        verify(src, into, f"{found}, unpacked,")
+    except Mismatch:
+        shutil.rmtree(into, ignore_errors=True)
+        raise
     return found
+
+
+def _extract(archive: Path, into: Path) -> None:
+    """The archive below its one top directory extracted into `into` by the
+    parser the hash read it with, through tarfile's data filter: nothing
+    outside `into`, no devices, no owners, no setuid, setgid or sticky bits,
+    no group or other write bits."""
+    top: list[str] = []
+
+    def below_top(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+        rel = _below_top(member.name, top, archive)
+        if not rel:
+            return None                              # the top directory itself
+        member = member.replace(name=rel, deep=False)
+        if member.islnk():
+            member = member.replace(linkname=_below_top(member.linkname, top, archive),
+                                    deep=False)
+        return tarfile.data_filter(member, dest)
+
+    try:
+        with tarfile.open(archive, "r|*") as tar:
+            tar.extractall(into, filter=below_top)
+    except (tarfile.TarError, EOFError) as e:
+        raise Mismatch(f"{archive}: not unpacked ({e})") from None
 
 
 def _copy(root: Path, into: Path) -> None:

@@ -4,6 +4,7 @@ from a local HTTP server standing in for upstream or a company mirror), with
 a corrupted or missing source refused in one line."""
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -260,3 +261,42 @@ def test_version_prints_the_lock_s_version_of_a_source_or_nothing(tmp_path):
     assert _sources(script, "version", "u").stdout == "\n"
     assert tomllib.loads((REPO / "switches" / "sources.lock").read_text())["vpp"]["version"] \
         == "26.10-rc0"
+
+
+def test_an_archive_is_unpacked_without_owners_or_dangerous_permission_bits(tmp_path):
+    """What the hash ignores is not unpacked either: a setuid, world-writable
+    file of a stranger's comes out as an ordinary file of ours."""
+    import tarfile
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with tarfile.open(mirror / "t.tar.gz", "w:gz") as tar:
+        for name, mode in (("t", 0o777), ("t/run", 0o4777), ("t/data", 0o666)):
+            info = tarfile.TarInfo(name)
+            info.mode, info.uid, info.gid, info.uname = mode, 4321, 4321, "stranger"
+            if name == "t":
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = 3
+                tar.addfile(info, io.BytesIO(b"hi\n"))
+    tree = ss.tree_hash(mirror / "t.tar.gz")
+    script = ss.scripts(tmp_path, ss.lock_entry("t", tree, "http://127.0.0.1:9/t")) / "sources.py"
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror))
+    assert done.returncode == 0, done.stderr
+    for name, mode in (("run", 0o755), ("data", 0o644)):
+        st = (tmp_path / "work" / name).stat()
+        assert (st.st_uid, st.st_mode & 0o7777) == (os.getuid(), mode), name
+
+
+def test_what_is_unpacked_is_checked_again(tmp_path, monkeypatch):
+    """A copy that changed after it was checked (a mirror written to meanwhile)
+    is refused as unpacked, and what was unpacked removed."""
+    sources = ss.module()
+    pinned = ss.pack(tmp_path / "pinned.tar.gz", TREE, "t")
+    other = ss.pack(tmp_path / "other.tar.gz", {**TREE, "README": "another tree\n"}, "t")
+    src = sources.Source("t", ss.COMMIT, "http://127.0.0.1:9/t", "t.tar.gz",
+                         ss.tree_hash(pinned))
+    monkeypatch.setattr(sources, "fetch", lambda s: other)   # checked, then swapped
+    with pytest.raises(sources.Mismatch, match=rf"^t: {other}, unpacked, is not the pinned"):
+        sources.unpack(src, tmp_path / "work")
+    assert not (tmp_path / "work").exists()
