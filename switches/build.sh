@@ -23,7 +23,8 @@
 # XDG_CACHE_HOME       the cache (default: ~/.cache): builds in
 #                      cnfperf/switches/NAME-STAMP, downloads in cnfperf/sources
 # JOBS                 parallel compile jobs (default: the number of cores)
-# KEEP_BUILD=1         keep a failed build's tree (cnfperf/switches/.build/NAME-STAMP)
+# KEEP_BUILD=1         keep a failed or interrupted build's tree
+#                      (cnfperf/switches/.build/NAME-STAMP)
 #
 # switches/sources.py finds each source (a mirror, the download cache, or a
 # download) and checks it against the lock; a copy that does not match stops
@@ -33,8 +34,9 @@
 # recipe, so a source mirrored and the same source downloaded give one stamp.
 # A build is staged beside the cache's builds and moved in only when it
 # succeeded, and the prefix is relinked only then: a failed or interrupted
-# build leaves the last good one (and its stamp) in place. One build runs at a
-# time (a lock in the cache). Local patches are switches/patches/NAME/*.patch,
+# build leaves the last good one (and its stamp) in place, and neither its tree
+# nor its stage (SIGINT, SIGTERM, SIGHUP: exit 130, 143, 129). One build runs
+# at a time (a lock in the cache). Local patches are switches/patches/NAME/*.patch,
 # applied in order; each says why it exists.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -143,6 +145,50 @@ recipe_vpp() (
 
 # --- one build -----------------------------------------------------------------
 
+# The build under way: its name, tree and stage, and the process group of the
+# step (in_group) running in it.
+building= work= out= step=
+
+# "$@" (unpacking, a recipe) with set -e, in a process group of its own, and
+# waited for. Bash runs a trap only between commands, and a signal ends a
+# `wait`: so a signal to build.sh alone is handled at once, and stop() ends the
+# step's whole group (make, the compilers). Not `in_group … || …`: bash ignores
+# set -e in a command on the left of ||, so a failing step inside would go
+# unnoticed; run it under set +e instead.
+in_group() {
+	set -m
+	( set -e; "$@" ) < /dev/null &
+	step=$!
+	set +m
+	local rc=0
+	wait "$step" || rc=$?
+	step=
+	return "$rc"
+}
+
+# "${@:2}" with its output to the file $1 (inside in_group: a redirection of
+# in_group itself would take stop()'s message too).
+logged() {
+	"${@:2}" > "$1" 2>&1
+}
+
+# On a signal: the step under way ended, the build's tree (unless KEEP_BUILD=1)
+# and stage removed, exit 128 + the signal's number. The last good build stays.
+stop() {
+	trap '' INT TERM HUP
+	if [ -n "$step" ]; then
+		kill -TERM -- "-$step" 2>/dev/null || true
+		wait "$step" 2>/dev/null || true
+		local n         # what the step started may take a moment to end
+		for n in $(seq 50); do kill -0 -- "-$step" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL -- "-$step" 2>/dev/null || true
+	fi
+	[ -z "$work" ] || [ "${KEEP_BUILD:-}" = 1 ] || rm -rf "$work"
+	[ -z "$out" ] || rm -rf "$out"
+	[ -z "$building" ] || echo "switches: $building: interrupted; not built" >&2
+	exit "$1"
+}
+
 # The checksum a build of NAME is stamped with: its sources' tree hash and
 # version (the lock's), its patches, how they are applied and its recipe.
 sum_of() {
@@ -198,23 +244,24 @@ build() {
 		return
 	fi
 	echo "switches: $name: building into $built (log: $prefix/$name.log)"
-	local t0=$SECONDS rc=0
-	work=$cache/.build/${built##*/}
-	out=$cache/.stage/${built##*/}
+	local t0=$SECONDS rc
+	building=$name work=$cache/.build/${built##*/} out=$cache/.stage/${built##*/}
 	rm -rf "$out"
-	unpack "$name" "$work" || rc=$?
+	set +e
+	in_group unpack "$name" "$work"
+	rc=$?
+	set -e
 	if [ $rc -ne 0 ]; then
 		rm -rf "$work"
 		# 3: no sources to be had (sources.py said which URL it needs)
 		[ $rc -eq 3 ] || exit $rc
 		[ "${CI:-}" = true ] && die "$name: no sources, and CI=true: not skipped"
 		echo "switches: $name: skipped (its data planes and tests say it is not built)"
+		building=
 		return
 	fi
-	# Not `recipe || …`: bash ignores set -e in a command on the left of ||,
-	# so a failing step inside the recipe would go unnoticed.
 	set +e
-	( set -e; "recipe_${name//-/_}" ) > "$prefix/$name.log" 2>&1
+	in_group logged "$prefix/$name.log" "recipe_${name//-/_}"
 	rc=$?
 	set -e
 	if [ $rc -ne 0 ]; then
@@ -227,6 +274,7 @@ build() {
 	rm -rf "$work"
 	mv "$out" "$built"
 	link "$name" "$built" "$sum"
+	building= work= out=
 	echo "switches: $name: built in $((SECONDS - t0)) s ($(du -sh "$built" | cut -f1))"
 }
 
@@ -269,8 +317,11 @@ fi
 mkdir -p "$prefix" "$cache"
 exec 9>"$cache/.lock"
 flock -n 9 || { echo "switches: another build holds $cache/.lock; waiting"; flock 9; }
-# where builds are staged and made, left empty by every build, whatever its end
+# where builds are made and staged: left empty by every build, whatever its end
 trap 'rmdir "$cache/.build" "$cache/.stage" 2>/dev/null || true' EXIT
+trap 'stop 130' INT
+trap 'stop 143' TERM
+trap 'stop 129' HUP
 if [ $mode = prune ]; then
 	prune
 	exit

@@ -7,9 +7,12 @@ without sources, a failed build or a wrong source keeps the last good install,
 --check builds nothing, bad names and missing sources are said at once."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -31,15 +34,20 @@ def _source(tmp: Path, recipe: str) -> None:
     ss.scripts(tmp, ss.lock_entry("snabb", ss.tree_hash(archive), UNREACHABLE), build=True)
 
 
-def _build(tmp: Path, *args: str, ci: bool = False, prefix: str = "prefix",
-           sources: bool = True) -> subprocess.CompletedProcess:
+def _env(tmp: Path, ci: bool = False, prefix: str = "prefix",
+         sources: bool = True) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "CNFPERF_SOURCES_URL"}
     env.update({"CNFPERF_SOURCES": str(tmp / ("src" if sources else "empty")),
                 "CNFPERF_SWITCHES": str(tmp / prefix), "XDG_CACHE_HOME": str(tmp / "cache"),
                 "CI": "true" if ci else ""})
     (tmp / "empty").mkdir(exist_ok=True)
+    return env
+
+
+def _build(tmp: Path, *args: str, ci: bool = False, prefix: str = "prefix",
+           sources: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([str(tmp / "switches" / "build.sh"), *args], capture_output=True,
-                          text=True, env=env, timeout=60)
+                          text=True, env=_env(tmp, ci, prefix, sources), timeout=60)
 
 
 def _cache(tmp: Path) -> Path:
@@ -214,3 +222,52 @@ def test_vpp_is_told_the_lock_s_version_and_never_asks_a_mirror_s_git(tmp_path, 
     vpp = tmp_path / "prefix" / "vpp" / "bin" / "vpp"
     said = subprocess.run([str(vpp)], capture_output=True, text=True, timeout=10).stdout
     assert said == "vpp v99.99-rc9\n"
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or one that has ended and waits to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("sig, code, keep", [(signal.SIGTERM, 143, False),
+                                             (signal.SIGINT, 130, False),
+                                             (signal.SIGHUP, 129, False),
+                                             (signal.SIGTERM, 143, True)])
+def test_an_interrupted_build_leaves_nothing_of_itself(tmp_path, sig, code, keep):
+    """A signal to build.sh alone (not its process group) while a recipe runs:
+    the recipe's processes are ended, its tree (unless KEEP_BUILD=1) and stage
+    removed, the last good build kept, and the exit status says which signal."""
+    _source(tmp_path, "true")
+    assert _build(tmp_path, "snabb").returncode == 0
+    good = (tmp_path / "prefix" / "snabb").resolve()
+    sleeping = tmp_path / "sleeping"
+    _source(tmp_path, f"echo $$$$ > {sleeping}; exec sleep 60")
+    env = {**_env(tmp_path), "KEEP_BUILD": "1" if keep else ""}
+    proc = subprocess.Popen([str(tmp_path / "switches" / "build.sh"), "snabb"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (sleeping.exists() and sleeping.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        recipe = int(sleeping.read_text())
+        os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, out + err
+    assert err.splitlines()[-1] == "switches: snabb: interrupted; not built"
+    deadline = time.monotonic() + 5
+    while not _gone(recipe):
+        assert time.monotonic() < deadline, f"the recipe's sleep ({recipe}) outlived build.sh"
+        time.sleep(0.05)
+    assert (tmp_path / "prefix" / "snabb").resolve() == good
+    left = sorted(p.relative_to(_cache(tmp_path)).as_posix()
+                  for p in _cache(tmp_path).glob(".*/*"))
+    built = re.search(r"^switches: snabb: building into \S+/(snabb-\w+) ", out, re.M)[1]
+    assert left == ([f".build/{built}"] if keep else [])
