@@ -14,7 +14,8 @@ uses them.
 Where a source comes from, the first that has it:
   1. a mirror folder: CNFPERF_SOURCES, else ../shared/sources beside this
      checkout when it exists; NAME.tar.xz, NAME.tar.gz or a directory NAME/;
-  2. the download cache, ${XDG_CACHE_HOME:-~/.cache}/cnfperf/sources/;
+  2. the download cache, ${XDG_CACHE_HOME:-~/.cache}/cnfperf/sources/ (a copy
+     there that no longer matches, corrupted since, is removed and downloaded again);
   3. a download, from CNFPERF_SOURCES_URL/FILE when that is set (a mirror
      folder served over HTTP, or file://) or else from the lock's upstream
      archive; it is written to a temporary file, checked, then renamed into
@@ -283,8 +284,12 @@ def fetch(src: Source) -> Path:
         verify(src, found)
         return found
     if found := _cached(src):
-        verify(src, found)
-        return found
+        try:
+            verify(src, found)
+            return found
+        except Mismatch as e:       # the cache is ours: a bad copy there is dropped
+            found.unlink()
+            say(f"{e}; removed from the cache")
     try:
         return download(src)
     except Unavailable as e:

@@ -300,3 +300,23 @@ def test_what_is_unpacked_is_checked_again(tmp_path, monkeypatch):
     with pytest.raises(sources.Mismatch, match=rf"^t: {other}, unpacked, is not the pinned"):
         sources.unpack(src, tmp_path / "work")
     assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_a_corrupted_download_in_the_cache_is_removed_and_downloaded_again(tmp_path, served):
+    script = _setup(tmp_path)
+    tree = ss.tree_hash(tmp_path / "pinned.tar.gz")
+    cached = tmp_path / "cache" / "cnfperf" / "sources" / f"t-{tree[:16]}.tar.gz"
+    ss.pack(cached, {**TREE, "README": "bit rot\n"}, "t")
+    ss.pack(tmp_path / "served" / "t.tar.gz", TREE, "t")
+    with ss.http_server(tmp_path / "served" if served else tmp_path) as url:
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"switches: t: {cached} is not the pinned source: its tree hash")
+    assert lines[0].endswith("; removed from the cache")
+    if served:
+        assert done.returncode == 0, done.stderr
+        assert lines[1] == f"switches: t: downloading {url}/t.tar.gz"
+        assert cached.read_bytes() == (tmp_path / "served" / "t.tar.gz").read_bytes()
+    else:
+        assert done.returncode == 3 and not cached.exists()
