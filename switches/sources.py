@@ -295,8 +295,17 @@ def fetch(src: Source) -> Path:
     except Unavailable as e:
         where = f"none in {folder}" if folder else \
             "no mirror folder (CNFPERF_SOURCES unset, no ../shared/sources beside the checkout)"
-        raise Unavailable(f"{src.name}: no sources: {where}, and {e}; put that archive or "
-                          f"{src.file} in a folder and set CNFPERF_SOURCES to it") from None
+        raise Unavailable(f"{src.name}: no sources: {where}, and {e}; save it as "
+                          f"{_saved_as(src)} in a folder and set CNFPERF_SOURCES to that "
+                          "folder") from None
+
+
+def _saved_as(src: Source) -> str:
+    """The name a mirror folder must give the archive download_url serves
+    (upstream's is named after the commit; MIRROR_FORMS say what is looked for)."""
+    suffix = _suffix(download_url(src))
+    forms = [f.format(src.name) for f in MIRROR_FORMS if f.endswith(suffix)] if suffix else []
+    return forms[0] if forms else " or ".join(f.format(src.name) for f in MIRROR_FORMS[:2])
 
 
 def unpack(src: Source, into: Path) -> Path:

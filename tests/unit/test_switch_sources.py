@@ -155,20 +155,24 @@ def test_a_truncated_download_is_refused(tmp_path):
 
 @pytest.mark.parametrize("served", [True, False])
 def test_a_source_to_be_had_nowhere_names_its_url_and_the_way_to_a_copy(tmp_path, served):
-    script = _setup(tmp_path)
+    """Upstream's archive is named after the commit; a mirror folder looks for
+    the source's name: the advice names the file as a mirror folder wants it."""
+    script = ss.scripts(tmp_path, ss.lock_entry(
+        "t", "0" * 64, f"http://127.0.0.1:9/archive/{ss.COMMIT}.tar.gz", file="t.tar.xz")) \
+        / "sources.py"
     (tmp_path / "empty").mkdir()
-    if served:                              # a server without the file: 404
+    if served:                              # a mirror URL without the file: 404
         with ss.http_server(tmp_path / "empty") as url:
             done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
-        wanted = f"{url}/t.tar.gz"
-    else:                                   # nothing listens: no network, as it were
+        wanted, saved = f"{url}/t.tar.xz", "t.tar.xz"
+    else:                                   # nothing listens upstream: no network, as it were
         done = _sources(script, "unpack", "t", str(tmp_path / "work"))
-        wanted = "http://127.0.0.1:9/t.tar.gz"
+        wanted, saved = f"http://127.0.0.1:9/archive/{ss.COMMIT}.tar.gz", "t.tar.gz"
     assert done.returncode == 3
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("switches: t: no sources: no mirror folder")
     assert f"and {wanted} could not be downloaded (" in last
-    assert last.endswith("put that archive or t.tar.gz in a folder and set CNFPERF_SOURCES to it")
+    assert last.endswith(f"; save it as {saved} in a folder and set CNFPERF_SOURCES to that folder")
     assert _downloads(tmp_path) == []
 
 
