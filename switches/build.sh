@@ -44,11 +44,14 @@ shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 prefix=${CNFPERF_SWITCHES:-$repo/.switches}
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/cnfperf/switches
 jobs=${JOBS:-$(nproc)}
 ALL=(snabb click click-dpdk vpp)
 
 die() { echo "switches: $*" >&2; exit 2; }
+
+[ -n "${XDG_CACHE_HOME:-}${HOME:-}" ] ||
+	die "neither XDG_CACHE_HOME nor HOME is set: the cache of builds is below one"
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/cnfperf/switches
 
 # The sources NAME is built from (click-dpdk is Click built another way).
 origin() { [ "$1" = click-dpdk ] && echo click || echo "$1"; }

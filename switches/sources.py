@@ -35,7 +35,8 @@ permission bits other than execute, how the files are packed (tar, xz, gzip,
 hard links), a directory's own `.git`, and the lock's `exclude` paths. So a
 repacked copy of a tree hashes as the original does.
 
-Exit status: 0 done; 1 a source does not match the lock, or is not a tree;
+Exit status: 0 done; 1 a source does not match the lock, or is not a tree, or
+a file could not be written (said in one line, as every failure is);
 2 bad usage, lock or setting; 3 no source to be had (no mirror has it and it
 could not be downloaded).
 """
@@ -60,6 +61,9 @@ LOCK = HERE / "sources.lock"
 DEFAULT_MIRROR = HERE.parent.parent / "shared" / "sources"
 MIRROR_FORMS = ("{}.tar.xz", "{}.tar.gz", "{}")    # what a mirror folder may hold of NAME
 CHUNK = 1 << 20
+# A download slower than 1 KB/s for this many seconds is given up (and retried
+# as curl retries): a stalled transfer must not hang a build.
+STALL = 60
 
 
 class Mismatch(Exception):
@@ -200,7 +204,10 @@ def mirror() -> Path | None:
 
 
 def cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    base = os.environ.get("XDG_CACHE_HOME") or \
+        (f"{os.environ['HOME']}/.cache" if os.environ.get("HOME") else None)
+    if not base:
+        raise BadSetting("neither XDG_CACHE_HOME nor HOME is set: the download cache is below one")
     return Path(base) / "cnfperf" / "sources"
 
 
@@ -266,7 +273,8 @@ def _curl(url: str, to: Path) -> str | None:
     tty = sys.stderr.isatty()
     try:
         done = subprocess.run(["curl", "--fail", "--location", "--retry", "2", "--connect-timeout",
-                               "20", *(["--progress-bar"] if tty else ["--silent", "--show-error"]),
+                               "20", "--speed-limit", "1024", "--speed-time", str(STALL),
+                               *(["--progress-bar"] if tty else ["--silent", "--show-error"]),
                                "--output", str(to), url],
                               stderr=None if tty else subprocess.PIPE, text=True)
     except FileNotFoundError:
@@ -433,6 +441,9 @@ def main(argv: list[str]) -> int:
     except Unavailable as e:
         say(str(e))
         return 3
+    except OSError as e:            # a cache or tree that cannot be written: a full disk, ...
+        say(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
+        return 1
     return 0
 
 

@@ -146,6 +146,16 @@ def test_prune_removes_the_builds_this_checkout_would_not_use(tmp_path):
     assert _build(tmp_path, "--prune", "snabb").returncode == 2
 
 
+def test_without_home_or_xdg_cache_home_nothing_is_built(tmp_path):
+    _source(tmp_path, "true")
+    env = {k: v for k, v in _env(tmp_path).items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run([str(tmp_path / "switches" / "build.sh"), "snabb"], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert (done.returncode, done.stderr) == (2, "switches: neither XDG_CACHE_HOME nor HOME is "
+                                                 "set: the cache of builds is below one\n")
+    assert not (tmp_path / "prefix").exists()
+
+
 def test_an_unknown_name_is_refused_before_anything_is_built(tmp_path):
     _source(tmp_path, "true")
     done = _build(tmp_path, "snabb", "bess")

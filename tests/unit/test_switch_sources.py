@@ -4,11 +4,14 @@ from a local HTTP server standing in for upstream or a company mirror), with
 a corrupted or missing source refused in one line."""
 from __future__ import annotations
 
+import http.server
 import io
 import os
 import re
 import subprocess
 import sys
+import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -324,3 +327,68 @@ def test_a_corrupted_download_in_the_cache_is_removed_and_downloaded_again(tmp_p
         assert cached.read_bytes() == (tmp_path / "served" / "t.tar.gz").read_bytes()
     else:
         assert done.returncode == 3 and not cached.exists()
+
+
+@pytest.mark.parametrize("where", ["cache", "tree"])
+def test_a_file_that_cannot_be_written_is_said_in_one_line(tmp_path, where):
+    script = _setup(tmp_path)
+    ss.pack(tmp_path / "served" / "t.tar.gz", TREE, "t")
+    (tmp_path / "a-file").write_text("")
+    with ss.http_server(tmp_path / "served") as url:
+        if where == "cache":
+            done = _sources(script, "unpack", "t", str(tmp_path / "work"),
+                            CNFPERF_SOURCES_URL=url, XDG_CACHE_HOME="/proc/nope")
+            said = "switches: /proc/nope: No such file or directory\n"
+        else:
+            done = _sources(script, "unpack", "t", str(tmp_path / "a-file" / "work"),
+                            CNFPERF_SOURCES_URL=url)
+            said = f"switches: {tmp_path}/a-file/work: Not a directory\n"
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] + "\n" == said
+
+
+def test_without_home_or_xdg_cache_home_there_is_no_cache(tmp_path):
+    script = _setup(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run([sys.executable, str(script), "unpack", "t", str(tmp_path / "w")],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert (done.returncode, done.stderr) == (2, "switches: neither XDG_CACHE_HOME nor HOME is "
+                                                 "set: the download cache is below one\n")
+
+
+class _Stalling(http.server.BaseHTTPRequestHandler):
+    """Promises a megabyte, sends ten bytes, then nothing until `done`."""
+    done: threading.Event
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(1 << 20))
+        self.end_headers()
+        self.wfile.write(b"0123456789")
+        self.wfile.flush()
+        self.done.wait(60)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_stalled_download_is_given_up(tmp_path, monkeypatch):
+    """curl gives up a transfer slower than 1 KB/s for STALL seconds (60; 1
+    here), retries as it does, and the source is then not to be had."""
+    sources = ss.module()
+    monkeypatch.setattr(sources, "STALL", 1)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    done = threading.Event()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             type("Stalling", (_Stalling,), {"done": done}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("CNFPERF_SOURCES_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    src = sources.Source("t", ss.COMMIT, "http://127.0.0.1:9/t", "t.tar.gz", "0" * 64)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(sources.Unavailable, match=r"could not be downloaded \(curl: \(28\) "):
+            sources.download(src)
+    finally:
+        done.set()
+        server.shutdown()
+        server.server_close()
+    assert time.monotonic() - t0 < 30 and _downloads(tmp_path) == []
