@@ -30,8 +30,10 @@
 # download) and checks it against the lock; a copy that does not match stops
 # the build with one line. A source to be had nowhere skips its builds with one
 # line naming the URL it needs (under CI=true that is an error). A stamp holds
-# the checksum of the lock's tree hash and version, the patches and the
-# recipe, so a source mirrored and the same source downloaded give one stamp.
+# the checksum of the lock's tree hash and version, the patches, the recipe and
+# the compilers' versions (and DPDK's, for a build that links it), so a source
+# mirrored and the same source downloaded give one stamp, and an upgraded
+# compiler or DPDK another.
 # A build is staged beside the cache's builds and moved in only when it
 # succeeded, and the prefix is relinked only then: a failed or interrupted
 # build leaves the last good one (and its stamp) in place, and neither its tree
@@ -192,13 +194,30 @@ stop() {
 	exit "$1"
 }
 
+# The builds that link the system's DPDK (VPP's, without its dpdk plugin, does not).
+LINKS_DPDK=(click-dpdk)
+
+# What NAME is built with besides its sources, patches and recipe: the C and
+# C++ compilers' versions, and DPDK's for a build that links it. Builds are
+# shared by every checkout of the user, so one made before an `apt upgrade` of
+# either must not be reused after it.
+toolchain() {
+	local c
+	for c in "${CC:-cc}" "${CXX:-c++}"; do
+		echo "$c: $("$c" --version 2>/dev/null | sed -n 1p || echo none)"
+	done
+	[[ " ${LINKS_DPDK[*]} " != *" $1 "* ]] ||
+		echo "libdpdk: $(pkg-config --modversion libdpdk 2>/dev/null || echo none)"
+}
+
 # The checksum a build of NAME is stamped with: its sources' tree hash and
-# version (the lock's), its patches, how they are applied and its recipe.
+# version (the lock's), its patches, how they are applied, its recipe, and
+# what it is built with.
 sum_of() {
 	local name=$1 from; from=$(origin "$1")
 	local tree version; tree=$(sources tree "$from"); version=$(sources version "$from")
 	{ echo "$tree"; echo "$version"; cat "$here/patches/$from"/*.patch 2>/dev/null || true
-	  declare -f unpack "recipe_${name//-/_}"; } | sha256sum | cut -d' ' -f1
+	  declare -f unpack "recipe_${name//-/_}"; toolchain "$name"; } | sha256sum | cut -d' ' -f1
 }
 
 # Where the cache keeps NAME's build of checksum $2.

@@ -281,3 +281,47 @@ def test_an_interrupted_build_leaves_nothing_of_itself(tmp_path, sig, code, keep
                   for p in _cache(tmp_path).glob(".*/*"))
     built = re.search(r"^switches: snabb: building into \S+/(snabb-\w+) ", out, re.M)[1]
     assert left == ([f".build/{built}"] if keep else [])
+
+
+# A Click source of the size of a test: a configure that does nothing and a
+# make that puts a program (a copy of true: strip takes it) where Click's does.
+FAKE_CLICK: ss.Tree = {
+    "configure": ("x", "#!/bin/sh\nexit 0\n"),
+    "Makefile": "all:\n\tmkdir -p userlevel && cp /bin/true userlevel/click\n",
+}
+
+
+def _tools(tmp: Path, **versions: str) -> None:
+    """cc, c++ and pkg-config on the front of PATH (see _env), saying `versions`."""
+    bin_dir = tmp / "tools"
+    bin_dir.mkdir(exist_ok=True)
+    for tool, says in versions.items():
+        (bin_dir / tool).write_text(f"#!/bin/sh\necho '{says}'\n")
+        (bin_dir / tool).chmod(0o755)
+
+
+def test_a_build_is_stale_after_its_compiler_or_its_dpdk_changed(tmp_path):
+    """Builds are shared by every checkout: one made against an older compiler
+    or DPDK must not be reused after an upgrade of either (DPDK's counts for the
+    builds that link it alone)."""
+    archive = ss.pack(tmp_path / "src" / "click.tar.gz", FAKE_CLICK, "click")
+    ss.scripts(tmp_path, ss.lock_entry("click", ss.tree_hash(archive), UNREACHABLE), build=True)
+    env = {k: v for k, v in _env(tmp_path).items() if k not in ("CC", "CXX")}
+    env["PATH"] = f"{tmp_path / 'tools'}:{os.environ['PATH']}"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(tmp_path / "switches" / "build.sh"), *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    _tools(tmp_path, **{"cc": "cc 12.2.0", "c++": "c++ 12.2.0", "pkg-config": "22.11.4"})
+    built = run("click", "click-dpdk")
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert run("--check", "click", "click-dpdk").returncode == 0
+    _tools(tmp_path, **{"pkg-config": "22.11.5"})
+    assert run("--check", "click", "click-dpdk").stdout == \
+        "switches: click: up to date\nswitches: click-dpdk: stale\n"
+    _tools(tmp_path, **{"pkg-config": "22.11.4", "c++": "c++ 12.3.0"})
+    assert run("--check", "click", "click-dpdk").stdout == \
+        "switches: click: stale\nswitches: click-dpdk: stale\n"
+    _tools(tmp_path, **{"c++": "c++ 12.2.0"})         # back as it was: the cached builds
+    assert run("--check", "click", "click-dpdk").returncode == 0
