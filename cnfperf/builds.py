@@ -91,9 +91,15 @@ def stamp(name: str) -> str | None:
         return None
 
 
+# What switches/build.sh --check says of a build: current; built for the current
+# sources in the per-user cache by another checkout (make switches links it);
+# built from other sources; not built.
+STATES = ("up to date", "cached", "stale", "not built")
+
+
 def states() -> dict[str, str]:
-    """What switches/build.sh --check says of each build ("up to date", "stale",
-    "not built", "no sources"); {} when it cannot say (no script beside us)."""
+    """What switches/build.sh --check says of each build (one of STATES); {}
+    when it cannot say (no script beside us)."""
     script = CHECKOUT / "switches" / "build.sh"
     try:
         out = subprocess.run([str(script), "--check", *BUILDS], capture_output=True, text=True,

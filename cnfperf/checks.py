@@ -30,6 +30,7 @@ from cnfperf.host import HostFacts
 from cnfperf.experiments import sweep
 from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
+from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
                               validate)
 
@@ -43,33 +44,47 @@ def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
     return plan(doc, quick=quick, host=host)
 
 
-def plan(doc: dict[str, Any], *, quick: bool = False, host: HostFacts | None = None) -> Sweep:
+def plan(doc: dict[str, Any], *, quick: bool = False, host: HostFacts | None = None,
+         cores: tuple[int, ...] | None = None) -> Sweep:
     """The sweep of a document; each point's key is hashed from the scenario as it
     runs (its tester chosen: place_point), so that a tester auto chose and the same
-    one set are one point, and an older run's points keep their keys."""
-    swept = build(doc, quick=quick, check=check, keep=unusable(host) if host else None,
-                  settle=lambda s: place_point(s).scenario)
+    one set are one point, and an older run's points keep their keys. A point
+    without cpus is placed on `cores`, else on the usable ones; the plan keeps
+    them (spec's cpus): the tester auto takes, and so the key, depend on them."""
+    cores = cores or usable_cpus()
+    swept = build(doc, quick=quick, check=lambda s: check(s, cores),
+                  keep=unusable(host) if host else None,
+                  settle=lambda s: place_point(s, cores=cores).scenario)
+    swept.spec["cpus"] = list(cores)
     _check_plots(doc)
     return swept
 
 
 def replan(spec: dict[str, Any], host: HostFacts | None = None) -> Sweep:
     """A stored run's plan rebuilt for --resume, with the defaults it was made
-    with (fields.CHANGED_DEFAULTS: a run older than a change kept the old ones)."""
+    with (fields.CHANGED_DEFAULTS: a run older than a change kept the old ones)
+    and on the cores it was planned on: under another taskset its points would
+    take another tester and keys, and be measured again."""
     defaults = {**fields.CHANGED_DEFAULTS, **(spec.get("defaults") or {})}
+    cores = tuple(spec.get("cpus") or ()) or None
+    if cores and (gone := sorted(set(cores) - os.sched_getaffinity(0))):
+        raise UserError("--resume", f"the run was planned on CPUs {cpu_list(cores)}; "
+                                    f"{cpu_list(gone)} not usable here (taskset?)")
     swept = plan({**defaults, **spec["doc"]}, quick=spec.get("quick", False),
-                 host=host if spec.get("skip_unusable") else None)
+                 host=host if spec.get("skip_unusable") else None, cores=cores)
     swept.spec = spec
     return swept
 
 
 def place_point(s: Scenario, run_id: str = "0000", index: int = 0,
-                total: int = 1) -> TestPoint:
-    """A point placed on this host as it will run: with its data plane's pollers
-    counted and its way of joining links, its tester chosen (plan.place)."""
+                total: int = 1, cores: tuple[int, ...] | None = None) -> TestPoint:
+    """A point placed on this host as it will run, on its cpus, else on `cores`,
+    else on the usable ones: with its data plane's pollers counted and its way of
+    joining links, its tester chosen (plan.place)."""
     dataplane = DATAPLANES[s.switch]
-    return place(s, run_id, index, total,
-                 switch_pollers=dataplane.pollers(s, len(point_cpus(s))), joins=dataplane.joins)
+    cpus = point_cpus(s, cores)
+    return place(s, run_id, index, total, host_cpus=cpus,
+                 switch_pollers=dataplane.pollers(s, len(cpus)), joins=dataplane.joins)
 
 
 def _check_plots(doc: dict[str, Any]) -> None:
@@ -84,8 +99,9 @@ def _check_plots(doc: dict[str, Any]) -> None:
         raise UserError("study.plots", f"unknown {', '.join(unknown)}; known: {', '.join(PLOTS)}")
 
 
-def check(s: Scenario) -> None:
-    """Parts of a valid scenario that do not go together: UserError naming the field."""
+def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
+    """Parts of a valid scenario that do not go together: UserError naming the
+    field. A point without cpus is placed on `cores`, else on the usable ones."""
     dataplane = DATAPLANES.get(s.switch)
     if dataplane is None:
         raise UserError("switch", f"unknown data plane {s.switch!r}; known: "
@@ -124,11 +140,11 @@ def check(s: Scenario) -> None:
         if missing:
             raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
                                     f"usable: {','.join(map(str, sorted(usable)))}")
-    _check_switch(s, dataplane)
-    _check_cpu(s)
+    _check_switch(s, dataplane, point_cpus(s, cores))
+    _check_cpu(s, point_cpus(s, cores))
 
 
-def _check_switch(s: Scenario, dataplane: type) -> None:
+def _check_switch(s: Scenario, dataplane: type, usable: tuple[int, ...]) -> None:
     """Where the switch runs, its cores, queues and quota."""
     in_container = s.switch_in == "container"
     if in_container and not dataplane.processes:
@@ -140,7 +156,6 @@ def _check_switch(s: Scenario, dataplane: type) -> None:
         raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
     if s.switch_quota is not None and not in_container:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
-    usable = point_cpus(s)
     if s.switch_cores > len(usable):
         raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
@@ -171,14 +186,16 @@ def switch_problem(s: Scenario) -> tuple[str, str] | None:
     return dataplane.scenario_problem(s)
 
 
-def point_cpus(s: Scenario) -> tuple[int, ...]:
-    """The cores the point is placed on: the scenario's, else every usable one."""
-    return s.cpus or usable_cpus()
+def point_cpus(s: Scenario, cores: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """The cores the point is placed on: the scenario's, else the plan's `cores`,
+    else every usable one."""
+    return tuple(s.cpus or cores or usable_cpus())
 
 
-def _check_cpu(s: Scenario) -> None:
-    """Quotas, NF cores and noise against the runtime, the path and the cores."""
-    cores = len(point_cpus(s))
+def _check_cpu(s: Scenario, cpus: tuple[int, ...]) -> None:
+    """Quotas, NF cores and noise against the runtime, the path and the `cpus`
+    the point is placed on."""
+    cores = len(cpus)
     quotas = [name for name in QUOTAS if getattr(s, name) is not None]
     if quotas and not RUNTIMES[s.runtime].quotas:
         raise UserError(quotas[0], f"the {s.runtime} runtime cannot enforce a CPU quota "
@@ -214,7 +231,7 @@ def _check_cpu(s: Scenario) -> None:
                                  f"({', '.join(n for n, d in DATAPLANES.items() if d.joins == 'switch')})")
     noise.check_place(s.noise_on)
     if s.noise_on not in noise.PLACES:
-        usable = set(point_cpus(s))
+        usable = set(cpus)
         outside = sorted(set(parse_cpus(s.noise_on) or ()) - usable)
         if outside:
             raise UserError("noise_on", f"CPU {','.join(map(str, outside))} is not one of the "
@@ -357,10 +374,16 @@ def unusable(host: HostFacts) -> Keep:
     return keep
 
 
+def host_wide(host: HostFacts) -> list[str]:
+    """What keeps this host from running any point (the engine), each naming
+    what it concerns first: a run's preflight refuses, both dry-runs say so."""
+    return [f"engine: {host.engine.problem}"] if host.engine.problem else []
+
+
 def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
     """Host problems found before anything is created (SystemFailure)."""
     problems = host_problems(host)
-    found = [f"engine: {host.engine.problem}"] if host.engine.problem else []
+    found = host_wide(host)
     for s in scenarios:
         found += problems(s)
     if found:

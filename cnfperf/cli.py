@@ -200,12 +200,16 @@ def _run(args: argparse.Namespace) -> int:
 def _dry_run(swept: Any, host: Any, run_id: str = "0000", done: set[str] = frozenset()) -> int:
     """The plan as the run would place it, each point this host cannot run
     flagged with why (checks.host_problems: what a study leaves out, a run's
-    preflight refuses); the run is not started, whatever it would find."""
+    preflight refuses), and what keeps it from running any (checks.host_wide);
+    the run is not started, whatever it would find."""
     problems = checks.host_problems(host)
     points = runner.test_points(swept, run_id)
     print(plan_text(swept, points, done, problems))
     cannot = [p for p in points if p.key not in done and problems(p.scenario)]
-    if cannot:
+    if blocked := checks.host_wide(host):
+        print(f"cnfperf: this host cannot run any point ({'; '.join(blocked)}): the run "
+              "would stop before it starts", file=sys.stderr)
+    elif cannot:
         print(f"cnfperf: this host cannot run {len(cannot)} of {len(points)} points (cannot run "
               "here, above): the run would stop before it starts", file=sys.stderr)
     return 0

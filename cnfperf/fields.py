@@ -198,10 +198,13 @@ SWEEP_SETTINGS = {"repeat": "int"}
 
 def show(name: str, value: Any) -> str:
     """A field's value as people read it: rates as 500k or 2.5M, 0 as what it means,
-    a user's NF command by its program (the whole template is in the run's records)."""
+    yes or no (as the flags take them; the store keeps 1 and 0), a user's NF
+    command by its program (the whole template is in the run's records)."""
     if name == "nf" and isinstance(value, str) and value.startswith(CMD) and " " in value:
         return value.split()[0] + "…"
     f = by_name().get(name)
+    if f is not None and f.kind == "bool" and value in (True, False):
+        return "yes" if value else "no"
     if f is None or f.kind != "rate" or isinstance(value, bool):
         return str(value)
     if isinstance(value, rates.Rate):

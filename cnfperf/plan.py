@@ -393,5 +393,5 @@ def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int) -> int:
 def _warnings(pollers: int, cpus: tuple[int, ...]) -> list[str]:
     if pollers <= len(cpus):
         return []
-    return [f"{pollers} busy-polling threads share {len(cpus)} cores: "
+    return [f"{pollers} busy pollers share {len(cpus)} core{'' if len(cpus) == 1 else 's'}: "
             "results show CPU contention, not only the data plane"]

@@ -41,8 +41,6 @@ CONTEXTS = tuple((mode, api) for mode in fields.MODES for api in fields.APIS)
 def _text(f: Field, value: Any) -> str:
     if value is None:
         return f.unset or "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, float) and f.kind == "float":
         return f"{value:g}"
     return fields.show(f.name, value)
@@ -121,7 +119,7 @@ def values(f: Field) -> str:
     if f.kind == "choice":
         return ", ".join(map(_code, f.choices))
     if f.kind == "bool":
-        return "`true`, `false`"
+        return "`yes`, `no`"
     if f.kind == "rate":
         return "a rate: `1000`, `500k`, `2.5M`" + \
             ("; `ndr`, `pdr`, `pdr:X%`" if f.searchable else "")

@@ -117,10 +117,10 @@ def execute(planned: Sweep | list[Scenario], opts: RunOptions) -> RunOutcome:
 
 
 def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
-    """The plan's points placed on this host, in order, each with its sweep key
-    and its tester chosen (checks.place_point)."""
-    total = len(swept.scenarios)
-    return [replace(place_point(s, run_id, i, total), key=p.key, group=p.group, rep=p.rep,
+    """The plan's points placed on this host, on the cores it was planned on, in
+    order, each with its sweep key and its tester chosen (checks.place_point)."""
+    total, cores = len(swept.scenarios), tuple(swept.spec.get("cpus") or ()) or None
+    return [replace(place_point(s, run_id, i, total, cores), key=p.key, group=p.group, rep=p.rep,
                     label=p.label(swept.plan.axes))
             for i, (p, s) in enumerate(zip(swept.plan.points, swept.scenarios))]
 
@@ -282,7 +282,7 @@ class Run:
                     versions=versions,
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
-                    cores=len(point.cpus))
+                    point_cores=len(point.cpus))
 
     def _close(self, teardown: Teardown) -> None:
         teardown.close()

@@ -56,11 +56,15 @@ def refusal(s: Scenario, tester: str) -> Refusal | None:
 
 def problem(s: Scenario) -> Refusal | None:
     """Why no tester can run the scenario as asked (checks.check: exit 2): a set
-    tester's refusal, or with auto, when both are refused, the split tester's."""
+    tester's refusal, or with auto, when both are refused, both reasons (each
+    tester's refusal alone would send the user to the other)."""
     if s.tester != AUTO:
         return refusal(s, s.tester)
-    refused = [refusal(s, tester) for tester in TESTERS]
-    return refused[0] if all(refused) else None
+    refused = [r for tester in TESTERS if (r := refusal(s, tester)) is not None]
+    if len(refused) < len(TESTERS):
+        return None
+    why = f"{' and '.join(r.short for r in refused)}: neither tester can run it"
+    return Refusal(refused[0].field, why, why)
 
 
 def choose(s: Scenario, pollers: Callable[[str], int], cores: int) -> tuple[str, str]:
@@ -75,6 +79,8 @@ def choose(s: Scenario, pollers: Callable[[str], int], cores: int) -> tuple[str,
     if split > cores:
         return "single", f"{AUTO}: split would put {_many(split, 'busy poller')} on " \
                          f"{_many(cores, 'core')}"
+    if not split:
+        return "split", f"{AUTO}: nothing polls busily (poll = {s.poll})"
     return "split", f"{AUTO}: split's {_many(split, 'busy poller')} " \
                     f"{'fits' if split == 1 else 'fit'} on {_many(cores, 'core')}"
 

@@ -8,7 +8,9 @@ A field's value may be one value or many:
     1M, 500k, 2.5M    rates (k = 1e3, M = 1e6, G = 1e9; an optional "pps" suffix)
     ndr, pdr, pdr:X%  zero-loss / partial-drop-rate searches (pdr alone allows 0.1%)
 
-Repeated values are dropped (first one wins), so every point has a distinct key.
+Repeated values are dropped (first one wins), and so is a point that runs as one
+before it (tester = auto and the tester it picks, a search-only field at a fixed
+rate: the key says so), listed as skipped; so every point has a distinct key.
 
 Order of the plan (stable, documented because --resume and the reader rely on it):
 fields by their `axis` in fields.py, data plane first, then names that are not fields
@@ -78,7 +80,7 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
             return True
         if s in _FALSE:
             return False
-        raise ValueError(f"{field_name}: '{raw}' is not yes or no (true/false)")
+        raise ValueError(f"{field_name}: '{raw}' is not yes or no")
     if isinstance(raw, (dict, list)):
         raise ValueError(f"{field_name}: {raw!r} is not a single value")
     s = str(raw).strip()
@@ -184,7 +186,7 @@ class Plan:
 
     def describe(self) -> str:
         """What --dry-run prints before the list of points."""
-        lines = [f"{len(self.points)} points" + self._repetitions()
+        lines = [f"{len(self.points)} point{'' if len(self.points) == 1 else 's'}" + self._repetitions()
                  + (f", {len(self.skipped)} skipped" if self.skipped else "")]
         for name, values in self.axes.items():
             some = sum(name in p.params for p in self.points) < len(self.points)
@@ -252,6 +254,7 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
         raise ValueError(f"sweep: {total} points (at most {MAX_POINTS}); narrow a range")
     points: list[SweepPoint] = []
     skipped: list[tuple[dict, str]] = []
+    first: dict[str, dict] = {}          # group → the params that made it first
     for combo in itertools.product(*(parsed[n] for n in order)):
         params = dict(zip(order, combo))
         reason = keep(params) if keep else None
@@ -259,9 +262,24 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
             skipped.append((params, reason))
             continue
         group = point_hash(canonical(params) if canonical else params)
+        if group in first:
+            # Values that run as the same point (tester = auto and the tester it
+            # picks; a search-only field at a fixed rate): one key, measured once.
+            skipped.append((params, _same_point(params, first[group])))
+            continue
+        first[group] = params
         for rep in range(repeat):
             points.append(SweepPoint(len(points), params, rep, group, f"{group}-{rep}", repeat))
     return Plan(points, axes, fixed, repeat, skipped)
+
+
+def _same_point(params: Mapping[str, Any], earlier: Mapping[str, Any]) -> str:
+    """`tester=single: the same point as tester=auto`, naming the values that differ."""
+    differ = [n for n in params if params[n] != earlier.get(n)]
+
+    def values(p: Mapping[str, Any]) -> str:
+        return " ".join(f"{n}={field_table.show(n, p[n])}" for n in differ)
+    return f"{values(params)}: the same point as {values(earlier)}"
 
 
 def _repeat(values: list) -> int:
@@ -337,23 +355,26 @@ def override(doc: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]
 
 
 def merge(plans: list[Plan]) -> Plan:
-    """One plan from several, data plane outermost, duplicates (same key) dropped."""
+    """One plan from several, data plane outermost, a point two parts plan
+    (same group) kept once, where it first comes, repeated as often as the part
+    that repeats it most asks."""
     if len(plans) == 1:
         return plans[0]
     switch_order: list = []
+    repeat: dict[str, int] = {}
     for plan in plans:
         for p in plan.points:
             if p.params.get("switch") not in switch_order:
                 switch_order.append(p.params.get("switch"))
-    seen: set[str] = set()
+            repeat[p.group] = max(repeat.get(p.group, 1), p.repeat)
     points: list[SweepPoint] = []
     for sw in switch_order:
         for plan in plans:
             for p in plan.points:
-                if p.params.get("switch") == sw and p.key not in seen:
-                    seen.add(p.key)
-                    points.append(SweepPoint(len(points), p.params, p.rep, p.group, p.key,
-                                             p.repeat))
+                if p.params.get("switch") == sw and p.group in repeat:
+                    n = repeat.pop(p.group)
+                    points += [SweepPoint(len(points) + rep, p.params, rep, p.group,
+                                          f"{p.group}-{rep}", n) for rep in range(n)]
     axes: dict[str, list] = {}
     all_fields: list[str] = []
     for plan in plans:

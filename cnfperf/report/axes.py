@@ -5,6 +5,9 @@ A linear axis holding veth's 0.3 Mpps beside memif's 48 Mpps draws veth on the
 floor: where a plot's positive values span more than LOG_SPAN, its value axis
 is logarithmic, ticked 1-2-5 per decade over a narrow span, 1-3 over a wider
 one and once a decade over more, labelled as plain numbers (0.5, 20, 1,000, not 10^3).
+A log axis has no 0: a zero (a point that received nothing) is marked on the
+axis' floor by an arrow pointing below it (ZERO; no data plane's marker is an
+arrow), which the footnote explains.
 
 Whatever the ticks, declutter() (called on every figure before it is saved)
 draws the figure, and where two tick labels of an axis intersect it keeps
@@ -16,10 +19,13 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from matplotlib.colors import to_hex
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 LOG_SPAN = 20.0   # max / min of an axis' positive values beyond which it is logarithmic
 PAD = 2           # pixels two labels keep between them
+ZERO = "_zero"    # the label of the marks of zeros on a log axis' floor
+ZERO_MARKERS = {"y": r"$\downarrow$", "x": r"$\leftarrow$"}
 
 
 def span(values: Iterable[float | None]) -> float:
@@ -59,10 +65,52 @@ def values_axis(ax, values: Iterable[float | None], which: str = "y") -> bool:
         low, high = min(positive), max(positive)
         # room for error bars and markers: a third of a decade each side
         (ax.set_ylim if which == "y" else ax.set_xlim)(low / 2.2, high * 2.2)
+        if any(v is not None and v <= 0 for v in values):
+            zeros_at_floor(ax, which)
         return True
     axis.set_major_formatter(FuncFormatter(number))
     (ax.set_ylim if which == "y" else ax.set_xlim)(0, None)   # bottom / left at 0
     return False
+
+
+def zeros_at_floor(ax, which: str) -> None:
+    """Marks every zero the axes' curves and bars hold on the log axis' floor
+    (the log scale would clip them out of sight), in the curve's colour."""
+    floor = (ax.get_ylim if which == "y" else ax.get_xlim)()[0]
+    at: dict[str, set[float]] = {}     # colour → where along the other axis
+
+    for line in list(ax.get_lines()):
+        if line.get_label() == ZERO:
+            continue
+        here, other = (line.get_ydata(), line.get_xdata()) if which == "y" else \
+            (line.get_xdata(), line.get_ydata())
+        for v, o in zip(here, other):
+            if _zero(v):   # the edge: a hollow marker's colour is there
+                at.setdefault(to_hex(line.get_markeredgecolor()), set()).add(float(o))
+    for bar in ax.patches:
+        if hasattr(bar, "get_height") and _zero(bar.get_height() if which == "y"
+                                                else bar.get_width()):
+            middle = bar.get_x() + bar.get_width() / 2 if which == "y" else \
+                bar.get_y() + bar.get_height() / 2
+            edge = bar.get_edgecolor()     # a hatched bar's colour, a filled one's none
+            at.setdefault(to_hex(edge if edge[3] else bar.get_facecolor()), set()).add(middle)
+    for colour, where in at.items():
+        spots = sorted(where)
+        xs, ys = ([floor] * len(spots), spots) if which == "x" else (spots, [floor] * len(spots))
+        ax.plot(xs, ys, ls="none", marker=ZERO_MARKERS[which], ms=10, color=colour,
+                clip_on=False, zorder=4, label=ZERO)
+
+
+def _zero(v: object) -> bool:
+    try:
+        return math.isfinite(float(v)) and float(v) <= 0     # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def has_zeros(fig) -> bool:
+    """Whether zeros_at_floor marked any in the figure."""
+    return any(line.get_label() == ZERO for ax in fig.axes for line in ax.get_lines())
 
 
 def with_scale(label: str, log: bool) -> str:

@@ -64,7 +64,7 @@ def notice(points: list[dict[str, Any]]) -> str:
     if not crowded:
         return ""
     return (f"CPU contention: {crowded} of {len(points)} points were measured with more "
-            f"busy-polling threads than cores (up to {worst}). Their numbers show how the "
+            f"busy pollers than cores (up to {worst}). Their numbers show how the "
             "scheduler shared the cores as much as what the data plane can do; they are "
             "drawn hollow in the plots and flagged in the tables' CPU contended column.")
 

@@ -5,7 +5,8 @@ A Pen draws one figure's curves: each in its data plane's colour and marker
 (style.py), curves of one style apart by a shade of it (and, where the line
 style is free, by that), and the points
 measured with more busy pollers than cores (contention.py) hollow, with a
-footnote under the figure that says what hollow means.
+footnote under the figure that says what hollow means (and what the marks of
+zeros on a log axis are: axes.zeros_at_floor).
 """
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ from cnfperf.report import style
 from cnfperf.report.rows import order
 
 DPI = 110
-HOLLOW = ("{}: measured with more busy-polling threads than cores; those numbers show "
+HOLLOW = ("{}: measured with more busy pollers than cores; those numbers show "
           "CPU contention, not only the data plane.")
+ZEROS = ("Arrows on the floor of a log axis: 0 (e.g. nothing received), which a log "
+         "scale cannot show.")
 FOOTNOTE_INCHES = 0.28   # room kept under the panels for a footnote's first line
 LINE_INCHES = 0.15       # and for each further line (8 pt)
 CHARS_PER_INCH = 15      # 8 pt characters in an inch, a few to spare
@@ -221,8 +224,14 @@ class Pen:
                       label=label or name)
 
     def footnote(self, fig: Figure) -> None:
-        """Says what hollow markers mean, when the figure has any."""
+        """Says what hollow markers and the marks of zeros on a log axis
+        (axes.zeros_at_floor) mean, when the figure has any."""
+        notes = []
         if self.contended:
             what = " and ".join({"markers": "Hollow markers", "bars": "hatched bars"}[k]
                                 for k in sorted(self.contended, reverse=True))
-            footnote(fig, HOLLOW.format(what[0].upper() + what[1:]))
+            notes.append(HOLLOW.format(what[0].upper() + what[1:]))
+        if value_axes.has_zeros(fig):
+            notes.append(ZEROS)
+        if notes:
+            footnote(fig, " ".join(notes))

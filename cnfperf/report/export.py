@@ -28,8 +28,8 @@ VALUE_COLUMNS = ("pair", "offered_pps", "tx_pps", "rx_pps", "steady_rx_pps", "rx
 
 # The point's own columns besides its fields: its paths' shape (pair, chain,
 # pipeline), the nodes whose poller was CPU-bound (comma-separated names), why
-# its tester (`tester`: the one used), its busy pollers and the cores they shared.
-POINT_COLUMNS = ("shape", "cpu_bound", "tester_why", "pollers", "cores")
+# its tester (`tester`: the one used), its busy pollers and how many cores they shared.
+POINT_COLUMNS = ("shape", "cpu_bound", "tester_why", "pollers", "point_cores")
 # An NF port's row: its NF (named; `nf` is the point's field, the NF's kind) and
 # place on the pair's path (0 next to the sender), the port (1 faces the sender),
 # its counters (rx and drops at the ingress port, tx and tx_refused at the egress).
@@ -42,11 +42,10 @@ CPU_COLUMNS = ("node", "kind", "cores", "quota", "user_s", "system_s", "softirq_
                "packets", "cycles_per_packet", "tsc_hz", "tsc_source", "threads")
 
 
-def _identity(own: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The point's columns on every row; a row's `own` columns win a name they
-    share (a node's `cores` are its cpulist, the point's how many it had)."""
+def _identity() -> tuple[str, ...]:
+    """The point's columns on every row."""
     return ("run", "idx", "key", "rep", "status", *(f.name for f in fields.stored()),
-            *(c for c in POINT_COLUMNS if c not in own))
+            *POINT_COLUMNS)
 
 
 def columns() -> tuple[str, ...]:
@@ -59,7 +58,7 @@ def nf_port_columns() -> tuple[str, ...]:
 
 
 def cpu_columns() -> tuple[str, ...]:
-    return (*_identity(CPU_COLUMNS), *CPU_COLUMNS)
+    return (*_identity(), *CPU_COLUMNS)
 
 
 def _base(run: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:

@@ -118,7 +118,7 @@ def _num(v: float) -> str:
 
 
 def _contended(e: Entry) -> str:
-    return f"yes: {e.share.pollers} pollers on {e.share.cores} cores" if e.contended else "no"
+    return f"yes: {e.share}" if e.contended else "no"
 
 
 def _column(found: Sequence[Entry]) -> str:
@@ -177,5 +177,5 @@ def _ranks(found: Sequence[Entry]) -> dict[int, int]:
 NOTE = ("Per frame size, each data plane (or path) at its best: throughput at the highest "
         "received rate any of its points reached (the mean of its repetitions), latency at "
         "the lowest median of its latency points. CPU contended: measured with more "
-        "busy-polling threads than cores; the tester and why it was chosen are in the "
+        "busy pollers than cores; the tester and why it was chosen are in the "
         "Points table.")

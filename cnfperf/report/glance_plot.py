@@ -42,7 +42,8 @@ def _throughput(ax, pen: Pen, mine: Sequence[Entry]) -> None:
         pen.bar(ax, e.curve, i, v, _err(e.value, 1e6), e.contended, horizontal=True,
                 height=0.7)
     log = value_axes.values_axis(ax, values, "x")
-    ends = [max(v, (e.value.ci_high or 0) / 1e6) for e, v in zip(mine, values)]
+    floor = ax.get_xlim()[0]        # a log axis' 0: its number goes there (axes.ZERO)
+    ends = [max(v, (e.value.ci_high or 0) / 1e6, floor) for e, v in zip(mine, values)]
     for i, (v, end) in enumerate(zip(values, ends)):
         ax.text(end, i, f"  {_num(v)}", va="center", fontsize=8)
     _room(ax, log)
@@ -60,9 +61,11 @@ def _latency(ax, pen: Pen, mine: Sequence[Entry]) -> None:
             ax.plot([mid, tail], [i, i], color=colour, lw=1.2)
             ax.plot([tail], [i], marker="|", ms=12, mew=2, color=colour)
     log = value_axes.values_axis(ax, [*p50, *(v for v in p99 if v is not None)], "x")
+    floor = ax.get_xlim()[0]
     for i, (mid, tail) in enumerate(zip(p50, p99)):
         text = f"  {_num(mid)}" + (f" · {_num(tail)}" if tail is not None else "")
-        ax.text(tail if tail is not None else mid, i, text, va="center", fontsize=8)
+        ax.text(max(tail if tail is not None else mid, floor), i, text, va="center",
+                fontsize=8)
     _room(ax, log)
     ax.set_xlabel(value_axes.with_scale("p50 bar · p99 mark (µs)", log))
 

@@ -56,16 +56,17 @@ HOW_TO_READ = (
                     "highest received rate any of its throughput points reached, the lowest "
                     "median of its latency points; with repetitions, the 95% confidence "
                     "interval of the mean."),
-    (contention.COLUMN, "a point measured with more busy-polling threads (tester ends, network "
+    (contention.COLUMN, "a point measured with more busy pollers (tester ends, network "
                       "functions, the switch's poll threads) than the cores they ran on: its "
                       "numbers show how the scheduler shared the cores as much as what the data "
                       "plane can do. Drawn hollow (markers) or hatched (bars), flagged in "
                       "tables."),
     ("Tester", "split: sender and receiver each an engine of its own; single: one engine "
-               "holds both ends of each path (fewer pollers). The Points table says which "
+               "holds both ends of each path (fewer busy pollers). The Points table says which "
                "measured each point and, when chosen for the host, why."),
     ("Log scale", "a value axis is logarithmic where the plot's values span more than 20×: "
-                  "equal distances are equal ratios, so 0.3 and 48 Mpps both read."),
+                  "equal distances are equal ratios, so 0.3 and 48 Mpps both read. It has no "
+                  "0: a point that received nothing is an arrow on the axis' floor."),
     ("Pairs", "sender/receiver (or client/server) container pairs running at the same time; "
               "per-pair is the mean over pairs, total is their sum."),
     ("Path", "what each pair's frames cross: send → 3 × l2 (chain) → recv is three network "

@@ -273,7 +273,8 @@ def throughput_bars(rows: Iterable[Row], path: str | Path,
     fig = figure(1, width=max(5.0, 0.9 * len(keys) + 2), height=4.0)
     ax = fig.subplots()
     pen = Pen(runs)
-    labels = ["\n".join(f"{n}={v}" if n != "switch" else str(v) for n, v in zip(split, k))
+    labels = ["\n".join(f"{n}={fields.show(n, v)}" if n != "switch" else str(v)
+                        for n, v in zip(split, k))
               for k in keys]
     for i, k in enumerate(keys):
         pen.bar(ax, str(k[0]), i, top[k][0] / 1e3, top[k][1] / 1e3, top[k][2])

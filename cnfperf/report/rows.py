@@ -134,7 +134,7 @@ PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "la
 # `switch` value).
 PATH_FIELDS = ("nfs", "tester", "poll")
 # How the path's CPU was set up: another curve too, shown as `name=value`
-# (`ovs switch_in=container pin=False`), the defaults left out unless they vary.
+# (`ovs switch_in=container pin=no`), the defaults left out unless they vary.
 CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
               "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
 
@@ -207,7 +207,7 @@ def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
 
 
 def curve_label(switch: str, others: Mapping[str, Any]) -> str:
-    extra = " ".join(f"{k}={v}" for k, v in others.items())
+    extra = " ".join(f"{k}={fields.show(k, v)}" for k, v in others.items())
     return f"{switch} {extra}".strip()
 
 

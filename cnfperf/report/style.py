@@ -3,7 +3,7 @@ same in every plot of every report.
 
 Styles are assigned by place in the registries (cnfperf/dataplanes' DATAPLANES,
 fields.NF_KINDS), not by what a run happens to hold, so OVS is the same indigo
-square beside veth as beside VPP. A data plane registered later gets the next
+X beside veth as beside VPP. A data plane registered later gets the next
 style without an edit here (add it at the end of DATAPLANES: one inserted in
 the middle moves the styles of those after it).
 
@@ -12,7 +12,9 @@ factor, so the first 154 styles are distinct pairs and the first 14 distinct
 colours. The colours are Okabe and Ito's and Paul Tol's colour-blind-safe
 qualitative sets (yellows left out: they vanish on white); the marker tells
 apart what a colour-blind reader might still confuse. NF kinds count down from
-the last of the 154, so a kind never wears a data plane's pair.
+the last of the 154, so a kind never wears a data plane's pair; a name neither
+registry holds (a cmd: NF, an older cnfperf's data plane) hashes into the pairs
+left between them.
 """
 from __future__ import annotations
 
@@ -61,8 +63,12 @@ def _dataplanes() -> tuple[str, ...]:
 
 def _unknown(name: str) -> Style:
     """A name no registry holds (a data plane of an older cnfperf, a user's own NF):
-    a style of its own as far as a hash goes, the same in every report."""
-    return nth(int(hashlib.sha1(name.encode()).hexdigest(), 16) % PAIRS)
+    a style of its own as far as a hash goes, the same in every report, among
+    the pairs no registered data plane or NF kind wears."""
+    taken = {*range(len(_dataplanes())),
+             *range(PAIRS - len(fields.NF_KINDS), PAIRS)}
+    free = [i for i in range(PAIRS) if i not in taken]
+    return nth(free[int(hashlib.sha1(name.encode()).hexdigest(), 16) % len(free)])
 
 
 def dataplane(name: str) -> Style:
@@ -85,12 +91,6 @@ def rank(name: str) -> int:
     known = _dataplanes()
     dp = name.split(" ", 1)[0]
     return known.index(dp) if dp in known else len(known)
-
-
-def of_curve(name: str) -> Style:
-    """A curve's style from its name: curves are named after their data plane
-    first (`ovs 3×l2 single`), so the first word decides."""
-    return dataplane(name.split(" ", 1)[0])
 
 
 # Curves of one style (one data plane's paths) keep its hue, each a shade of its own:

@@ -38,15 +38,13 @@ def _param(point: dict[str, Any], name: str) -> Any:
 
 
 def label(point: dict[str, Any], names: Sequence[str]) -> str:
-    """`vhost dpdk latency size=64 no-mmsg`: values that name themselves bare."""
+    """`vhost dpdk latency size=64 mmsg=no`: values that name themselves bare."""
     table = fields.by_name()
     parts = []
     for name in names:
         v, f = _param(point, name), table.get(name)
         if f and f.label == "bare":
             parts.append(str(v))
-        elif isinstance(v, bool):
-            parts.append(name if v else f"no-{name}")
         else:
             parts.append(f"{name}={fields.show(name, v)}")
     return " ".join(parts) or str(point.get("switch", ""))

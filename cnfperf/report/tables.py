@@ -69,7 +69,7 @@ def tester_notes(points: Sequence[dict[str, Any]]) -> list[str]:
     outnumbered the cores. Points stored before cnfperf said why say nothing."""
     groups: dict[tuple[str, str], dict[str, None]] = {}
     for p in points:
-        why, pollers, cores = p.get("tester_why"), p.get("pollers"), p.get("cores")
+        why, pollers, cores = p.get("tester_why"), p.get("pollers"), p.get("point_cores")
         if why == SET and pollers is not None and cores and pollers > cores:
             why = f"set; {pollers} busy pollers on {cores} cores: CPU contention"
         elif why == SET or not why:
@@ -152,7 +152,7 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
         lines += [f"        cannot run here: {why}" for why in (problems(s) if problems else ())]
     lines += [f"  {note}" for note in tester_notes([
         {"tester": p.scenario.tester, "switch": p.scenario.switch, "tester_why": p.tester_why,
-         "pollers": p.pollers, "cores": len(p.cpus)} for p in placed_points])]
+         "pollers": p.pollers, "point_cores": len(p.cpus)} for p in placed_points])]
     switches = ", ".join(dict.fromkeys(p.scenario.switch for p in placed_points))
     lines.append(f"data planes: {switches}; traffic time ≥ {format_seconds(seconds)} "
                  "(plus setup and teardown of every point)")

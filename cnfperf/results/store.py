@@ -139,9 +139,9 @@ ALTER TABLE points ADD COLUMN queues TEXT;
 """
 # Which tester a point used and why: its `tester` column says which (split or
 # single), tester_why why ("set", or what tester = auto weighed: testers.py);
-# pollers the busy-polling threads it counted for that tester (its ends, NFs and
-# data plane: plan.busy_pollers), cores the cores the point was placed on.
-# NULL in points stored before.
+# pollers the busy pollers it counted for that tester (its ends, NFs and
+# data plane: plan.busy_pollers), cores how many cores the point was placed on
+# (point_cores since _SCHEMA_11). NULL in points stored before.
 _SCHEMA_9 = """
 ALTER TABLE points ADD COLUMN tester_why TEXT;
 ALTER TABLE points ADD COLUMN pollers INTEGER;
@@ -153,8 +153,12 @@ _SCHEMA_10 = """
 ALTER TABLE metrics ADD COLUMN udp_in_errors INTEGER;
 ALTER TABLE metrics ADD COLUMN udp_in_csum_errors INTEGER;
 """
+# A point's count of cores is point_cores: `cores` is a node's cpulist (cpu_usage).
+_SCHEMA_11 = """
+ALTER TABLE points RENAME COLUMN cores TO point_cores;
+"""
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
-               _SCHEMA_8, _SCHEMA_9, _SCHEMA_10]
+               _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
                    "cpu_usage")
@@ -252,12 +256,12 @@ class Store:
                   rep: int = 0, search: dict[str, Any] | None = None,
                   trials: list[dict[str, Any]] = (), shape: str | None = None,
                   tester_why: str | None = None, pollers: int | None = None,
-                  cores: int | None = None) -> int:
+                  point_cores: int | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` its network functions' when
         not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS) and
         `trials` come from an ndr/pdr search; `shape`, `tester_why`, `pollers`
-        and `cores` are the plan's (TestPoint's; cores: how many)."""
+        and `point_cores` are the plan's (TestPoint's; point_cores: how many cores)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -271,7 +275,8 @@ class Store:
                    image_size=getattr(image, "size_bytes", None),
                    nf_image_name=getattr(nf_image, "name", None),
                    nf_image_size=getattr(nf_image, "size_bytes", None), shape=shape,
-                   tester_why=tester_why, pollers=pollers, cores=cores)
+                   tester_why=tester_why, pollers=pollers,
+                   point_cores=point_cores)
         if result:
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
                        queues=json.dumps(result.queues) if result.queues else None)

@@ -177,3 +177,17 @@ def test_run_and_study_dry_runs_say_alike_why_a_switch_cannot_run_here(tmp_path,
     out = capsys.readouterr().out
     assert f"skipped {flagged[0].removeprefix('cannot run here: ')}" in out
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("command", [["run", "--switch", "bridge"],
+                                     ["study", "shootout", "--quick"]])
+def test_dry_runs_say_when_the_engine_is_missing(tmp_path, monkeypatch, capsys, command):
+    """The engine is every point's: a dry-run says the run would stop for it,
+    in the words of the run's preflight."""
+    monkeypatch.setenv("CNFPERF_ENGINE", str(tmp_path / "cnfperf-engine"))
+    monkeypatch.setenv("CNFPERF_RESULTS", str(tmp_path / "results"))
+    assert main([*command, "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "cnfperf: this host cannot run any point (engine: engine not built (make build)): " \
+        "the run would stop before it starts" in err
+    assert not (tmp_path / "results").exists()

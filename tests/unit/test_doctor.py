@@ -52,3 +52,15 @@ def test_a_switch_build_says_where_it_is_and_whether_it_is_stale():
     assert host_facts._build({**built, "state": "cached"}) == \
         "/p/vpp (stamp 0123456789ab, stale: make switches links the cached build)"
     assert host_facts._build({**built, "problem": "vpp not built (…)"}) == "vpp not built (…)"
+
+
+def test_the_build_states_are_what_the_build_script_says():
+    """doctor reads switches/build.sh --check (builds.states): the states it
+    knows are the ones the script's state() prints."""
+    import re
+    from cnfperf import builds
+    script = (builds.CHECKOUT / "switches" / "build.sh").read_text()
+    body = script[script.index("\nstate() {"):]
+    body = body[:body.index("\n}\n")]
+    said = re.findall(r'^\s*echo "?([^"\n]+?)"?$', body, re.M)
+    assert tuple(said) == builds.STATES

@@ -126,7 +126,7 @@ def test_switch_poll_core_shares_the_least_loaded_core_when_none_is_free():
     cpu, = switch_cpus(p, 1)
     assert cpu in (0, 1)
     assert switch_cpus(p, 0) == ()
-    assert any("busy-polling threads share 2 cores" in w for w in p.warnings)
+    assert any("busy pollers share 2 cores" in w for w in p.warnings)
 
 
 def test_testpmd_ports_pair_the_ends_of_each_link():

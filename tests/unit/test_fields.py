@@ -66,7 +66,7 @@ def test_a_new_row_reaches_every_reader(tmp_path):
     code, _, err = r["bad"]
     assert code == 2 and "frob" in err and "maybe" in err and len(err.splitlines()) == 1
     code, out, _ = r["dry"]
-    assert code == 0 and "frob=True" in out, out
+    assert code == 0 and "frob=yes" in out, out
     assert r["swept"] == [True, False] and "frob" in r["axes"]
     assert r["column"] == [1, 0]
     rows = list(csv.DictReader(io.StringIO(r["csv"])))
@@ -82,3 +82,20 @@ def test_every_row_is_complete():
         assert f.help and f.label in ("", "bare", "named"), f
         assert not f.zero or f.kind == "rate", f
         assert (f.kind == "choice") == bool(f.choices), f
+
+
+def test_a_yes_no_field_reads_yes_or_no_wherever_it_is_shown():
+    """The flags take yes and no; the tables, labels, plots and the field
+    reference say them back the same way, whether the value is a bool or the
+    store's 1 and 0."""
+    from cnfperf import reference
+    from cnfperf.report.rows import curve_label
+    from cnfperf.report.summary import label
+
+    assert [fields.show("pin", v) for v in (True, False, 1, 0)] == ["yes", "no", "yes", "no"]
+    assert fields.show("pairs", 1) == "1"
+    assert curve_label("ovs", {"pin": False}) == "ovs pin=no"
+    assert label({"switch": "bridge", "mmsg": True, "touch": 0}, ["switch", "mmsg", "touch"]) == \
+        "bridge mmsg=yes touch=no"
+    [pin] = [row for row in reference.fields_table().splitlines() if row.startswith("| `pin`")]
+    assert "| `yes` | `yes`, `no` |" in pin

@@ -47,7 +47,7 @@ def test_traffic_noise_is_an_unmeasured_pair_through_the_switch():
     assert extra.noise and not extra.nfs and extra.sender.name == "cnfp00abp1s"
     assert len(point.engines) == 4 and len(point.links) == 2
     # four busy pollers on two cores: the plan says so
-    assert point.warnings and "4 busy-polling" in point.warnings[0]
+    assert point.warnings and "4 busy pollers" in point.warnings[0]
 
 
 def test_nf_cores_and_pinning():

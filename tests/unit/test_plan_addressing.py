@@ -52,7 +52,7 @@ def test_two_cores_give_each_side_of_a_pair_its_own_core():
     for pair in point.pairs:
         assert pair.sender.cpu != pair.receiver.cpu
     assert point.warnings, "4 busy pollers on 2 cores must be recorded"
-    assert "4 busy-polling threads share 2 cores" in point.warnings[0]
+    assert "4 busy pollers share 2 cores" in point.warnings[0]
     assert not _point(pairs=1).warnings
 
 
@@ -103,7 +103,7 @@ def test_a_path_runs_through_its_nfs_in_order(pairs, nfs):
 def test_nfs_take_the_cores_after_the_ends():
     point = _point(pairs=1, nfs=3, host_cpus=(0, 1, 2, 3))
     assert [nf.cpu for nf in point.nfs] == [2, 3, 0]
-    assert any("busy-polling" in w for w in point.warnings)   # 2 ends + 3 NFs > 4 cores
+    assert any("busy pollers" in w for w in point.warnings)   # 2 ends + 3 NFs > 4 cores
 
 
 @pytest.mark.parametrize("joins,nfs,shape", [("switch", 0, "pair"), ("switch", 2, "chain"),
@@ -124,7 +124,7 @@ def test_a_single_tester_holds_both_ends_of_its_path():
         # It starts after its NF: the NF listens on both links.
         assert [link.first for link in pair.links] == [pair.nfs[0].ports[0], pair.nfs[0].ports[1]]
     assert [e.cpu for e in point.engines] == [0, 1] and [nf.cpu for nf in point.nfs] == [0, 1]
-    assert "4 busy-polling threads share 2 cores" in point.warnings[0]   # 2 testers, 2 NFs
+    assert "4 busy pollers share 2 cores" in point.warnings[0]   # 2 testers, 2 NFs
 
 
 def test_a_mirror_ends_the_path_at_its_one_port():

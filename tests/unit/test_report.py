@@ -234,7 +234,7 @@ def test_throughput_bars_for_socket_techniques(tmp_path, figures):
     ax = figures[0].axes[0]
     assert ax.get_ylabel() == "max received rate (kpps)"
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert "bridge\napi=raw\nmmsg=True" in ticks and len(ticks) == 4
+    assert "bridge\napi=raw\nmmsg=yes" in ticks and len(ticks) == 4
     heights = sorted(p.get_height() for p in ax.patches)
     assert heights == pytest.approx([338, 360, 409, 440])
 
@@ -412,7 +412,7 @@ def stored_shootout():
                         "tester": "single" if switch == "ovs" else "split",
                         "tester_why": "auto: the split tester's 3 busy pollers would share 2 cores"
                         if switch == "ovs" else "auto: 2 busy pollers on 2 cores",
-                        "pollers": 3 if switch == "ovs" else 2, "cores": 2,
+                        "pollers": 3 if switch == "ovs" else 2, "point_cores": 2,
                         "rx_pps": rx, "loss_ratio": 0.0,
                         "latency_kind": "rtt" if mode == "latency" else "one_way", **lat,
                         "per_pair": [{"pair": 0, "tx_pps": rx, "rx_pps": rx, "sent": 1000,

@@ -6,8 +6,9 @@ import math
 import random
 
 import pytest
+from matplotlib.colors import same_color
 
-from cnfperf.report import axes, draw, glance, glance_plot, nf_plots, nfs, plots
+from cnfperf.report import axes, draw, glance, glance_plot, nf_plots, nfs, plots, style
 
 # Every data plane cnfperf knows, at rates a 2-core host gives them: kernel ones
 # near 0.1 Mpps, memif near 50 (the span that squashed the kernel onto zero).
@@ -151,3 +152,45 @@ def test_the_glance_chart_has_no_overlapping_labels(tmp_path, saved):
     assert axes.overlaps(fig) == []
     assert fig.axes[0].get_xscale() == "log"
     assert math.isclose(len(fig.axes[0].patches), len(CAPACITY))
+
+
+def test_a_zero_on_a_log_axis_is_marked_on_its_floor(tmp_path, saved):
+    """A point that received nothing (0 Mpps) beside memif's 48: the log scale
+    would clip it out of sight; it is marked on the floor in its colour and the
+    footnote says what the mark means."""
+    rows = [dict(switch=switch, mode="throughput", api="dpdk", size=size, burst=32, pairs=1,
+                 pair=0, point=f"{switch}{size}", rate=0.0, tx_pps=5e7, rx_pps=rx,
+                 contended=switch == "ovs")      # hollow: its marker's edge is its colour
+            for switch, rx in (("memif", 48e6), ("veth", 3e5), ("ovs", 0.0))
+            for size in (64, 1500)]
+    plots.throughput_vs_size(rows, tmp_path / "size.png")
+    [fig] = saved
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    [zeros] = [line for line in ax.get_lines() if line.get_label() == axes.ZERO]
+    floor = ax.get_ylim()[0]
+    assert list(zeros.get_xdata()) == [64, 1500] and list(zeros.get_ydata()) == [floor, floor]
+    ovs = next(line for line in ax.get_lines() if list(line.get_ydata()) == [0, 0])
+    assert same_color(zeros.get_color(), style.dataplane("ovs").colour)
+    assert same_color(ovs.get_color(), style.dataplane("ovs").colour)
+    assert zeros.get_marker() == axes.ZERO_MARKERS["y"]
+    assert any(draw.ZEROS in t.get_text().replace("\n", " ") for t in fig.texts)
+    # where nothing is zero, no mark and no note
+    plots.throughput_vs_size([r for r in rows if r["switch"] != "ovs"], tmp_path / "b.png")
+    assert not axes.has_zeros(saved[1]) and not saved[1].texts
+
+
+def test_the_glance_chart_writes_a_zero_on_the_log_axis_floor(tmp_path, saved):
+    found = [glance.Entry("throughput", 64, name, glance.stats.summarize([rx]), None, 0.0, None,
+                          "split", None, "") for name, rx in (("memif", 48e6), ("veth", 3e5),
+                                                              ("ovs", 0.0))]
+    glance_plot.chart(found, tmp_path / "g.png")
+    [fig] = saved
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    [zero] = [t for t in ax.texts if t.get_text().strip() == "0"]
+    assert zero.get_position() == (ax.get_xlim()[0], 2)
+    [mark] = [line for line in ax.get_lines() if line.get_label() == axes.ZERO]
+    assert list(mark.get_ydata()) == [2] and mark.get_marker() == axes.ZERO_MARKERS["x"]
+    assert same_color(mark.get_color(), style.dataplane("ovs").colour)
+    assert axes.overlaps(fig) == []

@@ -8,8 +8,10 @@ import pytest
 from cnfperf.report import build, contention, html, plots, summary
 from cnfperf.report.rows import rows_from_run
 
-WARNING = ("3 busy-polling threads share 2 cores: results show CPU contention, "
+WARNING = ("3 busy pollers share 2 cores: results show CPU contention, "
            "not only the data plane")
+OLDER = ("3 busy-polling threads share 2 cores: results show CPU contention, "   # as it said
+         "not only the data plane")
 
 
 def point(idx, switch, rx, size=64, mode="throughput", **extra):
@@ -28,15 +30,28 @@ def run_of(*points):
 
 
 @pytest.mark.parametrize("stored, expected", [
-    ({"pollers": 3, "cores": 2}, contention.Share(3, 2)),
-    ({"pollers": 2, "cores": 2, "warnings": [WARNING]}, contention.Share(2, 2)),   # columns win
+    ({"pollers": 3, "point_cores": 2}, contention.Share(3, 2)),
+    ({"pollers": 2, "point_cores": 2, "warnings": [WARNING]}, contention.Share(2, 2)),  # columns
     ({"warnings": ["something else", WARNING]}, contention.Share(3, 2)),           # an old run
+    ({"warnings": [OLDER]}, contention.Share(3, 2)),                               # older yet
+    ({"warnings": ["2 busy pollers share 1 core: …"]}, contention.Share(2, 1)),
     ({"warnings": []}, None),
     ({}, None),
 ])
 def test_pollers_and_cores_from_the_columns_else_the_warning(stored, expected):
     assert contention.share(stored) == expected
     assert contention.contended(stored) == bool(expected and expected.pollers > expected.cores)
+
+
+def test_the_tester_said_as_testers_choose_writes_it():
+    from cnfperf.checks import place_point
+    from harness import scenarios
+    [s] = scenarios(None, {"switch": "ovs", "api": "dpdk", "cpus": "0-1"})
+    placed = place_point(s)
+    said = contention.tester_said({"tester": placed.scenario.tester,
+                                   "tester_why": placed.tester_why})
+    assert said == "single (auto: split would put 3 busy pollers on 2 cores)"
+    assert f"`{said}`" in " ".join(contention.tester_said.__doc__.split())
 
 
 def test_the_tester_a_point_used_and_why():
@@ -59,8 +74,8 @@ def test_contended_points_are_hollow_with_a_footnote(tmp_path, monkeypatch):
     saved = []
     original = plots.save
     monkeypatch.setattr(plots, "save", lambda fig, path: saved.append(fig) or original(fig, path))
-    run = run_of(point(0, "ovs", 2e4, pollers=3, cores=2), point(1, "ovs", 3e4, size=1500,
-                                                                 pollers=3, cores=2),
+    run = run_of(point(0, "ovs", 2e4, pollers=3, point_cores=2),
+                 point(1, "ovs", 3e4, size=1500, pollers=3, point_cores=2),
                  point(2, "memif", 4e6), point(3, "memif", 1e6, size=1500))
     plots.throughput_vs_size(rows_from_run(run), tmp_path / "t.png")
     [fig] = saved
@@ -69,7 +84,7 @@ def test_contended_points_are_hollow_with_a_footnote(tmp_path, monkeypatch):
     assert len(hollow) == 1 and hollow[0].get_markerfacecolor() == "white"
     assert list(hollow[0].get_xdata()) == [64, 1500]
     notes = [t.get_text() for t in fig.texts]
-    assert any(n.startswith("Hollow markers: measured with more busy-polling threads than cores")
+    assert any(n.startswith("Hollow markers: measured with more busy pollers than cores")
                for n in notes)
 
 
@@ -84,9 +99,9 @@ def test_a_run_without_contention_has_no_footnote(tmp_path, monkeypatch):
 
 
 def test_tables_flag_contended_points():
-    chosen = point(0, "ovs", 2e4, pollers=3, cores=2, tester="single",
+    chosen = point(0, "ovs", 2e4, pollers=3, point_cores=2, tester="single",
                    tester_why="set")
-    run = run_of(chosen, point(1, "veth", 3e5, pollers=2, cores=2),
+    run = run_of(chosen, point(1, "veth", 3e5, pollers=2, point_cores=2),
                  point(2, "vhost", 4e6))   # stored before pollers were
     _, headers, rows = summary.points(run)
     at = headers.index
@@ -101,12 +116,12 @@ def test_tables_flag_contended_points():
 
 
 def test_the_header_counts_contended_points(tmp_path):
-    run = run_of(point(0, "ovs", 2e4, pollers=5, cores=2), point(1, "testpmd", 3e4, pollers=3,
-                                                                 cores=2),
-                 point(2, "veth", 3e5, pollers=2, cores=2))
+    run = run_of(point(0, "ovs", 2e4, pollers=5, point_cores=2),
+                 point(1, "testpmd", 3e4, pollers=3, point_cores=2),
+                 point(2, "veth", 3e5, pollers=2, point_cores=2))
     said = build.notice(summary.done_points(run))
     assert said.startswith("CPU contention: 2 of 3 points were measured with more "
-                           "busy-polling threads than cores (up to 5 on 2 cores).")
+                           "busy pollers than cores (up to 5 busy pollers on 2 cores).")
     assert build.notice(summary.done_points(run_of(point(0, "veth", 3e5)))) == ""
     page = build.write(run, tmp_path).read_text()
     assert '<p class="notice">CPU contention: 2 of 3 points' in page
@@ -116,6 +131,6 @@ def test_the_header_counts_contended_points(tmp_path):
 
 def test_a_flag_column_tints_its_rows():
     table = html.Table("T", ["point", "CPU contended"], [["a", True], ["b", False],
-                                                         ["c", "yes: 3 pollers on 2 cores"]])
+                                                         ["c", "yes: 3 busy pollers on 2 cores"]])
     text = html.render("x", tables=[table])
     assert text.count('<tr class="contended">') == 2

@@ -84,11 +84,12 @@ def test_latency_ranks_latency_points_only():
 
 
 def test_contended_entries_say_so():
-    run = run_of(point(0, "ovs", rx=2e4, pollers=3, cores=2), point(1, "memif", rx=4e6))
+    run = run_of(point(0, "ovs", rx=2e4, pollers=3, point_cores=2), point(1, "memif", rx=4e6))
     found = glance.entries(run)
     assert [(e.curve, e.contended) for e in found] == [("memif", False), ("ovs", True)]
     _, headers, rows = glance.throughput_table(found)
-    assert [r[headers.index("CPU contended")] for r in rows] == ["no", "yes: 3 pollers on 2 cores"]
+    assert [r[headers.index("CPU contended")] for r in rows] == \
+        ["no", "yes: 3 busy pollers on 2 cores"]
 
 
 def test_the_chart_draws_a_bar_per_entry_best_on_top(tmp_path, monkeypatch):

@@ -31,9 +31,26 @@ def test_a_data_plane_registered_later_gets_the_next_style(monkeypatch):
 def test_styles_are_the_same_in_every_report():
     # by place in the registry, not by what a run holds
     assert style.dataplane("ovs") == style.nth(list(DATAPLANES).index("ovs"))
-    assert style.of_curve("ovs 3×l2 single") == style.dataplane("ovs")
+    assert style.for_curves([])("ovs 3×l2 single") == style.dataplane("ovs")
     assert style.dataplane("no-such-switch") == style.dataplane("no-such-switch")
     assert style.nf_kind("cmd:my-nf {in} {out}") == style.nf_kind("cmd:my-nf {in} {out}")
+
+
+def test_a_name_no_registry_holds_never_wears_a_registered_style():
+    """A user's cmd: NF or an older cnfperf's data plane beside the registered ones."""
+    registered = {*(style.dataplane(n) for n in DATAPLANES),
+                  *(style.nf_kind(k) for k in fields.NF_KINDS)}
+    names = [f"cmd:nf{i} {{in}} {{out}}" for i in range(500)] + [f"switch{i}" for i in range(500)]
+    assert not {style.nf_kind(n) for n in names[:500]} & registered
+    assert not {style.dataplane(n) for n in names[500:]} & registered
+    # and they still spread over what is left
+    assert len({style.dataplane(n) for n in names}) > style.PAIRS - len(registered) - 20
+
+
+def test_the_docstring_says_ovs_as_it_is_drawn():
+    ovs = style.dataplane("ovs")
+    assert (ovs.colour, ovs.marker) == ("#332288", "X")       # COLOURS' indigo
+    assert "OVS is the same indigo X" in " ".join(style.__doc__.split())
 
 
 def test_the_first_pairs_are_all_distinct():

@@ -183,21 +183,41 @@ def test_the_switchs_queue_map_is_stored_with_its_point(tmp_path):
     assert [p["queues"] for p in points] == [None, result.queues, None]
 
 
+def test_a_points_count_of_cores_is_point_cores_beside_a_nodes_cpulist(tmp_path):
+    """`cores` was both a point's count and a node's cpulist (cpu_usage): a store
+    older than the rename keeps its counts under the new name, and the --cpu CSV
+    carries both."""
+    db = older_store(tmp_path, 10)
+    db.execute("INSERT INTO points (run_id, idx, status, pollers, cores) "
+               "VALUES ('beef', 0, 'done', 3, 2)")
+    db.commit()
+    db.close()
+    store = Store(tmp_path)
+    [point] = store.run("beef")["points"]
+    store.close()
+    assert (point["pollers"], point["point_cores"]) == (3, 2) and "cores" not in point
+    point["cpu_usage"] = [{"node": "p0s", "kind": "send", "cores": "0-1"}]
+    out = io.StringIO()
+    export.write_cpu_csv({"id": "beef", "points": [point]}, out)
+    [row] = csv.DictReader(io.StringIO(out.getvalue()))
+    assert (row["point_cores"], row["cores"]) == ("2", "0-1")
+
+
 def test_which_tester_why_and_its_pollers_on_its_cores_are_stored(tmp_path):
     # an older store (before version 9) gains the columns; its points have none
     store = _older_with_a_point(tmp_path, 8)
     store.add_point("beef", 1, {"tester": "single"}, status="done", started=1.0,
                     result=_result(), tester_why="auto: split would put 3 busy pollers on 2 cores",
-                    pollers=2, cores=2)
+                    pollers=2, point_cores=2)
     run = store.run("beef")
     store.close()
     old, new = run["points"]
-    assert (old["tester_why"], old["pollers"], old["cores"]) == (None, None, None)
-    assert (new["tester"], new["tester_why"], new["pollers"], new["cores"]) == \
+    assert (old["tester_why"], old["pollers"], old["point_cores"]) == (None, None, None)
+    assert (new["tester"], new["tester_why"], new["pollers"], new["point_cores"]) == \
         ("single", "auto: split would put 3 busy pollers on 2 cores", 2, 2)
     out = io.StringIO()
     export.write_csv(run, out)
     [row] = [r for r in csv.DictReader(io.StringIO(out.getvalue()))
              if r["idx"] == "1" and r["pair"] == "all"]
-    assert (row["tester"], row["pollers"], row["cores"]) == ("single", "2", "2")
+    assert (row["tester"], row["pollers"], row["point_cores"]) == ("single", "2", "2")
     assert row["tester_why"].startswith("auto: split would put")

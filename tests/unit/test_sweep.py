@@ -171,6 +171,23 @@ def test_keep_filter_lists_skipped_points_with_reason():
     assert "  skipped ovs api=udp: ovs serves api dpdk" in plan.describe().splitlines()
 
 
+def test_values_that_run_as_one_point_are_measured_once():
+    """Two points whose scenarios hash alike (tester = auto and the tester it
+    picks) are one key: the later is skipped, naming the earlier, not run twice."""
+    def canonical(params):
+        return {**params, "tester": "single" if params["tester"] == "auto" else params["tester"]}
+
+    plan = expand({"size": "64,128", "tester": "auto,single,split", "repeat": 2},
+                  canonical=canonical)
+    assert sorted((p.params["size"], p.params["tester"]) for p in plan.points[::2]) == [
+        (64, "auto"), (64, "split"), (128, "auto"), (128, "split")]
+    assert len({p.key for p in plan.points}) == len(plan.points) == 8
+    assert sorted(plan.skipped, key=lambda s: s[0]["size"]) == [
+        ({"size": 64, "tester": "single"}, "tester=single: the same point as tester=auto"),
+        ({"size": 128, "tester": "single"}, "tester=single: the same point as tester=auto")]
+    assert "  skipped tester=single: the same point as tester=auto" in plan.describe()
+
+
 def test_a_data_plane_left_out_is_one_line_however_many_points_it_had():
     def keep(params):
         return ("testpmd: dpdk-testpmd not found (Debian package dpdk-dev)"
@@ -223,6 +240,20 @@ def test_each_point_is_labelled_with_its_own_parts_repetitions():
     assert plan.describe().splitlines()[0] == "12 points (1 x 2, 1 x 10 repetitions)"
     once = expand_study({"part": [{"mode": "throughput"}, {"mode": "latency", "repeat": 3}]})
     assert [p.label(once.axes) for p in once.points][0] == "mode=throughput"
+
+
+def test_a_point_two_parts_plan_is_repeated_as_often_as_the_most_either_asks():
+    """Parts that coincide (a flag set what told them apart) make one point,
+    labelled alike, counted once."""
+    plan = expand_study({"size": 64, "part": [{"repeat": 1}, {"size": "64,128", "repeat": 3}]})
+    labels = [p.label(plan.axes) for p in plan.points]
+    assert labels == [f"size={size} rep={r}/3" for size in (64, 128) for r in (1, 2, 3)]
+    assert [p.rep for p in plan.points] == [0, 1, 2] * 2
+    assert [p.index for p in plan.points] == list(range(6))
+    assert len({p.key for p in plan.points}) == 6
+    assert plan.describe().splitlines()[0] == "6 points (2 x 3 repetitions)"
+    fewer = expand_study({"size": 64, "part": [{"repeat": 3}, {"repeat": 2}]})
+    assert [p.label(fewer.axes) for p in fewer.points] == ["rep=1/3", "rep=2/3", "rep=3/3"]
 
 
 def test_flags_override_the_top_level_quick_and_every_part():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf import UserError, checks, testers
+from cnfperf import UserError, checks, plan as plan_module, runner, testers
 from cnfperf.checks import load_plan, place_point
 from cnfperf.cli import main
 from cnfperf.fields import CHANGED_DEFAULTS
@@ -14,7 +14,7 @@ from cnfperf.plan import place
 from cnfperf.report.tables import run_table
 from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario
-from harness import scenarios
+from harness import cores, scenarios
 
 DPDK_SWITCH = {"api": "dpdk", "cpus": "0-1"}
 
@@ -46,6 +46,10 @@ def test_the_split_tester_where_its_pollers_fit():
     # engines that sleep until frames come do not count
     asleep = _placed(switch="ovs", api="dpdk", poll="interrupt")
     assert asleep.scenario.tester == "split" and asleep.pollers == 1
+    # where nothing polls busily, the reason says so rather than count zero pollers
+    latency = _placed(switch="bridge", api="raw", mode="latency")
+    assert (latency.scenario.tester, latency.pollers) == ("split", 0)
+    assert latency.tester_why == "auto: nothing polls busily (poll = interrupt)"
 
 
 @pytest.mark.parametrize("flags, tester, why", [
@@ -65,7 +69,7 @@ def test_either_tester_where_only_it_can_run(flags, tester, why):
 def test_a_set_tester_is_kept_with_its_warning():
     point = _placed(switch="ovs", tester="split", **DPDK_SWITCH)
     assert (point.scenario.tester, point.tester_why, point.pollers) == ("split", "set", 3)
-    assert "3 busy-polling threads share 2 cores" in point.warnings[0]
+    assert "3 busy pollers share 2 cores" in point.warnings[0]
     single = _placed(switch="veth", api="raw", tester="single")
     assert (single.scenario.tester, single.tester_why) == ("single", "set")
 
@@ -89,6 +93,14 @@ def test_a_tester_that_cannot_run_is_refused(flags, field):
     assert e.value.field == field
 
 
+def test_a_scenario_no_tester_can_run_names_both_reasons():
+    """Each refusal alone would send the user to the tester the other refuses."""
+    with pytest.raises(UserError) as e:
+        scenarios(None, {"nfs": 1, "nf": "mirror", "api": "udp"})
+    assert e.value.why == "nf mirror needs single and api udp needs split: neither " \
+                               "tester can run it"
+
+
 def test_the_refusals_are_the_checks():
     s = Scenario(switch="memif", api="dpdk")
     assert testers.refusal(s, "single").why.startswith("a single tester cannot hold both ends")
@@ -108,6 +120,25 @@ def test_keys_are_hashed_from_the_tester_a_point_runs_with():
         load_plan(None, {**veth, "tester": "split"}).plan.points[0].key
 
 
+@pytest.mark.parametrize("flags, skipped", [
+    ({"tester": "auto,single"}, "skipped tester=single: the same point as tester=auto"),
+    ({"tester": "split,auto,single"}, "skipped tester=single: the same point as tester=auto"),
+    # a search's settings do not make a fixed rate's point another one
+    ({"rate": "1k", "precision": "0.01,0.02"},
+     "skipped precision=0.02: the same point as precision=0.01"),
+])
+def test_values_that_make_the_same_point_plan_it_once(flags, skipped, capsys):
+    swept = load_plan(None, {**DPDK_SWITCH, "switch": "ovs", **flags})
+    keys = [p.key for p in swept.plan.points]
+    assert len(keys) == len(set(keys)) == len(swept.scenarios)
+    assert swept.plan.skip_notes() == [skipped]
+    argv = [f"--{k}={v}" for k, v in {**DPDK_SWITCH, "switch": "ovs", **flags}.items()]
+    assert main(["run", *argv, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ovs dpdk throughput tester=") == len(keys)
+    assert f"  {skipped}\n" in out
+
+
 def test_a_run_planned_before_auto_is_resumed_with_the_split_tester():
     doc = {"switch": "ovs", **DPDK_SWITCH}
     old = checks.replan({"doc": doc})                           # no `defaults`: older
@@ -118,6 +149,26 @@ def test_a_run_planned_before_auto_is_resumed_with_the_split_tester():
     again = checks.replan(new.spec)
     assert [p.key for p in again.plan.points] == [p.key for p in new.plan.points]
     assert place_point(again.scenarios[0]).scenario.tester == "single"
+
+
+def test_a_run_is_resumed_on_the_cores_it_was_planned_on(monkeypatch):
+    """Where auto chose the single tester for want of cores, a resume with more
+    usable keeps the plan's cores, its tester and keys (no point measured again)."""
+    first = cores(2)[0]
+    doc = {"switch": "veth", "api": "raw"}
+    with monkeypatch.context() as m:
+        for module in (checks, plan_module):
+            m.setattr(module, "usable_cpus", lambda: (first,))
+        planned = load_plan(None, doc)
+        placed = runner.test_points(planned, "1a2b")
+    assert planned.spec["cpus"] == [first]
+    assert [(p.scenario.tester, p.cpus) for p in placed] == [("single", (first,))]
+    again = checks.replan(planned.spec)
+    assert [p.key for p in again.plan.points] == [p.key for p in planned.plan.points]
+    assert [(p.scenario.tester, p.cpus) for p in runner.test_points(again, "1a2b")] == \
+        [("single", (first,))]
+    with pytest.raises(UserError, match="planned on CPUs 4095; 4095 not usable here"):
+        checks.replan({**planned.spec, "cpus": [4095]})
 
 
 def test_the_dry_run_says_which_tester_and_why(capsys):
@@ -136,7 +187,7 @@ def _stored(tmp_path, *points) -> dict:
     for i, placed in enumerate(points):
         store.add_point("1a2b", i, placed.scenario.model_dump(), status="failed", started=0,
                         error="stopped", tester_why=placed.tester_why, pollers=placed.pollers,
-                        cores=len(placed.cpus))
+                        point_cores=len(placed.cpus))
     return store.run("1a2b")
 
 
@@ -146,7 +197,7 @@ def test_the_store_and_the_run_table_say_which_tester_and_why(tmp_path):
                   _placed(switch="testpmd", tester="split", **DPDK_SWITCH),
                   _placed(switch="veth", api="raw", tester="split"))
     ovs = run["points"][0]
-    assert (ovs["tester"], ovs["tester_why"], ovs["pollers"], ovs["cores"]) == \
+    assert (ovs["tester"], ovs["tester_why"], ovs["pollers"], ovs["point_cores"]) == \
         ("single", "auto: split would put 3 busy pollers on 2 cores", 2, 2)
     table = run_table(run)
     assert table.splitlines()[0].split()[:4] == ["switch", "api", "mode", "tester"]

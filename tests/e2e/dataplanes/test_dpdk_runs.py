@@ -103,7 +103,7 @@ def test_busy_pollers_beyond_cores_are_warned_and_recorded(results):
     out, _ = run(results, "--switch", "testpmd", "--api", "dpdk", "--cpus", "0",
                  "--rate", "2k", *SHORT)
     point = out["run"]["points"][0]
-    assert any("busy-polling threads share 1 cores" in w for w in point["warnings"])
+    assert any("busy pollers share 1 core:" in w for w in point["warnings"])
     assert point["per_pair"][0]["lost"] == 0
 
 

@@ -32,7 +32,7 @@ def test_testpmd_on_two_cores_takes_the_single_tester(engine, cli, cli_json, no_
                                                       mode):
     point, directory, said = _run(cli, cli_json, "--switch", "testpmd", "--api", "dpdk",
                                   "--mode", mode)
-    assert (point["tester"], point["tester_why"], point["pollers"], point["cores"]) == \
+    assert (point["tester"], point["tester_why"], point["pollers"], point["point_cores"]) == \
         ("single", WHY, 2, 2)
     assert point["warnings"] == [], "two pollers on two cores: no contention"
     [tester] = point["endpoints"]
@@ -52,5 +52,5 @@ def test_a_set_split_tester_is_kept_and_warned_about(engine, cli, cli_json, no_l
                           "--tester", "split")
     assert (point["tester"], point["tester_why"], point["pollers"]) == ("split", "set", 3)
     assert sorted(e["role"] for e in point["endpoints"]) == ["recv", "send"]
-    assert "3 busy-polling threads share 2 cores" in said
+    assert "3 busy pollers share 2 cores" in said
     assert point["per_pair"][0]["lost"] == 0
