@@ -93,7 +93,7 @@ def stamp(name: str) -> str | None:
 
 # What switches/build.sh --check says of a build: current; built for the current
 # sources in the per-user cache by another checkout (make switches links it);
-# built from other sources; not built.
+# built from other sources, or with another compiler or DPDK; not built.
 STATES = ("up to date", "cached", "stale", "not built")
 
 
