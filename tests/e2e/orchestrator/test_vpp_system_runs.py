@@ -2,7 +2,8 @@
 one: cnfperf's own build laid out the packages' way (usr/bin/vpp and vppctl;
 its libraries in usr/lib/<multiarch>/, its plugins in vpp_plugins/ there) in
 a root of its own, that root's usr/bin on PATH, and a prefix without builds.
-doctor names it, a run goes through it, and the store says which VPP ran."""
+doctor names it, a run goes through it, and the store says which VPP ran; with
+the memif plugin alone, vpp-memif runs and vpp is refused."""
 from __future__ import annotations
 
 import json
