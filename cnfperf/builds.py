@@ -93,7 +93,7 @@ def stamp(name: str) -> str | None:
 
 # What switches/build.sh --check says of a build: current; built for the current
 # sources in the per-user cache by another checkout (make switches links it);
-# built from other sources; not built.
+# built from other sources, or with another compiler or DPDK; not built.
 STATES = ("up to date", "cached", "stale", "not built")
 
 
@@ -121,6 +121,7 @@ def facts() -> dict[str, dict]:
 
 # --- VPP: cnfperf's build, or a system one ---------------------------------------
 
+# The plugins cnfperf's VPP data planes use, each one's own (vpp_plugin_problems).
 VPP_PLUGINS = ("vhost_plugin.so", "memif_plugin.so")
 VPP_PACKAGES = "FD.io's packages vpp and vpp-plugin-core"
 
@@ -130,8 +131,9 @@ class Vpp:
     """The VPP a run uses: its programs, its plugins, and where it came from."""
     program: Path
     vppctl: Path
-    plugins: Path      # the directory holding VPP_PLUGINS
+    plugins: Path      # the directory holding (some of) VPP_PLUGINS
     origin: str        # "build" (make switches), "system" (vpp on PATH) or VPP_ENV
+    has: frozenset[str] = frozenset(VPP_PLUGINS)   # which of VPP_PLUGINS are there
 
 
 def find_vpp() -> Vpp | str:
@@ -158,21 +160,38 @@ def vpp() -> Vpp:
     return found
 
 
+def vpp_plugin_problems(plugin: str) -> list[str]:
+    """Why the VPP a run uses cannot run a data plane that needs `plugin` (one
+    of VPP_PLUGINS), if it cannot; problems("vpp") says whether there is one."""
+    found = find_vpp()
+    if not isinstance(found, Vpp) or plugin in found.has:
+        return []
+    return [f"the VPP at {found.program} has no {plugin} in {found.plugins} ({VPP_PACKAGES})"]
+
+
 def _vpp_at(program: Path, origin: str) -> Vpp | str:
     """VPP laid out around its program as FD.io's packages (or cnfperf's build)
     lay it out, or what is missing: vppctl beside it, the plugins in
     ../lib/<multiarch>/vpp_plugins (packages: /usr/lib/x86_64-linux-gnu/vpp_plugins,
-    where VPP itself looks) or ../lib/vpp_plugins (cnfperf's build)."""
-    if not (program.is_file() and os.access(program, os.X_OK)):
+    where VPP itself looks) or ../lib/vpp_plugins (cnfperf's build). A link to
+    the program (/usr/local/bin/vpp -> /opt/vpp/bin/vpp) is followed: its lib
+    is the one beside the program itself. A plugin directory with both plugins
+    comes first; one with either will do for the data plane that uses it."""
+    real = program.resolve()
+    if not (real.is_file() and os.access(real, os.X_OK)):
         return f"{program} is not an executable file"
-    vppctl = program.with_name("vppctl")
-    if not (vppctl.is_file() and os.access(vppctl, os.X_OK)):
+    vppctl = next((c for c in dict.fromkeys((program.with_name("vppctl"), real.with_name("vppctl")))
+                   if c.is_file() and os.access(c, os.X_OK)), None)
+    if vppctl is None:
         return f"no vppctl beside {program}"
-    lib = program.parent.parent / "lib"
-    for plugins in (*sorted(lib.glob("*/vpp_plugins")), lib / "vpp_plugins"):
-        if all((plugins / p).is_file() for p in VPP_PLUGINS):
-            return Vpp(program, vppctl, plugins, origin)
-    return f"no {' and '.join(VPP_PLUGINS)} in {lib}/*/vpp_plugins or {lib}/vpp_plugins"
+    lib = real.parent.parent / "lib"
+    dirs = (*sorted(lib.glob("*/vpp_plugins")), lib / "vpp_plugins")
+    found = [(plugins, frozenset(p for p in VPP_PLUGINS if (plugins / p).is_file()))
+             for plugins in dirs]
+    plugins, has = max(found, key=lambda f: len(f[1]))    # the first with the most
+    if has:
+        return Vpp(program, vppctl, plugins, origin, has)
+    return f"no {' or '.join(VPP_PLUGINS)} in {lib}/*/vpp_plugins or {lib}/vpp_plugins"
 
 
 @functools.lru_cache(maxsize=None)
@@ -199,8 +218,10 @@ def describe_vpp() -> str:
     found = find_vpp()
     if not isinstance(found, Vpp):
         return found
+    lacks = [p for p in VPP_PLUGINS if p not in found.has]
     return f"{vpp_version(found) or 'version unknown'} at {found.program.resolve()} " \
-           f"({ORIGINS.get(found.origin, found.origin)})"
+           f"({ORIGINS.get(found.origin, found.origin)}" + \
+           (f"; no {', '.join(lacks)}" if lacks else "") + ")"
 
 
 def _output(argv: list[str]) -> str | None:

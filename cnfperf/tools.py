@@ -60,6 +60,8 @@ TOOLS: dict[str, Tool] = {
     "ninja": Tool("ninja-build"),
     "pkg-config": Tool("pkg-config"),
     "gcc": Tool("gcc"),
+    # building VPP (switches/build.sh; its recipe is tested on a source of VPP's layout)
+    "cmake": Tool("cmake"),
     # tests and benchmarks: captures, peers, the report's reader
     "tshark": Tool("tshark"),
     "tcpdump": Tool("tcpdump"),

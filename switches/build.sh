@@ -23,30 +23,37 @@
 # XDG_CACHE_HOME       the cache (default: ~/.cache): builds in
 #                      cnfperf/switches/NAME-STAMP, downloads in cnfperf/sources
 # JOBS                 parallel compile jobs (default: the number of cores)
-# KEEP_BUILD=1         keep a failed build's tree (cnfperf/switches/.build/NAME-STAMP)
+# KEEP_BUILD=1         keep a failed or interrupted build's tree
+#                      (cnfperf/switches/.build/NAME-STAMP)
 #
 # switches/sources.py finds each source (a mirror, the download cache, or a
 # download) and checks it against the lock; a copy that does not match stops
 # the build with one line. A source to be had nowhere skips its builds with one
 # line naming the URL it needs (under CI=true that is an error). A stamp holds
-# the checksum of the lock's tree hash, the patches and the recipe, so a
-# source mirrored and the same source downloaded give one stamp. A build is
-# staged beside the cache's builds and moved in only when it succeeded, and the
-# prefix is relinked only then: a failed or interrupted build leaves the last
-# good one (and its stamp) in place. One build runs at a time (a lock in the
-# cache). Local patches are switches/patches/NAME/*.patch, applied in order;
-# each says why it exists.
+# the checksum of the lock's tree hash and version, the patches, the recipe and
+# the compilers' versions (and DPDK's, for a build that links it), so a source
+# mirrored and the same source downloaded give one stamp, and an upgraded
+# compiler or DPDK another.
+# A build is staged beside the cache's builds and moved in only when it
+# succeeded, and the prefix is relinked only then: a failed or interrupted
+# build leaves the last good one (and its stamp) in place, and neither its tree
+# nor its stage (SIGINT, SIGTERM, SIGHUP: exit 130, 143, 129). One build runs
+# at a time (a lock in the cache). Local patches are switches/patches/NAME/*.patch,
+# applied in order; each says why it exists.
 set -euo pipefail
 shopt -s inherit_errexit
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 prefix=${CNFPERF_SWITCHES:-$repo/.switches}
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/cnfperf/switches
 jobs=${JOBS:-$(nproc)}
 ALL=(snabb click click-dpdk vpp)
 
 die() { echo "switches: $*" >&2; exit 2; }
+
+[ -n "${XDG_CACHE_HOME:-}${HOME:-}" ] ||
+	die "neither XDG_CACHE_HOME nor HOME is set: the cache of builds is below one"
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/cnfperf/switches
 
 # The sources NAME is built from (click-dpdk is Click built another way).
 origin() { [ "$1" = click-dpdk ] && echo click || echo "$1"; }
@@ -108,18 +115,20 @@ recipe_click_dpdk() {
 # (their many CPU variants are most of a full build's time). Libraries go to
 # lib/ (not lib/<multiarch>) and find each other relative to themselves
 # ($ORIGIN), so the build runs from the cache, through the prefix's link.
-# A tarball has no git metadata to tell VPP its version: VPP_VERSION does
-# (default: the pinned commit's, 26.10-rc0); a git checkout says its own. Git
-# must not look above the build's tree, or it describes whatever repository
-# holds the cache (a home directory kept in git) instead.
+# An archive has no git metadata to tell VPP its version: the lock's version
+# does, always. VPP's version script runs git all the same, which is why a
+# mirror directory's .git is never copied (sources.py); and git must not look
+# above the build's tree, or it describes whatever repository holds the cache
+# (a home directory kept in git) instead.
 # VPP's API generator (#!/usr/bin/env python3) needs ply: Debian's python3 has
 # it (python3-ply), whatever other python3 comes first on PATH.
 recipe_vpp() (
 	export PATH=/usr/bin:$PATH GIT_CEILING_DIRECTORIES=${work%/*}
 	local targets="vpp vppctl vhost_plugin memif_plugin"
 	local libs="vppinfra svm vlib vlibapi vlibmemory vnet"
-	[ -d "$work/.git" ] || [ -f "$work/src/scripts/.version" ] ||
-		echo "${VPP_VERSION:-26.10-rc0}" > "$work/src/scripts/.version"
+	local version; version=$(sources version vpp)
+	[ -n "$version" ] || { echo "switches/sources.lock names no version of vpp" >&2; return 1; }
+	echo "$version" > "$work/src/scripts/.version"
 	cmake -G Ninja -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=release \
 		-DCMAKE_INSTALL_LIBDIR=lib -DVPP_USE_SYSTEM_DPDK=ON -DVPP_USE_LTO=OFF \
 		-DVPP_MARCH_VARIANT_X86_64_V3=OFF -DVPP_MARCH_VARIANT_X86_64_V4=OFF \
@@ -141,13 +150,74 @@ recipe_vpp() (
 
 # --- one build -----------------------------------------------------------------
 
-# The checksum a build of NAME is stamped with: its sources' tree hash (the
-# lock's), its patches, how they are applied and its recipe.
+# The build under way: its name, tree and stage, and the process group of the
+# step (in_group) running in it.
+building= work= out= step=
+
+# "$@" (unpacking, a recipe) with set -e, in a process group of its own, and
+# waited for. Bash runs a trap only between commands, and a signal ends a
+# `wait`: so a signal to build.sh alone is handled at once, and stop() ends the
+# step's whole group (make, the compilers). Not `in_group … || …`: bash ignores
+# set -e in a command on the left of ||, so a failing step inside would go
+# unnoticed; run it under set +e instead.
+in_group() {
+	set -m
+	( set -e; "$@" ) < /dev/null &
+	step=$!
+	set +m
+	local rc=0
+	wait "$step" || rc=$?
+	step=
+	return "$rc"
+}
+
+# "${@:2}" with its output to the file $1 (inside in_group: a redirection of
+# in_group itself would take stop()'s message too).
+logged() {
+	"${@:2}" > "$1" 2>&1
+}
+
+# On a signal: the step under way ended, the build's tree (unless KEEP_BUILD=1)
+# and stage removed, exit 128 + the signal's number. The last good build stays.
+stop() {
+	trap '' INT TERM HUP
+	if [ -n "$step" ]; then
+		kill -TERM -- "-$step" 2>/dev/null || true
+		wait "$step" 2>/dev/null || true
+		local n         # what the step started may take a moment to end
+		for n in $(seq 50); do kill -0 -- "-$step" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL -- "-$step" 2>/dev/null || true
+	fi
+	[ -z "$work" ] || [ "${KEEP_BUILD:-}" = 1 ] || rm -rf "$work"
+	[ -z "$out" ] || rm -rf "$out"
+	[ -z "$building" ] || echo "switches: $building: interrupted; not built" >&2
+	exit "$1"
+}
+
+# The builds that link the system's DPDK (VPP's, without its dpdk plugin, does not).
+LINKS_DPDK=(click-dpdk)
+
+# What NAME is built with besides its sources, patches and recipe: the C and
+# C++ compilers' versions, and DPDK's for a build that links it. Builds are
+# shared by every checkout of the user, so one made before an `apt upgrade` of
+# either must not be reused after it.
+toolchain() {
+	local c
+	for c in "${CC:-cc}" "${CXX:-c++}"; do
+		echo "$c: $("$c" --version 2>/dev/null | sed -n 1p || echo none)"
+	done
+	[[ " ${LINKS_DPDK[*]} " != *" $1 "* ]] ||
+		echo "libdpdk: $(pkg-config --modversion libdpdk 2>/dev/null || echo none)"
+}
+
+# The checksum a build of NAME is stamped with: its sources' tree hash and
+# version (the lock's), its patches, how they are applied, its recipe, and
+# what it is built with.
 sum_of() {
 	local name=$1 from; from=$(origin "$1")
-	local tree; tree=$(sources tree "$from")
-	{ echo "$tree"; cat "$here/patches/$from"/*.patch 2>/dev/null || true
-	  declare -f unpack "recipe_${name//-/_}"; } | sha256sum | cut -d' ' -f1
+	local tree version; tree=$(sources tree "$from"); version=$(sources version "$from")
+	{ echo "$tree"; echo "$version"; cat "$here/patches/$from"/*.patch 2>/dev/null || true
+	  declare -f unpack "recipe_${name//-/_}"; toolchain "$name"; } | sha256sum | cut -d' ' -f1
 }
 
 # Where the cache keeps NAME's build of checksum $2.
@@ -196,23 +266,24 @@ build() {
 		return
 	fi
 	echo "switches: $name: building into $built (log: $prefix/$name.log)"
-	local t0=$SECONDS rc=0
-	work=$cache/.build/${built##*/}
-	out=$cache/.stage/${built##*/}
+	local t0=$SECONDS rc
+	building=$name work=$cache/.build/${built##*/} out=$cache/.stage/${built##*/}
 	rm -rf "$out"
-	unpack "$name" "$work" || rc=$?
+	set +e
+	in_group unpack "$name" "$work"
+	rc=$?
+	set -e
 	if [ $rc -ne 0 ]; then
 		rm -rf "$work"
 		# 3: no sources to be had (sources.py said which URL it needs)
 		[ $rc -eq 3 ] || exit $rc
 		[ "${CI:-}" = true ] && die "$name: no sources, and CI=true: not skipped"
 		echo "switches: $name: skipped (its data planes and tests say it is not built)"
+		building=
 		return
 	fi
-	# Not `recipe || …`: bash ignores set -e in a command on the left of ||,
-	# so a failing step inside the recipe would go unnoticed.
 	set +e
-	( set -e; "recipe_${name//-/_}" ) > "$prefix/$name.log" 2>&1
+	in_group logged "$prefix/$name.log" "recipe_${name//-/_}"
 	rc=$?
 	set -e
 	if [ $rc -ne 0 ]; then
@@ -225,6 +296,7 @@ build() {
 	rm -rf "$work"
 	mv "$out" "$built"
 	link "$name" "$built" "$sum"
+	building= work= out=
 	echo "switches: $name: built in $((SECONDS - t0)) s ($(du -sh "$built" | cut -f1))"
 }
 
@@ -267,8 +339,11 @@ fi
 mkdir -p "$prefix" "$cache"
 exec 9>"$cache/.lock"
 flock -n 9 || { echo "switches: another build holds $cache/.lock; waiting"; flock 9; }
-# where builds are staged and made, left empty by every build, whatever its end
+# where builds are made and staged: left empty by every build, whatever its end
 trap 'rmdir "$cache/.build" "$cache/.stage" 2>/dev/null || true' EXIT
+trap 'stop 130' INT
+trap 'stop 143' TERM
+trap 'stop 129' HUP
 if [ $mode = prune ]; then
 	prune
 	exit

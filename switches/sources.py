@@ -6,6 +6,7 @@ uses them.
   sources.py unpack NAME DIR     NAME's source, checked, unpacked into DIR (emptied first)
   sources.py fetch NAME          the path of a checked copy of NAME's source (downloaded if need be)
   sources.py tree NAME           the lock's tree hash of NAME (a build's stamp covers it)
+  sources.py version NAME        the version the lock names NAME's commit by ('' if none)
   sources.py hash [--as NAME] PATH...   the tree hash of archives or directories (to pin
                                  a source; --as: leaving out what the lock excludes of NAME)
   sources.py prune               remove the downloads the lock no longer names
@@ -13,12 +14,15 @@ uses them.
 Where a source comes from, the first that has it:
   1. a mirror folder: CNFPERF_SOURCES, else ../shared/sources beside this
      checkout when it exists; NAME.tar.xz, NAME.tar.gz or a directory NAME/;
-  2. the download cache, ${XDG_CACHE_HOME:-~/.cache}/cnfperf/sources/;
+  2. the download cache, ${XDG_CACHE_HOME:-~/.cache}/cnfperf/sources/ (a copy
+     there that no longer matches, corrupted since, is removed and downloaded again);
   3. a download, from CNFPERF_SOURCES_URL/FILE when that is set (a mirror
      folder served over HTTP, or file://) or else from the lock's upstream
      archive; it is written to a temporary file, checked, then renamed into
      the cache, so the cache never holds a half-written or unchecked file.
-Whichever it is, its tree must hash to the lock's, or nothing is built.
+Whichever it is, its tree must hash to the lock's, or nothing is built. What
+unpack leaves is that tree alone: neither a mirror directory's own .git nor the
+lock's `exclude` paths (the hash does not vouch for them).
 
 The tree hash: sha256 over one line per regular file and symbolic link,
 sorted by path, `KIND SHA256 PATH\\n`, where KIND is `x` for a file with an
@@ -31,7 +35,8 @@ permission bits other than execute, how the files are packed (tar, xz, gzip,
 hard links), a directory's own `.git`, and the lock's `exclude` paths. So a
 repacked copy of a tree hashes as the original does.
 
-Exit status: 0 done; 1 a source does not match the lock, or is not a tree;
+Exit status: 0 done; 1 a source does not match the lock, or is not a tree, or
+a file could not be written (said in one line, as every failure is);
 2 bad usage, lock or setting; 3 no source to be had (no mirror has it and it
 could not be downloaded).
 """
@@ -49,12 +54,16 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 HERE = Path(__file__).resolve().parent
 LOCK = HERE / "sources.lock"
 DEFAULT_MIRROR = HERE.parent.parent / "shared" / "sources"
 MIRROR_FORMS = ("{}.tar.xz", "{}.tar.gz", "{}")    # what a mirror folder may hold of NAME
 CHUNK = 1 << 20
+# A download slower than 1 KB/s for this many seconds is given up (and retried
+# as curl retries): a stalled transfer must not hang a build.
+STALL = 60
 
 
 class Mismatch(Exception):
@@ -77,13 +86,15 @@ class Source:
     file: str          # its name in a mirror folder and under CNFPERF_SOURCES_URL
     tree: str          # the tree hash every copy must have
     exclude: frozenset[str] = frozenset()   # paths the tree hash leaves out
+    version: str = ""  # what its project calls the commit, for a build that must be told
 
 
 def lock(path: Path = LOCK) -> dict[str, Source]:
     try:
         table = tomllib.loads(path.read_text())
         return {name: Source(name=name, commit=s["commit"], upstream=s["upstream"], file=s["file"],
-                             tree=s["tree"], exclude=frozenset(s.get("exclude", ())))
+                             tree=s["tree"], exclude=frozenset(s.get("exclude", ())),
+                             version=s.get("version", ""))
                 for name, s in table.items()}
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
         raise BadSetting(f"{path}: {e}") from None
@@ -117,23 +128,28 @@ def _file_kind(mode: int) -> str:
     return "x" if mode & 0o111 else "f"
 
 
-def _dir_entries(root: Path) -> dict[str, tuple[str, str]]:
-    entries = {}
+def _walk(root: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """Every path below root, a directory before what it holds, but root's own
+    .git (a checkout's, not the tree's): relative path ('/'-separated), path, lstat."""
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         if here == root and ".git" in dirnames:
             dirnames.remove(".git")
         for name in dirnames + filenames:
             p = here / name
-            rel = p.relative_to(root).as_posix()
-            st = p.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                entries[rel] = ("l", _text_sha256(os.readlink(p)))
-            elif stat.S_ISREG(st.st_mode):
-                with open(p, "rb") as f:
-                    entries[rel] = (_file_kind(st.st_mode), _sha256(f))
-            elif not stat.S_ISDIR(st.st_mode):
-                raise Mismatch(f"{p}: neither a file, a link nor a directory")
+            yield p.relative_to(root).as_posix(), p, p.lstat()
+
+
+def _dir_entries(root: Path) -> dict[str, tuple[str, str]]:
+    entries = {}
+    for rel, p, st in _walk(root):
+        if stat.S_ISLNK(st.st_mode):
+            entries[rel] = ("l", _text_sha256(os.readlink(p)))
+        elif stat.S_ISREG(st.st_mode):
+            with open(p, "rb") as f:
+                entries[rel] = (_file_kind(st.st_mode), _sha256(f))
+        elif not stat.S_ISDIR(st.st_mode):
+            raise Mismatch(f"{p}: neither a file, a link nor a directory")
     return entries
 
 
@@ -188,7 +204,10 @@ def mirror() -> Path | None:
 
 
 def cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    base = os.environ.get("XDG_CACHE_HOME") or \
+        (f"{os.environ['HOME']}/.cache" if os.environ.get("HOME") else None)
+    if not base:
+        raise BadSetting("neither XDG_CACHE_HOME nor HOME is set: the download cache is below one")
     return Path(base) / "cnfperf" / "sources"
 
 
@@ -254,7 +273,8 @@ def _curl(url: str, to: Path) -> str | None:
     tty = sys.stderr.isatty()
     try:
         done = subprocess.run(["curl", "--fail", "--location", "--retry", "2", "--connect-timeout",
-                               "20", *(["--progress-bar"] if tty else ["--silent", "--show-error"]),
+                               "20", "--speed-limit", "1024", "--speed-time", str(STALL),
+                               *(["--progress-bar"] if tty else ["--silent", "--show-error"]),
                                "--output", str(to), url],
                               stderr=None if tty else subprocess.PIPE, text=True)
     except FileNotFoundError:
@@ -272,28 +292,104 @@ def fetch(src: Source) -> Path:
         verify(src, found)
         return found
     if found := _cached(src):
-        verify(src, found)
-        return found
+        try:
+            verify(src, found)
+            return found
+        except Mismatch as e:       # the cache is ours: a bad copy there is dropped
+            found.unlink()
+            say(f"{e}; removed from the cache")
     try:
         return download(src)
     except Unavailable as e:
         where = f"none in {folder}" if folder else \
             "no mirror folder (CNFPERF_SOURCES unset, no ../shared/sources beside the checkout)"
-        raise Unavailable(f"{src.name}: no sources: {where}, and {e}; put that archive or "
-                          f"{src.file} in a folder and set CNFPERF_SOURCES to it") from None
+        raise Unavailable(f"{src.name}: no sources: {where}, and {e}; save it as "
+                          f"{_saved_as(src)} in a folder and set CNFPERF_SOURCES to that "
+                          "folder") from None
+
+
+def _saved_as(src: Source) -> str:
+    """The name a mirror folder must give the archive download_url serves
+    (upstream's is named after the commit; MIRROR_FORMS say what is looked for)."""
+    suffix = _suffix(download_url(src))
+    forms = [f.format(src.name) for f in MIRROR_FORMS if f.endswith(suffix)] if suffix else []
+    return forms[0] if forms else " or ".join(f.format(src.name) for f in MIRROR_FORMS[:2])
 
 
 def unpack(src: Source, into: Path) -> Path:
-    """The checked source unpacked (or copied) into `into`, its top directory stripped."""
+    """The checked source unpacked (or copied) into `into`, its top directory
+    stripped, without what the tree hash leaves out; then what was unpacked is
+    checked again, since that is what a build uses (a copy could change after
+    its check, and the hash sees neither owners nor most permission bits:
+    neither is unpacked)."""
     found = fetch(src)
     shutil.rmtree(into, ignore_errors=True)
     into.mkdir(parents=True)
-    if found.is_dir():
-        subprocess.run(["cp", "-a", f"{found}/.", f"{into}/"], check=True)
-    else:
-        subprocess.run(["tar", "-xf", str(found), "-C", str(into), "--strip-components=1"],
-                       check=True)
+    try:
+        if found.is_dir():
+            _copy(found, into)
+        else:
+            _extract(found, into)
+        _drop(into, src.exclude)
+        verify(src, into, f"{found}, unpacked,")
+    except Mismatch:
+        shutil.rmtree(into, ignore_errors=True)
+        raise
     return found
+
+
+def _extract(archive: Path, into: Path) -> None:
+    """The archive below its one top directory extracted into `into` by the
+    parser the hash read it with, through tarfile's data filter: nothing
+    outside `into`, no devices, no owners, no setuid, setgid or sticky bits,
+    no group or other write bits."""
+    top: list[str] = []
+
+    def below_top(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+        rel = _below_top(member.name, top, archive)
+        if not rel:
+            return None                              # the top directory itself
+        member = member.replace(name=rel, deep=False)
+        if member.islnk():
+            member = member.replace(linkname=_below_top(member.linkname, top, archive),
+                                    deep=False)
+        return tarfile.data_filter(member, dest)
+
+    try:
+        with tarfile.open(archive, "r|*") as tar:
+            tar.extractall(into, filter=below_top)
+    except (tarfile.TarError, EOFError) as e:
+        raise Mismatch(f"{archive}: not unpacked ({e})") from None
+
+
+def _copy(root: Path, into: Path) -> None:
+    """A directory's tree copied as the tree hash sees it: its files' content
+    and execute bits, its links, its directories; not its .git, owners or
+    other permission bits (a mirror's .git/config could run commands in a
+    build that asks git, and the hash does not cover it)."""
+    for rel, p, st in _walk(root):
+        to = into / rel
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(p), to)
+        elif stat.S_ISDIR(st.st_mode):
+            to.mkdir()
+        elif stat.S_ISREG(st.st_mode):
+            shutil.copyfile(p, to)
+            to.chmod(0o755 if _file_kind(st.st_mode) == "x" else 0o644)
+        else:
+            raise Mismatch(f"{p}: neither a file, a link nor a directory")
+
+
+def _drop(into: Path, exclude: frozenset[str]) -> None:
+    """The lock's excluded paths removed: a copy may hold anything there."""
+    for rel in exclude:
+        p = into / rel
+        if not p.parent.resolve().is_relative_to(into.resolve()):
+            continue                    # below a link out of the tree: not the tree's
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+        elif p.is_dir():
+            shutil.rmtree(p)
 
 
 def prune() -> list[Path]:
@@ -310,8 +406,8 @@ def say(line: str) -> None:
     print(f"switches: {line}", file=sys.stderr, flush=True)
 
 
-USAGE = ("usage: sources.py unpack NAME DIR | fetch NAME | tree NAME | hash [--as NAME] PATH... "
-         "| prune")
+USAGE = ("usage: sources.py unpack NAME DIR | fetch NAME | tree NAME | version NAME "
+         "| hash [--as NAME] PATH... | prune")
 
 
 def main(argv: list[str]) -> int:
@@ -324,6 +420,8 @@ def main(argv: list[str]) -> int:
             print(fetch(_named(args[0])))
         elif cmd == "tree" and len(args) == 1:
             print(_named(args[0]).tree)
+        elif cmd == "version" and len(args) == 1:
+            print(_named(args[0]).version)
         elif cmd == "hash" and (paths := args[2:] if args[:1] == ["--as"] else args):
             exclude = _named(args[1]).exclude if args[:1] == ["--as"] else frozenset()
             for p in paths:
@@ -343,6 +441,9 @@ def main(argv: list[str]) -> int:
     except Unavailable as e:
         say(str(e))
         return 3
+    except OSError as e:            # a cache or tree that cannot be written: a full disk, ...
+        say(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
+        return 1
     return 0
 
 

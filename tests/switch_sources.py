@@ -91,9 +91,11 @@ def tree_hash(path: Path, exclude=frozenset()) -> str:
 
 
 def lock_entry(name: str, tree: str, upstream: str, file: str | None = None,
-               exclude: tuple[str, ...] = ()) -> str:
+               exclude: tuple[str, ...] = (), version: str = "") -> str:
     lines = [f"[{name}]", f'commit = "{COMMIT}"', f'upstream = "{upstream}"',
              f'file = "{file or name + ".tar.gz"}"', f'tree = "{tree}"']
+    if version:
+        lines.append(f'version = "{version}"')
     if exclude:
         lines.append("exclude = [" + ", ".join(f'"{e}"' for e in exclude) + "]")
     return "\n".join(lines) + "\n"

@@ -21,12 +21,16 @@ threads. queues() reads VPP's Rx placement.
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from cnfperf import builds
 from cnfperf.dataplanes import dpdk_args, vpp_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.plan import Port
+
+if TYPE_CHECKING:
+    from cnfperf.host import HostFacts
 
 BRIDGE_DOMAIN = 1
 
@@ -40,6 +44,9 @@ class Vpp(DpdkDataPlane):
     description = "FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)"
     poll_threads = 1
     build = "vpp"
+    # The VPP plugin its ports are (builds.VPP_PLUGINS): a system VPP may lack
+    # the other data plane's, and VPP loads this one alone.
+    plugin: ClassVar[str] = "vhost_plugin.so"
     rx_interrupts = True
     floats = False
     # VPP will not put a worker on its main thread's core: with n switch cores
@@ -54,13 +61,18 @@ class Vpp(DpdkDataPlane):
         self.vpp: vpp_app.VppProcess | None = None
         self.ifaces: dict[str, str] = {}   # port name -> VPP interface name
 
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        return super().check(host) + builds.vpp_plugin_problems(cls.plugin)
+
     def _socket(self, port: Port) -> str:
         return str(self.sock_dir / f"{port.name}.sock")
 
     def setup(self) -> None:
         s = self.point.scenario
         self.vpp = vpp_app.VppProcess(self.dir / "vpp", f"vpp {self.point.prefix}",
-                                      self.cpus, size=s.size, poll=s.poll, launch=self.launch())
+                                      self.cpus, size=s.size, plugin=self.plugin, poll=s.poll,
+                                      launch=self.launch())
         self.vpp.start(self.journal, self.point.prefix)
         self.vpp.configure(f"create bridge-domain {BRIDGE_DOMAIN} learn 0")
         for i, port in enumerate(self.point.ports):
@@ -109,6 +121,7 @@ class Vpp(DpdkDataPlane):
 class VppMemif(Vpp):
     name = "vpp-memif"
     description = "FD.io VPP, one L2 bridge domain over memif ports (CSIT's container path)"
+    plugin = "memif_plugin.so"
     tx_drops_in_drops = False
     rx_interrupts = False
 

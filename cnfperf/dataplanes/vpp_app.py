@@ -49,15 +49,22 @@ def memif_buffer(frame_size: int) -> str:
 RX_MODES = {"busy": "polling", "adaptive": "adaptive", "interrupt": "interrupt"}
 
 
+# What each plugin a data plane uses (builds.VPP_PLUGINS) adds to the startup
+# configuration. VPP's vhost-user output would call (interrupt) a sleeping peer
+# only every 32 frames or 1 ms (its coalescing): with poll = adaptive or
+# interrupt that is up to 1 ms of delay no other switch adds, so it calls at
+# once. (VPP refuses the section when the plugin is not loaded.)
+PLUGIN_CONF = {"vhost_plugin.so": "vhost-user { coalesce-frames 0 coalesce-time 0 }\n",
+               "memif_plugin.so": ""}
+
+
 def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix: str,
-                 plugins: Path, poll: str = "busy") -> str:
-    """VPP's startup configuration: private paths, the vhost and memif plugins
-    only, 4 KB pages (VPP copies to and from its peers: no hugepages needed),
-    the main thread on the switch core, the rx-mode that `poll` asks for.
-    VPP's vhost-user output would call (interrupt) a sleeping peer only every
-    32 frames or 1 ms (its coalescing): with poll = adaptive or interrupt that
-    is up to 1 ms of delay no other switch adds, so it calls at once.
-    `plugins`: the VPP's plugin directory (builds.Vpp.plugins)."""
+                 plugins: Path, plugin: str, poll: str = "busy") -> str:
+    """VPP's startup configuration: private paths, the one plugin its ports
+    need (a system VPP may lack the other), 4 KB pages (VPP copies to and from
+    its peers: no hugepages needed), the main thread on the switch core, the
+    rx-mode that `poll` asks for. `plugins`: the VPP's plugin directory
+    (builds.Vpp.plugins); `plugin`: the data plane's (Vpp.plugin)."""
     cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (Vpp.max_cores)
     return f"""unix {{
   nodaemon
@@ -75,12 +82,10 @@ memory {{ main-heap-size 256M main-heap-page-size 4K }}
 buffers {{ buffers-per-numa 32768 page-size 4K default data-size {data_size(frame_size)} }}
 cpu {{ {cpu} }}
 interface {{ default-rx-mode {RX_MODES[poll]} }}
-vhost-user {{ coalesce-frames 0 coalesce-time 0 }}
-plugins {{
+{PLUGIN_CONF[plugin]}plugins {{
   path {plugins}
   plugin default {{ disable }}
-  plugin vhost_plugin.so {{ enable }}
-  plugin memif_plugin.so {{ enable }}
+  plugin {plugin} {{ enable }}
 }}
 """
 
@@ -88,12 +93,13 @@ plugins {{
 class VppProcess:
     """VPP in run_dir, its main thread (and workers) on cpus."""
 
-    def __init__(self, run_dir: Path, name: str, cpus: Sequence[int], size: int,
+    def __init__(self, run_dir: Path, name: str, cpus: Sequence[int], size: int, plugin: str,
                  poll: str = "busy", launch: procs.Launch | None = None):
         self.run_dir = Path(run_dir)
         self.name = name
         self.cpus = tuple(cpus)
         self.size = size
+        self.plugin = plugin
         self.poll = poll
         self.launch = launch or procs.on_host(self.cpus)
         self.install = builds.vpp()   # which VPP: cnfperf's build, or a system one
@@ -117,7 +123,7 @@ class VppProcess:
         (self.run_dir / "run").mkdir(parents=True, exist_ok=True)
         conf = self.run_dir / "startup.conf"
         conf.write_text(startup_conf(self.run_dir, self.cpus, self.size, self.shm_prefix,
-                                     self.install.plugins, self.poll))
+                                     self.install.plugins, self.plugin, self.poll))
         with open(self.run_dir / "vpp.out", "wb") as out:
             self.proc = self.launch([str(self.install.program), "-c", str(conf)],
                                     what=self.name, stdin=subprocess.DEVNULL,

@@ -7,14 +7,18 @@ without sources, a failed build or a wrong source keeps the last good install,
 --check builds nothing, bad names and missing sources are said at once."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 import switch_sources as ss
+from harness import require
 
 UNREACHABLE = "http://127.0.0.1:9/snabb.tar.gz"     # nothing listens there
 
@@ -30,15 +34,20 @@ def _source(tmp: Path, recipe: str) -> None:
     ss.scripts(tmp, ss.lock_entry("snabb", ss.tree_hash(archive), UNREACHABLE), build=True)
 
 
-def _build(tmp: Path, *args: str, ci: bool = False, prefix: str = "prefix",
-           sources: bool = True) -> subprocess.CompletedProcess:
+def _env(tmp: Path, ci: bool = False, prefix: str = "prefix",
+         sources: bool = True) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "CNFPERF_SOURCES_URL"}
     env.update({"CNFPERF_SOURCES": str(tmp / ("src" if sources else "empty")),
                 "CNFPERF_SWITCHES": str(tmp / prefix), "XDG_CACHE_HOME": str(tmp / "cache"),
                 "CI": "true" if ci else ""})
     (tmp / "empty").mkdir(exist_ok=True)
+    return env
+
+
+def _build(tmp: Path, *args: str, ci: bool = False, prefix: str = "prefix",
+           sources: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([str(tmp / "switches" / "build.sh"), *args], capture_output=True,
-                          text=True, env=env, timeout=60)
+                          text=True, env=_env(tmp, ci, prefix, sources), timeout=60)
 
 
 def _cache(tmp: Path) -> Path:
@@ -137,6 +146,16 @@ def test_prune_removes_the_builds_this_checkout_would_not_use(tmp_path):
     assert _build(tmp_path, "--prune", "snabb").returncode == 2
 
 
+def test_without_home_or_xdg_cache_home_nothing_is_built(tmp_path):
+    _source(tmp_path, "true")
+    env = {k: v for k, v in _env(tmp_path).items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run([str(tmp_path / "switches" / "build.sh"), "snabb"], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert (done.returncode, done.stderr) == (2, "switches: neither XDG_CACHE_HOME nor HOME is "
+                                                 "set: the cache of builds is below one\n")
+    assert not (tmp_path / "prefix").exists()
+
+
 def test_an_unknown_name_is_refused_before_anything_is_built(tmp_path):
     _source(tmp_path, "true")
     done = _build(tmp_path, "snabb", "bess")
@@ -157,3 +176,152 @@ def test_missing_sources_are_skipped_with_one_line_or_fail_under_ci(tmp_path, ci
     assert not (tmp_path / "prefix" / "snabb").exists() and _builds(tmp_path) == []
     checked = _build(tmp_path, "--check", "snabb", sources=False)
     assert checked.returncode == 1 and checked.stdout == "switches: snabb: not built\n"
+
+
+# A VPP source of the size of a test: VPP's layout (src/CMakeLists.txt, the
+# targets and libraries recipe_vpp builds and installs) and its way of learning
+# its version (src/scripts/version: .version if it is there, else git describe).
+FAKE_VPP: ss.Tree = {
+    "src/CMakeLists.txt": """cmake_minimum_required(VERSION 3.13)
+project(vpp C)
+execute_process(COMMAND ${CMAKE_SOURCE_DIR}/scripts/version
+                OUTPUT_VARIABLE VPP_VERSION OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+set(CMAKE_LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+foreach(l vppinfra svm vlib vlibapi vlibmemory vnet)
+  add_library(${l} SHARED lib.c)
+  set_target_properties(${l} PROPERTIES VERSION 1.0 SOVERSION 1)
+endforeach()
+add_executable(vpp vpp.c)
+target_compile_definitions(vpp PRIVATE "VERSION=\\"${VPP_VERSION}\\"")
+target_link_libraries(vpp vppinfra svm vlib vlibapi vlibmemory vnet)
+add_executable(vppctl vpp.c)
+target_compile_definitions(vppctl PRIVATE VERSION="ctl")
+foreach(p vhost memif)
+  add_library(${p}_plugin MODULE lib.c)
+  set_target_properties(${p}_plugin PROPERTIES PREFIX ""
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib/vpp_plugins)
+endforeach()
+""",
+    "src/vpp.c": '#include <stdio.h>\nint main(void) { puts("vpp v" VERSION); return 0; }\n',
+    "src/lib.c": "int vpp_lib(void) { return 0; }\n",
+    "src/scripts/version": ("x", "#!/bin/sh\ncd \"$(dirname \"$0\")\"\n"
+                                 "if [ -f .version ]; then cat .version; "
+                                 "else git describe --long --dirty --match 'v*'; fi\n"),
+}
+
+
+@pytest.mark.parametrize("form", ["archive", "checkout"])
+def test_vpp_is_told_the_lock_s_version_and_never_asks_a_mirror_s_git(tmp_path, form):
+    """VPP's recipe, on a source of its layout: its version is the lock's,
+    from an archive and from a mirror directory that is a git checkout alike
+    (whose .git is the mirror's, not the pinned tree's, and not copied)."""
+    require("cmake", "ninja", "gcc")
+    mirror = tmp_path / "src"
+    if form == "archive":
+        ss.pack(mirror / "vpp.tar.gz", FAKE_VPP, "vpp")
+    else:
+        ss.unpacked(mirror / "vpp", FAKE_VPP)
+        ss.unpacked(mirror / "vpp" / ".git", {"HEAD": "ref: refs/heads/main\n",
+                                              "config": "[core]\n\tfsmonitor = false\n"})
+    pinned = ss.tree_hash(ss.pack(tmp_path / "pinned.tar.gz", FAKE_VPP, "vpp"))
+    ss.scripts(tmp_path, ss.lock_entry("vpp", pinned, UNREACHABLE, version="99.99-rc9"),
+               build=True)
+    done = _build(tmp_path, "vpp")
+    assert done.returncode == 0, done.stdout + done.stderr
+    vpp = tmp_path / "prefix" / "vpp" / "bin" / "vpp"
+    said = subprocess.run([str(vpp)], capture_output=True, text=True, timeout=10).stdout
+    assert said == "vpp v99.99-rc9\n"
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or one that has ended and waits to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("sig, code, keep", [(signal.SIGTERM, 143, False),
+                                             (signal.SIGINT, 130, False),
+                                             (signal.SIGHUP, 129, False),
+                                             (signal.SIGTERM, 143, True)])
+def test_an_interrupted_build_leaves_nothing_of_itself(tmp_path, sig, code, keep):
+    """A signal to build.sh alone (not its process group) while a recipe runs:
+    the recipe's processes are ended, its tree (unless KEEP_BUILD=1) and stage
+    removed, the last good build kept, and the exit status says which signal."""
+    _source(tmp_path, "true")
+    assert _build(tmp_path, "snabb").returncode == 0
+    good = (tmp_path / "prefix" / "snabb").resolve()
+    sleeping = tmp_path / "sleeping"
+    _source(tmp_path, f"echo $$$$ > {sleeping}; exec sleep 60")
+    env = {**_env(tmp_path), "KEEP_BUILD": "1" if keep else ""}
+    proc = subprocess.Popen([str(tmp_path / "switches" / "build.sh"), "snabb"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (sleeping.exists() and sleeping.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        recipe = int(sleeping.read_text())
+        os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, out + err
+    assert err.splitlines()[-1] == "switches: snabb: interrupted; not built"
+    deadline = time.monotonic() + 5
+    while not _gone(recipe):
+        assert time.monotonic() < deadline, f"the recipe's sleep ({recipe}) outlived build.sh"
+        time.sleep(0.05)
+    assert (tmp_path / "prefix" / "snabb").resolve() == good
+    left = sorted(p.relative_to(_cache(tmp_path)).as_posix()
+                  for p in _cache(tmp_path).glob(".*/*"))
+    built = re.search(r"^switches: snabb: building into \S+/(snabb-\w+) ", out, re.M)[1]
+    assert left == ([f".build/{built}"] if keep else [])
+
+
+# A Click source of the size of a test: a configure that does nothing and a
+# make that puts a program (a copy of true: strip takes it) where Click's does.
+FAKE_CLICK: ss.Tree = {
+    "configure": ("x", "#!/bin/sh\nexit 0\n"),
+    "Makefile": "all:\n\tmkdir -p userlevel && cp /bin/true userlevel/click\n",
+}
+
+
+def _tools(tmp: Path, **versions: str) -> None:
+    """cc, c++ and pkg-config on the front of PATH (see _env), saying `versions`."""
+    bin_dir = tmp / "tools"
+    bin_dir.mkdir(exist_ok=True)
+    for tool, says in versions.items():
+        (bin_dir / tool).write_text(f"#!/bin/sh\necho '{says}'\n")
+        (bin_dir / tool).chmod(0o755)
+
+
+def test_a_build_is_stale_after_its_compiler_or_its_dpdk_changed(tmp_path):
+    """Builds are shared by every checkout: one made against an older compiler
+    or DPDK must not be reused after an upgrade of either (DPDK's counts for the
+    builds that link it alone)."""
+    archive = ss.pack(tmp_path / "src" / "click.tar.gz", FAKE_CLICK, "click")
+    ss.scripts(tmp_path, ss.lock_entry("click", ss.tree_hash(archive), UNREACHABLE), build=True)
+    env = {k: v for k, v in _env(tmp_path).items() if k not in ("CC", "CXX")}
+    env["PATH"] = f"{tmp_path / 'tools'}:{os.environ['PATH']}"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(tmp_path / "switches" / "build.sh"), *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    _tools(tmp_path, **{"cc": "cc 12.2.0", "c++": "c++ 12.2.0", "pkg-config": "22.11.4"})
+    built = run("click", "click-dpdk")
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert run("--check", "click", "click-dpdk").returncode == 0
+    _tools(tmp_path, **{"pkg-config": "22.11.5"})
+    assert run("--check", "click", "click-dpdk").stdout == \
+        "switches: click: up to date\nswitches: click-dpdk: stale\n"
+    _tools(tmp_path, **{"pkg-config": "22.11.4", "c++": "c++ 12.3.0"})
+    assert run("--check", "click", "click-dpdk").stdout == \
+        "switches: click: stale\nswitches: click-dpdk: stale\n"
+    _tools(tmp_path, **{"c++": "c++ 12.2.0"})         # back as it was: the cached builds
+    assert run("--check", "click", "click-dpdk").returncode == 0

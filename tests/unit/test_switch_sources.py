@@ -4,10 +4,14 @@ from a local HTTP server standing in for upstream or a company mirror), with
 a corrupted or missing source refused in one line."""
 from __future__ import annotations
 
+import http.server
+import io
 import os
 import re
 import subprocess
 import sys
+import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -154,20 +158,24 @@ def test_a_truncated_download_is_refused(tmp_path):
 
 @pytest.mark.parametrize("served", [True, False])
 def test_a_source_to_be_had_nowhere_names_its_url_and_the_way_to_a_copy(tmp_path, served):
-    script = _setup(tmp_path)
+    """Upstream's archive is named after the commit; a mirror folder looks for
+    the source's name: the advice names the file as a mirror folder wants it."""
+    script = ss.scripts(tmp_path, ss.lock_entry(
+        "t", "0" * 64, f"http://127.0.0.1:9/archive/{ss.COMMIT}.tar.gz", file="t.tar.xz")) \
+        / "sources.py"
     (tmp_path / "empty").mkdir()
-    if served:                              # a server without the file: 404
+    if served:                              # a mirror URL without the file: 404
         with ss.http_server(tmp_path / "empty") as url:
             done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
-        wanted = f"{url}/t.tar.gz"
-    else:                                   # nothing listens: no network, as it were
+        wanted, saved = f"{url}/t.tar.xz", "t.tar.xz"
+    else:                                   # nothing listens upstream: no network, as it were
         done = _sources(script, "unpack", "t", str(tmp_path / "work"))
-        wanted = "http://127.0.0.1:9/t.tar.gz"
+        wanted, saved = f"http://127.0.0.1:9/archive/{ss.COMMIT}.tar.gz", "t.tar.gz"
     assert done.returncode == 3
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("switches: t: no sources: no mirror folder")
     assert f"and {wanted} could not be downloaded (" in last
-    assert last.endswith("put that archive or t.tar.gz in a folder and set CNFPERF_SOURCES to it")
+    assert last.endswith(f"; save it as {saved} in a folder and set CNFPERF_SOURCES to that folder")
     assert _downloads(tmp_path) == []
 
 
@@ -226,3 +234,161 @@ def test_hash_prints_what_to_pin_leaving_out_a_source_s_excludes(tmp_path):
         f"{ss.tree_hash(archive, {'README'})}  {archive}\n"
     assert _sources(script, "tree", "t").stdout == "0" * 64 + "\n"
     assert _sources(script, "tree", "nope").returncode == 2
+
+
+@pytest.mark.parametrize("form", ["directory", "archive"])
+def test_what_the_hash_leaves_out_is_not_unpacked(tmp_path, form):
+    """A mirror directory's .git (its config could run a command in a build
+    that asks git) and the lock's excluded paths, whatever a copy holds there:
+    the hash vouches for neither, so neither reaches the build."""
+    tree = {**TREE, "src/copy.c": "system(\"anything\");\n"}
+    mirror = tmp_path / "mirror"
+    if form == "directory":
+        ss.unpacked(mirror / "t", tree)
+        ss.unpacked(mirror / "t" / ".git", {"config": "[core]\n\tfsmonitor = touch /tmp/owned\n"})
+    else:
+        ss.pack(mirror / "t.tar.gz", tree, "t")
+    pinned = ss.tree_hash(ss.pack(tmp_path / "pinned.tar.gz", TREE, "t"), {"src/copy.c"})
+    script = ss.scripts(tmp_path, ss.lock_entry("t", pinned, "http://127.0.0.1:9/t.tar.gz",
+                                                exclude=("src/copy.c",))) / "sources.py"
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror))
+    assert done.returncode == 0, done.stderr
+    work = tmp_path / "work"
+    assert not (work / ".git").exists() and not (work / "src" / "copy.c").exists()
+    assert (work / "src" / "main.c").read_text() == TREE["src/main.c"]
+    rest = {k: v for k, v in TREE.items() if k != "src/copy.c"}
+    assert ss.tree_hash(work) == ss.tree_hash(ss.unpacked(tmp_path / "want", rest))
+
+
+def test_version_prints_the_lock_s_version_of_a_source_or_nothing(tmp_path):
+    lock = ss.lock_entry("t", "0" * 64, "http://127.0.0.1:9/t", version="26.10-rc0") + \
+        ss.lock_entry("u", "0" * 64, "http://127.0.0.1:9/u")
+    script = ss.scripts(tmp_path, lock) / "sources.py"
+    assert _sources(script, "version", "t").stdout == "26.10-rc0\n"
+    assert _sources(script, "version", "u").stdout == "\n"
+    assert tomllib.loads((REPO / "switches" / "sources.lock").read_text())["vpp"]["version"] \
+        == "26.10-rc0"
+
+
+def test_an_archive_is_unpacked_without_owners_or_dangerous_permission_bits(tmp_path):
+    """What the hash ignores is not unpacked either: a setuid, world-writable
+    file of a stranger's comes out as an ordinary file of ours."""
+    import tarfile
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with tarfile.open(mirror / "t.tar.gz", "w:gz") as tar:
+        for name, mode in (("t", 0o777), ("t/run", 0o4777), ("t/data", 0o666)):
+            info = tarfile.TarInfo(name)
+            info.mode, info.uid, info.gid, info.uname = mode, 4321, 4321, "stranger"
+            if name == "t":
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = 3
+                tar.addfile(info, io.BytesIO(b"hi\n"))
+    tree = ss.tree_hash(mirror / "t.tar.gz")
+    script = ss.scripts(tmp_path, ss.lock_entry("t", tree, "http://127.0.0.1:9/t")) / "sources.py"
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror))
+    assert done.returncode == 0, done.stderr
+    for name, mode in (("run", 0o755), ("data", 0o644)):
+        st = (tmp_path / "work" / name).stat()
+        assert (st.st_uid, st.st_mode & 0o7777) == (os.getuid(), mode), name
+
+
+def test_what_is_unpacked_is_checked_again(tmp_path, monkeypatch):
+    """A copy that changed after it was checked (a mirror written to meanwhile)
+    is refused as unpacked, and what was unpacked removed."""
+    sources = ss.module()
+    pinned = ss.pack(tmp_path / "pinned.tar.gz", TREE, "t")
+    other = ss.pack(tmp_path / "other.tar.gz", {**TREE, "README": "another tree\n"}, "t")
+    src = sources.Source("t", ss.COMMIT, "http://127.0.0.1:9/t", "t.tar.gz",
+                         ss.tree_hash(pinned))
+    monkeypatch.setattr(sources, "fetch", lambda s: other)   # checked, then swapped
+    with pytest.raises(sources.Mismatch, match=rf"^t: {other}, unpacked, is not the pinned"):
+        sources.unpack(src, tmp_path / "work")
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_a_corrupted_download_in_the_cache_is_removed_and_downloaded_again(tmp_path, served):
+    script = _setup(tmp_path)
+    tree = ss.tree_hash(tmp_path / "pinned.tar.gz")
+    cached = tmp_path / "cache" / "cnfperf" / "sources" / f"t-{tree[:16]}.tar.gz"
+    ss.pack(cached, {**TREE, "README": "bit rot\n"}, "t")
+    ss.pack(tmp_path / "served" / "t.tar.gz", TREE, "t")
+    with ss.http_server(tmp_path / "served" if served else tmp_path) as url:
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES_URL=url)
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"switches: t: {cached} is not the pinned source: its tree hash")
+    assert lines[0].endswith("; removed from the cache")
+    if served:
+        assert done.returncode == 0, done.stderr
+        assert lines[1] == f"switches: t: downloading {url}/t.tar.gz"
+        assert cached.read_bytes() == (tmp_path / "served" / "t.tar.gz").read_bytes()
+    else:
+        assert done.returncode == 3 and not cached.exists()
+
+
+@pytest.mark.parametrize("where", ["cache", "tree"])
+def test_a_file_that_cannot_be_written_is_said_in_one_line(tmp_path, where):
+    script = _setup(tmp_path)
+    ss.pack(tmp_path / "served" / "t.tar.gz", TREE, "t")
+    (tmp_path / "a-file").write_text("")
+    with ss.http_server(tmp_path / "served") as url:
+        if where == "cache":
+            done = _sources(script, "unpack", "t", str(tmp_path / "work"),
+                            CNFPERF_SOURCES_URL=url, XDG_CACHE_HOME="/proc/nope")
+            said = "switches: /proc/nope: No such file or directory\n"
+        else:
+            done = _sources(script, "unpack", "t", str(tmp_path / "a-file" / "work"),
+                            CNFPERF_SOURCES_URL=url)
+            said = f"switches: {tmp_path}/a-file/work: Not a directory\n"
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] + "\n" == said
+
+
+def test_without_home_or_xdg_cache_home_there_is_no_cache(tmp_path):
+    script = _setup(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run([sys.executable, str(script), "unpack", "t", str(tmp_path / "w")],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert (done.returncode, done.stderr) == (2, "switches: neither XDG_CACHE_HOME nor HOME is "
+                                                 "set: the download cache is below one\n")
+
+
+class _Stalling(http.server.BaseHTTPRequestHandler):
+    """Promises a megabyte, sends ten bytes, then nothing until `done`."""
+    done: threading.Event
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(1 << 20))
+        self.end_headers()
+        self.wfile.write(b"0123456789")
+        self.wfile.flush()
+        self.done.wait(60)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_stalled_download_is_given_up(tmp_path, monkeypatch):
+    """curl gives up a transfer slower than 1 KB/s for STALL seconds (60; 1
+    here), retries as it does, and the source is then not to be had."""
+    sources = ss.module()
+    monkeypatch.setattr(sources, "STALL", 1)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    done = threading.Event()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             type("Stalling", (_Stalling,), {"done": done}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("CNFPERF_SOURCES_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    src = sources.Source("t", ss.COMMIT, "http://127.0.0.1:9/t", "t.tar.gz", "0" * 64)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(sources.Unavailable, match=r"could not be downloaded \(curl: \(28\) "):
+            sources.download(src)
+    finally:
+        done.set()
+        server.shutdown()
+        server.server_close()
+    assert time.monotonic() - t0 < 30 and _downloads(tmp_path) == []

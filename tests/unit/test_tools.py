@@ -23,10 +23,15 @@ NOT_DEBIAN = {"vpp"}
 
 
 def apt_packages() -> set[str]:
+    """APT_PACKAGES, the variables it names (SWITCH_BUILD_PACKAGES) expanded."""
     text = (harness.REPO / "Makefile").read_text()
-    m = re.search(r"^APT_PACKAGES\s*:=\s*((?:.*\\\n)*.*)$", text, re.M)
-    assert m, "APT_PACKAGES not found in the Makefile"
-    return set(m[1].replace("\\\n", " ").split())
+
+    def words(var: str) -> list[str]:
+        m = re.search(rf"^{var}\s*:=\s*((?:.*\\\n)*.*)$", text, re.M)
+        assert m, f"{var} not found in the Makefile"
+        return [p for w in m[1].replace("\\\n", " ").split()
+                for p in (words(w[2:-1]) if w.startswith("$(") else [w])]
+    return set(words("APT_PACKAGES"))
 
 
 def commands_run() -> dict[str, list[str]]:

@@ -8,6 +8,7 @@ import pytest
 
 from cnfperf import UserError
 from cnfperf.dataplanes import vpp_app
+from cnfperf.dataplanes.vpp import Vpp, VppMemif
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.scenario import Scenario
 from cnfperf.checks import check
@@ -77,7 +78,8 @@ def test_rx_placement_names_the_thread_of_every_queue():
 
 
 def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
-    conf = vpp_app.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp", Path("/usr/lib/vpp_plugins"))
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp", Path("/usr/lib/vpp_plugins"),
+                                Vpp.plugin)
     for key in ("runtime-dir", "cli-listen", "log", "socket-name"):
         lines = [line for line in conf.splitlines() if f"{key} " in line]
         assert lines and all(str(tmp_path) in line for line in lines), key
@@ -87,10 +89,20 @@ def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
     assert "main-core 1" in conf and "corelist-workers" not in conf
 
 
+def test_each_data_plane_loads_its_own_plugin_alone(tmp_path: Path):
+    """A VPP with one of the two plugins runs the data plane that uses it: VPP
+    refuses a vhost-user section without the vhost plugin."""
+    vhost, memif = (vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, dp.plugin)
+                    for dp in (Vpp, VppMemif))
+    assert "vhost_plugin.so { enable }" in vhost and "memif_plugin" not in vhost
+    assert "vhost-user { coalesce-frames 0 coalesce-time 0 }" in vhost
+    assert "memif_plugin.so { enable }" in memif and "vhost" not in memif
+
+
 @pytest.mark.parametrize("poll,mode", [("busy", "polling"), ("adaptive", "adaptive"),
                                        ("interrupt", "interrupt")])
 def test_poll_is_every_interface_s_default_rx_mode(tmp_path: Path, poll, mode):
-    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, poll)
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, Vpp.plugin, poll)
     assert f"interface {{ default-rx-mode {mode} }}" in conf
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf import builds
+from cnfperf.dataplanes.vpp import Vpp, VppMemif
 
 PLUGINS = ("vhost_plugin.so", "memif_plugin.so")
 
@@ -85,8 +86,34 @@ def test_a_system_vpp_without_its_plugins_is_named_with_the_package(system, noth
     for p in (system.parent.parent / "lib" / "x86_64-linux-gnu" / "vpp_plugins").iterdir():
         p.unlink()
     [problem] = builds.problems("vpp")
-    assert problem.startswith("the system's VPP: no vhost_plugin.so and memif_plugin.so in ")
+    assert problem.startswith("the system's VPP: no vhost_plugin.so or memif_plugin.so in ")
     assert problem.endswith("(FD.io's packages vpp and vpp-plugin-core)")
+
+
+def test_a_system_vpp_with_one_plugin_runs_the_data_plane_that_uses_it(system, nothing_built):
+    plugins = system.parent.parent / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
+    (plugins / "vhost_plugin.so").unlink()
+    assert builds.problems("vpp") == [] and builds.vpp_plugin_problems("memif_plugin.so") == []
+    assert builds.vpp_plugin_problems("vhost_plugin.so") == [
+        f"the VPP at {system} has no vhost_plugin.so in {plugins} (FD.io's packages vpp and "
+        "vpp-plugin-core)"]
+    assert builds.describe_vpp() == f"25.10-release at {system} (the system's; no vhost_plugin.so)"
+    assert [dp.plugin for dp in (Vpp, VppMemif)] == list(builds.VPP_PLUGINS)
+
+
+def test_a_link_to_vpp_is_followed_to_its_plugins(tmp_path, monkeypatch, nothing_built):
+    """/usr/local/bin/vpp -> /opt/vpp/bin/vpp: the plugins are beside the
+    program, not beside the link (nor is vppctl, here)."""
+    opt = tmp_path / "opt" / "vpp"
+    real = _install(opt / "bin", opt / "lib" / "vpp_plugins", "25.06-release")
+    link = tmp_path / "usr" / "local" / "bin" / "vpp"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    monkeypatch.setenv("PATH", f"{link.parent}:/usr/bin:/bin")
+    monkeypatch.delenv(builds.VPP_ENV, raising=False)
+    found = builds.find_vpp()
+    assert found == builds.Vpp(link, opt / "bin" / "vppctl", opt / "lib" / "vpp_plugins", "system")
+    assert builds.describe_vpp() == f"25.06-release at {real} (the system's)"
 
 
 def test_no_vpp_at_all_names_both_ways_to_get_one(nothing_built, tmp_path, monkeypatch):

@@ -2,7 +2,8 @@
 one: cnfperf's own build laid out the packages' way (usr/bin/vpp and vppctl;
 its libraries in usr/lib/<multiarch>/, its plugins in vpp_plugins/ there) in
 a root of its own, that root's usr/bin on PATH, and a prefix without builds.
-doctor names it, a run goes through it, and the store says which VPP ran."""
+doctor names it, a run goes through it, and the store says which VPP ran; with
+the memif plugin alone, vpp-memif runs and vpp is refused."""
 from __future__ import annotations
 
 import json
@@ -35,20 +36,24 @@ def packaged(tmp_path_factory) -> Path:
     return root
 
 
+def _env(root: Path, tmp_path: Path) -> dict[str, str]:
+    """The environment of a host with the packages in `root` and no build. The
+    loader finds the packages' libraries in /usr/lib/<multiarch> by itself; in
+    a root of their own it is told (LD_LIBRARY_PATH), as a chroot would not need."""
+    return {"PATH": f"{root}/usr/bin:{os.environ['PATH']}",
+            builds.PREFIX_ENV: str(tmp_path / "no-builds"),
+            "LD_LIBRARY_PATH": str(root / "usr" / "lib" / MULTIARCH)}
+
+
 @pytest.fixture
 def as_packaged(packaged, tmp_path) -> dict[str, str]:
-    """The environment of a host with the packages and no build. The loader
-    finds the packages' libraries in /usr/lib/<multiarch> by itself; in a root
-    of their own it is told (LD_LIBRARY_PATH), as a chroot would not need."""
-    return {"PATH": f"{packaged}/usr/bin:{os.environ['PATH']}",
-            builds.PREFIX_ENV: str(tmp_path / "no-builds"),
-            "LD_LIBRARY_PATH": str(packaged / "usr" / "lib" / MULTIARCH)}
+    return _env(packaged, tmp_path)
 
 
-def _described(root: Path) -> str:
+def _described(root: Path, note: str = "") -> str:
     """What doctor and the store say of the system's VPP: the build's version."""
     version = builds.describe_vpp().split()[0]
-    return f"{version} at {root}/usr/bin/vpp (the system's)"
+    return f"{version} at {root}/usr/bin/vpp (the system's{note})"
 
 
 def test_doctor_says_the_system_s_vpp_is_the_one_a_run_uses(cli, packaged, as_packaged):
@@ -71,3 +76,26 @@ def test_a_run_through_the_system_s_vpp_records_it(engine, cli, cli_json, no_lef
     [pair] = point["per_pair"]
     assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
     assert point["versions"]["vpp"] == _described(packaged)
+
+
+def test_a_system_vpp_with_the_memif_plugin_alone_runs_vpp_memif(engine, cli, cli_json,
+                                                                  no_leftovers, packaged, tmp_path):
+    """The plugins are required per data plane: without vhost_plugin.so, vpp
+    is refused (doctor says why) and vpp-memif runs, loading memif alone."""
+    root = tmp_path / "root"
+    shutil.copytree(packaged, root, symlinks=True)
+    plugins = root / "usr" / "lib" / MULTIARCH / "vpp_plugins"
+    (plugins / "vhost_plugin.so").unlink()
+    env = _env(root, tmp_path)
+    lines = cli("doctor", **env).stdout.splitlines()
+    assert [line.strip() for line in lines if line.strip().startswith(("vpp:", "vpp-memif:"))] \
+        == [f"vpp: the VPP at {root}/usr/bin/vpp has no vhost_plugin.so in {plugins} "
+            "(FD.io's packages vpp and vpp-plugin-core)"]
+    done = cli("run", "--switch", "vpp-memif", "--api", "dpdk", "--rate", "2000", "--duration",
+               "1", "--warmup", "0.2", "--json", **env)
+    assert done.returncode == 0, done.stderr
+    [point] = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])["points"]
+    assert point["status"] == "done", point["error"]
+    [pair] = point["per_pair"]
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
+    assert point["versions"]["vpp"] == _described(root, "; no vhost_plugin.so")
