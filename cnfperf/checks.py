@@ -25,7 +25,8 @@ from typing import Any, Callable
 from cnfperf import (SystemFailure, UserError, builds, cgroups, click_nfs, fields, functions,
                      noise, testers, tools)
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.fields import APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_KINDS, ONE_PORT_NFS, QUOTAS, TX_PORT
+from cnfperf.fields import (APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_APIS, NF_KINDS, ONE_PORT_NFS,
+                            QUOTAS, TX_PORT)
 from cnfperf.host import HostFacts
 from cnfperf.experiments import sweep
 from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
@@ -261,15 +262,18 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
         # (and only a single tester takes them: testers.refusal).
         raise UserError("nf", f"{s.nf} sends frames back to their sender: it takes nfs = 1 "
                               "and tester = single")
-    if s.api == "udp" and (s.nf == "testpmd" or click_nfs.is_click(s.nf)):
+    if s.api == "udp" and (s.nf == "testpmd" or click_nfs.kind_of(s.nf) is not None):
         # The udp ends' kernels leave each UDP checksum for the device to finish
-        # (checksum offload); testpmd and Click send the frames on as they got
-        # them, unfinished, and the receiver's kernel drops every datagram. The
-        # engine's NFs finish them (engine/README.md, Frames as the wire carried them).
+        # (checksum offload); testpmd and our Click kinds send the frames on as
+        # they got them, unfinished, and the receiver's kernel drops every
+        # datagram. The engine's NFs finish them (engine/README.md, Frames as the
+        # wire carried them); a user's Click configuration may (SetUDPChecksum),
+        # and is warned about it, as a command is (plan.py).
         raise UserError("nf", f"{s.nf} would send the udp ends' datagrams on with the checksums "
                               "their kernels leave to the device, and the receiver's kernel would "
                               "drop every one: use api = raw, mmap or xdp (no checksum), or the "
-                              f"engine's NFs ({', '.join(ENGINE_NFS)})")
+                              f"engine's NFs ({', '.join(ENGINE_NFS)}), which finish them on every "
+                              f"nf_api ({', '.join(NF_APIS)})")
 
 
 def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:

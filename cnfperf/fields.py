@@ -31,6 +31,7 @@ from cnfperf import rate as rates
 
 MODES = ("throughput", "latency")
 APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
+NF_APIS = APIS[1:]   # a network function's: the L2 apis
 # How an engine waits for packets (its --poll): spin; spin, then sleep with a
 # bounded back-off while idle; sleep until a packet arrives (blocking sockets,
 # DPDK Rx interrupts).
@@ -130,7 +131,7 @@ FIELDS: list[Field] = [
     Field("nf_api", "choice", "mmap", "the network functions' packet I/O (an L2 api); default: "
           "dpdk when api is dpdk (as on every DPDK data plane), else mmap (raw for latency)",
           axis=10,
-          choices=APIS[1:], column="TEXT"),
+          choices=NF_APIS, column="TEXT"),
     Field("nf_cores", "int", 1, "cores per network function (testpmd forwards each direction "
           "on a core of its own; the engine's NFs and Click's run one thread)", axis=16, ge=1, le=8, column="INTEGER", label="named"),
     Field("nf_quota", "float", None, "CPU quota of each network function's container, in % of "

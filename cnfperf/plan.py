@@ -308,17 +308,24 @@ def _octets(run_id: str) -> bytes:
 
 
 def _checksum_warnings(s: Scenario) -> tuple[str, ...]:
-    """A user's command between udp ends: their kernels leave each UDP checksum
-    for the device to finish (checksum offload), and a command that sends the
-    frames on as it reads them (packet sockets, DPDK's af_packet) leaves them
-    unfinished; the receiver's kernel then drops every datagram. The engine's
-    NFs finish them; testpmd and Click are refused (checks.py); what a command
-    does, only its author knows."""
-    if not (s.nfs and s.api == "udp" and s.nf.startswith(fields.CMD)):
+    """A user's command or Click configuration between udp ends: their kernels
+    leave each UDP checksum for the device to finish (checksum offload), and an
+    NF that sends the frames on as it reads them (packet sockets, DPDK's
+    af_packet) leaves them unfinished; the receiver's kernel then drops every
+    datagram. The engine's NFs finish them; testpmd and our Click kinds are
+    refused (checks.py); what a command or a configuration does (Click's
+    SetUDPChecksum), only its author knows."""
+    if not (s.nfs and s.api == "udp"):
         return ()
-    return ("the udp ends' kernels leave UDP checksums for the device to finish: a command "
-            "that sends frames on as it reads them must finish them, or the receiver's kernel "
-            "drops every datagram (the loss table says so)",)
+    if s.nf.startswith(fields.CMD):
+        who = "a command that sends frames on as it reads them must finish them"
+    elif click_nfs.is_click(s.nf) and click_nfs.kind_of(s.nf) is None:
+        who = ("a Click configuration that sends frames on as it reads them must finish them "
+               "(SetUDPChecksum)")
+    else:
+        return ()
+    return (f"the udp ends' kernels leave UDP checksums for the device to finish: {who}, or the "
+            "receiver's kernel drops every datagram (the loss table says so)",)
 
 
 def _noise_pair(s: Scenario, run_id: str, pairs: list[Pair], cpus: tuple[int, ...]) -> Pair:

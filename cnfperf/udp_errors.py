@@ -6,15 +6,30 @@ network function sent on unfinished, engine/README.md: *Frames as the wire
 carried them*), a full socket buffer. A trial reads each udp end's Udp
 counters (/proc/net/snmp of its network namespace) before the traffic and
 after it, and stores the difference with the end's metrics; the loss table
-names them. InErrors counts every datagram the kernel dropped as an error,
-InCsumErrors those of them whose checksum was wrong.
+names them where the path lost frames. InErrors counts every datagram the
+kernel dropped as an error, InCsumErrors those of them whose checksum was
+wrong, RcvbufErrors those its socket had no room for (common at rate = max:
+the receiver's kernel takes datagrams faster than its engine reads them).
+
+The counters are read by a thread of ours that joins the namespace (setns
+moves only the calling thread) and ends: no process is forked for them, as
+`ip netns exec` would fork one per read and remount /sys.
 """
 from __future__ import annotations
 
-from cnfperf import SystemFailure, system
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+from cnfperf.runtimes.base import NETNS_DIR
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
 
 # /proc/net/snmp's Udp counter -> the metrics column
-COUNTERS = {"InErrors": "udp_in_errors", "InCsumErrors": "udp_in_csum_errors"}
+COUNTERS = {"InErrors": "udp_in_errors", "InCsumErrors": "udp_in_csum_errors",
+            "RcvbufErrors": "udp_rcvbuf_errors"}
 
 
 def parse(snmp: str) -> dict[str, int]:
@@ -32,10 +47,35 @@ def read(netns: str) -> dict[str, int] | None:
     """The counters of a network namespace; None when they cannot be read (what
     is only written down does not fail a point)."""
     try:
-        return parse(system.run(["ip", "netns", "exec", netns, "cat", "/proc/net/snmp"],
-                                what=f"UDP counters of {netns}", timeout=10))
-    except SystemFailure:
+        return parse(snmp_of(netns))
+    except OSError:
         return None
+
+
+def snmp_of(netns: str) -> str:
+    """/proc/net/snmp as the namespace sees it, from a thread that joins it."""
+    found: dict[str, str | OSError] = {}
+
+    def inside() -> None:
+        try:
+            fd = os.open(NETNS_DIR / netns, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if _libc.setns(fd, CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns into {netns}: {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            # /proc/net is the process's (its first thread's) view: this thread's own
+            found["text"] = Path("/proc/thread-self/net/snmp").read_text()
+        except OSError as e:
+            found["error"] = e
+
+    thread = threading.Thread(target=inside, name=f"snmp {netns}")
+    thread.start()
+    thread.join()
+    if "error" in found:
+        raise found["error"]
+    return found["text"]
 
 
 def dropped(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int]:
@@ -45,16 +85,22 @@ def dropped(before: dict[str, int] | None, after: dict[str, int] | None) -> dict
     return {column: after[column] - before[column] for column in after if column in before}
 
 
-def describe(errors: int | None, csum: int | None, who: str = "receiver",
-             what: str = "datagrams") -> list[str]:
+def describe(errors: int | None, csum: int | None, rcvbuf: int | None = None,
+             who: str = "receiver", what: str = "datagrams") -> list[str]:
     """The loss table's words for an end's kernel drops: `the receiver's kernel
-    dropped 24,992 datagrams with bad UDP checksums`, and those for other
-    reasons (a full socket buffer); [] for none."""
-    csum, errors = csum or 0, errors or 0
+    dropped 24,992 datagrams with bad UDP checksums`, `… 1,200 datagrams: its
+    socket buffer was full`, and those for other errors; [] for none. rcvbuf
+    None: not counted (points stored before), so a full buffer is only a guess."""
+    errors, csum = errors or 0, csum or 0
     out = []
     if csum:
         out.append(f"the {who}'s kernel dropped {csum:,} {what} with bad UDP checksums")
-    if errors > csum:
-        out.append(f"the {who}'s kernel dropped {errors - csum:,} {what} for other errors "
-                   "(UDP InErrors, e.g. a full socket buffer)")
+    if rcvbuf:
+        out.append(f"the {who}'s kernel dropped {rcvbuf:,} {what}: its socket buffer was full "
+                   "(UDP RcvbufErrors)")
+    other = errors - csum - (rcvbuf or 0)
+    if other > 0:
+        guess = "" if rcvbuf is not None else ", e.g. a full socket buffer"
+        out.append(f"the {who}'s kernel dropped {other:,} {what} for other errors "
+                   f"(UDP InErrors{guess})")
     return out

@@ -6,7 +6,7 @@ shape: (title, headers, rows), or None when the run has none of that kind).
   plane counts its ports, before, inside or after it; with the udp api, in the
   receiving end's kernel: udp_errors.py) or inside an NF (its drops by reason,
   what its egress port refused). Paths without NFs are shown when an end's
-  kernel dropped datagrams.
+  kernel dropped datagrams and the path lost frames.
 - Latency per NF: over points that differ only in `nfs`, the least-squares
   slope of p50 and p99 latency over the number of NFs.
 - NF startup: each NF's ready and first-forward times, and per point the slowest.
@@ -180,7 +180,8 @@ def hops(point: dict[str, Any], pair: int) -> list[Hop]:
         upstream, exact = hop.tx, hop.tx is not None
     up, down = (names[-2], names[-1]) if names else (None, None)
     last = _link(point, up, down, upstream, got, exact and got_exact, "link → receiver")
-    last.why += _kernel_drops(receiver)
+    if last.lost != 0:   # a lossless link's kernel drops were not the pair's frames
+        last.why += _kernel_drops(receiver)
     out.append(last)
     out.append(Hop("recv", shown(receiver), rx=got))
     ends_exact = sent_exact and got_exact and None not in (sent, got)
@@ -188,7 +189,8 @@ def hops(point: dict[str, Any], pair: int) -> list[Hop]:
                 lost=sent - got if ends_exact else None)
     total.why = [f"{h.name}: {_n(h.lost)}" + (f" ({', '.join(h.why)})" if h.why else "")
                  for h in out if h.lost]
-    if sender and sender["role"] == "client":   # the echoes its kernel dropped
+    if sender and sender["role"] == "client" and \
+            (sender["rx_packets"] or 0) < (sender["tx_packets"] or 0):   # echoes missing
         total.why += _kernel_drops(sender, "client", "echoes")
     out.append(total)
     return out
@@ -198,7 +200,8 @@ def _kernel_drops(e: dict | None, who: str = "receiver", what: str = "datagrams"
     """With the udp api: what the end's kernel dropped before its engine saw it."""
     if e is None:
         return []
-    return udp_errors.describe(e.get("udp_in_errors"), e.get("udp_in_csum_errors"), who, what)
+    return udp_errors.describe(e.get("udp_in_errors"), e.get("udp_in_csum_errors"),
+                               e.get("udp_rcvbuf_errors"), who, what)
 
 
 def _kernel_dropped(point: dict[str, Any]) -> bool:
@@ -219,7 +222,9 @@ def loss_localisation(run: dict[str, Any], brief: bool = False) -> Table | None:
         for pair in sorted(pairs):
             path_hops = hops(p, pair)
             paths += 1
-            if brief and all(h.lost == 0 for h in path_hops if h.what in ("link", "nf", "total")):
+            lossless = all(h.lost == 0 for h in path_hops if h.what in ("link", "nf", "total"))
+            # a path without NFs is here for its kernel drops: only where it lost frames
+            if lossless and (brief or not p.get("nf_results")):
                 continue
             rows += [[label(p, axes), p.get("rep", 0) + 1, pair, h.name, h.rx, h.tx, h.lost,
                       "; ".join(h.why)] for h in path_hops]

@@ -51,6 +51,7 @@ class EndpointMetrics:
     # None: another api, or the counters could not be read
     udp_in_errors: int | None = None
     udp_in_csum_errors: int | None = None
+    udp_rcvbuf_errors: int | None = None
 
 
 @dataclass

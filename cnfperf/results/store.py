@@ -157,8 +157,13 @@ ALTER TABLE metrics ADD COLUMN udp_in_csum_errors INTEGER;
 _SCHEMA_11 = """
 ALTER TABLE points RENAME COLUMN cores TO point_cores;
 """
+# Of those InErrors, RcvbufErrors: the datagrams a full socket buffer had no
+# room for (udp_errors.py); NULL for other apis and in points stored before.
+_SCHEMA_12 = """
+ALTER TABLE metrics ADD COLUMN udp_rcvbuf_errors INTEGER;
+"""
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
-               _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11]
+               _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
                    "cpu_usage")

@@ -76,6 +76,7 @@ static struct api_conf conf_of(const struct opts *o, bool two)
 		.rx = o->role != ROLE_SEND && !(o->role == ROLE_TESTER && two),
 		.tx = o->role != ROLE_RECV,
 		.hold = o->hold,
+		.forwards = o->role == ROLE_NF,
 		.src_ip = o->src_ip,
 		.sport = o->sport,
 		.flows = sender ? o->flows : 1,
@@ -154,6 +155,8 @@ int main(int argc, char **argv)
 	}
 	clock_init(&clk);
 	run_signals();
+	/* no frame a port receives was sent to it before it was opened (seq.h) */
+	uint64_t open_ns = clock_now_ns(&clk);
 	bool two = second_port(&o, api_find(o.api));
 	struct api_conf conf = conf_of(&o, two);
 	if (!(a = api_open(o.api, &conf, o.api_own)))
@@ -176,6 +179,7 @@ int main(int argc, char **argv)
 	if (run_init(&r, &o, a, &clk, o.role == ROLE_RECV || o.role == ROLE_CLIENT || o.role == ROLE_TESTER))
 		goto out;
 	r.api2 = a2;
+	r.open_ns = open_ns;
 	rc = run_role(&r);
 	run_free(&r);
 	if (rc == 0 && o.hold)

@@ -61,7 +61,7 @@ static void l2_and_strip_encap(enum nf_kind kind)
 	CHECK(o->data == bufs[0] && o->priv == p[0].priv && payload_intact(o), "the same buffer, same frame");
 	CHECK(!memcmp(o->data + OFF_ETH_DST, HOP[1], 6) && !memcmp(o->data + OFF_ETH_SRC, MAC[1], 6),
 	      "%s: next hop of port 2, its MAC", nf_kind_names[kind]);
-	CHECK(rd16(o->data + OFF_ETH_TYPE) == 0x0800 && o->data[OFF_IP + 8] == 64 && ip_checksum_ok(o->data),
+	CHECK(rd16(o->data + OFF_ETH_TYPE) == 0x0800 && o->data[OFF_IP + 8] == 64 && ip_header_ok(o->data, 20),
 	      "IPv4, TTL and checksum untouched");
 	CHECK(out.drop[0].data == bufs[1] && out.drop[1].data == bufs[2], "drops in order");
 
@@ -91,7 +91,7 @@ static void mirror(void)
 	CHECK(out.ntx[0] == 1 && out.ndrop == 1 && d.other == 1, "IPv6 is other");
 	const uint8_t *f = out.tx[0][0].data;
 	CHECK(!memcmp(f + OFF_ETH_DST, PEER, 6) && !memcmp(f + OFF_ETH_SRC, MAC[0], 6), "MACs swapped");
-	CHECK(ip_checksum_ok(f) && f[OFF_IP + 8] == 64 && payload_intact(&out.tx[0][0]), "nothing else touched");
+	CHECK(ip_header_ok(f, 20) && f[OFF_IP + 8] == 64 && payload_intact(&out.tx[0][0]), "nothing else touched");
 }
 
 /* ones' complement checksum of an IPv4 header, the obvious way */
@@ -146,7 +146,7 @@ static void l3(void)
 	CHECK(!memcmp(f, HOP[1], 6) && !memcmp(f + 6, MAC[1], 6), "MACs of the egress port");
 	CHECK(f[OFF_IP + 8] == 63 && rd16(f + OFF_IP_CSUM) == ip_checksum(f) && payload_intact(&out.tx[1][0]),
 	      "TTL 63, checksum as recomputed");
-	CHECK(out.tx[0][1].data[OFF_IP + 8] == 1 && ip_checksum_ok(out.tx[0][1].data), "TTL 2 leaves with 1");
+	CHECK(out.tx[0][1].data[OFF_IP + 8] == 1 && ip_header_ok(out.tx[0][1].data, 20), "TTL 2 leaves with 1");
 
 	/* malformed: IHL below 5, total length beyond the frame or below the
 	 * header, a frame too short for a header */

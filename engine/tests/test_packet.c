@@ -46,7 +46,7 @@ static void known_answer(void)
 	memcpy(f + OFF_IP, ip, 20);
 	CHECK(ip_checksum(f) == 0xb861, "got %#x", ip_checksum(f));
 	wr16(f + OFF_IP_CSUM, 0xb861);
-	CHECK(ip_checksum_ok(f), "valid header not accepted");
+	CHECK(ip_header_ok(f, 20), "valid header not accepted");
 }
 
 static void build_and_classify(unsigned len)
@@ -59,7 +59,7 @@ static void build_and_classify(unsigned len)
 	CHECK(rd16(f + OFF_ETH_TYPE) == 0x0800, "ethertype");
 	CHECK(rd16(f + OFF_IP_LEN) == len - 14, "ip total length %u for frame %u", rd16(f + OFF_IP_LEN), len);
 	CHECK(rd16(f + OFF_UDP_LEN) == len - 34, "udp length");
-	CHECK(ip_checksum_ok(f), "ip checksum of built frame (len %u)", len);
+	CHECK(ip_header_ok(f, 20), "ip checksum of built frame (len %u)", len);
 	CHECK(ref_sum(f + OFF_IP, 20, 0) == 0xffff, "reference disagrees on ip checksum");
 	CHECK(!memcmp(f + OFF_IP_SRC, &a.src_ip, 4) && f[OFF_IP_SRC] == 198 && f[OFF_IP_SRC + 3] == 1,
 	      "source address in network order");
@@ -74,11 +74,11 @@ static void build_and_classify(unsigned len)
 
 	/* checksums: fast == reference, and a fixed frame verifies */
 	frame_fix_checksums(f);
-	CHECK(ip_checksum_ok(f) && udp_ok(f), "fixed checksums verify (len %u)", len);
+	CHECK(ip_header_ok(f, 20) && udp_ok(f), "fixed checksums verify (len %u)", len);
 	uint32_t ip2;
 	inet_pton(AF_INET, "203.0.113.77", &ip2);
 	frame_set_src_ip(f, ip2);
-	CHECK(ip_checksum_ok(f) && udp_ok(f), "incremental update after source rewrite (len %u)", len);
+	CHECK(ip_header_ok(f, 20) && udp_ok(f), "incremental update after source rewrite (len %u)", len);
 
 	/* touch pattern */
 	frame_touch(f, len, 77);
@@ -268,17 +268,32 @@ static void wire_form(void)
 	uint16_t len = 200;
 
 	memcpy(data, f, 200);
-	CHECK(pktsock_wire(data, &len, TP_STATUS_USER, 0, 0) == data && len == 200 && !memcmp(data, f, 200),
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER, 0, 0, true) == data && len == 200 && !memcmp(data, f, 200),
 	      "nothing said, nothing done");
-	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0) == data && udp_ok(data),
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0, false) == data &&
+	      !memcmp(data, f, 200), "for a role that does not send frames on, it stays unfinished");
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0, true) == data && udp_ok(data),
 	      "a checksum the kernel calls unfinished is finished");
-	uint8_t *w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID, 0x0064, 0);
+	uint8_t *w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID, 0x0064, 0, false);
 	CHECK(w == buf && len == 204 && rd16(w + 12) == 0x8100 && rd16(w + 14) == 0x0064 && udp_ok(w + 4),
 	      "a VLAN tag goes back in, 802.1Q unless the kernel says which");
 	memcpy(data, f, 200);
 	len = 200;
-	w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID, 5, 0x88a8);
+	w = pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID, 5, 0x88a8, false);
 	CHECK(w == buf && rd16(w + 12) == 0x88a8 && rd16(w + 14) == 5, "an 802.1ad tag as the kernel says");
+	/* the status says a checksum is unfinished, not which one: a tunnel's
+	 * outer UDP without a checksum (0), the one left inside, stays as it is */
+	memcpy(data, f, 200);
+	len = 200;
+	wr16(data + OFF_UDP_CSUM, 0);
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0, true) == data &&
+	      rd16(data + OFF_UDP_CSUM) == 0, "UDP's 0 stays 0 (was %#x)", rd16(data + OFF_UDP_CSUM));
+	memcpy(data, f, 200);
+	frame_fix_checksums(data);
+	uint8_t copy[200];
+	memcpy(copy, data, 200);
+	CHECK(pktsock_wire(data, &len, TP_STATUS_USER | TP_STATUS_CSUMNOTREADY, 0, 0, true) == data &&
+	      !memcmp(data, copy, 200), "a field that is not its pseudo-header sum is not the one");
 	free(f);
 }
 

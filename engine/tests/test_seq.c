@@ -1,19 +1,30 @@
-/* Sequence tracking: loss, reordering, duplicates, warm-up, flows. */
+/* Sequence tracking: loss, reordering, duplicates, warm-up, flows, and the
+ * bounds a frame's own timestamp puts on its number. */
 #include <stdlib.h>
 
 #include "check.h"
 #include "../src/core/seq.h"
 
-#define NOW (UINT64_C(1000) * 1000000000)   /* the receiver's clock: 1000 s since boot */
+#define MS UINT64_C(1000000)
 #define S_NS UINT64_C(1000000000)
+#define START (UINT64_C(400000) * S_NS)   /* the tracker's start: a host up 111 hours */
+#define GAP UINT64_C(1000)                 /* the sender in most tests: a frame every µs */
+
+/* Frame s of a sender that started with the tracker, received 1 µs after it left. */
+static bool track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, struct seq_counts *c)
+{
+	uint64_t ts = START + s * GAP;
+
+	return seq_track(t, key, s, ts, count, ts + 1000, c);
+}
 
 static struct seq_counts feed(const uint64_t *s, size_t n, bool count)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 
 	for (size_t i = 0; i < n; i++)
-		seq_track(t, 9000, s[i], count, NOW, &c);
+		track(t, 9000, s[i], count, &c);
 	seq_free(t);
 	return c;
 }
@@ -27,7 +38,7 @@ static void cases(void)
 	c = FEED(0, 1, 2, 3, 4);
 	CHECK(c.lost == 0 && c.reordered == 0 && c.duplicate == 0, "in order");
 	c = FEED(5, 6, 7);
-	CHECK(c.lost == 0, "a flow may start at any number");
+	CHECK(c.lost == 0, "a flow may start at any number its sender could have reached");
 	c = FEED(0, 1, 4, 5);
 	CHECK(c.lost == 2 && c.reordered == 0, "gap of two: lost %lld", (long long)c.lost);
 	c = FEED(0, 1, 3, 2, 4);
@@ -49,92 +60,208 @@ static void cases(void)
 
 static void window_wrap(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 
 	/* long in-order run across many window wraps, one duplicate at the end */
 	for (uint64_t s = 0; s < 100000; s++)
-		seq_track(t, 1, s, true, NOW, &c);
-	seq_track(t, 1, 99990, true, NOW, &c);
+		track(t, 1, s, true, &c);
+	seq_track(t, 1, 99990, START + 99990 * GAP, true, START + 100000 * GAP, &c);
 	CHECK(c.lost == 0 && c.reordered == 0 && c.duplicate == 1, "wraps: dup %llu", (unsigned long long)c.duplicate);
 	seq_free(t);
 }
 
 static void warmup(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 
 	/* warm-up 0..9 with a gap at 4, measured from 10 on */
 	for (uint64_t s = 0; s < 10; s++)
 		if (s != 4)
-			seq_track(t, 7, s, false, NOW, &c);
+			track(t, 7, s, false, &c);
 	CHECK(c.lost == 0, "warm-up gaps are not counted");
-	seq_track(t, 7, 12, true, NOW, &c);  /* 10 and 11 lost? they were warm-up-marked or not yet sent */
+	track(t, 7, 12, true, &c);  /* 10 and 11 lost? they were warm-up-marked or not yet sent */
 	CHECK(c.lost == 0, "gap before the first counted packet is not counted (%lld)", (long long)c.lost);
-	seq_track(t, 7, 4, false, NOW, &c);  /* very late warm-up packet */
+	seq_track(t, 7, 4, START + 4 * GAP, false, START + 13 * GAP, &c);  /* very late warm-up packet */
 	CHECK(c.lost == 0 && c.reordered == 0, "late warm-up packet changes nothing counted");
-	seq_track(t, 7, 13, true, NOW, &c);
-	seq_track(t, 7, 15, true, NOW, &c);
+	track(t, 7, 13, true, &c);
+	track(t, 7, 15, true, &c);
 	CHECK(c.lost == 1, "gap after counting began is counted");
-	seq_track(t, 7, 14, true, NOW, &c);
+	seq_track(t, 7, 14, START + 14 * GAP, true, START + 16 * GAP, &c);
 	CHECK(c.lost == 0 && c.reordered == 1, "and filled by its late packet");
 	seq_free(t);
 }
 
 static void flows(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
 
 	/* two flows interleaved, each in order: no loss */
 	for (uint64_t s = 0; s < 100; s++) {
-		seq_track(t, 9000, s, true, NOW, &c);
-		seq_track(t, 9001, s, true, NOW, &c);
+		track(t, 9000, s, true, &c);
+		track(t, 9001, s, true, &c);
 	}
 	CHECK(c.lost == 0 && c.reordered == 0 && c.duplicate == 0, "flows are independent");
-	seq_track(t, 9001, 105, true, NOW, &c);
+	track(t, 9001, 105, true, &c);
 	CHECK(c.lost == 5, "loss in one flow");
 	CHECK(t->nflows == 2, "two flows seen");
 	for (unsigned k = 2; k < SEQ_MAX_FLOWS + 10; k++)
-		seq_track(t, (uint16_t)(10000 + k), 0, true, NOW, &c);
+		track(t, (uint16_t)(10000 + k), 0, true, &c);
 	CHECK(t->nflows == SEQ_MAX_FLOWS && t->untracked == 10, "flows beyond the table are untracked (%llu)",
 	      (unsigned long long)t->untracked);
 	seq_free(t);
 }
 
-/* Numbers no sender could have reached are refused and change nothing. */
+/* A flow of n frames `gap` ns apart from the tracker's start, frame `odd` with
+ * number `stray` instead (n: none), each received 1 µs after it left; how
+ * many were refused. */
+static unsigned flow(struct seq_tracker *t, uint64_t n, uint64_t gap, uint64_t odd, uint64_t stray,
+		     struct seq_counts *c)
+{
+	unsigned bad = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t ts = START + (i + 1) * gap;
+		bad += !seq_track(t, 9000, i == odd ? stray : i, ts, true, ts + 1000, c);
+	}
+	return bad;
+}
+
+/* Two strays seen amid real flows: before, one flipped bit gave bad 0, lost
+ * 2,147,483,149, reordered 499; a stray first frame made all 1,000 real ones bad. */
+static void strays(void)
+{
+	struct seq_tracker *t = seq_new(START);
+	struct seq_counts c = { 0 };
+	unsigned bad = flow(t, 1000, MS, 500, 500 ^ (UINT64_C(1) << 31), &c);
+
+	/* frame 500 is the bad one: its own number is missing, one lost */
+	CHECK(bad == 1 && c.lost == 1 && c.reordered == 0 && c.duplicate == 0,
+	      "bit 31 flipped: bad %u lost %lld reordered %llu", bad, (long long)c.lost,
+	      (unsigned long long)c.reordered);
+	seq_free(t);
+
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = !seq_track(t, 9000, UINT64_C(1) << 48, START + 100, true, START + 1100, &c);
+	bad += flow(t, 1000, MS, 1000, 0, &c);
+	CHECK(bad == 1 && c.lost == 0 && c.reordered == 0, "a stray 2^48 first: bad %u lost %lld", bad,
+	      (long long)c.lost);
+	seq_free(t);
+
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = flow(t, 1000, MS, 500, UINT64_C(0x2c5c1f0ea3b411d7) & ((UINT64_C(1) << 62) - 1), &c);
+	CHECK(bad == 1 && c.lost == 1 && c.reordered == 0 && c.duplicate == 0,
+	      "a random 62-bit number amid a flow: bad %u lost %lld", bad, (long long)c.lost);
+	seq_free(t);
+}
+
+/* What the frame's own timestamp allows, each way. */
 static void bounded(void)
 {
-	struct seq_tracker *t = seq_new();
+	struct seq_tracker *t = seq_new(START);
 	struct seq_counts c = { 0 };
-	bool ok = true;
+	uint64_t head = START + 100 * GAP;
 
-	for (uint64_t s = 0; s < 100; s++)
-		ok &= seq_track(t, 9000, s, true, NOW, &c);
-	CHECK(ok, "in order");
-	CHECK(!seq_track(t, 9000, UINT64_C(0x2c5c1f0ea3b411d7) & ((UINT64_C(1) << 62) - 1), true, NOW, &c),
-	      "a random 62-bit number is refused");
-	for (uint64_t s = 100; s < 200; s++)
-		ok &= seq_track(t, 9000, s, true, NOW, &c);
-	CHECK(ok && c.lost == 0 && c.reordered == 0 && c.duplicate == 0,
-	      "the flow goes on as if it had not come: lost %lld reordered %llu", (long long)c.lost,
+	for (uint64_t s = 0; s <= 100; s++)
+		track(t, 9000, s, true, &c);          /* the head: 100, at `head` */
+	/* ahead: 2 ms after the head, at most 2,000,000 + the slack frames on */
+	uint64_t ts = head + 2 * MS, far = 100 + 2 * MS + SEQ_FRAME_SLACK + 1;
+	CHECK(!seq_track(t, 9000, far, ts, true, ts, &c), "ahead by more than 1 frame/ns: refused");
+	CHECK(seq_track(t, 9000, far - 1, ts, true, ts, &c) && c.lost == (int64_t)(far - 1 - 101),
+	      "ahead by as many: a real gap (lost %lld)", (long long)c.lost);
+	head = ts;
+	/* behind: by the ns from its timestamp to the head's, plus the slack */
+	CHECK(!seq_track(t, 9000, far - 1 - 10000, head - 1000, true, head, &c) && c.reordered == 0,
+	      "10,000 frames behind, sent 1 µs before the head: refused");
+	CHECK(seq_track(t, 9000, far - 1 - 10000, head - 10000, true, head, &c) && c.reordered == 1,
+	      "sent 10 µs before: late");
+	CHECK(!seq_track(t, 9000, 150, START + 150 * GAP, true, head, &c), "far behind: refused");
+	/* in order, but sent long before the head */
+	CHECK(!seq_track(t, 9000, far, head - MS, true, head, &c), "in order but 1 ms older than the head");
+	CHECK(seq_track(t, 9000, far, head, true, head, &c) && c.lost == (int64_t)(far - 1 - 101) - 1,
+	      "in order (lost %lld)", (long long)c.lost);
+	/* timestamps the receiver's clock rules out */
+	CHECK(!seq_track(t, 9000, far + 1, head + SEQ_FUTURE_NS + 1, true, head, &c), "sent in the future");
+	CHECK(!seq_track(t, 9000, far + 1, START - SEQ_PAST_NS - 1, true, head, &c), "before the start");
+	CHECK(seq_track(t, 9000, far + 1, head + SEQ_FUTURE_NS, true, head, &c), "clocks a little apart");
+	/* a first frame: at most the ns since the start, plus the slack */
+	CHECK(!seq_track(t, 9001, MS + SEQ_FRAME_SLACK + 1, START + MS, true, START + MS, &c) && t->nflows == 2,
+	      "a first number its sender could not have reached");
+	CHECK(seq_track(t, 9002, MS + SEQ_FRAME_SLACK, START + MS, true, START + MS, &c), "one it could");
+	CHECK(seq_track(t, 9003, SEQ_FRAME_SLACK, START - 100 * MS, true, START + MS, &c),
+	      "the start of a stream sent before the start (in flight while the port opened)");
+	CHECK(!seq_track(t, 9004, SEQ_FRAME_SLACK + 1, START - 100 * MS, true, START + MS, &c),
+	      "but no more than the slack");
+	seq_free(t);
+}
+
+/* Refused frames with consecutive numbers and timestamps that do not go back
+ * re-anchor their flow; anything less does not. */
+static void runs(void)
+{
+	struct seq_tracker *t = seq_new(START);
+	struct seq_counts c = { 0 };
+	unsigned bad = 0;
+
+	/* a stray first frame its timestamp allows anchors the flow; the real
+	 * frames are far behind it and refused, SEQ_RUN - 1 of them */
+	CHECK(seq_track(t, 9000, 5 * MS, START + 10 * MS, true, START + 10 * MS, &c), "a plausible stray");
+	for (uint64_t s = 0; s < 100; s++) {
+		uint64_t ts = START + 10 * MS + (s + 1) * GAP;
+		bad += !seq_track(t, 9000, s, ts, true, ts, &c);
+	}
+	CHECK(bad == SEQ_RUN - 1 && c.lost == 0 && c.reordered == 0 && c.duplicate == 0,
+	      "re-anchored: bad %u lost %lld reordered %llu", bad, (long long)c.lost,
 	      (unsigned long long)c.reordered);
+	CHECK(t->flows[0].next == 100, "the flow follows the real frames (next %llu)",
+	      (unsigned long long)t->flows[0].next);
+	seq_free(t);
 
-	/* ahead: by the nanoseconds since the flow last moved, plus the slack */
-	uint64_t far = 200 + 3 * S_NS + SEQ_SLACK;
-	CHECK(!seq_track(t, 9000, far, true, NOW + 2 * S_NS, &c), "3 s of frames 2 s later: refused");
-	CHECK(seq_track(t, 9000, far, true, NOW + 3 * S_NS, &c) && c.lost == (int64_t)(far - 200),
-	      "3 s later: a real gap (lost %lld)", (long long)c.lost);
-	CHECK(seq_track(t, 9000, far + 1, true, NOW + 3 * S_NS, &c) && c.lost == (int64_t)(far - 200), "in order again");
-	/* behind: by the slack at most */
-	CHECK(!seq_track(t, 9000, 150, true, NOW + 3 * S_NS, &c) && c.reordered == 0 && c.duplicate == 0,
-	      "a number far behind the flow is refused");
-	CHECK(seq_track(t, 9000, far - 5000, true, NOW + 3 * S_NS, &c) && c.reordered == 1, "late within the slack");
+	/* a receiver started after its sender: numbers too high for a first frame */
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = 0;
+	for (uint64_t i = 0; i < 20; i++) {
+		uint64_t ts = START + MS + i * GAP;
+		bad += !seq_track(t, 9000, 7 * S_NS + i, ts, true, ts, &c);
+	}
+	CHECK(bad == SEQ_RUN - 1 && c.lost == 0, "a late receiver: bad %u", bad);
+	seq_free(t);
 
-	/* a new flow: its first number within the nanoseconds since boot */
-	CHECK(!seq_track(t, 9001, UINT64_C(1) << 61, true, NOW, &c) && t->nflows == 1, "absurd first number");
-	CHECK(seq_track(t, 9001, NOW / 2, true, NOW, &c) && t->nflows == 2, "a long-running sender's number");
+	/* a stray ahead, its timestamp just inside the receiver's future, counted
+	 * 9,000,000 lost: undone when the real frames re-anchor the flow */
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = 0;
+	for (uint64_t s = 0; s < 10; s++)
+		track(t, 9000, s, true, &c);
+	uint64_t now = START + 10 * GAP;
+	CHECK(seq_track(t, 9000, 9 + 9 * MS, now + 9 * MS, true, now, &c) && c.lost == (int64_t)(9 * MS - 1),
+	      "the stray's gap (lost %lld)", (long long)c.lost);
+	for (uint64_t s = 10; s < 100; s++) {
+		uint64_t ts = now + MS + s * GAP;
+		bad += !seq_track(t, 9000, s, ts, true, ts, &c);
+	}
+	CHECK(bad == SEQ_RUN - 1 && c.lost == 0 && c.reordered == 0, "undone: bad %u lost %lld", bad,
+	      (long long)c.lost);
+	seq_free(t);
+
+	/* strays that do not follow each other, or whose timestamps go back */
+	t = seq_new(START);
+	c = (struct seq_counts){ 0 };
+	bad = 0;
+	for (uint64_t s = 0; s < 100; s++) {
+		uint64_t ts = START + (s + 1) * GAP;
+		CHECK(seq_track(t, 9000, s, ts, true, ts, &c), "real %llu", (unsigned long long)s);
+		bad += !seq_track(t, 9001, UINT64_C(1) << 40 | s << 1, ts, true, ts, &c);
+		bad += !seq_track(t, 9002, UINT64_C(1) << 40 | s, START + (200 - s) * GAP, true, ts, &c);
+	}
+	CHECK(bad == 200 && c.lost == 0 && c.reordered == 0 && t->flows[0].next == 100,
+	      "never a run: bad %u lost %lld", bad, (long long)c.lost);
 	seq_free(t);
 }
 
@@ -142,6 +269,8 @@ int main(void)
 {
 	cases();
 	bounded();
+	strays();
+	runs();
 	window_wrap();
 	warmup();
 	flows();

@@ -2,7 +2,14 @@
 stored with each end's metrics, and named in the loss table where frames went."""
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
 from cnfperf import udp_errors
+from cnfperf.cli import main
 from cnfperf.plan import place
 from cnfperf.report import nfs
 from cnfperf.report.tables import summary_table
@@ -14,14 +21,15 @@ from test_nf_results import RUN, _by_name, _end, chain, stored_run
 SNMP = """Ip: Forwarding DefaultTTL InReceives
 Ip: 2 64 30000
 Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
-Udp: 5 0 24992 0 0 0 24990 0 0
+Udp: 5 0 24992 0 2 0 24990 0 0
 UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
 UdpLite: 0 0 7 0 0 0 7 0 0
 """
 
 
 def test_the_udp_line_is_read_not_udplite():
-    assert udp_errors.parse(SNMP) == {"udp_in_errors": 24992, "udp_in_csum_errors": 24990}
+    assert udp_errors.parse(SNMP) == {"udp_in_errors": 24992, "udp_in_csum_errors": 24990,
+                                      "udp_rcvbuf_errors": 2}
     assert udp_errors.parse("Ip: Forwarding\nIp: 1\n") == {}
     old = "Udp: InDatagrams NoPorts InErrors\nUdp: 1 2 3\n"   # a kernel without InCsumErrors
     assert udp_errors.parse(old) == {"udp_in_errors": 3}
@@ -39,12 +47,33 @@ def test_unreadable_counters_are_unknown_not_a_failure():
     assert udp_errors.read("cnfp-no-such-netns") is None
 
 
+def test_a_namespace_s_counters_are_read_by_a_thread_that_joins_it(tmp_path, monkeypatch):
+    """No process forked (`ip netns exec` forked one per read and remounted
+    /sys): a thread of ours joins the namespace (here our own, through a
+    name that points at it) and reads its view of /proc/net/snmp."""
+    (tmp_path / "ours").symlink_to("/proc/self/ns/net")
+    monkeypatch.setattr(udp_errors, "NETNS_DIR", tmp_path)
+
+    def no_fork(*args, **kwargs):
+        raise AssertionError("forked a process to read counters")
+    monkeypatch.setattr(subprocess, "Popen", no_fork)
+    got = udp_errors.read("ours")
+    if os.geteuid() != 0:   # joining a namespace takes CAP_SYS_ADMIN
+        assert got is None
+        return
+    assert got == udp_errors.parse(Path("/proc/net/snmp").read_text())
+
+
 def test_the_words_say_whose_kernel_and_why():
     assert udp_errors.describe(24_992, 24_992) == [
         "the receiver's kernel dropped 24,992 datagrams with bad UDP checksums"]
-    assert udp_errors.describe(30, 0, "client", "echoes") == [
+    assert udp_errors.describe(30, 0, who="client", what="echoes") == [
         "the client's kernel dropped 30 echoes for other errors (UDP InErrors, e.g. a full "
-        "socket buffer)"]
+        "socket buffer)"]   # stored before RcvbufErrors was: a guess
+    assert udp_errors.describe(1_250, 0, 1_200) == [
+        "the receiver's kernel dropped 1,200 datagrams: its socket buffer was full "
+        "(UDP RcvbufErrors)",
+        "the receiver's kernel dropped 50 datagrams for other errors (UDP InErrors)"]
     assert udp_errors.describe(0, 0) == udp_errors.describe(None, None) == []
 
 
@@ -82,10 +111,31 @@ def test_a_point_without_nfs_shows_its_path_when_a_kernel_dropped_datagrams(tmp_
     result = model.PointResult(pairs=pairs, total=model.total(pairs),
                                endpoints=[sender, receiver], counters={})
     assert nfs.loss_localisation(stored_run(tmp_path / "a", (point, result, {}))) is None
-    receiver.udp_in_errors = 1_000
+    # rate = max: the receiver's kernel took datagrams faster than its engine read them
+    receiver.udp_in_errors = receiver.udp_rcvbuf_errors = 1_000
     _, _, rows = nfs.loss_localisation(stored_run(tmp_path / "b", (point, result, {})))
     assert [r[3] for r in rows] == ["p0s (send)", "link → receiver", "p0r (recv)", "end to end"]
-    assert "1,000 datagrams for other errors" in rows[1][7]
+    assert rows[1][7] == ("the receiver's kernel dropped 1,000 datagrams: its socket buffer was "
+                          "full (UDP RcvbufErrors)")
+
+
+def test_a_path_that_lost_nothing_is_not_flagged_for_its_kernel_s_drops(tmp_path):
+    """Datagrams that were not the pair's (none of its frames is missing): no
+    path of the point is shown, and no hop says its kernel dropped anything."""
+    [s] = scenarios(None, {"switch": "veth", "api": "udp"})
+    point = place(s, RUN, host_cpus=(0, 1), joins="link")
+    pair = point.pairs[0]
+    sender = _end(0, pair.sender.name, "send", tx=10_000)
+    receiver = _end(0, pair.receiver.name, "recv", rx=10_000)
+    receiver.udp_in_errors = receiver.udp_rcvbuf_errors = 7
+    pairs = [model.pair_result(0, sender, receiver, "throughput")]
+    result = model.PointResult(pairs=pairs, total=model.total(pairs),
+                               endpoints=[sender, receiver], counters={})
+    run = stored_run(tmp_path, (point, result, {}))
+    for brief in (True, False):
+        _, headers, rows = nfs.loss_localisation(run, brief=brief)
+        assert headers == ["paths", "lost"] and rows == [[1, "none: every hop's counts agree"]]
+    assert all(not h.why for h in nfs.hops(run["points"][0], 0))
 
 
 def test_a_client_s_kernel_drops_are_echoes_that_did_not_come_back(tmp_path):
@@ -117,14 +167,34 @@ def test_an_old_database_gains_the_columns_unknown_for_its_points(tmp_path):
     store.close()
     [row] = point["endpoints"]
     assert row["udp_in_errors"] is None and row["udp_in_csum_errors"] is None
+    assert row["udp_rcvbuf_errors"] is None
 
 
-def test_a_user_s_command_between_udp_ends_is_warned_about_their_checksums():
-    """testpmd and Click are refused (test_scenario_validation); a command may
-    finish the checksums or not: the plan says what it must do."""
-    def warnings(**flags):
-        [s] = scenarios(None, {"switch": "veth", "nfs": 1, "nf": "cmd:my-nf {iface1} {iface2}",
-                               **flags})
+def test_a_user_s_command_between_udp_ends_is_warned_about_their_checksums(tmp_path):
+    """testpmd and our Click kinds are refused (below); a command or a Click
+    configuration of the user's may finish the checksums or not (Click's
+    SetUDPChecksum): the plan says what it must do."""
+    config = tmp_path / "fwd.click"
+    config.write_text("FromDevice({iface1}) -> Queue -> ToDevice({iface2});\n"
+                      "FromDevice({iface2}) -> Queue -> ToDevice({iface1});\n")
+
+    def warnings(nf, **flags):
+        [s] = scenarios(None, {"switch": "veth", "nfs": 1, "nf": nf, **flags})
         return [w for w in place(s, RUN, host_cpus=(0, 1, 2, 3)).warnings if "checksum" in w]
-    assert len(warnings(api="udp")) == 1 and "receiver's kernel drops" in warnings(api="udp")[0]
-    assert warnings(api="raw") == []
+    for nf, what in (("cmd:my-nf {iface1} {iface2}", "a command"),
+                     (f"click:{config}", "a Click configuration")):
+        [warning] = warnings(nf, api="udp")
+        assert what in warning and "receiver's kernel drops" in warning, warning
+        assert warnings(nf, api="raw") == []
+    assert warnings("l2", api="udp") == []
+
+
+@pytest.mark.parametrize("nf", ["testpmd", "click:strip-encap", "click:mirror"])
+def test_nfs_that_send_the_checksums_on_unfinished_are_refused_naming_what_works(nf, capsys):
+    flags = ["--nf-api", "dpdk"] if nf == "testpmd" else []
+    tester = ["--tester", "single"] if nf == "click:mirror" else []
+    assert main(["run", "--switch", "bridge", "--api", "udp", "--nfs", "1", "--nf", nf, *flags,
+                 *tester, "--dry-run"]) == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith(f"cnfperf: error: nf: {nf} would send the udp ends' datagrams on"), err
+    assert err.endswith("on every nf_api (raw, mmap, xdp, dpdk)"), err

@@ -52,6 +52,10 @@ struct api_conf {
 	bool rx_intr;            /* --poll interrupt: rx waits for interrupts (rx_intr below);
 	                          * a port that has none fails open() */
 	bool hold;               /* the peer stopped polling before close(): no drain wait */
+	bool forwards;           /* the role sends received frames on as they came (nf): rx
+	                          * finishes checksums a sending kernel left unfinished
+	                          * (core/packet.h). No other role reads a UDP checksum: the
+	                          * server computes its echoes' anew */
 	/* udp only: the kernel builds the headers, so it needs the addresses. */
 	uint32_t src_ip, dst_ip; /* network byte order */
 	uint16_t sport, dport;   /* host byte order */

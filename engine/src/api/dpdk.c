@@ -59,8 +59,9 @@ struct dpdk {
 	struct rte_mempool *pool;
 	uint16_t capacity;       /* bytes a fresh mbuf offers after its headroom */
 	unsigned drain_ms;       /* how long close() lets the peer take what we queued */
-	bool kernel_csum;        /* a PMD on a kernel interface: frames may carry checksums
-	                          * the sending kernel left unfinished (see rx) */
+	bool finish_csum;        /* a PMD on a kernel interface, and a role that sends frames
+	                          * on (nf): finish checksums the sending kernel left
+	                          * unfinished (see rx) */
 	char name[RTE_ETH_NAME_MAX_LEN];
 };
 
@@ -486,8 +487,8 @@ static int port_open(struct api *a, const struct api_conf *conf)
 		goto fail;
 	}
 	enum link_kind kind = link_kind(&info);
-	d->kernel_csum = strcmp(info.driver_name, "net_af_packet") == 0 ||
-			 strcmp(info.driver_name, "net_af_xdp") == 0;
+	d->finish_csum = conf->forwards && (strcmp(info.driver_name, "net_af_packet") == 0 ||
+					    strcmp(info.driver_name, "net_af_xdp") == 0);
 	/* held ports close after the peer has stopped polling: nothing to wait for */
 	d->drain_ms = conf->tx && !conf->hold ? drain_ms(&info, kind) : 0;
 	wait_link(d, kind, conf);
@@ -555,11 +556,12 @@ static uint16_t dpdk_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 		pkts[i].data = rte_pktmbuf_mtod(m[i], uint8_t *);
 		pkts[i].len = m[i]->data_len;
 		pkts[i].priv = m[i];
-		/* A frame as the wire carries it (core/packet.h): the af_packet and
-		 * af_xdp PMDs pass on a kernel's unfinished UDP checksum without
-		 * saying so (af_packet ignores TP_STATUS_CSUMNOTREADY). The other
-		 * PMDs join DPDK processes, whose frames hold what they wrote. */
-		if (unlikely(d->kernel_csum) && frame_csum_unfinished(pkts[i].data, pkts[i].len))
+		/* A frame as the wire carries it (core/packet.h), for nf: the
+		 * af_packet and af_xdp PMDs pass on a kernel's unfinished UDP
+		 * checksum without saying so (af_packet ignores
+		 * TP_STATUS_CSUMNOTREADY). The other PMDs join DPDK processes,
+		 * whose frames hold what they wrote. */
+		if (d->finish_csum && frame_csum_unfinished(pkts[i].data, pkts[i].len))
 			frame_csum_finish(pkts[i].data, pkts[i].len);
 	}
 	return k;

@@ -1,4 +1,4 @@
-/* What the kernel-interface bypass apis (mmap, xdp) ask of an interface. */
+/* What the kernel-interface apis (raw, mmap, xdp) ask of an interface. */
 #ifndef CNFPERF_IFACE_H
 #define CNFPERF_IFACE_H
 
@@ -25,8 +25,18 @@ static inline int iface_mtu(const char *iface)
 	return mtu;
 }
 
+/* The largest frame an interface of this MTU carries, without FCS: the
+ * Ethernet header and a VLAN tag besides the MTU. A role that sends on what
+ * it receives (nf, server) needs buffers that large, whatever --size says:
+ * a jumbo frame would be refused. */
+static inline unsigned iface_frame_max(int mtu)
+{
+	return (unsigned)mtu + 14 + 4;
+}
+
 /* A frame longer than MTU + Ethernet header would be dropped by the kernel
- * after the api accepted it, so it is refused at open instead. */
+ * after the api accepted it, so it is refused at open instead (the engine's
+ * own frames carry no VLAN tag). */
 static inline int iface_check_frame(const char *api, const char *iface, unsigned frame_size)
 {
 	int mtu = iface_mtu(iface);

@@ -17,7 +17,7 @@
  * end and every frame handed out from it has been released or sent.
  *
  * rx hands out frames as the wire carried them (pktsock.h), from each frame
- * header's status: checksums left unfinished are finished, VLAN tags put back
+ * header's status: checksums left unfinished are finished (nf), VLAN tags put back
  * into the PACKET_RESERVE bytes the kernel leaves before each frame. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -258,11 +258,11 @@ static int mmap_open(struct api *a, const struct api_conf *conf)
 	if (conf->tx && iface_check_frame("mmap", conf->iface, conf->frame_size) != 0)
 		return -1;
 	/* A tx slot must also hold any frame received here (server, nf send
-	 * them back): up to the MTU plus Ethernet and VLAN headers. */
+	 * them back: iface.h). */
 	unsigned largest = conf->frame_size;
 	int mtu = iface_mtu(conf->iface);
-	if (conf->rx && mtu > 0 && (unsigned)mtu + 18 > largest)
-		largest = (unsigned)mtu + 18;
+	if (conf->rx && mtu > 0 && iface_frame_max(mtu) > largest)
+		largest = iface_frame_max(mtu);
 	if ((conf->rx && open_rx(m, ifindex, conf->iface) != 0) ||
 	    (conf->tx && open_tx(m, ifindex, conf->iface, largest, conf->burst) != 0)) {
 		mmap_free(m);
@@ -344,7 +344,7 @@ static uint16_t mmap_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 		struct tpacket3_hdr *h = (struct tpacket3_hdr *)m->next;
 		pkts[k].len = (uint16_t)h->tp_snaplen;
 		pkts[k].data = pktsock_wire(m->next + h->tp_mac, &pkts[k].len, h->tp_status,
-					    h->hv1.tp_vlan_tci, h->hv1.tp_vlan_tpid);
+					    h->hv1.tp_vlan_tci, h->hv1.tp_vlan_tpid, a->conf.forwards);
 		pkts[k].priv = TAG_BLOCK(m->cur);
 		m->held[m->cur]++;
 		k++;

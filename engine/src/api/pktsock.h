@@ -1,9 +1,13 @@
 /* What the kernel tells a packet socket about a frame besides its bytes
  * (raw: PACKET_AUXDATA; mmap: the ring's frame header), and how an api turns
  * that into the frame as the wire carried it (core/packet.h):
- *  - TP_STATUS_CSUMNOTREADY: the sender's kernel left the UDP or TCP checksum
- *    for the device to finish (checksum offload): finished here, or a frame
- *    sent on would be dropped by the next kernel to receive it;
+ *  - TP_STATUS_CSUMNOTREADY: the sender's kernel left a checksum for the
+ *    device to finish (checksum offload): finished here for a role that
+ *    sends frames on (nf), or the next kernel to receive them would drop
+ *    them; no other role reads it. The status does not say which checksum:
+ *    the outer UDP header's only when its field holds its pseudo-header sum
+ *    (frame_csum_unfinished), not when it is 0 (a VXLAN or Geneve tunnel's
+ *    outer UDP, the one left unfinished inside);
  *  - TP_STATUS_VLAN_VALID: the receiving kernel took the 802.1Q tag out of
  *    the frame (it always does, offload or not): put back, so that a tagged
  *    frame is `other` to every role, as it is on apis that see tags inline. */
@@ -22,11 +26,14 @@
 #endif
 
 /* The frame at data (len bytes, PKTSOCK_HEADROOM writable bytes before it)
- * as the wire carried it: its start (4 bytes earlier when tagged); *len grows. */
+ * as the wire carried it: its start (4 bytes earlier when tagged); *len grows.
+ * finish: the role sends frames on (api_conf.forwards), or the checksum stays
+ * as it came. */
 static inline uint8_t *pktsock_wire(uint8_t *data, uint16_t *len, uint32_t status, uint16_t tci,
-				    uint16_t tpid)
+				    uint16_t tpid, bool finish)
 {
-	if (__builtin_expect(status & TP_STATUS_CSUMNOTREADY, 0))
+	if (__builtin_expect(status & TP_STATUS_CSUMNOTREADY, 0) && finish &&
+	    frame_csum_unfinished(data, *len))
 		frame_csum_finish(data, *len);
 	if (__builtin_expect(status & TP_STATUS_VLAN_VALID, 0)) {
 		*len = (uint16_t)(*len + 4);

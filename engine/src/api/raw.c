@@ -6,7 +6,7 @@
  *
  * rx asks for PACKET_AUXDATA, a control message per frame, to hand out frames
  * as the wire carried them (pktsock.h): checksums the sender's kernel left
- * unfinished are finished, VLAN tags the kernel took out are put back. */
+ * unfinished are finished (nf), VLAN tags the kernel took out are put back. */
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "iface.h"
 #include "pktsock.h"
 #include "sock.h"
 #include "../core/packet.h"
@@ -93,11 +94,9 @@ static int raw_open(struct api *a, const struct api_conf *c)
 		snprintf(what, sizeof(what), "interface %s", c->iface);
 		return fail(a, what, -err);
 	}
-	/* A role that sends what it receives (nf copies into these buffers) must
-	 * have room for any frame the interface carries, tag included, not only
-	 * for the size it was given: a jumbo frame would be refused. */
-	if (c->rx && c->tx && r->slot_tx < (unsigned)mtu + 18)
-		r->slot_tx = (unsigned)mtu + 18;
+	/* nf copies what it receives into these buffers (iface.h) */
+	if (c->rx && c->tx && r->slot_tx < iface_frame_max(mtu))
+		r->slot_tx = iface_frame_max(mtu);
 	if (c->tx && c->frame_size > (unsigned)mtu + 14) {
 		snprintf(what, sizeof(what), "%u-byte frames do not fit the MTU %d of %s", c->frame_size + FCS_LEN,
 			 mtu, c->iface);
@@ -188,7 +187,7 @@ static uint16_t raw_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 }
 
 /* The frame of message m as the wire carried it, after its PACKET_AUXDATA. */
-static inline void wire_form(struct pkt *p, struct msghdr *m)
+static inline void wire_form(struct pkt *p, struct msghdr *m, bool finish)
 {
 	struct cmsghdr *c = CMSG_FIRSTHDR(m);
 	struct tpacket_auxdata aux;
@@ -196,7 +195,7 @@ static inline void wire_form(struct pkt *p, struct msghdr *m)
 	if (!c || c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA)
 		return;
 	memcpy(&aux, CMSG_DATA(c), sizeof(aux));
-	p->data = pktsock_wire(p->data, &p->len, aux.tp_status, aux.tp_vlan_tci, aux.tp_vlan_tpid);
+	p->data = pktsock_wire(p->data, &p->len, aux.tp_status, aux.tp_vlan_tci, aux.tp_vlan_tpid, finish);
 }
 
 static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
@@ -224,7 +223,7 @@ static uint16_t raw_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 	for (uint16_t i = 0; i < got; i++) {
 		pkts[i].data = r->rxiov[i].iov_base;
 		pkts[i].priv = NULL;
-		wire_form(&pkts[i], &r->rxm[i].msg_hdr);
+		wire_form(&pkts[i], &r->rxm[i].msg_hdr, a->conf.forwards);
 	}
 	return got;
 }

@@ -201,6 +201,27 @@ static void xdp_free(struct xdp *x)
 	memset(x, 0, sizeof *x);
 }
 
+/* The umem registered anew over the same area, for a second try at a
+ * socket; 0, or -1 after saying why. */
+static int remake_umem(struct xdp *x, const struct xsk_umem_config *ucfg)
+{
+	int err = xsk_umem__delete(x->umem);
+
+	if (err) {
+		fprintf(stderr, "xdp: cannot release the umem to try skb mode: %s\n", strerror(-err));
+		return -1;
+	}
+	x->umem = NULL;
+	err = xsk_umem__create(&x->umem, x->area, x->area_size, &x->fq, &x->cq, ucfg);
+	if (err) {
+		x->umem = NULL;
+		fprintf(stderr, "xdp: cannot register the umem again to try skb mode: %s%s\n", strerror(-err),
+			bind_hint(-err, MODE_SKB));
+		return -1;
+	}
+	return 0;
+}
+
 static int xdp_open(struct api *a, const struct api_conf *conf)
 {
 	struct xdp *x = a->priv;
@@ -222,11 +243,11 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 		return -1;
 	mode_flags(own->mode, &scfg);
 	/* A role that sends what it receives (nf) takes any frame the interface
-	 * carries, up to what one frame of umem holds. */
+	 * carries (iface.h), up to what one frame of umem holds. */
 	unsigned largest = conf->frame_size;
 	int mtu = iface_mtu(conf->iface);
-	if (conf->rx && conf->tx && mtu > 0 && (unsigned)mtu + 14 > largest)
-		largest = (unsigned)mtu + 14 + XDP_PACKET_HEADROOM <= 4096 ? (unsigned)mtu + 14 :
+	if (conf->rx && conf->tx && mtu > 0 && iface_frame_max(mtu) > largest)
+		largest = iface_frame_max(mtu) + XDP_PACKET_HEADROOM <= 4096 ? iface_frame_max(mtu) :
 			  4096 - XDP_PACKET_HEADROOM;
 	/* The kernel puts received data XDP_PACKET_HEADROOM into a frame. */
 	if (largest + XDP_PACKET_HEADROOM <= 2048)
@@ -266,28 +287,35 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 	 * traffic (ARP replies...) still reaches the kernel stack. */
 	if (!conf->rx)
 		scfg.libxdp_flags |= XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+	enum xdp_mode mode = own->mode;
 	err = create_socket(x, conf, own->queue, &scfg);
-	if (err == -EOPNOTSUPP && own->mode == MODE_AUTO && conf->rx) {
+	if (err == -EOPNOTSUPP && mode == MODE_AUTO && conf->rx) {
 		/* libxdp asks for native mode and gives up when the driver has none
 		 * (macvlan): auto means generic then, as --xdp-mode skb would. The
 		 * failed socket was the umem's own descriptor, still bound to the
 		 * queue, so the umem is made again. */
-		xsk_umem__delete(x->umem);
-		err = xsk_umem__create(&x->umem, x->area, x->area_size, &x->fq, &x->cq, &ucfg);
-		if (err) {
-			x->umem = NULL;
-		} else {
-			mode_flags(MODE_SKB, &scfg);
-			err = create_socket(x, conf, own->queue, &scfg);
-		}
+		mode = MODE_SKB;
+		if (remake_umem(x, &ucfg) != 0)
+			goto fail;
+		mode_flags(MODE_SKB, &scfg);
+		err = create_socket(x, conf, own->queue, &scfg);
 	}
 	if (err) {
-		fprintf(stderr, "xdp: cannot open an AF_XDP socket on %s queue %u in %s mode: %s%s\n",
-			conf->iface, own->queue, mode_names[own->mode], strerror(-err), bind_hint(-err, own->mode));
+		fprintf(stderr, "xdp: cannot open an AF_XDP socket on %s queue %u in %s mode%s: %s%s\n",
+			conf->iface, own->queue, mode_names[mode],
+			mode != own->mode ? " (auto's fallback: the driver has no native XDP)" : "",
+			strerror(-err), bind_hint(-err, mode));
 		goto fail;
 	}
 	x->fd = xsk_socket__fd(x->xsk);
 	refill(x);
+	if (conf->rx && mtu > 0 && iface_frame_max(mtu) > 4096 - XDP_PACKET_HEADROOM)
+		/* Native XDP refuses such an MTU (veth) or asks for multi-buffer;
+		 * generic XDP takes it, and drops what a frame of umem cannot hold
+		 * with nothing said but the socket's counters. */
+		fprintf(stderr, "xdp: %s carries frames of up to %u bytes (MTU %d): those over %d bytes do not "
+			"fit a frame of umem and are dropped (api_rx_dropped)\n", conf->iface, iface_frame_max(mtu),
+			mtu, 4096 - XDP_PACKET_HEADROOM);
 	return 0;
 
 fail:
@@ -342,6 +370,7 @@ static uint16_t xdp_tx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 static uint16_t xdp_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 {
 	struct xdp *x = a->priv;
+	const bool finish = a->conf.forwards;
 	uint32_t idx, k;
 
 	refill(x);
@@ -356,10 +385,11 @@ static uint16_t xdp_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 		pkts[i].data = x->area + d->addr;
 		pkts[i].len = (uint16_t)d->len;
 		pkts[i].priv = (void *)(uintptr_t)d->addr;
-		/* A frame as the wire carries it (core/packet.h). On a veth the XDP
-		 * program gets the sender's bytes with its UDP checksum unfinished,
-		 * native mode and skb mode alike, and AF_XDP hands over no mark. */
-		if (frame_csum_unfinished(pkts[i].data, pkts[i].len))
+		/* A frame as the wire carries it (core/packet.h), for a role that
+		 * sends it on (nf). On a veth the XDP program gets the sender's
+		 * bytes with its UDP checksum unfinished, native mode and skb mode
+		 * alike, and AF_XDP hands over no mark. */
+		if (finish && frame_csum_unfinished(pkts[i].data, pkts[i].len))
 			frame_csum_finish(pkts[i].data, pkts[i].len);
 	}
 	xsk_ring_cons__release(&x->rx, k);

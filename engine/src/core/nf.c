@@ -110,17 +110,15 @@ static void burst_l3(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_
 {
 	(void)in;
 	for (uint16_t i = 0; i < n; i++) {
-		uint8_t *f = pkts[i].data, *ip = f + OFF_IP;
+		uint8_t *f = pkts[i].data;
 		if (pkts[i].len < OFF_IP || f[OFF_ETH_TYPE] != 0x08 || f[OFF_ETH_TYPE + 1] != 0x00) {
 			DROP(out, pkts[i], d->other);
 			continue;
 		}
-		unsigned ihl = (ip[0] & 0xfu) * 4, total = pkts[i].len >= OFF_IP + 20 ? rd16(ip + 2) : 0;
-		/* IHL >= 5 and IHL <= total length <= the frame: the header is in it;
-		 * and its checksum holds: a router drops a header it cannot trust
-		 * (RFC 1812, 5.2.2), as Linux does before it routes */
-		if (pkts[i].len < OFF_IP + 20 || (ip[0] >> 4) != 4 || ihl < 20 || total < ihl ||
-		    total > (unsigned)pkts[i].len - OFF_IP || !ip_header_ok(f, ihl)) {
+		/* the header whole, and its checksum holds: a router drops a header
+		 * it cannot trust (RFC 1812, 5.2.2), as Linux does before it routes */
+		unsigned total, ihl = ipv4_header(f, pkts[i].len, &total);
+		if (!ihl || !ip_header_ok(f, ihl)) {
 			DROP(out, pkts[i], d->bad);
 			continue;
 		}
@@ -129,7 +127,7 @@ static void burst_l3(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_
 			DROP(out, pkts[i], d->no_route);
 			continue;
 		}
-		if (ip[8] <= 1) {
+		if (f[OFF_IP + 8] <= 1) {
 			DROP(out, pkts[i], d->ttl);
 			continue;
 		}

@@ -43,11 +43,6 @@ uint16_t ip_checksum(const uint8_t *frame)
 	return (uint16_t)~fold(sum);
 }
 
-bool ip_header_ok(const uint8_t *frame, unsigned ihl)
-{
-	return fold(sum16(frame + OFF_IP, ihl, 0)) == 0xffff;
-}
-
 uint16_t udp_checksum(const uint8_t *frame)
 {
 	unsigned ulen = rd16(frame + OFF_UDP_LEN);
@@ -131,10 +126,10 @@ bool frame_touch_ok(const uint8_t *frame, unsigned len, uint64_t seq)
  * anything else. */
 static bool l4_of(const uint8_t *f, unsigned len, unsigned *l4, unsigned *end, unsigned *field)
 {
-	if (len < OFF_IP + 20 || rd16(f + OFF_ETH_TYPE) != 0x0800 || (f[OFF_IP] >> 4) != 4)
-		return false;
-	unsigned ihl = (f[OFF_IP] & 0xfu) * 4, total = rd16(f + OFF_IP_LEN);
-	if (ihl < 20 || total < ihl || total > len - OFF_IP || (rd16(f + OFF_IP_FRAG) & 0x3fff))
+	unsigned total, ihl;
+
+	if (len < OFF_IP || rd16(f + OFF_ETH_TYPE) != 0x0800 || !(ihl = ipv4_header(f, len, &total)) ||
+	    (rd16(f + OFF_IP_FRAG) & 0x3fff))
 		return false;
 	unsigned at = f[OFF_IP_PROTO] == 17 ? 6 : f[OFF_IP_PROTO] == 6 ? 16 : 0;
 	if (!at || total - ihl < (at == 6 ? 8u : 20u))
@@ -157,7 +152,7 @@ bool frame_csum_finish(uint8_t *frame, unsigned len)
 	return true;
 }
 
-bool frame_csum_unfinished(const uint8_t *frame, unsigned len)
+bool frame_csum_holds_pseudo(const uint8_t *frame, unsigned len)
 {
 	unsigned l4, end, field;
 

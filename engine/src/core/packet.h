@@ -49,8 +49,6 @@ struct frame_addr {
 
 void frame_build(uint8_t *buf, unsigned len, const struct frame_addr *a);
 uint16_t ip_checksum(const uint8_t *frame);          /* of the IPv4 header, field as 0 */
-/* the IPv4 header's checksum holds, over its ihl bytes (options too) */
-bool ip_header_ok(const uint8_t *frame, unsigned ihl);
 uint16_t udp_checksum(const uint8_t *frame);         /* over pseudo-header, header and data */
 void frame_fix_checksums(uint8_t *frame);            /* both, in place (udp never 0) */
 void frame_set_src_ip(uint8_t *frame, uint32_t ip);  /* keeps both checksums right */
@@ -84,7 +82,17 @@ void frame_touch(uint8_t *frame, unsigned len, uint64_t seq);
  * whose bad checksum happened to be that value. UDP's 0 (no checksum, what
  * the engine's own senders send) is never unfinished. */
 bool frame_csum_finish(uint8_t *frame, unsigned len);
-bool frame_csum_unfinished(const uint8_t *frame, unsigned len);
+bool frame_csum_holds_pseudo(const uint8_t *frame, unsigned len);
+
+/* frame_csum_holds_pseudo() with the engine's own frames decided inline: IPv4
+ * without options, UDP, no checksum (0) is never unfinished. */
+static inline bool frame_csum_unfinished(const uint8_t *frame, unsigned len)
+{
+	if (len >= FRAME_HDR_LEN && frame[OFF_IP] == 0x45 && frame[OFF_IP_PROTO] == 17 &&
+	    frame[OFF_UDP_CSUM] == 0 && frame[OFF_UDP_CSUM + 1] == 0)
+		return false;
+	return frame_csum_holds_pseudo(frame, len);
+}
 
 /* The VLAN tag a kernel took out of a frame (802.1Q offload: the packet
  * socket sees the frame without it), put back where it was on the wire:
@@ -120,12 +128,26 @@ struct rx_filter {
 
 enum rx_class { RX_OURS, RX_OTHER, RX_BAD };
 
-static inline bool ip_checksum_ok(const uint8_t *frame)
+/* The IPv4 header of a frame of len bytes whose type is IPv4, if it is whole:
+ * version 4, IHL >= 5, IHL <= total length <= what the frame holds. Its length
+ * in bytes (IHL) and the packet's total length in *total; 0 for a malformed
+ * header. Its checksum is ip_header_ok()'s to check. */
+static inline unsigned ipv4_header(const uint8_t *f, unsigned len, unsigned *total)
+{
+	if (len < OFF_IP + 20 || (f[OFF_IP] >> 4) != 4)
+		return 0;
+	unsigned ihl = (f[OFF_IP] & 0xfu) * 4u;
+	*total = rd16(f + OFF_IP_LEN);
+	return ihl >= 20 && *total >= ihl && *total <= len - OFF_IP ? ihl : 0;
+}
+
+/* The IPv4 header's checksum holds, over its ihl bytes (options too). */
+static inline bool ip_header_ok(const uint8_t *frame, unsigned ihl)
 {
 	const uint8_t *ip = frame + OFF_IP;
 	uint32_t sum = 0;
 
-	for (int i = 0; i < 20; i += 2)
+	for (unsigned i = 0; i < ihl; i += 2)
 		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
@@ -149,7 +171,7 @@ static inline enum rx_class frame_classify(const uint8_t *d, unsigned len, const
 	    rd16(d + OFF_UDP_LEN) != ip_len - 20 || (rd16(d + OFF_IP_FRAG) & 0x3fff) ||
 	    rd16(d + OFF_MAGIC) != PAYLOAD_MAGIC)
 		return RX_BAD;
-	if (f->l2 && !ip_checksum_ok(d))
+	if (f->l2 && !ip_header_ok(d, 20))
 		return RX_BAD;
 	return RX_OURS;
 }

@@ -53,6 +53,7 @@ struct run {
 	struct hist *lat, *lat_ival;  /* NULL when the role measures no latency */
 	const char *lat_kind;         /* "one_way" | "rtt" */
 	struct seq_tracker *seq;      /* NULL when the role tracks no sequence */
+	uint64_t open_ns;             /* CLOCK_MONOTONIC before its ports were opened: seq_new()'s start */
 	void (*collect)(struct run *r); /* client: fold the tx thread's counters into c */
 	void *collect_arg;
 	struct poller poll;           /* the role's, set up by the role (poller_init) */

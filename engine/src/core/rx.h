@@ -31,12 +31,12 @@ static inline bool rx_measure(struct run *r, const uint8_t *d, uint16_t flow, bo
 			      uint64_t now_ns)
 {
 	struct counters *c = &r->c;
-	uint64_t seq = rd64(d + OFF_SEQ);
+	uint64_t seq = rd64(d + OFF_SEQ), ts = rd64(d + OFF_TS);
 
 	warm |= (seq & SEQ_WARMUP) != 0;
 	seq &= ~SEQ_WARMUP;
-	if (!seq_track(r->seq, flow, seq, !warm, now_ns, &c->seq)) {
-		c->bad++;          /* a number no sender of ours could have reached */
+	if (!seq_track(r->seq, flow, seq, ts, !warm, now_ns, &c->seq)) {
+		c->bad++;          /* a frame no sender of ours could have sent */
 		return false;
 	}
 	if (warm) {
@@ -48,7 +48,6 @@ static inline bool rx_measure(struct run *r, const uint8_t *d, uint16_t flow, bo
 	c->rx_bytes += wire_bytes(flen);
 	if (r->o->touch && !frame_touch_ok(d, flen, seq))
 		c->corrupt++;
-	uint64_t ts = rd64(d + OFF_TS);
 	hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
 	return true;
 }

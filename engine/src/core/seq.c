@@ -3,7 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct seq_tracker *seq_new(void)
+/* A flow's next number before its first frame: no sequence number is this
+ * large (bit 63 is the warm-up mark, taken off before). */
+#define UNANCHORED UINT64_MAX
+
+struct seq_tracker *seq_new(uint64_t start_ns)
 {
 	struct seq_tracker *t = calloc(1, sizeof(*t));
 
@@ -11,6 +15,8 @@ struct seq_tracker *seq_new(void)
 		free(t);
 		return NULL;
 	}
+	if (t)
+		t->start_ns = start_ns;
 	return t;
 }
 
@@ -42,39 +48,86 @@ static void start_counting(struct flow_seq *f, uint64_t s)
 	f->count_from = s >= f->next ? s : f->next;
 }
 
-bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, uint64_t now_ns,
-	       struct seq_counts *c)
+/* Whether `frames` numbers fit into the nanoseconds from `from` to `to` (two
+ * plausible timestamps: their difference fits an int64), plus the slack. */
+static inline bool fits(uint64_t frames, uint64_t from, uint64_t to)
 {
-	unsigned slot = t->slot[key];
-	struct flow_seq *f;
+	int64_t room = (int64_t)(to - from) + SEQ_FRAME_SLACK;
 
-	if (__builtin_expect(!slot, 0)) {
-		if (s > now_ns + SEQ_SLACK)
+	return room >= 0 && frames <= (uint64_t)room;
+}
+
+/* The flow from frame s on, as if s were its first: in order next. */
+static void anchor(struct flow_seq *f, uint64_t s, uint64_t ts)
+{
+	f->next = s;
+	f->head_ts = ts;
+	memset(f->seen, 0, sizeof(f->seen));
+}
+
+/* A frame outside the bounds: false, unless it completes a run of SEQ_RUN
+ * (seq.h): then the flow starts again from it, and the caller takes it in
+ * order. */
+static bool refuse(struct flow_seq *f, uint64_t s, uint64_t ts, struct seq_counts *c)
+{
+	if (f->run_len && s == f->run_next && ts >= f->run_ts)
+		f->run_len++;
+	else
+		f->run_len = 1;
+	f->run_next = s + 1;
+	f->run_ts = ts;
+	if (f->run_len < SEQ_RUN)
+		return false;
+	f->run_len = 0;
+	c->lost -= (int64_t)f->lost;   /* gaps against an anchor the flow left */
+	f->lost = 0;
+	anchor(f, s, ts);
+	if (f->counting)
+		f->count_from = s;
+	return true;
+}
+
+/* Frame s in order: the flow's new head. */
+static inline void take(struct flow_seq *f, uint64_t s, uint64_t ts, bool count)
+{
+	if (count && !f->counting)
+		start_counting(f, s);
+	mark(f, s);
+	f->next = s + 1;
+	f->head_ts = ts;
+	f->run_len = 0;
+}
+
+/* Everything but the next number sent about when the head was (seq_track). */
+static bool __attribute__((noinline)) track_slow(struct seq_tracker *t, struct flow_seq *f, uint64_t s,
+						 uint64_t ts, bool count, uint64_t now_ns,
+						 struct seq_counts *c)
+{
+	/* ts > now + future, or ts < start - past (ts + past cannot wrap: it is
+	 * not in the future) */
+	if (ts > now_ns + SEQ_FUTURE_NS || ts + SEQ_PAST_NS < t->start_ns)
+		return false;
+	if (f->next == UNANCHORED) {
+		if (!fits(s, t->start_ns, ts > t->start_ns ? ts : t->start_ns) && !refuse(f, s, ts, c))
 			return false;
-		if (t->nflows == SEQ_MAX_FLOWS) {
-			t->untracked++;
-			return true;
-		}
-		slot = t->slot[key] = (uint16_t)++t->nflows;
-		f = &t->flows[slot - 1];
-		f->next = s;
-		f->head_ns = now_ns;
+		anchor(f, s, ts);
+		take(f, s, ts, count);
+		return true;
 	}
-	f = &t->flows[slot - 1];
-
-	if (__builtin_expect(s == f->next, 1)) {
-		if (count && !f->counting)
-			start_counting(f, s);
-		mark(f, s);
-		f->next++;
-		f->head_ns = now_ns;
+	if (s == f->next) {          /* sent long before the head */
+		if (!refuse(f, s, ts, c))
+			return false;
+		take(f, s, ts, count);
 		return true;
 	}
 	if (s > f->next) {
 		uint64_t gap = s - f->next;
-		uint64_t since = now_ns > f->head_ns ? now_ns - f->head_ns : 0;
-		if (gap > since + SEQ_SLACK)
-			return false;
+		if (!fits(gap + 1, f->head_ts, ts)) {
+			if (!refuse(f, s, ts, c))
+				return false;
+			take(f, s, ts, count);
+			return true;
+		}
 		if (count && !f->counting)
 			start_counting(f, s);
 		if (gap >= SEQ_WINDOW)
@@ -89,14 +142,17 @@ bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, uint
 				c->lost += (int64_t)(s - from);
 			}
 		}
-		mark(f, s);
-		f->next = s + 1;
-		f->head_ns = now_ns;
+		take(f, s, ts, count);
 		return true;
 	}
 	/* late: s < next */
-	if (f->next - s > SEQ_SLACK)
-		return false;
+	if (!fits(f->next - 1 - s, ts, f->head_ts)) {
+		if (!refuse(f, s, ts, c))
+			return false;
+		take(f, s, ts, count);
+		return true;
+	}
+	f->run_len = 0;
 	if (count && !f->counting)
 		start_counting(f, s);
 	bool in_window = f->next - s <= SEQ_WINDOW;
@@ -114,4 +170,29 @@ bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, bool count, uint
 		c->lost--;
 	}
 	return true;
+}
+
+bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, uint64_t ts, bool count,
+	       uint64_t now_ns, struct seq_counts *c)
+{
+	unsigned slot = t->slot[key];
+
+	if (__builtin_expect(!slot, 0)) {
+		if (t->nflows == SEQ_MAX_FLOWS) {
+			t->untracked++;
+			return true;
+		}
+		slot = t->slot[key] = (uint16_t)++t->nflows;
+		t->flows[slot - 1].next = UNANCHORED;
+	}
+	struct flow_seq *f = &t->flows[slot - 1];
+	/* The hot path, in one compare: the next number (never UNANCHORED), sent
+	 * no earlier than the slack before the head and not in the future. The
+	 * head's own timestamp passed that test, so lo <= hi. */
+	uint64_t lo = f->head_ts - (SEQ_FRAME_SLACK - 1), hi = now_ns + SEQ_FUTURE_NS;
+	if (__builtin_expect(s == f->next && ts - lo <= hi - lo, 1)) {
+		take(f, s, ts, count);
+		return true;
+	}
+	return track_slow(t, f, s, ts, count, now_ns, c);
 }

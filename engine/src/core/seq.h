@@ -14,16 +14,36 @@
  * Warm-up packets (count == false) keep the state continuous without being
  * counted; gaps are counted only from the first counted packet on.
  *
- * Counts are bounded by what a sender could have sent: no sender sends more
- * than one frame per nanosecond (a 400 GbE link carries 595 Mpps of 64-byte
- * frames). A number further ahead of the flow than the nanoseconds since its
- * last frame in order, or behind it by more than a frame could be overtaken,
- * plus SEQ_SLACK either way for the difference in two frames' latencies, or
- * a new flow's first number above the nanoseconds the clock has counted
- * (CLOCK_MONOTONIC: since boot), comes from no sender of ours: seq_track()
- * leaves the flow as it was and the receiver counts the frame `bad`. One
- * stray number (a random 62-bit value) thus costs one bad frame, not ~2^61
- * lost ones and every later frame counted reordered. */
+ * Counts are bounded by what the frame's own sender could have sent. Its
+ * timestamp says when it left (the sender's CLOCK_MONOTONIC, the receiver's
+ * too: sender and receiver share a host), and no sender sends more than one
+ * frame per nanosecond (a 400 GbE link carries 595 Mpps of 64-byte frames).
+ * A sender stamps a burst (at most 1024 frames) once, and takes back the
+ * numbers of frames its api refused, so a flow's numbers and timestamps rise
+ * together. A frame is `bad` (seq_track() returns false, the flow is left as
+ * it was) when:
+ *  - its timestamp is in the receiver's future (by more than SEQ_FUTURE_NS)
+ *    or before the tracker started (by more than SEQ_PAST_NS);
+ *  - it is ahead of the flow's head (the frame at next - 1) by more frames
+ *    than nanoseconds passed between the two timestamps, plus
+ *    SEQ_FRAME_SLACK (a few bursts); or behind it by more than the
+ *    nanoseconds from its timestamp to the head's, plus the same slack;
+ *  - it is a flow's first, and its number is above the nanoseconds from the
+ *    tracker's start (before the receiver opened its ports) to its timestamp
+ *    (none for a frame sent before), plus the slack: a sender numbers from 0,
+ *    and cnfperf starts its receivers before their senders.
+ * So one frame with a stray number (a random 62-bit value, one bit flipped)
+ * costs one bad frame, not billions lost and every later frame reordered,
+ * and a stray first frame does not anchor its flow.
+ *
+ * Those bounds can refuse real frames: a receiver started after its sender
+ * (numbers too high for a first frame), a flow anchored by a stray that got
+ * through. Refused frames that form a run of their own, SEQ_RUN consecutive
+ * numbers with timestamps that do not go back, re-anchor the flow at the
+ * run's last frame: the run's first SEQ_RUN - 1 frames stay counted bad, the
+ * old anchor's missing frames are no longer counted lost, and the flow goes
+ * on from there. That costs a real flow SEQ_RUN - 1 bad frames once, and a
+ * stream of stray frames would need consecutive numbers to get in. */
 #ifndef CNFPERF_SEQ_H
 #define CNFPERF_SEQ_H
 
@@ -32,14 +52,20 @@
 
 #define SEQ_WINDOW 1024
 #define SEQ_MAX_FLOWS 4096
-#define SEQ_SLACK (UINT64_C(1) << 32)   /* 4.3 s of latency difference at 1 frame/ns */
+#define SEQ_FRAME_SLACK 4096                         /* frames: four bursts of the largest */
+#define SEQ_FUTURE_NS (UINT64_C(10) * 1000000)       /* two engines' clocks agree to ~0.1 us */
+#define SEQ_PAST_NS (UINT64_C(1000) * 1000000)       /* frames queued before the start */
+#define SEQ_RUN 8
 
 struct flow_seq {
-	uint64_t next;
+	uint64_t next;        /* UINT64_MAX until the flow's first frame is taken */
 	uint64_t count_from;  /* gaps at or above this were counted as lost */
 	uint64_t lost;        /* still-missing packets of this flow */
+	uint64_t head_ts;     /* the sender's timestamp on the frame at next - 1 */
+	uint64_t run_next;    /* refused frames in a row: the number the run expects next, */
+	uint64_t run_ts;      /* the timestamp of its last frame */
+	uint32_t run_len;     /* and how many it has (0: none) */
 	bool counting;
-	uint64_t head_ns;     /* when the flow last moved ahead (the receiver's clock) */
 	uint64_t seen[SEQ_WINDOW / 64];
 };
 
@@ -52,14 +78,18 @@ struct seq_tracker {
 	uint16_t slot[65536]; /* port -> 1 + index into flows; 0 = not seen yet */
 	struct flow_seq *flows;
 	unsigned nflows;
+	uint64_t start_ns;    /* CLOCK_MONOTONIC before the role's ports were opened */
 	uint64_t untracked;   /* packets of flows beyond SEQ_MAX_FLOWS */
 };
 
-struct seq_tracker *seq_new(void);
+/* start_ns: a time before any frame could have been sent to the role's
+ * ports: before they were opened (run.open_ns). */
+struct seq_tracker *seq_new(uint64_t start_ns);
 void seq_free(struct seq_tracker *t);
-/* now_ns: the receiver's CLOCK_MONOTONIC ns when the frame came. false: a
- * number no sender could have reached (see above), not tracked. */
-bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t seq, bool count, uint64_t now_ns,
-	       struct seq_counts *c);
+/* ts: the frame's timestamp; now_ns: the receiver's CLOCK_MONOTONIC ns when
+ * it came. false: a frame no sender of ours could have sent (see above),
+ * not tracked. */
+bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t seq, uint64_t ts, bool count,
+	       uint64_t now_ns, struct seq_counts *c);
 
 #endif

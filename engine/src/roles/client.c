@@ -154,7 +154,7 @@ static int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	pr->drain = clock_s_to_ticks(&tx->clk, o->drain);
 	tx->reanchor = false;
 	tx->silent = true;
-	if (!(pr->rx.seq = seq_new())) {
+	if (!(pr->rx.seq = seq_new(tx->open_ns))) {
 		fprintf(stderr, "cnfperf-engine: out of memory for sequence tracking\n");
 		goto out;
 	}

@@ -20,7 +20,7 @@ int role_recv(struct run *r)
 
 	r->rx_window = true;
 	r->lat_kind = "one_way";
-	if (!(r->seq = seq_new())) {
+	if (!(r->seq = seq_new(r->open_ns))) {
 		fprintf(stderr, "cnfperf-engine: out of memory for sequence tracking\n");
 		return 1;
 	}

@@ -228,6 +228,59 @@ def test_xdp_zerocopy_on_veth_says_how_to_fix(engine, veth, no_leftovers):
     assert "zerocopy" in done.stderr and "--xdp-mode copy" in done.stderr, done.stderr
 
 
+def macvlan(on: End) -> End:
+    """A macvlan on `on`'s interface, in its namespace (a driver without native XDP)."""
+    mv = End(on.netns, f"{on.iface}m", "02:00:5e:01:00:0c", "10.99.0.3")
+    _ip("-n", on.netns, "link", "add", mv.iface, "link", on.iface, "address", mv.mac, "type", "macvlan",
+        "mode", "bridge")
+    _ip("-n", on.netns, "link", "set", mv.iface, "up")
+    return mv
+
+
+def test_xdp_auto_mode_falls_back_to_skb_where_the_driver_has_no_native_xdp(engine, veth):
+    """libxdp gives up on macvlan in native mode: auto takes generic XDP (the
+    program is attached as xdpgeneric) and receives everything."""
+    need(engine, "xdp")
+    a, mv = veth.a, macvlan(veth.b)
+    with engines() as start:
+        rx = start([engine, "recv", "--api", "xdp", "--iface", mv.iface, *flow("recv", mv, a),
+                    *traffic("recv")], mv.netns)
+        rx.ready()
+        link = subprocess.run(["ip", "-n", mv.netns, "-o", "link", "show", mv.iface],
+                              capture_output=True, text=True, check=True).stdout
+        tx = start([engine, "send", "--api", "raw", "--iface", a.iface, *flow("send", a, mv),
+                    *traffic("send")], a.netns)
+        sent = tx.summary()
+        time.sleep(0.3)
+        received = rx.interrupt()
+    assert "xdpgeneric" in link, link
+    assert_lossless(sent, received)
+
+
+def test_xdp_says_once_that_frames_larger_than_a_umem_frame_are_dropped(engine, veth):
+    """Generic XDP takes a 9000-byte MTU, and drops what a 4 KB frame of umem
+    cannot hold with nothing said but the socket's counters: the engine says
+    so at open."""
+    need(engine, "xdp")
+    a, b = veth.a, veth.b
+    for end in (a, b):
+        _ip("-n", end.netns, "link", "set", end.iface, "mtu", "9000")
+    with engines() as start:
+        rx = start([engine, "recv", "--api", "xdp", "--xdp-mode", "skb", "--iface", b.iface,
+                    *flow("recv", b, a), *traffic("recv")], b.netns)
+        rx.ready()
+        tx = start([engine, "send", "--api", "raw", "--iface", a.iface, *flow("send", a, b),
+                    "--size", "5000", "--rate", "1k", "--duration", "0.2", "--interval", "0"], a.netns)
+        sent = tx.summary()
+        time.sleep(0.3)
+        received = rx.interrupt()
+    warned = [line for line in rx.stderr.splitlines() if "do not fit a frame of umem" in line]
+    assert warned == [f"xdp: {b.iface} carries frames of up to 9018 bytes (MTU 9000): those over 3840 "
+                      "bytes do not fit a frame of umem and are dropped (api_rx_dropped)"], rx.stderr
+    assert sent["tx_packets"] > 0 and received["rx_packets"] == 0, counts(received)
+    assert received["api_rx_dropped"] >= sent["tx_packets"], counts(received)
+
+
 # ---------------------------------------------------------------- DPDK
 
 def _meminfo(key: str) -> int:

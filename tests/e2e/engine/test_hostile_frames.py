@@ -5,7 +5,9 @@ this test, into a real receiver or nf over veths between namespaces.
   socket sees the frame; raw and mmap put it back, so a tagged frame is
   `other` to a receiver and to every nf kind, as it is on xdp and on DPDK's
   af_packet PMD (inline);
-- a sequence number no sender could have reached is `bad`, not a gap of ~2^61;
+- a sequence number no sender could have reached by the frame's own timestamp
+  is `bad`, not a gap of ~2^61 or 2^31, and a stray first frame does not
+  anchor its flow;
 - nf l3 drops a header whose checksum does not hold (RFC 1812), as `bad`;
 - jumbo frames pass an nf started without --size on a jumbo link.
 """
@@ -153,6 +155,38 @@ def test_a_sequence_number_no_sender_reached_is_bad_not_a_gap(engine, pair, engi
     frames = [frame(a, b, i) for i in range(COUNT)]
     frames.insert(COUNT // 2, frame(a, b, stray))
     send_frames(a, frames)
+    time.sleep(0.2)
+    got = rx.interrupt()
+    assert got["rx_packets"] == COUNT and got["bad"] == 1, got
+    assert got["lost"] == got["reordered"] == got["duplicate"] == 0, got
+
+
+def test_a_flipped_bit_is_bounded_by_the_frame_s_own_timestamp(engine, pair, engines):
+    """Frame 50's number with bit 31 flipped, 2^31 ahead of its flow: before,
+    2^31 - 50 lost and every later frame reordered (the bound was 2^32 either
+    way); the frame's timestamp, a millisecond after the flow's head, allows
+    a few thousand frames ahead. It is bad, and its own number is missing."""
+    a, b = pair
+    rx = engines(b.netns, recv_args(engine, ["raw"], b))
+    rx.ready()
+    frames = [frame(a, b, i ^ (1 << 31) if i == COUNT // 2 else i) for i in range(COUNT)]
+    send_frames(a, frames)
+    time.sleep(0.2)
+    got = rx.interrupt()
+    assert got["rx_packets"] == COUNT - 1 and got["bad"] == 1, got
+    assert got["lost"] == 1 and got["reordered"] == got["duplicate"] == 0, got
+
+
+def test_a_stray_first_frame_does_not_anchor_its_flow(engine, pair, engines):
+    """A stray first, then the flow from 0: before, a first number below the
+    nanoseconds since boot anchored the flow (2^48 on a host up 78 hours; here
+    half this host's uptime) and every real frame was bad. It is above what a
+    sender started after the receiver could have reached by its timestamp."""
+    a, b = pair
+    rx = engines(b.netns, recv_args(engine, ["raw"], b))
+    rx.ready()
+    stray = time.monotonic_ns() // 2
+    send_frames(a, [frame(a, b, stray)] + [frame(a, b, i) for i in range(COUNT)])
     time.sleep(0.2)
     got = rx.interrupt()
     assert got["rx_packets"] == COUNT and got["bad"] == 1, got

@@ -76,4 +76,4 @@ def test_udp_ends_through_an_nf_lose_nothing(engine, chain, engines, api, nf, si
     port2 = [p for p in forwarded["ports"] if p["port"] == 2][0]
     assert port2["tx_packets"] >= sent["tx_packets"] and forwarded["tx_refused"] == 0, forwarded
     assert udp_errors.dropped(before, udp_errors.read(r.netns)) == {
-        "udp_in_errors": 0, "udp_in_csum_errors": 0}
+        "udp_in_errors": 0, "udp_in_csum_errors": 0, "udp_rcvbuf_errors": 0}
