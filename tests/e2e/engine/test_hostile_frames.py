@@ -23,6 +23,7 @@ import pytest
 
 import harness
 from test_kernel_apis import RECEIVER_RUN, assert_delivered, sender_run
+from test_nf import nf_across
 
 pytestmark = pytest.mark.e2e
 
@@ -128,10 +129,7 @@ def test_nfs_drop_tagged_frames_as_other(engine, chain, engines, api, nf):
     s, f1, f2, r = chain
     rx = engines(r.netns, recv_args(engine, ["raw"], r))
     rx.ready()
-    routes = ["--route", "198.18.2.0/24,2", "--route", "198.18.1.0/24,1"] if nf == "l3" else []
-    fwd = engines(f1.netns, [engine, "nf", "--api", *api, "--iface", f1.iface, "--iface2", f2.iface,
-                             "--nf", nf, *routes, "--dst-mac", s.mac, "--dst-mac2", r.mac,
-                             "--duration", "0", "--interval", "0"])
+    fwd = engines(f1.netns, nf_across(engine, chain, api, nf))
     fwd.ready()
     to_r = via(f1, r)
     send_frames(s, [frame(s, to_r, i, vlan=7) for i in range(COUNT)] +

@@ -26,6 +26,15 @@ def raw(end) -> list[str]:
     return ["--api", "raw", "--iface", end.iface]
 
 
+def nf_across(engine: str, chain, api: list[str], nf: str) -> list[str]:
+    """An nf between the chain's sender and receiver, forwarding until interrupted;
+    l3 routes the receiver's net out of port 2 and the sender's out of port 1."""
+    s, f1, f2, r = chain
+    routes = ["--route", "198.18.2.0/24,2", "--route", "198.18.1.0/24,1"] if nf == "l3" else []
+    return [engine, "nf", "--api", *api, "--iface", f1.iface, "--iface2", f2.iface, "--nf", nf,
+            *routes, "--dst-mac", s.mac, "--dst-mac2", r.mac, "--duration", "0", "--interval", "0"]
+
+
 def port(summary: dict, n: int) -> dict:
     [found] = [p for p in summary["ports"] if p["port"] == n]
     return found

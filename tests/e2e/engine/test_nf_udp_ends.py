@@ -18,6 +18,7 @@ import pytest
 
 from cnfperf import udp_errors
 from test_kernel_apis import RECEIVER_RUN, assert_delivered, sender_run
+from test_nf import nf_across
 
 pytestmark = pytest.mark.e2e
 
@@ -60,10 +61,7 @@ def test_udp_ends_through_an_nf_lose_nothing(engine, chain, engines, api, nf, si
     rx = engines(r.netns, [engine, "recv", "--api", "udp", "--src-ip", r.ip, "--sport", PORT,
                            *RECEIVER_RUN])
     rx.ready()
-    routes = ["--route", "198.18.2.0/24,2", "--route", "198.18.1.0/24,1"] if nf == "l3" else []
-    fwd = engines(f1.netns, [engine, "nf", "--api", *api, "--iface", f1.iface, "--iface2", f2.iface,
-                             "--nf", nf, *routes, "--dst-mac", s.mac, "--dst-mac2", r.mac,
-                             "--duration", "0", "--interval", "0"])
+    fwd = engines(f1.netns, nf_across(engine, chain, api, nf))
     fwd.ready()
     tx = engines(s.netns, [engine, "send", "--api", "udp", "--src-ip", s.ip, "--dst-ip", r.ip,
                            "--dport", PORT, "--size", str(size), *sender_run(RATE)])
