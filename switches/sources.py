@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import shutil
 import stat
 import subprocess
@@ -340,26 +341,52 @@ def unpack(src: Source, into: Path) -> Path:
 
 def _extract(archive: Path, into: Path) -> None:
     """The archive below its one top directory extracted into `into` by the
-    parser the hash read it with, through tarfile's data filter: nothing
-    outside `into`, no devices, no owners, no setuid, setgid or sticky bits,
-    no group or other write bits."""
+    parser the hash read it with, as the hash sees it: files (their content
+    and execute bit), directories, and links that stay in the tree; no owners,
+    no other permission bits (setuid, group or other write), nothing else.
+    tarfile's data filter would do as much, but Debian 12's python3 (3.11.2)
+    predates it."""
     top: list[str] = []
-
-    def below_top(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
-        rel = _below_top(member.name, top, archive)
-        if not rel:
-            return None                              # the top directory itself
-        member = member.replace(name=rel, deep=False)
-        if member.islnk():
-            member = member.replace(linkname=_below_top(member.linkname, top, archive),
-                                    deep=False)
-        return tarfile.data_filter(member, dest)
-
+    root = into.resolve()
     try:
         with tarfile.open(archive, "r|*") as tar:
-            tar.extractall(into, filter=below_top)
+            for member in tar:
+                if rel := _below_top(member.name, top, archive):
+                    _extract_one(tar, member, rel, root, top, archive)
     except (tarfile.TarError, EOFError) as e:
         raise Mismatch(f"{archive}: not unpacked ({e})") from None
+
+
+def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, rel: str, root: Path,
+                 top: list[str], archive: Path) -> None:
+    """One member written at `rel` below `root`, a hard link as a copy of what it links to."""
+    to = root / rel
+    if not to.parent.resolve().is_relative_to(root):     # through a link made before it
+        raise Mismatch(f"{archive}: {member.name} is below a link out of the tree")
+    if member.isdir():
+        to.mkdir(parents=True, exist_ok=True)
+        return
+    to.parent.mkdir(parents=True, exist_ok=True)
+    if to.is_symlink() or to.is_file():         # an archive may hold a path twice: the last wins
+        to.unlink()
+    if member.isreg():
+        with tar.extractfile(member) as data, open(to, "xb") as out:
+            shutil.copyfileobj(data, out, CHUNK)
+        to.chmod(0o755 if _file_kind(member.mode) == "x" else 0o644)
+    elif member.issym():
+        lands = posixpath.normpath(posixpath.join(posixpath.dirname(rel), member.linkname))
+        if posixpath.isabs(member.linkname) or lands == ".." or lands.startswith("../"):
+            raise Mismatch(f"{archive}: {member.name} links out of the tree ({member.linkname})")
+        os.symlink(member.linkname, to)
+    elif member.islnk():
+        target = root / _below_top(member.linkname, top, archive)
+        if target.is_symlink():
+            os.symlink(os.readlink(target), to)
+        else:
+            shutil.copyfile(target, to)
+            to.chmod(target.stat().st_mode & 0o777)
+    else:
+        raise Mismatch(f"{archive}: {member.name}: neither a file, a link nor a directory")
 
 
 def _copy(root: Path, into: Path) -> None:

@@ -89,12 +89,13 @@ def _setup(tmp: Path, upstream: str = "http://127.0.0.1:9/t.tar.gz") -> Path:
     return ss.scripts(tmp, ss.lock_entry("t", tree, upstream)) / "sources.py"
 
 
-def _sources(script: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+def _sources(script: Path, *args: str, python: str = sys.executable,
+             **env: str) -> subprocess.CompletedProcess:
     tmp = script.parent.parent
     full = {k: v for k, v in os.environ.items()
             if k not in ("CNFPERF_SOURCES", "CNFPERF_SOURCES_URL")}
     full.update({"XDG_CACHE_HOME": str(tmp / "cache"), **env})
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+    return subprocess.run([python, str(script), *args], capture_output=True, text=True,
                           env=full, timeout=60)
 
 
@@ -270,7 +271,13 @@ def test_version_prints_the_lock_s_version_of_a_source_or_nothing(tmp_path):
         == "26.10-rc0"
 
 
-def test_an_archive_is_unpacked_without_owners_or_dangerous_permission_bits(tmp_path):
+# The python3 build.sh runs on a fresh Debian 12 machine (3.11.2, older than
+# tarfile's extraction filters), beside the one running the tests.
+PYTHONS = [sys.executable, *(["/usr/bin/python3"] if Path("/usr/bin/python3").exists() else [])]
+
+
+@pytest.mark.parametrize("python", PYTHONS, ids=lambda p: "debian" if p.startswith("/usr/") else "venv")
+def test_an_archive_is_unpacked_without_owners_or_dangerous_permission_bits(tmp_path, python):
     """What the hash ignores is not unpacked either: a setuid, world-writable
     file of a stranger's comes out as an ordinary file of ours."""
     import tarfile
@@ -288,11 +295,32 @@ def test_an_archive_is_unpacked_without_owners_or_dangerous_permission_bits(tmp_
                 tar.addfile(info, io.BytesIO(b"hi\n"))
     tree = ss.tree_hash(mirror / "t.tar.gz")
     script = ss.scripts(tmp_path, ss.lock_entry("t", tree, "http://127.0.0.1:9/t")) / "sources.py"
-    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror))
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror),
+                    python=python)
     assert done.returncode == 0, done.stderr
     for name, mode in (("run", 0o755), ("data", 0o644)):
         st = (tmp_path / "work" / name).stat()
         assert (st.st_uid, st.st_mode & 0o7777) == (os.getuid(), mode), name
+
+
+@pytest.mark.parametrize("python", PYTHONS, ids=lambda p: "debian" if p.startswith("/usr/") else "venv")
+def test_a_link_out_of_the_tree_is_not_unpacked(tmp_path, python):
+    """A symbolic link that leaves the tree would let a build (or a later
+    member) write outside it: refused in one line, nothing left unpacked."""
+    import tarfile
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with tarfile.open(mirror / "t.tar.gz", "w:gz") as tar:
+        for name, kind, target in (("t", tarfile.DIRTYPE, ""), ("t/up", tarfile.SYMTYPE, "../../etc")):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, target
+            tar.addfile(info)
+    tree = ss.tree_hash(mirror / "t.tar.gz")
+    script = ss.scripts(tmp_path, ss.lock_entry("t", tree, "http://127.0.0.1:9/t")) / "sources.py"
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror),
+                    python=python)
+    assert done.returncode == 1 and "links out of the tree (../../etc)" in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and not (tmp_path / "work").exists()
 
 
 def test_what_is_unpacked_is_checked_again(tmp_path, monkeypatch):
