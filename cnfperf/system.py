@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import shlex
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -87,11 +88,19 @@ def spawn(argv: Sequence[str], *, what: str | None = None, cpus: Iterable[int] |
     decides when and how it stops. `cpus`: the only cores it may run on.
     CommandFailed if it cannot be started; `popen` goes to subprocess.Popen."""
     affinity = set(cpus) if cpus else None
+
+    def child() -> None:
+        # Its owner stops it with SIGINT. A cnfperf started in the background
+        # by a non-interactive shell (`cnfperf run … &`, a CI script) has SIGINT
+        # and SIGQUIT ignored; its children would inherit that, and a shell (a
+        # cmd: NF's script) cannot trap a signal ignored when it started.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+        if affinity:
+            os.sched_setaffinity(0, affinity)
+
     try:
-        return subprocess.Popen(
-            list(argv), start_new_session=True,
-            preexec_fn=(lambda: os.sched_setaffinity(0, affinity)) if affinity else None,
-            **popen)
+        return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=child, **popen)
     except OSError as e:
         raise CommandFailed(_say(what, _not_started(argv[0], e)), argv) from None
 

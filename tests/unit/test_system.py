@@ -93,3 +93,23 @@ def test_a_process_is_known_by_state_and_start_time_until_reaped():
 def test_mount_points_are_unescaped():
     assert _unescape("/run/a\\040b\\011c") == "/run/a b\tc"
     assert any(m.point == "/" for m in mounts())
+
+
+def test_a_process_started_by_a_background_cnfperf_still_stops_on_sigint():
+    """A cnfperf started by `… &` in a script has SIGINT ignored; what it starts
+    does not inherit that, so a shell that traps INT (a cmd: NF) stops on it."""
+    import signal
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)   # as a background job starts
+    try:
+        child = spawn(["sh", "-c", 'trap "echo stopped; exit 0" INT; echo up; '
+                                   'while :; do sleep 0.05; done'],
+                      stdout=subprocess.PIPE)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        assert child.stdout.readline() == b"up\n"
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=5) == 0 and child.stdout.read() == b"stopped\n"
+    finally:
+        child.kill()
+        child.wait()
