@@ -242,6 +242,14 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _default_signals() -> None:
+    """build.sh as a terminal starts it: bash cannot trap a signal ignored when
+    it started, and pytest may run with SIGINT and SIGHUP ignored (a CI script's
+    background job, nohup)."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig, code, keep", [(signal.SIGTERM, 143, False),
                                              (signal.SIGINT, 130, False),
                                              (signal.SIGHUP, 129, False),
@@ -258,7 +266,7 @@ def test_an_interrupted_build_leaves_nothing_of_itself(tmp_path, sig, code, keep
     env = {**_env(tmp_path), "KEEP_BUILD": "1" if keep else ""}
     proc = subprocess.Popen([str(tmp_path / "switches" / "build.sh"), "snabb"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_signals)
     try:
         deadline = time.monotonic() + 30
         while not (sleeping.exists() and sleeping.read_text().strip()):
