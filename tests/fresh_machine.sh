@@ -3,8 +3,8 @@
 # system (debootstrap, minbase, plus make, git and CA certificates, as a machine
 # to clone onto has), a fresh clone of HEAD in it, and a command run there,
 # `CI=true make test` unless told otherwise. Not part of the suite: it downloads
-# every package, builds the switches from source and takes about 40 minutes
-# on 2 cores. As root:
+# every package, builds the switches from source (about 25 minutes on 2 cores)
+# and takes about an hour. As root:
 #
 #   tests/fresh_machine.sh DIR [COMMAND]      e.g. tests/fresh_machine.sh /srv/fresh 'make demo'
 #
