@@ -11,12 +11,13 @@ struct seq_tracker *seq_new(uint64_t start_ns)
 {
 	struct seq_tracker *t = calloc(1, sizeof(*t));
 
-	if (t && !(t->flows = calloc(SEQ_MAX_FLOWS, sizeof(*t->flows)))) {
+	if (!t)
+		return NULL;
+	if (!(t->flows = calloc(SEQ_MAX_FLOWS, sizeof(*t->flows)))) {
 		free(t);
 		return NULL;
 	}
-	if (t)
-		t->start_ns = start_ns;
+	t->start_ns = start_ns;
 	return t;
 }
 
