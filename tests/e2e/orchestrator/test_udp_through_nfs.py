@@ -72,10 +72,13 @@ def test_the_loss_table_names_the_receiver_kernel_s_checksum_drops(engine, cli, 
     [pair] = point["per_pair"]
     assert pair["sent"] > 0 and pair["received"] == 0 and pair["lost"] == pair["sent"], pair
     [receiver] = [e for e in point["endpoints"] if e["role"] == "recv"]
-    # every frame it was sent, the warm-up's too
+    # every frame that reached it, the warm-up's too: all the sender sent but the
+    # odd one a user's testpmd drops as it starts or stops (it counts its own)
     [sender] = [e for e in point["endpoints"] if e["role"] == "send"]
     every = sender["summary"]["tx_packets"] + sender["summary"]["warmup_tx_packets"]
-    assert receiver["udp_in_csum_errors"] == receiver["udp_in_errors"] == every
+    csum = receiver["udp_in_csum_errors"]
+    assert csum == receiver["udp_in_errors"] and every - every // 100 <= csum <= every, \
+        (csum, receiver["udp_in_errors"], every)
     shown = cli("results", "show", run_id)
-    assert f"the receiver's kernel dropped {every:,} datagrams with bad UDP checksums" \
+    assert f"the receiver's kernel dropped {csum:,} datagrams with bad UDP checksums" \
         in shown.stdout, shown.stdout
