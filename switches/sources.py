@@ -374,11 +374,14 @@ def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, rel: str, root: 
             shutil.copyfileobj(data, out, CHUNK)
         to.chmod(0o755 if _file_kind(member.mode) == "x" else 0o644)
     elif member.issym():
-        lands = posixpath.normpath(posixpath.join(posixpath.dirname(rel), member.linkname))
-        if posixpath.isabs(member.linkname) or lands == ".." or lands.startswith("../"):
+        # where it lands as the kernel will follow it: through the links
+        # unpacked before it too (a/b -> . makes a/b/../.. leave from a)
+        lands = Path(os.path.realpath(to.parent / member.linkname))
+        if posixpath.isabs(member.linkname) or not lands.is_relative_to(root):
             raise Mismatch(f"{archive}: {member.name} links out of the tree ({member.linkname})")
         os.symlink(member.linkname, to)
     elif member.islnk():
+        # a file unpacked before it (the hash says so), so inside the tree
         target = root / _below_top(member.linkname, top, archive)
         if target.is_symlink():
             os.symlink(os.readlink(target), to)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import io
+import tarfile
 import os
 import re
 import subprocess
@@ -320,6 +321,28 @@ def test_a_link_out_of_the_tree_is_not_unpacked(tmp_path, python):
     done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror),
                     python=python)
     assert done.returncode == 1 and "links out of the tree (../../etc)" in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("python", PYTHONS, ids=lambda p: "debian" if p.startswith("/usr/") else "venv")
+def test_a_link_that_leaves_only_through_another_is_not_unpacked(tmp_path, python):
+    """A link that stays in the tree as written (t/a/b/out -> ../.. seen
+    from a/b) but leaves it as the kernel follows it (a/b is a link to a
+    itself): refused as tarfile's data filter refuses it."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with tarfile.open(mirror / "t.tar.gz", "w:gz") as tar:
+        for name, kind, target in (("t", tarfile.DIRTYPE, ""), ("t/a", tarfile.DIRTYPE, ""),
+                                   ("t/a/b", tarfile.SYMTYPE, "."),
+                                   ("t/a/b/out", tarfile.SYMTYPE, "../..")):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, target
+            tar.addfile(info)
+    tree = ss.tree_hash(mirror / "t.tar.gz")
+    script = ss.scripts(tmp_path, ss.lock_entry("t", tree, "http://127.0.0.1:9/t")) / "sources.py"
+    done = _sources(script, "unpack", "t", str(tmp_path / "work"), CNFPERF_SOURCES=str(mirror),
+                    python=python)
+    assert done.returncode == 1 and "links out of the tree (../..)" in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) == 1 and not (tmp_path / "work").exists()
 
 
