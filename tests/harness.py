@@ -108,3 +108,19 @@ def older_store(directory: Path, version: int) -> sqlite3.Connection:
     db.execute(f"PRAGMA user_version = {version}")
     db.execute("INSERT INTO runs (id, started, status) VALUES ('beef', 1, 'done')")
     return db
+
+
+def migrated_run(directory: Path, version: int, *inserts: str) -> dict:
+    """Run 'beef' as Store reads it after migrating a database left at schema
+    `version` (older_store) with the rows the `inserts` add."""
+    from cnfperf.results.store import Store
+    db = older_store(directory, version)
+    for sql in inserts:
+        db.execute(sql)
+    db.commit()
+    db.close()
+    store = Store(directory)
+    try:
+        return store.run("beef")
+    finally:
+        store.close()

@@ -16,7 +16,7 @@ from cnfperf.report import build, export, nfs, summary
 from cnfperf.report.tables import summary_table
 from cnfperf.results import model
 from cnfperf.results.store import SCHEMA_VERSION, Store
-from harness import older_store, scenarios
+from harness import migrated_run, scenarios
 
 RUN = "1a2b"
 WARMUP = 1_000
@@ -135,14 +135,9 @@ def test_a_point_without_nfs_has_none(tmp_path):
 
 
 def test_an_old_database_gains_the_nf_tables_and_columns(tmp_path):
-    db = older_store(tmp_path, 4)
-    db.execute("INSERT INTO points (run_id, idx, status, switch, mode, scenario) "
-               "VALUES ('beef', 0, 'done', 'veth', 'throughput', '{\"mode\": \"throughput\"}')")
-    db.commit()
-    db.close()
-    store = Store(tmp_path)
-    run = store.run("beef")
-    store.close()
+    run = migrated_run(tmp_path, 4, "INSERT INTO points (run_id, idx, status, switch, mode, "
+                       "scenario) VALUES ('beef', 0, 'done', 'veth', 'throughput', "
+                       "'{\"mode\": \"throughput\"}')")
     assert SCHEMA_VERSION >= 6   # later versions keep these tables
     [point] = run["points"]
     assert point["nf_results"] == [] and point["shape"] is None and point["cpu_bound"] is None

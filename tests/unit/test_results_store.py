@@ -14,7 +14,7 @@ from cnfperf.results import model
 from cnfperf.report import export
 from cnfperf.results.store import SCHEMA_VERSION, Store
 from cnfperf.runtimes import ImageInfo
-from harness import older_store, scenarios
+from harness import migrated_run, older_store, scenarios
 
 
 def _summary(role: str, tx: int, rx: int, lat: list[list[int]] | None = None,
@@ -187,14 +187,8 @@ def test_a_points_count_of_cores_is_point_cores_beside_a_nodes_cpulist(tmp_path)
     """`cores` was both a point's count and a node's cpulist (cpu_usage): a store
     older than the rename keeps its counts under the new name, and the --cpu CSV
     carries both."""
-    db = older_store(tmp_path, 10)
-    db.execute("INSERT INTO points (run_id, idx, status, pollers, cores) "
-               "VALUES ('beef', 0, 'done', 3, 2)")
-    db.commit()
-    db.close()
-    store = Store(tmp_path)
-    [point] = store.run("beef")["points"]
-    store.close()
+    [point] = migrated_run(tmp_path, 10, "INSERT INTO points (run_id, idx, status, pollers, "
+                                         "cores) VALUES ('beef', 0, 'done', 3, 2)")["points"]
     assert (point["pollers"], point["point_cores"]) == (3, 2) and "cores" not in point
     point["cpu_usage"] = [{"node": "p0s", "kind": "send", "cores": "0-1"}]
     out = io.StringIO()

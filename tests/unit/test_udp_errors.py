@@ -14,8 +14,7 @@ from cnfperf.plan import place
 from cnfperf.report import nfs
 from cnfperf.report.tables import summary_table
 from cnfperf.results import model
-from cnfperf.results.store import Store
-from harness import older_store, scenarios
+from harness import migrated_run, scenarios
 from test_nf_results import RUN, _by_name, _end, chain, stored_run
 
 SNMP = """Ip: Forwarding DefaultTTL InReceives
@@ -154,17 +153,12 @@ def test_a_client_s_kernel_drops_are_echoes_that_did_not_come_back(tmp_path):
 
 
 def test_an_old_database_gains_the_columns_unknown_for_its_points(tmp_path):
-    db = older_store(tmp_path, 9)   # before the columns
-    db.execute("INSERT INTO points (run_id, idx, status, switch, mode, scenario) "
-               "VALUES ('beef', 0, 'done', 'veth', 'throughput', '{}')")
-    point_id = db.execute("SELECT id FROM points").fetchone()[0]
-    db.execute("INSERT INTO metrics (point_id, pair, endpoint, role, summary) "
-               f"VALUES ({point_id}, 0, 'p0r', 'recv', '{{}}')")
-    db.commit()
-    db.close()
-    store = Store(tmp_path)
-    [point] = store.run("beef")["points"]
-    store.close()
+    [point] = migrated_run(   # at 9: before the columns
+        tmp_path, 9,
+        "INSERT INTO points (run_id, idx, status, switch, mode, scenario) "
+        "VALUES ('beef', 0, 'done', 'veth', 'throughput', '{}')",
+        "INSERT INTO metrics (point_id, pair, endpoint, role, summary) "
+        "SELECT id, 0, 'p0r', 'recv', '{}' FROM points")["points"]
     [row] = point["endpoints"]
     assert row["udp_in_errors"] is None and row["udp_in_csum_errors"] is None
     assert row["udp_rcvbuf_errors"] is None
