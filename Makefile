@@ -22,7 +22,7 @@ ENGINE := engine/build/cnfperf-engine
 SWITCH_BUILD_PACKAGES := \
 	make patch xz-utils g++ cmake python3 python3-ply python3-jsonschema python3-yaml \
 	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev curl ca-certificates
-# Every Debian package the code, tests and benchmarks use; cnfperf/tools.py names
+# Every Debian package the code, tests and benchmarks use; cnfperf/host/tools.py names
 # the package of each tool they run, and a unit test keeps the two in step.
 # The static engine (the network functions' minimal image) links libc.a
 # (libc6-dev) and, for AF_XDP, libxdp.a, libbpf.a, libelf.a and libz.a.

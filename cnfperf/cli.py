@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
-from cnfperf import SystemFailure, UserError, __version__, checks, fields, runner, testers
-from cnfperf.cleanup import cleanup
+from cnfperf import SystemFailure, UserError, __version__, fields, testers
+from cnfperf.run import checks, runner
+from cnfperf.run.cleanup import cleanup
 from cnfperf.engine import find_engine
 from cnfperf.experiments import studies
 from cnfperf.experiments.sweep import format_seconds, parse_values
-from cnfperf.host import gather, render as render_host
-from cnfperf.lock import HostBusy
+from cnfperf.host.facts import gather, render as render_host
+from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, nfs as nf_tables
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv

@@ -26,7 +26,7 @@ from cnfperf.engine import nf_argv
 from cnfperf.fields import CMD
 from cnfperf.plan import NF, Pair
 from cnfperf.scenario import Scenario
-from cnfperf.tools import TESTPMD
+from cnfperf.host.tools import TESTPMD
 
 # What a template may name. The NF's port 1 faces the sender, port 2 the receiver.
 PLACEHOLDERS = {

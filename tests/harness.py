@@ -4,9 +4,9 @@ command line, and what a test may require of the host.
 A module with a name of its own, not conftest.py: every test directory may
 have a conftest.py, and `from conftest import` picks whichever came first.
 
-Missing tools: `make deps` installs every tool a test needs (cnfperf/tools.py
+Missing tools: `make deps` installs every tool a test needs (cnfperf/host/tools.py
 names their Debian packages), `make switches` what is built from source
-(cnfperf/builds.py). Where one is missing, a test skips naming the package or
+(cnfperf/host/builds.py). Where one is missing, a test skips naming the package or
 the build, except under CI=true, where it fails: a green CI run must not hide a
 test that never ran. Skips remain for limits of the host only (no root, fewer
 cores than a test needs), each with its reason in pytest's summary (-ra).
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import builds, tools
+from cnfperf.host import builds, tools
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
@@ -43,7 +43,7 @@ def missing(why: str) -> None:
 
 
 def require(*names: str) -> None:
-    """Tools (cnfperf/tools.py) and builds from source (cnfperf/builds.py: `make
+    """Tools (cnfperf/host/tools.py) and builds from source (cnfperf/host/builds.py: `make
     switches` makes them), by name."""
     problems = tools.problems(*(n for n in names if n not in builds.BUILDS)) + \
         builds.problems(*(n for n in names if n in builds.BUILDS))
@@ -92,7 +92,7 @@ def cnfperf_argv(*args: str) -> list[str]:
 
 def scenarios(path: Path | None = None, flags: dict | None = None) -> list:
     """The validated scenarios of a file and flags, as `cnfperf run` plans them."""
-    from cnfperf.checks import load_plan
+    from cnfperf.run.checks import load_plan
 
     return load_plan(path, flags).scenarios
 

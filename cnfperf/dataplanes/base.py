@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Sequence
 
 if TYPE_CHECKING:
-    from cnfperf.host import HostFacts
+    from cnfperf.host.facts import HostFacts
     from cnfperf.plan import Port, TestPoint
     from cnfperf.scenario import Scenario
     from cnfperf.runtimes.base import Container, Journal, Mount

@@ -1,7 +1,8 @@
 """bridge: a Linux bridge, each port on a veth to the bridge (every paper's baseline)."""
 from __future__ import annotations
 
-from cnfperf.dataplanes.kernel import KernelDataPlane, ip
+from cnfperf.dataplanes.kernel import KernelDataPlane
+from cnfperf.host.links import ip
 from cnfperf.plan import Link, Pair, Port
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cnfperf import builds
+from cnfperf.host import builds
 from cnfperf.dataplanes import click_app, dpdk_args, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.click_app import Click, LinkPlan

@@ -27,15 +27,15 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
-from cnfperf import builds
+from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
-from cnfperf.hugepages import POOL, Hugepages, pages_for
-from cnfperf.journal import RUN_DIR
+from cnfperf.host.hugepages import POOL, Hugepages, pages_for
+from cnfperf.host.journal import RUN_DIR
 from cnfperf.runtimes.base import Mount
 
 if TYPE_CHECKING:
-    from cnfperf.host import HostFacts
+    from cnfperf.host.facts import HostFacts
     from cnfperf.plan import Link, Port, TestPoint
 
 

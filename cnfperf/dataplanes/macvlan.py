@@ -1,7 +1,8 @@
 """macvlan (bridge mode): ports as MAC-addressed children of one parent link."""
 from __future__ import annotations
 
-from cnfperf.dataplanes.kernel import KernelDataPlane, ip
+from cnfperf.dataplanes.kernel import KernelDataPlane
+from cnfperf.host.links import ip
 from cnfperf.plan import Link
 
 

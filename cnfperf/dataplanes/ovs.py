@@ -33,13 +33,14 @@ from cnfperf import PREFIX
 from cnfperf.dataplanes import dpdk_args, ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
-from cnfperf.dataplanes.kernel import del_link, links, mtu_for
-from cnfperf.journal import RUN_DIR
+from cnfperf.dataplanes.kernel import mtu_for
+from cnfperf.host.links import del_link, links
+from cnfperf.host.journal import RUN_DIR
 from cnfperf.plan import Port
-from cnfperf.system import CommandFailed
+from cnfperf.host.system import CommandFailed
 
 if TYPE_CHECKING:
-    from cnfperf.host import HostFacts
+    from cnfperf.host.facts import HostFacts
 
 # OVS sizes one shared mbuf pool per MTU to what fits, halving from 256k mbufs
 # down to 16k, and vhost devices are allocated from what the pool left over.

@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from cnfperf import SystemFailure, tools
+from cnfperf import SystemFailure
+from cnfperf.host import tools
 from cnfperf.dataplanes import procs
-from cnfperf.host import vswitchd_binary
-from cnfperf.system import CommandFailed, run
+from cnfperf.host.facts import vswitchd_binary
+from cnfperf.host.system import CommandFailed, run
 
 SCHEMA_NAMES = ("vswitch.ovsschema",)
 SCHEMA_DIRS = ("/usr/share/openvswitch", "/usr/local/share/openvswitch")

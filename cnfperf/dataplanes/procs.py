@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from cnfperf import SystemFailure
 from cnfperf.runtimes.rootfs import LINE_BUFFERED
-from cnfperf.system import CommandFailed, proc_stat, process_ids, signal_all, spawn, wait_gone
+from cnfperf.host.system import CommandFailed, proc_stat, process_ids, signal_all, spawn, wait_gone
 
 if TYPE_CHECKING:
     from cnfperf.runtimes.base import Container

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cnfperf import builds
+from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, procs, snabb_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from cnfperf.dataplanes import procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.procs import Console, ProcessError
-from cnfperf.hugepages import PAGE_MB
-from cnfperf.system import wait_gone
+from cnfperf.host.hugepages import PAGE_MB
+from cnfperf.host.system import wait_gone
 
 if TYPE_CHECKING:
     from cnfperf.runtimes.base import Journal

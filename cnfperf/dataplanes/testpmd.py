@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cnfperf import tools
+from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args, procs, testpmd_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
@@ -24,7 +24,7 @@ from cnfperf.dataplanes.testpmd_app import TestPmd
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
-    from cnfperf.host import HostFacts
+    from cnfperf.host.facts import HostFacts
 
 # DPDK's default RTE_MAX_ETHPORTS is 32: two ports per link.
 MAX_LINKS = 16

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Sequence
 
-from cnfperf import tools
+from cnfperf.host import tools
 from cnfperf.dataplanes.procs import Console, Launch, ProcessError
 
 BINARY = tools.TESTPMD

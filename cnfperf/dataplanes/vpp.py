@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from cnfperf import builds
+from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, vpp_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
-    from cnfperf.host import HostFacts
+    from cnfperf.host.facts import HostFacts
 
 BRIDGE_DOMAIN = 1
 

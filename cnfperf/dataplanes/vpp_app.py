@@ -16,10 +16,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from cnfperf import SystemFailure, builds
+from cnfperf import SystemFailure
+from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.system import CommandFailed, run
+from cnfperf.host.system import CommandFailed, run
 
 # VPP names its threads vpp_main and vpp_wk_N (its process is vpp_main, once
 # it has started its threads; vpp before).

@@ -1,5 +1,5 @@
 """CPU use per node over each point's measured window (the store's cpu_usage
-rows, cnfperf/cpu.py), as tables of plain values (summary.py's shape)."""
+rows, cnfperf/run/cpu.py), as tables of plain values (summary.py's shape)."""
 from __future__ import annotations
 
 from typing import Any

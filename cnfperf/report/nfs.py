@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Sequence
 
-from cnfperf import fields, udp_errors
+from cnfperf import fields
+from cnfperf.host import udp_errors
 from cnfperf.report import contention
 from cnfperf.results.model import DROP_REASONS, busy_ratio
 from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,

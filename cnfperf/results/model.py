@@ -139,7 +139,7 @@ CPU_KINDS = ("send", "recv", "client", "server", "tester", "nf", "switch", "nois
 
 @dataclass
 class CpuUsage:
-    """A node's CPU use over a trial's measured window (cnfperf/cpu.py)."""
+    """A node's CPU use over a trial's measured window (cnfperf/run/cpu.py)."""
 
     node: str
     kind: str                     # CPU_KINDS

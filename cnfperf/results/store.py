@@ -119,7 +119,7 @@ CREATE TABLE nf_ports (
     dropped_other INTEGER, dropped_bad INTEGER, dropped_no_route INTEGER, dropped_ttl INTEGER,
     PRIMARY KEY (point_id, name, port));
 """
-# CPU use per node over the measured window (cnfperf/cpu.py): kind is the node's
+# CPU use per node over the measured window (cnfperf/run/cpu.py): kind is the node's
 # (model.CPU_KINDS), cores a cpulist, quota % of one core (NULL: none), user_s
 # and system_s its CPU time (NULL: unreadable), softirq_s its cores', packets
 # what it handled, cycles_per_packet from tsc_hz (its source named), threads

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Mapping, Protocol, Sequence
 
-from cnfperf import SystemFailure, tools
-from cnfperf.system import spawn
+from cnfperf import SystemFailure
+from cnfperf.host import tools
+from cnfperf.host.links import NETNS_DIR
+from cnfperf.host.system import spawn
 
-NETNS_DIR = Path("/var/run/netns")
 
 # runc accepts [\w+-.]; we are stricter so a name is also a safe netns, cgroup and
 # file name, and short enough to show in `ip netns` and `runc list` without wrapping.
@@ -94,7 +95,7 @@ SWITCH = "switch"
 CLICK = "click"
 CLICK_DPDK = "click-dpdk"
 IMAGES = (FULL, MINIMAL, TOOLS, NOISE, SWITCH, CLICK, CLICK_DPDK)
-# The host programs an image kind must hold besides the engine (cnfperf.tools
+# The host programs an image kind must hold besides the engine (cnfperf.host.tools
 # names); the switch image holds what there is of its own (runc._tools).
 IMAGE_TOOLS = {TOOLS: (tools.TESTPMD,), NOISE: (tools.STRESS_NG,)}
 
@@ -107,7 +108,7 @@ def check_image(image: str) -> str:
 
 class ContainerError(SystemFailure):
     """A container or its image cannot be made or used; a runtime command that
-    fails raises CommandFailed (cnfperf.system) instead."""
+    fails raises CommandFailed (cnfperf.host.system) instead."""
 
 
 def check_name(name: str, what: str = "container name") -> str:
@@ -262,7 +263,7 @@ class Runtime(ABC):
 
     @classmethod
     def _needs(cls, *names: str) -> list[str]:
-        """What every runtime needs: root, and these tools (cnfperf.tools names)."""
+        """What every runtime needs: root, and these tools (cnfperf.host.tools names)."""
         problems = [] if os.geteuid() == 0 else [f"{cls.name} runtime needs root"]
         return problems + tools.problems(*names)
 

@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf.system import is_static_elf, process_ids, signal_all, wait_gone
+from cnfperf.host.system import is_static_elf, process_ids, signal_all, wait_gone
 
 from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
                    check_image, check_name, check_request, cpu_list)

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from cnfperf import tools
-from cnfperf.system import CommandFailed, is_static_elf, proc_stat, run
+from cnfperf.host.system import CommandFailed, is_static_elf, proc_stat, run
 
 from . import oci
 from .base import ContainerError, ImageInfo

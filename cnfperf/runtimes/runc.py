@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf import tools
-from cnfperf.host import vswitchd_binary
-from cnfperf.system import CommandFailed, is_static_elf, run
+from cnfperf.host import tools
+from cnfperf.host.facts import vswitchd_binary
+from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
 from .base import (CLICK, CLICK_DPDK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,

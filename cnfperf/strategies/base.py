@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 class Trials(Protocol):
-    """One point's testbed, on which a strategy runs its trials (cnfperf.trial)."""
+    """One point's testbed, on which a strategy runs its trials (cnfperf.run.trial)."""
 
     def measure(self, s: Scenario, name: str = "", detail: str = "") -> PointResult:
         """A trial of `s`; its files go to the subdirectory `name` (none: the

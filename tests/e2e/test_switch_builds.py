@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from cnfperf import builds
+from cnfperf.host import builds
 from harness import REPO
 
 pytestmark = pytest.mark.needs(*builds.BUILDS)

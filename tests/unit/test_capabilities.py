@@ -3,7 +3,7 @@ rx_interrupts, its own rules) refuse a single run, and leave a study's points
 out with the same words, so a sweep over data planes runs those that can."""
 import pytest
 
-from cnfperf import checks
+from cnfperf.run import checks
 from cnfperf.cli import main
 from cnfperf.dataplanes import DATAPLANES
 

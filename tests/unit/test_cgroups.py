@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf import cgroups, host
-from cnfperf.system import USER_HZ, Mounted
+from cnfperf.host import cgroups, facts as host
+from cnfperf.host.system import USER_HZ, Mounted
 
 
 def _v1(tmp_path, *names: str, files: tuple[str, ...] = ()) -> list[Mounted]:

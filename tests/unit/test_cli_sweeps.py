@@ -8,7 +8,7 @@ import pytest
 from cnfperf import UserError
 from cnfperf.cli import main
 from cnfperf.results.store import Store
-from cnfperf.checks import load_plan
+from cnfperf.run.checks import load_plan
 from harness import scenarios
 
 
@@ -149,7 +149,7 @@ def test_latest_needs_a_run(tmp_path, monkeypatch, capsys):
 
 
 def test_a_study_names_each_data_plane_it_leaves_out_once(capsys, monkeypatch):
-    from cnfperf import tools
+    from cnfperf.host import tools
     found = tools.find
     monkeypatch.setattr(tools, "find", lambda name: None if name == "dpdk-testpmd" else found(name))
     assert main(["study", "shootout", "--quick", "--dry-run"]) == 0
@@ -164,7 +164,7 @@ def test_run_and_study_dry_runs_say_alike_why_a_switch_cannot_run_here(tmp_path,
                                                                        capsys):
     """A switch not built: the study leaves its points out, the run flags them
     (its preflight would refuse them), both with checks.host_problems' words."""
-    from cnfperf import builds
+    from cnfperf.host import builds
     monkeypatch.setenv(builds.PREFIX_ENV, str(tmp_path / "none"))
     monkeypatch.setenv("CNFPERF_RESULTS", str(tmp_path / "results"))
     assert main(["run", "--switch", "vpp", "--api", "dpdk", "--size", "64,128", "--dry-run"]) == 0

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import UserError, builds, checks, click_nfs, functions
+from cnfperf import UserError, click_nfs, functions
+from cnfperf.host import builds
+from cnfperf.run import checks
 from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.fields import NF_KINDS, ONE_PORT_NFS, by_name
@@ -260,7 +262,7 @@ def test_a_study_leaves_click_points_out_when_click_is_not_built(tmp_path, monke
 
 
 def test_click_nfs_run_in_the_click_images():
-    from cnfperf.testbed import Builder
+    from cnfperf.run.testbed import Builder
     [s] = scenarios(None, {"nfs": 1, "api": "raw", "nf": "click:strip-encap"})
     [nf] = place(s, "1a2b", host_cpus=(0, 1)).nfs
     assert Builder.image_of(None, nf, s.nf) == CLICK

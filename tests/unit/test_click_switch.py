@@ -13,8 +13,8 @@ from cnfperf import UserError
 from cnfperf.dataplanes import DATAPLANES, click_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.click_app import LinkPlan, parse_reads
-from cnfperf.checks import matrix
-from cnfperf.host import EngineFacts, HostFacts, Hugepages
+from cnfperf.run.checks import matrix
+from cnfperf.host.facts import EngineFacts, HostFacts, Hugepages
 from cnfperf.plan import place
 from cnfperf.scenario import Scenario
 from harness import cores, scenarios

@@ -1,4 +1,4 @@
-"""CPU accounting per node (cnfperf/cpu.py): /proc's files parsed, a window
+"""CPU accounting per node (cnfperf/run/cpu.py): /proc's files parsed, a window
 sampled on fake cgroups with a fake clock, packets per node, cycles per packet,
 the TSC's rate and where it came from."""
 from __future__ import annotations
@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
-from cnfperf import cpu
+from cnfperf.run import cpu
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.plan import place
 from cnfperf.results import model
-from cnfperf.system import USER_HZ, parse_stat
+from cnfperf.host.system import USER_HZ, parse_stat
 from harness import scenarios
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf import SystemFailure, checks
-from cnfperf import host as host_facts
-from cnfperf import tools
+from cnfperf import SystemFailure
+from cnfperf.run import checks
+from cnfperf.host import facts as host_facts
+from cnfperf.host import tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.engine import find_engine
 from harness import scenarios
@@ -58,7 +59,7 @@ def test_the_build_states_are_what_the_build_script_says():
     """doctor reads switches/build.sh --check (builds.states): the states it
     knows are the ones the script's state() prints."""
     import re
-    from cnfperf import builds
+    from cnfperf.host import builds
     script = (builds.CHECKOUT / "switches" / "build.sh").read_text()
     body = script[script.index("\nstate() {"):]
     body = body[:body.index("\n}\n")]

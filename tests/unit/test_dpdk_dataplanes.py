@@ -20,7 +20,7 @@ from cnfperf.dataplanes.testpmd_app import (Stream, parse_fwd_stats, parse_port_
                                             parse_streams)
 from cnfperf.plan import place
 from cnfperf.scenario import Scenario
-from cnfperf.system import proc_stat
+from cnfperf.host.system import proc_stat
 from harness import scenarios
 
 DPDK_PLANES = ("vhost", "memif", "testpmd", "ovs")

@@ -20,7 +20,7 @@ NEW_FIELD = textwrap.dedent("""
     fields.FIELDS.append(fields.Field("frob", "bool", False, "a made-up switch", axis=50,
                                       column="INTEGER", label="named"))
     from cnfperf import cli
-    from cnfperf.checks import load_plan
+    from cnfperf.run.checks import load_plan
     from cnfperf.report.export import write_csv
     from cnfperf.results.store import Store
 

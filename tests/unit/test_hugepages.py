@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import hugepages
-from cnfperf.hugepages import HugepageError, pages_for, pool_state, release, reserve
-from cnfperf.journal import Journal
+from cnfperf.host import hugepages
+from cnfperf.host.hugepages import HugepageError, pages_for, pool_state, release, reserve
+from cnfperf.host.journal import Journal
 
 
 def make_pool(tmp_path: Path, total: int, free: int | None = None, resv: int = 0) -> Path:

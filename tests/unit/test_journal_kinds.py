@@ -4,9 +4,9 @@ for good (a data plane's undo steps live in its module's UNDO)."""
 import re
 from pathlib import Path
 
-from cnfperf import cleanup
+from cnfperf.run import cleanup
 
-PACKAGE = Path(cleanup.__file__).parent
+PACKAGE = Path(cleanup.__file__).parents[1]
 # The kinds cleanup._undo handles itself.
 OWN = {"container", "netns", "link", "dir", "file", "process"}
 

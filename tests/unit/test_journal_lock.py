@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from cnfperf.journal import Journal, replay
-from cnfperf.lock import LOCK_PATH, HostBusy, HostLock
+from cnfperf.host.journal import Journal, replay
+from cnfperf.host.lock import LOCK_PATH, HostBusy, HostLock
 
 
 def test_replay_keeps_what_was_added_and_not_discarded_in_order(tmp_path):
@@ -88,8 +88,8 @@ def test_a_stale_lock_file_of_a_killed_run_is_taken_over(tmp_path):
 def test_a_run_asks_for_the_lock_before_it_checks_the_host(tmp_path):
     """Another run's switch or links must not pass for a problem of this host:
     a second run is told the host is busy (exit 3), not that it cannot run."""
-    from cnfperf import runner
-    from cnfperf.host import EngineFacts
+    from cnfperf.run import runner
+    from cnfperf.host.facts import EngineFacts
     from cnfperf.scenario import Scenario
 
     checked = []

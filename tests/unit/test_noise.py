@@ -1,7 +1,7 @@
 """Where the noise goes and what it runs; its checks are in test_scenario_validation."""
 from __future__ import annotations
 
-from cnfperf import noise
+from cnfperf.run import noise
 from cnfperf.plan import noise_cores, place
 from harness import scenarios
 

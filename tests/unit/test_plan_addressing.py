@@ -70,7 +70,7 @@ def test_names_for_data_plane_resources_are_checked():
 
 
 def test_cleanup_recognises_every_planned_name_and_nothing_else():
-    from cnfperf.cleanup import RUN_NAME
+    from cnfperf.run.cleanup import RUN_NAME
 
     point = _point("0bad", pairs=3)
     names = [e.name for e in point.endpoints] + [point.name("sw"), point.prefix + ".journal",

@@ -44,7 +44,7 @@ def test_pollers_and_cores_from_the_columns_else_the_warning(stored, expected):
 
 
 def test_the_tester_said_as_testers_choose_writes_it():
-    from cnfperf.checks import place_point
+    from cnfperf.run.checks import place_point
     from harness import scenarios
     [s] = scenarios(None, {"switch": "ovs", "api": "dpdk", "cpus": "0-1"})
     placed = place_point(s)

@@ -14,15 +14,16 @@ import sys
 
 import pytest
 
-from cnfperf import SystemFailure, runner, trial as trial_module
-from cnfperf.checks import load_plan
+from cnfperf import SystemFailure
+from cnfperf.run import runner, trial as trial_module
+from cnfperf.run.checks import load_plan
 from cnfperf.dataplanes import Attachment
-from cnfperf.host import EngineFacts, HostFacts, Hugepages
+from cnfperf.host.facts import EngineFacts, HostFacts, Hugepages
 from cnfperf.results import model
 from cnfperf.results.store import Store
 from cnfperf.runtimes import ImageInfo
-from cnfperf.testbed import Builder
-from cnfperf.trial import Progress
+from cnfperf.run.testbed import Builder
+from cnfperf.run.trial import Progress
 
 
 class Machine:

@@ -8,7 +8,7 @@ import pytest
 
 from cnfperf.runtimes import rootfs
 from cnfperf.runtimes.base import ContainerError
-from cnfperf.system import is_static_elf
+from cnfperf.host.system import is_static_elf
 
 LDD_DPDK = """\
 \tlinux-vdso.so.1 (0x00007ffd1a5f2000)

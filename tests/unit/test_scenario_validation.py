@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cnfperf import UserError
-from cnfperf.cleanup import RUN_NAME
-from cnfperf.checks import load_plan
+from cnfperf.run.cleanup import RUN_NAME
+from cnfperf.run.checks import load_plan
 from cnfperf.cli import main
 from cnfperf.rate import parse as parse_rate
 from harness import scenarios

@@ -15,7 +15,7 @@ from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.snabb_app import (PACKET_BYTES, READY, Links, VhostPort, bridge_links,
                                           memory_mb, port_counters, program, read_counter,
                                           steps, wire_links)
-from cnfperf.hugepages import PAGE_MB
+from cnfperf.host.hugepages import PAGE_MB
 from cnfperf.plan import place
 from cnfperf.scenario import Scenario
 from harness import scenarios

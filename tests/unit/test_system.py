@@ -1,4 +1,4 @@
-"""Commands and processes (cnfperf/system.py): one error type, one line saying
+"""Commands and processes (cnfperf/host/system.py): one error type, one line saying
 what was done, the command and what it said; processes as /proc shows them."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from cnfperf import SystemFailure
-from cnfperf.system import (CommandFailed, first_error_line, mounts, proc_stat, run,
+from cnfperf.host.system import (CommandFailed, first_error_line, mounts, proc_stat, run,
                             signal_all, spawn, wait_gone, _unescape)
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf import UserError, checks, plan as plan_module, runner, testers
-from cnfperf.checks import load_plan, place_point
+from cnfperf import UserError, plan as plan_module, testers
+from cnfperf.run import checks, runner
+from cnfperf.run.checks import load_plan, place_point
 from cnfperf.cli import main
 from cnfperf.fields import CHANGED_DEFAULTS
 from cnfperf.plan import place

@@ -9,7 +9,7 @@ import re
 import pytest
 
 import harness
-from cnfperf import tools
+from cnfperf.host import tools
 
 # Calls whose first argument, when a list, is a command line.
 RUNNERS = {"run", "spawn", "Popen", "check_output", "check_call", "call", "_run", "_ok",
@@ -69,7 +69,7 @@ def test_every_command_the_code_runs_is_in_the_table():
         "the scan no longer sees how commands are run"
     unknown = {name: where[:3] for name, where in found.items()
                if name not in tools.TOOLS and name not in NOT_HOST_TOOLS | NOT_DEBIAN}
-    assert unknown == {}, "add these to cnfperf/tools.py (and their package to the Makefile)"
+    assert unknown == {}, "add these to cnfperf/host/tools.py (and their package to the Makefile)"
 
 
 def test_a_missing_tool_is_named_with_its_package(monkeypatch):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import udp_errors
+from cnfperf.host import udp_errors
 from cnfperf.cli import main
 from cnfperf.plan import place
 from cnfperf.report import nfs

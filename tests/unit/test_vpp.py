@@ -11,7 +11,7 @@ from cnfperf.dataplanes import vpp_app
 from cnfperf.dataplanes.vpp import Vpp, VppMemif
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.scenario import Scenario
-from cnfperf.checks import check
+from cnfperf.run.checks import check
 
 SHOW_INTERFACE = """\
               Name               Idx    State  MTU (L3/IP4/IP6/MPLS)     Counter          Count     

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import builds
+from cnfperf.host import builds
 from cnfperf.dataplanes.vpp import Vpp, VppMemif
 
 PLUGINS = ("vhost_plugin.so", "memif_plugin.so")

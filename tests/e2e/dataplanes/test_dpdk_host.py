@@ -16,8 +16,8 @@ import pytest
 import leak
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.testpmd_app import TestPmd
-from cnfperf.hugepages import DPDK_RUNTIME, Hugepages, hugetlbfs_mounts, pool_state
-from cnfperf.journal import RUN_DIR, Journal, replay
+from cnfperf.host.hugepages import DPDK_RUNTIME, Hugepages, hugetlbfs_mounts, pool_state
+from cnfperf.host.journal import RUN_DIR, Journal, replay
 from dpdk_leak import no_leftovers, ours
 from harness import EXIT_BUSY, REPO, cnfperf_argv, cnfperf_env
 

@@ -13,7 +13,7 @@ import pytest
 
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.testpmd_app import TestPmd
-from cnfperf.journal import Journal
+from cnfperf.host.journal import Journal
 from cnfperf.plan import place
 from cnfperf.scenario import Scenario
 from dpdk_leak import no_leftovers

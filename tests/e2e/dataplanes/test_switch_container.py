@@ -15,11 +15,11 @@ import pytest
 import leak
 from cnfperf.dataplanes import DATAPLANES, ovsdb, testpmd_app
 from cnfperf.dataplanes.procs import find
-from cnfperf.journal import Journal
+from cnfperf.host.journal import Journal
 from cnfperf.plan import place
 from cnfperf.runtimes import SWITCH, Quota, RuncRuntime
 from cnfperf.scenario import Scenario
-from cnfperf.testbed import Namespaces, SwitchHome
+from cnfperf.run.testbed import Namespaces, SwitchHome
 from dpdk_leak import no_leftovers
 from harness import ENGINE, engine
 from test_dpdk_runs import SHORT, run

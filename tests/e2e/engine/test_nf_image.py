@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import harness
-from cnfperf.host import static_engine
-from cnfperf.journal import Journal
+from cnfperf.host.facts import static_engine
+from cnfperf.host.journal import Journal
 from cnfperf.runtimes import MINIMAL, RuncRuntime
 from cnfperf.runtimes.runc import RUNC_ROOT
 from test_kernel_apis import RECEIVER_RUN, assert_delivered, sender_run

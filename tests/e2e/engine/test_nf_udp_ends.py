@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from cnfperf import udp_errors
+from cnfperf.host import udp_errors
 from test_kernel_apis import RECEIVER_RUN, assert_delivered, sender_run
 from test_nf import nf_across
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import noise
+from cnfperf.run import noise
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import leak
-from cnfperf.cleanup import RUN_NAME
+from cnfperf.run.cleanup import RUN_NAME
 
 pytestmark = pytest.mark.e2e
 

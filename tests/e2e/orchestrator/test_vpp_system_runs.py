@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import builds
+from cnfperf.host import builds
 from harness import missing
 
 pytestmark = pytest.mark.e2e

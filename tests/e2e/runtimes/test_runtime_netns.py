@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf.journal import Journal
+from cnfperf.host.journal import Journal
 from cnfperf.runtimes import Mount, NetnsRuntime
 from leak import assert_no_leftovers
 
@@ -78,7 +78,7 @@ def test_destroy_kills_what_exec_started(runtime, netns, prefix):
 KILLED_RUN = """
 import sys, time
 from pathlib import Path
-from cnfperf.journal import Journal
+from cnfperf.host.journal import Journal
 from cnfperf.runtimes import NetnsRuntime
 rt = NetnsRuntime(Journal(Path(sys.argv[1]) / "j"), Path(sys.argv[1]))
 rt.prepare(Path("/bin/true"))

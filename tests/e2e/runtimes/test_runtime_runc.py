@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf.journal import Journal
+from cnfperf.host.journal import Journal
 from cnfperf.runtimes import ContainerError, Mount, RuncRuntime
-from cnfperf.system import CommandFailed
+from cnfperf.host.system import CommandFailed
 from cnfperf.runtimes.runc import RUNC_ROOT
 import harness
-from cnfperf import tools
+from cnfperf.host import tools
 from harness import REPO
 from leak import assert_no_leftovers
 
@@ -195,7 +195,7 @@ def test_destroy_kills_running_processes(runtime, netns, prefix):
 KILLED_RUN = """
 import sys, time
 from pathlib import Path
-from cnfperf.journal import Journal
+from cnfperf.host.journal import Journal
 from cnfperf.runtimes import RuncRuntime
 rt = RuncRuntime(Journal(Path(sys.argv[1]) / "j"), Path(sys.argv[1]), images_dir=Path(sys.argv[2]))
 rt.prepare(Path(sys.argv[3]))

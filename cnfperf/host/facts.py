@@ -14,9 +14,10 @@ import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cnfperf import __version__, builds, cgroups, tools
+from cnfperf import __version__
+from cnfperf.host import builds, cgroups, tools
 from cnfperf.fields import APIS
-from cnfperf.system import CommandFailed, is_static_elf, mounts, run
+from cnfperf.host.system import CommandFailed, is_static_elf, mounts, run
 
 # Kernel link type -> the config option that provides it.
 LINK_CONFIG = {"veth": "VETH", "bridge": "BRIDGE", "macvlan": "MACVLAN", "dummy": "DUMMY"}

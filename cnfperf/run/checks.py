@@ -22,12 +22,13 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from cnfperf import (SystemFailure, UserError, builds, cgroups, click_nfs, fields, functions,
-                     noise, testers, tools)
+from cnfperf import SystemFailure, UserError, click_nfs, fields, functions, testers
+from cnfperf.host import builds, cgroups, tools
+from cnfperf.run import noise
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import (APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_APIS, NF_KINDS, ONE_PORT_NFS,
                             QUOTAS, TX_PORT)
-from cnfperf.host import HostFacts
+from cnfperf.host.facts import HostFacts
 from cnfperf.experiments import sweep
 from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota

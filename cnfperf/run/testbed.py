@@ -21,17 +21,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cnfperf import builds, click_nfs
+from cnfperf import click_nfs
+from cnfperf.host import builds
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
-from cnfperf.dataplanes.kernel import add_netns, del_netns
+from cnfperf.host.links import add_netns, del_netns
 from cnfperf.functions import template_of
-from cnfperf.host import engine_facts, static_engine
+from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
-from cnfperf import noise
-from cnfperf.noise import Noise
+from cnfperf.run import noise
+from cnfperf.run.noise import Noise
 from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, TOOLS, Container, ImageInfo, Journal,
                               Mount, Quota, Runtime)
-from cnfperf.teardown import Teardown
+from cnfperf.run.teardown import Teardown
 
 
 NOISE_SUFFIX = "nz"   # the noisy neighbour's netns and container: run prefix + this

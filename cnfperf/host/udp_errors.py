@@ -22,7 +22,7 @@ import os
 import threading
 from pathlib import Path
 
-from cnfperf.runtimes.base import NETNS_DIR
+from cnfperf.host.links import NETNS_DIR
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -29,14 +29,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnfperf import SystemFailure, cpu, functions, udp_errors
+from cnfperf import SystemFailure, functions
+from cnfperf.host import udp_errors
+from cnfperf.run import cpu
 from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
 from cnfperf.results import model
 from cnfperf.scenario import Scenario
-from cnfperf.teardown import Teardown
-from cnfperf.testbed import Testbed
+from cnfperf.run.teardown import Teardown
+from cnfperf.run.testbed import Testbed
 
 READY_TIMEOUT = 15.0    # container start + engine opening its api
 EXIT_MARGIN = 10.0      # beyond warm-up + duration (+ client drain) for a sender to end

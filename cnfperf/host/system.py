@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
-from cnfperf import SystemFailure, tools
+from cnfperf import SystemFailure
+from cnfperf.host import tools
 
 
 class CommandFailed(SystemFailure):

@@ -25,21 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf import PREFIX, SystemFailure, strategies
-from cnfperf.checks import place_point, preflight
-from cnfperf.cleanup import cleanup
+from cnfperf.run.checks import place_point, preflight
+from cnfperf.run.cleanup import cleanup
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.dataplanes.kernel import netns_list
+from cnfperf.host.links import netns_list
 from cnfperf.experiments import sweep
-from cnfperf.host import HostFacts
-from cnfperf.journal import RUN_DIR, Journal, journal_path
-from cnfperf.lock import LOCK_PATH, HostLock
+from cnfperf.host.facts import HostFacts
+from cnfperf.host.journal import RUN_DIR, Journal, journal_path
+from cnfperf.host.lock import LOCK_PATH, HostLock
 from cnfperf.plan import TestPoint, run_prefix
 from cnfperf.results.model import PointResult
 from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario, Sweep, canonical
-from cnfperf.teardown import Interrupted, Signals, Teardown
-from cnfperf.testbed import Builder
-from cnfperf.trial import Progress, RunTrial, Trials, run as run_trial
+from cnfperf.run.teardown import Interrupted, Signals, Teardown
+from cnfperf.run.testbed import Builder
+from cnfperf.run.trial import Progress, RunTrial, Trials, run as run_trial
 
 
 @dataclass

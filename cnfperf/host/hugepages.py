@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cnfperf import PREFIX, SystemFailure
-from cnfperf.system import CommandFailed, mounts, run
+from cnfperf.host.system import CommandFailed, mounts, run
 
 PAGE_MB = 2
 POOL = Path("/sys/kernel/mm/hugepages/hugepages-2048kB")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 PREFIX_ENV = "CNFPERF_SWITCHES"
 VPP_ENV = "CNFPERF_VPP"
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

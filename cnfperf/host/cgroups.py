@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf.system import USER_HZ, Mounted, mounts
+from cnfperf.host.system import USER_HZ, Mounted, mounts
 
 CONTROLLERS = ("cpuset", "cpu", "cpuacct")
 # What cnfperf uses of each, per version: one of the tuples must all be there.

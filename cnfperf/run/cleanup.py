@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import re
 import shutil
 import signal
@@ -18,12 +17,12 @@ from pathlib import Path
 
 from cnfperf import PREFIX
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.dataplanes.kernel import del_link, del_netns, links, netns_list
-from cnfperf.journal import RUN_DIR, Entry, all_journals, replay
-from cnfperf.lock import HostBusy, HostLock
+from cnfperf.host.links import del_link, del_netns, links, netns_list
+from cnfperf.host.journal import RUN_DIR, Entry, all_journals, replay
+from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.runtimes import RUNTIMES
-from cnfperf.system import KILL_WAIT_S, mounts, proc_stat, run, signal_all, wait_gone
-from cnfperf.teardown import Interrupted
+from cnfperf.host.system import KILL_WAIT_S, mounts, proc_stat, run, signal_all, wait_gone
+from cnfperf.run.teardown import Interrupted
 
 
 # What run names look like: the prefix and a run id of 4 hex digits (plan.py).
@@ -107,7 +106,7 @@ def _undo_registry() -> dict:
     """kind -> fn(name, info) from every module that journals kinds of its own
     (hugepages, data plane daemons): each exports them as `UNDO`."""
     registry: dict = {}
-    for module in ("cnfperf.hugepages", *sorted({dp.__module__ for dp in DATAPLANES.values()})):
+    for module in ("cnfperf.host.hugepages", *sorted({dp.__module__ for dp in DATAPLANES.values()})):
         with contextlib.suppress(ImportError):
             registry.update(getattr(importlib.import_module(module), "UNDO", {}))
     return registry

@@ -40,14 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from cnfperf import SystemFailure, cgroups
+from cnfperf import SystemFailure
+from cnfperf.host import cgroups
 from cnfperf.dataplanes.base import DataPlane, PortCounters
 from cnfperf.plan import TestPoint
 from cnfperf.results.model import CpuUsage
 from cnfperf.runtimes.base import Container, cpu_list
 from cnfperf.scenario import Scenario, parse_cpus
-from cnfperf.system import USER_HZ, CommandFailed, proc_stat, run
-from cnfperf.testbed import Function, Neighbour, Testbed, Tester
+from cnfperf.host.system import USER_HZ, CommandFailed, proc_stat, run
+from cnfperf.run.testbed import Function, Neighbour, Testbed, Tester
 
 PROC = Path("/proc")
 

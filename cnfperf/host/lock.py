@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from cnfperf.journal import RUN_DIR
+from cnfperf.host.journal import RUN_DIR
 
 LOCK_PATH = RUN_DIR / "lock"
 

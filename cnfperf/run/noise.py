@@ -16,7 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf import SystemFailure, UserError, tools
+from cnfperf import SystemFailure, UserError
+from cnfperf.host import tools
 from cnfperf.fields import NOISE_PLACES as PLACES
 from cnfperf.plan import TestPoint, noise_cores
 from cnfperf.runtimes.base import Container

@@ -1,0 +1,80 @@
+"""Network namespaces and links through iproute2, for the data planes, the
+testbed, the runner and cleanup.
+
+Everything is created inside namespaces named with the run's prefix: the host's
+own namespace never sees our links, so its firewall, br_netfilter, udev or a
+network manager cannot touch the measurement, and deleting a namespace takes
+every link in it along.
+"""
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cnfperf.host.system import KILL_WAIT_S, CommandFailed, run, signal_all, wait_gone
+
+if TYPE_CHECKING:
+    from cnfperf.host.journal import Journal
+
+# Where `ip netns` keeps a namespace's name, for setns(2) and nsenter.
+NETNS_DIR = Path("/var/run/netns")
+# IPv6 would send router solicitations and MLD reports into the measurement.
+_QUIET = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
+
+
+def ip(*args: str, netns: str | None = None, tool: str = "ip") -> str:
+    """`ip` (or `tc`, `bridge`: the same `-n`) in netns, or in the host's namespace."""
+    return run([tool, *(["-n", netns] if netns else []), *args])
+
+
+def netns_list() -> list[str]:
+    return [line.split()[0] for line in ip("netns", "list").splitlines() if line.strip()]
+
+
+def add_netns(journal: Journal, name: str) -> None:
+    journal.add("netns", name)
+    ip("netns", "add", name)
+    sysctl(name, _QUIET)
+    ip("link", "set", "lo", "up", netns=name)
+
+
+def del_netns(journal: Journal | None, name: str) -> bool:
+    """Delete the namespace if it is there; whether it was."""
+    there = name in netns_list()
+    if there:
+        # A process still inside would keep the namespace, and its links, alive
+        # unnamed: it is gone (not only signalled) before the name goes.
+        pids = netns_pids(name)
+        signal_all(pids, signal.SIGKILL)
+        wait_gone(pids, KILL_WAIT_S)
+        ip("netns", "del", name)
+    if journal is not None:
+        journal.discard("netns", name)
+    return there
+
+
+def netns_pids(name: str) -> list[int]:
+    try:
+        return [int(p) for p in ip("netns", "pids", name).split()]
+    except CommandFailed:
+        return []
+
+
+def links(netns: str | None = None) -> list[str]:
+    return [l["ifname"] for l in json.loads(ip("-j", "link", "show", netns=netns) or "[]")]
+
+
+def del_link(name: str, netns: str | None) -> bool:
+    """Delete the link if it is there (a deleted namespace took its links along);
+    whether it was."""
+    if (netns and netns not in netns_list()) or name not in links(netns):
+        return False
+    ip("link", "del", name, netns=netns)
+    return True
+
+
+def sysctl(netns: str, settings: list[str]) -> None:
+    # -e: a kernel without IPv6 has no such keys, and that is fine.
+    run(["ip", "netns", "exec", netns, "sysctl", "-q", "-e", "-w", *settings], check=False)
