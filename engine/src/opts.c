@@ -187,7 +187,7 @@ static bool word_of(struct parse *p, const char *opt, const char *s, const char 
 
 /* --route PREFIX/LEN,PORT: an IPv4 network (no host bits set), LEN 0..32,
  * PORT 1 or 2; into the table kept longest prefix first. */
-static bool route_of(struct parse *p, struct opts *o, const char *s)
+static bool route_of(struct parse *p, struct conf *cf, const char *s)
 {
 	char buf[48], *slash, *comma;
 	struct in_addr a;
@@ -210,71 +210,71 @@ static bool route_of(struct parse *p, struct opts *o, const char *s)
 		return fail(p, "--route: '%s': address bits set past /%u (the network is %s/%u)", s, len,
 			    inet_ntop(AF_INET, &n, name, sizeof(name)), len);
 	}
-	if (!nf_route_add(&o->routes, net, len, (unsigned)(comma[0] - '1')))
+	if (!nf_route_add(&cf->routes, net, len, (unsigned)(comma[0] - '1')))
 		return fail(p, "--route: more than %d routes", NF_MAX_ROUTES);
 	return true;
 }
 
-static void defaults(struct opts *o)
+static void defaults(struct conf *cf)
 {
-	memset(o, 0, sizeof(*o));
-	o->api = api_at(0)->name;
-	o->sport = 9000;
-	o->dport = 9000;
-	o->size = 64;
-	o->burst = 32;
-	o->duration = 10;
-	o->drain = 0.5;
-	o->interval = 1;
-	o->flows = 1;
-	o->cpu = -1;
-	o->rx_cpu = -1;
+	memset(cf, 0, sizeof(*cf));
+	cf->api = api_at(0)->name;
+	cf->sport = 9000;
+	cf->dport = 9000;
+	cf->size = 64;
+	cf->burst = 32;
+	cf->duration = 10;
+	cf->drain = 0.5;
+	cf->interval = 1;
+	cf->flows = 1;
+	cf->cpu = -1;
+	cf->rx_cpu = -1;
 }
 
-static bool one(struct parse *p, struct opts *o, int c, char *arg)
+static bool one(struct parse *p, struct conf *cf, int c, char *arg)
 {
 	double v;
 	unsigned w = 0;
 
 	switch (c) {
-	case O_API: o->api = arg; return true;
-	case O_IFACE: o->iface = arg; return *arg || fail(p, "--iface: empty interface name");
-	case O_IFACE2: o->iface2 = arg; return *arg || fail(p, "--iface2: empty interface name");
-	case O_SRC_MAC: return (o->has_src_mac = mac_of(p, c, arg, o->src_mac));
-	case O_DST_MAC: return (o->has_dst_mac = mac_of(p, c, arg, o->dst_mac));
-	case O_SRC_MAC2: return (o->has_src_mac2 = mac_of(p, c, arg, o->src_mac2));
-	case O_DST_MAC2: return (o->has_dst_mac2 = mac_of(p, c, arg, o->dst_mac2));
+	case O_API: cf->api = arg; return true;
+	case O_IFACE: cf->iface = arg; return *arg || fail(p, "--iface: empty interface name");
+	case O_IFACE2: cf->iface2 = arg; return *arg || fail(p, "--iface2: empty interface name");
+	case O_SRC_MAC: return (cf->has_src_mac = mac_of(p, c, arg, cf->src_mac));
+	case O_DST_MAC: return (cf->has_dst_mac = mac_of(p, c, arg, cf->dst_mac));
+	case O_SRC_MAC2: return (cf->has_src_mac2 = mac_of(p, c, arg, cf->src_mac2));
+	case O_DST_MAC2: return (cf->has_dst_mac2 = mac_of(p, c, arg, cf->dst_mac2));
 	case O_POLL: return word_of(p, "--poll", arg, poll_mode_names, POLL_MODES, &w) &&
-			    (o->poll = (enum poll_mode)w, true);
+			    (cf->poll = (enum poll_mode)w, true);
 	case O_NF: return word_of(p, "--nf", arg, nf_kind_names, NF_KINDS, &w) &&
-			  (o->nf = (enum nf_kind)w, o->has_nf = true);
-	case O_ROUTE: return route_of(p, o, arg);
-	case O_SRC_IP: return ip_of(p, c, arg, &o->src_ip);
-	case O_DST_IP: return ip_of(p, c, arg, &o->dst_ip);
-	case O_SPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (o->sport = (uint16_t)v, true);
-	case O_DPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (o->dport = (uint16_t)v, true);
-	case 'r': return rate_of(p, arg, &o->rate);
+			  (cf->nf = (enum nf_kind)w, cf->has_nf = true);
+	case O_ROUTE: return route_of(p, cf, arg);
+	case O_SRC_IP: return ip_of(p, c, arg, &cf->src_ip);
+	case O_DST_IP: return ip_of(p, c, arg, &cf->dst_ip);
+	case O_SPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (cf->sport = (uint16_t)v, true);
+	case O_DPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (cf->dport = (uint16_t)v, true);
+	case 'r': return rate_of(p, arg, &cf->rate);
 	case 'p': return num_in(p, c, arg, FRAME_MIN_LEN + FCS_LEN, FRAME_MAX + FCS_LEN, false, &v) &&
-			 (o->size = (unsigned)v, true);
-	case 'b': return num_in(p, c, arg, 1, API_MAX_BURST, false, &v) && (o->burst = (unsigned)v, true);
-	case 'c': o->touch = true; return true;
-	case 's': o->quiet = true; return true;
-	case O_DURATION: return num_in(p, c, arg, 0, 1e7, true, &o->duration);
-	case O_WARMUP: return num_in(p, c, arg, 0, 1e7, true, &o->warmup);
-	case O_DRAIN: return num_in(p, c, arg, 0, 3600, true, &o->drain);
+			 (cf->size = (unsigned)v, true);
+	case 'b': return num_in(p, c, arg, 1, API_MAX_BURST, false, &v) && (cf->burst = (unsigned)v, true);
+	case 'c': cf->touch = true; return true;
+	case 's': cf->quiet = true; return true;
+	case O_DURATION: return num_in(p, c, arg, 0, 1e7, true, &cf->duration);
+	case O_WARMUP: return num_in(p, c, arg, 0, 1e7, true, &cf->warmup);
+	case O_DRAIN: return num_in(p, c, arg, 0, 3600, true, &cf->drain);
 	case O_INTERVAL:
-		if (!num_in(p, c, arg, 0, 3600, true, &o->interval))
+		if (!num_in(p, c, arg, 0, 3600, true, &cf->interval))
 			return false;
-		return o->interval == 0 || o->interval >= 0.01 ||
+		return cf->interval == 0 || cf->interval >= 0.01 ||
 		       fail(p, "--interval: '%s' is shorter than 0.01 s (0 turns interval records off)", arg);
-	case O_FLOWS: return num_in(p, c, arg, 1, SEQ_MAX_FLOWS, false, &v) && (o->flows = (unsigned)v, true);
-	case O_CPU: return cpu_of(p, c, arg, &o->cpu);
-	case O_RX_CPU: return cpu_of(p, c, arg, &o->rx_cpu);
-	case O_HOLD: o->hold = true; return true;
+	case O_FLOWS: return num_in(p, c, arg, 1, SEQ_MAX_FLOWS, false, &v) && (cf->flows = (unsigned)v, true);
+	case O_CPU: return cpu_of(p, c, arg, &cf->cpu);
+	case O_RX_CPU: return cpu_of(p, c, arg, &cf->rx_cpu);
+	case O_HOLD: cf->hold = true; return true;
 	case O_THREADS:
 		if (strcmp(arg, "1") && strcmp(arg, "2"))
 			return fail(p, "--threads: '%s' is not 1 or 2", arg);
-		o->threads = (unsigned)(arg[0] - '0');
+		cf->threads = (unsigned)(arg[0] - '0');
 		return true;
 	}
 	return fail(p, "internal: option %d not handled", c);
@@ -354,11 +354,11 @@ struct given {
 };
 
 /* Runs the chosen api's hooks on the options collected for it, in order. */
-static bool api_options(struct parse *p, struct opts *o, const struct api_ops *ops, const struct given *g, int n)
+static bool api_options(struct parse *p, struct conf *cf, const struct api_ops *ops, const struct given *g, int n)
 {
 	char why[160], has[160] = "";
 
-	if (ops->own_size && !(o->api_own = calloc(1, ops->own_size)))
+	if (ops->own_size && !(cf->api_own = calloc(1, ops->own_size)))
 		return fail(p, "--api: out of memory");
 	for (int i = 0; i < n; i++) {
 		const struct api_opt *a = ops->opts;
@@ -367,15 +367,15 @@ static bool api_options(struct parse *p, struct opts *o, const struct api_ops *o
 		if (!a || !a->name) {
 			for (a = ops->opts; a && a->name; a++)
 				add(has, sizeof(has), label(a));
-			return fail(p, "%s: not an option of --api %s (%s%s)", optname(p, g[i].lo->val), o->api,
+			return fail(p, "%s: not an option of --api %s (%s%s)", optname(p, g[i].lo->val), cf->api,
 				    has[0] ? "its options: " : "it has none of its own", has);
 		}
-		if (!a->set(o->api_own, g[i].arg, why, sizeof(why)))
+		if (!a->set(cf->api_own, g[i].arg, why, sizeof(why)))
 			return fail(p, "%s: %s", label(a), why);
 		if (a->egress)
 			p->egress_by = a;
 	}
-	o->egress = p->egress_by != NULL;
+	cf->egress = p->egress_by != NULL;
 	return true;
 }
 
@@ -383,23 +383,23 @@ static bool api_options(struct parse *p, struct opts *o, const struct api_ops *o
  * burst, and two spinning threads plus a server are more than a small
  * machine's cores: so one thread when it spins (--poll busy), two when it
  * sleeps (or when a CPU was named for the receive thread). */
-static bool client_threads(struct parse *p, struct opts *o)
+static bool client_threads(struct parse *p, struct conf *cf)
 {
-	if (!o->threads)
-		o->threads = o->poll != POLL_BUSY || o->rx_cpu >= 0 ? 2 : 1;
-	if (o->threads == 1 && o->poll != POLL_BUSY)
+	if (!cf->threads)
+		cf->threads = cf->poll != POLL_BUSY || cf->rx_cpu >= 0 ? 2 : 1;
+	if (cf->threads == 1 && cf->poll != POLL_BUSY)
 		return fail(p, "--threads: 1 needs --poll busy (drop --poll %s, or use --threads 2)",
-			    poll_mode_names[o->poll]);
-	if (o->threads == 1 && o->rx_cpu >= 0)
+			    poll_mode_names[cf->poll]);
+	if (cf->threads == 1 && cf->rx_cpu >= 0)
 		return fail(p, "--rx-cpu: a one-thread client has no receive thread (--threads 2 has one)");
 	return true;
 }
 
 /* nf: which kind takes how many ports, routes and next hops. */
-static bool nf_check(struct parse *p, const struct opts *o, const struct api_ops *ops)
+static bool nf_check(struct parse *p, const struct conf *cf, const struct api_ops *ops)
 {
-	bool two = o->iface2 || o->egress, need1 = o->nf != NF_MIRROR, need2 = two && need1;
-	const char *kind = nf_kind_names[o->nf];
+	bool two = cf->iface2 || cf->egress, need1 = cf->nf != NF_MIRROR, need2 = two && need1;
+	const char *kind = nf_kind_names[cf->nf];
 
 	if (!ops->l2) {
 		const struct api_ops *l;
@@ -407,19 +407,19 @@ static bool nf_check(struct parse *p, const struct opts *o, const struct api_ops
 		for (size_t i = 0; (l = api_at(i)); i++)
 			if (l->l2)
 				add(l2, sizeof(l2), l->name);
-		return fail(p, "--api: nf needs an api that sees Ethernet frames (%s), not %s", l2, o->api);
+		return fail(p, "--api: nf needs an api that sees Ethernet frames (%s), not %s", l2, cf->api);
 	}
-	if (o->nf == NF_MIRROR && two)
+	if (cf->nf == NF_MIRROR && two)
 		return fail(p, "%s: --nf mirror sends frames back by the port they came in on (one port)",
-			    o->iface2 ? "--iface2" : label(p->egress_by));
-	if (o->routes.n && o->nf != NF_L3)
+			    cf->iface2 ? "--iface2" : label(p->egress_by));
+	if (cf->routes.n && cf->nf != NF_L3)
 		return fail(p, "--route: only --nf l3 routes (this is --nf %s)", kind);
-	if (o->nf == NF_L3) {
-		if (!o->routes.n)
+	if (cf->nf == NF_L3) {
+		if (!cf->routes.n)
 			return fail(p, "--route: --nf l3 needs at least one (PREFIX/LEN,PORT, e.g. 0.0.0.0/0,1)");
 		need1 = need2 = false;
-		for (unsigned i = 0; i < o->routes.n; i++) {
-			const struct nf_route *rt = &o->routes.r[i];
+		for (unsigned i = 0; i < cf->routes.n; i++) {
+			const struct nf_route *rt = &cf->routes.r[i];
 			if (rt->port == 1 && !two) {
 				struct in_addr net = { htonl(rt->net) };
 				char name[INET_ADDRSTRLEN];
@@ -430,62 +430,62 @@ static bool nf_check(struct parse *p, const struct opts *o, const struct api_ops
 			need2 |= rt->port == 1;
 		}
 	}
-	if ((o->has_dst_mac2 || o->has_src_mac2) && !two)
+	if ((cf->has_dst_mac2 || cf->has_src_mac2) && !two)
 		return fail(p, "%s: there is no second port (--iface2, --port2)",
-			    o->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
-	if (need1 && !o->has_dst_mac)
+			    cf->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
+	if (need1 && !cf->has_dst_mac)
 		return fail(p, "--dst-mac: required for nf %s (the next hop of frames leaving port 1)", kind);
-	if (need2 && !o->has_dst_mac2)
+	if (need2 && !cf->has_dst_mac2)
 		return fail(p, "--dst-mac2: required for nf %s with a second port (the next hop of frames leaving it)",
 			    kind);
 	return true;
 }
 
-static bool cross_check(struct parse *p, struct opts *o, const struct api_ops *ops)
+static bool cross_check(struct parse *p, struct conf *cf, const struct api_ops *ops)
 {
-	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER;
-	bool two_ports = o->role == ROLE_NF || o->role == ROLE_TESTER;
-	const char *r = o->role_name;
+	bool sender = cf->role == ROLE_SEND || cf->role == ROLE_CLIENT || cf->role == ROLE_TESTER;
+	bool two_ports = cf->role == ROLE_NF || cf->role == ROLE_TESTER;
+	const char *r = cf->role_name;
 
-	if (!o->iface && ops->needs_iface)
-		return fail(p, "--iface: required with --api %s", o->api);
-	if (!two_ports && o->iface2)
+	if (!cf->iface && ops->needs_iface)
+		return fail(p, "--iface: required with --api %s", cf->api);
+	if (!two_ports && cf->iface2)
 		return fail(p, "--iface2: only nf and tester use a second interface");
-	if (!two_ports && o->egress)
+	if (!two_ports && cf->egress)
 		return fail(p, "%s: only nf and tester use a second port", label(p->egress_by));
-	if (o->role != ROLE_NF) {
-		if (o->has_nf)
+	if (cf->role != ROLE_NF) {
+		if (cf->has_nf)
 			return fail(p, "--nf: only the nf role has a kind");
-		if (o->routes.n)
+		if (cf->routes.n)
 			return fail(p, "--route: only the nf role routes");
-		if (o->has_dst_mac2 || o->has_src_mac2)
-			return fail(p, "%s: only nf has a next hop per port", o->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
-	} else if (!nf_check(p, o, ops)) {
+		if (cf->has_dst_mac2 || cf->has_src_mac2)
+			return fail(p, "%s: only nf has a next hop per port", cf->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
+	} else if (!nf_check(p, cf, ops)) {
 		return false;
 	}
-	if (o->role != ROLE_CLIENT && o->threads)
+	if (cf->role != ROLE_CLIENT && cf->threads)
 		return fail(p, "--threads: only client can run more than one thread");
-	if (o->role != ROLE_CLIENT && o->rx_cpu >= 0)
+	if (cf->role != ROLE_CLIENT && cf->rx_cpu >= 0)
 		return fail(p, "--rx-cpu: only client has a receive thread");
-	if (o->role == ROLE_CLIENT && !client_threads(p, o))
+	if (cf->role == ROLE_CLIENT && !client_threads(p, cf))
 		return false;
-	if (sender && !o->dst_ip)
+	if (sender && !cf->dst_ip)
 		return fail(p, "--dst-ip: required for %s", r);
-	if (sender && ops->l2 && !o->has_dst_mac)
-		return fail(p, "--dst-mac: required for %s with --api %s (the engine does no ARP)", r, o->api);
-	if (sender && ops->l2 && !o->src_ip)
-		return fail(p, "--src-ip: required for %s with --api %s (the engine builds the IP header)", r, o->api);
-	if (o->sport + o->flows - 1 > 65535)
-		return fail(p, "--flows: %u flows from --sport %u run past port 65535", o->flows, o->sport);
+	if (sender && ops->l2 && !cf->has_dst_mac)
+		return fail(p, "--dst-mac: required for %s with --api %s (the engine does no ARP)", r, cf->api);
+	if (sender && ops->l2 && !cf->src_ip)
+		return fail(p, "--src-ip: required for %s with --api %s (the engine builds the IP header)", r, cf->api);
+	if (cf->sport + cf->flows - 1 > 65535)
+		return fail(p, "--flows: %u flows from --sport %u run past port 65535", cf->flows, cf->sport);
 	return true;
 }
 
-static bool role_of(struct parse *p, struct opts *o, const char *s)
+static bool role_of(struct parse *p, struct conf *cf, const char *s)
 {
 	for (unsigned i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++) {
 		if (!strcmp(s, role_names[i])) {
-			o->role = (enum role)i;
-			o->role_name = role_names[i];
+			cf->role = (enum role)i;
+			cf->role_name = role_names[i];
 			return true;
 		}
 	}
@@ -493,24 +493,24 @@ static bool role_of(struct parse *p, struct opts *o, const char *s)
 }
 
 /* The api named by --api, or NULL after saying why not. */
-static const struct api_ops *chosen(struct parse *p, const struct opts *o)
+static const struct api_ops *chosen(struct parse *p, const struct conf *cf)
 {
-	const struct api_ops *ops = api_find(o->api);
+	const struct api_ops *ops = api_find(cf->api);
 
-	if (!ops && api_known(o->api))
-		fail(p, "--api: '%s' is not built into this engine (it has: %s)", o->api, api_names());
+	if (!ops && api_known(cf->api))
+		fail(p, "--api: '%s' is not built into this engine (it has: %s)", cf->api, api_names());
 	else if (!ops)
-		fail(p, "--api: '%s' is not an api (one of: %s)", o->api, api_names());
+		fail(p, "--api: '%s' is not an api (one of: %s)", cf->api, api_names());
 	return ops;
 }
 
-enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, size_t errlen)
+enum opts_result opts_parse(int argc, char **argv, struct conf *cf, char *err, size_t errlen)
 {
 	struct parse p = { err, errlen, NULL, NULL };
 	const struct api_ops *ops;
 	size_t napi = 0;
 
-	defaults(o);
+	defaults(cf);
 	err[0] = '\0';
 	if (argc < 2) {
 		fail(&p, "ROLE: missing (" ROLE_LIST "); --help lists the options");
@@ -527,7 +527,7 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 		}
 		return OPTS_IDLE;
 	}
-	if (!role_of(&p, o, argv[1]))
+	if (!role_of(&p, cf, argv[1]))
 		return OPTS_ERROR;
 	for (size_t i = 0; (ops = api_at(i)); i++)
 		for (const struct api_opt *a = ops->opts; a && a->name; a++)
@@ -562,7 +562,7 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 		}
 		if (err[0]) {
 			if (c == O_API)
-				o->api = optarg;
+				cf->api = optarg;
 			continue;
 		}
 		if (c == ':') {
@@ -572,11 +572,11 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 		/* an api's options wait until --api is known, wherever it stands */
 		if ((given[ngiven].lo = api_entry(&p, c)))
 			given[ngiven++].arg = optarg;
-		else if (!one(&p, o, c, optarg))
+		else if (!one(&p, cf, c, optarg))
 			return OPTS_ERROR;
 	}
 	if (err[0]) {
-		chosen(&p, o);
+		chosen(&p, cf);
 		return OPTS_ERROR;
 	}
 	if (optind < n) {
@@ -584,12 +584,12 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 			fail(&p, "'%s': unexpected argument (EAL arguments go after --)", args[optind]);
 			return OPTS_ERROR;
 		}
-		o->eal_argc = n - optind;
-		o->eal_argv = argv + 1 + optind;
+		cf->eal_argc = n - optind;
+		cf->eal_argv = argv + 1 + optind;
 	}
-	if (!(ops = chosen(&p, o)) || !api_options(&p, o, ops, given, ngiven) || !cross_check(&p, o, ops)) {
-		free(o->api_own);
-		o->api_own = NULL;
+	if (!(ops = chosen(&p, cf)) || !api_options(&p, cf, ops, given, ngiven) || !cross_check(&p, cf, ops)) {
+		free(cf->api_own);
+		cf->api_own = NULL;
 		return OPTS_ERROR;
 	}
 	return OPTS_RUN;

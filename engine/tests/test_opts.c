@@ -24,7 +24,7 @@ static char err[256];             /* the last refusal's message */
 
 static void bad(char **argv, const char *names)
 {
-	struct opts o;
+	struct conf o;
 	enum opts_result r = opts_parse(ARGC(argv), argv, &o, err, sizeof(err));
 	char line[256] = "";
 
@@ -39,9 +39,9 @@ static void bad(char **argv, const char *names)
 
 static void *last_own;           /* the last good parse's api block: checks look at one at a time */
 
-static struct opts good(char **argv)
+static struct conf good(char **argv)
 {
-	struct opts o;
+	struct conf o;
 
 	free(last_own);
 	enum opts_result r = opts_parse(ARGC(argv), argv, &o, err, sizeof(err));
@@ -96,7 +96,7 @@ static void nf_options(void)
 
 	/* good ones: the table is kept longest prefix first, a prefix given
 	 * again replaces its port */
-	struct opts o = good(ARGV(NF_RAW, "--nf", "l3", "--iface2", "eth1", "--dst-mac2", MAC_B,
+	struct conf o = good(ARGV(NF_RAW, "--nf", "l3", "--iface2", "eth1", "--dst-mac2", MAC_B,
 				  "--route", "0.0.0.0/0,2", "--route", "198.18.2.0/24,2", "--route", "198.18.0.0/15,2",
 				  "--route", "198.18.2.128/25,2", "--route", "198.18.0.0/15,2", "--poll", "adaptive"));
 	CHECK(o.nf == NF_L3 && o.poll == POLL_ADAPTIVE && o.routes.n == 4, "%u routes", o.routes.n);
@@ -134,7 +134,7 @@ static void tester_options(void)
 	bad(ARGV("tester", "--api", "raw", "--iface", "eth0", "--dst-ip", "198.18.0.2", "--dst-mac", MAC_A), "--src-ip");
 	bad(ARGV("tester", "--dst-ip", "198.18.0.2", "--threads", "2"), "--threads");
 	bad(ARGV("tester", "--dst-ip", "198.18.0.2", "--nf", "l2"), "--nf");
-	struct opts o = good(ARGV("tester", "--api", "raw", "--iface", "eth0", "--iface2", "eth1", "--dst-ip",
+	struct conf o = good(ARGV("tester", "--api", "raw", "--iface", "eth0", "--iface2", "eth1", "--dst-ip",
 				  "198.18.2.1", "--src-ip", "198.18.1.1", "--dst-mac", MAC_A, "--poll", "interrupt",
 				  "--drain", "0.2"));
 	CHECK(o.role == ROLE_TESTER && !strcmp(o.iface2, "eth1") && o.poll == POLL_INTERRUPT && o.drain == 0.2 &&
@@ -253,7 +253,7 @@ int main(void)
 		    "--dst-mac2");
 		bad(ARGV("nf", "--api", "dpdk", "--port2", "1", "--nf", "mirror"), "--port2");
 		CHECK(strstr(err, "one port"), "mirror takes one port: %s", err);
-		struct opts d = good(ARGV("nf", "--port", "0", "--port2", "1", "--api", "dpdk", "--queue", "2",
+		struct conf d = good(ARGV("nf", "--port", "0", "--port2", "1", "--api", "dpdk", "--queue", "2",
 					  "--dst-mac", "02:00:00:00:00:0a", "--dst-mac2", "02:00:00:00:00:0b"));
 		CHECK(d.egress && d.poll == POLL_BUSY && !d.iface && d.nf == NF_L2, "--port2: a second instance");
 		d = good(ARGV("tester", "--api", "dpdk", "--port2", "1", "--dst-ip", "198.18.0.2", "--src-ip",
@@ -264,7 +264,7 @@ int main(void)
 	}
 
 	/* good ones */
-	struct opts o = good(ARGV("send", "--dst-ip", "198.18.0.2", "-r", "2.5M", "-p", "1518", "-b", "64", "-c", "-m",
+	struct conf o = good(ARGV("send", "--dst-ip", "198.18.0.2", "-r", "2.5M", "-p", "1518", "-b", "64", "-c", "-m",
 				  "--poll", "interrupt", "-s", "--flows", "8", "--duration", "1.5", "--warmup", "0.5"));
 	const struct sock_own *so = o.api_own;
 	CHECK(o.role == ROLE_SEND && o.rate == 2.5e6 && o.size == 1518 && o.burst == 64, "numbers");
@@ -313,7 +313,7 @@ int main(void)
 	o = good(ARGV("recv", "--hold", "--", "--vdev", "net_null0"));
 	CHECK(o.hold && o.eal_argc == 2, "--hold");
 
-	struct opts v;
+	struct conf v;
 	CHECK(opts_parse(2, ARGV("--version"), &v, err, sizeof(err)) == OPTS_VERSION, "--version");
 	CHECK(opts_parse(3, ARGV("recv", "--help"), &v, err, sizeof(err)) == OPTS_HELP, "--help");
 	CHECK(opts_parse(2, ARGV("--idle"), &v, err, sizeof(err)) == OPTS_IDLE, "--idle");

@@ -64,7 +64,7 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 	const struct api_ops *ops = a->ops;
 	struct counters *c = &r->c;
 	struct pkt pkts[API_MAX_BURST];
-	uint16_t n = ops->rx_burst(a, pkts, (uint16_t)r->o->burst);
+	uint16_t n = ops->rx_burst(a, pkts, (uint16_t)r->conf->burst);
 	uint64_t now = clock_ticks();
 	uint64_t stop = atomic_load_explicit(&pr->tx_stop, memory_order_acquire);
 
@@ -99,7 +99,7 @@ static void probe_idle(void *arg, uint64_t until)
 static void *rx_thread(void *arg)
 {
 	struct probe *pr = arg;
-	int cpu = pr->rx.o->rx_cpu;
+	int cpu = pr->rx.conf->rx_cpu;
 
 	if (run_pin(cpu)) {
 		fprintf(stderr, "cnfperf-engine: --rx-cpu %d: cannot pin the receive thread\n", cpu);
@@ -121,7 +121,7 @@ static int exchange(struct probe *pr, struct run *tx)
 	pthread_t th;
 	int rc;
 
-	if (tx->o->threads != 2) {
+	if (tx->conf->threads != 2) {
 		const struct gen_idle idle = { probe_idle, pr };
 		rc = gen_run(tx, &pr->pub, &idle);
 		tx_done(pr, tx);
@@ -141,7 +141,7 @@ static int exchange(struct probe *pr, struct run *tx)
 
 static int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 {
-	const struct opts *o = tx->o;
+	const struct conf *cf = tx->conf;
 	int rc = 1;
 
 	/* the return run carries the histograms and prints the records */
@@ -151,7 +151,7 @@ static int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	pr->rx.reanchor = false;
 	pr->rx.collect = collect;
 	pr->rx.collect_arg = pr;
-	pr->drain = clock_s_to_ticks(&tx->clk, o->drain);
+	pr->drain = clock_s_to_ticks(&tx->clk, cf->drain);
 	tx->reanchor = false;
 	tx->silent = true;
 	if (!(pr->rx.seq = seq_new(tx->open_ns))) {
@@ -161,8 +161,8 @@ static int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	/* rx waits in one poller, the generator of a two-thread client sleeps in
 	 * another (each thread its own); both made here so the receive thread
 	 * inherits the timer slack */
-	if (poller_init(&pr->rx.poll, o->poll, tx->clk.hz, pr->api, NULL) ||
-	    poller_init(&tx->poll, o->poll, tx->clk.hz, NULL, NULL))
+	if (poller_init(&pr->rx.poll, cf->poll, tx->clk.hz, pr->api, NULL) ||
+	    poller_init(&tx->poll, cf->poll, tx->clk.hz, NULL, NULL))
 		goto out;
 	run_ready(tx);
 	/* both timelines start at the same tick; only tx ends by duration */
@@ -192,17 +192,17 @@ out:
 
 int role_client(struct run *tx)
 {
-	const struct opts *o = tx->o;
+	const struct conf *cf = tx->conf;
 	struct probe pr = { .api = tx->api, .flow_off = OFF_UDP_DPORT };
 
-	if (o->threads == 2 && !tx->api->ops->thread_safe_rxtx) {
+	if (cf->threads == 2 && !tx->api->ops->thread_safe_rxtx) {
 		fprintf(stderr, "cnfperf-engine: --api %s: cannot receive and send from two threads (use --threads 1)\n",
-			o->api);
+			cf->api);
 		return 1;
 	}
 	/* the echo of flow sport+i comes back to port sport+i */
-	pr.f = (struct rx_filter){ .ip = o->src_ip, .port_lo = o->sport,
-				   .port_hi = (uint16_t)(o->sport + o->flows - 1), .l2 = tx->api->ops->l2 };
+	pr.f = (struct rx_filter){ .ip = cf->src_ip, .port_lo = cf->sport,
+				   .port_hi = (uint16_t)(cf->sport + cf->flows - 1), .l2 = tx->api->ops->l2 };
 	return probe_run(tx, &pr, "rtt");
 }
 
@@ -210,10 +210,10 @@ int role_client(struct run *tx)
  * flows told apart by their source port as recv does. */
 int role_tester(struct run *tx)
 {
-	const struct opts *o = tx->o;
+	const struct conf *cf = tx->conf;
 	struct api *rx = tx->api2 ? tx->api2 : tx->api;
 	struct probe pr = { .api = rx, .flow_off = OFF_UDP_SPORT };
 
-	pr.f = (struct rx_filter){ .ip = o->dst_ip, .port_lo = o->dport, .port_hi = o->dport, .l2 = rx->ops->l2 };
+	pr.f = (struct rx_filter){ .ip = cf->dst_ip, .port_lo = cf->dport, .port_hi = cf->dport, .l2 = rx->ops->l2 };
 	return probe_run(tx, &pr, "one_way");
 }
