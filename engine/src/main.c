@@ -11,7 +11,6 @@
 #include "core/packet.h"
 #include "core/run.h"
 #include "opts.h"
-#include "roles/roles.h"
 
 #ifndef ENGINE_VERSION
 #define ENGINE_VERSION "0.0.0"
@@ -56,45 +55,45 @@ static int idle(void)
 	}
 }
 
-/* Whether the role opens a second api instance: nf and tester on --iface2 or
- * --port2, and a udp tester always (its frames come back to a socket of
- * their own, bound to the far end's address). */
+/* Whether the role opens a second api instance: one that takes two ports on
+ * --iface2 or --port2, and a udp path's always (its frames come back to a
+ * socket of their own, bound to the far end's address). */
 static bool second_port(const struct conf *cf, const struct api_ops *ops)
 {
-	if (cf->role != ROLE_NF && cf->role != ROLE_TESTER)
+	if (!cf->role->two_ports)
 		return false;
-	return cf->iface2 || cf->egress || (cf->role == ROLE_TESTER && !ops->l2);
+	return cf->iface2 || cf->egress || (cf->role->path && !ops->l2);
 }
 
 static struct api_conf api_conf_of(const struct conf *cf, bool two)
 {
-	bool sender = cf->role == ROLE_SEND || cf->role == ROLE_CLIENT || cf->role == ROLE_TESTER;
+	const struct role *role = cf->role;
 	struct api_conf c = {
 		.iface = cf->iface,
 		.burst = cf->burst,
 		.frame_size = cf->size - FCS_LEN,
-		.rx = cf->role != ROLE_SEND && !(cf->role == ROLE_TESTER && two),
-		.tx = cf->role != ROLE_RECV,
+		.rx = role->rx && !(role->path && two),
+		.tx = role->tx,
 		.hold = cf->hold,
-		.forwards = cf->role == ROLE_NF,
+		.forwards = role->forwards,
 		.src_ip = cf->src_ip,
 		.sport = cf->sport,
-		.flows = sender ? cf->flows : 1,
+		.flows = role->generates ? cf->flows : 1,
 		.eal_argc = cf->eal_argc,
 		.eal_argv = cf->eal_argv,
 	};
-	if (sender) { /* the udp api connects to a peer it is given */
+	if (role->generates) { /* the udp api connects to a peer it is given */
 		c.dst_ip = cf->dst_ip;
 		c.dport = cf->dport;
 	}
 	/* any frame the link carries may pass an nf, not just our own size */
-	if (cf->role == ROLE_NF && c.frame_size < 1514)
+	if (role->forwards && c.frame_size < 1514)
 		c.frame_size = 1514;
 	c.rx_intr = c.rx && cf->poll == POLL_INTERRUPT;
 	return c;
 }
 
-/* The second port: nf's forwards both ways; the tester's only receives. */
+/* The second port: nf's forwards both ways; a path's (tester) only receives. */
 static struct api_conf api_conf2_of(const struct conf *cf, const struct api_conf *c1)
 {
 	struct api_conf c = *c1;
@@ -102,9 +101,9 @@ static struct api_conf api_conf2_of(const struct conf *cf, const struct api_conf
 	c.iface = cf->iface2 ? cf->iface2 : cf->iface;
 	c.egress = true;
 	c.rx = true;
-	c.tx = cf->role == ROLE_NF;
+	c.tx = cf->role->forwards;
 	c.rx_intr = cf->poll == POLL_INTERRUPT;
-	if (cf->role == ROLE_TESTER) {
+	if (cf->role->path) {
 		/* udp: bound to the far end's address, which the frames are sent to */
 		c.src_ip = cf->dst_ip;
 		c.sport = cf->dport;
@@ -113,19 +112,6 @@ static struct api_conf api_conf2_of(const struct conf *cf, const struct api_conf
 		c.flows = 1;
 	}
 	return c;
-}
-
-static int run_role(struct run *r)
-{
-	switch (r->conf->role) {
-	case ROLE_SEND: return role_send(r);
-	case ROLE_RECV: return role_recv(r);
-	case ROLE_CLIENT: return role_client(r);
-	case ROLE_SERVER: return role_server(r);
-	case ROLE_NF: return role_nf(r);
-	case ROLE_TESTER: return role_tester(r);
-	}
-	return 1;
 }
 
 int main(int argc, char **argv)
@@ -166,8 +152,7 @@ int main(int argc, char **argv)
 		if (!(a2 = api_open(cf.api, &c2, cf.api_own)))
 			goto out;
 	}
-	if (a->ops->l2 && !cf.has_src_mac && !memcmp(a->mac, zero, 6) && cf.role != ROLE_NF &&
-	    cf.role != ROLE_SERVER) {
+	if (a->ops->l2 && !cf.has_src_mac && !memcmp(a->mac, zero, 6) && cf.role->end) {
 		fprintf(stderr, "cnfperf-engine: --src-mac: required with --api %s (the port's MAC is unknown)\n", cf.api);
 		rc = 2;
 		goto out;
@@ -176,11 +161,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cnfperf-engine: --cpu %d: cannot pin to that CPU\n", cf.cpu);
 		goto out;
 	}
-	if (run_init(&r, &cf, a, &clk, cf.role == ROLE_RECV || cf.role == ROLE_CLIENT || cf.role == ROLE_TESTER))
+	if (run_init(&r, &cf, a, &clk, cf.role->latency))
 		goto out;
 	r.api2 = a2;
 	r.open_ns = open_ns;
-	rc = run_role(&r);
+	rc = cf.role->run(&r);
 	run_free(&r);
 	if (rc == 0 && cf.hold)
 		run_hold();

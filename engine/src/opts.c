@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "core/packet.h"
 #include "core/seq.h"
+#include "roles/roles.h"
 
 enum {
 	O_API = 256, O_IFACE, O_IFACE2,
@@ -59,9 +60,6 @@ static const struct option common[] = {
 };
 
 #define NCOMMON (sizeof(common) / sizeof(common[0]))
-
-static const char *const role_names[] = { "send", "recv", "client", "server", "nf", "tester" };
-#define ROLE_LIST "send, recv, client, server, nf, tester"
 
 struct parse {
 	char *err;
@@ -441,33 +439,55 @@ static bool nf_check(struct parse *p, const struct conf *cf, const struct api_op
 	return true;
 }
 
+/* "nf", "nf and tester": the roles that have a property (a bool of struct
+ * role at offset prop), for messages that say which roles take an option. */
+static const char *roles_with(size_t prop, char *buf, size_t len)
+{
+	const struct role *r;
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; (r = role_at(i)); i++)
+		n += *(const bool *)((const char *)r + prop);
+	buf[0] = '\0';
+	for (size_t i = 0; (r = role_at(i)); i++)
+		if (*(const bool *)((const char *)r + prop)) {
+			size_t m = strlen(buf);
+			snprintf(buf + m, len - m, "%s%s", !k ? "" : k + 1 == n ? " and " : ", ", r->name);
+			k++;
+		}
+	return buf;
+}
+
+#define ROLES_WITH(prop) roles_with(offsetof(struct role, prop), (char[64]){ 0 }, 64)
+
 static bool cross_check(struct parse *p, struct conf *cf, const struct api_ops *ops)
 {
-	bool sender = cf->role == ROLE_SEND || cf->role == ROLE_CLIENT || cf->role == ROLE_TESTER;
-	bool two_ports = cf->role == ROLE_NF || cf->role == ROLE_TESTER;
-	const char *r = cf->role_name;
+	const struct role *role = cf->role;
+	bool sender = role->generates;
+	const char *r = role->name;
 
 	if (!cf->iface && ops->needs_iface)
 		return fail(p, "--iface: required with --api %s", cf->api);
-	if (!two_ports && cf->iface2)
-		return fail(p, "--iface2: only nf and tester use a second interface");
-	if (!two_ports && cf->egress)
-		return fail(p, "%s: only nf and tester use a second port", label(p->egress_by));
-	if (cf->role != ROLE_NF) {
+	if (!role->two_ports && cf->iface2)
+		return fail(p, "--iface2: only %s use a second interface", ROLES_WITH(two_ports));
+	if (!role->two_ports && cf->egress)
+		return fail(p, "%s: only %s use a second port", label(p->egress_by), ROLES_WITH(two_ports));
+	if (!role->forwards) {
 		if (cf->has_nf)
-			return fail(p, "--nf: only the nf role has a kind");
+			return fail(p, "--nf: only the %s role has a kind", ROLES_WITH(forwards));
 		if (cf->routes.n)
-			return fail(p, "--route: only the nf role routes");
+			return fail(p, "--route: only the %s role routes", ROLES_WITH(forwards));
 		if (cf->has_dst_mac2 || cf->has_src_mac2)
-			return fail(p, "%s: only nf has a next hop per port", cf->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
+			return fail(p, "%s: only %s has a next hop per port", cf->has_dst_mac2 ? "--dst-mac2" : "--src-mac2",
+				    ROLES_WITH(forwards));
 	} else if (!nf_check(p, cf, ops)) {
 		return false;
 	}
-	if (cf->role != ROLE_CLIENT && cf->threads)
-		return fail(p, "--threads: only client can run more than one thread");
-	if (cf->role != ROLE_CLIENT && cf->rx_cpu >= 0)
-		return fail(p, "--rx-cpu: only client has a receive thread");
-	if (cf->role == ROLE_CLIENT && !client_threads(p, cf))
+	if (!role->threads && cf->threads)
+		return fail(p, "--threads: only %s can run more than one thread", ROLES_WITH(threads));
+	if (!role->threads && cf->rx_cpu >= 0)
+		return fail(p, "--rx-cpu: only %s has a receive thread", ROLES_WITH(threads));
+	if (role->threads && !client_threads(p, cf))
 		return false;
 	if (sender && !cf->dst_ip)
 		return fail(p, "--dst-ip: required for %s", r);
@@ -480,16 +500,21 @@ static bool cross_check(struct parse *p, struct conf *cf, const struct api_ops *
 	return true;
 }
 
+/* "send, recv, client, server, nf, tester" */
+static const char *role_list(void)
+{
+	static char list[96];
+	const struct role *r;
+
+	list[0] = '\0';
+	for (size_t i = 0; (r = role_at(i)); i++)
+		add(list, sizeof(list), r->name);
+	return list;
+}
+
 static bool role_of(struct parse *p, struct conf *cf, const char *s)
 {
-	for (unsigned i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++) {
-		if (!strcmp(s, role_names[i])) {
-			cf->role = (enum role)i;
-			cf->role_name = role_names[i];
-			return true;
-		}
-	}
-	return fail(p, "ROLE: '%s' is not a role (" ROLE_LIST ")", s);
+	return (cf->role = role_find(s)) || fail(p, "ROLE: '%s' is not a role (%s)", s, role_list());
 }
 
 /* The api named by --api, or NULL after saying why not. */
@@ -513,7 +538,7 @@ enum opts_result opts_parse(int argc, char **argv, struct conf *cf, char *err, s
 	defaults(cf);
 	err[0] = '\0';
 	if (argc < 2) {
-		fail(&p, "ROLE: missing (" ROLE_LIST "); --help lists the options");
+		fail(&p, "ROLE: missing (%s); --help lists the options", role_list());
 		return OPTS_ERROR;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
@@ -608,9 +633,12 @@ static void usage_api(FILE *f, const struct api_ops *ops)
 void opts_usage(void *stream)
 {
 	const struct api_ops *ops;
+	const struct role *r;
 
-	fprintf(stream, "usage: cnfperf-engine ROLE [options] [-- EAL args]\n"
-		"roles: send recv client server nf tester\n"
+	fputs("usage: cnfperf-engine ROLE [options] [-- EAL args]\nroles:", stream);
+	for (size_t i = 0; (r = role_at(i)); i++)
+		fprintf(stream, " %s", r->name);
+	fprintf(stream, "\n"
 		"  --api NAME        packet I/O api (built in: %s; default %s)\n", api_names(), api_at(0)->name);
 	fputs("  --iface NAME      kernel interface   --iface2 NAME  nf, tester: the second one\n"
 	      "  --src-mac --src-ip --sport   this endpoint  --dst-mac --dst-ip --dport  its peer\n"

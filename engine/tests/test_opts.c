@@ -8,6 +8,7 @@
 #include "../src/api/api.h"
 #include "../src/api/sock.h"
 #include "../src/opts.h"
+#include "../src/roles/roles.h"
 
 #define ARGV(...) ((char *[]){ "cnfperf-engine", __VA_ARGS__, NULL })
 #define ARGC(v) argc_of(v)
@@ -137,7 +138,7 @@ static void tester_options(void)
 	struct conf o = good(ARGV("tester", "--api", "raw", "--iface", "eth0", "--iface2", "eth1", "--dst-ip",
 				  "198.18.2.1", "--src-ip", "198.18.1.1", "--dst-mac", MAC_A, "--poll", "interrupt",
 				  "--drain", "0.2"));
-	CHECK(o.role == ROLE_TESTER && !strcmp(o.iface2, "eth1") && o.poll == POLL_INTERRUPT && o.drain == 0.2 &&
+	CHECK(o.role == role_find("tester") && !strcmp(o.iface2, "eth1") && o.poll == POLL_INTERRUPT && o.drain == 0.2 &&
 	      o.threads == 0, "tester");
 }
 
@@ -258,7 +259,7 @@ int main(void)
 		CHECK(d.egress && d.poll == POLL_BUSY && !d.iface && d.nf == NF_L2, "--port2: a second instance");
 		d = good(ARGV("tester", "--api", "dpdk", "--port2", "1", "--dst-ip", "198.18.0.2", "--src-ip",
 			      "198.18.0.1", "--dst-mac", "02:00:00:00:00:0a"));
-		CHECK(d.egress && d.role == ROLE_TESTER, "a tester's second port");
+		CHECK(d.egress && d.role == role_find("tester"), "a tester's second port");
 		d = good(ARGV("recv", "--api", "dpdk"));
 		CHECK(!d.egress, "no --port2, no second instance");
 	}
@@ -267,7 +268,7 @@ int main(void)
 	struct conf o = good(ARGV("send", "--dst-ip", "198.18.0.2", "-r", "2.5M", "-p", "1518", "-b", "64", "-c", "-m",
 				  "--poll", "interrupt", "-s", "--flows", "8", "--duration", "1.5", "--warmup", "0.5"));
 	const struct sock_own *so = o.api_own;
-	CHECK(o.role == ROLE_SEND && o.rate == 2.5e6 && o.size == 1518 && o.burst == 64, "numbers");
+	CHECK(o.role == role_find("send") && o.rate == 2.5e6 && o.size == 1518 && o.burst == 64, "numbers");
 	CHECK(o.touch && so->mmsg && o.poll == POLL_INTERRUPT && o.quiet && o.flows == 8, "flags");
 	CHECK(o.duration == 1.5 && o.warmup == 0.5 && o.dst_ip == htonl(0xc6120002), "times and address");
 	CHECK(!strcmp(o.api, "udp") && o.sport == 9000 && o.dport == 9000 && o.interval == 1 && o.drain == 0.5,
@@ -285,7 +286,7 @@ int main(void)
 	CHECK(!strcmp(o.api, "raw") && !strcmp(o.iface, "cnfp0") && !strcmp(o.iface2, "cnfp1") && !o.egress, "raw");
 	CHECK(o.has_dst_mac && o.dst_mac[5] == 0x0a && !o.has_src_mac, "mac");
 	CHECK(o.has_dst_mac2 && o.dst_mac2[5] == 0x0b && o.has_src_mac2 && o.src_mac2[5] == 0x0c, "mac2");
-	CHECK(o.role == ROLE_NF && o.nf == NF_L2 && !strcmp(o.role_name, "nf"), "nf l2 is the default kind");
+	CHECK(o.role == role_find("nf") && o.nf == NF_L2 && !strcmp(o.role->name, "nf"), "nf l2 is the default kind");
 	o = good(ARGV("recv", "-m", "--iface", "cnfp0", "--api", "raw"));
 	so = o.api_own;
 	CHECK(!strcmp(o.api, "raw") && so->mmsg, "an api option before --api");

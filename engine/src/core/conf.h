@@ -10,11 +10,30 @@
 #include "nf.h"
 #include "poll.h"
 
-enum role { ROLE_SEND, ROLE_RECV, ROLE_CLIENT, ROLE_SERVER, ROLE_NF, ROLE_TESTER };
+struct run;
+
+/* A role: what an endpoint does, and what the rest of the engine needs to
+ * know of it. Code asks these properties, never a role's name, so a new role
+ * is its file and one line in the table (roles/roles.c). */
+struct role {
+	const char *name;
+	int (*run)(struct run *r);  /* the role itself; returns the exit code */
+	bool generates;    /* a paced generator (roles/send.c): --dst-ip required, --flows,
+	                    * offered_pps and warmup_tx_packets in its summary */
+	bool end;          /* one end of the measured traffic: it sends frames from its port's
+	                    * MAC or takes frames sent to it, so a port without one needs --src-mac */
+	bool rx, tx;       /* receives on port 1 (with a second port, see path), transmits */
+	bool latency;      /* measures latency: keeps histograms */
+	bool two_ports;    /* may take a second port (--iface2, an api's egress option) */
+	bool forwards;     /* sends on frames others made: has an nf kind, routes and a next hop
+	                    * per port, needs an api that sees Ethernet frames */
+	bool path;         /* holds both ends of a path: port 2 takes back what port 1 sent, and
+	                    * a udp one always has it (a socket bound to the far end's address) */
+	bool threads;      /* may receive on a thread of its own (--threads, --rx-cpu) */
+};
 
 struct conf {
-	enum role role;
-	const char *role_name;
+	const struct role *role;
 	const char *api;
 	void *api_own;             /* the api's own options as its hooks set them (api.h) */
 	bool egress;               /* one of them names a second port (nf, tester): a second instance */

@@ -180,7 +180,7 @@ static void emit_interval(struct run *r, uint64_t now)
 		r->collect(r);
 	json_begin(&j, stdout);
 	json_str(&j, "type", "interval");
-	json_str(&j, "role", r->conf->role_name);
+	json_str(&j, "role", r->conf->role->name);
 	json_num(&j, "elapsed_s", clock_ticks_to_s(&r->clk, now - r->t_start), 3);
 	json_num(&j, "interval_s", span, 3);
 	json_str(&j, "phase", r->measuring ? "measure" : "warmup");
@@ -236,7 +236,7 @@ void run_ready(const struct run *r)
 
 	json_begin(&j, stdout);
 	json_str(&j, "type", "ready");
-	json_str(&j, "role", r->conf->role_name);
+	json_str(&j, "role", r->conf->role->name);
 	json_str(&j, "api", r->conf->api);
 	json_str(&j, "iface", r->conf->iface);
 	if (r->conf->iface2)
@@ -317,7 +317,7 @@ void run_summary(struct run *r)
 
 	json_begin(&j, stdout);
 	json_str(&j, "type", "summary");
-	json_str(&j, "role", cf->role_name);
+	json_str(&j, "role", cf->role->name);
 	json_str(&j, "api", cf->api);
 	json_str(&j, "iface", cf->iface);
 	if (cf->iface2)
@@ -329,7 +329,7 @@ void run_summary(struct run *r)
 	json_num(&j, "duration_s", dur, 6);
 	json_num(&j, "warmup_s", cf->warmup, 3);
 	/* offered: the rate asked for (RFC 2544's offered load); tx: what left */
-	if (cf->role == ROLE_SEND || cf->role == ROLE_CLIENT || cf->role == ROLE_TESTER)
+	if (cf->role->generates)
 		json_num(&j, "offered_pps", cf->rate, 1);
 	else
 		json_null(&j, "offered_pps");
@@ -349,7 +349,7 @@ void run_summary(struct run *r)
 	json_u64(&j, "reordered", c->seq.reordered);
 	json_u64(&j, "duplicate", c->seq.duplicate);
 	json_u64(&j, "warmup_packets", c->warmup_packets);
-	if (cf->role == ROLE_SEND || cf->role == ROLE_CLIENT || cf->role == ROLE_TESTER)
+	if (cf->role->generates)
 		json_u64(&j, "warmup_tx_packets", c->warmup_tx_packets);
 	json_u64(&j, "flows_seen", r->seq ? r->seq->nflows : 0);
 	json_u64(&j, "api_rx_dropped", rx_dropped);

@@ -1,6 +1,6 @@
-/* Paced generator: the send role, and the client's tx thread (or, in a
- * one-thread client or the tester, its whole loop: the idle hook then takes
- * the echoes, or what came through the path).
+/* send: the paced generator. client and tester run it too: on the client's
+ * tx thread, or as the whole loop of a one-thread client or the tester (its
+ * idle hook then takes the echoes, or what came through the path).
  *
  * Per burst: one tick read, one timestamp, one pacer check; per packet: a
  * copy of the prebuilt frame and two 8-byte stores (seq, timestamp). Flows
