@@ -167,18 +167,33 @@ static bool cpu_of(struct parse *p, int code, const char *s, int *cpu)
 	return true;
 }
 
-/* s as one of n names (--poll, --nf), its index in *out. */
-static bool word_of(struct parse *p, const char *opt, const char *s, const char *const *names, unsigned n,
-		    unsigned *out)
+/* The names an option's value is one of: the i-th, NULL past the last. */
+typedef const char *(*name_at_fn)(size_t i);
+
+static const char *poll_name_at(size_t i)
+{
+	return i < POLL_MODES ? poll_mode_names[i] : NULL;
+}
+
+static const char *nf_name_at(size_t i)
+{
+	const struct nf_kind *k = nf_kind_at(i);
+
+	return k ? k->name : NULL;
+}
+
+/* s as one of the names (--poll, --nf), its index in *out. */
+static bool word_of(struct parse *p, const char *opt, const char *s, name_at_fn name_at, size_t *out)
 {
 	char list[96] = "";
+	const char *name;
 
-	for (unsigned i = 0; i < n; i++) {
-		if (!strcmp(s, names[i])) {
+	for (size_t i = 0; (name = name_at(i)); i++) {
+		if (!strcmp(s, name)) {
 			*out = i;
 			return true;
 		}
-		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", names[i]);
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", name);
 	}
 	return fail(p, "%s: '%s' is not one of %s", opt, s, list);
 }
@@ -232,7 +247,7 @@ static void defaults(struct conf *cf)
 static bool one(struct parse *p, struct conf *cf, int c, char *arg)
 {
 	double v;
-	unsigned w = 0;
+	size_t w = 0;
 
 	switch (c) {
 	case O_API: cf->api = arg; return true;
@@ -242,10 +257,9 @@ static bool one(struct parse *p, struct conf *cf, int c, char *arg)
 	case O_DST_MAC: return (cf->has_dst_mac = mac_of(p, c, arg, cf->dst_mac));
 	case O_SRC_MAC2: return (cf->has_src_mac2 = mac_of(p, c, arg, cf->src_mac2));
 	case O_DST_MAC2: return (cf->has_dst_mac2 = mac_of(p, c, arg, cf->dst_mac2));
-	case O_POLL: return word_of(p, "--poll", arg, poll_mode_names, POLL_MODES, &w) &&
+	case O_POLL: return word_of(p, "--poll", arg, poll_name_at, &w) &&
 			    (cf->poll = (enum poll_mode)w, true);
-	case O_NF: return word_of(p, "--nf", arg, nf_kind_names, NF_KINDS, &w) &&
-			  (cf->nf = (enum nf_kind)w, cf->has_nf = true);
+	case O_NF: return word_of(p, "--nf", arg, nf_name_at, &w) && (cf->nf = nf_kind_at(w));
 	case O_ROUTE: return route_of(p, cf, arg);
 	case O_SRC_IP: return ip_of(p, c, arg, &cf->src_ip);
 	case O_DST_IP: return ip_of(p, c, arg, &cf->dst_ip);
@@ -393,11 +407,45 @@ static bool client_threads(struct parse *p, struct conf *cf)
 	return true;
 }
 
+/* "l3": the kinds that route, for messages. */
+static const char *routed_kinds(void)
+{
+	static char list[64];
+	const struct nf_kind *k;
+
+	list[0] = '\0';
+	for (size_t i = 0; (k = nf_kind_at(i)); i++)
+		if (k->routed)
+			add(list, sizeof(list), k->name);
+	return list;
+}
+
+/* A routed kind: at least one route, and the next hops of the ports they name. */
+static bool routes_check(struct parse *p, const struct conf *cf, bool two, bool *need1, bool *need2)
+{
+	if (!cf->routes.n)
+		return fail(p, "--route: --nf %s needs at least one (PREFIX/LEN,PORT, e.g. 0.0.0.0/0,1)", cf->nf->name);
+	*need1 = *need2 = false;
+	for (unsigned i = 0; i < cf->routes.n; i++) {
+		const struct nf_route *rt = &cf->routes.r[i];
+		if (rt->port == 1 && !two) {
+			struct in_addr net = { htonl(rt->net) };
+			char name[INET_ADDRSTRLEN];
+			return fail(p, "--route: %s/%u,2 leaves by port 2, and there is no second port"
+				    " (--iface2, --port2)", inet_ntop(AF_INET, &net, name, sizeof(name)), rt->len);
+		}
+		*need1 |= rt->port == 0;
+		*need2 |= rt->port == 1;
+	}
+	return true;
+}
+
 /* nf: which kind takes how many ports, routes and next hops. */
 static bool nf_check(struct parse *p, const struct conf *cf, const struct api_ops *ops)
 {
-	bool two = cf->iface2 || cf->egress, need1 = cf->nf != NF_MIRROR, need2 = two && need1;
-	const char *kind = nf_kind_names[cf->nf];
+	const struct nf_kind *k = cf->nf;
+	bool two = cf->iface2 || cf->egress, need1 = k->next_hop, need2 = two && need1;
+	const char *r = cf->role->name, *kind = k->name;
 
 	if (!ops->l2) {
 		const struct api_ops *l;
@@ -405,37 +453,23 @@ static bool nf_check(struct parse *p, const struct conf *cf, const struct api_op
 		for (size_t i = 0; (l = api_at(i)); i++)
 			if (l->l2)
 				add(l2, sizeof(l2), l->name);
-		return fail(p, "--api: nf needs an api that sees Ethernet frames (%s), not %s", l2, cf->api);
+		return fail(p, "--api: %s needs an api that sees Ethernet frames (%s), not %s", r, l2, cf->api);
 	}
-	if (cf->nf == NF_MIRROR && two)
-		return fail(p, "%s: --nf mirror sends frames back by the port they came in on (one port)",
-			    cf->iface2 ? "--iface2" : label(p->egress_by));
-	if (cf->routes.n && cf->nf != NF_L3)
-		return fail(p, "--route: only --nf l3 routes (this is --nf %s)", kind);
-	if (cf->nf == NF_L3) {
-		if (!cf->routes.n)
-			return fail(p, "--route: --nf l3 needs at least one (PREFIX/LEN,PORT, e.g. 0.0.0.0/0,1)");
-		need1 = need2 = false;
-		for (unsigned i = 0; i < cf->routes.n; i++) {
-			const struct nf_route *rt = &cf->routes.r[i];
-			if (rt->port == 1 && !two) {
-				struct in_addr net = { htonl(rt->net) };
-				char name[INET_ADDRSTRLEN];
-				return fail(p, "--route: %s/%u,2 leaves by port 2, and there is no second port"
-					    " (--iface2, --port2)", inet_ntop(AF_INET, &net, name, sizeof(name)), rt->len);
-			}
-			need1 |= rt->port == 0;
-			need2 |= rt->port == 1;
-		}
-	}
+	if (k->hairpin && two)
+		return fail(p, "%s: --nf %s sends frames back by the port they came in on (one port)",
+			    cf->iface2 ? "--iface2" : label(p->egress_by), kind);
+	if (cf->routes.n && !k->routed)
+		return fail(p, "--route: only --nf %s routes (this is --nf %s)", routed_kinds(), kind);
+	if (k->routed && !routes_check(p, cf, two, &need1, &need2))
+		return false;
 	if ((cf->has_dst_mac2 || cf->has_src_mac2) && !two)
 		return fail(p, "%s: there is no second port (--iface2, --port2)",
 			    cf->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
 	if (need1 && !cf->has_dst_mac)
-		return fail(p, "--dst-mac: required for nf %s (the next hop of frames leaving port 1)", kind);
+		return fail(p, "--dst-mac: required for %s %s (the next hop of frames leaving port 1)", r, kind);
 	if (need2 && !cf->has_dst_mac2)
-		return fail(p, "--dst-mac2: required for nf %s with a second port (the next hop of frames leaving it)",
-			    kind);
+		return fail(p, "--dst-mac2: required for %s %s with a second port (the next hop of frames leaving it)",
+			    r, kind);
 	return true;
 }
 
@@ -473,15 +507,18 @@ static bool cross_check(struct parse *p, struct conf *cf, const struct api_ops *
 	if (!role->two_ports && cf->egress)
 		return fail(p, "%s: only %s use a second port", label(p->egress_by), ROLES_WITH(two_ports));
 	if (!role->forwards) {
-		if (cf->has_nf)
+		if (cf->nf)
 			return fail(p, "--nf: only the %s role has a kind", ROLES_WITH(forwards));
 		if (cf->routes.n)
 			return fail(p, "--route: only the %s role routes", ROLES_WITH(forwards));
 		if (cf->has_dst_mac2 || cf->has_src_mac2)
 			return fail(p, "%s: only %s has a next hop per port", cf->has_dst_mac2 ? "--dst-mac2" : "--src-mac2",
 				    ROLES_WITH(forwards));
-	} else if (!nf_check(p, cf, ops)) {
-		return false;
+	} else {
+		if (!cf->nf)
+			cf->nf = nf_kind_at(0);
+		if (!nf_check(p, cf, ops))
+			return false;
 	}
 	if (!role->threads && cf->threads)
 		return fail(p, "--threads: only %s can run more than one thread", ROLES_WITH(threads));
@@ -644,7 +681,10 @@ void opts_usage(void *stream)
 	      "  --src-mac --src-ip --sport   this endpoint  --dst-mac --dst-ip --dport  its peer\n"
 	      "  --poll busy|adaptive|interrupt   rx without frames: spin, spin then sleep, or wait\n"
 	      "                    for the port (default busy); senders other than busy sleep between bursts\n"
-	      "  --nf l2|mirror|strip-encap|l3    nf: what it does to a frame (default l2)\n"
+	      , stream);
+	for (size_t i = 0; nf_name_at(i); i++)
+		fprintf(stream, "%s%s", i ? "|" : "  --nf ", nf_name_at(i));
+	fputs("    nf: what it does to a frame (default l2)\n"
 	      "  --route PREFIX/LEN,PORT          nf l3: a route (repeatable, PORT 1 or 2)\n"
 	      "  --dst-mac2 --src-mac2            nf: next hop and source MAC of frames leaving port 2\n"
 	      "  -r/--rate PPS (0 = max; 500k, 1M)  -p/--size BYTES (64..9220, with FCS)  -b/--burst N\n"

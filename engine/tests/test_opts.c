@@ -100,15 +100,15 @@ static void nf_options(void)
 	struct conf o = good(ARGV(NF_RAW, "--nf", "l3", "--iface2", "eth1", "--dst-mac2", MAC_B,
 				  "--route", "0.0.0.0/0,2", "--route", "198.18.2.0/24,2", "--route", "198.18.0.0/15,2",
 				  "--route", "198.18.2.128/25,2", "--route", "198.18.0.0/15,2", "--poll", "adaptive"));
-	CHECK(o.nf == NF_L3 && o.poll == POLL_ADAPTIVE && o.routes.n == 4, "%u routes", o.routes.n);
+	CHECK(o.nf == nf_kind_find("l3") && o.poll == POLL_ADAPTIVE && o.routes.n == 4, "%u routes", o.routes.n);
 	CHECK(o.routes.r[0].len == 25 && o.routes.r[1].len == 24 && o.routes.r[2].len == 15 && o.routes.r[3].len == 0,
 	      "longest first");
 	CHECK(o.routes.r[1].net == 0xc6120200 && o.routes.r[1].mask == 0xffffff00 && o.routes.r[1].port == 1,
 	      "198.18.2.0/24 -> port 2 (index 1)");
 	o = good(ARGV(NF_RAW, "--nf", "mirror"));
-	CHECK(o.nf == NF_MIRROR && !o.has_dst_mac, "mirror needs no MAC");
+	CHECK(o.nf == nf_kind_find("mirror") && !o.has_dst_mac, "mirror needs no MAC");
 	o = good(ARGV(NF_RAW, "--nf", "strip-encap", "--dst-mac", MAC_A, "--src-mac", MAC_B));
-	CHECK(o.nf == NF_STRIP_ENCAP && o.has_src_mac, "strip-encap, one port");
+	CHECK(o.nf == nf_kind_find("strip-encap") && o.has_src_mac, "strip-encap, one port");
 	o = good(ARGV(NF_RAW, "--nf", "l3", "--dst-mac", MAC_A, "--route", "10.0.0.0/8,1", "--route", "10.0.0.0/8,1"));
 	CHECK(o.routes.n == 1 && o.routes.r[0].port == 0, "the same route twice is one");
 	char *many[2 * NF_MAX_ROUTES + 12] = { "cnfperf-engine", NF_RAW, "--nf", "l3", "--dst-mac", MAC_A };
@@ -256,7 +256,7 @@ int main(void)
 		CHECK(strstr(err, "one port"), "mirror takes one port: %s", err);
 		struct conf d = good(ARGV("nf", "--port", "0", "--port2", "1", "--api", "dpdk", "--queue", "2",
 					  "--dst-mac", "02:00:00:00:00:0a", "--dst-mac2", "02:00:00:00:00:0b"));
-		CHECK(d.egress && d.poll == POLL_BUSY && !d.iface && d.nf == NF_L2, "--port2: a second instance");
+		CHECK(d.egress && d.poll == POLL_BUSY && !d.iface && d.nf == nf_kind_find("l2"), "--port2: a second instance");
 		d = good(ARGV("tester", "--api", "dpdk", "--port2", "1", "--dst-ip", "198.18.0.2", "--src-ip",
 			      "198.18.0.1", "--dst-mac", "02:00:00:00:00:0a"));
 		CHECK(d.egress && d.role == role_find("tester"), "a tester's second port");
@@ -286,7 +286,7 @@ int main(void)
 	CHECK(!strcmp(o.api, "raw") && !strcmp(o.iface, "cnfp0") && !strcmp(o.iface2, "cnfp1") && !o.egress, "raw");
 	CHECK(o.has_dst_mac && o.dst_mac[5] == 0x0a && !o.has_src_mac, "mac");
 	CHECK(o.has_dst_mac2 && o.dst_mac2[5] == 0x0b && o.has_src_mac2 && o.src_mac2[5] == 0x0c, "mac2");
-	CHECK(o.role == role_find("nf") && o.nf == NF_L2 && !strcmp(o.role->name, "nf"), "nf l2 is the default kind");
+	CHECK(o.role == role_find("nf") && o.nf == nf_kind_find("l2") && !strcmp(o.role->name, "nf"), "nf l2 is the default kind");
 	o = good(ARGV("recv", "-m", "--iface", "cnfp0", "--api", "raw"));
 	so = o.api_own;
 	CHECK(!strcmp(o.api, "raw") && so->mmsg, "an api option before --api");

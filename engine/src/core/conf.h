@@ -43,8 +43,7 @@ struct conf {
 	bool has_src_mac, has_dst_mac;
 	uint8_t src_mac2[6], dst_mac2[6];  /* nf: the same for frames leaving the second port */
 	bool has_src_mac2, has_dst_mac2;
-	enum nf_kind nf;           /* nf: what it does to a frame (--nf) */
-	bool has_nf;
+	const struct nf_kind *nf;  /* nf: what it does to a frame (--nf); NULL: not given */
 	struct nf_routes routes;   /* nf l3: --route, longest prefix first */
 	uint32_t src_ip, dst_ip;   /* network byte order, 0 = not given */
 	uint16_t sport, dport;

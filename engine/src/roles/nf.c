@@ -110,7 +110,7 @@ static void summary_more(struct run *r, struct json *j)
 {
 	const struct nf_run *s = r->collect_arg;
 
-	json_str(j, "nf", nf_kind_names[s->nf.kind]);
+	json_str(j, "nf", s->nf.kind->name);
 	if (s->first_tx_wall_ns)
 		json_u64(j, "first_tx_wall_ns", s->first_tx_wall_ns);
 	else
