@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 		if (!(a2 = api_open(cf.api, &c2, cf.api_own)))
 			goto out;
 	}
-	if (a->ops->l2 && !cf.has_src_mac && !memcmp(a->mac, zero, 6) && cf.role->end) {
+	if (a->ops->l2 && !cf.src_mac.given && !memcmp(a->mac, zero, 6) && cf.role->end) {
 		fprintf(stderr, "cnfperf-engine: --src-mac: required with --api %s (the port's MAC is unknown)\n", cf.api);
 		rc = 2;
 		goto out;

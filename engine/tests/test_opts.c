@@ -106,9 +106,9 @@ static void nf_options(void)
 	CHECK(o.routes.r[1].net == 0xc6120200 && o.routes.r[1].mask == 0xffffff00 && o.routes.r[1].port == 1,
 	      "198.18.2.0/24 -> port 2 (index 1)");
 	o = good(ARGV(NF_RAW, "--nf", "mirror"));
-	CHECK(o.nf == nf_kind_find("mirror") && !o.has_dst_mac, "mirror needs no MAC");
+	CHECK(o.nf == nf_kind_find("mirror") && !o.dst_mac.given, "mirror needs no MAC");
 	o = good(ARGV(NF_RAW, "--nf", "strip-encap", "--dst-mac", MAC_A, "--src-mac", MAC_B));
-	CHECK(o.nf == nf_kind_find("strip-encap") && o.has_src_mac, "strip-encap, one port");
+	CHECK(o.nf == nf_kind_find("strip-encap") && o.src_mac.given, "strip-encap, one port");
 	o = good(ARGV(NF_RAW, "--nf", "l3", "--dst-mac", MAC_A, "--route", "10.0.0.0/8,1", "--route", "10.0.0.0/8,1"));
 	CHECK(o.routes.n == 1 && o.routes.r[0].port == 0, "the same route twice is one");
 	char *many[2 * NF_MAX_ROUTES + 12] = { "cnfperf-engine", NF_RAW, "--nf", "l3", "--dst-mac", MAC_A };
@@ -284,8 +284,8 @@ int main(void)
 	o = good(ARGV("nf", "--api", "raw", "--iface", "cnfp0", "--dst-mac", "02:00:00:00:00:0a", "--iface2", "cnfp1",
 		      "--dst-mac2", "02:00:00:00:00:0b", "--src-mac2", "02:00:00:00:00:0c"));
 	CHECK(!strcmp(o.api, "raw") && !strcmp(o.iface, "cnfp0") && !strcmp(o.iface2, "cnfp1") && !o.egress, "raw");
-	CHECK(o.has_dst_mac && o.dst_mac[5] == 0x0a && !o.has_src_mac, "mac");
-	CHECK(o.has_dst_mac2 && o.dst_mac2[5] == 0x0b && o.has_src_mac2 && o.src_mac2[5] == 0x0c, "mac2");
+	CHECK(o.dst_mac.given && o.dst_mac.addr[5] == 0x0a && !o.src_mac.given, "mac");
+	CHECK(o.dst_mac2.given && o.dst_mac2.addr[5] == 0x0b && o.src_mac2.given && o.src_mac2.addr[5] == 0x0c, "mac2");
 	CHECK(o.role == role_find("nf") && o.nf == nf_kind_find("l2") && !strcmp(o.role->name, "nf"), "nf l2 is the default kind");
 	o = good(ARGV("recv", "-m", "--iface", "cnfp0", "--api", "raw"));
 	so = o.api_own;

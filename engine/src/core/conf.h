@@ -32,6 +32,12 @@ struct role {
 	bool threads;      /* may receive on a thread of its own (--threads, --rx-cpu) */
 };
 
+/* A MAC address from the command line, and whether it was given. */
+struct conf_mac {
+	uint8_t addr[6];
+	bool given;
+};
+
 struct conf {
 	const struct role *role;
 	const char *api;
@@ -39,10 +45,8 @@ struct conf {
 	bool egress;               /* one of them names a second port (nf, tester): a second instance */
 	enum poll_mode poll;       /* --poll: what rx loops do without frames, senders between bursts */
 	const char *iface, *iface2;
-	uint8_t src_mac[6], dst_mac[6];
-	bool has_src_mac, has_dst_mac;
-	uint8_t src_mac2[6], dst_mac2[6];  /* nf: the same for frames leaving the second port */
-	bool has_src_mac2, has_dst_mac2;
+	struct conf_mac src_mac, dst_mac;
+	struct conf_mac src_mac2, dst_mac2;  /* nf: the same for frames leaving the second port */
 	const struct nf_kind *nf;  /* nf: what it does to a frame (--nf); NULL: not given */
 	struct nf_routes routes;   /* nf l3: --route, longest prefix first */
 	uint32_t src_ip, dst_ip;   /* network byte order, 0 = not given */

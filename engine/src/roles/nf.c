@@ -151,10 +151,10 @@ static void setup(struct nf_run *s, const struct run *r)
 	s->port[0] = r->api;
 	s->port[1] = r->api2 ? r->api2 : r->api;
 	s->nports = r->api2 ? 2 : 1;
-	memcpy(mac[0], cf->has_src_mac ? cf->src_mac : r->api->mac, 6);
-	memcpy(mac[1], cf->has_src_mac2 ? cf->src_mac2 : s->port[1]->mac, 6);
-	memcpy(hop[0], cf->dst_mac, 6);
-	memcpy(hop[1], cf->dst_mac2, 6);
+	memcpy(mac[0], cf->src_mac.given ? cf->src_mac.addr : r->api->mac, 6);
+	memcpy(mac[1], cf->src_mac2.given ? cf->src_mac2.addr : s->port[1]->mac, 6);
+	memcpy(hop[0], cf->dst_mac.addr, 6);
+	memcpy(hop[1], cf->dst_mac2.addr, 6);
 	nf_init(&s->nf, cf->nf, s->nports, (const uint8_t (*)[6])mac, (const uint8_t (*)[6])hop, &cf->routes);
 }
 

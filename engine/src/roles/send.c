@@ -19,8 +19,8 @@ void role_addresses(const struct run *r, struct frame_addr *fa)
 {
 	const struct conf *cf = r->conf;
 
-	memcpy(fa->src_mac, cf->has_src_mac ? cf->src_mac : r->api->mac, 6);
-	memcpy(fa->dst_mac, cf->dst_mac, 6);
+	memcpy(fa->src_mac, cf->src_mac.given ? cf->src_mac.addr : r->api->mac, 6);
+	memcpy(fa->dst_mac, cf->dst_mac.addr, 6);
 	fa->src_ip = cf->src_ip;
 	fa->dst_ip = cf->dst_ip;
 	fa->sport = cf->sport;
