@@ -16,16 +16,18 @@
 #define ENGINE_VERSION "0.0.0"
 #endif
 
+/* One JSON line: what this engine is and has, from the api and NF kind tables. */
 static void print_version(void)
 {
-	const char *names = api_names();
-	char buf[64];
+	const struct api_ops *ops;
+	const struct nf_kind *k;
 
-	snprintf(buf, sizeof(buf), "%s", names);
 	printf("{\"version\": \"%s\", \"apis\": [", ENGINE_VERSION);
-	int i = 0;
-	for (char *save, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
-		printf("%s\"%s\"", i++ ? ", " : "", t);
+	for (size_t i = 0; (ops = api_at(i)); i++)
+		printf("%s\"%s\"", i ? ", " : "", ops->name);
+	printf("], \"nfs\": [");
+	for (size_t i = 0; (k = nf_kind_at(i)); i++)
+		printf("%s\"%s\"", i ? ", " : "", k->name);
 	printf("]}\n");
 }
 
