@@ -11,22 +11,23 @@
 #include "core/packet.h"
 #include "core/run.h"
 #include "opts.h"
-#include "roles/roles.h"
 
 #ifndef ENGINE_VERSION
 #define ENGINE_VERSION "0.0.0"
 #endif
 
+/* One JSON line: what this engine is and has, from the api and NF kind tables. */
 static void print_version(void)
 {
-	const char *names = api_names();
-	char buf[64];
+	const struct api_ops *ops;
+	const struct nf_kind *k;
 
-	snprintf(buf, sizeof(buf), "%s", names);
 	printf("{\"version\": \"%s\", \"apis\": [", ENGINE_VERSION);
-	int i = 0;
-	for (char *save, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
-		printf("%s\"%s\"", i++ ? ", " : "", t);
+	for (size_t i = 0; (ops = api_at(i)); i++)
+		printf("%s\"%s\"", i ? ", " : "", ops->name);
+	printf("], \"nfs\": [");
+	for (size_t i = 0; (k = nf_kind_at(i)); i++)
+		printf("%s\"%s\"", i ? ", " : "", k->name);
 	printf("]}\n");
 }
 
@@ -56,58 +57,58 @@ static int idle(void)
 	}
 }
 
-/* Whether the role opens a second api instance: nf and tester on --iface2 or
- * --port2, and a udp tester always (its frames come back to a socket of
- * their own, bound to the far end's address). */
-static bool second_port(const struct opts *o, const struct api_ops *ops)
+/* Whether the role opens a second api instance: one that takes two ports on
+ * --iface2 or --port2, and a udp path's always (its frames come back to a
+ * socket of their own, bound to the far end's address). */
+static bool second_port(const struct conf *cf, const struct api_ops *ops)
 {
-	if (o->role != ROLE_NF && o->role != ROLE_TESTER)
+	if (!cf->role->two_ports)
 		return false;
-	return o->iface2 || o->egress || (o->role == ROLE_TESTER && !ops->l2);
+	return cf->iface2 || cf->egress || (cf->role->path && !ops->l2);
 }
 
-static struct api_conf conf_of(const struct opts *o, bool two)
+static struct api_conf api_conf_of(const struct conf *cf, bool two)
 {
-	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER;
+	const struct role *role = cf->role;
 	struct api_conf c = {
-		.iface = o->iface,
-		.burst = o->burst,
-		.frame_size = o->size - FCS_LEN,
-		.rx = o->role != ROLE_SEND && !(o->role == ROLE_TESTER && two),
-		.tx = o->role != ROLE_RECV,
-		.hold = o->hold,
-		.forwards = o->role == ROLE_NF,
-		.src_ip = o->src_ip,
-		.sport = o->sport,
-		.flows = sender ? o->flows : 1,
-		.eal_argc = o->eal_argc,
-		.eal_argv = o->eal_argv,
+		.iface = cf->iface,
+		.burst = cf->burst,
+		.frame_size = cf->size - FCS_LEN,
+		.rx = role->rx && !(role->path && two),
+		.tx = role->tx,
+		.hold = cf->hold,
+		.forwards = role->forwards,
+		.src_ip = cf->src_ip,
+		.sport = cf->sport,
+		.flows = role->generates ? cf->flows : 1,
+		.eal_argc = cf->eal_argc,
+		.eal_argv = cf->eal_argv,
 	};
-	if (sender) { /* the udp api connects to a peer it is given */
-		c.dst_ip = o->dst_ip;
-		c.dport = o->dport;
+	if (role->generates) { /* the udp api connects to a peer it is given */
+		c.dst_ip = cf->dst_ip;
+		c.dport = cf->dport;
 	}
 	/* any frame the link carries may pass an nf, not just our own size */
-	if (o->role == ROLE_NF && c.frame_size < 1514)
+	if (role->forwards && c.frame_size < 1514)
 		c.frame_size = 1514;
-	c.rx_intr = c.rx && o->poll == POLL_INTERRUPT;
+	c.rx_intr = c.rx && cf->poll == POLL_INTERRUPT;
 	return c;
 }
 
-/* The second port: nf's forwards both ways; the tester's only receives. */
-static struct api_conf conf2_of(const struct opts *o, const struct api_conf *c1)
+/* The second port: nf's forwards both ways; a path's (tester) only receives. */
+static struct api_conf api_conf2_of(const struct conf *cf, const struct api_conf *c1)
 {
 	struct api_conf c = *c1;
 
-	c.iface = o->iface2 ? o->iface2 : o->iface;
+	c.iface = cf->iface2 ? cf->iface2 : cf->iface;
 	c.egress = true;
 	c.rx = true;
-	c.tx = o->role == ROLE_NF;
-	c.rx_intr = o->poll == POLL_INTERRUPT;
-	if (o->role == ROLE_TESTER) {
+	c.tx = cf->role->forwards;
+	c.rx_intr = cf->poll == POLL_INTERRUPT;
+	if (cf->role->path) {
 		/* udp: bound to the far end's address, which the frames are sent to */
-		c.src_ip = o->dst_ip;
-		c.sport = o->dport;
+		c.src_ip = cf->dst_ip;
+		c.sport = cf->dport;
 		c.dst_ip = 0;
 		c.dport = 0;
 		c.flows = 1;
@@ -115,22 +116,9 @@ static struct api_conf conf2_of(const struct opts *o, const struct api_conf *c1)
 	return c;
 }
 
-static int run_role(struct run *r)
-{
-	switch (r->o->role) {
-	case ROLE_SEND: return role_send(r);
-	case ROLE_RECV: return role_recv(r);
-	case ROLE_CLIENT: return role_client(r);
-	case ROLE_SERVER: return role_server(r);
-	case ROLE_NF: return role_nf(r);
-	case ROLE_TESTER: return role_tester(r);
-	}
-	return 1;
-}
-
 int main(int argc, char **argv)
 {
-	struct opts o;
+	struct conf cf;
 	char err[256];
 	struct clock clk;
 	struct run r;
@@ -138,7 +126,7 @@ int main(int argc, char **argv)
 	static const uint8_t zero[6];
 	int rc = 1;
 
-	switch (opts_parse(argc, argv, &o, err, sizeof(err))) {
+	switch (opts_parse(argc, argv, &cf, err, sizeof(err))) {
 	case OPTS_ERROR:
 		fprintf(stderr, "cnfperf-engine: %s\n", err);
 		return 2;
@@ -157,36 +145,35 @@ int main(int argc, char **argv)
 	run_signals();
 	/* no frame a port receives was sent to it before it was opened (seq.h) */
 	uint64_t open_ns = clock_now_ns(&clk);
-	bool two = second_port(&o, api_find(o.api));
-	struct api_conf conf = conf_of(&o, two);
-	if (!(a = api_open(o.api, &conf, o.api_own)))
+	bool two = second_port(&cf, api_find(cf.api));
+	struct api_conf ac = api_conf_of(&cf, two);
+	if (!(a = api_open(cf.api, &ac, cf.api_own)))
 		goto out;
 	if (two) {
-		struct api_conf c2 = conf2_of(&o, &conf);
-		if (!(a2 = api_open(o.api, &c2, o.api_own)))
+		struct api_conf c2 = api_conf2_of(&cf, &ac);
+		if (!(a2 = api_open(cf.api, &c2, cf.api_own)))
 			goto out;
 	}
-	if (a->ops->l2 && !o.has_src_mac && !memcmp(a->mac, zero, 6) && o.role != ROLE_NF &&
-	    o.role != ROLE_SERVER) {
-		fprintf(stderr, "cnfperf-engine: --src-mac: required with --api %s (the port's MAC is unknown)\n", o.api);
+	if (a->ops->l2 && !cf.src_mac.given && !memcmp(a->mac, zero, 6) && cf.role->end) {
+		fprintf(stderr, "cnfperf-engine: --src-mac: required with --api %s (the port's MAC is unknown)\n", cf.api);
 		rc = 2;
 		goto out;
 	}
-	if (run_pin(o.cpu)) {
-		fprintf(stderr, "cnfperf-engine: --cpu %d: cannot pin to that CPU\n", o.cpu);
+	if (run_pin(cf.cpu)) {
+		fprintf(stderr, "cnfperf-engine: --cpu %d: cannot pin to that CPU\n", cf.cpu);
 		goto out;
 	}
-	if (run_init(&r, &o, a, &clk, o.role == ROLE_RECV || o.role == ROLE_CLIENT || o.role == ROLE_TESTER))
+	if (run_init(&r, &cf, a, &clk, cf.role->latency))
 		goto out;
 	r.api2 = a2;
 	r.open_ns = open_ns;
-	rc = run_role(&r);
+	rc = cf.role->run(&r);
 	run_free(&r);
-	if (rc == 0 && o.hold)
+	if (rc == 0 && cf.hold)
 		run_hold();
 out:
 	api_close(a2);
 	api_close(a);
-	free(o.api_own);
+	free(cf.api_own);
 	return rc;
 }

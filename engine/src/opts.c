@@ -1,77 +1,16 @@
-#include "opts.h"
+/* The parse: getopt's tables made from the common options (opts_table.c) and
+ * every api's own, the options taken one by one, the api's handed to it,
+ * then checked together (opts_check.c); and --help, made from the same tables. */
+#include "parse.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <getopt.h>
-#include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api.h"
-#include "core/packet.h"
-#include "core/seq.h"
+#include "roles/roles.h"
 
-enum {
-	O_API = 256, O_IFACE, O_IFACE2,
-	O_SRC_MAC, O_SRC_IP, O_SPORT, O_DST_MAC, O_DST_IP, O_DPORT,
-	O_DURATION, O_WARMUP, O_DRAIN, O_INTERVAL, O_FLOWS, O_CPU, O_RX_CPU, O_THREADS, O_HOLD, O_VERSION,
-	O_POLL, O_NF, O_ROUTE, O_SRC_MAC2, O_DST_MAC2,
-	O_API_OPT = 512,        /* + its place in the table: an api's option without a letter */
-};
-
-#define SHORTS "+:r:p:b:csh"
-
-/* What every api and role shares; each api's own options join them (api.h). */
-static const struct option common[] = {
-	{ "api", required_argument, NULL, O_API },
-	{ "iface", required_argument, NULL, O_IFACE },
-	{ "iface2", required_argument, NULL, O_IFACE2 },
-	{ "src-mac", required_argument, NULL, O_SRC_MAC },
-	{ "src-ip", required_argument, NULL, O_SRC_IP },
-	{ "sport", required_argument, NULL, O_SPORT },
-	{ "dst-mac", required_argument, NULL, O_DST_MAC },
-	{ "dst-ip", required_argument, NULL, O_DST_IP },
-	{ "dport", required_argument, NULL, O_DPORT },
-	{ "src-mac2", required_argument, NULL, O_SRC_MAC2 },
-	{ "dst-mac2", required_argument, NULL, O_DST_MAC2 },
-	{ "poll", required_argument, NULL, O_POLL },
-	{ "nf", required_argument, NULL, O_NF },
-	{ "route", required_argument, NULL, O_ROUTE },
-	{ "rate", required_argument, NULL, 'r' },
-	{ "size", required_argument, NULL, 'p' },
-	{ "burst", required_argument, NULL, 'b' },
-	{ "touch", no_argument, NULL, 'c' },
-	{ "quiet", no_argument, NULL, 's' },
-	{ "duration", required_argument, NULL, O_DURATION },
-	{ "warmup", required_argument, NULL, O_WARMUP },
-	{ "drain", required_argument, NULL, O_DRAIN },
-	{ "interval", required_argument, NULL, O_INTERVAL },
-	{ "flows", required_argument, NULL, O_FLOWS },
-	{ "cpu", required_argument, NULL, O_CPU },
-	{ "rx-cpu", required_argument, NULL, O_RX_CPU },
-	{ "threads", required_argument, NULL, O_THREADS },
-	{ "hold", no_argument, NULL, O_HOLD },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, O_VERSION },
-};
-
-#define NCOMMON (sizeof(common) / sizeof(common[0]))
-
-static const char *const role_names[] = { "send", "recv", "client", "server", "nf", "tester" };
-#define ROLE_LIST "send, recv, client, server, nf, tester"
-
-struct parse {
-	char *err;
-	size_t errlen;
-	const struct option *lo;           /* common, then every api's options */
-	const struct api_opt *egress_by;   /* given, names a second port */
-};
-
-__attribute__((format(printf, 2, 3)))
-static bool fail(struct parse *p, const char *fmt, ...)
+bool fail(struct parse *p, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -81,267 +20,128 @@ static bool fail(struct parse *p, const char *fmt, ...)
 	return false;
 }
 
-/* The name users typed for an option, for messages: "-r/--rate" or "--sport". */
-static const char *optname(const struct parse *p, int code)
+const char *opt_label(const char *name, char letter)
 {
 	static char buf[48];
 
-	for (const struct option *lo = p->lo; lo->name; lo++) {
-		if (lo->val != code)
-			continue;
-		if (code < 256)
-			snprintf(buf, sizeof(buf), "-%c/--%s", code, lo->name);
-		else
-			snprintf(buf, sizeof(buf), "--%s", lo->name);
-		return buf;
-	}
-	snprintf(buf, sizeof(buf), "-%c", code);
-	return buf;
-}
-
-/* s as a number from min to max: whole (digits only), or any decimal for seconds. */
-static bool num_in(struct parse *p, int code, const char *s, double min, double max, bool secs, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (end == s || *end || errno || !isfinite(*out) || *out < min || *out > max ||
-	    (!secs && s[strspn(s, "0123456789")]))
-		return fail(p, "%s: '%s' is not %s from %g to %g", optname(p, code), s,
-			    secs ? "a number of seconds" : "a whole number", min, max);
-	return true;
-}
-
-static bool rate_of(struct parse *p, const char *s, double *out)
-{
-	char *end;
-	double mult = 1;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (end != s && *end && !end[1]) {
-		switch (*end) {
-		case 'k': case 'K': mult = 1e3; end++; break;
-		case 'm': case 'M': mult = 1e6; end++; break;
-		case 'g': case 'G': mult = 1e9; end++; break;
-		}
-	}
-	*out *= mult;
-	if (end == s || *end || errno || !isfinite(*out) || *out < 0 || *out > 1e9 || (s[0] < '0' || s[0] > '9'))
-		return fail(p, "-r/--rate: '%s' is not a rate in packets per second (e.g. 20000, 500k, 2.5M; 0 = as fast as possible)", s);
-	return true;
-}
-
-static bool mac_of(struct parse *p, int code, const char *s, uint8_t mac[6])
-{
-	unsigned v[6];
-	char tail;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 ||
-	    strlen(s) != 17)
-		return fail(p, "%s: '%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", optname(p, code), s);
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)v[i];
-	return true;
-}
-
-static bool ip_of(struct parse *p, int code, const char *s, uint32_t *ip)
-{
-	struct in_addr a;
-
-	if (inet_pton(AF_INET, s, &a) != 1 || a.s_addr == 0)
-		return fail(p, "%s: '%s' is not an IPv4 address", optname(p, code), s);
-	*ip = a.s_addr;
-	return true;
-}
-
-static bool cpu_of(struct parse *p, int code, const char *s, int *cpu)
-{
-	double v;
-	cpu_set_t set;
-
-	if (!num_in(p, code, s, 0, CPU_SETSIZE - 1, false, &v))
-		return false;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && !CPU_ISSET((int)v, &set))
-		return fail(p, "%s: CPU %g is not one this process may run on", optname(p, code), v);
-	*cpu = (int)v;
-	return true;
-}
-
-/* s as one of n names (--poll, --nf), its index in *out. */
-static bool word_of(struct parse *p, const char *opt, const char *s, const char *const *names, unsigned n,
-		    unsigned *out)
-{
-	char list[96] = "";
-
-	for (unsigned i = 0; i < n; i++) {
-		if (!strcmp(s, names[i])) {
-			*out = i;
-			return true;
-		}
-		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", names[i]);
-	}
-	return fail(p, "%s: '%s' is not one of %s", opt, s, list);
-}
-
-/* --route PREFIX/LEN,PORT: an IPv4 network (no host bits set), LEN 0..32,
- * PORT 1 or 2; into the table kept longest prefix first. */
-static bool route_of(struct parse *p, struct opts *o, const char *s)
-{
-	char buf[48], *slash, *comma;
-	struct in_addr a;
-
-	if (strlen(s) >= sizeof(buf) || !(slash = strchr(strcpy(buf, s), '/')) || !(comma = strchr(slash, ',')))
-		return fail(p, "--route: '%s' is not PREFIX/LEN,PORT (e.g. 198.18.2.0/24,2)", s);
-	*slash++ = '\0';
-	*comma++ = '\0';
-	if (inet_pton(AF_INET, buf, &a) != 1)
-		return fail(p, "--route: '%s': '%s' is not an IPv4 address", s, buf);
-	if (!*slash || slash[strspn(slash, "0123456789")] || strlen(slash) > 2 || atoi(slash) > 32)
-		return fail(p, "--route: '%s': length '%s' is not 0 to 32", s, slash);
-	if (strcmp(comma, "1") && strcmp(comma, "2"))
-		return fail(p, "--route: '%s': port '%s' is not 1 or 2", s, comma);
-	unsigned len = (unsigned)atoi(slash);
-	uint32_t net = ntohl(a.s_addr), mask = len ? ~0u << (32 - len) : 0;
-	if (net & ~mask) {
-		struct in_addr n = { htonl(net & mask) };
-		char name[INET_ADDRSTRLEN];
-		return fail(p, "--route: '%s': address bits set past /%u (the network is %s/%u)", s, len,
-			    inet_ntop(AF_INET, &n, name, sizeof(name)), len);
-	}
-	if (!nf_route_add(&o->routes, net, len, (unsigned)(comma[0] - '1')))
-		return fail(p, "--route: more than %d routes", NF_MAX_ROUTES);
-	return true;
-}
-
-static void defaults(struct opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->api = api_at(0)->name;
-	o->sport = 9000;
-	o->dport = 9000;
-	o->size = 64;
-	o->burst = 32;
-	o->duration = 10;
-	o->drain = 0.5;
-	o->interval = 1;
-	o->flows = 1;
-	o->cpu = -1;
-	o->rx_cpu = -1;
-}
-
-static bool one(struct parse *p, struct opts *o, int c, char *arg)
-{
-	double v;
-	unsigned w = 0;
-
-	switch (c) {
-	case O_API: o->api = arg; return true;
-	case O_IFACE: o->iface = arg; return *arg || fail(p, "--iface: empty interface name");
-	case O_IFACE2: o->iface2 = arg; return *arg || fail(p, "--iface2: empty interface name");
-	case O_SRC_MAC: return (o->has_src_mac = mac_of(p, c, arg, o->src_mac));
-	case O_DST_MAC: return (o->has_dst_mac = mac_of(p, c, arg, o->dst_mac));
-	case O_SRC_MAC2: return (o->has_src_mac2 = mac_of(p, c, arg, o->src_mac2));
-	case O_DST_MAC2: return (o->has_dst_mac2 = mac_of(p, c, arg, o->dst_mac2));
-	case O_POLL: return word_of(p, "--poll", arg, poll_mode_names, POLL_MODES, &w) &&
-			    (o->poll = (enum poll_mode)w, true);
-	case O_NF: return word_of(p, "--nf", arg, nf_kind_names, NF_KINDS, &w) &&
-			  (o->nf = (enum nf_kind)w, o->has_nf = true);
-	case O_ROUTE: return route_of(p, o, arg);
-	case O_SRC_IP: return ip_of(p, c, arg, &o->src_ip);
-	case O_DST_IP: return ip_of(p, c, arg, &o->dst_ip);
-	case O_SPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (o->sport = (uint16_t)v, true);
-	case O_DPORT: return num_in(p, c, arg, 1, 65535, false, &v) && (o->dport = (uint16_t)v, true);
-	case 'r': return rate_of(p, arg, &o->rate);
-	case 'p': return num_in(p, c, arg, FRAME_MIN_LEN + FCS_LEN, FRAME_MAX + FCS_LEN, false, &v) &&
-			 (o->size = (unsigned)v, true);
-	case 'b': return num_in(p, c, arg, 1, API_MAX_BURST, false, &v) && (o->burst = (unsigned)v, true);
-	case 'c': o->touch = true; return true;
-	case 's': o->quiet = true; return true;
-	case O_DURATION: return num_in(p, c, arg, 0, 1e7, true, &o->duration);
-	case O_WARMUP: return num_in(p, c, arg, 0, 1e7, true, &o->warmup);
-	case O_DRAIN: return num_in(p, c, arg, 0, 3600, true, &o->drain);
-	case O_INTERVAL:
-		if (!num_in(p, c, arg, 0, 3600, true, &o->interval))
-			return false;
-		return o->interval == 0 || o->interval >= 0.01 ||
-		       fail(p, "--interval: '%s' is shorter than 0.01 s (0 turns interval records off)", arg);
-	case O_FLOWS: return num_in(p, c, arg, 1, SEQ_MAX_FLOWS, false, &v) && (o->flows = (unsigned)v, true);
-	case O_CPU: return cpu_of(p, c, arg, &o->cpu);
-	case O_RX_CPU: return cpu_of(p, c, arg, &o->rx_cpu);
-	case O_HOLD: o->hold = true; return true;
-	case O_THREADS:
-		if (strcmp(arg, "1") && strcmp(arg, "2"))
-			return fail(p, "--threads: '%s' is not 1 or 2", arg);
-		o->threads = (unsigned)(arg[0] - '0');
-		return true;
-	}
-	return fail(p, "internal: option %d not handled", c);
-}
-
-/* "-m/--mmsg" or "--queue": how an api's option is spelled in messages. */
-static const char *label(const struct api_opt *a)
-{
-	static char buf[48];
-
-	if (a->letter)
-		snprintf(buf, sizeof(buf), "-%c/--%s", a->letter, a->name);
+	if (letter)
+		snprintf(buf, sizeof(buf), "-%c/--%s", letter, name);
 	else
-		snprintf(buf, sizeof(buf), "--%s", a->name);
+		snprintf(buf, sizeof(buf), "--%s", name);
 	return buf;
 }
 
-/* Appends word to a ", "-separated list in buf. */
-static void add(char *buf, size_t len, const char *word)
+void list_add(char *buf, size_t len, const char *word)
 {
 	size_t n = strlen(buf);
 
 	snprintf(buf + n, len - n, "%s%s", n ? ", " : "", word);
 }
 
+static bool takes_value(const struct opt *o)
+{
+	return o->value || o->words;
+}
+
+static int val_of(const struct opt *o)
+{
+	return o->letter ? o->letter : COMMON_VAL + (int)(o - opts_common);
+}
+
+/* The common option getopt returned code c for, or NULL (an api's). */
+static const struct opt *row_of(int c)
+{
+	for (size_t i = 0; i < opts_ncommon; i++)
+		if (val_of(&opts_common[i]) == c)
+			return &opts_common[i];
+	return NULL;
+}
+
+/* Every default that is written in the table, through its row's setter. */
+static void defaults(struct conf *cf)
+{
+	struct parse p = { .err = (char[160]){ 0 }, .errlen = 160 };
+
+	memset(cf, 0, sizeof(*cf));
+	cf->api = api_at(0)->name;
+	cf->cpu = -1;
+	cf->rx_cpu = -1;
+	for (p.opt = opts_common; p.opt < opts_common + opts_ncommon; p.opt++)
+		if (p.opt->def && !p.opt->set(&p, cf, p.opt->def))
+			fprintf(stderr, "cnfperf-engine: internal: default of --%s: %s\n", p.opt->name, p.err);
+}
+
 /* getopt must know every api's options before it has seen --api: lo gets the
  * common ones, then one entry per api option name, and shorts their letters.
  * Two apis may share an option only if they spell it alike. */
-static bool table(struct parse *p, struct option *lo, char *shorts)
+static void add_short(char *shorts, char letter, bool value)
+{
+	size_t m = strlen(shorts);
+
+	shorts[m++] = letter;
+	if (value)
+		shorts[m++] = ':';
+	shorts[m] = '\0';
+}
+
+static bool add_api_opt(struct parse *p, struct option *lo, size_t *k, char *shorts, const struct api_opt *a,
+			const char *api)
+{
+	int has = a->value ? required_argument : no_argument;
+	size_t j = 0;
+
+	while (j < *k && strcmp(lo[j].name, a->name))
+		j++;
+	int val = a->letter ? a->letter : API_OPT_VAL + (int)j;
+	if (j < *k && (j < opts_ncommon || lo[j].val != val || lo[j].has_arg != has))
+		return fail(p, "internal: --%s of --api %s clashes with another option", a->name, api);
+	if (j < *k)
+		return true;
+	if (a->letter && strchr(shorts, a->letter))
+		return fail(p, "internal: -%c of --api %s clashes with another option", a->letter, api);
+	lo[(*k)++] = (struct option){ a->name, has, NULL, val };
+	if (a->letter)
+		add_short(shorts, a->letter, has);
+	return true;
+}
+
+static bool getopt_tables(struct parse *p, struct option *lo, char *shorts)
 {
 	const struct api_ops *ops;
-	size_t k = NCOMMON;
+	size_t k = opts_ncommon;
 
-	memcpy(lo, common, sizeof(common));
-	strcpy(shorts, SHORTS);
+	/* '+': stop at the first argument that is not an option; ':': say when a value is missing */
+	strcpy(shorts, "+:");
+	for (size_t i = 0; i < opts_ncommon; i++) {
+		const struct opt *o = &opts_common[i];
+		lo[i] = (struct option){ o->name, takes_value(o) ? required_argument : no_argument, NULL, val_of(o) };
+		if (o->letter)
+			add_short(shorts, o->letter, takes_value(o));
+	}
 	for (size_t i = 0; (ops = api_at(i)); i++)
-		for (const struct api_opt *a = ops->opts; a && a->name; a++) {
-			int has = a->value ? required_argument : no_argument;
-			size_t j = 0;
-			while (j < k && strcmp(lo[j].name, a->name))
-				j++;
-			int val = a->letter ? a->letter : O_API_OPT + (int)j;
-			if (j < k && (j < NCOMMON || lo[j].val != val || lo[j].has_arg != has))
-				return fail(p, "internal: --%s of --api %s clashes with another option",
-					    a->name, ops->name);
-			if (j < k)
-				continue;
-			if (a->letter && strchr(shorts, a->letter))
-				return fail(p, "internal: -%c of --api %s clashes with another option",
-					    a->letter, ops->name);
-			lo[k++] = (struct option){ a->name, has, NULL, val };
-			if (a->letter) {
-				size_t m = strlen(shorts);
-				shorts[m++] = a->letter;
-				if (has)
-					shorts[m++] = ':';
-				shorts[m] = '\0';
-			}
-		}
+		for (const struct api_opt *a = ops->opts; a && a->name; a++)
+			if (!add_api_opt(p, lo, &k, shorts, a, ops->name))
+				return false;
 	lo[k] = (struct option){ NULL, 0, NULL, 0 };
 	return true;
+}
+
+/* The name users typed for an option getopt knows, for messages. */
+static const char *optname(const struct parse *p, int code)
+{
+	static char buf[48];
+
+	for (const struct option *lo = p->lo; lo->name; lo++)
+		if (lo->val == code)
+			return opt_label(lo->name, code < COMMON_VAL ? (char)code : 0);
+	snprintf(buf, sizeof(buf), "-%c", code);
+	return buf;
 }
 
 /* The table entry of an api option getopt returned, or NULL for a common one. */
 static const struct option *api_entry(const struct parse *p, int c)
 {
-	for (const struct option *lo = p->lo + NCOMMON; lo->name; lo++)
+	for (const struct option *lo = p->lo + opts_ncommon; lo->name; lo++)
 		if (lo->val == c)
 			return lo;
 	return NULL;
@@ -354,11 +154,11 @@ struct given {
 };
 
 /* Runs the chosen api's hooks on the options collected for it, in order. */
-static bool api_options(struct parse *p, struct opts *o, const struct api_ops *ops, const struct given *g, int n)
+static bool api_options(struct parse *p, struct conf *cf, const struct api_ops *ops, const struct given *g, int n)
 {
 	char why[160], has[160] = "";
 
-	if (ops->own_size && !(o->api_own = calloc(1, ops->own_size)))
+	if (ops->own_size && !(cf->api_own = calloc(1, ops->own_size)))
 		return fail(p, "--api: out of memory");
 	for (int i = 0; i < n; i++) {
 		const struct api_opt *a = ops->opts;
@@ -366,176 +166,110 @@ static bool api_options(struct parse *p, struct opts *o, const struct api_ops *o
 			a++;
 		if (!a || !a->name) {
 			for (a = ops->opts; a && a->name; a++)
-				add(has, sizeof(has), label(a));
-			return fail(p, "%s: not an option of --api %s (%s%s)", optname(p, g[i].lo->val), o->api,
+				list_add(has, sizeof(has), opt_label(a->name, a->letter));
+			return fail(p, "%s: not an option of --api %s (%s%s)", optname(p, g[i].lo->val), cf->api,
 				    has[0] ? "its options: " : "it has none of its own", has);
 		}
-		if (!a->set(o->api_own, g[i].arg, why, sizeof(why)))
-			return fail(p, "%s: %s", label(a), why);
+		if (!a->set(cf->api_own, g[i].arg, why, sizeof(why)))
+			return fail(p, "%s: %s", opt_label(a->name, a->letter), why);
 		if (a->egress)
 			p->egress_by = a;
 	}
-	o->egress = p->egress_by != NULL;
+	cf->egress = p->egress_by != NULL;
 	return true;
 }
 
-/* A receive that sleeps or waits would hold the one thread past its next
- * burst, and two spinning threads plus a server are more than a small
- * machine's cores: so one thread when it spins (--poll busy), two when it
- * sleeps (or when a CPU was named for the receive thread). */
-static bool client_threads(struct parse *p, struct opts *o)
+/* "send, recv, client, server, nf, tester" */
+static const char *role_list(void)
 {
-	if (!o->threads)
-		o->threads = o->poll != POLL_BUSY || o->rx_cpu >= 0 ? 2 : 1;
-	if (o->threads == 1 && o->poll != POLL_BUSY)
-		return fail(p, "--threads: 1 needs --poll busy (drop --poll %s, or use --threads 2)",
-			    poll_mode_names[o->poll]);
-	if (o->threads == 1 && o->rx_cpu >= 0)
-		return fail(p, "--rx-cpu: a one-thread client has no receive thread (--threads 2 has one)");
-	return true;
-}
+	static char list[96];
+	const struct role *r;
 
-/* nf: which kind takes how many ports, routes and next hops. */
-static bool nf_check(struct parse *p, const struct opts *o, const struct api_ops *ops)
-{
-	bool two = o->iface2 || o->egress, need1 = o->nf != NF_MIRROR, need2 = two && need1;
-	const char *kind = nf_kind_names[o->nf];
-
-	if (!ops->l2) {
-		const struct api_ops *l;
-		char l2[96] = "";
-		for (size_t i = 0; (l = api_at(i)); i++)
-			if (l->l2)
-				add(l2, sizeof(l2), l->name);
-		return fail(p, "--api: nf needs an api that sees Ethernet frames (%s), not %s", l2, o->api);
-	}
-	if (o->nf == NF_MIRROR && two)
-		return fail(p, "%s: --nf mirror sends frames back by the port they came in on (one port)",
-			    o->iface2 ? "--iface2" : label(p->egress_by));
-	if (o->routes.n && o->nf != NF_L3)
-		return fail(p, "--route: only --nf l3 routes (this is --nf %s)", kind);
-	if (o->nf == NF_L3) {
-		if (!o->routes.n)
-			return fail(p, "--route: --nf l3 needs at least one (PREFIX/LEN,PORT, e.g. 0.0.0.0/0,1)");
-		need1 = need2 = false;
-		for (unsigned i = 0; i < o->routes.n; i++) {
-			const struct nf_route *rt = &o->routes.r[i];
-			if (rt->port == 1 && !two) {
-				struct in_addr net = { htonl(rt->net) };
-				char name[INET_ADDRSTRLEN];
-				return fail(p, "--route: %s/%u,2 leaves by port 2, and there is no second port"
-					    " (--iface2, --port2)", inet_ntop(AF_INET, &net, name, sizeof(name)), rt->len);
-			}
-			need1 |= rt->port == 0;
-			need2 |= rt->port == 1;
-		}
-	}
-	if ((o->has_dst_mac2 || o->has_src_mac2) && !two)
-		return fail(p, "%s: there is no second port (--iface2, --port2)",
-			    o->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
-	if (need1 && !o->has_dst_mac)
-		return fail(p, "--dst-mac: required for nf %s (the next hop of frames leaving port 1)", kind);
-	if (need2 && !o->has_dst_mac2)
-		return fail(p, "--dst-mac2: required for nf %s with a second port (the next hop of frames leaving it)",
-			    kind);
-	return true;
-}
-
-static bool cross_check(struct parse *p, struct opts *o, const struct api_ops *ops)
-{
-	bool sender = o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER;
-	bool two_ports = o->role == ROLE_NF || o->role == ROLE_TESTER;
-	const char *r = o->role_name;
-
-	if (!o->iface && ops->needs_iface)
-		return fail(p, "--iface: required with --api %s", o->api);
-	if (!two_ports && o->iface2)
-		return fail(p, "--iface2: only nf and tester use a second interface");
-	if (!two_ports && o->egress)
-		return fail(p, "%s: only nf and tester use a second port", label(p->egress_by));
-	if (o->role != ROLE_NF) {
-		if (o->has_nf)
-			return fail(p, "--nf: only the nf role has a kind");
-		if (o->routes.n)
-			return fail(p, "--route: only the nf role routes");
-		if (o->has_dst_mac2 || o->has_src_mac2)
-			return fail(p, "%s: only nf has a next hop per port", o->has_dst_mac2 ? "--dst-mac2" : "--src-mac2");
-	} else if (!nf_check(p, o, ops)) {
-		return false;
-	}
-	if (o->role != ROLE_CLIENT && o->threads)
-		return fail(p, "--threads: only client can run more than one thread");
-	if (o->role != ROLE_CLIENT && o->rx_cpu >= 0)
-		return fail(p, "--rx-cpu: only client has a receive thread");
-	if (o->role == ROLE_CLIENT && !client_threads(p, o))
-		return false;
-	if (sender && !o->dst_ip)
-		return fail(p, "--dst-ip: required for %s", r);
-	if (sender && ops->l2 && !o->has_dst_mac)
-		return fail(p, "--dst-mac: required for %s with --api %s (the engine does no ARP)", r, o->api);
-	if (sender && ops->l2 && !o->src_ip)
-		return fail(p, "--src-ip: required for %s with --api %s (the engine builds the IP header)", r, o->api);
-	if (o->sport + o->flows - 1 > 65535)
-		return fail(p, "--flows: %u flows from --sport %u run past port 65535", o->flows, o->sport);
-	return true;
-}
-
-static bool role_of(struct parse *p, struct opts *o, const char *s)
-{
-	for (unsigned i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++) {
-		if (!strcmp(s, role_names[i])) {
-			o->role = (enum role)i;
-			o->role_name = role_names[i];
-			return true;
-		}
-	}
-	return fail(p, "ROLE: '%s' is not a role (" ROLE_LIST ")", s);
+	list[0] = '\0';
+	for (size_t i = 0; (r = role_at(i)); i++)
+		list_add(list, sizeof(list), r->name);
+	return list;
 }
 
 /* The api named by --api, or NULL after saying why not. */
-static const struct api_ops *chosen(struct parse *p, const struct opts *o)
+static const struct api_ops *chosen(struct parse *p, const struct conf *cf)
 {
-	const struct api_ops *ops = api_find(o->api);
+	const struct api_ops *ops = api_find(cf->api);
 
-	if (!ops && api_known(o->api))
-		fail(p, "--api: '%s' is not built into this engine (it has: %s)", o->api, api_names());
+	if (!ops && api_known(cf->api))
+		fail(p, "--api: '%s' is not built into this engine (it has: %s)", cf->api, api_names());
 	else if (!ops)
-		fail(p, "--api: '%s' is not an api (one of: %s)", o->api, api_names());
+		fail(p, "--api: '%s' is not an api (one of: %s)", cf->api, api_names());
 	return ops;
 }
 
-enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, size_t errlen)
+/* What stands before the role: --version, --help, --idle, or OPTS_RUN for a role. */
+static enum opts_result first(struct parse *p, int argc, char **argv, struct conf *cf)
 {
-	struct parse p = { err, errlen, NULL, NULL };
-	const struct api_ops *ops;
-	size_t napi = 0;
-
-	defaults(o);
-	err[0] = '\0';
-	if (argc < 2) {
-		fail(&p, "ROLE: missing (" ROLE_LIST "); --help lists the options");
-		return OPTS_ERROR;
-	}
+	if (argc < 2)
+		return fail(p, "ROLE: missing (%s); --help lists the options", role_list()), OPTS_ERROR;
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
 		return OPTS_VERSION;
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return OPTS_HELP;
-	if (!strcmp(argv[1], "--idle")) {
-		if (argc > 2) {
-			fail(&p, "--idle: takes no other argument ('%s')", argv[2]);
-			return OPTS_ERROR;
-		}
+	if (!strcmp(argv[1], "--idle") && argc > 2)
+		return fail(p, "--idle: takes no other argument ('%s')", argv[2]), OPTS_ERROR;
+	if (!strcmp(argv[1], "--idle"))
 		return OPTS_IDLE;
+	if (!(cf->role = role_find(argv[1])))
+		return fail(p, "ROLE: '%s' is not a role (%s)", argv[1], role_list()), OPTS_ERROR;
+	return OPTS_RUN;
+}
+
+/* One option getopt returned (c, with optarg). OPTS_RUN: go on. */
+static enum opts_result one(struct parse *p, struct conf *cf, int c, char **args, struct given *g, int *ng)
+{
+	const struct opt *o = row_of(c);
+
+	if (o && o->ends)
+		return o->ends;
+	/* an unknown option is reported once --api is known: an api not
+	 * built in may be why, so after one only --api still counts */
+	if (c == '?' && !p->err[0]) {
+		if (optopt && optopt < COMMON_VAL)
+			fail(p, "-%c: unknown option", optopt);
+		else
+			fail(p, "%s: unknown option", args[optind - 1]);
 	}
-	if (!role_of(&p, o, argv[1]))
-		return OPTS_ERROR;
+	if (p->err[0]) {
+		if (o && !strcmp(o->name, "api"))
+			cf->api = optarg;
+		return OPTS_RUN;
+	}
+	if (c == ':')
+		return fail(p, "%s: needs a value", optopt ? optname(p, optopt) : args[optind - 1]), OPTS_ERROR;
+	/* an api's options wait until --api is known, wherever it stands */
+	if ((g[*ng].lo = api_entry(p, c))) {
+		g[(*ng)++].arg = optarg;
+		return OPTS_RUN;
+	}
+	p->opt = o;
+	return o->set(p, cf, optarg) ? OPTS_RUN : OPTS_ERROR;
+}
+
+enum opts_result opts_parse(int argc, char **argv, struct conf *cf, char *err, size_t errlen)
+{
+	struct parse p = { .err = err, .errlen = errlen };
+	const struct api_ops *ops;
+	enum opts_result r;
+	size_t napi = 0;
+
+	defaults(cf);
+	err[0] = '\0';
+	if ((r = first(&p, argc, argv, cf)) != OPTS_RUN)
+		return r;
 	for (size_t i = 0; (ops = api_at(i)); i++)
 		for (const struct api_opt *a = ops->opts; a && a->name; a++)
 			napi++;
 
-	struct option lo[NCOMMON + napi + 1];
-	char shorts[sizeof(SHORTS) + 2 * napi];
-	if (!table(&p, lo, shorts))
+	struct option lo[opts_ncommon + napi + 1];
+	char shorts[3 + 2 * (opts_ncommon + napi)];
+	if (!getopt_tables(&p, lo, shorts))
 		return OPTS_ERROR;
 	p.lo = lo;
 
@@ -547,36 +281,11 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 	args[n] = NULL;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(n, args, shorts, lo, NULL)) != -1) {
-		if (c == 'h')
-			return OPTS_HELP;
-		if (c == O_VERSION)
-			return OPTS_VERSION;
-		/* an unknown option is reported once --api is known: an api not
-		 * built in may be why, so after one only --api still counts */
-		if (c == '?' && !err[0]) {
-			if (optopt && optopt < 256)
-				fail(&p, "-%c: unknown option", optopt);
-			else
-				fail(&p, "%s: unknown option", args[optind - 1]);
-		}
-		if (err[0]) {
-			if (c == O_API)
-				o->api = optarg;
-			continue;
-		}
-		if (c == ':') {
-			fail(&p, "%s: needs a value", optopt ? optname(&p, optopt) : args[optind - 1]);
-			return OPTS_ERROR;
-		}
-		/* an api's options wait until --api is known, wherever it stands */
-		if ((given[ngiven].lo = api_entry(&p, c)))
-			given[ngiven++].arg = optarg;
-		else if (!one(&p, o, c, optarg))
-			return OPTS_ERROR;
-	}
+	while ((c = getopt_long(n, args, shorts, lo, NULL)) != -1)
+		if ((r = one(&p, cf, c, args, given, &ngiven)) != OPTS_RUN)
+			return r;
 	if (err[0]) {
-		chosen(&p, o);
+		chosen(&p, cf);
 		return OPTS_ERROR;
 	}
 	if (optind < n) {
@@ -584,51 +293,73 @@ enum opts_result opts_parse(int argc, char **argv, struct opts *o, char *err, si
 			fail(&p, "'%s': unexpected argument (EAL arguments go after --)", args[optind]);
 			return OPTS_ERROR;
 		}
-		o->eal_argc = n - optind;
-		o->eal_argv = argv + 1 + optind;
+		cf->eal_argc = n - optind;
+		cf->eal_argv = argv + 1 + optind;
 	}
-	if (!(ops = chosen(&p, o)) || !api_options(&p, o, ops, given, ngiven) || !cross_check(&p, o, ops)) {
-		free(o->api_own);
-		o->api_own = NULL;
+	if (!(ops = chosen(&p, cf)) || !api_options(&p, cf, ops, given, ngiven) || !opts_check(&p, cf, ops)) {
+		free(cf->api_own);
+		cf->api_own = NULL;
 		return OPTS_ERROR;
 	}
 	return OPTS_RUN;
+}
+
+#define HELP_COLUMN 24
+
+/* "  -r/--rate PPS         offered rate ..." and the help's further lines
+ * under it; a long option and value put the help on the next line. */
+static void usage_line(FILE *f, const char *name, char letter, const char *value, opts_words_fn words,
+		       const char *help, const char *def)
+{
+	int w = fprintf(f, "  %s", opt_label(name, letter));
+
+	if (value)
+		w += fprintf(f, " %s", value);
+	for (size_t i = 0; words && words(i); i++)
+		w += fprintf(f, "%c%s", i ? '|' : ' ', words(i));
+	if (w >= HELP_COLUMN)
+		w = fprintf(f, "\n") - 1;
+	for (const char *s = help, *nl;; s = nl + 1, w = 0) {
+		nl = strchr(s, '\n');
+		int len = nl ? (int)(nl - s) : (int)strlen(s);
+		/* the default joins a closing parenthesis: "(0 = max; default 0)" */
+		bool join = def && !nl && len && s[len - 1] == ')';
+		fprintf(f, "%*s%.*s", HELP_COLUMN - w, "", len - join, s);
+		if (!nl) {
+			if (def)
+				fprintf(f, join ? "; default %s)" : " (default %s)", def);
+			break;
+		}
+		fputc('\n', f);
+	}
+	fputc('\n', f);
 }
 
 static void usage_api(FILE *f, const struct api_ops *ops)
 {
 	fprintf(f, "api %s%s%s\n", ops->name, ops->needs_iface ? " (needs --iface)" : "",
 		ops->opts && ops->opts->name ? ":" : ": no options of its own");
-	for (const struct api_opt *a = ops->opts; a && a->name; a++) {
-		int w = fprintf(f, "  %s%s%s", label(a), a->value ? " " : "", a->value ? a->value : "");
-		fprintf(f, "%*s%s\n", w < 20 ? 20 - w : 1, "", a->help);
-	}
+	for (const struct api_opt *a = ops->opts; a && a->name; a++)
+		usage_line(f, a->name, a->letter, a->value, NULL, a->help, NULL);
 }
 
 void opts_usage(void *stream)
 {
 	const struct api_ops *ops;
+	const struct role *r;
 
-	fprintf(stream, "usage: cnfperf-engine ROLE [options] [-- EAL args]\n"
-		"roles: send recv client server nf tester\n"
-		"  --api NAME        packet I/O api (built in: %s; default %s)\n", api_names(), api_at(0)->name);
-	fputs("  --iface NAME      kernel interface   --iface2 NAME  nf, tester: the second one\n"
-	      "  --src-mac --src-ip --sport   this endpoint  --dst-mac --dst-ip --dport  its peer\n"
-	      "  --poll busy|adaptive|interrupt   rx without frames: spin, spin then sleep, or wait\n"
-	      "                    for the port (default busy); senders other than busy sleep between bursts\n"
-	      "  --nf l2|mirror|strip-encap|l3    nf: what it does to a frame (default l2)\n"
-	      "  --route PREFIX/LEN,PORT          nf l3: a route (repeatable, PORT 1 or 2)\n"
-	      "  --dst-mac2 --src-mac2            nf: next hop and source MAC of frames leaving port 2\n"
-	      "  -r/--rate PPS (0 = max; 500k, 1M)  -p/--size BYTES (64..9220, with FCS)  -b/--burst N\n"
-	      "  -c/--touch  -s/--quiet\n"
-	      "  --duration S (0 = until SIGINT)  --warmup S  --drain S  --interval S  --flows N\n"
-	      "  --cpu N  --threads 1|2 (client; 2 with --poll other than busy or --rx-cpu, else 1)\n"
-	      "  --rx-cpu N (the client's receive thread)\n"
-	      "  --hold            after the summary keep the ports open, idle, until stdin ends or a signal\n"
-	      "  --version   --help\n"
-	      "  --idle            alone: do nothing until SIGTERM or SIGINT, reaping orphans\n"
-	      "                    (a container's init when its image holds only this engine)\n"
-	      "Each api's own options (before or after --api):\n", stream);
+	fputs("usage: cnfperf-engine ROLE [options] [-- EAL args]\n"
+	      "       cnfperf-engine --idle   do nothing until SIGTERM or SIGINT, reaping orphans\n"
+	      "                               (a container's init when its image holds only this engine)\n"
+	      "roles:", stream);
+	for (size_t i = 0; (r = role_at(i)); i++)
+		fprintf(stream, " %s", r->name);
+	fputs("\noptions:\n", stream);
+	for (size_t i = 0; i < opts_ncommon; i++) {
+		const struct opt *o = &opts_common[i];
+		usage_line(stream, o->name, o->letter, o->value, o->words, o->help, o->def);
+	}
+	fputs("Each api's own options (before or after --api):\n", stream);
 	for (size_t i = 0; (ops = api_at(i)); i++)
 		usage_api(stream, ops);
 }

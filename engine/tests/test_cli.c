@@ -93,6 +93,8 @@ int main(int argc, char **argv)
 	CHECK(rc == 0, "--version exits 0");
 	CHECK(!strncmp(out, "{\"version\": \"", 13) && strstr(out, "\"apis\": [\"udp\", \"raw\"") &&
 	      strchr(out, '\n') == out + strlen(out) - 1, "--version is one JSON line: %s", out);
+	CHECK(strstr(out, "], \"nfs\": [\"l2\", \"mirror\", \"strip-encap\", \"l3\"]}\n"),
+	      "--version lists the NF kinds last: %s", out);
 	rc = run((char *[]){ NULL, "--help", NULL }, out, sizeof(out), err, sizeof(err));
 	CHECK(rc == 0 && strstr(out, "usage:"), "--help");
 	CHECK(strstr(out, "api udp:\n  -m/--mmsg") && strstr(out, "api raw (needs --iface):"),

@@ -39,7 +39,7 @@ static bool payload_intact(const struct pkt *p)
 	return p->len == LEN;
 }
 
-static void l2_and_strip_encap(enum nf_kind kind)
+static void l2_and_strip_encap(const struct nf_kind *kind)
 {
 	struct nf nf;
 	static struct nf_out out;
@@ -55,12 +55,12 @@ static void l2_and_strip_encap(enum nf_kind kind)
 	p[2].len = OFF_IP + 19;                             /* too short for an IPv4 header */
 	nf_burst(&nf, 0, p, 3, &out, &d);
 	CHECK(out.ntx[1] == 1 && out.ntx[0] == 0 && out.ndrop == 2, "%s: %u/%u sent, %u dropped",
-	      nf_kind_names[kind], out.ntx[0], out.ntx[1], out.ndrop);
+	      kind->name, out.ntx[0], out.ntx[1], out.ndrop);
 	CHECK(d.other == 2 && d.bad == 0 && d.no_route == 0 && d.ttl == 0, "not IPv4: other");
 	struct pkt *o = &out.tx[1][0];
 	CHECK(o->data == bufs[0] && o->priv == p[0].priv && payload_intact(o), "the same buffer, same frame");
 	CHECK(!memcmp(o->data + OFF_ETH_DST, HOP[1], 6) && !memcmp(o->data + OFF_ETH_SRC, MAC[1], 6),
-	      "%s: next hop of port 2, its MAC", nf_kind_names[kind]);
+	      "%s: next hop of port 2, its MAC", kind->name);
 	CHECK(rd16(o->data + OFF_ETH_TYPE) == 0x0800 && o->data[OFF_IP + 8] == 64 && ip_header_ok(o->data, 20),
 	      "IPv4, TTL and checksum untouched");
 	CHECK(out.drop[0].data == bufs[1] && out.drop[1].data == bufs[2], "drops in order");
@@ -86,7 +86,7 @@ static void mirror(void)
 	struct pkt p[2] = { frame(0, "198.18.2.1", 64), frame(1, "198.18.2.1", 64) };
 
 	wr16(p[1].data + OFF_ETH_TYPE, 0x86dd);
-	nf_init(&nf, NF_MIRROR, 1, MAC, HOP, NULL);
+	nf_init(&nf, nf_kind_find("mirror"), 1, MAC, HOP, NULL);
 	nf_burst(&nf, 0, p, 2, &out, &d);
 	CHECK(out.ntx[0] == 1 && out.ndrop == 1 && d.other == 1, "IPv6 is other");
 	const uint8_t *f = out.tx[0][0].data;
@@ -121,7 +121,7 @@ static void l3(void)
 	CHECK(nf_route_add(&t, 0xc6120200, 24, 1), "198.18.2.0/24 -> 2");
 	CHECK(t.n == 3 && t.r[0].len == 25 && t.r[1].len == 24 && t.r[2].len == 15, "kept longest first");
 	CHECK(nf_route_lookup(&t, 0xcb007101) == NULL, "203.0.113.1 unrouted");
-	nf_init(&nf, NF_L3, 2, MAC, HOP, &t);
+	nf_init(&nf, nf_kind_find("l3"), 2, MAC, HOP, &t);
 
 	p[0] = frame(0, "198.18.2.1", 64);      /* /24 -> port 2 */
 	p[1] = frame(1, "198.18.2.200", 64);    /* /25 -> port 1 */
@@ -242,8 +242,8 @@ static void ttl_checksum(void)
 
 int main(void)
 {
-	l2_and_strip_encap(NF_L2);
-	l2_and_strip_encap(NF_STRIP_ENCAP);
+	l2_and_strip_encap(nf_kind_find("l2"));
+	l2_and_strip_encap(nf_kind_find("strip-encap"));
 	mirror();
 	l3();
 	ttl_checksum();

@@ -8,6 +8,7 @@
 #include "../src/api/api.h"
 #include "../src/api/sock.h"
 #include "../src/opts.h"
+#include "../src/roles/roles.h"
 
 #define ARGV(...) ((char *[]){ "cnfperf-engine", __VA_ARGS__, NULL })
 #define ARGC(v) argc_of(v)
@@ -24,7 +25,7 @@ static char err[256];             /* the last refusal's message */
 
 static void bad(char **argv, const char *names)
 {
-	struct opts o;
+	struct conf o;
 	enum opts_result r = opts_parse(ARGC(argv), argv, &o, err, sizeof(err));
 	char line[256] = "";
 
@@ -39,9 +40,9 @@ static void bad(char **argv, const char *names)
 
 static void *last_own;           /* the last good parse's api block: checks look at one at a time */
 
-static struct opts good(char **argv)
+static struct conf good(char **argv)
 {
-	struct opts o;
+	struct conf o;
 
 	free(last_own);
 	enum opts_result r = opts_parse(ARGC(argv), argv, &o, err, sizeof(err));
@@ -96,18 +97,18 @@ static void nf_options(void)
 
 	/* good ones: the table is kept longest prefix first, a prefix given
 	 * again replaces its port */
-	struct opts o = good(ARGV(NF_RAW, "--nf", "l3", "--iface2", "eth1", "--dst-mac2", MAC_B,
+	struct conf o = good(ARGV(NF_RAW, "--nf", "l3", "--iface2", "eth1", "--dst-mac2", MAC_B,
 				  "--route", "0.0.0.0/0,2", "--route", "198.18.2.0/24,2", "--route", "198.18.0.0/15,2",
 				  "--route", "198.18.2.128/25,2", "--route", "198.18.0.0/15,2", "--poll", "adaptive"));
-	CHECK(o.nf == NF_L3 && o.poll == POLL_ADAPTIVE && o.routes.n == 4, "%u routes", o.routes.n);
+	CHECK(o.nf == nf_kind_find("l3") && o.poll == POLL_ADAPTIVE && o.routes.n == 4, "%u routes", o.routes.n);
 	CHECK(o.routes.r[0].len == 25 && o.routes.r[1].len == 24 && o.routes.r[2].len == 15 && o.routes.r[3].len == 0,
 	      "longest first");
 	CHECK(o.routes.r[1].net == 0xc6120200 && o.routes.r[1].mask == 0xffffff00 && o.routes.r[1].port == 1,
 	      "198.18.2.0/24 -> port 2 (index 1)");
 	o = good(ARGV(NF_RAW, "--nf", "mirror"));
-	CHECK(o.nf == NF_MIRROR && !o.has_dst_mac, "mirror needs no MAC");
+	CHECK(o.nf == nf_kind_find("mirror") && !o.dst_mac.given, "mirror needs no MAC");
 	o = good(ARGV(NF_RAW, "--nf", "strip-encap", "--dst-mac", MAC_A, "--src-mac", MAC_B));
-	CHECK(o.nf == NF_STRIP_ENCAP && o.has_src_mac, "strip-encap, one port");
+	CHECK(o.nf == nf_kind_find("strip-encap") && o.src_mac.given, "strip-encap, one port");
 	o = good(ARGV(NF_RAW, "--nf", "l3", "--dst-mac", MAC_A, "--route", "10.0.0.0/8,1", "--route", "10.0.0.0/8,1"));
 	CHECK(o.routes.n == 1 && o.routes.r[0].port == 0, "the same route twice is one");
 	char *many[2 * NF_MAX_ROUTES + 12] = { "cnfperf-engine", NF_RAW, "--nf", "l3", "--dst-mac", MAC_A };
@@ -134,10 +135,10 @@ static void tester_options(void)
 	bad(ARGV("tester", "--api", "raw", "--iface", "eth0", "--dst-ip", "198.18.0.2", "--dst-mac", MAC_A), "--src-ip");
 	bad(ARGV("tester", "--dst-ip", "198.18.0.2", "--threads", "2"), "--threads");
 	bad(ARGV("tester", "--dst-ip", "198.18.0.2", "--nf", "l2"), "--nf");
-	struct opts o = good(ARGV("tester", "--api", "raw", "--iface", "eth0", "--iface2", "eth1", "--dst-ip",
+	struct conf o = good(ARGV("tester", "--api", "raw", "--iface", "eth0", "--iface2", "eth1", "--dst-ip",
 				  "198.18.2.1", "--src-ip", "198.18.1.1", "--dst-mac", MAC_A, "--poll", "interrupt",
 				  "--drain", "0.2"));
-	CHECK(o.role == ROLE_TESTER && !strcmp(o.iface2, "eth1") && o.poll == POLL_INTERRUPT && o.drain == 0.2 &&
+	CHECK(o.role == role_find("tester") && !strcmp(o.iface2, "eth1") && o.poll == POLL_INTERRUPT && o.drain == 0.2 &&
 	      o.threads == 0, "tester");
 }
 
@@ -253,21 +254,21 @@ int main(void)
 		    "--dst-mac2");
 		bad(ARGV("nf", "--api", "dpdk", "--port2", "1", "--nf", "mirror"), "--port2");
 		CHECK(strstr(err, "one port"), "mirror takes one port: %s", err);
-		struct opts d = good(ARGV("nf", "--port", "0", "--port2", "1", "--api", "dpdk", "--queue", "2",
+		struct conf d = good(ARGV("nf", "--port", "0", "--port2", "1", "--api", "dpdk", "--queue", "2",
 					  "--dst-mac", "02:00:00:00:00:0a", "--dst-mac2", "02:00:00:00:00:0b"));
-		CHECK(d.egress && d.poll == POLL_BUSY && !d.iface && d.nf == NF_L2, "--port2: a second instance");
+		CHECK(d.egress && d.poll == POLL_BUSY && !d.iface && d.nf == nf_kind_find("l2"), "--port2: a second instance");
 		d = good(ARGV("tester", "--api", "dpdk", "--port2", "1", "--dst-ip", "198.18.0.2", "--src-ip",
 			      "198.18.0.1", "--dst-mac", "02:00:00:00:00:0a"));
-		CHECK(d.egress && d.role == ROLE_TESTER, "a tester's second port");
+		CHECK(d.egress && d.role == role_find("tester"), "a tester's second port");
 		d = good(ARGV("recv", "--api", "dpdk"));
 		CHECK(!d.egress, "no --port2, no second instance");
 	}
 
 	/* good ones */
-	struct opts o = good(ARGV("send", "--dst-ip", "198.18.0.2", "-r", "2.5M", "-p", "1518", "-b", "64", "-c", "-m",
+	struct conf o = good(ARGV("send", "--dst-ip", "198.18.0.2", "-r", "2.5M", "-p", "1518", "-b", "64", "-c", "-m",
 				  "--poll", "interrupt", "-s", "--flows", "8", "--duration", "1.5", "--warmup", "0.5"));
 	const struct sock_own *so = o.api_own;
-	CHECK(o.role == ROLE_SEND && o.rate == 2.5e6 && o.size == 1518 && o.burst == 64, "numbers");
+	CHECK(o.role == role_find("send") && o.rate == 2.5e6 && o.size == 1518 && o.burst == 64, "numbers");
 	CHECK(o.touch && so->mmsg && o.poll == POLL_INTERRUPT && o.quiet && o.flows == 8, "flags");
 	CHECK(o.duration == 1.5 && o.warmup == 0.5 && o.dst_ip == htonl(0xc6120002), "times and address");
 	CHECK(!strcmp(o.api, "udp") && o.sport == 9000 && o.dport == 9000 && o.interval == 1 && o.drain == 0.5,
@@ -283,9 +284,9 @@ int main(void)
 	o = good(ARGV("nf", "--api", "raw", "--iface", "cnfp0", "--dst-mac", "02:00:00:00:00:0a", "--iface2", "cnfp1",
 		      "--dst-mac2", "02:00:00:00:00:0b", "--src-mac2", "02:00:00:00:00:0c"));
 	CHECK(!strcmp(o.api, "raw") && !strcmp(o.iface, "cnfp0") && !strcmp(o.iface2, "cnfp1") && !o.egress, "raw");
-	CHECK(o.has_dst_mac && o.dst_mac[5] == 0x0a && !o.has_src_mac, "mac");
-	CHECK(o.has_dst_mac2 && o.dst_mac2[5] == 0x0b && o.has_src_mac2 && o.src_mac2[5] == 0x0c, "mac2");
-	CHECK(o.role == ROLE_NF && o.nf == NF_L2 && !strcmp(o.role_name, "nf"), "nf l2 is the default kind");
+	CHECK(o.dst_mac.given && o.dst_mac.addr[5] == 0x0a && !o.src_mac.given, "mac");
+	CHECK(o.dst_mac2.given && o.dst_mac2.addr[5] == 0x0b && o.src_mac2.given && o.src_mac2.addr[5] == 0x0c, "mac2");
+	CHECK(o.role == role_find("nf") && o.nf == nf_kind_find("l2") && !strcmp(o.role->name, "nf"), "nf l2 is the default kind");
 	o = good(ARGV("recv", "-m", "--iface", "cnfp0", "--api", "raw"));
 	so = o.api_own;
 	CHECK(!strcmp(o.api, "raw") && so->mmsg, "an api option before --api");
@@ -313,7 +314,7 @@ int main(void)
 	o = good(ARGV("recv", "--hold", "--", "--vdev", "net_null0"));
 	CHECK(o.hold && o.eal_argc == 2, "--hold");
 
-	struct opts v;
+	struct conf v;
 	CHECK(opts_parse(2, ARGV("--version"), &v, err, sizeof(err)) == OPTS_VERSION, "--version");
 	CHECK(opts_parse(3, ARGV("recv", "--help"), &v, err, sizeof(err)) == OPTS_HELP, "--help");
 	CHECK(opts_parse(2, ARGV("--idle"), &v, err, sizeof(err)) == OPTS_IDLE, "--idle");

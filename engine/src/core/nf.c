@@ -4,8 +4,6 @@
 
 #include "packet.h"
 
-const char *const nf_kind_names[NF_KINDS] = { "l2", "mirror", "strip-encap", "l3" };
-
 bool nf_route_add(struct nf_routes *t, uint32_t net, unsigned len, unsigned port)
 {
 	uint32_t mask = len ? ~0u << (32 - len) : 0;
@@ -137,21 +135,42 @@ static void burst_l3(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_
 	}
 }
 
-void nf_init(struct nf *nf, enum nf_kind kind, unsigned nports, const uint8_t mac[2][6],
+/* Every kind; a new one is its burst function above and one line here. */
+static const struct nf_kind kinds[] = {
+	{ .name = "l2", .burst = burst_l2, .next_hop = true },
+	{ .name = "mirror", .burst = burst_mirror, .hairpin = true },
+	{ .name = "strip-encap", .burst = burst_strip_encap, .next_hop = true },
+	{ .name = "l3", .burst = burst_l3, .next_hop = true, .routed = true },
+};
+
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+const struct nf_kind *nf_kind_at(size_t i)
+{
+	return i < NKINDS ? &kinds[i] : NULL;
+}
+
+const struct nf_kind *nf_kind_find(const char *name)
+{
+	for (size_t i = 0; i < NKINDS; i++)
+		if (!strcmp(kinds[i].name, name))
+			return &kinds[i];
+	return NULL;
+}
+
+void nf_init(struct nf *nf, const struct nf_kind *kind, unsigned nports, const uint8_t mac[2][6],
 	     const uint8_t next_hop[2][6], const struct nf_routes *routes)
 {
-	static const nf_burst_fn fns[NF_KINDS] = { burst_l2, burst_mirror, burst_strip_encap, burst_l3 };
-
 	memset(nf, 0, sizeof(*nf));
 	nf->kind = kind;
 	nf->nports = nports;
 	nf->routes = routes;
-	nf->burst = fns[kind];
+	nf->burst = kind->burst;
 	for (unsigned e = 0; e < 2; e++) {
 		memcpy(nf->hdr[e], next_hop[e], 6);
 		memcpy(nf->hdr[e] + 6, mac[e], 6);
 		nf->hdr[e][12] = 0x08;
 		nf->hdr[e][13] = 0x00;
-		nf->egress[e] = kind == NF_MIRROR || nports == 1 ? e : 1 - e;
+		nf->egress[e] = kind->hairpin || nports == 1 ? e : 1 - e;
 	}
 }

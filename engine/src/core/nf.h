@@ -1,6 +1,7 @@
 /* What the nf role does to a burst, apart from moving it: one function per
  * kind, chosen once at start (nf->burst), so the burst loop never branches on
  * the kind. Pure frame work, no api calls: unit-tested on crafted frames.
+ * The kinds are one table (nf.c): --nf, --help and --version read it.
  *
  *   l2           dst MAC := next hop of the egress port, src MAC := that
  *                port's MAC (testpmd's `mac` forwarding mode)
@@ -20,13 +21,10 @@
 #define CNFPERF_NF_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../api/api.h"
-
-enum nf_kind { NF_L2, NF_MIRROR, NF_STRIP_ENCAP, NF_L3 };
-#define NF_KINDS 4
-extern const char *const nf_kind_names[NF_KINDS];   /* "l2", "mirror", "strip-encap", "l3" */
 
 #define NF_MAX_ROUTES 256
 
@@ -64,18 +62,33 @@ struct nf;
 typedef void (*nf_burst_fn)(const struct nf *nf, unsigned in, struct pkt *pkts, uint16_t n,
 			    struct nf_out *out, struct nf_drops *d);
 
+/* A kind: its name (--nf), its burst function, and what the option parser
+ * checks a command line against. */
+struct nf_kind {
+	const char *name;
+	nf_burst_fn burst;
+	bool hairpin;    /* frames leave by the port they came in on: one port only */
+	bool next_hop;   /* writes the next hop's MAC: --dst-mac (and --dst-mac2) needed */
+	bool routed;     /* egress by --route (one at least); next hops only of the ports routes name */
+};
+
+/* The table, in the order --help and --version list them; the first is the
+ * default. The i-th (NULL past the last), or the one of that name (or NULL). */
+const struct nf_kind *nf_kind_at(size_t i);
+const struct nf_kind *nf_kind_find(const char *name);
+
 struct nf {
-	enum nf_kind kind;
+	const struct nf_kind *kind;
 	unsigned nports;            /* 1: frames leave by the port they came in on */
 	uint8_t hdr[2][14];         /* per egress port: next hop, its MAC, type IPv4 */
-	unsigned egress[2];         /* l2, strip-encap, mirror: the port frames from port i leave by */
+	unsigned egress[2];         /* all but routed kinds: the port frames from port i leave by */
 	const struct nf_routes *routes;
 	nf_burst_fn burst;
 };
 
 /* mac[i]: the source MAC of frames leaving port i; next_hop[i]: their
  * destination (unused by mirror). routes: l3's table (kept by the caller). */
-void nf_init(struct nf *nf, enum nf_kind kind, unsigned nports, const uint8_t mac[2][6],
+void nf_init(struct nf *nf, const struct nf_kind *kind, unsigned nports, const uint8_t mac[2][6],
 	     const uint8_t next_hop[2][6], const struct nf_routes *routes);
 
 /* Empties out (counts), then sorts the burst of n frames that came in on port

@@ -68,10 +68,10 @@ int run_pin(int cpu)
 	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
-int run_init(struct run *r, const struct opts *o, struct api *a, const struct clock *clk, bool latency)
+int run_init(struct run *r, const struct conf *cf, struct api *a, const struct clock *clk, bool latency)
 {
 	memset(r, 0, sizeof(*r));
-	r->o = o;
+	r->conf = cf;
 	r->api = a;
 	r->clk = *clk;
 	r->reanchor = true;
@@ -118,7 +118,7 @@ static void schedule(struct run *r)
 
 void run_start(struct run *r, uint64_t now)
 {
-	const struct opts *o = r->o;
+	const struct conf *cf = r->conf;
 
 	r->started = true;
 	r->t_start = now;
@@ -126,10 +126,10 @@ void run_start(struct run *r, uint64_t now)
 	 * frame would otherwise look idle however saturated it was afterwards. */
 	memset(&r->poll.s, 0, sizeof(r->poll.s));
 	memset(&r->poll_more, 0, sizeof(r->poll_more));
-	r->t_measure = now + clock_s_to_ticks(&r->clk, o->warmup);
-	r->measuring = o->warmup == 0;
-	r->t_end = o->duration > 0 ? r->t_measure + clock_s_to_ticks(&r->clk, o->duration) : 0;
-	r->ival = o->quiet || r->silent || o->interval == 0 ? 0 : clock_s_to_ticks(&r->clk, o->interval);
+	r->t_measure = now + clock_s_to_ticks(&r->clk, cf->warmup);
+	r->measuring = cf->warmup == 0;
+	r->t_end = cf->duration > 0 ? r->t_measure + clock_s_to_ticks(&r->clk, cf->duration) : 0;
+	r->ival = cf->quiet || r->silent || cf->interval == 0 ? 0 : clock_s_to_ticks(&r->clk, cf->interval);
 	r->t_next_ival = now + r->ival;
 	r->t_last_ival = now;
 	schedule(r);
@@ -180,7 +180,7 @@ static void emit_interval(struct run *r, uint64_t now)
 		r->collect(r);
 	json_begin(&j, stdout);
 	json_str(&j, "type", "interval");
-	json_str(&j, "role", r->o->role_name);
+	json_str(&j, "role", r->conf->role->name);
 	json_num(&j, "elapsed_s", clock_ticks_to_s(&r->clk, now - r->t_start), 3);
 	json_num(&j, "interval_s", span, 3);
 	json_str(&j, "phase", r->measuring ? "measure" : "warmup");
@@ -236,11 +236,11 @@ void run_ready(const struct run *r)
 
 	json_begin(&j, stdout);
 	json_str(&j, "type", "ready");
-	json_str(&j, "role", r->o->role_name);
-	json_str(&j, "api", r->o->api);
-	json_str(&j, "iface", r->o->iface);
-	if (r->o->iface2)
-		json_str(&j, "iface2", r->o->iface2);
+	json_str(&j, "role", r->conf->role->name);
+	json_str(&j, "api", r->conf->api);
+	json_str(&j, "iface", r->conf->iface);
+	if (r->conf->iface2)
+		json_str(&j, "iface2", r->conf->iface2);
 	json_i64(&j, "pid", (int64_t)getpid());
 	json_str(&j, "clock", clock_uses_tsc ? "tsc" : "clock_gettime");
 	json_u64(&j, "tick_hz", r->clk.hz);
@@ -275,7 +275,7 @@ static void poll_fields(struct json *j, const struct run *r)
 
 	poll_stats_add(&s, &r->poll_more);
 	json_open(j, "poll", '{');
-	json_str(j, "mode", poll_mode_names[r->o->poll]);
+	json_str(j, "mode", poll_mode_names[r->conf->poll]);
 	json_u64(j, "polls", s.polls);
 	json_u64(j, "empty_polls", s.empty_polls);
 	json_u64(j, "sleeps", s.sleeps);
@@ -291,7 +291,7 @@ static void poll_fields(struct json *j, const struct run *r)
 
 void run_summary(struct run *r)
 {
-	const struct opts *o = r->o;
+	const struct conf *cf = r->conf;
 	const struct counters *c = &r->c;
 	struct json j;
 	double dur, rx_pps;
@@ -317,20 +317,20 @@ void run_summary(struct run *r)
 
 	json_begin(&j, stdout);
 	json_str(&j, "type", "summary");
-	json_str(&j, "role", o->role_name);
-	json_str(&j, "api", o->api);
-	json_str(&j, "iface", o->iface);
-	if (o->iface2)
-		json_str(&j, "iface2", o->iface2);
+	json_str(&j, "role", cf->role->name);
+	json_str(&j, "api", cf->api);
+	json_str(&j, "iface", cf->iface);
+	if (cf->iface2)
+		json_str(&j, "iface2", cf->iface2);
 	/* receivers report the mean size they saw, senders the size they sent */
-	json_u64(&j, "size", r->rx_window && c->rx_packets ? (c->rx_bytes + c->rx_packets / 2) / c->rx_packets : o->size);
-	json_u64(&j, "burst", o->burst);
-	json_u64(&j, "flows", o->flows);
+	json_u64(&j, "size", r->rx_window && c->rx_packets ? (c->rx_bytes + c->rx_packets / 2) / c->rx_packets : cf->size);
+	json_u64(&j, "burst", cf->burst);
+	json_u64(&j, "flows", cf->flows);
 	json_num(&j, "duration_s", dur, 6);
-	json_num(&j, "warmup_s", o->warmup, 3);
+	json_num(&j, "warmup_s", cf->warmup, 3);
 	/* offered: the rate asked for (RFC 2544's offered load); tx: what left */
-	if (o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER)
-		json_num(&j, "offered_pps", o->rate, 1);
+	if (cf->role->generates)
+		json_num(&j, "offered_pps", cf->rate, 1);
 	else
 		json_null(&j, "offered_pps");
 	json_num(&j, "tx_pps", per_s((double)c->tx_packets, dur), 1);
@@ -349,7 +349,7 @@ void run_summary(struct run *r)
 	json_u64(&j, "reordered", c->seq.reordered);
 	json_u64(&j, "duplicate", c->seq.duplicate);
 	json_u64(&j, "warmup_packets", c->warmup_packets);
-	if (o->role == ROLE_SEND || o->role == ROLE_CLIENT || o->role == ROLE_TESTER)
+	if (cf->role->generates)
 		json_u64(&j, "warmup_tx_packets", c->warmup_tx_packets);
 	json_u64(&j, "flows_seen", r->seq ? r->seq->nflows : 0);
 	json_u64(&j, "api_rx_dropped", rx_dropped);

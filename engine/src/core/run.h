@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "../api/api.h"
-#include "../opts.h"
 #include "clock.h"
+#include "conf.h"
 #include "hist.h"
 #include "poll.h"
 #include "seq.h"
@@ -37,7 +37,7 @@ struct counters {
 };
 
 struct run {
-	const struct opts *o;
+	const struct conf *conf;   /* what the command line asked for */
 	struct api *api, *api2;
 	struct clock clk;
 	bool reanchor;          /* false when several threads read one clock (client) */
@@ -62,7 +62,7 @@ struct run {
 };
 
 /* 0, or -1 after a message on stderr (out of memory) */
-int run_init(struct run *r, const struct opts *o, struct api *a, const struct clock *clk, bool latency);
+int run_init(struct run *r, const struct conf *cf, struct api *a, const struct clock *clk, bool latency);
 void run_free(struct run *r);
 void run_start(struct run *r, uint64_t now);
 void run_tick(struct run *r, uint64_t now);

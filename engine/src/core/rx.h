@@ -46,7 +46,7 @@ static inline bool rx_measure(struct run *r, const uint8_t *d, uint16_t flow, bo
 	unsigned flen = OFF_IP + rd16(d + OFF_IP_LEN);
 	c->rx_packets++;
 	c->rx_bytes += wire_bytes(flen);
-	if (r->o->touch && !frame_touch_ok(d, flen, seq))
+	if (r->conf->touch && !frame_touch_ok(d, flen, seq))
 		c->corrupt++;
 	hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
 	return true;

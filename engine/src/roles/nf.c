@@ -110,7 +110,7 @@ static void summary_more(struct run *r, struct json *j)
 {
 	const struct nf_run *s = r->collect_arg;
 
-	json_str(j, "nf", nf_kind_names[s->nf.kind]);
+	json_str(j, "nf", s->nf.kind->name);
 	if (s->first_tx_wall_ns)
 		json_u64(j, "first_tx_wall_ns", s->first_tx_wall_ns);
 	else
@@ -145,23 +145,23 @@ static void release_all(struct nf_run *s, const uint16_t *n)
 
 static void setup(struct nf_run *s, const struct run *r)
 {
-	const struct opts *o = r->o;
+	const struct conf *cf = r->conf;
 	uint8_t mac[2][6], hop[2][6];
 
 	s->port[0] = r->api;
 	s->port[1] = r->api2 ? r->api2 : r->api;
 	s->nports = r->api2 ? 2 : 1;
-	memcpy(mac[0], o->has_src_mac ? o->src_mac : r->api->mac, 6);
-	memcpy(mac[1], o->has_src_mac2 ? o->src_mac2 : s->port[1]->mac, 6);
-	memcpy(hop[0], o->dst_mac, 6);
-	memcpy(hop[1], o->dst_mac2, 6);
-	nf_init(&s->nf, o->nf, s->nports, (const uint8_t (*)[6])mac, (const uint8_t (*)[6])hop, &o->routes);
+	memcpy(mac[0], cf->src_mac.given ? cf->src_mac.addr : r->api->mac, 6);
+	memcpy(mac[1], cf->src_mac2.given ? cf->src_mac2.addr : s->port[1]->mac, 6);
+	memcpy(hop[0], cf->dst_mac.addr, 6);
+	memcpy(hop[1], cf->dst_mac2.addr, 6);
+	nf_init(&s->nf, cf->nf, s->nports, (const uint8_t (*)[6])mac, (const uint8_t (*)[6])hop, &cf->routes);
 }
 
 int role_nf(struct run *r)
 {
-	const struct opts *o = r->o;
-	const uint16_t burst = (uint16_t)o->burst;
+	const struct conf *cf = r->conf;
+	const uint16_t burst = (uint16_t)cf->burst;
 	struct nf_run *s = calloc(1, sizeof(*s));
 
 	if (!s) {
@@ -169,7 +169,7 @@ int role_nf(struct run *r)
 		return 1;
 	}
 	setup(s, r);
-	if (poller_init(&r->poll, o->poll, r->clk.hz, r->api, r->api2)) {
+	if (poller_init(&r->poll, cf->poll, r->clk.hz, r->api, r->api2)) {
 		free(s);
 		return 1;
 	}

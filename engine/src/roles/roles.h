@@ -1,13 +1,20 @@
 /* Roles: what an endpoint does. Each takes a prepared run (api open, clock
  * calibrated, options checked), prints ready / interval / summary records and
- * returns the process exit code. */
+ * returns the process exit code. Each is one file named after it and one
+ * line in the table (roles.c), which says what it is (struct role). */
 #ifndef CNFPERF_ROLES_H
 #define CNFPERF_ROLES_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "../core/packet.h"
 #include "../core/run.h"
+
+/* The table, in the order --help lists the roles: the i-th (NULL past the
+ * last), or the one of that name (NULL: none). */
+const struct role *role_at(size_t i);
+const struct role *role_find(const char *name);
 
 int role_send(struct run *r);
 int role_recv(struct run *r);
@@ -31,7 +38,7 @@ struct gen_idle {
 	void *arg;
 };
 
-/* The paced generator shared by send, client and tester; pub and idle may be
+/* The paced generator (send.c) shared by send, client and tester; pub and idle may be
  * NULL. Without idle, it pauses between bursts with r->poll (poller_pause). */
 int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle);
 

@@ -17,17 +17,17 @@ static inline void swap(uint8_t *d, unsigned off, unsigned n)
 
 int role_server(struct run *r)
 {
-	const struct opts *o = r->o;
+	const struct conf *cf = r->conf;
 	struct api *a = r->api;
 	const struct api_ops *ops = a->ops;
-	const struct rx_filter f = { .ip = o->src_ip, .port_lo = o->sport, .port_hi = o->sport, .l2 = ops->l2 };
-	const uint16_t burst = (uint16_t)o->burst;
+	const struct rx_filter f = { .ip = cf->src_ip, .port_lo = cf->sport, .port_hi = cf->sport, .l2 = ops->l2 };
+	const uint16_t burst = (uint16_t)cf->burst;
 	struct counters *c = &r->c;
 	struct pkt pkts[API_MAX_BURST], out[API_MAX_BURST], drop[API_MAX_BURST];
 	bool warm[API_MAX_BURST];
 
 	r->rx_window = true;
-	if (poller_init(&r->poll, o->poll, r->clk.hz, a, NULL))
+	if (poller_init(&r->poll, cf->poll, r->clk.hz, a, NULL))
 		return 1;
 	run_ready(r);
 	for (;;) {

@@ -1,6 +1,6 @@
-/* Paced generator: the send role, and the client's tx thread (or, in a
- * one-thread client or the tester, its whole loop: the idle hook then takes
- * the echoes, or what came through the path).
+/* send: the paced generator. client and tester run it too: on the client's
+ * tx thread, or as the whole loop of a one-thread client or the tester (its
+ * idle hook then takes the echoes, or what came through the path).
  *
  * Per burst: one tick read, one timestamp, one pacer check; per packet: a
  * copy of the prebuilt frame and two 8-byte stores (seq, timestamp). Flows
@@ -17,14 +17,14 @@
 
 void role_addresses(const struct run *r, struct frame_addr *fa)
 {
-	const struct opts *o = r->o;
+	const struct conf *cf = r->conf;
 
-	memcpy(fa->src_mac, o->has_src_mac ? o->src_mac : r->api->mac, 6);
-	memcpy(fa->dst_mac, o->dst_mac, 6);
-	fa->src_ip = o->src_ip;
-	fa->dst_ip = o->dst_ip;
-	fa->sport = o->sport;
-	fa->dport = o->dport;
+	memcpy(fa->src_mac, cf->src_mac.given ? cf->src_mac.addr : r->api->mac, 6);
+	memcpy(fa->dst_mac, cf->dst_mac.addr, 6);
+	fa->src_ip = cf->src_ip;
+	fa->dst_ip = cf->dst_ip;
+	fa->sport = cf->sport;
+	fa->dport = cf->dport;
 }
 
 static void publish(struct gen_pub *pub, const struct counters *c)
@@ -37,11 +37,11 @@ static void publish(struct gen_pub *pub, const struct counters *c)
 
 int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 {
-	const struct opts *o = r->o;
+	const struct conf *cf = r->conf;
 	struct api *a = r->api;
 	const struct api_ops *ops = a->ops;
-	const unsigned len = o->size - FCS_LEN, wire = wire_bytes(len), flows = o->flows;
-	const uint16_t burst = (uint16_t)o->burst;
+	const unsigned len = cf->size - FCS_LEN, wire = wire_bytes(len), flows = cf->flows;
+	const uint16_t burst = (uint16_t)cf->burst;
 	struct counters *c = &r->c;
 	uint64_t *fseq = calloc(flows, sizeof(*fseq));
 	uint8_t *tmpl = calloc(1, len);
@@ -61,7 +61,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 
 	uint64_t now = clock_ticks();
 	run_start(r, now);
-	pacer_init(&p, o->rate, burst, r->clk.hz, now);
+	pacer_init(&p, cf->rate, burst, r->clk.hz, now);
 	while (!run_stop) {
 		now = clock_ticks();
 		if (now >= r->t_next) {
@@ -86,14 +86,14 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 		uint64_t ts = clock_ns(&r->clk, now);
 		uint64_t seq = fseq[flow] | (r->measuring ? 0 : SEQ_WARMUP);
 
-		wr16(tmpl + OFF_UDP_SPORT, (uint16_t)(o->sport + flow));
+		wr16(tmpl + OFF_UDP_SPORT, (uint16_t)(cf->sport + flow));
 		for (uint16_t i = 0; i < n; i++) {
 			uint8_t *d = pkts[i].data;
 			memcpy(d, tmpl, len);
 			pkts[i].len = (uint16_t)len;
 			wr64(d + OFF_SEQ, seq + i);
 			wr64(d + OFF_TS, ts);
-			if (o->touch)
+			if (cf->touch)
 				frame_touch(d, len, seq + i);
 		}
 		uint16_t k = n ? ops->tx_burst(a, pkts, n) : 0;
@@ -124,7 +124,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 
 int role_send(struct run *r)
 {
-	if (poller_init(&r->poll, r->o->poll, r->clk.hz, NULL, NULL))
+	if (poller_init(&r->poll, r->conf->poll, r->clk.hz, NULL, NULL))
 		return 1;
 	run_ready(r);
 	int rc = gen_run(r, NULL, NULL);
