@@ -6,7 +6,7 @@ from cnfperf.host.links import ip
 from cnfperf.plan import Link, Pair, Port
 
 
-class Bridge(KernelDataPlane):
+class BridgePlane(KernelDataPlane):
     name = "bridge"
     description = "Linux bridge; each port on a veth to the bridge"
     uses_switch_netns = True

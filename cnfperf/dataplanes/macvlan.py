@@ -6,7 +6,7 @@ from cnfperf.host.links import ip
 from cnfperf.plan import Link
 
 
-class Macvlan(KernelDataPlane):
+class MacvlanPlane(KernelDataPlane):
     name = "macvlan"
     description = "macvlan children in bridge mode on a shared parent link"
     uses_switch_netns = True

@@ -17,7 +17,7 @@ from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.plan import Port
 
 
-class Memif(DpdkDataPlane):
+class MemifPlane(DpdkDataPlane):
     name = "memif"
     description = "direct memif shared-memory link: the receiving end is server, the other client"
     joins = "link"

@@ -105,7 +105,7 @@ class DropSampler:
                     for port, last in self._last.items()}
 
 
-class OvsDpdk(DpdkDataPlane):
+class OvsPlane(DpdkDataPlane):
     name = "ovs"
     description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
     poll_threads = 1

@@ -36,7 +36,7 @@ from cnfperf.plan import Port
 BUILD = "snabb"
 
 
-class SnabbBridge(DpdkDataPlane):
+class SnabbPlane(DpdkDataPlane):
     name = "snabb"
     description = "Snabb: its learning bridge between vhost-user client ports (one process)"
     poll_threads = 1
@@ -110,7 +110,7 @@ class SnabbBridge(DpdkDataPlane):
             self.snabb = None
 
 
-class SnabbWire(SnabbBridge):
+class SnabbWirePlane(SnabbPlane):
     name = "snabb-wire"
     description = "Snabb: each link's two vhost-user client ports wired to each other, no bridge"
     wired = True

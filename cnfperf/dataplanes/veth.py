@@ -5,7 +5,7 @@ from cnfperf.dataplanes.kernel import KernelDataPlane
 from cnfperf.plan import Link
 
 
-class Veth(KernelDataPlane):
+class VethPlane(KernelDataPlane):
     name = "veth"
     description = "a veth pair per link, no switch between its ends"
     joins = "link"

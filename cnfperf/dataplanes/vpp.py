@@ -39,7 +39,7 @@ BRIDGE_DOMAIN = 1
 UNDO = vpp_app.UNDO
 
 
-class Vpp(DpdkDataPlane):
+class VppPlane(DpdkDataPlane):
     name = "vpp"
     description = "FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)"
     poll_threads = 1
@@ -118,7 +118,7 @@ class Vpp(DpdkDataPlane):
             self.vpp = None
 
 
-class VppMemif(Vpp):
+class VppMemifPlane(VppPlane):
     name = "vpp-memif"
     description = "FD.io VPP, one L2 bridge domain over memif ports (CSIT's container path)"
     plugin = "memif_plugin.so"
