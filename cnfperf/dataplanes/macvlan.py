@@ -9,8 +9,9 @@ from cnfperf.plan import Link
 class MacvlanPlane(KernelDataPlane):
     name = "macvlan"
     description = "macvlan children in bridge mode on a shared parent link"
+    style = 2
     uses_switch_netns = True
-    link_types = ("veth", "macvlan")
+    kernel_links = {"veth": "VETH", "macvlan": "MACVLAN"}
     counter_view = "node"      # the children, inside their nodes
 
     def setup(self) -> None:

@@ -39,6 +39,7 @@ BUILD = "snabb"
 class SnabbPlane(DpdkDataPlane):
     name = "snabb"
     description = "Snabb: its learning bridge between vhost-user client ports (one process)"
+    style = 10
     poll_threads = 1
     build = BUILD
     wired = False     # the bridge, or wires between each link's ports
@@ -113,4 +114,5 @@ class SnabbPlane(DpdkDataPlane):
 class SnabbWirePlane(SnabbPlane):
     name = "snabb-wire"
     description = "Snabb: each link's two vhost-user client ports wired to each other, no bridge"
+    style = 11
     wired = True

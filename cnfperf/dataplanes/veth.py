@@ -8,6 +8,7 @@ from cnfperf.plan import Link
 class VethPlane(KernelDataPlane):
     name = "veth"
     description = "a veth pair per link, no switch between its ends"
+    style = 0
     joins = "link"
     counter_view = "node"      # each end's own interface
 

@@ -15,6 +15,7 @@ from cnfperf.plan import Port
 class VhostPlane(DpdkDataPlane):
     name = "vhost"
     description = "direct vhost-user link: the receiving end is the backend, the other virtio-user"
+    style = 3
     joins = "link"
     rx_interrupts = True
 
