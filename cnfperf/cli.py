@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
-from cnfperf import SystemFailure, UserError, __version__, fields, testers
+from cnfperf import SystemFailure, UserError, __version__, fields, reference, testers
 from cnfperf.run import checks, runner
 from cnfperf.run.cleanup import cleanup
 from cnfperf.engine import find_engine
@@ -71,7 +71,7 @@ def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> Non
     range, and a yes/no field's flag alone means yes (--pin), --no-pin no."""
     if with_fields:
         for f in fields.FIELDS:
-            text = (f.help + (f" [{f.unit}]" if f.unit else "")).replace("%", "%%")
+            text = (reference.help_text(f) + (f" [{f.unit}]" if f.unit else "")).replace("%", "%%")
             if f.kind == "bool":
                 p.add_argument(f.flag, dest=f.name, nargs="?", const="yes",
                                type=_sweep_flag(f.name), metavar="yes|no",

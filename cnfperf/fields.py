@@ -95,8 +95,9 @@ class Field:
 
 
 FIELDS: list[Field] = [
-    Field("switch", "str", "veth", "data plane: veth, bridge, macvlan, vhost, memif, testpmd, ovs, "
-          "vpp, vpp-memif, snabb, snabb-wire, click", axis=0, column="TEXT", label="bare",
+    # its help goes on with the data planes' names (reference.help_text): they are
+    # the registry's, above this table
+    Field("switch", "str", "veth", "data plane", axis=0, column="TEXT", label="bare",
           describe=True),
     Field("switch_in", "choice", "host", "where the switch (ovs, testpmd) runs: host, or "
           "container (a runc container of its own, with its own cgroup)", axis=1,

@@ -1,5 +1,6 @@
 """The docs' reference blocks, generated from the code they describe: the
-scenario fields (fields.py) in docs/scenarios.md, the store's tables
+scenario fields (fields.py) in docs/scenarios.md, the data planes
+(dataplanes/) in docs/dataplanes.md, the store's tables
 (results/store.py) and the CSV columns (report/export.py) in docs/results.md,
 the plots a study may name (report/plots.py) in docs/studies-and-reports.md.
 
@@ -105,6 +106,15 @@ def _num(x: float | None) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
+def help_text(f: Field) -> str:
+    """A field's help as `--help` and the docs show it: the switch's goes on
+    with the data planes' names, which only their registry knows."""
+    if f.name == "switch":
+        from cnfperf.dataplanes import DATAPLANES
+        return f"{f.help}: {', '.join(DATAPLANES)}"
+    return f.help
+
+
 def values(f: Field) -> str:
     """What a value may be: its choices (a registry's names where the field
     names a plugin), bounds, or kind."""
@@ -135,8 +145,21 @@ def fields_table() -> str:
     for f in fields.FIELDS:
         flags = (f.flag, f"--no-{f.flag[2:]}") if f.kind == "bool" else (f.flag,)
         lines.append("| " + " | ".join(_cell(c) for c in (
-            _code(f.name), ", ".join(map(_code, flags)), f.help, default(f), values(f),
+            _code(f.name), ", ".join(map(_code, flags)), help_text(f), default(f), values(f),
             f.unit)) + " |")
+    return "\n".join(lines)
+
+
+def dataplanes_table() -> str:
+    """Every registered data plane, from its class (dataplanes/base.py)."""
+    from cnfperf.dataplanes import DATAPLANES
+
+    lines = ["| switch | kind | apis | what it is | kernel links |",
+             "| --- | --- | --- | --- | --- |"]
+    for name, dp in DATAPLANES.items():
+        lines.append("| " + " | ".join(_cell(c) for c in (
+            _code(name), dp.kind, " ".join(sorted(dp.apis, key=fields.APIS.index)),
+            dp.description, ", ".join(dp.kernel_links))) + " |")
     return "\n".join(lines)
 
 
@@ -200,6 +223,7 @@ def plots_table() -> str:
 # file (relative to the checkout) -> block name -> what renders it
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/scenarios.md": {"fields": fields_table},
+    "docs/dataplanes.md": {"dataplanes": dataplanes_table},
     "docs/results.md": {"schema": schema, "csv": csv_columns},
     "docs/studies-and-reports.md": {"plots": plots_table},
 }

@@ -1,29 +1,29 @@
 """Data planes by name: adding a switch is one file and one line here."""
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
-from cnfperf.dataplanes.bridge import Bridge
-from cnfperf.dataplanes.click import ClickSwitch
-from cnfperf.dataplanes.macvlan import Macvlan
-from cnfperf.dataplanes.memif import Memif
-from cnfperf.dataplanes.ovs import OvsDpdk
-from cnfperf.dataplanes.snabb import SnabbBridge, SnabbWire
-from cnfperf.dataplanes.testpmd import TestPmdSwitch
-from cnfperf.dataplanes.veth import Veth
-from cnfperf.dataplanes.vhost import Vhost
-from cnfperf.dataplanes.vpp import Vpp, VppMemif
+from cnfperf.dataplanes.bridge import BridgePlane
+from cnfperf.dataplanes.click import ClickPlane
+from cnfperf.dataplanes.macvlan import MacvlanPlane
+from cnfperf.dataplanes.memif import MemifPlane
+from cnfperf.dataplanes.ovs import OvsPlane
+from cnfperf.dataplanes.snabb import SnabbPlane, SnabbWirePlane
+from cnfperf.dataplanes.testpmd import TestPmdPlane
+from cnfperf.dataplanes.veth import VethPlane
+from cnfperf.dataplanes.vhost import VhostPlane
+from cnfperf.dataplanes.vpp import VppMemifPlane, VppPlane
 
 DATAPLANES: dict[str, type[DataPlane]] = {
-    "veth": Veth,
-    "bridge": Bridge,
-    "macvlan": Macvlan,
-    "vhost": Vhost,
-    "memif": Memif,
-    "testpmd": TestPmdSwitch,
-    "ovs": OvsDpdk,
-    "vpp": Vpp,
-    "vpp-memif": VppMemif,
-    "click": ClickSwitch,
-    "snabb": SnabbBridge,
-    "snabb-wire": SnabbWire,
+    "veth": VethPlane,
+    "bridge": BridgePlane,
+    "macvlan": MacvlanPlane,
+    "vhost": VhostPlane,
+    "memif": MemifPlane,
+    "testpmd": TestPmdPlane,
+    "ovs": OvsPlane,
+    "vpp": VppPlane,
+    "vpp-memif": VppMemifPlane,
+    "click": ClickPlane,
+    "snabb": SnabbPlane,
+    "snabb-wire": SnabbWirePlane,
 }
 
 __all__ = ["DATAPLANES", "Attachment", "DataPlane", "PortCounters"]

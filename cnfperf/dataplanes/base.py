@@ -1,5 +1,15 @@
 """The DataPlane interface: one class per switch, one file each.
 
+What a data plane is, as class attributes and class methods (every caller asks
+the class: run/checks.py names no data plane, it asks these):
+    name, description, kind ("kernel" or "dpdk"), apis, style (its report style)
+    kernel_links  kernel link types its links need -> the config option of each
+    joins, counter_view, max_links, poll_threads, max_cores, max_rxq, max_size,
+    processes, rx_interrupts, floats, neighbours_may_close: capabilities
+    undo          journal kinds of its own -> how `cnfperf cleanup` undoes one
+    check(host), scenario_problem(s), limit_problem(api), pollers(s, cores),
+    versions(host), stored(): what checks, plan, runner and the store ask
+
 Lifecycle for one test point, driven by testbed.Builder and trial.py:
     check(host)   class-level: problems that make the data plane unusable here
     start(point)  create the switch and join every link's two ports (node netns exist)
@@ -20,7 +30,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
@@ -66,7 +76,25 @@ class PortCounters:
 class DataPlane(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
+    # What its ports are: "kernel" (interfaces in the nodes' netns) or "dpdk"
+    # (vdevs of the engines' EALs). KernelDataPlane and DpdkDataPlane set it.
+    kind: ClassVar[str]
     apis: ClassVar[frozenset[str]]
+    # Its colour and marker in every report: report/style.py's style number
+    # `style`, below style.PLANE_STYLES. A number of its own, never reused or
+    # changed (a unit test holds them apart): stored with each point, so an
+    # old run is drawn as it was; a place in the registry would move when a
+    # data plane is added before it.
+    style: ClassVar[int]
+    # Kernel link types its links are (`ip link add type …`) -> the kernel config
+    # option that provides each (CONFIG_<option>, or the module of the type's
+    # name): check() asks the host for them (HostFacts.kernel_has), and doctor
+    # lists what was asked.
+    kernel_links: ClassVar[Mapping[str, str]] = {}
+    # Journal kinds it writes of its own (beyond run/cleanup.py's: netns, link,
+    # dir, file, process, container) -> fn(name, info) that undoes an entry of a
+    # killed run: `cnfperf cleanup` asks every registered data plane.
+    undo: ClassVar[Mapping[str, Callable[[str, dict[str, Any]], Any]]] = {}
     # How it joins a link's two ports: through its own switch port for each
     # ("switch": network functions form a chain, every hop crossing the switch)
     # or directly ("link": a pipeline, only the path's ends reach the tester).
@@ -103,6 +131,10 @@ class DataPlane(ABC):
     # Whether its poll threads can float over the point's cores (pin = no); a
     # switch that always pins its threads itself cannot.
     floats: ClassVar[bool] = True
+    # Whether two network functions that close their ports when they stop (a
+    # command, a Click NF) may be neighbours on it, one still polling the link
+    # between them while the other closes it (memif: no, see memif.py).
+    neighbours_may_close: ClassVar[bool] = True
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal
@@ -127,6 +159,26 @@ class DataPlane(ABC):
         """(field, why) for a rule of its own that ties fields together, beyond
         the capabilities above (checks.switch_problem asks); None when it can."""
         return None
+
+    @classmethod
+    def limit_problem(cls, api: str) -> str | None:
+        """Why it cannot apply a scenario's `limit` (a shaped link) with this
+        api, or None when it can (checks.check asks when limit is set)."""
+        return None
+
+    @classmethod
+    def versions(cls, host: HostFacts) -> dict[str, str]:
+        """Versions of what it runs beyond the host's usual ones (cnfperf,
+        engine, kernel, runc), stored with each point it served."""
+        return {}
+
+    @classmethod
+    def stored(cls) -> dict[str, Any]:
+        """What a report needs of it, stored with every point it served
+        (results/store.py: points.switch_facts): the report reads a run through
+        these, never through today's data planes."""
+        return {"name": cls.name, "description": cls.description, "kind": cls.kind,
+                "counter_view": cls.counter_view, "joins": cls.joins, "style": cls.style}
 
     @abstractmethod
     def start(self, point: TestPoint) -> None: ...

@@ -6,11 +6,12 @@ from cnfperf.host.links import ip
 from cnfperf.plan import Link, Pair, Port
 
 
-class Bridge(KernelDataPlane):
+class BridgePlane(KernelDataPlane):
     name = "bridge"
     description = "Linux bridge; each port on a veth to the bridge"
+    style = 1
     uses_switch_netns = True
-    link_types = ("veth", "bridge")
+    kernel_links = {"veth": "VETH", "bridge": "BRIDGE"}
     # The receiver's port egresses through the bridge's own qdisc, whatever the api.
     limit_at_sender = False
 

@@ -39,9 +39,10 @@ MBUFS_PER_LCORE = 512
 MBUF_BYTES = 2048 + 128 + 128 + 64   # data, headroom, struct rte_mbuf, mempool header
 
 
-class ClickSwitch(DpdkDataPlane):
+class ClickPlane(DpdkDataPlane):
     name = "click"
     description = "Click modular router with DPDK: an EtherSwitch per link between vhost-user ports"
+    style = 9
     max_links = MAX_LINKS
     poll_threads = 1
     build = BUILD

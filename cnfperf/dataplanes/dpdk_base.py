@@ -52,6 +52,7 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
 class DpdkDataPlane(DataPlane):
     # The switch build (builds.py, `make switches`) its program comes from; None: Debian's.
     build: ClassVar[str | None] = None
+    kind = "dpdk"
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
 
     def __init__(self, journal, home=None):
@@ -65,6 +66,10 @@ class DpdkDataPlane(DataPlane):
         if not POOL.exists():
             problems.append(f"no 2 MB hugepages in this kernel ({POOL} missing)")
         return problems + (builds.problems(cls.build) if cls.build else [])
+
+    @classmethod
+    def limit_problem(cls, api: str) -> str | None:
+        return "only the kernel data planes shape a link (tbf)"
 
     # --- what a subclass provides -------------------------------------------
     def switch_mb(self) -> int:

@@ -4,7 +4,7 @@ and the base class that wires endpoints into namespaces (cnfperf.host.links).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
 from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args
@@ -45,12 +45,12 @@ class KernelDataPlane(DataPlane):
     and removes everything it journaled.
     """
 
+    kind = "kernel"
     apis: ClassVar[frozenset[str]] = KERNEL_APIS
     # Whether the data plane keeps its own devices (bridge, parent link) in a
     # separate namespace `<prefix>sw`.
     uses_switch_netns: ClassVar[bool] = False
-    # Kernel link types the data plane creates (names as `ip link add type …`).
-    link_types: ClassVar[tuple[str, ...]] = ("veth",)
+    kernel_links: ClassVar[Mapping[str, str]] = {"veth": "VETH"}
     # Whether a receiver's limit (tbf) sits on its sender's own interface: veth and
     # macvlan have no device of theirs between the two ends.
     limit_at_sender: ClassVar[bool] = True
@@ -66,13 +66,14 @@ class KernelDataPlane(DataPlane):
     def check(cls, host: HostFacts) -> list[str]:
         problems = [] if host.root else ["needs root (network namespaces, links)"]
         problems += tools.problems("ip", "bridge", "tc")
-        problems += [f"kernel has no {t} links" for t in cls.link_types
-                     if not host.kernel_links.get(t)]
+        problems += [f"kernel has no {t} links" for t, option in cls.kernel_links.items()
+                     if not host.kernel_has(t, option)]
         return problems
 
     @classmethod
     def limit_problem(cls, api: str) -> str | None:
-        """Why `limit` cannot be applied with this api, or None."""
+        """A shaped link (tbf) sits on a qdisc that every api but udp bypasses
+        where the qdisc is the sender's own (limit_at_sender)."""
         if cls.limit_at_sender and api != "udp":
             return (f"a sender with api {api} bypasses the qdisc of its interface, where the "
                     "limit would sit; use api udp or the bridge")

@@ -6,11 +6,12 @@ from cnfperf.host.links import ip
 from cnfperf.plan import Link
 
 
-class Macvlan(KernelDataPlane):
+class MacvlanPlane(KernelDataPlane):
     name = "macvlan"
     description = "macvlan children in bridge mode on a shared parent link"
+    style = 2
     uses_switch_netns = True
-    link_types = ("veth", "macvlan")
+    kernel_links = {"veth": "VETH", "macvlan": "MACVLAN"}
     counter_view = "node"      # the children, inside their nodes
 
     def setup(self) -> None:

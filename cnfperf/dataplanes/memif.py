@@ -17,10 +17,14 @@ from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.plan import Port
 
 
-class Memif(DpdkDataPlane):
+class MemifPlane(DpdkDataPlane):
     name = "memif"
     description = "direct memif shared-memory link: the receiving end is server, the other client"
+    style = 4
     joins = "link"
+    # Stopping a command or Click NF closes its ports while its neighbour may
+    # still poll the link between them, and the neighbour crashes (above).
+    neighbours_may_close = False
 
     def vdev(self, port: Port) -> str:
         index, link = self.link_of(port)

@@ -105,9 +105,10 @@ class DropSampler:
                     for port, last in self._last.items()}
 
 
-class OvsDpdk(DpdkDataPlane):
+class OvsPlane(DpdkDataPlane):
     name = "ovs"
     description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
+    style = 6
     poll_threads = 1
     rx_interrupts = True
     max_cores = max_rxq = None   # PMD threads and Rx queues per port, as many as asked

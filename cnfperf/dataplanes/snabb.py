@@ -36,9 +36,10 @@ from cnfperf.plan import Port
 BUILD = "snabb"
 
 
-class SnabbBridge(DpdkDataPlane):
+class SnabbPlane(DpdkDataPlane):
     name = "snabb"
     description = "Snabb: its learning bridge between vhost-user client ports (one process)"
+    style = 10
     poll_threads = 1
     build = BUILD
     wired = False     # the bridge, or wires between each link's ports
@@ -110,7 +111,8 @@ class SnabbBridge(DpdkDataPlane):
             self.snabb = None
 
 
-class SnabbWire(SnabbBridge):
+class SnabbWirePlane(SnabbPlane):
     name = "snabb-wire"
     description = "Snabb: each link's two vhost-user client ports wired to each other, no bridge"
+    style = 11
     wired = True

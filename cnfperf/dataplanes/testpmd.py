@@ -31,10 +31,11 @@ MAX_LINKS = 16
 MBUFS_PER_PORT = 4096  # per queue: vhost rings of 1024 plus what sits in bursts and caches
 
 
-class TestPmdSwitch(DpdkDataPlane):
+class TestPmdPlane(DpdkDataPlane):
     __test__ = False  # a class named Test* that is not a test suite
     name = "testpmd"
     description = "dpdk-testpmd io forwarding between paired vhost-user ports (no switching logic)"
+    style = 5
     max_links = MAX_LINKS
     poll_threads = 1
     max_cores = max_rxq = None   # forwarding lcores and Rx queues per port, as many as asked

@@ -5,9 +5,10 @@ from cnfperf.dataplanes.kernel import KernelDataPlane
 from cnfperf.plan import Link
 
 
-class Veth(KernelDataPlane):
+class VethPlane(KernelDataPlane):
     name = "veth"
     description = "a veth pair per link, no switch between its ends"
+    style = 0
     joins = "link"
     counter_view = "node"      # each end's own interface
 

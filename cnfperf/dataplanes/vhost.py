@@ -12,9 +12,10 @@ from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
 from cnfperf.plan import Port
 
 
-class Vhost(DpdkDataPlane):
+class VhostPlane(DpdkDataPlane):
     name = "vhost"
     description = "direct vhost-user link: the receiving end is the backend, the other virtio-user"
+    style = 3
     joins = "link"
     rx_interrupts = True
 

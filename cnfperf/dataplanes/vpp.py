@@ -35,13 +35,10 @@ if TYPE_CHECKING:
 BRIDGE_DOMAIN = 1
 
 
-# `cnfperf cleanup` looks for a data plane's undo steps in its own module.
-UNDO = vpp_app.UNDO
-
-
-class Vpp(DpdkDataPlane):
+class VppPlane(DpdkDataPlane):
     name = "vpp"
     description = "FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)"
+    style = 7
     poll_threads = 1
     build = "vpp"
     # The VPP plugin its ports are (builds.VPP_PLUGINS): a system VPP may lack
@@ -49,6 +46,7 @@ class Vpp(DpdkDataPlane):
     plugin: ClassVar[str] = "vhost_plugin.so"
     rx_interrupts = True
     floats = False
+    undo = vpp_app.UNDO   # its shared memory files (vpp_app.unjournal)
     # VPP will not put a worker on its main thread's core: with n switch cores
     # only n - 1 would poll, so its main thread polls on one (max_cores = 1); its
     # ports are given one queue each (max_rxq = 1).
@@ -64,6 +62,11 @@ class Vpp(DpdkDataPlane):
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
         return super().check(host) + builds.vpp_plugin_problems(cls.plugin)
+
+    @classmethod
+    def versions(cls, host: HostFacts) -> dict[str, str]:
+        """Which VPP ran it: cnfperf's build or a system one (builds.describe_vpp)."""
+        return {"vpp": host.vpp}
 
     def _socket(self, port: Port) -> str:
         return str(self.sock_dir / f"{port.name}.sock")
@@ -118,9 +121,10 @@ class Vpp(DpdkDataPlane):
             self.vpp = None
 
 
-class VppMemif(Vpp):
+class VppMemifPlane(VppPlane):
     name = "vpp-memif"
     description = "FD.io VPP, one L2 bridge domain over memif ports (CSIT's container path)"
+    style = 8
     plugin = "memif_plugin.so"
     tx_drops_in_drops = False
     rx_interrupts = False

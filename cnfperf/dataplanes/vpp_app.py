@@ -65,8 +65,8 @@ def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix
     need (a system VPP may lack the other), 4 KB pages (VPP copies to and from
     its peers: no hugepages needed), the main thread on the switch core, the
     rx-mode that `poll` asks for. `plugins`: the VPP's plugin directory
-    (builds.Vpp.plugins); `plugin`: the data plane's (Vpp.plugin)."""
-    cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (Vpp.max_cores)
+    (builds.Vpp.plugins); `plugin`: the data plane's (VppPlane.plugin)."""
+    cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (VppPlane.max_cores)
     return f"""unix {{
   nodaemon
   nosyslog

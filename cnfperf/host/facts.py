@@ -19,9 +19,6 @@ from cnfperf.host import builds, cgroups, tools
 from cnfperf.fields import APIS
 from cnfperf.host.system import CommandFailed, is_static_elf, mounts, run
 
-# Kernel link type -> the config option that provides it.
-LINK_CONFIG = {"veth": "VETH", "bridge": "BRIDGE", "macvlan": "MACVLAN", "dummy": "DUMMY"}
-
 
 @dataclass
 class EngineFacts:
@@ -47,6 +44,8 @@ class HostFacts:
     kernel: str
     root: bool
     iproute2: bool
+    # kernel link types -> whether this kernel has them: what the data planes
+    # asked (kernel_has), each once
     kernel_links: dict[str, bool]
     hugepages: Hugepages
     runc: str | None
@@ -70,6 +69,15 @@ class HostFacts:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def kernel_has(self, link_type: str, option: str) -> bool:
+        """Whether this kernel has a link type (its module loaded, its config
+        option CONFIG_<option> built in, or a module modprobe finds); the data
+        planes ask for theirs (DataPlane.kernel_links), and doctor lists the
+        answers."""
+        if link_type not in self.kernel_links:
+            self.kernel_links[link_type] = _kernel_has(link_type, option)
+        return self.kernel_links[link_type]
+
 
 def gather(engine: Path | None) -> HostFacts:
     return HostFacts(
@@ -79,7 +87,7 @@ def gather(engine: Path | None) -> HostFacts:
         kernel=platform.release(),
         root=os.geteuid() == 0,
         iproute2=bool(tools.find("ip") and tools.find("bridge")),
-        kernel_links={t: _kernel_has(t, opt) for t, opt in LINK_CONFIG.items()},
+        kernel_links={},   # asked for by the data planes' checks: kernel_has
         hugepages=_hugepages(),
         runc=_first_line(["runc", "--version"], strip="runc version "),
         busybox_static=_static_busybox(),

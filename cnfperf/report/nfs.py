@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Sequence
 
 from cnfperf import fields
@@ -97,13 +96,6 @@ def _port_names(point: dict[str, Any], pair: int) -> list[str]:
     return []
 
 
-@cache
-def _view() -> dict[str, str]:
-    """Each data plane's view of its port counters (DataPlane.counter_view)."""
-    from cnfperf.dataplanes import DATAPLANES
-    return {name: dp.counter_view for name, dp in DATAPLANES.items()}
-
-
 def _link(point: dict[str, Any], up: str | None, down: str | None, sent: int | None,
           got: int | None, exact: bool, name: str) -> Hop:
     """The link from port `up` to port `down`: what the upstream engine sent, what
@@ -113,7 +105,9 @@ def _link(point: dict[str, Any], up: str | None, down: str | None, sent: int | N
         hop.why.append("an end's count is missing" if None in (sent, got) else
                        "not compared: the sender did not say what its warm-up sent")
     counters = point.get("counters") or {}
-    node_view = _view().get(str(point.get("switch"))) == "node"
+    # whose view its data plane's counters take (DataPlane.counter_view), as
+    # stored with the point; a point stored without it: the switch's
+    node_view = (point.get("switch_facts") or {}).get("counter_view") == "node"
     a = up and (counters.get(f"{up}h") or counters.get(up))
     b = down and (counters.get(f"{down}h") or counters.get(down))
     if a and b:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cnfperf import fields
 from cnfperf.experiments import stats
-from cnfperf.report import contention
+from cnfperf.report import contention, style
 
 Row = Mapping[str, Any]
 
@@ -187,7 +187,9 @@ def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
     that sleep) is its own curve: its `switch` names all of it, `dataplane` its
     data plane alone. `contended`: the point had more busy pollers than cores."""
     rows = []
-    series = path_series([p for p in run.get("points", []) if p.get("status", "done") == "done"])
+    done = [p for p in run.get("points", []) if p.get("status", "done") == "done"]
+    style.learn(done)
+    series = path_series(done)
     for point in run.get("points", []):
         if point.get("status", "done") != "done":
             continue

@@ -1,26 +1,26 @@
 """One colour and one marker per data plane, and per network function kind, the
 same in every plot of every report.
 
-Styles are assigned by place in the registries (cnfperf/dataplanes' DATAPLANES,
-fields.NF_KINDS), not by what a run happens to hold, so OVS is the same indigo
-X beside veth as beside VPP. A data plane registered later gets the next
-style without an edit here (add it at the end of DATAPLANES: one inserted in
-the middle moves the styles of those after it).
+A data plane's style is the number it declares (DataPlane.style, below
+PLANE_STYLES), stored with every point it served (switch_facts): the report
+reads it from the run (learn), never from today's data planes, so OVS is the
+same indigo X beside veth as beside VPP, in an old run as in a new one, and a
+data plane added later takes a number of its own without moving the others.
+NF kinds take theirs by place in fields.NF_KINDS.
 
 The i-th style is COLOURS[i mod 14] with MARKERS[i mod 11]: 14 and 11 share no
 factor, so the first 154 styles are distinct pairs and the first 14 distinct
 colours. The colours are Okabe and Ito's and Paul Tol's colour-blind-safe
 qualitative sets (yellows left out: they vanish on white); the marker tells
 apart what a colour-blind reader might still confuse. NF kinds count down from
-the last of the 154, so a kind never wears a data plane's pair; a name neither
-registry holds (a cmd: NF, an older cnfperf's data plane) hashes into the pairs
-left between them.
+the last of the 154, so a kind never wears a data plane's pair; a name that has
+no number (a cmd: NF, a data plane of a run stored without its facts) hashes
+into the pairs left between them.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Callable, Iterable, Mapping
 
 from cnfperf import fields
@@ -43,6 +43,8 @@ COLOURS = (
 )
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "p", "h", "<", ">")
 PAIRS = len(COLOURS) * len(MARKERS)   # distinct (colour, marker) pairs
+# The styles 0 … PLANE_STYLES - 1 are the data planes' own numbers (DataPlane.style).
+PLANE_STYLES = 32
 
 
 @dataclass(frozen=True)
@@ -55,26 +57,33 @@ def nth(i: int) -> Style:
     return Style(COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)])
 
 
-@cache
-def _dataplanes() -> tuple[str, ...]:
-    from cnfperf.dataplanes import DATAPLANES   # imports every switch's module: only when drawn
-    return tuple(DATAPLANES)
+# data plane name -> its style number, as the points read so far stored it
+_planes: dict[str, int] = {}
+
+
+def learn(points: Iterable[Mapping[str, Any]]) -> None:
+    """Note the style number of each point's data plane, as stored with it
+    (switch_facts: DataPlane.stored). A number is a data plane's for good, so
+    what one run says holds for every run of a report."""
+    for p in points:
+        facts = p.get("switch_facts")
+        if isinstance(facts, Mapping) and isinstance(facts.get("style"), int) \
+                and 0 <= facts["style"] < PLANE_STYLES:
+            _planes.setdefault(str(facts.get("name") or p.get("switch")), facts["style"])
 
 
 def _unknown(name: str) -> Style:
-    """A name no registry holds (a data plane of an older cnfperf, a user's own NF):
-    a style of its own as far as a hash goes, the same in every report, among
-    the pairs no registered data plane or NF kind wears."""
-    taken = {*range(len(_dataplanes())),
-             *range(PAIRS - len(fields.NF_KINDS), PAIRS)}
+    """A name without a number (a user's own NF, a data plane of a run stored
+    without its facts): a style of its own as far as a hash goes, the same in
+    every report, among the pairs no data plane or NF kind wears."""
+    taken = {*range(PLANE_STYLES), *range(PAIRS - len(fields.NF_KINDS), PAIRS)}
     free = [i for i in range(PAIRS) if i not in taken]
     return nth(free[int(hashlib.sha1(name.encode()).hexdigest(), 16) % len(free)])
 
 
 def dataplane(name: str) -> Style:
-    """The data plane's style: by its place in DATAPLANES."""
-    known = _dataplanes()
-    return nth(known.index(name)) if name in known else _unknown(name)
+    """The data plane's style: the number its points stored (learn)."""
+    return nth(_planes[name]) if name in _planes else _unknown(name)
 
 
 def nf_kind(kind: str) -> Style:
@@ -87,10 +96,9 @@ def nf_kind(kind: str) -> Style:
 
 def rank(name: str) -> int:
     """Where a curve (named after its data plane first) comes in legends and
-    tables: in registry order, so each report lists data planes alike."""
-    known = _dataplanes()
-    dp = name.split(" ", 1)[0]
-    return known.index(dp) if dp in known else len(known)
+    tables: by its data plane's style number, so each report lists data planes
+    alike; one without a number after those with one."""
+    return _planes.get(name.split(" ", 1)[0], PLANE_STYLES)
 
 
 # Curves of one style (one data plane's paths) keep its hue, each a shade of its own:

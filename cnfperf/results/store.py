@@ -162,8 +162,48 @@ ALTER TABLE points RENAME COLUMN cores TO point_cores;
 _SCHEMA_12 = """
 ALTER TABLE metrics ADD COLUMN udp_rcvbuf_errors INTEGER;
 """
+# What the report needs of the point's data plane, as it was when measured
+# (DataPlane.stored(): name, description, kind, counter_view, joins, style), a
+# JSON object: the report reads a run through it, not through today's data
+# planes. Points stored before get the facts their data plane had when this
+# column came (_FACTS_13, by name); a name not among them stays NULL and the
+# report falls back to the name alone.
+_FACTS_13 = {
+    "veth": ("a veth pair per link, no switch between its ends", "kernel", "node", "link", 0),
+    "bridge": ("Linux bridge; each port on a veth to the bridge", "kernel", "switch", "switch", 1),
+    "macvlan": ("macvlan children in bridge mode on a shared parent link", "kernel", "node",
+                "switch", 2),
+    "vhost": ("direct vhost-user link: the receiving end is the backend, the other virtio-user",
+              "dpdk", "switch", "link", 3),
+    "memif": ("direct memif shared-memory link: the receiving end is server, the other client",
+              "dpdk", "switch", "link", 4),
+    "testpmd": ("dpdk-testpmd io forwarding between paired vhost-user ports (no switching "
+                "logic)", "dpdk", "switch", "switch", 5),
+    "ovs": ("Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching",
+            "dpdk", "switch", "switch", 6),
+    "vpp": ("FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)",
+            "dpdk", "switch", "switch", 7),
+    "vpp-memif": ("FD.io VPP, one L2 bridge domain over memif ports (CSIT's container path)",
+                  "dpdk", "switch", "switch", 8),
+    "click": ("Click modular router with DPDK: an EtherSwitch per link between vhost-user "
+              "ports", "dpdk", "switch", "switch", 9),
+    "snabb": ("Snabb: its learning bridge between vhost-user client ports (one process)",
+              "dpdk", "switch", "switch", 10),
+    "snabb-wire": ("Snabb: each link's two vhost-user client ports wired to each other, no "
+                   "bridge", "dpdk", "switch", "switch", 11),
+}
+
+
+def _facts_13(name: str, facts: tuple) -> str:
+    keys = ("description", "kind", "counter_view", "joins", "style")
+    text = json.dumps({"name": name, **dict(zip(keys, facts))}).replace("'", "''")
+    return f"UPDATE points SET switch_facts = '{text}' WHERE switch = '{name}';"
+
+
+_SCHEMA_13 = "ALTER TABLE points ADD COLUMN switch_facts TEXT;\n" + "\n".join(
+    _facts_13(name, facts) for name, facts in _FACTS_13.items())
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
-               _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12]
+               _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
                    "cpu_usage")
@@ -261,12 +301,14 @@ class Store:
                   rep: int = 0, search: dict[str, Any] | None = None,
                   trials: list[dict[str, Any]] = (), shape: str | None = None,
                   tester_why: str | None = None, pollers: int | None = None,
-                  point_cores: int | None = None) -> int:
+                  point_cores: int | None = None,
+                  switch_facts: dict[str, Any] | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` its network functions' when
         not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS) and
         `trials` come from an ndr/pdr search; `shape`, `tester_why`, `pollers`
-        and `point_cores` are the plan's (TestPoint's; point_cores: how many cores)."""
+        and `point_cores` are the plan's (TestPoint's; point_cores: how many cores);
+        `switch_facts` what the report needs of the data plane (DataPlane.stored)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -281,7 +323,8 @@ class Store:
                    nf_image_name=getattr(nf_image, "name", None),
                    nf_image_size=getattr(nf_image, "size_bytes", None), shape=shape,
                    tester_why=tester_why, pollers=pollers,
-                   point_cores=point_cores)
+                   point_cores=point_cores,
+                   switch_facts=json.dumps(switch_facts) if switch_facts else None)
         if result:
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
                        queues=json.dumps(result.queues) if result.queues else None)
@@ -351,7 +394,7 @@ class Store:
     def _point(self, point: dict[str, Any]) -> dict[str, Any]:
         pid = point["id"]
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
-                                 "latency_histogram", "queues"))
+                                 "latency_histogram", "queues", "switch_facts"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram",)) for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
         point["endpoints"] = [_decoded(dict(r), ("summary", "latency_histogram"))

@@ -12,7 +12,9 @@ data plane needs. Four questions, asked at four moments:
   matrix(host)         for `cnfperf doctor`: every data plane × api
 
 Data planes and runtimes are imported here, above them, never by scenario.py
-(they import the scenario's types themselves).
+(they import the scenario's types themselves). A data plane is named here by
+no one: each rule asks the DataPlane class its capabilities and rules
+(dataplanes/base.py), resolved once per scenario (dataplane_of).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from typing import Any, Callable
 from cnfperf import SystemFailure, UserError, click_nfs, fields, functions, testers
 from cnfperf.host import builds, cgroups, tools
 from cnfperf.run import noise
-from cnfperf.dataplanes import DATAPLANES
+from cnfperf.dataplanes import DATAPLANES, DataPlane
 from cnfperf.fields import (APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_APIS, NF_KINDS, ONE_PORT_NFS,
                             QUOTAS, TX_PORT)
 from cnfperf.host.facts import HostFacts
@@ -78,12 +80,22 @@ def replan(spec: dict[str, Any], host: HostFacts | None = None) -> Sweep:
     return swept
 
 
+def dataplane_of(s: Scenario) -> type[DataPlane]:
+    """The scenario's data plane (its `switch`): UserError for a name no data
+    plane has."""
+    dataplane = DATAPLANES.get(s.switch)
+    if dataplane is None:
+        raise UserError("switch", f"unknown data plane {s.switch!r}; known: "
+                                  f"{', '.join(DATAPLANES)}")
+    return dataplane
+
+
 def place_point(s: Scenario, run_id: str = "0000", index: int = 0,
                 total: int = 1, cores: tuple[int, ...] | None = None) -> TestPoint:
     """A point placed on this host as it will run, on its cpus, else on `cores`,
     else on the usable ones: with its data plane's pollers counted and its way of
     joining links, its tester chosen (plan.place)."""
-    dataplane = DATAPLANES[s.switch]
+    dataplane = dataplane_of(s)
     cpus = point_cpus(s, cores)
     return place(s, run_id, index, total, host_cpus=cpus,
                  switch_pollers=dataplane.pollers(s, len(cpus)), joins=dataplane.joins)
@@ -104,13 +116,10 @@ def _check_plots(doc: dict[str, Any]) -> None:
 def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     """Parts of a valid scenario that do not go together: UserError naming the
     field. A point without cpus is placed on `cores`, else on the usable ones."""
-    dataplane = DATAPLANES.get(s.switch)
-    if dataplane is None:
-        raise UserError("switch", f"unknown data plane {s.switch!r}; known: "
-                                  f"{', '.join(DATAPLANES)}")
+    dataplane = dataplane_of(s)
     # a noise stream (noise = traffic) is one more pair, without NFs: see plan.py
     paths = s.pairs + (s.noise == "traffic")
-    mismatch = _mismatch(s.switch, s.api, paths, s.nfs, s.nf)
+    mismatch = _mismatch(dataplane, s.api, paths, s.nfs, s.nf)
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
@@ -126,13 +135,12 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         raise UserError("rate", f"{s.rate} searches the offered rate of throughput points; "
                                 "latency is measured at a fixed rate")
     if s.limit.pps:
-        why = getattr(dataplane, "limit_problem",
-                      lambda api: "only the kernel data planes shape a link (tbf)")(s.api)
+        why = dataplane.limit_problem(s.api)
         if why:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
     if s.nfs:
         _check_nfs(s, dataplane)
-    if (problem := switch_problem(s)) is not None:
+    if (problem := switch_problem(s, dataplane)) is not None:
         raise UserError(*problem)
     if (refused := testers.problem(s)) is not None:
         raise UserError(refused.field, refused.why)
@@ -143,10 +151,10 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
             raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
                                     f"usable: {','.join(map(str, sorted(usable)))}")
     _check_switch(s, dataplane, point_cpus(s, cores))
-    _check_cpu(s, point_cpus(s, cores))
+    _check_cpu(s, dataplane, point_cpus(s, cores))
 
 
-def _check_switch(s: Scenario, dataplane: type, usable: tuple[int, ...]) -> None:
+def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ...]) -> None:
     """Where the switch runs, its cores, queues and quota."""
     in_container = s.switch_in == "container"
     if in_container and not dataplane.processes:
@@ -163,13 +171,12 @@ def _check_switch(s: Scenario, dataplane: type, usable: tuple[int, ...]) -> None
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
 
 
-def switch_problem(s: Scenario) -> tuple[str, str] | None:
+def switch_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:
     """(field, why) when the data plane cannot do what a valid scenario asks of
     it: its capabilities (DataPlane's max_cores, max_rxq, max_size, floats,
     rx_interrupts) and its own rules (scenario_problem). `cnfperf run` refuses
     such a point (check, exit 2); a study leaves it out and says why (unusable),
     so a sweep over data planes runs the ones that can."""
-    dataplane = DATAPLANES[s.switch]
     for field, most, one, many in (
             ("switch_cores", dataplane.max_cores, "poll core", "poll cores"),
             ("switch_rxq", dataplane.max_rxq, "Rx queue per port", "Rx queues per port")):
@@ -183,7 +190,7 @@ def switch_problem(s: Scenario) -> tuple[str, str] | None:
         return "size", f"{s.switch} holds frames up to {dataplane.max_size} bytes"
     if not s.pin and not dataplane.floats:
         return "pin", f"{s.switch} pins its poll threads itself: pin = no cannot hold"
-    if (problem := _interrupt_problem(s)) is not None:
+    if (problem := _interrupt_problem(s, dataplane)) is not None:
         return problem
     return dataplane.scenario_problem(s)
 
@@ -194,7 +201,7 @@ def point_cpus(s: Scenario, cores: tuple[int, ...] | None = None) -> tuple[int, 
     return tuple(s.cpus or cores or usable_cpus())
 
 
-def _check_cpu(s: Scenario, cpus: tuple[int, ...]) -> None:
+def _check_cpu(s: Scenario, dataplane: type[DataPlane], cpus: tuple[int, ...]) -> None:
     """Quotas, NF cores and noise against the runtime, the path and the `cpus`
     the point is placed on."""
     cores = len(cpus)
@@ -227,7 +234,7 @@ def _check_cpu(s: Scenario, cpus: tuple[int, ...]) -> None:
             Quota(getattr(s, name), s.quota_period).check(most[name])
         except ValueError as e:
             raise UserError(name, str(e)) from None
-    if s.noise == "traffic" and DATAPLANES[s.switch].joins != "switch":
+    if s.noise == "traffic" and dataplane.joins != "switch":
         raise UserError("noise", f"{s.switch} joins each link directly: a second stream would "
                                  "not share anything with the first; traffic noise needs a switch "
                                  f"({', '.join(n for n, d in DATAPLANES.items() if d.joins == 'switch')})")
@@ -240,7 +247,7 @@ def _check_cpu(s: Scenario, cpus: tuple[int, ...]) -> None:
                                         f"point's cores ({','.join(map(str, sorted(usable)))})")
 
 
-def _check_nfs(s: Scenario, dataplane: type) -> None:
+def _check_nfs(s: Scenario, dataplane: type[DataPlane]) -> None:
     if s.nf not in NF_KINDS and not s.nf.startswith((CMD, CLICK)):
         raise UserError("nf", f"{s.nf!r} is not a network function: one of "
                               f"{', '.join(NF_KINDS)}, cmd:TEMPLATE or {CLICK}FILE")
@@ -250,13 +257,13 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
     if s.nf == "testpmd" and s.nf_api != "dpdk":
         raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
     functions.check_template(s.nf, s.nf_api)
-    if s.switch == "memif" and s.nfs > 1 and (functions.template_of(s.nf) is not None or
-                                              click_nfs.is_click(s.nf)):
+    if not dataplane.neighbours_may_close and s.nfs > 1 and (
+            functions.template_of(s.nf) is not None or click_nfs.is_click(s.nf)):
         # A command closes its ports when it stops, while its neighbour may still
-        # poll the link between them: memif (DPDK 22.11) unmaps the shared rings
-        # from a control thread, and the neighbour crashes. Engine NFs hold their
-        # ports until no one polls.
-        raise UserError("nfs", f"{s.nf.split()[0]} NFs cannot be neighbours on memif "
+        # poll the link between them: on some data planes (memif: DPDK 22.11
+        # unmaps the shared rings from a control thread) the neighbour crashes.
+        # Engine NFs hold their ports until no one polls.
+        raise UserError("nfs", f"{s.nf.split()[0]} NFs cannot be neighbours on {s.switch} "
                                "(stopping one crashes the other): nfs = 1, or the engine's NFs")
     if s.nf in ONE_PORT_NFS and s.nfs != 1:
         # It sends frames back where they came from: nothing can stand behind it
@@ -277,9 +284,9 @@ def _check_nfs(s: Scenario, dataplane: type) -> None:
                               f"nf_api ({', '.join(NF_APIS)})")
 
 
-def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:
+def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:
     """(field, why) when poll = interrupt asks a DPDK port for Rx interrupts its PMD lacks."""
-    if s.poll != "interrupt" or DATAPLANES[s.switch].rx_interrupts:
+    if s.poll != "interrupt" or dataplane.rx_interrupts:
         return None
     apis = [("api", s.api)] + ([("nf_api", s.nf_api)] if s.nfs else [])
     for field, api in apis:
@@ -289,10 +296,10 @@ def _interrupt_problem(s: Scenario) -> tuple[str, str] | None:
     return None
 
 
-def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0,
+def _mismatch(dataplane: type[DataPlane], api: str, pairs: int, nfs: int = 0,
               nf: str = "") -> tuple[str, str] | None:
     """(field, why) when a data plane cannot serve the api or the links, else None."""
-    dataplane = DATAPLANES[switch]
+    switch = dataplane.name
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
     per_path = links_per_path(nfs, nf)
@@ -304,10 +311,11 @@ def _mismatch(switch: str, api: str, pairs: int, nfs: int = 0,
     return None
 
 
-def _problems(host: HostFacts, switch: str, api: str, runtime: str) -> list[str]:
+def _problems(host: HostFacts, dataplane: type[DataPlane], api: str,
+              runtime: str) -> list[str]:
     """What keeps this host from running a data plane with an api in a runtime,
-    each naming what it concerns first (`testpmd: ...`)."""
-    problems = [f"{switch}: {p}" for p in DATAPLANES[switch].check(host)]
+    each naming what it concerns first (`<switch>: ...`)."""
+    problems = [f"{dataplane.name}: {p}" for p in dataplane.check(host)]
     problems += [f"runtime {runtime}: {p}" for p in RUNTIMES[runtime].check()]
     if host.engine.apis and api not in host.engine.apis:
         problems.append(f"api {api}: {tools.engine_without(api)} "
@@ -317,7 +325,7 @@ def _problems(host: HostFacts, switch: str, api: str, runtime: str) -> list[str]
 
 def host_problems(host: HostFacts) -> Callable[[Scenario], list[str]]:
     """problems(s): what keeps this host from running a valid scenario, each
-    naming what it concerns first (`vpp: not built: run make switches`). The one
+    naming what it concerns first (`<switch>: not built: run make switches`). The one
     answer for a study's plan (unusable: such points are left out), a run's
     preflight (it refuses them) and both dry-runs. Answers are remembered:
     checks run tools."""
@@ -325,7 +333,8 @@ def host_problems(host: HostFacts) -> Callable[[Scenario], list[str]]:
 
     def problems(s: Scenario) -> list[str]:
         if (s.switch, s.api, s.runtime) not in known:
-            known[(s.switch, s.api, s.runtime)] = _problems(host, s.switch, s.api, s.runtime)
+            known[(s.switch, s.api, s.runtime)] = _problems(host, dataplane_of(s), s.api,
+                                                            s.runtime)
         found = list(known[(s.switch, s.api, s.runtime)])
         if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
             found.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
@@ -360,20 +369,21 @@ def unusable(host: HostFacts) -> Keep:
     problems = host_problems(host)
 
     def keep(params: dict[str, Any]) -> str | None:
-        switch, api = str(params.get("switch", "veth")), str(params.get("api", "udp"))
+        default = {name: f.default for name, f in fields.by_name().items()}
+        switch, api = (str(params.get(k, default[k])) for k in ("switch", "api"))
         runtime = str(params.get("runtime", "runc"))
         dataplane = DATAPLANES.get(switch)
         if dataplane is None or runtime not in RUNTIMES:
             return None      # check() names the mistake
-        mismatch = _mismatch(switch, api, int(params.get("pairs", 1)), int(params.get("nfs", 0)),
-                             str(params.get("nf", "")))
+        mismatch = _mismatch(dataplane, api, int(params.get("pairs", 1)),
+                             int(params.get("nfs", 0)), str(params.get("nf", "")))
         if mismatch:
             return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
         try:
             s = validate(params)
         except UserError:
             return None      # check() names the mistake
-        if (problem := switch_problem(s)) is not None:
+        if (problem := switch_problem(s, dataplane)) is not None:
             return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
         return "; ".join(problems(s)) or None
     return keep

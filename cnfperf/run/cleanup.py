@@ -9,7 +9,6 @@ assume so).
 from __future__ import annotations
 
 import contextlib
-import importlib
 import re
 import shutil
 import signal
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from cnfperf import PREFIX
 from cnfperf.dataplanes import DATAPLANES
+from cnfperf.host import hugepages
 from cnfperf.host.links import del_link, del_netns, links, netns_list
 from cnfperf.host.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.host.lock import HostBusy, HostLock
@@ -103,12 +103,12 @@ def _undo(entry: Entry) -> bool:
 
 
 def _undo_registry() -> dict:
-    """kind -> fn(name, info) from every module that journals kinds of its own
-    (hugepages, data plane daemons): each exports them as `UNDO`."""
-    registry: dict = {}
-    for module in ("cnfperf.host.hugepages", *sorted({dp.__module__ for dp in DATAPLANES.values()})):
-        with contextlib.suppress(ImportError):
-            registry.update(getattr(importlib.import_module(module), "UNDO", {}))
+    """kind -> fn(name, info) for the kinds journaled beyond the ones _undo
+    handles: hugepages' (hugepages.UNDO) and every registered data plane's
+    (DataPlane.undo)."""
+    registry: dict = dict(hugepages.UNDO)
+    for dataplane in DATAPLANES.values():
+        registry.update(dataplane.undo)
     return registry
 
 

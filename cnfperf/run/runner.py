@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf import PREFIX, SystemFailure, strategies
-from cnfperf.run.checks import place_point, preflight
+from cnfperf.run.checks import dataplane_of, place_point, preflight
 from cnfperf.run.cleanup import cleanup
-from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host.links import netns_list
 from cnfperf.experiments import sweep
 from cnfperf.host.facts import HostFacts
@@ -275,11 +274,10 @@ class Run:
         host = self.opts.host
         versions = {"cnfperf": host.cnfperf, "engine": host.engine.version,
                     "kernel": host.kernel, "runc": host.runc}
-        # which VPP ran it: cnfperf's build or a system one (builds.describe_vpp)
-        if getattr(DATAPLANES[point.scenario.switch], "build", None) == "vpp":
-            versions["vpp"] = host.vpp
+        dataplane = dataplane_of(point.scenario)
+        versions.update(dataplane.versions(host))   # e.g. which VPP ran it
         return dict(placement=[asdict(p) for p in point.paths], warnings=list(point.warnings),
-                    versions=versions,
+                    versions=versions, switch_facts=dataplane.stored(),
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
                     point_cores=len(point.cpus))

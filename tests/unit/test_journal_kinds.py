@@ -1,6 +1,6 @@
 """Every kind of resource cnfperf journals, `cnfperf cleanup` can undo: a kind
 it does not know would fail the cleanup of a killed run and leak the resource
-for good (a data plane's undo steps live in its module's UNDO)."""
+for good (a data plane says how to undo its own: DataPlane.undo)."""
 import re
 from pathlib import Path
 

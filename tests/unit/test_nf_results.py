@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 import pytest
 
+from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.plan import place
 from cnfperf.report import build, export, nfs, summary
@@ -86,7 +87,9 @@ def store_point(store: Store, point, result, idx: int = 0, status: str = "done",
     return store.add_point(RUN, idx, {**point.scenario.model_dump(), **params}, status=status,
                            started=1.0, result=result,
                            placement=[asdict(p) for p in point.pairs], shape=point.shape,
-                           key=f"k{idx}", rep=0)
+                           key=f"k{idx}", rep=0,
+                           # as the runner stores it (runner._record)
+                           switch_facts=DATAPLANES[point.scenario.switch].stored())
 
 
 def stored_run(tmp_path, *points) -> dict:
@@ -416,3 +419,33 @@ def test_a_pipeline_reads_its_links_from_the_nodes_interfaces(tmp_path):
     link = _by_name(nfs.hops(stored, 0))["link → nf 1"]
     assert (link.rx, link.tx, link.lost) == (11_000, 10_990, 10)
     assert link.why == ["in the data plane 10", "its drop counters 10"]
+
+
+def test_a_point_stored_without_its_data_planes_facts_reads_as_the_switchs_view(tmp_path):
+    """What the report knows of a data plane is what the point stored
+    (switch_facts); without it (a name the migration did not know), the name
+    alone: counters taken as the switch's view, never today's data planes."""
+    [s] = scenarios(None, {"switch": "veth", "api": "raw", "nfs": 2, "nf": "l3"})
+    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="link")
+    _, result = chain()
+    names = [port.name for link in point.pairs[0].links for port in (link.a, link.b)]
+    result.counters = {names[0]: PortCounters(rx_packets=11_000),
+                       names[1]: PortCounters(tx_packets=10_990, tx_dropped=10)}
+    [stored] = stored_run(tmp_path, (point, result, {}))["points"]
+    assert stored["switch_facts"]["counter_view"] == "node"
+    stored["switch_facts"] = None
+    link = _by_name(nfs.hops(stored, 0))["link → nf 1"]
+    assert (link.rx, link.tx, link.lost) == (11_000, 10_990, 10)
+
+
+def test_points_stored_before_the_facts_get_their_data_planes_facts_of_then(tmp_path):
+    """Schema 13 fills switch_facts of older points by name, as the data planes
+    were when the column came; a name it does not know stays without."""
+    run = migrated_run(tmp_path, 12, *(
+        "INSERT INTO points (run_id, idx, status, switch, mode, api, pairs, size) "
+        f"VALUES ('beef', {i}, 'done', '{name}', 'throughput', 'raw', 1, 64)"
+        for i, name in enumerate(("macvlan", "vpp-memif", "gone-switch"))))
+    macvlan, vpp_memif, gone = run["points"]
+    assert macvlan["switch_facts"] == DATAPLANES["macvlan"].stored()
+    assert vpp_memif["switch_facts"] == DATAPLANES["vpp-memif"].stored()
+    assert gone["switch_facts"] is None

@@ -1,9 +1,18 @@
 """Colours and markers: one per data plane and per NF kind, from the registries."""
 from __future__ import annotations
 
+import pytest
+
 from cnfperf import fields
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.report import style
+
+
+@pytest.fixture(autouse=True)
+def stored_runs():
+    """The report knows a data plane's style from what its points stored
+    (switch_facts): here, a point of every registered one."""
+    style.learn([{"switch": n, "switch_facts": dp.stored()} for n, dp in DATAPLANES.items()])
 
 
 def test_every_data_plane_has_a_colour_and_marker_of_its_own():
@@ -20,31 +29,47 @@ def test_nf_kinds_wear_pairs_no_data_plane_wears():
     assert not set(kinds) & {style.dataplane(name) for name in DATAPLANES}
 
 
-def test_a_data_plane_registered_later_gets_the_next_style(monkeypatch):
-    names = (*DATAPLANES, "new-switch")
-    monkeypatch.setattr(style, "_dataplanes", lambda: names)
-    new = style.dataplane("new-switch")
-    assert new == style.nth(len(DATAPLANES))
-    assert new not in {style.dataplane(n) for n in DATAPLANES}
+def test_a_data_plane_added_later_moves_no_other(monkeypatch):
+    """Its own number: the others keep theirs, and a run stored before reads alike."""
+    before = {n: style.dataplane(n) for n in DATAPLANES}
+    monkeypatch.setattr(style, "_planes", dict(style._planes))
+    style.learn([{"switch": "new-switch", "switch_facts": {"name": "new-switch", "style": 12}}])
+    assert style.dataplane("new-switch") == style.nth(12)
+    assert style.dataplane("new-switch") not in before.values()
+    assert {n: style.dataplane(n) for n in DATAPLANES} == before
+    assert style.rank("new-switch 2×l2") == 12 < style.rank("no-number-switch")
 
 
 def test_styles_are_the_same_in_every_report():
-    # by place in the registry, not by what a run holds
-    assert style.dataplane("ovs") == style.nth(list(DATAPLANES).index("ovs"))
+    # by the number the data plane declares and its points stored
+    assert style.dataplane("ovs") == style.nth(DATAPLANES["ovs"].style)
     assert style.for_curves([])("ovs 3×l2 single") == style.dataplane("ovs")
     assert style.dataplane("no-such-switch") == style.dataplane("no-such-switch")
     assert style.nf_kind("cmd:my-nf {in} {out}") == style.nf_kind("cmd:my-nf {in} {out}")
 
 
+def test_the_report_reads_no_data_plane_of_today():
+    """A stored run is read through what it stored: report/ imports no data plane."""
+    import ast
+    from pathlib import Path
+    for path in Path(style.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                    [a.name for a in node.names]
+                assert not any(n.startswith("cnfperf.dataplanes") for n in names), path.name
+
+
 def test_a_name_no_registry_holds_never_wears_a_registered_style():
-    """A user's cmd: NF or an older cnfperf's data plane beside the registered ones."""
+    """A user's cmd: NF or a data plane stored without its number beside the registered ones."""
     registered = {*(style.dataplane(n) for n in DATAPLANES),
                   *(style.nf_kind(k) for k in fields.NF_KINDS)}
     names = [f"cmd:nf{i} {{in}} {{out}}" for i in range(500)] + [f"switch{i}" for i in range(500)]
     assert not {style.nf_kind(n) for n in names[:500]} & registered
     assert not {style.dataplane(n) for n in names[500:]} & registered
     # and they still spread over what is left
-    assert len({style.dataplane(n) for n in names}) > style.PAIRS - len(registered) - 20
+    assert len({style.dataplane(n) for n in names}) > style.PAIRS - style.PLANE_STYLES - \
+        len(fields.NF_KINDS) - 20
 
 
 def test_the_docstring_says_ovs_as_it_is_drawn():

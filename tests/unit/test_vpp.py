@@ -8,7 +8,7 @@ import pytest
 
 from cnfperf import UserError
 from cnfperf.dataplanes import vpp_app
-from cnfperf.dataplanes.vpp import Vpp, VppMemif
+from cnfperf.dataplanes.vpp import VppMemifPlane, VppPlane
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.scenario import Scenario
 from cnfperf.run.checks import check
@@ -79,7 +79,7 @@ def test_rx_placement_names_the_thread_of_every_queue():
 
 def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
     conf = vpp_app.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp", Path("/usr/lib/vpp_plugins"),
-                                Vpp.plugin)
+                                VppPlane.plugin)
     for key in ("runtime-dir", "cli-listen", "log", "socket-name"):
         lines = [line for line in conf.splitlines() if f"{key} " in line]
         assert lines and all(str(tmp_path) in line for line in lines), key
@@ -93,7 +93,7 @@ def test_each_data_plane_loads_its_own_plugin_alone(tmp_path: Path):
     """A VPP with one of the two plugins runs the data plane that uses it: VPP
     refuses a vhost-user section without the vhost plugin."""
     vhost, memif = (vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, dp.plugin)
-                    for dp in (Vpp, VppMemif))
+                    for dp in (VppPlane, VppMemifPlane))
     assert "vhost_plugin.so { enable }" in vhost and "memif_plugin" not in vhost
     assert "vhost-user { coalesce-frames 0 coalesce-time 0 }" in vhost
     assert "memif_plugin.so { enable }" in memif and "vhost" not in memif
@@ -102,7 +102,7 @@ def test_each_data_plane_loads_its_own_plugin_alone(tmp_path: Path):
 @pytest.mark.parametrize("poll,mode", [("busy", "polling"), ("adaptive", "adaptive"),
                                        ("interrupt", "interrupt")])
 def test_poll_is_every_interface_s_default_rx_mode(tmp_path: Path, poll, mode):
-    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, Vpp.plugin, poll)
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, VppPlane.plugin, poll)
     assert f"interface {{ default-rx-mode {mode} }}" in conf
 
 

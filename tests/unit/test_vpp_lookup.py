@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf.host import builds
-from cnfperf.dataplanes.vpp import Vpp, VppMemif
+from cnfperf.dataplanes.vpp import VppMemifPlane, VppPlane
 
 PLUGINS = ("vhost_plugin.so", "memif_plugin.so")
 
@@ -98,7 +98,7 @@ def test_a_system_vpp_with_one_plugin_runs_the_data_plane_that_uses_it(system, n
         f"the VPP at {system} has no vhost_plugin.so in {plugins} (FD.io's packages vpp and "
         "vpp-plugin-core)"]
     assert builds.describe_vpp() == f"25.10-release at {system} (the system's; no vhost_plugin.so)"
-    assert [dp.plugin for dp in (Vpp, VppMemif)] == list(builds.VPP_PLUGINS)
+    assert [dp.plugin for dp in (VppPlane, VppMemifPlane)] == list(builds.VPP_PLUGINS)
 
 
 def test_a_link_to_vpp_is_followed_to_its_plugins(tmp_path, monkeypatch, nothing_built):
