@@ -147,7 +147,11 @@ def command(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
         return Command(click_nfs.argv(engine, config, eal, main), records=False, ready=click_nfs.READY)
     template = template_of(s.nf)
     if template is None:
-        return Command(nf_argv(engine, nf, ports, hops, pair, s, eal, floating), records=True)
+        # A router's table: host routes to the two ends, not a cross-connect.
+        routes = ["--route", f"{pair.receiver.ip}/32,2", "--route", f"{pair.sender.ip}/32,1"] \
+            if s.nf == "l3" else []
+        return Command(nf_argv(engine, nf, ports, hops, pair, s, eal, floating, routes),
+                       records=True)
     values = _values(nf, ports, hops, eal, floating)
     argv: list[str] = []
     for word in shlex.split(template):
