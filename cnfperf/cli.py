@@ -23,6 +23,7 @@ from cnfperf.experiments import studies
 from cnfperf.experiments.sweep import format_seconds, parse_values
 from cnfperf.host.facts import gather, render as render_host
 from cnfperf.host.lock import HostBusy
+from cnfperf.reference import help_of
 from cnfperf.report import build, cpu as cpu_tables, nfs as nf_tables
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
@@ -71,7 +72,7 @@ def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> Non
     range, and a yes/no field's flag alone means yes (--pin), --no-pin no."""
     if with_fields:
         for f in fields.FIELDS:
-            text = (f.help + (f" [{f.unit}]" if f.unit else "")).replace("%", "%%")
+            text = (help_of(f) + (f" [{f.unit}]" if f.unit else "")).replace("%", "%%")
             if f.kind == "bool":
                 p.add_argument(f.flag, dest=f.name, nargs="?", const="yes",
                                type=_sweep_flag(f.name), metavar="yes|no",

@@ -108,11 +108,11 @@ def _num(x: float | None) -> str:
 def values(f: Field) -> str:
     """What a value may be: its choices (a registry's names where the field
     names a plugin), bounds, or kind."""
+    from cnfperf import nfs
     from cnfperf.dataplanes import DATAPLANES
     from cnfperf.runtimes import RUNTIMES
 
-    named = {"switch": list(DATAPLANES), "runtime": list(RUNTIMES),
-             "nf": [*fields.NF_KINDS, "cmd:TEMPLATE", "click:FILE"],
+    named = {"switch": list(DATAPLANES), "runtime": list(RUNTIMES), "nf": nfs.values(),
              "noise_on": [*fields.NOISE_PLACES, "a CPU list"]}
     if f.name in named:
         return ", ".join(map(_code, named[f.name]))
@@ -128,6 +128,15 @@ def values(f: Field) -> str:
     return _bounds(f) or ("a number" if f.kind in ("int", "float") else "text")
 
 
+def help_of(f: Field) -> str:
+    """A field's help; the `nf` field's lists the kinds cnfperf/nfs/ registers
+    (fields.py is below them)."""
+    if f.name == "nf":
+        from cnfperf import nfs
+        return f"{f.help}: {nfs.described()}"
+    return f.help
+
+
 def fields_table() -> str:
     """Every scenario field, in the table's order."""
     lines = ["| field | flag | meaning | default | values | unit |",
@@ -135,7 +144,7 @@ def fields_table() -> str:
     for f in fields.FIELDS:
         flags = (f.flag, f"--no-{f.flag[2:]}") if f.kind == "bool" else (f.flag,)
         lines.append("| " + " | ".join(_cell(c) for c in (
-            _code(f.name), ", ".join(map(_code, flags)), f.help, default(f), values(f),
+            _code(f.name), ", ".join(map(_code, flags)), help_of(f), default(f), values(f),
             f.unit)) + " |")
     return "\n".join(lines)
 

@@ -123,9 +123,11 @@ class DataPlane(ABC):
         return []
 
     @classmethod
-    def scenario_problem(cls, s: Scenario) -> tuple[str, str] | None:
+    def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
         """(field, why) for a rule of its own that ties fields together, beyond
-        the capabilities above (checks.switch_problem asks); None when it can."""
+        the capabilities above (checks.switch_problem asks); None when it can.
+        `links`: how many links the point makes (its NF kind's ports decide:
+        plan.links_per_path)."""
         return None
 
     @abstractmethod

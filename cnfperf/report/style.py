@@ -1,8 +1,8 @@
 """One colour and one marker per data plane, and per network function kind, the
 same in every plot of every report.
 
-Styles are assigned by place in the registries (cnfperf/dataplanes' DATAPLANES,
-fields.NF_KINDS), not by what a run happens to hold, so OVS is the same indigo
+Styles are assigned by place in a list (cnfperf/dataplanes' DATAPLANES, and
+NF_STYLES below), not by what a run happens to hold, so OVS is the same indigo
 X beside veth as beside VPP. A data plane registered later gets the next
 style without an edit here (add it at the end of DATAPLANES: one inserted in
 the middle moves the styles of those after it).
@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Callable, Iterable, Mapping
 
-from cnfperf import fields
-
 COLOURS = (
     "#0072B2",  # blue          (Okabe-Ito)
     "#E69F00",  # orange        (Okabe-Ito)
@@ -43,6 +41,12 @@ COLOURS = (
 )
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "p", "h", "<", ">")
 PAIRS = len(COLOURS) * len(MARKERS)   # distinct (colour, marker) pairs
+# The NF kinds with a style of their own, by the stored `nf` value: a palette,
+# read from what a run stored, not the kinds cnfperf registers today (an old
+# run's kind keeps its style; a kind not listed hashes like a cmd: NF). Append
+# only: a name's place is its style.
+NF_STYLES = ("l2", "mirror", "strip-encap", "l3", "testpmd", "click:mirror",
+             "click:strip-encap")
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ def _unknown(name: str) -> Style:
     a style of its own as far as a hash goes, the same in every report, among
     the pairs no registered data plane or NF kind wears."""
     taken = {*range(len(_dataplanes())),
-             *range(PAIRS - len(fields.NF_KINDS), PAIRS)}
+             *range(PAIRS - len(NF_STYLES), PAIRS)}
     free = [i for i in range(PAIRS) if i not in taken]
     return nth(free[int(hashlib.sha1(name.encode()).hexdigest(), 16) % len(free)])
 
@@ -78,10 +82,10 @@ def dataplane(name: str) -> Style:
 
 
 def nf_kind(kind: str) -> Style:
-    """The NF kind's style: by its place in fields.NF_KINDS, counted down from the
+    """The NF kind's style: by its place in NF_STYLES, counted down from the
     last pair (cmd:… and click:FILE NFs by a hash of their text)."""
-    if kind in fields.NF_KINDS:
-        return nth(PAIRS - 1 - fields.NF_KINDS.index(kind))
+    if kind in NF_STYLES:
+        return nth(PAIRS - 1 - NF_STYLES.index(kind))
     return _unknown(kind)
 
 
