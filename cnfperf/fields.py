@@ -19,6 +19,8 @@ Columns of a row:
             "named" (`size=64`) or "" (not shown)
   describe  shown in every point's one-line description
   search    only steers an ndr/pdr search: a fixed-rate point's key ignores it
+  words     a value may be a command line (nf's cmd:TEMPLATE): its commas are its
+            own, and it is shown by its first word
 Every field may take several values (a list or a range): a sweep.
 """
 from __future__ import annotations
