@@ -65,12 +65,14 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
 
 
 def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str], pair: Pair,
-            s: Scenario, eal: Sequence[str] = (), floating: Sequence[int] = ()) -> list[str]:
+            s: Scenario, eal: Sequence[str] = (), floating: Sequence[int] = (),
+            extra: Sequence[str] = ()) -> list[str]:
     """The command line of a network function's engine: frames leaving its port 1
     go to hops[0] (towards the sender), those leaving port 2 to hops[1]; a
     mirror has no hops (it sends frames back to where they came from).
     Unpinned (`floating`: TestPoint.floating) it is not pinned to its core, and
-    DPDK's main lcore floats over those cores too."""
+    DPDK's main lcore floats over those cores too. `extra`: its kind's own
+    options (an l3 NF's routes: nfs/engine.py)."""
     args = [engine, "nf", "--nf", s.nf, "--api", nf.ports[0].api, *port_args(ports)]
     for option, mac in zip(("--dst-mac", "--dst-mac2"), hops):
         args += [option, mac]
@@ -79,10 +81,7 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
              "--interval", f"{INTERVAL:g}", "--duration", "0"]
     if floating and eal:
         eal = [*eal, "--lcores", lcores((), floating)]   # its main lcore, the only one
-    if s.nf == "l3":
-        # Host routes to the two ends: a router's table, not a cross-connect.
-        args += ["--route", f"{pair.receiver.ip}/32,2", "--route", f"{pair.sender.ip}/32,1"]
-    return args + _tail(s, eal)
+    return [*args, *extra, *_tail(s, eal)]
 
 
 def _tail(s: Scenario, eal: Sequence[str]) -> list[str]:

@@ -19,6 +19,8 @@ Columns of a row:
             "named" (`size=64`) or "" (not shown)
   describe  shown in every point's one-line description
   search    only steers an ndr/pdr search: a fixed-rate point's key ignores it
+  words     a value may be a command line (nf's cmd:TEMPLATE): its commas are its
+            own, and it is shown by its first word
 Every field may take several values (a list or a range): a sweep.
 """
 from __future__ import annotations
@@ -36,15 +38,6 @@ NF_APIS = APIS[1:]   # a network function's: the L2 apis
 # bounded back-off while idle; sleep until a packet arrives (blocking sockets,
 # DPDK Rx interrupts).
 POLLS = ("busy", "adaptive", "interrupt")
-# What a network function in the path does; `cmd:TEMPLATE` runs a user's own
-# command, `click:FILE` a user's own Click configuration.
-ENGINE_NFS = ("l2", "mirror", "strip-encap", "l3")   # the engine's own (its nf role)
-CMD = "cmd:"       # a user's own NF: the command template follows
-CLICK = "click:"   # Click (cnfperf/click_nfs.py): one of CLICK_NFS, or a configuration file
-CLICK_NFS = ("mirror", "strip-encap")   # Click's configurations of the engine's kinds
-NF_KINDS = (*ENGINE_NFS, "testpmd", *(CLICK + k for k in CLICK_NFS))   # and cmd:, click:FILE
-# Kinds with one port, that send frames back where they came from: the path ends there.
-ONE_PORT_NFS = ("mirror", CLICK + "mirror")
 # Sender and receiver in containers of their own, or one engine holding both ends;
 # auto: split where its busy pollers fit on the point's cores, else single (testers.py).
 TESTERS = ("split", "single")
@@ -88,6 +81,10 @@ class Field:
     optional: bool = False      # None is a value (the default is computed)
     zero: str = ""              # rate only: what 0 means, as shown ("max", "none")
     unset: str = ""             # optional only: what None means, as the docs show it ("none")
+    # A value may be a command line (a user's NF command): an item of a list that
+    # holds a space makes the whole text one value, its commas its own; it is
+    # shown by its first word.
+    words: bool = False
 
     @property
     def flag(self) -> str:
@@ -125,10 +122,9 @@ FIELDS: list[Field] = [
           column="INTEGER", label="named", describe=True),
     Field("nfs", "int", 0, "network functions in each pair's path (0: the ends meet through "
           "the data plane)", axis=15, ge=0, le=MAX_NFS, column="INTEGER", label="named"),
-    Field("nf", "str", "l2", "what each network function does: " + ", ".join(NF_KINDS) +
-          ", cmd:TEMPLATE (a command of yours, its ports substituted) or click:FILE (a Click "
-          "configuration of yours, likewise)", axis=14,
-          column="TEXT", label="named"),
+    # Its kinds are cnfperf/nfs/'s: --help and the docs list them (reference.help_text).
+    Field("nf", "str", "l2", "what each network function does", axis=14,
+          column="TEXT", label="named", words=True),
     Field("nf_api", "choice", "mmap", "the network functions' packet I/O (an L2 api); default: "
           "dpdk when api is dpdk (as on every DPDK data plane), else mmap (raw for latency)",
           axis=10,
@@ -202,9 +198,9 @@ def show(name: str, value: Any) -> str:
     """A field's value as people read it: rates as 500k or 2.5M, 0 as what it means,
     yes or no (as the flags take them; the store keeps 1 and 0), a user's NF
     command by its program (the whole template is in the run's records)."""
-    if name == "nf" and isinstance(value, str) and value.startswith(CMD) and " " in value:
-        return value.split()[0] + "…"
     f = by_name().get(name)
+    if f is not None and f.words and isinstance(value, str) and " " in value.strip():
+        return value.split()[0] + "…"
     if f is not None and f.kind == "bool" and value in (True, False):
         return "yes" if value else "no"
     if f is None or f.kind != "rate" or isinstance(value, bool):

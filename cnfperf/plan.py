@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
-from cnfperf import PREFIX, click_nfs, fields, testers
-from cnfperf.fields import ENGINE_NFS, MAX_NFS, NOISE_PLACES, ONE_PORT_NFS, RX_PORT, TX_PORT
+from cnfperf import PREFIX, fields, testers
+from cnfperf.fields import MAX_NFS, NOISE_PLACES, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, parse_cpus
 
 IFNAMSIZ = 15
@@ -25,6 +26,22 @@ ROLES = {"throughput": ("send", "recv"), "latency": ("client", "server")}
 # tester = single: one engine holds both ends of a path, sending on its first port
 # and receiving on its second; latency is one-way, on its one clock.
 SINGLE = ("tester", "tester")
+
+
+class NfFacts(Protocol):
+    """What placing asks of the point's NF kind: cnfperf/nfs/'s NfKind answers
+    it. plan does not import nfs (it is above): run/checks.py resolves the kind
+    and hands it down, as it hands down the data plane's pollers."""
+
+    @property
+    def ports(self) -> int:
+        """One (it sends frames back where they came from) or two."""
+
+    def pollers(self, s: Scenario, cores: int) -> int:
+        """Threads one NF spins on, given its cores."""
+
+    def warnings(self, s: Scenario) -> tuple[str, ...]:
+        """What the plan says about it (a udp checksum it may leave unfinished)."""
 
 
 @dataclass(frozen=True)
@@ -229,10 +246,11 @@ def roles(tester: str, mode: str) -> tuple[str, str]:
     return SINGLE if tester == "single" else ROLES[mode]
 
 
-def links_per_path(nfs: int, nf: str) -> int:
+def links_per_path(nfs: int, nf_ports: int) -> int:
     """How many links Pair.links makes: one before each NF and one after the
-    last, unless that one sends frames back (a one-port NF): the path ends there."""
-    return nfs + (0 if nfs and nf in ONE_PORT_NFS else 1)
+    last, unless that one sends frames back (an NF kind of one port): the path
+    ends there."""
+    return nfs + (0 if nfs and nf_ports == 1 else 1)
 
 
 def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: str) -> str:
@@ -252,29 +270,34 @@ def usable_cpus() -> tuple[int, ...]:
 
 def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
           host_cpus: tuple[int, ...] | None = None, switch_pollers: int = 0,
-          joins: str = "switch") -> TestPoint:
+          joins: str = "switch", nf: NfFacts | None = None) -> TestPoint:
     """Where each endpoint and network function runs, and with tester = auto,
     which tester (testers.choose: here the busy pollers are counted). The
     point's scenario has its tester chosen. `switch_pollers`: threads the data
     plane itself spins on (its DataPlane.pollers), counted against the cores;
-    `joins`: how it joins a link (DataPlane.joins)."""
+    `joins`: how it joins a link (DataPlane.joins); `nf`: the NF kind, which a
+    point with NFs needs (nfs.kind(s.nf))."""
     cpus = tuple(s.cpus or host_cpus or usable_cpus())
+    if s.nfs and nf is None:
+        raise ValueError(f"placing {s.nfs} NF(s) needs their kind's facts (nfs.kind)")
 
     def laid_out(tester: str) -> tuple[Scenario, list[Pair], list[Pair], int]:
         t = s if s.tester == tester else s.model_copy(update={"tester": tester})
-        pairs = _pairs(t, run_id, cpus)
+        pairs = _pairs(t, run_id, cpus, nf.ports if nf else 2)
         noise = [_noise_pair(t, run_id, pairs, cpus)] if t.noise == "traffic" else []
-        return t, pairs, noise, busy_pollers(t, pairs + noise, switch_pollers)
+        return t, pairs, noise, busy_pollers(t, pairs + noise, switch_pollers, nf)
 
-    tester, why = testers.choose(s, lambda t: laid_out(t)[3], len(cpus))
+    tester, why = testers.choose(s, lambda t: laid_out(t)[3], len(cpus),
+                                 nf.ports if nf and s.nfs else 2)
     s, pairs, noise, pollers = laid_out(tester)
+    warnings = nf.warnings(s) if nf and s.nfs else ()
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),
-                     cpus=cpus, warnings=(*_warnings(pollers, cpus), *_checksum_warnings(s)),
+                     cpus=cpus, warnings=(*_warnings(pollers, cpus), *warnings),
                      joins=joins,
                      noise_pairs=tuple(noise), tester_why=why, pollers=pollers)
 
 
-def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...]) -> list[Pair]:
+def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> list[Pair]:
     single = s.tester == "single"
     sender_role, receiver_role = roles(s.tester, s.mode)
     octets = _octets(run_id)
@@ -297,35 +320,14 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...]) -> list[Pair]:
             receiver = replace(receiver, node=sender.name)
         pairs.append(Pair(
             index=k, sender=sender, receiver=receiver,
-            nfs=tuple(_nf(run_id, k, i, cores, octets, s.nf_api, sides="a" if s.nf in ONE_PORT_NFS
-                          else "ab") for i, cores in enumerate(nf_cores)),
+            nfs=tuple(_nf(run_id, k, i, cores, octets, s.nf_api, sides="ab"[:nf_ports])
+                      for i, cores in enumerate(nf_cores)),
         ))
     return pairs
 
 
 def _octets(run_id: str) -> bytes:
     return bytes.fromhex(run_id.rjust(4, "0")[-4:])
-
-
-def _checksum_warnings(s: Scenario) -> tuple[str, ...]:
-    """A user's command or Click configuration between udp ends: their kernels
-    leave each UDP checksum for the device to finish (checksum offload), and an
-    NF that sends the frames on as it reads them (packet sockets, DPDK's
-    af_packet) leaves them unfinished; the receiver's kernel then drops every
-    datagram. The engine's NFs finish them; testpmd and our Click kinds are
-    refused (checks.py); what a command or a configuration does (Click's
-    SetUDPChecksum), only its author knows."""
-    if not (s.nfs and s.api == "udp"):
-        return ()
-    if s.nf.startswith(fields.CMD):
-        who = "a command that sends frames on as it reads them must finish them"
-    elif click_nfs.is_click(s.nf) and click_nfs.kind_of(s.nf) is None:
-        who = ("a Click configuration that sends frames on as it reads them must finish them "
-               "(SetUDPChecksum)")
-    else:
-        return ()
-    return (f"the udp ends' kernels leave UDP checksums for the device to finish: {who}, or the "
-            "receiver's kernel drops every datagram (the loss table says so)",)
 
 
 def _noise_pair(s: Scenario, run_id: str, pairs: list[Pair], cpus: tuple[int, ...]) -> Pair:
@@ -382,19 +384,15 @@ def _nf(run_id: str, pair: int, index: int, cores: tuple[int, ...], octets: byte
     return NF(name, pair, index, cores[0], ports, cores)
 
 
-def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int) -> int:
-    """Threads that spin on the point's cores: the tester's engines and the
-    engine's NFs (unless poll = interrupt), other NFs as they poll, the data plane's."""
-    engine_nfs = s.nf in ENGINE_NFS
-    pollers = 0 if s.poll == "interrupt" else \
-        sum(POLLERS[e.role] for p in pairs for e in p.engines) + \
-        (sum(len(p.nfs) for p in pairs) if engine_nfs else 0)
-    # testpmd and a user's command poll as they do, whatever `poll` says: one
-    # poller per core they were given; Click sleeps in poll() on its packet
-    # sockets until frames come, whatever `poll` says: none (with DPDK it polls)
-    sleeps = engine_nfs or click_nfs.is_click(s.nf) and s.nf_api != "dpdk"
-    return pollers + switch_pollers + (0 if sleeps else sum(len(nf.cores) for p in pairs
-                                                            for nf in p.nfs))
+def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,
+                 nf: NfFacts | None = None) -> int:
+    """Threads that spin on the point's cores: the tester's engines (unless
+    poll = interrupt), the NFs as their kind says (NfFacts.pollers: the
+    engine's as the tester's, testpmd one per core whatever `poll` says,
+    Click on sockets none), the data plane's."""
+    ends = 0 if s.poll == "interrupt" else sum(POLLERS[e.role] for p in pairs for e in p.engines)
+    nfs = sum(nf.pollers(s, len(n.cores or (n.cpu,))) for p in pairs for n in p.nfs) if nf else 0
+    return ends + nfs + switch_pollers
 
 
 def _warnings(pollers: int, cpus: tuple[int, ...]) -> list[str]:

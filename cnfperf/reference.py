@@ -107,22 +107,26 @@ def _num(x: float | None) -> str:
 
 
 def help_text(f: Field) -> str:
-    """A field's help as `--help` and the docs show it: the switch's goes on
-    with the data planes' names, which only their registry knows."""
+    """A field's help as `--help` and the docs show it: the switch's and the
+    nf's go on with what their registries hold, which fields.py (below them)
+    cannot know."""
     if f.name == "switch":
         from cnfperf.dataplanes import DATAPLANES
         return f"{f.help}: {', '.join(DATAPLANES)}"
+    if f.name == "nf":
+        from cnfperf import nfs
+        return f"{f.help}: {nfs.described()}"
     return f.help
 
 
 def values(f: Field) -> str:
     """What a value may be: its choices (a registry's names where the field
     names a plugin), bounds, or kind."""
+    from cnfperf import nfs
     from cnfperf.dataplanes import DATAPLANES
     from cnfperf.runtimes import RUNTIMES
 
-    named = {"switch": list(DATAPLANES), "runtime": list(RUNTIMES),
-             "nf": [*fields.NF_KINDS, "cmd:TEMPLATE", "click:FILE"],
+    named = {"switch": list(DATAPLANES), "runtime": list(RUNTIMES), "nf": nfs.values(),
              "noise_on": [*fields.NOISE_PLACES, "a CPU list"]}
     if f.name in named:
         return ", ".join(map(_code, named[f.name]))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from cnfperf.fields import AUTO, ONE_PORT_NFS, TESTERS
+from cnfperf.fields import AUTO, TESTERS
 from cnfperf.scenario import Scenario
 
 SET = "set"   # the why of a tester that was asked for, not chosen
@@ -32,8 +32,10 @@ class Refusal:
     short: str     # what auto says when it takes the other tester for it
 
 
-def refusal(s: Scenario, tester: str) -> Refusal | None:
-    """Why `tester` cannot run this scenario, or None: the one place of these rules."""
+def refusal(s: Scenario, tester: str, nf_ports: int = 2) -> Refusal | None:
+    """Why `tester` cannot run this scenario, or None: the one place of these rules.
+    `nf_ports`: how many ports its NF kind has (nfs.NfKind.ports; 1 sends
+    frames back where they came from)."""
     if tester == "single" and s.api == "udp":
         # Both ends' addresses would be local to its one netns: the kernel would
         # hand the frames over inside, never through the path.
@@ -46,7 +48,7 @@ def refusal(s: Scenario, tester: str) -> Refusal | None:
         return Refusal("tester", f"a single tester cannot hold both ends of one {s.switch} "
                                  "link: put a network function between them (nfs ≥ 1)",
                        f"{s.switch} without a network function needs split")
-    if tester == "split" and s.nfs and s.nf in ONE_PORT_NFS:
+    if tester == "split" and s.nfs and nf_ports == 1:
         # It sends frames back unchanged but for the MACs: only the engine that sent
         # them knows them for its own.
         return Refusal("nf", f"{s.nf} sends frames back to their sender: it takes "
@@ -54,26 +56,27 @@ def refusal(s: Scenario, tester: str) -> Refusal | None:
     return None
 
 
-def problem(s: Scenario) -> Refusal | None:
+def problem(s: Scenario, nf_ports: int = 2) -> Refusal | None:
     """Why no tester can run the scenario as asked (checks.check: exit 2): a set
     tester's refusal, or with auto, when both are refused, both reasons (each
     tester's refusal alone would send the user to the other)."""
     if s.tester != AUTO:
-        return refusal(s, s.tester)
-    refused = [r for tester in TESTERS if (r := refusal(s, tester)) is not None]
+        return refusal(s, s.tester, nf_ports)
+    refused = [r for tester in TESTERS if (r := refusal(s, tester, nf_ports)) is not None]
     if len(refused) < len(TESTERS):
         return None
     why = f"{' and '.join(r.short for r in refused)}: neither tester can run it"
     return Refusal(refused[0].field, why, why)
 
 
-def choose(s: Scenario, pollers: Callable[[str], int], cores: int) -> tuple[str, str]:
+def choose(s: Scenario, pollers: Callable[[str], int], cores: int,
+           nf_ports: int = 2) -> tuple[str, str]:
     """(tester, why) for a scenario placed on `cores` cores; `pollers(tester)`
     counts the busy pollers of the point laid out with that tester."""
     if s.tester != AUTO:
         return s.tester, SET
     for tester, other in (("split", "single"), ("single", "split")):
-        if (refused := refusal(s, other)) is not None:
+        if (refused := refusal(s, other, nf_ports)) is not None:
             return tester, f"{AUTO}: {refused.short}"
     split = pollers("split")
     if split > cores:

@@ -7,7 +7,7 @@ the class: run/checks.py names no data plane, it asks these):
     joins, counter_view, max_links, poll_threads, max_cores, max_rxq, max_size,
     processes, rx_interrupts, floats, neighbours_may_close: capabilities
     undo          journal kinds of its own -> how `cnfperf cleanup` undoes one
-    check(host), scenario_problem(s), limit_problem(api), pollers(s, cores),
+    check(host), scenario_problem(s, links), limit_problem(api), pollers(s, cores),
     versions(host), stored(): what checks, plan, runner and the store ask
 
 Lifecycle for one test point, driven by testbed.Builder and trial.py:
@@ -155,9 +155,11 @@ class DataPlane(ABC):
         return []
 
     @classmethod
-    def scenario_problem(cls, s: Scenario) -> tuple[str, str] | None:
+    def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
         """(field, why) for a rule of its own that ties fields together, beyond
-        the capabilities above (checks.switch_problem asks); None when it can."""
+        the capabilities above (checks.switch_problem asks); None when it can.
+        `links`: how many links the point makes (its NF kind's ports decide:
+        plan.links_per_path)."""
         return None
 
     @classmethod

@@ -24,7 +24,7 @@ from cnfperf.dataplanes import click_app, dpdk_args, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.click_app import Click, LinkPlan
 from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
-from cnfperf.plan import Port, links_per_path
+from cnfperf.plan import Port
 
 if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
@@ -59,8 +59,7 @@ class ClickPlane(DpdkDataPlane):
         self.index: dict[str, int] = {}    # port name -> DPDK port id
 
     @classmethod
-    def scenario_problem(cls, s: Scenario) -> tuple[str, str] | None:
-        links = links_per_path(s.nfs, s.nf) * (s.pairs + (s.noise == "traffic"))
+    def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
         if s.switch_cores > links:
             return "switch_cores", (f"click runs each link on one poll thread; {links} link(s) "
                                     f"keep at most {links} busy: switch_cores ≤ {links}")

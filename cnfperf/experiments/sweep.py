@@ -116,10 +116,12 @@ def parse_values(field_name: str, raw: Any, kind: str | None = None) -> list:
 
 
 def _parse_text(field_name: str, text: str, kind: str) -> list:
-    # A cpulist's commas are its own; so are a command's (an NF's cmd:TEMPLATE).
-    if kind == "cpus" or text.startswith(field_table.CMD):
-        return [parse_one(field_name, text, kind)]
+    # A cpulist's commas are its own; so are a command line's (an NF's
+    # cmd:TEMPLATE: a field of words whose items hold a space).
     parts = [p.strip() for p in text.split(",")]
+    words = getattr(field_table.by_name().get(field_name), "words", False)
+    if kind == "cpus" or words and any(len(p.split()) > 1 for p in parts):
+        return [parse_one(field_name, text, kind)]
     if any(not p for p in parts):
         raise ValueError(f"{field_name}: empty item in '{text}'")
     out: list = []

@@ -26,6 +26,9 @@ class EngineFacts:
     version: str | None = None
     apis: list[str] = field(default_factory=list)
     problem: str | None = None
+    # Its NF kinds (--version's `nfs`); None when it does not say (built before
+    # it did): unknown, not none.
+    nfs: list[str] | None = None
 
 
 @dataclass
@@ -121,8 +124,10 @@ def engine_facts(engine: Path | None) -> EngineFacts:
         return EngineFacts(path=str(engine), problem=str(e))
     try:
         info = json.loads(out.strip().splitlines()[0])
+        nfs = info.get("nfs")
         return EngineFacts(path=str(engine), version=str(info["version"]),
-                           apis=list(info.get("apis", [])))
+                           apis=list(info.get("apis", [])),
+                           nfs=[str(n) for n in nfs] if isinstance(nfs, list) else None)
     except (json.JSONDecodeError, IndexError, KeyError, TypeError):
         said = out.strip().splitlines()[:1] or ["no output"]
         return EngineFacts(path=str(engine), problem=f"{engine} --version gave no version "
@@ -277,6 +282,10 @@ def render(host: HostFacts, matrix: dict) -> str:
         lines.append(f"  {name.ljust(width)}  {'usable' if not problems else '; '.join(problems)}")
     cols = [max(len(a), *(len(i["apis"][a]) for i in matrix["dataplanes"].values()))
             for a in APIS]
+    if matrix.get("nfs"):
+        lines.append("network functions")
+        for name, problems in matrix["nfs"].items():
+            lines.append(f"  {name.ljust(width)}  {'usable' if not problems else '; '.join(problems)}")
     lines.append("data planes".ljust(width + 4)
                  + "  ".join(a.ljust(w) for a, w in zip(APIS, cols)).rstrip())
     for name, info in matrix["dataplanes"].items():
@@ -320,7 +329,8 @@ def _build(b: dict) -> str:
 def _engine(e: EngineFacts) -> str:
     if e.problem:
         return e.problem + (f" ({e.path})" if e.path else "")
-    return f"{e.version} at {e.path}; apis {' '.join(e.apis)}"
+    return f"{e.version} at {e.path}; apis {' '.join(e.apis)}" + \
+        (f"; nfs {' '.join(e.nfs)}" if e.nfs is not None else "")
 
 
 def _cpulist(cpus: list[int]) -> str:

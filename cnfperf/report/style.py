@@ -6,7 +6,7 @@ PLANE_STYLES), stored with every point it served (switch_facts): the report
 reads it from the run (learn), never from today's data planes, so OVS is the
 same indigo X beside veth as beside VPP, in an old run as in a new one, and a
 data plane added later takes a number of its own without moving the others.
-NF kinds take theirs by place in fields.NF_KINDS.
+NF kinds take theirs by place in NF_STYLES, by the stored `nf` value.
 
 The i-th style is COLOURS[i mod 14] with MARKERS[i mod 11]: 14 and 11 share no
 factor, so the first 154 styles are distinct pairs and the first 14 distinct
@@ -22,8 +22,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
-
-from cnfperf import fields
 
 COLOURS = (
     "#0072B2",  # blue          (Okabe-Ito)
@@ -45,6 +43,12 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "p", "h", "<", ">")
 PAIRS = len(COLOURS) * len(MARKERS)   # distinct (colour, marker) pairs
 # The styles 0 … PLANE_STYLES - 1 are the data planes' own numbers (DataPlane.style).
 PLANE_STYLES = 32
+# The NF kinds with a style of their own, by the stored `nf` value: a palette,
+# read from what a run stored, not the kinds cnfperf registers today (an old
+# run's kind keeps its style; a kind not listed hashes like a cmd: NF). Append
+# only: a name's place is its style.
+NF_STYLES = ("l2", "mirror", "strip-encap", "l3", "testpmd", "click:mirror",
+             "click:strip-encap")
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ def _unknown(name: str) -> Style:
     """A name without a number (a user's own NF, a data plane of a run stored
     without its facts): a style of its own as far as a hash goes, the same in
     every report, among the pairs no data plane or NF kind wears."""
-    taken = {*range(PLANE_STYLES), *range(PAIRS - len(fields.NF_KINDS), PAIRS)}
+    taken = {*range(PLANE_STYLES), *range(PAIRS - len(NF_STYLES), PAIRS)}
     free = [i for i in range(PAIRS) if i not in taken]
     return nth(free[int(hashlib.sha1(name.encode()).hexdigest(), 16) % len(free)])
 
@@ -87,10 +91,10 @@ def dataplane(name: str) -> Style:
 
 
 def nf_kind(kind: str) -> Style:
-    """The NF kind's style: by its place in fields.NF_KINDS, counted down from the
+    """The NF kind's style: by its place in NF_STYLES, counted down from the
     last pair (cmd:… and click:FILE NFs by a hash of their text)."""
-    if kind in fields.NF_KINDS:
-        return nth(PAIRS - 1 - fields.NF_KINDS.index(kind))
+    if kind in NF_STYLES:
+        return nth(PAIRS - 1 - NF_STYLES.index(kind))
     return _unknown(kind)
 
 

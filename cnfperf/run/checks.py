@@ -19,17 +19,14 @@ no one: each rule asks the DataPlane class its capabilities and rules
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from cnfperf import SystemFailure, UserError, click_nfs, fields, functions, testers
-from cnfperf.host import builds, cgroups, tools
+from cnfperf import SystemFailure, UserError, fields, nfs, testers
+from cnfperf.host import cgroups, tools
 from cnfperf.run import noise
 from cnfperf.dataplanes import DATAPLANES, DataPlane
-from cnfperf.fields import (APIS, CLICK, CMD, ENGINE_NFS, MAX_PORT, NF_APIS, NF_KINDS, ONE_PORT_NFS,
-                            QUOTAS, TX_PORT)
+from cnfperf.fields import APIS, MAX_PORT, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.experiments import sweep
 from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
@@ -94,11 +91,12 @@ def place_point(s: Scenario, run_id: str = "0000", index: int = 0,
                 total: int = 1, cores: tuple[int, ...] | None = None) -> TestPoint:
     """A point placed on this host as it will run, on its cpus, else on `cores`,
     else on the usable ones: with its data plane's pollers counted and its way of
-    joining links, its tester chosen (plan.place)."""
+    joining links, its NF kind's facts, its tester chosen (plan.place)."""
     dataplane = dataplane_of(s)
     cpus = point_cpus(s, cores)
     return place(s, run_id, index, total, host_cpus=cpus,
-                 switch_pollers=dataplane.pollers(s, len(cpus)), joins=dataplane.joins)
+                 switch_pollers=dataplane.pollers(s, len(cpus)), joins=dataplane.joins,
+                 nf=nfs.kind(s.nf) if s.nfs else None)
 
 
 def _check_plots(doc: dict[str, Any]) -> None:
@@ -142,7 +140,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         _check_nfs(s, dataplane)
     if (problem := switch_problem(s, dataplane)) is not None:
         raise UserError(*problem)
-    if (refused := testers.problem(s)) is not None:
+    if (refused := testers.problem(s, nf_ports(s.nf))) is not None:
         raise UserError(refused.field, refused.why)
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
@@ -192,7 +190,15 @@ def switch_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] |
         return "pin", f"{s.switch} pins its poll threads itself: pin = no cannot hold"
     if (problem := _interrupt_problem(s, dataplane)) is not None:
         return problem
-    return dataplane.scenario_problem(s)
+    links = links_per_path(s.nfs, nf_ports(s.nf)) * (s.pairs + (s.noise == "traffic"))
+    return dataplane.scenario_problem(s, links)
+
+
+def nf_ports(nf: str) -> int:
+    """How many ports an NF of this kind has; an unknown kind two (check()
+    names it)."""
+    kind = nfs.find(nf)
+    return kind.ports if kind is not None else 2
 
 
 def point_cpus(s: Scenario, cores: tuple[int, ...] | None = None) -> tuple[int, ...]:
@@ -213,16 +219,8 @@ def _check_cpu(s: Scenario, dataplane: type[DataPlane], cpus: tuple[int, ...]) -
         raise UserError("nf_quota", "there is no network function to limit (nfs = 0)")
     if s.nf_cores > 1 and not s.nfs:
         raise UserError("nf_cores", "there is no network function to give cores to (nfs = 0)")
-    if s.nf_cores > 1 and s.nf in ENGINE_NFS:
-        raise UserError("nf_cores", f"the engine's {s.nf} NF polls in one thread: nf_cores = 1, "
-                                    "or nf = testpmd (a core per direction) or cmd:TEMPLATE")
-    if s.nf_cores > 1 and click_nfs.is_click(s.nf):
-        raise UserError("nf_cores", "Click NFs run their elements in one thread (one lcore "
-                                    "with DPDK): nf_cores = 1")
-    if s.nf_cores > functions.TESTPMD_NF_CORES and s.nf == "testpmd":
-        raise UserError("nf_cores", f"testpmd forwards its {functions.TESTPMD_NF_CORES} "
-                                    "directions on a core each: nf_cores ≤ "
-                                    f"{functions.TESTPMD_NF_CORES}")
+    if s.nfs and (why := nfs.kind(s.nf).cores_problem(s)) is not None:
+        raise UserError("nf_cores", why)
     if s.nf_cores > cores:
         raise UserError("nf_cores", f"{s.nf_cores} cores per NF; the point has {cores}")
     # The most each node's cpuset can give: a tester end has its core; an NF and
@@ -248,40 +246,20 @@ def _check_cpu(s: Scenario, dataplane: type[DataPlane], cpus: tuple[int, ...]) -
 
 
 def _check_nfs(s: Scenario, dataplane: type[DataPlane]) -> None:
-    if s.nf not in NF_KINDS and not s.nf.startswith((CMD, CLICK)):
-        raise UserError("nf", f"{s.nf!r} is not a network function: one of "
-                              f"{', '.join(NF_KINDS)}, cmd:TEMPLATE or {CLICK}FILE")
+    """The NF kind's own rules (nfs/), after the data plane's for its api, and
+    the one rule between them: neighbours that may close their ports."""
+    kind = nfs.kind(s.nf)
     if s.nf_api not in dataplane.apis:
         raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
                                   f"not {s.nf_api}")
-    if s.nf == "testpmd" and s.nf_api != "dpdk":
-        raise UserError("nf_api", "testpmd forwards between DPDK ports: nf_api = dpdk")
-    functions.check_template(s.nf, s.nf_api)
-    if not dataplane.neighbours_may_close and s.nfs > 1 and (
-            functions.template_of(s.nf) is not None or click_nfs.is_click(s.nf)):
+    kind.check(s)
+    if not dataplane.neighbours_may_close and s.nfs > 1 and not kind.holds_ports:
         # A command closes its ports when it stops, while its neighbour may still
         # poll the link between them: on some data planes (memif: DPDK 22.11
         # unmaps the shared rings from a control thread) the neighbour crashes.
         # Engine NFs hold their ports until no one polls.
         raise UserError("nfs", f"{s.nf.split()[0]} NFs cannot be neighbours on {s.switch} "
                                "(stopping one crashes the other): nfs = 1, or the engine's NFs")
-    if s.nf in ONE_PORT_NFS and s.nfs != 1:
-        # It sends frames back where they came from: nothing can stand behind it
-        # (and only a single tester takes them: testers.refusal).
-        raise UserError("nf", f"{s.nf} sends frames back to their sender: it takes nfs = 1 "
-                              "and tester = single")
-    if s.api == "udp" and (s.nf == "testpmd" or click_nfs.kind_of(s.nf) is not None):
-        # The udp ends' kernels leave each UDP checksum for the device to finish
-        # (checksum offload); testpmd and our Click kinds send the frames on as
-        # they got them, unfinished, and the receiver's kernel drops every
-        # datagram. The engine's NFs finish them (engine/README.md, Frames as the
-        # wire carried them); a user's Click configuration may (SetUDPChecksum),
-        # and is warned about it, as a command is (plan.py).
-        raise UserError("nf", f"{s.nf} would send the udp ends' datagrams on with the checksums "
-                              "their kernels leave to the device, and the receiver's kernel would "
-                              "drop every one: use api = raw, mmap or xdp (no checksum), or the "
-                              f"engine's NFs ({', '.join(ENGINE_NFS)}), which finish them on every "
-                              f"nf_api ({', '.join(NF_APIS)})")
 
 
 def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:
@@ -302,7 +280,7 @@ def _mismatch(dataplane: type[DataPlane], api: str, pairs: int, nfs: int = 0,
     switch = dataplane.name
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
-    per_path = links_per_path(nfs, nf)
+    per_path = links_per_path(nfs, nf_ports(nf))
     links = pairs * per_path
     if dataplane.max_links is not None and links > dataplane.max_links:
         return ("pairs" if not nfs else "nfs",
@@ -338,26 +316,15 @@ def host_problems(host: HostFacts) -> Callable[[Scenario], list[str]]:
         found = list(known[(s.switch, s.api, s.runtime)])
         if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
             found.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
-        # testpmd runs from the host, or from the tools image that runc gives
-        # every command NF
-        if s.nfs and (s.nf == "testpmd" or
-                      functions.template_of(s.nf) is not None and s.runtime == "runc"):
-            found += tools.problems(tools.TESTPMD)
-        # Click's NFs run the click build (click-dpdk on dpdk), from the host or
-        # in the click image
-        if s.nfs and click_nfs.is_click(s.nf):
-            found += [f"nf {s.nf}: {p}" for p in builds.problems(click_nfs.build_of(s.nf_api))]
+        # what its NF kind needs: a tool, a build, an engine that has it
+        kind = nfs.find(s.nf) if s.nfs else None
+        if kind is not None:
+            found += kind.problems(s, host)
         if s.noise in noise.STRESSORS:
             found += tools.problems(tools.STRESS_NG)
         if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
             found.append("quota: no cgroup cpu controller with CFS quota files here "
                          "(see cnfperf doctor)")
-        # the netns runtime runs a command from the host: it must be there
-        template = functions.template_of(s.nf) if s.nfs else None
-        if template and s.nf.startswith(CMD) and s.runtime == "netns":
-            program = shlex.split(template)[0]
-            if shutil.which(program) is None:
-                found.append(f"nf {program}: not found on this host's PATH")
         return list(dict.fromkeys(found))
     return problems
 
@@ -419,4 +386,18 @@ def matrix(host: HostFacts) -> dict:
             problems = problems + [f"api {api}: {tools.engine_without(api)}"
                                    for api in APIS if cells[api] == "no engine"]
         planes[name] = {"apis": cells, "problems": problems, "description": dp.description}
-    return {"runtimes": runtimes, "dataplanes": planes}
+    return {"runtimes": runtimes, "nfs": nf_matrix(host), "dataplanes": planes}
+
+
+def nf_matrix(host: HostFacts) -> dict[str, list[str]]:
+    """`cnfperf doctor`: what keeps each NF kind cnfperf names from running
+    here, on any of its nf_apis the engine has (a tool, a build, an engine
+    without it); a form with an argument (cmd:TEMPLATE) is the user's to check."""
+    out: dict[str, list[str]] = {}
+    for name in nfs.names():
+        kind = nfs.kind(name)
+        apis = [a for a in kind.apis if not host.engine.apis or a in host.engine.apis]
+        found = [p for api in apis
+                 for p in kind.problems(Scenario(nfs=1, nf=name, nf_api=api), host)]
+        out[name] = list(dict.fromkeys(found))
+    return out

@@ -21,16 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cnfperf import click_nfs
+from cnfperf import nfs
 from cnfperf.host import builds
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.host.links import add_netns, del_netns
-from cnfperf.functions import template_of
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf.run import noise
 from cnfperf.run.noise import Noise
-from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, TOOLS, Container, ImageInfo, Journal,
+from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, Container, ImageInfo, Journal,
                               Mount, Quota, Runtime)
 from cnfperf.run.teardown import Teardown
 
@@ -184,15 +183,10 @@ class Builder:
         return self._images[(runtime, kind)]
 
     def image_of(self, nf: NF, kind: str) -> str:
-        """The kind of image a network function's container is made from: one
-        with testpmd for a command of its own, Click's for Click, the minimal
-        one on a kernel api."""
-        if click_nfs.is_click(kind):
-            return CLICK_DPDK if nf.ports[0].api == "dpdk" else CLICK
-        if template_of(kind) is not None:
-            return TOOLS
-        api = nf.ports[0].api
-        return MINIMAL if api != "dpdk" and api in self.static_apis else FULL
+        """The kind of image a network function's container is made from: its
+        NF kind's choice (NfKind.image: one with testpmd for a command of its
+        own, Click's for Click, the minimal one on a kernel api)."""
+        return nfs.kind(kind).image(nf.ports[0].api, lambda: self.static_apis)
 
     def nf_image(self, point: TestPoint) -> ImageInfo | None:
         """The image the point's network functions ran in, when not the ends' one."""

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnfperf import SystemFailure, functions
+from cnfperf import SystemFailure, nfs
 from cnfperf.host import udp_errors
 from cnfperf.run import cpu
 from cnfperf.engine import EngineOutput, argv as engine_argv
@@ -113,7 +113,8 @@ class Trial:
         self.outputs: dict[str, EngineOutput] = {}
         self.procs: dict[str, subprocess.Popen] = {}
         self.started_ns: dict[str, int] = {}   # wall clock when each engine was started
-        self.commands: dict[str, functions.Command] = {}   # each NF's
+        self.commands: dict[str, nfs.Command] = {}   # each NF's
+        self.kind = nfs.kind(s.nf) if s.nfs else None    # what they are
 
     def run(self) -> model.PointResult:
         # A noise stream's pair (noise = traffic) runs like the others, unmeasured.
@@ -204,7 +205,8 @@ class Trial:
         # (mirror) sends back where frames came from: no next hops.
         hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
         engine = self.bed.container(nf.name).engine
-        command = functions.command(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
+        assert self.kind is not None
+        command = self.kind.command(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
                                     self.bed.eal_args(nf.name), self.bed.point.floating)
         self.commands[nf.name] = command
         self._spawn(nf, command.argv, records=command.records)
@@ -301,6 +303,7 @@ class Trial:
         self._await(engines, "ready", READY_TIMEOUT, "before it was ready")
         start = time.monotonic()
         waiting = [nf for nf in nfs if nf not in engines]
+        settle_s = self.kind.settle_s if self.kind else 0.0
         while waiting:
             for nf in waiting:
                 if self.procs[nf.name].poll() is not None:
@@ -310,7 +313,7 @@ class Trial:
             waited = time.monotonic() - start
             waiting = [nf for nf in waiting
                        if not any(ready in line for line in self.outputs[nf.name].lines)] \
-                if ready else ([] if waited >= functions.SETTLE_S else waiting)
+                if ready else ([] if waited >= settle_s else waiting)
             if waiting and waited > READY_TIMEOUT:
                 raise self._failed(waiting[0], f"was not up within {READY_TIMEOUT:g} s")
             time.sleep(0.05)
@@ -338,15 +341,16 @@ class Trial:
         command = self.commands.get(ep.name)
         if command is None or command.records:
             return self.outputs[ep.name].summary
-        summary = functions.summary(self.s.nf, "\n".join(self.outputs[ep.name].lines))
-        if functions.counted(self.s.nf) and not summary["ports"]:
+        assert self.kind is not None
+        summary = self.kind.summary("\n".join(self.outputs[ep.name].lines))
+        if self.kind.counted and not summary["ports"]:
             raise self._failed(ep, "printed no counters on SIGINT")
         return summary
 
     def _ready(self, nf: NF) -> dict | None:
         """An engine's ready record, or when a command NF said it was up (Click)."""
         out = self.outputs[nf.name]
-        return out.ready or functions.ready(self.s.nf, out.lines)
+        return out.ready or (self.kind.ready(out.lines) if self.kind else None)
 
     def _stop(self, eps: list[Endpoint | NF]) -> None:
         """SIGINT: each receiver or network function stops polling and prints its

@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import UserError, click_nfs, functions
+from cnfperf import UserError, nfs
+from cnfperf.nfs import click as click_nfs, placeholders
+from cnfperf.reference import help_text
+from cnfperf.scenario import Scenario
 from cnfperf.host import builds
 from cnfperf.run import checks
 from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
-from cnfperf.fields import NF_KINDS, ONE_PORT_NFS, by_name
+from cnfperf.fields import by_name
 from cnfperf.plan import place
 from cnfperf.runtimes import CLICK, CLICK_DPDK, rootfs
 from harness import scenarios
@@ -28,27 +31,33 @@ FromDevice({iface2}) -> Fwd({mac1}, {peer1}) -> Queue -> ToDevice({iface1});
 HOPS = ("02:00:00:00:00:aa", "02:00:00:00:00:bb")   # the hop before, the hop after
 
 
-def _command(**fields) -> tuple[functions.Command, list[Attachment]]:
+def _check(nf: str, nf_api: str) -> None:
+    """The kind's own rules for one NF of it (what check_template was: its
+    template or configuration against its ports)."""
+    nfs.kind(nf).check(Scenario(nfs=1, nf=nf, nf_api=nf_api, api="raw"))
+
+
+def _command(**fields) -> tuple[nfs.Command, list[Attachment]]:
     """The command of the one NF of a placed point, its ports on kernel interfaces."""
     [s] = scenarios(None, {"nfs": 1, "api": "raw", **fields})
-    point = place(s, "1a2b", host_cpus=(0, 1))
+    point = place(s, "1a2b", host_cpus=(0, 1), nf=nfs.kind(s.nf))
     [pair] = point.pairs
     [nf] = pair.nfs
     ports = [Attachment(mac=p.mac, iface=p.name) for p in nf.ports]
     hops = HOPS if len(ports) == 2 else ()
-    return functions.command("/bin/click", nf, ports, hops, pair, s, ()), ports
+    return nfs.kind(s.nf).command("/bin/click", nf, ports, hops, pair, s, ()), ports
 
 
-def _config(cmd: functions.Command) -> str:
+def _config(cmd: nfs.Command) -> str:
     assert cmd.argv[:2] == ["/bin/click", "-e"] and len(cmd.argv) == 3
     assert not cmd.records and cmd.ready == click_nfs.READY
     return cmd.argv[2]
 
 
 def test_the_kinds_are_listed_with_the_others():
-    assert {"click:mirror", "click:strip-encap"} <= set(NF_KINDS)
-    assert "click:mirror" in ONE_PORT_NFS
-    assert "click:strip-encap" in by_name()["nf"].help and "click:FILE" in by_name()["nf"].help
+    assert {"click:mirror", "click:strip-encap"} <= set(nfs.names())
+    assert nfs.kind("click:mirror").ports == 1
+    assert "click:strip-encap" in help_text(by_name()["nf"]) and "click:FILE" in help_text(by_name()["nf"])
 
 
 def test_a_click_mirror_sends_frames_back_by_its_one_port():
@@ -104,13 +113,13 @@ def test_a_user_s_configuration_gets_its_ports_and_a_ready_line(tmp_path):
     assert f"FromDevice({b.iface}) -> Fwd({a.mac}, {before})" in config
     assert 'cnfperf_ready :: Script(print "cnfperf-click ready $(cnfperf_ready.now)");' in config
     assert "SIGNAL" not in config   # its counters are its own
-    assert not functions.counted(f"click:{path}") and functions.counted("click:mirror")
+    assert not nfs.kind(f"click:{path}").counted and nfs.kind("click:mirror").counted
 
 
 def test_a_configuration_file_is_checked_before_anything(tmp_path):
     good = tmp_path / "good.click"
     good.write_text(FORWARDER)
-    functions.check_template(f"click:{good}", "raw")
+    _check(f"click:{good}", "raw")
     cases = {
         "{port1}": "names a DPDK port's",            # the ports are kernel interfaces
         "{eal}": "for a command line",
@@ -122,28 +131,28 @@ def test_a_configuration_file_is_checked_before_anything(tmp_path):
         path = tmp_path / "bad.click"
         path.write_text(text)
         with pytest.raises(UserError, match=why):
-            functions.check_template(f"click:{path}", "mmap")
+            _check(f"click:{path}", "mmap")
     with pytest.raises(UserError, match="nor a file .*nope.click not found"):
-        functions.check_template(f"click:{tmp_path}/nope.click", "raw")
+        _check(f"click:{tmp_path}/nope.click", "raw")
     with pytest.raises(UserError, match="needs one of mirror, strip-encap or a Click"):
-        functions.check_template("click:", "raw")
+        _check("click:", "raw")
     with pytest.raises(UserError, match="cannot read"):
-        functions.check_template(f"click:{tmp_path}", "raw")   # a directory
+        _check(f"click:{tmp_path}", "raw")   # a directory
 
 
 def test_click_has_no_af_xdp():
     with pytest.raises(UserError, match="AF_XDP") as e:
-        functions.check_template("click:mirror", "xdp")
+        _check("click:mirror", "xdp")
     assert e.value.field == "nf_api"
 
 
 def test_click_with_dpdk_polls_the_nf_s_dpdk_ports_on_one_lcore():
     [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "nf": "click:strip-encap"})
-    point = place(s, "1a2b", host_cpus=(0, 1))
+    point = place(s, "1a2b", host_cpus=(0, 1), nf=nfs.kind(s.nf))
     [pair] = point.pairs
     [nf] = pair.nfs
     ports = [Attachment(mac=p.mac, port=i) for i, p in enumerate(nf.ports)]
-    cmd = functions.command("/bin/click", nf, ports, HOPS, pair, s, ("--vdev", "x"))
+    cmd = nfs.kind(s.nf).command("/bin/click", nf, ports, HOPS, pair, s, ("--vdev", "x"))
     # the data plane's EAL arguments, then one lcore on the NF's core
     assert cmd.argv[:7] == ["/bin/click", "--dpdk", "--vdev", "x", "--lcores", f"0@{nf.cpu}",
                             "--"]
@@ -158,9 +167,9 @@ def test_click_with_dpdk_polls_the_nf_s_dpdk_ports_on_one_lcore():
     assert f"cnfperf_dpdk :: DPDKInfo(NB_MBUF {click_nfs.NB_MBUF}, MBUF_SIZE 2176);" in config
     [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "nf": "click:mirror",
                            "tester": "single", "pin": False, "size": 9000})
-    point = place(s, "1a2b", host_cpus=(0, 1))
+    point = place(s, "1a2b", host_cpus=(0, 1), nf=nfs.kind(s.nf))
     [nf] = point.nfs
-    cmd = functions.command("/bin/click", nf, [Attachment(mac=nf.ports[0].mac, port=0)], (),
+    cmd = nfs.kind(s.nf).command("/bin/click", nf, [Attachment(mac=nf.ports[0].mac, port=0)], (),
                             point.pairs[0], s, ("--vdev", "x"), point.floating)
     assert cmd.argv[5] == "0@(0,1)"                       # unpinned: it floats
     assert "MBUF_SIZE 9128);" in cmd.argv[8]              # a jumbo frame in one mbuf
@@ -169,7 +178,7 @@ def test_click_with_dpdk_polls_the_nf_s_dpdk_ports_on_one_lcore():
 def test_a_user_s_dpdk_configuration_names_its_ports_and_keeps_its_pool(tmp_path):
     path = tmp_path / "fwd.click"
     path.write_text("DPDKInfo(NB_MBUF 1023);\nFromDPDKDevice({port1}) -> ToDPDKDevice({port2});\n")
-    functions.check_template(f"click:{path}", "dpdk")
+    _check(f"click:{path}", "dpdk")
     text = click_nfs.template(f"click:{path}", "dpdk")
     config = click_nfs.config(f"click:{path}", "dpdk", text, {"port1": 0, "port2": 1})
     assert "FromDPDKDevice(0) -> ToDPDKDevice(1);" in config and "cnfperf_dpdk" not in config
@@ -177,7 +186,7 @@ def test_a_user_s_dpdk_configuration_names_its_ports_and_keeps_its_pool(tmp_path
                       ("FromDPDKDevice({eal});", "cnfperf gives Click its EAL arguments")):
         path.write_text(text)
         with pytest.raises(UserError, match=why):
-            functions.check_template(f"click:{path}", "dpdk")
+            _check(f"click:{path}", "dpdk")
 
 
 BAD = [
@@ -206,7 +215,7 @@ def test_an_unknown_placeholder_in_a_file_exits_2(tmp_path, monkeypatch, capsys)
     code = main(["run", "--api", "raw", "--nfs", "1", "--nf", f"click:{path}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == [f"cnfperf: error: nf: {{iface3}} is not a placeholder; known: "
-                                 + ", ".join("{" + p + "}" for p in functions.PLACEHOLDERS)]
+                                 + ", ".join("{" + p + "}" for p in placeholders.PLACEHOLDERS)]
 
 
 OUTPUT = """\
@@ -217,37 +226,37 @@ cnfperf-click port 2 rx 10 tx 2390 refused 0 bad 0 kernel ??
 
 
 def test_click_s_counters_become_per_port_counters():
-    summary = functions.summary("click:strip-encap", OUTPUT)
+    summary = nfs.kind("click:strip-encap").summary(OUTPUT)
     assert summary["ports"] == [
         {"port": 1, "rx_packets": 2400, "tx_packets": 2398, "tx_refused": 2,
          "dropped": {"other": 3}, "api_rx_dropped": 4},
         {"port": 2, "rx_packets": 10, "tx_packets": 2390, "tx_refused": 0,
          "dropped": {"other": 0}, "api_rx_dropped": None}]   # it could not tell: ??
     assert (summary["rx_packets"], summary["tx_packets"]) == (2410, 4788)
-    assert functions.summary("click:x.click", "") == {"nf": "click:x.click", "ports": []}
+    assert nfs.kind("click:x.click").summary("") == {"nf": "click:x.click", "ports": []}
 
 
 def test_click_says_when_it_was_ready_by_its_clock():
-    assert functions.ready("click:mirror", OUTPUT.splitlines()) == \
+    assert nfs.kind("click:mirror").ready(OUTPUT.splitlines()) == \
         {"type": "ready", "wall_ns": 1795453272558078177}
     assert click_nfs.ready_wall_ns(["cnfperf-click ready 17.5"]) == 17_500_000_000
-    assert functions.ready("click:mirror", ["nothing"]) is None
-    assert functions.ready("testpmd", OUTPUT.splitlines()) is None
+    assert nfs.kind("click:mirror").ready(["nothing"]) is None
+    assert nfs.kind("testpmd").ready(OUTPUT.splitlines()) is None
 
 
 def test_click_nfs_on_sockets_are_not_counted_as_busy_pollers():
     [s] = scenarios(None, {"nfs": 2, "api": "raw", "nf": "click:strip-encap"})
-    assert place(s, "1a2b", host_cpus=(0, 1)).warnings == ()
+    assert place(s, "1a2b", host_cpus=(0, 1), nf=nfs.kind(s.nf)).warnings == ()
     [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "tester": "split",
                            "nf": "click:strip-encap"})   # with DPDK Click polls
-    assert place(s, "1a2b", host_cpus=(0, 1)).warnings
+    assert place(s, "1a2b", host_cpus=(0, 1), nf=nfs.kind(s.nf)).warnings
     [s] = scenarios(None, {"nfs": 2, "api": "raw", "nf": "l2"})
-    assert place(s, "1a2b", host_cpus=(0, 1)).warnings
+    assert place(s, "1a2b", host_cpus=(0, 1), nf=nfs.kind(s.nf)).warnings
 
 
 def test_a_study_leaves_click_points_out_when_click_is_not_built(tmp_path, monkeypatch):
     monkeypatch.setenv(builds.PREFIX_ENV, str(tmp_path / "none"))
-    keep = checks.unusable(type("Host", (), {"engine": type("E", (), {"apis": []})()})())
+    keep = checks.unusable(type("Host", (), {"engine": type("E", (), {"apis": [], "nfs": None})()})())
     monkeypatch.setattr(checks, "_problems", lambda *a: [])
     why = keep({"switch": "bridge", "api": "raw", "nfs": 1, "nf": "click:strip-encap"})
     assert why and why.startswith("nf click:strip-encap: click not built") and \
@@ -264,10 +273,10 @@ def test_a_study_leaves_click_points_out_when_click_is_not_built(tmp_path, monke
 def test_click_nfs_run_in_the_click_images():
     from cnfperf.run.testbed import Builder
     [s] = scenarios(None, {"nfs": 1, "api": "raw", "nf": "click:strip-encap"})
-    [nf] = place(s, "1a2b", host_cpus=(0, 1)).nfs
+    [nf] = place(s, "1a2b", host_cpus=(0, 1), nf=nfs.kind(s.nf)).nfs
     assert Builder.image_of(None, nf, s.nf) == CLICK
     [s] = scenarios(None, {"nfs": 1, "api": "dpdk", "switch": "memif", "nf": "click:strip-encap"})
-    [nf] = place(s, "1a2b", host_cpus=(0, 1)).nfs
+    [nf] = place(s, "1a2b", host_cpus=(0, 1), nf=nfs.kind(s.nf)).nfs
     assert Builder.image_of(None, nf, s.nf) == CLICK_DPDK
 
 

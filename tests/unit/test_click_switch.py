@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf import UserError
+from cnfperf import UserError, nfs as nf_kinds
 from cnfperf.dataplanes import DATAPLANES, click_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.click_app import LinkPlan, parse_reads
@@ -31,7 +31,7 @@ REPLIES = (b"200 Read handler 'in0.count' OK\r\nDATA 1\r\n0",
 
 def _plane(s: Scenario, cpus: tuple[int, ...] = (1,)):
     dp = DATAPLANES["click"](journal=None)
-    dp.point, dp.cpus, dp.dir = place(s, "00c1"), cpus, Path("/run/cnfperf/x")
+    dp.point, dp.cpus, dp.dir = place(s, "00c1", nf=nf_kinds.find(s.nf)), cpus, Path("/run/cnfperf/x")
     dp.index = {port.name: i for i, port in enumerate(dp.point.ports)}
     return dp
 

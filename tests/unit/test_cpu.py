@@ -10,6 +10,7 @@ import pytest
 
 from cnfperf.run import cpu
 from cnfperf.dataplanes.base import PortCounters
+from cnfperf import nfs as nf_kinds
 from cnfperf.plan import place
 from cnfperf.results import model
 from cnfperf.host.system import USER_HZ, parse_stat
@@ -133,7 +134,7 @@ def _summary(role: str, tx: int = 0, rx: int = 0, **more) -> dict:
 def test_packets_per_engine_in_the_window():
     [s] = scenarios(None, {"switch": "veth", "api": "raw", "nfs": 2, "warmup": 0.5,
                            "tester": "split"})
-    point = place(s, "1a2b", host_cpus=(0, 1), joins="link")
+    point = place(s, "1a2b", host_cpus=(0, 1), joins="link", nf=nf_kinds.find(s.nf))
     pair = point.pairs[0]
     nf_ports = {"ports": [{"port": 1, "rx_packets": 10_400}, {"port": 2, "rx_packets": 0}]}
     summaries = {pair.sender.name: _summary("send", tx=10_000, warmup_tx_packets=400),

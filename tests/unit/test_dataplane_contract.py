@@ -89,7 +89,7 @@ def test_a_kernel_plane_it_is_missing_links_for_says_so(plane):
 def test_it_rules_on_a_sample_scenario(plane):
     api = sorted(plane.apis)[0]
     [s] = scenarios(None, {"switch": plane.name, "api": api})
-    assert plane.scenario_problem(s) is None
+    assert plane.scenario_problem(s, 1) is None
     assert checks.switch_problem(s, plane) is None
     assert plane.pollers(s, 2) >= 0
     why = plane.limit_problem(api)

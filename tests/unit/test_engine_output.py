@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cnfperf import rate as rates
+from cnfperf import nfs as nf_kinds, rate as rates
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.engine import EngineOutput, EngineOutputError, argv, parse_line
 from cnfperf.plan import place
@@ -15,7 +15,7 @@ from harness import scenarios
 
 def _pair(**fields):
     [s] = scenarios(None, fields)
-    point = place(s, "1a2b", host_cpus=(0, 1))
+    point = place(s, "1a2b", host_cpus=(0, 1), nf=nf_kinds.find(s.nf))
     pair = point.pairs[0]
     att = {ep.name: Attachment(mac=ep.mac, iface=ep.name) for ep in pair.endpoints}
     return s, pair, att

@@ -12,6 +12,7 @@ import pytest
 
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes.base import PortCounters
+from cnfperf import nfs as nf_kinds
 from cnfperf.plan import place
 from cnfperf.report import build, export, nfs, summary
 from cnfperf.report.tables import summary_table
@@ -60,7 +61,7 @@ def chain(recv_poll: dict | None = None, p50_ns: int = 20_000) -> tuple:
     """A bridge chain of two l3 NFs: 10,000 frames measured after 1,000 warm-up ones;
     the bridge drops 10 on their way to the first NF, which has no route for 1,000."""
     [s] = scenarios(None, {"switch": "bridge", "api": "raw", "nfs": 2, "nf": "l3"})
-    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="switch")
+    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="switch", nf=nf_kinds.find(s.nf))
     pair = point.pairs[0]
     sender = _end(0, pair.sender.name, "send", tx=10_000)
     receiver = _end(0, pair.receiver.name, "recv", rx=8_990, poll=recv_poll or _poll(100, 40),
@@ -128,7 +129,7 @@ def test_nfs_shape_and_cpu_bound_nodes_are_stored_and_read_back(tmp_path):
 
 def test_a_point_without_nfs_has_none(tmp_path):
     [s] = scenarios(None, {"switch": "veth"})
-    point = place(s, RUN, host_cpus=(0, 1), joins="link")
+    point = place(s, RUN, host_cpus=(0, 1), joins="link", nf=nf_kinds.find(s.nf))
     pair = point.pairs[0]
     ends = [_end(0, pair.sender.name, "send", tx=10), _end(0, pair.receiver.name, "recv", rx=10)]
     pairs = [model.pair_result(0, *ends, "throughput")]
@@ -299,7 +300,7 @@ def test_the_end_of_a_run_shows_only_the_paths_that_lost_frames(tmp_path):
 def _latency_point(n: int, p50_us: float, size: int = 64):
     [s] = scenarios(None, {"switch": "bridge", "api": "raw", "nfs": n, "nf": "l2",
                            "size": size, "tester": "split"})
-    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="switch")
+    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="switch", nf=nf_kinds.find(s.nf))
     pair = point.pairs[0]
     ends = [_end(0, pair.sender.name, "send", tx=10),
             _end(0, pair.receiver.name, "recv", rx=10, p50_ns=int(p50_us * 1000))]
@@ -409,7 +410,7 @@ def test_results_show_and_export_on_the_command_line(tmp_path, cli):
 def test_a_pipeline_reads_its_links_from_the_nodes_interfaces(tmp_path):
     """veth and macvlan count each end's own interface: what left one, what reached the other."""
     [s] = scenarios(None, {"switch": "veth", "api": "raw", "nfs": 2, "nf": "l3"})
-    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="link")
+    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="link", nf=nf_kinds.find(s.nf))
     _, result = chain()
     names = [port.name for link in point.pairs[0].links for port in (link.a, link.b)]
     result.counters = {names[0]: PortCounters(tx_packets=11_000),

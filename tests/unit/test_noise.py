@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from cnfperf.run import noise
+from cnfperf import nfs as nf_kinds
 from cnfperf.plan import noise_cores, place
 from harness import scenarios
 
@@ -41,7 +42,7 @@ def test_other_is_a_free_core_or_the_least_loaded_one():
 def test_traffic_noise_is_an_unmeasured_pair_through_the_switch():
     [s] = scenarios(flags={"switch": "bridge", "api": "raw", "noise": "traffic", "cpus": "0-1",
                            "tester": "split"})
-    point = place(s, "00ab")
+    point = place(s, "00ab", nf=nf_kinds.find(s.nf))
     assert [p.index for p in point.pairs] == [0] and [p.index for p in point.paths] == [0, 1]
     [extra] = point.noise_pairs
     assert extra.noise and not extra.nfs and extra.sender.name == "cnfp00abp1s"
@@ -53,12 +54,12 @@ def test_traffic_noise_is_an_unmeasured_pair_through_the_switch():
 def test_nf_cores_and_pinning():
     [s] = scenarios(flags={"switch": "vhost", "api": "dpdk", "nfs": 1, "nf": "testpmd",
                            "nf_cores": 2, "cpus": "0-1"})
-    point = place(s, "00ab")
+    point = place(s, "00ab", nf=nf_kinds.find(s.nf))
     [nf] = point.nfs
     assert len(nf.cores) == 2 and nf.cpu == nf.cores[0]
     assert point.cpuset(nf.cores) == nf.cores
     [loose] = scenarios(flags={"nfs": 1, "pin": False, "cpus": "0-1", "api": "raw"})
-    point = place(loose, "00ab")
+    point = place(loose, "00ab", nf=nf_kinds.find(loose.nf))
     assert point.cpuset(point.nfs[0].cores) == (0, 1)
 
 
@@ -69,7 +70,7 @@ def test_an_unpinned_engine_nf_floats():
     for pin in (True, False):
         [s] = scenarios(flags={"switch": "vhost", "api": "dpdk", "nfs": 1, "pin": pin,
                                "cpus": "0-1"})
-        point = place(s, "00ab")
+        point = place(s, "00ab", nf=nf_kinds.find(s.nf))
         [pair] = point.pairs
         [nf] = pair.nfs
         ports = [Attachment(mac=p.mac, port=p.slot) for p in nf.ports]

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import pytest
 
+from cnfperf import nfs as nf_kinds
+from cnfperf.run import checks
 from cnfperf.plan import IFNAMSIZ, links_per_path, place
 from harness import scenarios
 
 
 def _point(run_id: str = "1a2b", host_cpus=(0, 1), **fields):
-    return place(scenarios(None, fields)[0], run_id, host_cpus=host_cpus)
+    [s] = scenarios(None, fields)
+    return place(s, run_id, host_cpus=host_cpus, nf=nf_kinds.find(s.nf))
 
 
 @pytest.mark.parametrize("pairs", [1, 2, 7, 250])
@@ -110,7 +113,7 @@ def test_nfs_take_the_cores_after_the_ends():
                                              ("link", 2, "pipeline")])
 def test_the_path_says_its_shape(joins, nfs, shape):
     [s] = scenarios(None, {"nfs": nfs, "nf": "l3"})
-    point = place(s, "1a2b", host_cpus=(0, 1), joins=joins)
+    point = place(s, "1a2b", host_cpus=(0, 1), joins=joins, nf=nf_kinds.find(s.nf))
     assert point.shape == shape
     assert point.path() == ("send → recv" if not nfs else f"send → 2 × l3 ({shape}) → recv")
 
@@ -139,5 +142,5 @@ def test_a_mirror_ends_the_path_at_its_one_port():
                                                     "api": "raw"}])
 def test_the_checks_count_the_links_the_plan_makes(flags):
     [s] = scenarios(None, flags)
-    [pair] = place(s, "1a2b", host_cpus=(0, 1)).pairs
-    assert len(pair.links) == links_per_path(s.nfs, s.nf)
+    [pair] = place(s, "1a2b", host_cpus=(0, 1), nf=nf_kinds.find(s.nf)).pairs
+    assert len(pair.links) == links_per_path(s.nfs, checks.nf_ports(s.nf))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf import fields
+from cnfperf import nfs
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.report import style
 
@@ -24,8 +24,10 @@ def test_every_data_plane_has_a_colour_and_marker_of_its_own():
 
 
 def test_nf_kinds_wear_pairs_no_data_plane_wears():
-    kinds = [style.nf_kind(k) for k in fields.NF_KINDS]
-    assert len(set(kinds)) == len(fields.NF_KINDS)
+    # every kind cnfperf names has a style of its own (report/style.py's palette)
+    assert set(nfs.names()) <= set(style.NF_STYLES)
+    kinds = [style.nf_kind(k) for k in nfs.names()]
+    assert len(set(kinds)) == len(nfs.names())
     assert not set(kinds) & {style.dataplane(name) for name in DATAPLANES}
 
 
@@ -63,13 +65,13 @@ def test_the_report_reads_no_data_plane_of_today():
 def test_a_name_no_registry_holds_never_wears_a_registered_style():
     """A user's cmd: NF or a data plane stored without its number beside the registered ones."""
     registered = {*(style.dataplane(n) for n in DATAPLANES),
-                  *(style.nf_kind(k) for k in fields.NF_KINDS)}
+                  *(style.nf_kind(k) for k in nfs.names())}
     names = [f"cmd:nf{i} {{in}} {{out}}" for i in range(500)] + [f"switch{i}" for i in range(500)]
     assert not {style.nf_kind(n) for n in names[:500]} & registered
     assert not {style.dataplane(n) for n in names[500:]} & registered
     # and they still spread over what is left
     assert len({style.dataplane(n) for n in names}) > style.PAIRS - style.PLANE_STYLES - \
-        len(fields.NF_KINDS) - 20
+        len(style.NF_STYLES) - 20
 
 
 def test_the_docstring_says_ovs_as_it_is_drawn():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnfperf import UserError, plan as plan_module, testers
+from cnfperf import UserError, nfs as nf_kinds, plan as plan_module, testers
 from cnfperf.run import checks, runner
 from cnfperf.run.checks import load_plan, place_point
 from cnfperf.cli import main
@@ -42,7 +42,7 @@ def test_the_split_tester_where_its_pollers_fit():
     assert point.tester_why == "auto: split's 2 busy pollers fit on 2 cores"
     # four cores hold a switch's poller beside the split tester's two
     [s] = scenarios(None, {"switch": "ovs", "api": "dpdk"})
-    four = place(s, "1a2b", host_cpus=(0, 1, 2, 3), switch_pollers=1)
+    four = place(s, "1a2b", host_cpus=(0, 1, 2, 3), switch_pollers=1, nf=nf_kinds.find(s.nf))
     assert four.scenario.tester == "split" and four.pollers == 3
     # engines that sleep until frames come do not count
     asleep = _placed(switch="ovs", api="dpdk", poll="interrupt")

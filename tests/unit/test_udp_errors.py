@@ -10,6 +10,7 @@ import pytest
 
 from cnfperf.host import udp_errors
 from cnfperf.cli import main
+from cnfperf import nfs as nf_kinds
 from cnfperf.plan import place
 from cnfperf.report import nfs
 from cnfperf.report.tables import summary_table
@@ -102,7 +103,7 @@ def test_the_loss_table_names_the_receiver_kernel_s_checksum_drops(tmp_path):
 
 def test_a_point_without_nfs_shows_its_path_when_a_kernel_dropped_datagrams(tmp_path):
     [s] = scenarios(None, {"switch": "veth", "api": "udp"})
-    point = place(s, RUN, host_cpus=(0, 1), joins="link")
+    point = place(s, RUN, host_cpus=(0, 1), joins="link", nf=nf_kinds.find(s.nf))
     pair = point.pairs[0]
     sender = _end(0, pair.sender.name, "send", tx=10_000)
     receiver = _end(0, pair.receiver.name, "recv", rx=9_000)
@@ -122,7 +123,7 @@ def test_a_path_that_lost_nothing_is_not_flagged_for_its_kernel_s_drops(tmp_path
     """Datagrams that were not the pair's (none of its frames is missing): no
     path of the point is shown, and no hop says its kernel dropped anything."""
     [s] = scenarios(None, {"switch": "veth", "api": "udp"})
-    point = place(s, RUN, host_cpus=(0, 1), joins="link")
+    point = place(s, RUN, host_cpus=(0, 1), joins="link", nf=nf_kinds.find(s.nf))
     pair = point.pairs[0]
     sender = _end(0, pair.sender.name, "send", tx=10_000)
     receiver = _end(0, pair.receiver.name, "recv", rx=10_000)
@@ -139,7 +140,7 @@ def test_a_path_that_lost_nothing_is_not_flagged_for_its_kernel_s_drops(tmp_path
 
 def test_a_client_s_kernel_drops_are_echoes_that_did_not_come_back(tmp_path):
     [s] = scenarios(None, {"switch": "bridge", "api": "udp", "mode": "latency", "nfs": 1})
-    point = place(s, RUN, host_cpus=(0, 1, 2), joins="switch")
+    point = place(s, RUN, host_cpus=(0, 1, 2), joins="switch", nf=nf_kinds.find(s.nf))
     pair = point.pairs[0]
     client = _end(0, pair.sender.name, "client", tx=1_000, rx=0, warmup=0, warmup_tx=0)
     client.udp_in_errors = client.udp_in_csum_errors = 1_000
@@ -174,7 +175,7 @@ def test_a_user_s_command_between_udp_ends_is_warned_about_their_checksums(tmp_p
 
     def warnings(nf, **flags):
         [s] = scenarios(None, {"switch": "veth", "nfs": 1, "nf": nf, **flags})
-        return [w for w in place(s, RUN, host_cpus=(0, 1, 2, 3)).warnings if "checksum" in w]
+        return [w for w in place(s, RUN, host_cpus=(0, 1, 2, 3), nf=nf_kinds.find(s.nf)).warnings if "checksum" in w]
     for nf, what in (("cmd:my-nf {iface1} {iface2}", "a command"),
                      (f"click:{config}", "a Click configuration")):
         [warning] = warnings(nf, api="udp")

@@ -8,26 +8,43 @@ recvfrom or send per frame), mmap is METHOD PCAP (libpcap: a TPACKET_V3 ring
 for receiving). Click has no AF_XDP element. With nf_api = dpdk Click with
 DPDK (the `click-dpdk` build, DPDK linked in) polls the NF's DPDK ports with
 FromDPDKDevice and ToDPDKDevice, given the EAL arguments the data plane gives
-an engine, and one lcore.
+an engine, and one lcore. On packet sockets it sleeps in poll() until frames
+come, whatever `poll` says: no busy poller (with DPDK it polls).
 
 A configuration is text with the placeholders of a cmd: template ({iface1},
-{port2}, {mac2}, {peer2}…: functions.PLACEHOLDERS, checked there): a
-placeholder is a name in braces; other braces are Click's own (compound
-elements). Every configuration gets one element more, a Script that prints
-READY and Click's clock once the router is initialized, its devices open: the
-NF's readiness; with DPDK a DPDKInfo too that sizes its mbuf pool to the
-memory the data plane gives (unless the configuration has its own). Our two
-kinds also print each port's counters when SIGINT stops them (a SIGNAL
-Script), the NF's per-port counters.
+{port2}, {mac2}, {peer2}…: placeholders.py, checked there): a placeholder is a
+name in braces; other braces are Click's own (compound elements). Every
+configuration gets one element more, a Script that prints READY and Click's
+clock once the router is initialized, its devices open: the NF's readiness;
+with DPDK a DPDKInfo too that sizes its mbuf pool to the memory the data plane
+gives (unless the configuration has its own). Our two kinds also print each
+port's counters when SIGINT stops them (a SIGNAL Script), the NF's per-port
+counters; they send frames on as they got them, so between udp ends they are
+refused, and a user's configuration is warned about (SetUDPChecksum).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from cnfperf import UserError
-from cnfperf.fields import CLICK, CLICK_NFS
+from cnfperf.dataplanes.dpdk_args import lcores
+from cnfperf.host import builds
+from cnfperf.nfs import placeholders
+from cnfperf.nfs.base import Command, NfKind, refused
+from cnfperf.nfs.cmd import udp_warning
+from cnfperf.nfs.testpmd import forwards_unfinished
+from cnfperf.runtimes import CLICK as CLICK_IMAGE, CLICK_DPDK
+
+if TYPE_CHECKING:
+    from cnfperf.dataplanes.base import Attachment
+    from cnfperf.host.facts import HostFacts
+    from cnfperf.plan import NF, Pair
+    from cnfperf.scenario import Scenario
+
+CLICK = "click:"
+KINDS = ("mirror", "strip-encap")   # our configurations, of the engine's kinds of those names
 
 # nf_api -> FromDevice's and ToDevice's METHOD
 METHODS = {"raw": "LINUX", "mmap": "PCAP"}
@@ -49,10 +66,6 @@ MIN_MBUF_SIZE = 2176
 OURS = ("cnfperf_ready", "cnfperf_counters", "cnfperf_dpdk")
 
 
-def is_click(nf: str) -> bool:
-    return nf.startswith(CLICK)
-
-
 def build_of(nf_api: str) -> str:
     """The build (builds.py) that runs Click NFs on this api."""
     return "click-dpdk" if nf_api == "dpdk" else "click"
@@ -61,7 +74,7 @@ def build_of(nf_api: str) -> str:
 def kind_of(nf: str) -> str | None:
     """`mirror` or `strip-encap` for our kinds; None for a user's file."""
     name = nf[len(CLICK):]
-    return name if name in CLICK_NFS else None
+    return name if name in KINDS else None
 
 
 def path_of(nf: str) -> Path:
@@ -82,12 +95,12 @@ def template(nf: str, nf_api: str, size: int = 64, burst: int = DEFAULT_BURST) -
         return _ours(kind, nf_api, max(size, MIN_SNAPLEN), burst)
     path = path_of(nf)
     if not str(path) or str(path) == ".":
-        raise UserError("nf", f"{CLICK} needs one of {', '.join(CLICK_NFS)} or a Click "
+        raise UserError("nf", f"{CLICK} needs one of {', '.join(KINDS)} or a Click "
                               "configuration file, e.g. click:my-nf.click")
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise UserError("nf", f"{nf}: neither one of {', '.join(CLICK + k for k in CLICK_NFS)} "
+        raise UserError("nf", f"{nf}: neither one of {', '.join(CLICK + k for k in KINDS)} "
                               f"nor a file ({path} not found)") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UserError("nf", f"{nf}: cannot read {path}: {getattr(e, 'strerror', None) or e}") \
@@ -100,7 +113,7 @@ def template(nf: str, nf_api: str, size: int = 64, burst: int = DEFAULT_BURST) -
     return text
 
 
-def placeholders(text: str) -> list[str]:
+def placeholders_of(text: str) -> list[str]:
     return PLACEHOLDER.findall(text)
 
 
@@ -209,3 +222,84 @@ def summary(nf: str, output: str) -> dict[str, Any]:
         out |= {"rx_packets": sum(p["rx_packets"] for p in ports),
                 "tx_packets": sum(p["tx_packets"] for p in ports)}
     return out
+
+
+class ClickNf(NfKind):
+    names = tuple(CLICK + k for k in KINDS)
+    prefix = CLICK
+    forms = {"click:FILE": "a Click configuration of yours, likewise"}
+    apis = APIS
+
+    @property
+    def ours(self) -> str | None:
+        """`mirror` or `strip-encap` for our kinds; None for a user's file."""
+        return kind_of(self.nf)
+
+    @property
+    def ports(self) -> int:
+        return 1 if self.ours == "mirror" else 2
+
+    @property
+    def counted(self) -> bool:
+        return ports_of(self.nf) > 0
+
+    def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
+        """Its api, and its configuration: ours, or a readable file whose
+        placeholders its ports will have; then the path's rules; ours send the
+        udp ends' frames on unfinished."""
+        if s.nf_api not in APIS:
+            return "nf_api", (f"Click NFs reach their ports through packet sockets or DPDK: "
+                              f"nf_api = {', '.join(APIS)}, not {s.nf_api} (Click has no AF_XDP "
+                              "element)")
+        try:
+            for name in placeholders_of(template(self.nf, s.nf_api)):
+                if name == "eal":
+                    raise UserError("nf", "{eal} is for a command line: cnfperf gives Click its "
+                                          "EAL arguments itself; name the ports {port1}, {port2}")
+                placeholders.check_name(name, s.nf_api)
+        except UserError as e:
+            return refused(e)
+        if (problem := super().scenario_problem(s)) is not None:
+            return problem
+        if s.api == "udp" and self.ours is not None:
+            return "nf", forwards_unfinished(self.nf)
+        return None
+
+    def cores_problem(self, s: Scenario) -> str | None:
+        if s.nf_cores > 1:
+            return "Click NFs run their elements in one thread (one lcore with DPDK): nf_cores = 1"
+        return None
+
+    def warnings(self, s: Scenario) -> tuple[str, ...]:
+        if not (s.nfs and s.api == "udp") or self.ours is not None:
+            return ()
+        return (udp_warning("a Click configuration that sends frames on as it reads them must "
+                            "finish them (SetUDPChecksum)"),)
+
+    def pollers(self, s: Scenario, cores: int) -> int:
+        return cores if s.nf_api == "dpdk" else 0
+
+    def problems(self, s: Scenario, host: HostFacts) -> list[str]:
+        # the click build (click-dpdk on dpdk), from the host or in the click image
+        return [f"nf {self.nf}: {p}" for p in builds.problems(build_of(s.nf_api))]
+
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
+        return CLICK_DPDK if api == "dpdk" else CLICK_IMAGE
+
+    def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+                pair: Pair, s: Scenario, eal: Sequence[str],
+                floating: Sequence[int] = ()) -> Command:
+        text = template(self.nf, s.nf_api, s.size, s.burst)
+        filled = config(self.nf, s.nf_api, text,
+                        placeholders.values(nf, ports, hops, eal, floating), s.size)
+        # Click runs a thread per lcore: one, its main, on the NF's core
+        # (floating over the point's when unpinned)
+        main = lcores((), floating) if floating else f"0@{nf.cpu}"
+        return Command(argv(engine, filled, eal, main), records=False, ready=READY)
+
+    def ready(self, lines: list[str]) -> dict[str, Any] | None:
+        wall_ns = ready_wall_ns(lines)
+        return {"type": "ready", "wall_ns": wall_ns} if wall_ns is not None else None
+
+    def summary(self, output: str) -> dict[str, Any]:
+        return summary(self.nf, output)

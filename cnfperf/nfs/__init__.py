@@ -1,0 +1,55 @@
+"""NF kinds by family: adding one is a file and a line here (KINDS).
+
+A value of `nf` belongs to the first family that matches it (NfKind.matches);
+the order here is also the order --help and the docs list the kinds in.
+"""
+from __future__ import annotations
+
+from cnfperf import UserError
+from cnfperf.nfs.base import Command, NfKind
+from cnfperf.nfs.click import ClickNf
+from cnfperf.nfs.cmd import CommandNf
+from cnfperf.nfs.engine import EngineNf
+from cnfperf.nfs.testpmd import TestpmdNf
+
+KINDS: list[type[NfKind]] = [
+    EngineNf,
+    TestpmdNf,
+    CommandNf,
+    ClickNf,
+]
+
+
+def find(nf: str) -> NfKind | None:
+    """The kind of an `nf` value, or None for a value no family takes."""
+    family = next((k for k in KINDS if k.matches(nf)), None)
+    return family(nf) if family is not None else None
+
+
+def kind(nf: str) -> NfKind:
+    """The kind of an `nf` value; UserError (exit 2) naming the field if none."""
+    found = find(nf)
+    if found is None:
+        shown = values()
+        raise UserError("nf", f"{nf!r} is not a network function: one of "
+                              f"{', '.join(shown[:-1])} or {shown[-1]}")
+    return found
+
+
+def names() -> list[str]:
+    """Every value taken as it is, in registry order."""
+    return [name for k in KINDS for name in k.names]
+
+
+def values() -> list[str]:
+    """What `nf` may be: every name, then each form with an argument (cmd:TEMPLATE)."""
+    return [*names(), *(form for k in KINDS for form in k.forms)]
+
+
+def described() -> str:
+    """The kinds as the `nf` field's help lists them."""
+    shown = [*names(), *(f"{form} ({what})" for k in KINDS for form, what in k.forms.items())]
+    return f"{', '.join(shown[:-1])} or {shown[-1]}"
+
+
+__all__ = ["KINDS", "Command", "NfKind", "described", "find", "kind", "names", "values"]

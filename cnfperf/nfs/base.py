@@ -1,0 +1,147 @@
+"""The NfKind interface: what the orchestrator asks of a network function's kind.
+
+An NF kind is what `nf` names: the engine's own (l2, mirror, strip-encap, l3),
+testpmd, a user's command (cmd:TEMPLATE) or Click (click:KIND, click:FILE).
+Kinds come in families, one file each, registered in nfs/__init__.py; a
+family's class says which values it takes (`names`, `prefix`), and an
+instance answers for one value:
+
+  ports                       one (frames go back where they came from) or two
+  scenario_problem(s)         a combination it refuses: (field, why), exit 2
+  cores_problem(s)            why it cannot use nf_cores, or None
+  warnings(s)                 what the plan says about it (a udp checksum it may leave)
+  pollers(s, cores)           busy pollers one NF counts as on its cores
+  problems(s, host)           what the host lacks to run it (preflight, doctor)
+  image(api, static_apis)     the container image its NFs run in
+  command(...)                its command line, and how it says it is up
+  ready(lines), summary(out)  when it was up, its counters, from its output
+  records, holds_ports, settle_s, counted, apis: what it does as it runs
+
+plan.py and dataplanes/ do not import this package: run/checks.py and
+run/testbed.py resolve the kind and hand down the facts placing needs
+(ports, pollers, warnings).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+
+from cnfperf import UserError
+from cnfperf.fields import NF_APIS
+
+if TYPE_CHECKING:
+    from cnfperf.dataplanes.base import Attachment
+    from cnfperf.host.facts import HostFacts
+    from cnfperf.plan import NF, Pair
+    from cnfperf.scenario import Scenario
+
+# A command that says nothing of its ports counts as up this long after it starts.
+SETTLE_S = 2.0
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: list[str]
+    records: bool                 # prints the engine's JSON records
+    ready: str | None = None      # a line of its output that says its ports are up
+
+
+class NfKind:
+    """One value of `nf`, answered by its family's class."""
+
+    # The values it takes as they are (listed in --help and the docs), and the
+    # forms of those with an argument (`cmd:TEMPLATE`: what the argument is);
+    # a value starting with `prefix` is the family's.
+    names: ClassVar[tuple[str, ...]] = ()
+    forms: ClassVar[dict[str, str]] = {}
+    prefix: ClassVar[str] = ""
+    # The nf_apis it runs on (scenario_problem refuses others; doctor asks each).
+    apis: ClassVar[tuple[str, ...]] = NF_APIS
+    # It prints the engine's JSON records (ready, summary), and keeps its ports
+    # open after its summary until its stdin ends (the trial's two-phase stop);
+    # else it is stopped with SIGINT once no engine polls, and exits.
+    records: ClassVar[bool] = False
+    holds_ports: ClassVar[bool] = False
+    # Up this long after it starts, when neither a record nor a line says so.
+    settle_s: ClassVar[float] = SETTLE_S
+
+    def __init__(self, nf: str):
+        self.nf = nf
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.nf!r})"
+
+    @classmethod
+    def matches(cls, nf: str) -> bool:
+        return nf in cls.names or bool(cls.prefix) and nf.startswith(cls.prefix)
+
+    @property
+    def ports(self) -> int:
+        """Its ports: two (in at one, out at the other), or one for a kind that
+        sends frames back where they came from (the path ends there)."""
+        return 2
+
+    @property
+    def counted(self) -> bool:
+        """Whether it prints counters of its own (a run without them fails)."""
+        return self.records
+
+    def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
+        """(field, why) when the scenario asks what this kind cannot do (exit 2):
+        the base's rules are the path's; a family checks its own first."""
+        if self.ports == 1 and s.nfs != 1:
+            # It sends frames back where they came from: nothing can stand behind
+            # it (and only a single tester takes them: testers.refusal).
+            return "nf", f"{self.nf} sends frames back to their sender: it takes nfs = 1 " \
+                         "and tester = single"
+        return None
+
+    def cores_problem(self, s: Scenario) -> str | None:
+        """Why its NFs cannot use s.nf_cores cores each, or None."""
+        return None
+
+    def warnings(self, s: Scenario) -> tuple[str, ...]:
+        """What the plan says about it for this scenario (--dry-run, the report)."""
+        return ()
+
+    def pollers(self, s: Scenario, cores: int) -> int:
+        """Threads one NF spins on, given its cores: a program that polls as it
+        does, whatever `poll` says, is one per core."""
+        return cores
+
+    def problems(self, s: Scenario, host: HostFacts) -> list[str]:
+        """What keeps this host from running it, each naming what it concerns
+        first (`nf click:mirror: ...`)."""
+        return []
+
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
+        """The image (runtimes.IMAGES) its NFs' containers are made from, on this
+        nf_api; `static_apis()`: what the static engine was built with (its
+        --version, run only when asked)."""
+        raise NotImplementedError
+
+    def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+                pair: Pair, s: Scenario, eal: Sequence[str],
+                floating: Sequence[int] = ()) -> Command:
+        """What one NF runs: `engine` is the program its image holds (the engine,
+        Click); `hops` the MACs frames leaving port 1 and 2 go to; `floating` the
+        cores an unpinned NF floats over (TestPoint.floating)."""
+        raise NotImplementedError
+
+    def ready(self, lines: list[str]) -> dict[str, Any] | None:
+        """An engine-like `ready` record from its output, when it says when it was up."""
+        return None
+
+    def summary(self, output: str) -> dict[str, Any]:
+        """An engine-like summary (per-port counters) from its output: none here."""
+        return {"nf": self.nf, "ports": []}
+
+    def check(self, s: Scenario) -> None:
+        """scenario_problem as a UserError (exit 2)."""
+        if (problem := self.scenario_problem(s)) is not None:
+            raise UserError(*problem)
+
+
+def refused(e: UserError) -> tuple[str, str]:
+    """A rule written as a raise, as scenario_problem answers it."""
+    return e.field, e.why
