@@ -3,40 +3,11 @@
  * then checked together (opts_check.c); and --help, made from the same tables. */
 #include "parse.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "roles/roles.h"
-
-bool fail(struct parse *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(p->err, p->errlen, fmt, ap);
-	va_end(ap);
-	return false;
-}
-
-const char *opt_label(const char *name, char letter)
-{
-	static char buf[48];
-
-	if (letter)
-		snprintf(buf, sizeof(buf), "-%c/--%s", letter, name);
-	else
-		snprintf(buf, sizeof(buf), "--%s", name);
-	return buf;
-}
-
-void list_add(char *buf, size_t len, const char *word)
-{
-	size_t n = strlen(buf);
-
-	snprintf(buf + n, len - n, "%s%s", n ? ", " : "", word);
-}
 
 static bool takes_value(const struct opt *o)
 {
