@@ -1,4 +1,5 @@
-"""Data planes by name: adding a switch is one file and one line here."""
+"""Data planes by name: adding a switch is one file and its entry here (its import
+and its row in DATAPLANES)."""
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.dataplanes.bridge import BridgePlane
 from cnfperf.dataplanes.click import ClickPlane

@@ -1,4 +1,5 @@
-"""NF kinds by family: adding one is a file and a line here (KINDS).
+"""NF kinds by family: adding one is a file and its entry here (its import
+and its row in KINDS).
 
 A value of `nf` belongs to the first family that matches it (NfKind.matches);
 the order here is also the order --help and the docs list the kinds in.
@@ -10,11 +11,11 @@ from cnfperf.nfs.base import Command, NfKind
 from cnfperf.nfs.click import ClickNf
 from cnfperf.nfs.cmd import CommandNf
 from cnfperf.nfs.engine import EngineNf
-from cnfperf.nfs.testpmd import TestpmdNf
+from cnfperf.nfs.testpmd import TestPmdNf
 
 KINDS: list[type[NfKind]] = [
     EngineNf,
-    TestpmdNf,
+    TestPmdNf,
     CommandNf,
     ClickNf,
 ]

@@ -32,7 +32,7 @@ TEMPLATE = (f"{TESTPMD} {{eal}} --lcores {{lcores}} -- --forward-mode=mac "
 READY = "packet forwarding - ports="
 
 
-class TestpmdNf(CommandNf):
+class TestPmdNf(CommandNf):
     names = ("testpmd",)
     prefix = ""
     forms = {}

@@ -1,7 +1,8 @@
 """Experiment strategies by name: what a point measures on its testbed, set up once.
 
 Adding a kind of experiment is one file (strategies/base.py says what it
-provides) and one line here, as data planes are added.
+provides) and its entry here (its import and its place in STRATEGIES), as
+data planes are added.
 """
 from __future__ import annotations
 

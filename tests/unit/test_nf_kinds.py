@@ -169,8 +169,8 @@ def made_up(tmp_path_factory) -> Path:
     registry = root / "cnfperf" / "nfs" / "__init__.py"
     before = registry.read_text()
     # its import and its place in KINDS: after the engine's kinds
-    after = before.replace("from cnfperf.nfs.testpmd import TestpmdNf\n",
-                           "from cnfperf.nfs.testpmd import TestpmdNf\n"
+    after = before.replace("from cnfperf.nfs.testpmd import TestPmdNf\n",
+                           "from cnfperf.nfs.testpmd import TestPmdNf\n"
                            "from cnfperf.nfs.policer import PolicerNf\n", 1) \
         .replace("    EngineNf,\n", "    EngineNf,\n    PolicerNf,\n", 1)
     assert len(after.splitlines()) == len(before.splitlines()) + 2

@@ -427,7 +427,7 @@ def test_a_point_stored_without_its_data_planes_facts_reads_as_the_switchs_view(
     (switch_facts); without it (a name the migration did not know), the name
     alone: counters taken as the switch's view, never today's data planes."""
     [s] = scenarios(None, {"switch": "veth", "api": "raw", "nfs": 2, "nf": "l3"})
-    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="link")
+    point = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="link", nf=nf_kinds.find(s.nf))
     _, result = chain()
     names = [port.name for link in point.pairs[0].links for port in (link.a, link.b)]
     result.counters = {names[0]: PortCounters(rx_packets=11_000),
