@@ -48,7 +48,7 @@ from cnfperf.results.model import CpuUsage
 from cnfperf.runtimes.base import Container, cpu_list
 from cnfperf.scenario import Scenario, parse_cpus
 from cnfperf.host.system import USER_HZ, CommandFailed, proc_stat, run
-from cnfperf.run.testbed import Function, Neighbour, Testbed, Tester
+from cnfperf.run.testbed import NetworkFunction, Neighbour, Testbed, Tester
 
 PROC = Path("/proc")
 
@@ -242,7 +242,7 @@ def meter(bed: Testbed, s: Scenario) -> Meter:
             # the ends of a noise stream (noise = traffic) are the neighbour's
             kind = "noise" if node.endpoint.pair >= s.pairs else node.endpoint.role
             found.append(of_container(name, kind, s.endpoint_quota, node.container))
-        elif isinstance(node, Function):
+        elif isinstance(node, NetworkFunction):
             found.append(of_container(name, "nf", s.nf_quota, node.container))
         elif isinstance(node, Neighbour):
             found.append(of_container(name, "noise", None, node.noise.container))

@@ -57,7 +57,7 @@ class Switch:
 
 
 @dataclass(frozen=True)
-class Function:
+class NetworkFunction:
     """A network function on a pair's path: its netns and the container its engine runs in."""
 
     nf: NF
@@ -72,7 +72,7 @@ class Neighbour:
     noise: Noise
 
 
-Node = Tester | Switch | Function | Neighbour
+Node = Tester | Switch | NetworkFunction | Neighbour
 
 
 @dataclass
@@ -89,7 +89,7 @@ class Testbed:
     def container(self, name: str) -> Container:
         """The container of a tester's end or a network function."""
         node = self.nodes[name]
-        if not isinstance(node, (Tester, Function)):
+        if not isinstance(node, (Tester, NetworkFunction)):
             raise KeyError(f"{name}: not a tester end or a network function")
         return node.container
 
@@ -225,7 +225,7 @@ class Builder:
         for n, nf in enumerate(point.nfs, len(point.engines)):
             made(n)
             start = time.monotonic()
-            bed.nodes[nf.name] = Function(nf, self._container(
+            bed.nodes[nf.name] = NetworkFunction(nf, self._container(
                 s.runtime, self.image_of(nf, s.nf), bed, nf.name, point.cpuset(nf.cores),
                 Quota.of(s.nf_quota, s.quota_period), teardown))
             bed.create_s[nf.name] = time.monotonic() - start
