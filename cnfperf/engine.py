@@ -17,7 +17,7 @@ from typing import IO, Any, Sequence
 
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.dataplanes.dpdk_args import lcores
-from cnfperf.plan import NF, Endpoint, Pair
+from cnfperf.plan import NF, Endpoint
 from cnfperf.scenario import Scenario
 
 ENGINE_ENV = "CNFPERF_ENGINE"
@@ -64,7 +64,7 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     return args + _tail(s, eal)
 
 
-def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str], pair: Pair,
+def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
             s: Scenario, eal: Sequence[str] = (), floating: Sequence[int] = (),
             extra: Sequence[str] = ()) -> list[str]:
     """The command line of a network function's engine: frames leaving its port 1

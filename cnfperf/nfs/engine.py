@@ -60,5 +60,5 @@ class EngineNf(NfKind):
         # A router's table: host routes to the two ends, not a cross-connect.
         routes = ["--route", f"{pair.receiver.ip}/32,2", "--route", f"{pair.sender.ip}/32,1"] \
             if self.nf in ROUTERS else []
-        return Command(nf_argv(engine, nf, ports, hops, pair, s, eal, floating, routes),
+        return Command(nf_argv(engine, nf, ports, hops, s, eal, floating, routes),
                        records=True)

@@ -74,7 +74,7 @@ def test_an_unpinned_engine_nf_floats():
         [pair] = point.pairs
         [nf] = pair.nfs
         ports = [Attachment(mac=p.mac, port=p.slot) for p in nf.ports]
-        argv = nf_argv("engine", nf, ports, ("m1", "m2"), pair, s, ["--no-pci"], point.floating)
+        argv = nf_argv("engine", nf, ports, ("m1", "m2"), s, ["--no-pci"], point.floating)
         assert ("--cpu" in argv) is pin
         assert ("--lcores" in argv) is not pin
         if not pin:
