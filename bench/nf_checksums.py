@@ -40,7 +40,7 @@ from pathlib import Path
 from engine_dpdk import ENGINE, REPO, machine, median_steady, processes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cnfperf import udp_errors  # noqa: E402  (how a trial reads them)
+from cnfperf.host import udp_errors  # noqa: E402  (how a trial reads them)
 
 # the nf's api as the table names it, and its options
 APIS = {"raw -m": ["raw", "-m"], "mmap": ["mmap"], "xdp (copy)": ["xdp", "--xdp-mode", "copy"]}

@@ -117,10 +117,11 @@ def parse_values(field_name: str, raw: Any, kind: str | None = None) -> list:
 
 def _parse_text(field_name: str, text: str, kind: str) -> list:
     # A cpulist's commas are its own; so are a command line's (an NF's
-    # cmd:TEMPLATE: a field of words whose items hold a space).
+    # cmd:TEMPLATE, in a field of words) when the text starts with one: its
+    # first item holds a space. `l2,cmd:x --in {iface1}` sweeps two values.
     parts = [p.strip() for p in text.split(",")]
     words = getattr(field_table.by_name().get(field_name), "words", False)
-    if kind == "cpus" or words and any(len(p.split()) > 1 for p in parts):
+    if kind == "cpus" or words and len(parts[0].split()) > 1:
         return [parse_one(field_name, text, kind)]
     if any(not p for p in parts):
         raise ValueError(f"{field_name}: empty item in '{text}'")

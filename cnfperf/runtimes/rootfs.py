@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from cnfperf.host.system import CommandFailed, is_static_elf, proc_stat, run
+from cnfperf.host.tools import TOOLS, not_found
 
 from . import oci
 from .base import ContainerError, ImageInfo
@@ -251,8 +252,7 @@ def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd,
     if not engine.is_file() or not os.access(engine, os.X_OK):
         raise ContainerError(f"image: engine {engine} is not an executable file")
     if not busybox.is_file():
-        raise ContainerError("image: " + tools.not_found(str(busybox),
-                                                         tools.TOOLS["busybox"].package))
+        raise ContainerError("image: " + not_found(str(busybox), TOOLS["busybox"].package))
     libs = library_closure([engine, *tools, *preloads], resolve) + list(preloads)
     spec = ImageSpec(engine=engine, busybox=busybox, tools=list(tools))
     extra: list[str] = []

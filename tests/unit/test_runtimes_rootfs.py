@@ -285,6 +285,12 @@ def test_spec_refuses_a_missing_engine(tmp_path):
         rootfs.spec_for(tmp_path / "nope")
 
 
+def test_spec_names_the_package_of_a_missing_busybox(tmp_path):
+    """One line naming the Debian package, not a traceback."""
+    with pytest.raises(ContainerError, match="busybox-static"):
+        rootfs.spec_for(Path("/bin/true"), busybox=tmp_path / "busybox")
+
+
 @pytest.mark.needs("busybox")
 def test_static_elf_detection():
     assert is_static_elf(Path("/bin/busybox"))

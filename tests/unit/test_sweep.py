@@ -31,6 +31,11 @@ STUDIES = Path(__file__).resolve().parents[2] / "studies"
     ("cpus", "0-1", ["0-1"]),
     ("cpus", [0, 2], [[0, 2]]),                        # a TOML cpu list is one value
     ("cpus", ["0-1", "2-3"], ["0-1", "2-3"]),
+    # a command's commas are its own where the text starts with one; a kind
+    # before it is a value of its own
+    ("nf", "cmd:taskset -c 0,1 my-nf {iface1}", ["cmd:taskset -c 0,1 my-nf {iface1}"]),
+    ("nf", "l2,cmd:my-nf --in {iface1}", ["l2", "cmd:my-nf --in {iface1}"]),
+    ("nf", "l2, l3", ["l2", "l3"]),
 ])
 def test_values(field, raw, expected):
     assert parse_values(field, raw) == expected
