@@ -96,15 +96,17 @@ FIELDS: list[Field] = [
     # the registry's, above this table
     Field("switch", "str", "veth", "data plane", axis=0, column="TEXT", label="bare",
           describe=True),
-    Field("switch_in", "choice", "host", "where the switch (ovs, testpmd) runs: host, or "
-          "container (a runc container of its own, with its own cgroup)", axis=1,
+    # The next three name the data planes they concern (reference.help_text asks
+    # the registry's capabilities: processes, max_cores, max_rxq).
+    Field("switch_in", "choice", "host", "where the switch runs: host, or container (a runc "
+          "container of its own, with its own cgroup)", axis=1,
           choices=SWITCH_IN, column="TEXT", label="named"),
-    Field("switch_cores", "int", 1, "the switch's poll threads, one core each: OVS PMD threads, "
-          "testpmd forwarding cores, Click threads (one per link at most); VPP and Snabb poll on one", axis=2, ge=1,
+    Field("switch_cores", "int", 1, "the switch's poll threads (PMD threads, forwarding cores), "
+          "one core each", axis=2, ge=1,
           le=64, column="INTEGER", label="named"),
-    Field("switch_rxq", "int", 1, "Rx queues per switch port (ovs, testpmd), spread over the "
-          "switch's poll threads (the engines offer them on their vhost-user ports but poll queue "
-          "0 only: more queues matter with several pairs and for OVS's queue scheduling)", axis=3,
+    Field("switch_rxq", "int", 1, "Rx queues per switch port, spread over the switch's poll "
+          "threads (the engines offer them on their vhost-user ports but poll queue 0 only: more "
+          "queues matter with several pairs and for the switch's queue scheduling)", axis=3,
           ge=1, le=16, column="INTEGER", label="named"),
     Field("switch_quota", "float", None, "CPU quota of the switch's container (switch_in = "
           "container), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
@@ -112,7 +114,7 @@ FIELDS: list[Field] = [
     Field("quota_period", "int", 100_000, "the CFS period over which quotas are enforced",
           axis=5, unit="µs", ge=1000, le=1_000_000, column="INTEGER"),
     Field("pin", "bool", True, "pin the switch and the network functions to their planned "
-          "cores; no: their cpuset is every usable core (VPP pins its thread itself: refused)", axis=6, column="INTEGER",
+          "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
           label="named"),
     Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=9,
           choices=APIS, column="TEXT", label="bare", describe=True),

@@ -270,13 +270,15 @@ def usable_cpus() -> tuple[int, ...]:
 
 def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
           host_cpus: tuple[int, ...] | None = None, switch_pollers: int = 0,
-          joins: str = "switch", nf: NfFacts | None = None) -> TestPoint:
+          joins: str = "switch", nf: NfFacts | None = None,
+          single_holds_link: bool = True) -> TestPoint:
     """Where each endpoint and network function runs, and with tester = auto,
     which tester (testers.choose: here the busy pollers are counted). The
     point's scenario has its tester chosen. `switch_pollers`: threads the data
     plane itself spins on (its DataPlane.pollers), counted against the cores;
-    `joins`: how it joins a link (DataPlane.joins); `nf`: the NF kind, which a
-    point with NFs needs (nfs.kind(s.nf))."""
+    `joins`: how it joins a link (DataPlane.joins), `single_holds_link` whether
+    one engine can hold a link's two ends (DataPlane.single_tester); `nf`: the
+    NF kind, which a point with NFs needs (nfs.kind(s.nf))."""
     cpus = tuple(s.cpus or host_cpus or usable_cpus())
     if s.nfs and nf is None:
         raise ValueError(f"placing {s.nfs} NF(s) needs their kind's facts (nfs.kind)")
@@ -288,7 +290,7 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
         return t, pairs, noise, busy_pollers(t, pairs + noise, switch_pollers, nf)
 
     tester, why = testers.choose(s, lambda t: laid_out(t)[3], len(cpus),
-                                 nf.ports if nf and s.nfs else 2)
+                                 nf.ports if nf and s.nfs else 2, single_holds_link)
     s, pairs, noise, pollers = laid_out(tester)
     warnings = nf.warnings(s) if nf and s.nfs else ()
     return TestPoint(index=index, total=total, run_id=run_id, scenario=s, pairs=tuple(pairs),

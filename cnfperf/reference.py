@@ -106,13 +106,27 @@ def _num(x: float | None) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
+# The data planes a field concerns, by their capabilities: what its help says
+# of them, and which they are.
+CONCERNS = {"switch_in": ("concerns", lambda dp: dp.processes),
+            "switch_cores": ("concerns", lambda dp: dp.poll_threads and dp.max_cores != 1),
+            "switch_rxq": ("concerns", lambda dp: dp.poll_threads and dp.max_rxq != 1),
+            "pin": ("no is refused by those that pin their threads themselves",
+                    lambda dp: not dp.floats)}
+
+
 def help_text(f: Field) -> str:
     """A field's help as `--help` and the docs show it: the switch's and the
-    nf's go on with what their registries hold, which fields.py (below them)
-    cannot know."""
+    nf's go on with what their registries hold, and the switch fields name the
+    data planes they concern, which fields.py (below them) cannot know."""
     if f.name == "switch":
         from cnfperf.dataplanes import DATAPLANES
         return f"{f.help}: {', '.join(DATAPLANES)}"
+    if f.name in CONCERNS:
+        from cnfperf.dataplanes import DATAPLANES
+        words, concerned = CONCERNS[f.name]
+        names = [n for n, dp in DATAPLANES.items() if concerned(dp)]
+        return f"{f.help}; {words}: {', '.join(names) or 'none'}"
     if f.name == "nf":
         from cnfperf import nfs
         return f"{f.help}: {nfs.described()}"

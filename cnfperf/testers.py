@@ -32,19 +32,18 @@ class Refusal:
     short: str     # what auto says when it takes the other tester for it
 
 
-def refusal(s: Scenario, tester: str, nf_ports: int = 2) -> Refusal | None:
+def refusal(s: Scenario, tester: str, nf_ports: int = 2,
+            single_holds_link: bool = True) -> Refusal | None:
     """Why `tester` cannot run this scenario, or None: the one place of these rules.
     `nf_ports`: how many ports its NF kind has (nfs.NfKind.ports; 1 sends
-    frames back where they came from)."""
+    frames back where they came from); `single_holds_link`: whether one engine
+    can hold both ends of one of the data plane's links (DataPlane.single_tester)."""
     if tester == "single" and s.api == "udp":
         # Both ends' addresses would be local to its one netns: the kernel would
         # hand the frames over inside, never through the path.
         return Refusal("tester", "a single tester builds its own frames: use an L2 api "
                                  "(raw, mmap, xdp, dpdk), not udp", "api udp needs split")
-    if tester == "single" and not s.nfs and s.switch in ("vhost", "memif"):
-        # net_vhost opens its socket only once configured, after EAL has probed the
-        # virtio-user port that should connect to it; memif refuses both ends of one
-        # socket in one process.
+    if tester == "single" and not s.nfs and not single_holds_link:
         return Refusal("tester", f"a single tester cannot hold both ends of one {s.switch} "
                                  "link: put a network function between them (nfs ≥ 1)",
                        f"{s.switch} without a network function needs split")
@@ -56,13 +55,14 @@ def refusal(s: Scenario, tester: str, nf_ports: int = 2) -> Refusal | None:
     return None
 
 
-def problem(s: Scenario, nf_ports: int = 2) -> Refusal | None:
+def problem(s: Scenario, nf_ports: int = 2, single_holds_link: bool = True) -> Refusal | None:
     """Why no tester can run the scenario as asked (checks.check: exit 2): a set
     tester's refusal, or with auto, when both are refused, both reasons (each
     tester's refusal alone would send the user to the other)."""
     if s.tester != AUTO:
-        return refusal(s, s.tester, nf_ports)
-    refused = [r for tester in TESTERS if (r := refusal(s, tester, nf_ports)) is not None]
+        return refusal(s, s.tester, nf_ports, single_holds_link)
+    refused = [r for tester in TESTERS
+               if (r := refusal(s, tester, nf_ports, single_holds_link)) is not None]
     if len(refused) < len(TESTERS):
         return None
     why = f"{' and '.join(r.short for r in refused)}: neither tester can run it"
@@ -70,13 +70,13 @@ def problem(s: Scenario, nf_ports: int = 2) -> Refusal | None:
 
 
 def choose(s: Scenario, pollers: Callable[[str], int], cores: int,
-           nf_ports: int = 2) -> tuple[str, str]:
+           nf_ports: int = 2, single_holds_link: bool = True) -> tuple[str, str]:
     """(tester, why) for a scenario placed on `cores` cores; `pollers(tester)`
     counts the busy pollers of the point laid out with that tester."""
     if s.tester != AUTO:
         return s.tester, SET
     for tester, other in (("split", "single"), ("single", "split")):
-        if (refused := refusal(s, other, nf_ports)) is not None:
+        if (refused := refusal(s, other, nf_ports, single_holds_link)) is not None:
             return tester, f"{AUTO}: {refused.short}"
     split = pollers("split")
     if split > cores:

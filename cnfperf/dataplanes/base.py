@@ -5,7 +5,7 @@ the class: run/checks.py names no data plane, it asks these):
     name, description, kind ("kernel" or "dpdk"), apis, style (its report style)
     kernel_links  kernel link types its links need -> the config option of each
     joins, counter_view, max_links, poll_threads, max_cores, max_rxq, max_size,
-    processes, rx_interrupts, floats, neighbours_may_close: capabilities
+    processes, rx_interrupts, floats, neighbours_may_close, single_tester: capabilities
     undo          journal kinds of its own -> how `cnfperf cleanup` undoes one
     check(host), scenario_problem(s, links), limit_problem(api), pollers(s, cores),
     versions(host), stored(): what checks, plan, runner and the store ask
@@ -77,7 +77,7 @@ class DataPlane(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     # What its ports are: "kernel" (interfaces in the nodes' netns) or "dpdk"
-    # (vdevs of the engines' EALs). KernelDataPlane and DpdkDataPlane set it.
+    # (vdevs of the engines' EALs). KernelPlane and DpdkPlane set it.
     kind: ClassVar[str]
     apis: ClassVar[frozenset[str]]
     # Its colour and marker in every report: report/style.py's style number
@@ -135,6 +135,9 @@ class DataPlane(ABC):
     # command, a Click NF) may be neighbours on it, one still polling the link
     # between them while the other closes it (memif: no, see memif.py).
     neighbours_may_close: ClassVar[bool] = True
+    # Whether one engine (the single tester) can hold both ends of one of its
+    # links, as a path without network functions asks (testers.refusal).
+    single_tester: ClassVar[bool] = True
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal

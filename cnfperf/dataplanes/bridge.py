@@ -1,12 +1,12 @@
 """bridge: a Linux bridge, each port on a veth to the bridge (every paper's baseline)."""
 from __future__ import annotations
 
-from cnfperf.dataplanes.kernel import KernelDataPlane
+from cnfperf.dataplanes.kernel import KernelPlane
 from cnfperf.host.links import ip
 from cnfperf.plan import Link, Pair, Port
 
 
-class BridgePlane(KernelDataPlane):
+class BridgePlane(KernelPlane):
     name = "bridge"
     description = "Linux bridge; each port on a veth to the bridge"
     style = 1

@@ -23,7 +23,7 @@ from cnfperf.host import builds
 from cnfperf.dataplanes import click_app, dpdk_args, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.click_app import Click, LinkPlan
-from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ MBUFS_PER_LCORE = 512
 MBUF_BYTES = 2048 + 128 + 128 + 64   # data, headroom, struct rte_mbuf, mempool header
 
 
-class ClickPlane(DpdkDataPlane):
+class ClickPlane(DpdkPlane):
     name = "click"
     description = "Click modular router with DPDK: an EtherSwitch per link between vhost-user ports"
     style = 9

@@ -49,7 +49,7 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
     return tuple(sorted(ranked[:n]))
 
 
-class DpdkDataPlane(DataPlane):
+class DpdkPlane(DataPlane):
     # The switch build (builds.py, `make switches`) its program comes from; None: Debian's.
     build: ClassVar[str | None] = None
     kind = "dpdk"

@@ -36,7 +36,7 @@ def mtu_for(frame_size: int) -> int:
     return max(1500, frame_size - 18)
 
 
-class KernelDataPlane(DataPlane):
+class KernelPlane(DataPlane):
     """Ports are kernel interfaces inside their node's netns, named like the port.
 
     Subclasses create both ports of a link in `connect()`; this class configures

@@ -1,12 +1,12 @@
 """macvlan (bridge mode): ports as MAC-addressed children of one parent link."""
 from __future__ import annotations
 
-from cnfperf.dataplanes.kernel import KernelDataPlane
+from cnfperf.dataplanes.kernel import KernelPlane
 from cnfperf.host.links import ip
 from cnfperf.plan import Link
 
 
-class MacvlanPlane(KernelDataPlane):
+class MacvlanPlane(KernelPlane):
     name = "macvlan"
     description = "macvlan children in bridge mode on a shared parent link"
     style = 2

@@ -13,11 +13,11 @@ two-phase stop (trial.py) closes ports only once no engine polls any more.
 from __future__ import annotations
 
 from cnfperf.dataplanes import dpdk_args
-from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.plan import Port
 
 
-class MemifPlane(DpdkDataPlane):
+class MemifPlane(DpdkPlane):
     name = "memif"
     description = "direct memif shared-memory link: the receiving end is server, the other client"
     style = 4
@@ -25,6 +25,8 @@ class MemifPlane(DpdkDataPlane):
     # Stopping a command or Click NF closes its ports while its neighbour may
     # still poll the link between them, and the neighbour crashes (above).
     neighbours_may_close = False
+    # memif refuses both ends of one socket in one process.
+    single_tester = False
 
     def vdev(self, port: Port) -> str:
         index, link = self.link_of(port)

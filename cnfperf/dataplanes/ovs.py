@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Callable
 from cnfperf import PREFIX
 from cnfperf.dataplanes import dpdk_args, ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.dataplanes.kernel import mtu_for
 from cnfperf.host.links import del_link, links
 from cnfperf.host.journal import RUN_DIR
@@ -105,7 +105,7 @@ class DropSampler:
                     for port, last in self._last.items()}
 
 
-class OvsPlane(DpdkDataPlane):
+class OvsPlane(DpdkPlane):
     name = "ovs"
     description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
     style = 6

@@ -14,7 +14,7 @@ engines start one at a time. Its one thread is its poll thread, on `cpus`
 port, so switch_cores and switch_rxq stay 1. See snabb_app.py for what it
 keeps where, and switches/patches/snabb/ for what was changed in it.
 
-The engines keep their usual EAL arguments (DpdkDataPlane.eal_args): their
+The engines keep their usual EAL arguments (DpdkPlane.eal_args): their
 memory is all there from the start (--socket-mem and --socket-limit alike) in
 single-file segments, so the regions virtio_user announces when Snabb
 connects hold every mbuf, jumbo pools and two ports in one engine (a single
@@ -29,14 +29,14 @@ from typing import Any
 from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, procs, snabb_app
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.dataplanes.snabb_app import Links, Snabb, VhostPort
 from cnfperf.plan import Port
 
 BUILD = "snabb"
 
 
-class SnabbPlane(DpdkDataPlane):
+class SnabbPlane(DpdkPlane):
     name = "snabb"
     description = "Snabb: its learning bridge between vhost-user client ports (one process)"
     style = 10

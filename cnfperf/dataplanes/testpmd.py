@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args, procs, testpmd_app
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.dataplanes.testpmd_app import TestPmd
 from cnfperf.plan import Port
 
@@ -31,7 +31,7 @@ MAX_LINKS = 16
 MBUFS_PER_PORT = 4096  # per queue: vhost rings of 1024 plus what sits in bursts and caches
 
 
-class TestPmdPlane(DpdkDataPlane):
+class TestPmdPlane(DpdkPlane):
     __test__ = False  # a class named Test* that is not a test suite
     name = "testpmd"
     description = "dpdk-testpmd io forwarding between paired vhost-user ports (no switching logic)"

@@ -1,11 +1,11 @@
 """veth: the two ports of every link joined directly, like a patch cable."""
 from __future__ import annotations
 
-from cnfperf.dataplanes.kernel import KernelDataPlane
+from cnfperf.dataplanes.kernel import KernelPlane
 from cnfperf.plan import Link
 
 
-class VethPlane(KernelDataPlane):
+class VethPlane(KernelPlane):
     name = "veth"
     description = "a veth pair per link, no switch between its ends"
     style = 0

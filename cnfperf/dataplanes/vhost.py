@@ -8,16 +8,19 @@ exists when the sender connects.
 from __future__ import annotations
 
 from cnfperf.dataplanes import dpdk_args
-from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.plan import Port
 
 
-class VhostPlane(DpdkDataPlane):
+class VhostPlane(DpdkPlane):
     name = "vhost"
     description = "direct vhost-user link: the receiving end is the backend, the other virtio-user"
     style = 3
     joins = "link"
     rx_interrupts = True
+    # net_vhost opens its socket only once configured, after EAL has probed the
+    # virtio-user port that should connect to it: not both in one process.
+    single_tester = False
 
     def vdev(self, port: Port) -> str:
         index, link = self.link_of(port)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, vpp_app
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.dpdk_base import DpdkDataPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 BRIDGE_DOMAIN = 1
 
 
-class VppPlane(DpdkDataPlane):
+class VppPlane(DpdkPlane):
     name = "vpp"
     description = "FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)"
     style = 7

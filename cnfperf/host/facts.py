@@ -275,17 +275,17 @@ def render(host: HostFacts, matrix: dict) -> str:
         *_cgroups(host.cgroups),
         *((f"build {name}", _build(b)) for name, b in host.builds.items()),
     ]
-    width = max(len(k) for k, _ in facts)
+    width = max(len(k) for k in (*(k for k, _ in facts), *matrix.get("nfs", {})))
     lines = [f"cnfperf {host.cnfperf}"] + [f"  {k.ljust(width)}  {v}" for k, v in facts]
     lines.append("runtimes")
     for name, problems in matrix["runtimes"].items():
-        lines.append(f"  {name.ljust(width)}  {'usable' if not problems else '; '.join(problems)}")
+        lines.append(_usable(name, width, problems))
     cols = [max(len(a), *(len(i["apis"][a]) for i in matrix["dataplanes"].values()))
             for a in APIS]
     if matrix.get("nfs"):
         lines.append("network functions")
         for name, problems in matrix["nfs"].items():
-            lines.append(f"  {name.ljust(width)}  {'usable' if not problems else '; '.join(problems)}")
+            lines.append(_usable(name, width, problems))
     lines.append("data planes".ljust(width + 4)
                  + "  ".join(a.ljust(w) for a, w in zip(APIS, cols)).rstrip())
     for name, info in matrix["dataplanes"].items():
@@ -302,6 +302,10 @@ CGROUP_VERSIONS = {"hybrid": "hybrid (v1 controllers, and a v2 hierarchy beside 
 # What cnfperf does with each controller, for doctor's rows.
 CGROUP_USES = {"cpuset": "pins containers to their cores", "cpu": "CFS quotas",
                "cpuacct": "CPU time per container"}
+
+
+def _usable(name: str, width: int, problems: list[str]) -> str:
+    return f"  {name.ljust(width)}  {'; '.join(problems) if problems else 'usable'}"
 
 
 def _cgroups(layout: dict) -> list[tuple[str, str]]:

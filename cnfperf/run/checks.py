@@ -96,7 +96,8 @@ def place_point(s: Scenario, run_id: str = "0000", index: int = 0,
     cpus = point_cpus(s, cores)
     return place(s, run_id, index, total, host_cpus=cpus,
                  switch_pollers=dataplane.pollers(s, len(cpus)), joins=dataplane.joins,
-                 nf=nfs.kind(s.nf) if s.nfs else None)
+                 nf=nfs.kind(s.nf) if s.nfs else None,
+                 single_holds_link=dataplane.single_tester)
 
 
 def _check_plots(doc: dict[str, Any]) -> None:
@@ -115,9 +116,11 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     """Parts of a valid scenario that do not go together: UserError naming the
     field. A point without cpus is placed on `cores`, else on the usable ones."""
     dataplane = dataplane_of(s)
+    kind = nfs.find(s.nf) if s.nfs else None    # None for a kind none takes: _check_nfs
+    ports = kind.ports if kind is not None else 2
     # a noise stream (noise = traffic) is one more pair, without NFs: see plan.py
     paths = s.pairs + (s.noise == "traffic")
-    mismatch = _mismatch(dataplane, s.api, paths, s.nfs, s.nf)
+    mismatch = _mismatch(dataplane, s.api, paths, s.nfs, ports)
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
@@ -137,10 +140,10 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         if why:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
     if s.nfs:
-        _check_nfs(s, dataplane)
-    if (problem := switch_problem(s, dataplane)) is not None:
+        kind = _check_nfs(s, dataplane, kind)
+    if (problem := switch_problem(s, dataplane, ports)) is not None:
         raise UserError(*problem)
-    if (refused := testers.problem(s, nf_ports(s.nf))) is not None:
+    if (refused := testers.problem(s, ports, dataplane.single_tester)) is not None:
         raise UserError(refused.field, refused.why)
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
@@ -149,7 +152,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
             raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
                                     f"usable: {','.join(map(str, sorted(usable)))}")
     _check_switch(s, dataplane, point_cpus(s, cores))
-    _check_cpu(s, dataplane, point_cpus(s, cores))
+    _check_cpu(s, dataplane, kind, point_cpus(s, cores))
 
 
 def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ...]) -> None:
@@ -169,12 +172,14 @@ def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ..
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
 
 
-def switch_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:
+def switch_problem(s: Scenario, dataplane: type[DataPlane],
+                   ports: int | None = None) -> tuple[str, str] | None:
     """(field, why) when the data plane cannot do what a valid scenario asks of
     it: its capabilities (DataPlane's max_cores, max_rxq, max_size, floats,
     rx_interrupts) and its own rules (scenario_problem). `cnfperf run` refuses
     such a point (check, exit 2); a study leaves it out and says why (unusable),
-    so a sweep over data planes runs the ones that can."""
+    so a sweep over data planes runs the ones that can. `ports`: its NF kind's
+    (nf_ports), where the caller has resolved it."""
     for field, most, one, many in (
             ("switch_cores", dataplane.max_cores, "poll core", "poll cores"),
             ("switch_rxq", dataplane.max_rxq, "Rx queue per port", "Rx queues per port")):
@@ -190,7 +195,8 @@ def switch_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] |
         return "pin", f"{s.switch} pins its poll threads itself: pin = no cannot hold"
     if (problem := _interrupt_problem(s, dataplane)) is not None:
         return problem
-    links = links_per_path(s.nfs, nf_ports(s.nf)) * (s.pairs + (s.noise == "traffic"))
+    ports = nf_ports(s.nf) if ports is None else ports
+    links = links_per_path(s.nfs, ports) * (s.pairs + (s.noise == "traffic"))
     return dataplane.scenario_problem(s, links)
 
 
@@ -207,7 +213,8 @@ def point_cpus(s: Scenario, cores: tuple[int, ...] | None = None) -> tuple[int, 
     return tuple(s.cpus or cores or usable_cpus())
 
 
-def _check_cpu(s: Scenario, dataplane: type[DataPlane], cpus: tuple[int, ...]) -> None:
+def _check_cpu(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None,
+               cpus: tuple[int, ...]) -> None:
     """Quotas, NF cores and noise against the runtime, the path and the `cpus`
     the point is placed on."""
     cores = len(cpus)
@@ -219,7 +226,7 @@ def _check_cpu(s: Scenario, dataplane: type[DataPlane], cpus: tuple[int, ...]) -
         raise UserError("nf_quota", "there is no network function to limit (nfs = 0)")
     if s.nf_cores > 1 and not s.nfs:
         raise UserError("nf_cores", "there is no network function to give cores to (nfs = 0)")
-    if s.nfs and (why := nfs.kind(s.nf).cores_problem(s)) is not None:
+    if kind is not None and (why := kind.cores_problem(s)) is not None:
         raise UserError("nf_cores", why)
     if s.nf_cores > cores:
         raise UserError("nf_cores", f"{s.nf_cores} cores per NF; the point has {cores}")
@@ -245,14 +252,14 @@ def _check_cpu(s: Scenario, dataplane: type[DataPlane], cpus: tuple[int, ...]) -
                                         f"point's cores ({','.join(map(str, sorted(usable)))})")
 
 
-def _check_nfs(s: Scenario, dataplane: type[DataPlane]) -> None:
-    """The NF kind's own rules (nfs/), after the data plane's for its api, and
-    the one rule between them: neighbours that may close their ports."""
-    kind = nfs.kind(s.nf)
+def _check_nfs(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None) -> nfs.NfKind:
+    """The NF kind's own rules (nfs/), after the data plane's for its api and
+    the one rule between them: neighbours that may close their ports. The kind
+    (`kind`: None where no family takes s.nf, which is refused here)."""
+    kind = kind or nfs.kind(s.nf)
     if s.nf_api not in dataplane.apis:
         raise UserError("nf_api", f"{s.switch} supports {', '.join(sorted(dataplane.apis))}; "
                                   f"not {s.nf_api}")
-    kind.check(s)
     if not dataplane.neighbours_may_close and s.nfs > 1 and not kind.holds_ports:
         # A command closes its ports when it stops, while its neighbour may still
         # poll the link between them: on some data planes (memif: DPDK 22.11
@@ -260,6 +267,8 @@ def _check_nfs(s: Scenario, dataplane: type[DataPlane]) -> None:
         # Engine NFs hold their ports until no one polls.
         raise UserError("nfs", f"{s.nf.split()[0]} NFs cannot be neighbours on {s.switch} "
                                "(stopping one crashes the other): nfs = 1, or the engine's NFs")
+    kind.check(s)
+    return kind
 
 
 def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:
@@ -274,16 +283,17 @@ def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, st
     return None
 
 
-def _mismatch(dataplane: type[DataPlane], api: str, pairs: int, nfs: int = 0,
-              nf: str = "") -> tuple[str, str] | None:
-    """(field, why) when a data plane cannot serve the api or the links, else None."""
+def _mismatch(dataplane: type[DataPlane], api: str, pairs: int, count: int = 0,
+              ports: int = 2) -> tuple[str, str] | None:
+    """(field, why) when a data plane cannot serve the api or the links, else None:
+    `count` NFs of `ports` ports each on each path."""
     switch = dataplane.name
     if api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
-    per_path = links_per_path(nfs, nf_ports(nf))
+    per_path = links_per_path(count, ports)
     links = pairs * per_path
     if dataplane.max_links is not None and links > dataplane.max_links:
-        return ("pairs" if not nfs else "nfs",
+        return ("pairs" if not count else "nfs",
                 f"{switch} serves at most {dataplane.max_links} links; pairs × {per_path} "
                 f"links per path = {links}")
     return None
@@ -343,7 +353,7 @@ def unusable(host: HostFacts) -> Keep:
         if dataplane is None or runtime not in RUNTIMES:
             return None      # check() names the mistake
         mismatch = _mismatch(dataplane, api, int(params.get("pairs", 1)),
-                             int(params.get("nfs", 0)), str(params.get("nf", "")))
+                             int(params.get("nfs", 0)), nf_ports(str(params.get("nf", ""))))
         if mismatch:
             return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
         try:
@@ -363,7 +373,12 @@ def host_wide(host: HostFacts) -> list[str]:
 
 
 def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
-    """Host problems found before anything is created (SystemFailure)."""
+    """Host problems found before anything is created (SystemFailure). The
+    host's facts, stored with the run, then hold the kernel link types of
+    every data plane, as doctor shows them, not only the ones its points use."""
+    for dataplane in DATAPLANES.values():
+        for link_type, option in dataplane.kernel_links.items():
+            host.kernel_has(link_type, option)
     problems = host_problems(host)
     found = host_wide(host)
     for s in scenarios:
@@ -391,13 +406,22 @@ def matrix(host: HostFacts) -> dict:
 
 def nf_matrix(host: HostFacts) -> dict[str, list[str]]:
     """`cnfperf doctor`: what keeps each NF kind cnfperf names from running
-    here, on any of its nf_apis the engine has (a tool, a build, an engine
-    without it); a form with an argument (cmd:TEMPLATE) is the user's to check."""
+    here (a tool, a build, an engine without it), per nf_api the engine has
+    where they differ; a form with an argument (cmd:TEMPLATE) is the user's to
+    check. The row names the kind, so its problems do not."""
     out: dict[str, list[str]] = {}
     for name in nfs.names():
         kind = nfs.kind(name)
         apis = [a for a in kind.apis if not host.engine.apis or a in host.engine.apis]
-        found = [p for api in apis
-                 for p in kind.problems(Scenario(nfs=1, nf=name, nf_api=api), host)]
-        out[name] = list(dict.fromkeys(found))
+        per_api = {api: [p.removeprefix(f"nf {name}: ")
+                         for p in kind.problems(Scenario(nfs=1, nf=name, nf_api=api), host)]
+                   for api in apis}
+        if len({tuple(found) for found in per_api.values()}) <= 1:
+            out[name] = next(iter(per_api.values()), [])
+            continue
+        apis_of: dict[str, list[str]] = {}     # a problem -> the nf_apis it keeps
+        for api, found in per_api.items():
+            for problem in found:
+                apis_of.setdefault(problem, []).append(api)
+        out[name] = [f"nf_api {', '.join(a)}: {p}" for p, a in apis_of.items()]
     return out

@@ -150,15 +150,32 @@ def test_run_checks_names_no_data_plane():
                 (name, const.value, const.lineno)
 
 
+def test_no_module_outside_dataplanes_compares_a_switch_with_a_name():
+    """A rule about a data plane is a capability of its class, asked where the
+    rule is (testers.refusal asks DataPlane.single_tester through its caller),
+    never `s.switch == "memif"`."""
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "dataplanes":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(_mentions_switch(s) for s in sides):
+                    named = {c.value for s in sides for c in ast.walk(s)
+                             if isinstance(c, ast.Constant) and c.value in DATAPLANES}
+                    assert not named, f"{path.relative_to(PACKAGE)}:{node.lineno}: " \
+                                      f"{ast.unparse(node)}"
+
+
 NETKIT = '''\
 """netkit: a netkit pair per link (made up here: the test of one file and one line)."""
 from __future__ import annotations
 
-from cnfperf.dataplanes.kernel import KernelDataPlane
+from cnfperf.dataplanes.kernel import KernelPlane
 from cnfperf.plan import Link
 
 
-class NetkitPlane(KernelDataPlane):
+class NetkitPlane(KernelPlane):
     name = "netkit"
     description = "a netkit pair per link, the peer in the next namespace"
     style = 30
@@ -228,4 +245,4 @@ def test_the_docs_say_how_to_add_one_with_the_real_names():
                  "limit_problem", "scenario_problem", "versions", "stored"):
         assert hasattr(DataPlane, attr) or attr in DataPlane.__annotations__, attr
         assert f"`{attr}" in text, attr
-    assert textwrap.dedent(NETKIT).count("class NetkitPlane(KernelDataPlane)") == 1
+    assert textwrap.dedent(NETKIT).count("class NetkitPlane(KernelPlane)") == 1

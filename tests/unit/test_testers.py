@@ -10,6 +10,7 @@ from cnfperf import UserError, nfs as nf_kinds, plan as plan_module, testers
 from cnfperf.run import checks, runner
 from cnfperf.run.checks import load_plan, place_point
 from cnfperf.cli import main
+from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import CHANGED_DEFAULTS
 from cnfperf.plan import place
 from cnfperf.report.tables import run_table
@@ -104,9 +105,13 @@ def test_a_scenario_no_tester_can_run_names_both_reasons():
 
 def test_the_refusals_are_the_checks():
     s = Scenario(switch="memif", api="dpdk")
-    assert testers.refusal(s, "single").why.startswith("a single tester cannot hold both ends")
-    assert testers.refusal(s, "split") is None
-    assert testers.problem(s) is None                      # auto: split can
+    link = DATAPLANES["memif"].single_tester
+    assert testers.refusal(s, "single", 2, link).why.startswith(
+        "a single tester cannot hold both ends")
+    assert testers.refusal(s, "split", 2, link) is None
+    assert testers.problem(s, 2, link) is None             # auto: split can
+    with pytest.raises(UserError, match="cannot hold both ends of one memif link"):
+        scenarios(None, {"switch": "memif", "api": "dpdk", "tester": "single"})
 
 
 def test_keys_are_hashed_from_the_tester_a_point_runs_with():
