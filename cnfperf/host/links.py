@@ -36,7 +36,7 @@ def netns_list() -> list[str]:
 def add_netns(journal: Journal, name: str) -> None:
     journal.add("netns", name)
     ip("netns", "add", name)
-    sysctl(name, _QUIET)
+    _sysctl(name, _QUIET)
     ip("link", "set", "lo", "up", netns=name)
 
 
@@ -75,6 +75,6 @@ def del_link(name: str, netns: str | None) -> bool:
     return True
 
 
-def sysctl(netns: str, settings: list[str]) -> None:
+def _sysctl(netns: str, settings: list[str]) -> None:
     # -e: a kernel without IPv6 has no such keys, and that is fine.
     run(["ip", "netns", "exec", netns, "sysctl", "-q", "-e", "-w", *settings], check=False)

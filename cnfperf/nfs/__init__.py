@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from cnfperf import UserError
 from cnfperf.nfs.base import Command, NfKind
-from cnfperf.nfs.click import ClickNf
-from cnfperf.nfs.cmd import CommandNf
-from cnfperf.nfs.engine import EngineNf
-from cnfperf.nfs.testpmd import TestPmdNf
+from cnfperf.nfs.click import ClickKind
+from cnfperf.nfs.cmd import CmdKind
+from cnfperf.nfs.engine import EngineKind
+from cnfperf.nfs.testpmd import TestPmdKind
 
 KINDS: list[type[NfKind]] = [
-    EngineNf,
-    TestPmdNf,
-    CommandNf,
-    ClickNf,
+    EngineKind,
+    TestPmdKind,
+    CmdKind,
+    ClickKind,
 ]
 
 

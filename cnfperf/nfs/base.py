@@ -55,7 +55,8 @@ class NfKind:
     names: ClassVar[tuple[str, ...]] = ()
     forms: ClassVar[dict[str, str]] = {}
     prefix: ClassVar[str] = ""
-    # The nf_apis it runs on (scenario_problem refuses others; doctor asks each).
+    # The nf_apis it runs on (scenario_problem refuses others, a family first in
+    # its own words; doctor asks each).
     apis: ClassVar[tuple[str, ...]] = NF_APIS
     # It prints the engine's JSON records (ready, summary), and keeps its ports
     # open after its summary until its stdin ends (the trial's two-phase stop);
@@ -89,6 +90,8 @@ class NfKind:
     def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
         """(field, why) when the scenario asks what this kind cannot do (exit 2):
         the base's rules are the path's; a family checks its own first."""
+        if s.nf_api not in self.apis:
+            return "nf_api", f"{self.nf} runs on nf_api {' or '.join(self.apis)}, not {s.nf_api}"
         if self.ports == 1 and s.nfs != 1:
             # It sends frames back where they came from: nothing can stand behind
             # it (and only a single tester takes them: testers.refusal).

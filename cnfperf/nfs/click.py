@@ -34,7 +34,7 @@ from cnfperf.host import builds
 from cnfperf.nfs import placeholders
 from cnfperf.nfs.base import Command, NfKind, refused
 from cnfperf.nfs.cmd import udp_warning
-from cnfperf.nfs.testpmd import forwards_unfinished
+from cnfperf.nfs.engine import forwards_unfinished
 from cnfperf.runtimes import CLICK as CLICK_IMAGE, CLICK_DPDK
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ def summary(nf: str, output: str) -> dict[str, Any]:
     return out
 
 
-class ClickNf(NfKind):
+class ClickKind(NfKind):
     names = tuple(CLICK + k for k in KINDS)
     prefix = CLICK
     forms = {"click:FILE": "a Click configuration of yours, likewise"}

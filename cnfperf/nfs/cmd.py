@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
 
-class CommandNf(NfKind):
+class CmdKind(NfKind):
     """A command template: the family of `cmd:`, and testpmd's base."""
 
     prefix = "cmd:"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from cnfperf.engine import nf_argv
+from cnfperf.fields import NF_APIS
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.runtimes import FULL, MINIMAL
 
@@ -24,7 +25,7 @@ ONE_PORT = ("mirror",)   # sends every frame back where it came from
 ROUTERS = ("l3",)        # given a route to each end of its path
 
 
-class EngineNf(NfKind):
+class EngineKind(NfKind):
     names = ("l2", "mirror", "strip-encap", "l3")
     records = True
     holds_ports = True
@@ -62,3 +63,15 @@ class EngineNf(NfKind):
             if self.nf in ROUTERS else []
         return Command(nf_argv(engine, nf, ports, hops, s, eal, floating, routes),
                        records=True)
+
+
+def forwards_unfinished(nf: str) -> str:
+    """Why a kind that sends frames on as it got them cannot stand between udp
+    ends: their kernels leave each UDP checksum for the device to finish
+    (checksum offload), and the receiver's kernel drops every datagram. The
+    engine's NFs finish them (engine/README.md, Frames as the wire carried
+    them); a user's command or Click configuration may, and is warned about it."""
+    return (f"{nf} would send the udp ends' datagrams on with the checksums their kernels leave "
+            "to the device, and the receiver's kernel would drop every one: use api = raw, mmap "
+            f"or xdp (no checksum), or the engine's NFs ({', '.join(EngineKind.names)}), which "
+            f"finish them on every nf_api ({', '.join(NF_APIS)})")

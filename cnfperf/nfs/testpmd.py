@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from cnfperf.dataplanes.testpmd_app import frame_args, parse_fwd_stats
-from cnfperf.fields import NF_APIS
 from cnfperf.host import tools
-from cnfperf.host.tools import TESTPMD
 from cnfperf.nfs.base import Command
-from cnfperf.nfs.cmd import CommandNf
+from cnfperf.nfs.cmd import CmdKind
+from cnfperf.nfs.engine import forwards_unfinished
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
@@ -26,13 +25,13 @@ if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
 NF_CORES = 2
-TEMPLATE = (f"{TESTPMD} {{eal}} --lcores {{lcores}} -- --forward-mode=mac "
+TEMPLATE = (f"{tools.TESTPMD} {{eal}} --lcores {{lcores}} -- --forward-mode=mac "
             "--port-topology=paired --nb-cores={cores} --stats-period=1 "
             "--total-num-mbufs=8192 --eth-peer=0,{peer1} --eth-peer=1,{peer2}")
 READY = "packet forwarding - ports="
 
 
-class TestPmdNf(CommandNf):
+class TestPmdKind(CmdKind):
     names = ("testpmd",)
     prefix = ""
     forms = {}
@@ -83,16 +82,3 @@ class TestPmdNf(CommandNf):
         return {"nf": self.nf, "ports": ports,
                 "rx_packets": sum(p["rx_packets"] for p in ports),
                 "tx_packets": sum(p["tx_packets"] for p in ports)}
-
-
-def forwards_unfinished(nf: str) -> str:
-    """Why a kind that sends frames on as it got them cannot stand between udp
-    ends: their kernels leave each UDP checksum for the device to finish
-    (checksum offload), and the receiver's kernel drops every datagram. The
-    engine's NFs finish them (engine/README.md, Frames as the wire carried
-    them); a user's command or Click configuration may, and is warned about it."""
-    from cnfperf.nfs.engine import EngineNf
-    return (f"{nf} would send the udp ends' datagrams on with the checksums their kernels leave "
-            "to the device, and the receiver's kernel would drop every one: use api = raw, mmap "
-            f"or xdp (no checksum), or the engine's NFs ({', '.join(EngineNf.names)}), which "
-            f"finish them on every nf_api ({', '.join(NF_APIS)})")

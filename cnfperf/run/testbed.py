@@ -182,11 +182,11 @@ class Builder:
         self._runtime(runtime, kind)
         return self._images[(runtime, kind)]
 
-    def image_of(self, nf: NF, kind: str) -> str:
-        """The kind of image a network function's container is made from: its
-        NF kind's choice (NfKind.image: one with testpmd for a command of its
-        own, Click's for Click, the minimal one on a kernel api)."""
-        return nfs.kind(kind).image(nf.ports[0].api, lambda: self.static_apis)
+    def image_of(self, nf: NF, value: str) -> str:
+        """The image a network function's container is made from: the choice of
+        the kind `value` (its nf) names (NfKind.image: one with testpmd for a
+        command of its own, Click's for Click, the minimal one on a kernel api)."""
+        return nfs.kind(value).image(nf.ports[0].api, lambda: self.static_apis)
 
     def nf_image(self, point: TestPoint) -> ImageInfo | None:
         """The image the point's network functions ran in, when not the ends' one."""

@@ -123,7 +123,7 @@ class Trial:
         senders = [p.sender for p in pairs]
         receivers = [p.receiver for p in pairs if p.receiver.runs_engine]
         # Each listens on its upstream link before its upstream neighbour starts.
-        nfs = [nf for p in pairs for nf in reversed(p.nfs)]
+        in_path = [nf for p in pairs for nf in reversed(p.nfs)]
         before = self.bed.dataplane.counters()
         udp_before = self._udp_counters()
         self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
@@ -155,7 +155,7 @@ class Trial:
             queues = []
             self.report(Progress(self.bed.point, "trial", detail=f"no queue map: {e}"))
         time.sleep(DRAIN)
-        engine_nfs = [nf for nf in nfs if self.commands[nf.name].records]
+        engine_nfs = [nf for nf in in_path if self.commands[nf.name].records]
         self._stop(engine_nfs + receivers)
         # A command NF closes its ports when it stops: only once no engine polls,
         # and one depth at a time from the sender's side, so two command NFs
@@ -296,13 +296,13 @@ class Trial:
                 rates.append(float(last.get("rx_pps", 0) or 0))
         return sum(rates) if rates else None
 
-    def _await_nfs(self, nfs: list[NF]) -> None:
+    def _await_nfs(self, group: list[NF]) -> None:
         """Until each NF's ports are up: an engine's `ready`, a command's line that
         says so, or a command's settle time without exiting."""
-        engines = [nf for nf in nfs if self.commands[nf.name].records]
+        engines = [nf for nf in group if self.commands[nf.name].records]
         self._await(engines, "ready", READY_TIMEOUT, "before it was ready")
         start = time.monotonic()
-        waiting = [nf for nf in nfs if nf not in engines]
+        waiting = [nf for nf in group if nf not in engines]
         settle_s = self.kind.settle_s if self.kind else 0.0
         while waiting:
             for nf in waiting:
@@ -318,13 +318,13 @@ class Trial:
                 raise self._failed(waiting[0], f"was not up within {READY_TIMEOUT:g} s")
             time.sleep(0.05)
 
-    def _stop_commands(self, nfs: list[NF]) -> None:
+    def _stop_commands(self, group: list[NF]) -> None:
         """SIGINT: a command NF stops and exits (testpmd prints its statistics);
         one that ends otherwise fails the point."""
-        for nf in nfs:
+        for nf in group:
             if self.procs[nf.name].poll() is None:
                 self.procs[nf.name].send_signal(signal.SIGINT)
-        for nf in nfs:
+        for nf in group:
             try:
                 code = self.procs[nf.name].wait(timeout=STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
@@ -395,15 +395,15 @@ class Trial:
         for pair, result in zip(p.pairs, pairs):
             result.steady_rx_pps = self._steady_rx_pps(self._counting(pair))
         counters = {port: after[port] - before[port] for port in after if port in before}
-        nfs = [model.nf_result(nf.name, nf.pair, nf.index, nf.cpu, summaries[nf.name],
-                               self.bed.create_s.get(nf.name), self.started_ns.get(nf.name),
-                               self._ready(nf))
-               for nf in p.nfs]
+        nf_results = [model.nf_result(nf.name, nf.pair, nf.index, nf.cpu, summaries[nf.name],
+                                      self.bed.create_s.get(nf.name),
+                                      self.started_ns.get(nf.name), self._ready(nf))
+                      for nf in p.nfs]
         usage = self.meter.usage(cpu.packets(p, summaries),
                                  cpu.tsc_hz([self.outputs[ep.name].ready for ep in engines]))
         return model.PointResult(pairs=pairs, total=model.total(pairs),
-                                 endpoints=list(metrics.values()), counters=counters, nfs=nfs,
-                                 cpu=usage)
+                                 endpoints=list(metrics.values()), counters=counters,
+                                 nfs=nf_results, cpu=usage)
 
     def _steady_rx_pps(self, ep: Endpoint) -> float | None:
         """The received rate of the intervals after the warm-up, without the last

@@ -32,7 +32,7 @@ HOPS = ("02:00:00:00:00:aa", "02:00:00:00:00:bb")   # the hop before, the hop af
 
 
 def _check(nf: str, nf_api: str) -> None:
-    """The kind's own rules for one NF of it (what check_template was: its
+    """The kind's own rules for one NF of it (the kind's check: its
     template or configuration against its ports)."""
     nfs.kind(nf).check(Scenario(nfs=1, nf=nf, nf_api=nf_api, api="raw"))
 

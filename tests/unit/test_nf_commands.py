@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from cnfperf import UserError, nfs
-from cnfperf.nfs import placeholders, testpmd
+from cnfperf.nfs import testpmd
 from cnfperf.scenario import Scenario
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.plan import place
@@ -23,7 +23,7 @@ FWD_STATS = """
 
 
 def _check(nf: str, nf_api: str) -> None:
-    """The kind's own rules for one NF of it (what check_template was: its
+    """The kind's own rules for one NF of it (the kind's check: its
     template or configuration against its ports)."""
     nfs.kind(nf).check(Scenario(nfs=1, nf=nf, nf_api=nf_api, api="raw"))
 

@@ -139,7 +139,7 @@ from cnfperf.nfs.base import Command, NfKind
 from cnfperf.runtimes import TOOLS
 
 
-class PolicerNf(NfKind):
+class PolicerKind(NfKind):
     names = ("policer",)
     apis = ("raw", "mmap")
 
@@ -169,10 +169,10 @@ def made_up(tmp_path_factory) -> Path:
     registry = root / "cnfperf" / "nfs" / "__init__.py"
     before = registry.read_text()
     # its import and its place in KINDS: after the engine's kinds
-    after = before.replace("from cnfperf.nfs.testpmd import TestPmdNf\n",
-                           "from cnfperf.nfs.testpmd import TestPmdNf\n"
-                           "from cnfperf.nfs.policer import PolicerNf\n", 1) \
-        .replace("    EngineNf,\n", "    EngineNf,\n    PolicerNf,\n", 1)
+    after = before.replace("from cnfperf.nfs.testpmd import TestPmdKind\n",
+                           "from cnfperf.nfs.testpmd import TestPmdKind\n"
+                           "from cnfperf.nfs.policer import PolicerKind\n", 1) \
+        .replace("    EngineKind,\n", "    EngineKind,\n    PolicerKind,\n", 1)
     assert len(after.splitlines()) == len(before.splitlines()) + 2
     registry.write_text(after)
     return root
