@@ -328,7 +328,9 @@ void opts_usage(void *stream)
 	fputs("\noptions:\n", stream);
 	for (size_t i = 0; i < opts_ncommon; i++) {
 		const struct opt *o = &opts_common[i];
-		usage_line(stream, o->name, o->letter, o->value, o->words, o->help, o->def);
+		/* a choice without a default of its own takes its first word */
+		usage_line(stream, o->name, o->letter, o->value, o->words, o->help,
+			   o->def ? o->def : o->words ? o->words(0) : NULL);
 	}
 	fputs("Each api's own options (before or after --api):\n", stream);
 	for (size_t i = 0; (ops = api_at(i)); i++)

@@ -242,7 +242,7 @@ static const char *nf_word(size_t i)
 /* Every common option, in the order --help lists them. */
 const struct opt opts_common[] = {
 	{ .name = "api", .words = api_word, .set = set_api,
-	  .help = "packet I/O api (default: the first; each one's own options are below)" },
+	  .help = "packet I/O api (each one's own options are below)" },
 	{ .name = "iface", .value = "NAME", .set = set_name, AT(iface), .help = "kernel interface" },
 	{ .name = "iface2", .value = "NAME", .set = set_name, AT(iface2), .help = "nf, tester: the second one" },
 	{ .name = "src-mac", .value = "MAC", .set = set_mac, AT(src_mac),
@@ -263,7 +263,7 @@ const struct opt opts_common[] = {
 	{ .name = "poll", .words = poll_word, .set = set_poll, .def = "busy",
 	  .help = "rx without frames: spin, spin then sleep, or wait for the port;\n"
 		  "senders other than busy sleep between bursts" },
-	{ .name = "nf", .words = nf_word, .set = set_nf, .help = "nf: what it does to a frame (default: the first)" },
+	{ .name = "nf", .words = nf_word, .set = set_nf, .help = "nf: what it does to a frame" },
 	{ .name = "route", .value = "PREFIX/LEN,PORT", .set = set_route,
 	  .help = "nf l3: a route (repeatable, PORT 1 or 2)" },
 	{ .name = "rate", .letter = 'r', .value = "PPS", .set = set_rate, .def = "0",
