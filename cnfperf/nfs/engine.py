@@ -44,12 +44,16 @@ class EngineKind(NfKind):
         return 0 if s.poll == "interrupt" else 1
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
-        """The engine lists its NF kinds in --version; one that does not (built
-        before it said) is taken at its word when it runs."""
-        known = host.engine.nfs
+        """The engine that will run it (the static one on a kernel api it was
+        built with: image) lists its NF kinds in --version; one that does not
+        (built before it said) is taken at its word when it runs."""
+        static = self.image(s.nf_api, lambda: host.static_engine.apis) == MINIMAL
+        engine = host.static_engine if static else host.engine
+        known = engine.nfs
         if known is None or self.nf in known:
             return []
-        return [f"nf {self.nf}: the engine has no such NF (it has {', '.join(known) or 'none'}): "
+        which = "static engine" if static else "engine"
+        return [f"nf {self.nf}: the {which} has no such NF (it has {', '.join(known) or 'none'}): "
                 "make build"]
 
     def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:

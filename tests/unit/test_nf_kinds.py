@@ -37,9 +37,12 @@ def _samples(tmp: Path) -> list[str]:
     return values
 
 
-def _host(engine_nfs: list[str] | None = None):
+def _host(engine_nfs: list[str] | None = None, static: EngineFacts | None = None):
+    """Host facts with an engine that lists engine_nfs, and without a static
+    engine unless `static`."""
     engine = EngineFacts(path="/e", version="0", apis=list(NF_APIS) + ["udp"], nfs=engine_nfs)
-    return type("Host", (), {"engine": engine})()
+    return type("Host", (), {"engine": engine, "static_engine": static or EngineFacts(),
+                             "kernel_has": lambda self, link, option: True})()
 
 
 def test_every_value_belongs_to_one_family(tmp_path):
@@ -103,6 +106,12 @@ def test_an_engine_kind_the_binary_lacks_is_refused_and_an_old_binary_is_believe
         "nf l3: the engine has no such NF (it has l2, mirror): make build"]
     assert nfs.kind("l3").problems(s, _host(None)) == []       # --version without "nfs"
     assert nfs.kind("l3").problems(s, _host(["l2", "l3"])) == []
+    # on a kernel api the static engine runs it, when it was built with that api
+    static = EngineFacts(path="/s", version="0", apis=["raw"], nfs=["l2"])
+    assert nfs.kind("l3").problems(s, _host(["l2", "l3"], static)) == [
+        "nf l3: the static engine has no such NF (it has l2): make build"]
+    assert nfs.kind("l3").problems(s.model_copy(update={"api": "dpdk", "nf_api": "dpdk"}),
+                                   _host(["l2", "l3"], static)) == []
 
 
 def test_the_engine_s_version_says_its_nfs_or_nothing(tmp_path):
@@ -124,7 +133,7 @@ def test_preflight_and_doctor_refuse_an_engine_kind_the_binary_lacks(monkeypatch
     assert checks.host_problems(host)(s) == [
         "nf l3: the engine has no such NF (it has l2): make build"]
     doctor = checks.nf_matrix(host)
-    assert doctor["l3"] == ["nf l3: the engine has no such NF (it has l2): make build"]
+    assert doctor["l3"] == ["the engine has no such NF (it has l2): make build"]   # its row names it
     assert doctor["l2"] == [] and list(doctor) == nfs.names()
     with pytest.raises(SystemFailure, match="nf l3: the engine has no such NF"):
         checks.preflight([s], host)
