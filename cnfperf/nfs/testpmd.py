@@ -34,6 +34,7 @@ READY = "packet forwarding - ports="
 
 class TestPmdNf(CommandNf):
     names = ("testpmd",)
+    styles = {"testpmd": 4}
     prefix = ""
     forms = {}
     apis = ("dpdk",)

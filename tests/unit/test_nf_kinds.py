@@ -19,6 +19,7 @@ from cnfperf.fields import NF_APIS
 from cnfperf.host.facts import EngineFacts
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.plan import place
+from cnfperf.report import style
 from cnfperf.runtimes import IMAGES
 from cnfperf.scenario import Scenario
 from harness import REPO
@@ -85,6 +86,20 @@ def test_every_kind_answers_the_whole_interface(index, tmp_path):
     assert kind.ready(["nothing said"]) is None
     summary = kind.summary("")
     assert summary["nf"] == value and summary["ports"] == []
+    assert kind.stored() == {"name": value, "style": kind.style}
+
+
+def test_every_kind_named_as_it_is_has_a_style_of_its_own(tmp_path):
+    """A number per name, below style.KIND_STYLES, never two alike (a report
+    draws a kind by the number its points stored); a value with an argument
+    (cmd:TEMPLATE, click:FILE) has none: drawn by a hash of its text."""
+    numbers = {name: nfs.kind(name).style for name in nfs.names()}
+    assert all(isinstance(n, int) and 0 <= n < style.KIND_STYLES for n in numbers.values())
+    assert len(set(numbers.values())) == len(numbers)
+    for value in _samples(tmp_path)[len(numbers):]:
+        assert nfs.kind(value).style is None, value
+    # each family's numbers are its names' only
+    assert all(set(k.styles) <= set(k.names) for k in nfs.KINDS)
 
 
 def test_a_bad_combination_is_a_field_and_one_line():
