@@ -263,9 +263,18 @@ class Store:
             raise UserError("--results", f"{self.path}: schema version {version} is newer "
                                          f"than this cnfperf ({SCHEMA_VERSION}); upgrade cnfperf")
         for n in range(version, SCHEMA_VERSION):
-            with self.db:
-                self.db.executescript(_MIGRATIONS[n])
-                self.db.execute(f"PRAGMA user_version = {n + 1}")
+            # A step and its version in one transaction: executescript commits
+            # statement by statement, so a step cut short (a crash, a full
+            # disk) between its ALTER and its user_version would leave a store
+            # that fails on every later open (duplicate column). Rolled back
+            # whole instead, the next open runs the step again.
+            try:
+                self.db.executescript(f"BEGIN;\n{_MIGRATIONS[n]}\n"
+                                      f"PRAGMA user_version = {n + 1};\nCOMMIT;")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.rollback()
+                raise
 
     def _field_columns(self) -> None:
         """A column per stored field of the table (fields.py): a new field gets
