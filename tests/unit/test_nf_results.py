@@ -479,3 +479,23 @@ def test_points_stored_before_the_facts_get_their_nf_kinds_style_of_then(tmp_pat
     facts = [p["nf_facts"] for p in run["points"]]
     assert facts == [nf_kinds.kind("mirror").stored(), nf_kinds.kind("click:strip-encap").stored(),
                      None, None, None, None]
+
+
+def test_the_report_draws_an_nf_kind_by_the_number_its_points_stored(tmp_path):
+    """Curves of one data plane told apart by NF kind wear the style their
+    points stored (nf_facts), not one looked up by the kind's name."""
+    from cnfperf.report import style
+    from cnfperf.report.draw import Pen
+    from cnfperf.report.rows import rows_from_run
+    point, result = chain()
+    [s] = scenarios(None, {"switch": "bridge", "api": "raw"})
+    plain = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="switch")
+    measured = model.PointResult(pairs=result.pairs, total=result.total, endpoints=[],
+                                 counters={})
+    run = stored_run(tmp_path, (point, result, {}), (plain, measured, {}))
+    rows = rows_from_run(run)
+    curve = next(r["switch"] for r in rows if r.get("nfs"))
+    l3 = style.nth(style.PAIRS - 1 - nf_kinds.kind("l3").style)
+    assert Pen(rows).style_of(curve) == l3
+    run["points"][0]["nf_facts"] = {"name": "l3", "style": 9}   # as another run stored it
+    assert Pen(rows_from_run(run)).style_of(curve) == style.nth(style.PAIRS - 1 - 9) != l3
