@@ -16,6 +16,7 @@ instance answers for one value:
   command(...)                its command line, and how it says it is up
   ready(lines), summary(out)  when it was up, its counters, from its output
   records, holds_ports, settle_s, counted, apis: what it does as it runs
+  style, stored()             its colour and marker in reports, stored with each point
 
 plan.py and dataplanes/ do not import this package: run/checks.py and
 run/testbed.py resolve the kind and hand down the facts placing needs
@@ -24,7 +25,7 @@ run/testbed.py resolve the kind and hand down the facts placing needs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 from cnfperf import UserError
 from cnfperf.fields import NF_APIS
@@ -65,6 +66,13 @@ class NfKind:
     holds_ports: ClassVar[bool] = False
     # Up this long after it starts, when neither a record nor a line says so.
     settle_s: ClassVar[float] = SETTLE_S
+    # Its colour and marker in every report, per value it takes as it is:
+    # report/style.py's NF style number (counted down from the palette's last
+    # pair, below style.KIND_STYLES). A number of its own, never reused or
+    # changed (a unit test holds them apart): stored with each point
+    # (stored()), so an old run is drawn as it was. A value without one (a
+    # user's command or Click file) is drawn by a hash of its text.
+    styles: ClassVar[Mapping[str, int]] = {}
 
     def __init__(self, nf: str):
         self.nf = nf
@@ -75,6 +83,17 @@ class NfKind:
     @classmethod
     def matches(cls, nf: str) -> bool:
         return nf in cls.names or bool(cls.prefix) and nf.startswith(cls.prefix)
+
+    @property
+    def style(self) -> int | None:
+        """Its report style number (`styles`), or None for a value without one."""
+        return self.styles.get(self.nf)
+
+    def stored(self) -> dict[str, Any]:
+        """What a report needs of it, stored with every point its NFs ran in
+        (results/store.py: points.nf_facts): the report reads a run through
+        these, never through today's NF kinds."""
+        return {"name": self.nf, "style": self.style}
 
     @property
     def ports(self) -> int:

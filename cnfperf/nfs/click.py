@@ -226,6 +226,7 @@ def summary(nf: str, output: str) -> dict[str, Any]:
 
 class ClickKind(NfKind):
     names = tuple(CLICK + k for k in KINDS)
+    styles = {CLICK + "mirror": 5, CLICK + "strip-encap": 6}   # a user's file: none
     prefix = CLICK
     forms = {"click:FILE": "a Click configuration of yours, likewise"}
     apis = APIS

@@ -27,6 +27,7 @@ ROUTERS = ("l3",)        # given a route to each end of its path
 
 class EngineKind(NfKind):
     names = ("l2", "mirror", "strip-encap", "l3")
+    styles = {"l2": 0, "mirror": 1, "strip-encap": 2, "l3": 3}
     records = True
     holds_ports = True
 

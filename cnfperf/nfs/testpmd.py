@@ -33,6 +33,7 @@ READY = "packet forwarding - ports="
 
 class TestPmdKind(CmdKind):
     names = ("testpmd",)
+    styles = {"testpmd": 4}
     prefix = ""
     forms = {}
     apis = ("dpdk",)

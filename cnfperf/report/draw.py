@@ -35,12 +35,13 @@ LINE_INCHES = 0.15       # and for each further line (8 pt)
 CHARS_PER_INCH = 15      # 8 pt characters in an inch, a few to spare
 
 
-def curves(values: Iterable[Any]) -> list:
-    """Curve names, or tuples led by one, once each, in registry order (style.rank),
-    then by name: legends list data planes alike in every report."""
+def curves(values: Iterable[Any], styles: style.Styles) -> list:
+    """Curve names, or tuples led by one, once each, by their data planes' style
+    numbers as the run stored them (style.Styles.rank), then by name: legends
+    list data planes alike in every report."""
     def key(v: Any) -> tuple:
         name = str(v[0] if isinstance(v, tuple) else v)
-        return style.rank(name), order(v)
+        return styles.rank(name), order(v)
     return sorted(set(values), key=key)
 
 
@@ -154,26 +155,32 @@ def finish(ax, title: str, values: Iterable[float | None] = (), ylabel: str = ""
 
 class Pen:
     """Draws one figure's curves. `rows` are the plot's rows (rows.py), for each
-    curve's style (style.for_curves); `series` every curve the figure will draw,
-    as (curve name, what else tells it apart…), for their line styles."""
+    curve's style: the numbers their points stored (style.learn) and which
+    curve is which (Styles.for_curves); `series` every curve the figure will
+    draw, as (curve name, what else tells it apart…), for their line styles."""
 
-    def __init__(self, rows: Iterable[Mapping[str, Any]], series: Sequence[tuple] = ()):
+    def __init__(self, rows: Iterable[Mapping[str, Any]], series: Iterable[tuple] = ()):
         rows = list(rows)
-        self.style_of = style.for_curves(rows)
+        self.styles = style.learn(rows)
+        self.style_of = self.styles.for_curves(rows)
         self.contended: set[str] = set()   # what was drawn hollow: "markers", "bars"
         # curves that share a style (one data plane's paths) each take a shade of it
         self._colours: dict[str, str] = {}
         shades: dict[style.Style, int] = {}
-        for name in curves(str(r.get("switch")) for r in rows):
+        for name in self.curves(str(r.get("switch")) for r in rows):
             st = self.style_of(name)
             self._colours[name] = style.shade(st.colour, shades.get(st, 0))
             shades[st] = shades.get(st, 0) + 1
         self._dashes: dict[tuple, str] = {}
         used: dict[style.Style, int] = {}
-        for s in series:   # curves of one style share its colour, not its line style
+        for s in self.curves(series):   # curves of one style share its colour, not its dash
             st = self.style_of(str(s[0]))
             self._dashes[s] = DASHES[used.get(st, 0) % len(DASHES)]
             used[st] = used.get(st, 0) + 1
+
+    def curves(self, values: Iterable[Any]) -> list:
+        """The figure's curves (names, or tuples led by one) in legend order (curves)."""
+        return curves(values, self.styles)
 
     def dash(self, series: tuple) -> str:
         return self._dashes.get(series, "-")

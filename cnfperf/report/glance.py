@@ -34,6 +34,8 @@ class Entry:
     tester: str                    # the tester of the best
     share: contention.Share | None
     config: str                    # what else the best was measured at (`burst=64 rate=max`)
+    # what its points stored of their data plane (switch_facts): its style
+    switch_facts: dict[str, Any] | None = None
 
     @property
     def contended(self) -> bool:
@@ -60,6 +62,7 @@ def entries(run: dict[str, Any]) -> list[Entry]:
     """Every curve at every frame size of each mode, ranked: the best first."""
     done = done_points(run)
     name = path_series(done)
+    styles = style.learn(done)
     groups: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for p in done:
         mode = str(_param(p, "mode") or "throughput")
@@ -77,7 +80,7 @@ def entries(run: dict[str, Any]) -> list[Entry]:
     latency_first = {"throughput": 0, "latency": 1}
     out.sort(key=lambda e: (latency_first.get(e.mode, 2), e.board, e.size,
                             -e.value.mean if e.mode != "latency" else e.value.mean,
-                            style.rank(e.curve), e.curve))
+                            styles.rank(e.curve), e.curve))
     return out
 
 
@@ -104,7 +107,7 @@ def _entry(mode: str, size: int, curve: str, members: list[dict[str, Any]],
         loss = stats.mean(losses) if losses else None
     return Entry(mode, size, curve, value, p99, loss, first.get("latency_kind"),
                  contention.tester(first) or "–", share,
-                 label(first, others) if others else "")
+                 label(first, others) if others else "", first.get("switch_facts"))
 
 
 def _ci(s: stats.Summary | None, scale: float) -> str:

@@ -88,7 +88,7 @@ def chart(found: Sequence[Entry], path: str | Path) -> str:
                                 for s in shown[b]) + PANEL_INCHES for b in boards]
     fig = figure(cols, 1, width=5.4, height=sum(heights))
     grid = fig.add_gridspec(len(boards), cols, height_ratios=heights)
-    pen = Pen([{"switch": e.curve} for e in found])
+    pen = Pen([{"switch": e.curve, "switch_facts": e.switch_facts} for e in found])
     for row, board in enumerate(boards):
         for col, size in enumerate(shown[board]):
             ax = fig.add_subplot(grid[row, col])

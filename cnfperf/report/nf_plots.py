@@ -33,7 +33,8 @@ def latency_vs_nfs(slopes: Sequence[nfs.Slope], path: str | Path,
     if not slopes:
         raise NoData("latency vs NFs: no points that differ only in the number of NFs")
     fig, panels = grid(len(slopes))
-    pen = Pen([{"switch": s.switch} for s in slopes])
+    pen = Pen([{"switch": s.switch, "switch_facts": s.point.get("switch_facts")}
+               for s in slopes])
     for ax, s in zip(panels, slopes):
         xs = [x for x, _, _ in s.points]
         values: list[float] = []

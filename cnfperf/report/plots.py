@@ -18,8 +18,7 @@ from matplotlib.lines import Line2D
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.report import axes as value_axes
-from cnfperf.report.draw import (Pen, curves, figure, finish, grid, legend, save, size_axis,
-                                 time_axis)
+from cnfperf.report.draw import Pen, figure, finish, grid, legend, save, size_axis, time_axis
 from cnfperf.report.rows import (Row, avg, best, contended, curve_label, fixed_rate, is_latency,
                                  sorted_unique, throughput_rows, varying,
                                  varying_per_switch)
@@ -43,14 +42,14 @@ def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
     panels = sorted_unique((r.get("size"), r.get("burst")) for r in runs)
     split = varying_per_switch(runs, ("api", "mmsg", "pairs"))
     keys = ["switch", *split, "rate"]
-    pen = Pen(runs, curves(tuple(r.get(k) for k in keys[:-1]) for r in runs))
+    pen = Pen(runs, [tuple(r.get(k) for k in keys[:-1]) for r in runs])
     fig, axes = grid(len(panels))
     for ax, (size, burst) in zip(axes, panels):
         mine = [r for r in runs if (r.get("size"), r.get("burst")) == (size, burst)]
         rx, sent, hollow = avg(mine, keys, "rx_pps"), avg(mine, keys, "sent_pps"), \
             contended(mine, keys)
         values: list[float] = []
-        for series in curves(k[:-1] for k in rx):
+        for series in pen.curves(k[:-1] for k in rx):
             pts = sorted((sent.get((*series, rate), (rate, 0))[0] or rate, *rx[(*series, rate)],
                           hollow[(*series, rate)])
                          for rate in (k[-1] for k in rx if k[:-1] == series))
@@ -85,8 +84,8 @@ def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
     per_pair = any(r["pairs"] > 1 for r in runs)
     fig = figure(2, height=4.2)
     ax_pps, ax_bps = fig.subplots(1, 2)
-    all_series = curves(k[:-1] for k in top)
-    pen = Pen(runs, all_series)
+    pen = Pen(runs, [k[:-1] for k in top])
+    all_series = pen.curves(k[:-1] for k in top)
     mpps, gbps = [], []
     for series in all_series:
         pts = sorted((k[-1], *top[k]) for k in top if k[:-1] == series)
@@ -128,7 +127,7 @@ def scalability(rows: Iterable[Row], path: str | Path) -> str:
                 ("rx_pps", ax_total, "total received rate (Mpps)", "total of all pairs")):
             top = best(mine, ("switch", "pairs", "rate"), value)
             values: list[float] = []
-            for switch in curves(k[0] for k in top):
+            for switch in pen.curves(k[0] for k in top):
                 pts = sorted((k[1], *top[k]) for k in top if k[0] == switch)
                 ys = [p[1] / 1e6 for p in pts]
                 pen.curve(ax, switch, [p[0] for p in pts], ys, [p[2] / 1e6 for p in pts],
@@ -193,7 +192,7 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
     fig, axes = grid(len(bursts))
     pen = Pen(rows)
     for ax, burst in zip(axes, bursts):
-        switches = curves(k[0] for k in table if k[1] == burst)
+        switches = pen.curves(k[0] for k in table if k[1] == burst)
         values: list[float] = []
         for switch in switches:
             pts = sorted((k[2], table[k]) for k in table if k[:2] == (switch, burst))
@@ -242,7 +241,7 @@ def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
             if (r.get("size"), r.get("burst")) == (size, burst):
                 groups[r["switch"]].append(r["hist"])
         xs_all: list[float] = []
-        for switch in curves(groups):
+        for switch in pen.curves(groups):
             curve = stats.cdf(stats.merge_histograms(groups[switch]))
             if curve:
                 xs = [max(x, 1.0) / 1e3 for x, _ in curve]
@@ -269,10 +268,10 @@ def throughput_bars(rows: Iterable[Row], path: str | Path,
         raise NoData("throughput bars: no throughput rows")
     split = [k for k in by if k == "switch" or k in varying(runs, by)]
     top = best(runs, [*split, "rate"], "rx_pps")
-    keys = curves(top)
+    pen = Pen(runs)
+    keys = pen.curves(top)
     fig = figure(1, width=max(5.0, 0.9 * len(keys) + 2), height=4.0)
     ax = fig.subplots()
-    pen = Pen(runs)
     labels = ["\n".join(f"{n}={fields.show(n, v)}" if n != "switch" else str(v)
                         for n, v in zip(split, k))
               for k in keys]
@@ -304,7 +303,7 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     pen = Pen(rows)
     rx, hollow = avg(runs, ("switch", quota), "rx_pps_per_pair"), contended(runs, ("switch", quota))
     rates: list[float] = []
-    for switch in curves(k[0] for k in rx):
+    for switch in pen.curves(k[0] for k in rx):
         pts = sorted((k[1], *v, hollow[k]) for k, v in rx.items() if k[0] == switch)
         ys = [p[1] / 1e6 for p in pts]
         pen.curve(ax_pps, switch, [p[0] for p in pts], ys, [p[2] / 1e6 for p in pts],
@@ -313,7 +312,7 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     words, short = _latency_words(lat)
     table = _latency_stats(lat, ("switch", quota))
     times: list[float] = []
-    for switch in curves(k[0] for k in table):
+    for switch in pen.curves(k[0] for k in table):
         pts = sorted((k[1], v) for k, v in table.items() if k[0] == switch)
         for name in ("p50", "p99"):
             xy = [(q, v[name] / 1e3, bool(v.get("contended"))) for q, v in pts if name in v]

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cnfperf import fields
 from cnfperf.experiments import stats
-from cnfperf.report import contention, style
+from cnfperf.report import contention
 
 Row = Mapping[str, Any]
 
@@ -125,6 +125,9 @@ def fixed_rate(rate: Any) -> float | None:
 
 # Scenario fields a plot row carries from its point: those with a column.
 POINT_FIELDS = (*(f.name for f in fields.stored()), "rep")
+# What the point stored of its data plane and NF kind (results/store.py): a
+# plot's styles come from its own rows (style.learn), whatever run each is of.
+STORED_FACTS = ("switch_facts", "nf_facts")
 PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns",
                "lat_p999_ns", "lat_mean_ns", "lat_max_ns", "latency_kind")
 
@@ -185,15 +188,16 @@ def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
     did not finish are left out. Booleans stored as 0/1 come back as booleans.
     A point whose path has network functions (or a single tester, or engines
     that sleep) is its own curve: its `switch` names all of it, `dataplane` its
-    data plane alone. `contended`: the point had more busy pollers than cores."""
+    data plane alone. `contended`: the point had more busy pollers than cores.
+    Each row carries its point's stored facts (STORED_FACTS), which its plot's
+    styles are read from (style.learn)."""
     rows = []
     done = [p for p in run.get("points", []) if p.get("status", "done") == "done"]
-    style.learn(done)
     series = path_series(done)
     for point in run.get("points", []):
         if point.get("status", "done") != "done":
             continue
-        base = {k: point[k] for k in POINT_FIELDS if k in point}
+        base = {k: point[k] for k in (*POINT_FIELDS, *STORED_FACTS) if k in point}
         base.update(switch=series(point), dataplane=point.get("switch"),
                     contended=contention.contended(point))
         for f in fields.stored():

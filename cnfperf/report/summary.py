@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.plan import describe_path, roles, run_prefix
-from cnfperf.report import contention, style
+from cnfperf.report import contention
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -22,12 +22,8 @@ LABEL_FIELDS = tuple(f.name for f in fields.labelled())
 
 
 def done_points(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """The run's finished points; their data planes' styles noted on the way
-    (style.learn: every table and plot of a run reads its points here or in
-    rows.rows_from_run)."""
-    done = [p for p in run.get("points", []) if p.get("status") == "done"]
-    style.learn(done)
-    return done
+    """The run's finished points."""
+    return [p for p in run.get("points", []) if p.get("status") == "done"]
 
 
 def varying(points: Sequence[dict[str, Any]], names: Sequence[str] = LABEL_FIELDS) -> list[str]:

@@ -194,14 +194,39 @@ _FACTS_13 = {
 }
 
 
+# Likewise what the report needs of the point's NF kind (NfKind.stored(): name,
+# style), a JSON object, NULL for a point without NFs: points stored before
+# get the style their kind had when this column came (_NF_STYLES_13, by the
+# scenario's `nf`, read from its JSON: the nf column is a field's, added after
+# the migrations); another value (cmd:, click:FILE) stays NULL and is drawn by
+# its name. A table of kind names outside cnfperf/nfs/ on purpose: it is
+# history, what those kinds were, and never grows.
+_NF_STYLES_13 = {"l2": 0, "mirror": 1, "strip-encap": 2, "l3": 3, "testpmd": 4,
+                 "click:mirror": 5, "click:strip-encap": 6}
+
+
 def _facts_13(name: str, facts: tuple) -> str:
     keys = ("description", "kind", "counter_view", "joins", "style")
     text = json.dumps({"name": name, **dict(zip(keys, facts))}).replace("'", "''")
     return f"UPDATE points SET switch_facts = '{text}' WHERE switch = '{name}';"
 
 
-_SCHEMA_13 = "ALTER TABLE points ADD COLUMN switch_facts TEXT;\n" + "\n".join(
-    _facts_13(name, facts) for name, facts in _FACTS_13.items())
+def _nf_facts_13(name: str, style: int) -> str:
+    text = json.dumps({"name": name, "style": style})
+    return (f"UPDATE points SET nf_facts = '{text}' WHERE {_scenario('nf')} = '{name}' "
+            f"AND {_scenario('nfs')} > 0;")
+
+
+def _scenario(key: str) -> str:
+    """SQL: the stored scenario's value of `key` (NULL when it has none)."""
+    return f"(CASE WHEN json_valid(scenario) THEN json_extract(scenario, '$.{key}') END)"
+
+
+_SCHEMA_13 = "\n".join([
+    "ALTER TABLE points ADD COLUMN switch_facts TEXT;",
+    *(_facts_13(name, facts) for name, facts in _FACTS_13.items()),
+    "ALTER TABLE points ADD COLUMN nf_facts TEXT;",
+    *(_nf_facts_13(name, style) for name, style in _NF_STYLES_13.items())])
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13]
 # Children of a point, deleted with it when --resume runs it again.
@@ -238,9 +263,18 @@ class Store:
             raise UserError("--results", f"{self.path}: schema version {version} is newer "
                                          f"than this cnfperf ({SCHEMA_VERSION}); upgrade cnfperf")
         for n in range(version, SCHEMA_VERSION):
-            with self.db:
-                self.db.executescript(_MIGRATIONS[n])
-                self.db.execute(f"PRAGMA user_version = {n + 1}")
+            # A step and its version in one transaction: executescript commits
+            # statement by statement, so a step cut short (a crash, a full
+            # disk) between its ALTER and its user_version would leave a store
+            # that fails on every later open (duplicate column). Rolled back
+            # whole instead, the next open runs the step again.
+            try:
+                self.db.executescript(f"BEGIN;\n{_MIGRATIONS[n]}\n"
+                                      f"PRAGMA user_version = {n + 1};\nCOMMIT;")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.rollback()
+                raise
 
     def _field_columns(self) -> None:
         """A column per stored field of the table (fields.py): a new field gets
@@ -302,13 +336,15 @@ class Store:
                   trials: list[dict[str, Any]] = (), shape: str | None = None,
                   tester_why: str | None = None, pollers: int | None = None,
                   point_cores: int | None = None,
-                  switch_facts: dict[str, Any] | None = None) -> int:
+                  switch_facts: dict[str, Any] | None = None,
+                  nf_facts: dict[str, Any] | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` its network functions' when
         not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS) and
         `trials` come from an ndr/pdr search; `shape`, `tester_why`, `pollers`
         and `point_cores` are the plan's (TestPoint's; point_cores: how many cores);
-        `switch_facts` what the report needs of the data plane (DataPlane.stored)."""
+        `switch_facts` what the report needs of the data plane (DataPlane.stored),
+        `nf_facts` of its NFs' kind (NfKind.stored; None: no NFs)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -324,7 +360,8 @@ class Store:
                    nf_image_size=getattr(nf_image, "size_bytes", None), shape=shape,
                    tester_why=tester_why, pollers=pollers,
                    point_cores=point_cores,
-                   switch_facts=json.dumps(switch_facts) if switch_facts else None)
+                   switch_facts=json.dumps(switch_facts) if switch_facts else None,
+                   nf_facts=json.dumps(nf_facts) if nf_facts else None)
         if result:
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
                        queues=json.dumps(result.queues) if result.queues else None)
@@ -394,7 +431,8 @@ class Store:
     def _point(self, point: dict[str, Any]) -> dict[str, Any]:
         pid = point["id"]
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
-                                 "latency_histogram", "queues", "switch_facts"))
+                                 "latency_histogram", "queues", "switch_facts",
+                                 "nf_facts"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram",)) for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
         point["endpoints"] = [_decoded(dict(r), ("summary", "latency_histogram"))

@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cnfperf import PREFIX, SystemFailure, strategies
+from cnfperf import PREFIX, SystemFailure, nfs, strategies
 from cnfperf.run.checks import dataplane_of, place_point, preflight
 from cnfperf.run.cleanup import cleanup
 from cnfperf.host.links import netns_list
@@ -278,6 +278,7 @@ class Run:
         versions.update(dataplane.versions(host))   # e.g. which VPP ran it
         return dict(placement=[asdict(p) for p in point.paths], warnings=list(point.warnings),
                     versions=versions, switch_facts=dataplane.stored(),
+                    nf_facts=nfs.kind(point.scenario.nf).stored() if point.scenario.nfs else None,
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
                     point_cores=len(point.cpus))

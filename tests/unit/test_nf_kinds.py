@@ -19,6 +19,7 @@ from cnfperf.fields import NF_APIS
 from cnfperf.host.facts import EngineFacts
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.plan import place
+from cnfperf.report import style
 from cnfperf.runtimes import IMAGES
 from cnfperf.scenario import Scenario
 from harness import REPO
@@ -88,6 +89,20 @@ def test_every_kind_answers_the_whole_interface(index, tmp_path):
     assert kind.ready(["nothing said"]) is None
     summary = kind.summary("")
     assert summary["nf"] == value and summary["ports"] == []
+    assert kind.stored() == {"name": value, "style": kind.style}
+
+
+def test_every_kind_named_as_it_is_has_a_style_of_its_own(tmp_path):
+    """A number per name, below style.KIND_STYLES, never two alike (a report
+    draws a kind by the number its points stored); a value with an argument
+    (cmd:TEMPLATE, click:FILE) has none: drawn by a hash of its text."""
+    numbers = {name: nfs.kind(name).style for name in nfs.names()}
+    assert all(isinstance(n, int) and 0 <= n < style.KIND_STYLES for n in numbers.values())
+    assert len(set(numbers.values())) == len(numbers)
+    for value in _samples(tmp_path)[len(numbers):]:
+        assert nfs.kind(value).style is None, value
+    # each family's numbers are its names' only
+    assert all(set(k.styles) <= set(k.names) for k in nfs.KINDS)
 
 
 def test_a_bad_combination_is_a_field_and_one_line():
@@ -243,14 +258,39 @@ def _named(node: ast.AST, names: set[str], prefixes: tuple[str, ...]) -> bool:
     return False
 
 
+# Module-level tables of kind names allowed outside cnfperf/nfs/, and why.
+LISTS_ALLOWED = {
+    # history: the styles the kinds had when points began to store them, to
+    # fill in older points (schema 13); it never grows
+    ("cnfperf/results/store.py", "_NF_STYLES_13"),
+}
+
+
+def _listing(node: ast.AST, names: set[str]) -> bool:
+    """A tuple, list or set with NF kinds' names among its items, or a dict
+    among its keys: a list of kinds kept apart from their families. Two at
+    least: one alone may be another word (a data plane named testpmd)."""
+    if isinstance(node, ast.Dict):
+        items = node.keys
+    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = node.elts
+    else:
+        return False
+    return sum(isinstance(e, ast.Constant) and e.value in names for e in items) >= 2
+
+
 def test_no_module_outside_nfs_tests_an_nf_kind_by_name():
+    """Nor keeps a module-level tuple, list or dict of kind names: a kind added
+    later would be missing from it, and silently so."""
     names = set(nfs.names())
     prefixes = tuple(k.prefix for k in nfs.KINDS if k.prefix)
     found = []
     for path in sorted((REPO / "cnfperf").rglob("*.py")):
         if path.parent == REPO / "cnfperf" / "nfs":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        where = str(path.relative_to(REPO))
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
             tested = []
             if isinstance(node, ast.Compare):
                 tested = [node.left, *node.comparators]
@@ -258,5 +298,24 @@ def test_no_module_outside_nfs_tests_an_nf_kind_by_name():
                     node.func.attr in ("startswith", "endswith", "removeprefix"):
                 tested = node.args
             if any(_named(n, names, prefixes) for n in tested):
-                found.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
-    assert not found, "NF kinds tested by name outside cnfperf/nfs/:\n" + "\n".join(found)
+                found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                named = {ast.unparse(t) for t in targets}
+                if any(_listing(n, names) for n in ast.walk(node.value)) and \
+                        not {(where, t) for t in named} & LISTS_ALLOWED:
+                    found.append(f"{where}:{node.lineno}: {', '.join(sorted(named))}")
+    assert not found, "NF kinds tested or listed by name outside cnfperf/nfs/:\n" + \
+        "\n".join(found)
+
+
+def test_the_list_test_catches_a_table_of_kind_names():
+    """What the test above reads as a list of kinds, and what it lets be."""
+    names = set(nfs.names())
+    listed = ['NF_STYLES = ("l2", "mirror", "strip-encap")',
+              'STYLES = {"l3": 3, "testpmd": 4}', 'KINDS: list[str] = ["l2", "click:mirror"]',
+              'X = 1, ("mirror", "l3")']
+    alone = ['SWITCHES = ("testpmd", "ovs")', 'MODES = ("throughput", "latency")']
+    assert all(any(_listing(n, names) for n in ast.walk(ast.parse(src))) for src in listed)
+    assert not any(_listing(n, names) for src in alone for n in ast.walk(ast.parse(src)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sqlite3
 from dataclasses import asdict
 
@@ -89,8 +90,10 @@ def store_point(store: Store, point, result, idx: int = 0, status: str = "done",
                            started=1.0, result=result,
                            placement=[asdict(p) for p in point.pairs], shape=point.shape,
                            key=f"k{idx}", rep=0,
-                           # as the runner stores it (runner._record)
-                           switch_facts=DATAPLANES[point.scenario.switch].stored())
+                           # as the runner stores them (runner._record)
+                           switch_facts=DATAPLANES[point.scenario.switch].stored(),
+                           nf_facts=nf_kinds.kind(point.scenario.nf).stored()
+                           if point.scenario.nfs else None)
 
 
 def stored_run(tmp_path, *points) -> dict:
@@ -450,3 +453,49 @@ def test_points_stored_before_the_facts_get_their_data_planes_facts_of_then(tmp_
     assert macvlan["switch_facts"] == DATAPLANES["macvlan"].stored()
     assert vpp_memif["switch_facts"] == DATAPLANES["vpp-memif"].stored()
     assert gone["switch_facts"] is None
+
+
+def test_a_point_stores_its_nf_kinds_facts_and_one_without_nfs_none(tmp_path):
+    point, result = chain()
+    [s] = scenarios(None, {"switch": "veth", "api": "raw"})
+    plain = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="link")
+    with_nfs, without = stored_run(tmp_path, (point, result, {}), (plain, None, {}))["points"]
+    assert with_nfs["nf_facts"] == {"name": "l3", "style": nf_kinds.kind("l3").style}
+    assert without["nf_facts"] is None
+
+
+def test_points_stored_before_the_facts_get_their_nf_kinds_style_of_then(tmp_path):
+    """Schema 13 fills nf_facts of older points with NFs by the scenario's `nf`,
+    as the kinds' styles were when the column came; a value without one (a
+    user's command), a point without NFs or without a scenario stays without."""
+    cases = ({"nf": "mirror", "nfs": 1}, {"nf": "click:strip-encap", "nfs": 2},
+             {"nf": "cmd:my-nf {iface1} {iface2}", "nfs": 1}, {"nf": "l2", "nfs": 0},
+             {"nf": "l2"}, None)
+    run = migrated_run(tmp_path, 12, *(
+        "INSERT INTO points (run_id, idx, status, switch, mode, api, pairs, size, scenario) "
+        f"VALUES ('beef', {i}, 'done', 'veth', 'throughput', 'raw', 1, 64, "
+        f"{'NULL' if case is None else repr(json.dumps(case))})"
+        for i, case in enumerate(cases)))
+    facts = [p["nf_facts"] for p in run["points"]]
+    assert facts == [nf_kinds.kind("mirror").stored(), nf_kinds.kind("click:strip-encap").stored(),
+                     None, None, None, None]
+
+
+def test_the_report_draws_an_nf_kind_by_the_number_its_points_stored(tmp_path):
+    """Curves of one data plane told apart by NF kind wear the style their
+    points stored (nf_facts), not one looked up by the kind's name."""
+    from cnfperf.report import style
+    from cnfperf.report.draw import Pen
+    from cnfperf.report.rows import rows_from_run
+    point, result = chain()
+    [s] = scenarios(None, {"switch": "bridge", "api": "raw"})
+    plain = place(s, RUN, host_cpus=(0, 1, 2, 3), joins="switch")
+    measured = model.PointResult(pairs=result.pairs, total=result.total, endpoints=[],
+                                 counters={})
+    run = stored_run(tmp_path, (point, result, {}), (plain, measured, {}))
+    rows = rows_from_run(run)
+    curve = next(r["switch"] for r in rows if r.get("nfs"))
+    l3 = style.nth(style.PAIRS - 1 - nf_kinds.kind("l3").style)
+    assert Pen(rows).style_of(curve) == l3
+    run["points"][0]["nf_facts"] = {"name": "l3", "style": 9}   # as another run stored it
+    assert Pen(rows_from_run(run)).style_of(curve) == style.nth(style.PAIRS - 1 - 9) != l3

@@ -8,6 +8,7 @@ import random
 import pytest
 from matplotlib.colors import same_color
 
+from cnfperf.dataplanes import DATAPLANES
 from cnfperf.report import axes, draw, glance, glance_plot, nf_plots, nfs, plots, style
 
 # Every data plane cnfperf knows, at rates a 2-core host gives them: kernel ones
@@ -16,6 +17,7 @@ CAPACITY = {"veth": 3e5, "bridge": 1e5, "macvlan": 4e5, "vhost": 14e6, "memif": 
             "testpmd": 23e6, "ovs": 15e6, "vpp": 9e6, "vpp-memif": 11e6, "click": 2e6,
             "snabb": 5e6, "snabb-wire": 6e6}
 SIZES = (64, 65, 128, 256, 512, 1024, 1500, 9000)   # 1024 and 1500 sit close on a log axis
+OVS = style.nth(DATAPLANES["ovs"].style)   # the style its points store
 
 
 @pytest.fixture
@@ -160,7 +162,8 @@ def test_a_zero_on_a_log_axis_is_marked_on_its_floor(tmp_path, saved):
     footnote says what the mark means."""
     rows = [dict(switch=switch, mode="throughput", api="dpdk", size=size, burst=32, pairs=1,
                  pair=0, point=f"{switch}{size}", rate=0.0, tx_pps=5e7, rx_pps=rx,
-                 contended=switch == "ovs")      # hollow: its marker's edge is its colour
+                 contended=switch == "ovs",      # hollow: its marker's edge is its colour
+                 switch_facts=DATAPLANES[switch].stored())   # as rows_from_run makes them
             for switch, rx in (("memif", 48e6), ("veth", 3e5), ("ovs", 0.0))
             for size in (64, 1500)]
     plots.throughput_vs_size(rows, tmp_path / "size.png")
@@ -171,8 +174,8 @@ def test_a_zero_on_a_log_axis_is_marked_on_its_floor(tmp_path, saved):
     floor = ax.get_ylim()[0]
     assert list(zeros.get_xdata()) == [64, 1500] and list(zeros.get_ydata()) == [floor, floor]
     ovs = next(line for line in ax.get_lines() if list(line.get_ydata()) == [0, 0])
-    assert same_color(zeros.get_color(), style.dataplane("ovs").colour)
-    assert same_color(ovs.get_color(), style.dataplane("ovs").colour)
+    assert same_color(zeros.get_color(), OVS.colour)
+    assert same_color(ovs.get_color(), OVS.colour)
     assert zeros.get_marker() == axes.ZERO_MARKERS["y"]
     assert any(draw.ZEROS in t.get_text().replace("\n", " ") for t in fig.texts)
     # where nothing is zero, no mark and no note
@@ -182,8 +185,8 @@ def test_a_zero_on_a_log_axis_is_marked_on_its_floor(tmp_path, saved):
 
 def test_the_glance_chart_writes_a_zero_on_the_log_axis_floor(tmp_path, saved):
     found = [glance.Entry("throughput", 64, name, glance.stats.summarize([rx]), None, 0.0, None,
-                          "split", None, "") for name, rx in (("memif", 48e6), ("veth", 3e5),
-                                                              ("ovs", 0.0))]
+                          "split", None, "", DATAPLANES[name].stored())
+             for name, rx in (("memif", 48e6), ("veth", 3e5), ("ovs", 0.0))]
     glance_plot.chart(found, tmp_path / "g.png")
     [fig] = saved
     ax = fig.axes[0]
@@ -192,5 +195,5 @@ def test_the_glance_chart_writes_a_zero_on_the_log_axis_floor(tmp_path, saved):
     assert zero.get_position() == (ax.get_xlim()[0], 2)
     [mark] = [line for line in ax.get_lines() if line.get_label() == axes.ZERO]
     assert list(mark.get_ydata()) == [2] and mark.get_marker() == axes.ZERO_MARKERS["x"]
-    assert same_color(mark.get_color(), style.dataplane("ovs").colour)
+    assert same_color(mark.get_color(), OVS.colour)
     assert axes.overlaps(fig) == []

@@ -109,6 +109,34 @@ def test_schema_is_versioned(tmp_path):
         Store(tmp_path)
 
 
+def test_a_migration_step_failing_half_way_leaves_the_store_as_it_was(tmp_path, monkeypatch):
+    """A step is one transaction with its user_version: cut short after its
+    first statement (a crash, a full disk), the store stays at the version
+    before, without the step's column, and the next open runs the whole step."""
+    from cnfperf.results import store as store_module
+    db = older_store(tmp_path, SCHEMA_VERSION - 1)
+    db.commit()
+    db.close()
+    last = store_module._MIGRATIONS[-1]
+    first = last.split(";", 1)[0]
+    assert first.startswith("ALTER TABLE points ADD COLUMN")
+    monkeypatch.setattr(store_module, "_MIGRATIONS", [
+        *store_module._MIGRATIONS[:-1], f"{first};\nINSERT INTO no_such_table VALUES (1);"])
+    with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
+        Store(tmp_path)
+    db = sqlite3.connect(tmp_path / "cnfperf.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION - 1
+    column = first.split()[-2]
+    assert column not in {r[1] for r in db.execute("PRAGMA table_info(points)")}
+    db.close()
+    monkeypatch.undo()
+    store = Store(tmp_path)   # no "duplicate column": the step runs again, whole
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert column in {r[1] for r in store.db.execute("PRAGMA table_info(points)")}
+    assert store.run("beef")["points"] == []
+    store.close()
+
+
 def test_blocking_points_of_an_older_store_read_as_poll_interrupt(tmp_path):
     db = older_store(tmp_path, 3)
     db.executemany("INSERT INTO points (run_id, idx, status, blocking) VALUES ('beef', ?, 'done', ?)",
