@@ -256,7 +256,8 @@ def test_click_nfs_on_sockets_are_not_counted_as_busy_pollers():
 
 def test_a_study_leaves_click_points_out_when_click_is_not_built(tmp_path, monkeypatch):
     monkeypatch.setenv(builds.PREFIX_ENV, str(tmp_path / "none"))
-    keep = checks.unusable(type("Host", (), {"engine": type("E", (), {"apis": [], "nfs": None})()})())
+    engine = type("E", (), {"apis": [], "nfs": None})()
+    keep = checks.unusable(type("Host", (), {"engine": engine, "static_engine": engine})())
     monkeypatch.setattr(checks, "_problems", lambda *a: [])
     why = keep({"switch": "bridge", "api": "raw", "nfs": 1, "nf": "click:strip-encap"})
     assert why and why.startswith("nf click:strip-encap: click not built") and \
