@@ -347,13 +347,13 @@ def unusable(host: HostFacts) -> Keep:
 
     def keep(params: dict[str, Any]) -> str | None:
         default = {name: f.default for name, f in fields.by_name().items()}
-        switch, api = (str(params.get(k, default[k])) for k in ("switch", "api"))
-        runtime = str(params.get("runtime", "runc"))
+        switch, api, runtime, nf = (str(params.get(k, default[k]))
+                                    for k in ("switch", "api", "runtime", "nf"))
         dataplane = DATAPLANES.get(switch)
         if dataplane is None or runtime not in RUNTIMES:
             return None      # check() names the mistake
-        mismatch = _mismatch(dataplane, api, int(params.get("pairs", 1)),
-                             int(params.get("nfs", 0)), nf_ports(str(params.get("nf", ""))))
+        mismatch = _mismatch(dataplane, api, int(params.get("pairs", default["pairs"])),
+                             int(params.get("nfs", default["nfs"])), nf_ports(nf))
         if mismatch:
             return f"{switch} {mismatch[0]}={params.get(mismatch[0], api)}: {mismatch[1]}"
         try:
