@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import http.server
 import io
-import tarfile
 import os
 import re
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 import tomllib
