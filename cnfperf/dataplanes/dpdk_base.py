@@ -22,8 +22,8 @@ the switch's alone.
 from __future__ import annotations
 
 import shutil
-from abc import abstractmethod
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
@@ -37,6 +37,19 @@ from cnfperf.runtimes.base import Mount
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import Link, Port, TestPoint
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """How a port's node reaches a vhost-user port: as its virtio front end, on
+    `socket`, creating it (`server`: the switch connects as a client, as OVS's
+    vhostuserclient ports do) or connecting to the switch's; offering `queues`
+    queue pairs. An engine does it with DPDK's virtio-user PMD, a virtual
+    machine with QEMU's vhost-user netdev: one fact, two front ends."""
+
+    socket: str
+    server: bool = False
+    queues: int = dpdk_args.QUEUES
 
 
 def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
@@ -79,9 +92,18 @@ class DpdkPlane(DataPlane):
     def setup(self) -> None:
         """Start the switch, if any; sockets go to self.sock_dir."""
 
-    @abstractmethod
+    def frontend(self, port: Port) -> Frontend | None:
+        """The vhost-user port its node reaches as a front end; None where the
+        node reaches it otherwise (memif: vdev() says how)."""
+        return None
+
     def vdev(self, port: Port) -> str:
-        """The vdev through which the engine of the port's node reaches it."""
+        """The vdev through which the engine of the port's node reaches it: a
+        virtio-user port on its front end, unless a subclass says otherwise."""
+        f = self.frontend(port)
+        assert f is not None, f"{self.name}: neither frontend() nor vdev() for {port.name}"
+        return dpdk_args.virtio_user(port.slot, f.socket, mac=port.mac, server=f.server,
+                                     queues=f.queues)
 
     def teardown(self) -> None:
         """Stop what setup() started; called after a partial setup too."""
