@@ -32,7 +32,7 @@ from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import POOL, Hugepages, pages_for
 from cnfperf.host.journal import RUN_DIR
-from cnfperf.runtimes.base import Mount
+from cnfperf.runtimes.base import Mount, Nic
 
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
@@ -67,6 +67,9 @@ class DpdkPlane(DataPlane):
     build: ClassVar[str | None] = None
     kind = "dpdk"
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
+    # A virtual machine reaches a vhost-user port as its front end, as an engine
+    # does (frontend()); a plane whose ports are not vhost-user says False.
+    vm_ports = True
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -165,8 +168,17 @@ class DpdkPlane(DataPlane):
                     if port in (link.a, link.b))
 
     def attach(self, port: Port) -> Attachment:
+        if port.vm:
+            return Attachment(mac=port.mac, port=port.slot, nic=self.nic(port))
         return Attachment(mac=port.mac, port=port.slot, vdev=self.vdev(port),
                           mounts=self.mounts())
+
+    def nic(self, port: Port) -> Nic:
+        """A virtual machine's NIC for the port: QEMU as the vhost-user front end
+        where an engine would be virtio-user, the guest's DPDK on its virtio PMD."""
+        f = self.frontend(port)
+        assert f is not None, f"{self.name} gives no virtual machine a port (vm_ports)"
+        return Nic(mac=port.mac, name=port.name, dpdk=True, socket=f.socket, server=f.server)
 
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
         # Each port's api instance has its own mbuf pool.

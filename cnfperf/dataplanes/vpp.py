@@ -138,6 +138,8 @@ class VppMemifPlane(VppPlane):
                            f"{vpp_app.memif_buffer(self.point.scenario.size)}")
         return f"memif{sock}/0"   # VPP names it so (and prints nothing)
 
+    vm_ports = False   # memif's shared memory does not reach into a virtual machine
+
     def frontend(self, port: Port) -> None:
         return None    # a memif client, not a vhost-user front end: vdev() says so
 

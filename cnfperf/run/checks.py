@@ -29,7 +29,7 @@ from cnfperf.dataplanes import DATAPLANES, DataPlane
 from cnfperf.fields import APIS, MAX_PORT, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.experiments import sweep
-from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
+from cnfperf.plan import TestPoint, has_vms, links_per_path, nf_places, place, usable_cpus
 from cnfperf.runtimes import RUNTIMES, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
@@ -124,8 +124,11 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
-    if s.runtime not in RUNTIMES:
-        raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: {', '.join(RUNTIMES)}")
+    if s.runtime not in RUNTIMES or RUNTIMES[s.runtime].kind != "container":
+        raise UserError("runtime", f"unknown container runtime {s.runtime!r}; known: "
+                                   f"{', '.join(container_runtimes())} (nf_in and endpoint_in "
+                                   "put nodes in virtual machines)")
+    _check_vms(s, dataplane)
     if TX_PORT + paths * s.flows - 1 > MAX_PORT:
         raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "
                                  f"(UDP source ports from {TX_PORT})"
@@ -153,6 +156,23 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
                                     f"usable: {','.join(map(str, sorted(usable)))}")
     _check_switch(s, dataplane, point_cpus(s, cores))
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
+
+
+def container_runtimes() -> list[str]:
+    return [name for name, rt in RUNTIMES.items() if rt.kind == "container"]
+
+
+def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
+    """Where the nodes run: nf_in's places, and a data plane that gives a
+    virtual machine its ports."""
+    try:
+        nf_places(s.nf_in, s.nfs)
+    except ValueError as e:
+        raise UserError("nf_in", str(e)) from None
+    if has_vms(s) and not dataplane.vm_ports:
+        having = ", ".join(n for n, d in DATAPLANES.items() if d.vm_ports)
+        raise UserError("endpoint_in" if s.endpoint_in == "vm" else "nf_in",
+                        f"{s.switch} gives no virtual machine a port; {having} do")
 
 
 def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ...]) -> None:
@@ -335,8 +355,33 @@ def host_problems(host: HostFacts) -> Callable[[Scenario], list[str]]:
         if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
             found.append("quota: no cgroup cpu controller with CFS quota files here "
                          "(see cnfperf doctor)")
+        if _vms(s):
+            if s.accel not in known_vms:
+                known_vms[s.accel] = vm_problems(s.accel)
+            found += known_vms[s.accel]
+            found += [f"{s.switch}: kernel has no {t} links (virtual machines' ports)"
+                      for t, option in dataplane_of(s).vm_links.items()
+                      if not host.kernel_has(t, option)]
         return list(dict.fromkeys(found))
+    known_vms: dict[str, list[str]] = {}
     return problems
+
+
+def _vms(s: Scenario) -> bool:
+    try:
+        return has_vms(s)
+    except ValueError:
+        return False     # check() names the mistake
+
+
+def vm_problems(accel: str) -> list[str]:
+    """What keeps this host from running virtual machines with `accel` (auto:
+    whichever boots)."""
+    runtime = next((rt for rt in RUNTIMES.values() if rt.kind == "vm"), None)
+    if runtime is None:
+        return ["vm: this cnfperf has no virtual machine runtime"]
+    return [f"vm: {p}" for p in runtime.check()] + [f"accel {accel}: {p}"
+                                                     for p in runtime.accel_problems(accel)]
 
 
 def unusable(host: HostFacts) -> Keep:

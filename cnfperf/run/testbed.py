@@ -18,19 +18,21 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from cnfperf import nfs
 from cnfperf.host import builds
-from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
+from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane, dpdk_args
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf.run import noise
 from cnfperf.run.noise import Noise
-from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, Container, ImageInfo, Journal,
-                              Mount, Quota, Runtime)
+from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, VM, Container, ImageInfo,
+                              Journal, Mount, Quota, Runtime)
+from cnfperf.scenario import Scenario
 from cnfperf.run.teardown import Teardown
 
 
@@ -73,6 +75,7 @@ class Neighbour:
 
 
 Node = Tester | Switch | NetworkFunction | Neighbour
+N = TypeVar("N", Endpoint, NF)
 
 
 @dataclass
@@ -99,7 +102,30 @@ class Testbed:
         return [self.attachments[p.name] for p in ports]
 
     def eal_args(self, node: str) -> tuple[str, ...]:
-        return self.dataplane.eal_args(node, self.ports(node))
+        """A DPDK engine's EAL arguments: the data plane's, or in a virtual
+        machine on DPDK ports its guest's (its NICs are PCI devices there)."""
+        ports = self.ports(node)
+        if any(a.nic and a.nic.dpdk for a in ports):
+            memory = dpdk_args.endpoint_mb(self.point.scenario.size) * len(ports)
+            return tuple(self.container(node).eal_args(memory, node))
+        return self.dataplane.eal_args(node, ports)
+
+    def inside(self, node: N) -> N:
+        """A tester's end or an NF as its engine sees itself: in a virtual
+        machine its cores are the guest's vCPUs (the host pins each vCPU to its
+        planned core), and its ports reach the guest's NICs."""
+        c = self.container(node.name)
+        if c.kind != "vm":
+            return node
+        if isinstance(node, NF):
+            cores = tuple(c.guest_cpu(core) for core in node.cores)
+            return replace(node, cpu=c.guest_cpu(node.cpu), cores=cores)
+        return replace(node, cpu=c.guest_cpu(node.cpu))
+
+    def floating(self, node: str) -> tuple[int, ...]:
+        """What an unpinned NF's threads float over (TestPoint.floating); in a
+        virtual machine nothing: the host places its vCPUs."""
+        return () if self.container(node).kind == "vm" else self.point.floating
 
     @property
     def dataplane(self) -> DataPlane:
@@ -220,14 +246,16 @@ class Builder:
         for n, ep in enumerate(point.engines):
             made(n)
             bed.nodes[ep.name] = Tester(ep, self._container(
-                s.runtime, FULL, bed, ep.name, (ep.cpu,), Quota.of(s.endpoint_quota, s.quota_period),
-                teardown))
+                self.runtime_of(ep, s), FULL, bed, ep.name, (ep.cpu,),
+                Quota.of(s.endpoint_quota, s.quota_period), teardown))
         for n, nf in enumerate(point.nfs, len(point.engines)):
             made(n)
             start = time.monotonic()
+            # A VM's vCPUs are pinned to its cores by the host whatever pin says:
+            # unpinned, its cgroup lets them float over the point's cores.
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
-                s.runtime, self.image_of(nf, s.nf), bed, nf.name, point.cpuset(nf.cores),
-                Quota.of(s.nf_quota, s.quota_period), teardown))
+                self.runtime_of(nf, s), self.image_of(nf, s.nf), bed, nf.name,
+                point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown))
             bed.create_s[nf.name] = time.monotonic() - start
         if s.noise in noise.STRESSORS:
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
@@ -253,13 +281,24 @@ class Builder:
         teardown.push(f"noise {s.noise}", neighbour.stop)
         return Neighbour(name, neighbour)
 
+    @staticmethod
+    def runtime_of(node: Endpoint | NF, s: Scenario) -> str:
+        """The runtime a node runs in: the scenario's container runtime, or for a
+        node in a virtual machine (nf_in, endpoint_in) the VM runtime."""
+        return VM if node.vm else s.runtime
+
     def _container(self, runtime: str, image: str, bed: Testbed, name: str,
                    cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown) -> Container:
         """A node's container in its netns, from that image, seeing what its ports
-        need (one mount once), on `cpus` for at most `quota` of their time."""
-        mounts = {m: None for a in bed.ports(name) for m in a.mounts}
-        c = self._runtime(runtime, image).create(name, cpus, name, tuple(mounts), image=image,
-                                                 quota=quota)
+        need (one mount once; a VM's NICs), on `cpus` for at most `quota` of their
+        time."""
+        ports = bed.ports(name)
+        mounts = {m: None for a in ports for m in a.mounts}
+        nics = tuple(a.nic for a in ports if a.nic is not None)
+        maker = self._runtime(runtime, image)
+        if maker.kind == "vm":
+            maker.configure(accel=bed.point.scenario.accel, memory_mb=bed.point.scenario.vm_memory)
+        c = maker.create(name, cpus, name, tuple(mounts), image=image, quota=quota, nics=nics)
         teardown.push(f"container {name}", c.destroy)
         return c
 

@@ -188,15 +188,16 @@ class Trial:
         datagram its kernel drops never reaches the engine."""
         if self.s.api != "udp":
             return {}
-        return {ep.name: udp_errors.read(self.bed.container(ep.name).netns)
+        # A virtual machine's kernel is its guest's: its counters are not the netns's.
+        return {ep.name: None if ep.vm else udp_errors.read(self.bed.container(ep.name).netns)
                 for pair in self.bed.point.pairs for ep in pair.engines}
 
     def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
         the nearest network function's)."""
         engine = self.bed.container(ep.name).engine
-        self._spawn(ep, engine_argv(engine, ep, self.bed.ports(ep.name), peer, hop, self.s,
-                                    self.bed.eal_args(ep.name)))
+        self._spawn(ep, engine_argv(engine, self.bed.inside(ep), self.bed.ports(ep.name), peer,
+                                    hop, self.s, self.bed.eal_args(ep.name)))
 
     def _start_nf(self, nf: NF, pair: Pair) -> None:
         """Start a network function; its frames go to the ports next to its own."""
@@ -206,8 +207,9 @@ class Trial:
         hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
         engine = self.bed.container(nf.name).engine
         assert self.kind is not None
-        command = self.kind.command(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
-                                    self.bed.eal_args(nf.name), self.bed.point.floating)
+        command = self.kind.command(engine, self.bed.inside(nf), self.bed.ports(nf.name), hops,
+                                    pair, self.s, self.bed.eal_args(nf.name),
+                                    self.bed.floating(nf.name))
         self.commands[nf.name] = command
         self._spawn(nf, command.argv, records=command.records)
 

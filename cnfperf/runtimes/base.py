@@ -36,6 +36,28 @@ class Mount:
     readonly: bool = False
 
 
+@dataclass(frozen=True)
+class Nic:
+    """One virtual NIC of a virtual machine: a virtio-net PCI device of the
+    guest, in the order given (the guest sees them in this PCI order). A data
+    plane says what is behind it: a tap device (`tap`, in `netns`; None: the
+    VM's own), a macvtap link of that name, or a vhost-user socket."""
+
+    mac: str
+    name: str                    # the interface name the guest gives it: the port's
+    mtu: int = 1500
+    dpdk: bool = False           # for DPDK's virtio PMD (uio_pci_generic), not virtio_net
+    tap: str | None = None
+    netns: str | None = None
+    macvtap: bool = False
+    socket: str | None = None
+    server: bool = False         # QEMU creates the socket; the switch connects to it
+    # The guest's own addressing of a kernel NIC (a tester end on udp): CIDR
+    # addresses, and static neighbours (ip, mac) so no ARP precedes the first frame.
+    addresses: tuple[str, ...] = ()
+    neighbours: tuple[tuple[str, str], ...] = ()
+
+
 MIN_QUOTA_US = 1000   # cgroup v1 and v2 refuse a CFS quota below 1 ms
 
 
@@ -174,6 +196,12 @@ def check_request(name: str, cpus: Sequence[int], netns: str,
     return checked, path
 
 
+def check_no_nics(nics: Sequence[Nic]) -> None:
+    if nics:
+        raise ValueError("virtual NICs are a virtual machine's: a container's ports are "
+                         "in its netns")
+
+
 def check_mounts(mounts: Sequence[Mount]) -> None:
     targets = set()
     for m in mounts:
@@ -188,6 +216,10 @@ def check_mounts(mounts: Sequence[Mount]) -> None:
 
 class Container(ABC):
     """One endpoint's isolated place to run engine processes."""
+
+    # What it is: "container", or "vm" (a virtual machine: its cores are the
+    # guest's vCPUs, guest_cpu(); its DPDK ports PCI devices, eal_args()).
+    kind: ClassVar[str] = "container"
 
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
                  engine: str):
@@ -227,6 +259,16 @@ class Container(ABC):
         None when the container has no cgroup of its own."""
         return None
 
+    def guest_cpu(self, core: int) -> int:
+        """The CPU number a process inside sees for host core `core`."""
+        return core
+
+    def eal_args(self, memory_mb: int, file_prefix: str) -> list[str]:
+        """A DPDK engine's EAL arguments for the container's own DPDK devices
+        (a virtual machine's NICs); a container has none: the data plane's
+        vdevs serve it."""
+        raise ContainerError(f"{self.name}: no DPDK devices of its own")
+
     @abstractmethod
     def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
         """The host command that runs argv inside, as argv's own process, with
@@ -249,6 +291,9 @@ class Container(ABC):
 
 class Runtime(ABC):
     name: ClassVar[str]
+    # What its containers are: "container" (the scenario's `runtime` names one)
+    # or "vm" (a virtual machine: nf_in and endpoint_in put nodes in one).
+    kind: ClassVar[str] = "container"
     # Whether create() can hold a container to a CPU quota (it needs a cgroup).
     quotas: ClassVar[bool] = True
 
@@ -275,10 +320,11 @@ class Runtime(ABC):
     @abstractmethod
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None) -> Container:
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> Container:
         """A container joined to the existing network namespace `netns`, running
         the engine `prepare(…, image)` was given; its `engine` says where. Its
-        processes may run on `cpus`, for at most `quota` of their time."""
+        processes may run on `cpus`, for at most `quota` of their time. `nics`:
+        a virtual machine's NICs (a container's ports are in its netns)."""
 
     @classmethod
     @abstractmethod

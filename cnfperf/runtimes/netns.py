@@ -10,8 +10,8 @@ from typing import Sequence
 
 from cnfperf.host.system import is_static_elf, process_ids, signal_all, wait_gone
 
-from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
-                   check_image, check_name, check_request, cpu_list)
+from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                   check_image, check_name, check_no_nics, check_request, cpu_list)
 
 KIND = "container"
 # Every process we start carries this in its environment, so a run killed with
@@ -91,7 +91,8 @@ class NetnsRuntime(Runtime):
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None) -> NetnsContainer:
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> NetnsContainer:
+        check_no_nics(nics)
         if check_image(image) not in self.engines:
             raise RuntimeError(f"NetnsRuntime.create(image={image!r}) before prepare()")
         if quota is not None:

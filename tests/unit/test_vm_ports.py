@@ -1,0 +1,181 @@
+"""Nodes in virtual machines: where nf_in and endpoint_in put them, what the
+checks refuse, and the NIC each data plane gives a VM's port (no root: the
+kernel planes' `ip` calls are recorded, not run)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cnfperf import UserError, nfs as nf_kinds
+from cnfperf.dataplanes import DATAPLANES, dpdk_args
+from cnfperf.dataplanes import bridge, kernel, macvlan
+from cnfperf.plan import nf_places, place
+from cnfperf.run import checks
+from cnfperf.runtimes import Nic
+from harness import scenarios
+
+
+class Journal:
+    def add(self, kind, name, **info):
+        pass
+
+    def discard(self, kind, name):
+        pass
+
+
+def _point(**fields):
+    [s] = scenarios(None, fields)
+    return place(s, "1a2b", host_cpus=(0, 1), nf=nf_kinds.find(s.nf) if s.nfs else None)
+
+
+@pytest.mark.parametrize("nf_in, count, places", [
+    ("container", 2, ("container", "container")),
+    ("vm", 3, ("vm", "vm", "vm")),
+    ("vm+container", 3, ("vm", "container", "container")),
+    ("container+vm+container", 3, ("container", "vm", "container")),
+    ("vm", 0, ()),
+])
+def test_nf_in_gives_each_nf_of_a_path_its_place_the_last_repeating(nf_in, count, places):
+    assert nf_places(nf_in, count) == places
+
+
+def test_a_place_that_is_neither_is_refused_naming_the_field():
+    with pytest.raises(ValueError, match="not container or vm"):
+        nf_places("vm+kvm", 2)
+    with pytest.raises(UserError) as e:
+        scenarios(None, {"switch": "bridge", "nfs": 1, "nf_in": "vmm"})
+    assert e.value.field == "nf_in"
+
+
+def test_the_plan_marks_vm_nodes_and_their_ports():
+    point = _point(switch="bridge", nfs=2, nf_in="container+vm", endpoint_in="vm", pairs=2)
+    for pair in point.pairs:
+        assert all(ep.vm and ep.port.vm for ep in pair.endpoints)
+        first, second = pair.nfs
+        assert not first.vm and not any(p.vm for p in first.ports)
+        assert second.vm and all(p.vm for p in second.ports)
+    assert point.vms == [*(ep.name for ep in point.engines),
+                         *(nf.name for nf in point.nfs if nf.vm)]
+    assert _point(switch="bridge", nfs=1).vms == []
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"switch": "memif", "api": "dpdk", "nfs": 1, "nf_in": "vm"}, "nf_in"),
+    ({"switch": "vpp-memif", "api": "dpdk", "endpoint_in": "vm"}, "endpoint_in"),
+    # vhost: two front ends on one link
+    ({"switch": "vhost", "api": "dpdk", "endpoint_in": "vm"}, "endpoint_in"),
+    ({"switch": "vhost", "api": "dpdk", "nfs": 2, "nf_in": "vm"}, "nf_in"),
+    ({"switch": "vhost", "api": "dpdk", "nfs": 1, "nf_in": "vm", "endpoint_in": "vm"}, "nf_in"),
+    # veth and macvlan shape on the sender's own interface, in its guest here
+    ({"switch": "veth", "endpoint_in": "vm", "limit": "10k"}, "limit"),
+    ({"switch": "macvlan", "nfs": 1, "nf_in": "vm", "limit": "10k"}, "limit"),
+    ({"switch": "veth", "runtime": "kvm"}, "runtime"),
+])
+def test_what_cannot_hold_a_vm_is_refused_naming_the_field(fields, field):
+    with pytest.raises(UserError) as e:
+        scenarios(None, fields)
+    assert e.value.field == field, e.value
+
+
+@pytest.mark.parametrize("fields", [
+    {"switch": "vhost", "api": "dpdk", "nfs": 1, "nf_in": "vm"},      # PVP on a direct link
+    {"switch": "vhost", "api": "dpdk", "nfs": 3, "nf_in": "vm+container"},
+    {"switch": "testpmd", "api": "dpdk", "nfs": 2, "nf_in": "vm", "endpoint_in": "vm"},
+    {"switch": "bridge", "endpoint_in": "vm", "limit": "10k"},        # on the bridge's port
+    {"switch": "macvlan", "nfs": 1, "nf_in": "vm"},
+    {"switch": "veth", "nfs": 2, "nf_in": "vm", "api": "raw"},
+])
+def test_what_can_hold_vms_passes(fields):
+    scenarios(None, fields)
+
+
+def test_every_plane_but_memif_ones_gives_vms_ports():
+    assert {n for n, d in DATAPLANES.items() if not d.vm_ports} == {"memif", "vpp-memif"}
+
+
+def _started(plane_cls, monkeypatch, **fields):
+    """A kernel plane started on a point, its `ip` calls recorded."""
+    calls = []
+
+    def ip(*args, netns=None, tool="ip"):
+        calls.append((tool, netns, *args))
+        return "[]"
+    for module in (kernel, bridge, macvlan):
+        monkeypatch.setattr(module, "ip", ip)
+    monkeypatch.setattr(kernel, "add_netns", lambda journal, name: None)
+    point = _point(switch=plane_cls.name, **fields)
+    plane = plane_cls(Journal())
+    plane.start(point)
+    return plane, point, calls
+
+
+def test_the_bridge_gives_a_vm_a_tap_on_the_bridge(monkeypatch):
+    plane, point, calls = _started(DATAPLANES["bridge"], monkeypatch, nfs=1, nf_in="vm")
+    nf = point.nfs[0]
+    sw = plane.switch_netns
+    for port in nf.ports:
+        nic = plane.attach(port).nic
+        assert nic == Nic(mac=port.mac, name=port.name, mtu=1500, tap=port.name + "h", netns=sw)
+        assert ("ip", sw, "tuntap", "add", "dev", port.name + "h", "mode", "tap") in calls
+        assert ("ip", sw, "link", "set", port.name + "h", "master", plane.bridge, "mtu", "1500",
+                "up") in calls
+        # nothing of the VM's port is made or set in its own netns: its guest's
+        assert not any(c[1] == port.node for c in calls)
+    ends = point.pairs[0].endpoints
+    assert all(plane.attach(ep.port).nic is None for ep in ends)
+
+
+def test_macvlan_gives_a_vm_a_macvtap_beside_its_macvlans(monkeypatch):
+    plane, point, calls = _started(DATAPLANES["macvlan"], monkeypatch, endpoint_in="vm", api="raw")
+    sender = point.pairs[0].sender
+    nic = plane.attach(sender.port).nic
+    assert nic == Nic(mac=sender.mac, name=sender.name, mtu=1500, tap=sender.name,
+                      netns=sender.name, macvtap=True)
+    assert ("ip", plane.switch_netns, "link", "add", sender.name, "link", plane.parent,
+            "address", sender.mac, "type", "macvtap", "mode", "bridge") in calls
+
+
+def test_veth_gives_a_vm_a_passthru_macvtap_and_its_guest_the_udp_addresses(monkeypatch):
+    plane, point, calls = _started(DATAPLANES["veth"], monkeypatch, endpoint_in="vm", api="udp")
+    pair = point.pairs[0]
+    sender, receiver = pair.endpoints
+    nic = plane.attach(sender.port).nic
+    assert (nic.tap, nic.netns, nic.macvtap) == (sender.name + "t", sender.name, True)
+    assert ("ip", sender.name, "link", "add", sender.name + "t", "link", sender.name, "address",
+            sender.mac, "type", "macvtap", "mode", "passthru") in calls
+    assert nic.addresses == (f"{sender.ip}/24",)
+    assert nic.neighbours == ((receiver.ip, receiver.mac),)
+    # no address in the netns: the guest has it
+    assert not any("addr" in c for c in calls)
+
+
+def test_a_vm_reaches_a_dpdk_switch_as_the_vhost_user_front_end():
+    point = _point(switch="testpmd", api="dpdk", nfs=1, nf_in="vm")
+    plane = DATAPLANES["testpmd"](Journal())
+    plane.point, plane.dir = point, Path("/run/x")
+    nf = point.nfs[0]
+    for port in nf.ports:
+        a = plane.attach(port)
+        assert a.vdev is None and a.mounts == () and a.port == port.slot
+        f = plane.frontend(port)
+        assert a.nic == Nic(mac=port.mac, name=port.name, dpdk=True, socket=f.socket,
+                            server=f.server)
+    sender = point.pairs[0].sender    # a container's engine: virtio-user on the same socket
+    assert plane.vdev(sender.port).startswith("net_virtio_user")
+
+
+def test_on_a_direct_vhost_link_the_vm_serves_and_the_engine_connects():
+    point = _point(switch="vhost", api="dpdk", nfs=1, nf_in="vm")
+    plane = DATAPLANES["vhost"](Journal())
+    plane.point, plane.dir = point, Path("/run/x")
+    pair = point.pairs[0]
+    for ep, vm_port in ((pair.sender, pair.nfs[0].ports[0]), (pair.receiver, pair.nfs[0].ports[1])):
+        nic = plane.attach(vm_port).nic
+        assert nic.server and nic.dpdk
+        assert plane.vdev(ep.port) == dpdk_args.vhost(ep.port.slot, nic.socket, client=True)
+    # without VMs the receiving end is the backend, as before
+    plain = _point(switch="vhost", api="dpdk")
+    plane.point = plain
+    link = plain.pairs[0].links[0]
+    assert plane.vdev(link.first).startswith("net_vhost") and "client" not in plane.vdev(link.first)
