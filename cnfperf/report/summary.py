@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.plan import describe_path, roles, run_prefix
-from cnfperf.report import contention
+from cnfperf.report import contention, emulation
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -131,12 +131,15 @@ def points(run: dict[str, Any], brief: bool = False) -> Table | None:
         return None
     axes = varying(done) or ["switch"]
     nf_image = any(p.get("nf_image_size") is not None for p in done)
+    vms = emulation.any_vms(done)
     rows = [[label(p, axes), p.get("rep", 0) + 1, path(p), cpu_bound(p),
              contention.tester_said(p), _pollers(p), contention.contended(p),
+             *([emulation.said(p)] if vms else []),
              _mb(p.get("image_size")), *([_mb(p.get("nf_image_size"))] if nf_image else [])]
             for p in done]
     return ("Points", ["point", "rep", "path", "CPU-bound", "tester", "busy pollers / cores",
-                       contention.COLUMN, "image MB", *(["NF image MB"] if nf_image else [])],
+                       contention.COLUMN, *([emulation.COLUMN] if vms else []), "image MB",
+                       *(["NF image MB"] if nf_image else [])],
             rows)
 
 
