@@ -203,7 +203,7 @@ class TestPoint:
         """`send → 3 × l2 (chain) → recv`: what --dry-run and the report show."""
         pair = self.pairs[0]
         return describe_path(pair.sender.role, self.scenario.nfs, self.scenario.nf, self.shape,
-                             pair.receiver.role)
+                             pair.receiver.role, self.scenario.nf_in, self.scenario.endpoint_in)
 
     @property
     def endpoints(self) -> list[Endpoint]:
@@ -263,11 +263,17 @@ def links_per_path(nfs: int, nf_ports: int) -> int:
     return nfs + (0 if nfs and nf_ports == 1 else 1)
 
 
-def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: str) -> str:
-    """`send → 3 × l2 (chain) → recv`; without NFs `send → recv`. The report
-    rebuilds it from a stored point, whose shape may be unknown (None)."""
-    middle = f" → {nfs} × {fields.show('nf', nf)}" + (f" ({shape})" if shape else "") if nfs else ""
-    return f"{sender}{middle} → {receiver}"
+def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: str,
+                  nf_in: str = "container", endpoint_in: str = "container") -> str:
+    """`send → 3 × l2 (chain) → recv`; without NFs `send → recv`; nodes in
+    virtual machines say so: `send in vm → 1 × l2 in vm (chain) → recv in vm`,
+    `2 × l2 in vm+container`. The report rebuilds it from a stored point, whose
+    shape may be unknown (None)."""
+    where = f" in {nf_in}" if nfs and "vm" in nf_in.split("+") else ""
+    middle = f" → {nfs} × {fields.show('nf', nf)}{where}" + (f" ({shape})" if shape else "") \
+        if nfs else ""
+    ends = " in vm" if endpoint_in == "vm" else ""
+    return f"{sender}{ends}{middle} → {receiver}{ends}"
 
 
 def run_prefix(run_id: str) -> str:

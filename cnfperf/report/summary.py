@@ -85,7 +85,9 @@ def path(point: dict[str, Any]) -> str:
     sender, receiver = roles(contention.tester(point) or "split",
                              str(_param(point, "mode") or "throughput"))
     nfs = int(_param(point, "nfs") or 0)
-    return describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver)
+    return describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver,
+                         str(_param(point, "nf_in") or "container"),
+                         str(_param(point, "endpoint_in") or "container"))
 
 
 def short_name(point: dict[str, Any], name: str) -> str:

@@ -179,3 +179,14 @@ def test_on_a_direct_vhost_link_the_vm_serves_and_the_engine_connects():
     plane.point = plain
     link = plain.pairs[0].links[0]
     assert plane.vdev(link.first).startswith("net_vhost") and "client" not in plane.vdev(link.first)
+
+
+@pytest.mark.parametrize("fields, path", [
+    ({"switch": "bridge", "nfs": 1, "nf_in": "vm"}, "send → 1 × l2 in vm (chain) → recv"),
+    ({"switch": "bridge", "nfs": 2, "nf_in": "vm+container"},
+     "send → 2 × l2 in vm+container (chain) → recv"),
+    ({"switch": "bridge", "endpoint_in": "vm"}, "send in vm → recv in vm"),
+    ({"switch": "bridge", "nfs": 1}, "send → 1 × l2 (chain) → recv"),
+])
+def test_the_path_says_which_nodes_are_vms(fields, path):
+    assert _point(tester="split", **fields).path() == path
