@@ -220,6 +220,9 @@ class Container(ABC):
     # What it is: "container", or "vm" (a virtual machine: its cores are the
     # guest's vCPUs, guest_cpu(); its DPDK ports PCI devices, eal_args()).
     kind: ClassVar[str] = "container"
+    # How many times longer than on the host a process inside takes to start or
+    # stop (an emulated guest's: many); what waits for one allows for it.
+    slowdown: float = 1.0
 
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
                  engine: str):

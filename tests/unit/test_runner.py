@@ -90,7 +90,7 @@ class Runtime:
     def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=()):
         machine = self.machine
         machine.step("create", name, image)
-        return type("Container", (), {"engine": f"/engine-{image}", "kind": "container",
+        return type("Container", (), {"engine": f"/engine-{image}", "kind": "container", "slowdown": 1.0,
                                       "destroy": lambda self: machine.step("destroy", name)})()
 
 
@@ -386,7 +386,7 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
 
     class Container:
         cpus, init_pid, pids = (0,), None, []   # no cgroup: CPU time of no process
-        kind = "container"
+        kind, slowdown = "container", 1.0
 
         def __init__(self, name):
             # no such netns: its UDP counters read as unknown (udp_errors.read)
