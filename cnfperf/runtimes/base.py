@@ -69,6 +69,27 @@ class Quota:
 
 
 @dataclass(frozen=True)
+class Nic:
+    """One network card of a VM (runtimes/vm): a virtio-net PCI device, the
+    guest sees them in the order given. Exactly one backend: a tap device
+    (`tap`, in netns `netns`, None: the VM's own; `macvtap`: that link is a
+    macvtap) or a vhost-user socket (`socket`; `server`: QEMU creates it).
+    `dpdk`: bound to uio_pci_generic in the guest for DPDK's virtio PMD instead
+    of the kernel's virtio_net, which names it `name` with `mtu`.
+    Container runtimes have their ports in their netns already and take none."""
+
+    mac: str
+    name: str
+    mtu: int = 1500
+    dpdk: bool = False
+    tap: str | None = None
+    netns: str | None = None
+    macvtap: bool = False
+    socket: str | None = None
+    server: bool = False
+
+
+@dataclass(frozen=True)
 class ImageInfo:
     name: str
     path: str
@@ -249,6 +270,9 @@ class Container(ABC):
 
 class Runtime(ABC):
     name: ClassVar[str]
+    # What it makes: "container" (a scenario's runtime is one of these) or "vm"
+    # (runtimes/vm: QEMU guests). Cleanup and doctor see every kind.
+    kind: ClassVar[str] = "container"
     # Whether create() can hold a container to a CPU quota (it needs a cgroup).
     quotas: ClassVar[bool] = True
 
@@ -275,10 +299,11 @@ class Runtime(ABC):
     @abstractmethod
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None) -> Container:
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> Container:
         """A container joined to the existing network namespace `netns`, running
         the engine `prepare(…, image)` was given; its `engine` says where. Its
-        processes may run on `cpus`, for at most `quota` of their time."""
+        processes may run on `cpus`, for at most `quota` of their time. `nics`:
+        a VM's network cards (a container's ports are in its netns: none)."""
 
     @classmethod
     @abstractmethod

@@ -18,7 +18,7 @@ from cnfperf.host.facts import vswitchd_binary
 from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (CLICK, CLICK_DPDK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
+from .base import (CLICK, CLICK_DPDK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
                    check_image, check_name, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
@@ -163,7 +163,7 @@ class RuncRuntime(Runtime):
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None) -> RuncContainer:
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> RuncContainer:
         if check_image(image) not in self.images:
             raise RuntimeError(f"RuncRuntime.create(image={image!r}) before prepare()")
         info, spec = self.images[image]
