@@ -30,7 +30,7 @@ from cnfperf.fields import APIS, MAX_PORT, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.experiments import sweep
 from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
-from cnfperf.runtimes import RUNTIMES, Quota
+from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
                               validate)
@@ -124,8 +124,9 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
-    if s.runtime not in RUNTIMES:
-        raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: {', '.join(RUNTIMES)}")
+    if s.runtime not in CONTAINER_RUNTIMES:
+        raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: "
+                                   f"{', '.join(CONTAINER_RUNTIMES)}")
     if TX_PORT + paths * s.flows - 1 > MAX_PORT:
         raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "
                                  f"(UDP source ports from {TX_PORT})"
@@ -350,7 +351,7 @@ def unusable(host: HostFacts) -> Keep:
         switch, api, runtime, nf = (str(params.get(k, default[k]))
                                     for k in ("switch", "api", "runtime", "nf"))
         dataplane = DATAPLANES.get(switch)
-        if dataplane is None or runtime not in RUNTIMES:
+        if dataplane is None or runtime not in CONTAINER_RUNTIMES:
             return None      # check() names the mistake
         mismatch = _mismatch(dataplane, api, int(params.get("pairs", default["pairs"])),
                              int(params.get("nfs", default["nfs"])), nf_ports(nf))
