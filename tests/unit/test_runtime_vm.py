@@ -307,3 +307,16 @@ def test_relay_usage_and_busy_ports(tmp_path):
         (tmp_path, {"A": "b=c"}, ["x", "--", "y"])
     with pytest.raises(OSError, match="no exec port"):
         relay.claim(tmp_path, 0.1)
+
+
+def test_mounts_are_host_paths_as_they_are(tmp_path):
+    from cnfperf.runtimes import Mount
+    from cnfperf.runtimes.vm.runtime import _shared
+    (tmp_path / "a").mkdir()
+    assert _shared([Mount(str(tmp_path / "a"), str(tmp_path / "a"))]) == \
+        (os.path.realpath(tmp_path / "a"),)
+    with pytest.raises(ValueError, match="as they are"):
+        _shared([Mount(str(tmp_path / "a"), "/mnt/a")])
+    (tmp_path / "b c").mkdir()
+    with pytest.raises(ValueError, match="only letters"):
+        _shared([Mount(str(tmp_path / "b c"), str(tmp_path / "b c"))])

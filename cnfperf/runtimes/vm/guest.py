@@ -82,9 +82,15 @@ def find_kernel(boot: Path = BOOT, modules: Path = MODULES) -> Kernel | None:
 
 
 def kernel_problem() -> str | None:
-    if find_kernel() is None:
+    """Why no guest can be built from this host's kernels, or None."""
+    kernel = find_kernel()
+    if kernel is None:
         return not_found(f"a guest kernel ({BOOT}/vmlinuz-VERSION with {MODULES}/VERSION)",
                          GUEST_KERNEL)
+    try:
+        kernel_modules(kernel)
+    except (ContainerError, OSError, lzma.LZMAError) as e:
+        return f"guest kernel {kernel.version}: {e}"
     return None
 
 
@@ -143,6 +149,20 @@ def load_order(wanted: tuple[str, ...], files: dict[str, Path], built_in: set[st
     return order
 
 
+def kernel_modules(kernel: Kernel) -> tuple[dict[str, list[str]], dict[str, bytes]]:
+    """Each group's load order (GROUPS), and the content of every module in them."""
+    files = index(kernel.modules)
+    built_in = builtin(kernel.modules)
+    cache: dict[Path, bytes] = {}
+
+    def read(path: Path) -> bytes:
+        if path not in cache:
+            cache[path] = module_bytes(path)
+        return cache[path]
+    groups = {group: load_order(wanted, files, built_in, read) for group, wanted in GROUPS.items()}
+    return groups, {n: read(files[n]) for order in groups.values() for n in order}
+
+
 # -- the image ----------------------------------------------------------------
 
 def vmlinux(vmlinuz: bytes) -> bytes | None:
@@ -198,24 +218,12 @@ def build(base: Path | None = None, kernel: Kernel | None = None) -> Guest:
         raise ContainerError(kernel_problem())
     if not is_static_elf(rootfs.BUSYBOX):
         raise ContainerError(not_found(f"static {rootfs.BUSYBOX}", "busybox-static"))
-    files = index(kernel.modules)
-    built_in = builtin(kernel.modules)
-    cache: dict[str, bytes] = {}
-
-    def read(path: Path) -> bytes:
-        if path not in cache:
-            cache[path] = module_bytes(path)
-        return cache[path]
-    base_order = load_order(GROUPS["base"], files, built_in, read)
-    groups = {"base": base_order}
-    for group in ("net", "dpdk"):
-        groups[group] = load_order(GROUPS[group], files, built_in, read)
-    modules = {n: read(files[n]) for order in groups.values() for n in order}
+    groups, found = kernel_modules(kernel)
     busybox = rootfs.BUSYBOX.read_bytes()
     vmlinuz = kernel.vmlinuz.read_bytes()
     digest = hashlib.sha256()
     for part in (FORMAT.encode(), kernel.version.encode(), vmlinuz, busybox, init_script(),
-                 *exec_server().values(), *(modules[n] for n in sorted(modules)),
+                 *exec_server().values(), *(found[n] for n in sorted(found)),
                  repr(groups).encode(), str(kernel.pvh).encode()):
         digest.update(hashlib.sha256(part).digest())
     base = rootfs.images_dir(base)
@@ -230,7 +238,7 @@ def build(base: Path | None = None, kernel: Kernel | None = None) -> Guest:
         os.chmod(tmp, 0o755)
         elf = vmlinux(vmlinuz) if kernel.pvh else None
         (tmp / "kernel").write_bytes(elf or vmlinuz)
-        (tmp / "initramfs.gz").write_bytes(initramfs(modules, groups, busybox))
+        (tmp / "initramfs.gz").write_bytes(initramfs(found, groups, busybox))
         (tmp / "digest").write_text(digest.hexdigest() + "\n")
         try:
             os.rename(tmp, final)   # atomic: other builders see none or a whole one

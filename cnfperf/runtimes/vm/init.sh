@@ -8,7 +8,9 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-echo "cnfperf-guest: init"
+# each step's guest uptime: where a VM's start time goes
+since_boot() { cut -d' ' -f1 /proc/uptime; }
+echo "cnfperf-guest: init $(since_boot) s"
 for word in $(cat /proc/cmdline); do
 	case "$word" in
 	cnfperf_probe=*) poweroff -f ;;
@@ -85,7 +87,7 @@ for nic in $nics; do
 done
 
 mkdir /root/run/cnfperf-exec && cp /exec/*.py /root/run/cnfperf-exec/ || fail "exec server"
-echo "cnfperf-guest: starting the exec server"
+echo "cnfperf-guest: starting the exec server $(since_boot) s"
 # -E -s -S: the standard library only, whatever the host's environment holds
 chroot /root "$python" -E -s -S -u /run/cnfperf-exec/server.py
 echo "cnfperf-guest: the exec server exited ($?)"

@@ -97,12 +97,14 @@ def root_args() -> list[str]:
 
 
 def exec_args(spec: Spec) -> list[str]:
-    """The exec server's virtio-serial ports, a unix socket each (QEMU listens)."""
+    """The exec server's virtio-serial ports, a unix socket each (QEMU listens);
+    port 0 of the bus is kept for a console, so they are 1 onwards."""
     args = ["-device", f"virtio-serial-pci,id=ser,addr={nic_slots.SLOT_SERIAL:#x},"
-                       f"max_ports={EXEC_PORTS}"]
+                       f"max_ports={EXEC_PORTS + 1}"]
     for n in range(EXEC_PORTS):
         args += ["-chardev", f"socket,id=exec{n},path={sock_path(spec.dir, n)},server=on,wait=off",
-                 "-device", f"virtserialport,bus=ser.0,nr={n},chardev=exec{n},name={PORT_NAME}{n}"]
+                 "-device", f"virtserialport,bus=ser.0,nr={n + 1},chardev=exec{n},"
+                            f"name={PORT_NAME}{n}"]
     return args
 
 

@@ -207,7 +207,9 @@ def main() -> None:
         sys.exit("cnfperf-exec: no virtio-serial port named " + frames.PORT_NAME + "N")
     for port in served:
         threading.Thread(target=port.serve, daemon=True).start()
-    print(f"cnfperf-guest: exec server on {len(served)} ports", flush=True)
+    with open("/proc/uptime") as f:
+        up = f.read().split()[0]
+    print(f"cnfperf-guest: exec server on {len(served)} ports {up} s", flush=True)
     while True:
         signal.pause()
 
