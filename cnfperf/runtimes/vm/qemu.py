@@ -8,7 +8,7 @@ from typing import Sequence
 
 from ..base import Nic
 from . import nics as nic_slots
-from .exec import sock_path
+from .ports import sock_path
 from .frames import PORT_NAME
 
 EXEC_PORTS = 8          # commands a VM runs at once (one relay each)

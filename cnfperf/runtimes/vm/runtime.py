@@ -22,7 +22,7 @@ from cnfperf.host.system import is_static_elf, kill_tagged, spawn, tagged
 from .. import rootfs
 from ..base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
                     Runtime, check_image, check_name, check_netns, check_request)
-from . import cgroup, exec as relay, guest as guests, nics as nic_slots, probe as probes, qemu, qmp
+from . import cgroup, guest as guests, nics as nic_slots, ports, probe as probes, qemu, qmp
 
 KIND = "container"
 # QEMU and the relays carry this in their environment, so a run killed with
@@ -35,6 +35,7 @@ QMP_S = 60.0       # QEMU answers once it started (a vhost-user client: once its
 READY_S = 180.0    # QEMU start to the exec server's answer: ~10 s under TCG, slower when busy
 QUIT_S = 5.0
 ACCELS = ("kvm", "tcg", "auto")
+MIN_MEMORY_MB = 160     # the guest kernel, the 9p root's page cache and Python; then hugepages
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])   # what holds cnfperf/
 _PATH = re.compile(r"/[A-Za-z0-9_.+/-]*")
 
@@ -152,8 +153,8 @@ class VmRuntime(Runtime):
         super().__init__(journal, state_dir)
         if accel not in ACCELS:
             raise ValueError(f"accel {accel!r}: one of {', '.join(ACCELS)}")
-        if memory_mb is not None and memory_mb < 128:
-            raise ValueError(f"memory_mb {memory_mb}: at least 128")
+        if memory_mb is not None and memory_mb < MIN_MEMORY_MB:
+            raise ValueError(f"memory_mb {memory_mb}: at least {MIN_MEMORY_MB}")
         self.accel = accel
         self.memory_mb = memory_mb
         self.images_dir = images_dir
@@ -227,6 +228,10 @@ class VmRuntime(Runtime):
                          os.path.realpath(sys.executable), vm_dir, self.memory_mb, nics,
                          mounts=shared)
         qemu.cmdline(spec)    # too long: refused before anything exists
+        if spec.memory < spec.hugepages * qemu.HUGEPAGE_MB + MIN_MEMORY_MB:
+            raise ValueError(f"memory_mb {spec.memory}: a VM with DPDK NICs needs "
+                             f"{spec.hugepages * qemu.HUGEPAGE_MB} MB of hugepages and "
+                             f"{MIN_MEMORY_MB} MB more")
         # Write-ahead: remove(name) undoes a VM killed at any later point.
         self.journal.add(KIND, name, runtime=self.name, dir=str(vm_dir))
         proc, groups = None, []
@@ -237,7 +242,7 @@ class VmRuntime(Runtime):
             proc = self._start(spec, netns)
             cgroup.add(groups, proc.pid)
             _pin(spec, proc, cpus)
-            relay.hello(vm_dir, READY_S, alive=lambda: proc.poll() is None)
+            ports.hello(vm_dir, READY_S, alive=lambda: proc.poll() is None)
             ready_s = time.monotonic() - start
         except BaseException as e:
             why = _failure(e, spec)

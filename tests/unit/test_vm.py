@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, ContainerError, Nic, VmRuntime
-from cnfperf.runtimes.vm import cpio, exec as relay, frames, guest, nics, qemu, server
+from cnfperf.runtimes.vm import cpio, exec as relay, frames, guest, nics, ports, qemu, server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -156,8 +156,8 @@ def test_nics_named_once():
     nics.check([TAP, MACVTAP, VHOST, VHOST_SERVER])
 
 
-def spec(tmp_path, nic_list=(), fds=None, **kw) -> qemu.Spec:
-    return qemu.Spec("cnfp1234-nf0", 2, "tcg", tmp_path / "kernel", tmp_path / "initramfs.gz",
+def spec(tmp_path, nic_list=(), fds=None, accel="tcg", **kw) -> qemu.Spec:
+    return qemu.Spec("cnfp1234-nf0", 2, accel, tmp_path / "kernel", tmp_path / "initramfs.gz",
                      "/usr/bin/python3", tmp_path, nics=tuple(nic_list), fds=fds or {}, **kw)
 
 
@@ -231,7 +231,7 @@ def exec_port(tmp_path):
     """The exec server's request loop on a unix socket where QEMU's exec port
     socket would be (one connection after another, as a port serves relays)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(relay.sock_path(tmp_path, 0)))
+    listener.bind(str(ports.sock_path(tmp_path, 0)))
     listener.listen(4)
     stop = threading.Event()
 
@@ -257,7 +257,7 @@ def start_relay(sockdir: Path, *argv: str, **popen) -> subprocess.Popen:
 
 
 def test_relay_runs_a_command_with_its_stdio_env_and_exit(exec_port):
-    assert relay.hello(exec_port, 10).startswith("cnfperf-exec")
+    assert ports.hello(exec_port, 10).startswith("cnfperf-exec")
     proc = start_relay(exec_port, "sh", "-c", 'read x; echo "$GREETING $x"; echo err >&2; exit 3',
                        stdin=subprocess.PIPE)
     out, err = proc.communicate(b"from stdin\n", timeout=20)
@@ -306,7 +306,7 @@ def test_relay_usage_and_busy_ports(tmp_path):
     assert relay.parse([str(tmp_path), "--env=A=b=c", "--", "x", "--", "y"]) == \
         (tmp_path, {"A": "b=c"}, ["x", "--", "y"])
     with pytest.raises(OSError, match="no exec port"):
-        relay.claim(tmp_path, 0.1)
+        ports.claim(tmp_path, 0.1)
 
 
 def test_mounts_are_host_paths_as_they_are(tmp_path):
