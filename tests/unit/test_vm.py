@@ -188,7 +188,7 @@ def test_qemu_argv_of_the_machine(tmp_path):
     # a DPDK NIC: hugepages in the guest, on top of its base memory
     assert s.hugepages == 128 and s.memory == qemu.BASE_MB + 256
     assert option(argv, "-object") == [f"memory-backend-memfd,id=mem,size={s.memory}M,share=on"]
-    assert option(argv, "-name") == ["cnfperf:cnfp1234-nf0"]
+    assert option(argv, "-name") == ["cnfperf:cnfp1234-nf0,debug-threads=on"]
     assert option(argv, "-qmp") == [f"unix:{tmp_path}/qmp.sock,server=on,wait=off"]
     assert any("readonly=on" in f and "path=/," in f for f in option(argv, "-fsdev"))
     ports = [d for d in option(argv, "-device") if d.startswith("virtserialport")]

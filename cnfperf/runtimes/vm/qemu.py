@@ -78,7 +78,8 @@ def machine_args(spec: Spec) -> list[str]:
     """q35 (PCI: virtio-pci, uio_pci_generic), guest RAM shared (memfd) so that
     a vhost-user backend can map it, started paused (-S) until its vCPU threads
     are in their cgroup and pinned."""
-    return ["-name", f"cnfperf:{spec.name}", "-machine", "q35", *cpu_args(spec.accel),
+    # debug-threads: QEMU names its threads (CPU 0/TCG, …), as run/cpu.py reports them
+    return ["-name", f"cnfperf:{spec.name},debug-threads=on", "-machine", "q35", *cpu_args(spec.accel),
             "-smp", str(spec.cpus), "-m", f"{spec.memory}M",
             "-object", f"memory-backend-memfd,id=mem,size={spec.memory}M,share=on",
             "-numa", "node,memdev=mem",

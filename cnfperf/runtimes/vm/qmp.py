@@ -3,12 +3,16 @@ gives a VM (which threads are its vCPUs, run, quit), each a short blocking call.
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
 from qemu.qmp import QMPClient
 
 from ..base import ContainerError
+
+# The library logs each failure itself; ours say it once, as a ContainerError.
+logging.getLogger("qemu.qmp").setLevel(logging.CRITICAL)
 
 
 async def _execute(path: Path, commands: list[str], timeout: float) -> list[Any]:

@@ -31,7 +31,7 @@ TAG = "CNFPERF_VM"
 # Each VM's sockets (QMP, exec ports), console log and QEMU's own; short paths,
 # for unix sockets' 108 bytes.
 VM_ROOT = RUN_DIR / "vm"
-QMP_S = 60.0       # QEMU answers once it started (a vhost-user client: once its server answered)
+QMP_S = 60.0       # QEMU's start to its monitor's answer (vhost-user: its peer's too)
 READY_S = 180.0    # QEMU start to the exec server's answer: ~10 s under TCG, slower when busy
 QUIT_S = 5.0
 ACCELS = ("kvm", "tcg", "auto")
@@ -307,16 +307,17 @@ def _shared(mounts: Sequence[Mount]) -> tuple[str, ...]:
 
 
 def _pin(spec: qemu.Spec, proc: subprocess.Popen, cpus: tuple[int, ...]) -> None:
-    """Each vCPU thread on its core, then the guest runs."""
+    """Each vCPU thread on its core, then the guest runs. QEMU's monitor
+    answers once QEMU has started: a vhost-user NIC's QEMU first waits for its
+    peer (its server, or as the server its client), whichever way round."""
     deadline = time.monotonic() + QMP_S
-    while True:
-        try:
-            threads = qmp.vcpu_threads(spec.qmp, timeout=5)
-            break
-        except ContainerError:
-            if proc.poll() is not None or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.1)
+    while not spec.qmp.exists():
+        if proc.poll() is not None:
+            raise ContainerError(f"QEMU exited ({proc.returncode}) as it started")
+        if time.monotonic() >= deadline:
+            raise ContainerError(f"QEMU made no monitor socket in {QMP_S:g} s")
+        time.sleep(0.05)
+    threads = qmp.vcpu_threads(spec.qmp, timeout=max(1.0, deadline - time.monotonic()))
     for index, tid in threads.items():
         os.sched_setaffinity(tid, {cpus[index]})
     qmp.execute(spec.qmp, "cont")

@@ -159,14 +159,16 @@ def test_vhost_user_nic_to_a_host_testpmd(runtime, netns, prefix, engine, tmp_pa
     sock = tmp_path / "vhost0.sock"
     mac = "52:54:00:23:00:03"
     with assert_no_leftovers():
-        vm = runtime.create(f"{prefix}-vm", [cores[1]], netns,
-                            nics=[Nic(mac=mac, name="p0", dpdk=True, socket=str(sock), server=True)])
-        try:
-            with Hugepages(48, prefix, tmp_path) as hp:
-                eal = dpdk_args.eal_args(prefix + "h", str(hp.mount_point), 64,
-                                         [f"net_vhost0,iface={sock},client=1"], lcores="0@0,1@0")
-                with TestPmd(eal, ["--forward-mode=rxonly", "--total-num-mbufs=2048"],
-                             "host") as testpmd:
+        with Hugepages(48, prefix, tmp_path) as hp:
+            # QEMU waits at start for its vhost-user peer: testpmd first (a client
+            # retries until QEMU's socket is there)
+            eal = dpdk_args.eal_args(prefix + "h", str(hp.mount_point), 64,
+                                     [f"net_vhost0,iface={sock},client=1"], lcores="0@0,1@0")
+            with TestPmd(eal, ["--forward-mode=rxonly", "--total-num-mbufs=2048"],
+                         "host") as testpmd:
+                vm = runtime.create(f"{prefix}-vm", [cores[1]], netns, nics=[
+                    Nic(mac=mac, name="p0", dpdk=True, socket=str(sock), server=True)])
+                try:
                     testpmd.forward()
                     sent = _send_in_guest(vm, mac)
                     deadline = time.monotonic() + 30
@@ -174,9 +176,9 @@ def test_vhost_user_nic_to_a_host_testpmd(runtime, netns, prefix, engine, tmp_pa
                             time.monotonic() < deadline:
                         time.sleep(1)
                     received = testpmd.fwd_stats()[0]["rx_packets"]
-            assert sent >= 2000 and received >= sent, (sent, received)
-        finally:
-            vm.destroy()
+                finally:
+                    vm.destroy()
+        assert sent >= 2000 and received >= sent, (sent, received)
         ip("netns", "del", netns)
 
 
