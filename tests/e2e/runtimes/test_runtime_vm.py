@@ -170,7 +170,10 @@ def test_vhost_user_nic_to_a_host_testpmd(runtime, netns, prefix, engine, tmp_pa
                     Nic(mac=mac, name="p0", dpdk=True, socket=str(sock), server=True)])
                 try:
                     testpmd.forward()
+                    started = time.monotonic()
                     sent = _send_in_guest(vm, mac)
+                    print(f"the guest's engine sent {sent} frames in "
+                          f"{time.monotonic() - started:.1f} s (EAL start included)")
                     deadline = time.monotonic() + 30
                     while testpmd.fwd_stats().get(0, {}).get("rx_packets", 0) < sent and \
                             time.monotonic() < deadline:
