@@ -5,9 +5,7 @@ hierarchy of those controllers (v1: a directory per mount; v2: one), named
 NAME.vm at the top, where no container's group is."""
 from __future__ import annotations
 
-import contextlib
 import errno
-import os
 import time
 from pathlib import Path
 from typing import Sequence
@@ -111,10 +109,3 @@ def remove(groups: Sequence[Path], timeout: float = 5.0) -> None:
                     raise ContainerError(f"cgroup {group}: cannot remove it: {e.strerror}") from None
                 time.sleep(0.02)
 
-
-def pids(groups: Sequence[Path]) -> list[int]:
-    found: set[int] = set()
-    for group in groups:
-        with contextlib.suppress(OSError):
-            found.update(cgroups.procs(group))
-    return sorted(found)

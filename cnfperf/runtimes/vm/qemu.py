@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from ..base import Nic
 from . import nics as nic_slots
-from .ports import sock_path
 from .frames import PORT_NAME
+from .ports import sock_path
 
 EXEC_PORTS = 8          # commands a VM runs at once (one relay each)
 HUGEPAGE_MB = 2
