@@ -320,3 +320,42 @@ def test_mounts_are_host_paths_as_they_are(tmp_path):
     (tmp_path / "b c").mkdir()
     with pytest.raises(ValueError, match="only letters"):
         _shared([Mount(str(tmp_path / "b c"), str(tmp_path / "b c"))])
+
+
+# -- its cgroup ------------------------------------------------------------------
+
+def fake_layout(tmp_path, version: int):
+    from cnfperf.host.cgroups import Controller, Layout
+    if version == 1:
+        mounts = {c: tmp_path / c for c in ("cpuset", "cpu", "cpuacct")}
+        for m in mounts.values():
+            m.mkdir()
+        (mounts["cpuset"] / "cpuset.mems").write_text("0\n")
+    else:
+        mounts = dict.fromkeys(("cpuset", "cpu", "cpuacct"), tmp_path)
+        (tmp_path / "cgroup.subtree_control").write_text("cpu memory\n")
+    return Layout(f"v{version}", {c: Controller(c, version, str(m), ()) for c, m in mounts.items()})
+
+
+def test_cgroup_v1_a_group_per_hierarchy(tmp_path):
+    from cnfperf.runtimes import Quota
+    from cnfperf.runtimes.vm import cgroup
+    layout = fake_layout(tmp_path, 1)
+    groups = cgroup.create("cnfp1234-vm", [1, 2], Quota(150), layout)
+    assert groups == cgroup.dirs("cnfp1234-vm", layout) == \
+        [tmp_path / c / "cnfp1234-vm.vm" for c in ("cpuset", "cpu", "cpuacct")]
+    cpuset, cpu, _ = groups
+    assert (cpuset / "cpuset.mems").read_text() == "0" and (cpuset / "cpuset.cpus").read_text() == "1-2"
+    assert (cpu / "cpu.cfs_period_us").read_text() == "100000"
+    assert (cpu / "cpu.cfs_quota_us").read_text() == "150000"
+
+
+def test_cgroup_v2_one_group_with_its_controllers_enabled(tmp_path):
+    from cnfperf.runtimes import Quota
+    from cnfperf.runtimes.vm import cgroup
+    groups = cgroup.create("cnfp1234-vm", [0], Quota(50, 200_000), fake_layout(tmp_path, 2))
+    assert groups == [tmp_path / "cnfp1234-vm.vm"]
+    assert (groups[0] / "cpuset.cpus").read_text() == "0"
+    assert (groups[0] / "cpu.max").read_text() == "100000 200000"
+    # what was enabled for it (the fake file keeps the last write only)
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "+cpuset"

@@ -45,9 +45,10 @@ def _write(path: Path, value: str) -> None:
         raise ContainerError(f"cgroup: writing {value!r} to {path}: {e.strerror}") from None
 
 
-def create(name: str, cpus: Sequence[int], quota: Quota | None) -> list[Path]:
+def create(name: str, cpus: Sequence[int], quota: Quota | None,
+           layout: cgroups.Layout | None = None) -> list[Path]:
     """The VM's groups, made and set; ContainerError when a controller is missing."""
-    found = _mounts()
+    found = _mounts(layout)
     missing = [c for c in ("cpuset", "cpuacct") + (("cpu",) if quota else ()) if c not in found]
     if missing:
         raise ContainerError(f"cgroup: no {', '.join(missing)} controller mounted")
