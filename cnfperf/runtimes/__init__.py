@@ -1,4 +1,4 @@
-"""Container runtimes, by the name used on the command line (`--runtime`)."""
+"""Runtimes by name: the containers' (a scenario's `--runtime`) and the VMs'."""
 from .base import (CLICK, CLICK_DPDK, FULL, IMAGES, MINIMAL, NOISE, SWITCH, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount,
                    Nic, Quota, Runtime)
 from .netns import NetnsRuntime

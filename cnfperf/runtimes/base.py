@@ -74,9 +74,9 @@ class Nic:
     guest sees them in the order given. Exactly one backend: a tap device
     (`tap`, in netns `netns`, None: the VM's own; `macvtap`: that link is a
     macvtap) or a vhost-user socket (`socket`; `server`: QEMU creates it).
-    `dpdk`: bound to uio_pci_generic in the guest for DPDK's virtio PMD instead
-    of the kernel's virtio_net, which names it `name` with `mtu`.
-    Container runtimes have their ports in their netns already and take none."""
+    The guest's kernel names it `name`, with `mtu`; `dpdk`: bound instead to
+    uio_pci_generic for DPDK's virtio PMD. Container runtimes have their ports
+    in their netns already and take none."""
 
     mac: str
     name: str
