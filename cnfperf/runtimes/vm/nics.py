@@ -122,6 +122,12 @@ def _in_netns(netns: str, work):
 
 
 def _open_tap(name: str) -> int:
+    """The tap device `name` (in this thread's netns) opened; TUNSETIFF would
+    make a new one where there is none, which nothing would be attached to."""
+    try:
+        socket.if_nametoindex(name)
+    except OSError:
+        raise OSError(f"tap {name}: no such link") from None
     fd = os.open("/dev/net/tun", os.O_RDWR)
     try:
         ifr = struct.pack("16sH22x", name.encode(), IFF_TAP | IFF_NO_PI | IFF_VNET_HDR)

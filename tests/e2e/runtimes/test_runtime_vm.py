@@ -22,7 +22,7 @@ from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.testpmd_app import TestPmd
 from cnfperf.host.hugepages import Hugepages
 from cnfperf.host.journal import Journal, journal_path
-from cnfperf.runtimes import Nic, Quota, VmRuntime
+from cnfperf.runtimes import ContainerError, Nic, Quota, VmRuntime
 from cnfperf.runtimes.vm import cgroup
 from harness import REPO
 from leak import assert_no_leftovers
@@ -146,6 +146,17 @@ def test_tap_on_a_bridge_and_a_macvtap(runtime, netns, prefix):
                                                  "10.233.1.1"])
         finally:
             vm.destroy()
+        ip("netns", "del", netns)
+
+
+def test_a_nic_that_cannot_be_opened_fails_the_vm_and_leaves_nothing(runtime, netns, prefix):
+    with assert_no_leftovers():
+        mac = "52:54:00:23:00:05"
+        for nic, why in ((Nic(mac=mac, name="p0", tap="nosuch0"), "tap nosuch0: no such link"),
+                         (Nic(mac=mac, name="p0", tap="lo", macvtap=True), "no /dev/tap1")):
+            with pytest.raises(ContainerError, match=why):
+                runtime.create(f"{prefix}-vm", [CPU], netns, nics=[nic])
+            assert runtime.journal.live() == []
         ip("netns", "del", netns)
 
 
