@@ -14,6 +14,7 @@ from cnfperf.runtimes.runc import RUNC_ROOT
 
 # Processes the harness may start; anything by these names that outlives a test leaked.
 WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc",
+                 "qemu-system-x86",
                  "stress-ng", "click", "snabb", "[snabb sup]", "vpp_main", "vpp_wk_")
 
 

@@ -30,7 +30,7 @@ from cnfperf.fields import APIS, MAX_PORT, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.experiments import sweep
 from cnfperf.plan import TestPoint, has_vms, links_per_path, nf_places, place, usable_cpus
-from cnfperf.runtimes import RUNTIMES, Quota
+from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
                               validate)
@@ -124,9 +124,9 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
-    if s.runtime not in RUNTIMES or RUNTIMES[s.runtime].kind != "container":
+    if s.runtime not in CONTAINER_RUNTIMES:
         raise UserError("runtime", f"unknown container runtime {s.runtime!r}; known: "
-                                   f"{', '.join(container_runtimes())} (nf_in and endpoint_in "
+                                   f"{', '.join(CONTAINER_RUNTIMES)} (nf_in and endpoint_in "
                                    "put nodes in virtual machines)")
     _check_vms(s, dataplane)
     if TX_PORT + paths * s.flows - 1 > MAX_PORT:
@@ -158,10 +158,6 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
 
 
-def container_runtimes() -> list[str]:
-    return [name for name, rt in RUNTIMES.items() if rt.kind == "container"]
-
-
 def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
     """Where the nodes run: nf_in's places, and a data plane that gives a
     virtual machine its ports."""
@@ -169,10 +165,11 @@ def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
         nf_places(s.nf_in, s.nfs)
     except ValueError as e:
         raise UserError("nf_in", str(e)) from None
-    if has_vms(s) and not dataplane.vm_ports:
-        having = ", ".join(n for n, d in DATAPLANES.items() if d.vm_ports)
+    if has_vms(s) and dataplane.vm_refusal:
+        having = ", ".join(n for n, d in DATAPLANES.items() if not d.vm_refusal)
         raise UserError("endpoint_in" if s.endpoint_in == "vm" else "nf_in",
-                        f"{s.switch} gives no virtual machine a port; {having} do")
+                        f"{s.switch} gives no virtual machine a port ({dataplane.vm_refusal}); "
+                        f"{having} do")
 
 
 def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ...]) -> None:
@@ -395,7 +392,7 @@ def unusable(host: HostFacts) -> Keep:
         switch, api, runtime, nf = (str(params.get(k, default[k]))
                                     for k in ("switch", "api", "runtime", "nf"))
         dataplane = DATAPLANES.get(switch)
-        if dataplane is None or runtime not in RUNTIMES:
+        if dataplane is None or runtime not in CONTAINER_RUNTIMES:
             return None      # check() names the mistake
         mismatch = _mismatch(dataplane, api, int(params.get("pairs", default["pairs"])),
                              int(params.get("nfs", default["nfs"])), nf_ports(nf))

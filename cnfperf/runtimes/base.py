@@ -36,28 +36,6 @@ class Mount:
     readonly: bool = False
 
 
-@dataclass(frozen=True)
-class Nic:
-    """One virtual NIC of a virtual machine: a virtio-net PCI device of the
-    guest, in the order given (the guest sees them in this PCI order). A data
-    plane says what is behind it: a tap device (`tap`, in `netns`; None: the
-    VM's own), a macvtap link of that name, or a vhost-user socket."""
-
-    mac: str
-    name: str                    # the interface name the guest gives it: the port's
-    mtu: int = 1500
-    dpdk: bool = False           # for DPDK's virtio PMD (uio_pci_generic), not virtio_net
-    tap: str | None = None
-    netns: str | None = None
-    macvtap: bool = False
-    socket: str | None = None
-    server: bool = False         # QEMU creates the socket; the switch connects to it
-    # The guest's own addressing of a kernel NIC (a tester end on udp): CIDR
-    # addresses, and static neighbours (ip, mac) so no ARP precedes the first frame.
-    addresses: tuple[str, ...] = ()
-    neighbours: tuple[tuple[str, str], ...] = ()
-
-
 MIN_QUOTA_US = 1000   # cgroup v1 and v2 refuse a CFS quota below 1 ms
 
 
@@ -88,6 +66,31 @@ class Quota:
             raise ValueError(f"quota {self.percent:g} % of {self.period_us} µs is "
                              f"{self.quota_us} µs; the kernel's least is {MIN_QUOTA_US} µs "
                              "(a longer quota_period allows less)")
+
+
+@dataclass(frozen=True)
+class Nic:
+    """One network card of a VM (runtimes/vm): a virtio-net PCI device, the
+    guest sees them in the order given. Exactly one backend: a tap device
+    (`tap`, in netns `netns`, None: the VM's own; `macvtap`: that link is a
+    macvtap) or a vhost-user socket (`socket`; `server`: QEMU creates it).
+    The guest's kernel names it `name`, with `mtu`; `dpdk`: bound instead to
+    uio_pci_generic for DPDK's virtio PMD. Container runtimes have their ports
+    in their netns already and take none."""
+
+    mac: str
+    name: str
+    mtu: int = 1500
+    dpdk: bool = False
+    tap: str | None = None
+    netns: str | None = None
+    macvtap: bool = False
+    socket: str | None = None
+    server: bool = False
+    # The guest's own addressing of a kernel NIC (a tester end on udp): CIDR
+    # addresses, and static neighbours (ip, mac) so no ARP precedes the first frame.
+    addresses: tuple[str, ...] = ()
+    neighbours: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,11 @@
 runs in the endpoint's network namespace, pinned to its cores with taskset."""
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf.host.system import is_static_elf, process_ids, signal_all, wait_gone
+from cnfperf.host.system import is_static_elf, kill_tagged, tagged
 
 from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
                    check_image, check_name, check_no_nics, check_request, cpu_list)
@@ -17,28 +15,6 @@ KIND = "container"
 # Every process we start carries this in its environment, so a run killed with
 # SIGKILL can still be cleaned up: remove() finds its processes by name.
 TAG = "CNFPERF_CONTAINER"
-
-
-def _tagged(prefix: str) -> dict[int, str]:
-    """pid -> container name of the live processes tagged with a name starting with prefix."""
-    found = {}
-    needle = f"{TAG}={prefix}".encode()
-    for pid in process_ids():
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                for var in f.read().split(b"\0"):
-                    if var.startswith(needle):
-                        found[pid] = var.split(b"=", 1)[1].decode(errors="replace")
-                        break
-    return found
-
-
-def _kill_tagged(name: str) -> None:
-    pids = [pid for pid, n in _tagged(name).items() if n == name]
-    signal_all(pids, signal.SIGKILL)
-    # A killed process keeps its environ until it is reaped by its parent; wait only
-    # for those that are still running.
-    wait_gone(pids, 5)
 
 
 class NetnsContainer(Container):
@@ -58,7 +34,7 @@ class NetnsContainer(Container):
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
-        _kill_tagged(self.name)
+        kill_tagged(TAG, self.name)
         self._destroyed = True
         self.journal.discard(KIND, self.name)
 
@@ -108,9 +84,9 @@ class NetnsRuntime(Runtime):
 
     @classmethod
     def leftovers(cls, prefix: str) -> list[str]:
-        return sorted(set(_tagged(prefix).values()))
+        return sorted(set(tagged(TAG, prefix).values()))
 
     @classmethod
     def remove(cls, name: str) -> None:
         check_name(name)
-        _kill_tagged(name)
+        kill_tagged(TAG, name)

@@ -1,0 +1,335 @@
+"""The vm runtime: one QEMU guest per node, booted from guest.py's kernel and
+initramfs with the host's root over 9p, in the node's netns, its vCPU threads
+pinned to the node's cores in a cgroup of its own; commands reach it through
+the guest's exec server (exec.py and server.py)."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import ClassVar, Sequence
+
+from cnfperf.host import tools
+from cnfperf.host.journal import RUN_DIR
+from cnfperf.host.system import is_static_elf, kill_tagged, spawn, tagged
+
+from .. import rootfs
+from ..base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
+                    Runtime, check_image, check_name, check_netns, check_request)
+from . import cgroup, guest as guests, nics as nic_slots, ports, probe as probes, qemu, qmp
+
+KIND = "container"
+# QEMU and the relays carry this in their environment, so a run killed with
+# SIGKILL can still be cleaned up: remove() finds them by name.
+TAG = "CNFPERF_VM"
+# Each VM's sockets (QMP, exec ports), console log and QEMU's own; short paths,
+# for unix sockets' 108 bytes.
+VM_ROOT = RUN_DIR / "vm"
+QMP_S = 60.0       # QEMU's start to its monitor's answer (vhost-user: its peer's too)
+READY_S = 180.0    # QEMU start to the exec server's answer: ~10 s under TCG, slower when busy
+QUIT_S = 5.0
+ACCELS = ("kvm", "tcg", "auto")
+MIN_MEMORY_MB = 160     # the guest kernel, the 9p root's page cache and Python; then hugepages
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])   # what holds cnfperf/
+_PATH = re.compile(r"/[A-Za-z0-9_.+/-]*")
+
+
+def _drop_empty_root() -> None:
+    with contextlib.suppress(OSError):
+        VM_ROOT.rmdir()
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    with contextlib.suppress(OSError):
+        said = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
+        return " | ".join(said[-lines:])
+    return ""
+
+
+class VmContainer(Container):
+    def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
+                 engine: str, proc: subprocess.Popen, vm_dir: Path, groups: list[Path],
+                 nics: tuple[Nic, ...], hugepages_mb: int, ready_s: float):
+        super().__init__(journal, name, cpus, netns, engine)
+        self.qemu = proc
+        self.dir = vm_dir
+        self.groups = groups
+        self.nics = nics
+        self.hugepages_mb = hugepages_mb
+        self.ready_s = ready_s         # QEMU's start to the exec server's answer
+
+    @property
+    def init_pid(self) -> int:
+        """QEMU's: its cgroup is the VM's."""
+        return self.qemu.pid
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.qemu.pid] if self.qemu.poll() is None else []
+
+    def guest_cpu(self, host_core: int) -> int:
+        """The vCPU that runs on that host core."""
+        if host_core not in self.cpus:
+            raise ValueError(f"core {host_core}: not one of VM {self.name}'s {list(self.cpus)}")
+        return self.cpus.index(host_core)
+
+    def pci(self, slot: int) -> str:
+        """The guest's PCI address of the NIC at that index."""
+        if not 0 <= slot < len(self.nics):
+            raise ValueError(f"nic {slot}: VM {self.name} has {len(self.nics)}")
+        return nic_slots.pci(slot)
+
+    def eal_args(self, memory_mb: int, prefix: str) -> list[str]:
+        """A DPDK engine's EAL in the guest holding its DPDK NICs (virtio PMD on
+        uio_pci_generic: physical addresses, from the guest's own hugepages)."""
+        if memory_mb > self.hugepages_mb:
+            raise ValueError(f"memory {memory_mb} MB: the guest has {self.hugepages_mb} MB of "
+                             "hugepages")
+        args = ["--file-prefix", prefix, "--huge-dir", "/dev/hugepages", "--in-memory",
+                "--socket-mem", str(memory_mb), "--socket-limit", str(memory_mb),
+                "--no-telemetry", "--iova-mode", "pa"]
+        for n, nic in enumerate(self.nics):
+            if nic.dpdk:
+                args += ["-a", nic_slots.pci(n)]
+        return args
+
+    def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        return [sys.executable, "-m", "cnfperf.runtimes.vm.exec", str(self.dir),
+                *(f"--env={k}={v}" for k, v in env.items()), "--", *argv]
+
+    def _env(self, env: dict[str, str]) -> dict[str, str]:
+        path = os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
+        return dict(os.environ, PYTHONPATH=path, **{TAG: self.name})
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            return
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        errors = _stop(self.name, self.qemu, self.dir, self.groups)
+        if errors:
+            raise ContainerError(f"destroy {self.name}: {'; '.join(errors)}")
+        self._destroyed = True
+        self.journal.discard(KIND, self.name)
+
+
+def _stop(name: str, proc: subprocess.Popen | None, vm_dir: Path, groups: list[Path]) -> list[str]:
+    """QEMU told to quit (killed if it does not), then everything of the VM's
+    removed; the errors of what could not be."""
+    errors = []
+    if proc is not None and proc.poll() is None:
+        with contextlib.suppress(ContainerError):
+            qmp.execute(vm_dir / "qmp.sock", "quit", timeout=QUIT_S)
+        try:
+            proc.wait(timeout=QUIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    kill_tagged(TAG, name)
+    try:
+        cgroup.remove(groups)
+    except ContainerError as e:
+        errors.append(str(e))
+    shutil.rmtree(vm_dir, ignore_errors=True)
+    _drop_empty_root()
+    return errors
+
+
+class VmRuntime(Runtime):
+    name = "vm"
+    kind = "vm"
+    _probed: ClassVar[dict[str, str | None] | None] = None
+
+    def __init__(self, journal: Journal, state_dir: Path, accel: str = "auto",
+                 memory_mb: int | None = None, images_dir: Path | None = None):
+        super().__init__(journal, state_dir)
+        if accel not in ACCELS:
+            raise ValueError(f"accel {accel!r}: one of {', '.join(ACCELS)}")
+        if memory_mb is not None and memory_mb < MIN_MEMORY_MB:
+            raise ValueError(f"memory_mb {memory_mb}: at least {MIN_MEMORY_MB}")
+        self.accel = accel
+        self.memory_mb = memory_mb
+        self.images_dir = images_dir
+        self.guest: guests.Guest | None = None
+        self.engines: dict[str, str] = {}      # image kind -> the host's engine it runs
+
+    @classmethod
+    def check(cls) -> list[str]:
+        problems = cls._needs(tools.QEMU)
+        problem = guests.kernel_problem()
+        if problem:
+            problems.append(problem)
+        if not is_static_elf(rootfs.BUSYBOX):
+            problems.append(tools.not_found(f"static {rootfs.BUSYBOX}",
+                                            tools.TOOLS["busybox"].package))
+        if not os.path.exists("/dev/net/tun"):
+            problems.append("/dev/net/tun missing (the kernel's tun: a VM's tap NICs)")
+        return problems
+
+    @classmethod
+    def probe(cls, timeout: float = 20.0) -> dict[str, str | None]:
+        """accel (kvm, tcg) -> None when a guest boots under it here, else why
+        not; asked once per process."""
+        if cls._probed is None:
+            cls._probed = probes.boots(timeout)
+        return cls._probed
+
+    def accelerator(self) -> str:
+        """kvm or tcg: the one asked for, or (auto) KVM where it boots a guest."""
+        if self.accel != "auto":
+            return self.accel
+        found = self.probe()
+        if found["kvm"] is None:
+            return "kvm"
+        if found["tcg"] is None:
+            return "tcg"
+        raise ContainerError(f"no VM boots here: kvm: {found['kvm']}; tcg: {found['tcg']}")
+
+    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
+        """The guest (built once, cached); the engine is the host's own, at its
+        host path in the guest (the static one for MINIMAL), as in netns."""
+        check_image(image)
+        engine = Path(engine).resolve()
+        if not engine.is_file() or not os.access(engine, os.X_OK):
+            raise ContainerError(f"engine {engine} is not an executable file")
+        if image == MINIMAL and not is_static_elf(engine):
+            raise ContainerError(f"engine {engine} is not statically linked "
+                                 f"(the {MINIMAL} image's engine is)")
+        if self.guest is None:
+            self.guest = guests.build(self.images_dir)
+        self.engines[image] = str(engine)
+        return self.guest.info
+
+    def create(self, name: str, cpus: Sequence[int], netns: str,
+               mounts: Sequence[Mount] = (), image: str = FULL,
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> VmContainer:
+        if check_image(image) not in self.engines or self.guest is None:
+            raise RuntimeError(f"VmRuntime.create(image={image!r}) before prepare()")
+        cpus, _ = check_request(name, cpus, netns, mounts, quota)
+        shared = _shared(mounts)
+        nics = tuple(nics)
+        nic_slots.check(nics)
+        for nic in nics:
+            if nic.netns is not None:
+                check_netns(nic.netns)
+        vm_dir = VM_ROOT / name
+        if vm_dir.exists():
+            raise ValueError(f"container name {name!r}: a VM of that name exists ({vm_dir})")
+        accel = self.accelerator()
+        spec = qemu.Spec(name, len(cpus), accel, self.guest.kernel, self.guest.initramfs,
+                         os.path.realpath(sys.executable), vm_dir, self.memory_mb, nics,
+                         mounts=shared)
+        qemu.cmdline(spec)    # too long: refused before anything exists
+        if spec.memory < spec.hugepages * qemu.HUGEPAGE_MB + MIN_MEMORY_MB:
+            raise ValueError(f"memory_mb {spec.memory}: a VM with DPDK NICs needs "
+                             f"{spec.hugepages * qemu.HUGEPAGE_MB} MB of hugepages and "
+                             f"{MIN_MEMORY_MB} MB more")
+        # Write-ahead: remove(name) undoes a VM killed at any later point.
+        self.journal.add(KIND, name, runtime=self.name, dir=str(vm_dir))
+        proc, groups = None, []
+        try:
+            vm_dir.mkdir(parents=True, mode=0o700)
+            groups = cgroup.create(name, cpus, quota)
+            start = time.monotonic()
+            proc = self._start(spec, netns)
+            cgroup.add(groups, proc.pid)
+            _pin(spec, proc, cpus)
+            ports.hello(vm_dir, READY_S, alive=lambda: proc.poll() is None)
+            ready_s = time.monotonic() - start
+        except BaseException as e:
+            why = _failure(e, spec)
+            _stop(name, proc, vm_dir, groups)
+            self.journal.discard(KIND, name)
+            if isinstance(e, (ContainerError, OSError, TimeoutError)):
+                raise ContainerError(f"VM {name}: {why}") from None
+            raise
+        return VmContainer(self.journal, name, cpus, netns, self.engines[image], proc, vm_dir,
+                           groups, nics, spec.hugepages * qemu.HUGEPAGE_MB, ready_s)
+
+    @staticmethod
+    def _start(spec: qemu.Spec, netns: str) -> subprocess.Popen:
+        """QEMU in the VM's netns, paused, handed its NICs' tap devices."""
+        binary = tools.find(tools.QEMU)
+        if binary is None:
+            raise ContainerError(tools.missing(tools.QEMU))
+        fds: dict[int, int] = {}
+        try:
+            for n, nic in enumerate(spec.nics):
+                if nic.tap is not None:
+                    fds[n] = nic_slots.open_fd(nic, netns)
+            spec = dataclasses.replace(spec, fds=fds)
+            with open(spec.dir / "qemu.log", "wb") as log:
+                return spawn(["ip", "netns", "exec", netns, *qemu.argv(binary, spec)],
+                             what=f"QEMU of VM {spec.name}", env=dict(os.environ, **{TAG: spec.name}),
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                             pass_fds=tuple(fds.values()))
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+
+    @classmethod
+    def leftovers(cls, prefix: str) -> list[str]:
+        found = set(tagged(TAG, prefix).values()) | cgroup.names(prefix)
+        if VM_ROOT.is_dir():
+            found |= {d.name for d in VM_ROOT.glob(prefix + "*")}
+        return sorted(found)
+
+    @classmethod
+    def remove(cls, name: str) -> None:
+        check_name(name)
+        errors = _stop(name, None, VM_ROOT / name, cgroup.dirs(name))
+        if errors:
+            raise ContainerError(f"remove {name}: {'; '.join(errors)}")
+
+
+def _shared(mounts: Sequence[Mount]) -> tuple[str, ...]:
+    """The guest sees the host's paths as they are (its root is the host's):
+    a mount elsewhere is refused; a path under what the guest has of its own
+    (/tmp, /run…) /init binds through."""
+    found = []
+    for m in mounts:
+        source = os.path.realpath(m.source)
+        if source != os.path.realpath(m.target):
+            raise ValueError(f"mount target {m.target!r}: the vm runtime can only share host "
+                             f"paths as they are (source {m.source!r})")
+        if not _PATH.fullmatch(source) or "," in source:
+            raise ValueError(f"mount {m.source!r}: only letters, digits and _.+-/ in its path")
+        found.append(source)
+    return tuple(dict.fromkeys(found))
+
+
+def _pin(spec: qemu.Spec, proc: subprocess.Popen, cpus: tuple[int, ...]) -> None:
+    """Each vCPU thread on its core, then the guest runs. QEMU's monitor
+    answers once QEMU has started: a vhost-user NIC's QEMU first waits for its
+    peer (its server, or as the server its client), whichever way round."""
+    deadline = time.monotonic() + QMP_S
+    while not spec.qmp.exists():
+        if proc.poll() is not None:
+            raise ContainerError(f"QEMU exited ({proc.returncode}) as it started")
+        if time.monotonic() >= deadline:
+            raise ContainerError(f"QEMU made no monitor socket in {QMP_S:g} s")
+        time.sleep(0.05)
+    threads = qmp.vcpu_threads(spec.qmp, timeout=max(1.0, deadline - time.monotonic()))
+    for index, tid in threads.items():
+        os.sched_setaffinity(tid, {cpus[index]})
+    qmp.execute(spec.qmp, "cont")
+
+
+def _failure(error: BaseException, spec: qemu.Spec) -> str:
+    """What went wrong, with the last words of QEMU and of the guest's console."""
+    parts = [str(error) or type(error).__name__]
+    said = _tail(spec.dir / "qemu.log", 3)
+    if said:
+        parts.append(f"QEMU said: {said}")
+    console = _tail(spec.console)
+    if console:
+        parts.append(f"its console ended: {console}")
+    return "; ".join(parts)
