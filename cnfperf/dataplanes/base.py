@@ -6,7 +6,7 @@ the class: run/checks.py names no data plane, it asks these):
     kernel_links  kernel link types its links need -> the config option of each
     joins, counter_view, max_links, poll_threads, max_cores, max_rxq, max_size,
     processes, rx_interrupts, floats, neighbours_may_close, single_tester,
-    vm_ports: capabilities
+    vm_refusal: capabilities
     undo          journal kinds of its own -> how `cnfperf cleanup` undoes one
     check(host), scenario_problem(s, links), limit_problem(api), pollers(s, cores),
     versions(host), stored(): what checks, plan, runner and the store ask
@@ -140,9 +140,9 @@ class DataPlane(ABC):
     # Whether one engine (the single tester) can hold both ends of one of its
     # links, as a path without network functions asks (testers.refusal).
     single_tester: ClassVar[bool] = True
-    # Whether it gives a virtual machine's node a port (Port.vm): a NIC the VM's
-    # QEMU opens (a tap, a macvtap, a vhost-user socket), in its Attachment.
-    vm_ports: ClassVar[bool] = False
+    # Why it gives a virtual machine's node no port (Port.vm); None: it gives it
+    # a NIC its QEMU opens (a tap, a macvtap, a vhost-user socket: Attachment.nic).
+    vm_refusal: ClassVar[str | None] = "it has no way to give a virtual machine a port"
     # Kernel link types its VM ports need beyond kernel_links (a macvtap, a tap),
     # as kernel_links: asked only of a point with a virtual machine.
     vm_links: ClassVar[Mapping[str, str]] = {}

@@ -68,8 +68,8 @@ class DpdkPlane(DataPlane):
     kind = "dpdk"
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
     # A virtual machine reaches a vhost-user port as its front end, as an engine
-    # does (frontend()); a plane whose ports are not vhost-user says False.
-    vm_ports = True
+    # does (frontend()); a plane whose ports are not vhost-user says why not.
+    vm_refusal = None
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -177,7 +177,7 @@ class DpdkPlane(DataPlane):
         """A virtual machine's NIC for the port: QEMU as the vhost-user front end
         where an engine would be virtio-user, the guest's DPDK on its virtio PMD."""
         f = self.frontend(port)
-        assert f is not None, f"{self.name} gives no virtual machine a port (vm_ports)"
+        assert f is not None, f"{self.name} gives no virtual machine a port (vm_refusal)"
         return Nic(mac=port.mac, name=port.name, dpdk=True, socket=f.socket, server=f.server)
 
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:

@@ -57,7 +57,7 @@ class KernelPlane(DataPlane):
 
     kind = "kernel"
     apis: ClassVar[frozenset[str]] = KERNEL_APIS
-    vm_ports = True
+    vm_refusal = None
     vm_links: ClassVar[Mapping[str, str]] = {"macvtap": "MACVTAP"}
     # Whether the data plane keeps its own devices (bridge, parent link) in a
     # separate namespace `<prefix>sw`.

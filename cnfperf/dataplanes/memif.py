@@ -28,7 +28,8 @@ class MemifPlane(DpdkPlane):
     # memif refuses both ends of one socket in one process.
     single_tester = False
 
-    vm_ports = False   # memif's shared memory does not reach into a virtual machine
+    # memif's rings live in memory its two processes share: no guest is one of them.
+    vm_refusal = "memif's shared memory does not reach into a virtual machine"
 
     def vdev(self, port: Port) -> str:
         index, link = self.link_of(port)

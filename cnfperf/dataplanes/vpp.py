@@ -138,7 +138,8 @@ class VppMemifPlane(VppPlane):
                            f"{vpp_app.memif_buffer(self.point.scenario.size)}")
         return f"memif{sock}/0"   # VPP names it so (and prints nothing)
 
-    vm_ports = False   # memif's shared memory does not reach into a virtual machine
+    # memif's rings live in memory its two processes share: no guest is one of them.
+    vm_refusal = "memif's shared memory does not reach into a virtual machine"
 
     def frontend(self, port: Port) -> None:
         return None    # a memif client, not a vhost-user front end: vdev() says so

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from typing import ClassVar, Sequence
 
 from cnfperf.host import tools
 from cnfperf.host.journal import RUN_DIR
-from cnfperf.host.system import is_static_elf, kill_tagged, spawn, tagged
+from cnfperf.host.system import CommandFailed, is_static_elf, kill_tagged, run, spawn, tagged
 
 from .. import rootfs
 from ..base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
@@ -35,6 +36,9 @@ QMP_S = 60.0       # QEMU's start to its monitor's answer (vhost-user: its peer'
 READY_S = 180.0    # QEMU start to the exec server's answer: ~10 s under TCG, slower when busy
 QUIT_S = 5.0
 ACCELS = ("kvm", "tcg", "auto")
+# How many times longer than on the host a process in the guest takes to start
+# or stop (Container.slowdown): an emulated guest's DPDK initialises in ~15 s.
+SLOWDOWN = {"kvm": 2.0, "tcg": 10.0}
 MIN_MEMORY_MB = 160     # the guest kernel, the 9p root's page cache and Python; then hugepages
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])   # what holds cnfperf/
 _PATH = re.compile(r"/[A-Za-z0-9_.+/-]*")
@@ -53,10 +57,14 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 
 class VmContainer(Container):
+    kind = "vm"
+
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
                  engine: str, proc: subprocess.Popen, vm_dir: Path, groups: list[Path],
-                 nics: tuple[Nic, ...], hugepages_mb: int, ready_s: float):
+                 nics: tuple[Nic, ...], hugepages_mb: int, ready_s: float, accel: str):
         super().__init__(journal, name, cpus, netns, engine)
+        self.accel = accel
+        self.slowdown = SLOWDOWN[accel]
         self.qemu = proc
         self.dir = vm_dir
         self.groups = groups
@@ -182,16 +190,51 @@ class VmRuntime(Runtime):
             cls._probed = probes.boots(timeout)
         return cls._probed
 
+    def configure(self, accel: str, memory_mb: int | None) -> None:
+        """A point's accel and vm_memory, for the VMs it creates next."""
+        if accel not in ACCELS:
+            raise ValueError(f"accel {accel!r}: one of {', '.join(ACCELS)}")
+        if memory_mb is not None and memory_mb < MIN_MEMORY_MB:
+            raise ValueError(f"memory_mb {memory_mb}: at least {MIN_MEMORY_MB}")
+        self.accel, self.memory_mb = accel, memory_mb
+
     def accelerator(self) -> str:
         """kvm or tcg: the one asked for, or (auto) KVM where it boots a guest."""
-        if self.accel != "auto":
-            return self.accel
-        found = self.probe()
+        return self.resolve(self.accel)
+
+    @classmethod
+    def resolve(cls, accel: str) -> str:
+        """kvm or tcg for a scenario's accel: auto is KVM where it boots a guest."""
+        if accel != "auto":
+            return accel
+        found = cls.probe()
         if found["kvm"] is None:
             return "kvm"
         if found["tcg"] is None:
             return "tcg"
         raise ContainerError(f"no VM boots here: kvm: {found['kvm']}; tcg: {found['tcg']}")
+
+    @classmethod
+    def accel_problems(cls, accel: str) -> list[str]:
+        """Why VMs cannot run here with `accel` (auto: neither boots a guest);
+        asks probe() (a few seconds, once per process) when the host has what a
+        guest needs."""
+        if cls.check():
+            return []    # check() says what is missing
+        found = cls.probe()
+        if accel == "auto":
+            return [] if None in (found["kvm"], found["tcg"]) else \
+                [f"no VM boots here (kvm: {found['kvm']}; tcg: {found['tcg']})"]
+        return [] if found[accel] is None else [f"a guest does not boot under {accel} here: "
+                                                f"{found[accel]}"]
+
+    @classmethod
+    def facts(cls, accel: str) -> dict[str, str]:
+        """What a point stores of how its VMs ran: the accelerator (auto
+        resolved), QEMU's and the guest kernel's versions."""
+        kernel = guests.find_kernel()
+        return {"accel": cls.resolve(accel), "qemu": _qemu_version(),
+                "guest_kernel": kernel.version if kernel else "?"}
 
     def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
         """The guest (built once, cached); the engine is the host's own, at its
@@ -252,7 +295,7 @@ class VmRuntime(Runtime):
                 raise ContainerError(f"VM {name}: {why}") from None
             raise
         return VmContainer(self.journal, name, cpus, netns, self.engines[image], proc, vm_dir,
-                           groups, nics, spec.hugepages * qemu.HUGEPAGE_MB, ready_s)
+                           groups, nics, spec.hugepages * qemu.HUGEPAGE_MB, ready_s, accel)
 
     @staticmethod
     def _start(spec: qemu.Spec, netns: str) -> subprocess.Popen:
@@ -288,6 +331,19 @@ class VmRuntime(Runtime):
         errors = _stop(name, None, VM_ROOT / name, cgroup.dirs(name))
         if errors:
             raise ContainerError(f"remove {name}: {'; '.join(errors)}")
+
+
+@functools.cache
+def _qemu_version() -> str:
+    """`7.2.19`: QEMU's own first line, its version."""
+    binary = tools.find(tools.QEMU)
+    if binary is None:
+        return "?"
+    with contextlib.suppress(CommandFailed):
+        found = re.search(r"version (\S+)", run([binary, "--version"], timeout=10))
+        if found:
+            return found[1]
+    return "?"
 
 
 def _shared(mounts: Sequence[Mount]) -> tuple[str, ...]:
