@@ -1,0 +1,129 @@
+"""Virtual machines in cnfperf runs, for real: PVP through OVS-DPDK and testpmd
+with the engine's l2 NF in a VM on DPDK's virtio PMD, a VM tester end over
+vhost-user, a router VM on its kernel's virtio-net behind a bridge (tap) and
+behind macvtap, and a run killed with its VMs up, cleaned by `cnfperf cleanup`.
+Under TCG here (this host's KVM cannot run a guest): low rates, generous
+waits, and the points say they were emulated."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+import harness
+import leak
+from cnfperf.runtimes import VmRuntime
+from harness import REPO, cnfperf_argv, cnfperf_env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("qemu-system-x86_64", "busybox", "ip")]
+
+RATE = 1000        # pps: what an emulated guest forwards without loss beside two pollers
+DURATION = 1.5
+WARMUP = 0.5
+TIMEOUT = 600      # a run with a VM: QEMU, the guest's boot, its DPDK's start, emulated
+DPDK = pytest.mark.needs("ovsdb-server", "ovs-vsctl", "dpdk-testpmd")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def guest():
+    problems = VmRuntime.check()
+    if problems:
+        harness.missing("; ".join(problems))
+
+
+def _run(cli, cli_json, *args: str) -> dict:
+    done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
+               "--warmup", str(WARMUP), "--json", timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    assert run["status"] == "done"
+    [point] = run["points"]
+    return point
+
+
+def _zero_loss(point: dict) -> None:
+    [pair] = point["per_pair"]
+    assert 0.9 * RATE * DURATION <= pair["sent"] <= 1.1 * RATE * DURATION, pair
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+
+
+def _ran_in_vms(point: dict, count: int) -> None:
+    facts = point["vm_facts"]
+    assert facts["vms"] == count and facts["accel"] in ("kvm", "tcg"), facts
+    assert facts["qemu"] != "?" and facts["guest_kernel"] != "?", facts
+
+
+def _nf_forwarded_every_frame(point: dict) -> None:
+    """The NF's own counters: every frame the sender put on the link in at its
+    port 1 and out at its port 2 (the warm-up's too)."""
+    [sender] = [e for e in point["endpoints"] if e["role"] in ("send", "tester")]
+    sent = sender["summary"]["tx_packets"] + sender["summary"]["warmup_tx_packets"]
+    [nf] = [e for e in point["endpoints"] if e["role"] == "nf"]
+    port1, port2 = nf["summary"]["ports"]
+    assert port1["rx_packets"] == port2["tx_packets"] == sent, nf["summary"]
+    assert not any(port1["dropped"].values()) and not port1["tx_refused"], nf["summary"]
+
+
+@DPDK
+@pytest.mark.parametrize("switch", ["testpmd", "ovs"])
+def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, cli_json, no_leftovers,
+                                                          switch):
+    point = _run(cli, cli_json, "--switch", switch, "--api", "dpdk", "--tester", "single",
+                 "--nfs", "1", "--nf-in", "vm")
+    assert point["nf_in"] == "vm" and point["nf_api"] == "dpdk"
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+    _nf_forwarded_every_frame(point)
+    [nf] = point["nf_results"]
+    assert nf["ready_s"] > 0    # QEMU's start, the guest's boot and the engine's
+
+
+@DPDK
+def test_a_vm_is_a_tester_end_over_vhost_user(engine, cli, cli_json, no_leftovers):
+    point = _run(cli, cli_json, "--switch", "testpmd", "--api", "dpdk", "--tester", "single",
+                 "--endpoint-in", "vm")
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+
+
+@pytest.mark.parametrize("switch", ["bridge", "macvlan"])
+def test_a_router_vm_on_its_kernel_behind_a_tap_or_a_macvtap(engine, cli, cli_json,
+                                                              no_leftovers, switch):
+    """The bridge gives the VM a tap on the bridge, macvlan a macvtap beside its
+    macvlans; the guest's kernel drives them (virtio_net), the engine's l3 routes
+    on raw sockets."""
+    point = _run(cli, cli_json, "--switch", switch, "--api", "raw", "--tester", "split",
+                 "--nfs", "1", "--nf", "l3", "--nf-api", "raw", "--nf-in", "vm",
+                 "--poll", "interrupt")
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+    _nf_forwarded_every_frame(point)
+
+
+def test_a_killed_run_leaves_its_vm_to_cleanup(engine, tmp_path):
+    """SIGKILL while the VM is up: QEMU, its tap, cgroup and sockets stay, and
+    `cnfperf cleanup` removes them all."""
+    before = leak.snapshot()
+    results = tmp_path / "results"
+    proc = subprocess.Popen(cnfperf_argv("run", "--switch", "bridge", "--api", "raw", "--nfs", "1",
+                                         "--nf-in", "vm", "--poll", "interrupt", "--rate", "1000",
+                                         "--duration", "60"),
+                            cwd=REPO, env=cnfperf_env(results), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while "measuring" not in proc.stderr.readline():
+            assert proc.poll() is None and time.monotonic() < deadline, "the run never measured"
+        assert VmRuntime.leftovers(""), "no VM while the run measures"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        proc.stderr.close()
+    done = subprocess.run(cnfperf_argv("cleanup"), cwd=REPO, env=cnfperf_env(results),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not VmRuntime.leftovers("")
+    assert not leak.diff(before, leak.snapshot()), "cleanup left something of the VM's run"
