@@ -443,7 +443,16 @@ def matrix(host: HostFacts) -> dict:
             problems = problems + [f"api {api}: {tools.engine_without(api)}"
                                    for api in APIS if cells[api] == "no engine"]
         planes[name] = {"apis": cells, "problems": problems, "description": dp.description}
-    return {"runtimes": runtimes, "nfs": nf_matrix(host), "dataplanes": planes}
+    return {"runtimes": runtimes, "vms": vm_matrix(), "nfs": nf_matrix(host),
+            "dataplanes": planes}
+
+
+def vm_matrix() -> dict[str, str | None]:
+    """`cnfperf doctor`: whether a guest boots under each accelerator here
+    (None: it does; else why not), from a tiny guest booted with a timeout;
+    {} when the host cannot build a guest (the runtime's check says why)."""
+    runtime = RUNTIMES[VM]
+    return {} if runtime.check() else dict(runtime.probe())
 
 
 def nf_matrix(host: HostFacts) -> dict[str, list[str]]:
