@@ -27,6 +27,7 @@ from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
+from cnfperf.scenario import Scenario
 from cnfperf.run import noise
 from cnfperf.run.noise import Noise
 from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, Container, ImageInfo, Journal,
@@ -191,7 +192,13 @@ class Builder:
     def nf_image(self, point: TestPoint) -> ImageInfo | None:
         """The image the point's network functions ran in, when not the ends' one."""
         kinds = {self.image_of(nf, point.scenario.nf) for nf in point.nfs} - {FULL}
-        return self.image(point.scenario.runtime, kinds.pop()) if kinds else None
+        return self.image(self.nf_runtime(point.scenario), kinds.pop()) if kinds else None
+
+    @staticmethod
+    def nf_runtime(s: Scenario) -> str:
+        """The runtime network functions' containers are made in: their kind's
+        (NfKind.runtime: a user's image is podman's), else the scenario's."""
+        return (nfs.kind(s.nf).runtime if s.nfs else None) or s.runtime
 
     @property
     def static_apis(self) -> list[str]:
@@ -226,7 +233,7 @@ class Builder:
             made(n)
             start = time.monotonic()
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
-                s.runtime, self.image_of(nf, s.nf), bed, nf.name, point.cpuset(nf.cores),
+                self.nf_runtime(s), self.image_of(nf, s.nf), bed, nf.name, point.cpuset(nf.cores),
                 Quota.of(s.nf_quota, s.quota_period), teardown))
             bed.create_s[nf.name] = time.monotonic() - start
         if s.noise in noise.STRESSORS:
