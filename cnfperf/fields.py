@@ -42,8 +42,9 @@ POLLS = ("busy", "adaptive", "interrupt")
 # auto: split where its busy pollers fit on the point's cores, else single (testers.py).
 TESTERS = ("split", "single")
 AUTO = "auto"
-# Where a DPDK switch's processes run: on the host, or in a runc container of
-# their own (own cgroup; its sockets and hugepages shared by bind mounts).
+# Where a DPDK switch's processes run: on the host, or in a container of
+# their own, runc's or podman's (own cgroup; its sockets and hugepages shared
+# by bind mounts).
 SWITCH_IN = ("host", "container")
 # A noisy neighbour during the measurement: a stress-ng stressor class in a
 # container of its own, or a second, unmeasured traffic stream through the switch.
@@ -98,8 +99,8 @@ FIELDS: list[Field] = [
           describe=True),
     # The next three name the data planes they concern (reference.help_text asks
     # the registry's capabilities: processes, max_cores, max_rxq).
-    Field("switch_in", "choice", "host", "where the switch runs: host, or container (a runc "
-          "container of its own, with its own cgroup)", axis=1,
+    Field("switch_in", "choice", "host", "where the switch runs: host, or container (a "
+          "container of its own, with its own cgroup: runtime runc or podman)", axis=1,
           choices=SWITCH_IN, column="TEXT", label="named"),
     Field("switch_cores", "int", 1, "the switch's poll threads (PMD threads, forwarding cores), "
           "one core each", axis=2, ge=1,
@@ -172,7 +173,9 @@ FIELDS: list[Field] = [
           "then sleep a bounded back-off while idle), interrupt (sleep until a packet arrives); "
           "default: interrupt for latency with udp or raw, else busy", axis=12, choices=POLLS,
           column="TEXT", label="named"),
-    Field("runtime", "str", "runc", "container runtime: runc or netns", axis=7, column="TEXT"),
+    Field("runtime", "str", "runc", "container runtime: runc (an OCI bundle each, runc itself), "
+          "podman (the same images in podman's store, podman's containers) or netns (no image "
+          "nor cgroup: the host's binaries in the endpoint's netns)", axis=7, column="TEXT"),
     Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=22,
           column="TEXT", optional=True, unset="every usable CPU"),
     Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",

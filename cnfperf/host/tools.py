@@ -42,6 +42,9 @@ TOOLS: dict[str, Tool] = {
     # containers: runc runs them, a static BusyBox is their shell and tools
     "runc": Tool("runc"),
     "busybox": Tool("busybox-static"),
+    # the podman runtime: podman makes containers, conmon watches each (runc runs them)
+    "podman": Tool("podman"),
+    "conmon": Tool("conmon"),
     # DPDK and Open vSwitch
     TESTPMD: Tool("dpdk-dev"),
     "ovsdb-tool": Tool("openvswitch-common"),

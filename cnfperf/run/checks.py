@@ -162,9 +162,10 @@ def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ..
         having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
         raise UserError("switch_in", f"{s.switch} does not run in a container of its own; "
                                      f"{having} do")
-    if in_container and s.runtime != "runc":
+    if in_container and not RUNTIMES[s.runtime].quotas:
         # its container needs a cgroup, an image with the switch, a mount namespace
-        raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
+        having = " or ".join(n for n, rt in RUNTIMES.items() if rt.quotas)
+        raise UserError("switch_in", f"a switch container needs runtime {having}, not {s.runtime}")
     if s.switch_quota is not None and not in_container:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
     if s.switch_cores > len(usable):

@@ -2,9 +2,12 @@
 from .base import (CLICK, CLICK_DPDK, FULL, IMAGES, MINIMAL, NOISE, SWITCH, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount,
                    Quota, Runtime)
 from .netns import NetnsRuntime
+from .podman import PodmanRuntime
 from .runc import RuncRuntime
 
-RUNTIMES: dict[str, type[Runtime]] = {"runc": RuncRuntime, "netns": NetnsRuntime}
+RUNTIMES: dict[str, type[Runtime]] = {"runc": RuncRuntime, "netns": NetnsRuntime,
+                                       "podman": PodmanRuntime}
 
 __all__ = ["RUNTIMES", "CLICK", "CLICK_DPDK", "FULL", "IMAGES", "MINIMAL", "NOISE", "SWITCH", "TOOLS", "Container", "ContainerError", "ImageInfo",
-           "Journal", "Mount", "Quota", "Runtime", "RuncRuntime", "NetnsRuntime"]
+           "Journal", "Mount", "Quota", "Runtime", "RuncRuntime", "NetnsRuntime",
+           "PodmanRuntime"]

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from cnfperf.runtimes import RUNTIMES, NetnsRuntime, RuncRuntime
+from cnfperf.runtimes import RUNTIMES, NetnsRuntime, PodmanRuntime, RuncRuntime
 from cnfperf.runtimes.base import (Mount, check_cpus, check_mounts, check_name, check_netns,
                                    cpu_list)
 
@@ -59,7 +59,7 @@ def test_mounts_checked(tmp_path):
 
 
 def test_registry():
-    assert RUNTIMES == {"runc": RuncRuntime, "netns": NetnsRuntime}
+    assert RUNTIMES == {"runc": RuncRuntime, "netns": NetnsRuntime, "podman": PodmanRuntime}
     assert all(cls.name == key for key, cls in RUNTIMES.items())
 
 
