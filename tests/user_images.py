@@ -1,7 +1,8 @@
 """A network function as users ship one: a container image, built here from
 nothing (FROM scratch: the static BusyBox and the static engine, whose
-entrypoint is the engine), in podman's default store as `podman build` puts
-it, or saved to an archive as `podman save` writes it. No registry is asked."""
+entrypoint is the engine; or the engine with its DPDK libraries), in podman's
+default store as `podman build` puts it, or saved to an archive as `podman
+save` writes it. No registry is asked."""
 from __future__ import annotations
 
 import contextlib
@@ -73,3 +74,28 @@ def image_archive(directory: Path) -> Iterator[Path]:
         with contextlib.suppress(Exception):
             podman.podman("rmi", "-f", "localhost/cnfperf-test-nf:archived")
         podman.drop_idle()
+
+
+# The engine as built, DPDK and all: ARGS make it an l2 NF between its two
+# DPDK ports, the EAL arguments cnfperf hands every DPDK node last.
+DPDK_ARGS = ("nf --nf l2 --api dpdk --port {port1} --port2 {port2} --dst-mac {peer1} "
+             "--dst-mac2 {peer2} --cpu {cpu} --duration 0 -- {eal}")
+
+
+@contextlib.contextmanager
+def dpdk_image(ref: str = "localhost/cnfperf-test-nf:dpdk") -> Iterator[str]:
+    """An image of the engine with its shared objects and DPDK drivers (the
+    directory the runc runtime's full image is), its entrypoint the engine,
+    imported into podman's default store; removed afterwards."""
+    from cnfperf.runtimes import RuncRuntime, rootfs
+
+    with tempfile.TemporaryDirectory() as state:
+        info = RuncRuntime(None, Path(state)).prepare(harness.engine())
+    with tempfile.NamedTemporaryFile(suffix=".tar") as tar:
+        subprocess.run(["tar", "-C", info.path, "-cf", tar.name, "."], check=True)
+        done = _podman("import", "--change", f'ENTRYPOINT ["{rootfs.ENGINE_PATH}"]', tar.name, ref)
+        assert done.returncode == 0, done.stderr
+    try:
+        yield ref
+    finally:
+        _podman("rmi", "-f", ref)

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import leak
-from user_images import L2_ARGS, image_archive, user_image
+from user_images import DPDK_ARGS, L2_ARGS, dpdk_image, image_archive, user_image
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("podman", "conmon", "runc", "busybox")]
 
@@ -66,6 +66,16 @@ def test_a_user_image_is_the_nf_of_a_runc_run(engine, cli, cli_json, no_leftover
     assert point["runtime"] == "runc" and point["nf_image_name"] == ref
     [nf] = [r for r in point["cpu_usage"] if r["kind"] == "nf"]
     assert nf["user_s"] is not None
+
+
+def test_a_user_image_on_dpdk_gets_its_sockets_hugepages_and_eal_arguments(
+        engine, cli, cli_json, no_leftovers):
+    """The engine with its DPDK libraries as a user's image: memif's sockets and
+    the hugepages are mounted into its container, {eal} says where."""
+    with dpdk_image() as ref:
+        point = _run(cli, cli_json, *PODMAN, "--switch", "memif", "--api", "dpdk", "--nfs", "1",
+                     "--nf", f"image:{ref} {DPDK_ARGS}", "--tester", "split")
+    assert point["nf_api"] == "dpdk" and point["nf_image_name"] == ref
 
 
 def test_an_image_archive_is_loaded_before_the_run(engine, cli, cli_json, no_leftovers,
