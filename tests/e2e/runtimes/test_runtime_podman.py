@@ -11,6 +11,7 @@ import pytest
 
 from cnfperf.host import cgroups
 from cnfperf.host.journal import Journal
+from cnfperf.host.system import CommandFailed
 from cnfperf.runtimes import MINIMAL, Mount, PodmanRuntime, Quota, podman
 from harness import REPO
 from leak import assert_no_leftovers
@@ -164,6 +165,7 @@ KILLED_RUN = """
 import sys, time
 from pathlib import Path
 from cnfperf.host.journal import Journal
+from cnfperf.host.system import CommandFailed
 from cnfperf.runtimes import PodmanRuntime
 rt = PodmanRuntime(Journal(Path(sys.argv[1]) / "j"), Path(sys.argv[1]), images_dir=Path(sys.argv[2]))
 rt.prepare(Path(sys.argv[3]))
@@ -259,3 +261,17 @@ def test_a_user_image_from_podman_s_store_or_an_archive(engine, netns, prefix, t
         with pytest.raises(podman.ContainerError, match="not in podman's store"):
             rt.prepare(engine, "localhost/cnfperf-surely-absent:1")
         subprocess.run(["ip", "netns", "del", netns], check=True)
+
+
+def test_a_failing_podman_run_is_undone_and_explained(runtime, prefix):
+    fake = Path("/var/run/netns") / f"{prefix}-notns"
+    fake.parent.mkdir(parents=True, exist_ok=True)
+    fake.write_text("")  # exists, but is no namespace: podman (runc) itself must refuse it
+    try:
+        with assert_no_leftovers():
+            with pytest.raises(CommandFailed, match=r"podman run .* failed: .+"):
+                runtime.create(f"{prefix}-c", [CPU], fake.name)
+            assert runtime.journal.live() == []
+            assert podman.cgroup_dirs(f"{prefix}-c") == []
+    finally:
+        fake.unlink()
