@@ -9,6 +9,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -92,7 +93,8 @@ def dpdk_image(ref: str = "localhost/cnfperf-test-nf:dpdk") -> Iterator[str]:
     with tempfile.TemporaryDirectory() as state:
         info = RuncRuntime(None, Path(state)).prepare(harness.engine())
     with tempfile.NamedTemporaryFile(suffix=".tar") as tar:
-        subprocess.run(["tar", "-C", info.path, "-cf", tar.name, "."], check=True)
+        with tarfile.open(tar.name, "w") as archive:
+            archive.add(info.path, arcname=".")
         done = _podman("import", "--change", f'ENTRYPOINT ["{rootfs.ENGINE_PATH}"]', tar.name, ref)
         assert done.returncode == 0, done.stderr
     try:
