@@ -42,8 +42,9 @@ POLLS = ("busy", "adaptive", "interrupt")
 # auto: split where its busy pollers fit on the point's cores, else single (testers.py).
 TESTERS = ("split", "single")
 AUTO = "auto"
-# Where a DPDK switch's processes run: on the host, or in a runc container of
-# their own (own cgroup; its sockets and hugepages shared by bind mounts).
+# Where a DPDK switch's processes run: on the host, or in a container of
+# their own, runc's or podman's (own cgroup; its sockets and hugepages shared
+# by bind mounts).
 SWITCH_IN = ("host", "container")
 # Where a network function or a tester's end runs: in a container (of the
 # scenario's runtime) or in a QEMU virtual machine of its own.
@@ -103,8 +104,8 @@ FIELDS: list[Field] = [
           describe=True),
     # The next three name the data planes they concern (reference.help_text asks
     # the registry's capabilities: processes, max_cores, max_rxq).
-    Field("switch_in", "choice", "host", "where the switch runs: host, or container (a runc "
-          "container of its own, with its own cgroup)", axis=1,
+    Field("switch_in", "choice", "host", "where the switch runs: host, or container (a "
+          "container of its own, with its own cgroup: runtime runc or podman)", axis=1,
           choices=SWITCH_IN, column="TEXT", label="named"),
     Field("switch_cores", "int", 1, "the switch's poll threads (PMD threads, forwarding cores), "
           "one core each", axis=2, ge=1,
@@ -177,7 +178,9 @@ FIELDS: list[Field] = [
           "then sleep a bounded back-off while idle), interrupt (sleep until a packet arrives); "
           "default: interrupt for latency with udp or raw, else busy", axis=16, choices=POLLS,
           column="TEXT", label="named"),
-    Field("runtime", "str", "runc", "container runtime: runc or netns", axis=7, column="TEXT"),
+    Field("runtime", "str", "runc", "container runtime: runc (an OCI bundle each, runc itself), "
+          "podman (the same images in podman's store, podman's containers) or netns (no image "
+          "nor cgroup: the host's binaries in the endpoint's netns)", axis=7, column="TEXT"),
     Field("nf_in", "str", "container", "where each network function runs: container (in the "
           "runtime's container), or vm (a QEMU virtual machine of its own); places joined "
           "by + give a path's NFs theirs in order, the last repeating (vm+container)",

@@ -48,6 +48,9 @@ TOOLS: dict[str, Tool] = {
     "busybox": Tool("busybox-static"),
     # VMs (runtimes/vm): QEMU; their kernel is GUEST_KERNEL, their shell BusyBox
     QEMU: Tool("qemu-system-x86"),
+    # the podman runtime: podman makes containers, conmon watches each (runc runs them)
+    "podman": Tool("podman"),
+    "conmon": Tool("conmon"),
     # DPDK and Open vSwitch
     TESTPMD: Tool("dpdk-dev"),
     "ovsdb-tool": Tool("openvswitch-common"),

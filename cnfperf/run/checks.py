@@ -165,6 +165,10 @@ def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
         nf_places(s.nf_in, s.nfs)
     except ValueError as e:
         raise UserError("nf_in", str(e)) from None
+    kind = nfs.find(s.nf) if s.nfs else None
+    if kind is not None and kind.runtime and "vm" in nf_places(s.nf_in, s.nfs):
+        raise UserError("nf_in", f"{s.nf.split()[0]} NFs run in {kind.runtime}'s containers, "
+                                 "not in virtual machines")
     if has_vms(s) and dataplane.vm_refusal:
         having = ", ".join(n for n, d in DATAPLANES.items() if not d.vm_refusal)
         raise UserError("endpoint_in" if s.endpoint_in == "vm" else "nf_in",
@@ -179,9 +183,10 @@ def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ..
         having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
         raise UserError("switch_in", f"{s.switch} does not run in a container of its own; "
                                      f"{having} do")
-    if in_container and s.runtime != "runc":
+    if in_container and not RUNTIMES[s.runtime].quotas:
         # its container needs a cgroup, an image with the switch, a mount namespace
-        raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
+        having = " or ".join(n for n, rt in CONTAINER_RUNTIMES.items() if rt.quotas)
+        raise UserError("switch_in", f"a switch container needs runtime {having}, not {s.runtime}")
     if s.switch_quota is not None and not in_container:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
     if s.switch_cores > len(usable):

@@ -6,8 +6,9 @@ switch when it has processes of its own (a DPDK switch). A kernel data plane
 crosses, which every node's softirq column shows for its cores.
 
 Where a node's CPU time is read:
-- a container with a cgroup of its own (runc): the group's user and system
-  time (cgroups.cpu_times), every process in it counted;
+- a container with a cgroup of its own (runc, podman): the group's user and
+  system time (cgroups.cpu_times), every process in it counted (podman's
+  conmon, which watches the container, is in a group of its own: not counted);
 - otherwise (the netns runtime, a switch on the host) its processes'
   /proc/PID/stat utime and stime, which count every thread each has had,
   exited ones included. This misses a process started after the window opened

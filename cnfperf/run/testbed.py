@@ -217,7 +217,13 @@ class Builder:
     def nf_image(self, point: TestPoint) -> ImageInfo | None:
         """The image the point's network functions ran in, when not the ends' one."""
         kinds = {self.image_of(nf, point.scenario.nf) for nf in point.nfs} - {FULL}
-        return self.image(point.scenario.runtime, kinds.pop()) if kinds else None
+        return self.image(self.nf_runtime(point.scenario), kinds.pop()) if kinds else None
+
+    @staticmethod
+    def nf_runtime(s: Scenario) -> str:
+        """The runtime network functions' containers are made in: their kind's
+        (NfKind.runtime: a user's image is podman's), else the scenario's."""
+        return (nfs.kind(s.nf).runtime if s.nfs else None) or s.runtime
 
     @property
     def static_apis(self) -> list[str]:
@@ -281,11 +287,12 @@ class Builder:
         teardown.push(f"noise {s.noise}", neighbour.stop)
         return Neighbour(name, neighbour)
 
-    @staticmethod
-    def runtime_of(node: Endpoint | NF, s: Scenario) -> str:
-        """The runtime a node runs in: the scenario's container runtime, or for a
-        node in a virtual machine (nf_in, endpoint_in) the VM runtime."""
-        return VM if node.vm else s.runtime
+    def runtime_of(self, node: Endpoint | NF, s: Scenario) -> str:
+        """The runtime a node runs in: for a node in a virtual machine (nf_in,
+        endpoint_in) the VM runtime; else an NF's (nf_runtime) or the scenario's."""
+        if node.vm:
+            return VM
+        return self.nf_runtime(s) if isinstance(node, NF) else s.runtime
 
     def _container(self, runtime: str, image: str, bed: Testbed, name: str,
                    cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown) -> Container:
