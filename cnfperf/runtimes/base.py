@@ -2,6 +2,7 @@
 endpoint in its own namespaces, pinned to its planned cores."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -283,6 +284,18 @@ class Container(ABC):
     def _env(self, env: dict[str, str]) -> dict[str, str] | None:
         """The host command's environment; None: cnfperf's own."""
         return None
+
+    def _reap(self, grace: float = 0.0) -> None:
+        """Every process exec() started has ended: each given `grace` seconds to
+        exit on its own (its container killed already takes it along), then
+        killed."""
+        for proc in self._procs:
+            if grace:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=grace)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
 
     @abstractmethod
     def destroy(self) -> None:

@@ -30,10 +30,7 @@ class NetnsContainer(Container):
     def destroy(self) -> None:
         if self._destroyed:
             return
-        for proc in self._procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+        self._reap()
         kill_tagged(TAG, self.name)
         self._destroyed = True
         self.journal.discard(KIND, self.name)

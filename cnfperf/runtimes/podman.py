@@ -245,12 +245,7 @@ class PodmanContainer(Container):
         if self._destroyed:
             return
         errors = _force_remove(self.name)
-        for proc in self._procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        self._reap(grace=5)   # each `runc exec` ends with its container
         drop_idle()
         if errors:
             raise ContainerError(f"destroy {self.name}: {'; '.join(errors)}")

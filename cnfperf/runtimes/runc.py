@@ -9,7 +9,6 @@ import functools
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Sequence
 
@@ -63,12 +62,7 @@ class RuncContainer(Container):
         if self._destroyed:
             return
         errors = _force_remove(self.name)
-        for proc in self._procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        self._reap(grace=5)   # each `runc exec` ends with its container
         shutil.rmtree(self.bundle, ignore_errors=True)
         with contextlib.suppress(OSError):
             self.bundle.parent.rmdir()

@@ -3,17 +3,15 @@ where each sits on the guest's PCI bus, how the guest's /init is told about
 them, and the tap and macvtap devices cnfperf opens for QEMU."""
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import os
 import re
 import socket
 import stat
 import struct
-import threading
 from typing import Sequence
 
-from cnfperf.host.links import NETNS_DIR
+from cnfperf.host.links import in_netns
 
 from ..base import Nic, check_name
 
@@ -30,7 +28,6 @@ TUNSETIFF = 0x400454CA
 IFF_TAP = 0x0002
 IFF_NO_PI = 0x1000
 IFF_VNET_HDR = 0x4000
-CLONE_NEWNET = 0x40000000
 
 
 def slot(index: int) -> int:
@@ -97,34 +94,6 @@ def describe(nics: Sequence[Nic]) -> str:
 
 # -- tap and macvtap ------------------------------------------------------------
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _in_netns(netns: str, work):
-    """work() run in a thread that entered network namespace `netns` (setns
-    changes only the calling thread's), its result or its exception."""
-    result: dict = {}
-
-    def run() -> None:
-        try:
-            fd = os.open(NETNS_DIR / netns, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                if _libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns to netns {netns}: {os.strerror(err)}")
-            finally:
-                os.close(fd)
-            result["value"] = work()
-        except BaseException as e:     # handed to the caller
-            result["error"] = e
-    t = threading.Thread(target=run, name=f"netns {netns}")
-    t.start()
-    t.join()
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
-
-
 def _open_tap(name: str) -> int:
     """The tap device `name` (in this thread's netns) opened; TUNSETIFF would
     make a new one where there is none, which nothing would be attached to."""
@@ -178,4 +147,4 @@ def open_fd(nic: Nic, netns: str) -> int:
             os.close(fd)
             raise OSError(f"macvtap {nic.tap}: its MAC {mac} is not the NIC's {nic.mac}")
         return fd
-    return _in_netns(nic.netns or netns, work)
+    return in_netns(nic.netns or netns, work)

@@ -118,10 +118,7 @@ class VmContainer(Container):
     def destroy(self) -> None:
         if self._destroyed:
             return
-        for proc in self._procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+        self._reap()
         errors = _stop(self.name, self.qemu, self.dir, self.groups)
         if errors:
             raise ContainerError(f"destroy {self.name}: {'; '.join(errors)}")
