@@ -379,9 +379,7 @@ def _vms(s: Scenario) -> bool:
 def vm_problems(accel: str) -> list[str]:
     """What keeps this host from running virtual machines with `accel` (auto:
     whichever boots)."""
-    runtime = next((rt for rt in RUNTIMES.values() if rt.kind == "vm"), None)
-    if runtime is None:
-        return ["vm: this cnfperf has no virtual machine runtime"]
+    runtime = RUNTIMES[VM]
     return [f"vm: {p}" for p in runtime.check()] + [f"accel {accel}: {p}"
                                                      for p in runtime.accel_problems(accel)]
 

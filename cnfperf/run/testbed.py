@@ -113,7 +113,7 @@ class Testbed:
     def inside(self, node: N) -> N:
         """A tester's end or an NF as its engine sees itself: in a virtual
         machine its cores are the guest's vCPUs (the host pins each vCPU to its
-        planned core), and its ports reach the guest's NICs."""
+        planned core; eal_args() gives its NICs)."""
         c = self.container(node.name)
         if c.kind != "vm":
             return node
