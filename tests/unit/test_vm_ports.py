@@ -174,3 +174,19 @@ def test_a_vm_reaches_a_dpdk_switch_as_the_vhost_user_front_end():
 ])
 def test_the_path_says_which_nodes_are_vms(fields, path):
     assert _point(tester="split", **fields).path() == path
+
+
+def test_the_report_flags_emulated_points_where_their_numbers_show():
+    from cnfperf.report import emulation, glance
+    points = [{"status": "done", "switch": "ovs", "nfs": 1, "nf": "l2", "nf_in": nf_in,
+               "mode": "throughput", "size": 64, "rx_pps": rx, "loss_ratio": 0.0,
+               "vm_facts": facts}
+              for nf_in, rx, facts in (("container", 2e6, None),
+                                       ("vm", 3e5, {"accel": "tcg", "vms": 1}))]
+    assert [emulation.said(p) for p in points] == ["–", "1 tcg (emulated)"]
+    assert "1 of 2 points ran their virtual machines under QEMU's TCG" in emulation.notice(points)
+    title, columns, rows = glance.throughput_table(glance.entries({"points": points}))
+    vms = columns.index(emulation.COLUMN)
+    assert {row[2]: row[vms] for row in rows} == {"ovs 1×l2 nf_in=container": "–",
+                                                  "ovs 1×l2 nf_in=vm": "1 tcg (emulated)"}
+    assert emulation.notice(points[:1]) == ""
