@@ -169,6 +169,11 @@ def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
     if kind is not None and kind.runtime and "vm" in nf_places(s.nf_in, s.nfs):
         raise UserError("nf_in", f"{s.nf.split()[0]} NFs run in {kind.runtime}'s containers, "
                                  "not in virtual machines")
+    if s.vm_image != "host":
+        try:
+            RUNTIMES[VM].image_format(s.vm_image)
+        except ValueError as e:
+            raise UserError("vm_image", f"{e}; or host (the host's own root)") from None
     if has_vms(s) and dataplane.vm_refusal:
         having = ", ".join(n for n, d in DATAPLANES.items() if not d.vm_refusal)
         raise UserError("endpoint_in" if s.endpoint_in == "vm" else "nf_in",

@@ -304,7 +304,8 @@ class Builder:
         nics = tuple(a.nic for a in ports if a.nic is not None)
         maker = self._runtime(runtime, image)
         if maker.kind == "vm":
-            maker.configure(accel=bed.point.scenario.accel, memory_mb=bed.point.scenario.vm_memory)
+            s = bed.point.scenario
+            maker.configure(accel=s.accel, memory_mb=s.vm_memory, image=s.vm_image)
         c = maker.create(name, cpus, name, tuple(mounts), image=image, quota=quota, nics=nics)
         teardown.push(f"container {name}", c.destroy)
         return c

@@ -28,16 +28,23 @@ from .. import rootfs
 from ..base import ContainerError, ImageInfo
 from . import cpio
 
-FORMAT = "cnfperf-vm-guest-1"   # bump when the layout below changes
+FORMAT = "cnfperf-vm-guest-2"   # bump when the layout below changes
 HERE = Path(__file__).parent
 BOOT = Path("/boot")
 MODULES = Path("/lib/modules")
 # The modules /init loads, by group: always (PCI virtio, the 9p root, the exec
 # server's virtio-serial ports), for kernel NICs (and AF_PACKET for the
-# engine's raw and mmap apis), for DPDK NICs. Their dependencies come along.
+# engine's raw and mmap apis), for DPDK NICs, for a disk image of the user's
+# (vm_image: virtio-blk, ext4 and the CRC32C ext4 asks for by a soft
+# dependency, which `depends=` does not list). Their dependencies come along.
 GROUPS = {"base": ("virtio_pci", "9p", "9pnet_virtio", "virtio_console"),
           "net": ("virtio_net", "af_packet"),
-          "dpdk": ("uio_pci_generic",)}
+          "dpdk": ("uio_pci_generic",),
+          "disk": ("virtio_blk", "crc32c_generic", "ext4")}
+# A disk image's formats QEMU is told (never guessed: a raw image could pass
+# for anything), by the image's first bytes.
+QCOW2_MAGIC = b"QFI\xfb"
+EXT4_MAGIC_AT, EXT4_MAGIC = 1080, b"\x53\xef"   # the superblock's s_magic
 XZ_MAGIC = b"\xfd7zXZ\x00"
 
 
@@ -249,3 +256,19 @@ def build(base: Path | None = None, kernel: Kernel | None = None) -> Guest:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(tmp)
     return guest
+
+
+def disk_format(path: str) -> str:
+    """qcow2 or raw: what QEMU is to read the disk image at `path` as; ValueError
+    for what is neither a file nor a qcow2 image nor a raw ext4 file system or
+    disk (a partition table's first partition is the root, /init tries it first)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(EXT4_MAGIC_AT + 2)
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror}") from None
+    if head.startswith(QCOW2_MAGIC):
+        return "qcow2"
+    if head[EXT4_MAGIC_AT:EXT4_MAGIC_AT + 2] == EXT4_MAGIC or head[510:512] == b"\x55\xaa":
+        return "raw"
+    raise ValueError(f"{path}: neither a qcow2 image nor a raw ext4 file system or disk")

@@ -18,6 +18,7 @@ for word in $(cat /proc/cmdline); do
 	cnfperf_python=*) python="${word#*=}" ;;
 	cnfperf_nics=*) nics="$(echo "${word#*=}" | tr , ' ')" ;;
 	cnfperf_mounts=*) mounts="$(echo "${word#*=}" | tr , ' ')" ;;
+	cnfperf_disk=*) disk=1 ;;
 	esac
 done
 fail() {
@@ -49,6 +50,7 @@ done
 load base
 [ -n "$net" ] && load net
 [ -n "$dpdk" ] && load dpdk
+[ -n "$disk" ] && load disk
 hostname "$name"
 # IPv6 would send router solicitations and MLD reports into the measurement.
 echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6
@@ -79,6 +81,19 @@ for path in $mounts; do
 		mount --bind "/host$path" "/root$path" || fail "mount $path" ;;
 	esac
 done
+# A disk image of the user's (vm_image): the root their commands run in,
+# chrooted (VmContainer), with the guest's own /proc, /sys, /dev (hugepages
+# among them) and /tmp. Its first partition, or the whole disk. QEMU keeps
+# what is written (mount points) in a throwaway overlay.
+if [ -n "$disk" ]; then
+	user=/root/run/cnfperf-user
+	mkdir -p "$user"
+	mount -t ext4 /dev/vda1 "$user" 2>/dev/null || mount -t ext4 /dev/vda "$user" ||
+		fail "the disk image: no ext4 file system on /dev/vda1 or /dev/vda"
+	for dir in proc sys dev tmp; do
+		mkdir -p "$user/$dir" && mount --rbind "/root/$dir" "$user/$dir" || fail "$dir in the disk image"
+	done
+fi
 
 for nic in $nics; do
 	set -- $(echo "$nic" | tr / ' ')

@@ -19,6 +19,7 @@ from ..base import Nic, check_name
 # ports, then the NICs in order, one slot each; 0x1f is q35's own.
 SLOT_9P = 0x02
 SLOT_SERIAL = 0x03
+SLOT_DISK = 0x04
 FIRST_NIC_SLOT = 0x08
 MAX_NICS = 0x1f - FIRST_NIC_SLOT
 _MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")

@@ -30,6 +30,8 @@ class Spec:
     nics: tuple[Nic, ...] = ()
     fds: dict[int, int] = field(default_factory=dict)   # NIC index -> its tap fd
     mounts: tuple[str, ...] = ()   # host paths the guest must see through its tmpfs
+    disk: str | None = None        # a disk image of the user's: its root for their commands
+    disk_format: str = "raw"       # qcow2 | raw (guest.disk_format)
 
     @property
     def hugepages(self) -> int:
@@ -59,6 +61,8 @@ def cmdline(spec: Spec) -> str:
         words.append(f"cnfperf_nics={nic_slots.describe(spec.nics)}")
     if spec.mounts:
         words.append(f"cnfperf_mounts={','.join(spec.mounts)}")
+    if spec.disk:
+        words.append("cnfperf_disk=1")
     line = " ".join(words)
     if len(line) > CMDLINE_MAX:
         raise ValueError(f"the guest's kernel command line would be {len(line)} bytes "
@@ -108,6 +112,15 @@ def exec_args(spec: Spec) -> list[str]:
     return args
 
 
+def disk_args(spec: Spec) -> list[str]:
+    """A user's disk image as virtio-blk; snapshot=on: the guest's writes go to
+    a temporary overlay QEMU unlinks at once, never to the image."""
+    if not spec.disk:
+        return []
+    return ["-drive", f"file={spec.disk},if=none,id=disk,format={spec.disk_format},snapshot=on",
+            "-device", f"virtio-blk-pci,drive=disk,addr={nic_slots.SLOT_DISK:#x}"]
+
+
 def nic_args(index: int, nic: Nic, fd: int | None) -> list[str]:
     """One NIC: its backend (an open tap or macvtap device, or a vhost-user
     socket) and its virtio-net-pci device at its fixed slot."""
@@ -127,7 +140,7 @@ def nic_args(index: int, nic: Nic, fd: int | None) -> list[str]:
 
 
 def argv(qemu: str, spec: Spec) -> list[str]:
-    args = [qemu, *machine_args(spec), *root_args(), *exec_args(spec)]
+    args = [qemu, *machine_args(spec), *root_args(), *exec_args(spec), *disk_args(spec)]
     for n, nic in enumerate(spec.nics):
         args += nic_args(n, nic, spec.fds.get(n))
     return args

@@ -21,7 +21,7 @@ from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.system import CommandFailed, is_static_elf, kill_tagged, run, spawn, tagged
 
 from .. import rootfs
-from ..base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
+from ..base import (FULL, MINIMAL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
                     Runtime, check_image, check_name, check_netns, check_request)
 from . import cgroup, guest as guests, nics as nic_slots, ports, probe as probes, qemu, qmp
 
@@ -39,6 +39,11 @@ ACCELS = ("kvm", "tcg", "auto")
 # How many times longer than on the host a process in the guest takes to start
 # or stop (Container.slowdown): an emulated guest's DPDK initialises in ~15 s.
 SLOWDOWN = {"kvm": 2.0, "tcg": 10.0}
+# Where /init mounts a disk image of the user's (vm_image), for their commands
+# (cmd:, testpmd: the TOOLS image kind) to run in, chrooted; the host's chroot.
+USER_ROOT = "/run/cnfperf-user"
+CHROOT = "/usr/sbin/chroot"
+HOST_IMAGE = "host"
 MIN_MEMORY_MB = 160     # the guest kernel, the 9p root's page cache and Python; then hugepages
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])   # what holds cnfperf/
 _PATH = re.compile(r"/[A-Za-z0-9_.+/-]*")
@@ -61,9 +66,11 @@ class VmContainer(Container):
 
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
                  engine: str, proc: subprocess.Popen, vm_dir: Path, groups: list[Path],
-                 nics: tuple[Nic, ...], hugepages_mb: int, ready_s: float, accel: str):
+                 nics: tuple[Nic, ...], hugepages_mb: int, ready_s: float, accel: str,
+                 user_root: bool = False):
         super().__init__(journal, name, cpus, netns, engine)
         self.accel = accel
+        self.user_root = user_root     # commands run in the user's disk image
         self.slowdown = SLOWDOWN[accel]
         self.qemu = proc
         self.dir = vm_dir
@@ -108,8 +115,9 @@ class VmContainer(Container):
         return args
 
     def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        inside = [CHROOT, USER_ROOT, *argv] if self.user_root else argv
         return [sys.executable, "-m", "cnfperf.runtimes.vm.exec", str(self.dir),
-                *(f"--env={k}={v}" for k, v in env.items()), "--", *argv]
+                *(f"--env={k}={v}" for k, v in env.items()), "--", *inside]
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:
         path = os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
@@ -162,6 +170,7 @@ class VmRuntime(Runtime):
             raise ValueError(f"memory_mb {memory_mb}: at least {MIN_MEMORY_MB}")
         self.accel = accel
         self.memory_mb = memory_mb
+        self.disk: str | None = None       # vm_image: a disk image of the user's
         self.images_dir = images_dir
         self.guest: guests.Guest | None = None
         self.engines: dict[str, str] = {}      # image kind -> the host's engine it runs
@@ -187,13 +196,23 @@ class VmRuntime(Runtime):
             cls._probed = probes.boots(timeout)
         return cls._probed
 
-    def configure(self, accel: str, memory_mb: int | None) -> None:
-        """A point's accel and vm_memory, for the VMs it creates next."""
+    def configure(self, accel: str, memory_mb: int | None, image: str = HOST_IMAGE) -> None:
+        """A point's accel, vm_memory and vm_image, for the VMs it creates next."""
         if accel not in ACCELS:
             raise ValueError(f"accel {accel!r}: one of {', '.join(ACCELS)}")
         if memory_mb is not None and memory_mb < MIN_MEMORY_MB:
             raise ValueError(f"memory_mb {memory_mb}: at least {MIN_MEMORY_MB}")
+        if image != HOST_IMAGE:
+            self.image_format(image)
         self.accel, self.memory_mb = accel, memory_mb
+        self.disk = None if image == HOST_IMAGE else os.path.realpath(image)
+
+    @staticmethod
+    def image_format(image: str) -> str:
+        """qcow2 or raw for a vm_image of the user's; ValueError saying why not."""
+        if "," in image:
+            raise ValueError(f"{image}: no commas in its path (QEMU's options split at them)")
+        return guests.disk_format(image)
 
     def accelerator(self) -> str:
         """kvm or tcg: the one asked for, or (auto) KVM where it boots a guest."""
@@ -266,7 +285,8 @@ class VmRuntime(Runtime):
         accel = self.accelerator()
         spec = qemu.Spec(name, len(cpus), accel, self.guest.kernel, self.guest.initramfs,
                          os.path.realpath(sys.executable), vm_dir, self.memory_mb, nics,
-                         mounts=shared)
+                         mounts=shared, disk=self.disk,
+                         disk_format=self.image_format(self.disk) if self.disk else "raw")
         qemu.cmdline(spec)    # too long: refused before anything exists
         if spec.memory < spec.hugepages * qemu.HUGEPAGE_MB + MIN_MEMORY_MB:
             raise ValueError(f"memory_mb {spec.memory}: a VM with DPDK NICs needs "
@@ -292,7 +312,8 @@ class VmRuntime(Runtime):
                 raise ContainerError(f"VM {name}: {why}") from None
             raise
         return VmContainer(self.journal, name, cpus, netns, self.engines[image], proc, vm_dir,
-                           groups, nics, spec.hugepages * qemu.HUGEPAGE_MB, ready_s, accel)
+                           groups, nics, spec.hugepages * qemu.HUGEPAGE_MB, ready_s, accel,
+                           user_root=bool(self.disk) and image == TOOLS)
 
     @staticmethod
     def _start(spec: qemu.Spec, netns: str) -> subprocess.Popen:

@@ -127,3 +127,36 @@ def test_a_killed_run_leaves_its_vm_to_cleanup(engine, tmp_path):
     assert done.returncode == 0, done.stderr
     assert not VmRuntime.leftovers("")
     assert not leak.diff(before, leak.snapshot()), "cleanup left something of the VM's run"
+
+
+def _disk_image(tmp_path, engine) -> str:
+    """A raw ext4 root holding a program of the user's (the static engine,
+    copied in under a path the host does not have) and nothing else."""
+    static = engine.parent / "cnfperf-engine-static"
+    if not static.exists():
+        harness.missing(f"{static} (make build)")
+    harness.require("mke2fs")
+    root = tmp_path / "root"
+    for d in ("usr/local/bin", "proc", "sys", "dev", "tmp"):
+        (root / d).mkdir(parents=True)
+    (root / "usr/local/bin/vnf").write_bytes(static.read_bytes())
+    (root / "usr/local/bin/vnf").chmod(0o755)
+    image = tmp_path / "vnf.img"
+    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(root), str(image), "32M"],
+                   check=True, capture_output=True)
+    return str(image)
+
+
+def test_a_vm_runs_the_users_command_in_their_disk_image(engine, cli, cli_json, no_leftovers,
+                                                           tmp_path):
+    """vm_image: the NF's command is a program only the image has; it forwards
+    every frame through the bridge's taps."""
+    image = _disk_image(tmp_path, engine)
+    vnf = ("cmd:/usr/local/bin/vnf nf --nf l2 --api raw --iface {iface1} --iface2 {iface2} "
+           "--dst-mac {peer1} --dst-mac2 {peer2} --cpu {cpu} --poll interrupt --duration 0")
+    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--tester", "split",
+                 "--nfs", "1", "--nf", vnf, "--nf-in", "vm", "--vm-image", image,
+                 "--poll", "interrupt")
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+    assert point["vm_image"] == image
