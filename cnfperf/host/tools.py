@@ -48,6 +48,7 @@ TOOLS: dict[str, Tool] = {
     "busybox": Tool("busybox-static"),
     # VMs (runtimes/vm): QEMU; their kernel is GUEST_KERNEL, their shell BusyBox
     QEMU: Tool("qemu-system-x86"),
+    "mke2fs": Tool("e2fsprogs"),    # a guest disk image from a directory (tests, docs)
     # the podman runtime: podman makes containers, conmon watches each (runc runs them)
     "podman": Tool("podman"),
     "conmon": Tool("conmon"),
