@@ -160,3 +160,12 @@ def test_a_vm_runs_the_users_command_in_their_disk_image(engine, cli, cli_json, 
     _zero_loss(point)
     _ran_in_vms(point, 1)
     assert point["vm_image"] == image
+
+
+def test_vm_tester_ends_on_udp_address_themselves(engine, cli, cli_json, no_leftovers):
+    """Two VMs as the ends, over macvtap: each guest's kernel takes its udp
+    address and its peer's neighbour entry from /init."""
+    point = _run(cli, cli_json, "--switch", "macvlan", "--api", "udp", "--endpoint-in", "vm",
+                 "--poll", "interrupt")
+    _zero_loss(point)
+    _ran_in_vms(point, 2)
