@@ -314,6 +314,13 @@ def test_relay_usage_and_busy_ports(tmp_path):
         ports.claim(tmp_path, 0.1)
 
 
+def test_the_engines_directory_is_seen_through_the_guests_tmpfs(tmp_path):
+    from cnfperf.runtimes.vm.runtime import _shared
+    (tmp_path / "build").mkdir()
+    engine = tmp_path / "build" / "cnfperf-engine"
+    assert _shared([], str(engine)) == (str(tmp_path / "build"),)
+
+
 def test_mounts_are_host_paths_as_they_are(tmp_path):
     from cnfperf.runtimes import Mount
     from cnfperf.runtimes.vm.runtime import _shared

@@ -273,7 +273,7 @@ class VmRuntime(Runtime):
         if check_image(image) not in self.engines or self.guest is None:
             raise RuntimeError(f"VmRuntime.create(image={image!r}) before prepare()")
         cpus, _ = check_request(name, cpus, netns, mounts, quota)
-        shared = _shared(mounts)
+        shared = _shared(mounts, self.engines[image])
         nics = tuple(nics)
         nic_slots.check(nics)
         for nic in nics:
@@ -364,10 +364,14 @@ def _qemu_version() -> str:
     return "?"
 
 
-def _shared(mounts: Sequence[Mount]) -> tuple[str, ...]:
+def _shared(mounts: Sequence[Mount], engine: str | None = None) -> tuple[str, ...]:
     """The guest sees the host's paths as they are (its root is the host's):
     a mount elsewhere is refused; a path under what the guest has of its own
-    (/tmp, /run…) /init binds through."""
+    (/tmp, /run…) /init binds through. So is the engine's directory: a
+    checkout under /tmp would be hidden by the guest's own /tmp."""
+    if engine is not None:
+        where = str(Path(engine).parent)
+        mounts = (*mounts, Mount(where, where, readonly=True))
     found = []
     for m in mounts:
         source = os.path.realpath(m.source)
