@@ -34,8 +34,8 @@ from typing import Sequence
 from cnfperf.host.system import CommandFailed, mounts, run
 
 from . import oci, rootfs
-from .base import (FULL, IMAGES, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
-                   check_name, check_request, cpu_list)
+from .base import (FULL, IMAGES, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
+                   Runtime, check_name, check_no_nics, check_request, cpu_list)
 from .runc import RuncRuntime
 
 RUN_DIR = Path("/run/cnfperf/podman")
@@ -301,7 +301,8 @@ class PodmanRuntime(Runtime):
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None) -> PodmanContainer:
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> PodmanContainer:
+        check_no_nics(nics)
         if image not in self.images:
             raise RuntimeError(f"PodmanRuntime.create(image={image!r}) before prepare()")
         ref, engine, init = self.images[image]
