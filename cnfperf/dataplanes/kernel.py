@@ -4,7 +4,6 @@ and the base class that wires endpoints into namespaces (cnfperf.host.links).
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
 from cnfperf.host import tools
@@ -52,7 +51,8 @@ class KernelPlane(DataPlane):
     port there: vm_nic() says which device on the host its QEMU opens. Here
     (veth) a macvtap in passthru mode on the port's interface in the node's
     netns; the bridge gives the VM a tap on the bridge instead, macvlan a
-    macvtap beside its macvlans. The guest addresses a udp end itself.
+    macvtap beside its macvlans. (Tester ends in VMs are a single tester's, on
+    an L2 api: no udp end is ever a VM's, testers.refusal.)
     """
 
     kind = "kernel"
@@ -237,11 +237,6 @@ class KernelPlane(DataPlane):
         """The kernel's udp needs an address and, for the peer's, the MAC of the
         next hop (raw/mmap/xdp build their own frames; without an address the
         netns kernel drops them quietly instead of answering with ICMP errors)."""
-        if ep.vm:
-            nic = self._nics[ep.name]
-            self._nics[ep.name] = replace(nic, addresses=(*nic.addresses, f"{ep.ip}/{ep.prefixlen}"),
-                                          neighbours=(*nic.neighbours, (peer.ip, hop.mac)))
-            return
         ns = ep.port.node
         ip("addr", "add", f"{ep.ip}/{ep.prefixlen}", "dev", ep.name, netns=ns)
         ip("neigh", "replace", peer.ip, "lladdr", hop.mac, "dev", ep.name,

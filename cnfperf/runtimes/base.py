@@ -88,10 +88,6 @@ class Nic:
     macvtap: bool = False
     socket: str | None = None
     server: bool = False
-    # The guest's own addressing of a kernel NIC (a tester end on udp): CIDR
-    # addresses, and static neighbours (ip, mac) so no ARP precedes the first frame.
-    addresses: tuple[str, ...] = ()
-    neighbours: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

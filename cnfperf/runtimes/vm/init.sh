@@ -33,10 +33,8 @@ load() {
 	done < "/etc/modules.$1"
 }
 
-# A NIC is SLOT/MAC/NAME/MTU/KIND/ADDRESSES/NEIGHBOURS, KIND k (the kernel's
-# virtio_net) or d (DPDK's: uio_pci_generic, named before virtio_pci can take
-# it); a kernel NIC's addresses (CIDRs, their / written _, joined by +) and
-# static neighbours (IP@MAC joined by +), - for none.
+# A NIC is SLOT/MAC/NAME/MTU/KIND, KIND k (the kernel's virtio_net) or d
+# (DPDK's: uio_pci_generic, named before virtio_pci can take it).
 for nic in $nics; do
 	set -- $(echo "$nic" | tr / ' ')
 	if [ "$5" = d ]; then
@@ -104,15 +102,6 @@ for nic in $nics; do
 	done
 	[ -n "$dev" ] || fail "no NIC with MAC $2"
 	ip link set dev "$dev" name "$3" && ip link set dev "$3" mtu "$4" up || fail "NIC $3"
-	# the host's iproute2: BusyBox's ip cannot add a neighbour
-	for address in $(echo "$6" | tr + ' ' | tr _ /); do
-		[ "$address" = - ] || chroot /root /usr/sbin/ip addr add "$address" dev "$3" ||
-			fail "address $address on $3"
-	done
-	for neighbour in $(echo "$7" | tr + ' '); do
-		[ "$neighbour" = - ] || chroot /root /usr/sbin/ip neigh replace "${neighbour%@*}" \
-			lladdr "${neighbour#*@}" dev "$3" nud permanent || fail "neighbour on $3"
-	done
 done
 
 mkdir /root/run/cnfperf-exec && cp /exec/*.py /root/run/cnfperf-exec/ || fail "exec server"

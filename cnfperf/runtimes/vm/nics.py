@@ -84,12 +84,8 @@ def _check_backend(what: str, nic: Nic) -> None:
 
 def describe(nics: Sequence[Nic]) -> str:
     """/init's description of the NICs (cnfperf_nics=): SLOT/MAC/NAME/MTU/KIND
-    each, KIND k (the kernel's) or d (DPDK's), then a kernel NIC's addresses
-    (CIDRs, their / written _, joined by +) and static neighbours (IP@MAC
-    joined by +), - for none."""
+    each, KIND k (the kernel's) or d (DPDK's)."""
     return ",".join(f"{slot(n):02x}/{nic.mac.lower()}/{nic.name}/{nic.mtu}/{'d' if nic.dpdk else 'k'}"
-                    f"/{'+'.join(a.replace('/', '_') for a in nic.addresses) or '-'}"
-                    f"/{'+'.join(f'{ip}@{mac.lower()}' for ip, mac in nic.neighbours) or '-'}"
                     for n, nic in enumerate(nics))
 
 
