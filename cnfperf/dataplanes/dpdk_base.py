@@ -169,11 +169,11 @@ class DpdkPlane(DataPlane):
 
     def attach(self, port: Port) -> Attachment:
         if port.vm:
-            return Attachment(mac=port.mac, port=port.slot, nic=self.nic(port))
+            return Attachment(mac=port.mac, port=port.slot, nic=self.vm_nic(port))
         return Attachment(mac=port.mac, port=port.slot, vdev=self.vdev(port),
                           mounts=self.mounts())
 
-    def nic(self, port: Port) -> Nic:
+    def vm_nic(self, port: Port) -> Nic:
         """A virtual machine's NIC for the port: QEMU as the vhost-user front end
         where an engine would be virtio-user, the guest's DPDK on its virtio PMD."""
         f = self.frontend(port)
