@@ -14,7 +14,7 @@ from typing import ClassVar, Mapping, Protocol, Sequence
 from cnfperf import SystemFailure
 from cnfperf.host import tools
 from cnfperf.host.links import NETNS_DIR
-from cnfperf.host.system import spawn
+from cnfperf.host.system import is_static_elf, spawn
 
 
 # runc accepts [\w+-.]; we are stricter so a name is also a safe netns, cgroup and
@@ -131,6 +131,19 @@ def check_image(image: str) -> str:
 class ContainerError(SystemFailure):
     """A container or its image cannot be made or used; a runtime command that
     fails raises CommandFailed (cnfperf.host.system) instead."""
+
+
+def host_engine(engine: Path, image: str) -> str:
+    """The host's engine binary that runtimes without an image of their own
+    (netns, vm) run for `image`: an executable, statically linked for MINIMAL."""
+    check_image(image)
+    engine = Path(engine).resolve()
+    if not engine.is_file() or not os.access(engine, os.X_OK):
+        raise ContainerError(f"engine {engine} is not an executable file")
+    if image == MINIMAL and not is_static_elf(engine):
+        raise ContainerError(f"engine {engine} is not statically linked "
+                             f"(the {MINIMAL} image's engine is)")
+    return str(engine)
 
 
 def check_name(name: str, what: str = "container name") -> str:

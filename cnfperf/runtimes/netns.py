@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf.host.system import is_static_elf, kill_tagged, tagged
+from cnfperf.host.system import kill_tagged, tagged
 
-from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
-                   check_image, check_name, check_no_nics, check_request, cpu_list)
+from .base import (FULL, Container, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                   check_image, check_name, check_no_nics, check_request, cpu_list, host_engine)
 
 KIND = "container"
 # Every process we start carries this in its environment, so a run killed with
@@ -52,14 +52,8 @@ class NetnsRuntime(Runtime):
         """No image: a container of this kind runs `engine` from the host, the
         same binary runc would put in the image (the static one for MINIMAL,
         Click for CLICK and CLICK_DPDK)."""
-        check_image(image)
-        engine = Path(engine).resolve()
-        if not engine.is_file() or not os.access(engine, os.X_OK):
-            raise ContainerError(f"engine {engine} is not an executable file")
-        if image == MINIMAL and not is_static_elf(engine):
-            raise ContainerError(f"engine {engine} is not statically linked "
-                                 f"(the {MINIMAL} image's engine is)")
-        self.engines[image] = str(engine)
+        engine = host_engine(engine, image)
+        self.engines[image] = engine
         return ImageInfo(name="host", path="", size_bytes=0)
 
     def create(self, name: str, cpus: Sequence[int], netns: str,

@@ -21,8 +21,8 @@ from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.system import CommandFailed, is_static_elf, kill_tagged, run, spawn, tagged
 
 from .. import rootfs
-from ..base import (FULL, MINIMAL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
-                    Runtime, check_image, check_name, check_netns, check_request)
+from ..base import (FULL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
+                    Runtime, check_image, check_name, check_netns, check_request, host_engine)
 from . import cgroup, guest as guests, nics as nic_slots, ports, probe as probes, qemu, qmp
 
 KIND = "container"
@@ -255,16 +255,10 @@ class VmRuntime(Runtime):
     def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
         """The guest (built once, cached); the engine is the host's own, at its
         host path in the guest (the static one for MINIMAL), as in netns."""
-        check_image(image)
-        engine = Path(engine).resolve()
-        if not engine.is_file() or not os.access(engine, os.X_OK):
-            raise ContainerError(f"engine {engine} is not an executable file")
-        if image == MINIMAL and not is_static_elf(engine):
-            raise ContainerError(f"engine {engine} is not statically linked "
-                                 f"(the {MINIMAL} image's engine is)")
+        engine = host_engine(engine, image)
         if self.guest is None:
             self.guest = guests.build(self.images_dir)
-        self.engines[image] = str(engine)
+        self.engines[image] = engine
         return self.guest.info
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
