@@ -10,7 +10,7 @@ from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import remove_dpdk_files
-from cnfperf.host.links import add_netns, del_link, del_netns, ip
+from cnfperf.host.links import add_netns, del_link, del_netns, ip, tap_index
 from cnfperf.plan import nf_places
 from cnfperf.runtimes.base import Nic
 
@@ -150,8 +150,8 @@ class KernelPlane(DataPlane):
         macvtap in passthru mode on the port's interface (every frame it gets
         goes to the guest, every frame of the guest's leaves through it)."""
         tap = port.name + "t"
-        self.add_link(tap, port.node, "link", port.name, "address", port.mac, "type", "macvtap",
-                      "mode", "passthru")
+        self.add_link(tap, port.node, *tap_index(), "link", port.name, "address", port.mac,
+                      "type", "macvtap", "mode", "passthru")
         ip("link", "set", "dev", tap, "mtu", str(self.mtu), "up", netns=port.node)
         return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=tap, netns=port.node,
                    macvtap=True)

@@ -27,6 +27,22 @@ NETNS_DIR = Path("/var/run/netns")
 _QUIET = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
 
 
+# A macvtap's character device is /dev/tap<ifindex> in the host's one devtmpfs,
+# while ifindexes count per netns: macvtaps in two netns can share one, and the
+# second VM would open the first one's device. So each macvtap is created with
+# an ifindex of its own, above those netns hand out.
+TAP_INDEX_BASE = 4096
+
+
+def tap_index() -> list[str]:
+    """`index N` for `ip link add … type macvtap`: the first N from TAP_INDEX_BASE
+    that no /dev/tapN holds (the node appears when its link is made)."""
+    n = TAP_INDEX_BASE
+    while os.path.exists(f"/dev/tap{n}"):
+        n += 1
+    return ["index", str(n)]
+
+
 def ip(*args: str, netns: str | None = None, tool: str = "ip") -> str:
     """`ip` (or `tc`, `bridge`: the same `-n`) in netns, or in the host's namespace."""
     return run([tool, *(["-n", netns] if netns else []), *args])

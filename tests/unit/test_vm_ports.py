@@ -10,6 +10,7 @@ import pytest
 from cnfperf import UserError, nfs as nf_kinds
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.dataplanes import bridge, kernel, macvlan
+from cnfperf.host import links
 from cnfperf.plan import nf_places, place
 from cnfperf.run import checks
 from cnfperf.runtimes import Nic
@@ -74,6 +75,11 @@ def test_the_plan_marks_vm_nodes_and_their_ports():
     # two ends in two VMs: two clocks
     ({"switch": "bridge", "endpoint_in": "vm", "tester": "split"}, "endpoint_in"),
     ({"switch": "bridge", "endpoint_in": "vm", "api": "udp"}, "endpoint_in"),
+    # a guest's hugepages (256 MB) and the memory beside them, before anything starts
+    ({"switch": "ovs", "api": "dpdk", "nfs": 1, "nf_in": "vm", "vm_memory": 400}, "vm_memory"),
+    ({"switch": "testpmd", "api": "dpdk", "nfs": 1, "nf_in": "vm", "size": 9000}, "vm_memory"),
+    ({"switch": "testpmd", "api": "dpdk", "pairs": 3, "endpoint_in": "vm"}, "vm_memory"),
+    ({"switch": "bridge", "nfs": 1, "nf_in": "vm", "vm_memory": 150}, "vm_memory"),
 ])
 def test_what_cannot_hold_a_vm_is_refused_naming_the_field(fields, field):
     with pytest.raises(UserError) as e:
@@ -87,6 +93,9 @@ def test_what_cannot_hold_a_vm_is_refused_naming_the_field(fields, field):
     {"switch": "bridge", "endpoint_in": "vm", "api": "raw", "limit": "10k"},   # the bridge's port
     {"switch": "macvlan", "nfs": 1, "nf_in": "vm"},
     {"switch": "veth", "nfs": 2, "nf_in": "vm", "api": "raw"},
+    {"switch": "bridge", "nfs": 1, "nf_in": "vm", "vm_memory": 160},
+    {"switch": "ovs", "api": "dpdk", "nfs": 1, "nf_in": "vm", "vm_memory": 416},
+    {"switch": "testpmd", "api": "dpdk", "nfs": 1, "nf_in": "container", "vm_memory": 200},
 ])
 def test_what_can_hold_vms_passes(fields):
     scenarios(None, fields)
@@ -136,8 +145,8 @@ def test_macvlan_gives_a_vm_a_macvtap_beside_its_macvlans(monkeypatch):
     nic = plane.attach(sender.port).nic
     assert nic == Nic(mac=sender.mac, name=sender.name, mtu=1500, tap=sender.name,
                       netns=sender.name, macvtap=True)
-    assert ("ip", plane.switch_netns, "link", "add", sender.name, "link", plane.parent,
-            "address", sender.mac, "type", "macvtap", "mode", "bridge") in calls
+    assert ("ip", plane.switch_netns, "link", "add", sender.name, "index", "4096", "link",
+            plane.parent, "address", sender.mac, "type", "macvtap", "mode", "bridge") in calls
 
 
 def test_veth_gives_a_vm_a_passthru_macvtap_on_its_end(monkeypatch):
@@ -146,8 +155,16 @@ def test_veth_gives_a_vm_a_passthru_macvtap_on_its_end(monkeypatch):
     port = point.nfs[0].ports[0]
     nic = plane.attach(port).nic
     assert (nic.tap, nic.netns, nic.macvtap) == (port.name + "t", port.node, True)
-    assert ("ip", port.node, "link", "add", port.name + "t", "link", port.name, "address",
-            port.mac, "type", "macvtap", "mode", "passthru") in calls
+    assert ("ip", port.node, "link", "add", port.name + "t", "index", "4096", "link", port.name,
+            "address", port.mac, "type", "macvtap", "mode", "passthru") in calls
+
+
+def test_macvtaps_take_an_ifindex_no_tap_device_holds(monkeypatch):
+    """/dev/tapIFINDEX is host-wide while ifindexes count per netns: each macvtap
+    gets an index of its own, past those /dev already holds."""
+    held = {"/dev/tap4096", "/dev/tap4097"}
+    monkeypatch.setattr(links.os.path, "exists", lambda p: p in held)
+    assert links.tap_index() == ["index", "4098"]
 
 
 def test_a_vm_reaches_a_dpdk_switch_as_the_vhost_user_front_end():
@@ -191,3 +208,26 @@ def test_the_report_flags_emulated_points_where_their_numbers_show():
     assert {row[2]: row[vms] for row in rows} == {"ovs 1×l2 nf_in=container": "–",
                                                   "ovs 1×l2 nf_in=vm": "1 tcg (emulated)"}
     assert emulation.notice(points[:1]) == ""
+
+
+def test_the_run_table_flags_emulated_points():
+    from cnfperf.report.tables import run_table
+    pair = {"pair": 0, "offered_pps": 1000, "tx_pps": 1000, "rx_pps": 1000, "sent": 1000,
+            "received": 1000, "loss_ratio": 0.0, "rx_bps": 512000}
+    points = [{"idx": i, "status": "done", "switch": "ovs", "api": "dpdk", "mode": "throughput",
+               "tester": "single", "nf_in": nf_in, "rate": 1000, "vm_facts": facts,
+               "per_pair": [pair]}
+              for i, (nf_in, facts) in enumerate((("container", None),
+                                                  ("vm", {"accel": "tcg", "vms": 1})))]
+    lines = run_table({"points": points}).splitlines()
+    assert lines[0].split()[:5] == ["switch", "api", "mode", "tester", "VMs"]
+    assert "1 tcg (emulated)" in lines[3] and "1 tcg" not in lines[2]
+    assert lines[-1].startswith("Emulated: 1 of 2 points")
+    points[1]["vm_facts"] = None
+    assert "VMs" not in run_table({"points": points})
+
+
+def test_the_smallest_vm_memory_is_the_guests():
+    from cnfperf.fields import by_name
+    from cnfperf.runtimes.vm.runtime import MIN_MEMORY_MB
+    assert by_name()["vm_memory"].ge == MIN_MEMORY_MB
