@@ -192,8 +192,8 @@ FIELDS: list[Field] = [
           "tcg (QEMU's emulation: slow, results marked emulated), or auto (kvm where the "
           "host's KVM boots the guest, else tcg)", axis=10, choices=(AUTO, *ACCELS),
           column="TEXT"),
-    Field("vm_memory", "int", 512, "each virtual machine's memory", axis=11, unit="MB",
-          ge=128, le=65536, column="INTEGER"),
+    Field("vm_memory", "int", 512, "each virtual machine's memory (one with DPDK NICs holds "
+          "256 MB of hugepages in it)", axis=11, unit="MB", ge=160, le=65536, column="INTEGER"),
     Field("vm_image", "str", "host", "the root file system a virtual machine runs your own "
           "commands in (cmd:, testpmd): host (the host's own, read-only), or a disk image of "
           "yours (qcow2 or raw, its root file system ext4), never written to; the engine "

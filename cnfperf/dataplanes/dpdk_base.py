@@ -159,7 +159,8 @@ class DpdkPlane(DataPlane):
 
     def pages(self, point: TestPoint) -> int:
         mb = dpdk_args.endpoint_mb(point.scenario.size)
-        ports = Counter(port.node for port in point.ports)
+        # A VM's engine takes its DPDK memory from its guest's own hugepages.
+        ports = Counter(port.node for port in point.ports if not port.vm)
         return sum(pages_for(mb * n) for n in ports.values()) + pages_for(self.switch_mb())
 
     def link_of(self, port: Port) -> tuple[int, Link]:

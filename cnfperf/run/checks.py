@@ -26,6 +26,8 @@ from cnfperf import SystemFailure, UserError, fields, nfs, testers
 from cnfperf.host import cgroups, tools
 from cnfperf.run import noise
 from cnfperf.dataplanes import DATAPLANES, DataPlane
+from cnfperf.dataplanes.dpdk_args import endpoint_mb
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.fields import APIS, MAX_PORT, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.experiments import sweep
@@ -179,6 +181,21 @@ def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
         raise UserError("endpoint_in" if s.endpoint_in == "vm" else "nf_in",
                         f"{s.switch} gives no virtual machine a port ({dataplane.vm_refusal}); "
                         f"{having} do")
+    if has_vms(s) and (why := RUNTIMES[VM].memory_problem(s.vm_memory, _vm_dpdk_mb(s, dataplane))):
+        raise UserError("vm_memory", why)
+
+
+def _vm_dpdk_mb(s: Scenario, dataplane: type[DataPlane]) -> int:
+    """The DPDK memory of the busiest VM's engine (testbed.eal_args): on a DPDK
+    data plane a VM's NICs are its DPDK's; the single tester's end holds two
+    ports a path, an NF its kind's."""
+    if not issubclass(dataplane, DpdkPlane):
+        return 0
+    kind = nfs.find(s.nf) if s.nfs else None
+    ports = [2 * (s.pairs + (s.noise == "traffic"))] if s.endpoint_in == VM else []
+    if s.nfs and VM in nf_places(s.nf_in, s.nfs):
+        ports.append(kind.ports if kind is not None else 2)
+    return endpoint_mb(s.size) * max(ports)
 
 
 def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ...]) -> None:

@@ -225,7 +225,7 @@ class Run:
         try:
             try:
                 self._report(Progress(point, "setup"))
-                image = builder.image(point.scenario.runtime)
+                image = builder.ends_image(point)
                 nf_image = builder.nf_image(point)
                 result, found = self._measure(point, builder, teardown)
                 # Committed before teardown: a failing teardown must not cost the data.

@@ -214,10 +214,16 @@ class Builder:
         command of its own, Click's for Click, the minimal one on a kernel api)."""
         return nfs.kind(value).image(nf.ports[0].api, lambda: self.static_apis)
 
+    def ends_image(self, point: TestPoint) -> ImageInfo:
+        """The image the point's tester ends ran in (in VMs: their guest's)."""
+        return self.image(self.runtime_of(point.engines[0], point.scenario))
+
     def nf_image(self, point: TestPoint) -> ImageInfo | None:
         """The image the point's network functions ran in, when not the ends' one."""
-        kinds = {self.image_of(nf, point.scenario.nf) for nf in point.nfs} - {FULL}
-        return self.image(self.nf_runtime(point.scenario), kinds.pop()) if kinds else None
+        s = point.scenario
+        made = {(self.runtime_of(nf, s), self.image_of(nf, s.nf)) for nf in point.nfs}
+        made -= {(self.runtime_of(point.engines[0], s), FULL)}
+        return self.image(*min(made)) if made else None
 
     @staticmethod
     def nf_runtime(s: Scenario) -> str:
@@ -257,8 +263,7 @@ class Builder:
         for n, nf in enumerate(point.nfs, len(point.engines)):
             made(n)
             start = time.monotonic()
-            # A VM's vCPUs are pinned to its cores by the host whatever pin says:
-            # unpinned, its cgroup lets them float over the point's cores.
+            # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
                 self.runtime_of(nf, s), self.image_of(nf, s.nf), bed, nf.name,
                 point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown))
@@ -305,7 +310,7 @@ class Builder:
         maker = self._runtime(runtime, image)
         if maker.kind == "vm":
             s = bed.point.scenario
-            maker.configure(accel=s.accel, memory_mb=s.vm_memory, image=s.vm_image)
+            maker.configure(accel=s.accel, memory_mb=s.vm_memory, image=s.vm_image, pin=s.pin)
         c = maker.create(name, cpus, name, tuple(mounts), image=image, quota=quota, nics=nics)
         teardown.push(f"container {name}", c.destroy)
         return c

@@ -59,7 +59,11 @@ def create(name: str, cpus: Sequence[int], quota: Quota | None,
             if group not in made:
                 if c.version == 2:
                     _enable_v2(Path(c.mount))
-                group.mkdir()
+                try:
+                    group.mkdir()
+                except FileExistsError:
+                    raise ContainerError(f"cgroup {group} exists: a VM of that name is left "
+                                         "from a run that died (cnfperf cleanup removes it)") from None
                 made.append(group)
             _set(c, group, cpus, quota)
     except BaseException:

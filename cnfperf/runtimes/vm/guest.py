@@ -32,6 +32,7 @@ FORMAT = "cnfperf-vm-guest-2"   # bump when the layout below changes
 HERE = Path(__file__).parent
 BOOT = Path("/boot")
 MODULES = Path("/lib/modules")
+GENERIC = "-amd64"     # linux-image-amd64's flavour (-cloud-amd64, -rt-amd64: others)
 # The modules /init loads, by group: always (PCI virtio, the 9p root, the exec
 # server's virtio-serial ports), for kernel NICs (and AF_PACKET for the
 # engine's raw and mmap apis), for DPDK NICs, for a disk image of the user's
@@ -79,13 +80,19 @@ def _version_key(version: str) -> list:
 
 
 def find_kernel(boot: Path = BOOT, modules: Path = MODULES) -> Kernel | None:
-    """The newest kernel in /boot whose modules are installed."""
+    """The newest kernel in /boot whose modules are installed, Debian's generic
+    flavour (linux-image-amd64's, which `make deps` installs) before others: a
+    host's own kernel of another flavour may lack what a guest loads."""
     found = []
     for vmlinuz in boot.glob("vmlinuz-*"):
         version = vmlinuz.name.removeprefix("vmlinuz-")
         if (modules / version / "kernel").is_dir():
             found.append(Kernel(version, vmlinuz, modules / version))
-    return max(found, key=lambda k: _version_key(k.version), default=None)
+    return max(found, key=lambda k: (_generic(k.version), _version_key(k.version)), default=None)
+
+
+def _generic(version: str) -> bool:
+    return version.endswith(GENERIC) and not version.endswith(("-cloud" + GENERIC, "-rt" + GENERIC))
 
 
 def kernel_problem() -> str | None:

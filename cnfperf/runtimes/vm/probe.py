@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 
+from cnfperf import fields
 from cnfperf.host import tools
 
 from ..base import ContainerError
@@ -18,7 +19,7 @@ from . import guest as guests
 from . import qemu
 
 MARKER = b"cnfperf-guest: init"
-ACCELS = ("kvm", "tcg")
+ACCELS = fields.ACCELS     # each probed
 PR_SET_PDEATHSIG = 1
 
 

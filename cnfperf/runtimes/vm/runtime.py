@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import ClassVar, Sequence
 
+from cnfperf import fields
+from cnfperf.fields import AUTO
 from cnfperf.host import tools
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.system import CommandFailed, is_static_elf, kill_tagged, run, spawn, tagged
@@ -35,7 +37,7 @@ VM_ROOT = RUN_DIR / "vm"
 QMP_S = 60.0       # QEMU's start to its monitor's answer (vhost-user: its peer's too)
 READY_S = 180.0    # QEMU start to the exec server's answer: ~10 s under TCG, slower when busy
 QUIT_S = 5.0
-ACCELS = ("kvm", "tcg", "auto")
+ACCELS = (AUTO, *fields.ACCELS)
 # How many times longer than on the host a process in the guest takes to start
 # or stop (Container.slowdown): an emulated guest's DPDK initialises in ~15 s.
 SLOWDOWN = {"kvm": 2.0, "tcg": 10.0}
@@ -93,12 +95,6 @@ class VmContainer(Container):
         if host_core not in self.cpus:
             raise ValueError(f"core {host_core}: not one of VM {self.name}'s {list(self.cpus)}")
         return self.cpus.index(host_core)
-
-    def pci(self, slot: int) -> str:
-        """The guest's PCI address of the NIC at that index."""
-        if not 0 <= slot < len(self.nics):
-            raise ValueError(f"nic {slot}: VM {self.name} has {len(self.nics)}")
-        return nic_slots.pci(slot)
 
     def eal_args(self, memory_mb: int, prefix: str) -> list[str]:
         """A DPDK engine's EAL in the guest holding its DPDK NICs (virtio PMD on
@@ -161,19 +157,14 @@ class VmRuntime(Runtime):
     kind = "vm"
     _probed: ClassVar[dict[str, str | None] | None] = None
 
-    def __init__(self, journal: Journal, state_dir: Path, accel: str = "auto",
+    def __init__(self, journal: Journal, state_dir: Path, accel: str = AUTO,
                  memory_mb: int | None = None, images_dir: Path | None = None):
         super().__init__(journal, state_dir)
-        if accel not in ACCELS:
-            raise ValueError(f"accel {accel!r}: one of {', '.join(ACCELS)}")
-        if memory_mb is not None and memory_mb < MIN_MEMORY_MB:
-            raise ValueError(f"memory_mb {memory_mb}: at least {MIN_MEMORY_MB}")
-        self.accel = accel
-        self.memory_mb = memory_mb
-        self.disk: str | None = None       # vm_image: a disk image of the user's
         self.images_dir = images_dir
         self.guest: guests.Guest | None = None
         self.engines: dict[str, str] = {}      # image kind -> the host's engine it runs
+        self.disk: str | None = None       # vm_image: a disk image of the user's
+        self.configure(accel, memory_mb)
 
     @classmethod
     def check(cls) -> list[str]:
@@ -196,15 +187,18 @@ class VmRuntime(Runtime):
             cls._probed = probes.boots(timeout)
         return cls._probed
 
-    def configure(self, accel: str, memory_mb: int | None, image: str = HOST_IMAGE) -> None:
-        """A point's accel, vm_memory and vm_image, for the VMs it creates next."""
+    def configure(self, accel: str, memory_mb: int | None, image: str = HOST_IMAGE,
+                  pin: bool = True) -> None:
+        """A point's accel, vm_memory, vm_image and pin, for the VMs it creates
+        next. Pinned, each vCPU thread runs on its own one of a VM's cores;
+        unpinned, they float over them (the VM's cgroup holds its cpuset)."""
         if accel not in ACCELS:
             raise ValueError(f"accel {accel!r}: one of {', '.join(ACCELS)}")
-        if memory_mb is not None and memory_mb < MIN_MEMORY_MB:
-            raise ValueError(f"memory_mb {memory_mb}: at least {MIN_MEMORY_MB}")
+        if memory_mb is not None and (why := self.memory_problem(memory_mb)):
+            raise ValueError(f"memory_mb {memory_mb}: {why}")
         if image != HOST_IMAGE:
             self.image_format(image)
-        self.accel, self.memory_mb = accel, memory_mb
+        self.accel, self.memory_mb, self.pin = accel, memory_mb, pin
         self.disk = None if image == HOST_IMAGE else os.path.realpath(image)
 
     @staticmethod
@@ -218,10 +212,24 @@ class VmRuntime(Runtime):
         """kvm or tcg: the one asked for, or (auto) KVM where it boots a guest."""
         return self.resolve(self.accel)
 
+    @staticmethod
+    def memory_problem(memory_mb: int, dpdk_mb: int = 0) -> str | None:
+        """Why a guest of `memory_mb` MB cannot hold its engines' DPDK memory
+        (`dpdk_mb`, 0 without DPDK NICs): with DPDK NICs a guest reserves
+        GUEST_HUGEPAGES_MB of hugepages, and needs MIN_MEMORY_MB beside them."""
+        if dpdk_mb > qemu.GUEST_HUGEPAGES_MB:
+            return (f"its DPDK engine needs {dpdk_mb} MB of hugepages, a guest has "
+                    f"{qemu.GUEST_HUGEPAGES_MB} MB")
+        need = MIN_MEMORY_MB + (qemu.GUEST_HUGEPAGES_MB if dpdk_mb else 0)
+        if memory_mb < need:
+            held = f" ({qemu.GUEST_HUGEPAGES_MB} MB of them hugepages for DPDK)" if dpdk_mb else ""
+            return f"a VM needs at least {need} MB{held}"
+        return None
+
     @classmethod
     def resolve(cls, accel: str) -> str:
         """kvm or tcg for a scenario's accel: auto is KVM where it boots a guest."""
-        if accel != "auto":
+        if accel != AUTO:
             return accel
         found = cls.probe()
         if found["kvm"] is None:
@@ -238,7 +246,7 @@ class VmRuntime(Runtime):
         if cls.check():
             return []    # check() says what is missing
         found = cls.probe()
-        if accel == "auto":
+        if accel == AUTO:
             return [] if None in (found["kvm"], found["tcg"]) else \
                 [f"no VM boots here (kvm: {found['kvm']}; tcg: {found['tcg']})"]
         return [] if found[accel] is None else [f"a guest does not boot under {accel} here: "
@@ -282,10 +290,8 @@ class VmRuntime(Runtime):
                          mounts=shared, disk=self.disk,
                          disk_format=self.image_format(self.disk) if self.disk else "raw")
         qemu.cmdline(spec)    # too long: refused before anything exists
-        if spec.memory < spec.hugepages * qemu.HUGEPAGE_MB + MIN_MEMORY_MB:
-            raise ValueError(f"memory_mb {spec.memory}: a VM with DPDK NICs needs "
-                             f"{spec.hugepages * qemu.HUGEPAGE_MB} MB of hugepages and "
-                             f"{MIN_MEMORY_MB} MB more")
+        if why := self.memory_problem(spec.memory, spec.hugepages * qemu.HUGEPAGE_MB):
+            raise ValueError(f"memory_mb {spec.memory}: {why}")
         # Write-ahead: remove(name) undoes a VM killed at any later point.
         self.journal.add(KIND, name, runtime=self.name, dir=str(vm_dir))
         proc, groups = None, []
@@ -295,7 +301,7 @@ class VmRuntime(Runtime):
             start = time.monotonic()
             proc = self._start(spec, netns)
             cgroup.add(groups, proc.pid)
-            _pin(spec, proc, cpus)
+            _pin(spec, proc, cpus if self.pin else None)
             ports.hello(vm_dir, READY_S, alive=lambda: proc.poll() is None)
             ready_s = time.monotonic() - start
         except BaseException as e:
@@ -378,8 +384,9 @@ def _shared(mounts: Sequence[Mount], engine: str | None = None) -> tuple[str, ..
     return tuple(dict.fromkeys(found))
 
 
-def _pin(spec: qemu.Spec, proc: subprocess.Popen, cpus: tuple[int, ...]) -> None:
-    """Each vCPU thread on its core, then the guest runs. QEMU's monitor
+def _pin(spec: qemu.Spec, proc: subprocess.Popen, cpus: tuple[int, ...] | None) -> None:
+    """Each vCPU thread on its core (None: where the cgroup lets it float), then
+    the guest runs. QEMU's monitor
     answers once QEMU has started: a vhost-user NIC's QEMU first waits for its
     peer (its server, or as the server its client), whichever way round."""
     deadline = time.monotonic() + QMP_S
@@ -389,9 +396,10 @@ def _pin(spec: qemu.Spec, proc: subprocess.Popen, cpus: tuple[int, ...]) -> None
         if time.monotonic() >= deadline:
             raise ContainerError(f"QEMU made no monitor socket in {QMP_S:g} s")
         time.sleep(0.05)
-    threads = qmp.vcpu_threads(spec.qmp, timeout=max(1.0, deadline - time.monotonic()))
-    for index, tid in threads.items():
-        os.sched_setaffinity(tid, {cpus[index]})
+    if cpus is not None:
+        threads = qmp.vcpu_threads(spec.qmp, timeout=max(1.0, deadline - time.monotonic()))
+        for index, tid in threads.items():
+            os.sched_setaffinity(tid, {cpus[index]})
     qmp.execute(spec.qmp, "cont")
 
 
