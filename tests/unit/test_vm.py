@@ -101,13 +101,17 @@ def test_module_names_and_kernels(tmp_path):
     assert guest.module_name(Path("x/virtio-rng.ko.xz")) == "virtio_rng"
     boot, mods = tmp_path / "boot", tmp_path / "modules"
     for version, with_modules in (("6.1.0-9-amd64", True), ("6.1.0-10-amd64", True),
-                                  ("6.5.0-1-amd64", False)):
+                                  ("6.5.0-1-amd64", False), ("6.9.0-1-cloud-amd64", True),
+                                  ("6.9.0-custom", True)):
         (boot / f"vmlinuz-{version}").parent.mkdir(exist_ok=True)
         (boot / f"vmlinuz-{version}").write_bytes(b"k")
         if with_modules:
             (mods / version / "kernel").mkdir(parents=True)
     assert guest.find_kernel(boot, mods).version == "6.1.0-10-amd64"
     assert guest.find_kernel(tmp_path / "none", mods) is None
+    for version in ("6.1.0-9-amd64", "6.1.0-10-amd64"):
+        (boot / f"vmlinuz-{version}").unlink()
+    assert guest.find_kernel(boot, mods).version == "6.9.0-custom"   # none generic: the newest
 
 
 def test_vmlinux_out_of_an_xz_bzimage():
@@ -227,7 +231,13 @@ def test_frames_survive_any_split():
 
 
 @pytest.fixture
-def exec_port(tmp_path):
+def clocks() -> list[int]:
+    """What the guest's clock was set to by exec_port's server (the host's stays)."""
+    return []
+
+
+@pytest.fixture
+def exec_port(tmp_path, clocks):
     """The exec server's request loop on a unix socket where QEMU's exec port
     socket would be (one connection after another, as a port serves relays)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -242,7 +252,7 @@ def exec_port(tmp_path):
             except OSError:
                 return
             with conn:
-                server.Port(conn.fileno(), "test").serve_connection()
+                server.Port(conn.fileno(), "test", set_clock=clocks.append).serve_connection()
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     yield tmp_path
@@ -256,8 +266,15 @@ def start_relay(sockdir: Path, *argv: str, **popen) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
 
 
-def test_relay_runs_a_command_with_its_stdio_env_and_exit(exec_port):
+def test_hello_sets_the_guests_clock_to_the_hosts(exec_port, clocks):
+    before = time.time_ns()
     assert ports.hello(exec_port, 10).startswith("cnfperf-exec")
+    # twice: the second ahead by half the first's round trip
+    assert len(clocks) == 2
+    assert before <= clocks[0] <= clocks[1] <= time.time_ns() + 10**9
+
+
+def test_relay_runs_a_command_with_its_stdio_env_and_exit(exec_port):
     proc = start_relay(exec_port, "sh", "-c", 'read x; echo "$GREETING $x"; echo err >&2; exit 3',
                        stdin=subprocess.PIPE)
     out, err = proc.communicate(b"from stdin\n", timeout=20)

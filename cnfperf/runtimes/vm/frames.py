@@ -15,7 +15,7 @@ import struct
 HEADER = struct.Struct("!8sBI")
 MAX_PAYLOAD = 1 << 20
 CHUNK = 32 << 10        # what one port write takes (virtio_console's buffer)
-VERSION = b"cnfperf-exec 1"
+VERSION = b"cnfperf-exec 2"
 PORT_NAME = "cnfperf.exec."   # the guest's name of port N: this and N
 
 # host -> guest
@@ -24,13 +24,16 @@ RUN = 2          # JSON {"argv": [...], "env": {...}}: starts the session's proc
 STDIN = 3
 STDIN_EOF = 4
 SIGNAL = 5       # the signal's number, in ASCII
+CLOCK = 6        # the host's CLOCK_REALTIME in ns, in ASCII: the guest sets its own to
+                 # it and answers CLOCK (an emulated guest's clock starts from the
+                 # RTC's whole second, and engines' wall_ns are compared with the host's)
 # guest -> host
 STDOUT = 10
 STDERR = 11
 EXIT = 12        # JSON {"code": N} or {"signal": N}
 ERROR = 13       # why the process could not start (an EXIT follows)
 
-TYPES = {HELLO, RUN, STDIN, STDIN_EOF, SIGNAL, STDOUT, STDERR, EXIT, ERROR}
+TYPES = {HELLO, RUN, STDIN, STDIN_EOF, SIGNAL, CLOCK, STDOUT, STDERR, EXIT, ERROR}
 
 
 class ProtocolError(Exception):
@@ -78,9 +81,6 @@ class Reader:
             frames.append((bytes(sid), kind, bytes(self.buffer[HEADER.size:end])))
             del self.buffer[:end]
         return frames
-
-    def reset(self) -> None:
-        self.buffer.clear()
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 if __package__:
     from . import frames
@@ -126,10 +127,12 @@ class Session:
 class Port:
     """One exec port (or, in tests, any connected stream's fd)."""
 
-    def __init__(self, fd: int, name: str = ""):
+    def __init__(self, fd: int, name: str = "", set_clock=None):
         self.fd = fd
         self.name = name
         self.lock = threading.Lock()
+        # frames.CLOCK: the guest's CLOCK_REALTIME (tests pass their own)
+        self.set_clock = set_clock or (lambda ns: time.clock_settime_ns(time.CLOCK_REALTIME, ns))
 
     @classmethod
     def open(cls, path: str) -> "Port":
@@ -169,6 +172,12 @@ class Port:
                 for sid, kind, payload in found:
                     if kind == frames.HELLO:
                         self.send(frames.pack(sid, frames.HELLO, frames.VERSION))
+                    elif kind == frames.CLOCK:
+                        try:
+                            self.set_clock(int(payload))
+                        except (OSError, ValueError) as e:
+                            print(f"cnfperf-exec: clock: {e}", file=sys.stderr, flush=True)
+                        self.send(frames.pack(sid, frames.CLOCK))
                     elif kind == frames.RUN:
                         if session is not None:   # a relay after one that died
                             session.kill()
