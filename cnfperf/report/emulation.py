@@ -45,4 +45,4 @@ def notice(points: Sequence[Mapping[str, Any]]) -> str:
     return (f"Emulated: {count} of {len(points)} points ran their virtual machines under "
             "QEMU's TCG (this host's KVM could not boot the guest): a guest's instructions "
             "run in software, so their numbers measure the emulator as much as the data "
-            "plane. The Points table's VMs column flags them.")
+            "plane. The VMs column flags them.")

@@ -140,8 +140,10 @@ PATH_FIELDS = ("nfs", "tester", "poll")
 # (`ovs switch_in=container pin=no`), the defaults left out unless they vary.
 CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
               "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
-# Where the path's nodes ran: in VMs another curve too (`ovs 1×l2 nf_in=vm`).
-PLACE_FIELDS = {"nf_in": "container", "endpoint_in": "container"}
+# Where the path's nodes ran, and how its VMs did: each another curve
+# (`ovs 1×l2 nf_in=vm`, `… accel=tcg`): KVM and emulated points never average.
+PLACE_FIELDS = {name: fields.by_name()[name].default
+                for name in ("nf_in", "endpoint_in", "accel", "vm_memory", "vm_image")}
 
 
 def _plain(p: Mapping[str, Any], name: str) -> Any:

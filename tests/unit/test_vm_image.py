@@ -47,8 +47,6 @@ def test_qemu_reads_it_as_a_snapshot_and_init_is_told(tmp_path):
     assert "cnfperf_disk" not in qemu.cmdline(plain)
 
 
-def test_the_guest_carries_what_mounts_an_ext4_disk():
-    assert guest.GROUPS["disk"] == ("virtio_blk", "crc32c_generic", "ext4")
 
 
 def test_the_users_commands_run_in_their_root_the_engine_in_the_hosts(tmp_path):
