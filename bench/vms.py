@@ -4,14 +4,15 @@
 Runs cnfperf itself, one point at a time (bench/runs.py), and prints:
 
   1. startup: an NF ready (its engine's `ready`) after its node was created:
-     a VM (QEMU start, guest boot, engine) against a container, per accel
+     a VM (QEMU start, guest boot, engine) against a container
   2. PVP through testpmd and OVS-DPDK, one l2 NF, 64 B: Mpps unpaced, and
      one-way p50/p99 at 1 kpps, the NF in a VM against in a container (ratio)
 
 Every row says the accelerator (kvm, or tcg: emulated) and how many pollers
-shared how many cores. Not a test: run it on a quiet host, as root:
+shared how many cores; `--accel kvm` on a host whose KVM boots the guest, `tcg`
+to emulate (auto: kvm where it boots). Not a test: run it on a quiet host, as root:
 
-    python3 bench/vms.py [--seconds 5] [--only 1,2]
+    python3 bench/vms.py [--seconds 5] [--only 1,2] [--accel auto|kvm|tcg]
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from bench.runs import cnfperf, pollers  # noqa: E402  (one way to run a point)
 PVP = ("--api", "dpdk", "--tester", "single", "--nfs", "1", "--nf", "l2", "--size", "64")
 
 
-def accel(point: dict) -> str:
+def accel_of(point: dict) -> str:
     facts = point.get("vm_facts") or {}
     return facts.get("accel", "-") + (" (emulated)" if facts.get("accel") == "tcg" else "")
 
@@ -36,13 +37,17 @@ def accel(point: dict) -> str:
 def row(what: str, value: str, other: str, ratio: float | None, point: dict) -> None:
     shown = f"{ratio:.2f}" if ratio is not None else "-"
     print(f"{what:<40} {value:>16}  container {other:>14}  ratio {shown:>6}  "
-          f"accel {accel(point):<15} {pollers(point)}")
+          f"accel {accel_of(point):<15} {pollers(point)}")
 
 
-def startup(results: Path, seconds: float) -> None:
+def placed(place: str, accel: str) -> tuple[str, ...]:
+    return ("--nf-in", place) + (("--accel", accel) if place == "vm" else ())
+
+
+def startup(results: Path, seconds: float, accel: str) -> None:
     ready = {}
     for place in ("container", "vm"):
-        p = cnfperf(results, "--switch", "testpmd", *PVP, "--nf-in", place, "--rate", "10k",
+        p = cnfperf(results, "--switch", "testpmd", *PVP, *placed(place, accel), "--rate", "10k",
                     "--duration", str(seconds), "--warmup", "0.5")
         ready[place] = (p["nf_results"][0]["ready_s"], p)
     vm, p = ready["vm"]
@@ -50,13 +55,13 @@ def startup(results: Path, seconds: float) -> None:
         vm / ready["container"][0], p)
 
 
-def pvp(results: Path, seconds: float) -> None:
+def pvp(results: Path, seconds: float, accel: str) -> None:
     for switch in ("testpmd", "ovs"):
         got = {}
         for place in ("container", "vm"):
-            rx = cnfperf(results, "--switch", switch, *PVP, "--nf-in", place,
+            rx = cnfperf(results, "--switch", switch, *PVP, *placed(place, accel),
                          "--duration", str(seconds), "--warmup", "1")
-            lat = cnfperf(results, "--switch", switch, *PVP, "--nf-in", place,
+            lat = cnfperf(results, "--switch", switch, *PVP, *placed(place, accel),
                           "--mode", "latency", "--rate", "1000", "--duration", str(seconds),
                           "--warmup", "0.5")
             got[place] = (rx, lat)
@@ -73,13 +78,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--only", default="1,2")
+    parser.add_argument("--accel", default="auto", choices=("auto", "kvm", "tcg"))
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/vms.py: run as root (it starts VMs, containers and switches)")
     steps = {"1": startup, "2": pvp}
     with tempfile.TemporaryDirectory(prefix="cnfperf-bench-") as tmp:
         for key in args.only.split(","):
-            steps[key](Path(tmp), args.seconds)
+            steps[key](Path(tmp), args.seconds, args.accel)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from cnfperf import PREFIX
-from cnfperf.dataplanes import dpdk_args, ovsdb, procs
+from cnfperf.dataplanes import ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.kernel import mtu_for

@@ -188,8 +188,7 @@ class Trial:
         datagram its kernel drops never reaches the engine."""
         if self.s.api != "udp":
             return {}
-        # A virtual machine's kernel is its guest's: its counters are not the netns's.
-        return {ep.name: None if ep.vm else udp_errors.read(self.bed.container(ep.name).netns)
+        return {ep.name: udp_errors.read(self.bed.container(ep.name).netns)
                 for pair in self.bed.point.pairs for ep in pair.engines}
 
     def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:

@@ -129,11 +129,16 @@ def is_archive(ref: str) -> bool:
 
 
 def exists(ref: str) -> bool:
-    """Whether podman has the image `ref` (in cnfperf's store or the user's)."""
+    """Whether podman has the image `ref` (in cnfperf's store or the user's).
+    Asked while a scenario is checked, without the host's lock: podman's run-time
+    state is removed after only when this call made it (another run's may be
+    there, its first container not yet made)."""
+    made = not RUN_DIR.exists()
     try:
         return _exists(ref)
     finally:
-        drop_idle()
+        if made:
+            drop_idle()
 
 
 def _exists(ref: str) -> bool:

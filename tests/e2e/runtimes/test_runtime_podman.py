@@ -12,6 +12,7 @@ from cnfperf.host import cgroups
 from cnfperf.host.journal import Journal
 from cnfperf.host.system import CommandFailed
 from cnfperf.runtimes import MINIMAL, Mount, PodmanRuntime, Quota, podman
+import harness
 from leak import assert_no_leftovers
 from user_images import image_archive, user_image
 
@@ -145,7 +146,7 @@ def test_the_minimal_image_runs_the_static_engine_as_its_init(engine, images, ne
                                                               tmp_path):
     static = engine.with_name("cnfperf-engine-static")
     if not static.exists():
-        pytest.skip("no static engine (make build makes it)")
+        harness.missing("no static engine (make build makes it)")
     with assert_no_leftovers():
         rt = PodmanRuntime(Journal(tmp_path / "j"), tmp_path / "state", images_dir=images)
         rt.prepare(static, MINIMAL)
