@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from cnfperf.host import journal
 from cnfperf.host.system import CommandFailed, mounts, run
 
 from . import oci, rootfs
@@ -38,7 +39,7 @@ from .base import (FULL, IMAGES, Container, ContainerError, ImageInfo, Journal, 
                    Runtime, check_name, check_no_nics, check_request, cpu_list)
 from .runc import RuncRuntime
 
-RUN_DIR = Path("/run/cnfperf/podman")
+RUN_DIR = journal.RUN_DIR / "podman"
 STORE = Path("/var/lib/cnfperf/podman")
 USER_STORE = Path("/var/lib/containers/storage")
 # The runc state root podman's containers are in (runc's default, which podman

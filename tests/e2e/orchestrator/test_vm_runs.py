@@ -170,3 +170,14 @@ def test_a_vm_tester_end_on_a_kernel_plane(engine, cli, cli_json, no_leftovers):
                  "--nfs", "1", "--nf-api", "raw", "--poll", "interrupt")
     _zero_loss(point)
     _ran_in_vms(point, 1)
+
+
+def test_two_vms_on_veth_each_open_their_own_macvtaps(engine, cli, cli_json, no_leftovers):
+    """Both ends in one VM, the NF in another, on veth: four passthru macvtaps in
+    two netns, each VM opening its own (a macvtap's /dev/tapN is host-wide while
+    ifindexes count per netns). A VM with another's NIC would forward nothing."""
+    point = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--endpoint-in", "vm",
+                 "--nfs", "1", "--nf-api", "raw", "--nf-in", "vm", "--poll", "interrupt")
+    _zero_loss(point)
+    _ran_in_vms(point, 2)
+    _nf_forwarded_every_frame(point)
