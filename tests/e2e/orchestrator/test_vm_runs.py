@@ -1,7 +1,8 @@
 """Virtual machines in cnfperf runs, for real: PVP through OVS-DPDK and testpmd
-with the engine's l2 NF in a VM on DPDK's virtio PMD, a VM tester end over
-vhost-user, a router VM on its kernel's virtio-net behind a bridge (tap) and
-behind macvtap, and a run killed with its VMs up, cleaned by `cnfperf cleanup`.
+with the engine's l2 NF in a VM on DPDK's virtio PMD, a chain of a VM and a
+container, a VM tester end over vhost-user, a router VM on its kernel's
+virtio-net behind a bridge (tap) and behind macvtap, two VMs on veth, a user's
+disk image, and a run killed with its VMs up, cleaned by `cnfperf cleanup`.
 Under TCG here (this host's KVM cannot run a guest): low rates, generous
 waits, and the points say they were emulated."""
 from __future__ import annotations
@@ -56,15 +57,17 @@ def _ran_in_vms(point: dict, count: int) -> None:
     assert facts["qemu"] != "?" and facts["guest_kernel"] != "?", facts
 
 
-def _nf_forwarded_every_frame(point: dict) -> None:
-    """The NF's own counters: every frame the sender put on the link in at its
+def _nf_forwarded_every_frame(point: dict, count: int = 1) -> None:
+    """Each NF's own counters: every frame the sender put on the link in at its
     port 1 and out at its port 2 (the warm-up's too)."""
     [sender] = [e for e in point["endpoints"] if e["role"] in ("send", "tester")]
     sent = sender["summary"]["tx_packets"] + sender["summary"]["warmup_tx_packets"]
-    [nf] = [e for e in point["endpoints"] if e["role"] == "nf"]
-    port1, port2 = nf["summary"]["ports"]
-    assert port1["rx_packets"] == port2["tx_packets"] == sent, nf["summary"]
-    assert not any(port1["dropped"].values()) and not port1["tx_refused"], nf["summary"]
+    nfs = [e for e in point["endpoints"] if e["role"] == "nf"]
+    assert len(nfs) == count
+    for nf in nfs:
+        port1, port2 = nf["summary"]["ports"]
+        assert port1["rx_packets"] == port2["tx_packets"] == sent, nf["summary"]
+        assert not any(port1["dropped"].values()) and not port1["tx_refused"], nf["summary"]
 
 
 @DPDK
@@ -79,6 +82,18 @@ def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, cli_json,
     _nf_forwarded_every_frame(point)
     [nf] = point["nf_results"]
     assert nf["ready_s"] > 0    # QEMU's start, the guest's boot and the engine's
+
+
+@DPDK
+def test_a_chain_of_a_vm_and_a_container_behind_ovs(engine, cli, cli_json, no_leftovers):
+    """nf_in = vm+container: the first NF in a VM (vhost-user), the second in a
+    container (virtio-user), on one switch."""
+    point = _run(cli, cli_json, "--switch", "ovs", "--api", "dpdk", "--tester", "single",
+                 "--nfs", "2", "--nf-in", "vm+container")
+    assert point["nf_in"] == "vm+container"
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+    _nf_forwarded_every_frame(point, 2)
 
 
 @DPDK
