@@ -199,6 +199,11 @@ class DataPlane(ABC):
     @abstractmethod
     def attach(self, port: Port) -> Attachment: ...
 
+    def vm_nic(self, port: Port) -> Nic:
+        """The NIC a virtual machine's QEMU opens for its port (Port.vm), made in
+        start(); a plane without vm_refusal gives one."""
+        raise NotImplementedError(f"{self.name} gives no virtual machine a port: {self.vm_refusal}")
+
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
         """The EAL arguments of a node's DPDK engine holding these ports (its
         file prefix, memory and vdevs); () when its engine does not run DPDK."""
