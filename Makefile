@@ -26,10 +26,11 @@ SWITCH_BUILD_PACKAGES := \
 # the package of each tool they run, and a unit test keeps the two in step.
 # The static engine (the network functions' minimal image) links libc.a
 # (libc6-dev) and, for AF_XDP, libxdp.a, libbpf.a, libelf.a and libz.a.
+# linux-image-amd64 is the VMs' kernel (the vm runtime boots it), not the host's.
 APT_PACKAGES := \
 	meson ninja-build pkg-config gcc libc6-dev python3-venv python3-pip \
 	iproute2 util-linux mount procps kmod libc-bin dpkg ethtool \
-	runc busybox-static stress-ng \
+	runc busybox-static stress-ng podman conmon qemu-system-x86 linux-image-amd64 e2fsprogs \
 	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf linux-perf chromium-headless-shell \

@@ -30,10 +30,12 @@ def cnfperf(results: Path, *args: str) -> dict:
 
 
 def pollers(point: dict) -> str:
-    """`4 pollers / 2 cores`, from the plan's warning, or `within the cores`."""
+    """`4 pollers / 2 cores`: the plan's count, stored with the point."""
+    if point.get("pollers") is not None and point.get("point_cores"):
+        return f"{point['pollers']} pollers / {point['point_cores']} cores"
     for warning in json.loads(point.get("warnings") or "[]") if isinstance(
             point.get("warnings"), str) else point.get("warnings") or []:
-        m = re.match(r"(\d+) busy-polling threads share (\d+) cores", warning)
+        m = re.match(r"(\d+) busy(?:-polling threads| pollers) share (\d+) cores", warning)
         if m:
             return f"{m[1]} pollers / {m[2]} cores"
     return f"pollers within {os.cpu_count()} cores"

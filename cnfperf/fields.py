@@ -42,9 +42,15 @@ POLLS = ("busy", "adaptive", "interrupt")
 # auto: split where its busy pollers fit on the point's cores, else single (testers.py).
 TESTERS = ("split", "single")
 AUTO = "auto"
-# Where a DPDK switch's processes run: on the host, or in a runc container of
-# their own (own cgroup; its sockets and hugepages shared by bind mounts).
+# Where a DPDK switch's processes run: on the host, or in a container of
+# their own, runc's or podman's (own cgroup; its sockets and hugepages shared
+# by bind mounts).
 SWITCH_IN = ("host", "container")
+# Where a network function or a tester's end runs: in a container (of the
+# scenario's runtime) or in a QEMU virtual machine of its own.
+PLACES = ("container", "vm")
+# How QEMU runs a virtual machine: with the host's KVM, or emulated (TCG).
+ACCELS = ("kvm", "tcg")
 # A noisy neighbour during the measurement: a stress-ng stressor class in a
 # container of its own, or a second, unmeasured traffic stream through the switch.
 NOISES = ("none", "cpu", "cache", "memory", "io", "traffic")
@@ -98,8 +104,8 @@ FIELDS: list[Field] = [
           describe=True),
     # The next three name the data planes they concern (reference.help_text asks
     # the registry's capabilities: processes, max_cores, max_rxq).
-    Field("switch_in", "choice", "host", "where the switch runs: host, or container (a runc "
-          "container of its own, with its own cgroup)", axis=1,
+    Field("switch_in", "choice", "host", "where the switch runs: host, or container (a "
+          "container of its own, with its own cgroup: runtime runc or podman)", axis=1,
           choices=SWITCH_IN, column="TEXT", label="named"),
     Field("switch_cores", "int", 1, "the switch's poll threads (PMD threads, forwarding cores), "
           "one core each", axis=2, ge=1,
@@ -116,74 +122,93 @@ FIELDS: list[Field] = [
     Field("pin", "bool", True, "pin the switch and the network functions to their planned "
           "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
           label="named"),
-    Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=9,
+    Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=14,
           choices=APIS, column="TEXT", label="bare", describe=True),
     Field("mode", "choice", "throughput", "throughput (send/recv) or latency (client/server)",
-          axis=13, choices=MODES, column="TEXT", label="bare", describe=True),
-    Field("pairs", "int", 1, "sender/receiver (or client/server) pairs", axis=18, ge=1, le=250,
+          axis=18, choices=MODES, column="TEXT", label="bare", describe=True),
+    Field("pairs", "int", 1, "sender/receiver (or client/server) pairs", axis=23, ge=1, le=250,
           column="INTEGER", label="named", describe=True),
     Field("nfs", "int", 0, "network functions in each pair's path (0: the ends meet through "
-          "the data plane)", axis=15, ge=0, le=MAX_NFS, column="INTEGER", label="named"),
+          "the data plane)", axis=20, ge=0, le=MAX_NFS, column="INTEGER", label="named"),
     # Its kinds are cnfperf/nfs/'s: --help and the docs list them (reference.help_text).
-    Field("nf", "str", "l2", "what each network function does", axis=14,
+    Field("nf", "str", "l2", "what each network function does", axis=19,
           column="TEXT", label="named", words=True),
     Field("nf_api", "choice", "mmap", "the network functions' packet I/O (an L2 api); default: "
           "dpdk when api is dpdk (as on every DPDK data plane), else mmap (raw for latency)",
-          axis=10,
+          axis=15,
           choices=NF_APIS, column="TEXT"),
     Field("nf_cores", "int", 1, "cores per network function (testpmd forwards each direction "
-          "on a core of its own; the engine's NFs and Click's run one thread)", axis=16, ge=1, le=8, column="INTEGER", label="named"),
+          "on a core of its own; the engine's NFs and Click's run one thread)", axis=21, ge=1, le=8, column="INTEGER", label="named"),
     Field("nf_quota", "float", None, "CPU quota of each network function's container, in % of "
-          "one core; default: none", axis=17, unit="%", gt=0, column="REAL", label="named",
+          "one core; default: none", axis=22, unit="%", gt=0, column="REAL", label="named",
           optional=True),
     Field("endpoint_quota", "float", None, "CPU quota of each tester end's container, in % of "
-          "one core; default: none", axis=19, unit="%", gt=0, column="REAL", label="named",
+          "one core; default: none", axis=24, unit="%", gt=0, column="REAL", label="named",
           optional=True),
     Field("noise", "choice", "none", "a noisy neighbour while the point is measured: cpu, cache, "
           "memory, io (stress-ng in a container of its own), traffic (a second, unmeasured "
-          "stream through the same switch)", axis=20, choices=NOISES, column="TEXT",
+          "stream through the same switch)", axis=25, choices=NOISES, column="TEXT",
           label="named"),
     Field("noise_on", "str", "other", "the noise's cores: same (the switch's and the NFs'), "
           "other (cores no node was placed on; else the least loaded), or a CPU list",
-          axis=21, column="TEXT"),
+          axis=26, column="TEXT"),
     Field("tester", "choice", AUTO, "split: sender and receiver in containers of their own; "
           "single: one engine holds both ends of each path; auto: split where its busy pollers, "
           "the data plane's and the network functions' fit on the point's cores, else single "
-          "(and either where only it can run)", axis=8, choices=(AUTO, *TESTERS),
+          "(and either where only it can run)", axis=13, choices=(AUTO, *TESTERS),
           column="TEXT", label="named", describe=True),
-    Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=26, unit="bytes",
+    Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=31, unit="bytes",
           ge=64, le=9216, column="INTEGER", label="named", describe=True),
     Field("burst", "int", 32, "packets per burst; default: 32 for throughput, 1 for latency",
-          axis=27, ge=1, le=1024, column="INTEGER", label="named"),
+          axis=32, ge=1, le=1024, column="INTEGER", label="named"),
     Field("rate", "rate", 0.0, "offered rate per pair: 1000, 500k, 2.5M; 0 = max; or a search: "
-          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=33, unit="pps",
+          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=38, unit="pps",
           column="REAL", label="named", describe=True, searchable=True, zero="max"),
-    Field("duration", "float", 10.0, "measured seconds", axis=28, unit="s", gt=0, le=86400,
+    Field("duration", "float", 10.0, "measured seconds", axis=33, unit="s", gt=0, le=86400,
           column="REAL"),
-    Field("warmup", "float", 1.0, "seconds sent before measuring", axis=29, unit="s", ge=0,
+    Field("warmup", "float", 1.0, "seconds sent before measuring", axis=34, unit="s", ge=0,
           le=3600, column="REAL"),
-    Field("flows", "int", 1, "UDP source ports per pair", axis=23, ge=1, le=MAX_PORT - TX_PORT,
+    Field("flows", "int", 1, "UDP source ports per pair", axis=28, ge=1, le=MAX_PORT - TX_PORT,
           column="INTEGER", label="named"),
-    Field("touch", "bool", False, "write and verify every payload byte", axis=24,
+    Field("touch", "bool", False, "write and verify every payload byte", axis=29,
           column="INTEGER"),
-    Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=11,
+    Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=16,
           column="INTEGER", label="named"),
     Field("poll", "choice", "busy", "how engines wait for packets: busy (spin), adaptive (spin, "
           "then sleep a bounded back-off while idle), interrupt (sleep until a packet arrives); "
-          "default: interrupt for latency with udp or raw, else busy", axis=12, choices=POLLS,
+          "default: interrupt for latency with udp or raw, else busy", axis=17, choices=POLLS,
           column="TEXT", label="named"),
-    Field("runtime", "str", "runc", "container runtime: runc or netns", axis=7, column="TEXT"),
-    Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=22,
+    Field("runtime", "str", "runc", "container runtime: runc (an OCI bundle each, runc itself), "
+          "podman (the same images in podman's store, podman's containers) or netns (no image "
+          "nor cgroup: the host's binaries in the endpoint's netns)", axis=7, column="TEXT"),
+    Field("nf_in", "str", "container", "where each network function runs: container (in the "
+          "runtime's container), or vm (a QEMU virtual machine of its own); places joined "
+          "by + give a path's NFs theirs in order, the last repeating (vm+container)",
+          axis=8, column="TEXT", label="named"),
+    Field("endpoint_in", "choice", "container", "where the tester's ends run: container, or vm "
+          "(a QEMU virtual machine each)", axis=9, choices=PLACES, column="TEXT",
+          label="named"),
+    Field("accel", "choice", AUTO, "how virtual machines run: kvm (hardware virtualisation), "
+          "tcg (QEMU's emulation: slow, results marked emulated), or auto (kvm where the "
+          "host's KVM boots the guest, else tcg)", axis=10, choices=(AUTO, *ACCELS),
+          column="TEXT"),
+    Field("vm_memory", "int", 512, "each virtual machine's memory (one with DPDK NICs holds "
+          "256 MB of hugepages in it)", axis=11, unit="MB", ge=160, le=65536, column="INTEGER"),
+    Field("vm_image", "str", "host", "the root file system a virtual machine runs your own "
+          "commands in (cmd:, testpmd): host (the host's own, read-only), or a disk image of "
+          "yours (qcow2 or raw, its root file system ext4), never written to; the engine "
+          "always runs from the host's", axis=12, column="TEXT"),
+    Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=27,
           column="TEXT", optional=True, unset="every usable CPU"),
     Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",
-          axis=25, unit="pps", column="REAL", label="named", zero="none"),
+          axis=30, unit="pps", column="REAL", label="named", zero="none"),
     Field("precision", "float", 0.01, "search: stop when the bracket is narrower than this "
-          "fraction", axis=31, gt=0, lt=0.5, search=True),
+          "fraction", axis=36, gt=0, lt=0.5, search=True),
     Field("trial_duration", "float", None, "search: measured seconds per trial "
-          "(default: duration)", axis=30, unit="s", gt=0, le=3600, search=True, optional=True,
+          "(default: duration)", axis=35, unit="s", gt=0, le=3600, search=True, optional=True,
           unset="duration"),
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
-          "trial sends)", axis=32, unit="pps", search=True, zero="auto"),
+          "trial sends)", axis=37, unit="pps", search=True, zero="auto"),
 ]
 
 # Defaults that changed, with the value each had before: a run stored before the

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from cnfperf import PREFIX, fields, testers
-from cnfperf.fields import MAX_NFS, NOISE_PLACES, RX_PORT, TX_PORT
+from cnfperf.fields import MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, parse_cpus
 
 IFNAMSIZ = 15
@@ -56,6 +56,8 @@ class Port:
     api: str           # its node's engine's packet I/O
     slot: int = 0      # its place among its node's ports: the engine's port 1 or 2,
                        # DPDK port id and vdev index
+    vm: bool = False   # its node is a virtual machine: the data plane gives the VM a
+                       # virtual NIC (a tap, a macvtap, a vhost-user socket) for it
 
 
 @dataclass(frozen=True)
@@ -94,13 +96,15 @@ class Endpoint:
     api: str           # its engine's packet I/O
     node: str = ""     # the node holding its port: itself, or with tester = single
                        # the sender, whose one engine holds both ends
+    vm: bool = False   # it runs in a virtual machine (endpoint_in = vm)
 
     @property
     def port(self) -> Port:
         """A tester end's port, named like itself; the single tester's receiving
         end is its node's second port."""
         node = self.node or self.name
-        return Port(self.name, node, self.pair, self.mac, self.api, slot=int(node != self.name))
+        return Port(self.name, node, self.pair, self.mac, self.api, slot=int(node != self.name),
+                    vm=self.vm)
 
     @property
     def runs_engine(self) -> bool:
@@ -118,6 +122,7 @@ class NF:
     cpu: int           # its first core (testpmd's main lcore, an engine's only one)
     ports: tuple[Port, ...]
     cores: tuple[int, ...] = ()   # every core it was placed on (nf_cores), cpu first
+    vm: bool = False   # it runs in a virtual machine (nf_in)
     role = "nf"        # what its engine does, as the tester's ends say send or recv
 
 
@@ -198,7 +203,7 @@ class TestPoint:
         """`send → 3 × l2 (chain) → recv`: what --dry-run and the report show."""
         pair = self.pairs[0]
         return describe_path(pair.sender.role, self.scenario.nfs, self.scenario.nf, self.shape,
-                             pair.receiver.role)
+                             pair.receiver.role, self.scenario.nf_in, self.scenario.endpoint_in)
 
     @property
     def endpoints(self) -> list[Endpoint]:
@@ -216,6 +221,11 @@ class TestPoint:
     @property
     def links(self) -> list[Link]:
         return [link for p in self.paths for link in p.links]
+
+    @property
+    def vms(self) -> list[str]:
+        """The nodes that run in a virtual machine of their own, ends first."""
+        return [n.name for n in (*self.engines, *self.nfs) if n.vm]
 
     @property
     def ports(self) -> list[Port]:
@@ -253,11 +263,17 @@ def links_per_path(nfs: int, nf_ports: int) -> int:
     return nfs + (0 if nfs and nf_ports == 1 else 1)
 
 
-def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: str) -> str:
-    """`send → 3 × l2 (chain) → recv`; without NFs `send → recv`. The report
-    rebuilds it from a stored point, whose shape may be unknown (None)."""
-    middle = f" → {nfs} × {fields.show('nf', nf)}" + (f" ({shape})" if shape else "") if nfs else ""
-    return f"{sender}{middle} → {receiver}"
+def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: str,
+                  nf_in: str = "container", endpoint_in: str = "container") -> str:
+    """`send → 3 × l2 (chain) → recv`; without NFs `send → recv`; nodes in
+    virtual machines say so: `send in vm → 1 × l2 in vm (chain) → recv in vm`,
+    `2 × l2 in vm+container`. The report rebuilds it from a stored point, whose
+    shape may be unknown (None)."""
+    where = f" in {nf_in}" if nfs and "vm" in nf_in.split("+") else ""
+    middle = f" → {nfs} × {fields.show('nf', nf)}{where}" + (f" ({shape})" if shape else "") \
+        if nfs else ""
+    ends = " in vm" if endpoint_in == "vm" else ""
+    return f"{sender}{ends}{middle} → {receiver}{ends}"
 
 
 def run_prefix(run_id: str) -> str:
@@ -314,16 +330,18 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
         first = engines * s.pairs + k * s.nfs * s.nf_cores
         nf_cores = [tuple(dict.fromkeys(cpus[(first + i * s.nf_cores + j) % len(cpus)]
                                         for j in range(s.nf_cores))) for i in range(s.nfs)]
+        vm = s.endpoint_in == "vm"
         sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, host=1,
-                           udp_port=TX_PORT + k * s.flows, api=s.api)
+                           udp_port=TX_PORT + k * s.flows, api=s.api, vm=vm)
         receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, host=2,
-                             udp_port=RX_PORT + k, api=s.api)
+                             udp_port=RX_PORT + k, api=s.api, vm=vm)
         if single:
             receiver = replace(receiver, node=sender.name)
         pairs.append(Pair(
             index=k, sender=sender, receiver=receiver,
-            nfs=tuple(_nf(run_id, k, i, cores, octets, s.nf_api, sides="ab"[:nf_ports])
-                      for i, cores in enumerate(nf_cores)),
+            nfs=tuple(_nf(run_id, k, i, cores, octets, s.nf_api, sides="ab"[:nf_ports],
+                          vm=place == "vm")
+                      for i, (cores, place) in enumerate(zip(nf_cores, nf_places(s.nf_in, s.nfs)))),
         ))
     return pairs
 
@@ -364,26 +382,43 @@ def noise_cores(noise_on: str, cpus: tuple[int, ...], ends: list[int], nf_cores:
     return free or (min(cpus, key=lambda c: (load[c], -c)),)
 
 
+def nf_places(nf_in: str, count: int) -> tuple[str, ...]:
+    """Where each of a path's `count` NFs runs (nf_in): container or vm, in path
+    order; places joined by + are taken in turn, the last repeating."""
+    places = nf_in.split("+")
+    bad = [p for p in places if p not in PLACES]
+    if bad:
+        raise ValueError(f"{nf_in!r}: not {' or '.join(PLACES)}, nor several of them joined "
+                         "by + (vm+container)")
+    return tuple(places[min(i, len(places) - 1)] for i in range(count))
+
+
+def has_vms(s: Scenario) -> bool:
+    """Whether a valid scenario puts any node in a virtual machine."""
+    return s.endpoint_in == "vm" or "vm" in nf_places(s.nf_in, s.nfs)
+
+
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,
-              host: int, udp_port: int, api: str) -> Endpoint:
+              host: int, udp_port: int, api: str, vm: bool = False) -> Endpoint:
     # Locally administered unicast (02:…), unique per run, pair and side, so that
     # a bridge shared by several pairs never sees two ports claim one MAC.
     mac = f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{host:02x}"
     return Endpoint(name=f"{run_prefix(run_id)}p{pair}{side}", pair=pair, role=role, cpu=cpu,
-                    mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port, api=api)
+                    mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port, api=api,
+                    vm=vm)
 
 
 def _nf(run_id: str, pair: int, index: int, cores: tuple[int, ...], octets: bytes, api: str,
-        sides: str = "ab") -> NF:
+        sides: str = "ab", vm: bool = False) -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
     # MACs after the tester's ends (hosts 1 and 2): two per NF. Which end of a
     # link listens is the link's (Link.first_is_a).
     ports = tuple(Port(name + side, name, pair,
                        f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
-                       api=api, slot=n)
+                       api=api, slot=n, vm=vm)
                   for n, side in enumerate(sides))
-    return NF(name, pair, index, cores[0], ports, cores)
+    return NF(name, pair, index, cores[0], ports, cores, vm=vm)
 
 
 def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,

@@ -138,9 +138,9 @@ def values(f: Field) -> str:
     names a plugin), bounds, or kind."""
     from cnfperf import nfs
     from cnfperf.dataplanes import DATAPLANES
-    from cnfperf.runtimes import RUNTIMES
+    from cnfperf.runtimes import CONTAINER_RUNTIMES
 
-    named = {"switch": list(DATAPLANES), "runtime": list(RUNTIMES), "nf": nfs.values(),
+    named = {"switch": list(DATAPLANES), "runtime": list(CONTAINER_RUNTIMES), "nf": nfs.values(),
              "noise_on": [*fields.NOISE_PLACES, "a CPU list"]}
     if f.name in named:
         return ", ".join(map(_code, named[f.name]))

@@ -47,6 +47,13 @@ def refusal(s: Scenario, tester: str, nf_ports: int = 2,
         return Refusal("tester", f"a single tester cannot hold both ends of one {s.switch} "
                                  "link: put a network function between them (nfs ≥ 1)",
                        f"{s.switch} without a network function needs split")
+    if tester == "split" and s.endpoint_in == "vm":
+        # Each end in a VM of its own has a clock of its own: the receiver would
+        # find the sender's timestamps off (a frame from its future is no frame
+        # of ours), and one-way latency would span two clocks.
+        return Refusal("endpoint_in", "split tester ends in two virtual machines have two "
+                                      "clocks: use tester = single (one VM holds both ends, "
+                                      "an L2 api)", "ends in VMs need single")
     if tester == "split" and s.nfs and nf_ports == 1:
         # It sends frames back unchanged but for the MACs: only the engine that sent
         # them knows them for its own.

@@ -10,11 +10,15 @@ import glob
 import os
 import subprocess
 
+from cnfperf.host import tools
+from cnfperf.runtimes import podman
 from cnfperf.runtimes.runc import RUNC_ROOT
 
 # Processes the harness may start; anything by these names that outlives a test leaked.
 WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc",
-                 "stress-ng", "click", "snabb", "[snabb sup]", "vpp_main", "vpp_wk_")
+                 "qemu-system-x86",
+                 "stress-ng", "click", "snabb", "[snabb sup]", "vpp_main", "vpp_wk_",
+                 "conmon", "podman")
 
 
 def _lines(argv: list[str]) -> set[str]:
@@ -47,6 +51,15 @@ def _runc_ours() -> set[str]:
     return _lines(["runc", "--root", str(RUNC_ROOT), "list", "-q"])
 
 
+def _podman_ours() -> set[str]:
+    """Containers in cnfperf's podman store, and the cgroups they leave (the
+    runtime's leftovers(): asking podman makes its run-time state, which that
+    removes again when no container is left)."""
+    if tools.find("podman") is None:
+        return set()
+    return set(podman.PodmanRuntime.leftovers(""))
+
+
 def _hugetlbfs_mounts() -> set[str]:
     with open("/proc/mounts") as f:
         return {line.split()[1] for line in f if line.split()[2:3] == ["hugetlbfs"]}
@@ -55,8 +68,10 @@ def _hugetlbfs_mounts() -> set[str]:
 def cgroups() -> set[str]:
     """Cgroup directories named like ours, in every hierarchy (runc nests a
     container's under its own cgroup, a few levels down)."""
+    # podman's own parent of what it starts outside the group it is given
     return {d for depth in range(1, 5)
-            for d in glob.glob("/sys/fs/cgroup/*/" + "*/" * (depth - 1) + "cnfp*")}
+            for d in glob.glob("/sys/fs/cgroup/*/" + "*/" * (depth - 1) + "cnfp*")} | \
+        set(glob.glob("/sys/fs/cgroup/*/libpod_parent"))
 
 
 def snapshot() -> dict[str, set[str]]:
@@ -68,6 +83,7 @@ def snapshot() -> dict[str, set[str]]:
         "hugepage files": {f for m in _hugetlbfs_mounts() for f in glob.glob(f"{m}/*")},
         "dpdk runtime dirs": set(glob.glob("/var/run/dpdk/*")),
         "runc containers": _lines(["runc", "list", "-q"]) | _runc_ours(),
+        "podman containers": _podman_ours(),
         "cgroups": cgroups(),
         "cnfperf run files": set(glob.glob("/run/cnfperf/*")),
         "noise files": set(glob.glob("/var/tmp/cnfp*")),

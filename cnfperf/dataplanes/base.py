@@ -5,7 +5,8 @@ the class: run/checks.py names no data plane, it asks these):
     name, description, kind ("kernel" or "dpdk"), apis, style (its report style)
     kernel_links  kernel link types its links need -> the config option of each
     joins, counter_view, max_links, poll_threads, max_cores, max_rxq, max_size,
-    processes, rx_interrupts, floats, neighbours_may_close, single_tester: capabilities
+    processes, rx_interrupts, floats, neighbours_may_close, single_tester,
+    vm_refusal: capabilities
     undo          journal kinds of its own -> how `cnfperf cleanup` undoes one
     check(host), scenario_problem(s, links), limit_problem(api), pollers(s, cores),
     versions(host), stored(): what checks, plan, runner and the store ask
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import Port, TestPoint
     from cnfperf.scenario import Scenario
-    from cnfperf.runtimes.base import Container, Journal, Mount
+    from cnfperf.runtimes.base import Container, Journal, Mount, Nic
 
 
 class Home(Protocol):
@@ -60,6 +61,7 @@ class Attachment:
     port: int | None = None           # DPDK port id
     vdev: str | None = None           # the DPDK virtual device that is the port
     mounts: tuple[Mount, ...] = ()    # sockets/hugepages the container must see
+    nic: Nic | None = None            # a virtual machine's NIC for the port (Port.vm)
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,12 @@ class DataPlane(ABC):
     # Whether one engine (the single tester) can hold both ends of one of its
     # links, as a path without network functions asks (testers.refusal).
     single_tester: ClassVar[bool] = True
+    # Why it gives a virtual machine's node no port (Port.vm); None: it gives it
+    # a NIC its QEMU opens (a tap, a macvtap, a vhost-user socket: Attachment.nic).
+    vm_refusal: ClassVar[str | None] = "it has no way to give a virtual machine a port"
+    # Kernel link types its VM ports need beyond kernel_links (a macvtap, a tap),
+    # as kernel_links: asked only of a point with a virtual machine.
+    vm_links: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal
@@ -190,6 +198,11 @@ class DataPlane(ABC):
 
     @abstractmethod
     def attach(self, port: Port) -> Attachment: ...
+
+    def vm_nic(self, port: Port) -> Nic:
+        """The NIC a virtual machine's QEMU opens for its port (Port.vm), made in
+        start(); a plane without vm_refusal gives one."""
+        raise NotImplementedError(f"{self.name} gives no virtual machine a port: {self.vm_refusal}")
 
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
         """The EAL arguments of a node's DPDK engine holding these ports (its

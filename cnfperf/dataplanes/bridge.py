@@ -1,9 +1,14 @@
-"""bridge: a Linux bridge, each port on a veth to the bridge (every paper's baseline)."""
+"""bridge: a Linux bridge, each port on a veth to the bridge (every paper's baseline).
+
+A virtual machine's port is a tap on the bridge instead, as libvirt and every
+KVM host wire a guest: no veth between the bridge and the guest's NIC.
+"""
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelPlane
 from cnfperf.host.links import ip
 from cnfperf.plan import Link, Pair, Port
+from cnfperf.runtimes.base import Nic
 
 
 class BridgePlane(KernelPlane):
@@ -12,6 +17,7 @@ class BridgePlane(KernelPlane):
     style = 1
     uses_switch_netns = True
     kernel_links = {"veth": "VETH", "bridge": "BRIDGE"}
+    vm_links = {"tun": "TUN"}
     # The receiver's port egresses through the bridge's own qdisc, whatever the api.
     limit_at_sender = False
 
@@ -33,11 +39,22 @@ class BridgePlane(KernelPlane):
     def limit_link(self, pair: Pair) -> tuple[str, str]:
         return pair.links[-1].b.name + "h", self.switch_netns
 
+    def vm_nic(self, port: Port) -> Nic:
+        return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=port.name + "h",
+                   netns=self.switch_netns)
+
+    def _up(self, port: Port) -> None:
+        if not port.vm:    # a VM's port is its guest's: it sets the MAC, MTU and state
+            super()._up(port)
+
     def _port(self, port: Port) -> None:
         sw = self.switch_netns
         host_side = port.name + "h"
-        self.add_link(host_side, sw, "type", "veth", "peer", "name", port.name,
-                      "netns", port.node, counted=True)
+        if port.vm:
+            self.add_tap(host_side, sw, counted=True)
+        else:
+            self.add_link(host_side, sw, "type", "veth", "peer", "name", port.name,
+                          "netns", port.node, counted=True)
         ip("link", "set", host_side, "master", self.bridge, "mtu", str(self.mtu), "up",
            netns=sw)
         # A receiver never sends in throughput mode, so the bridge would never

@@ -23,7 +23,7 @@ from cnfperf.host import builds
 from cnfperf.dataplanes import click_app, dpdk_args, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.click_app import Click, LinkPlan
-from cnfperf.dataplanes.dpdk_base import DpdkPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
@@ -100,9 +100,8 @@ class ClickPlane(DpdkPlane):
     def pids(self) -> list[int]:
         return [self.click.pid] if self.click and self.click.pid else []
 
-    def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(port.slot, self._socket(self.index[port.name]),
-                                     mac=port.mac)
+    def frontend(self, port: Port) -> Frontend:
+        return Frontend(self._socket(self.index[port.name]))
 
     def queues(self) -> list[dict]:
         """Queue 0 of every port, polled by its link's thread (thread t is lcore t)."""

@@ -22,8 +22,8 @@ the switch's alone.
 from __future__ import annotations
 
 import shutil
-from abc import abstractmethod
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
@@ -32,11 +32,24 @@ from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import POOL, Hugepages, pages_for
 from cnfperf.host.journal import RUN_DIR
-from cnfperf.runtimes.base import Mount
+from cnfperf.runtimes.base import Mount, Nic
 
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import Link, Port, TestPoint
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """How a port's node reaches a vhost-user port: as its virtio front end, on
+    `socket`, creating it (`server`: the switch connects as a client, as OVS's
+    vhostuserclient ports do) or connecting to the switch's; offering `queues`
+    queue pairs. An engine does it with DPDK's virtio-user PMD, a virtual
+    machine with QEMU's vhost-user netdev: one fact, two front ends."""
+
+    socket: str
+    server: bool = False
+    queues: int = dpdk_args.QUEUES
 
 
 def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
@@ -54,6 +67,9 @@ class DpdkPlane(DataPlane):
     build: ClassVar[str | None] = None
     kind = "dpdk"
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
+    # A virtual machine reaches a vhost-user port as its front end, as an engine
+    # does (frontend()); a plane whose ports are not vhost-user says why not.
+    vm_refusal = None
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -79,9 +95,18 @@ class DpdkPlane(DataPlane):
     def setup(self) -> None:
         """Start the switch, if any; sockets go to self.sock_dir."""
 
-    @abstractmethod
+    def frontend(self, port: Port) -> Frontend | None:
+        """The vhost-user port its node reaches as a front end; None where the
+        node reaches it otherwise (memif: vdev() says how)."""
+        return None
+
     def vdev(self, port: Port) -> str:
-        """The vdev through which the engine of the port's node reaches it."""
+        """The vdev through which the engine of the port's node reaches it: a
+        virtio-user port on its front end, unless a subclass says otherwise."""
+        f = self.frontend(port)
+        assert f is not None, f"{self.name}: neither frontend() nor vdev() for {port.name}"
+        return dpdk_args.virtio_user(port.slot, f.socket, mac=port.mac, server=f.server,
+                                     queues=f.queues)
 
     def teardown(self) -> None:
         """Stop what setup() started; called after a partial setup too."""
@@ -134,7 +159,8 @@ class DpdkPlane(DataPlane):
 
     def pages(self, point: TestPoint) -> int:
         mb = dpdk_args.endpoint_mb(point.scenario.size)
-        ports = Counter(port.node for port in point.ports)
+        # A VM's engine takes its DPDK memory from its guest's own hugepages.
+        ports = Counter(port.node for port in point.ports if not port.vm)
         return sum(pages_for(mb * n) for n in ports.values()) + pages_for(self.switch_mb())
 
     def link_of(self, port: Port) -> tuple[int, Link]:
@@ -143,8 +169,17 @@ class DpdkPlane(DataPlane):
                     if port in (link.a, link.b))
 
     def attach(self, port: Port) -> Attachment:
+        if port.vm:
+            return Attachment(mac=port.mac, port=port.slot, nic=self.vm_nic(port))
         return Attachment(mac=port.mac, port=port.slot, vdev=self.vdev(port),
                           mounts=self.mounts())
+
+    def vm_nic(self, port: Port) -> Nic:
+        """A virtual machine's NIC for the port: QEMU as the vhost-user front end
+        where an engine would be virtio-user, the guest's DPDK on its virtio PMD."""
+        f = self.frontend(port)
+        assert f is not None, f"{self.name} gives no virtual machine a port (vm_refusal)"
+        return Nic(mac=port.mac, name=port.name, dpdk=True, socket=f.socket, server=f.server)
 
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
         # Each port's api instance has its own mbuf pool.

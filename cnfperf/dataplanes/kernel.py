@@ -10,12 +10,15 @@ from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import remove_dpdk_files
-from cnfperf.host.links import add_netns, del_link, del_netns, ip
+from cnfperf.host.links import add_netns, del_link, del_netns, ip, tap_index
+from cnfperf.plan import nf_places
+from cnfperf.runtimes.base import Nic
 
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import Endpoint, Link, Pair, Port, TestPoint
     from cnfperf.runtimes.base import Journal
+    from cnfperf.scenario import Scenario
 
 # dpdk: through the af_packet PMD on the port's interface (dpdk_args.kernel_eal_args).
 KERNEL_APIS = frozenset({"udp", "raw", "mmap", "xdp", "dpdk"})
@@ -43,10 +46,19 @@ class KernelPlane(DataPlane):
     them (MAC, MTU, and on a tester's end with udp the address and a static
     neighbour so that no ARP exchange precedes the first packet), reads counters
     and removes everything it journaled.
+
+    A virtual machine's port (Port.vm) is a NIC of its guest, named like the
+    port there: vm_nic() says which device on the host its QEMU opens. Here
+    (veth) a macvtap in passthru mode on the port's interface in the node's
+    netns; the bridge gives the VM a tap on the bridge instead, macvlan a
+    macvtap beside its macvlans. (Tester ends in VMs are a single tester's, on
+    an L2 api: no udp end is ever a VM's, testers.refusal.)
     """
 
     kind = "kernel"
     apis: ClassVar[frozenset[str]] = KERNEL_APIS
+    vm_refusal = None
+    vm_links: ClassVar[Mapping[str, str]] = {"macvtap": "MACVTAP"}
     # Whether the data plane keeps its own devices (bridge, parent link) in a
     # separate namespace `<prefix>sw`.
     uses_switch_netns: ClassVar[bool] = False
@@ -60,6 +72,7 @@ class KernelPlane(DataPlane):
         self._links: list[tuple[str, str | None]] = []   # (name, netns) created here
         self._ports: list[tuple[str, str | None]] = []   # (name, netns) counted
         self._switch_netns: str | None = None
+        self._nics: dict[str, Nic] = {}    # port name -> its VM's NIC (Port.vm)
         self.mtu = 1500
 
     @classmethod
@@ -69,6 +82,20 @@ class KernelPlane(DataPlane):
         problems += [f"kernel has no {t} links" for t, option in cls.kernel_links.items()
                      if not host.kernel_has(t, option)]
         return problems
+
+    @classmethod
+    def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
+        """A limit on the sender's own interface (limit_at_sender) would sit in
+        the guest when the node before the receiver is a virtual machine."""
+        if s.limit.pps and cls.limit_at_sender:
+            try:
+                before = [s.endpoint_in, *nf_places(s.nf_in, s.nfs)][-1]
+            except ValueError:
+                return None    # checks.check names the mistake
+            if before == "vm":
+                return "limit", (f"{cls.name} shapes on the interface of the node before the "
+                                 "receiver, here a virtual machine's own: use the bridge")
+        return None
 
     @classmethod
     def limit_problem(cls, api: str) -> str | None:
@@ -100,8 +127,10 @@ class KernelPlane(DataPlane):
         for pair in point.paths:
             for link in pair.links:
                 self.connect(link)
-                self._up(link.a)
-                self._up(link.b)
+                for port in (link.a, link.b):
+                    self._up(port)
+                    if port.vm:
+                        self._nics[port.name] = self.vm_nic(port)
             if point.scenario.api == "udp":
                 self._address(pair.sender, pair.receiver, pair.links[0].b)
                 self._address(pair.receiver, pair.sender, pair.links[-1].a)
@@ -116,11 +145,24 @@ class KernelPlane(DataPlane):
         """Create both ports of the link, each in its node's netns."""
         raise NotImplementedError
 
+    def vm_nic(self, port: Port) -> Nic:
+        """The NIC of a virtual machine's port, once connect() made the port: a
+        macvtap in passthru mode on the port's interface (every frame it gets
+        goes to the guest, every frame of the guest's leaves through it)."""
+        tap = port.name + "t"
+        self.add_link(tap, port.node, *tap_index(), "link", port.name, "address", port.mac,
+                      "type", "macvtap", "mode", "passthru")
+        ip("link", "set", "dev", tap, "mtu", str(self.mtu), "up", netns=port.node)
+        return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=tap, netns=port.node,
+                   macvtap=True)
+
     def attach(self, port: Port) -> Attachment:
+        nic = self._nics.get(port.name)
+        # In a guest the NIC is named like the port: the same vdev serves it.
         if port.api == "dpdk":
             vdev = dpdk_args.af_packet(port.slot, port.name, self.point.scenario.size)
-            return Attachment(mac=port.mac, port=port.slot, vdev=vdev)
-        return Attachment(mac=port.mac, iface=port.name)
+            return Attachment(mac=port.mac, port=port.slot, vdev=vdev, nic=nic)
+        return Attachment(mac=port.mac, iface=port.name, nic=nic)
 
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
         vdevs = [a.vdev for a in attachments if a.vdev]
@@ -145,9 +187,19 @@ class KernelPlane(DataPlane):
             self.journal.discard("link", name)
         self._links.clear()
         self._ports.clear()
+        self._nics.clear()
         if self._switch_netns:
             del_netns(self.journal, self._switch_netns)
             self._switch_netns = None
+
+    def add_tap(self, name: str, netns: str | None, counted: bool = False) -> None:
+        """A persistent tap device (`ip tuntap add`) in netns, journaled first: a
+        virtual machine's QEMU opens it by name; it goes as links go."""
+        self.journal.add("link", name, netns=netns)
+        self._links.append((name, netns))
+        ip("tuntap", "add", "dev", name, "mode", "tap", netns=netns)
+        if counted:
+            self._ports.append((name, netns))
 
     def add_link(self, name: str, netns: str | None, *spec: str, counted: bool = False) -> None:
         """`ip link add <name> <spec…>` in netns, journaled first."""

@@ -1,9 +1,15 @@
-"""macvlan (bridge mode): ports as MAC-addressed children of one parent link."""
+"""macvlan (bridge mode): ports as MAC-addressed children of one parent link.
+
+A virtual machine's port is a macvtap child of the same parent instead (the
+KVM side of paper 002's macvtap vs macvlan), in the VM's netns, its MAC the
+guest's; QEMU opens its character device.
+"""
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelPlane
-from cnfperf.host.links import ip
-from cnfperf.plan import Link
+from cnfperf.host.links import ip, tap_index
+from cnfperf.plan import Link, Port
+from cnfperf.runtimes.base import Nic
 
 
 class MacvlanPlane(KernelPlane):
@@ -30,10 +36,17 @@ class MacvlanPlane(KernelPlane):
         sw = self.switch_netns
         for port in (link.a, link.b):
             # Created next to the parent, then moved: the MAC is set at creation
-            # so macvlan's address table is right from the first frame.
-            self.add_link(port.name, sw, "link", self.parent, "address", port.mac,
-                          "type", "macvlan", "mode", "bridge")
+            # so macvlan's address table is right from the first frame; a
+            # macvtap keeps its ifindex (tap_index) through it: the node's netns
+            # has none that high.
+            kind = [*tap_index(), "link", self.parent, "address", port.mac, "type", "macvtap"] \
+                if port.vm else ["link", self.parent, "address", port.mac, "type", "macvlan"]
+            self.add_link(port.name, sw, *kind, "mode", "bridge")
             ip("link", "set", port.name, "netns", port.node, netns=sw)
             self._links[-1] = (port.name, port.node)
             self.journal.add("link", port.name, netns=port.node)
             self.count_port(port.name, port.node)
+
+    def vm_nic(self, port: Port) -> Nic:
+        return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=port.name, netns=port.node,
+                   macvtap=True)

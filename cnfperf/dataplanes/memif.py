@@ -28,6 +28,9 @@ class MemifPlane(DpdkPlane):
     # memif refuses both ends of one socket in one process.
     single_tester = False
 
+    # memif's rings live in memory its two processes share: no guest is one of them.
+    vm_refusal = "memif's shared memory does not reach into a virtual machine"
+
     def vdev(self, port: Port) -> str:
         index, link = self.link_of(port)
         socket = str(self.sock_dir / f"l{index}.sock")

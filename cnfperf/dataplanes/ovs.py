@@ -30,9 +30,9 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from cnfperf import PREFIX
-from cnfperf.dataplanes import dpdk_args, ovsdb, procs
+from cnfperf.dataplanes import ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.dpdk_base import DpdkPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.kernel import mtu_for
 from cnfperf.host.links import del_link, links
 from cnfperf.host.journal import RUN_DIR
@@ -181,9 +181,8 @@ class OvsPlane(DpdkPlane):
     def pids(self) -> list[int]:
         return self.ovs.pids() if self.ovs else []
 
-    def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(port.slot, self._socket(port), mac=port.mac, server=True,
-                                     queues=self.point.scenario.switch_rxq)
+    def frontend(self, port: Port) -> Frontend:
+        return Frontend(self._socket(port), server=True, queues=self.point.scenario.switch_rxq)
 
     def queues(self) -> list[dict]:
         if self.ovs is None:

@@ -27,9 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from cnfperf.host import builds
-from cnfperf.dataplanes import dpdk_args, procs, snabb_app
+from cnfperf.dataplanes import procs, snabb_app
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.dpdk_base import DpdkPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.snabb_app import Links, Snabb, VhostPort
 from cnfperf.plan import Port
 
@@ -43,6 +43,9 @@ class SnabbPlane(DpdkPlane):
     poll_threads = 1
     build = BUILD
     wired = False     # the bridge, or wires between each link's ports
+    # Seen here: QEMU 7.2 as the server of Snabb's vhost-user client port
+    # fails its handshake ("vhost_backend_init failed: Protocol error").
+    vm_refusal = "QEMU's vhost-user handshake with Snabb's client ports fails (protocol error)"
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -95,8 +98,8 @@ class SnabbPlane(DpdkPlane):
     def pids(self) -> list[int]:
         return [self.snabb.pid] if self.snabb and self.snabb.pid else []
 
-    def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(port.slot, self._socket(port), mac=port.mac, server=True)
+    def frontend(self, port: Port) -> Frontend:
+        return Frontend(self._socket(port), server=True)
 
     def queues(self) -> list[dict[str, Any]]:
         core = None if self.point.floating else self.cpus[0]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args, procs, testpmd_app
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.dpdk_base import DpdkPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.testpmd_app import TestPmd
 from cnfperf.plan import Port
 
@@ -92,9 +92,8 @@ class TestPmdPlane(DpdkPlane):
     def pids(self) -> list[int]:
         return [self.testpmd.pid] if self.testpmd and self.testpmd.pid else []
 
-    def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(port.slot, self._socket(self.port(port)), mac=port.mac,
-                                     queues=self.point.scenario.switch_rxq)
+    def frontend(self, port: Port) -> Frontend:
+        return Frontend(self._socket(self.port(port)), queues=self.point.scenario.switch_rxq)
 
     def queues(self) -> list[dict]:
         """From the streams testpmd printed at `start`: which lcore polls which

@@ -21,6 +21,11 @@ class VhostPlane(DpdkPlane):
     # net_vhost opens its socket only once configured, after EAL has probed the
     # virtio-user port that should connect to it: not both in one process.
     single_tester = False
+    # A VM would be a front end of the link, and QEMU does not start before its
+    # vhost-user peer is there, while the peer here is an engine, started
+    # only once every node exists.
+    vm_refusal = ("QEMU waits at its start for its vhost-user peer, here an engine that "
+                  "starts after it: use testpmd or ovs between them")
 
     def vdev(self, port: Port) -> str:
         index, link = self.link_of(port)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, vpp_app
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.dpdk_base import DpdkPlane
+from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
@@ -90,8 +90,8 @@ class VppPlane(DpdkPlane):
         engine's memory and copies, as a vhost backend does)."""
         return self.vpp.configure(f"create vhost-user socket {self._socket(port)} server")
 
-    def vdev(self, port: Port) -> str:
-        return dpdk_args.virtio_user(port.slot, self._socket(port), mac=port.mac)
+    def frontend(self, port: Port) -> Frontend:
+        return Frontend(self._socket(port))
 
     def pids(self) -> list[int]:
         return [self.vpp.pid] if self.vpp and self.vpp.pid else []
@@ -137,6 +137,12 @@ class VppMemifPlane(VppPlane):
         self.vpp.configure(f"create interface memif id 0 socket-id {sock} master "
                            f"{vpp_app.memif_buffer(self.point.scenario.size)}")
         return f"memif{sock}/0"   # VPP names it so (and prints nothing)
+
+    # memif's rings live in memory its two processes share: no guest is one of them.
+    vm_refusal = "memif's shared memory does not reach into a virtual machine"
+
+    def frontend(self, port: Port) -> None:
+        return None    # a memif client, not a vhost-user front end: vdev() says so
 
     def vdev(self, port: Port) -> str:
         return dpdk_args.memif(port.slot, self._socket(port), "client", mac=port.mac,

@@ -280,6 +280,8 @@ def render(host: HostFacts, matrix: dict) -> str:
     lines.append("runtimes")
     for name, problems in matrix["runtimes"].items():
         lines.append(_usable(name, width, problems))
+    if matrix.get("vms"):
+        lines.append(_accels(matrix["vms"], width))
     cols = [max(len(a), *(len(i["apis"][a]) for i in matrix["dataplanes"].values()))
             for a in APIS]
     if matrix.get("nfs"):
@@ -302,6 +304,16 @@ CGROUP_VERSIONS = {"hybrid": "hybrid (v1 controllers, and a v2 hierarchy beside 
 # What cnfperf does with each controller, for doctor's rows.
 CGROUP_USES = {"cpuset": "pins containers to their cores", "cpu": "CFS quotas",
                "cpuacct": "CPU time per container"}
+
+
+def _accels(boots: dict[str, str | None], width: int) -> str:
+    """`vm accel  kvm: no (…); tcg: boots: accel = auto runs VMs under tcg`."""
+    said = "; ".join(f"{a}: {'boots' if why is None else 'no (' + why + ')'}"
+                     for a, why in boots.items())
+    auto = next((a for a, why in boots.items() if why is None), None)
+    then = f"accel = auto runs VMs under {auto}" + (" (emulated: slow)" if auto == "tcg" else "") \
+        if auto else "no VM can run here"
+    return f"  {'vm accel'.ljust(width)}  {said}: {then}"
 
 
 def _usable(name: str, width: int, problems: list[str]) -> str:

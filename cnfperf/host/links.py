@@ -8,10 +8,13 @@ every link in it along.
 """
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import signal
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from cnfperf.host.system import KILL_WAIT_S, CommandFailed, run, signal_all, wait_gone
 
@@ -22,6 +25,22 @@ if TYPE_CHECKING:
 NETNS_DIR = Path("/var/run/netns")
 # IPv6 would send router solicitations and MLD reports into the measurement.
 _QUIET = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
+
+
+# A macvtap's character device is /dev/tap<ifindex> in the host's one devtmpfs,
+# while ifindexes count per netns: macvtaps in two netns can share one, and the
+# second VM would open the first one's device. So each macvtap is created with
+# an ifindex of its own, above those netns hand out.
+TAP_INDEX_BASE = 4096
+
+
+def tap_index() -> list[str]:
+    """`index N` for `ip link add … type macvtap`: the first N from TAP_INDEX_BASE
+    that no /dev/tapN holds (the node appears when its link is made)."""
+    n = TAP_INDEX_BASE
+    while os.path.exists(f"/dev/tap{n}"):
+        n += 1
+    return ["index", str(n)]
 
 
 def ip(*args: str, netns: str | None = None, tool: str = "ip") -> str:
@@ -73,6 +92,37 @@ def del_link(name: str, netns: str | None) -> bool:
         return False
     ip("link", "del", name, netns=netns)
     return True
+
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+T = TypeVar("T")
+
+
+def in_netns(netns: str, work: Callable[[], T]) -> T:
+    """work() run in a thread that entered network namespace `netns` (setns
+    changes only the calling thread's namespace, not the process's): its result,
+    or its exception raised here."""
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            fd = os.open(NETNS_DIR / netns, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if _libc.setns(fd, CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns into netns {netns}: {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            result["value"] = work()
+        except BaseException as e:     # handed to the caller
+            result["error"] = e
+    thread = threading.Thread(target=run, name=f"netns {netns}")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 def _sysctl(netns: str, settings: list[str]) -> None:

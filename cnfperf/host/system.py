@@ -191,6 +191,31 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
+def tagged(var: str, prefix: str) -> dict[int, str]:
+    """pid -> value of the live processes whose environment has `var` set to a
+    value starting with prefix: a runtime tags what it starts so that a run
+    killed with SIGKILL can still be cleaned up by name."""
+    found = {}
+    needle = f"{var}={prefix}".encode()
+    for pid in process_ids():
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                for entry in f.read().split(b"\0"):
+                    if entry.startswith(needle):
+                        found[pid] = entry.split(b"=", 1)[1].decode(errors="replace")
+                        break
+    return found
+
+
+def kill_tagged(var: str, name: str, timeout: float = 5.0) -> None:
+    """SIGKILL the processes tagged with exactly `name`, and wait for them."""
+    pids = [pid for pid, n in tagged(var, name).items() if n == name]
+    signal_all(pids, signal.SIGKILL)
+    # A killed process keeps its environ until it is reaped by its parent; wait only
+    # for those that are still running.
+    wait_gone(pids, timeout)
+
+
 def wait_gone(pids: Sequence[int], timeout: float) -> bool:
     """Wait until none of pids runs any more; whether that happened in time."""
     deadline = time.monotonic() + timeout

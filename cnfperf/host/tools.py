@@ -15,6 +15,10 @@ from dataclasses import dataclass
 
 TESTPMD = "dpdk-testpmd"   # DPDK's test application: a switch, an NF, and in NF images
 STRESS_NG = "stress-ng"    # the noisy neighbour (noise.py)
+QEMU = "qemu-system-x86_64"   # the vm runtime's VMs (runtimes/vm)
+# The VMs' kernel, not the host's: the vm runtime boots its /boot/vmlinuz-*
+# with the modules in /lib/modules (runtimes/vm/guest.py). A package, no tool.
+GUEST_KERNEL = "linux-image-amd64"
 
 # Where Debian puts administrators' tools; a non-root PATH may lack them.
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
@@ -42,6 +46,12 @@ TOOLS: dict[str, Tool] = {
     # containers: runc runs them, a static BusyBox is their shell and tools
     "runc": Tool("runc"),
     "busybox": Tool("busybox-static"),
+    # VMs (runtimes/vm): QEMU; their kernel is GUEST_KERNEL, their shell BusyBox
+    QEMU: Tool("qemu-system-x86"),
+    "mke2fs": Tool("e2fsprogs"),    # a guest disk image from a directory (tests, docs)
+    # the podman runtime: podman makes containers, conmon watches each (runc runs them)
+    "podman": Tool("podman"),
+    "conmon": Tool("conmon"),
     # DPDK and Open vSwitch
     TESTPMD: Tool("dpdk-dev"),
     "ovsdb-tool": Tool("openvswitch-common"),

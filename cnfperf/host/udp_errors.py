@@ -17,15 +17,10 @@ moves only the calling thread) and ends: no process is forked for them, as
 """
 from __future__ import annotations
 
-import ctypes
-import os
-import threading
 from pathlib import Path
 
-from cnfperf.host.links import NETNS_DIR
+from cnfperf.host.links import in_netns
 
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
 
 # /proc/net/snmp's Udp counter -> the metrics column
 COUNTERS = {"InErrors": "udp_in_errors", "InCsumErrors": "udp_in_csum_errors",
@@ -53,29 +48,9 @@ def read(netns: str) -> dict[str, int] | None:
 
 
 def snmp_of(netns: str) -> str:
-    """/proc/net/snmp as the namespace sees it, from a thread that joins it."""
-    found: dict[str, str | OSError] = {}
-
-    def inside() -> None:
-        try:
-            fd = os.open(NETNS_DIR / netns, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                if _libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns into {netns}: {os.strerror(err)}")
-            finally:
-                os.close(fd)
-            # /proc/net is the process's (its first thread's) view: this thread's own
-            found["text"] = Path("/proc/thread-self/net/snmp").read_text()
-        except OSError as e:
-            found["error"] = e
-
-    thread = threading.Thread(target=inside, name=f"snmp {netns}")
-    thread.start()
-    thread.join()
-    if "error" in found:
-        raise found["error"]
-    return found["text"]
+    """/proc/net/snmp as the namespace sees it, from a thread that joins it: /proc/net
+    is the process's (its first thread's) view, /proc/thread-self/net this thread's."""
+    return in_netns(netns, lambda: Path("/proc/thread-self/net/snmp").read_text())
 
 
 def dropped(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int]:

@@ -11,6 +11,7 @@ from cnfperf.nfs.base import Command, NfKind
 from cnfperf.nfs.click import ClickKind
 from cnfperf.nfs.cmd import CmdKind
 from cnfperf.nfs.engine import EngineKind
+from cnfperf.nfs.image import ImageKind
 from cnfperf.nfs.testpmd import TestPmdKind
 
 KINDS: list[type[NfKind]] = [
@@ -18,6 +19,7 @@ KINDS: list[type[NfKind]] = [
     TestPmdKind,
     CmdKind,
     ClickKind,
+    ImageKind,
 ]
 
 

@@ -1,7 +1,8 @@
 """The NfKind interface: what the orchestrator asks of a network function's kind.
 
 An NF kind is what `nf` names: the engine's own (l2, mirror, strip-encap, l3),
-testpmd, a user's command (cmd:TEMPLATE) or Click (click:KIND, click:FILE).
+testpmd, a user's command (cmd:TEMPLATE), Click (click:KIND, click:FILE) or a
+user's container image (image:REF ARGS).
 Kinds come in families, one file each, registered in nfs/__init__.py; a
 family's class says which values it takes (`names`, `prefix`), and an
 instance answers for one value:
@@ -13,6 +14,7 @@ instance answers for one value:
   pollers(s, cores)           busy pollers one NF counts as on its cores
   problems(s, host)           what the host lacks to run it (preflight, doctor)
   image(api, static_apis)     the container image its NFs run in
+  runtime                     the runtime that makes their containers (None: `runtime`'s)
   command(...)                its command line, and how it says it is up
   ready(lines), summary(out)  when it was up, its counters, from its output
   records, holds_ports, settle_s, counted, apis: what it does as it runs
@@ -59,6 +61,9 @@ class NfKind:
     # The nf_apis it runs on (scenario_problem refuses others, a family first in
     # its own words; doctor asks each).
     apis: ClassVar[tuple[str, ...]] = NF_APIS
+    # The runtime its NFs' containers are made in whatever `runtime` the other
+    # nodes use (a user's image needs podman); None: the scenario's.
+    runtime: ClassVar[str | None] = None
     # It prints the engine's JSON records (ready, summary), and keeps its ports
     # open after its summary until its stdin ends (the trial's two-phase stop);
     # else it is stopped with SIGINT once no engine polls, and exits.

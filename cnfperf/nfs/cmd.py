@@ -1,6 +1,6 @@
 """`cmd:TEMPLATE`: a command of the user's, its NF's ports filled in
-(placeholders.py), run in the tools image (runc: the engine and dpdk-testpmd)
-or from the host (netns).
+(placeholders.py), run in the tools image (runc, podman: the engine and
+dpdk-testpmd) or from the host (netns).
 
 It polls as it does, whatever `poll` says (one poller per core it has), counts
 as up SETTLE_S after it starts, is stopped with SIGINT once no engine polls,
@@ -53,7 +53,7 @@ class CmdKind(NfKind):
         return (udp_warning("a command that sends frames on as it reads them must finish them"),)
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
-        if s.runtime == "runc":   # the tools image holds dpdk-testpmd
+        if s.runtime != "netns":   # the tools image holds dpdk-testpmd
             return tools.problems(tools.TESTPMD)
         # the netns runtime runs a command from the host: it must be there
         program = shlex.split(self.template)[0] if self.template.strip() else ""

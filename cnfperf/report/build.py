@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cnfperf.report import contention, cpu, glance, html, nfs, summary
+from cnfperf.report import contention, cpu, emulation, glance, html, nfs, summary
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -40,7 +40,8 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     started = time.strftime("%Y-%m-%d %H:%M", time.localtime(run["started"]))
     return Path(html.write(out_dir / "report.html", title, figures=figures, tables=tables,
                            params=_params(run, started), host=_host(run.get("host") or {}),
-                           summary=text, glance=_glance(run, out_dir), notice=notice(done)))
+                           summary=text, glance=_glance(run, out_dir),
+                           notice=" ".join(filter(None, (notice(done), emulation.notice(done))))))
 
 
 def _glance(run: dict[str, Any], out_dir: Path) -> list[html.Figure | html.Table]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from cnfperf.experiments import stats
-from cnfperf.report import contention, style
+from cnfperf.report import contention, emulation, style
 from cnfperf.report.rows import path_series
 from cnfperf.report.summary import Table, _param, done_points, label, varying
 
@@ -36,6 +36,7 @@ class Entry:
     config: str                    # what else the best was measured at (`burst=64 rate=max`)
     # what its points stored of their data plane (switch_facts): its style
     switch_facts: dict[str, Any] | None = None
+    vms: str = "–"                 # how its VMs ran (emulation.said): `1 tcg (emulated)`
 
     @property
     def contended(self) -> bool:
@@ -107,7 +108,8 @@ def _entry(mode: str, size: int, curve: str, members: list[dict[str, Any]],
         loss = stats.mean(losses) if losses else None
     return Entry(mode, size, curve, value, p99, loss, first.get("latency_kind"),
                  contention.tester(first) or "–", share,
-                 label(first, others) if others else "", first.get("switch_facts"))
+                 label(first, others) if others else "", first.get("switch_facts"),
+                 emulation.said(first))
 
 
 def _ci(s: stats.Summary | None, scale: float) -> str:
@@ -118,6 +120,11 @@ def _ci(s: stats.Summary | None, scale: float) -> str:
 
 def _num(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+def _vms(found: Sequence[Entry]) -> bool:
+    """Whether a table needs a VMs column: a path ran virtual machines."""
+    return any(e.vms != "–" for e in found)
 
 
 def _contended(e: Entry) -> str:
@@ -136,14 +143,15 @@ def throughput_table(found: Sequence[Entry]) -> Table | None:
     repeated = any(e.value.n > 1 for e in mine)
     config = any(e.config for e in mine)
     rank = _ranks(mine)
+    vms = _vms(mine)
     rows = [[str(e.size), rank[id(e)], e.curve, e.value.mean / 1e6,
              *([_ci(e.value, 1e6), e.value.n] if repeated else []),
              None if e.loss is None else 100 * e.loss, e.tester, _contended(e),
-             *([e.config] if config else [])] for e in mine]
+             *([e.vms] if vms else []), *([e.config] if config else [])] for e in mine]
     return ("At a glance: throughput",
             ["size B", "rank", _column(mine), "best rx Mpps",
              *(["95% CI Mpps", "n"] if repeated else []), "loss %", "tester", contention.COLUMN,
-             *(["best at"] if config else [])], rows)
+             *([emulation.COLUMN] if vms else []), *(["best at"] if config else [])], rows)
 
 
 def latency_table(found: Sequence[Entry]) -> Table | None:
@@ -153,16 +161,18 @@ def latency_table(found: Sequence[Entry]) -> Table | None:
     repeated = any(e.value.n > 1 for e in mine)
     config = any(e.config for e in mine)
     rank = _ranks(mine)
+    vms = _vms(mine)
     rows = [[str(e.size), rank[id(e)], e.curve, KIND.get(e.kind or "", e.kind), e.value.mean / 1e3,
              *([_ci(e.value, 1e3)] if repeated else []),
              None if e.p99 is None else e.p99.mean / 1e3,
              *([_ci(e.p99, 1e3), e.value.n] if repeated else []),
-             e.tester, _contended(e), *([e.config] if config else [])] for e in mine]
+             e.tester, _contended(e), *([e.vms] if vms else []),
+             *([e.config] if config else [])] for e in mine]
     return ("At a glance: latency",
             ["size B", "rank", _column(mine), "latency", "p50 µs",
              *(["p50 95% CI µs"] if repeated else []), "p99 µs",
              *(["p99 95% CI µs", "n"] if repeated else []), "tester", contention.COLUMN,
-             *(["best at"] if config else [])], rows)
+             *([emulation.COLUMN] if vms else []), *(["best at"] if config else [])], rows)
 
 
 KIND = {"rtt": "round trip", "one_way": "one way"}

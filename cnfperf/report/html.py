@@ -61,6 +61,10 @@ HOW_TO_READ = (
                       "numbers show how the scheduler shared the cores as much as what the data "
                       "plane can do. Drawn hollow (markers) or hatched (bars), flagged in "
                       "tables."),
+    ("VMs", "how many of a point's nodes ran in virtual machines (nf_in, endpoint_in) and "
+            "how: kvm (the host's hardware virtualisation) or tcg (QEMU's emulation, a "
+            "host without usable KVM: flagged emulated, its numbers are the emulator's as "
+            "much as the data plane's)."),
     ("Tester", "split: sender and receiver each an engine of its own; single: one engine "
                "holds both ends of each path (fewer busy pollers). The Points table says which "
                "measured each point and, when chosen for the host, why."),

@@ -140,6 +140,10 @@ PATH_FIELDS = ("nfs", "tester", "poll")
 # (`ovs switch_in=container pin=no`), the defaults left out unless they vary.
 CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
               "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
+# Where the path's nodes ran, and how its VMs did: each another curve
+# (`ovs 1×l2 nf_in=vm`, `… accel=tcg`): KVM and emulated points never average.
+PLACE_FIELDS = {name: fields.by_name()[name].default
+                for name in ("nf_in", "endpoint_in", "accel", "vm_memory", "vm_image")}
 
 
 def _plain(p: Mapping[str, Any], name: str) -> Any:
@@ -166,9 +170,10 @@ def path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, A
              if f != "poll" and len({str(_value(p, f)) for p in points}) > 1 or
              any(_value(p, f) not in (None, _plain(p, f)) for p in points)]
     # Quotas are the x axis of their own plot, and a curve elsewhere.
-    cpu = [f for f in (*CPU_FIELDS, *fields.QUOTAS)
+    plain = {**PLACE_FIELDS, **CPU_FIELDS}
+    cpu = [f for f in (*PLACE_FIELDS, *CPU_FIELDS, *fields.QUOTAS)
            if len({str(p.get(f)) for p in points}) > 1 or
-           any(p.get(f) not in (None, CPU_FIELDS.get(f)) for p in points)]
+           any(p.get(f) not in (None, plain.get(f)) for p in points)]
 
     def series(p: Mapping[str, Any]) -> str:
         parts = [str(p.get("switch"))]

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.plan import describe_path, roles, run_prefix
-from cnfperf.report import contention
+from cnfperf.report import contention, emulation
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -85,7 +85,9 @@ def path(point: dict[str, Any]) -> str:
     sender, receiver = roles(contention.tester(point) or "split",
                              str(_param(point, "mode") or "throughput"))
     nfs = int(_param(point, "nfs") or 0)
-    return describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver)
+    return describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver,
+                         str(_param(point, "nf_in") or "container"),
+                         str(_param(point, "endpoint_in") or "container"))
 
 
 def short_name(point: dict[str, Any], name: str) -> str:
@@ -131,12 +133,15 @@ def points(run: dict[str, Any], brief: bool = False) -> Table | None:
         return None
     axes = varying(done) or ["switch"]
     nf_image = any(p.get("nf_image_size") is not None for p in done)
+    vms = emulation.any_vms(done)
     rows = [[label(p, axes), p.get("rep", 0) + 1, path(p), cpu_bound(p),
              contention.tester_said(p), _pollers(p), contention.contended(p),
+             *([emulation.said(p)] if vms else []),
              _mb(p.get("image_size")), *([_mb(p.get("nf_image_size"))] if nf_image else [])]
             for p in done]
     return ("Points", ["point", "rep", "path", "CPU-bound", "tester", "busy pollers / cores",
-                       contention.COLUMN, "image MB", *(["NF image MB"] if nf_image else [])],
+                       contention.COLUMN, *([emulation.COLUMN] if vms else []), "image MB",
+                       *(["NF image MB"] if nf_image else [])],
             rows)
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from cnfperf import fields
 from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
+from cnfperf.report import emulation
 from cnfperf.report.html import fmt
 from cnfperf.report.summary import varying
 from cnfperf.runtimes.base import cpu_list
@@ -43,11 +44,16 @@ def run_table(run: dict[str, Any]) -> str:
                              if f.label == "named" and f.name not in ("rate", "tester")])
     if any(p.get("rep") for p in points):
         extra.append("rep")
-    headers = (*HEADERS[:3], "tester", *extra, *HEADERS[3:])
+    # Points with VMs say how they ran (`1 tcg (emulated)`), as the report does.
+    vms = [emulation.COLUMN] if emulation.any_vms(points) else []
+    headers = (*HEADERS[:3], "tester", *vms, *extra, *HEADERS[3:])
     rows: list[list[str]] = []
     notes: list[str] = tester_notes(points)
+    if notice := emulation.notice(points):
+        notes.append(notice)
     for point in points:
         label = [point["switch"], point["api"], point["mode"], point.get("tester") or "-",
+                 *([emulation.said(point)] if vms else []),
                  *(str(point.get(f, 0) + 1) if f == "rep" else _axis(point, f) for f in extra)]
         if point["status"] != "done":
             rows.append([*label, "-", show(point["rate"] or 0), point["status"],

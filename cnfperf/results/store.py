@@ -227,8 +227,14 @@ _SCHEMA_13 = "\n".join([
     *(_facts_13(name, facts) for name, facts in _FACTS_13.items()),
     "ALTER TABLE points ADD COLUMN nf_facts TEXT;",
     *(_nf_facts_13(name, style) for name, style in _NF_STYLES_13.items())])
+# How the point's virtual machines ran (VmRuntime.facts: accel as used, kvm or
+# tcg, QEMU's and the guest kernel's versions, how many VMs), a JSON object;
+# NULL for a point without VMs and for every point stored before.
+_SCHEMA_14 = """ALTER TABLE points ADD COLUMN vm_facts TEXT;
+"""
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
-               _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13]
+               _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
+               _SCHEMA_14]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
                    "cpu_usage")
@@ -337,14 +343,16 @@ class Store:
                   tester_why: str | None = None, pollers: int | None = None,
                   point_cores: int | None = None,
                   switch_facts: dict[str, Any] | None = None,
-                  nf_facts: dict[str, Any] | None = None) -> int:
+                  nf_facts: dict[str, Any] | None = None,
+                  vm_facts: dict[str, Any] | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` its network functions' when
         not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS) and
         `trials` come from an ndr/pdr search; `shape`, `tester_why`, `pollers`
         and `point_cores` are the plan's (TestPoint's; point_cores: how many cores);
         `switch_facts` what the report needs of the data plane (DataPlane.stored),
-        `nf_facts` of its NFs' kind (NfKind.stored; None: no NFs)."""
+        `nf_facts` of its NFs' kind (NfKind.stored; None: no NFs), `vm_facts`
+        how its virtual machines ran (None: none)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -361,7 +369,8 @@ class Store:
                    tester_why=tester_why, pollers=pollers,
                    point_cores=point_cores,
                    switch_facts=json.dumps(switch_facts) if switch_facts else None,
-                   nf_facts=json.dumps(nf_facts) if nf_facts else None)
+                   nf_facts=json.dumps(nf_facts) if nf_facts else None,
+                   vm_facts=json.dumps(vm_facts) if vm_facts else None)
         if result:
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
                        queues=json.dumps(result.queues) if result.queues else None)
@@ -432,7 +441,7 @@ class Store:
         pid = point["id"]
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
                                  "latency_histogram", "queues", "switch_facts",
-                                 "nf_facts"))
+                                 "nf_facts", "vm_facts"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram",)) for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
         point["endpoints"] = [_decoded(dict(r), ("summary", "latency_histogram"))

@@ -26,11 +26,13 @@ from cnfperf import SystemFailure, UserError, fields, nfs, testers
 from cnfperf.host import cgroups, tools
 from cnfperf.run import noise
 from cnfperf.dataplanes import DATAPLANES, DataPlane
+from cnfperf.dataplanes.dpdk_args import endpoint_mb
+from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.fields import APIS, MAX_PORT, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.experiments import sweep
-from cnfperf.plan import TestPoint, links_per_path, place, usable_cpus
-from cnfperf.runtimes import RUNTIMES, Quota
+from cnfperf.plan import TestPoint, has_vms, links_per_path, nf_places, place, usable_cpus
+from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
                               validate)
@@ -124,8 +126,11 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
-    if s.runtime not in RUNTIMES:
-        raise UserError("runtime", f"unknown runtime {s.runtime!r}; known: {', '.join(RUNTIMES)}")
+    if s.runtime not in CONTAINER_RUNTIMES:
+        raise UserError("runtime", f"unknown container runtime {s.runtime!r}; known: "
+                                   f"{', '.join(CONTAINER_RUNTIMES)} (nf_in and endpoint_in "
+                                   "put nodes in virtual machines)")
+    _check_vms(s, dataplane)
     if TX_PORT + paths * s.flows - 1 > MAX_PORT:
         raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "
                                  f"(UDP source ports from {TX_PORT})"
@@ -155,6 +160,44 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
 
 
+def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
+    """Where the nodes run: nf_in's places, and a data plane that gives a
+    virtual machine its ports."""
+    try:
+        nf_places(s.nf_in, s.nfs)
+    except ValueError as e:
+        raise UserError("nf_in", str(e)) from None
+    kind = nfs.find(s.nf) if s.nfs else None
+    if kind is not None and kind.runtime and "vm" in nf_places(s.nf_in, s.nfs):
+        raise UserError("nf_in", f"{s.nf.split()[0]} NFs run in {kind.runtime}'s containers, "
+                                 "not in virtual machines")
+    if s.vm_image != "host":
+        try:
+            RUNTIMES[VM].image_format(s.vm_image)
+        except ValueError as e:
+            raise UserError("vm_image", f"{e}; or host (the host's own root)") from None
+    if has_vms(s) and dataplane.vm_refusal:
+        having = ", ".join(n for n, d in DATAPLANES.items() if not d.vm_refusal)
+        raise UserError("endpoint_in" if s.endpoint_in == "vm" else "nf_in",
+                        f"{s.switch} gives no virtual machine a port ({dataplane.vm_refusal}); "
+                        f"{having} do")
+    if has_vms(s) and (why := RUNTIMES[VM].memory_problem(s.vm_memory, _vm_dpdk_mb(s, dataplane))):
+        raise UserError("vm_memory", why)
+
+
+def _vm_dpdk_mb(s: Scenario, dataplane: type[DataPlane]) -> int:
+    """The DPDK memory of the busiest VM's engine (testbed.eal_args): on a DPDK
+    data plane a VM's NICs are its DPDK's; the single tester's end holds two
+    ports a path, an NF its kind's."""
+    if not issubclass(dataplane, DpdkPlane):
+        return 0
+    kind = nfs.find(s.nf) if s.nfs else None
+    ports = [2 * (s.pairs + (s.noise == "traffic"))] if s.endpoint_in == VM else []
+    if s.nfs and VM in nf_places(s.nf_in, s.nfs):
+        ports.append(kind.ports if kind is not None else 2)
+    return endpoint_mb(s.size) * max(ports)
+
+
 def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ...]) -> None:
     """Where the switch runs, its cores, queues and quota."""
     in_container = s.switch_in == "container"
@@ -162,9 +205,10 @@ def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ..
         having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
         raise UserError("switch_in", f"{s.switch} does not run in a container of its own; "
                                      f"{having} do")
-    if in_container and s.runtime != "runc":
+    if in_container and not RUNTIMES[s.runtime].quotas:
         # its container needs a cgroup, an image with the switch, a mount namespace
-        raise UserError("switch_in", f"a switch container needs the runc runtime, not {s.runtime}")
+        having = " or ".join(n for n, rt in CONTAINER_RUNTIMES.items() if rt.quotas)
+        raise UserError("switch_in", f"a switch container needs runtime {having}, not {s.runtime}")
     if s.switch_quota is not None and not in_container:
         raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
     if s.switch_cores > len(usable):
@@ -335,8 +379,31 @@ def host_problems(host: HostFacts) -> Callable[[Scenario], list[str]]:
         if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
             found.append("quota: no cgroup cpu controller with CFS quota files here "
                          "(see cnfperf doctor)")
+        if _vms(s):
+            if s.accel not in known_vms:
+                known_vms[s.accel] = vm_problems(s.accel)
+            found += known_vms[s.accel]
+            found += [f"{s.switch}: kernel has no {t} links (virtual machines' ports)"
+                      for t, option in dataplane_of(s).vm_links.items()
+                      if not host.kernel_has(t, option)]
         return list(dict.fromkeys(found))
+    known_vms: dict[str, list[str]] = {}
     return problems
+
+
+def _vms(s: Scenario) -> bool:
+    try:
+        return has_vms(s)
+    except ValueError:
+        return False     # check() names the mistake
+
+
+def vm_problems(accel: str) -> list[str]:
+    """What keeps this host from running virtual machines with `accel` (auto:
+    whichever boots)."""
+    runtime = RUNTIMES[VM]
+    return [f"vm: {p}" for p in runtime.check()] + [f"accel {accel}: {p}"
+                                                     for p in runtime.accel_problems(accel)]
 
 
 def unusable(host: HostFacts) -> Keep:
@@ -350,7 +417,7 @@ def unusable(host: HostFacts) -> Keep:
         switch, api, runtime, nf = (str(params.get(k, default[k]))
                                     for k in ("switch", "api", "runtime", "nf"))
         dataplane = DATAPLANES.get(switch)
-        if dataplane is None or runtime not in RUNTIMES:
+        if dataplane is None or runtime not in CONTAINER_RUNTIMES:
             return None      # check() names the mistake
         mismatch = _mismatch(dataplane, api, int(params.get("pairs", default["pairs"])),
                              int(params.get("nfs", default["nfs"])), nf_ports(nf))
@@ -401,7 +468,16 @@ def matrix(host: HostFacts) -> dict:
             problems = problems + [f"api {api}: {tools.engine_without(api)}"
                                    for api in APIS if cells[api] == "no engine"]
         planes[name] = {"apis": cells, "problems": problems, "description": dp.description}
-    return {"runtimes": runtimes, "nfs": nf_matrix(host), "dataplanes": planes}
+    return {"runtimes": runtimes, "vms": vm_matrix(), "nfs": nf_matrix(host),
+            "dataplanes": planes}
+
+
+def vm_matrix() -> dict[str, str | None]:
+    """`cnfperf doctor`: whether a guest boots under each accelerator here
+    (None: it does; else why not), from a tiny guest booted with a timeout;
+    {} when the host cannot build a guest (the runtime's check says why)."""
+    runtime = RUNTIMES[VM]
+    return {} if runtime.check() else dict(runtime.probe())
 
 
 def nf_matrix(host: HostFacts) -> dict[str, list[str]]:

@@ -6,8 +6,11 @@ switch when it has processes of its own (a DPDK switch). A kernel data plane
 crosses, which every node's softirq column shows for its cores.
 
 Where a node's CPU time is read:
-- a container with a cgroup of its own (runc): the group's user and system
-  time (cgroups.cpu_times), every process in it counted;
+- a container with a cgroup of its own (runc, podman): the group's user and
+  system time (cgroups.cpu_times), every process in it counted (podman's
+  conmon, which watches the container, is in a group of its own: not counted);
+  a VM's (its QEMU process in a group of its own: every vCPU and I/O thread,
+  so the guest kernel's work and the emulator's, TCG's translation included);
 - otherwise (the netns runtime, a switch on the host) its processes'
   /proc/PID/stat utime and stime, which count every thread each has had,
   exited ones included. This misses a process started after the window opened

@@ -38,6 +38,7 @@ from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario, Sweep, canonical
 from cnfperf.run.teardown import Interrupted, Signals, Teardown
 from cnfperf.run.testbed import Builder
+from cnfperf.runtimes import RUNTIMES, VM
 from cnfperf.run.trial import Progress, RunTrial, Trials, run as run_trial
 
 
@@ -224,7 +225,7 @@ class Run:
         try:
             try:
                 self._report(Progress(point, "setup"))
-                image = builder.image(point.scenario.runtime)
+                image = builder.ends_image(point)
                 nf_image = builder.nf_image(point)
                 result, found = self._measure(point, builder, teardown)
                 # Committed before teardown: a failing teardown must not cost the data.
@@ -279,6 +280,7 @@ class Run:
         return dict(placement=[asdict(p) for p in point.paths], warnings=list(point.warnings),
                     versions=versions, switch_facts=dataplane.stored(),
                     nf_facts=nfs.kind(point.scenario.nf).stored() if point.scenario.nfs else None,
+                    vm_facts=vm_facts(point),
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
                     point_cores=len(point.cpus))
@@ -306,3 +308,11 @@ def _why(e: BaseException) -> str:
     if isinstance(e, SystemFailure):
         return str(e)
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+def vm_facts(point: TestPoint) -> dict[str, Any] | None:
+    """How the point's virtual machines run (the VM runtime's facts for its
+    accel: auto resolved to kvm or tcg), and how many; None without VMs."""
+    if not point.vms:
+        return None
+    return {**RUNTIMES[VM].facts(point.scenario.accel), "vms": len(point.vms)}

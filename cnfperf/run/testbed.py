@@ -18,19 +18,21 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from cnfperf import nfs
 from cnfperf.host import builds
-from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane
+from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane, dpdk_args
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf.run import noise
 from cnfperf.run.noise import Noise
-from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, Container, ImageInfo, Journal,
-                              Mount, Quota, Runtime)
+from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, VM, Container, ImageInfo,
+                              Journal, Mount, Quota, Runtime)
+from cnfperf.scenario import Scenario
 from cnfperf.run.teardown import Teardown
 
 
@@ -73,6 +75,7 @@ class Neighbour:
 
 
 Node = Tester | Switch | NetworkFunction | Neighbour
+N = TypeVar("N", Endpoint, NF)
 
 
 @dataclass
@@ -99,7 +102,30 @@ class Testbed:
         return [self.attachments[p.name] for p in ports]
 
     def eal_args(self, node: str) -> tuple[str, ...]:
-        return self.dataplane.eal_args(node, self.ports(node))
+        """A DPDK engine's EAL arguments: the data plane's, or in a virtual
+        machine on DPDK ports its guest's (its NICs are PCI devices there)."""
+        ports = self.ports(node)
+        if any(a.nic and a.nic.dpdk for a in ports):
+            memory = dpdk_args.endpoint_mb(self.point.scenario.size) * len(ports)
+            return tuple(self.container(node).eal_args(memory, node))
+        return self.dataplane.eal_args(node, ports)
+
+    def inside(self, node: N) -> N:
+        """A tester's end or an NF as its engine sees itself: in a virtual
+        machine its cores are the guest's vCPUs (the host pins each vCPU to its
+        planned core; eal_args() gives its NICs)."""
+        c = self.container(node.name)
+        if c.kind != "vm":
+            return node
+        if isinstance(node, NF):
+            cores = tuple(c.guest_cpu(core) for core in node.cores)
+            return replace(node, cpu=c.guest_cpu(node.cpu), cores=cores)
+        return replace(node, cpu=c.guest_cpu(node.cpu))
+
+    def floating(self, node: str) -> tuple[int, ...]:
+        """What an unpinned NF's threads float over (TestPoint.floating); in a
+        virtual machine nothing: the host places its vCPUs."""
+        return () if self.container(node).kind == "vm" else self.point.floating
 
     @property
     def dataplane(self) -> DataPlane:
@@ -188,10 +214,22 @@ class Builder:
         command of its own, Click's for Click, the minimal one on a kernel api)."""
         return nfs.kind(value).image(nf.ports[0].api, lambda: self.static_apis)
 
+    def ends_image(self, point: TestPoint) -> ImageInfo:
+        """The image the point's tester ends ran in (in VMs: their guest's)."""
+        return self.image(self.runtime_of(point.engines[0], point.scenario))
+
     def nf_image(self, point: TestPoint) -> ImageInfo | None:
         """The image the point's network functions ran in, when not the ends' one."""
-        kinds = {self.image_of(nf, point.scenario.nf) for nf in point.nfs} - {FULL}
-        return self.image(point.scenario.runtime, kinds.pop()) if kinds else None
+        s = point.scenario
+        made = {(self.runtime_of(nf, s), self.image_of(nf, s.nf)) for nf in point.nfs}
+        made -= {(self.runtime_of(point.engines[0], s), FULL)}
+        return self.image(*min(made)) if made else None
+
+    @staticmethod
+    def nf_runtime(s: Scenario) -> str:
+        """The runtime network functions' containers are made in: their kind's
+        (NfKind.runtime: a user's image is podman's), else the scenario's."""
+        return (nfs.kind(s.nf).runtime if s.nfs else None) or s.runtime
 
     @property
     def static_apis(self) -> list[str]:
@@ -220,14 +258,15 @@ class Builder:
         for n, ep in enumerate(point.engines):
             made(n)
             bed.nodes[ep.name] = Tester(ep, self._container(
-                s.runtime, FULL, bed, ep.name, (ep.cpu,), Quota.of(s.endpoint_quota, s.quota_period),
-                teardown))
+                self.runtime_of(ep, s), FULL, bed, ep.name, (ep.cpu,),
+                Quota.of(s.endpoint_quota, s.quota_period), teardown))
         for n, nf in enumerate(point.nfs, len(point.engines)):
             made(n)
             start = time.monotonic()
+            # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
-                s.runtime, self.image_of(nf, s.nf), bed, nf.name, point.cpuset(nf.cores),
-                Quota.of(s.nf_quota, s.quota_period), teardown))
+                self.runtime_of(nf, s), self.image_of(nf, s.nf), bed, nf.name,
+                point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown))
             bed.create_s[nf.name] = time.monotonic() - start
         if s.noise in noise.STRESSORS:
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
@@ -253,13 +292,26 @@ class Builder:
         teardown.push(f"noise {s.noise}", neighbour.stop)
         return Neighbour(name, neighbour)
 
+    def runtime_of(self, node: Endpoint | NF, s: Scenario) -> str:
+        """The runtime a node runs in: for a node in a virtual machine (nf_in,
+        endpoint_in) the VM runtime; else an NF's (nf_runtime) or the scenario's."""
+        if node.vm:
+            return VM
+        return self.nf_runtime(s) if isinstance(node, NF) else s.runtime
+
     def _container(self, runtime: str, image: str, bed: Testbed, name: str,
                    cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown) -> Container:
         """A node's container in its netns, from that image, seeing what its ports
-        need (one mount once), on `cpus` for at most `quota` of their time."""
-        mounts = {m: None for a in bed.ports(name) for m in a.mounts}
-        c = self._runtime(runtime, image).create(name, cpus, name, tuple(mounts), image=image,
-                                                 quota=quota)
+        need (one mount once; a VM's NICs), on `cpus` for at most `quota` of their
+        time."""
+        ports = bed.ports(name)
+        mounts = {m: None for a in ports for m in a.mounts}
+        nics = tuple(a.nic for a in ports if a.nic is not None)
+        maker = self._runtime(runtime, image)
+        if maker.kind == "vm":
+            s = bed.point.scenario
+            maker.configure(accel=s.accel, memory_mb=s.vm_memory, image=s.vm_image, pin=s.pin)
+        c = maker.create(name, cpus, name, tuple(mounts), image=image, quota=quota, nics=nics)
         teardown.push(f"container {name}", c.destroy)
         return c
 

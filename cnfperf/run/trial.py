@@ -25,7 +25,7 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,8 +195,8 @@ class Trial:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
         the nearest network function's)."""
         engine = self.bed.container(ep.name).engine
-        self._spawn(ep, engine_argv(engine, ep, self.bed.ports(ep.name), peer, hop, self.s,
-                                    self.bed.eal_args(ep.name)))
+        self._spawn(ep, engine_argv(engine, self.bed.inside(ep), self.bed.ports(ep.name), peer,
+                                    hop, self.s, self.bed.eal_args(ep.name)))
 
     def _start_nf(self, nf: NF, pair: Pair) -> None:
         """Start a network function; its frames go to the ports next to its own."""
@@ -206,8 +206,9 @@ class Trial:
         hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
         engine = self.bed.container(nf.name).engine
         assert self.kind is not None
-        command = self.kind.command(engine, nf, self.bed.ports(nf.name), hops, pair, self.s,
-                                    self.bed.eal_args(nf.name), self.bed.point.floating)
+        command = self.kind.command(engine, self.bed.inside(nf), self.bed.ports(nf.name), hops,
+                                    pair, self.s, self.bed.eal_args(nf.name),
+                                    self.bed.floating(nf.name))
         self.commands[nf.name] = command
         self._spawn(nf, command.argv, records=command.records)
 
@@ -248,8 +249,9 @@ class Trial:
                every: float = 0.05, tick: Callable[[], None] | None = None) -> None:
         """Until each engine has printed its `ready` or `summary` record; an
         engine that exits first, or a timeout, fails the point. `tick` runs
-        every `every` seconds while it waits."""
-        deadline = time.monotonic() + timeout
+        every `every` seconds while it waits. In a virtual machine it waits
+        longer (Container.slowdown: an emulated guest is slow)."""
+        deadline = time.monotonic() + self._patience(eps, timeout)
         while True:
             waiting = [ep for ep in eps if not self.outputs[ep.name].printed(record).is_set()]
             for ep in waiting:
@@ -314,8 +316,9 @@ class Trial:
             waiting = [nf for nf in waiting
                        if not any(ready in line for line in self.outputs[nf.name].lines)] \
                 if ready else ([] if waited >= settle_s else waiting)
-            if waiting and waited > READY_TIMEOUT:
-                raise self._failed(waiting[0], f"was not up within {READY_TIMEOUT:g} s")
+            if waiting and waited > self._patience(waiting, READY_TIMEOUT):
+                raise self._failed(waiting[0], f"was not up within "
+                                               f"{self._patience(waiting, READY_TIMEOUT):g} s")
             time.sleep(0.05)
 
     def _stop_commands(self, group: list[NF]) -> None:
@@ -326,15 +329,22 @@ class Trial:
                 self.procs[nf.name].send_signal(signal.SIGINT)
         for nf in group:
             try:
-                code = self.procs[nf.name].wait(timeout=STOP_TIMEOUT)
+                code = self.procs[nf.name].wait(timeout=self._patience([nf], STOP_TIMEOUT))
             except subprocess.TimeoutExpired:
-                raise self._failed(nf, f"did not exit within {STOP_TIMEOUT:g} s of SIGINT") \
+                raise self._failed(nf, f"did not exit within "
+                                       f"{self._patience([nf], STOP_TIMEOUT):g} s of SIGINT") \
                     from None
             self.outputs[nf.name].join(STOP_TIMEOUT)
             _close_stdin(self.procs[nf.name])   # a search's many trials must not keep it
             self.procs[nf.name].stdout.close()
             if code not in INTERRUPTED:
                 raise self._failed(nf, f"exited with code {code} on SIGINT")
+
+    def _patience(self, nodes: Sequence[Endpoint | NF], seconds: float) -> float:
+        """How long to wait for what takes `seconds` on the host, the slowest of
+        the nodes' containers considered (a virtual machine's guest, emulated
+        under TCG, takes many times as long to start a process or stop one)."""
+        return seconds * max((self.bed.container(n.name).slowdown for n in nodes), default=1.0)
 
     def _summary(self, ep: Endpoint | NF) -> dict | None:
         """An engine's summary record, or what a command NF's output says."""
@@ -366,9 +376,10 @@ class Trial:
             _close_stdin(self.procs[ep.name])
         for ep in eps:
             try:
-                code = self.procs[ep.name].wait(timeout=STOP_TIMEOUT)
+                code = self.procs[ep.name].wait(timeout=self._patience([ep], STOP_TIMEOUT))
             except subprocess.TimeoutExpired:
-                raise self._failed(ep, f"did not exit within {STOP_TIMEOUT:g} s "
+                raise self._failed(ep, f"did not exit within "
+                                       f"{self._patience([ep], STOP_TIMEOUT):g} s "
                                        "of being released") from None
             self.outputs[ep.name].join(STOP_TIMEOUT)
             if code != 0:

@@ -2,6 +2,7 @@
 endpoint in its own namespaces, pinned to its planned cores."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -13,7 +14,7 @@ from typing import ClassVar, Mapping, Protocol, Sequence
 from cnfperf import SystemFailure
 from cnfperf.host import tools
 from cnfperf.host.links import NETNS_DIR
-from cnfperf.host.system import spawn
+from cnfperf.host.system import is_static_elf, spawn
 
 
 # runc accepts [\w+-.]; we are stricter so a name is also a safe netns, cgroup and
@@ -69,6 +70,27 @@ class Quota:
 
 
 @dataclass(frozen=True)
+class Nic:
+    """One network card of a VM (runtimes/vm): a virtio-net PCI device, the
+    guest sees them in the order given. Exactly one backend: a tap device
+    (`tap`, in netns `netns`, None: the VM's own; `macvtap`: that link is a
+    macvtap) or a vhost-user socket (`socket`; `server`: QEMU creates it).
+    The guest's kernel names it `name`, with `mtu`; `dpdk`: bound instead to
+    uio_pci_generic for DPDK's virtio PMD. Container runtimes have their ports
+    in their netns already and take none."""
+
+    mac: str
+    name: str
+    mtu: int = 1500
+    dpdk: bool = False
+    tap: str | None = None
+    netns: str | None = None
+    macvtap: bool = False
+    socket: str | None = None
+    server: bool = False
+
+
+@dataclass(frozen=True)
 class ImageInfo:
     name: str
     path: str
@@ -109,6 +131,19 @@ def check_image(image: str) -> str:
 class ContainerError(SystemFailure):
     """A container or its image cannot be made or used; a runtime command that
     fails raises CommandFailed (cnfperf.host.system) instead."""
+
+
+def host_engine(engine: Path, image: str) -> str:
+    """The host's engine binary that runtimes without an image of their own
+    (netns, vm) run for `image`: an executable, statically linked for MINIMAL."""
+    check_image(image)
+    engine = Path(engine).resolve()
+    if not engine.is_file() or not os.access(engine, os.X_OK):
+        raise ContainerError(f"engine {engine} is not an executable file")
+    if image == MINIMAL and not is_static_elf(engine):
+        raise ContainerError(f"engine {engine} is not statically linked "
+                             f"(the {MINIMAL} image's engine is)")
+    return str(engine)
 
 
 def check_name(name: str, what: str = "container name") -> str:
@@ -174,6 +209,12 @@ def check_request(name: str, cpus: Sequence[int], netns: str,
     return checked, path
 
 
+def check_no_nics(nics: Sequence[Nic]) -> None:
+    if nics:
+        raise ValueError("virtual NICs are a virtual machine's: a container's ports are "
+                         "in its netns")
+
+
 def check_mounts(mounts: Sequence[Mount]) -> None:
     targets = set()
     for m in mounts:
@@ -188,6 +229,13 @@ def check_mounts(mounts: Sequence[Mount]) -> None:
 
 class Container(ABC):
     """One endpoint's isolated place to run engine processes."""
+
+    # What it is: "container", or "vm" (a virtual machine: its cores are the
+    # guest's vCPUs, guest_cpu(); its DPDK ports PCI devices, eal_args()).
+    kind: ClassVar[str] = "container"
+    # How many times longer than on the host a process inside takes to start or
+    # stop (an emulated guest's: many); what waits for one allows for it.
+    slowdown: float = 1.0
 
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
                  engine: str):
@@ -227,6 +275,16 @@ class Container(ABC):
         None when the container has no cgroup of its own."""
         return None
 
+    def guest_cpu(self, core: int) -> int:
+        """The CPU number a process inside sees for host core `core`."""
+        return core
+
+    def eal_args(self, memory_mb: int, file_prefix: str) -> list[str]:
+        """A DPDK engine's EAL arguments for the container's own DPDK devices
+        (a virtual machine's NICs); a container has none: the data plane's
+        vdevs serve it."""
+        raise ContainerError(f"{self.name}: no DPDK devices of its own")
+
     @abstractmethod
     def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
         """The host command that runs argv inside, as argv's own process, with
@@ -235,6 +293,18 @@ class Container(ABC):
     def _env(self, env: dict[str, str]) -> dict[str, str] | None:
         """The host command's environment; None: cnfperf's own."""
         return None
+
+    def _reap(self, grace: float = 0.0) -> None:
+        """Every process exec() started has ended: each given `grace` seconds to
+        exit on its own (its container killed already takes it along), then
+        killed."""
+        for proc in self._procs:
+            if grace:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=grace)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
 
     @abstractmethod
     def destroy(self) -> None:
@@ -249,6 +319,9 @@ class Container(ABC):
 
 class Runtime(ABC):
     name: ClassVar[str]
+    # What its containers are: "container" (the scenario's `runtime` names one)
+    # or "vm" (a virtual machine: nf_in and endpoint_in put nodes in one).
+    kind: ClassVar[str] = "container"
     # Whether create() can hold a container to a CPU quota (it needs a cgroup).
     quotas: ClassVar[bool] = True
 
@@ -275,10 +348,11 @@ class Runtime(ABC):
     @abstractmethod
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None) -> Container:
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> Container:
         """A container joined to the existing network namespace `netns`, running
         the engine `prepare(…, image)` was given; its `engine` says where. Its
-        processes may run on `cpus`, for at most `quota` of their time."""
+        processes may run on `cpus`, for at most `quota` of their time. `nics`:
+        a virtual machine's NICs (a container's ports are in its netns)."""
 
     @classmethod
     @abstractmethod

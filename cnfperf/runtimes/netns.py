@@ -2,43 +2,19 @@
 runs in the endpoint's network namespace, pinned to its cores with taskset."""
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf.host.system import is_static_elf, process_ids, signal_all, wait_gone
+from cnfperf.host.system import kill_tagged, tagged
 
-from .base import (FULL, MINIMAL, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
-                   check_image, check_name, check_request, cpu_list)
+from .base import (FULL, Container, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                   check_image, check_name, check_no_nics, check_request, cpu_list, host_engine)
 
 KIND = "container"
 # Every process we start carries this in its environment, so a run killed with
 # SIGKILL can still be cleaned up: remove() finds its processes by name.
 TAG = "CNFPERF_CONTAINER"
-
-
-def _tagged(prefix: str) -> dict[int, str]:
-    """pid -> container name of the live processes tagged with a name starting with prefix."""
-    found = {}
-    needle = f"{TAG}={prefix}".encode()
-    for pid in process_ids():
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                for var in f.read().split(b"\0"):
-                    if var.startswith(needle):
-                        found[pid] = var.split(b"=", 1)[1].decode(errors="replace")
-                        break
-    return found
-
-
-def _kill_tagged(name: str) -> None:
-    pids = [pid for pid, n in _tagged(name).items() if n == name]
-    signal_all(pids, signal.SIGKILL)
-    # A killed process keeps its environ until it is reaped by its parent; wait only
-    # for those that are still running.
-    wait_gone(pids, 5)
 
 
 class NetnsContainer(Container):
@@ -54,11 +30,8 @@ class NetnsContainer(Container):
     def destroy(self) -> None:
         if self._destroyed:
             return
-        for proc in self._procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-        _kill_tagged(self.name)
+        self._reap()
+        kill_tagged(TAG, self.name)
         self._destroyed = True
         self.journal.discard(KIND, self.name)
 
@@ -79,19 +52,14 @@ class NetnsRuntime(Runtime):
         """No image: a container of this kind runs `engine` from the host, the
         same binary runc would put in the image (the static one for MINIMAL,
         Click for CLICK and CLICK_DPDK)."""
-        check_image(image)
-        engine = Path(engine).resolve()
-        if not engine.is_file() or not os.access(engine, os.X_OK):
-            raise ContainerError(f"engine {engine} is not an executable file")
-        if image == MINIMAL and not is_static_elf(engine):
-            raise ContainerError(f"engine {engine} is not statically linked "
-                                 f"(the {MINIMAL} image's engine is)")
-        self.engines[image] = str(engine)
+        engine = host_engine(engine, image)
+        self.engines[image] = engine
         return ImageInfo(name="host", path="", size_bytes=0)
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None) -> NetnsContainer:
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> NetnsContainer:
+        check_no_nics(nics)
         if check_image(image) not in self.engines:
             raise RuntimeError(f"NetnsRuntime.create(image={image!r}) before prepare()")
         if quota is not None:
@@ -107,9 +75,9 @@ class NetnsRuntime(Runtime):
 
     @classmethod
     def leftovers(cls, prefix: str) -> list[str]:
-        return sorted(set(_tagged(prefix).values()))
+        return sorted(set(tagged(TAG, prefix).values()))
 
     @classmethod
     def remove(cls, name: str) -> None:
         check_name(name)
-        _kill_tagged(name)
+        kill_tagged(TAG, name)

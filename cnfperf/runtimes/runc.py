@@ -9,7 +9,6 @@ import functools
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Sequence
 
@@ -18,8 +17,8 @@ from cnfperf.host.facts import vswitchd_binary
 from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (CLICK, CLICK_DPDK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Quota, Runtime,
-                   check_image, check_name, check_request)
+from .base import (CLICK, CLICK_DPDK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                   check_image, check_name, check_no_nics, check_request)
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
 # so cleanup never touches anybody else's.
@@ -63,12 +62,7 @@ class RuncContainer(Container):
         if self._destroyed:
             return
         errors = _force_remove(self.name)
-        for proc in self._procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        self._reap(grace=5)   # each `runc exec` ends with its container
         shutil.rmtree(self.bundle, ignore_errors=True)
         with contextlib.suppress(OSError):
             self.bundle.parent.rmdir()
@@ -163,7 +157,8 @@ class RuncRuntime(Runtime):
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None) -> RuncContainer:
+               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> RuncContainer:
+        check_no_nics(nics)
         if check_image(image) not in self.images:
             raise RuntimeError(f"RuncRuntime.create(image={image!r}) before prepare()")
         info, spec = self.images[image]

@@ -20,7 +20,7 @@ from cnfperf.host.facts import EngineFacts
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.plan import place
 from cnfperf.report import style
-from cnfperf.runtimes import IMAGES
+from cnfperf.runtimes import IMAGES, RUNTIMES, podman
 from cnfperf.scenario import Scenario
 from harness import REPO
 
@@ -31,8 +31,10 @@ CLICK_FILE = "FromDevice({iface1}) -> Queue -> ToDevice({iface2});\n" \
 def _samples(tmp: Path) -> list[str]:
     """A value of every name and every form each registered family takes."""
     (tmp / "fwd.click").write_text(CLICK_FILE)
+    (tmp / "nf.tar").write_bytes(b"")
     forms = {"cmd:TEMPLATE": "cmd:my-nf --in {iface1} --out {iface2} -c {cpu}",
-             "click:FILE": f"click:{tmp / 'fwd.click'}"}
+             "click:FILE": f"click:{tmp / 'fwd.click'}",
+             "image:REF ARGS": f"image:{tmp / 'nf.tar'} --in {{iface1}} --out {{iface2}}"}
     values = nfs.names() + [forms[f] for k in nfs.KINDS for f in k.forms]
     assert len(values) == len(nfs.values()), "a form without a sample here"
     return values
@@ -51,12 +53,14 @@ def test_every_value_belongs_to_one_family(tmp_path):
         owners = [k for k in nfs.KINDS if k.matches(value)]
         assert owners and type(nfs.kind(value)) is owners[0]
     assert nfs.find("no-such-kind") is None
-    with pytest.raises(UserError, match="is not a network function: one of l2, .* or click:FILE"):
+    with pytest.raises(UserError, match="is not a network function: one of l2, .* or image:REF ARGS"):
         nfs.kind("no-such-kind")
 
 
 @pytest.mark.parametrize("index", range(len(nfs.values())))
-def test_every_kind_answers_the_whole_interface(index, tmp_path):
+def test_every_kind_answers_the_whole_interface(index, tmp_path, monkeypatch):
+    # a user's image runs its entrypoint (what podman would say of it)
+    monkeypatch.setattr(podman, "image_config", lambda ref: (("/nf",), ()))
     value = _samples(tmp_path)[index]
     kind = nfs.kind(value)
     assert isinstance(kind, NfKind) and kind.nf == value
@@ -74,7 +78,12 @@ def test_every_kind_answers_the_whole_interface(index, tmp_path):
     assert kind.pollers(s, 1) in (0, 1) and kind.pollers(s, 2) >= kind.pollers(s, 1)
     problems = kind.problems(s, _host())
     assert isinstance(problems, list) and all(isinstance(p, str) for p in problems)
-    assert kind.image(api, lambda: list(NF_APIS)) in IMAGES
+    # one of cnfperf's images, or the user's own (its ref) in the runtime the kind names
+    image = kind.image(api, lambda: list(NF_APIS))
+    if kind.runtime is None:
+        assert image in IMAGES
+    else:
+        assert kind.runtime in RUNTIMES and image == value.split()[0].removeprefix("image:")
     point = place(s, "1a2b", host_cpus=(0, 1), nf=kind)
     [nf] = point.nfs
     assert len(nf.ports) == kind.ports

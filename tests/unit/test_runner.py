@@ -78,6 +78,8 @@ class Switch:
 class Runtime:
     """A container runtime whose containers only record."""
 
+    kind = "container"
+
     def __init__(self, machine: Machine, journal, state) -> None:
         self.machine = machine
 
@@ -85,10 +87,10 @@ class Runtime:
         self.machine.step("prepare", image, engine.name)
         return ImageInfo(f"fake-{image}", "/fake", 1 if image == "full" else 2)
 
-    def create(self, name, cpus, netns, mounts=(), image="full", quota=None):
+    def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=()):
         machine = self.machine
         machine.step("create", name, image)
-        return type("Container", (), {"engine": f"/engine-{image}",
+        return type("Container", (), {"engine": f"/engine-{image}", "kind": "container", "slowdown": 1.0,
                                       "destroy": lambda self: machine.step("destroy", name)})()
 
 
@@ -384,6 +386,7 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
 
     class Container:
         cpus, init_pid, pids = (0,), None, []   # no cgroup: CPU time of no process
+        kind, slowdown = "container", 1.0
 
         def __init__(self, name):
             # no such netns: its UDP counters read as unknown (udp_errors.read)
@@ -398,7 +401,7 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
             machine.step("destroy", self.name)
 
     class Engines(Runtime):
-        def create(self, name, cpus, netns, mounts=(), image="full", quota=None):
+        def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=()):
             machine.step("create", name, image)
             return Container(name)
 

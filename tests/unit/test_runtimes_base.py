@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from cnfperf.runtimes import RUNTIMES, NetnsRuntime, RuncRuntime
+from cnfperf.runtimes import RUNTIMES, NetnsRuntime, PodmanRuntime, RuncRuntime, VmRuntime
 from cnfperf.runtimes.base import (Mount, check_cpus, check_mounts, check_name, check_netns,
                                    cpu_list)
 
@@ -59,7 +59,8 @@ def test_mounts_checked(tmp_path):
 
 
 def test_registry():
-    assert RUNTIMES == {"runc": RuncRuntime, "netns": NetnsRuntime}
+    assert RUNTIMES == {"runc": RuncRuntime, "netns": NetnsRuntime, "podman": PodmanRuntime,
+                        "vm": VmRuntime}
     assert all(cls.name == key for key, cls in RUNTIMES.items())
 
 
@@ -97,3 +98,12 @@ def test_netns_runs_the_host_engine_of_each_image(tmp_path):
         rt.prepare(Path("/bin/true"), MINIMAL)
     with pytest.raises(RuntimeError, match="image='minimal'.*before prepare"):
         rt.create("cnfp1", [0], "cnfp1", image=MINIMAL)
+
+
+def test_every_runtime_creates_with_the_same_parameters():
+    """The testbed calls every runtime's create() alike (nics among them)."""
+    import inspect
+    from cnfperf.runtimes.base import Runtime
+    expected = list(inspect.signature(Runtime.create).parameters)
+    for name, rt in RUNTIMES.items():
+        assert list(inspect.signature(rt.create).parameters) == expected, name

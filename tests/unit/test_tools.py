@@ -59,7 +59,8 @@ def commands_run() -> dict[str, list[str]]:
 
 
 def test_make_deps_installs_every_package_the_table_names():
-    wanted = {t.package for t in tools.TOOLS.values()} | set(tools.ENGINE_API_PACKAGES.values())
+    wanted = {t.package for t in tools.TOOLS.values()} | set(tools.ENGINE_API_PACKAGES.values()) \
+        | {tools.GUEST_KERNEL}
     assert wanted - apt_packages() == set(), "add these to APT_PACKAGES in the Makefile"
 
 

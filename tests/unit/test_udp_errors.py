@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf.host import udp_errors
+from cnfperf.host import links, udp_errors
 from cnfperf.cli import main
 from cnfperf import nfs as nf_kinds
 from cnfperf.plan import place
@@ -52,7 +52,7 @@ def test_a_namespace_s_counters_are_read_by_a_thread_that_joins_it(tmp_path, mon
     /sys): a thread of ours joins the namespace (here our own, through a
     name that points at it) and reads its view of /proc/net/snmp."""
     (tmp_path / "ours").symlink_to("/proc/self/ns/net")
-    monkeypatch.setattr(udp_errors, "NETNS_DIR", tmp_path)
+    monkeypatch.setattr(links, "NETNS_DIR", tmp_path)
 
     def no_fork(*args, **kwargs):
         raise AssertionError("forked a process to read counters")

@@ -3,7 +3,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from cnfperf.host.system import CommandFailed
 from cnfperf.runtimes.runc import RUNC_ROOT
 import harness
 from cnfperf.host import tools
-from harness import REPO
 from leak import assert_no_leftovers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("runc", "busybox")]
@@ -192,33 +190,12 @@ def test_destroy_kills_running_processes(runtime, netns, prefix):
         subprocess.run(["ip", "netns", "del", netns], check=True)
 
 
-KILLED_RUN = """
-import sys, time
-from pathlib import Path
-from cnfperf.host.journal import Journal
-from cnfperf.runtimes import RuncRuntime
-rt = RuncRuntime(Journal(Path(sys.argv[1]) / "j"), Path(sys.argv[1]), images_dir=Path(sys.argv[2]))
-rt.prepare(Path(sys.argv[3]))
-for i in range(2):
-    c = rt.create(f"{sys.argv[4]}-c{i}", [int(sys.argv[6])], sys.argv[5])
-    c.exec(["sleep", "600"])
-print("ready", flush=True)
-time.sleep(600)
-"""
 
-
-def test_leftovers_of_a_killed_run_removed_by_prefix(engine, images, netns, prefix, tmp_path):
+def test_leftovers_of_a_killed_run_removed_by_prefix(engine, images, netns, prefix, tmp_path, killed_run):
     with assert_no_leftovers():
         run_dir = tmp_path / "killed"
         run_dir.mkdir()
-        child = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(run_dir), str(images),
-                                  str(engine), prefix, netns, str(CPU)],
-                                 stdout=subprocess.PIPE, cwd=REPO, start_new_session=True)
-        try:
-            assert child.stdout.readline() == b"ready\n"
-        finally:
-            child.kill()
-            child.wait()
+        killed_run("RuncRuntime", run_dir, images, engine, prefix, netns, CPU)
         names = RuncRuntime.leftovers(prefix)
         assert names == [f"{prefix}-c0", f"{prefix}-c1"]
         assert RuncRuntime.leftovers(prefix + "zz") == []

@@ -1,0 +1,39 @@
+"""QEMU's monitor (QMP) through the qemu.qmp library: the few commands cnfperf
+gives a VM (which threads are its vCPUs, run, quit), each a short blocking call."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from qemu.qmp import QMPClient
+
+from ..base import ContainerError
+
+# The library logs each failure itself; ours say it once, as a ContainerError.
+logging.getLogger("qemu.qmp").setLevel(logging.CRITICAL)
+
+
+async def _execute(path: Path, commands: list[str], timeout: float) -> list[Any]:
+    client = QMPClient("cnfperf")
+    await asyncio.wait_for(client.connect(str(path)), timeout)
+    try:
+        return [await asyncio.wait_for(client.execute(c), timeout) for c in commands]
+    finally:
+        await client.disconnect()
+
+
+def execute(path: Path, *commands: str, timeout: float = 10.0) -> list[Any]:
+    """Each command's return value; ContainerError saying which failed."""
+    try:
+        return asyncio.run(_execute(path, list(commands), timeout))
+    except Exception as e:   # the library's errors have no common base but this
+        raise ContainerError(f"QMP {', '.join(commands)} at {path}: "
+                             f"{type(e).__name__} {e}".rstrip()) from None
+
+
+def vcpu_threads(path: Path, timeout: float) -> dict[int, int]:
+    """vCPU index -> the host thread that runs it."""
+    cpus = execute(path, "query-cpus-fast", timeout=timeout)[0]
+    return {c["cpu-index"]: c["thread-id"] for c in cpus}

@@ -1,0 +1,203 @@
+"""Virtual machines in cnfperf runs, for real: PVP through OVS-DPDK and testpmd
+with the engine's l2 NF in a VM on DPDK's virtio PMD, a chain of a VM and a
+container, a VM tester end over vhost-user, a router VM on its kernel's
+virtio-net behind a bridge (tap) and behind macvtap, two VMs on veth, a user's
+disk image, and a run killed with its VMs up, cleaned by `cnfperf cleanup`.
+Under TCG here (this host's KVM cannot run a guest): low rates, generous
+waits, and the points say they were emulated."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+import harness
+import leak
+from cnfperf.runtimes import VmRuntime
+from harness import REPO, cnfperf_argv, cnfperf_env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("qemu-system-x86_64", "busybox", "ip")]
+
+RATE = 1000        # pps: what an emulated guest forwards without loss beside two pollers
+DURATION = 1.5
+WARMUP = 0.5
+TIMEOUT = 600      # a run with a VM: QEMU, the guest's boot, its DPDK's start, emulated
+DPDK = pytest.mark.needs("ovsdb-server", "ovs-vsctl", "dpdk-testpmd")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def guest():
+    problems = VmRuntime.check()
+    if problems:
+        harness.missing("; ".join(problems))
+
+
+def _run(cli, cli_json, *args: str) -> dict:
+    done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
+               "--warmup", str(WARMUP), "--json", timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    assert run["status"] == "done"
+    [point] = run["points"]
+    return point
+
+
+def _zero_loss(point: dict, paced: bool = True) -> None:
+    """Every frame sent received. `paced`: the sender kept the rate; an emulated
+    guest's sender on its kernel's NIC may fall short of it when the host is busy
+    (its sends refused: a performance, not a test's, matter), so there only that
+    it sent a good part of it."""
+    [pair] = point["per_pair"]
+    low = 0.9 if paced else 0.25
+    assert low * RATE * DURATION <= pair["sent"] <= 1.1 * RATE * DURATION, pair
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+
+
+def _ran_in_vms(point: dict, count: int) -> None:
+    facts = point["vm_facts"]
+    assert facts["vms"] == count and facts["accel"] in ("kvm", "tcg"), facts
+    assert facts["qemu"] != "?" and facts["guest_kernel"] != "?", facts
+
+
+def _nf_forwarded_every_frame(point: dict, count: int = 1) -> None:
+    """Each NF's own counters: every frame the sender put on the link in at its
+    port 1 and out at its port 2 (the warm-up's too)."""
+    [sender] = [e for e in point["endpoints"] if e["role"] in ("send", "tester")]
+    sent = sender["summary"]["tx_packets"] + sender["summary"]["warmup_tx_packets"]
+    nfs = [e for e in point["endpoints"] if e["role"] == "nf"]
+    assert len(nfs) == count
+    for nf in nfs:
+        port1, port2 = nf["summary"]["ports"]
+        assert port1["rx_packets"] == port2["tx_packets"] == sent, nf["summary"]
+        assert not any(port1["dropped"].values()) and not port1["tx_refused"], nf["summary"]
+
+
+@DPDK
+@pytest.mark.parametrize("switch", ["testpmd", "ovs"])
+def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, cli_json, no_leftovers,
+                                                          switch):
+    point = _run(cli, cli_json, "--switch", switch, "--api", "dpdk", "--tester", "single",
+                 "--nfs", "1", "--nf-in", "vm")
+    assert point["nf_in"] == "vm" and point["nf_api"] == "dpdk"
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+    _nf_forwarded_every_frame(point)
+    [nf] = point["nf_results"]
+    assert nf["ready_s"] > 0    # QEMU's start, the guest's boot and the engine's
+
+
+@DPDK
+def test_a_chain_of_a_vm_and_a_container_behind_ovs(engine, cli, cli_json, no_leftovers):
+    """nf_in = vm+container: the first NF in a VM (vhost-user), the second in a
+    container (virtio-user), on one switch."""
+    point = _run(cli, cli_json, "--switch", "ovs", "--api", "dpdk", "--tester", "single",
+                 "--nfs", "2", "--nf-in", "vm+container")
+    assert point["nf_in"] == "vm+container"
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+    _nf_forwarded_every_frame(point, 2)
+
+
+@DPDK
+def test_a_vm_is_a_tester_end_over_vhost_user(engine, cli, cli_json, no_leftovers):
+    point = _run(cli, cli_json, "--switch", "testpmd", "--api", "dpdk", "--tester", "single",
+                 "--endpoint-in", "vm")
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+
+
+@pytest.mark.parametrize("switch", ["bridge", "macvlan"])
+def test_a_router_vm_on_its_kernel_behind_a_tap_or_a_macvtap(engine, cli, cli_json,
+                                                              no_leftovers, switch):
+    """The bridge gives the VM a tap on the bridge, macvlan a macvtap beside its
+    macvlans; the guest's kernel drives them (virtio_net), the engine's l3 routes
+    on raw sockets."""
+    point = _run(cli, cli_json, "--switch", switch, "--api", "raw", "--tester", "split",
+                 "--nfs", "1", "--nf", "l3", "--nf-api", "raw", "--nf-in", "vm",
+                 "--poll", "interrupt")
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+    _nf_forwarded_every_frame(point)
+
+
+def test_a_killed_run_leaves_its_vm_to_cleanup(engine, tmp_path):
+    """SIGKILL while the VM is up: QEMU, its tap, cgroup and sockets stay, and
+    `cnfperf cleanup` removes them all."""
+    before = leak.snapshot()
+    results = tmp_path / "results"
+    proc = subprocess.Popen(cnfperf_argv("run", "--switch", "bridge", "--api", "raw", "--nfs", "1",
+                                         "--nf-in", "vm", "--poll", "interrupt", "--rate", "1000",
+                                         "--duration", "60"),
+                            cwd=REPO, env=cnfperf_env(results), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while "measuring" not in proc.stderr.readline():
+            assert proc.poll() is None and time.monotonic() < deadline, "the run never measured"
+        assert VmRuntime.leftovers(""), "no VM while the run measures"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        proc.stderr.close()
+    done = subprocess.run(cnfperf_argv("cleanup"), cwd=REPO, env=cnfperf_env(results),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not VmRuntime.leftovers("")
+    assert not leak.diff(before, leak.snapshot()), "cleanup left something of the VM's run"
+
+
+def _disk_image(tmp_path, engine) -> str:
+    """A raw ext4 root holding a program of the user's (the static engine,
+    copied in under a path the host does not have) and nothing else."""
+    static = engine.parent / "cnfperf-engine-static"
+    if not static.exists():
+        harness.missing(f"{static} (make build)")
+    harness.require("mke2fs")
+    root = tmp_path / "root"
+    for d in ("usr/local/bin", "proc", "sys", "dev", "tmp"):
+        (root / d).mkdir(parents=True)
+    (root / "usr/local/bin/vnf").write_bytes(static.read_bytes())
+    (root / "usr/local/bin/vnf").chmod(0o755)
+    image = tmp_path / "vnf.img"
+    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(root), str(image), "32M"],
+                   check=True, capture_output=True)
+    return str(image)
+
+
+def test_a_vm_runs_the_users_command_in_their_disk_image(engine, cli, cli_json, no_leftovers,
+                                                           tmp_path):
+    """vm_image: the NF's command is a program only the image has; it forwards
+    every frame through the bridge's taps."""
+    image = _disk_image(tmp_path, engine)
+    vnf = ("cmd:/usr/local/bin/vnf nf --nf l2 --api raw --iface {iface1} --iface2 {iface2} "
+           "--dst-mac {peer1} --dst-mac2 {peer2} --cpu {cpu} --poll interrupt --duration 0")
+    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--tester", "split",
+                 "--nfs", "1", "--nf", vnf, "--nf-in", "vm", "--vm-image", image,
+                 "--poll", "interrupt")
+    _zero_loss(point)
+    _ran_in_vms(point, 1)
+    assert point["vm_image"] == image
+
+
+
+def test_a_vm_tester_end_on_a_kernel_plane(engine, cli, cli_json, no_leftovers):
+    """One VM holds both ends (the single tester: one clock), its guest's
+    kernel NICs on macvtaps."""
+    point = _run(cli, cli_json, "--switch", "macvlan", "--api", "raw", "--endpoint-in", "vm",
+                 "--nfs", "1", "--nf-api", "raw", "--poll", "interrupt")
+    _zero_loss(point, paced=False)
+    _ran_in_vms(point, 1)
+
+
+def test_two_vms_on_veth_each_open_their_own_macvtaps(engine, cli, cli_json, no_leftovers):
+    """Both ends in one VM, the NF in another, on veth: four passthru macvtaps in
+    two netns, each VM opening its own (a macvtap's /dev/tapN is host-wide while
+    ifindexes count per netns). A VM with another's NIC would forward nothing."""
+    point = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--endpoint-in", "vm",
+                 "--nfs", "1", "--nf-api", "raw", "--nf-in", "vm", "--poll", "interrupt")
+    _zero_loss(point, paced=False)
+    _ran_in_vms(point, 2)
+    _nf_forwarded_every_frame(point)
