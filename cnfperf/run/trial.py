@@ -305,7 +305,8 @@ class Trial:
         self._await(engines, "ready", READY_TIMEOUT, "before it was ready")
         start = time.monotonic()
         waiting = [nf for nf in group if nf not in engines]
-        settle_s = self.kind.settle_s if self.kind else 0.0
+        # a command in an emulated guest takes as much longer to open its ports
+        settle_s = self._patience(waiting, self.kind.settle_s if self.kind else 0.0)
         while waiting:
             for nf in waiting:
                 if self.procs[nf.name].poll() is not None:

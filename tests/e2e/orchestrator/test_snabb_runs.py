@@ -30,8 +30,9 @@ def test_zero_loss_and_counters_that_match_the_engines(engine, cli, cli_json, no
     [point] = run["points"]
     assert point["status"] == "done", point["error"]
     [pair] = point["per_pair"]
-    # On two cores the sender shares one with a busy poller and may fall a little behind.
-    assert 0.8 * RATE * DURATION <= pair["sent"] <= 1.1 * RATE * DURATION, pair
+    # On two cores the sender shares one with a busy poller and may fall behind
+    # (split: three pollers on two cores); what is sent must all arrive.
+    assert 0.5 * RATE * DURATION <= pair["sent"] <= 1.1 * RATE * DURATION, pair
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
 
     [placed] = point["placement"]
