@@ -70,7 +70,10 @@ def test_the_loss_table_names_the_receiver_kernel_s_checksum_drops(engine, cli, 
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
     [point] = cli_json("results", "show", run_id)["points"]
     [pair] = point["per_pair"]
-    assert pair["sent"] > 0 and pair["received"] == 0 and pair["lost"] == pair["sent"], pair
+    # An unfinished checksum is right by chance for one datagram in 65536 (its
+    # payload's sum cancels out): that one arrives.
+    assert pair["sent"] > 0 and pair["received"] <= 2, pair
+    assert pair["lost"] == pair["sent"] - pair["received"], pair
     [receiver] = [e for e in point["endpoints"] if e["role"] == "recv"]
     # every frame that reached it, the warm-up's too: all the sender sent but the
     # odd one a user's testpmd drops as it starts or stops (it counts its own)
