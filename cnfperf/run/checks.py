@@ -130,7 +130,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         raise UserError("runtime", f"unknown container runtime {s.runtime!r}; known: "
                                    f"{', '.join(CONTAINER_RUNTIMES)} (nf_in and endpoint_in "
                                    "put nodes in virtual machines)")
-    _check_vms(s, dataplane)
+    _check_vms(s, dataplane, ports)
     if TX_PORT + paths * s.flows - 1 > MAX_PORT:
         raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "
                                  f"(UDP source ports from {TX_PORT})"
@@ -160,9 +160,9 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
 
 
-def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
+def _check_vms(s: Scenario, dataplane: type[DataPlane], ports: int) -> None:
     """Where the nodes run: nf_in's places, and a data plane that gives a
-    virtual machine its ports."""
+    virtual machine its ports; `ports`: an NF's (its kind's)."""
     try:
         nf_places(s.nf_in, s.nfs)
     except ValueError as e:
@@ -181,20 +181,21 @@ def _check_vms(s: Scenario, dataplane: type[DataPlane]) -> None:
         raise UserError("endpoint_in" if s.endpoint_in == "vm" else "nf_in",
                         f"{s.switch} gives no virtual machine a port ({dataplane.vm_refusal}); "
                         f"{having} do")
-    if has_vms(s) and (why := RUNTIMES[VM].memory_problem(s.vm_memory, _vm_dpdk_mb(s, dataplane))):
-        raise UserError("vm_memory", why)
+    if has_vms(s):
+        why = RUNTIMES[VM].memory_problem(s.vm_memory, _vm_dpdk_mb(s, dataplane, ports))
+        if why:
+            raise UserError("vm_memory", why)
 
 
-def _vm_dpdk_mb(s: Scenario, dataplane: type[DataPlane]) -> int:
+def _vm_dpdk_mb(s: Scenario, dataplane: type[DataPlane], nf_ports: int) -> int:
     """The DPDK memory of the busiest VM's engine (testbed.eal_args): on a DPDK
     data plane a VM's NICs are its DPDK's; the single tester's end holds two
     ports a path, an NF its kind's."""
     if not issubclass(dataplane, DpdkPlane):
         return 0
-    kind = nfs.find(s.nf) if s.nfs else None
     ports = [2 * (s.pairs + (s.noise == "traffic"))] if s.endpoint_in == VM else []
     if s.nfs and VM in nf_places(s.nf_in, s.nfs):
-        ports.append(kind.ports if kind is not None else 2)
+        ports.append(nf_ports)
     return endpoint_mb(s.size) * max(ports)
 
 
