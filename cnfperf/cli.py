@@ -12,12 +12,15 @@ import re
 import signal
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
 from cnfperf import SystemFailure, UserError, __version__, fields, reference, testers
-from cnfperf.run import checks, runner
+from cnfperf.run import checks, runner, survey
+from cnfperf.run.agent import main as run_agent
 from cnfperf.run.cleanup import cleanup
+from cnfperf.remote.inventory import load as load_inventory
 from cnfperf.engine import find_engine
 from cnfperf.experiments import studies
 from cnfperf.experiments.sweep import format_seconds, parse_values
@@ -109,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("--quick", action="store_true",
                        help="the study's [quick] variant: fewer points, 1 s each")
     _scenario_flags(study, with_fields=False)
+    study.add_argument("--hosts", metavar="FILE",
+                       help="the inventory of other hosts, for a study that places its tester "
+                            "or its host under test on them (tester_host, dut_host)")
     _results_and_json(study)
     study.set_defaults(func=_study)
 
@@ -127,6 +133,10 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="what this host offers and which data planes work")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument("--hosts", metavar="FILE", type=Path,
+                        help="also every host of this inventory (reached over SSH, its agent, "
+                             "what it runs) and every wire (a frame sent on one end must "
+                             "arrive at the other)")
     doctor.set_defaults(func=_doctor)
 
     clean = sub.add_parser("cleanup", help="remove what killed runs left behind")
@@ -134,8 +144,15 @@ def _parser() -> argparse.ArgumentParser:
                        help="only this run's leftovers, or latest's (default: every run's)")
     clean.add_argument("--force", action="store_true",
                        help="even while a run holds the host lock")
+    clean.add_argument("--hosts", metavar="FILE", type=Path,
+                       help="also on every host of this inventory (over SSH)")
     _results_and_json(clean, json_flag=False)
     clean.set_defaults(func=_cleanup)
+
+    agent = sub.add_parser("agent", help="a host's part of a run, for a controller on another "
+                                         "host (it starts this over SSH; JSON lines on stdin "
+                                         "and stdout)")
+    agent.set_defaults(func=lambda _args: run_agent())
 
     results = sub.add_parser("results", help="stored results")
     rsub = results.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -223,7 +240,8 @@ def _study(args: argparse.Namespace) -> int:
     path = studies.find(args.name)
     engine = find_engine()
     host = gather(engine)
-    swept = checks.load_plan(path, {"repeat": args.repeat}, quick=args.quick, host=host)
+    swept = checks.load_plan(path, {"repeat": args.repeat, "hosts": args.hosts},
+                             quick=args.quick, host=host)
     swept.spec["study"] = path.stem
     if args.dry_run:
         return _dry_run(swept, host)
@@ -356,11 +374,31 @@ class _ProgressLine:
 def _doctor(args: argparse.Namespace) -> int:
     host = gather(find_engine())
     matrix = checks.matrix(host)
+    inventory = load_inventory(args.hosts) if args.hosts else None
+    found = survey.check_hosts(inventory, host) if inventory else None
     if args.json:
-        print(json.dumps({"host": host.to_dict(), **matrix}, indent=1))
+        extra = {} if found is None else {
+            "hosts": [asdict(h) for h in found[0]], "wires": [asdict(w) for w in found[1]]}
+        print(json.dumps({"host": host.to_dict(), **matrix, **extra}, indent=1))
     else:
         print(render_host(host, matrix))
+        if found is not None:
+            print(_render_hosts(*found))
+    if found is not None and not all(c.ok for c in (*found[0], *found[1])):
+        return EXIT_FAILURE
     return 0
+
+
+def _render_hosts(hosts: list, wires: list) -> str:
+    lines = ["hosts"]
+    for h in hosts:
+        what = (f"unusable: {h.problem}" if h.problem else
+                f"ok  {h.facts.get('kernel', '')}; runs {', '.join(h.planes) or 'no data plane'}")
+        lines.append(f"  {h.name:<10} {h.address:<28} {what}")
+    lines.append("wires")
+    for w in wires:
+        lines.append(f"  {w.wire:<36} {'ok' if w.ok else w.problem}")
+    return "\n".join(lines)
 
 
 def _cleanup(args: argparse.Namespace) -> int:
@@ -371,7 +409,10 @@ def _cleanup(args: argparse.Namespace) -> int:
     if args.run is not None and not re.fullmatch(r"[0-9a-f]{4}", args.run):
         raise UserError("RUN_ID", f"{args.run!r} is not a run id (4 hex digits, as "
                                   "`cnfperf results list` shows)")
-    removed, failed = cleanup(force=args.force, run_id=args.run)
+    if args.hosts:
+        removed, failed = survey.cleanup_hosts(load_inventory(args.hosts), args.run, args.force)
+    else:
+        removed, failed = cleanup(force=args.force, run_id=args.run)
     for line in removed:
         print(f"removed {line}")
     for line in failed:

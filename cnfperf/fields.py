@@ -49,6 +49,9 @@ SWITCH_IN = ("host", "container")
 # Where a network function or a tester's end runs: in a container (of the
 # scenario's runtime) or in a QEMU virtual machine of its own.
 PLACES = ("container", "vm")
+# The machine cnfperf runs on, as placements name it; other hosts are an
+# inventory's (hosts = FILE: cnfperf/remote/inventory.py).
+LOCAL = "local"
 # How QEMU runs a virtual machine: with the host's KVM, or emulated (TCG).
 ACCELS = ("kvm", "tcg")
 # A noisy neighbour during the measurement: a stress-ng stressor class in a
@@ -187,6 +190,20 @@ FIELDS: list[Field] = [
           axis=8, column="TEXT", label="named"),
     Field("endpoint_in", "choice", "container", "where the tester's ends run: container, or vm "
           "(a QEMU virtual machine each)", axis=9, choices=PLACES, column="TEXT",
+          label="named"),
+    Field("hosts", "str", "", "the inventory of other hosts (a hosts.toml file: their SSH "
+          "addresses and the wires between them); needed when tester_host, dut_host or "
+          "nf_host names one",
+          axis=-3),
+    Field("tester_host", "str", LOCAL, "the host the tester's ends run on: local, or a host of "
+          "the inventory (hosts); on another host than dut_host its ports are NICs wired to "
+          "the switch's host", axis=-1, column="TEXT", label="named"),
+    Field("dut_host", "str", LOCAL, "the host under test: where the switch and the network "
+          "functions run (local, or a host of the inventory)", axis=-2, column="TEXT",
+          label="named"),
+    Field("nf_host", "str", "", "the host each network function runs on, if not dut_host: "
+          "hosts joined by + give a path's NFs theirs in order, the last repeating (dut+dut2: "
+          "a chain across two hosts, each with its switch, wired)", axis=-4, column="TEXT",
           label="named"),
     Field("accel", "choice", AUTO, "how virtual machines run: kvm (hardware virtualisation), "
           "tcg (QEMU's emulation: slow, results marked emulated), or auto (kvm where the "

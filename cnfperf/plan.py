@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from cnfperf import PREFIX, fields, testers
-from cnfperf.fields import MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
+from cnfperf.fields import LOCAL, MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, parse_cpus
 
 IFNAMSIZ = 15
@@ -58,6 +58,7 @@ class Port:
                        # DPDK port id and vdev index
     vm: bool = False   # its node is a virtual machine: the data plane gives the VM a
                        # virtual NIC (a tap, a macvtap, a vhost-user socket) for it
+    host: str = LOCAL  # the host its node runs on (tester_host, nf_host)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class Endpoint:
     node: str = ""     # the node holding its port: itself, or with tester = single
                        # the sender, whose one engine holds both ends
     vm: bool = False   # it runs in a virtual machine (endpoint_in = vm)
+    host: str = LOCAL  # the host it runs on (tester_host)
 
     @property
     def port(self) -> Port:
@@ -104,7 +106,7 @@ class Endpoint:
         end is its node's second port."""
         node = self.node or self.name
         return Port(self.name, node, self.pair, self.mac, self.api, slot=int(node != self.name),
-                    vm=self.vm)
+                    vm=self.vm, host=self.host)
 
     @property
     def runs_engine(self) -> bool:
@@ -123,6 +125,7 @@ class NF:
     ports: tuple[Port, ...]
     cores: tuple[int, ...] = ()   # every core it was placed on (nf_cores), cpu first
     vm: bool = False   # it runs in a virtual machine (nf_in)
+    host: str = LOCAL  # the host it runs on (nf_host)
     role = "nf"        # what its engine does, as the tester's ends say send or recv
 
 
@@ -180,6 +183,11 @@ class TestPoint:
     joins: str = "switch"   # the data plane's way of joining a link (DataPlane.joins)
     # noise = traffic: pairs after the measured ones, through the same switch
     noise_pairs: tuple[Pair, ...] = ()
+    # The host this copy of the point is built on (each host builds its own
+    # nodes: here()), and the NICs there that carry ports across hosts: port
+    # name -> interface, the ends of the inventory's wires (wired_ports()).
+    host: str = LOCAL
+    nics: tuple[tuple[str, str], ...] = ()
 
     @property
     def paths(self) -> tuple[Pair, ...]:
@@ -200,10 +208,13 @@ class TestPoint:
         return "chain" if self.joins == "switch" else "pipeline"
 
     def path(self) -> str:
-        """`send → 3 × l2 (chain) → recv`: what --dry-run and the report show."""
-        pair = self.pairs[0]
-        return describe_path(pair.sender.role, self.scenario.nfs, self.scenario.nf, self.shape,
-                             pair.receiver.role, self.scenario.nf_in, self.scenario.endpoint_in)
+        """`send → 3 × l2 (chain) → recv`: what --dry-run and the report show,
+        with the hosts it runs on when they are not all this one."""
+        pair, s = self.pairs[0], self.scenario
+        path = describe_path(pair.sender.role, s.nfs, s.nf, self.shape, pair.receiver.role,
+                             s.nf_in, s.endpoint_in)
+        return path + hosts_said(s.tester_host, s.dut_host, s.nf_host if s.nfs else "",
+                                 len(self.crossings()))
 
     @property
     def endpoints(self) -> list[Endpoint]:
@@ -231,6 +242,68 @@ class TestPoint:
     def ports(self) -> list[Port]:
         """Every port, each pair's in path order."""
         return [port for link in self.links for port in (link.a, link.b)]
+
+    def host_of(self, node: str) -> str:
+        """Where a node runs: a tester's end on tester_host, an NF on its
+        nf_host (dut_host unless it says otherwise), anything else on dut_host."""
+        for n in (*self.endpoints, *self.nfs):
+            if n.name == node:
+                return n.host
+        return self.scenario.dut_host
+
+    def here(self, node: str) -> bool:
+        """Whether this copy's host builds the node."""
+        return self.host_of(node) == self.host
+
+    def joined_at(self, link: Link) -> str:
+        """The host whose switch joins a link: its network function's (the one
+        downstream first), else, between two tester ports, dut_host."""
+        ends = {e.name for e in self.endpoints} | {e.node for e in self.endpoints}
+        for port in (link.b, link.a):
+            if port.node not in ends:
+                return port.host
+        return self.scenario.dut_host
+
+    def crossings(self) -> list[tuple[Port, str]]:
+        """(port, host) for each port whose link is joined on another host than
+        its node's: a wire carries it there, in path order."""
+        return [(port, at) for link in self.links for at in (self.joined_at(link),)
+                for port in (link.a, link.b) if port.host != at]
+
+    @property
+    def spans_hosts(self) -> bool:
+        """Whether a wire crosses between hosts (a tester on another host than
+        the switch: the classic TG–DUT topology; NFs on several hosts)."""
+        return bool(self.crossings())
+
+    def wired_ports(self) -> list[Port]:
+        """The ports a wire carries to another host's switch (crossings)."""
+        return [port for port, _ in self.crossings()]
+
+    def links_joined_here(self) -> list[Link]:
+        """The links this copy's host's switch joins."""
+        return [link for link in self.links if self.joined_at(link) == self.host]
+
+    def ports_joined_here(self) -> list[Port]:
+        """The ports of the links this copy's host's switch joins: its nodes',
+        and the wires' ends that stand for other hosts' ports (nic())."""
+        return [port for link in self.links_joined_here() for port in (link.a, link.b)]
+
+    def direct_ports(self) -> list[Port]:
+        """This host's nodes' ports that are NICs themselves: their links are
+        joined on another host, a wire away (dataplanes/nic.py)."""
+        return [port for port, _ in self.crossings() if port.host == self.host]
+
+    @property
+    def hosts(self) -> list[str]:
+        """Every host a part of the point runs on: its nodes' and its switches'."""
+        found = [n.host for n in (*self.endpoints, *self.nfs)]
+        found += [self.joined_at(link) for link in self.links]
+        return list(dict.fromkeys(found))
+
+    def nic(self, port: str) -> str | None:
+        """The interface on this copy's host that carries the port across a wire."""
+        return dict(self.nics).get(port)
 
     def cpuset(self, cores: tuple[int, ...]) -> tuple[int, ...]:
         """Where a switch or NF placed on `cores` may run: those cores if pinned,
@@ -274,6 +347,19 @@ def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: s
         if nfs else ""
     ends = " in vm" if endpoint_in == "vm" else ""
     return f"{sender}{ends}{middle} → {receiver}{ends}"
+
+
+def hosts_said(tester_host: str, dut_host: str, nf_host: str = "", wires: int | None = None) -> str:
+    """What a path adds when it runs on other hosts: `  (tester on local,
+    switch on dut+dut2, 3 wires)`: the switch runs where the NFs are (each
+    host's joins the links into its NFs), else on dut_host; "" on this host alone."""
+    switch = "+".join(dict.fromkeys(nf_host.split("+"))) if nf_host else dut_host
+    if {tester_host, *switch.split("+")} == {LOCAL}:
+        return ""
+    said = [f"tester on {tester_host}", f"switch on {switch}"]
+    if wires:
+        said.append(f"{wires} wire{'' if wires == 1 else 's'}")
+    return f"  ({', '.join(said)})"
 
 
 def run_prefix(run_id: str) -> str:
@@ -320,30 +406,44 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
     sender_role, receiver_role = roles(s.tester, s.mode)
     octets = _octets(run_id)
     engines = 1 if single else 2   # per pair, for the tester's ends
+    hosts = nf_hosts(s)
+    # NFs take the cores after every pair's ends on the tester's host, in path
+    # order; on a host of their own from its first core.
+    taken = Counter({s.tester_host: engines * s.pairs})
     pairs = []
     for k in range(s.pairs):
         # Receivers first on the core list, so that with two cores every pair gets
         # one core per side instead of both sides on one; a single tester takes
-        # one. NFs take the cores after every pair's ends, in path order.
+        # one.
         receiver_cpu = cpus[(engines * k) % len(cpus)]
         sender_cpu = receiver_cpu if single else cpus[(2 * k + 1) % len(cpus)]
-        first = engines * s.pairs + k * s.nfs * s.nf_cores
-        nf_cores = [tuple(dict.fromkeys(cpus[(first + i * s.nf_cores + j) % len(cpus)]
-                                        for j in range(s.nf_cores))) for i in range(s.nfs)]
+        nf_cores = []
+        for i in range(s.nfs):
+            first = taken[hosts[i]]
+            nf_cores.append(tuple(dict.fromkeys(cpus[(first + j) % len(cpus)]
+                                                for j in range(s.nf_cores))))
+            taken[hosts[i]] += s.nf_cores
         vm = s.endpoint_in == "vm"
-        sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, host=1,
-                           udp_port=TX_PORT + k * s.flows, api=s.api, vm=vm)
-        receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, host=2,
-                             udp_port=RX_PORT + k, api=s.api, vm=vm)
+        sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, octet=1,
+                           udp_port=TX_PORT + k * s.flows, api=s.api, vm=vm, host=s.tester_host)
+        receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, octet=2,
+                             udp_port=RX_PORT + k, api=s.api, vm=vm, host=s.tester_host)
         if single:
             receiver = replace(receiver, node=sender.name)
+        places = nf_places(s.nf_in, s.nfs)
         pairs.append(Pair(
             index=k, sender=sender, receiver=receiver,
-            nfs=tuple(_nf(run_id, k, i, cores, octets, s.nf_api, sides="ab"[:nf_ports],
-                          vm=place == "vm")
-                      for i, (cores, place) in enumerate(zip(nf_cores, nf_places(s.nf_in, s.nfs)))),
+            nfs=tuple(_nf(run_id, k, i, nf_cores[i], octets, s.nf_api, sides="ab"[:nf_ports],
+                          vm=places[i] == "vm", host=hosts[i]) for i in range(s.nfs)),
         ))
     return pairs
+
+
+def nf_hosts(s: Scenario) -> tuple[str, ...]:
+    """The host each of a path's NFs runs on (nf_host, in path order, places
+    joined by + taken in turn, the last repeating; none: dut_host)."""
+    hosts = (s.nf_host or s.dut_host).split("+")
+    return tuple(hosts[min(i, len(hosts) - 1)] for i in range(s.nfs))
 
 
 def _octets(run_id: str) -> bytes:
@@ -358,9 +458,9 @@ def _noise_pair(s: Scenario, run_id: str, pairs: list[Pair], cpus: tuple[int, ..
     ends = [ep.cpu for p in pairs for ep in p.engines]
     cores = noise_cores(s.noise_on, cpus, ends, nf_cores, ())
     sender_role, receiver_role = roles(s.tester, s.mode)
-    sender = _endpoint(run_id, k, "s", sender_role, cores[-1], octets, host=1,
+    sender = _endpoint(run_id, k, "s", sender_role, cores[-1], octets, octet=1,
                        udp_port=TX_PORT + k * s.flows, api=s.api)
-    receiver = _endpoint(run_id, k, "r", receiver_role, cores[0], octets, host=2,
+    receiver = _endpoint(run_id, k, "r", receiver_role, cores[0], octets, octet=2,
                          udp_port=RX_PORT + k, api=s.api)
     if s.tester == "single":
         receiver = replace(receiver, node=sender.name)
@@ -399,26 +499,27 @@ def has_vms(s: Scenario) -> bool:
 
 
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,
-              host: int, udp_port: int, api: str, vm: bool = False) -> Endpoint:
+              octet: int, udp_port: int, api: str, vm: bool = False,
+              host: str = LOCAL) -> Endpoint:
     # Locally administered unicast (02:…), unique per run, pair and side, so that
     # a bridge shared by several pairs never sees two ports claim one MAC.
-    mac = f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{host:02x}"
+    mac = f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{octet:02x}"
     return Endpoint(name=f"{run_prefix(run_id)}p{pair}{side}", pair=pair, role=role, cpu=cpu,
-                    mac=mac, ip=f"10.77.{pair}.{host}", prefixlen=24, udp_port=udp_port, api=api,
-                    vm=vm)
+                    mac=mac, ip=f"10.77.{pair}.{octet}", prefixlen=24, udp_port=udp_port, api=api,
+                    vm=vm, host=host)
 
 
 def _nf(run_id: str, pair: int, index: int, cores: tuple[int, ...], octets: bytes, api: str,
-        sides: str = "ab", vm: bool = False) -> NF:
+        sides: str = "ab", vm: bool = False, host: str = LOCAL) -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
     # MACs after the tester's ends (hosts 1 and 2): two per NF. Which end of a
     # link listens is the link's (Link.first_is_a).
     ports = tuple(Port(name + side, name, pair,
                        f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
-                       api=api, slot=n, vm=vm)
+                       api=api, slot=n, vm=vm, host=host)
                   for n, side in enumerate(sides))
-    return NF(name, pair, index, cores[0], ports, cores, vm=vm)
+    return NF(name, pair, index, cores[0], ports, cores, vm=vm, host=host)
 
 
 def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,
@@ -427,9 +528,20 @@ def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,
     poll = interrupt), the NFs as their kind says (NfFacts.pollers: the
     engine's as the tester's, testpmd one per core whatever `poll` says,
     Click on sockets none), the data plane's."""
-    ends = 0 if s.poll == "interrupt" else sum(POLLERS[e.role] for p in pairs for e in p.engines)
-    nfs = sum(nf.pollers(s, len(n.cores or (n.cpu,))) for p in pairs for n in p.nfs) if nf else 0
-    return ends + nfs + switch_pollers
+    busy: Counter[str] = Counter()
+    if s.poll != "interrupt":
+        for p in pairs:
+            for e in p.engines:
+                busy[e.host] += POLLERS[e.role]
+    if nf:
+        for p in pairs:
+            for n in p.nfs:
+                busy[n.host] += nf.pollers(s, len(n.cores or (n.cpu,)))
+    # the switch's on every host that joins links: dut_host's, each NF's
+    for host in {s.dut_host, *nf_hosts(s)}:
+        busy[host] += switch_pollers
+    # each host's cores are its own: the busiest host's count
+    return max(busy.values(), default=0)
 
 
 def _warnings(pollers: int, cpus: tuple[int, ...]) -> list[str]:

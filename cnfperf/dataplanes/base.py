@@ -147,6 +147,10 @@ class DataPlane(ABC):
     # as kernel_links: asked only of a point with a virtual machine.
     vm_links: ClassVar[Mapping[str, str]] = {}
 
+    # Whether it takes a NIC of its host as the port of a node on another host
+    # (TestPoint.nics: the tester's ports when tester_host is not dut_host).
+    nic_ports: ClassVar[bool] = False
+
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal
         self.home = home

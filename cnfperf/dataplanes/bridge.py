@@ -20,6 +20,7 @@ class BridgePlane(KernelPlane):
     vm_links = {"tun": "TUN"}
     # The receiver's port egresses through the bridge's own qdisc, whatever the api.
     limit_at_sender = False
+    nic_ports = True
 
     def setup(self) -> None:
         self.bridge = self.point.name("sw")  # the switch, in its namespace of the same name
@@ -50,7 +51,9 @@ class BridgePlane(KernelPlane):
     def _port(self, port: Port) -> None:
         sw = self.switch_netns
         host_side = port.name + "h"
-        if port.vm:
+        if self.point.nic(port.name):
+            host_side = self.lend(port, sw)   # the wire's end is the bridge's port
+        elif port.vm:
             self.add_tap(host_side, sw, counted=True)
         else:
             self.add_link(host_side, sw, "type", "veth", "peer", "name", port.name,

@@ -52,6 +52,7 @@ class ClickPlane(DpdkPlane):
     # (max_rxq = 1). Its mbufs are DPDK's default, 2 KB of data, and Click reads
     # only the first segment of a chained one.
     max_size = dpdk_args.STD_BUFFER + dpdk_args.FCS
+    nic_ports = True       # a wire's NIC through the af_packet PMD
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -66,7 +67,7 @@ class ClickPlane(DpdkPlane):
         return None
 
     def _mbufs(self) -> int:
-        return (len(self.point.ports) * MBUFS_PER_PORT
+        return (len(self.point.ports_joined_here()) * MBUFS_PER_PORT
                 + (len(self.cpus) + 1) * MBUFS_PER_LCORE)
 
     def switch_mb(self) -> int:
@@ -79,18 +80,25 @@ class ClickPlane(DpdkPlane):
     def _plan(self) -> list[LinkPlan]:
         """Link k on ports 2k and 2k+1, on poll thread 1 + k mod switch_cores."""
         return [LinkPlan(2 * k, 2 * k + 1, 1 + k % len(self.cpus), (link.a.name, link.b.name))
-                for k, link in enumerate(self.point.links)]
+                for k, link in enumerate(self.point.links_joined_here())]
 
     def setup(self) -> None:
         s = self.point.scenario
-        self.index = {port.name: i for i, port in enumerate(self.point.ports)}
-        vdevs = [dpdk_args.vhost(i, self._socket(i)) for i in range(len(self.index))]
+        ports = self.point.ports_joined_here()
+        self.index = {port.name: i for i, port in enumerate(ports)}
+        # a wire's end (its node on another host) through the af_packet PMD
+        nics = {i: self.nic_vdev(i, port) for i, port in enumerate(ports)
+                if self.point.nic(port.name)}
+        vdevs = [nics.get(i) or dpdk_args.vhost(i, self._socket(i))
+                 for i in range(len(self.index))]
         lcores = dpdk_args.lcores(self.cpus, self.point.floating)
         eal = dpdk_args.eal_args(f"{self.point.prefix}click", self.huge_dir, self.switch_mb(),
                                  vdevs, lcores=lcores)
         control = str(self.dir / "click.ctl")
         config = self.dir / "switch.click"
-        config.write_text(click_app.configuration(self._plan(), s.burst, control, self._mbufs()))
+        devices = {i: vdev.split(",", 1)[0] for i, vdev in nics.items()}
+        config.write_text(click_app.configuration(self._plan(), s.burst, control, self._mbufs(),
+                                                  devices))
         self.click = Click(str(builds.program(BUILD)), eal, config, control,
                            name=f"click {self.point.prefix}", launch=self.launch())
         pid = self.click.launch_process()

@@ -68,8 +68,12 @@ class LinkPlan:
     names: tuple[str, str] = ("", "")
 
 
-def configuration(links: Sequence[LinkPlan], burst: int, control: str, mbufs: int) -> str:
-    """The Click configuration of the switch (see the module's docstring)."""
+def configuration(links: Sequence[LinkPlan], burst: int, control: str, mbufs: int,
+                  devices: Mapping[int, str] | None = None) -> str:
+    """The Click configuration of the switch (see the module's docstring);
+    `devices`: a port's DPDK device where it is not its vhost one (a wire's
+    NIC on the af_packet PMD)."""
+    devices = devices or {}
     lines = ["// cnfperf: Click as a switch, an EtherSwitch per link (see click_app.py)",
              f"DPDKInfo(NB_MBUF {mbufs});",
              f'ControlSocket(unix, "{control}");', ""]
@@ -80,10 +84,11 @@ def configuration(links: Sequence[LinkPlan], burst: int, control: str, mbufs: in
         for side, port in enumerate((link.a, link.b)):
             # BLOCKING false: a full queue drops (and counts) instead of spinning
             # with the Rx poll stopped. TIMEOUT 0: flush after each input burst.
-            lines += [f"in{port} :: FromDPDKDevice({device(port)}, 0, BURST {burst}) "
+            dev = devices.get(port, device(port))
+            lines += [f"in{port} :: FromDPDKDevice({dev}, 0, BURST {burst}) "
                       f"-> [{side}]sw{k};",
                       f"sw{k}[{side}] -> to{port} :: Counter -> out{port} :: "
-                      f"ToDPDKDevice({device(port)}, 0, BURST {burst}, "
+                      f"ToDPDKDevice({dev}, 0, BURST {burst}, "
                       f"IQUEUE {max(IQUEUE, burst)}, BLOCKING false, TIMEOUT 0);"]
             placed += [f"in{port} {link.thread}", f"out{port} {link.thread}"]
         lines.append("")

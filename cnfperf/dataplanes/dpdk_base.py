@@ -32,6 +32,7 @@ from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import POOL, Hugepages, pages_for
 from cnfperf.host.journal import RUN_DIR
+from cnfperf.host.links import give_back_all, lend_nic
 from cnfperf.runtimes.base import Mount, Nic
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class DpdkPlane(DataPlane):
         super().__init__(journal, home)
         self.dir: Path | None = None
         self.hugepages: Hugepages | None = None
+        self._lent: list[tuple[str, dict]] = []   # wires' NICs it holds (nic_vdev)
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
@@ -125,7 +127,25 @@ class DpdkPlane(DataPlane):
         if self.home is not None:
             self.container = self.home.create(point.name("sw"), self.poll_cpuset,
                                               (Mount(str(self.dir), str(self.dir)),))
+        self._lend_nics()
         self.setup()
+
+    def _lend_nics(self) -> None:
+        """The NICs that are ports of nodes on another host (TestPoint.nics), in
+        the switch's netns, up and promiscuous, for its af_packet ports."""
+        from cnfperf.dataplanes.kernel import mtu_for
+        for port in self.point.ports_joined_here():
+            iface = self.point.nic(port.name)
+            if iface:
+                info = lend_nic(self.journal, iface, self.netns, mtu_for(self.point.scenario.size))
+                self._lent.append((iface, info))
+
+    def nic_vdev(self, index: int, port: Port) -> str | None:
+        """The af_packet vdev (DPDK's PMD on a kernel interface) through which the
+        switch reaches a NIC that is a port (TestPoint.nics); None for a port
+        of this host's nodes."""
+        iface = self.point.nic(port.name)
+        return dpdk_args.af_packet(index, iface, self.point.scenario.size) if iface else None
 
     @property
     def poll_cpuset(self) -> tuple[int, ...]:
@@ -160,12 +180,13 @@ class DpdkPlane(DataPlane):
     def pages(self, point: TestPoint) -> int:
         mb = dpdk_args.endpoint_mb(point.scenario.size)
         # A VM's engine takes its DPDK memory from its guest's own hugepages.
-        ports = Counter(port.node for port in point.ports if not port.vm)
+        ports = Counter(port.node for port in point.ports
+                        if not port.vm and point.here(port.node))
         return sum(pages_for(mb * n) for n in ports.values()) + pages_for(self.switch_mb())
 
     def link_of(self, port: Port) -> tuple[int, Link]:
         """The link the port is an end of, and its index among the point's links."""
-        return next((i, link) for i, link in enumerate(self.point.links)
+        return next((i, link) for i, link in enumerate(self.point.links_joined_here())
                     if port in (link.a, link.b))
 
     def attach(self, port: Port) -> Attachment:
@@ -197,7 +218,11 @@ class DpdkPlane(DataPlane):
     def stop(self) -> None:
         """Processes (teardown), then their container and netns (removing it
         kills what is left), hugepages, directory: each even if one before failed."""
-        _each(self.teardown, self._remove_container, self._release_hugepages, self._remove_dir)
+        _each(self.teardown, self._give_back_nics, self._remove_container,
+              self._release_hugepages, self._remove_dir)
+
+    def _give_back_nics(self) -> None:
+        give_back_all(self.journal, self._lent)
 
     def _remove_container(self) -> None:
         if self.container is not None:

@@ -10,7 +10,7 @@ from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import remove_dpdk_files
-from cnfperf.host.links import add_netns, del_link, del_netns, ip, tap_index
+from cnfperf.host.links import add_netns, del_link, del_netns, give_back_all, ip, lend_nic, tap_index
 from cnfperf.plan import nf_places
 from cnfperf.runtimes.base import Nic
 
@@ -73,6 +73,7 @@ class KernelPlane(DataPlane):
         self._ports: list[tuple[str, str | None]] = []   # (name, netns) counted
         self._switch_netns: str | None = None
         self._nics: dict[str, Nic] = {}    # port name -> its VM's NIC (Port.vm)
+        self._lent: list[tuple[str, dict]] = []   # wires' NICs lent to it (lend())
         self.mtu = 1500
 
     @classmethod
@@ -126,8 +127,12 @@ class KernelPlane(DataPlane):
         self.setup()
         for pair in point.paths:
             for link in pair.links:
+                if point.joined_at(link) != point.host:
+                    continue    # another host's switch joins it (a NIC here: NicPlane)
                 self.connect(link)
                 for port in (link.a, link.b):
+                    if point.nic(port.name):
+                        continue    # a NIC, as lend() left it
                     self._up(port)
                     if port.vm:
                         self._nics[port.name] = self.vm_nic(port)
@@ -177,11 +182,28 @@ class KernelPlane(DataPlane):
         found: dict[str, PortCounters] = {}
         for netns, names in by_netns.items():
             found.update(link_counters(netns, names))
+        # a wire's NIC by `host:interface`, as the tester's host names its own
+        for iface, _ in self._lent:
+            if iface in found and self.point is not None:
+                found[f"{self.point.host}:{iface}"] = found.pop(iface)
         return found
 
+    def lend(self, port: Port, netns: str | None) -> str:
+        """The NIC that is the port of a node on another host (TestPoint.nics),
+        moved into netns for the point; given back in stop()."""
+        assert self.point is not None
+        iface = self.point.nic(port.name)
+        assert iface is not None, f"{port.name}: no NIC carries it"
+        self._lent.append((iface, lend_nic(self.journal, iface, netns, self.mtu)))
+        self.count_port(iface, netns)
+        return iface
+
     def stop(self) -> None:
-        if self.point is not None and any(p.api == "dpdk" for p in self.point.ports):
+        if self.point is not None and any(p.api == "dpdk" for p in self.point.ports
+                                          if self.point.here(p.node)):
             remove_dpdk_files(self.point.prefix)  # the netns runtime's EALs run on the host
+        # before the netns they are in goes: deleting it would destroy a virtual NIC
+        give_back_all(self.journal, self._lent)
         for name, netns in reversed(self._links):
             del_link(name, netns)
             self.journal.discard("link", name)

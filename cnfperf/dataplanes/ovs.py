@@ -118,6 +118,7 @@ class OvsPlane(DpdkPlane):
         # Unpinned, the PMD mask spans every core, and OVS runs a PMD thread on each.
         return super().pollers(s, cores) if s.pin else cores
     processes = True
+    nic_ports = True
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -164,8 +165,12 @@ class OvsPlane(DpdkPlane):
             self.journal.add("link", tap, netns=self.netns)
         self.ovs.add_bridge(self.bridge)
         flows = ["table=1,priority=0,actions=NORMAL"]
-        for ofport, port in enumerate(self.point.ports, start=1):
-            self.ovs.add_vhost_client_port(self.bridge, port.name, self._socket(port), ofport)
+        for ofport, port in enumerate(self.point.ports_joined_here(), start=1):
+            vdev = self.nic_vdev(ofport, port)
+            if vdev:   # a wire's end: its node is on another host
+                self.ovs.add_dpdk_port(self.bridge, port.name, vdev, ofport)
+            else:
+                self.ovs.add_vhost_client_port(self.bridge, port.name, self._socket(port), ofport)
             if self._mtu() != 1500:
                 self.ovs.vsctl("set", "Interface", port.name, f"mtu_request={self._mtu()}")
             self.ovs.learn(self.bridge, port.name, port.mac)

@@ -228,6 +228,12 @@ class Ovs:
                    "type=dpdkvhostuserclient", f"options:vhost-server-path={socket}",
                    f"ofport_request={ofport}")
 
+    def add_dpdk_port(self, bridge: str, port: str, devargs: str, ofport: int) -> None:
+        """A DPDK port on a device named by its devargs (a vdev: the af_packet
+        PMD on a NIC)."""
+        self.vsctl("add-port", bridge, port, "--", "set", "Interface", port, "type=dpdk",
+                   f"options:dpdk-devargs={devargs}", f"ofport_request={ofport}")
+
     def learn(self, bridge: str, port: str, mac: str) -> None:
         """A static MAC table entry: NORMAL forwards to this port from the first
         packet on, without flooding and without waiting for the port to send."""

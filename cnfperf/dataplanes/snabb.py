@@ -30,7 +30,7 @@ from cnfperf.host import builds
 from cnfperf.dataplanes import procs, snabb_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
-from cnfperf.dataplanes.snabb_app import Links, Snabb, VhostPort
+from cnfperf.dataplanes.snabb_app import Links, RawPort, Snabb, VhostPort
 from cnfperf.plan import Port
 
 BUILD = "snabb"
@@ -43,6 +43,7 @@ class SnabbPlane(DpdkPlane):
     poll_threads = 1
     build = BUILD
     wired = False     # the bridge, or wires between each link's ports
+    nic_ports = True  # a wire's NIC through its RawSocket app
     # Seen here: QEMU 7.2 as the server of Snabb's vhost-user client port
     # fails its handshake ("vhost_backend_init failed: Protocol error").
     vm_refusal = "QEMU's vhost-user handshake with Snabb's client ports fails (protocol error)"
@@ -53,7 +54,7 @@ class SnabbPlane(DpdkPlane):
 
     def _apps(self) -> dict[Port, str]:
         """Each port's Snabb app (and bridge port) name: Lua names, not ours."""
-        return {port: f"p{i}" for i, port in enumerate(self.point.ports)}
+        return {port: f"p{i}" for i, port in enumerate(self.point.ports_joined_here())}
 
     def _links(self) -> dict[str, Links]:
         """Per port name, the Snabb links that carry its frames."""
@@ -61,7 +62,7 @@ class SnabbPlane(DpdkPlane):
         if not self.wired:
             return {port.name: snabb_app.bridge_links(app) for port, app in apps.items()}
         found = {}
-        for link in self.point.links:
+        for link in self.point.links_joined_here():
             a, b = apps[link.a], apps[link.b]
             found[link.a.name] = snabb_app.wire_links(a, b)
             found[link.b.name] = snabb_app.wire_links(b, a)
@@ -70,7 +71,7 @@ class SnabbPlane(DpdkPlane):
     def _sizes(self) -> tuple[int, int]:
         """(links, ports) of Snabb's app network: a bridge has two links per
         port, wires one."""
-        ports = len(self.point.ports)
+        ports = len(self.point.ports_joined_here())
         return (ports if self.wired else 2 * ports), ports
 
     def switch_mb(self) -> int:
@@ -81,8 +82,11 @@ class SnabbPlane(DpdkPlane):
 
     def program(self) -> str:
         apps = self._apps()
-        ports = [VhostPort(app, self._socket(port), port.mac) for port, app in apps.items()]
-        wires = [(apps[l.a], apps[l.b]) for l in self.point.links] if self.wired else None
+        # a wire's NIC (its node on another host) through Snabb's raw socket app
+        ports = [RawPort(app, nic, port.mac) if (nic := self.point.nic(port.name)) else
+                 VhostPort(app, self._socket(port), port.mac) for port, app in apps.items()]
+        wires = [(apps[l.a], apps[l.b]) for l in self.point.links_joined_here()] \
+            if self.wired else None
         return snabb_app.program(ports, wires, busy=self.point.scenario.poll == "busy",
                                  prealloc=snabb_app.steps(*self._sizes()))
 
@@ -103,7 +107,8 @@ class SnabbPlane(DpdkPlane):
 
     def queues(self) -> list[dict[str, Any]]:
         core = None if self.point.floating else self.cpus[0]
-        return [{"port": port.name, "queue": 0, "core": core} for port in self.point.ports]
+        return [{"port": port.name, "queue": 0, "core": core}
+                for port in self.point.ports_joined_here()]
 
     def counters(self) -> dict[str, PortCounters]:
         return self.snabb.counters(self._links()) if self.snabb else {}

@@ -41,6 +41,7 @@ class TestPmdPlane(DpdkPlane):
     max_cores = max_rxq = None   # forwarding lcores and Rx queues per port, as many as asked
     rx_interrupts = True
     processes = True
+    nic_ports = True
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -54,7 +55,7 @@ class TestPmdPlane(DpdkPlane):
         return problems
 
     def _ports(self) -> int:
-        return 2 * len(self.point.links)
+        return 2 * len(self.point.links_joined_here())
 
     def _mbufs(self) -> int:
         return self._ports() * MBUFS_PER_PORT * self.point.scenario.switch_rxq
@@ -74,7 +75,10 @@ class TestPmdPlane(DpdkPlane):
     def setup(self) -> None:
         s = self.point.scenario
         rxq = s.switch_rxq
-        vdevs = [dpdk_args.vhost(i, self._socket(i), queues=rxq) for i in range(self._ports())]
+        # a wire's end (its node on another host) through the af_packet PMD
+        wired = {self.port(p): p for p in self.point.ports_joined_here() if self.point.nic(p.name)}
+        vdevs = [self.nic_vdev(i, wired[i]) if i in wired else
+                 dpdk_args.vhost(i, self._socket(i), queues=rxq) for i in range(self._ports())]
         # The main lcore only reads the prompt: it shares the first forwarding core.
         lcores = dpdk_args.lcores(self.cpus, self.point.floating)
         eal = dpdk_args.eal_args(f"{self.point.prefix}tpmd", self.huge_dir, self.switch_mb(),
@@ -98,7 +102,7 @@ class TestPmdPlane(DpdkPlane):
     def queues(self) -> list[dict]:
         """From the streams testpmd printed at `start`: which lcore polls which
         (port, queue), each lcore on the core lcores() gave it."""
-        names = {self.port(port): port.name for port in self.point.ports}
+        names = {self.port(port): port.name for port in self.point.ports_joined_here()}
         cpus = dpdk_args.lcore_cpus(self.cpus, self.point.floating)
         return [{"port": names.get(st.port, str(st.port)), "queue": st.queue,
                  "core": cpus.get(st.lcore)} for st in self.streams]
@@ -108,7 +112,7 @@ class TestPmdPlane(DpdkPlane):
             return {}
         stats = self.testpmd.fwd_stats()
         return {port.name: PortCounters(**stats[self.port(port)])
-                for port in self.point.ports if self.port(port) in stats}
+                for port in self.point.ports_joined_here() if self.port(port) in stats}
 
     def teardown(self) -> None:
         if self.testpmd is not None:

@@ -358,3 +358,28 @@ def _cpulist(cpus: list[int]) -> str:
             out.append(str(start) if start == c else f"{start}-{c}")
             start = None
     return ",".join(out)
+
+
+def checkout_commit(checkout: Path | None = None) -> str:
+    """The commit cnfperf's checkout is at ("" outside one): two hosts' agents
+    must run the same code, which the version alone does not say."""
+    root = checkout or Path(__file__).resolve().parents[2]
+    git = root / ".git"
+    try:
+        if git.is_file():   # a worktree: "gitdir: <its directory>"
+            git = (root / git.read_text().split(":", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head
+        ref = head.split(":", 1)[1].strip()
+        common = git / "commondir"
+        base = (git / common.read_text().strip()).resolve() if common.exists() else git
+        for where in (git, base):
+            if (where / ref).exists():
+                return (where / ref).read_text().strip()
+        for line in (base / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0]
+    except (OSError, IndexError):
+        pass
+    return ""

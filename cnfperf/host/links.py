@@ -128,3 +128,71 @@ def in_netns(netns: str, work: Callable[[], T]) -> T:
 def _sysctl(netns: str, settings: list[str]) -> None:
     # -e: a kernel without IPv6 has no such keys, and that is fine.
     run(["ip", "netns", "exec", netns, "sysctl", "-q", "-e", "-w", *settings], check=False)
+
+
+# -- NICs lent to a point ------------------------------------------------------------
+# A wire's end (remote/inventory.py) is an interface of this host's own netns:
+# for a point it goes into the netns of the node or switch that uses it, and
+# comes back as it was. Journaled first ("nic"): deleting a netns gives a
+# physical NIC back by itself, but destroys a virtual one (a veth), so cleanup
+# gives it back before the netns goes (the journal is undone in reverse).
+
+def nic_state(iface: str) -> dict[str, object]:
+    """What lending changes, to give it back as it was: its MTU, promiscuity, state."""
+    link = json.loads(ip("-d", "-j", "link", "show", "dev", iface) or "[{}]")[0]
+    return {"mtu": link.get("mtu", 1500), "promisc": bool(link.get("promiscuity", 0)),
+            "up": "UP" in link.get("flags", [])}
+
+
+def lend_nic(journal: Journal, iface: str, netns: str | None, mtu: int) -> dict[str, object]:
+    """Move the NIC into netns (None: leave it here), up, promiscuous (frames for
+    the point's MACs, not its own), its MTU at least `mtu`; what give_back_nic
+    needs (as journaled)."""
+    state = nic_state(iface)
+    info = {"netns": netns, **state}
+    journal.add("nic", iface, **info)
+    if netns:
+        ip("link", "set", "dev", iface, "netns", netns)
+    ip("link", "set", "dev", iface, "mtu", str(max(mtu, int(state["mtu"]))), "promisc", "on",
+       "up", netns=netns)
+    return info
+
+
+def give_back_nic(journal: Journal | None, iface: str, info: dict) -> bool:
+    """The NIC back in this host's netns as it was lent; False if it is not
+    where it was lent to (its netns went: a physical NIC came back by itself)."""
+    netns = info.get("netns")
+    if (netns and netns not in netns_list()) or iface not in links(netns):
+        # its netns went: a physical NIC came back by itself, as it was lent
+        if iface in links():
+            netns = None
+        else:
+            if journal is not None:
+                journal.discard("nic", iface)
+            return False
+    ip("link", "set", "dev", iface, "nomaster", netns=netns)
+    ip("link", "set", "dev", iface, "down", "promisc", "on" if info.get("promisc") else "off",
+       "mtu", str(info.get("mtu", 1500)), netns=netns)
+    if netns:
+        # by pid: this process is in the host's own netns
+        ip("link", "set", "dev", iface, "netns", str(os.getpid()), netns=netns)
+    if info.get("up", True):
+        ip("link", "set", "dev", iface, "up")
+    if journal is not None:
+        journal.discard("nic", iface)
+    return True
+
+
+def give_back_all(journal: Journal, lent: list[tuple[str, dict]]) -> None:
+    """Every NIC of `lent` back, the last lent first, each even if one before
+    failed (a NIC left in a netns that goes next is destroyed if virtual);
+    `lent` is emptied; the first failure is raised once all were tried."""
+    failed = []
+    for iface, info in reversed(lent):
+        try:
+            give_back_nic(journal, iface, info)
+        except Exception as e:     # noqa: BLE001 - the others still go back
+            failed.append(f"{iface}: {e}")
+    lent.clear()
+    if failed:
+        raise RuntimeError("NICs not given back: " + "; ".join(failed))

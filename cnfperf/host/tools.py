@@ -41,6 +41,7 @@ TOOLS: dict[str, Tool] = {
     "umount": Tool("mount"),
     "sysctl": Tool("procps"),
     "pgrep": Tool("procps"),
+    "pkill": Tool("procps"),
     "modprobe": Tool("kmod"),
     "ldd": Tool("libc-bin"),
     # containers: runc runs them, a static BusyBox is their shell and tools
@@ -81,6 +82,11 @@ TOOLS: dict[str, Tool] = {
     "sockperf": Tool("sockperf"),
     "perf": Tool("linux-perf"),    # where an NF spends its time (bench/nf_checksums.py)
     "chromium-headless-shell": Tool("chromium-headless-shell"),
+    # the tests' other hosts (tests/sshhosts.py): namespaces with an sshd each
+    "unshare": Tool("util-linux"),
+    "nsenter": Tool("util-linux"),
+    "sshd": Tool("openssh-server"),
+    "ssh-keygen": Tool("openssh-client"),
 }
 
 

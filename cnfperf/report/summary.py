@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from cnfperf import fields
 from cnfperf.experiments import stats
-from cnfperf.plan import describe_path, roles, run_prefix
+from cnfperf.plan import describe_path, hosts_said, roles, run_prefix
 from cnfperf.report import contention, emulation
 
 Table = tuple[str, list[str], list[list[Any]]]
@@ -85,9 +85,12 @@ def path(point: dict[str, Any]) -> str:
     sender, receiver = roles(contention.tester(point) or "split",
                              str(_param(point, "mode") or "throughput"))
     nfs = int(_param(point, "nfs") or 0)
-    return describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver,
+    text = describe_path(sender, nfs, str(_param(point, "nf")), point.get("shape"), receiver,
                          str(_param(point, "nf_in") or "container"),
                          str(_param(point, "endpoint_in") or "container"))
+    return text + hosts_said(str(_param(point, "tester_host") or fields.LOCAL),
+                             str(_param(point, "dut_host") or fields.LOCAL),
+                             str(_param(point, "nf_host") or "") if nfs else "")
 
 
 def short_name(point: dict[str, Any], name: str) -> str:
@@ -255,8 +258,26 @@ def failures(run: dict[str, Any]) -> Table | None:
             [[label(p, axes), p["status"], p.get("error") or ""] for p in failed])
 
 
+def hosts(run: dict[str, Any]) -> Table | None:
+    """The other hosts the run's points ran on (tester_host, dut_host, nf_host)
+    and what each was, as the point stored it; None for a run on one host."""
+    seen: dict[str, dict[str, Any]] = {}
+    count: dict[str, int] = defaultdict(int)
+    for p in run.get("points", []):
+        for name, facts in (p.get("hosts") or {}).items():
+            seen[name] = facts
+            count[name] += 1
+    if not seen:
+        return None
+    rows = [[name, f"{f.get('user')}@{f.get('address')}:{f.get('port')}", f.get("kernel"),
+             f"{f.get('cpu_model')} × {f.get('cores')}", f.get("cnfperf"), f.get("engine"),
+             f.get("clock"), count[name]] for name, f in seen.items()]
+    return ("Other hosts", ["host", "reached as", "kernel", "CPU", "cnfperf", "engine",
+                            "clock", "points"], rows)
+
+
 def all_tables(run: dict[str, Any], more: Sequence[Table] = ()) -> list[Table]:
     """Every table of a run's report, in its order; `more` (the network functions'
     tables, report/nfs.py; CPU per node, report/cpu.py) go before the failures."""
     return [t for t in (points(run), throughput(run), repetitions(run), searches(run),
-                        trials(run), latency(run), *more, failures(run)) if t]
+                        trials(run), latency(run), *more, hosts(run), failures(run)) if t]

@@ -232,9 +232,15 @@ _SCHEMA_13 = "\n".join([
 # NULL for a point without VMs and for every point stored before.
 _SCHEMA_14 = """ALTER TABLE points ADD COLUMN vm_facts TEXT;
 """
+# The other hosts the point ran on (tester_host, dut_host of an inventory): a
+# JSON object by host name of what each was (its address and user, kernel, CPU,
+# cnfperf and engine versions, clock source); NULL for a point that ran on
+# this host alone (the run's host), and for every point stored before.
+_SCHEMA_15 = """ALTER TABLE points ADD COLUMN hosts TEXT;
+"""
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
-               _SCHEMA_14]
+               _SCHEMA_14, _SCHEMA_15]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
                    "cpu_usage")
@@ -344,7 +350,8 @@ class Store:
                   point_cores: int | None = None,
                   switch_facts: dict[str, Any] | None = None,
                   nf_facts: dict[str, Any] | None = None,
-                  vm_facts: dict[str, Any] | None = None) -> int:
+                  vm_facts: dict[str, Any] | None = None,
+                  hosts: dict[str, Any] | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` its network functions' when
         not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS) and
@@ -352,7 +359,8 @@ class Store:
         and `point_cores` are the plan's (TestPoint's; point_cores: how many cores);
         `switch_facts` what the report needs of the data plane (DataPlane.stored),
         `nf_facts` of its NFs' kind (NfKind.stored; None: no NFs), `vm_facts`
-        how its virtual machines ran (None: none)."""
+        how its virtual machines ran (None: none), `hosts` the other hosts it
+        ran on and what each was (None: this one alone)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -370,7 +378,8 @@ class Store:
                    point_cores=point_cores,
                    switch_facts=json.dumps(switch_facts) if switch_facts else None,
                    nf_facts=json.dumps(nf_facts) if nf_facts else None,
-                   vm_facts=json.dumps(vm_facts) if vm_facts else None)
+                   vm_facts=json.dumps(vm_facts) if vm_facts else None,
+                   hosts=json.dumps(hosts) if hosts else None)
         if result:
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
                        queues=json.dumps(result.queues) if result.queues else None)
@@ -441,7 +450,7 @@ class Store:
         pid = point["id"]
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
                                  "latency_histogram", "queues", "switch_facts",
-                                 "nf_facts", "vm_facts"))
+                                 "nf_facts", "vm_facts", "hosts"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram",)) for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
         point["endpoints"] = [_decoded(dict(r), ("summary", "latency_histogram"))

@@ -18,7 +18,9 @@ no one: each rule asks the DataPlane class its capabilities and rules
 """
 from __future__ import annotations
 
+import functools
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,10 +30,14 @@ from cnfperf.run import noise
 from cnfperf.dataplanes import DATAPLANES, DataPlane
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import DpdkPlane
-from cnfperf.fields import APIS, MAX_PORT, QUOTAS, TX_PORT
+from cnfperf.dataplanes.nic import NIC_APIS, NicPlane
+from cnfperf.fields import APIS, LOCAL, MAX_PORT, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
+from cnfperf.remote import inventory
+from cnfperf.remote.inventory import Inventory
 from cnfperf.experiments import sweep
-from cnfperf.plan import TestPoint, has_vms, links_per_path, nf_places, place, usable_cpus
+from cnfperf.plan import (TestPoint, has_vms, links_per_path, nf_hosts, nf_places, place,
+                          usable_cpus)
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
@@ -122,7 +128,8 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     ports = kind.ports if kind is not None else 2
     # a noise stream (noise = traffic) is one more pair, without NFs: see plan.py
     paths = s.pairs + (s.noise == "traffic")
-    mismatch = _mismatch(dataplane, s.api, paths, s.nfs, ports)
+    spans = tester_crosses(s)   # the tester's ports are NICs: _check_hosts
+    mismatch = _mismatch(dataplane, None if spans else s.api, paths, s.nfs, ports)
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
         raise UserError(mismatch[0], mismatch[1] + noise_pair)
@@ -148,7 +155,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         kind = _check_nfs(s, dataplane, kind)
     if (problem := switch_problem(s, dataplane, ports)) is not None:
         raise UserError(*problem)
-    if (refused := testers.problem(s, ports, dataplane.single_tester)) is not None:
+    if (refused := testers.problem(s, ports, dataplane.single_tester or spans)) is not None:
         raise UserError(refused.field, refused.why)
     if s.cpus is not None:
         usable = os.sched_getaffinity(0)
@@ -158,6 +165,77 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
                                     f"usable: {','.join(map(str, sorted(usable)))}")
     _check_switch(s, dataplane, point_cpus(s, cores))
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
+    _check_hosts(s, dataplane, point_cpus(s, cores))
+
+
+def tester_crosses(s: Scenario) -> bool:
+    """Whether the tester's ports are NICs wired to another host's switch: the
+    host joining its links (the first and the last NF's, else dut_host's) is
+    not tester_host."""
+    hosts = nf_hosts(s) or (s.dut_host,)
+    return s.tester_host != hosts[0] or s.tester_host != hosts[-1]
+
+
+def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]) -> None:
+    """Placement across hosts: hosts the inventory names, and what a point
+    whose ports cross wires (plan.TestPoint.crossings) can do."""
+    named = [(f, h) for f in ("tester_host", "dut_host", "nf_host")
+             for h in (getattr(s, f).split("+") if f == "nf_host" and s.nf_host
+                       else [getattr(s, f)] if f != "nf_host" else []) if h != LOCAL]
+    if not named:
+        return
+    if not s.hosts:
+        raise UserError(named[0][0], f"{named[0][1]!r} is not this host (local): name the "
+                                     "inventory of other hosts (hosts = FILE, or --hosts FILE)")
+    inv = inventory_file(s.hosts)
+    for f, h in named:
+        inv.host(h, field=f)
+    # What another host does not run yet (its agent would have to say more:
+    # the neighbour's container, a guest's facts, its ends' UDP counters).
+    elsewhere = {"noise": s.noise != "none",
+                 "endpoint_in": s.endpoint_in == "vm" and s.tester_host != LOCAL,
+                 "nf_in": "vm" in s.nf_in.split("+") and any(h != LOCAL for h in nf_hosts(s)),
+                 "api": s.api == "udp" and s.tester_host != LOCAL}
+    for f, bad in elsewhere.items():
+        if bad:
+            raise UserError(f, f"{getattr(s, f)} with a node on another host: not supported")
+    point = place_point(s, cores=cores)
+    crossings = point.crossings()
+    if not crossings:
+        return
+    capable = [name for name, d in DATAPLANES.items() if d.nic_ports]
+    if not dataplane.nic_ports:
+        raise UserError("switch", f"{s.switch} takes no NIC as the port of a node on another "
+                                  f"host; these do: {', '.join(capable)}")
+    if tester_crosses(s) and s.api not in NIC_APIS:
+        raise UserError("api", f"a tester wired to another host's switch builds its own frames "
+                               f"on its NICs: {', '.join(sorted(NIC_APIS))}, not {s.api}")
+    # switch_rxq: a NIC port through the af_packet PMD has one queue pair
+    refused = {"endpoint_in": s.endpoint_in == "vm", "switch_in": s.switch_in == "container",
+               "limit": bool(s.limit.pps), "noise": s.noise != "none",
+               "switch_rxq": s.switch_rxq > 1, "nf_in": "vm" in s.nf_in.split("+")}
+    for f, bad in refused.items():
+        if bad:
+            raise UserError(f, f"{getattr(s, f)} with ports wired between hosts: not supported")
+    needed = Counter(frozenset((port.host, at)) for port, at in crossings)
+    named_as = {frozenset((port.host, at)): (port.host, at) for port, at in reversed(crossings)}
+    for between, n in needed.items():
+        x, y = named_as[between]
+        wires = inv.wires_between(x, y)
+        if len(wires) < n:
+            raise UserError("hosts", f"{inv.path}: {len(wires)} wire(s) between {x} and {y}; "
+                                     f"the point needs {n}, one for each port crossing there "
+                                     f"({s.pairs} pair(s))")
+        pci = [str(end) for pair in wires[:n] for end in pair if end.iface is None]
+        if pci:
+            raise UserError("hosts", f"{inv.path}: wire end {pci[0]} is a PCI address; a "
+                                     "port crosses on an interface (host:name)")
+
+
+@functools.cache
+def inventory_file(path: str) -> Inventory:
+    """The inventory at `path`, read and checked once per process."""
+    return inventory.load(path)
 
 
 def _check_vms(s: Scenario, dataplane: type[DataPlane], ports: int) -> None:
@@ -328,12 +406,13 @@ def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, st
     return None
 
 
-def _mismatch(dataplane: type[DataPlane], api: str, pairs: int, count: int = 0,
+def _mismatch(dataplane: type[DataPlane], api: str | None, pairs: int, count: int = 0,
               ports: int = 2) -> tuple[str, str] | None:
-    """(field, why) when a data plane cannot serve the api or the links, else None:
-    `count` NFs of `ports` ports each on each path."""
+    """(field, why) when a data plane cannot serve the api (None: the tester is
+    not on it) or the links, else None: `count` NFs of `ports` ports each on
+    each path."""
     switch = dataplane.name
-    if api not in dataplane.apis:
+    if api is not None and api not in dataplane.apis:
         return "api", f"{switch} supports {', '.join(sorted(dataplane.apis))}; not {api}"
     per_path = links_per_path(count, ports)
     links = pairs * per_path
@@ -344,31 +423,41 @@ def _mismatch(dataplane: type[DataPlane], api: str, pairs: int, count: int = 0,
     return None
 
 
-def _problems(host: HostFacts, dataplane: type[DataPlane], api: str,
+def _problems(host: HostFacts, dataplane: type[DataPlane], api: str | None,
               runtime: str) -> list[str]:
-    """What keeps this host from running a data plane with an api in a runtime,
-    each naming what it concerns first (`<switch>: ...`)."""
+    """What keeps this host from running a data plane with an api (None: no
+    tester's end here) in a runtime, each naming what it concerns first
+    (`<switch>: ...`)."""
     problems = [f"{dataplane.name}: {p}" for p in dataplane.check(host)]
     problems += [f"runtime {runtime}: {p}" for p in RUNTIMES[runtime].check()]
-    if host.engine.apis and api not in host.engine.apis:
+    if api and host.engine.apis and api not in host.engine.apis:
         problems.append(f"api {api}: {tools.engine_without(api)} "
                         f"(it has {', '.join(host.engine.apis)})")
     return problems
 
 
-def host_problems(host: HostFacts) -> Callable[[Scenario], list[str]]:
+def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], list[str]]:
     """problems(s): what keeps this host from running a valid scenario, each
     naming what it concerns first (`<switch>: not built: run make switches`). The one
     answer for a study's plan (unusable: such points are left out), a run's
     preflight (it refuses them) and both dry-runs. Answers are remembered:
-    checks run tools."""
-    known: dict[tuple[str, str, str], list[str]] = {}
+    checks run tools. This host is `here` among the scenario's hosts: it is
+    asked for its part only (the tester's ends, the switch and the NFs, or
+    the tester's NICs: NicPlane)."""
+    known: dict[tuple[str, str | None, str], list[str]] = {}
 
     def problems(s: Scenario) -> list[str]:
-        if (s.switch, s.api, s.runtime) not in known:
-            known[(s.switch, s.api, s.runtime)] = _problems(host, dataplane_of(s), s.api,
-                                                            s.runtime)
-        found = list(known[(s.switch, s.api, s.runtime)])
+        tester = s.tester_host == here
+        dut = here == s.dut_host or here in nf_hosts(s)   # the switch runs here
+        if not (tester or dut):
+            return []
+        dataplane = dataplane_of(s) if dut else NicPlane
+        api = s.api if tester else None
+        if (dataplane.name, api, s.runtime) not in known:
+            known[(dataplane.name, api, s.runtime)] = _problems(host, dataplane, api, s.runtime)
+        found = list(known[(dataplane.name, api, s.runtime)])
+        if not dut:
+            return found
         if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
             found.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
         # what its NF kind needs: a tool, a build, an engine that has it

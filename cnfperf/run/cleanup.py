@@ -17,7 +17,7 @@ from pathlib import Path
 from cnfperf import PREFIX
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host import hugepages
-from cnfperf.host.links import del_link, del_netns, links, netns_list
+from cnfperf.host.links import del_link, del_netns, give_back_nic, links, netns_list
 from cnfperf.host.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.runtimes import RUNTIMES
@@ -91,6 +91,8 @@ def _undo(entry: Entry) -> bool:
         return del_netns(None, name)
     if kind == "link":
         return del_link(name, info.get("netns"))
+    if kind == "nic":
+        return give_back_nic(None, name, info)
     if kind in ("dir", "file"):
         return _remove_path(Path(name))
     if kind == "process":

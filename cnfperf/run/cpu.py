@@ -46,6 +46,7 @@ from typing import Any, Callable
 from cnfperf import SystemFailure
 from cnfperf.host import cgroups
 from cnfperf.dataplanes.base import DataPlane, PortCounters
+from cnfperf.fields import LOCAL
 from cnfperf.plan import TestPoint
 from cnfperf.results.model import CpuUsage
 from cnfperf.runtimes.base import Container, cpu_list
@@ -261,8 +262,14 @@ def _accounting() -> cgroups.Controller | None:
 
 
 def of_container(node: str, kind: str, quota: float | None, c: Container) -> Account:
-    """A container's account: its cgroup when it has one, else its processes."""
+    """A container's account: its cgroup when it has one, else its processes;
+    on another host neither is this host's to read."""
     account = Account(node, kind, quota, cores=tuple(c.cpus), pids=lambda: c.pids)
+    host = getattr(c, "host", LOCAL)
+    if host != LOCAL:
+        account.problem = f"runs on host {host}"
+        account.pids = list
+        return account
     try:
         pid = c.init_pid
         if pid is not None:

@@ -32,12 +32,14 @@ from cnfperf.experiments import sweep
 from cnfperf.host.facts import HostFacts
 from cnfperf.host.journal import RUN_DIR, Journal, journal_path
 from cnfperf.host.lock import LOCK_PATH, HostLock
-from cnfperf.plan import TestPoint, run_prefix
+from cnfperf.fields import LOCAL
+from cnfperf.plan import TestPoint, nf_hosts, run_prefix
 from cnfperf.results.model import PointResult
 from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario, Sweep, canonical
 from cnfperf.run.teardown import Interrupted, Signals, Teardown
 from cnfperf.run.testbed import Builder
+from cnfperf.remote.hosts import Hosts, open_hosts
 from cnfperf.runtimes import RUNTIMES, VM
 from cnfperf.run.trial import Progress, RunTrial, Trials, run as run_trial
 
@@ -72,6 +74,9 @@ class RunOptions:
     # (journal, the run's state directory, engine, the run's teardown)
     builder: Callable[[Journal, Path, Path, Teardown], Builder] = Builder
     trial: RunTrial = run_trial
+    # The plan's other hosts, connected and asked before anything is created
+    # (remote/hosts.py); None when every point runs here.
+    hosts: Callable[[list[Scenario]], Hosts | None] = open_hosts
 
 
 def new_run_id(results: Path, state: Path = RUN_DIR,
@@ -100,20 +105,28 @@ def execute(planned: Sweep | list[Scenario], opts: RunOptions) -> RunOutcome:
     lock = HostLock(opts.state / LOCK_PATH.name)
     run_id = opts.resume or new_run_id(opts.results, opts.state, opts.names)
     lock.acquire(run_id)  # HostBusy propagates: nothing created yet
+    hosts = None
     try:
         # Under the lock: another run's switch or links must not look like a
         # problem of this host (that run gets "host busy" above instead).
         opts.check(swept.scenarios, opts.host)
+        # Every other host's preflight too, before anything exists anywhere.
+        hosts = opts.hosts(swept.scenarios)
+        if hosts is not None:
+            hosts.begin(run_id)
         store = Store(opts.results)
         signals = Signals()
         signals.install()
         try:
-            return Run(run_id, swept, opts, store, signals).execute()
+            outcome = Run(run_id, swept, opts, store, signals, hosts).execute()
         finally:
             signals.restore()
             store.close()
     finally:
+        left = hosts.close() if hosts is not None else []
         lock.release()
+    outcome.left += left
+    return outcome
 
 
 def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
@@ -137,8 +150,9 @@ class Run:
     """One run of a plan: its points in order, on this run's journal and store."""
 
     def __init__(self, run_id: str, swept: Sweep, opts: RunOptions, store: Store,
-                 signals: Signals):
+                 signals: Signals, hosts: Hosts | None = None):
         self.run_id = run_id
+        self.hosts = hosts
         self.swept = swept
         self.opts = opts
         self.store = store
@@ -194,6 +208,7 @@ class Run:
         try:
             builder = self.opts.builder(self.journal, self.opts.state / self.prefix,
                                         self.opts.engine, teardown)
+            builder.hosts = self.hosts
             failed = []
             for point in todo:
                 started, left = time.monotonic(), len(self.outcome.left)
@@ -225,8 +240,10 @@ class Run:
         try:
             try:
                 self._report(Progress(point, "setup"))
-                image = builder.ends_image(point)
-                nf_image = builder.nf_image(point)
+                # the images this host's nodes run in (another host makes its own)
+                s = point.scenario
+                image = builder.ends_image(point) if s.tester_host == LOCAL else None
+                nf_image = builder.nf_image(point) if LOCAL in nf_hosts(s) else None
                 result, found = self._measure(point, builder, teardown)
                 # Committed before teardown: a failing teardown must not cost the data.
                 self.store.add_point(self.run_id, point.index, params, status="done",
@@ -276,11 +293,15 @@ class Run:
         versions = {"cnfperf": host.cnfperf, "engine": host.engine.version,
                     "kernel": host.kernel, "runc": host.runc}
         dataplane = dataplane_of(point.scenario)
-        versions.update(dataplane.versions(host))   # e.g. which VPP ran it
+        # e.g. which VPP ran it, on the host it ran on
+        versions.update(self.hosts.switch_versions(point)
+                        if self.hosts and point.scenario.dut_host != LOCAL
+                        else dataplane.versions(host))
         return dict(placement=[asdict(p) for p in point.paths], warnings=list(point.warnings),
                     versions=versions, switch_facts=dataplane.stored(),
                     nf_facts=nfs.kind(point.scenario.nf).stored() if point.scenario.nfs else None,
                     vm_facts=vm_facts(point),
+                    hosts=self.hosts.stored(point) if self.hosts else None,
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
                     point_cores=len(point.cpus))

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from cnfperf import nfs
+from cnfperf import SystemFailure, nfs
 from cnfperf.host import builds
-from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane, dpdk_args
+from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane, PortCounters, dpdk_args
+from cnfperf.dataplanes.nic import NicPlane
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
@@ -34,6 +35,9 @@ from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES,
                               Journal, Mount, Quota, Runtime)
 from cnfperf.scenario import Scenario
 from cnfperf.run.teardown import Teardown
+from cnfperf.remote import parts
+from cnfperf.remote.client import Lost
+from cnfperf.remote.hosts import Hosts
 
 
 NOISE_SUFFIX = "nz"   # the noisy neighbour's netns and container: run prefix + this
@@ -104,17 +108,22 @@ class Testbed:
     def eal_args(self, node: str) -> tuple[str, ...]:
         """A DPDK engine's EAL arguments: the data plane's, or in a virtual
         machine on DPDK ports its guest's (its NICs are PCI devices there)."""
+        c = self.container(node)
+        if isinstance(c, parts.RemoteContainer):
+            return tuple(c.eal)
         ports = self.ports(node)
         if any(a.nic and a.nic.dpdk for a in ports):
             memory = dpdk_args.endpoint_mb(self.point.scenario.size) * len(ports)
             return tuple(self.container(node).eal_args(memory, node))
-        return self.dataplane.eal_args(node, ports)
+        return self.plane_here.eal_args(node, ports)
 
     def inside(self, node: N) -> N:
         """A tester's end or an NF as its engine sees itself: in a virtual
         machine its cores are the guest's vCPUs (the host pins each vCPU to its
         planned core; eal_args() gives its NICs)."""
         c = self.container(node.name)
+        if isinstance(c, parts.RemoteContainer):   # placed on its host's cores
+            return c.placed(node)
         if c.kind != "vm":
             return node
         if isinstance(node, NF):
@@ -125,12 +134,39 @@ class Testbed:
     def floating(self, node: str) -> tuple[int, ...]:
         """What an unpinned NF's threads float over (TestPoint.floating); in a
         virtual machine nothing: the host places its vCPUs."""
-        return () if self.container(node).kind == "vm" else self.point.floating
+        c = self.container(node)
+        if isinstance(c, parts.RemoteContainer):
+            return tuple(c.floating)
+        return () if c.kind == "vm" else self.point.floating
 
     @property
     def dataplane(self) -> DataPlane:
-        """The switch's (a testbed has one today)."""
-        return next(n.dataplane for n in self.nodes.values() if isinstance(n, Switch))
+        """The point's switch (its `switch`); a point that spans hosts also has
+        the tester's NICs (NicPlane) on the tester's host."""
+        switch = self.point.scenario.switch
+        switches = [n for n in self.nodes.values() if isinstance(n, Switch)]
+        return next((n.dataplane for n in switches
+                     if n.name == switch or n.name.startswith(switch + "@")),
+                    switches[0].dataplane)
+
+    @property
+    def plane_here(self) -> DataPlane:
+        """The data plane this host's nodes' ports are on: the point's switch
+        if it runs here (its EAL arguments take a NIC's vdev too), else this
+        host's NICs (NicPlane: a tester's host)."""
+        here = [n for n in self.nodes.values()
+                if isinstance(n, Switch) and not isinstance(n.dataplane, parts.RemoteSwitch)]
+        return next((n.dataplane for n in here if not isinstance(n.dataplane, NicPlane)),
+                    here[0].dataplane)
+
+    def counters(self) -> dict[str, PortCounters]:
+        """Every switch's port counters: the point's switch's by port name, the
+        tester's NICs' (on another host than the switch) by `host:interface`."""
+        found: dict[str, PortCounters] = {}
+        for node in self.nodes.values():
+            if isinstance(node, Switch):
+                found.update(node.dataplane.counters())
+        return found
 
     @property
     def noise(self) -> Noise | None:
@@ -190,8 +226,10 @@ class Builder:
     def __init__(self, journal: Journal, state: Path, engine: Path, teardown: Teardown,
                  dataplanes: Mapping[str, type[DataPlane]] = DATAPLANES,
                  runtimes: Mapping[str, type[Runtime]] = RUNTIMES,
-                 namespaces: Namespaces | None = None):
+                 namespaces: Namespaces | None = None,
+                 hosts: Hosts | None = None):
         self.journal = journal
+        self.hosts = hosts    # the agents of the run's other hosts
         self.state = state
         self.engine = engine
         self.static_engine = static_engine(engine)
@@ -249,18 +287,27 @@ class Builder:
         def made(n: int) -> None:
             if say:
                 say(f"containers {n}/{total}")
+        if self.hosts is not None:
+            point = replace(point, nics=tuple(
+                (p, i) for p, i in parts.nics_on(point, point.host, self.hosts.wiring(point))))
         bed = Testbed(point)
-        for name in (*(ep.name for ep in point.engines), *(nf.name for nf in point.nfs)):
+        engines = [ep for ep in point.engines if point.here(ep.name)]
+        nfs_here = [nf for nf in point.nfs if point.here(nf.name)]
+        for name in (*(ep.name for ep in engines), *(nf.name for nf in nfs_here)):
             self._netns(name, teardown)
-        switch = self._switch(point, teardown)
-        bed.nodes[switch.name] = switch
-        bed.attachments = {port.name: switch.dataplane.attach(port) for port in point.ports}
-        for n, ep in enumerate(point.engines):
+        switch, nic = self._switch(point, teardown), self._nics(point, teardown)
+        for node in (switch, nic):
+            if node is not None:
+                bed.nodes[node.name] = node
+        direct = {port.name for port in point.direct_ports()}
+        bed.attachments = {port.name: (nic if port.name in direct else switch).dataplane.attach(port)
+                           for port in point.ports if point.here(port.node)}
+        for n, ep in enumerate(engines):
             made(n)
             bed.nodes[ep.name] = Tester(ep, self._container(
                 self.runtime_of(ep, s), FULL, bed, ep.name, (ep.cpu,),
                 Quota.of(s.endpoint_quota, s.quota_period), teardown))
-        for n, nf in enumerate(point.nfs, len(point.engines)):
+        for n, nf in enumerate(nfs_here, len(engines)):
             made(n)
             start = time.monotonic()
             # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
@@ -268,10 +315,41 @@ class Builder:
                 self.runtime_of(nf, s), self.image_of(nf, s.nf), bed, nf.name,
                 point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown))
             bed.create_s[nf.name] = time.monotonic() - start
-        if s.noise in noise.STRESSORS:
+        if s.noise in noise.STRESSORS and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
+        if self.hosts is not None:
+            for host in parts.other_hosts(point):
+                if say:
+                    say(f"host {host}")
+                self._part(self.hosts.agent(host), bed, teardown)
         made(total)
         return bed
+
+    def _part(self, agent: parts.Agent, bed: Testbed, teardown: Teardown) -> None:
+        """Another host's part of the point, built there by its agent: its
+        nodes and ports beside this host's."""
+        point = bed.point
+
+        def undo() -> None:
+            try:
+                answer = agent.call("teardown")
+            except Lost:
+                # its agent undoes its part as its session ends; a new one checks
+                self.hosts.recover(agent.name, point.run_id)
+                return
+            if answer["failed"]:
+                raise SystemFailure(f"host {agent.name} left: " + "; ".join(answer["failed"]))
+        teardown.push(f"host {agent.name}'s part", undo)
+        part = parts.build(agent, point, self.hosts.wiring(point))
+        if part.switch is not None:   # named for its host: each host may run one
+            bed.nodes[part.switch.name] = Switch(part.switch.name, part.switch)
+        bed.attachments.update(part.attachments)
+        for ep in point.engines:
+            if ep.name in part.containers:
+                bed.nodes[ep.name] = Tester(ep, part.containers[ep.name])
+        for nf in point.nfs:
+            if nf.name in part.containers:
+                bed.nodes[nf.name] = NetworkFunction(nf, part.containers[nf.name])
 
     def _neighbour(self, point: TestPoint, bed: Testbed, teardown: Teardown) -> Neighbour:
         """stress-ng's container, in a netns of its own (it needs no network), on
@@ -319,8 +397,21 @@ class Builder:
         teardown.push(f"netns {name}", lambda: self.namespaces.remove(self.journal, name))
         self.namespaces.add(self.journal, name)
 
-    def _switch(self, point: TestPoint, teardown: Teardown) -> Switch:
+    def _nics(self, point: TestPoint, teardown: Teardown) -> Switch | None:
+        """This host's nodes' ports that are NICs themselves, wired to another
+        host's switch (NicPlane: the tester's on a tester's host); None if none."""
+        if not point.direct_ports():
+            return None
+        nic = NicPlane(self.journal)
+        teardown.push("data-plane nic", nic.stop)
+        nic.start(point)
+        return Switch(nic.name, nic)
+
+    def _switch(self, point: TestPoint, teardown: Teardown) -> Switch | None:
+        """The point's switch, where it joins links here; else None."""
         s = point.scenario
+        if not point.links_joined_here():
+            return None
         name = s.switch
         home = SwitchHome(self._runtime(s.runtime, SWITCH), Quota.of(s.switch_quota, s.quota_period),
                           self.namespaces, self.journal) if s.switch_in == "container" else None

@@ -124,7 +124,7 @@ class Trial:
         receivers = [p.receiver for p in pairs if p.receiver.runs_engine]
         # Each listens on its upstream link before its upstream neighbour starts.
         in_path = [nf for p in pairs for nf in reversed(p.nfs)]
-        before = self.bed.dataplane.counters()
+        before = self.bed.counters()
         udp_before = self._udp_counters()
         self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
@@ -162,7 +162,7 @@ class Trial:
         # never tear down the link between them at once.
         for depth in range(self.s.nfs):
             self._stop_commands([p.nfs[depth] for p in pairs if p.nfs[depth] not in engine_nfs])
-        after = self.bed.dataplane.counters()
+        after = self.bed.counters()
         udp_after = self._udp_counters()
         # No engine polls any more: ports may close now.
         self._release(senders)

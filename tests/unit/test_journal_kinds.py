@@ -8,7 +8,7 @@ from cnfperf.run import cleanup
 
 PACKAGE = Path(cleanup.__file__).parents[1]
 # The kinds cleanup._undo handles itself.
-OWN = {"container", "netns", "link", "dir", "file", "process"}
+OWN = {"container", "netns", "link", "nic", "dir", "file", "process"}
 
 
 def _journaled() -> set[str]:

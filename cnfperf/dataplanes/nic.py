@@ -1,0 +1,95 @@
+"""nic: a node's ports that are NICs themselves, wired to another host's switch.
+
+Where a point spans hosts, each link is joined by one host's switch
+(TestPoint.joined_at); a port of a node on another host reaches it over a
+wire (TestPoint.crossings). On the node's host the port is the wire's NIC
+(TestPoint.nics): the tester's ports on a tester's host (TG–DUT), an NF's
+port towards the next host of a chain. For the point the NIC goes into the
+node's netns, up and promiscuous, and its engine opens it as it would a
+veth: raw, mmap or xdp sockets on it, or DPDK's af_packet PMD (DPDK without
+a NIC driver of its own, the way 004 ran testpmd on an unsupported NIC).
+After the point it comes back as it was (host/links.py: lend_nic,
+give_back_nic).
+
+It is no scenario's `switch`: the testbed takes it for those ports, so it
+is not in the registry (nothing lists it, and nothing sweeps over it).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from cnfperf.dataplanes import dpdk_args
+from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
+from cnfperf.dataplanes.kernel import link_counters, mtu_for
+from cnfperf.host import tools
+from cnfperf.host.hugepages import remove_dpdk_files
+from cnfperf.host.links import give_back_all, lend_nic
+
+if TYPE_CHECKING:
+    from cnfperf.host.facts import HostFacts
+    from cnfperf.plan import Port, TestPoint
+
+# A tester's end on a NIC builds its own frames (the udp api would need the
+# kernel's routes and neighbours across the wire).
+NIC_APIS = frozenset({"raw", "mmap", "xdp", "dpdk"})
+
+
+class NicPlane(DataPlane):
+    name = "nic"
+    description = "the tester's NICs, wired to the switch's host"
+    kind = "kernel"
+    apis = NIC_APIS
+    style = 0
+
+    def __init__(self, journal, home=None):
+        super().__init__(journal, home)
+        self._lent: list[tuple[str, dict]] = []   # (interface, its journal info)
+
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        return ([] if host.root else ["needs root (moving NICs into namespaces)"]) + \
+            tools.problems("ip")
+
+    def start(self, point: TestPoint) -> None:
+        self.point = point
+        mtu = mtu_for(point.scenario.size)
+        for port in self._ports():
+            iface = point.nic(port.name)
+            assert iface is not None
+            self._lent.append((iface, lend_nic(self.journal, iface, port.node, mtu)))
+
+    def _ports(self) -> list[Port]:
+        assert self.point is not None
+        return self.point.direct_ports()
+
+    def attach(self, port: Port) -> Attachment:
+        assert self.point is not None
+        iface = self.point.nic(port.name)
+        if port.api == "dpdk":
+            vdev = dpdk_args.af_packet(port.slot, iface, self.point.scenario.size)
+            return Attachment(mac=port.mac, port=port.slot, vdev=vdev)
+        return Attachment(mac=port.mac, iface=iface)
+
+    def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
+        vdevs = [a.vdev for a in attachments if a.vdev]
+        if not vdevs:
+            return ()
+        assert self.point is not None
+        return tuple(dpdk_args.kernel_eal_args(node, vdevs, self.point.scenario.size))
+
+    def counters(self) -> dict[str, PortCounters]:
+        """Each NIC's own counters, named `host:interface` (the switch's ports
+        are named like the tester's ports they face)."""
+        assert self.point is not None
+        found: dict[str, PortCounters] = {}
+        for port in self._ports():
+            iface = self.point.nic(port.name)
+            for name, c in link_counters(port.node, {iface}).items():
+                found[f"{self.point.host}:{name}"] = c
+        return found
+
+    def stop(self) -> None:
+        if self.point is not None and any(p.api == "dpdk" for p in self._ports()):
+            remove_dpdk_files(self.point.prefix)
+        give_back_all(self.journal, self._lent)
+

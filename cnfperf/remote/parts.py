@@ -1,0 +1,136 @@
+"""Another host's part of a point, as the controller's testbed holds it.
+
+The host's agent builds its nodes (run/agent.py) and says what the
+controller needs of them: each node's container there (RemoteContainer: its
+engine's path, its cores as placed there, its EAL arguments), how each of its
+ports is reached (Attachment), and the switch if it runs there
+(RemoteSwitch: its counters and queues, read through the agent). The
+testbed puts them beside its own nodes, and a trial runs them as it runs its
+own.
+"""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence, TypeVar
+
+from cnfperf.dataplanes.base import Attachment, PortCounters
+from cnfperf.plan import NF, Endpoint, TestPoint
+from cnfperf.remote.client import Agent, RemoteProcess
+
+__all__ = ["Agent", "Part", "RemoteContainer", "RemoteSwitch", "build", "nics_on", "other_hosts"]
+from cnfperf.runtimes.base import Mount, Nic
+
+N = TypeVar("N", Endpoint, NF)
+
+
+@dataclass
+class RemoteContainer:
+    """A node's container on another host: exec() runs a process in it there."""
+
+    agent: Agent
+    name: str
+    engine: str
+    kind: str = "container"
+    slowdown: float = 1.0
+    netns: str = ""
+    cpus: tuple[int, ...] = ()
+    cpu: int = 0
+    cores: tuple[int, ...] = ()
+    floating: tuple[int, ...] = ()
+    eal: tuple[str, ...] = ()
+    init_pid: None = None        # its CPU time is its host's to read, not this one's
+    pids: list[int] = field(default_factory=list)
+
+    @property
+    def host(self) -> str:
+        return self.agent.name
+
+    def exec(self, argv: list[str], stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
+             stdin: Any = subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> RemoteProcess:
+        if env:
+            raise ValueError("a process on another host takes no environment of this one's")
+        if stdout is not subprocess.PIPE:
+            raise ValueError("a process on another host speaks through a pipe")
+        return self.agent.exec(self.name, argv, stderr if hasattr(stderr, "fileno") else None)
+
+    def placed(self, node: N) -> N:
+        """The node as its host placed it: on that host's cores."""
+        if isinstance(node, NF):
+            return replace(node, cpu=self.cpu, cores=self.cores or node.cores)
+        return replace(node, cpu=self.cpu)
+
+    def destroy(self) -> None:
+        """Nothing here: the agent removes its host's part (Part's teardown)."""
+
+
+class RemoteSwitch:
+    """The point's switch on another host, read through its agent."""
+
+    container = None
+    cpus: tuple[int, ...] = ()
+
+    def __init__(self, agent: Agent, name: str):
+        self.agent = agent
+        self.name = name
+
+    def counters(self) -> dict[str, PortCounters]:
+        return {port: PortCounters(**c) for port, c in self.agent.call("counters").items()}
+
+    def queues(self) -> list[dict[str, Any]]:
+        return self.agent.call("queues")
+
+    def pids(self) -> list[int]:
+        return []     # its processes are its host's
+
+    def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
+        raise AssertionError("a node on another host has its EAL arguments from there")
+
+    def stop(self) -> None:
+        """Nothing here: the agent stops it with its host's part."""
+
+
+@dataclass
+class Part:
+    """What a host built of a point."""
+
+    host: str
+    containers: dict[str, RemoteContainer]
+    attachments: dict[str, Attachment]
+    switch: RemoteSwitch | None      # its data planes, read through its agent
+
+
+def other_hosts(point: TestPoint) -> list[str]:
+    """The hosts other than this copy's that run a part of the point."""
+    return [h for h in point.hosts if h != point.host]
+
+
+def nics_on(point: TestPoint, host: str, wiring: Mapping[str, Mapping[str, str]]) -> list[list[str]]:
+    """[port, interface] for each wired port, as `host` sees it."""
+    return [[port, ends[host]] for port, ends in wiring.items() if host in ends]
+
+
+def build(agent: Agent, point: TestPoint, wiring: Mapping[str, Mapping[str, str]]) -> Part:
+    """The host's part of the point, built there by its agent."""
+    s = point.scenario
+    answer = agent.call("build", scenario=s.model_dump(mode="json"), run_id=point.run_id,
+                        index=point.index, total=point.total,
+                        nics=nics_on(point, agent.name, wiring))
+    containers = {name: RemoteContainer(
+        agent, name, engine=n["engine"], kind=n["kind"], slowdown=n["slowdown"],
+        netns=n["netns"], cpus=tuple(n["cpus"]), cpu=n["cpu"], cores=tuple(n["cores"]),
+        floating=tuple(n["floating"]), eal=tuple(n["eal"]))
+        for name, n in answer["nodes"].items()}
+    attachments = {port: attachment(a) for port, a in answer["attachments"].items()}
+    # read as one: the agent merges its planes' counters
+    planes = answer["planes"]
+    switch = None if not planes else RemoteSwitch(
+        agent, f"{s.switch if s.switch in planes else planes[0]}@{agent.name}")
+    return Part(agent.name, containers, attachments, switch)
+
+
+def attachment(d: dict[str, Any]) -> Attachment:
+    """An Attachment from its JSON form (dataclasses.asdict's)."""
+    mounts = tuple(Mount(**m) for m in d.get("mounts") or ())
+    nic = Nic(**d["nic"]) if d.get("nic") else None
+    return Attachment(**{**d, "mounts": mounts, "nic": nic})

@@ -1,0 +1,274 @@
+"""A tester's host and a host under test, driven over SSH (tests/sshhosts.py:
+the host under test is a real sshd in namespaces of its own on this machine,
+cabled to it by veth wires): TG–DUT through a kernel bridge and through
+OVS-DPDK, an l3 chain on the host under test, counters on both hosts, the
+point's hosts in the store, and nothing left behind on either host."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import harness
+import sshhosts
+
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("sshd", "ssh-keygen", "unshare", "nsenter")]
+
+RATE = 5000
+DURATION = 1.0
+WIRES = [("local", "dut"), ("local", "dut")]
+
+
+@pytest.fixture
+def lab(tmp_path: Path, no_leftovers):
+    with sshhosts.hosts(tmp_path / "lab", ["dut"], wires=WIRES) as lab:
+        yield lab
+        assert lab.hosts["dut"].leftovers() == set()
+
+
+def run_point(cli, lab, *flags: str, timeout: float = 240) -> dict:
+    done = cli("run", "--hosts", str(lab.inventory), "--dut-host", "dut", "--tester", "single",
+               "--rate", str(RATE), "--duration", str(DURATION), "--warmup", "0.5", *flags,
+               "--json", timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def stored_point(cli_json, outcome: dict) -> dict:
+    run = cli_json("results", "show", outcome["outcome"]["run_id"])
+    assert run["status"] == "done"
+    [point] = run["points"]
+    return point
+
+
+def assert_zero_loss(point: dict) -> None:
+    [pair] = point["per_pair"]
+    assert 0.9 * RATE * DURATION <= pair["sent"] <= 1.1 * RATE * DURATION, pair
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+    assert pair["latency_kind"] == "one_way"     # one tester, one clock: the tester's host's
+
+
+def assert_hosts_stored(point: dict, lab) -> None:
+    assert (point["tester_host"], point["dut_host"]) == ("local", "dut")
+    dut = point["hosts"]["dut"]
+    assert dut["address"] == lab.hosts["dut"].address and dut["user"] == "root"
+    assert dut["kernel"] and dut["cores"] >= 1 and dut["clock"]
+
+
+def assert_counters_match(point: dict, lab, dut_ports: dict[str, str]) -> None:
+    """Each wire's two ends saw the same frames: the tester's NIC here and the
+    switch's port on the host under test (`dut_ports`: wire end -> its port's
+    counter name there)."""
+    counters = point["counters"]
+    (tx_nic, tx_far), (rx_nic, rx_far) = lab.wires
+    sent = counters[f"local:{tx_nic.name}"]["tx_packets"]
+    got = counters[f"local:{rx_nic.name}"]["rx_packets"]
+    assert sent >= RATE * DURATION * 0.9 and got == sent, counters
+    assert counters[dut_ports[tx_far.name]]["rx_packets"] == sent, counters
+    assert counters[dut_ports[rx_far.name]]["tx_packets"] == sent, counters
+
+
+def test_bridge_on_the_host_under_test(engine, cli, cli_json, lab):
+    point = stored_point(cli_json, run_point(cli, lab, "--switch", "bridge", "--api", "raw"))
+    assert_zero_loss(point)
+    assert_hosts_stored(point, lab)
+    # the bridge's ports there are the wires' ends, named by host
+    assert_counters_match(point, lab, {end.name: f"dut:{end.name}" for _, end in lab.wires})
+
+
+@pytest.mark.parametrize("switch", [
+    pytest.param("ovs", marks=pytest.mark.needs("ovs-vswitchd-dpdk")),
+    pytest.param("testpmd", marks=pytest.mark.needs("dpdk-testpmd")),
+    pytest.param("click", marks=pytest.mark.needs("click-dpdk")),
+    pytest.param("snabb", marks=pytest.mark.needs("snabb")),
+])
+def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch):
+    """The tester's NICs through DPDK's af_packet PMD; the switch's the same
+    (OVS-DPDK, testpmd, Click) or Snabb's raw socket app."""
+    point = stored_point(cli_json, run_point(cli, lab, "--switch", switch, "--api", "dpdk"))
+    assert_zero_loss(point)
+    assert_hosts_stored(point, lab)
+    sender, receiver = _ends(point)
+    (_, tx_far), (_, rx_far) = lab.wires
+    assert_counters_match(point, lab, {tx_far.name: sender, rx_far.name: receiver})
+
+
+def _ends(point: dict) -> tuple[str, str]:
+    """The tester's two ends' names: OVS names its ports after the ports they face."""
+    pair = point["placement"][0]
+    return pair["sender"]["name"], pair["receiver"]["name"]
+
+
+def test_l3_chain_on_the_host_under_test(engine, cli, cli_json, lab):
+    """Two l3 NFs in containers on the host under test, between the wires."""
+    point = stored_point(cli_json, run_point(cli, lab, "--switch", "bridge", "--api", "raw",
+                                             "--nfs", "2", "--nf", "l3"))
+    assert_zero_loss(point)
+    assert point["shape"] == "chain" and len(point["nf_results"]) == 2
+    for nf in point["nf_results"]:
+        assert nf["ports"][0]["rx_packets"] >= RATE * DURATION * 0.9, nf
+    # their CPU time is the other host's to read: not measured from here
+    cpu = {row["node"]: row for row in point["cpu_usage"]}
+    assert {nf["name"] for nf in point["nf_results"]} <= set(cpu), cpu
+    assert all(cpu[nf["name"]]["user_s"] is None for nf in point["nf_results"]), cpu
+    assert cpu[_ends(point)[0]]["user_s"] > 0, cpu     # the tester's, here, is
+
+
+def test_a_cut_connection_leaves_nothing_on_either_host(engine, results, lab):
+    """The SSH session dies mid-trial: the point fails and says so, the host
+    under test undoes its part by itself, and this host its own."""
+    proc = start_long_run(lab, results)
+    dut = lab.hosts["dut"]
+    try:
+        # the session's own sshd process, not the listener: the connection drops
+        dut.run(["pkill", "-KILL", "-f", "^sshd: root"])
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "connection was lost" in err, err
+    assert "nothing was left behind" in err, err
+    nothing_left_on(dut)
+
+
+def start_long_run(lab, results: Path) -> subprocess.Popen:
+    """A point that measures for a while, an NF on the host under test; back
+    once that host runs engines."""
+    argv = harness.cnfperf_argv("run", "--hosts", str(lab.inventory), "--dut-host", "dut",
+                                "--switch", "bridge", "--api", "raw", "--tester", "single",
+                                "--rate", str(RATE), "--duration", "60", "--nfs", "1")
+    proc = subprocess.Popen(argv, cwd=harness.REPO, env=harness.cnfperf_env(results),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while "cnfperf-engine" not in lab.hosts["dut"].run(["pgrep", "-l", "cnfperf-engin"]).stdout:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.5)
+    time.sleep(1)
+    return proc
+
+
+def nothing_left_on(host, within: float = 60) -> None:
+    deadline = time.monotonic() + within
+    while host.leftovers() and time.monotonic() < deadline:
+        time.sleep(1)
+    assert host.leftovers() == set()
+
+
+def test_a_cable_cut_mid_trial_leaves_nothing_on_either_host(engine, results, lab):
+    """The control network goes silent (no FIN, no RST: a cut cable): the
+    controller's pings go unanswered, the agent hears none; it undoes its
+    part, the point fails and says why, and once the host is back the
+    controller checks that it is clean."""
+    proc = start_long_run(lab, results)
+    dut = lab.hosts["dut"]
+    try:
+        dut.run(["ip", "link", "set", "ctl", "down"], check=True)
+        nothing_left_on(dut, within=40)      # the agent, alone, undid its part
+        dut.run(["ip", "link", "set", "ctl", "up"], check=True)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        dut.run(["ip", "link", "set", "ctl", "up"])
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "no answer for" in err, err
+    assert "nothing was left behind" in err, err
+    nothing_left_on(dut)
+
+
+def test_a_killed_controller_is_cleaned_up_with_cleanup_hosts(engine, results, lab, cli):
+    """SIGKILL to cnfperf mid-trial: its session ends with it, so the host
+    under test undoes its part by itself; `cnfperf cleanup --hosts` removes
+    what this host kept, and finds the other clean."""
+    proc = start_long_run(lab, results)
+    proc.kill()
+    proc.communicate(timeout=30)
+    nothing_left_on(lab.hosts["dut"])
+    done = cli("cleanup", "--hosts", str(lab.inventory), timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^removed netns cnfp\w+p0s$", done.stdout, re.M), done.stdout
+    assert "on host dut" not in done.stdout    # nothing was left there
+
+
+def test_doctor_checks_hosts_and_wires(cli, lab):
+    done = cli("doctor", "--hosts", str(lab.inventory), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    hosts = done.stdout.split("\nhosts\n", 1)[1]
+    assert re.search(r"^  dut +root@\S+ +ok ", hosts, re.M), hosts
+    for a, b in lab.wires:
+        assert re.search(rf"^  local:{a.name} - dut:{b.name} +ok$", hosts, re.M), hosts
+
+
+def test_doctor_finds_crossed_wires(cli, lab, tmp_path):
+    """The inventory says the wires the other way round: each frame arrives
+    at the other wire's end, and doctor says the wires are crossed."""
+    (a0, b0), (a1, b1) = lab.wires
+    text = lab.inventory.read_text()
+    crossed = text.replace(f'b = "dut:{b0.name}"', 'b = "dut:SWAP"') \
+        .replace(f'b = "dut:{b1.name}"', f'b = "dut:{b0.name}"') \
+        .replace('b = "dut:SWAP"', f'b = "dut:{b1.name}"')
+    assert crossed != text
+    inventory = tmp_path / "crossed.toml"
+    inventory.write_text(crossed)
+    done = cli("doctor", "--hosts", str(inventory), timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    wires = done.stdout.split("\nwires\n", 1)[1]
+    assert f"arrived at dut:{b0.name}, not at dut:{b1.name}: the wires are crossed" in wires
+
+
+def test_bad_inventories_exit_2_before_anything_exists(cli, lab, tmp_path):
+    text = lab.inventory.read_text()
+    (a0, b0), _ = lab.wires
+
+    def refused(inventory_text: str | None, *flags: str) -> str:
+        path = tmp_path / "bad.toml"
+        if inventory_text is not None:
+            path.write_text(inventory_text)
+        done = cli("run", "--hosts", str(path if inventory_text is not None else lab.inventory),
+                   "--switch", "bridge", "--api", "raw", "--tester", "single",
+                   "--duration", "1", *flags, timeout=120)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("cnfperf: error: "), done.stderr
+        return lines[0]
+
+    assert "'nowhere'" in refused(None, "--dut-host", "nowhere")
+    duplicate = text + text.split("[[wire]]")[0]
+    assert "named twice" in refused(duplicate, "--dut-host", "dut")
+    unreachable = text.replace("port = 22\n", "") \
+        .replace('address = "', 'port = 2222\naddress = "', 1)
+    assert "2222" in refused(unreachable, "--dut-host", "dut")
+    nowhere = text.replace(f'"dut:{b0.name}"', '"dut:tw404"')
+    assert "tw404" in refused(nowhere, "--dut-host", "dut")
+
+
+def test_an_l3_chain_across_two_hosts(engine, cli, cli_json, tmp_path, no_leftovers):
+    """004's Fig. 7: a router on each of two hosts. The tester here; each host's
+    bridge joins the links into its router; three wires: here to dut, dut to
+    dut2, dut2 back here."""
+    wires = [("local", "dut"), ("dut", "dut2"), ("dut2", "local")]
+    with sshhosts.hosts(tmp_path / "lab", ["dut", "dut2"], wires=wires) as lab:
+        done = cli("run", "--hosts", str(lab.inventory), "--dut-host", "dut",
+                   "--nf-host", "dut+dut2", "--nfs", "2", "--nf", "l3", "--switch", "bridge",
+                   "--api", "raw", "--tester", "single", "--rate", str(RATE),
+                   "--duration", str(DURATION), "--warmup", "0.5", "--json", timeout=300)
+        assert done.returncode == 0, done.stderr
+        point = stored_point(cli_json, json.loads(done.stdout))
+        assert_zero_loss(point)
+        assert set(point["hosts"]) == {"dut", "dut2"}
+        assert [nf["ports"][0]["rx_packets"] >= RATE * DURATION * 0.9
+                for nf in point["nf_results"]] == [True, True]
+        # the middle wire: NF 1's port b, a NIC on dut, into dut2's bridge
+        (_, _), (mid_a, mid_b), (_, _) = lab.wires
+        assert point["counters"][f"dut2:{mid_b.name}"]["rx_packets"] >= RATE * DURATION * 0.9
+        for name in ("dut", "dut2"):
+            assert lab.hosts[name].leftovers() == set()

@@ -1,0 +1,284 @@
+"""Other hosts without root: placement across hosts, what a tester on another
+host than the switch may do, the wiring of a point, and the controller's
+protocol with a host's agent (the agent of run/agent.py, served over pipes)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cnfperf import SystemFailure, UserError
+from cnfperf.plan import place
+from cnfperf.remote import client, hosts, ssh
+from cnfperf.remote.inventory import load
+from cnfperf.run import agent as agent_mod, checks, survey
+from cnfperf.remote.inventory import End
+from cnfperf.scenario import validate
+
+
+@pytest.fixture
+def inventory(tmp_path: Path) -> Path:
+    key = tmp_path / "key"
+    key.write_text("not a real key: nothing connects here\n")
+    key.chmod(0o600)
+    (tmp_path / "known_hosts").write_text("")
+    wires = "".join(f'[[wire]]\na = "local:tw{i}a"\nb = "dut:tw{i}b"\n\n' for i in range(4))
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[[host]]\nname = "dut"\naddress = "192.0.2.1"\nkey = "{key}"\n'
+                    f'known_hosts = "{tmp_path / "known_hosts"}"\n\n{wires}')
+    checks.inventory_file.cache_clear()
+    return path
+
+
+def scenario(inventory: Path | None = None, **fields) -> object:
+    raw = {"switch": "bridge", "api": "raw", "tester": "single", "dut_host": "dut",
+           **({"hosts": str(inventory)} if inventory else {}), **fields}
+    return validate(raw)
+
+
+# -- placement ---------------------------------------------------------------------------
+
+def test_a_point_across_hosts_wires_each_pairs_sender_then_receiver(inventory):
+    point = place(scenario(inventory, pairs=2), "1a2b", host_cpus=(0, 1))
+    assert point.spans_hosts
+    assert [p.name for p in point.wired_ports()] == \
+        ["cnfp1a2bp0s", "cnfp1a2bp0r", "cnfp1a2bp1s", "cnfp1a2bp1r"]
+    # the tester's ends are the tester's host's, the NFs and switch the host under test's
+    assert point.here("cnfp1a2bp0s") and point.host == "local"
+    assert point.host_of("cnfp1a2bn000") == "dut"
+    wiring = hosts.wiring(load(inventory), point)
+    assert wiring["cnfp1a2bp1r"] == {"local": "tw3a", "dut": "tw3b"}
+
+
+def test_a_point_on_one_host_has_no_wires(inventory):
+    point = place(scenario(inventory, tester_host="dut"), "1a2b", host_cpus=(0, 1))
+    assert not point.spans_hosts and point.wired_ports() == []
+
+
+# -- what is refused, with one line naming the field -------------------------------------
+
+@pytest.mark.parametrize("fields, field, words", [
+    ({}, "dut_host", "name the inventory"),
+    ({"dut_host": "nope"}, "dut_host", "'nope'"),
+    ({"switch": "veth"}, "switch", "takes no NIC"),
+    ({"switch": "vhost", "api": "dpdk"}, "switch", "takes no NIC"),
+    ({"api": "udp", "tester": "split"}, "api", "builds its own frames"),
+    ({"noise": "cpu"}, "noise", "not supported"),
+    ({"switch_in": "container", "switch": "ovs", "api": "dpdk"}, "switch_in", "not supported"),
+    ({"pairs": 3}, "hosts", "4 wire(s) between local and dut; the point needs 6"),
+])
+def test_refused_before_anything_exists(inventory, fields, field, words):
+    s = scenario(None if field == "dut_host" and not fields else inventory, **fields)
+    with pytest.raises(UserError) as e:
+        checks.check(s, (0, 1))
+    assert e.value.field == field and words in e.value.why, e.value
+
+
+def test_a_pci_wire_end_carries_no_tester_port_yet(inventory):
+    text = inventory.read_text().replace('"dut:tw0b"', '"dut:0000:03:00.0"')
+    inventory.write_text(text)
+    with pytest.raises(UserError, match="PCI address"):
+        checks.check(scenario(inventory), (0, 1))
+
+
+def test_the_tester_on_another_host_takes_the_nic_apis(inventory):
+    checks.check(scenario(inventory, api="dpdk", switch="ovs"), (0, 1))   # af_packet PMD
+    checks.check(scenario(inventory, api="xdp"), (0, 1))
+
+
+def test_the_host_under_test_is_asked_for_its_part_only():
+    """The tester's host needs no switch; the switch's host no tester api."""
+    s = validate({"switch": "ovs", "api": "raw", "tester": "single", "dut_host": "dut",
+                  "hosts": "x.toml"})
+    host = _facts(apis=["raw"])
+    here = checks.host_problems(host, here="local")(s)
+    assert not any(p.startswith("ovs:") for p in here), here
+    there = checks.host_problems(host, here="dut")(s)
+    assert any(p.startswith("ovs:") for p in there) or there == []
+    assert checks.host_problems(host, here="other")(s) == []
+
+
+def _facts(apis):
+    from cnfperf.host.facts import EngineFacts, HostFacts, Hugepages
+    return HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="x", kernel="6.1", root=False,
+                     iproute2=True, kernel_links={}, hugepages=Hugepages(0, 0, 2048, []),
+                     runc=None, busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None,
+                     libxdp=None, kvm=False, engine=EngineFacts(version="0.1.0", apis=apis))
+
+
+# -- the agent's protocol ----------------------------------------------------------------
+
+class _Container:
+    """A host's container as the agent's testbed holds one: here processes run
+    directly, which is all the protocol needs of it."""
+    kind = "container"
+
+    def exec(self, argv, stdout=None, stderr=None, stdin=None, env=None):
+        return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=stdin)
+
+
+class _Bed:
+    def container(self, name):
+        return _Container()
+
+
+@pytest.fixture
+def session():
+    """A real agent (run/agent.py) and its controller's side, over two pipes."""
+    to_agent_r, to_agent_w = os.pipe()
+    to_ctl_r, to_ctl_w = os.pipe()
+    err_r, err_w = os.pipe()
+    server = agent_mod.Agent(os.fdopen(to_ctl_w, "wb"))
+    server.bed = _Bed()
+    thread = threading.Thread(target=server.serve, args=(os.fdopen(to_agent_r, "rb"),),
+                              daemon=True)
+    thread.start()
+    ctl = client.Agent("dut", os.fdopen(to_agent_w, "wb"), os.fdopen(to_ctl_r, "rb"),
+                       os.fdopen(err_r, "rb"))
+    yield ctl, server
+    ctl.close(timeout=5)
+    os.close(err_w)
+    thread.join(5)
+
+
+def test_a_request_and_its_answer(session):
+    ctl, _ = session
+    assert ctl.call("interfaces", names=["lo", "tw404"]) == ["tw404"]
+
+
+def test_an_unknown_request_fails_naming_the_host(session):
+    ctl, _ = session
+    with pytest.raises(SystemFailure, match="host dut: unknown request 'frobnicate'"):
+        ctl.call("frobnicate")
+
+
+def test_a_process_there_is_a_process_here(session, tmp_path):
+    """Its lines arrive on stdout, its stderr in the file given, the end of its
+    stdin and its exit code as a local process's."""
+    ctl, _ = session
+    with open(tmp_path / "err", "wb") as err:
+        proc = ctl.exec("n", ["sh", "-c", "echo ready; echo oops >&2; read x; echo bye"],
+                        stderr=err)
+    assert proc.stdout.readline() == b"ready\n"
+    assert proc.poll() is None
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+    assert proc.stdout.read() == b"bye\n"
+    assert (tmp_path / "err").read_bytes() == b"oops\n"
+    with pytest.raises(subprocess.TimeoutExpired):
+        ctl.exec("n", ["sleep", "5"]).wait(timeout=0.2)
+
+
+def test_a_signal_reaches_the_process(session):
+    ctl, _ = session
+    proc = ctl.exec("n", ["sleep", "30"])
+    time.sleep(0.2)
+    proc.send_signal(2)
+    assert proc.wait(timeout=10) == -2
+
+
+def test_a_lost_connection_ends_its_processes_and_requests(session, tmp_path):
+    ctl, server = session
+    with open(tmp_path / "err", "wb") as err:
+        proc = ctl.exec("n", ["sleep", "30"], stderr=err)
+    server.out.close()     # the channel breaks
+    assert proc.wait(timeout=10) == client.EXIT_LOST
+    assert b"host dut: the connection was lost" in (tmp_path / "err").read_bytes()
+    with pytest.raises(client.Lost, match="host dut"):
+        ctl.call("interfaces", names=["lo"])
+
+
+# -- small parts ---------------------------------------------------------------------------
+
+def test_the_one_command_a_host_runs_is_the_agent():
+    host = load_host(Path("/opt/cnf perf"))
+    assert ssh.agent_command(host) == "'/opt/cnf perf/.venv/bin/cnfperf' agent"
+
+
+def load_host(checkout: Path):
+    from cnfperf.remote.inventory import Host
+    return Host(name="dut", address="192.0.2.1", port=22, user="root", key=None, ssh_agent=True,
+                known_hosts=Path("k"), trust_new=False, cnfperf=checkout)
+
+
+def test_a_wire_frame_heard_elsewhere_means_crossed_wires():
+    a, b = End("local", "tw0a"), End("dut", "tw0b")
+    assert survey._verdict(a, b, "t1", {"dut:tw0b": {"t1"}}, {}) == ""
+    assert "the wires are crossed" in survey._verdict(a, b, "t1", {"dut:tw1b": {"t1"}}, {})
+    assert "did not arrive at dut:tw0b" in survey._verdict(a, b, "t1", {}, {})
+    assert survey._verdict(a, b, "t1", {}, {"local:tw0a": "tw0a is down"}) == "tw0a is down"
+
+
+def test_a_chain_across_two_hosts_crosses_three_wires(tmp_path):
+    """tester here, the first NF on dut, the second on dut2: each host's switch
+    joins the links into its NFs, and a wire carries each port in between."""
+    key = tmp_path / "key"
+    key.write_text("x\n")
+    key.chmod(0o600)
+    (tmp_path / "kh").write_text("")
+    hosts_text = "".join(f'[[host]]\nname = "{h}"\naddress = "192.0.2.{i}"\nkey = "{key}"\n'
+                         f'known_hosts = "{tmp_path / "kh"}"\n\n'
+                         for i, h in enumerate(("dut", "dut2"), 1))
+    wires = ('[[wire]]\na = "local:tw0a"\nb = "dut:tw0b"\n\n'
+             '[[wire]]\na = "dut:tw1a"\nb = "dut2:tw1b"\n\n'
+             '[[wire]]\na = "dut2:tw2a"\nb = "local:tw2b"\n')
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(hosts_text + wires)
+    checks.inventory_file.cache_clear()
+    s = scenario(inventory, nfs=2, nf="l3", nf_host="dut+dut2")
+    checks.check(s, (0, 1))
+    point = checks.place_point(s, "1a2b", cores=(0, 1))
+    assert [(p.name, p.host, at) for p, at in point.crossings()] == [
+        ("cnfp1a2bp0s", "local", "dut"), ("cnfp1a2bn000b", "dut", "dut2"),
+        ("cnfp1a2bp0r", "local", "dut2")]
+    assert point.hosts == ["local", "dut", "dut2"]
+    # each NF on its host's first core: the hosts' cores are their own
+    assert [nf.cores for nf in point.nfs] == [(0,), (0,)]
+    wiring = hosts.wiring(load(inventory), point)
+    assert wiring == {"cnfp1a2bp0s": {"local": "tw0a", "dut": "tw0b"},
+                      "cnfp1a2bn000b": {"dut": "tw1a", "dut2": "tw1b"},
+                      "cnfp1a2bp0r": {"local": "tw2b", "dut2": "tw2a"}}
+    # on dut: its switch joins the first link; NF 1's port b is a NIC itself
+    dut = replace(point, host="dut")
+    assert [p.name for p in dut.ports_joined_here()] == ["cnfp1a2bp0s", "cnfp1a2bn000a"]
+    assert [p.name for p in dut.direct_ports()] == ["cnfp1a2bn000b"]
+    checks.inventory_file.cache_clear()
+    with pytest.raises(UserError, match="0 wire.s. between dut and dut2"):
+        inventory.write_text(hosts_text + wires.split("[[wire]]\na = \"dut:")[0])
+        checks.check(s, (0, 1))
+
+
+def test_an_agent_whose_controller_falls_silent_ends():
+    """A cut cable ends no session: the agent, hearing nothing (no ping) for its
+    silence, undoes its part and closes its side."""
+    to_agent_r, to_agent_w = os.pipe()
+    to_ctl_r, to_ctl_w = os.pipe()
+    server = agent_mod.Agent(os.fdopen(to_ctl_w, "wb"))
+    start = time.monotonic()
+    thread = threading.Thread(target=server.serve, args=(os.fdopen(to_agent_r, "rb"), 1.0),
+                              daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and 1.0 <= time.monotonic() - start < 10
+    assert os.read(to_ctl_r, 100) == b""      # its side is closed
+    os.close(to_agent_w)
+    os.close(to_ctl_r)
+
+
+def test_a_ping_is_answered_while_a_request_runs(session):
+    """The controller's pings are answered by the reading thread, a long
+    request in the main one notwithstanding."""
+    ctl, server = session
+    server.op_nap = lambda seconds: time.sleep(seconds)
+    slow = threading.Thread(target=ctl.call, args=("nap",), kwargs={"seconds": 2})
+    slow.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    assert ctl.call("ping", timeout=1) is None
+    assert time.monotonic() - started < 1
+    slow.join(5)
