@@ -196,3 +196,8 @@ def give_back_all(journal: Journal, lent: list[tuple[str, dict]]) -> None:
     lent.clear()
     if failed:
         raise RuntimeError("NICs not given back: " + "; ".join(failed))
+
+
+def missing_links(names: list[str]) -> list[str]:
+    """Those of `names` this host's netns has no interface of (a wire to nowhere)."""
+    return [name for name in names if not os.path.exists(f"/sys/class/net/{name}")]

@@ -10,7 +10,6 @@ anything is created anywhere; `begin` takes each host's lock for the run;
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from cnfperf import SystemFailure, UserError, __version__
 from cnfperf.fields import LOCAL
 from cnfperf.host.facts import checkout_commit
+from cnfperf.host.links import missing_links
 from cnfperf.plan import nf_hosts
 from cnfperf.remote import ssh
 from cnfperf.remote.client import Agent, Lost
@@ -164,7 +164,7 @@ class Hosts:
                                          f"interface {', '.join(missing)} (a wire to nowhere)")
         local = [w.end_on(LOCAL).iface for w in self.inventory.wires
                  if LOCAL in (w.a.host, w.b.host) and w.end_on(LOCAL).iface]
-        missing = [i for i in local if not os.path.exists(f"/sys/class/net/{i}")]
+        missing = missing_links(local)
         if missing:
             raise UserError("hosts", f"{self.inventory.path}: this host (local) has no "
                                      f"interface {', '.join(missing)} (a wire to nowhere)")

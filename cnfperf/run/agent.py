@@ -36,6 +36,7 @@ from cnfperf.dataplanes import DATAPLANES
 from cnfperf.engine import find_engine
 from cnfperf.host.facts import HostFacts, checkout_commit, gather
 from cnfperf.host.journal import RUN_DIR, Journal, journal_path
+from cnfperf.host.links import missing_links
 from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.plan import run_prefix
 from cnfperf.host import frames
@@ -157,7 +158,7 @@ class Agent:
 
     def op_interfaces(self, names: list[str]) -> list[str]:
         """Which of these interfaces this host lacks (a wire to nowhere)."""
-        return [n for n in names if not os.path.exists(f"/sys/class/net/{n}")]
+        return missing_links(names)
 
     def op_matrix(self) -> dict[str, Any]:
         """What this host can run (doctor's table)."""

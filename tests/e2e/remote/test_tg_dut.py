@@ -5,6 +5,7 @@ OVS-DPDK, an l3 chain on the host under test, counters on both hosts, the
 point's hosts in the store, and nothing left behind on either host."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -124,14 +125,10 @@ def test_a_cut_connection_leaves_nothing_on_either_host(engine, results, lab):
     under test undoes its part by itself, and this host its own."""
     proc = start_long_run(lab, results)
     dut = lab.hosts["dut"]
-    try:
+    with interrupted_if_left(proc):
         # the session's own sshd process, not the listener: the connection drops
         dut.run(["pkill", "-KILL", "-f", "^sshd: root"])
         out, err = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.communicate(timeout=120)
     assert proc.returncode == 1, err
     assert "connection was lost" in err, err
     assert "nothing was left behind" in err, err
@@ -155,6 +152,17 @@ def start_long_run(lab, results: Path) -> subprocess.Popen:
     return proc
 
 
+@contextlib.contextmanager
+def interrupted_if_left(proc: subprocess.Popen):
+    """A failing test does not leave its run going: SIGINT, and its teardown."""
+    try:
+        yield
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)
+
+
 def nothing_left_on(host, within: float = 60) -> None:
     deadline = time.monotonic() + within
     while host.leftovers() and time.monotonic() < deadline:
@@ -169,16 +177,13 @@ def test_a_cable_cut_mid_trial_leaves_nothing_on_either_host(engine, results, la
     controller checks that it is clean."""
     proc = start_long_run(lab, results)
     dut = lab.hosts["dut"]
-    try:
-        dut.run(["ip", "link", "set", "ctl", "down"], check=True)
-        nothing_left_on(dut, within=40)      # the agent, alone, undid its part
-        dut.run(["ip", "link", "set", "ctl", "up"], check=True)
+    with interrupted_if_left(proc):
+        try:
+            dut.run(["ip", "link", "set", "ctl", "down"], check=True)
+            nothing_left_on(dut, within=40)      # the agent, alone, undid its part
+        finally:
+            dut.run(["ip", "link", "set", "ctl", "up"])
         out, err = proc.communicate(timeout=180)
-    finally:
-        dut.run(["ip", "link", "set", "ctl", "up"])
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.communicate(timeout=120)
     assert proc.returncode == 1, err
     assert "no answer for" in err, err
     assert "nothing was left behind" in err, err
