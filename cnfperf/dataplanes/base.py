@@ -150,6 +150,9 @@ class DataPlane(ABC):
     # Whether it takes a NIC of its host as the port of a node on another host
     # (TestPoint.nics: the tester's ports when tester_host is not dut_host).
     nic_ports: ClassVar[bool] = False
+    # The nic_driver values it opens such a NIC with (fields.NIC_DRIVERS); ():
+    # the kernel holds the NIC for it (the bridge enslaves it), none is used.
+    nic_drivers: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal

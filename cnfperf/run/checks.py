@@ -28,15 +28,16 @@ from cnfperf import SystemFailure, UserError, fields, nfs, testers
 from cnfperf.host import cgroups, tools
 from cnfperf.run import noise
 from cnfperf.dataplanes import DATAPLANES, DataPlane
+from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.dataplanes.nic import NIC_APIS, NicPlane
-from cnfperf.fields import APIS, LOCAL, MAX_PORT, QUOTAS, TX_PORT
+from cnfperf.fields import APIS, LOCAL, MAX_PORT, NIC_DRIVERS, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
 from cnfperf.experiments import sweep
-from cnfperf.plan import (TestPoint, has_vms, links_per_path, nf_hosts, nf_places, place,
+from cnfperf.plan import (Port, TestPoint, has_vms, links_per_path, nf_hosts, nf_places, place,
                           usable_cpus)
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
@@ -207,6 +208,7 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
     if not dataplane.nic_ports:
         raise UserError("switch", f"{s.switch} takes no NIC as the port of a node on another "
                                   f"host; these do: {', '.join(capable)}")
+    _check_nic_driver(s, dataplane, crossings)
     if tester_crosses(s) and s.api not in NIC_APIS:
         raise UserError("api", f"a tester wired to another host's switch builds its own frames "
                                f"on its NICs: {', '.join(sorted(NIC_APIS))}, not {s.api}")
@@ -230,6 +232,27 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
         if pci:
             raise UserError("hosts", f"{inv.path}: wire end {pci[0]} is a PCI address; a "
                                      "port crosses on an interface (host:name)")
+
+
+def _check_nic_driver(s: Scenario, dataplane: type[DataPlane],
+                      crossings: list[tuple[Port, str]]) -> None:
+    """nic_driver: the switch that opens the wires' NICs has it, something
+    opens one with DPDK at all, and the frames fit its buffers."""
+    if dataplane.nic_drivers and s.nic_driver not in dataplane.nic_drivers:
+        raise UserError("nic_driver", f"{s.switch} opens a NIC with "
+                                      f"{' or '.join(dataplane.nic_drivers)}, not {s.nic_driver}")
+    if s.nic_driver == NIC_DRIVERS[0]:
+        return
+    if not dataplane.nic_drivers and not any(port.api == "dpdk" for port, _ in crossings):
+        raise UserError("nic_driver", f"{s.nic_driver}: nothing opens a NIC with DPDK here "
+                                      f"({s.switch} leaves its NICs to the kernel and no node "
+                                      "on a NIC has api = dpdk)")
+    if s.nic_driver == "af_xdp" and dpdk_args.jumbo(s.size):
+        # A larger frame would take a jumbo mbuf, which spans more than the
+        # PMD's umem chunk.
+        largest = dpdk_args.STD_BUFFER - dpdk_args.FRAME_SLACK + dpdk_args.FCS
+        raise UserError("nic_driver", f"af_xdp takes frames of up to {largest} bytes (one 2 KB "
+                                      f"buffer each), not {s.size}: use af_packet")
 
 
 @functools.cache

@@ -91,6 +91,32 @@ def test_the_tester_on_another_host_takes_the_nic_apis(inventory):
     checks.check(scenario(inventory, api="xdp"), (0, 1))
 
 
+@pytest.mark.parametrize("fields, words", [
+    ({"switch": "snabb", "api": "dpdk"}, "snabb opens a NIC with af_packet, not af_xdp"),
+    ({"switch": "bridge", "api": "raw"}, "nothing opens a NIC with DPDK here"),
+    ({"switch": "ovs", "api": "dpdk", "size": 4000}, "up to 1924 bytes"),
+])
+def test_af_xdp_is_refused_where_nothing_takes_it(inventory, fields, words):
+    with pytest.raises(UserError) as e:
+        checks.check(scenario(inventory, nic_driver="af_xdp", **fields), (0, 1))
+    assert e.value.field == "nic_driver" and words in e.value.why, e.value
+
+
+def test_af_xdp_opens_the_wires_nics(inventory):
+    """The switch's DPDK, or the tester's (api = dpdk) beside a bridge."""
+    checks.check(scenario(inventory, nic_driver="af_xdp", switch="testpmd", api="raw"), (0, 1))
+    checks.check(scenario(inventory, nic_driver="af_xdp", switch="bridge", api="dpdk"), (0, 1))
+    checks.check(scenario(inventory, nic_driver="af_xdp", switch="ovs", api="dpdk",
+                          size=1924), (0, 1))
+
+
+def test_nic_vdevs_follow_nic_driver():
+    from cnfperf.dataplanes import dpdk_args
+    assert dpdk_args.nic(2, "tw0a", "af_xdp", 64) == \
+        "net_af_xdp2,iface=tw0a,start_queue=0,queue_count=1"
+    assert dpdk_args.nic(2, "tw0a", "af_packet", 64) == "net_af_packet2,iface=tw0a,qpairs=1"
+
+
 def test_the_host_under_test_is_asked_for_its_part_only():
     """The tester's host needs no switch; the switch's host no tester api."""
     s = validate({"switch": "ovs", "api": "raw", "tester": "single", "dut_host": "dut",

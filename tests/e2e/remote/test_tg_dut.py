@@ -82,16 +82,20 @@ def test_bridge_on_the_host_under_test(engine, cli, cli_json, lab):
     assert_counters_match(point, lab, {end.name: f"dut:{end.name}" for _, end in lab.wires})
 
 
-@pytest.mark.parametrize("switch", [
-    pytest.param("ovs", marks=pytest.mark.needs("ovs-vswitchd-dpdk")),
-    pytest.param("testpmd", marks=pytest.mark.needs("dpdk-testpmd")),
-    pytest.param("click", marks=pytest.mark.needs("click-dpdk")),
-    pytest.param("snabb", marks=pytest.mark.needs("snabb")),
+@pytest.mark.parametrize("switch, driver", [
+    pytest.param("ovs", "af_packet", marks=pytest.mark.needs("ovs-vswitchd-dpdk")),
+    pytest.param("ovs", "af_xdp", marks=pytest.mark.needs("ovs-vswitchd-dpdk")),
+    pytest.param("testpmd", "af_packet", marks=pytest.mark.needs("dpdk-testpmd")),
+    pytest.param("testpmd", "af_xdp", marks=pytest.mark.needs("dpdk-testpmd")),
+    pytest.param("click", "af_packet", marks=pytest.mark.needs("click-dpdk")),
+    pytest.param("snabb", "af_packet", marks=pytest.mark.needs("snabb")),
 ])
-def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch):
-    """The tester's NICs through DPDK's af_packet PMD; the switch's the same
-    (OVS-DPDK, testpmd, Click) or Snabb's raw socket app."""
-    point = stored_point(cli_json, run_point(cli, lab, "--switch", switch, "--api", "dpdk"))
+def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch, driver):
+    """The tester's NICs through DPDK's af_packet or af_xdp PMD (nic_driver);
+    the switch's the same (OVS-DPDK, testpmd, Click) or Snabb's raw socket app."""
+    point = stored_point(cli_json, run_point(cli, lab, "--switch", switch, "--api", "dpdk",
+                                             "--nic-driver", driver))
+    assert point["nic_driver"] == driver
     assert_zero_loss(point)
     assert_hosts_stored(point, lab)
     sender, receiver = _ends(point)
