@@ -201,7 +201,9 @@ FIELDS: list[Field] = [
           axis=-3),
     Field("tester_host", "str", LOCAL, "the host the tester's ends run on: local, or a host of "
           "the inventory (hosts); on another host than dut_host its ports are NICs wired to "
-          "the switch's host", axis=-1, column="TEXT", label="named"),
+          "the switch's host. Two joined by + put the sender (client) on the first, the "
+          "receiver (server) on the second (tester = split): no one-way latency then, two "
+          "clocks", axis=-1, column="TEXT", label="named"),
     Field("dut_host", "str", LOCAL, "the host under test: where the switch and the network "
           "functions run (local, or a host of the inventory)", axis=-2, column="TEXT",
           label="named"),

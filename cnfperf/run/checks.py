@@ -42,7 +42,7 @@ from cnfperf.plan import (Port, TestPoint, has_vms, links_per_path, nf_hosts, nf
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
-                              validate)
+                              tester_hosts, validate)
 
 
 def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
@@ -129,7 +129,10 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     ports = kind.ports if kind is not None else 2
     # a noise stream (noise = traffic) is one more pair, without NFs: see plan.py
     paths = s.pairs + (s.noise == "traffic")
-    spans = tester_crosses(s)   # the tester's ports are NICs: _check_hosts
+    try:   # the tester's ports are NICs: _check_hosts
+        spans = tester_crosses(s)
+    except ValueError as e:   # tester_host names more than two hosts
+        raise UserError("tester_host", str(e)) from None
     mismatch = _mismatch(dataplane, None if spans else s.api, paths, s.nfs, ports)
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
@@ -170,19 +173,20 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
 
 
 def tester_crosses(s: Scenario) -> bool:
-    """Whether the tester's ports are NICs wired to another host's switch: the
-    host joining its links (the first and the last NF's, else dut_host's) is
-    not tester_host."""
+    """Whether a tester's port is a NIC wired to another host's switch: the
+    host joining its link (the first or the last NF's, else dut_host's) is not
+    its end's (tester_hosts: the sender's, the receiver's)."""
     hosts = nf_hosts(s) or (s.dut_host,)
-    return s.tester_host != hosts[0] or s.tester_host != hosts[-1]
+    sender, receiver = tester_hosts(s)
+    return sender != hosts[0] or receiver != hosts[-1]
 
 
 def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]) -> None:
     """Placement across hosts: hosts the inventory names, and what a point
     whose ports cross wires (plan.TestPoint.crossings) can do."""
-    named = [(f, h) for f in ("tester_host", "dut_host", "nf_host")
-             for h in (getattr(s, f).split("+") if f == "nf_host" and s.nf_host
-                       else [getattr(s, f)] if f != "nf_host" else []) if h != LOCAL]
+    placed = {"tester_host": s.tester_host.split("+"), "dut_host": [s.dut_host],
+              "nf_host": s.nf_host.split("+") if s.nf_host else []}
+    named = [(f, h) for f, hosts in placed.items() for h in hosts if h != LOCAL]
     if not named:
         return
     if not s.hosts:
@@ -194,9 +198,9 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
     # What another host does not run yet (its agent would have to say more:
     # the neighbour's container, a guest's facts, its ends' UDP counters).
     elsewhere = {"noise": s.noise != "none",
-                 "endpoint_in": s.endpoint_in == "vm" and s.tester_host != LOCAL,
+                 "endpoint_in": s.endpoint_in == "vm" and set(tester_hosts(s)) != {LOCAL},
                  "nf_in": "vm" in s.nf_in.split("+") and any(h != LOCAL for h in nf_hosts(s)),
-                 "api": s.api == "udp" and s.tester_host != LOCAL}
+                 "api": s.api == "udp" and set(tester_hosts(s)) != {LOCAL}}
     for f, bad in elsewhere.items():
         if bad:
             raise UserError(f, f"{getattr(s, f)} with a node on another host: not supported")
@@ -470,7 +474,7 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
     known: dict[tuple[str, str | None, str], list[str]] = {}
 
     def problems(s: Scenario) -> list[str]:
-        tester = s.tester_host == here
+        tester = here in tester_hosts(s)
         dut = here == s.dut_host or here in nf_hosts(s)   # the switch runs here
         if not (tester or dut):
             return []
