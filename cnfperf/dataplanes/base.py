@@ -150,6 +150,9 @@ class DataPlane(ABC):
     # Whether it takes a NIC of its host as the port of a node on another host
     # (TestPoint.nics: the tester's ports when tester_host is not dut_host).
     nic_ports: ClassVar[bool] = False
+    # Whether it joins two such NICs to each other (a link whose two ports are
+    # both nodes on other hosts: the tester's, with no NF between them).
+    nic_to_nic: ClassVar[bool] = True
     # The nic_driver values it opens such a NIC with (fields.NIC_DRIVERS); ():
     # the kernel holds the NIC for it (the bridge enslaves it), none is used.
     nic_drivers: ClassVar[tuple[str, ...]] = ()

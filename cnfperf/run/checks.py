@@ -212,6 +212,12 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
     if not dataplane.nic_ports:
         raise UserError("switch", f"{s.switch} takes no NIC as the port of a node on another "
                                   f"host; these do: {', '.join(capable)}")
+    if not dataplane.nic_to_nic:
+        crossing = {port.name for port, _ in crossings}
+        if any({link.a.name, link.b.name} <= crossing for link in point.links):
+            raise UserError("nfs", f"{s.switch} joins a node's port to a NIC, not two NICs to "
+                                   "each other: put a network function on the switch's host "
+                                   "between the wires (nfs ≥ 1)")
     _check_nic_driver(s, dataplane, crossings)
     if tester_crosses(s) and s.api not in NIC_APIS:
         raise UserError("api", f"a tester wired to another host's switch builds its own frames "

@@ -66,6 +66,7 @@ def test_a_point_on_one_host_has_no_wires(inventory):
     ({}, "dut_host", "name the inventory"),
     ({"dut_host": "nope"}, "dut_host", "'nope'"),
     ({"switch": "veth"}, "switch", "takes no NIC"),
+    ({"switch": "macvlan"}, "nfs", "not two NICs to each other"),
     ({"switch": "vhost", "api": "dpdk"}, "switch", "takes no NIC"),
     ({"api": "udp", "tester": "split"}, "api", "builds its own frames"),
     ({"noise": "cpu"}, "noise", "not supported"),
@@ -84,6 +85,10 @@ def test_a_pci_wire_end_carries_no_tester_port_yet(inventory):
     inventory.write_text(text)
     with pytest.raises(UserError, match="PCI address"):
         checks.check(scenario(inventory), (0, 1))
+
+
+def test_macvlan_takes_a_nic_as_the_parent_of_an_nfs_port(inventory):
+    checks.check(scenario(inventory, switch="macvlan", nfs=1), (0, 1))
 
 
 def test_the_tester_on_another_host_takes_the_nic_apis(inventory):

@@ -124,6 +124,22 @@ def test_l3_chain_on_the_host_under_test(engine, cli, cli_json, lab):
     assert cpu[_ends(point)[0]]["user_s"] > 0, cpu     # the tester's, here, is
 
 
+def test_macvlan_children_of_the_wires_nics(engine, cli, cli_json, lab):
+    """An NF's two ports on the host under test are macvlan children of the two
+    wires' NICs there (a container's macvlan network on a host's NIC)."""
+    point = stored_point(cli_json, run_point(cli, lab, "--switch", "macvlan", "--api", "raw",
+                                             "--nfs", "1"))
+    assert_zero_loss(point)
+    [nf] = point["nf_results"]
+    assert [p["rx_packets"] for p in nf["ports"]][0] >= RATE * DURATION * 0.9, nf
+    # each wire's NIC there, the parent, carried the frames its child did
+    (tx_nic, tx_far), (rx_nic, rx_far) = lab.wires
+    counters = point["counters"]
+    sent = counters[f"local:{tx_nic.name}"]["tx_packets"]
+    assert counters[f"dut:{tx_far.name}"]["rx_packets"] == sent, counters
+    assert counters[f"dut:{rx_far.name}"]["tx_packets"] == sent, counters
+
+
 def test_a_cut_connection_leaves_nothing_on_either_host(engine, results, lab):
     """The SSH session dies mid-trial: the point fails and says so, the host
     under test undoes its part by itself, and this host its own."""
