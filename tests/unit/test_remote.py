@@ -88,6 +88,7 @@ def test_a_pci_wire_end_carries_no_tester_port_yet(inventory):
 
 def test_the_tester_on_another_host_takes_the_nic_apis(inventory):
     checks.check(scenario(inventory, api="dpdk", switch="ovs"), (0, 1))   # af_packet PMD
+    checks.check(scenario(inventory, api="dpdk", switch="vpp"), (0, 1))   # af_packet plugin
     checks.check(scenario(inventory, api="xdp"), (0, 1))
 
 

@@ -2,12 +2,16 @@
 are VPP 26.10's own output), without running VPP."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cnfperf import UserError
 from cnfperf.dataplanes import vpp_app
+from cnfperf.host import builds
+from cnfperf.plan import place
+from cnfperf.scenario import validate
 from cnfperf.dataplanes.vpp import VppMemifPlane, VppPlane
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.scenario import Scenario
@@ -79,7 +83,7 @@ def test_rx_placement_names_the_thread_of_every_queue():
 
 def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
     conf = vpp_app.startup_conf(tmp_path, [1], 64, "cnfp1234-vpp", Path("/usr/lib/vpp_plugins"),
-                                VppPlane.plugin)
+                                (VppPlane.plugin,))
     for key in ("runtime-dir", "cli-listen", "log", "socket-name"):
         lines = [line for line in conf.splitlines() if f"{key} " in line]
         assert lines and all(str(tmp_path) in line for line in lines), key
@@ -92,17 +96,42 @@ def test_startup_keeps_every_path_in_the_run_directory(tmp_path: Path):
 def test_each_data_plane_loads_its_own_plugin_alone(tmp_path: Path):
     """A VPP with one of the two plugins runs the data plane that uses it: VPP
     refuses a vhost-user section without the vhost plugin."""
-    vhost, memif = (vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, dp.plugin)
+    vhost, memif = (vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, (dp.plugin,))
                     for dp in (VppPlane, VppMemifPlane))
     assert "vhost_plugin.so { enable }" in vhost and "memif_plugin" not in vhost
     assert "vhost-user { coalesce-frames 0 coalesce-time 0 }" in vhost
     assert "memif_plugin.so { enable }" in memif and "vhost" not in memif
+    assert "af_packet" not in vhost + memif
+
+
+def test_a_wire_s_nic_loads_af_packet_beside_the_ports_plugin(tmp_path: Path):
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path,
+                                (VppMemifPlane.plugin, builds.AF_PACKET))
+    assert "  plugin memif_plugin.so { enable }\n  plugin af_packet_plugin.so { enable }\n}" \
+        in conf
+
+
+def _point(tester_host: str, here: str):
+    """A TG–DUT point as the host `here` places it (the agent's copy)."""
+    s = validate({"switch": "vpp", "api": "dpdk", "tester": "single", "dut_host": "dut",
+                  "tester_host": tester_host, "hosts": "hosts.toml"})
+    point = replace(place(s, "1a2b", host_cpus=(0, 1)), host=here)
+    return replace(point, nics=tuple((p.name, f"tw{i}b")
+                                     for i, p in enumerate(point.wired_ports())))
+
+
+def test_vpp_loads_af_packet_only_for_a_point_with_a_wire_s_nic():
+    plane = VppPlane(journal=None)
+    plane.point = _point("local", "dut")
+    assert plane.plugins() == ("vhost_plugin.so", "af_packet_plugin.so")
+    plane.point = _point("dut", "dut")       # the whole point on one host: no wire
+    assert plane.plugins() == ("vhost_plugin.so",)
 
 
 @pytest.mark.parametrize("poll,mode", [("busy", "polling"), ("adaptive", "adaptive"),
                                        ("interrupt", "interrupt")])
 def test_poll_is_every_interface_s_default_rx_mode(tmp_path: Path, poll, mode):
-    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, VppPlane.plugin, poll)
+    conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path, (VppPlane.plugin,), poll)
     assert f"interface {{ default-rx-mode {mode} }}" in conf
 
 
