@@ -119,6 +119,8 @@ class VppPlane(DpdkPlane):
             return None
         iface = self.vpp.configure(f"create host-interface name {nic}")
         self.nics.add(iface)
+        mode = vpp_app.NIC_RX_MODES[self.point.scenario.poll]
+        self.vpp.configure(f"set interface rx-mode {iface} {mode}")
         return iface
 
     def _create(self, index: int, port: Port) -> str:

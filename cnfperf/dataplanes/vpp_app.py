@@ -48,6 +48,10 @@ def memif_buffer(frame_size: int) -> str:
 # of every interface's queues: a vhost-user port has none to set a mode on
 # until its peer connects.
 RX_MODES = {"busy": "polling", "adaptive": "adaptive", "interrupt": "interrupt"}
+# A wire's NIC (af_packet) queue starts in interrupt mode whatever the default,
+# so its mode is set; af_packet has no adaptive mode: with `adaptive` the
+# kernel wakes VPP for it (interrupt), as an idle adaptive queue would be.
+NIC_RX_MODES = {**RX_MODES, "adaptive": "interrupt"}
 
 
 # What each plugin a data plane uses (builds.VPP_PLUGINS) adds to the startup

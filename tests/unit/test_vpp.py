@@ -25,6 +25,10 @@ VirtualEthernet0/0/0              1      up          9000/0/0/0     rx packets  
 VirtualEthernet0/0/1              2      up          9000/0/0/0     tx packets                 24864
                                                                     tx bytes                 1591296
                                                                     drops                       300
+host-tw0b                         3      up          9000/0/0/0     rx packets                 24864
+                                                                    rx bytes                 1591296
+host-tw1b                         4      up          9000/0/0/0     tx packets                 24864
+                                                                    tx bytes                 1591296
 local0                            0     down          0/0/0/0       
 """
 
@@ -36,6 +40,9 @@ SHOW_ERRORS = """\
         44     VirtualEthernet0/0/1-tx       tx packet drops (cannot merge descriptors)   error
          3     VirtualEthernet0/0/1-tx                  mmap failure                   error
          7           memif1/0-tx                     no free tx slots                  error
+         5          host-tw1b-tx                    tx frame not ready                 error
+         3          host-tw1b-tx                     tx ring overrun                   error
+         2          host-tw1b-tx               tx sendto temporary failure             error
 """
 
 RX_PLACEMENT = """\
@@ -148,3 +155,23 @@ def test_a_whole_frame_fits_one_buffer(size, data):
 def test_vpp_cannot_leave_its_threads_unpinned():
     with pytest.raises(UserError, match="pin"):
         check(Scenario(switch="vpp", api="dpdk", pin=False))
+
+
+class _Cli:
+    """What a VPP prints for the two commands counters() asks."""
+    def cli(self, command: str) -> str:
+        return {"show interface": SHOW_INTERFACE, "show errors": SHOW_ERRORS}[command]
+
+
+def test_a_wire_s_nic_counts_its_own_tx_drops_apart_from_its_drops():
+    """af_packet's tx node drops a frame the kernel's ring has no slot for and
+    counts it as its error alone: not in the interface's drops, as vhost-user's."""
+    plane = VppPlane(journal=None)
+    plane.vpp = _Cli()
+    plane.ifaces = {"p0s": "host-tw0b", "p0r": "host-tw1b"}
+    plane.nics = {"host-tw0b", "host-tw1b"}
+    counters = plane.counters()
+    assert counters["p0s"] == PortCounters(rx_packets=24864, tx_packets=0, rx_dropped=0,
+                                           tx_dropped=0)
+    assert counters["p0r"] == PortCounters(rx_packets=0, tx_packets=24864 - 8, rx_dropped=0,
+                                           tx_dropped=8)
