@@ -176,6 +176,13 @@ class DataPlane(ABC):
         return []
 
     @classmethod
+    def nic_problems(cls, host: HostFacts) -> list[str]:
+        """What keeps this host's switch from taking a wire's NIC as a port
+        (nic_ports), beyond check(): asked only of a point whose switch here
+        joins a port of a node on another host (checks.host_problems)."""
+        return []
+
+    @classmethod
     def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
         """(field, why) for a rule of its own that ties fields together, beyond
         the capabilities above (checks.switch_problem asks); None when it can.

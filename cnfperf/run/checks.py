@@ -491,6 +491,8 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
         found = list(known[(dataplane.name, api, s.runtime)])
         if not dut:
             return found
+        if dataplane.nic_ports and _joins_wires(s, here):
+            found += [f"{dataplane.name}: {p}" for p in dataplane.nic_problems(host)]
         if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
             found.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
         # what its NF kind needs: a tool, a build, an engine that has it
@@ -512,6 +514,17 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
         return list(dict.fromkeys(found))
     known_vms: dict[str, list[str]] = {}
     return problems
+
+
+def _joins_wires(s: Scenario, here: str) -> bool:
+    """Whether the switch on `here` takes a wire's NIC as a port: a port of
+    the point's crosses a wire to it (TestPoint.crossings)."""
+    if {s.tester_host, s.dut_host, *nf_hosts(s)} == {here}:
+        return False
+    try:
+        return any(at == here for _, at in place_point(s).crossings())
+    except ValueError:
+        return False     # check() names the mistake
 
 
 def _vms(s: Scenario) -> bool:

@@ -93,11 +93,13 @@ def test_macvlan_takes_a_nic_as_the_parent_of_an_nfs_port(inventory):
 
 def test_the_tester_on_another_host_takes_the_nic_apis(inventory):
     checks.check(scenario(inventory, api="dpdk", switch="ovs"), (0, 1))   # af_packet PMD
+    checks.check(scenario(inventory, api="dpdk", switch="vpp"), (0, 1))   # af_packet plugin
     checks.check(scenario(inventory, api="xdp"), (0, 1))
 
 
 @pytest.mark.parametrize("fields, words", [
     ({"switch": "snabb", "api": "dpdk"}, "snabb opens a NIC with af_packet, not af_xdp"),
+    ({"switch": "vpp", "api": "dpdk"}, "vpp opens a NIC with af_packet, not af_xdp"),
     ({"switch": "bridge", "api": "raw"}, "nothing opens a NIC with DPDK here"),
     ({"switch": "ovs", "api": "dpdk", "size": 4000}, "up to 1924 bytes"),
 ])

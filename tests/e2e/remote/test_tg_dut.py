@@ -1,8 +1,9 @@
 """A tester's host and a host under test, driven over SSH (tests/sshhosts.py:
 the host under test is a real sshd in namespaces of its own on this machine,
 cabled to it by veth wires): TG–DUT through a kernel bridge and through
-OVS-DPDK, an l3 chain on the host under test, counters on both hosts, the
-point's hosts in the store, and nothing left behind on either host."""
+OVS-DPDK, testpmd, Click, Snabb and VPP, an l3 chain on the host under test,
+counters on both hosts, the point's hosts in the store, and nothing left behind
+on either host."""
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +18,7 @@ import pytest
 
 import harness
 import sshhosts
+from cnfperf.host import builds
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("sshd", "ssh-keygen", "unshare", "nsenter")]
 
@@ -89,10 +91,14 @@ def test_bridge_on_the_host_under_test(engine, cli, cli_json, lab):
     pytest.param("testpmd", "af_xdp", marks=pytest.mark.needs("dpdk-testpmd")),
     pytest.param("click", "af_packet", marks=pytest.mark.needs("click-dpdk")),
     pytest.param("snabb", "af_packet", marks=pytest.mark.needs("snabb")),
+    pytest.param("vpp", "af_packet", marks=pytest.mark.needs("vpp")),
 ])
 def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch, driver):
     """The tester's NICs through DPDK's af_packet or af_xdp PMD (nic_driver);
-    the switch's the same (OVS-DPDK, testpmd, Click) or Snabb's raw socket app."""
+    the switch's the same (OVS-DPDK, testpmd, Click), Snabb's raw socket app or
+    VPP's af_packet plugin."""
+    if switch == "vpp" and (lacks := builds.vpp_plugin_problems(builds.AF_PACKET)):
+        harness.missing(lacks[0])
     point = stored_point(cli_json, run_point(cli, lab, "--switch", switch, "--api", "dpdk",
                                              "--nic-driver", driver))
     assert point["nic_driver"] == driver
