@@ -75,10 +75,10 @@ exec "$2" -D -e -f {CONFIG_DIR}/sshd_config </dev/null >&2
 
 # Keys only, root allowed; no PAM (its session modules would reach the
 # machine's logind), no pid file (sshd is the first process). SFTP for copying
-# files (paramiko's SFTPClient).
-SSHD_CONFIG = f"""ListenAddress {{address}}:22
-HostKey {CONFIG_DIR}/host_key
-AuthorizedKeysFile {CONFIG_DIR}/authorized_keys
+# files (paramiko's SFTPClient). {config}: where the host sees its files.
+SSHD_CONFIG = """ListenAddress {address}:22
+HostKey {config}/host_key
+AuthorizedKeysFile {config}/authorized_keys
 PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
@@ -243,7 +243,8 @@ def _host(directory: Path, name: str, index: int, client_key: Path,
     _keygen(files / "host_key")
     (files / "authorized_keys").write_text(_public(client_key) + "\n")
     address = f"10.251.{index}.2"
-    (files / "sshd_config").write_text(SSHD_CONFIG.format(address=address))
+    (files / "sshd_config").write_text(SSHD_CONFIG.format(address=address,
+                                                          config=CONFIG_DIR))
     log = files / "sshd.log"
     with open(log, "w") as err:
         proc = subprocess.Popen(

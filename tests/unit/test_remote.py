@@ -4,6 +4,7 @@ protocol with a host's agent (the agent of run/agent.py, served over pipes)."""
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import threading
 import time
@@ -315,3 +316,29 @@ def test_a_ping_is_answered_while_a_request_runs(session):
     assert ctl.call("ping", timeout=1) is None
     assert time.monotonic() - started < 1
     slow.join(5)
+
+
+def test_a_starting_agent_is_not_pinged_until_it_speaks(monkeypatch):
+    """An agent still importing (an emulated host takes tens of seconds) reads
+    no line: no ping is sent, nor counted unanswered, before its first word;
+    after it, a silence of LOST_S is a lost connection."""
+    monkeypatch.setattr(client, "PING_S", 0.05)
+    monkeypatch.setattr(client, "LOST_S", 0.2)
+    to_agent_r, to_agent_w = os.pipe()
+    to_ctl_r, to_ctl_w = os.pipe()
+    err_r, err_w = os.pipe()
+    ctl = client.Agent("dut", os.fdopen(to_agent_w, "wb"), os.fdopen(to_ctl_r, "rb"),
+                       os.fdopen(err_r, "rb"))
+    try:
+        time.sleep(1.0)
+        assert ctl.lost is None
+        assert not select.select([to_agent_r], [], [], 0)[0]     # nothing was sent
+        os.write(to_ctl_w, b'{"id": 99, "ok": null}\n')        # its first word
+        deadline = time.monotonic() + 5
+        while ctl.lost is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ctl.lost == "no answer for 0.2 s"
+    finally:
+        ctl.close(timeout=1)
+        for fd in (to_agent_r, to_ctl_w, err_w):
+            os.close(fd)
