@@ -27,8 +27,7 @@ from typing import Any, Callable
 from cnfperf import SystemFailure, UserError, fields, nfs, testers
 from cnfperf.host import cgroups, tools
 from cnfperf.run import noise
-from cnfperf.dataplanes import DATAPLANES, DataPlane
-from cnfperf.dataplanes import dpdk_args
+from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.dataplanes.nic import NIC_APIS, NicPlane
