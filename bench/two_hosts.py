@@ -15,11 +15,13 @@ given back) and the path's, not two machines' worth of CPU.
   throughput:  the switch on the host under test, the tester on this host
                (frames cross the wires: TG–DUT) against the tester on the host
                under test beside it (its usual ports: veth or vhost-user),
-               rate 0 (as fast as the tester sends), rx Mpps and the ratio
+               rate 0 (as fast as the tester sends), rx Mpps and the ratio;
+               for DPDK switches once per --nic-driver (how DPDK, the
+               switch's and the tester's, opens the wires' NICs)
 
 Not a test: run it on a quiet host, as root:
 
-    python3 bench/two_hosts.py [--repeat 3] [--switch bridge,ovs]
+    python3 bench/two_hosts.py [--repeat 3] [--switch bridge,ovs] [--nic-driver af_packet,af_xdp]
 """
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--switch", default="bridge,ovs")
+    p.add_argument("--nic-driver", default="af_packet,af_xdp")
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
@@ -94,14 +97,21 @@ def main() -> None:
 
             print("\nthroughput: rate 0 (as fast as the single tester sends), 64 B; "
                   "one poller for the tester, and the switch's own")
-            print(f"  {'switch':8} {'TG–DUT Mpps':>12} {'tester on DUT':>14} {'ratio':>7}")
+            print(f"  {'switch':8} {'nic_driver':10} {'TG–DUT Mpps':>12} {'tester on DUT':>14} "
+                  f"{'ratio':>7}")
             for switch in args.switch.split(","):
                 flags = ["--switch", switch, "--api", APIS[switch], "--rate", "0",
                          "--duration", "3", *inv]
-                across = rx_mpps(results, cnfperf(results, *flags, "--dut-host", "dut")[0])
                 beside = rx_mpps(results, cnfperf(results, *flags, "--dut-host", "dut",
                                                   "--tester-host", "dut")[0])
-                print(f"  {switch:8} {across:12.3f} {beside:14.3f} {across / beside:7.2f}")
+                # the bridge takes its NICs whole: no driver to choose
+                drivers = args.nic_driver.split(",") if APIS[switch] == "dpdk" else ["-"]
+                for driver in drivers:
+                    chosen = ["--nic-driver", driver] if driver != "-" else []
+                    across = rx_mpps(results, cnfperf(results, *flags, "--dut-host", "dut",
+                                                      *chosen)[0])
+                    print(f"  {switch:8} {driver:10} {across:12.3f} {beside:14.3f} "
+                          f"{across / beside:7.2f}")
 
 
 if __name__ == "__main__":

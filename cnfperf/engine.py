@@ -57,6 +57,9 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     else:
         args += ["--rate", s.rate.argv(), "--duration", f"{s.duration:g}",
                  "--warmup", f"{s.warmup:g}"]
+    if ep.role == "recv" and peer.host != ep.host:
+        # its sender stamps frames with another host's clock (engine/README.md)
+        args += ["--clock", "other"]
     if s.touch:
         args.append("--touch")
     if s.mmsg:

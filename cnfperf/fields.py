@@ -52,6 +52,10 @@ PLACES = ("container", "vm")
 # The machine cnfperf runs on, as placements name it; other hosts are an
 # inventory's (hosts = FILE: cnfperf/remote/inventory.py).
 LOCAL = "local"
+# How DPDK (a switch, or an engine with api = dpdk) opens a NIC that is a wire's
+# end: an AF_PACKET socket (its TPACKET ring), or an AF_XDP socket (umem the
+# kernel fills without that copy; frames that fit a 2 KB buffer).
+NIC_DRIVERS = ("af_packet", "af_xdp")
 # How QEMU runs a virtual machine: with the host's KVM, or emulated (TCG).
 ACCELS = ("kvm", "tcg")
 # A noisy neighbour during the measurement: a stress-ng stressor class in a
@@ -197,7 +201,9 @@ FIELDS: list[Field] = [
           axis=-3),
     Field("tester_host", "str", LOCAL, "the host the tester's ends run on: local, or a host of "
           "the inventory (hosts); on another host than dut_host its ports are NICs wired to "
-          "the switch's host", axis=-1, column="TEXT", label="named"),
+          "the switch's host. Two joined by + put the sender (client) on the first, the "
+          "receiver (server) on the second (tester = split): no one-way latency then, two "
+          "clocks", axis=-1, column="TEXT", label="named"),
     Field("dut_host", "str", LOCAL, "the host under test: where the switch and the network "
           "functions run (local, or a host of the inventory)", axis=-2, column="TEXT",
           label="named"),
@@ -205,6 +211,11 @@ FIELDS: list[Field] = [
           "hosts joined by + give a path's NFs theirs in order, the last repeating (dut+dut2: "
           "a chain across two hosts, each with its switch, wired)", axis=-4, column="TEXT",
           label="named"),
+    Field("nic_driver", "choice", "af_packet", "how DPDK opens a NIC that is a wire's end "
+          "(a port of a node on another host): af_packet (an AF_PACKET socket's ring) or af_xdp "
+          "(an AF_XDP socket; frames up to 1924 bytes); the switches that open NICs with DPDK "
+          "and the tester or NFs with api = dpdk use it", axis=-5, choices=NIC_DRIVERS,
+          column="TEXT", label="named"),
     Field("accel", "choice", AUTO, "how virtual machines run: kvm (hardware virtualisation), "
           "tcg (QEMU's emulation: slow, results marked emulated), or auto (kvm where the "
           "host's KVM boots the guest, else tcg)", axis=10, choices=(AUTO, *ACCELS),

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from cnfperf import PREFIX, fields, testers
 from cnfperf.fields import LOCAL, MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
-from cnfperf.scenario import Scenario, parse_cpus
+from cnfperf.scenario import Scenario, in_turn, parse_cpus, tester_hosts
 
 IFNAMSIZ = 15
 # Threads that spin on the CPU per role, unless poll = interrupt. The engine's
@@ -98,7 +98,7 @@ class Endpoint:
     node: str = ""     # the node holding its port: itself, or with tester = single
                        # the sender, whose one engine holds both ends
     vm: bool = False   # it runs in a virtual machine (endpoint_in = vm)
-    host: str = LOCAL  # the host it runs on (tester_host)
+    host: str = LOCAL  # the host it runs on (tester_host: the sender's, or the receiver's)
 
     @property
     def port(self) -> Port:
@@ -407,9 +407,10 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
     octets = _octets(run_id)
     engines = 1 if single else 2   # per pair, for the tester's ends
     hosts = nf_hosts(s)
-    # NFs take the cores after every pair's ends on the tester's host, in path
-    # order; on a host of their own from its first core.
-    taken = Counter({s.tester_host: engines * s.pairs})
+    sender_host, receiver_host = tester_hosts(s)
+    # NFs take the cores after every pair's ends on the tester's host(s), in
+    # path order; on a host of their own from its first core.
+    taken = Counter(dict.fromkeys((sender_host, receiver_host), engines * s.pairs))
     pairs = []
     for k in range(s.pairs):
         # Receivers first on the core list, so that with two cores every pair gets
@@ -425,11 +426,11 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
             taken[hosts[i]] += s.nf_cores
         vm = s.endpoint_in == "vm"
         sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, octet=1,
-                           udp_port=TX_PORT + k * s.flows, api=s.api, vm=vm, host=s.tester_host)
+                           udp_port=TX_PORT + k * s.flows, api=s.api, vm=vm, host=sender_host)
         receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, octet=2,
-                             udp_port=RX_PORT + k, api=s.api, vm=vm, host=s.tester_host)
-        if single:
-            receiver = replace(receiver, node=sender.name)
+                             udp_port=RX_PORT + k, api=s.api, vm=vm, host=receiver_host)
+        if single:   # one engine, on one host (testers.refusal: tester_host a+b)
+            receiver = replace(receiver, node=sender.name, host=sender.host)
         places = nf_places(s.nf_in, s.nfs)
         pairs.append(Pair(
             index=k, sender=sender, receiver=receiver,
@@ -442,8 +443,7 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
 def nf_hosts(s: Scenario) -> tuple[str, ...]:
     """The host each of a path's NFs runs on (nf_host, in path order, places
     joined by + taken in turn, the last repeating; none: dut_host)."""
-    hosts = (s.nf_host or s.dut_host).split("+")
-    return tuple(hosts[min(i, len(hosts) - 1)] for i in range(s.nfs))
+    return in_turn(s.nf_host or s.dut_host, s.nfs)
 
 
 def _octets(run_id: str) -> bytes:
@@ -485,12 +485,10 @@ def noise_cores(noise_on: str, cpus: tuple[int, ...], ends: list[int], nf_cores:
 def nf_places(nf_in: str, count: int) -> tuple[str, ...]:
     """Where each of a path's `count` NFs runs (nf_in): container or vm, in path
     order; places joined by + are taken in turn, the last repeating."""
-    places = nf_in.split("+")
-    bad = [p for p in places if p not in PLACES]
-    if bad:
+    if any(p not in PLACES for p in nf_in.split("+")):
         raise ValueError(f"{nf_in!r}: not {' or '.join(PLACES)}, nor several of them joined "
                          "by + (vm+container)")
-    return tuple(places[min(i, len(places) - 1)] for i in range(count))
+    return in_turn(nf_in, count)
 
 
 def has_vms(s: Scenario) -> bool:

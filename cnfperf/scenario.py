@@ -158,6 +158,26 @@ Keep = Callable[[dict], "str | None"]  # why a point cannot run on this host, or
 Settle = Callable[[Scenario], Scenario]   # the scenario as it runs (tester = auto chosen)
 
 
+def in_turn(value: str, count: int) -> tuple[str, ...]:
+    """`count` places from a value naming them joined by + (nf_host, nf_in,
+    tester_host): taken in turn, the last repeating (`a+b`, 3: a, b, b)."""
+    places = value.split("+")
+    return tuple(places[min(i, len(places) - 1)] for i in range(count))
+
+
+def tester_hosts(s: Scenario) -> tuple[str, str]:
+    """Where a path's sending end (send, client; the single tester's one
+    engine) and its receiving end (recv, server) run: tester_host names one
+    host for both, or two joined by + (a+b: the sender on a). ValueError for
+    more than two, or an empty name."""
+    ends = s.tester_host.split("+")
+    if len(ends) > 2 or "" in ends:
+        raise ValueError(f"{s.tester_host!r}: one host for both ends, or the sender's and the "
+                         "receiver's joined by + (local+dut)")
+    sender, receiver = in_turn(s.tester_host, 2)
+    return sender, receiver
+
+
 def validate(raw: dict[str, Any], check: Check | None = None) -> Scenario:
     try:
         scenario = Scenario.model_validate(raw)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from cnfperf.fields import AUTO, TESTERS
-from cnfperf.scenario import Scenario
+from cnfperf.scenario import Scenario, tester_hosts
 
 SET = "set"   # the why of a tester that was asked for, not chosen
 
@@ -47,6 +47,10 @@ def refusal(s: Scenario, tester: str, nf_ports: int = 2,
         return Refusal("tester", f"a single tester cannot hold both ends of one {s.switch} "
                                  "link: put a network function between them (nfs ≥ 1)",
                        f"{s.switch} without a network function needs split")
+    if tester == "single" and len(set(tester_hosts(s))) > 1:
+        return Refusal("tester", f"one engine holds a single tester's two ends, on one host: "
+                                 f"tester_host {s.tester_host} puts them on two (use tester = "
+                                 "split)", "ends on two hosts need split")
     if tester == "split" and s.endpoint_in == "vm":
         # Each end in a VM of its own has a clock of its own: the receiver would
         # find the sender's timestamps off (a frame from its future is no frame

@@ -7,8 +7,10 @@ own tmpfs (so cnfperf's lock, journal, netns names and runc state there are the
 host's), /sys shows its own links but keeps the machine's cgroup hierarchy
 (runc needs it), /dev/hugepages stays the machine's. A veth pair per host is
 its control network, where sshd listens; a veth pair per wire cables two hosts
-(or a host and this machine, `local`). Killing a host's first process ends
-everything inside it, and its namespaces with it.
+(or a host and this machine, `local`). A host may have a clock of its own: a
+time namespace whose CLOCK_MONOTONIC is ahead of the machine's (`ahead`), as
+another machine's differs. Killing a host's first process ends everything
+inside it, and its namespaces with it.
 
     with sshhosts.hosts(tmp_path, ["dut"], wires=[("local", "dut")]) as lab:
         lab.inventory                      # hosts.toml for cnfperf
@@ -73,10 +75,10 @@ exec "$2" -D -e -f {CONFIG_DIR}/sshd_config </dev/null >&2
 
 # Keys only, root allowed; no PAM (its session modules would reach the
 # machine's logind), no pid file (sshd is the first process). SFTP for copying
-# files (paramiko's SFTPClient).
-SSHD_CONFIG = f"""ListenAddress {{address}}:22
-HostKey {CONFIG_DIR}/host_key
-AuthorizedKeysFile {CONFIG_DIR}/authorized_keys
+# files (paramiko's SFTPClient). {config}: where the host sees its files.
+SSHD_CONFIG = """ListenAddress {address}:22
+HostKey {config}/host_key
+AuthorizedKeysFile {config}/authorized_keys
 PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
@@ -176,10 +178,12 @@ class Lab:
 
 
 @contextlib.contextmanager
-def hosts(directory: Path, names: Iterable[str],
-          wires: Iterable[tuple[str, str]] = ()) -> Iterator[Lab]:
+def hosts(directory: Path, names: Iterable[str], wires: Iterable[tuple[str, str]] = (),
+          ahead: dict[str, int] | None = None) -> Iterator[Lab]:
     """Starts the hosts and cables the wires (pairs of host names, `local` for
-    this machine); everything goes again on the way out, also on a failure."""
+    this machine); everything goes again on the way out, also on a failure.
+    `ahead`: seconds a host's CLOCK_MONOTONIC is ahead of this machine's (a
+    time namespace of its own: another machine's clock, as it were)."""
     names, wires = list(names), list(wires)
     _check(names, wires)
     harness.require("unshare", "nsenter", "sshd", "ssh-keygen")
@@ -188,7 +192,8 @@ def hosts(directory: Path, names: Iterable[str],
     with contextlib.ExitStack() as stack:
         started: dict[str, Host] = {}
         for name, index in zip(names, _free_indexes(len(names), CONTROL + "{}")):
-            started[name] = stack.enter_context(_host(directory, name, index, key))
+            started[name] = stack.enter_context(_host(directory, name, index, key,
+                                                      (ahead or {}).get(name, 0)))
         ends = [_wire(stack, started, n, a, b)
                 for (a, b), n in zip(wires, _free_indexes(len(wires), WIRE + "{}a", WIRE + "{}b"))]
         known_hosts = directory / "known_hosts"
@@ -231,17 +236,20 @@ def _free_indexes(count: int, *links: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def _host(directory: Path, name: str, index: int, client_key: Path) -> Iterator[Host]:
+def _host(directory: Path, name: str, index: int, client_key: Path,
+          ahead: int = 0) -> Iterator[Host]:
     files = directory / name
     files.mkdir()
     _keygen(files / "host_key")
     (files / "authorized_keys").write_text(_public(client_key) + "\n")
     address = f"10.251.{index}.2"
-    (files / "sshd_config").write_text(SSHD_CONFIG.format(address=address))
+    (files / "sshd_config").write_text(SSHD_CONFIG.format(address=address,
+                                                          config=CONFIG_DIR))
     log = files / "sshd.log"
     with open(log, "w") as err:
         proc = subprocess.Popen(
             ["unshare", "--net", "--mount", "--pid", "--fork", "--mount-proc",
+             *(["--time", f"--monotonic={ahead}"] if ahead else []),
              "--propagation", "private", "--kill-child", "sh", "-c", START, "sshhost",
              str(files), tools.find("sshd"), str(harness.REPO)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,

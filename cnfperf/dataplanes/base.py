@@ -150,6 +150,12 @@ class DataPlane(ABC):
     # Whether it takes a NIC of its host as the port of a node on another host
     # (TestPoint.nics: the tester's ports when tester_host is not dut_host).
     nic_ports: ClassVar[bool] = False
+    # Whether it joins two such NICs to each other (a link whose two ports are
+    # both nodes on other hosts: the tester's, with no NF between them).
+    nic_to_nic: ClassVar[bool] = True
+    # The nic_driver values it opens such a NIC with (fields.NIC_DRIVERS); ():
+    # the kernel holds the NIC for it (the bridge enslaves it), none is used.
+    nic_drivers: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal
@@ -167,6 +173,13 @@ class DataPlane(ABC):
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
+        return []
+
+    @classmethod
+    def nic_problems(cls, host: HostFacts) -> list[str]:
+        """What keeps this host's switch from taking a wire's NIC as a port
+        (nic_ports), beyond check(): asked only of a point whose switch here
+        joins a port of a node on another host (checks.host_problems)."""
         return []
 
     @classmethod

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cnfperf.fields import NIC_DRIVERS
 from cnfperf.host import builds
 from cnfperf.dataplanes import click_app, dpdk_args, procs
 from cnfperf.dataplanes.base import PortCounters
@@ -52,7 +53,8 @@ class ClickPlane(DpdkPlane):
     # (max_rxq = 1). Its mbufs are DPDK's default, 2 KB of data, and Click reads
     # only the first segment of a chained one.
     max_size = dpdk_args.STD_BUFFER + dpdk_args.FCS
-    nic_ports = True       # a wire's NIC through the af_packet PMD
+    nic_ports = True       # a wire's NIC through the af_packet or af_xdp PMD
+    nic_drivers = NIC_DRIVERS
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -86,7 +88,7 @@ class ClickPlane(DpdkPlane):
         s = self.point.scenario
         ports = self.point.ports_joined_here()
         self.index = {port.name: i for i, port in enumerate(ports)}
-        # a wire's end (its node on another host) through the af_packet PMD
+        # a wire's end (its node on another host) through the af_packet or af_xdp PMD
         nics = {i: self.nic_vdev(i, port) for i, port in enumerate(ports)
                 if self.point.nic(port.name)}
         vdevs = [nics.get(i) or dpdk_args.vhost(i, self._socket(i))

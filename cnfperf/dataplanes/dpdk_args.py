@@ -112,6 +112,22 @@ def af_packet(index: int, iface: str, frame_size: int = 0) -> str:
     return _vdev("net_af_packet", index, iface=iface, qpairs=1, framesz=slot, blocksz=slot)
 
 
+def af_xdp(index: int, iface: str) -> str:
+    """The af_xdp PMD: an AF_XDP socket on the interface's first queue (its
+    XDP program steers every frame there), frames in umem chunks the kernel
+    fills and drains without a copy into a TPACKET ring. A frame must fit
+    one 2 KB mbuf (checks.py refuses jumbo frames with it)."""
+    return _vdev("net_af_xdp", index, iface=iface, start_queue=0, queue_count=1)
+
+
+def nic(index: int, iface: str, driver: str, frame_size: int = 0) -> str:
+    """The vdev through which DPDK opens a kernel NIC (a wire's end):
+    `driver` is the scenario's nic_driver, af_packet or af_xdp."""
+    if driver == "af_xdp":
+        return af_xdp(index, iface)
+    return af_packet(index, iface, frame_size)
+
+
 def round_up(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 

@@ -132,7 +132,7 @@ class DpdkPlane(DataPlane):
 
     def _lend_nics(self) -> None:
         """The NICs that are ports of nodes on another host (TestPoint.nics), in
-        the switch's netns, up and promiscuous, for its af_packet ports."""
+        the switch's netns, up and promiscuous, for its af_packet or af_xdp ports."""
         from cnfperf.dataplanes.kernel import mtu_for
         for port in self.point.ports_joined_here():
             iface = self.point.nic(port.name)
@@ -141,11 +141,12 @@ class DpdkPlane(DataPlane):
                 self._lent.append((iface, info))
 
     def nic_vdev(self, index: int, port: Port) -> str | None:
-        """The af_packet vdev (DPDK's PMD on a kernel interface) through which the
-        switch reaches a NIC that is a port (TestPoint.nics); None for a port
-        of this host's nodes."""
+        """The vdev (DPDK's af_packet or af_xdp PMD on a kernel interface: the
+        scenario's nic_driver) through which the switch reaches a NIC that is a
+        port (TestPoint.nics); None for a port of this host's nodes."""
         iface = self.point.nic(port.name)
-        return dpdk_args.af_packet(index, iface, self.point.scenario.size) if iface else None
+        s = self.point.scenario
+        return dpdk_args.nic(index, iface, s.nic_driver, s.size) if iface else None
 
     @property
     def poll_cpuset(self) -> tuple[int, ...]:

@@ -3,6 +3,13 @@
 A virtual machine's port is a macvtap child of the same parent instead (the
 KVM side of paper 002's macvtap vs macvlan), in the VM's netns, its MAC the
 guest's; QEMU opens its character device.
+
+Where a link's other port is a node on another host, the wire's NIC stands for
+that port (TestPoint.nics) and is the parent of this port's child instead: the
+way containers reach a host's NIC on a macvlan network. Frames from the wire
+reach the child by its MAC; the child's go out on the wire. macvlan joins
+children to their parent, not two parents: a link whose two ports are both
+NICs has nothing to join it (checks.py refuses it: nic_to_nic).
 """
 from __future__ import annotations
 
@@ -19,6 +26,8 @@ class MacvlanPlane(KernelPlane):
     uses_switch_netns = True
     kernel_links = {"veth": "VETH", "macvlan": "MACVLAN"}
     counter_view = "node"      # the children, inside their nodes
+    nic_ports = True
+    nic_to_nic = False
 
     def setup(self) -> None:
         # The parent is one end of a veth pair: macvlan switches between its
@@ -34,13 +43,19 @@ class MacvlanPlane(KernelPlane):
 
     def connect(self, link: Link) -> None:
         sw = self.switch_netns
+        parent = self.parent
+        wired = [port for port in (link.a, link.b) if self.point.nic(port.name)]
+        if wired:   # the wire's NIC is the other port's parent (never both: nic_to_nic)
+            parent = self.lend(wired[0], sw)
         for port in (link.a, link.b):
+            if port in wired:
+                continue
             # Created next to the parent, then moved: the MAC is set at creation
             # so macvlan's address table is right from the first frame; a
             # macvtap keeps its ifindex (tap_index) through it: the node's netns
             # has none that high.
-            kind = [*tap_index(), "link", self.parent, "address", port.mac, "type", "macvtap"] \
-                if port.vm else ["link", self.parent, "address", port.mac, "type", "macvlan"]
+            kind = [*tap_index(), "link", parent, "address", port.mac, "type", "macvtap"] \
+                if port.vm else ["link", parent, "address", port.mac, "type", "macvlan"]
             self.add_link(port.name, sw, *kind, "mode", "bridge")
             ip("link", "set", port.name, "netns", port.node, netns=sw)
             self._links[-1] = (port.name, port.node)

@@ -6,8 +6,9 @@ wire (TestPoint.crossings). On the node's host the port is the wire's NIC
 (TestPoint.nics): the tester's ports on a tester's host (TG–DUT), an NF's
 port towards the next host of a chain. For the point the NIC goes into the
 node's netns, up and promiscuous, and its engine opens it as it would a
-veth: raw, mmap or xdp sockets on it, or DPDK's af_packet PMD (DPDK without
-a NIC driver of its own, the way 004 ran testpmd on an unsupported NIC).
+veth: raw, mmap or xdp sockets on it, or DPDK's af_packet or af_xdp PMD
+(nic_driver: DPDK without a NIC driver of its own, the way 004 ran testpmd on
+an unsupported NIC).
 After the point it comes back as it was (host/links.py: lend_nic,
 give_back_nic).
 
@@ -66,7 +67,8 @@ class NicPlane(DataPlane):
         assert self.point is not None
         iface = self.point.nic(port.name)
         if port.api == "dpdk":
-            vdev = dpdk_args.af_packet(port.slot, iface, self.point.scenario.size)
+            s = self.point.scenario
+            vdev = dpdk_args.nic(port.slot, iface, s.nic_driver, s.size)
             return Attachment(mac=port.mac, port=port.slot, vdev=vdev)
         return Attachment(mac=port.mac, iface=iface)
 

@@ -34,6 +34,7 @@ from cnfperf.dataplanes import ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.kernel import mtu_for
+from cnfperf.fields import NIC_DRIVERS
 from cnfperf.host.links import del_link, links
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.plan import Port
@@ -119,6 +120,7 @@ class OvsPlane(DpdkPlane):
         return super().pollers(s, cores) if s.pin else cores
     processes = True
     nic_ports = True
+    nic_drivers = NIC_DRIVERS
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)

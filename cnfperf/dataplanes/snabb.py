@@ -43,7 +43,8 @@ class SnabbPlane(DpdkPlane):
     poll_threads = 1
     build = BUILD
     wired = False     # the bridge, or wires between each link's ports
-    nic_ports = True  # a wire's NIC through its RawSocket app
+    nic_ports = True  # a wire's NIC through its RawSocket app (an AF_PACKET socket)
+    nic_drivers = ("af_packet",)
     # Seen here: QEMU 7.2 as the server of Snabb's vhost-user client port
     # fails its handshake ("vhost_backend_init failed: Protocol error").
     vm_refusal = "QEMU's vhost-user handshake with Snabb's client ports fails (protocol error)"

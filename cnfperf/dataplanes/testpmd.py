@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cnfperf.fields import NIC_DRIVERS
 from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args, procs, testpmd_app
 from cnfperf.dataplanes.base import PortCounters
@@ -42,6 +43,7 @@ class TestPmdPlane(DpdkPlane):
     rx_interrupts = True
     processes = True
     nic_ports = True
+    nic_drivers = NIC_DRIVERS
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -75,7 +77,7 @@ class TestPmdPlane(DpdkPlane):
     def setup(self) -> None:
         s = self.point.scenario
         rxq = s.switch_rxq
-        # a wire's end (its node on another host) through the af_packet PMD
+        # a wire's end (its node on another host) through the af_packet or af_xdp PMD
         wired = {self.port(p): p for p in self.point.ports_joined_here() if self.point.nic(p.name)}
         vdevs = [self.nic_vdev(i, wired[i]) if i in wired else
                  dpdk_args.vhost(i, self._socket(i), queues=rxq) for i in range(self._ports())]

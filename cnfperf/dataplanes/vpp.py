@@ -9,6 +9,12 @@ throughput mode; a learning bridge would flood). Engines attach as DPDK
 virtio-user clients of VPP's vhost-user server sockets, or as memif clients of
 VPP's memif server sockets: VPP creates every socket before any engine starts.
 
+A port of a node on another host (TestPoint.nics: the tester's, in TG–DUT) is
+the wire's NIC, lent to VPP's netns for the point (DpdkPlane._lend_nics): VPP
+opens it with its af_packet plugin (`create host-interface`, VPP's interface
+`host-<NIC>`), loaded only for a point with such a port, so a VPP without the
+plugin still runs every other point.
+
 Everything VPP keeps is in the run directory: its startup configuration, CLI,
 API and stats sockets, runtime directory and log (vpp_app.VppProcess).
 Counters are VPP's interface counters, which outlive a peer's disconnect.
@@ -46,22 +52,36 @@ class VppPlane(DpdkPlane):
     plugin: ClassVar[str] = "vhost_plugin.so"
     rx_interrupts = True
     floats = False
+    nic_ports = True    # a wire's NIC through VPP's af_packet plugin (host-interface)
+    nic_drivers = ("af_packet",)   # its af_packet plugin (an AF_PACKET socket)
     undo = vpp_app.UNDO   # its shared memory files (vpp_app.unjournal)
     # VPP will not put a worker on its main thread's core: with n switch cores
     # only n - 1 would poll, so its main thread polls on one (max_cores = 1); its
     # ports are given one queue each (max_rxq = 1).
     # VPP's vhost-user output adds what a full ring refused to the interface's
-    # `drops` (beside what was dropped of what came in); memif's output does not.
+    # `drops` (beside what was dropped of what came in); memif's output does not,
+    # nor does af_packet's (a NIC's port: self.nics).
     tx_drops_in_drops: ClassVar[bool] = True
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
         self.vpp: vpp_app.VppProcess | None = None
         self.ifaces: dict[str, str] = {}   # port name -> VPP interface name
+        self.nics: set[str] = set()        # the VPP interfaces that are wires' NICs
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
         return super().check(host) + builds.vpp_plugin_problems(cls.plugin)
+
+    @classmethod
+    def nic_problems(cls, host: HostFacts) -> list[str]:
+        return builds.vpp_plugin_problems(builds.AF_PACKET)
+
+    def plugins(self) -> tuple[str, ...]:
+        """The plugins VPP loads for the point: its ports', and af_packet's where
+        a wire's NIC is one of them."""
+        nics = any(self.point.nic(p.name) for p in self.point.ports_joined_here())
+        return (self.plugin, builds.AF_PACKET) if nics else (self.plugin,)
 
     @classmethod
     def versions(cls, host: HostFacts) -> dict[str, str]:
@@ -73,17 +93,36 @@ class VppPlane(DpdkPlane):
 
     def setup(self) -> None:
         s = self.point.scenario
+        plugins = self.plugins()
+        if builds.AF_PACKET in plugins and (lacks := builds.vpp_plugin_problems(builds.AF_PACKET)):
+            # preflight says so first (checks.host_problems asks nic_problems)
+            raise vpp_app.VppError(f"a wire's NIC as a port: {lacks[0]}")
         self.vpp = vpp_app.VppProcess(self.dir / "vpp", f"vpp {self.point.prefix}",
-                                      self.cpus, size=s.size, plugin=self.plugin, poll=s.poll,
+                                      self.cpus, size=s.size, plugins=plugins, poll=s.poll,
                                       launch=self.launch())
         self.vpp.start(self.journal, self.point.prefix)
         self.vpp.configure(f"create bridge-domain {BRIDGE_DOMAIN} learn 0")
-        for i, port in enumerate(self.point.ports):
-            iface = self._create(i, port)
+        for i, port in enumerate(self.point.ports_joined_here()):
+            iface = self._create_nic(port) or self._create(i, port)
             self.ifaces[port.name] = iface
             self.vpp.configure(f"set interface l2 bridge {iface} {BRIDGE_DOMAIN}")
             self.vpp.configure(f"l2fib add {port.mac} {BRIDGE_DOMAIN} {iface} static")
             self.vpp.configure(f"set interface state {iface} up")
+
+    def _create_nic(self, port: Port) -> str | None:
+        """VPP's side of a port that is a wire's NIC (TestPoint.nics), None for
+        another: an af_packet interface on it. start() lent it, up, promiscuous
+        (frames for the far node's MAC) and its MTU raised for the frame size:
+        the NIC's MTU is what bounds af_packet's sends, VPP's L2 path checks
+        none, and its rings take frames to 64 KB."""
+        nic = self.point.nic(port.name)
+        if nic is None:
+            return None
+        iface = self.vpp.configure(f"create host-interface name {nic}")
+        self.nics.add(iface)
+        mode = vpp_app.NIC_RX_MODES[self.point.scenario.poll]
+        self.vpp.configure(f"set interface rx-mode {iface} {mode}")
+        return iface
 
     def _create(self, index: int, port: Port) -> str:
         """VPP's side of a port: a vhost-user server socket (VPP maps the
@@ -103,7 +142,7 @@ class VppPlane(DpdkPlane):
         errors = vpp_app.parse_show_errors(self.vpp.cli("show errors"))
         return {name: vpp_app.port_counters(by_iface.get(iface, {}),
                                             vpp_app.tx_drops(errors.get(f"{iface}-tx", {})),
-                                            self.tx_drops_in_drops)
+                                            self.tx_drops_in_drops and iface not in self.nics)
                 for name, iface in self.ifaces.items()}
 
     def queues(self) -> list[dict]:

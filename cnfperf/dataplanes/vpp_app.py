@@ -48,6 +48,10 @@ def memif_buffer(frame_size: int) -> str:
 # of every interface's queues: a vhost-user port has none to set a mode on
 # until its peer connects.
 RX_MODES = {"busy": "polling", "adaptive": "adaptive", "interrupt": "interrupt"}
+# A wire's NIC (af_packet) queue starts in interrupt mode whatever the default,
+# so its mode is set; af_packet has no adaptive mode: with `adaptive` the
+# kernel wakes VPP for it (interrupt), as an idle adaptive queue would be.
+NIC_RX_MODES = {**RX_MODES, "adaptive": "interrupt"}
 
 
 # What each plugin a data plane uses (builds.VPP_PLUGINS) adds to the startup
@@ -56,17 +60,20 @@ RX_MODES = {"busy": "polling", "adaptive": "adaptive", "interrupt": "interrupt"}
 # interrupt that is up to 1 ms of delay no other switch adds, so it calls at
 # once. (VPP refuses the section when the plugin is not loaded.)
 PLUGIN_CONF = {"vhost_plugin.so": "vhost-user { coalesce-frames 0 coalesce-time 0 }\n",
-               "memif_plugin.so": ""}
+               "memif_plugin.so": "", builds.AF_PACKET: ""}
 
 
 def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix: str,
-                 plugins: Path, plugin: str, poll: str = "busy") -> str:
-    """VPP's startup configuration: private paths, the one plugin its ports
-    need (a system VPP may lack the other), 4 KB pages (VPP copies to and from
-    its peers: no hugepages needed), the main thread on the switch core, the
-    rx-mode that `poll` asks for. `plugins`: the VPP's plugin directory
-    (builds.Vpp.plugins); `plugin`: the data plane's (VppPlane.plugin)."""
+                 plugins: Path, enabled: Sequence[str], poll: str = "busy") -> str:
+    """VPP's startup configuration: private paths, the plugins its ports need
+    alone (a system VPP may lack the others), 4 KB pages (VPP copies to and
+    from its peers: no hugepages needed), the main thread on the switch core,
+    the rx-mode that `poll` asks for. `plugins`: the VPP's plugin directory
+    (builds.Vpp.plugins); `enabled`: the data plane's (VppPlane.plugin), and
+    af_packet's where a wire's NIC is a port (VppPlane.plugins)."""
     cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (VppPlane.max_cores)
+    sections = "".join(PLUGIN_CONF[p] for p in enabled)
+    enables = "".join(f"  plugin {p} {{ enable }}\n" for p in enabled)
     return f"""unix {{
   nodaemon
   nosyslog
@@ -83,24 +90,23 @@ memory {{ main-heap-size 256M main-heap-page-size 4K }}
 buffers {{ buffers-per-numa 32768 page-size 4K default data-size {data_size(frame_size)} }}
 cpu {{ {cpu} }}
 interface {{ default-rx-mode {RX_MODES[poll]} }}
-{PLUGIN_CONF[plugin]}plugins {{
+{sections}plugins {{
   path {plugins}
   plugin default {{ disable }}
-  plugin {plugin} {{ enable }}
-}}
+{enables}}}
 """
 
 
 class VppProcess:
     """VPP in run_dir, its main thread (and workers) on cpus."""
 
-    def __init__(self, run_dir: Path, name: str, cpus: Sequence[int], size: int, plugin: str,
-                 poll: str = "busy", launch: procs.Launch | None = None):
+    def __init__(self, run_dir: Path, name: str, cpus: Sequence[int], size: int,
+                 plugins: Sequence[str], poll: str = "busy", launch: procs.Launch | None = None):
         self.run_dir = Path(run_dir)
         self.name = name
         self.cpus = tuple(cpus)
         self.size = size
-        self.plugin = plugin
+        self.plugins = tuple(plugins)    # the plugins it loads (startup_conf: enabled)
         self.poll = poll
         self.launch = launch or procs.on_host(self.cpus)
         self.install = builds.vpp()   # which VPP: cnfperf's build, or a system one
@@ -124,7 +130,7 @@ class VppProcess:
         (self.run_dir / "run").mkdir(parents=True, exist_ok=True)
         conf = self.run_dir / "startup.conf"
         conf.write_text(startup_conf(self.run_dir, self.cpus, self.size, self.shm_prefix,
-                                     self.install.plugins, self.plugin, self.poll))
+                                     self.install.plugins, self.plugins, self.poll))
         with open(self.run_dir / "vpp.out", "wb") as out:
             self.proc = self.launch([str(self.install.program), "-c", str(conf)],
                                     what=self.name, stdin=subprocess.DEVNULL,
@@ -241,10 +247,12 @@ def port_counters(counts: dict[str, int], tx_errors: int, tx_drops_in_drops: boo
 #        256       VirtualEthernet0/0/1-tx        tx packet drops (no available descriptors)   error
 _ERROR = re.compile(r"^\s*(\d+)\s+(\S+)\s+(.*?)\s+\S+\s*$")
 # The reasons of a port's tx node that count frames it dropped, one each
-# (vhost-user's and memif's); others count events, as vhost's "mmap failure"
-# (once per batch copied) or memif's "no enough space in tx buffers".
+# (vhost-user's, memif's, af_packet's); others count events, as vhost's "mmap
+# failure" (once per batch copied), memif's "no enough space in tx buffers" or
+# af_packet's "tx sendto temporary failure" (once per kick of the kernel).
 TX_DROPS = ("tx packet drops", "vhost vring not ready", "vhost interface is down",
-            "indirect descriptor table overflow", "no free tx slots")
+            "indirect descriptor table overflow", "no free tx slots",
+            "tx frame not ready", "tx ring overrun")
 
 
 def parse_show_errors(text: str) -> dict[str, dict[str, int]]:

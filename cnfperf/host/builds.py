@@ -34,7 +34,9 @@ class Build:
 
 
 BUILDS: dict[str, Build] = {b.name: b for b in (
-    Build("vpp", "FD.io VPP with its vhost-user and memif plugins",
+    # af_packet_plugin.so is not required: a build from before it was built
+    # still runs every point without a wire's NIC as a port (find_vpp: `has`).
+    Build("vpp", "FD.io VPP with its vhost-user, memif and af_packet plugins",
           ("bin/vpp", "bin/vppctl", "lib/vpp_plugins/vhost_plugin.so",
            "lib/vpp_plugins/memif_plugin.so")),
     Build("snabb", "Snabb (LuaJIT apps: VhostUser, learning bridge)", ("bin/snabb",)),
@@ -121,8 +123,12 @@ def facts() -> dict[str, dict]:
 
 # --- VPP: cnfperf's build, or a system one ---------------------------------------
 
-# The plugins cnfperf's VPP data planes use, each one's own (vpp_plugin_problems).
-VPP_PLUGINS = ("vhost_plugin.so", "memif_plugin.so")
+# The plugins cnfperf's VPP data planes use (vpp_plugin_problems): each one's
+# ports (PORT_PLUGINS), and af_packet's for a wire's NIC taken as a port (a node
+# on another host), which only a point with such a port needs.
+PORT_PLUGINS = ("vhost_plugin.so", "memif_plugin.so")
+AF_PACKET = "af_packet_plugin.so"
+VPP_PLUGINS = (*PORT_PLUGINS, AF_PACKET)
 VPP_PACKAGES = "FD.io's packages vpp and vpp-plugin-core"
 
 
@@ -144,8 +150,9 @@ def find_vpp() -> Vpp | str:
         found = _vpp_at(Path(env), VPP_ENV)
         return found if isinstance(found, Vpp) else f"{VPP_ENV}={env}: {found}"
     if not _missing("vpp"):
-        return Vpp(program("vpp"), program("vpp", "bin/vppctl"),
-                   home("vpp") / "lib" / "vpp_plugins", "build")
+        plugins = home("vpp") / "lib" / "vpp_plugins"
+        return Vpp(program("vpp"), program("vpp", "bin/vppctl"), plugins, "build",
+                   _plugins_in(plugins))
     if system := shutil.which("vpp"):
         found = _vpp_at(Path(system), "system")
         return found if isinstance(found, Vpp) else f"the system's VPP: {found} ({VPP_PACKAGES})"
@@ -166,7 +173,9 @@ def vpp_plugin_problems(plugin: str) -> list[str]:
     found = find_vpp()
     if not isinstance(found, Vpp) or plugin in found.has:
         return []
-    return [f"the VPP at {found.program} has no {plugin} in {found.plugins} ({VPP_PACKAGES})"]
+    # cnfperf's build from before it built the plugin: building again adds it
+    remedy = "make switches" if found.origin == "build" else VPP_PACKAGES
+    return [f"the VPP at {found.program} has no {plugin} in {found.plugins} ({remedy})"]
 
 
 def _vpp_at(program: Path, origin: str) -> Vpp | str:
@@ -175,8 +184,9 @@ def _vpp_at(program: Path, origin: str) -> Vpp | str:
     ../lib/<multiarch>/vpp_plugins (packages: /usr/lib/x86_64-linux-gnu/vpp_plugins,
     where VPP itself looks) or ../lib/vpp_plugins (cnfperf's build). A link to
     the program (/usr/local/bin/vpp -> /opt/vpp/bin/vpp) is followed: its lib
-    is the one beside the program itself. A plugin directory with both plugins
-    comes first; one with either will do for the data plane that uses it."""
+    is the one beside the program itself. The plugin directory with the most of
+    VPP_PLUGINS comes first; one with either port plugin will do for the data
+    plane that uses it (and af_packet's for a point with a NIC as a port)."""
     real = program.resolve()
     if not (real.is_file() and os.access(real, os.X_OK)):
         return f"{program} is not an executable file"
@@ -186,12 +196,17 @@ def _vpp_at(program: Path, origin: str) -> Vpp | str:
         return f"no vppctl beside {program}"
     lib = real.parent.parent / "lib"
     dirs = (*sorted(lib.glob("*/vpp_plugins")), lib / "vpp_plugins")
-    found = [(plugins, frozenset(p for p in VPP_PLUGINS if (plugins / p).is_file()))
-             for plugins in dirs]
-    plugins, has = max(found, key=lambda f: len(f[1]))    # the first with the most
-    if has:
+    found = [(plugins, _plugins_in(plugins)) for plugins in dirs]
+    # the first with the most port plugins, then the most plugins
+    plugins, has = max(found, key=lambda f: (len(f[1] & set(PORT_PLUGINS)), len(f[1])))
+    if has & set(PORT_PLUGINS):
         return Vpp(program, vppctl, plugins, origin, has)
-    return f"no {' or '.join(VPP_PLUGINS)} in {lib}/*/vpp_plugins or {lib}/vpp_plugins"
+    return f"no {' or '.join(PORT_PLUGINS)} in {lib}/*/vpp_plugins or {lib}/vpp_plugins"
+
+
+def _plugins_in(plugins: Path) -> frozenset[str]:
+    """Which of VPP_PLUGINS a plugin directory holds."""
+    return frozenset(p for p in VPP_PLUGINS if (plugins / p).is_file())
 
 
 @functools.lru_cache(maxsize=None)

@@ -32,7 +32,11 @@ from typing import IO, Any
 from cnfperf import SystemFailure, UserError
 
 EXIT_LOST = 255             # a process whose host went away
-CALL_TIMEOUT = 120.0        # a build of many containers on a slow host takes long
+# A request that runs on and on: a lost host is the pings' to notice (LOST_S),
+# so this only bounds one the agent never finishes, and is long enough for a
+# slow host's: an emulated one (TCG) takes two minutes and more to say hello
+# (its imports and facts), a build of many containers takes long anywhere.
+CALL_TIMEOUT = 600.0
 STDERR_LINES = 20           # the agent's last words, for the error that ends it
 GOODBYE_S = 60.0            # for the agent to undo its part once its stdin ends
 PING_S = 3.0                # how often the controller says it is there
@@ -66,6 +70,7 @@ class Agent:
                                         name=f"agent {name} stderr")
         self._errors.start()
         self._closing = threading.Event()
+        self._spoke = threading.Event()      # the agent has said its first line
         threading.Thread(target=self._heartbeat, daemon=True, name=f"agent {name} ping").start()
 
     # -- requests ----------------------------------------------------------------------
@@ -146,6 +151,13 @@ class Agent:
         self._gone("the connection was lost" + (f": {self.stderr[-1]}" if self.stderr else ""))
 
     def _heartbeat(self) -> None:
+        # Pings begin once the agent has spoken: until then it is starting (its
+        # imports take tens of seconds on a slow or emulated host) and reads no
+        # line; the request that waits for its first answer (hello) has a
+        # timeout of its own.
+        while not self._spoke.wait(PING_S):
+            if self._closing.is_set() or self.lost:
+                return
         while not self._closing.wait(PING_S) and not self.lost:
             try:
                 self.call("ping", timeout=LOST_S)
@@ -163,6 +175,7 @@ class Agent:
                 self.stderr.append(raw.decode(errors="replace").rstrip())
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        self._spoke.set()
         if "proc" in message and "id" not in message:
             with self._answered:
                 proc = self._procs.get(message["proc"])

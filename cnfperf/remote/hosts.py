@@ -23,6 +23,7 @@ from cnfperf.plan import nf_hosts
 from cnfperf.remote import ssh
 from cnfperf.remote.client import Agent, Lost
 from cnfperf.remote.inventory import Inventory, load
+from cnfperf.scenario import tester_hosts
 
 if TYPE_CHECKING:
     from cnfperf.plan import TestPoint
@@ -41,8 +42,8 @@ def used(scenarios: Iterable[Scenario]) -> list[str]:
 
 
 def placed(s: Scenario) -> list[str]:
-    """Every host a scenario names: dut_host, tester_host, each NF's."""
-    return list(dict.fromkeys((s.dut_host, s.tester_host, *nf_hosts(s))))
+    """Every host a scenario names: dut_host, the tester's ends', each NF's."""
+    return list(dict.fromkeys((s.dut_host, *tester_hosts(s), *nf_hosts(s))))
 
 
 def inventory_of(scenarios: Sequence[Scenario]) -> Inventory | None:

@@ -41,7 +41,8 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     return Path(html.write(out_dir / "report.html", title, figures=figures, tables=tables,
                            params=_params(run, started), host=_host(run.get("host") or {}),
                            summary=text, glance=_glance(run, out_dir),
-                           notice=" ".join(filter(None, (notice(done), emulation.notice(done))))))
+                           notice=" ".join(filter(None, (notice(done), emulation.notice(done),
+                                                         _sentence(summary.two_clocks(done)))))))
 
 
 def _glance(run: dict[str, Any], out_dir: Path) -> list[html.Figure | html.Table]:
@@ -68,6 +69,11 @@ def notice(points: list[dict[str, Any]]) -> str:
             f"busy pollers than cores (up to {worst}). Their numbers show how the "
             "scheduler shared the cores as much as what the data plane can do; they are "
             "drawn hollow in the plots and flagged in the tables' CPU contended column.")
+
+
+def _sentence(text: str) -> str:
+    """A note as a sentence of the header's notice: capitalised, a full stop."""
+    return f"{text[0].upper()}{text[1:]}." if text else ""
 
 
 def _caption(name: str) -> str:

@@ -19,9 +19,9 @@ from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.report import axes as value_axes
 from cnfperf.report.draw import Pen, figure, finish, grid, legend, save, size_axis, time_axis
-from cnfperf.report.rows import (Row, avg, best, contended, curve_label, fixed_rate, is_latency,
-                                 sorted_unique, throughput_rows, varying,
-                                 varying_per_switch)
+from cnfperf.report.rows import (Row, avg, best, contended, curve_fields, curve_label,
+                                 fixed_rate, is_latency, sorted_unique, throughput_rows,
+                                 varying, varying_per_switch)
 
 
 class NoData(ValueError):
@@ -40,7 +40,7 @@ def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
     if not runs:
         raise NoData("received vs offered: no throughput rows at fixed rates")
     panels = sorted_unique((r.get("size"), r.get("burst")) for r in runs)
-    split = varying_per_switch(runs, ("api", "mmsg", "pairs"))
+    split = varying_per_switch(runs, curve_fields(("size", "burst")))
     keys = ["switch", *split, "rate"]
     pen = Pen(runs, [tuple(r.get(k) for k in keys[:-1]) for r in runs])
     fig, axes = grid(len(panels))
@@ -78,7 +78,7 @@ def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
     runs = throughput_rows(rows)
     if not runs:
         raise NoData("throughput vs size: no throughput rows")
-    split = varying_per_switch(runs, ("burst", "pairs", "api", "mmsg"))
+    split = varying_per_switch(runs, curve_fields(("size",)))
     top = best(runs, ["switch", *split, "size", "rate"], "rx_pps_per_pair")
     sizes = sorted_unique(k[-1] for k in top)
     per_pair = any(r["pairs"] > 1 for r in runs)

@@ -226,6 +226,16 @@ def varying(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
     return [k for k in keys if len({str(r.get(k)) for r in rows}) > 1]
 
 
+def curve_fields(drawn: Sequence[str]) -> tuple[str, ...]:
+    """Fields that may tell one data plane's curves apart: every field that
+    tells points apart (fields.labelled: api, switch_cores, nf_cores, pairs,
+    burst…) but the data plane itself, the rate and mode a plot selects by, the
+    tester (auto's choice follows the others) and those the plot `drawn` along
+    an axis or per panel."""
+    skip = {"switch", "rate", "mode", "tester", *drawn}
+    return tuple(f.name for f in fields.labelled() if f.name not in skip)
+
+
 def varying_per_switch(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
     """Fields that tell curves of one data plane apart. One that only follows the
     data plane (api dpdk for vhost, raw for the bridge) would repeat its name."""

@@ -276,6 +276,21 @@ def hosts(run: dict[str, Any]) -> Table | None:
                             "clock", "points"], rows)
 
 
+def two_clocks(points: Sequence[dict[str, Any]]) -> str:
+    """Why throughput points whose tester's ends ran on two hosts (tester_host
+    a+b) have no one-way latency; "" when none did. A latency point keeps
+    its round trip: the client's own clock."""
+    found = [p for p in points if p.get("mode") != "latency" and p.get("status") == "done"
+             and len(set(str(_param(p, "tester_host") or "").split("+"))) > 1]
+    if not found:
+        return ""
+    which = ", ".join(str(p["idx"] + 1) for p in found)
+    hosts = ", ".join(dict.fromkeys(str(_param(p, "tester_host")) for p in found))
+    return (f"no one-way latency (point{'s' if len(found) > 1 else ''} {which}): the tester's "
+            f"ends are on two hosts' clocks (tester_host {hosts}); a latency point's round "
+            "trip is on its client's own clock")
+
+
 def all_tables(run: dict[str, Any], more: Sequence[Table] = ()) -> list[Table]:
     """Every table of a run's report, in its order; `more` (the network functions'
     tables, report/nfs.py; CPU per node, report/cpu.py) go before the failures."""

@@ -2,8 +2,9 @@
 
 The run table: a row per pair of every point, then the point's total when
 it has more than one pair. Throughput rows report the one-way latency the
-receiver measured (sender and receiver share the host's clock); latency rows
-the round trip the client measured.
+receiver measured (sender and receiver share the host's clock; none when they
+ran on two hosts: summary.two_clocks); latency rows the round trip the client
+measured.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
 from cnfperf.report import emulation
 from cnfperf.report.html import fmt
-from cnfperf.report.summary import varying
+from cnfperf.report.summary import two_clocks, varying
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.testers import SET
 
@@ -51,6 +52,8 @@ def run_table(run: dict[str, Any]) -> str:
     notes: list[str] = tester_notes(points)
     if notice := emulation.notice(points):
         notes.append(notice)
+    if clocks := two_clocks(points):
+        notes.append(clocks)
     for point in points:
         label = [point["switch"], point["api"], point["mode"], point.get("tester") or "-",
                  *([emulation.said(point)] if vms else []),

@@ -27,21 +27,21 @@ from typing import Any, Callable
 from cnfperf import SystemFailure, UserError, fields, nfs, testers
 from cnfperf.host import cgroups, tools
 from cnfperf.run import noise
-from cnfperf.dataplanes import DATAPLANES, DataPlane
+from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.dataplanes.nic import NIC_APIS, NicPlane
-from cnfperf.fields import APIS, LOCAL, MAX_PORT, QUOTAS, TX_PORT
+from cnfperf.fields import APIS, LOCAL, MAX_PORT, NIC_DRIVERS, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
 from cnfperf.experiments import sweep
-from cnfperf.plan import (TestPoint, has_vms, links_per_path, nf_hosts, nf_places, place,
+from cnfperf.plan import (Port, TestPoint, has_vms, links_per_path, nf_hosts, nf_places, place,
                           usable_cpus)
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
-                              validate)
+                              tester_hosts, validate)
 
 
 def load_plan(path: Path | None = None, flags: dict[str, Any] | None = None, *,
@@ -128,7 +128,10 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     ports = kind.ports if kind is not None else 2
     # a noise stream (noise = traffic) is one more pair, without NFs: see plan.py
     paths = s.pairs + (s.noise == "traffic")
-    spans = tester_crosses(s)   # the tester's ports are NICs: _check_hosts
+    try:   # the tester's ports are NICs: _check_hosts
+        spans = tester_crosses(s)
+    except ValueError as e:   # tester_host names more than two hosts
+        raise UserError("tester_host", str(e)) from None
     mismatch = _mismatch(dataplane, None if spans else s.api, paths, s.nfs, ports)
     if mismatch:
         noise_pair = " (noise = traffic adds a pair)" if paths > s.pairs else ""
@@ -169,19 +172,20 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
 
 
 def tester_crosses(s: Scenario) -> bool:
-    """Whether the tester's ports are NICs wired to another host's switch: the
-    host joining its links (the first and the last NF's, else dut_host's) is
-    not tester_host."""
+    """Whether a tester's port is a NIC wired to another host's switch: the
+    host joining its link (the first or the last NF's, else dut_host's) is not
+    its end's (tester_hosts: the sender's, the receiver's)."""
     hosts = nf_hosts(s) or (s.dut_host,)
-    return s.tester_host != hosts[0] or s.tester_host != hosts[-1]
+    sender, receiver = tester_hosts(s)
+    return sender != hosts[0] or receiver != hosts[-1]
 
 
 def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]) -> None:
     """Placement across hosts: hosts the inventory names, and what a point
     whose ports cross wires (plan.TestPoint.crossings) can do."""
-    named = [(f, h) for f in ("tester_host", "dut_host", "nf_host")
-             for h in (getattr(s, f).split("+") if f == "nf_host" and s.nf_host
-                       else [getattr(s, f)] if f != "nf_host" else []) if h != LOCAL]
+    placed = {"tester_host": s.tester_host.split("+"), "dut_host": [s.dut_host],
+              "nf_host": s.nf_host.split("+") if s.nf_host else []}
+    named = [(f, h) for f, hosts in placed.items() for h in hosts if h != LOCAL]
     if not named:
         return
     if not s.hosts:
@@ -193,9 +197,9 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
     # What another host does not run yet (its agent would have to say more:
     # the neighbour's container, a guest's facts, its ends' UDP counters).
     elsewhere = {"noise": s.noise != "none",
-                 "endpoint_in": s.endpoint_in == "vm" and s.tester_host != LOCAL,
+                 "endpoint_in": s.endpoint_in == "vm" and set(tester_hosts(s)) != {LOCAL},
                  "nf_in": "vm" in s.nf_in.split("+") and any(h != LOCAL for h in nf_hosts(s)),
-                 "api": s.api == "udp" and s.tester_host != LOCAL}
+                 "api": s.api == "udp" and set(tester_hosts(s)) != {LOCAL}}
     for f, bad in elsewhere.items():
         if bad:
             raise UserError(f, f"{getattr(s, f)} with a node on another host: not supported")
@@ -207,6 +211,13 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
     if not dataplane.nic_ports:
         raise UserError("switch", f"{s.switch} takes no NIC as the port of a node on another "
                                   f"host; these do: {', '.join(capable)}")
+    if not dataplane.nic_to_nic:
+        crossing = {port.name for port, _ in crossings}
+        if any({link.a.name, link.b.name} <= crossing for link in point.links):
+            raise UserError("nfs", f"{s.switch} joins a node's port to a NIC, not two NICs to "
+                                   "each other: put a network function on the switch's host "
+                                   "between the wires (nfs ≥ 1)")
+    _check_nic_driver(s, dataplane, crossings)
     if tester_crosses(s) and s.api not in NIC_APIS:
         raise UserError("api", f"a tester wired to another host's switch builds its own frames "
                                f"on its NICs: {', '.join(sorted(NIC_APIS))}, not {s.api}")
@@ -230,6 +241,27 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
         if pci:
             raise UserError("hosts", f"{inv.path}: wire end {pci[0]} is a PCI address; a "
                                      "port crosses on an interface (host:name)")
+
+
+def _check_nic_driver(s: Scenario, dataplane: type[DataPlane],
+                      crossings: list[tuple[Port, str]]) -> None:
+    """nic_driver: the switch that opens the wires' NICs has it, something
+    opens one with DPDK at all, and the frames fit its buffers."""
+    if dataplane.nic_drivers and s.nic_driver not in dataplane.nic_drivers:
+        raise UserError("nic_driver", f"{s.switch} opens a NIC with "
+                                      f"{' or '.join(dataplane.nic_drivers)}, not {s.nic_driver}")
+    if s.nic_driver == NIC_DRIVERS[0]:
+        return
+    if not dataplane.nic_drivers and not any(port.api == "dpdk" for port, _ in crossings):
+        raise UserError("nic_driver", f"{s.nic_driver}: nothing opens a NIC with DPDK here "
+                                      f"({s.switch} leaves its NICs to the kernel and no node "
+                                      "on a NIC has api = dpdk)")
+    if s.nic_driver == "af_xdp" and dpdk_args.jumbo(s.size):
+        # A larger frame would take a jumbo mbuf, which spans more than the
+        # PMD's umem chunk.
+        largest = dpdk_args.STD_BUFFER - dpdk_args.FRAME_SLACK + dpdk_args.FCS
+        raise UserError("nic_driver", f"af_xdp takes frames of up to {largest} bytes (one 2 KB "
+                                      f"buffer each), not {s.size}: use af_packet")
 
 
 @functools.cache
@@ -447,7 +479,7 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
     known: dict[tuple[str, str | None, str], list[str]] = {}
 
     def problems(s: Scenario) -> list[str]:
-        tester = s.tester_host == here
+        tester = here in tester_hosts(s)
         dut = here == s.dut_host or here in nf_hosts(s)   # the switch runs here
         if not (tester or dut):
             return []
@@ -458,6 +490,8 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
         found = list(known[(dataplane.name, api, s.runtime)])
         if not dut:
             return found
+        if dataplane.nic_ports and _joins_wires(s, here):
+            found += [f"{dataplane.name}: {p}" for p in dataplane.nic_problems(host)]
         if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
             found.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
         # what its NF kind needs: a tool, a build, an engine that has it
@@ -479,6 +513,17 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
         return list(dict.fromkeys(found))
     known_vms: dict[str, list[str]] = {}
     return problems
+
+
+def _joins_wires(s: Scenario, here: str) -> bool:
+    """Whether the switch on `here` takes a wire's NIC as a port: a port of
+    the point's crosses a wire to it (TestPoint.crossings)."""
+    if {s.tester_host, s.dut_host, *nf_hosts(s)} == {here}:
+        return False
+    try:
+        return any(at == here for _, at in place_point(s).crossings())
+    except ValueError:
+        return False     # check() names the mistake
 
 
 def _vms(s: Scenario) -> bool:

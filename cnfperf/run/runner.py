@@ -36,7 +36,7 @@ from cnfperf.fields import LOCAL
 from cnfperf.plan import TestPoint, nf_hosts, run_prefix
 from cnfperf.results.model import PointResult
 from cnfperf.results.store import Store
-from cnfperf.scenario import Scenario, Sweep, canonical
+from cnfperf.scenario import Scenario, Sweep, canonical, tester_hosts
 from cnfperf.run.teardown import Interrupted, Signals, Teardown
 from cnfperf.run.testbed import Builder
 from cnfperf.remote.hosts import Hosts, open_hosts
@@ -242,7 +242,7 @@ class Run:
                 self._report(Progress(point, "setup"))
                 # the images this host's nodes run in (another host makes its own)
                 s = point.scenario
-                image = builder.ends_image(point) if s.tester_host == LOCAL else None
+                image = builder.ends_image(point) if LOCAL in tester_hosts(s) else None
                 nf_image = builder.nf_image(point) if LOCAL in nf_hosts(s) else None
                 result, found = self._measure(point, builder, teardown)
                 # Committed before teardown: a failing teardown must not cost the data.

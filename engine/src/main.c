@@ -163,7 +163,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cnfperf-engine: --cpu %d: cannot pin to that CPU\n", cf.cpu);
 		goto out;
 	}
-	if (run_init(&r, &cf, a, &clk, cf.role->latency))
+	/* another host's timestamps give no latency on ours (core/seq.h) */
+	if (run_init(&r, &cf, a, &clk, cf.role->latency && !cf.clock_other))
 		goto out;
 	r.api2 = a2;
 	r.open_ns = open_ns;

@@ -136,6 +136,15 @@ static bool thread_options(struct parse *p, const struct conf *cf)
 	return true;
 }
 
+/* Only a role that checks another engine's timestamps is told whose clock they are on. */
+static bool clock_options(struct parse *p, const struct conf *cf)
+{
+	if (cf->clock_other && !cf->role->peer_stamps)
+		return fail(p, "--clock: only %s takes frames another engine stamped (the others "
+			    "read their own clock)", ROLES_WITH(peer_stamps));
+	return true;
+}
+
 /* A generator needs to know where it sends. */
 static bool generator_options(struct parse *p, const struct conf *cf, const struct api_ops *ops)
 {
@@ -166,6 +175,8 @@ bool opts_check(struct parse *p, struct conf *cf, const struct api_ops *ops)
 	if (!(role->forwards ? nf_check(p, cf, ops) : forwarder_options(p, cf)))
 		return false;
 	if (!(role->threads ? client_threads(p, cf) : thread_options(p, cf)))
+		return false;
+	if (!clock_options(p, cf))
 		return false;
 	if (role->generates && !generator_options(p, cf, ops))
 		return false;

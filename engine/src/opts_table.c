@@ -218,6 +218,21 @@ static bool set_route(struct parse *p, struct conf *cf, const char *s)
 	return true;
 }
 
+/* --clock: whose clock the peer's timestamps are on; the index is clock_other. */
+static const char *clock_word(size_t i)
+{
+	static const char *const words[] = { "mine", "other" };
+
+	return i < 2 ? words[i] : NULL;
+}
+
+static bool set_clock(struct parse *p, struct conf *cf, const char *arg)
+{
+	size_t i;
+
+	return word_of(p, arg, &i) && (cf->clock_other = i == 1, true);
+}
+
 static const char *api_word(size_t i)
 {
 	const struct api_ops *ops = api_at(i);
@@ -292,6 +307,9 @@ const struct opt opts_common[] = {
 	  .help = "client (default 2 with --poll other than busy or --rx-cpu, else 1)" },
 	{ .name = "rx-cpu", .value = "N", .set = set_cpu, AT(rx_cpu), .max = CPU_SETSIZE - 1,
 	  .help = "pin the client's receive thread to CPU N" },
+	{ .name = "clock", .words = clock_word, .set = set_clock, .def = "mine",
+	  .help = "recv: the sender's timestamps are on this host's clock, or on\n"
+		  "another host's (learnt from the first frame; no one-way latency)" },
 	{ .name = "hold", .set = set_flag, AT(hold),
 	  .help = "after the summary keep the ports open, idle, until stdin ends or a signal" },
 	{ .name = "help", .letter = 'h', .ends = OPTS_HELP, .help = "this text" },

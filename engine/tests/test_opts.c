@@ -142,6 +142,25 @@ static void tester_options(void)
 	      o.threads == 0, "tester");
 }
 
+/* --clock: only a receiver of another engine's timestamps takes it. */
+static void clock_options(void)
+{
+	struct conf o = good(ARGV("recv", "--clock", "other"));
+	CHECK(o.clock_other, "recv --clock other");
+	o = good(ARGV("recv"));
+	CHECK(!o.clock_other, "recv: its own clock by default");
+	o = good(ARGV("recv", "--clock", "mine"));
+	CHECK(!o.clock_other, "recv --clock mine");
+	bad(ARGV("recv", "--clock", "theirs"), "--clock");
+	CHECK(strstr(err, "mine") && strstr(err, "other"), "the words: %s", err);
+	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--clock", "other"), "--clock");
+	CHECK(strstr(err, "only recv"), "which role takes it: %s", err);
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--clock", "other"), "--clock");
+	bad(ARGV("tester", "--dst-ip", "198.18.0.2", "--clock", "other"), "--clock");
+	o = good(ARGV("send", "--dst-ip", "198.18.0.2", "--clock", "mine"));
+	CHECK(!o.clock_other, "--clock mine is every role's default");
+}
+
 int main(void)
 {
 	/* each bad value, with the option the message must name */
@@ -214,6 +233,7 @@ int main(void)
 
 	nf_options();
 	tester_options();
+	clock_options();
 
 	/* an api's own options: refused by the others, checked once --api is known */
 	bad(ARGV("recv", "--xdp-mode", "skb"), "--xdp-mode");

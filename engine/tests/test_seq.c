@@ -265,6 +265,62 @@ static void runs(void)
 	seq_free(t);
 }
 
+/* A sender on another host: its clock `ahead` ns ahead of ours (behind when
+ * negative, modulo 2^64), a frame every GAP, each taking `took` ns to come.
+ * Frames 0..n-1, skipping `skip`; returns the frames refused. */
+static unsigned other_host(struct seq_tracker *t, bool shift, uint64_t ahead, uint64_t took, uint64_t n,
+			   uint64_t skip, struct seq_counts *c)
+{
+	unsigned bad = 0;
+
+	for (uint64_t s = 0; s < n; s++) {
+		if (s == skip)
+			continue;
+		uint64_t sent = START + MS + s * GAP, ts = sent + ahead;
+		uint64_t now = sent + took + (s == 0 ? 0 : s % 7 * 100);   /* some jitter */
+		if (shift)
+			ts = seq_shift(t, ts, now);
+		bad += !seq_track(t, 9000, s, ts, true, now, c);
+	}
+	return bad;
+}
+
+static void other_clock(void)
+{
+	const uint64_t ahead[] = { 3600 * S_NS, -(3600 * S_NS), 50 * MS, UINT64_C(1) << 62, 0 };
+
+	for (size_t i = 0; i < sizeof(ahead) / sizeof(ahead[0]); i++) {
+		struct seq_tracker *t = seq_new(START);
+		struct seq_counts c = { 0 };
+		unsigned bad = other_host(t, true, ahead[i], 20000, 1000, 500, &c);
+		CHECK(bad == 0 && c.lost == 1 && c.reordered == 0 && c.duplicate == 0,
+		      "a clock %lld ns ahead, moved: bad %u lost %lld", (long long)ahead[i], bad, (long long)c.lost);
+		CHECK(t->shift == -ahead[i] + 20000, "the first frame gives the shift (as if it took no time)");
+		seq_free(t);
+		if (!ahead[i])
+			continue;
+		t = seq_new(START);
+		c = (struct seq_counts){ 0 };
+		bad = other_host(t, false, ahead[i], 20000, 1000, 500, &c);
+		CHECK(bad == 999 && c.lost == 0, "not moved: every frame bad (%u)", bad);
+		seq_free(t);
+	}
+
+	/* the bounds still hold on moved timestamps: a frame stamped a second
+	 * after its neighbours, and one that arrives far quicker than the first */
+	struct seq_tracker *t = seq_new(START);
+	struct seq_counts c = { 0 };
+	other_host(t, true, 3600 * S_NS, 20000, 100, UINT64_MAX, &c);
+	uint64_t now = START + MS + 100 * GAP + 20000;
+	CHECK(!seq_track(t, 9000, 100, seq_shift(t, now - 20000 + 3600 * S_NS + S_NS, now), true, now, &c),
+	      "a timestamp a second in the future, moved, is refused");
+	CHECK(!seq_track(t, 9000, 101, seq_shift(t, now + 3600 * S_NS + 20 * MS, now), true, now, &c),
+	      "a frame 20 ms quicker than the first was is refused (SEQ_FUTURE_NS)");
+	CHECK(seq_track(t, 9000, 100, seq_shift(t, now - 20000 + 3600 * S_NS, now), true, now, &c) &&
+	      c.lost == 0 && c.reordered == 0, "the real next frame is taken");
+	seq_free(t);
+}
+
 int main(void)
 {
 	cases();
@@ -274,5 +330,6 @@ int main(void)
 	window_wrap();
 	warmup();
 	flows();
+	other_clock();
 	return check_done("seq");
 }

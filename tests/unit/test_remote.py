@@ -4,6 +4,7 @@ protocol with a host's agent (the agent of run/agent.py, served over pipes)."""
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import threading
 import time
@@ -66,6 +67,7 @@ def test_a_point_on_one_host_has_no_wires(inventory):
     ({}, "dut_host", "name the inventory"),
     ({"dut_host": "nope"}, "dut_host", "'nope'"),
     ({"switch": "veth"}, "switch", "takes no NIC"),
+    ({"switch": "macvlan"}, "nfs", "not two NICs to each other"),
     ({"switch": "vhost", "api": "dpdk"}, "switch", "takes no NIC"),
     ({"api": "udp", "tester": "split"}, "api", "builds its own frames"),
     ({"noise": "cpu"}, "noise", "not supported"),
@@ -86,9 +88,41 @@ def test_a_pci_wire_end_carries_no_tester_port_yet(inventory):
         checks.check(scenario(inventory), (0, 1))
 
 
+def test_macvlan_takes_a_nic_as_the_parent_of_an_nfs_port(inventory):
+    checks.check(scenario(inventory, switch="macvlan", nfs=1), (0, 1))
+
+
 def test_the_tester_on_another_host_takes_the_nic_apis(inventory):
     checks.check(scenario(inventory, api="dpdk", switch="ovs"), (0, 1))   # af_packet PMD
+    checks.check(scenario(inventory, api="dpdk", switch="vpp"), (0, 1))   # af_packet plugin
     checks.check(scenario(inventory, api="xdp"), (0, 1))
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"switch": "snabb", "api": "dpdk"}, "snabb opens a NIC with af_packet, not af_xdp"),
+    ({"switch": "vpp", "api": "dpdk"}, "vpp opens a NIC with af_packet, not af_xdp"),
+    ({"switch": "bridge", "api": "raw"}, "nothing opens a NIC with DPDK here"),
+    ({"switch": "ovs", "api": "dpdk", "size": 4000}, "up to 1924 bytes"),
+])
+def test_af_xdp_is_refused_where_nothing_takes_it(inventory, fields, words):
+    with pytest.raises(UserError) as e:
+        checks.check(scenario(inventory, nic_driver="af_xdp", **fields), (0, 1))
+    assert e.value.field == "nic_driver" and words in e.value.why, e.value
+
+
+def test_af_xdp_opens_the_wires_nics(inventory):
+    """The switch's DPDK, or the tester's (api = dpdk) beside a bridge."""
+    checks.check(scenario(inventory, nic_driver="af_xdp", switch="testpmd", api="raw"), (0, 1))
+    checks.check(scenario(inventory, nic_driver="af_xdp", switch="bridge", api="dpdk"), (0, 1))
+    checks.check(scenario(inventory, nic_driver="af_xdp", switch="ovs", api="dpdk",
+                          size=1924), (0, 1))
+
+
+def test_nic_vdevs_follow_nic_driver():
+    from cnfperf.dataplanes import dpdk_args
+    assert dpdk_args.nic(2, "tw0a", "af_xdp", 64) == \
+        "net_af_xdp2,iface=tw0a,start_queue=0,queue_count=1"
+    assert dpdk_args.nic(2, "tw0a", "af_packet", 64) == "net_af_packet2,iface=tw0a,qpairs=1"
 
 
 def test_the_host_under_test_is_asked_for_its_part_only():
@@ -282,3 +316,29 @@ def test_a_ping_is_answered_while_a_request_runs(session):
     assert ctl.call("ping", timeout=1) is None
     assert time.monotonic() - started < 1
     slow.join(5)
+
+
+def test_a_starting_agent_is_not_pinged_until_it_speaks(monkeypatch):
+    """An agent still importing (an emulated host takes tens of seconds) reads
+    no line: no ping is sent, nor counted unanswered, before its first word;
+    after it, a silence of LOST_S is a lost connection."""
+    monkeypatch.setattr(client, "PING_S", 0.05)
+    monkeypatch.setattr(client, "LOST_S", 0.2)
+    to_agent_r, to_agent_w = os.pipe()
+    to_ctl_r, to_ctl_w = os.pipe()
+    err_r, err_w = os.pipe()
+    ctl = client.Agent("dut", os.fdopen(to_agent_w, "wb"), os.fdopen(to_ctl_r, "rb"),
+                       os.fdopen(err_r, "rb"))
+    try:
+        time.sleep(1.0)
+        assert ctl.lost is None
+        assert not select.select([to_agent_r], [], [], 0)[0]     # nothing was sent
+        os.write(to_ctl_w, b'{"id": 99, "ok": null}\n')        # its first word
+        deadline = time.monotonic() + 5
+        while ctl.lost is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ctl.lost == "no answer for 0.2 s"
+    finally:
+        ctl.close(timeout=1)
+        for fd in (to_agent_r, to_ctl_w, err_w):
+            os.close(fd)

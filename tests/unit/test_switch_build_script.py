@@ -197,7 +197,7 @@ target_compile_definitions(vpp PRIVATE "VERSION=\\"${VPP_VERSION}\\"")
 target_link_libraries(vpp vppinfra svm vlib vlibapi vlibmemory vnet)
 add_executable(vppctl vpp.c)
 target_compile_definitions(vppctl PRIVATE VERSION="ctl")
-foreach(p vhost memif)
+foreach(p vhost memif af_packet)
   add_library(${p}_plugin MODULE lib.c)
   set_target_properties(${p}_plugin PROPERTIES PREFIX ""
                         LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib/vpp_plugins)

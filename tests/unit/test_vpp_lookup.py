@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from cnfperf.host import builds
+from cnfperf.host.facts import EngineFacts, HostFacts, Hugepages
 from cnfperf.dataplanes.vpp import VppMemifPlane, VppPlane
+from cnfperf.run import checks
+from cnfperf.scenario import validate
 
-PLUGINS = ("vhost_plugin.so", "memif_plugin.so")
+PLUGINS = ("vhost_plugin.so", "memif_plugin.so", "af_packet_plugin.so")
 
 
 def _program(path: Path, says: str = "") -> Path:
@@ -98,7 +101,30 @@ def test_a_system_vpp_with_one_plugin_runs_the_data_plane_that_uses_it(system, n
         f"the VPP at {system} has no vhost_plugin.so in {plugins} (FD.io's packages vpp and "
         "vpp-plugin-core)"]
     assert builds.describe_vpp() == f"25.10-release at {system} (the system's; no vhost_plugin.so)"
-    assert [dp.plugin for dp in (VppPlane, VppMemifPlane)] == list(builds.VPP_PLUGINS)
+    assert [dp.plugin for dp in (VppPlane, VppMemifPlane)] == list(builds.PORT_PLUGINS)
+
+
+def test_a_build_without_af_packet_runs_every_point_but_a_wire_s(built):
+    """A build from before af_packet was built: found, and its data planes
+    run; only a wire's NIC as a port needs the plugin, and building again
+    adds it."""
+    plugins = built.parent.parent / "lib" / "vpp_plugins"
+    (plugins / "af_packet_plugin.so").unlink()
+    found = builds.find_vpp()
+    assert found.origin == "build" and found.has == {"vhost_plugin.so", "memif_plugin.so"}
+    assert builds.vpp_plugin_problems(VppPlane.plugin) == []
+    assert VppPlane.nic_problems(None) == [
+        f"the VPP at {built} has no af_packet_plugin.so in {plugins} (make switches)"]
+    assert builds.describe_vpp() == \
+        f"26.10-rc0 at {built} (cnfperf's build; no af_packet_plugin.so)"
+
+
+def test_a_system_vpp_with_af_packet_alone_is_no_vpp_to_run(system, nothing_built):
+    plugins = system.parent.parent / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
+    for p in builds.PORT_PLUGINS:
+        (plugins / p).unlink()
+    [problem] = builds.problems("vpp")
+    assert problem.startswith("the system's VPP: no vhost_plugin.so or memif_plugin.so in ")
 
 
 def test_a_link_to_vpp_is_followed_to_its_plugins(tmp_path, monkeypatch, nothing_built):
@@ -130,3 +156,24 @@ def test_no_vpp_at_all_names_both_ways_to_get_one(nothing_built, tmp_path, monke
 
 def test_doctor_s_build_row_is_about_cnfperf_s_build_alone(system, nothing_built):
     assert builds.facts()["vpp"]["problem"].startswith("vpp not built")
+
+
+def test_preflight_asks_for_af_packet_only_where_a_wire_s_nic_is_a_port(built):
+    """The host under test's preflight (its agent's: here = dut): a TG–DUT point
+    needs the plugin there, a point on that host alone does not, nor does the
+    tester's host."""
+    (built.parent.parent / "lib" / "vpp_plugins" / "af_packet_plugin.so").unlink()
+    host = HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="x", kernel="6.1", root=True,
+                     iproute2=True, kernel_links={}, hugepages=Hugepages(0, 0, 2048, []),
+                     runc=None, busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None,
+                     libxdp=None, kvm=False, engine=EngineFacts(version="0.1.0", apis=["dpdk"]))
+
+    def lacks(tester_host: str, here: str) -> list[str]:
+        s = validate({"switch": "vpp", "api": "dpdk", "tester": "single", "dut_host": "dut",
+                      "tester_host": tester_host, "hosts": "hosts.toml"})
+        return [p for p in checks.host_problems(host, here=here)(s) if "af_packet" in p]
+
+    assert lacks("local", "dut") == [
+        f"vpp: the VPP at {built} has no af_packet_plugin.so in "
+        f"{built.parent.parent / 'lib' / 'vpp_plugins'} (make switches)"]
+    assert lacks("dut", "dut") == [] and lacks("local", "local") == []

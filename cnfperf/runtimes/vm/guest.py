@@ -35,11 +35,13 @@ MODULES = Path("/lib/modules")
 GENERIC = "-amd64"     # linux-image-amd64's flavour (-cloud-amd64, -rt-amd64: others)
 # The modules /init loads, by group: always (PCI virtio, the 9p root, the exec
 # server's virtio-serial ports), for kernel NICs (and AF_PACKET for the
-# engine's raw and mmap apis), for DPDK NICs, for a disk image of the user's
+# engine's raw and mmap apis; the bridge, stp and llc along, and veth, for a
+# guest that is a host of cnfperf's itself: its kernel bridge, its netns' veth
+# pairs), for DPDK NICs, for a disk image of the user's
 # (vm_image: virtio-blk, ext4 and the CRC32C ext4 asks for by a soft
 # dependency, which `depends=` does not list). Their dependencies come along.
 GROUPS = {"base": ("virtio_pci", "9p", "9pnet_virtio", "virtio_console"),
-          "net": ("virtio_net", "af_packet"),
+          "net": ("virtio_net", "af_packet", "bridge", "veth"),
           "dpdk": ("uio_pci_generic",),
           "disk": ("virtio_blk", "crc32c_generic", "ext4")}
 # A disk image's formats QEMU is told (never guessed: a raw image could pass

@@ -30,6 +30,8 @@ struct role {
 	bool path;         /* holds both ends of a path: port 2 takes back what port 1 sent, and
 	                    * a udp one always has it (a socket bound to the far end's address) */
 	bool threads;      /* may receive on a thread of its own (--threads, --rx-cpu) */
+	bool peer_stamps;  /* checks timestamps another engine stamped, on its own clock
+	                    * unless told they are another host's (--clock other) */
 };
 
 /* A MAC address from the command line, and whether it was given. */
@@ -56,6 +58,7 @@ struct conf {
 	unsigned burst;
 	bool touch, quiet;
 	bool hold;                 /* keep the ports open after the summary until released */
+	bool clock_other;          /* --clock other: the peer stamps frames on another host's clock */
 	double duration, warmup, drain, interval;
 	unsigned flows;
 	int cpu, rx_cpu;           /* -1 = not pinned */

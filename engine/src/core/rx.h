@@ -26,13 +26,18 @@ static inline enum rx_class rx_classify(struct counters *c, const uint8_t *d, un
 
 /* One frame of ours. `flow` keys its sequence (the sender's port, or ours
  * for echoes); `warm` says the role is still warming up on its side, besides
- * what the sender marked. True when the frame was measured. */
+ * what the sender marked. `other_clock` (--clock other, a constant where it
+ * is called: the receiver's loop is built with and without it) moves the
+ * sender's timestamp onto our clock and takes no latency (seq.h). True when
+ * the frame was measured. */
 static inline bool rx_measure(struct run *r, const uint8_t *d, uint16_t flow, bool warm,
-			      uint64_t now_ns)
+			      uint64_t now_ns, bool other_clock)
 {
 	struct counters *c = &r->c;
 	uint64_t seq = rd64(d + OFF_SEQ), ts = rd64(d + OFF_TS);
 
+	if (other_clock)
+		ts = seq_shift(r->seq, ts, now_ns);
 	warm |= (seq & SEQ_WARMUP) != 0;
 	seq &= ~SEQ_WARMUP;
 	if (!seq_track(r->seq, flow, seq, ts, !warm, now_ns, &c->seq)) {
@@ -48,7 +53,8 @@ static inline bool rx_measure(struct run *r, const uint8_t *d, uint16_t flow, bo
 	c->rx_bytes += wire_bytes(flen);
 	if (r->conf->touch && !frame_touch_ok(d, flen, seq))
 		c->corrupt++;
-	hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
+	if (!other_clock)
+		hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
 	return true;
 }
 

@@ -43,7 +43,18 @@
  * run's last frame: the run's first SEQ_RUN - 1 frames stay counted bad, the
  * old anchor's missing frames are no longer counted lost, and the flow goes
  * on from there. That costs a real flow SEQ_RUN - 1 bad frames once, and a
- * stream of stray frames would need consecutive numbers to get in. */
+ * stream of stray frames would need consecutive numbers to get in.
+ *
+ * A sender on another host stamps its frames with its own host's clock, whose
+ * CLOCK_MONOTONIC (time since that host booted) has nothing to do with ours:
+ * every frame would be bad. A receiver told so (--clock other) moves each
+ * timestamp onto its own clock by the offset the first frame gave, as if that
+ * frame took no time to arrive (seq_shift()), and checks the bounds above on
+ * the moved timestamps. They hold as they do on one clock, but for a frame
+ * that arrives more than SEQ_FUTURE_NS quicker than the first one did, and
+ * for the two clocks' drift (NTP slews by at most 500 ppm: 5 ms in 10 s).
+ * A moved timestamp says nothing of how long a frame took: such a receiver
+ * measures no one-way latency. */
 #ifndef CNFPERF_SEQ_H
 #define CNFPERF_SEQ_H
 
@@ -80,6 +91,8 @@ struct seq_tracker {
 	unsigned nflows;
 	uint64_t start_ns;    /* CLOCK_MONOTONIC before the role's ports were opened */
 	uint64_t untracked;   /* packets of flows beyond SEQ_MAX_FLOWS */
+	uint64_t shift;       /* seq_shift(): our clock minus the sender's */
+	bool shifted;         /* and whether the first frame gave it yet */
 };
 
 /* start_ns: a time before any frame could have been sent to the role's
@@ -91,5 +104,17 @@ void seq_free(struct seq_tracker *t);
  * not tracked. */
 bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t seq, uint64_t ts, bool count,
 	       uint64_t now_ns, struct seq_counts *c);
+
+/* A timestamp of a sender on another host's clock (--clock other) on ours:
+ * moved by what the first frame gave, received at now_ns (see above). The
+ * arithmetic is modulo 2^64, so either clock may be ahead. */
+static inline uint64_t seq_shift(struct seq_tracker *t, uint64_t ts, uint64_t now_ns)
+{
+	if (__builtin_expect(!t->shifted, 0)) {
+		t->shift = now_ns - ts;
+		t->shifted = true;
+	}
+	return ts + t->shift;
+}
 
 #endif

@@ -72,7 +72,7 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 		const uint8_t *d = pkts[i].data;
 		/* the sender's warm-up mark is the only one that counts */
 		if (rx_classify(c, d, pkts[i].len, &pr->f) == RX_OURS)
-			rx_measure(r, d, rd16(d + pr->flow_off), false, now_ns);
+			rx_measure(r, d, rd16(d + pr->flow_off), false, now_ns, false);
 	}
 	ops->release(a, pkts, n);
 	return true;

@@ -2,31 +2,24 @@
  * else's flow on a bridge) count as `other`; ours but malformed as `bad`.
  * A frame is warm-up when its sender marked it or when it arrives during
  * our own --warmup; warm-up frames keep sequence tracking continuous but
- * count only in warmup_packets. */
+ * count only in warmup_packets. With --clock other its sender is on another
+ * host: timestamps move onto our clock, and no one-way latency (seq.h). */
 #include "roles.h"
 #include "../core/rx.h"
 
 #include <stdio.h>
 
-int role_recv(struct run *r)
+/* The receive loop, built twice (other_clock a constant in each): the
+ * one-clock loop pays nothing for the other. */
+static inline __attribute__((always_inline)) void recv_loop(struct run *r, const struct rx_filter *f,
+							     bool other_clock)
 {
-	const struct conf *cf = r->conf;
 	struct api *a = r->api;
 	const struct api_ops *ops = a->ops;
-	const struct rx_filter f = { .ip = cf->src_ip, .port_lo = cf->sport, .port_hi = cf->sport, .l2 = ops->l2 };
-	const uint16_t burst = (uint16_t)cf->burst;
+	const uint16_t burst = (uint16_t)r->conf->burst;
 	struct counters *c = &r->c;
 	struct pkt pkts[API_MAX_BURST];
 
-	r->rx_window = true;
-	r->lat_kind = "one_way";
-	if (!(r->seq = seq_new(r->open_ns))) {
-		fprintf(stderr, "cnfperf-engine: out of memory for sequence tracking\n");
-		return 1;
-	}
-	if (poller_init(&r->poll, cf->poll, r->clk.hz, a, NULL))
-		return 1;
-	run_ready(r);
 	for (;;) {
 		uint16_t n = ops->rx_burst(a, pkts, burst);
 		uint64_t now = clock_ticks();
@@ -44,12 +37,34 @@ int role_recv(struct run *r)
 		unsigned measured = 0;
 		for (uint16_t i = 0; i < n; i++) {
 			const uint8_t *d = pkts[i].data;
-			if (rx_classify(c, d, pkts[i].len, &f) == RX_OURS)
-				measured += rx_measure(r, d, rd16(d + OFF_UDP_SPORT), !r->measuring, now_ns);
+			if (rx_classify(c, d, pkts[i].len, f) == RX_OURS)
+				measured += rx_measure(r, d, rd16(d + OFF_UDP_SPORT), !r->measuring, now_ns,
+						       other_clock);
 		}
 		ops->release(a, pkts, n);
 		run_rx_window(r, now, measured);
 	}
+}
+
+int role_recv(struct run *r)
+{
+	const struct conf *cf = r->conf;
+	const struct rx_filter f = { .ip = cf->src_ip, .port_lo = cf->sport, .port_hi = cf->sport,
+				     .l2 = r->api->ops->l2 };
+
+	r->rx_window = true;
+	r->lat_kind = "one_way";   /* none with --clock other: main.c keeps no histograms */
+	if (!(r->seq = seq_new(r->open_ns))) {
+		fprintf(stderr, "cnfperf-engine: out of memory for sequence tracking\n");
+		return 1;
+	}
+	if (poller_init(&r->poll, cf->poll, r->clk.hz, r->api, NULL))
+		return 1;
+	run_ready(r);
+	if (cf->clock_other)
+		recv_loop(r, &f, true);
+	else
+		recv_loop(r, &f, false);
 	run_summary(r);
 	poller_free(&r->poll);
 	return 0;

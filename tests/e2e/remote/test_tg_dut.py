@@ -1,8 +1,9 @@
 """A tester's host and a host under test, driven over SSH (tests/sshhosts.py:
 the host under test is a real sshd in namespaces of its own on this machine,
 cabled to it by veth wires): TG–DUT through a kernel bridge and through
-OVS-DPDK, an l3 chain on the host under test, counters on both hosts, the
-point's hosts in the store, and nothing left behind on either host."""
+OVS-DPDK, testpmd, Click, Snabb and VPP, an l3 chain on the host under test,
+counters on both hosts, the point's hosts in the store, and nothing left behind
+on either host."""
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +18,7 @@ import pytest
 
 import harness
 import sshhosts
+from cnfperf.host import builds
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("sshd", "ssh-keygen", "unshare", "nsenter")]
 
@@ -82,16 +84,24 @@ def test_bridge_on_the_host_under_test(engine, cli, cli_json, lab):
     assert_counters_match(point, lab, {end.name: f"dut:{end.name}" for _, end in lab.wires})
 
 
-@pytest.mark.parametrize("switch", [
-    pytest.param("ovs", marks=pytest.mark.needs("ovs-vswitchd-dpdk")),
-    pytest.param("testpmd", marks=pytest.mark.needs("dpdk-testpmd")),
-    pytest.param("click", marks=pytest.mark.needs("click-dpdk")),
-    pytest.param("snabb", marks=pytest.mark.needs("snabb")),
+@pytest.mark.parametrize("switch, driver", [
+    pytest.param("ovs", "af_packet", marks=pytest.mark.needs("ovs-vswitchd-dpdk")),
+    pytest.param("ovs", "af_xdp", marks=pytest.mark.needs("ovs-vswitchd-dpdk")),
+    pytest.param("testpmd", "af_packet", marks=pytest.mark.needs("dpdk-testpmd")),
+    pytest.param("testpmd", "af_xdp", marks=pytest.mark.needs("dpdk-testpmd")),
+    pytest.param("click", "af_packet", marks=pytest.mark.needs("click-dpdk")),
+    pytest.param("snabb", "af_packet", marks=pytest.mark.needs("snabb")),
+    pytest.param("vpp", "af_packet", marks=pytest.mark.needs("vpp")),
 ])
-def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch):
-    """The tester's NICs through DPDK's af_packet PMD; the switch's the same
-    (OVS-DPDK, testpmd, Click) or Snabb's raw socket app."""
-    point = stored_point(cli_json, run_point(cli, lab, "--switch", switch, "--api", "dpdk"))
+def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch, driver):
+    """The tester's NICs through DPDK's af_packet or af_xdp PMD (nic_driver);
+    the switch's the same (OVS-DPDK, testpmd, Click), Snabb's raw socket app or
+    VPP's af_packet plugin."""
+    if switch == "vpp" and (lacks := builds.vpp_plugin_problems(builds.AF_PACKET)):
+        harness.missing(lacks[0])
+    point = stored_point(cli_json, run_point(cli, lab, "--switch", switch, "--api", "dpdk",
+                                             "--nic-driver", driver))
+    assert point["nic_driver"] == driver
     assert_zero_loss(point)
     assert_hosts_stored(point, lab)
     sender, receiver = _ends(point)
@@ -118,6 +128,22 @@ def test_l3_chain_on_the_host_under_test(engine, cli, cli_json, lab):
     assert {nf["name"] for nf in point["nf_results"]} <= set(cpu), cpu
     assert all(cpu[nf["name"]]["user_s"] is None for nf in point["nf_results"]), cpu
     assert cpu[_ends(point)[0]]["user_s"] > 0, cpu     # the tester's, here, is
+
+
+def test_macvlan_children_of_the_wires_nics(engine, cli, cli_json, lab):
+    """An NF's two ports on the host under test are macvlan children of the two
+    wires' NICs there (a container's macvlan network on a host's NIC)."""
+    point = stored_point(cli_json, run_point(cli, lab, "--switch", "macvlan", "--api", "raw",
+                                             "--nfs", "1"))
+    assert_zero_loss(point)
+    [nf] = point["nf_results"]
+    assert [p["rx_packets"] for p in nf["ports"]][0] >= RATE * DURATION * 0.9, nf
+    # each wire's NIC there, the parent, carried the frames its child did
+    (tx_nic, tx_far), (rx_nic, rx_far) = lab.wires
+    counters = point["counters"]
+    sent = counters[f"local:{tx_nic.name}"]["tx_packets"]
+    assert counters[f"dut:{tx_far.name}"]["rx_packets"] == sent, counters
+    assert counters[f"dut:{rx_far.name}"]["tx_packets"] == sent, counters
 
 
 def test_a_cut_connection_leaves_nothing_on_either_host(engine, results, lab):
