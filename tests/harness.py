@@ -124,3 +124,18 @@ def migrated_run(directory: Path, version: int, *inserts: str) -> dict:
         return store.run("beef")
     finally:
         store.close()
+
+
+def inventory(directory: Path, wires: int) -> Path:
+    """hosts.toml naming one other host, `dut` (an address nothing answers at,
+    a key nothing logs in with), and `wires` wires between it and local: what
+    checks ask of a point across hosts, without connecting."""
+    key = directory / "key"
+    key.write_text("not a real key: nothing connects here\n")
+    key.chmod(0o600)
+    (directory / "known_hosts").write_text("")
+    cables = "".join(f'[[wire]]\na = "local:tw{i}a"\nb = "dut:tw{i}b"\n\n' for i in range(wires))
+    path = directory / "hosts.toml"
+    path.write_text(f'[[host]]\nname = "dut"\naddress = "192.0.2.1"\nkey = "{key}"\n'
+                    f'known_hosts = "{directory / "known_hosts"}"\n\n{cables}')
+    return path

@@ -295,8 +295,10 @@ def _first_process(unshare_pid: int) -> int:
     return int(children[0])
 
 
-def _wait_listening(proc: subprocess.Popen, address: str, log: Path) -> None:
-    deadline = time.monotonic() + READY_S
+def _wait_listening(proc: subprocess.Popen, address: str, log: Path,
+                    ready_s: float = READY_S) -> None:
+    """Until sshd at `address` takes a connection, while `proc` (what runs it) lives."""
+    deadline = time.monotonic() + ready_s
     while time.monotonic() < deadline and proc.poll() is None:
         with contextlib.suppress(OSError), socket.create_connection((address, 22), timeout=1):
             return

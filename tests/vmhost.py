@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -234,7 +233,7 @@ def _host(runtime: VmRuntime, directory: Path, name: str, index: int, client_key
         with open(log, "wb") as err:
             sshd = vm.exec([tools.find("sshd"), "-D", "-e", "-f", str(files / "sshd_config")],
                            stdout=subprocess.DEVNULL, stderr=err)
-        _wait_listening(sshd, address, log)
+        sshhosts._wait_listening(sshd, address, log, READY_S)
         yield host
 
 
@@ -246,12 +245,3 @@ def _mac(index: int, nic: int) -> str:
 def _del_tap(tap: str, netns: str) -> None:
     sshhosts._del_link(tap)
     subprocess.run(["ip", "-n", netns, "link", "del", tap], capture_output=True, timeout=20)
-
-
-def _wait_listening(sshd: subprocess.Popen, address: str, log: Path) -> None:
-    deadline = time.monotonic() + READY_S
-    while time.monotonic() < deadline and sshd.poll() is None:
-        with contextlib.suppress(OSError), socket.create_connection((address, 22), timeout=1):
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"sshd on {address} is not listening: {log.read_text().strip()}")

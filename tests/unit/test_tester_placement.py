@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import harness
+
 from cnfperf import UserError
 from cnfperf.cli import main
 from cnfperf.engine import argv
@@ -23,14 +25,7 @@ from cnfperf.scenario import tester_hosts as ends_of, validate
 
 @pytest.fixture
 def inventory(tmp_path: Path) -> Path:
-    key = tmp_path / "key"
-    key.write_text("not a real key: nothing connects here\n")
-    key.chmod(0o600)
-    (tmp_path / "known_hosts").write_text("")
-    wires = "".join(f'[[wire]]\na = "local:tw{i}a"\nb = "dut:tw{i}b"\n\n' for i in range(2))
-    path = tmp_path / "hosts.toml"
-    path.write_text(f'[[host]]\nname = "dut"\naddress = "192.0.2.1"\nkey = "{key}"\n'
-                    f'known_hosts = "{tmp_path / "known_hosts"}"\n\n{wires}')
+    path = harness.inventory(tmp_path, wires=2)
     checks.inventory_file.cache_clear()
     yield path
     checks.inventory_file.cache_clear()
