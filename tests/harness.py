@@ -139,3 +139,12 @@ def inventory(directory: Path, wires: int) -> Path:
     path.write_text(f'[[host]]\nname = "dut"\naddress = "192.0.2.1"\nkey = "{key}"\n'
                     f'known_hosts = "{directory / "known_hosts"}"\n\n{cables}')
     return path
+
+
+def assert_sent(pair: dict, frames: float, paced: bool = True) -> None:
+    """A pair's sender sent the `frames` its rate and duration ask for, within
+    10 %. `paced = False`: its frames go into an emulated guest, whose queues
+    refuse sends when the emulator falls behind (the host's performance, not
+    cnfperf's), so only a good part of them."""
+    low = 0.9 if paced else 0.25
+    assert low * frames <= pair["sent"] <= 1.1 * frames, pair

@@ -53,8 +53,7 @@ def _zero_loss(point: dict, paced: bool = True) -> None:
     that the sender sent a good part of the rate and nearly all of it arrived
     (a VM on another's NIC would deliver nothing)."""
     [pair] = point["per_pair"]
-    low = 0.9 if paced else 0.25
-    assert low * RATE * DURATION <= pair["sent"] <= 1.1 * RATE * DURATION, pair
+    harness.assert_sent(pair, RATE * DURATION, paced)
     if paced:
         assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     else:
