@@ -4,14 +4,20 @@
 Same link (net_virtio_user sender -> net_vhost receiver, one queue, PMD default
 rings), same cores (sender on cpu 0, receiver on cpu 1), same frames (64 B on
 the wire, burst 32). testpmd stamps nothing; the engine writes a sequence
-number and a timestamp into every frame and checks both on receipt. Two mixed
-rows (engine sender -> testpmd receiver and back) show which side a gap is on.
+number and a timestamp into every frame and checks both on receipt. Then each
+sender alone into net_null (a PMD that frees what it is given): what sending
+costs a core, without a link or a receiver to wait for. --mixed adds engine
+sender -> testpmd receiver and back (which side a gap is on); --baseline
+ENGINE adds another engine binary's rows (one built from main, say).
 
-Rates are the median of the per-second samples each tool prints (testpmd's
-Rx-pps/Tx-pps, the engine's interval records), the first partial second left
-out. Not a test: run it on a quiet host, as root:
+Each run's rate is the median of the per-second samples each tool prints
+(testpmd's Rx-pps/Tx-pps, the engine's interval records), the first partial
+second left out; a row is the median of --repeat runs, the runs of every row
+taken in turns (one of each, then again), so all rows share the same window
+of whatever else the host does. Not a test: run it as root on a host as quiet
+as you can get:
 
-    python3 bench/engine_dpdk.py [--seconds 5] [--repeat 3]
+    python3 bench/engine_dpdk.py [--seconds 5] [--repeat 5] [--baseline ENGINE] [--mixed] [--nice -10]
 """
 from __future__ import annotations
 
@@ -84,6 +90,11 @@ def median_steady(samples: list[float]) -> float:
 
 # ------------------------------------------------------------------ processes
 
+# Scheduling priority of the measured processes (--nice): on a host shared with
+# builds, both tools alike get their cores back before anyone else.
+NICE = 0
+
+
 @dataclass
 class Proc:
     argv: list[str]
@@ -94,6 +105,8 @@ class Proc:
         fd, name = tempfile.mkstemp(prefix="cnfpbench-", suffix=".log")
         self.out = Path(name)
         cmd = (["ip", "netns", "exec", self.netns] if self.netns else []) + self.argv
+        if NICE:
+            cmd = ["nice", "-n", str(NICE), *cmd]
         # own process group: tools that fork (trafgen) stop as a whole
         self.proc = subprocess.Popen(cmd, stdout=fd, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
@@ -262,6 +275,52 @@ def keep_best(rows: dict[str, Result], r: Result) -> None:
         rows[r.name] = r
 
 
+def run_alone(name: str, tx: Tool, seconds: float) -> Result:
+    """A sender on its own (net_null): its tx rate, nothing received."""
+    with processes() as start:
+        p = start(tx.argv, tx.netns)
+        if tx.runs_out:
+            p.proc.wait(timeout=seconds + 60)
+        else:
+            p.wait_for(tx.ready)
+            time.sleep(seconds)
+        text = p.stop()
+    if tx.prefix:
+        shutil.rmtree(f"/var/run/dpdk/{tx.prefix}", ignore_errors=True)
+    return Result(name, median_steady(tx.rates(text)), 0.0)
+
+
+@dataclass
+class Runs:
+    """Every run of one row, and their medians."""
+    name: str
+    runs: list[Result] = field(default_factory=list)
+
+    def tx(self) -> float:
+        return statistics.median(r.tx_pps for r in self.runs)
+
+    def rx(self) -> float:
+        return statistics.median(r.rx_pps for r in self.runs)
+
+    def note(self) -> str:
+        notes = sorted({r.note for r in self.runs if r.note})
+        return "; ".join(notes)
+
+
+def print_runs(title: str, rows: list[Runs], base: str, key: str) -> None:
+    """Medians, each run's rate, and the ratio of the medians to the base row's."""
+    get = (lambda r: r.rx()) if key == "rx" else (lambda r: r.tx())
+    one = (lambda r: r.rx_pps) if key == "rx" else (lambda r: r.tx_pps)
+    ref = next((get(r) for r in rows if r.name == base), 0.0)
+    width = max(len(r.name) for r in rows) + 2
+    print(f"\n{title}")
+    print(f"{'':{width}} {'tx Mpps':>8} {'rx Mpps':>8} {key + ' / ' + base.split()[0]:>13}  runs ({key} Mpps)  note")
+    for r in rows:
+        ratio = f"{get(r) / ref:.2f}" if ref else "-"
+        runs = " ".join(f"{one(x) / 1e6:.2f}" for x in r.runs)
+        print(f"{r.name:{width}} {r.tx() / 1e6:8.2f} {r.rx() / 1e6:8.2f} {ratio:>13}  {runs}  {r.note()}")
+
+
 def check_engine(engine: Path, api: str) -> list[str]:
     apis = json.loads(subprocess.run([engine, "--version"], capture_output=True, text=True).stdout)["apis"]
     if api not in apis:
@@ -272,48 +331,81 @@ def check_engine(engine: Path, api: str) -> list[str]:
 # ------------------------------------------------------------------ main
 
 def main() -> None:
+    global NICE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seconds", type=float, default=5)
-    ap.add_argument("--repeat", type=int, default=1, help="runs per pair; the best one counts")
+    ap.add_argument("--seconds", type=float, default=5, help="seconds per run (default 5)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per row; a row is their median (default 5)")
     ap.add_argument("--engine", type=Path, default=ENGINE)
+    ap.add_argument("--baseline", type=Path, help="another engine binary to compare with (e.g. built from main)")
+    ap.add_argument("--mixed", action="store_true", help="also engine -> testpmd and testpmd -> engine")
+    ap.add_argument("--nice", type=int, default=0, help="run every measured process at this nice value")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (hugepages, vhost-user sockets)")
     if not shutil.which("dpdk-testpmd"):
         sys.exit("dpdk-testpmd not found (Debian: apt install dpdk)")
+    if args.repeat < 1 or args.seconds < 2:
+        sys.exit("--repeat must be at least 1 and --seconds at least 2")
     check_engine(args.engine, "dpdk")
+    if args.baseline:
+        check_engine(args.baseline, "dpdk")
+    NICE = args.nice
 
     print(f"host: {machine()}; sender on cpu {SENDER_CPU}, receiver on cpu {RECEIVER_CPU}; "
-          f"{SIZE} B frames, burst {BURST}, {args.seconds:g} s per run")
+          f"{SIZE} B frames, burst {BURST}, {args.seconds:g} s per run, median of {args.repeat}"
+          + (f", nice {NICE}" if NICE else ""))
     busy = busy_share()
     if busy > 0.1:
         print(f"warning: {busy:.0%} of the CPU is busy before we start: numbers will be low")
 
-    rows: dict[str, Result] = {}
+    engines = [("engine", args.engine)] + ([("baseline", args.baseline)] if args.baseline else [])
+    s = args.seconds
+    dpdk = ["--api", "dpdk"]
+    pairs: dict[str, Runs] = {}
+    alone: dict[str, Runs] = {}
+
+    def add(rows: dict[str, Runs], r: Result) -> None:
+        rows.setdefault(r.name, Runs(r.name)).runs.append(r)
+
     with hugepages(HUGEPAGES), tempfile.TemporaryDirectory(prefix="cnfpbench-") as tmp:
         sock = f"{tmp}/vhost.sock"
         vhost = f"net_vhost0,iface={sock},queues=1"
         virtio = f"net_virtio_user0,path={sock},queues=1,mac={SRC_MAC}"
-        dpdk = ["--api", "dpdk"]
+        null = "net_null0"
 
         def engine_eal(cpu: int, vdev: str) -> list[str]:
             return eal(f"cnfpb{os.urandom(2).hex()}", cpu, vdev)
+
+        def send(binary: Path, vdev: str) -> Tool:
+            return with_eal(engine_send(binary, dpdk, s), engine_eal(SENDER_CPU, vdev))
+
+        def recv(binary: Path, every_frame: bool = False) -> Tool:
+            return with_eal(engine_recv(binary, dpdk, every_frame=every_frame), engine_eal(RECEIVER_CPU, vhost))
+
         for _ in range(args.repeat):
-            keep_best(rows, run_pair("testpmd txonly -> rxonly", testpmd("rxonly", RECEIVER_CPU, vhost),
-                                     testpmd("txonly", SENDER_CPU, virtio), args.seconds))
-            keep_best(rows, run_pair("engine send -> recv",
-                                     with_eal(engine_recv(args.engine, dpdk), engine_eal(RECEIVER_CPU, vhost)),
-                                     with_eal(engine_send(args.engine, dpdk, args.seconds),
-                                              engine_eal(SENDER_CPU, virtio)), args.seconds))
-            keep_best(rows, run_pair("engine send -> testpmd rxonly", testpmd("rxonly", RECEIVER_CPU, vhost),
-                                     with_eal(engine_send(args.engine, dpdk, args.seconds),
-                                              engine_eal(SENDER_CPU, virtio)), args.seconds))
-            keep_best(rows, run_pair("testpmd txonly -> engine recv",
-                                     with_eal(engine_recv(args.engine, dpdk, every_frame=True),
-                                              engine_eal(RECEIVER_CPU, vhost)),
-                                     testpmd("txonly", SENDER_CPU, virtio), args.seconds))
-    print_table("vhost-user: virtio_user (sender, cpu 0) -> net_vhost (receiver, cpu 1)",
-                list(rows.values()), "testpmd txonly -> rxonly")
+            add(pairs, run_pair("testpmd txonly -> rxonly", testpmd("rxonly", RECEIVER_CPU, vhost),
+                                testpmd("txonly", SENDER_CPU, virtio), s))
+            for label, binary in engines:
+                add(pairs, run_pair(f"{label} send -> recv", recv(binary), send(binary, virtio), s))
+            if args.mixed:
+                add(pairs, run_pair("engine send -> testpmd rxonly", testpmd("rxonly", RECEIVER_CPU, vhost),
+                                    send(args.engine, virtio), s))
+                add(pairs, run_pair("testpmd txonly -> engine recv", recv(args.engine, every_frame=True),
+                                    testpmd("txonly", SENDER_CPU, virtio), s))
+            add(alone, run_alone("testpmd txonly alone", testpmd("txonly", SENDER_CPU, null), s))
+            for label, binary in engines:
+                add(alone, run_alone(f"{label} send alone", send(binary, null), s))
+    print_runs("vhost-user: virtio_user (sender, cpu 0) -> net_vhost (receiver, cpu 1)",
+               list(pairs.values()), "testpmd txonly -> rxonly", "rx")
+    print_runs(f"net_null: the sender alone (cpu {SENDER_CPU})", list(alone.values()), "testpmd txonly alone", "tx")
+    print()
+    for rows, mine, base, key in ((pairs, "engine send -> recv", "testpmd txonly -> rxonly", "rx"),
+                                  (alone, "engine send alone", "testpmd txonly alone", "tx")):
+        rate = (lambda r: r.rx()) if key == "rx" else (lambda r: r.tx())
+        for ref in [base] + ([mine.replace("engine", "baseline")] if args.baseline else []):
+            if rate(rows[ref]):
+                print(f"ratio {mine} / {ref}: {rate(rows[mine]) / rate(rows[ref]):.2f} "
+                      f"({key} Mpps, medians of {args.repeat})")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,13 @@ Ping-pong keeps one message in flight: a stall delays one sample, so its tail
 looks better than a fixed-rate measurement, where every packet sent during a
 stall waits (no coordinated omission). Under-load is sockperf's fixed-rate mode.
 
-Prints a table and the ratios. Run as root from the repository:
+Each send rate is the median of --repeat runs (default 5), the four senders
+taken in turns (one run of each, then again) so that they share the same
+window of whatever else the host does; the round trips run once each
+(--no-rtt: not at all). Prints a table (the medians and every run) and the
+ratios of the medians. Run as root from the repository:
 
-    python3 bench/engine_kernel.py [--duration 3] [--rps] [--json]
+    python3 bench/engine_kernel.py [--duration 3] [--repeat 5] [--rps] [--no-rtt] [--nice -10] [--json]
 
 On a veth the receiving half of the kernel's work (IP, UDP, socket queues) runs
 in softirq on the *sender's* CPU, so by default a "send rate" is mostly the
@@ -36,6 +40,7 @@ import re
 import secrets
 import shutil
 import signal
+import statistics
 import struct
 import subprocess
 import sys
@@ -47,6 +52,10 @@ REPO = Path(__file__).resolve().parents[1]
 ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
 SEND_CPU, RECV_CPU = 0, 1
 PORT = 9000
+# Scheduling priority of every measured process (--nice): on a host shared with
+# builds, every tool alike gets its core back before anyone else.
+NICE = 0
+SENDERS = ("engine udp --mmsg", "iperf3 -u -l 18", "engine raw --mmsg", "trafgen")
 
 
 class Pair:
@@ -85,7 +94,8 @@ class Pair:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
     def run(self, side: int, cpu: int, argv: list) -> list[str]:
-        return ["ip", "netns", "exec", self.ns[side], "taskset", "-c", str(cpu), *map(str, argv)]
+        nice = ["nice", "-n", str(NICE)] if NICE else []
+        return ["ip", "netns", "exec", self.ns[side], *nice, "taskset", "-c", str(cpu), *map(str, argv)]
 
 
 def sh(*argv: str) -> None:
@@ -207,7 +217,9 @@ def trafgen_send(pair: Pair, duration: float) -> dict:
         fatal = [line for line in (out + err).splitlines() if "failed" in line.lower()]
         raise RuntimeError(f"trafgen: {fatal[-1] if fatal else 'printed no packet count'}")
     sent = int(m.group(1))
-    received = got["rx_packets"] + got["warmup_packets"]
+    # trafgen's frames carry the engine's header with number and time 0: bad to its
+    # sequence tracking (sent before the receiver started), counted all the same
+    received = got["rx_packets"] + got["warmup_packets"] + got["bad"]
     return {"sent_pps": sent / seconds, "received_pps": received / seconds, "refused": None,
             "lost": sent - received}
 
@@ -270,11 +282,24 @@ def ratio(a: dict, b: dict, key: str) -> str:
     return f"{x / y:.2f}x" if x and y else "-"
 
 
+def medians(runs: list[dict]) -> dict:
+    """The median of each rate over the runs that did not fail; the first error otherwise."""
+    ok = [r for r in runs if "error" not in r]
+    if not ok:
+        return runs[0]
+    out = {k: statistics.median(r[k] for r in ok) for k in ("sent_pps", "received_pps")}
+    return out | {"runs": [r["sent_pps"] for r in ok], "failed": len(runs) - len(ok)}
+
+
 def main() -> int:
+    global NICE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=float, default=3.0, help="seconds per run (default 3)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per sender; a rate is their median (default 5)")
     ap.add_argument("--rtt-rate", type=int, default=10000, help="engine client rate in pps (default 10000)")
     ap.add_argument("--rps", action="store_true", help="receive processing on the receiver's CPU (see above)")
+    ap.add_argument("--no-rtt", action="store_true", help="send rates only")
+    ap.add_argument("--nice", type=int, default=0, help="run every measured process at this nice value")
     ap.add_argument("--json", action="store_true", help="print the results as one JSON object")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -283,59 +308,83 @@ def main() -> int:
     if not ENGINE.exists():
         print(f"engine_kernel.py: build the engine first ({ENGINE.relative_to(REPO)})", file=sys.stderr)
         return 2
-    missing = [t for t in ("iperf3", "trafgen", "sockperf", "taskset") if not shutil.which(t)]
+    missing = [t for t in ("iperf3", "trafgen", "sockperf", "taskset", "nice") if not shutil.which(t)]
     if missing:
         print(f"engine_kernel.py: missing tools: {', '.join(missing)}", file=sys.stderr)
         return 2
     if (os.cpu_count() or 1) < 2:
         print("engine_kernel.py: needs two CPUs", file=sys.stderr)
         return 2
+    if args.repeat < 1:
+        print("engine_kernel.py: --repeat must be at least 1", file=sys.stderr)
+        return 2
+    NICE = args.nice
 
-    facts = host_facts() + ("; RPS to the receiver's CPU" if args.rps else "")
-    res: dict[str, dict] = {}
-    runs = {
+    facts = host_facts() + ("; RPS to the receiver's CPU" if args.rps else "") + \
+        (f"; nice {NICE}" if NICE else "")
+    sends = {
         "engine udp --mmsg": lambda p: engine_send(p, "udp", args.duration),
         "iperf3 -u -l 18": lambda p: iperf3_send(p, args.duration),
         "engine raw --mmsg": lambda p: engine_send(p, "raw", args.duration),
         "trafgen": lambda p: trafgen_send(p, args.duration),
+    }
+    rtts = {
         "engine client/server": lambda p: engine_rtt(p, args.duration, args.rtt_rate),
         "sockperf ping-pong": lambda p: sockperf_rtt(p, args.duration),
         "sockperf under-load": lambda p: sockperf_rtt(p, args.duration, args.rtt_rate),
     }
+
+    def attempt(run, pair: Pair) -> dict:
+        try:
+            return run(pair)
+        except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError, KeyError) as e:
+            return {"error": str(e).strip().splitlines()[0]}
+
+    runs: dict[str, list[dict]] = {name: [] for name in sends}
+    res: dict[str, dict] = {}
     with Pair(args.rps) as pair:
-        for name, run in runs.items():
-            try:
-                res[name] = run(pair)
-            except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError, KeyError) as e:
-                res[name] = {"error": str(e).strip().splitlines()[0]}
+        for _ in range(args.repeat):
+            for name, run in sends.items():
+                runs[name].append(attempt(run, pair))
+        if not args.no_rtt:
+            for name, run in rtts.items():
+                res[name] = attempt(run, pair)
+    res |= {name: medians(r) for name, r in runs.items()}
 
     if args.json:
-        print(json.dumps({"host": facts, "duration_s": args.duration, "results": res}, indent=1))
+        print(json.dumps({"host": facts, "duration_s": args.duration, "repeat": args.repeat, "results": res,
+                          "runs": runs}, indent=1))
         return 0
-    print(f"# {facts}; {args.duration:g} s per run, 64-byte frames, RTT at {args.rtt_rate} pps")
-    print(f"{'sender':24} {'sent kpps':>10} {'received kpps':>14}")
-    for name in ("engine udp --mmsg", "iperf3 -u -l 18", "engine raw --mmsg", "trafgen"):
+    print(f"# {facts}; {args.duration:g} s per run, 64-byte frames, send rates: median of {args.repeat}"
+          + ("" if args.no_rtt else f"; RTT at {args.rtt_rate} pps"))
+    print(f"{'sender':24} {'sent kpps':>10} {'received kpps':>14}  runs (sent kpps)")
+    for name in SENDERS:
         r = res[name]
         if "error" in r:
             print(f"{name:24} failed: {r['error']}")
         else:
-            print(f"{name:24} {r['sent_pps'] / 1e3:10.1f} {r['received_pps'] / 1e3:14.1f}")
-    print(f"\n{'round trip':24} {'p50 us':>10} {'p99 us':>10} {'mean us':>10}")
-    for name in ("engine client/server", "sockperf ping-pong", "sockperf under-load"):
-        r = res[name]
-        if "error" in r:
-            print(f"{name:24} failed: {r['error']}")
-        else:
-            print(f"{name:24} {r['p50']:10.1f} {r['p99']:10.1f} {r['mean']:10.1f}")
-    u, i, w, t = (res[k] for k in ("engine udp --mmsg", "iperf3 -u -l 18", "engine raw --mmsg", "trafgen"))
-    e, s, ul = res["engine client/server"], res["sockperf ping-pong"], res["sockperf under-load"]
-    print("\nratios (aim: udp-mmsg >= 2x iperf3, raw >= trafgen, RTT <= sockperf's)")
+            each = " ".join(f"{x / 1e3:.0f}" for x in r["runs"])
+            failed = f"  ({r['failed']} failed)" if r["failed"] else ""
+            print(f"{name:24} {r['sent_pps'] / 1e3:10.1f} {r['received_pps'] / 1e3:14.1f}  {each}{failed}")
+    if not args.no_rtt:
+        print(f"\n{'round trip':24} {'p50 us':>10} {'p99 us':>10} {'mean us':>10}")
+        for name in rtts:
+            r = res[name]
+            if "error" in r:
+                print(f"{name:24} failed: {r['error']}")
+            else:
+                print(f"{name:24} {r['p50']:10.1f} {r['p99']:10.1f} {r['mean']:10.1f}")
+    u, i, w, t = (res[k] for k in SENDERS)
+    print(f"\nratios of the medians (aim: udp --mmsg >= iperf3, raw --mmsg >= trafgen"
+          + ("" if args.no_rtt else ", RTT <= sockperf's") + ")")
     print(f"  udp --mmsg / iperf3   sent {ratio(u, i, 'sent_pps')}  received {ratio(u, i, 'received_pps')}")
     print(f"  raw --mmsg / trafgen  sent {ratio(w, t, 'sent_pps')}  received {ratio(w, t, 'received_pps')}")
-    print(f"  RTT engine / sockperf ping-pong   p50 {ratio(e, s, 'p50')}  p99 {ratio(e, s, 'p99')}"
-          f"  mean {ratio(e, s, 'mean')}")
-    print(f"  RTT engine / sockperf under-load  p50 {ratio(e, ul, 'p50')}  p99 {ratio(e, ul, 'p99')}"
-          f"  mean {ratio(e, ul, 'mean')}   (both {args.rtt_rate} pps)")
+    if not args.no_rtt:
+        e, s, ul = res["engine client/server"], res["sockperf ping-pong"], res["sockperf under-load"]
+        print(f"  RTT engine / sockperf ping-pong   p50 {ratio(e, s, 'p50')}  p99 {ratio(e, s, 'p99')}"
+              f"  mean {ratio(e, s, 'mean')}")
+        print(f"  RTT engine / sockperf under-load  p50 {ratio(e, ul, 'p50')}  p99 {ratio(e, ul, 'p99')}"
+              f"  mean {ratio(e, ul, 'mean')}   (both {args.rtt_rate} pps)")
     return 0
 
 

@@ -86,10 +86,50 @@ static void percentiles(size_t n, int shape)
 	free(b);
 }
 
+/* hist_run_add() (runs of equal values added as one) then hist_run_flush()
+ * leaves exactly what hist_add() of every sample leaves: runs of every
+ * length, a value that comes back after another, 0 first (the run's
+ * starting value), values past the top. */
+static void runs(void)
+{
+	struct hist *one = malloc(sizeof(*one)), *batched = malloc(sizeof(*batched));
+	struct hist_run run = { 0 };
+	uint64_t v = 0;
+
+	hist_reset(one);
+	hist_reset(batched);
+	for (int i = 0; i < 200000; i++) {
+		int r = rand() % 100;
+		if (r < 10)
+			v = (uint64_t)rand() % 200;            /* below and around HIST_SUB */
+		else if (r < 20)
+			v = (uint64_t)rand() * 977;            /* microseconds to seconds */
+		else if (r == 20)
+			v = UINT64_C(1) << 50;                 /* past the top bucket */
+		hist_add(one, v);                              /* else: the same value again */
+		hist_run_add(batched, &run, v);
+	}
+	hist_run_flush(batched, &run);
+	CHECK(run.n == 0, "nothing left pending after a flush");
+	CHECK(one->count == batched->count && one->sum == batched->sum && one->sumsq == batched->sumsq &&
+	      one->min == batched->min && one->max == batched->max, "batched totals equal one by one");
+	CHECK(!memcmp(one->bucket, batched->bucket, sizeof(one->bucket)), "batched buckets equal one by one");
+	hist_run_flush(batched, &run);
+	CHECK(one->count == batched->count, "a second flush adds nothing");
+	hist_reset(batched);
+	hist_add_n(batched, 5000, 3);
+	CHECK(batched->count == 3 && batched->sum == 15000 && batched->sumsq == (u128)75000000 &&
+	      batched->min == 5000 && batched->max == 5000 && batched->bucket[hist_index(5000)] == 3,
+	      "hist_add_n: three samples of one value");
+	free(one);
+	free(batched);
+}
+
 int main(void)
 {
 	srand(11);
 	layout();
+	runs();
 	struct hist *h = malloc(sizeof(*h));
 	hist_reset(h);
 	CHECK(hist_percentile(h, 50) == 0 && hist_mean(h) == 0, "empty histogram");

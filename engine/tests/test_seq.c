@@ -1,6 +1,7 @@
 /* Sequence tracking: loss, reordering, duplicates, warm-up, flows, and the
  * bounds a frame's own timestamp puts on its number. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "../src/core/seq.h"
@@ -321,6 +322,49 @@ static void other_clock(void)
 	seq_free(t);
 }
 
+/* seq_track()'s inline part takes only what seq_track_slow() would take the
+ * same way: one random stream (in order mostly; losses, late and duplicate
+ * frames, warm-up frames, strays far ahead, timestamps in the future, a few
+ * flows) fed to two trackers, one through seq_track(), one through
+ * seq_track_slow() alone, leaves the same counts, the same verdicts and the
+ * same flows. */
+static void inline_path(void)
+{
+	struct seq_tracker *a = seq_new(START), *b = seq_new(START);
+	struct seq_counts ca = { 0 }, cb = { 0 };
+	uint64_t next[3] = { 0, 0, 0 };
+	unsigned differ = 0;
+
+	srand(25);
+	for (int i = 0; i < 300000; i++) {
+		unsigned f = (unsigned)rand() % 3, r = (unsigned)rand() % 1000;
+		uint64_t s = next[f], now = START + (uint64_t)i * GAP + 5000;
+		bool count = i > 1000 || r < 500;
+		if (r < 20)
+			s += (uint64_t)(rand() % 50);          /* a gap */
+		else if (r < 40 && s > 100)
+			s -= (uint64_t)(rand() % 100);         /* late or a duplicate */
+		else if (r == 40)
+			s += UINT64_C(1) << 40;                /* a stray far ahead */
+		uint64_t ts = r == 41 ? now + 2 * SEQ_FUTURE_NS : now - 4000;
+		if (s >= next[f] && r != 40)
+			next[f] = s + 1;
+		bool va = seq_track(a, (uint16_t)(9000 + f), s, ts, count, now, &ca);
+		bool vb = seq_track_slow(b, (uint16_t)(9000 + f), s, ts, count, now, &cb);
+		differ += va != vb;
+	}
+	CHECK(differ == 0, "%u verdicts differ", differ);
+	CHECK(ca.lost == cb.lost && ca.reordered == cb.reordered && ca.duplicate == cb.duplicate,
+	      "counts: lost %lld/%lld reordered %llu/%llu duplicate %llu/%llu", (long long)ca.lost,
+	      (long long)cb.lost, (unsigned long long)ca.reordered, (unsigned long long)cb.reordered,
+	      (unsigned long long)ca.duplicate, (unsigned long long)cb.duplicate);
+	CHECK(ca.lost > 0 && ca.reordered > 0 && ca.duplicate > 0, "the stream had every kind");
+	CHECK(a->nflows == 3 && b->nflows == 3 && !memcmp(a->flows, b->flows, 3 * sizeof(*a->flows)),
+	      "the same flows");
+	seq_free(a);
+	seq_free(b);
+}
+
 int main(void)
 {
 	cases();
@@ -331,5 +375,6 @@ int main(void)
 	warmup();
 	flows();
 	other_clock();
+	inline_path();
 	return check_done("seq");
 }

@@ -89,6 +89,11 @@ struct api_ops {
 	                          * rx_burst() returned (nf between two ports without a
 	                          * copy: dpdk mbufs); when false nf copies into tx_alloc()
 	                          * buffers and releases the frames to their own instance */
+	bool tx_keeps;           /* frames tx_burst() refused may be held across tx_alloc()
+	                          * calls and sent later: what tx_alloc() hands out next
+	                          * never aliases them (dpdk: mbufs). When false a refused
+	                          * frame's buffer may be handed out again by the next
+	                          * tx_alloc() (udp, raw: fixed slots), so it is released */
 	bool needs_iface;        /* runs on a kernel interface: --iface is required */
 	const struct api_opt *opts; /* its own options, or NULL */
 	size_t own_size;         /* bytes of the block its options fill (see the top) */

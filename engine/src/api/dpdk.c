@@ -658,6 +658,7 @@ const struct api_ops api_dpdk_ops = {
 	.l2 = true,
 	.thread_safe_rxtx = true,        /* separate rx and tx queues; mempools are MP/MC safe */
 	.tx_foreign = true,              /* an mbuf goes back to its own pool whoever frees it */
+	.tx_keeps = true,                /* an mbuf is the caller's until sent or freed */
 	.opts = dpdk_opts,
 	.own_size = sizeof(struct dpdk_own),
 	.priv_size = sizeof(struct dpdk),

@@ -34,16 +34,50 @@ static inline unsigned hist_index(uint64_t v)
 	return (e - HIST_SUB_BITS + 1) * HIST_SUB + (unsigned)((v >> (e - HIST_SUB_BITS)) & (HIST_SUB - 1));
 }
 
-static inline void hist_add(struct hist *h, uint64_t v)
+/* n samples of value v: exactly what n calls of hist_add(h, v) leave */
+static inline void hist_add_n(struct hist *h, uint64_t v, uint64_t n)
 {
-	h->bucket[hist_index(v)]++;
-	h->count++;
-	h->sum += v;
-	h->sumsq += (u128)v * v;
+	h->bucket[hist_index(v)] += n;
+	h->count += n;
+	h->sum += v * n;
+	h->sumsq += (u128)v * v * n;
 	if (v < h->min)
 		h->min = v;
 	if (v > h->max)
 		h->max = v;
+}
+
+static inline void hist_add(struct hist *h, uint64_t v)
+{
+	hist_add_n(h, v, 1);
+}
+
+/* Samples on their way into a histogram, a run of equal values at a time.
+ * A receiver reads its clock once per burst and a sender stamps a burst
+ * once, so the frames of one burst mostly share one latency: adding them as
+ * one (hist_add_n) costs one compare per frame, not a bucket index, a 128-bit
+ * square and two compares. The histogram is exact once hist_run_flush() has
+ * run: flush before reading it. */
+struct hist_run {
+	uint64_t v, n;            /* n samples of value v not yet added */
+};
+
+static inline void hist_run_flush(struct hist *h, struct hist_run *run)
+{
+	if (run->n)
+		hist_add_n(h, run->v, run->n);
+	run->n = 0;
+}
+
+static inline void hist_run_add(struct hist *h, struct hist_run *run, uint64_t v)
+{
+	if (__builtin_expect(v == run->v, 1)) {   /* n == 0 too: then v is its first */
+		run->n++;
+		return;
+	}
+	hist_run_flush(h, run);
+	run->v = v;
+	run->n = 1;
 }
 
 void hist_reset(struct hist *h);

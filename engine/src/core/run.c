@@ -197,6 +197,7 @@ static void emit_interval(struct run *r, uint64_t now)
 	json_num(&j, "tx_pps", span > 0 ? (double)(c->tx_packets - p->tx_packets) / span : 0, 1);
 	json_num(&j, "rx_pps", span > 0 ? (double)(c->rx_packets - p->rx_packets) / span : 0, 1);
 	if (r->lat_ival) {
+		hist_run_flush(r->lat_ival, &r->lat_run);
 		json_open(&j, "latency", '{');
 		latency_fields(&j, r->lat_ival, false);
 		json_close(&j, '{');
@@ -300,6 +301,7 @@ void run_summary(struct run *r)
 	if (r->collect)
 		r->collect(r);
 	if (r->lat_ival) {
+		hist_run_flush(r->lat_ival, &r->lat_run);
 		hist_merge(r->lat, r->lat_ival);
 		hist_reset(r->lat_ival);
 	}

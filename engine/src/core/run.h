@@ -51,6 +51,7 @@ struct run {
 	uint64_t t_drain_end;   /* receivers: set when a stop signal arrives */
 	struct counters c, prev;
 	struct hist *lat, *lat_ival;  /* NULL when the role measures no latency */
+	struct hist_run lat_run;      /* samples on their way into lat_ival (hist.h) */
 	const char *lat_kind;         /* "one_way" | "rtt" */
 	struct seq_tracker *seq;      /* NULL when the role tracks no sequence */
 	uint64_t open_ns;             /* CLOCK_MONOTONIC before its ports were opened: seq_new()'s start */

@@ -54,7 +54,7 @@ static inline bool rx_measure(struct run *r, const uint8_t *d, uint16_t flow, bo
 	if (r->conf->touch && !frame_touch_ok(d, flen, seq))
 		c->corrupt++;
 	if (!other_clock)
-		hist_add(r->lat_ival, now_ns > ts ? now_ns - ts : 0);
+		hist_run_add(r->lat_ival, &r->lat_run, now_ns > ts ? now_ns - ts : 0);
 	return true;
 }
 

@@ -33,11 +33,6 @@ static inline bool seen(const struct flow_seq *f, uint64_t s)
 	return f->seen[(s / 64) % (SEQ_WINDOW / 64)] >> (s % 64) & 1;
 }
 
-static inline void mark(struct flow_seq *f, uint64_t s)
-{
-	f->seen[(s / 64) % (SEQ_WINDOW / 64)] |= UINT64_C(1) << (s % 64);
-}
-
 static inline void unmark(struct flow_seq *f, uint64_t s)
 {
 	f->seen[(s / 64) % (SEQ_WINDOW / 64)] &= ~(UINT64_C(1) << (s % 64));
@@ -93,7 +88,7 @@ static inline void take(struct flow_seq *f, uint64_t s, uint64_t ts, bool count)
 {
 	if (count && !f->counting)
 		start_counting(f, s);
-	mark(f, s);
+	seq_mark(f, s);
 	f->next = s + 1;
 	f->head_ts = ts;
 	f->run_len = 0;
@@ -163,7 +158,7 @@ static bool __attribute__((noinline)) track_slow(struct seq_tracker *t, struct f
 		return true;
 	}
 	if (in_window)
-		mark(f, s);
+		seq_mark(f, s);
 	if (count)
 		c->reordered++;
 	if (f->counting && s >= f->count_from && f->lost) {
@@ -173,8 +168,8 @@ static bool __attribute__((noinline)) track_slow(struct seq_tracker *t, struct f
 	return true;
 }
 
-bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, uint64_t ts, bool count,
-	       uint64_t now_ns, struct seq_counts *c)
+bool seq_track_slow(struct seq_tracker *t, uint16_t key, uint64_t s, uint64_t ts, bool count,
+		    uint64_t now_ns, struct seq_counts *c)
 {
 	unsigned slot = t->slot[key];
 
@@ -187,9 +182,9 @@ bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, uint64_t ts, boo
 		t->flows[slot - 1].next = UNANCHORED;
 	}
 	struct flow_seq *f = &t->flows[slot - 1];
-	/* The hot path, in one compare: the next number (never UNANCHORED), sent
-	 * no earlier than the slack before the head and not in the future. The
-	 * head's own timestamp passed that test, so lo <= hi. */
+	/* seq_track()'s inline case, and a flow's first counted frame in order:
+	 * the next number (never UNANCHORED), sent no earlier than the slack
+	 * before the head and not in the future (lo <= hi: seq.h). */
 	uint64_t lo = f->head_ts - (SEQ_FRAME_SLACK - 1), hi = now_ns + SEQ_FUTURE_NS;
 	if (__builtin_expect(s == f->next && ts - lo <= hi - lo, 1)) {
 		take(f, s, ts, count);

@@ -99,11 +99,44 @@ struct seq_tracker {
  * ports: before they were opened (run.open_ns). */
 struct seq_tracker *seq_new(uint64_t start_ns);
 void seq_free(struct seq_tracker *t);
+
+/* Number s of flow f arrived: its bit in the window. */
+static inline void seq_mark(struct flow_seq *f, uint64_t s)
+{
+	f->seen[(s / 64) % (SEQ_WINDOW / 64)] |= UINT64_C(1) << (s % 64);
+}
+
+/* seq_track() for every frame its inline part does not take (seq.c). */
+bool seq_track_slow(struct seq_tracker *t, uint16_t key, uint64_t seq, uint64_t ts, bool count,
+		    uint64_t now_ns, struct seq_counts *c);
+
 /* ts: the frame's timestamp; now_ns: the receiver's CLOCK_MONOTONIC ns when
  * it came. false: a frame no sender of ours could have sent (see above),
- * not tracked. */
-bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t seq, uint64_t ts, bool count,
-	       uint64_t now_ns, struct seq_counts *c);
+ * not tracked.
+ *
+ * Inline, the frame almost every frame is: the next number of a known flow
+ * that is already counting (or a warm-up frame), sent no earlier than the
+ * slack before the head and not in the future (one unsigned compare: the
+ * head's own timestamp passed the same test, so lo <= hi). It becomes the
+ * head; everything else is seq_track_slow()'s, which takes this case too. */
+static inline bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, uint64_t ts, bool count,
+			     uint64_t now_ns, struct seq_counts *c)
+{
+	unsigned slot = t->slot[key];
+
+	if (__builtin_expect(slot != 0, 1)) {
+		struct flow_seq *f = &t->flows[slot - 1];
+		uint64_t lo = f->head_ts - (SEQ_FRAME_SLACK - 1), hi = now_ns + SEQ_FUTURE_NS;
+		if (__builtin_expect(s == f->next && ts - lo <= hi - lo && (f->counting || !count), 1)) {
+			seq_mark(f, s);
+			f->next = s + 1;
+			f->head_ts = ts;
+			f->run_len = 0;
+			return true;
+		}
+	}
+	return seq_track_slow(t, key, s, ts, count, now_ns, c);
+}
 
 /* A timestamp of a sender on another host's clock (--clock other) on ours:
  * moved by what the first frame gave, received at now_ns (see above). The

@@ -3,11 +3,17 @@
  * idle hook then takes the echoes, or what came through the path).
  *
  * Per burst: one tick read, one timestamp, one pacer check; per packet: a
- * copy of the prebuilt frame and two 8-byte stores (seq, timestamp). Flows
- * take turns by burst, so a burst leaves through one socket (udp: one
- * sendmmsg) and each flow's sequence stays contiguous. Frames the api refuses
- * give their sequence numbers back: receivers never see a gap for a packet
- * that was not sent. */
+ * copy of the prebuilt frame and two 8-byte stores (seq, timestamp). The
+ * copy has a constant size for 64-byte frames (the size a generator's rate
+ * is measured at), so the compiler makes it four stores instead of a call
+ * to memcpy. Flows take turns by burst, so a burst leaves through one
+ * socket (udp: one sendmmsg) and each flow's sequence stays contiguous.
+ * Frames the api refuses give their sequence numbers back: receivers never
+ * see a gap for a packet that was not sent. An api whose buffers may be held
+ * across tx_alloc() (tx_keeps: dpdk) keeps them: they go first in the next
+ * burst, restamped with that burst's numbers and time, and cost no second
+ * trip through the pool (a sender into a full ring would otherwise spend
+ * its time freeing and reallocating). */
 #include "roles.h"
 
 #include <stdio.h>
@@ -35,6 +41,34 @@ static void publish(struct gen_pub *pub, const struct counters *c)
 	atomic_store_explicit(&pub->warmup_tx_packets, c->warmup_tx_packets, memory_order_relaxed);
 }
 
+static inline __attribute__((always_inline)) void stamp(uint8_t *d, unsigned len, uint64_t seq, uint64_t ts,
+							bool touch)
+{
+	wr64(d + OFF_SEQ, seq);
+	wr64(d + OFF_TS, ts);
+	if (touch)
+		frame_touch(d, len, seq);
+}
+
+/* Copies the frame template into frames [from, n) and stamps frames [0, n):
+ * frames before `from` were built for an earlier burst (tx_keeps) and need
+ * only this burst's source port, numbers and time. Inline, with len a
+ * constant where it is called with one (gen_run). */
+static inline __attribute__((always_inline)) void fill(struct pkt *pkts, uint16_t from, uint16_t n,
+						       const uint8_t *tmpl, unsigned len, uint16_t sport,
+						       uint64_t seq, uint64_t ts, bool touch)
+{
+	for (uint16_t i = 0; i < from; i++) {
+		wr16(pkts[i].data + OFF_UDP_SPORT, sport);
+		stamp(pkts[i].data, len, seq + i, ts, touch);
+	}
+	for (uint16_t i = from; i < n; i++) {
+		memcpy(pkts[i].data, tmpl, len);
+		pkts[i].len = (uint16_t)len;
+		stamp(pkts[i].data, len, seq + i, ts, touch);
+	}
+}
+
 int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 {
 	const struct conf *cf = r->conf;
@@ -42,6 +76,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	const struct api_ops *ops = a->ops;
 	const unsigned len = cf->size - FCS_LEN, wire = wire_bytes(len), flows = cf->flows;
 	const uint16_t burst = (uint16_t)cf->burst;
+	const bool touch = cf->touch, keeps = ops->tx_keeps;
 	struct counters *c = &r->c;
 	uint64_t *fseq = calloc(flows, sizeof(*fseq));
 	uint8_t *tmpl = calloc(1, len);
@@ -49,6 +84,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	struct frame_addr fa;
 	struct pacer p;
 	unsigned flow = 0;
+	uint16_t held = 0;       /* refused frames kept for the next burst (keeps) */
 
 	if (!fseq || !tmpl) {
 		fprintf(stderr, "cnfperf-engine: out of memory\n");
@@ -82,23 +118,27 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 				poller_pause(&r->poll, now, until);
 			continue;
 		}
-		uint16_t n = ops->tx_alloc(a, pkts, burst);
+		uint16_t n = held < burst ? (uint16_t)(held + ops->tx_alloc(a, pkts + held, (uint16_t)(burst - held)))
+					  : held;
 		uint64_t ts = clock_ns(&r->clk, now);
 		uint64_t seq = fseq[flow] | (r->measuring ? 0 : SEQ_WARMUP);
+		uint16_t sport = (uint16_t)(cf->sport + flow);
 
-		wr16(tmpl + OFF_UDP_SPORT, (uint16_t)(cf->sport + flow));
-		for (uint16_t i = 0; i < n; i++) {
-			uint8_t *d = pkts[i].data;
-			memcpy(d, tmpl, len);
-			pkts[i].len = (uint16_t)len;
-			wr64(d + OFF_SEQ, seq + i);
-			wr64(d + OFF_TS, ts);
-			if (cf->touch)
-				frame_touch(d, len, seq + i);
-		}
+		wr16(tmpl + OFF_UDP_SPORT, sport);
+		if (len == FRAME_MIN_LEN)
+			fill(pkts, held, n, tmpl, FRAME_MIN_LEN, sport, seq, ts, touch);
+		else
+			fill(pkts, held, n, tmpl, len, sport, seq, ts, touch);
 		uint16_t k = n ? ops->tx_burst(a, pkts, n) : 0;
-		if (k < n)
-			ops->release(a, pkts + k, (uint16_t)(n - k));
+		held = 0;
+		if (k < n) {
+			if (keeps) {
+				held = (uint16_t)(n - k);
+				memmove(pkts, pkts + k, held * sizeof(*pkts));
+			} else {
+				ops->release(a, pkts + k, (uint16_t)(n - k));
+			}
+		}
 		fseq[flow] += k;
 		if (r->measuring) {
 			c->tx_packets += k;
@@ -116,6 +156,8 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 			idle->fn(idle->arg, now);
 		flow = flow + 1 == flows ? 0 : flow + 1;
 	}
+	if (held)
+		ops->release(a, pkts, held);
 	r->t_stop = clock_ticks();
 	free(fseq);
 	free(tmpl);
