@@ -304,9 +304,10 @@ class Builder:
                            for port in point.ports if point.here(port.node)}
         for n, ep in enumerate(engines):
             made(n)
+            # A tester end's one process is the engine, which can be its init.
             bed.nodes[ep.name] = Tester(ep, self._container(
                 self.runtime_of(ep, s), FULL, bed, ep.name, (ep.cpu,),
-                Quota.of(s.endpoint_quota, s.quota_period), teardown))
+                Quota.of(s.endpoint_quota, s.quota_period), teardown, lazy=True))
         for n, nf in enumerate(nfs_here, len(engines)):
             made(n)
             start = time.monotonic()
