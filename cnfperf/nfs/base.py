@@ -17,7 +17,7 @@ instance answers for one value:
   runtime                     the runtime that makes their containers (None: `runtime`'s)
   command(...)                its command line, and how it says it is up
   ready(lines), summary(out)  when it was up, its counters, from its output
-  records, holds_ports, settle_s, counted, apis: what it does as it runs
+  records, holds_ports, settle_s, counted, apis, lazy: what it does as it runs
   style, stored()             its colour and marker in reports, stored with each point
 
 plan.py and dataplanes/ do not import this package: run/checks.py and
@@ -69,6 +69,11 @@ class NfKind:
     # else it is stopped with SIGINT once no engine polls, and exits.
     records: ClassVar[bool] = False
     holds_ports: ClassVar[bool] = False
+    # Its process may be its container's init (Runtime.create(lazy=True)): one
+    # step to start instead of a container and then the process in it. Only a
+    # program that ends on SIGINT and SIGTERM by its own handlers fits (an init
+    # ignores signals it has no handler for), and one per container at a time.
+    lazy: ClassVar[bool] = False
     # Up this long after it starts, when neither a record nor a line says so.
     settle_s: ClassVar[float] = SETTLE_S
     # Its colour and marker in every report, per value it takes as it is:

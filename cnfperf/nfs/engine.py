@@ -30,6 +30,7 @@ class EngineKind(NfKind):
     styles = {"l2": 0, "mirror": 1, "strip-encap": 2, "l3": 3}
     records = True
     holds_ports = True
+    lazy = True      # the engine handles SIGINT and SIGTERM (engine/src/core/run.c)
 
     @property
     def ports(self) -> int:

@@ -25,7 +25,8 @@ packets it moved (paper 002). It is summed over a node's cores, so nodes that
 share a core show the same time.
 
 A Meter samples every node when the window opens (the senders' warm-up is
-over: sending_s) and when it closes (every sender has printed its summary); usage() turns
+over: sending_s; a container's cgroup is looked up then, as one whose process
+is its init has none before) and when it closes (every sender has printed its summary); usage() turns
 the two samples, and the packets each node handled, into model.CpuUsage rows.
 The switch's packets are its ports' rx between two reads of its counters, each
 right after the CPU times: testpmd answers at once, OVS's ovs-ofctl can take
@@ -80,6 +81,19 @@ class Account:
     group: Path | None = None
     pids: Callable[[], list[int]] = list     # without a group, asked at every sample
     problem: str = ""                    # why its time cannot be read
+    # Its group, looked up when the window opens (locate): a container whose
+    # process is its init (a lazy one) has none before that process runs.
+    find: Callable[[], Path | None] | None = None
+
+    def locate(self) -> None:
+        """Its group, once, from `find`; what keeps it from being found is its problem."""
+        if self.find is None or self.problem:
+            return
+        try:
+            self.group = self.find()
+        except (OSError, KeyError, ValueError, SystemFailure) as e:
+            self.problem = f"its cgroup: {e}"
+        self.find = None
 
     def processes(self) -> list[int]:
         return cgroups.procs(self.group) if self.group else self.pids()
@@ -165,6 +179,8 @@ class Meter:
     def start(self) -> None:
         """Opens the window, once, and notes where every thread is."""
         if self.first is None:
+            for a in self.accounts:
+                a.locate()
             self.first = self._sample()
             for a in self.accounts:
                 with contextlib.suppress(OSError, ValueError):
@@ -270,16 +286,16 @@ def of_container(node: str, kind: str, quota: float | None, c: Container) -> Acc
         account.problem = f"runs on host {host}"
         account.pids = list
         return account
-    try:
+
+    def group() -> Path | None:
         pid = c.init_pid
-        if pid is not None:
-            controller = _accounting()
-            if controller is None:
-                account.problem = "no cpuacct controller"
-            else:
-                account.group = cgroups.group_of(pid, controller)
-    except (OSError, KeyError, ValueError, SystemFailure) as e:
-        account.problem = f"its cgroup: {e}"
+        if pid is None:
+            return None
+        controller = _accounting()
+        if controller is None:
+            raise SystemFailure("no cpuacct controller")
+        return cgroups.group_of(pid, controller)
+    account.find = group
     return account
 
 

@@ -304,16 +304,18 @@ class Builder:
                            for port in point.ports if point.here(port.node)}
         for n, ep in enumerate(engines):
             made(n)
+            # A tester end's one process is the engine, which can be its init.
             bed.nodes[ep.name] = Tester(ep, self._container(
                 self.runtime_of(ep, s), FULL, bed, ep.name, (ep.cpu,),
-                Quota.of(s.endpoint_quota, s.quota_period), teardown))
+                Quota.of(s.endpoint_quota, s.quota_period), teardown, lazy=True))
         for n, nf in enumerate(nfs_here, len(engines)):
             made(n)
             start = time.monotonic()
             # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
                 self.runtime_of(nf, s), self.image_of(nf, s.nf), bed, nf.name,
-                point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown))
+                point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown,
+                lazy=nfs.kind(s.nf).lazy))
             bed.create_s[nf.name] = time.monotonic() - start
         if s.noise in noise.STRESSORS and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
@@ -378,10 +380,11 @@ class Builder:
         return self.nf_runtime(s) if isinstance(node, NF) else s.runtime
 
     def _container(self, runtime: str, image: str, bed: Testbed, name: str,
-                   cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown) -> Container:
+                   cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown,
+                   lazy: bool = False) -> Container:
         """A node's container in its netns, from that image, seeing what its ports
         need (one mount once; a VM's NICs), on `cpus` for at most `quota` of their
-        time."""
+        time; `lazy`: started with its process (Runtime.create)."""
         ports = bed.ports(name)
         mounts = {m: None for a in ports for m in a.mounts}
         nics = tuple(a.nic for a in ports if a.nic is not None)
@@ -389,7 +392,8 @@ class Builder:
         if maker.kind == "vm":
             s = bed.point.scenario
             maker.configure(accel=s.accel, memory_mb=s.vm_memory, image=s.vm_image, pin=s.pin)
-        c = maker.create(name, cpus, name, tuple(mounts), image=image, quota=quota, nics=nics)
+        c = maker.create(name, cpus, name, tuple(mounts), image=image, quota=quota, nics=nics,
+                         lazy=lazy)
         teardown.push(f"container {name}", c.destroy)
         return c
 

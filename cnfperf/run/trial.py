@@ -1,6 +1,7 @@
 """A trial: one measurement on a testbed.
 
-    receivers, then network functions from the receiver's side (wait for `ready`)
+    receivers, then network functions from the receiver's side (wait for `ready`;
+    on kernel interfaces all at once)
     -> the noisy neighbour, if any -> senders (wait for their summaries)
     -> stop the neighbour -> drain
     -> SIGINT engine network functions and receivers (summaries; they hold)
@@ -131,12 +132,11 @@ class Trial:
             pair = pairs[ep.pair]
             self._start(ep, pair.sender, pair.links[-1].a.mac)
         self._await(receivers, "ready", READY_TIMEOUT, "before it was ready")
-        # One depth at a time, from the receiver's side: an NF's downstream
-        # neighbour listens before the NF connects to it.
-        for depth in reversed(range(self.s.nfs)):
-            for pair in pairs:
-                self._start_nf(pair.nfs[depth], pair)
-            self._await_nfs([p.nfs[depth] for p in pairs])
+        for depths in self._nf_starts(pairs):
+            for depth in depths:
+                for pair in pairs:
+                    self._start_nf(pair.nfs[depth], pair)
+            self._await_nfs([p.nfs[depth] for depth in depths for p in pairs])
         # The neighbour is there for as long as traffic flows, warm-up included.
         noise = self.bed.noise
         if noise is not None:
@@ -182,6 +182,17 @@ class Trial:
             out.raw.close()
             self.procs[ep].stdout.close()
         return result
+
+    def _nf_starts(self, pairs: Sequence[Pair]) -> list[list[int]]:
+        """The NFs' depths in the groups they start in, each group up before the
+        next starts. One depth at a time, from the receiver's side, where an NF
+        connects to its downstream neighbour (a DPDK port: vhost-user's or
+        memif's server must listen first); NFs on kernel interfaces connect to
+        nothing and start all at once, so a chain is up in one NF's time."""
+        depths = list(reversed(range(self.s.nfs)))
+        if all(nf.ports[0].api != "dpdk" for p in pairs for nf in p.nfs):
+            return [depths] if depths else []
+        return [[depth] for depth in depths]
 
     def _udp_counters(self) -> dict[str, dict[str, int] | None]:
         """With the udp api, each end's kernel UDP counters (udp_errors.py): a

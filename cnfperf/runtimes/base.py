@@ -272,7 +272,8 @@ class Container(ABC):
     @property
     def init_pid(self) -> int | None:
         """The host pid of the container's init, whose cgroup is the container's;
-        None when the container has no cgroup of its own."""
+        None when the container has no cgroup of its own, or (a lazy one) no
+        process yet."""
         return None
 
     def guest_cpu(self, core: int) -> int:
@@ -348,11 +349,16 @@ class Runtime(ABC):
     @abstractmethod
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> Container:
+               quota: Quota | None = None, nics: Sequence[Nic] = (),
+               lazy: bool = False) -> Container:
         """A container joined to the existing network namespace `netns`, running
         the engine `prepare(…, image)` was given; its `engine` says where. Its
         processes may run on `cpus`, for at most `quota` of their time. `nics`:
-        a virtual machine's NICs (a container's ports are in its netns)."""
+        a virtual machine's NICs (a container's ports are in its netns).
+        `lazy`: the container need not run before its first exec(), whose
+        process may become its init (it then ends with that process, which
+        must handle SIGINT and SIGTERM itself: NfKind.lazy); a runtime
+        without such a start (netns, podman, vm) makes it as any other."""
 
     @classmethod
     @abstractmethod

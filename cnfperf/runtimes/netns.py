@@ -58,7 +58,8 @@ class NetnsRuntime(Runtime):
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> NetnsContainer:
+               quota: Quota | None = None, nics: Sequence[Nic] = (),
+               lazy: bool = False) -> NetnsContainer:
         check_no_nics(nics)
         if check_image(image) not in self.engines:
             raise RuntimeError(f"NetnsRuntime.create(image={image!r}) before prepare()")

@@ -307,7 +307,8 @@ class PodmanRuntime(Runtime):
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> PodmanContainer:
+               quota: Quota | None = None, nics: Sequence[Nic] = (),
+               lazy: bool = False) -> PodmanContainer:
         check_no_nics(nics)
         if image not in self.images:
             raise RuntimeError(f"PodmanRuntime.create(image={image!r}) before prepare()")

@@ -6,8 +6,8 @@
   network functions run in it.
 - minimal: the static engine (cnfperf-engine-static) and the BPF objects its
   libxdp loads, nothing else: no shell, no loader, no shared object. The
-  container's init is the engine itself (`--idle`). Network functions on a
-  kernel api run in it.
+  container's init is the engine itself (`--idle`; a lazy container's is the
+  NF's engine: runc.py). Network functions on a kernel api run in it.
 - tools: the full image and Debian's dpdk-testpmd (its ldd closure too), for
   network functions that run testpmd or a user's command.
 - switch: the tools image plus ovsdb-server and the DPDK ovs-vswitchd (their
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -109,7 +110,58 @@ def parse_ldd(text: str) -> tuple[list[str], list[str]]:
     return found, missing
 
 
+# ldd's answers, kept beside the images: ~40 ms each, a dozen for the full
+# image (the engine, the DPDK drivers), asked again by every run. One holds
+# while the file and every object it named are the same (path, inode, size,
+# mtime: one rebuilt may need others) and the loader would search the same
+# way: ldconfig rewrites its cache whenever a library is installed, removed or
+# upgraded, and any change to it drops every answer.
+LDD_CACHE = "ldd.json"
+LD_SO_CACHE = Path("/etc/ld.so.cache")
+
+
+def _identity(path: str | Path) -> str | None:
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        return f"{os.path.realpath(path)}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    return None
+
+
+def _loader() -> str:
+    return f"{_identity(LD_SO_CACHE)}|{os.environ.get('LD_LIBRARY_PATH', '')}"
+
+
+def _ldd_cache() -> dict:
+    with contextlib.suppress(OSError, ValueError):
+        cache = json.loads((images_dir() / LDD_CACHE).read_text())
+        if isinstance(cache, dict) and cache.get("loader") == _loader():
+            return cache
+    return {"loader": _loader(), "files": {}}
+
+
 def ldd(path: str | Path) -> list[str]:
+    """The shared objects `path` loads (ldd's answer, cached: LDD_CACHE)."""
+    key = _identity(path)
+    cache = _ldd_cache()
+    known = cache["files"].get(key) if key else None
+    if isinstance(known, dict) and known.get("ids") == [_identity(f) for f in known["found"]]:
+        return list(known["found"])
+    found = _ldd(path)
+    if key:
+        cache["files"][key] = {"found": found, "ids": [_identity(f) for f in found]}
+        # answers for files since changed or gone are of no more use
+        cache["files"] = {k: v for k, v in cache["files"].items()
+                          if _identity(k.rsplit(":", 4)[0]) == k}
+        with contextlib.suppress(OSError):
+            base = images_dir()
+            base.mkdir(parents=True, exist_ok=True)
+            tmp = base / f".{LDD_CACHE}.{os.getpid()}"
+            tmp.write_text(json.dumps(cache))
+            os.replace(tmp, base / LDD_CACHE)   # readers see the old answers or the new
+    return found
+
+
+def _ldd(path: str | Path) -> list[str]:
     try:
         out = run(["ldd", path], what="image")
     except CommandFailed as e:

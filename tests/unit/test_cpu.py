@@ -10,7 +10,7 @@ import pytest
 
 from cnfperf.run import cpu
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf import nfs as nf_kinds
+from cnfperf import SystemFailure, nfs as nf_kinds
 from cnfperf.plan import place
 from cnfperf.results import model
 from cnfperf.host.system import USER_HZ, parse_stat
@@ -125,6 +125,31 @@ def test_a_window_on_fake_groups(tmp_path):
     assert t.packets == 2000 and t.cycles_per_packet == pytest.approx(2e9 * 2.0 / 2000)
     assert t.cores == cpu.cpu_list(sorted(os.sched_getaffinity(0)))
     assert {th["pid"] for th in t.threads} == {os.getpid()} and t.tsc_source == "engine"
+
+
+def test_a_group_is_found_when_the_window_opens(tmp_path):
+    """A container whose process is its init (a lazy one) has no group until that
+    process runs: its account looks the group up when the window opens, once;
+    what keeps it from being found is the node's problem, not the trial's."""
+    asked = []
+    group = _group(tmp_path, "n", 0, 0)
+    late = cpu.Account("n001", "nf", cores=(0,), find=lambda: asked.append(1) or group)
+
+    def gone():
+        raise SystemFailure("runc state: container does not exist")
+    lost = cpu.Account("n002", "nf", cores=(0,), find=gone)
+    meter = cpu.Meter([late, lost], stat=lambda: "cpu0 0 0 0 0 0 0 0 0\n")
+    assert late.group is None and not asked     # nothing runs before the window
+    meter.start()
+    _group(tmp_path, "n", 300_000_000, 100_000_000)
+    meter.start()
+    meter.stop()
+    assert late.group == group and asked == [1]
+    assert lost.group is None and lost.problem == \
+        "its cgroup: runc state: container does not exist"
+    rows = {r.node: r for r in meter.usage({"n001": 10}, (2e9, "engine"))}
+    assert (rows["n001"].user_s, rows["n001"].system_s) == (0.3, 0.1)
+    assert rows["n002"].user_s is None
 
 
 def _summary(role: str, tx: int = 0, rx: int = 0, **more) -> dict:

@@ -87,7 +87,8 @@ class Runtime:
         self.machine.step("prepare", image, engine.name)
         return ImageInfo(f"fake-{image}", "/fake", 1 if image == "full" else 2)
 
-    def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=()):
+    def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=(),
+               lazy=False):
         machine = self.machine
         machine.step("create", name, image)
         return type("Container", (), {"engine": f"/engine-{image}", "kind": "container", "slowdown": 1.0,
@@ -401,7 +402,8 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
             machine.step("destroy", self.name)
 
     class Engines(Runtime):
-        def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=()):
+        def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=(),
+                   lazy=False):
             machine.step("create", name, image)
             return Container(name)
 

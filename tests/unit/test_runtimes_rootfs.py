@@ -296,3 +296,35 @@ def test_static_elf_detection():
     assert is_static_elf(Path("/bin/busybox"))
     assert not is_static_elf(Path("/bin/true"))
     assert not is_static_elf(Path("/nonexistent/busybox"))
+
+
+@pytest.mark.needs("gcc", "ldd")
+def test_ldd_answers_kept_until_a_file_or_the_loader_changes(tmp_path, monkeypatch):
+    """ldd runs once per file: a later run reads its answer beside the images,
+    until the file, an object it named, or the loader's cache changes."""
+    monkeypatch.setenv(rootfs.IMAGES_ENV, str(tmp_path / "images"))
+    loader = tmp_path / "ld.so.cache"
+    loader.write_text("1")
+    monkeypatch.setattr(rootfs, "LD_SO_CACHE", loader)
+    (tmp_path / "q.c").write_text("int q(void) { return 0; }\n")
+    (tmp_path / "m.c").write_text("int q(void); int main(void) { return q(); }\n")
+    lib = tmp_path / "libcnfpq.so"
+
+    def build_lib(body: str = "0") -> None:
+        (tmp_path / "q.c").write_text(f"int q(void) {{ return {body}; }}\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", lib, tmp_path / "q.c"], check=True)
+    build_lib()
+    subprocess.run(["gcc", "-o", tmp_path / "m", tmp_path / "m.c", f"-L{tmp_path}", "-lcnfpq",
+                    f"-Wl,-rpath,{tmp_path}"], check=True)
+    asked = []
+    real = rootfs._ldd
+    monkeypatch.setattr(rootfs, "_ldd", lambda p: asked.append(p) or real(p))
+    first = rootfs.ldd(tmp_path / "m")
+    assert str(lib) in first
+    assert rootfs.ldd(tmp_path / "m") == first and len(asked) == 1
+    assert (tmp_path / "images" / rootfs.LDD_CACHE).is_file()
+    build_lib("1")                      # an object it named, rebuilt
+    assert rootfs.ldd(tmp_path / "m") == first and len(asked) == 2
+    assert rootfs.ldd(tmp_path / "m") == first and len(asked) == 2
+    loader.write_text("22")             # ldconfig ran
+    assert rootfs.ldd(tmp_path / "m") == first and len(asked) == 3

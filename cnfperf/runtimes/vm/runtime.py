@@ -271,7 +271,8 @@ class VmRuntime(Runtime):
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: str = FULL,
-               quota: Quota | None = None, nics: Sequence[Nic] = ()) -> VmContainer:
+               quota: Quota | None = None, nics: Sequence[Nic] = (),
+               lazy: bool = False) -> VmContainer:
         if check_image(image) not in self.engines or self.guest is None:
             raise RuntimeError(f"VmRuntime.create(image={image!r}) before prepare()")
         cpus, _ = check_request(name, cpus, netns, mounts, quota)

@@ -1,5 +1,6 @@
 #include "clock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,33 +55,56 @@ static uint64_t mult_of(uint64_t dns, uint64_t dtick)
 	return (uint64_t)(((u128)dns << 32) / dtick);
 }
 
-void clock_init(struct clock *c)
+static void fallback(struct clock *c)
+{
+	clock_uses_tsc = false;
+	c->hz = 1000000000u;
+	c->mult = (uint64_t)1 << 32;
+}
+
+void clock_begin(struct clock *c)
 {
 	memset(c, 0, sizeof(*c));
 	clock_uses_tsc = tsc_invariant();
 	if (!clock_uses_tsc) {
-		c->hz = 1000000000u;
-		c->mult = (uint64_t)1 << 32;
+		fallback(c);
 		return;
 	}
-	uint64_t t1, n1, t2, n2;
-	struct timespec gap = { 0, 50 * 1000 * 1000 };
+	pair(&c->first_tick, &c->first_ns);
+}
 
-	pair(&t1, &n1);
-	nanosleep(&gap, NULL);
+void clock_end(struct clock *c)
+{
+	if (!clock_uses_tsc)
+		return;
+	uint64_t t1 = c->first_tick, n1 = c->first_ns, t2, n2;
+	uint64_t span = mono_ns() - n1;
+
+	/* Whatever ran since clock_begin() (opening the ports) is the calibration's
+	 * interval; one shorter than CLOCK_MIN_SPAN_NS is made up by sleeping, as
+	 * the pairs' ~10 ns error over it is the rate's error until re-anchoring. */
+	if (span < CLOCK_MIN_SPAN_NS) {
+		struct timespec gap = { 0, (long)(CLOCK_MIN_SPAN_NS - span) };
+		while (nanosleep(&gap, &gap) && errno == EINTR)
+			;
+	}
 	pair(&t2, &n2);
 	if (t2 <= t1 || n2 <= n1) { /* a TSC that does not advance: do not trust it */
-		clock_uses_tsc = false;
-		c->hz = 1000000000u;
-		c->mult = (uint64_t)1 << 32;
+		fallback(c);
 		return;
 	}
 	c->hz = (uint64_t)(((u128)(t2 - t1) * 1000000000u) / (n2 - n1));
-	c->first_tick = t1;
-	c->first_ns = n1;
 	c->mult = mult_of(n2 - n1, t2 - t1);
 	c->tick0 = t2;
 	c->ns0 = n2;
+}
+
+void clock_init(struct clock *c)
+{
+	clock_begin(c);
+	struct timespec gap = { 0, CLOCK_INIT_SPAN_NS };
+	nanosleep(&gap, NULL);
+	clock_end(c);
 }
 
 void clock_reanchor(struct clock *c)

@@ -178,6 +178,46 @@ def test_sigint_reaches_the_process_and_lines_arrive_unbuffered(runtime, netns, 
         subprocess.run(["ip", "netns", "del", netns], check=True)
 
 
+def test_lazy_container_starts_with_its_process_as_init(runtime, netns, prefix):
+    """create(lazy=True) makes only the bundle; the first exec is the container's
+    init (`runc run`: its cpuset, its cgroup, signals and unbuffered lines as
+    through `runc exec`), one exec'd beside it joins it, and the container ends
+    with its init; the next exec starts it again."""
+    with assert_no_leftovers():
+        c = runtime.create(f"{prefix}-c", [CPU], netns, lazy=True)
+        try:
+            assert c.name not in runc_ids() and c.init_pid is None
+            assert runtime.journal.live()[0].name == c.name
+            proc = c.exec(["sh", "-c", PRINTER])
+            assert proc.stdout.readline() == b"line 0\n"
+            assert c.name in runc_ids()
+            assert c.init_pid == _pid_in(c)
+            assert "while" in run(c, ["cat", "/proc/1/cmdline"])   # beside it: runc exec
+            assert f"Cpus_allowed_list:\t{CPU}" in \
+                Path(f"/proc/{c.init_pid}/status").read_text().splitlines()
+            assert _cgroup_dirs(c.init_pid, c.name)
+            proc.send_signal(signal.SIGINT)
+            rest = proc.stdout.read().decode().splitlines()
+            assert proc.wait(timeout=5) == 0 and rest[-1] == "stopped"
+            assert c.name not in runc_ids() and c.init_pid is None
+            # again, with an environment of its own; its exit code is the process's
+            proc = c.exec(["sh", "-c", "echo $X; exit 3"], env={"X": "again"})
+            out, _ = proc.communicate(timeout=10)
+            assert (out, proc.returncode) == (b"again\n", 3)
+            # a `runc run` killed outright leaves its container running: the next
+            # start removes it first
+            proc = c.exec(["sh", "-c", PRINTER])
+            assert proc.stdout.readline() == b"line 0\n"
+            proc.kill()
+            proc.wait()
+            assert run(c, ["hostname"]).strip() == c.name
+        finally:
+            c.destroy()
+        assert c.name not in runc_ids()
+        assert runtime.journal.live() == []
+        subprocess.run(["ip", "netns", "del", netns], check=True)
+
+
 def test_destroy_kills_running_processes(runtime, netns, prefix):
     with assert_no_leftovers():
         c = runtime.create(f"{prefix}-c", [CPU], netns)
