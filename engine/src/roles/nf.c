@@ -173,6 +173,7 @@ int role_nf(struct run *r)
 		free(s);
 		return 1;
 	}
+	poller_expect(&r->poll, cf->rate);
 	r->rx_window = true;
 	r->collect = collect;
 	r->collect_arg = s;
