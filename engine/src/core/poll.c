@@ -139,6 +139,10 @@ void poller_wake(struct poller *p)
 {
 	if (p->idle_since && p->last == POLL_YIELD)
 		p->s.on_time++;
+	/* The overshoot is learnt only from sleeps, and a large one (the thread
+	 * preempted) can make the margin outgrow the gap, so that it never sleeps
+	 * again to learn better: each frame after empty polls forgets 1/32 of it. */
+	p->late -= p->late >> 5;
 	p->idle_since = 0;
 	p->backoff = 0;
 	p->last = POLL_SPIN;
@@ -212,8 +216,11 @@ static void nap(struct poller *p, uint64_t ns)
 	p->s.sleeps++;
 	p->s.asked_ns += ns;
 	p->s.slept_ns += to_ns(p, took);
-	/* the overshoot, smoothed (1/8) for adaptive's margin */
-	uint64_t over = took > want ? took - want : 0;
+	/* the overshoot, smoothed (1/8) for adaptive's margin; a preemption is
+	 * not a wake-up's cost, and counts as the longest back-off at most */
+	uint64_t over = took > want ? took - want : 0, cap = to_ticks(p->hz, POLL_BACKOFF_MAX_NS);
+	if (over > cap)
+		over = cap;
 	p->late = (uint64_t)((int64_t)p->late + ((int64_t)over - (int64_t)p->late) / 8);
 }
 
