@@ -16,26 +16,31 @@ another build's adaptive (the previous behaviour):
 Aim (issue 25): adaptive p50 and p99 <= 1.0 x sockperf under-load's. Busy
 polling needs a core per poller: on two cores its client's spinning thread
 shares CPU 0 with nothing else here, so it shows what a free core gives.
+"server CPU" is the server's CPU time over its wall time: the share of its
+core a poller sharing it would not get.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_kernel import (ENGINE, PORT, RECV_CPU, SEND_CPU, Pair,  # noqa: E402  (one setting)
-                                 background, host_facts, sockperf_rtt, stop_summary, summary_of,
-                                 wait_ready)
+                                 host_facts, sockperf_rtt, summary_of, wait_ready)
 
 
 def engine_rtt(pair: Pair, engine: Path, poll: str, duration: float, rate: int) -> dict:
-    """One client/server run; the client's threads (two unless busy) share CPU 0."""
+    """One client/server run; the client's threads (two unless busy) share CPU 0.
+    `cpu`: the server's CPU time over its wall time, ready to exit (what a
+    poller sharing its core would not get)."""
     told = ["--rate", rate] if poll == "adaptive" else []
     threads = ["--rx-cpu", SEND_CPU] if poll != "busy" else []
     srv = pair.run(1, RECV_CPU, [engine, "server", "--src-ip", pair.ip[1], "--sport", PORT, "--poll", poll,
@@ -44,12 +49,26 @@ def engine_rtt(pair: Pair, engine: Path, poll: str, duration: float, rate: int) 
                                  "--dport", PORT, "--poll", poll, "-b", 1, "--rate", rate,
                                  "--duration", duration, "--warmup", 0.5, "--interval", 0,
                                  "--cpu", SEND_CPU, *threads])
-    with background(srv) as s:
+    s = subprocess.Popen(srv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    try:
         wait_ready(s)
+        t0 = time.monotonic()
         done = subprocess.run(cli, capture_output=True, text=True, timeout=duration + 30)
-        served = stop_summary(s)
+        s.send_signal(signal.SIGINT)
+        out, err = s.stdout.read(), s.stderr.read()
+        # ip netns exec and taskset exec the engine: this pid is the engine's
+        _, status, ru = os.wait4(s.pid, 0)
+        wall = time.monotonic() - t0
+        s.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        if s.returncode is None:
+            s.kill()
+            s.wait()
+    served = summary_of(out, err, s.returncode)
     lat = summary_of(done.stdout, done.stderr, done.returncode)["latency"]
-    return {"p50": lat["p50_ns"] / 1e3, "p99": lat["p99_ns"] / 1e3, "poll": served.get("poll", {})}
+    return {"p50": lat["p50_ns"] / 1e3, "p99": lat["p99_ns"] / 1e3, "poll": served.get("poll", {}),
+            "cpu": (ru.ru_utime + ru.ru_stime) / wall}
 
 
 def main() -> int:
@@ -85,11 +104,14 @@ def main() -> int:
           "2 cores: client threads on CPU 0, server on CPU 1")
     med = {name: {k: statistics.median(r[k] for r in rs) for k in ("p50", "p99")} for name, rs in got.items()}
     ul = med["sockperf under-load"]
-    print(f"{'':22} {'p50 us':>8} {'p99 us':>8} {'p50/sockperf':>13} {'p99/sockperf':>13}   p99 of each run")
+    print(f"{'':22} {'p50 us':>8} {'p99 us':>8} {'p50/sockperf':>13} {'p99/sockperf':>13} "
+          f"{'server CPU':>11}   p99 of each run")
     for name, m in med.items():
         each = " ".join(f"{r['p99']:.0f}" for r in got[name])
+        cpu = [r["cpu"] for r in got[name] if "cpu" in r]
+        shown = f"{statistics.median(cpu) * 100:10.0f}%" if cpu else f"{'-':>11}"
         print(f"{name:22} {m['p50']:8.1f} {m['p99']:8.1f} {m['p50'] / ul['p50']:12.2f}x "
-              f"{m['p99'] / ul['p99']:12.2f}x   {each}")
+              f"{m['p99'] / ul['p99']:12.2f}x {shown}   {each}")
     poll = got["engine adaptive"][-1]["poll"]
     if poll:
         print(f"adaptive server, last run: {poll.get('arrivals')} arrivals, {poll.get('on_time')} on time, "
