@@ -40,7 +40,7 @@ static void schedule(void)
 	}
 	poller_got(&p, t);
 	CHECK(p.idle_since == 0 && p.backoff == 0 && p.s.polls == 1, "traffic resets");
-	CHECK(p.arr.n == 1 && p.arr.gap == 0, "one arrival is no pace yet");
+	CHECK(p.arr[0].n == 1 && p.arr[0].gap == 0, "one arrival is no pace yet");
 	CHECK(plan(&p, t).act == POLL_SPIN, "spins again after traffic");
 	t += POLL_SPIN_NS;
 	CHECK(plan(&p, t).ns == 1000, "and starts over at 1 us");
@@ -57,7 +57,7 @@ static void schedule(void)
 		poller_empty(&p, 100000 * (uint64_t)i, UINT64_MAX);
 	poller_got(&p, 500000);
 	CHECK(p.s.polls == 6 && p.s.empty_polls == 5 && !p.s.sleeps && !p.s.waits && !p.idle_since, "busy");
-	CHECK(p.arr.n == 0, "busy keeps no pace");
+	CHECK(p.arr[0].n == 0, "busy keeps no pace");
 	poller_free(&p);
 }
 
@@ -101,7 +101,7 @@ static void paced(void)
 	for (int i = 0; i < 40; i++, t += 100000)
 		poller_got(&p, t);
 	t -= 100000;                                   /* the last frame came at t */
-	CHECK(p.arr.gap == 100000, "steady 100 us learnt: %llu", (unsigned long long)p.arr.gap);
+	CHECK(p.arr[0].gap == 100000, "steady 100 us learnt: %llu", (unsigned long long)p.arr[0].gap);
 	pl = plan(&p, t + 3000);                       /* its burst handled, an empty poll */
 	CHECK(pl.act == POLL_SLEEP && pl.ns < 100000 - 3000 && t + 3000 + pl.ns < t + 100000 &&
 	      pl.ns > 80000, "a steady 100 us gap: sleep %llu ns, ending before the next frame",
@@ -129,7 +129,7 @@ static void paced(void)
 	for (int i = 0; i < 10; i++, t += 3 * POLL_PLAN_MAX_NS)
 		poller_got(&p, t);
 	t -= 3 * POLL_PLAN_MAX_NS;
-	CHECK(p.arr.gap == 3 * POLL_PLAN_MAX_NS, "a 6 ms gap learnt");
+	CHECK(p.arr[0].gap == 3 * POLL_PLAN_MAX_NS, "a 6 ms gap learnt");
 	CHECK(plan(&p, t + 1000).act == POLL_SPIN && plan(&p, t + 1000 + POLL_SPIN_NS).act == POLL_SLEEP &&
 	      p.backoff == 1, "a gap over the cap: spin, then the back-off");
 	poller_free(&p);
@@ -169,6 +169,7 @@ static void interrupt(const struct clock *clk)
 	struct api_ops none_ops = { .name = "none" };
 	struct api a = { .ops = &intr_ops }, s = { .ops = &sock_ops }, n = { .ops = &none_ops };
 	struct poller p;
+	struct poll_plan pl;
 	uint64_t one = 1;
 
 	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -209,8 +210,36 @@ static void interrupt(const struct clock *clk)
 	poller_empty(&p, now + p.spin, UINT64_MAX);
 	CHECK(!armed && p.s.waits == 1 && p.s.woken == 1, "and waits, woken by the port");
 	poller_got(&p, clock_ticks());
-	CHECK(p.s.on_time == 0 && p.arr.n == 1, "a frame after a wait is not on time");
+	CHECK(p.s.on_time == 0 && p.arr[0].n == 1, "a frame after a wait is not on time");
 	poller_free(&p);
+	/* with a pace: a wait up to the window (armed first), which a frame may end */
+	CHECK(poller_init(&p, POLL_ADAPTIVE, 1000000000, &a, NULL) == 0, "adaptive init, ticks in ns");
+	for (uint64_t t = 1000000; t <= 5000000; t += 100000)
+		poller_got(&p, t);
+	pl = poller_plan(&p, 5003000, UINT64_MAX);
+	CHECK(pl.act == POLL_ARM, "paced: arms first (%d)", pl.act);
+	poller_empty(&p, 5003000, UINT64_MAX);
+	CHECK(armed && p.armed, "armed");
+	pl = poller_plan(&p, 5003000, UINT64_MAX);
+	CHECK(pl.act == POLL_WAIT && pl.ns > 80000 && pl.ns < 97000, "then waits up to the window: %llu",
+	      (unsigned long long)pl.ns);
+	poller_got(&p, 5100000);
+	CHECK(!armed && !p.armed, "a frame disarms");
+	poller_free(&p);
+	/* an nf's two streams: a window of either is a window */
+	poller_init(&p, POLL_ADAPTIVE, 1000000000, NULL, NULL);
+	poller_streams(&p, 2);
+	for (uint64_t t = 1000000; t <= 5000000; t += 100000) {
+		poller_arrived(&p, 0, t);
+		poller_arrived(&p, 1, t + 30000);
+		poller_got(&p, t + 30000);
+	}
+	CHECK(p.arr[0].gap == 100000 && p.arr[1].gap == 100000 && poller_arrivals(&p) == 82, "two paces");
+	CHECK(poller_plan(&p, 5040000, UINT64_MAX).act == POLL_SLEEP, "between the windows: sleep");
+	CHECK(poller_plan(&p, 5099000, UINT64_MAX).act == POLL_YIELD, "port 1's window");
+	CHECK(poller_plan(&p, 5129000, UINT64_MAX).act == POLL_YIELD, "port 2's window");
+	poller_free(&p);
+
 	/* an api with nothing to wait on: adaptive backs off instead */
 	CHECK(poller_init(&p, POLL_ADAPTIVE, clk->hz, &n, NULL) == 0 && p.epfd < 0, "adaptive without fds");
 	poller_free(&p);

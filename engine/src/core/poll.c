@@ -88,8 +88,11 @@ int poller_init(struct poller *p, enum poll_mode mode, uint64_t hz, struct api *
 	p->spin = to_ticks(hz, POLL_SPIN_NS);
 	p->margin = to_ticks(hz, POLL_MARGIN_NS);
 	p->plan_max = to_ticks(hz, POLL_PLAN_MAX_NS);
+	p->yield_max = to_ticks(hz, POLL_YIELD_MAX_NS);
 	p->epfd = -1;
-	arrivals_init(&p->arr, hz, 0);
+	p->streams = 1;
+	for (unsigned i = 0; i < POLL_STREAMS; i++)
+		arrivals_init(&p->arr[i], hz, 0);
 	if (mode == POLL_BUSY)
 		return 0;
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -116,7 +119,32 @@ int poller_init(struct poller *p, enum poll_mode mode, uint64_t hz, struct api *
 
 void poller_expect(struct poller *p, double rate)
 {
-	arrivals_init(&p->arr, p->hz, rate);
+	for (unsigned i = 0; i < POLL_STREAMS; i++)
+		arrivals_init(&p->arr[i], p->hz, rate);
+}
+
+void poller_streams(struct poller *p, unsigned n)
+{
+	p->streams = n < 1 ? 1 : n > POLL_STREAMS ? POLL_STREAMS : n;
+}
+
+uint64_t poller_arrivals(const struct poller *p)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < p->streams; i++)
+		n += p->arr[i].n;
+	return n;
+}
+
+uint64_t poller_gap_ns(const struct poller *p)
+{
+	uint64_t gap = 0;
+
+	for (unsigned i = 0; i < p->streams; i++)
+		if (p->arr[i].gap && (!gap || p->arr[i].gap < gap))
+			gap = p->arr[i].gap;
+	return gap ? to_ns(p, gap) : 0;
 }
 
 void poller_free(struct poller *p)
@@ -150,7 +178,8 @@ void poller_wake(struct poller *p)
 		arm(p, false);
 }
 
-/* The back-off: sleeps of 1, 2, 4 ... us, or a wait where the ports can end it. */
+/* A wait where the ports can end it (an api with rx_intr armed first), else
+ * sleeps of 1, 2, 4 ... us. */
 static struct poll_plan idle_plan(struct poller *p, uint64_t left)
 {
 	if (p->epfd >= 0 && left >= POLL_MIN_NAP_NS) {
@@ -168,29 +197,58 @@ static struct poll_plan idle_plan(struct poller *p, uint64_t left)
 	return (struct poll_plan){ POLL_SLEEP, ns };
 }
 
+/* Until the next frame's window: a wait the ports can end early, else a sleep. */
+static struct poll_plan until_window(struct poller *p, uint64_t ns)
+{
+	if (p->epfd >= 0) {
+		if (p->nintr && !p->armed)
+			return (struct poll_plan){ POLL_ARM, 0 };
+		return (struct poll_plan){ POLL_WAIT, ns };
+	}
+	return (struct poll_plan){ POLL_SLEEP, ns };
+}
+
 static struct poll_plan plan(struct poller *p, uint64_t now, uint64_t until)
 {
-	const struct arrivals *a = &p->arr;
-	uint64_t left = left_ns(p, now, until);
+	uint64_t left = left_ns(p, now, until), next = UINT64_MAX;
+	bool paced = false, overdue = false;
 
 	if (!p->idle_since) {
 		p->idle_since = now ? now : 1;
 		p->backoff = 0;
 	}
-	if (a->gap && a->last && a->gap <= p->plan_max) {
-		/* the pace is known: sleep up to the window around the due time,
-		 * yield inside it, wait (or back off) once it has passed */
+	/* each stream with a regular pace has a window around its next frame's
+	 * due time: yield inside one, sleep (or wait) up to the next one */
+	for (unsigned i = 0; i < p->streams; i++) {
+		const struct arrivals *a = &p->arr[i];
+		if (!a->gap || !a->last || a->gap > p->plan_max || 4 * a->dev > a->gap)
+			continue;
 		uint64_t due = a->last + a->gap, margin = 2 * a->dev + p->late + p->margin;
+		if (margin > p->yield_max)
+			margin = p->yield_max;
 		uint64_t wake = due > margin ? due - margin : 0;
-		if (now < wake) {
-			uint64_t ns = to_ns(p, wake - now);
+		paced = true;
+		if (now >= due + margin) {
+			overdue = true;
+			continue;
+		}
+		if (now >= wake)
+			return (struct poll_plan){ POLL_YIELD, 0 };
+		if (wake < next)
+			next = wake;
+	}
+	if (paced) {
+		/* a stream overdue, nothing to wait on: its frame may come any time */
+		if (overdue && p->epfd < 0)
+			return idle_plan(p, left);
+		if (next != UINT64_MAX) {
+			uint64_t ns = to_ns(p, next - now);
 			if (ns > left)
 				ns = left;
 			if (ns >= POLL_MIN_NAP_NS)
-				return (struct poll_plan){ POLL_SLEEP, ns };
-		}
-		if (now < due + margin)
+				return until_window(p, ns);
 			return (struct poll_plan){ POLL_YIELD, 0 };
+		}
 		return idle_plan(p, left);
 	}
 	if (now - p->idle_since < p->spin)
@@ -206,6 +264,18 @@ struct poll_plan poller_plan(struct poller *p, uint64_t now, uint64_t until)
 	return pl;
 }
 
+/* A sleep's or timed-out wait's overshoot, smoothed (1/8) for adaptive's
+ * margin; a preemption is not a wake-up's cost, and counts as the longest
+ * back-off at most. */
+static void learn_late(struct poller *p, uint64_t took, uint64_t want)
+{
+	uint64_t over = took > want ? took - want : 0, cap = to_ticks(p->hz, POLL_BACKOFF_MAX_NS);
+
+	if (over > cap)
+		over = cap;
+	p->late = (uint64_t)((int64_t)p->late + ((int64_t)over - (int64_t)p->late) / 8);
+}
+
 static void nap(struct poller *p, uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
@@ -216,12 +286,7 @@ static void nap(struct poller *p, uint64_t ns)
 	p->s.sleeps++;
 	p->s.asked_ns += ns;
 	p->s.slept_ns += to_ns(p, took);
-	/* the overshoot, smoothed (1/8) for adaptive's margin; a preemption is
-	 * not a wake-up's cost, and counts as the longest back-off at most */
-	uint64_t over = took > want ? took - want : 0, cap = to_ticks(p->hz, POLL_BACKOFF_MAX_NS);
-	if (over > cap)
-		over = cap;
-	p->late = (uint64_t)((int64_t)p->late + ((int64_t)over - (int64_t)p->late) / 8);
+	learn_late(p, took, want);
 }
 
 /* Blocks until a port signals frames, a signal arrives or ns have passed:
@@ -249,9 +314,12 @@ static void wait_rx(struct poller *p, uint64_t ns)
 		if (n > 0)
 			epoll_wait(p->epfd, ev, 16, 0);
 	}
+	uint64_t took = clock_ticks() - t0;
 	p->s.waits++;
 	p->s.woken += n > 0;
-	p->s.waited_ns += to_ns(p, clock_ticks() - t0);
+	p->s.waited_ns += to_ns(p, took);
+	if (n == 0)   /* timed out: what it overshot, as a sleep's */
+		learn_late(p, took, to_ticks(p->hz, ns));
 }
 
 void poller_empty(struct poller *p, uint64_t now, uint64_t until)

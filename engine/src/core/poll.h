@@ -6,15 +6,17 @@
  *   busy       spin on rx_burst (and on the pacer): lowest latency, one core.
  *   adaptive   follow the traffic's pace (arrivals.h: the smoothed gap between
  *              arrivals, seeded by the sender's rate when told, --rate): after
- *              a frame, sleep until shortly before the next is due (the gap
- *              less a margin: twice the gap's deviation, what a sleep
- *              overshoots, POLL_MARGIN_NS), then poll while yielding the core
+ *              a frame, wait for the ports (as interrupt does: an early frame
+ *              ends it) or, an api with nothing to wait on, sleep, until
+ *              shortly before the next is due (the gap less a margin: twice
+ *              the gap's deviation, what a sleep overshoots, POLL_MARGIN_NS;
+ *              at most POLL_YIELD_MAX_NS), then poll while yielding the core
  *              (sched_yield: a poller sharing it runs) until a margin past
- *              the due time, then wait for the ports as interrupt does. An
- *              api with nothing to wait on backs off instead: sleeps of 1, 2,
- *              4 ... POLL_BACKOFF_MAX_NS us. Without a pace yet (no frames, or
- *              gaps over POLL_PLAN_MAX_NS) it spins POLL_SPIN_NS, then waits
- *              or backs off.
+ *              the due time, then wait as interrupt does, or back off (sleeps
+ *              of 1, 2, 4 ... POLL_BACKOFF_MAX_NS us) on an api with nothing
+ *              to wait on. Without a regular pace (no frames yet, gaps over
+ *              POLL_PLAN_MAX_NS, a deviation over a quarter of the gap) it
+ *              spins POLL_SPIN_NS, then waits or backs off.
  *   interrupt  on an empty poll, block until a port has frames (epoll on the
  *              fds the apis give, api_ops.rx_fds), at most POLL_WAIT_MAX_NS.
  *              An api with rx_intr (dpdk) is armed first and polled once more
@@ -52,6 +54,10 @@ extern const char *const poll_mode_names[POLL_MODES];   /* "busy", "adaptive", "
 /* adaptive: what a sleep stops short of the next frame's due time besides
  * the measured deviation and overshoot: the rx burst and the clock read. */
 #define POLL_MARGIN_NS 2000
+/* adaptive: the longest a poller yields before and after a frame's due time;
+ * a pace whose deviation is over a quarter of its gap is not planned for
+ * (the frames come when they come: it waits for them as interrupt does) */
+#define POLL_YIELD_MAX_NS 100000
 /* adaptive: a pace slower than this is not planned for: at under 500 frames a
  * second, waiting for the port's signal costs nothing worth a prediction, and
  * a long sleep that a frame cannot end would be all latency if it came early. */
@@ -82,6 +88,7 @@ struct poll_plan {
 };
 
 #define POLL_MAX_APIS 2
+#define POLL_STREAMS 2
 
 struct poller {
 	enum poll_mode mode;
@@ -97,7 +104,12 @@ struct poller {
 	uint64_t late;                 /* adaptive: smoothed overshoot of a sleep, ticks */
 	uint64_t margin;               /* POLL_MARGIN_NS in ticks */
 	uint64_t plan_max;             /* POLL_PLAN_MAX_NS in ticks */
-	struct arrivals arr;           /* adaptive: the pace of the traffic */
+	uint64_t yield_max;            /* POLL_YIELD_MAX_NS in ticks */
+	/* adaptive: the pace of the traffic, one per stream: an nf's two ports
+	 * each have theirs (a latency run's requests on one, replies on the
+	 * other, each regular where their mix is not) */
+	struct arrivals arr[POLL_STREAMS];
+	unsigned streams;
 	struct poll_stats s;
 };
 
@@ -117,6 +129,20 @@ void poller_free(struct poller *p);
  * expect before the first frames and after a pause (arrivals.h). */
 void poller_expect(struct poller *p, double rate);
 
+/* adaptive: an nf with two ports tells each port's arrivals apart: it calls
+ * poller_arrived() per port with frames before poller_got(). */
+void poller_streams(struct poller *p, unsigned n);
+
+static inline void poller_arrived(struct poller *p, unsigned stream, uint64_t now)
+{
+	if (p->mode == POLL_ADAPTIVE)
+		arrivals_seen(&p->arr[stream], now);
+}
+
+/* adaptive: arrivals over every stream, and the shortest pace (ns, 0 none) */
+uint64_t poller_arrivals(const struct poller *p);
+uint64_t poller_gap_ns(const struct poller *p);
+
 /* A poll of every port found nothing at tick now; the loop needs the thread
  * back by tick `until` (UINT64_MAX: no bound but POLL_WAIT_MAX_NS). */
 void poller_empty(struct poller *p, uint64_t now, uint64_t until);
@@ -134,8 +160,8 @@ void poller_wake(struct poller *p);   /* frames again after empty polls: reset, 
 static inline void poller_got(struct poller *p, uint64_t now)
 {
 	p->s.polls++;
-	if (p->mode == POLL_ADAPTIVE)
-		arrivals_seen(&p->arr, now);
+	if (p->mode == POLL_ADAPTIVE && p->streams == 1)
+		arrivals_seen(&p->arr[0], now);
 	if (__builtin_expect(p->idle_since != 0 || p->armed, 0))
 		poller_wake(p);
 }

@@ -125,7 +125,8 @@ void run_start(struct run *r, uint64_t now)
 	/* Polls count from here: a receiver or NF that spun idle until the first
 	 * frame would otherwise look idle however saturated it was afterwards. */
 	memset(&r->poll.s, 0, sizeof(r->poll.s));
-	r->poll.arr.n = 0;
+	for (unsigned i = 0; i < POLL_STREAMS; i++)
+		r->poll.arr[i].n = 0;
 	memset(&r->poll_more, 0, sizeof(r->poll_more));
 	r->t_measure = now + clock_s_to_ticks(&r->clk, cf->warmup);
 	r->measuring = cf->warmup == 0;
@@ -290,10 +291,10 @@ static void poll_fields(struct json *j, const struct run *r)
 	json_u64(j, "woken", s.woken);
 	/* adaptive: the pace it followed, and how often a frame came while it
 	 * was yielding (on time) rather than sleeping or waiting */
-	json_u64(j, "arrivals", r->poll.arr.n);
+	json_u64(j, "arrivals", poller_arrivals(&r->poll));
 	json_u64(j, "on_time", s.on_time);
-	if (r->poll.arr.gap)
-		json_u64(j, "gap_ns", (uint64_t)((u128)r->poll.arr.gap * 1000000000u / r->poll.hz));
+	if (poller_gap_ns(&r->poll))
+		json_u64(j, "gap_ns", poller_gap_ns(&r->poll));
 	else
 		json_null(j, "gap_ns");
 	json_close(j, '{');
