@@ -53,7 +53,7 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     if ep.receives_first:
         # Receivers count until told to stop; the sender flags its warm-up
         # frames, so both sides exclude exactly the same packets.
-        args += ["--duration", "0"]
+        args += ["--duration", "0", *_pace(s)]
     else:
         args += ["--rate", s.rate.argv(), "--duration", f"{s.duration:g}",
                  "--warmup", f"{s.warmup:g}"]
@@ -81,10 +81,19 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
         args += [option, mac]
     args += ["--size", str(s.size), "--burst", str(s.burst),
              *([] if floating else ["--cpu", str(nf.cpu)]),
-             "--interval", f"{INTERVAL:g}", "--duration", "0"]
+             "--interval", f"{INTERVAL:g}", "--duration", "0", *_pace(s)]
     if floating and eal:
         eal = [*eal, "--lcores", lcores((), floating)]   # its main lcore, the only one
     return [*args, *extra, *_tail(s, eal)]
+
+
+def _pace(s: Scenario) -> list[str]:
+    """A receiver's or an NF's --rate: the pace an adaptive poller expects
+    before it has seen any frames (engine/README.md, poll modes). Only a
+    paced sender's rate, and only for adaptive, the one mode that reads it."""
+    if s.poll != "adaptive" or s.rate.kind != "pps" or s.rate.pps <= 0:
+        return []
+    return ["--rate", s.rate.argv()]
 
 
 def _tail(s: Scenario, eal: Sequence[str]) -> list[str]:

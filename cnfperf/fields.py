@@ -34,9 +34,9 @@ from cnfperf import rate as rates
 MODES = ("throughput", "latency")
 APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
 NF_APIS = APIS[1:]   # a network function's: the L2 apis
-# How an engine waits for packets (its --poll): spin; spin, then sleep with a
-# bounded back-off while idle; sleep until a packet arrives (blocking sockets,
-# DPDK Rx interrupts).
+# How an engine waits for packets (its --poll): spin; sleep until shortly before
+# the next packet is due at the traffic's pace, then wait for it; sleep until a
+# packet arrives (blocking sockets, DPDK Rx interrupts).
 POLLS = ("busy", "adaptive", "interrupt")
 # Sender and receiver in containers of their own, or one engine holding both ends;
 # auto: split where its busy pollers fit on the point's cores, else single (testers.py).
@@ -181,8 +181,9 @@ FIELDS: list[Field] = [
           column="INTEGER"),
     Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=16,
           column="INTEGER", label="named"),
-    Field("poll", "choice", "busy", "how engines wait for packets: busy (spin), adaptive (spin, "
-          "then sleep a bounded back-off while idle), interrupt (sleep until a packet arrives); "
+    Field("poll", "choice", "busy", "how engines wait for packets: busy (spin), adaptive (sleep "
+          "until shortly before the next packet is due at the traffic's pace, then wait for it), "
+          "interrupt (sleep until a packet arrives); "
           "default: interrupt for latency with udp or raw, else busy", axis=17, choices=POLLS,
           column="TEXT", label="named"),
     Field("runtime", "str", "runc", "container runtime: runc (an OCI bundle each, runc itself), "

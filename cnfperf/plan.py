@@ -20,7 +20,9 @@ from cnfperf.scenario import Scenario, in_turn, parse_cpus, tester_hosts
 IFNAMSIZ = 15
 # Threads that spin on the CPU per role, unless poll = interrupt. The engine's
 # client paces and collects echoes in one thread when it polls, so it is one.
-# An adaptive poller spins whenever traffic flows: it counts.
+# An adaptive poller counts: it sleeps between frames at a moderate rate, but
+# at a high one (a search's upper trials, an unpaced sender) it never does,
+# and where its sleeps overshoot (a loaded core) it polls, yielding, instead.
 POLLERS = {"send": 1, "recv": 1, "client": 1, "server": 1, "tester": 1}
 ROLES = {"throughput": ("send", "recv"), "latency": ("client", "server")}
 # tester = single: one engine holds both ends of a path, sending on its first port

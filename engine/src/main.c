@@ -91,7 +91,8 @@ static struct api_conf api_conf_of(const struct conf *cf, bool two)
 	/* any frame the link carries may pass an nf, not just our own size */
 	if (role->forwards && c.frame_size < 1514)
 		c.frame_size = 1514;
-	c.rx_intr = c.rx && cf->poll == POLL_INTERRUPT;
+	c.rx_intr = c.rx && cf->poll != POLL_BUSY;
+	c.rx_intr_required = c.rx && cf->poll == POLL_INTERRUPT;
 	return c;
 }
 
@@ -104,7 +105,8 @@ static struct api_conf api_conf2_of(const struct conf *cf, const struct api_conf
 	c.egress = true;
 	c.rx = true;
 	c.tx = cf->role->forwards;
-	c.rx_intr = cf->poll == POLL_INTERRUPT;
+	c.rx_intr = cf->poll != POLL_BUSY;
+	c.rx_intr_required = cf->poll == POLL_INTERRUPT;
 	if (cf->role->path) {
 		/* udp: bound to the far end's address, which the frames are sent to */
 		c.src_ip = cf->dst_ip;

@@ -57,6 +57,22 @@ def test_latency_roles_and_eal_args():
     assert _opt(args, "--poll") == "interrupt" and "--blocking" not in args
 
 
+@pytest.mark.parametrize("poll,rate,told", [("adaptive", "20k", "20000"), ("adaptive", "0", None),
+                                            ("busy", "20k", None), ("interrupt", "20k", None)])
+def test_an_adaptive_receiver_and_nf_are_told_a_paced_senders_rate(poll, rate, told):
+    """Their pace to start from (engine/README.md, polling); an unpaced sender
+    has none, and the other modes do not read it."""
+    from cnfperf.engine import nf_argv
+    s, pair, att = _pair(mode="latency", api="raw", nfs=1, tester="split", poll=poll, rate=rate)
+    snd, rcv = pair.sender, pair.receiver
+    rx = argv("e", rcv, [att[rcv.name]], snd, snd.mac, s)
+    assert rx[1] == "server"
+    [nf] = pair.nfs
+    fwd = nf_argv("e", nf, [Attachment(mac=p.mac, iface=p.name) for p in nf.ports], ("m1", "m2"), s)
+    for args in (rx, fwd):
+        assert (_opt(args, "--rate") if "--rate" in args else None) == told, args
+
+
 @pytest.mark.parametrize("line", ["", "not json", "[1, 2]", '{"type": "hello"}', '{"x": 1}'])
 def test_parse_line_rejects_what_is_not_a_record(line):
     with pytest.raises(EngineOutputError):

@@ -49,8 +49,9 @@ struct api_conf {
 	bool rx, tx;             /* which directions the role needs */
 	bool egress;             /* the second port of nf or tester (api options with egress
 	                          * say which one) */
-	bool rx_intr;            /* --poll interrupt: rx waits for interrupts (rx_intr below);
-	                          * a port that has none fails open() */
+	bool rx_intr;            /* --poll other than busy: rx may wait for interrupts (rx_intr
+	                          * below); a port that has none opens without (rx_fds: none) */
+	bool rx_intr_required;   /* --poll interrupt: a port that has none fails open() */
 	bool hold;               /* the peer stopped polling before close(): no drain wait */
 	bool forwards;           /* the role sends received frames on as they came (nf): rx
 	                          * finishes checksums a sending kernel left unfinished

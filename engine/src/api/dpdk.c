@@ -55,7 +55,7 @@ struct dpdk_own {
 struct dpdk {
 	uint16_t port;
 	uint16_t queue;
-	int intr_fd;             /* --poll interrupt: the queue's Rx event fd, else -1 */
+	int intr_fd;             /* --poll other than busy: the queue's Rx event fd, else -1 */
 	struct rte_mempool *pool;
 	uint16_t capacity;       /* bytes a fresh mbuf offers after its headroom */
 	unsigned drain_ms;       /* how long close() lets the peer take what we queued */
@@ -389,11 +389,13 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 	return 0;
 }
 
-/* --poll interrupt, decided at open: a PMD without Rx interrupts (no
- * rx_queue_intr_enable: memif, af_packet, af_xdp in 22.11) fails here rather
- * than leave a receiver that never wakes. Enabling and disabling once is the
- * probe; the queue's event fd is what the poller waits on. */
-static int rx_intr_setup(struct dpdk *d, const struct rte_eth_dev_info *info)
+/* --poll interrupt (and adaptive, which waits once a frame is overdue),
+ * decided at open: a PMD without Rx interrupts (no rx_queue_intr_enable:
+ * memif, af_packet, af_xdp in 22.11) fails here under interrupt rather than
+ * leave a receiver that never wakes; under adaptive the port opens without
+ * (no fd: the poller backs off instead of waiting). Enabling and disabling
+ * once is the probe; the queue's event fd is what the poller waits on. */
+static int rx_intr_setup(struct dpdk *d, const struct rte_eth_dev_info *info, bool required)
 {
 	int ret = rte_eth_dev_rx_intr_enable(d->port, d->queue);
 
@@ -401,6 +403,10 @@ static int rx_intr_setup(struct dpdk *d, const struct rte_eth_dev_info *info)
 		ret = rte_eth_dev_rx_intr_disable(d->port, d->queue);
 	if (ret == 0 && (d->intr_fd = rte_eth_dev_rx_intr_ctl_q_get_fd(d->port, d->queue)) < 0)
 		ret = -ENOTSUP;
+	if (ret != 0 && !required) {
+		d->intr_fd = -1;
+		return 0;
+	}
 	if (ret == -ENOTSUP) {
 		fprintf(stderr, "dpdk: --poll interrupt: port %u (%s) has no Rx interrupts\n",
 			d->port, info->driver_name);
@@ -482,7 +488,7 @@ static int port_open(struct api *a, const struct api_conf *conf)
 	struct rte_ether_addr mac;
 	if (rte_eth_macaddr_get(d->port, &mac) == 0)
 		memcpy(a->mac, mac.addr_bytes, sizeof a->mac);
-	if (conf->rx_intr && rx_intr_setup(d, &info) != 0) {
+	if (conf->rx_intr && rx_intr_setup(d, &info, conf->rx_intr_required) != 0) {
 		rte_eth_dev_stop(d->port);   /* a started port cannot be closed */
 		goto fail;
 	}

@@ -4,9 +4,19 @@
  * has nothing to do until its next burst; they never look at the mode.
  *
  *   busy       spin on rx_burst (and on the pacer): lowest latency, one core.
- *   adaptive   spin while traffic flows; after POLL_SPIN_NS of empty polls in
- *              a row, sleep 1, 2, 4 ... POLL_BACKOFF_MAX_NS us, back to
- *              spinning at the first frame.
+ *   adaptive   follow the traffic's pace (arrivals.h: the smoothed gap between
+ *              arrivals, seeded by the sender's rate when told, --rate): after
+ *              a frame, wait for the ports (as interrupt does: an early frame
+ *              ends it) or, an api with nothing to wait on, sleep, until
+ *              shortly before the next is due (the gap less a margin: twice
+ *              the gap's deviation, what a sleep overshoots, POLL_MARGIN_NS;
+ *              at most POLL_YIELD_MAX_NS), then poll while yielding the core
+ *              (sched_yield: a poller sharing it runs) until a margin past
+ *              the due time, then wait as interrupt does, or back off (sleeps
+ *              of 1, 2, 4 ... POLL_BACKOFF_MAX_NS us) on an api with nothing
+ *              to wait on. Without a regular pace (no frames yet, gaps over
+ *              POLL_PLAN_MAX_NS, a deviation over a quarter of the gap) it
+ *              spins POLL_SPIN_NS, then waits or backs off.
  *   interrupt  on an empty poll, block until a port has frames (epoll on the
  *              fds the apis give, api_ops.rx_fds), at most POLL_WAIT_MAX_NS.
  *              An api with rx_intr (dpdk) is armed first and polled once more
@@ -22,12 +32,13 @@
 #include <stdint.h>
 
 #include "../api/api.h"
+#include "arrivals.h"
 
 enum poll_mode { POLL_BUSY, POLL_ADAPTIVE, POLL_INTERRUPT };
 #define POLL_MODES 3
 extern const char *const poll_mode_names[POLL_MODES];   /* "busy", "adaptive", "interrupt" */
 
-#define POLL_SPIN_NS 20000           /* adaptive: empty polls this long before the first sleep */
+#define POLL_SPIN_NS 20000           /* adaptive without a pace: empty polls this long before waiting */
 #define POLL_BACKOFF_MIN_NS 1000     /* adaptive: the first sleep; each next one doubles */
 /* Cap of the back-off. A frame that arrives while the poller sleeps waits for
  * the rest of that sleep, so the cap is the latency a resuming flow may see on
@@ -40,15 +51,44 @@ extern const char *const poll_mode_names[POLL_MODES];   /* "busy", "adaptive", "
  * of the run is never later than this. */
 #define POLL_WAIT_MAX_NS 100000000ull
 #define POLL_MIN_NAP_NS 2000         /* less is not worth a system call: spin instead */
+/* adaptive: what a sleep stops short of the next frame's due time besides
+ * the measured deviation and overshoot: the rx burst and the clock read. */
+#define POLL_MARGIN_NS 2000
+/* adaptive: the longest a poller yields before and after a frame's due time;
+ * a pace whose deviation is over a quarter of its gap is not planned for
+ * (the frames come when they come: it waits for them as interrupt does) */
+#define POLL_YIELD_MAX_NS 100000
+/* adaptive: a pace slower than this is not planned for: at under 500 frames a
+ * second, waiting for the port's signal costs nothing worth a prediction, and
+ * a long sleep that a frame cannot end would be all latency if it came early. */
+#define POLL_PLAN_MAX_NS 2000000
 
 struct poll_stats {
 	uint64_t polls, empty_polls;   /* rx bursts (on every port) and how many found nothing */
 	uint64_t sleeps, slept_ns;     /* timed sleeps (adaptive back-off, senders between bursts) */
 	uint64_t asked_ns;             /* what those sleeps asked for: slept - asked = wake-up cost */
-	uint64_t waits, waited_ns;     /* interrupt: waits for a port to have frames */
+	uint64_t waits, waited_ns;     /* waits for a port to have frames (interrupt, adaptive) */
+	uint64_t woken;                /* of those, the ones a port's signal ended (not the timeout) */
+	uint64_t on_time;              /* adaptive: frames found by a poll that followed a yield, not a
+	                                * sleep or a wait: the pace was right */
+};
+
+/* What an adaptive poller does after an empty poll (poller_plan). */
+enum poll_act {
+	POLL_SPIN,      /* poll again at once */
+	POLL_YIELD,     /* the next frame is due: give the core away (sched_yield), poll again */
+	POLL_SLEEP,     /* sleep ns: until shortly before the next frame, or a back-off step */
+	POLL_ARM,       /* arm the apis' Rx interrupts, poll once more (then POLL_WAIT) */
+	POLL_WAIT,      /* wait for a port's signal, at most ns */
+};
+
+struct poll_plan {
+	enum poll_act act;
+	uint64_t ns;
 };
 
 #define POLL_MAX_APIS 2
+#define POLL_STREAMS 2
 
 struct poller {
 	enum poll_mode mode;
@@ -59,7 +99,17 @@ struct poller {
 	struct api *intr[POLL_MAX_APIS]; /* apis to arm before a wait (api_ops.rx_intr) */
 	unsigned nintr;
 	bool armed;
-	int epfd;                      /* interrupt: one epoll set over every rx fd; -1 otherwise */
+	int epfd;                      /* one epoll set over every rx fd; -1: none */
+	enum poll_act last;            /* adaptive: what the latest empty poll did */
+	uint64_t late;                 /* adaptive: smoothed overshoot of a sleep, ticks */
+	uint64_t margin;               /* POLL_MARGIN_NS in ticks */
+	uint64_t plan_max;             /* POLL_PLAN_MAX_NS in ticks */
+	uint64_t yield_max;            /* POLL_YIELD_MAX_NS in ticks */
+	/* adaptive: the pace of the traffic, one per stream: an nf's two ports
+	 * each have theirs (a latency run's requests on one, replies on the
+	 * other, each regular where their mix is not) */
+	struct arrivals arr[POLL_STREAMS];
+	unsigned streams;
 	struct poll_stats s;
 };
 
@@ -69,27 +119,49 @@ uint64_t poll_backoff_ns(unsigned k);
 
 /* rx: the apis the loop receives from (NULL for none: a sender only sleeps).
  * 0, or -1 after a line on stderr (interrupt: an api with nothing to wait on,
- * or epoll failing). Sets the calling thread's timer slack to 1 ns when the
+ * or epoll failing; adaptive backs off instead). Sets the calling thread's timer slack to 1 ns when the
  * mode sleeps (threads created afterwards inherit it), so the kernel does not
  * add its default 50 us to every sleep. */
 int poller_init(struct poller *p, enum poll_mode mode, uint64_t hz, struct api *a, struct api *b);
 void poller_free(struct poller *p);
 
+/* adaptive: the sender's rate in frames per second (--rate), the pace to
+ * expect before the first frames and after a pause (arrivals.h). */
+void poller_expect(struct poller *p, double rate);
+
+/* adaptive: an nf with two ports tells each port's arrivals apart: it calls
+ * poller_arrived() per port with frames before poller_got(). */
+void poller_streams(struct poller *p, unsigned n);
+
+static inline void poller_arrived(struct poller *p, unsigned stream, uint64_t now)
+{
+	if (p->mode == POLL_ADAPTIVE)
+		arrivals_seen(&p->arr[stream], now);
+}
+
+/* adaptive: arrivals over every stream, and the shortest pace (ns, 0 none) */
+uint64_t poller_arrivals(const struct poller *p);
+uint64_t poller_gap_ns(const struct poller *p);
+
 /* A poll of every port found nothing at tick now; the loop needs the thread
  * back by tick `until` (UINT64_MAX: no bound but POLL_WAIT_MAX_NS). */
 void poller_empty(struct poller *p, uint64_t now, uint64_t until);
 
-/* Adaptive: how many ns to sleep after an empty poll at tick now (0: keep
- * spinning), never past until, advancing the back-off as if slept. No system
- * call: poller_empty() sleeps what it says, and the tests check the schedule. */
-uint64_t poller_plan(struct poller *p, uint64_t now, uint64_t until);
+/* Adaptive: what to do after an empty poll at tick now (poll.h's top), never
+ * sleeping or waiting past until. No system call: poller_empty() does what it
+ * says, and the tests check the plans. Advances the back-off when it plans
+ * one of its sleeps. */
+struct poll_plan poller_plan(struct poller *p, uint64_t now, uint64_t until);
 
 void poller_wake(struct poller *p);   /* frames again after empty polls: reset, disarm */
 
-/* A poll that brought frames: the hot path, one increment and one test. */
-static inline void poller_got(struct poller *p)
+/* A poll that brought frames at tick now: the hot path, an increment and a
+ * test (and adaptive's arrival, a few integer operations). */
+static inline void poller_got(struct poller *p, uint64_t now)
 {
 	p->s.polls++;
+	if (p->mode == POLL_ADAPTIVE && p->streams == 1)
+		arrivals_seen(&p->arr[0], now);
 	if (__builtin_expect(p->idle_since != 0 || p->armed, 0))
 		poller_wake(p);
 }

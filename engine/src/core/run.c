@@ -125,6 +125,8 @@ void run_start(struct run *r, uint64_t now)
 	/* Polls count from here: a receiver or NF that spun idle until the first
 	 * frame would otherwise look idle however saturated it was afterwards. */
 	memset(&r->poll.s, 0, sizeof(r->poll.s));
+	for (unsigned i = 0; i < POLL_STREAMS; i++)
+		r->poll.arr[i].n = 0;
 	memset(&r->poll_more, 0, sizeof(r->poll_more));
 	r->t_measure = now + clock_s_to_ticks(&r->clk, cf->warmup);
 	r->measuring = cf->warmup == 0;
@@ -287,6 +289,15 @@ static void poll_fields(struct json *j, const struct run *r)
 		json_null(j, "late_ns_mean");
 	json_u64(j, "waits", s.waits);
 	json_num(j, "waited_s", (double)s.waited_ns / 1e9, 6);
+	json_u64(j, "woken", s.woken);
+	/* adaptive: the pace it followed, and how often a frame came while it
+	 * was yielding (on time) rather than sleeping or waiting */
+	json_u64(j, "arrivals", poller_arrivals(&r->poll));
+	json_u64(j, "on_time", s.on_time);
+	if (poller_gap_ns(&r->poll))
+		json_u64(j, "gap_ns", poller_gap_ns(&r->poll));
+	else
+		json_null(j, "gap_ns");
 	json_close(j, '{');
 }
 

@@ -112,7 +112,7 @@ static inline enum rx_step run_rx_step(struct run *r, unsigned n, uint64_t now)
 		poller_empty(&r->poll, now, UINT64_MAX);
 		return RX_IDLE;
 	}
-	poller_got(&r->poll);
+	poller_got(&r->poll, now);
 	if (!r->started)
 		run_start(r, now);
 	return RX_GO;

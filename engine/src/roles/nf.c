@@ -173,6 +173,8 @@ int role_nf(struct run *r)
 		free(s);
 		return 1;
 	}
+	poller_expect(&r->poll, cf->rate);
+	poller_streams(&r->poll, s->nports);
 	r->rx_window = true;
 	r->collect = collect;
 	r->collect_arg = s;
@@ -184,6 +186,11 @@ int role_nf(struct run *r)
 			n[i] = s->port[i]->ops->rx_burst(s->port[i], s->pkts[i], burst);
 		uint64_t now = clock_ticks();
 		unsigned got = n[0] + n[1];
+
+		if (s->nports > 1)   /* each port's pace apart (poll.h) */
+			for (unsigned i = 0; i < 2; i++)
+				if (n[i])
+					poller_arrived(&r->poll, i, now);
 
 		enum rx_step step = run_rx_step(r, got, now);
 

@@ -66,7 +66,7 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 		poller_empty(&r->poll, now, stop && stop + pr->drain < until ? stop + pr->drain : until);
 		return true;
 	}
-	poller_got(&r->poll);
+	poller_got(&r->poll, now);
 	uint64_t now_ns = clock_ns(&r->clk, now);
 	for (uint16_t i = 0; i < n; i++) {
 		const uint8_t *d = pkts[i].data;
@@ -151,6 +151,7 @@ int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	if (poller_init(&pr->rx.poll, cf->poll, tx->clk.hz, pr->api, NULL) ||
 	    poller_init(&tx->poll, cf->poll, tx->clk.hz, NULL, NULL))
 		goto out;
+	poller_expect(&pr->rx.poll, cf->rate);   /* its own frames come back at its pace */
 	run_ready(tx);
 	/* both timelines start at the same tick; only tx ends by duration */
 	uint64_t now = clock_ticks();
