@@ -89,6 +89,13 @@ class DropSampler:
             except Exception:  # noqa: BLE001 - a missed sample is retried next interval
                 pass
 
+    def rebase(self) -> None:
+        """Count from zero again: what the ports have counted so far is the base's."""
+        now = self._read()
+        with self._lock:
+            self._last = {port: {k: counts.get(k, 0) for k in DROPS} for port, counts in now.items()}
+            self._base = {port: {k: -v for k, v in last.items()} for port, last in self._last.items()}
+
     def sample(self) -> None:
         now = self._read()
         with self._lock:
@@ -121,12 +128,14 @@ class OvsPlane(DpdkPlane):
     processes = True
     nic_ports = True
     nic_drivers = NIC_DRIVERS
+    keeps = True
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
         self.ovs: ovsdb.Ovs | None = None
         self.bridge = ""
         self.ofports: dict[int, str] = {}   # OpenFlow port -> port name
+        self.flows: list[str] = []          # the bridge's rules, as setup() added them
         self.drops: DropSampler | None = None
 
     @classmethod
@@ -181,9 +190,22 @@ class OvsPlane(DpdkPlane):
                       "actions=resubmit(,1)",
                       f"cookie={TX_COOKIE | ofport:#x},table=1,priority=10,dl_dst={port.mac},"
                       "actions=NORMAL"]
+        self.flows = flows
         self.ovs.add_flows(self.bridge, flows)
         self.drops = DropSampler(lambda: self.ovs.counters(self.bridge))
         self.drops.start()
+
+    def reset(self) -> None:
+        """As after setup(): the datapath's cached flows purged (their counts
+        pushed to the rules first), the rules replaced by fresh ones (zero
+        counts), the drops counted from now. The static MAC entries stay: the
+        point's ports and MACs are the same (run/keep.py's key)."""
+        self.ovs.appctl("revalidator/purge")
+        self.ovs.replace_flows(self.bridge, self.flows)
+        self.drops.rebase()
+
+    def alive(self) -> bool:
+        return self.ovs is not None and self.ovs.alive()
 
     def pids(self) -> list[int]:
         return self.ovs.pids() if self.ovs else []

@@ -124,7 +124,7 @@ class Trial:
         receivers = [p.receiver for p in pairs if p.receiver.runs_engine]
         # Each listens on its upstream link before its upstream neighbour starts.
         in_path = [nf for p in pairs for nf in reversed(p.nfs)]
-        before = self.bed.counters()
+        before = self.bed.first_counters()
         udp_before = self._udp_counters()
         self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
