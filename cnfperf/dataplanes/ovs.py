@@ -1,8 +1,11 @@
 """ovs: Open vSwitch with DPDK, userspace datapath, NORMAL (learning) switching.
 
-One dpdkvhostuserclient port per port of the test point: OVS is the vhost-user
-client, so the engines' virtio-user ports are the servers and OVS (re)connects to
-them as they come up. Every port's MAC is entered in the MAC table as a static entry when
+One dpdkvhostuser port per port of the test point: OVS is the vhost-user
+server, its socket listening from the moment the port is added, so an engine's
+virtio-user (the client) connects at once, and again after a point or a trial
+before it left. (As the client, dpdkvhostuserclient, OVS retried a server that
+was not up yet once a second: the engines waited up to a second for it, every
+trial.) Every port's MAC is entered in the MAC table as a static entry when
 its port is added: a receiver never sends in throughput mode, and NORMAL would
 otherwise flood every frame to every port (and count a drop on the bridge's own
 port). ovsdb-server and ovs-vswitchd are private to the test point (see ovsdb.py).
@@ -16,6 +19,10 @@ makes every forwarding decision:
 Drops come from the port counters, sampled while connected and summed across
 reconnects (what drops in the last sampling interval before a disconnect is
 missed); tx_packets is what was switched to P minus its tx drops.
+
+Kept between points (switch_keep, run/keep.py): the ports, their MACs and the
+rules stay; reset() purges the datapath's flows, replaces the rules (their
+counts start at zero) and counts drops from then on.
 
 Queues: a vhost-user port's Rx queues are what its virtio-user peer offers
 (`queues=` in the engines' vdev: switch_rxq); OVS's options:n_rxq applies to
@@ -38,6 +45,7 @@ from cnfperf.fields import NIC_DRIVERS
 from cnfperf.host.links import del_link, links
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.plan import Port
+from cnfperf.runtimes.base import Mount
 from cnfperf.host.system import CommandFailed
 
 if TYPE_CHECKING:
@@ -115,7 +123,7 @@ class DropSampler:
 
 class OvsPlane(DpdkPlane):
     name = "ovs"
-    description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
+    description = "Open vSwitch, DPDK userspace datapath, vhost-user server ports, NORMAL switching"
     style = 6
     poll_threads = 1
     rx_interrupts = True
@@ -156,7 +164,13 @@ class OvsPlane(DpdkPlane):
         return SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB
 
     def _socket(self, port: Port) -> str:
-        return str(self.sock_dir / f"{port.name}.sock")
+        """OVS's vhost-user server socket for the port (ovsdb.Ovs.add_vhost_port)."""
+        return str(self.dir / "ovs" / ovsdb.VHOST_DIR / port.name)
+
+    def mounts(self) -> tuple[Mount, ...]:
+        """Its vhost-user sockets' directory (OVS's own) and the hugepages."""
+        vhost = str(self.dir / "ovs" / ovsdb.VHOST_DIR)
+        return (Mount(vhost, vhost), Mount(self.huge_dir, self.huge_dir))
 
     def setup(self) -> None:
         # OVS pins one PMD thread to every core of pmd-cpu-mask and cannot leave
@@ -181,7 +195,7 @@ class OvsPlane(DpdkPlane):
             if vdev:   # a wire's end: its node is on another host
                 self.ovs.add_dpdk_port(self.bridge, port.name, vdev, ofport)
             else:
-                self.ovs.add_vhost_client_port(self.bridge, port.name, self._socket(port), ofport)
+                self.ovs.add_vhost_port(self.bridge, port.name, ofport)
             if self._mtu() != 1500:
                 self.ovs.vsctl("set", "Interface", port.name, f"mtu_request={self._mtu()}")
             self.ovs.learn(self.bridge, port.name, port.mac)
@@ -211,7 +225,7 @@ class OvsPlane(DpdkPlane):
         return self.ovs.pids() if self.ovs else []
 
     def frontend(self, port: Port) -> Frontend:
-        return Frontend(self._socket(port), server=True, queues=self.point.scenario.switch_rxq)
+        return Frontend(self._socket(port), queues=self.point.scenario.switch_rxq)
 
     def queues(self) -> list[dict]:
         if self.ovs is None:

@@ -68,6 +68,7 @@ class Keeper:
         self.kept: Kept | None = None
         self.passed_point: int | None = None
         self.served: dict[str, Any] = {}   # how the last point's switch came: switch.json
+        self.not_kept = "the run's first switch"   # why no switch is kept, if none is
 
     def take(self, point: TestPoint) -> DataPlane | None:
         """The kept switch if this point may have it (same key, still healthy),
@@ -75,6 +76,7 @@ class Keeper:
         kept, self.kept = self.kept, None
         self.served = {"kept": False, "points": 1}
         if kept is None:
+            self.served["fresh_because"] = self.not_kept
             return None
         key = switch_key(point)
         why = None
@@ -91,6 +93,9 @@ class Keeper:
                 kept.dataplane.reuse(point)
             except Exception as e:  # a switch that cannot be reset is not used
                 why = f"could not be reset: {e}"
+            except BaseException:   # a signal: the switch goes, as the run does
+                kept.dataplane.stop()
+                raise
         if why is not None:
             self.served["fresh_because"] = why
             kept.dataplane.stop()
@@ -106,7 +111,12 @@ class Keeper:
         """The point is over: keep its switch (release) if it passed and may,
         else stop it."""
         points = self.served.get("points", 1)
-        if self.passed_point != point.index or not keepable(point) or not dataplane.keeps:
+        self.not_kept = ("the point before failed" if self.passed_point != point.index else
+                         "switch_keep = no" if not point.scenario.switch_keep else
+                         "a switch of another host" if not keepable(point) else
+                         f"{dataplane.name} is not kept between points"
+                         if not dataplane.keeps else "")
+        if self.not_kept:
             dataplane.stop()
             return
         try:
@@ -120,4 +130,5 @@ class Keeper:
         """The run is over (done, failed or interrupted): the kept switch goes."""
         kept, self.kept = self.kept, None
         if kept is not None:
+            self.not_kept = "the point before had no switch here"
             kept.dataplane.stop()

@@ -495,6 +495,7 @@ def test_consecutive_points_made_alike_share_a_kept_switch(run, machine, keeping
     served = [json.loads((run_dir / f"point{i}" / "switch.json").read_text()) for i in range(4)]
     assert [(s["kept"], s["points"]) for s in served] == [(False, 1), (True, 2), (False, 1),
                                                           (True, 2)]
+    assert served[0]["fresh_because"] == "the run's first switch"
     assert served[2]["fresh_because"] == "the switch is made differently for this point"
     assert all(s["switch"] == "veth" and s["counters"] == {} for s in served)
 
