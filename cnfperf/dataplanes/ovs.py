@@ -51,14 +51,19 @@ from cnfperf.host.system import CommandFailed
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
 
-# OVS sizes one shared mbuf pool per MTU to what fits, halving from 256k mbufs
-# down to 16k, and vhost devices are allocated from what the pool left over.
-# Within 256 MB the pool took 64k mbufs and left so little that a vhost
-# device could not be allocated in 16 of 226 two-pair runs ("failed to
-# allocate memory for new device": the engine saw its connection drop while
-# it set up); 384 MB leaves the same pool 170 MB of room.
+# OVS's shared mbuf pool (one per MTU) takes what fits of its memory, halving
+# from 256k mbufs down to 16k, and vhost devices are allocated from what it
+# left: with 384 MB an engine's handshake found too little for its rings in 3
+# of 8 points ("failed to allocate memory for vq internal data") once engines
+# connected as soon as OVS listened. So every port gets a pool of its own
+# (per-port-memory), sized for its queues as OVS sizes it (16k mbufs and a
+# ring's worth per Rx and Tx queue), and the memory is what those need beside
+# EAL's own and the vhost devices' (SWITCH_MB at least, as before).
 SWITCH_MB = 384
 JUMBO_SWITCH_MB = 1024
+BASE_MB = 128
+PORT_MBUFS = 16384
+RING_MBUFS = 2048
 # The netdev datapath's own tap device; one per host, whoever runs it.
 DATAPATH_DEVICE = "ovs-netdev"
 RX_COOKIE, TX_COOKIE = 0x10000, 0x20000
@@ -161,7 +166,14 @@ class OvsPlane(DpdkPlane):
         return mtu_for(self.point.scenario.size)
 
     def switch_mb(self) -> int:
-        return SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB
+        s = self.point.scenario
+        # an mbuf: the frame in whole KB, headroom, struct rte_mbuf, pool header
+        mbuf = -(-(self._mtu() + 26) // 1024) * 1024 + 128 + 128 + 64
+        # Rx queues the engines offer; a Tx queue per PMD thread and the main one
+        mbufs = PORT_MBUFS + RING_MBUFS * (s.switch_rxq + len(self.cpus) + 1) + 32 * s.switch_rxq
+        ports = len(self.point.ports_joined_here())
+        need = BASE_MB + -(-ports * mbufs * mbuf // 2**20)
+        return max(need, SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB)
 
     def _socket(self, port: Port) -> str:
         """OVS's vhost-user server socket for the port (ovsdb.Ovs.add_vhost_port)."""

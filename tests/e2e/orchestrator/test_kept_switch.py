@@ -61,7 +61,7 @@ def test_a_kept_switch_measures_what_a_fresh_one_does(engine, cli, cli_json, res
             assert point["counters"][_tester(point)["endpoint"]]["rx_packets"] == _sent(point)
         # paced alike: kept or fresh, the same frames arrive
         assert abs(k["per_pair"][0]["received"] - f["per_pair"][0]["received"]) <= 0.02 * rate
-    (_, first), (_, second) = [served for _, served in kept]
+    first, second = [served for _, served in kept]
     assert (first["kept"], second["kept"], second["points"]) == (False, True, 2)
     assert first["pids"] == second["pids"] != [], "the second point ran on the same switch"
     # the kept switch starts the second point clean: its counters reset
