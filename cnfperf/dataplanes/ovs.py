@@ -51,19 +51,17 @@ from cnfperf.host.system import CommandFailed
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
 
-# OVS's shared mbuf pool (one per MTU) takes what fits of its memory, halving
-# from 256k mbufs down to 16k, and vhost devices are allocated from what it
-# left: with 384 MB an engine's handshake found too little for its rings in 3
-# of 8 points ("failed to allocate memory for vq internal data") once engines
-# connected as soon as OVS listened. So every port gets a pool of its own
-# (per-port-memory), sized for its queues as OVS sizes it (16k mbufs and a
-# ring's worth per Rx and Tx queue), and the memory is what those need beside
-# EAL's own and the vhost devices' (SWITCH_MB at least, as before).
-SWITCH_MB = 384
+# OVS sizes one shared mbuf pool per MTU to what fits, halving from 256k mbufs
+# down to 16k, and vhost devices are allocated from what the pool left over.
+# Each try that does not fit takes memory until it fails: an engine whose
+# handshake came meanwhile found none for its rings ("failed to allocate
+# memory for vq internal data"; 3 of 8 fresh points with 384 MB once engines
+# connected as soon as OVS listened). With 1 GB the first try (256k mbufs of
+# a 1500-byte MTU) fits and leaves room. (A pool per port, per-port-memory,
+# also avoided it, but then OVS lost frames to a full receiver it did not
+# count as dropped.) Jumbo frames' pools still halve within their 1 GB.
+SWITCH_MB = 1024
 JUMBO_SWITCH_MB = 1024
-BASE_MB = 128
-PORT_MBUFS = 16384
-RING_MBUFS = 2048
 # The netdev datapath's own tap device; one per host, whoever runs it.
 DATAPATH_DEVICE = "ovs-netdev"
 RX_COOKIE, TX_COOKIE = 0x10000, 0x20000
@@ -166,14 +164,7 @@ class OvsPlane(DpdkPlane):
         return mtu_for(self.point.scenario.size)
 
     def switch_mb(self) -> int:
-        s = self.point.scenario
-        # an mbuf: the frame in whole KB, headroom, struct rte_mbuf, pool header
-        mbuf = -(-(self._mtu() + 26) // 1024) * 1024 + 128 + 128 + 64
-        # Rx queues the engines offer; a Tx queue per PMD thread and the main one
-        mbufs = PORT_MBUFS + RING_MBUFS * (s.switch_rxq + len(self.cpus) + 1) + 32 * s.switch_rxq
-        ports = len(self.point.ports_joined_here())
-        need = BASE_MB + -(-ports * mbufs * mbuf // 2**20)
-        return max(need, SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB)
+        return SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB
 
     def _socket(self, port: Port) -> str:
         """OVS's vhost-user server socket for the port (ovsdb.Ovs.add_vhost_port)."""

@@ -184,11 +184,6 @@ class Ovs:
             f"other_config:max-revalidator={MAX_REVALIDATOR_MS}",
             # its vhost-user server sockets (dpdkvhostuser ports), relative to run_dir
             f"other_config:vhost-sock-dir={self.vhost_dir.name}",
-            # A pool per port, sized for its queues: OVS's shared pool takes
-            # what fits of memory_mb, and an engine's handshake then found too
-            # little left for its rings ("failed to allocate memory for vq
-            # internal data").
-            "other_config:per-port-memory=true",
         ]
 
     def _dpdk_ready(self) -> bool:
