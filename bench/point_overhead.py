@@ -80,7 +80,7 @@ def main() -> None:
           f"{args.runs} run(s) each")
     cases = {"ovs kept": ("--switch", "ovs", "--api", "dpdk", "--switch-keep", "yes"),
              "ovs fresh": ("--switch", "ovs", "--api", "dpdk", "--switch-keep", "no"),
-             "veth": ("--switch", "veth", "--api", "udp")}
+             "veth": ("--switch", "veth", "--api", "raw")}
     found: dict[str, list[tuple[float, float]]] = {case: [] for case in cases}
     shared = {}
     with tempfile.TemporaryDirectory(prefix="cnfperf-bench-") as tmp:
