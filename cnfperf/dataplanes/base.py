@@ -25,7 +25,6 @@ A switch a run keeps between points (keeps; run/keep.py) also has:
     release()     the point is over, its engines gone: the switch stays up
     reuse(point)  the next point, made alike: counters and learned state reset
     stale()       why the kept switch cannot serve again (a process gone), or None
-    clean()       its counters, read after start() or reuse(): all zero
 Every resource is added to the journal before it is created.
 
 A switch with processes of its own (ovs, testpmd) runs them on the host, or,
@@ -262,8 +261,3 @@ class DataPlane(ABC):
         """Why the kept switch cannot serve another point (a process exited, a
         port gone), or None when it can."""
         return None
-
-    def clean(self) -> dict[str, PortCounters]:
-        """Its counters as a point begins (after start() or reuse()): zero on
-        a clean switch; a point's switch.json keeps them."""
-        return self.counters()
