@@ -21,6 +21,10 @@ Columns of a row:
   search    only steers an ndr/pdr search: a fixed-rate point's key ignores it
   words     a value may be a command line (nf's cmd:TEMPLATE): its commas are its
             own, and it is shown by its first word
+  switch_config  the switch is made for its value: two consecutive points that
+            differ in it never share a kept switch (run/keep.py, switch_keep)
+  late      added after runs were stored: a point's key leaves it out at its
+            default, so a stored point keeps its key (and `--resume` its data)
 Every field may take several values (a list or a range): a sweep.
 """
 from __future__ import annotations
@@ -98,6 +102,8 @@ class Field:
     # holds a space makes the whole text one value, its commas its own; it is
     # shown by its first word.
     words: bool = False
+    switch_config: bool = False
+    late: bool = False
 
     @property
     def flag(self) -> str:
@@ -108,27 +114,30 @@ FIELDS: list[Field] = [
     # its help goes on with the data planes' names (reference.help_text): they are
     # the registry's, above this table
     Field("switch", "str", "veth", "data plane", axis=0, column="TEXT", label="bare",
-          describe=True),
+          describe=True, switch_config=True),
     # The next three name the data planes they concern (reference.help_text asks
     # the registry's capabilities: processes, max_cores, max_rxq).
     Field("switch_in", "choice", "host", "where the switch runs: host, or container (a "
           "container of its own, with its own cgroup: runtime runc or podman)", axis=1,
-          choices=SWITCH_IN, column="TEXT", label="named"),
+          choices=SWITCH_IN, column="TEXT", label="named", switch_config=True),
     Field("switch_cores", "int", 1, "the switch's poll threads (PMD threads, forwarding cores), "
           "one core each", axis=2, ge=1,
-          le=64, column="INTEGER", label="named"),
+          le=64, column="INTEGER", label="named", switch_config=True),
     Field("switch_rxq", "int", 1, "Rx queues per switch port, spread over the switch's poll "
           "threads (the engines offer them on their vhost-user ports but poll queue 0 only: more "
           "queues matter with several pairs and for the switch's queue scheduling)", axis=3,
-          ge=1, le=16, column="INTEGER", label="named"),
+          ge=1, le=16, column="INTEGER", label="named", switch_config=True),
     Field("switch_quota", "float", None, "CPU quota of the switch's container (switch_in = "
           "container), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
-          unit="%", gt=0, column="REAL", label="named", optional=True),
+          unit="%", gt=0, column="REAL", label="named", optional=True, switch_config=True),
     Field("quota_period", "int", 100_000, "the CFS period over which quotas are enforced",
-          axis=5, unit="µs", ge=1000, le=1_000_000, column="INTEGER"),
+          axis=5, unit="µs", ge=1000, le=1_000_000, column="INTEGER", switch_config=True),
+    Field("switch_keep", "bool", True, "keep the switch up between consecutive points of a "
+          "run whose switch is made alike (its counters reset, its state checked); no: a "
+          "fresh switch for every point", axis=39, column="", late=True),
     Field("pin", "bool", True, "pin the switch and the network functions to their planned "
           "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
-          label="named"),
+          label="named", switch_config=True),
     Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=14,
           choices=APIS, column="TEXT", label="bare", describe=True),
     Field("mode", "choice", "throughput", "throughput (send/recv) or latency (client/server)",
@@ -165,9 +174,9 @@ FIELDS: list[Field] = [
           "(and either where only it can run)", axis=13, choices=(AUTO, *TESTERS),
           column="TEXT", label="named", describe=True),
     Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=31, unit="bytes",
-          ge=64, le=9216, column="INTEGER", label="named", describe=True),
+          ge=64, le=9216, column="INTEGER", label="named", describe=True, switch_config=True),
     Field("burst", "int", 32, "packets per burst; default: 32 for throughput, 1 for latency",
-          axis=32, ge=1, le=1024, column="INTEGER", label="named"),
+          axis=32, ge=1, le=1024, column="INTEGER", label="named", switch_config=True),
     Field("rate", "rate", 0.0, "offered rate per pair: 1000, 500k, 2.5M; 0 = max; or a search: "
           "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=38, unit="pps",
           column="REAL", label="named", describe=True, searchable=True, zero="max"),
@@ -185,10 +194,11 @@ FIELDS: list[Field] = [
           "until shortly before the next packet is due at the traffic's pace, then wait for it), "
           "interrupt (sleep until a packet arrives); "
           "default: interrupt for latency with udp or raw, else busy", axis=17, choices=POLLS,
-          column="TEXT", label="named"),
+          column="TEXT", label="named", switch_config=True),
     Field("runtime", "str", "runc", "container runtime: runc (an OCI bundle each, runc itself), "
           "podman (the same images in podman's store, podman's containers) or netns (no image "
-          "nor cgroup: the host's binaries in the endpoint's netns)", axis=7, column="TEXT"),
+          "nor cgroup: the host's binaries in the endpoint's netns)", axis=7, column="TEXT",
+          switch_config=True),
     Field("nf_in", "str", "container", "where each network function runs: container (in the "
           "runtime's container), or vm (a QEMU virtual machine of its own); places joined "
           "by + give a path's NFs theirs in order, the last repeating (vm+container)",
@@ -199,24 +209,24 @@ FIELDS: list[Field] = [
     Field("hosts", "str", "", "the inventory of other hosts (a hosts.toml file: their SSH "
           "addresses and the wires between them); needed when tester_host, dut_host or "
           "nf_host names one",
-          axis=-3),
+          axis=-3, switch_config=True),
     Field("tester_host", "str", LOCAL, "the host the tester's ends run on: local, or a host of "
           "the inventory (hosts); on another host than dut_host its ports are NICs wired to "
           "the switch's host. Two joined by + put the sender (client) on the first, the "
           "receiver (server) on the second (tester = split): no one-way latency then, two "
-          "clocks", axis=-1, column="TEXT", label="named"),
+          "clocks", axis=-1, column="TEXT", label="named", switch_config=True),
     Field("dut_host", "str", LOCAL, "the host under test: where the switch and the network "
           "functions run (local, or a host of the inventory)", axis=-2, column="TEXT",
-          label="named"),
+          label="named", switch_config=True),
     Field("nf_host", "str", "", "the host each network function runs on, if not dut_host: "
           "hosts joined by + give a path's NFs theirs in order, the last repeating (dut+dut2: "
           "a chain across two hosts, each with its switch, wired)", axis=-4, column="TEXT",
-          label="named"),
+          label="named", switch_config=True),
     Field("nic_driver", "choice", "af_packet", "how DPDK opens a NIC that is a wire's end "
           "(a port of a node on another host): af_packet (an AF_PACKET socket's ring) or af_xdp "
           "(an AF_XDP socket; frames up to 1924 bytes); the switches that open NICs with DPDK "
           "and the tester or NFs with api = dpdk use it", axis=-5, choices=NIC_DRIVERS,
-          column="TEXT", label="named"),
+          column="TEXT", label="named", switch_config=True),
     Field("accel", "choice", AUTO, "how virtual machines run: kvm (hardware virtualisation), "
           "tcg (QEMU's emulation: slow, results marked emulated), or auto (kvm where the "
           "host's KVM boots the guest, else tcg)", axis=10, choices=(AUTO, *ACCELS),
@@ -298,6 +308,17 @@ def axis_order() -> tuple[str, ...]:
 def stored() -> tuple[Field, ...]:
     """Fields with a column of their own in the store, in table order."""
     return tuple(f for f in FIELDS if f.column)
+
+
+@cache
+def switch_config() -> tuple[str, ...]:
+    """The fields a switch is made for (run/keep.py's switch_key)."""
+    return tuple(f.name for f in FIELDS if f.switch_config)
+
+
+@cache
+def late() -> tuple[Field, ...]:
+    return tuple(f for f in FIELDS if f.late)
 
 
 @cache

@@ -189,8 +189,13 @@ def validate(raw: dict[str, Any], check: Check | None = None) -> Scenario:
 
 
 def canonical(s: Scenario) -> dict[str, Any]:
-    """Every field with its value, defaults filled in: what a point's key is hashed from."""
+    """Every field with its value, defaults filled in: what a point's key is hashed
+    from; a field added later (Field.late) only where it is not at its default, so
+    that a run stored before it keeps its points' keys."""
     values = s.model_dump(mode="json")
+    for f in fields.late():
+        if values.get(f.name) == f.default:
+            values.pop(f.name)
     if not s.rate.is_search:
         for name in fields.search_only():
             values.pop(name)

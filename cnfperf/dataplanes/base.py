@@ -21,6 +21,10 @@ Lifecycle for one test point, driven by testbed.Builder and trial.py:
                   while the engines' ports are up
     pids()        the switch's own processes (CPU accounting), or its `container`
     stop()        remove what start() created; safe to call after a partial start
+A switch a run keeps between points (keeps; run/keep.py) also has:
+    release()     the point is over, its engines gone: the switch stays up
+    reuse(point)  the next point, made alike: counters and learned state reset
+    stale()       why the kept switch cannot serve again (a process gone), or None
 Every resource is added to the journal before it is created.
 
 A switch with processes of its own (ovs, testpmd) runs them on the host, or,
@@ -157,6 +161,10 @@ class DataPlane(ABC):
     # the kernel holds the NIC for it (the bridge enslaves it), none is used.
     nic_drivers: ClassVar[tuple[str, ...]] = ()
 
+    # Whether a run may keep it up between consecutive points made alike
+    # (switch_keep; run/keep.py): it implements release, reuse and stale.
+    keeps: ClassVar[bool] = False
+
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal
         self.home = home
@@ -237,3 +245,19 @@ class DataPlane(ABC):
 
     @abstractmethod
     def stop(self) -> None: ...
+
+    # --- a switch kept between points (keeps) --------------------------------
+    def release(self) -> None:
+        """The point is over and its engines are gone; the switch stays up for
+        the next point (nothing of the point's may stay in it but its ports)."""
+        raise NotImplementedError(f"{self.name} is not kept between points")
+
+    def reuse(self, point: TestPoint) -> None:
+        """Serve the next point, made alike (run/keep.py's switch_key): its
+        counters and whatever it learned reset, as after start()."""
+        raise NotImplementedError(f"{self.name} is not kept between points")
+
+    def stale(self) -> str | None:
+        """Why the kept switch cannot serve another point (a process exited, a
+        port gone), or None when it can."""
+        return None

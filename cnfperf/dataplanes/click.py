@@ -55,11 +55,15 @@ class ClickPlane(DpdkPlane):
     max_size = dpdk_args.STD_BUFFER + dpdk_args.FCS
     nic_ports = True       # a wire's NIC through the af_packet or af_xdp PMD
     nic_drivers = NIC_DRIVERS
+    keeps = True
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
         self.click: Click | None = None
         self.index: dict[str, int] = {}    # port name -> DPDK port id
+        # Kept between points: its counts when the point began (its control
+        # socket is read, never written: counters() counts from these).
+        self.base: dict[str, int] = {}
 
     @classmethod
     def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
@@ -124,11 +128,28 @@ class ClickPlane(DpdkPlane):
         if self.click is None:
             return {}
         values = self.click.counts(click_app.counter_handlers(range(len(self.index))))
+        values = {h: v - self.base.get(h, 0) for h, v in values.items()}
         peers = {}
         for link in self._plan():
             peers[link.a], peers[link.b] = link.b, link.a
         return {name: click_app.port_counters(values, i, peers[i])
                 for name, i in self.index.items()}
+
+    def reset(self) -> None:
+        """Counted from here: its counts now are the base counters() subtracts.
+        Its EtherSwitches have learnt the same ports' MACs (run/keep.py's key)."""
+        self.base = {}
+        self.base = self.click.counts(click_app.counter_handlers(range(len(self.index))))
+
+    def alive(self) -> bool:
+        if self.click is None or self.click.console is None or \
+                self.click.console.proc.poll() is not None:
+            return False
+        try:
+            self.click.read(["in0.count"])
+        except (OSError, procs.ProcessError):
+            return False
+        return True
 
     def teardown(self) -> None:
         if self.click is not None:

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Frontend:
     """How a port's node reaches a vhost-user port: as its virtio front end, on
-    `socket`, creating it (`server`: the switch connects as a client, as OVS's
-    vhostuserclient ports do) or connecting to the switch's; offering `queues`
+    `socket`, creating it (`server`: the switch connects as a client, as Snabb
+    does) or connecting to the switch's; offering `queues`
     queue pairs. An engine does it with DPDK's virtio-user PMD, a virtual
     machine with QEMU's vhost-user netdev: one fact, two front ends."""
 
@@ -215,6 +215,30 @@ class DpdkPlane(DataPlane):
 
     def counters(self) -> dict[str, PortCounters]:
         return {}
+
+    # --- kept between points (keeps): a subclass with a switch process sets
+    # keeps and provides reset() and alive() ------------------------------------
+    def release(self) -> None:
+        """Its ports stay: the next point made alike (run/keep.py) names them
+        the same, and its engines reconnect as a search's next trial's do. Its
+        hugepages and run directory stay for them too."""
+
+    def reuse(self, point: TestPoint) -> None:
+        self.point = point
+        self.reset()
+
+    def reset(self) -> None:
+        """Its counters (and anything it learned) back to zero."""
+        raise NotImplementedError(f"{self.name} is not kept between points")
+
+    def alive(self) -> bool:
+        """Whether its switch process still runs and answers."""
+        return False
+
+    def stale(self) -> str | None:
+        if self.dir is None or not self.dir.exists():
+            return "its run directory is gone"
+        return None if self.alive() else "its switch process is gone or does not answer"
 
     def stop(self) -> None:
         """Processes (teardown), then their container and netns (removing it

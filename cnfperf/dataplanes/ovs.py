@@ -1,8 +1,11 @@
 """ovs: Open vSwitch with DPDK, userspace datapath, NORMAL (learning) switching.
 
-One dpdkvhostuserclient port per port of the test point: OVS is the vhost-user
-client, so the engines' virtio-user ports are the servers and OVS (re)connects to
-them as they come up. Every port's MAC is entered in the MAC table as a static entry when
+One dpdkvhostuser port per port of the test point: OVS is the vhost-user
+server, its socket listening from the moment the port is added, so an engine's
+virtio-user (the client) connects at once, and again after a point or a trial
+before it left. (As the client, dpdkvhostuserclient, OVS retried a server that
+was not up yet once a second: the engines waited up to a second for it, every
+trial.) Every port's MAC is entered in the MAC table as a static entry when
 its port is added: a receiver never sends in throughput mode, and NORMAL would
 otherwise flood every frame to every port (and count a drop on the bridge's own
 port). ovsdb-server and ovs-vswitchd are private to the test point (see ovsdb.py).
@@ -16,6 +19,10 @@ makes every forwarding decision:
 Drops come from the port counters, sampled while connected and summed across
 reconnects (what drops in the last sampling interval before a disconnect is
 missed); tx_packets is what was switched to P minus its tx drops.
+
+Kept between points (switch_keep, run/keep.py): the ports, their MACs and the
+rules stay; reset() purges the datapath's flows, replaces the rules (their
+counts start at zero) and counts drops from then on.
 
 Queues: a vhost-user port's Rx queues are what its virtio-user peer offers
 (`queues=` in the engines' vdev: switch_rxq); OVS's options:n_rxq applies to
@@ -38,6 +45,7 @@ from cnfperf.fields import NIC_DRIVERS
 from cnfperf.host.links import del_link, links
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.plan import Port
+from cnfperf.runtimes.base import Mount
 from cnfperf.host.system import CommandFailed
 
 if TYPE_CHECKING:
@@ -45,11 +53,14 @@ if TYPE_CHECKING:
 
 # OVS sizes one shared mbuf pool per MTU to what fits, halving from 256k mbufs
 # down to 16k, and vhost devices are allocated from what the pool left over.
-# Within 256 MB the pool took 64k mbufs and left so little that a vhost
-# device could not be allocated in 16 of 226 two-pair runs ("failed to
-# allocate memory for new device": the engine saw its connection drop while
-# it set up); 384 MB leaves the same pool 170 MB of room.
-SWITCH_MB = 384
+# Each try that does not fit takes memory until it fails: an engine whose
+# handshake came meanwhile found none for its rings ("failed to allocate
+# memory for vq internal data"; 3 of 8 fresh points with 384 MB once engines
+# connected as soon as OVS listened). With 1 GB the first try (256k mbufs of
+# a 1500-byte MTU) fits and leaves room. (A pool per port, per-port-memory,
+# also avoided it, but then OVS lost frames to a full receiver it did not
+# count as dropped.) Jumbo frames' pools still halve within their 1 GB.
+SWITCH_MB = 1024
 JUMBO_SWITCH_MB = 1024
 # The netdev datapath's own tap device; one per host, whoever runs it.
 DATAPATH_DEVICE = "ovs-netdev"
@@ -89,6 +100,13 @@ class DropSampler:
             except Exception:  # noqa: BLE001 - a missed sample is retried next interval
                 pass
 
+    def rebase(self) -> None:
+        """Count from zero again: what the ports have counted so far is the base's."""
+        now = self._read()
+        with self._lock:
+            self._last = {port: {k: counts.get(k, 0) for k in DROPS} for port, counts in now.items()}
+            self._base = {port: {k: -v for k, v in last.items()} for port, last in self._last.items()}
+
     def sample(self) -> None:
         now = self._read()
         with self._lock:
@@ -108,7 +126,7 @@ class DropSampler:
 
 class OvsPlane(DpdkPlane):
     name = "ovs"
-    description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
+    description = "Open vSwitch, DPDK userspace datapath, vhost-user server ports, NORMAL switching"
     style = 6
     poll_threads = 1
     rx_interrupts = True
@@ -121,12 +139,14 @@ class OvsPlane(DpdkPlane):
     processes = True
     nic_ports = True
     nic_drivers = NIC_DRIVERS
+    keeps = True
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
         self.ovs: ovsdb.Ovs | None = None
         self.bridge = ""
         self.ofports: dict[int, str] = {}   # OpenFlow port -> port name
+        self.flows: list[str] = []          # the bridge's rules, as setup() added them
         self.drops: DropSampler | None = None
 
     @classmethod
@@ -147,7 +167,13 @@ class OvsPlane(DpdkPlane):
         return SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB
 
     def _socket(self, port: Port) -> str:
-        return str(self.sock_dir / f"{port.name}.sock")
+        """OVS's vhost-user server socket for the port (ovsdb.Ovs.add_vhost_port)."""
+        return str(self.dir / "ovs" / ovsdb.VHOST_DIR / port.name)
+
+    def mounts(self) -> tuple[Mount, ...]:
+        """Its vhost-user sockets' directory (OVS's own) and the hugepages."""
+        vhost = str(self.dir / "ovs" / ovsdb.VHOST_DIR)
+        return (Mount(vhost, vhost), Mount(self.huge_dir, self.huge_dir))
 
     def setup(self) -> None:
         # OVS pins one PMD thread to every core of pmd-cpu-mask and cannot leave
@@ -172,7 +198,7 @@ class OvsPlane(DpdkPlane):
             if vdev:   # a wire's end: its node is on another host
                 self.ovs.add_dpdk_port(self.bridge, port.name, vdev, ofport)
             else:
-                self.ovs.add_vhost_client_port(self.bridge, port.name, self._socket(port), ofport)
+                self.ovs.add_vhost_port(self.bridge, port.name, ofport)
             if self._mtu() != 1500:
                 self.ovs.vsctl("set", "Interface", port.name, f"mtu_request={self._mtu()}")
             self.ovs.learn(self.bridge, port.name, port.mac)
@@ -181,15 +207,28 @@ class OvsPlane(DpdkPlane):
                       "actions=resubmit(,1)",
                       f"cookie={TX_COOKIE | ofport:#x},table=1,priority=10,dl_dst={port.mac},"
                       "actions=NORMAL"]
+        self.flows = flows
         self.ovs.add_flows(self.bridge, flows)
         self.drops = DropSampler(lambda: self.ovs.counters(self.bridge))
         self.drops.start()
+
+    def reset(self) -> None:
+        """As after setup(): the datapath's cached flows purged (their counts
+        pushed to the rules first), the rules replaced by fresh ones (zero
+        counts), the drops counted from now. The static MAC entries stay: the
+        point's ports and MACs are the same (run/keep.py's key)."""
+        self.ovs.appctl("revalidator/purge")
+        self.ovs.replace_flows(self.bridge, self.flows)
+        self.drops.rebase()
+
+    def alive(self) -> bool:
+        return self.ovs is not None and self.ovs.alive()
 
     def pids(self) -> list[int]:
         return self.ovs.pids() if self.ovs else []
 
     def frontend(self, port: Port) -> Frontend:
-        return Frontend(self._socket(port), server=True, queues=self.point.scenario.switch_rxq)
+        return Frontend(self._socket(port), queues=self.point.scenario.switch_rxq)
 
     def queues(self) -> list[dict]:
         if self.ovs is None:

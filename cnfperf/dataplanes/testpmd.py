@@ -44,6 +44,7 @@ class TestPmdPlane(DpdkPlane):
     processes = True
     nic_ports = True
     nic_drivers = NIC_DRIVERS
+    keeps = True
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -97,6 +98,23 @@ class TestPmdPlane(DpdkPlane):
 
     def pids(self) -> list[int]:
         return [self.testpmd.pid] if self.testpmd and self.testpmd.pid else []
+
+    def reset(self) -> None:
+        """Forwarding stopped and started again: `start` zeroes the forwarding
+        counters counters() reads (and the PMDs' own are cleared too)."""
+        self.testpmd.command("stop")
+        self.testpmd.command("clear port stats all")
+        self.streams = testpmd_app.parse_streams(self.testpmd.forward())
+
+    def alive(self) -> bool:
+        if self.testpmd is None or self.testpmd.console is None or \
+                self.testpmd.console.proc.poll() is not None:
+            return False
+        try:
+            self.testpmd.command("show config fwd")
+        except procs.ProcessError:
+            return False
+        return True
 
     def frontend(self, port: Port) -> Frontend:
         return Frontend(self._socket(self.port(port)), queues=self.point.scenario.switch_rxq)

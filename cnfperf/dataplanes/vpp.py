@@ -55,6 +55,7 @@ class VppPlane(DpdkPlane):
     nic_ports = True    # a wire's NIC through VPP's af_packet plugin (host-interface)
     nic_drivers = ("af_packet",)   # its af_packet plugin (an AF_PACKET socket)
     undo = vpp_app.UNDO   # its shared memory files (vpp_app.unjournal)
+    keeps = True
     # VPP will not put a worker on its main thread's core: with n switch cores
     # only n - 1 would poll, so its main thread polls on one (max_cores = 1); its
     # ports are given one queue each (max_rxq = 1).
@@ -134,6 +135,21 @@ class VppPlane(DpdkPlane):
 
     def pids(self) -> list[int]:
         return [self.vpp.pid] if self.vpp and self.vpp.pid else []
+
+    def reset(self) -> None:
+        """Interface and error counters cleared; the bridge domain learns
+        nothing (learn 0), its static entries are the same ports' MACs."""
+        self.vpp.cli("clear interfaces")
+        self.vpp.cli("clear errors")
+
+    def alive(self) -> bool:
+        if self.vpp is None or self.vpp.proc is None or self.vpp.proc.poll() is not None:
+            return False
+        try:
+            self.vpp.cli("show version")
+        except vpp_app.VppError:
+            return False
+        return True
 
     def counters(self) -> dict[str, PortCounters]:
         if self.vpp is None:

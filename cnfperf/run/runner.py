@@ -38,7 +38,8 @@ from cnfperf.results.model import PointResult
 from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario, Sweep, canonical, tester_hosts
 from cnfperf.run.teardown import Interrupted, Signals, Teardown
-from cnfperf.run.testbed import Builder
+from cnfperf.run.keep import Keeper
+from cnfperf.run.testbed import Builder, Switch, Testbed
 from cnfperf.remote.hosts import Hosts, open_hosts
 from cnfperf.runtimes import RUNTIMES, VM
 from cnfperf.run.trial import Progress, RunTrial, Trials, run as run_trial
@@ -270,9 +271,12 @@ class Run:
 
         def say(detail: str) -> None:
             self._report(Progress(point, "setup", detail=detail))
-        trials = Trials(builder.build(point, teardown, say), directory, teardown, self._report,
-                        self.opts.trial)
-        return strategies.choose(point.scenario).run(trials, point.scenario)
+        bed = builder.build(point, teardown, say)
+        _switch_json(directory, bed, builder.keeper)
+        trials = Trials(bed, directory, teardown, self._report, self.opts.trial)
+        measured = strategies.choose(point.scenario).run(trials, point.scenario)
+        builder.keeper.passed(point)   # its switch may serve the next point
+        return measured
 
     def _directory(self, point: TestPoint) -> Path:
         """The point's directory: it describes itself without the database. A
@@ -329,6 +333,21 @@ def _why(e: BaseException) -> str:
     if isinstance(e, SystemFailure):
         return str(e)
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+def _switch_json(directory: Path, bed: Testbed, keeper: Keeper) -> None:
+    """switch.json: which switch served the point, whether it was kept from the
+    point before (and how many points it has served) or fresh (and why), and its
+    counters as the point began: zero on a clean switch."""
+    if not any(isinstance(n, Switch) for n in bed.nodes.values()):
+        return
+    bed.start_counters = bed.counters()
+    dataplane = bed.dataplane
+    (directory / "switch.json").write_text(json.dumps(
+        {"switch": dataplane.name, "keeps": dataplane.keeps, **keeper.served,
+         "pids": dataplane.pids(),
+         "counters": {port: asdict(c) for port, c in sorted(bed.start_counters.items())}},
+        indent=1) + "\n")
 
 
 def vm_facts(point: TestPoint) -> dict[str, Any] | None:

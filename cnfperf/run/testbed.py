@@ -30,6 +30,7 @@ from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf.run import noise
+from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
 from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, VM, Container, ImageInfo,
                               Journal, Mount, Quota, Runtime)
@@ -92,6 +93,9 @@ class Testbed:
     attachments: dict[str, Attachment] = field(default_factory=dict)
     # Seconds each NF's container took to create: the first part of its startup.
     create_s: dict[str, float] = field(default_factory=dict)
+    # The switch's counters as the point began (switch.json), which its first
+    # trial takes as its `before` instead of reading them again.
+    start_counters: dict[str, PortCounters] | None = None
 
     def container(self, name: str) -> Container:
         """The container of a tester's end or a network function."""
@@ -168,6 +172,12 @@ class Testbed:
                 found.update(node.dataplane.counters())
         return found
 
+    def first_counters(self) -> dict[str, PortCounters]:
+        """The counters a trial starts from: those read as the point began, once
+        (nothing has run since), then the switch's own."""
+        found, self.start_counters = self.start_counters, None
+        return found if found is not None else self.counters()
+
     @property
     def noise(self) -> Noise | None:
         return next((n.noise for n in self.nodes.values() if isinstance(n, Neighbour)), None)
@@ -240,6 +250,9 @@ class Builder:
         self._images: dict[tuple[str, str], ImageInfo] = {}
         self._static_apis: list[str] | None = None
         self._state_dir(teardown)
+        # The switch kept between points; stopped before the state directory goes.
+        self.keeper = Keeper()
+        teardown.push(None, self.keeper.drop)
 
     def image(self, runtime: str, kind: str = FULL) -> ImageInfo:
         """The engine's image of that kind in that runtime, prepared on first use."""
@@ -291,11 +304,14 @@ class Builder:
             point = replace(point, nics=tuple(
                 (p, i) for p, i in parts.nics_on(point, point.host, self.hosts.wiring(point))))
         bed = Testbed(point)
+        # The kept switch first: one this point cannot have is stopped before
+        # anything of the point exists.
+        kept = self.keeper.take(point) if point.links_joined_here() else self.keeper.drop()
         engines = [ep for ep in point.engines if point.here(ep.name)]
         nfs_here = [nf for nf in point.nfs if point.here(nf.name)]
         for name in (*(ep.name for ep in engines), *(nf.name for nf in nfs_here)):
             self._netns(name, teardown)
-        switch, nic = self._switch(point, teardown), self._nics(point, teardown)
+        switch, nic = self._switch(point, teardown, kept), self._nics(point, teardown)
         for node in (switch, nic):
             if node is not None:
                 bed.nodes[node.name] = node
@@ -411,17 +427,25 @@ class Builder:
         nic.start(point)
         return Switch(nic.name, nic)
 
-    def _switch(self, point: TestPoint, teardown: Teardown) -> Switch | None:
-        """The point's switch, where it joins links here; else None."""
+    def _switch(self, point: TestPoint, teardown: Teardown,
+                kept: DataPlane | None = None) -> Switch | None:
+        """The point's switch, where it joins links here: the one kept from the
+        previous point (the keeper has reset it), else a fresh one; else None.
+        The point's teardown hands it back to the keeper, which keeps it for
+        the next point or stops it (run/keep.py)."""
         s = point.scenario
         if not point.links_joined_here():
             return None
         name = s.switch
+        if kept is not None:
+            teardown.push(f"data-plane {name}", lambda: self.keeper.hand_back(point, kept))
+            return Switch(name, kept)
         home = SwitchHome(self._runtime(s.runtime, SWITCH), Quota.of(s.switch_quota, s.quota_period),
                           self.namespaces, self.journal) if s.switch_in == "container" else None
         dataplane = self.dataplanes[name](self.journal, home=home)
-        # Before start: stop() undoes a partial start too.
-        teardown.push(f"data-plane {name}", dataplane.stop)
+        # Before start: stop() undoes a partial start too (a point that did
+        # not measure never hands its switch on).
+        teardown.push(f"data-plane {name}", lambda: self.keeper.hand_back(point, dataplane))
         dataplane.start(point)
         return Switch(name, dataplane)
 

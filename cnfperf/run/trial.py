@@ -125,7 +125,7 @@ class Trial:
         receivers = [p.receiver for p in pairs if p.receiver.runs_engine]
         # Each listens on its upstream link before its upstream neighbour starts.
         in_path = [nf for p in pairs for nf in reversed(p.nfs)]
-        before = self.bed.counters()
+        before = self.bed.first_counters()
         udp_before = self._udp_counters()
         self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
@@ -154,7 +154,10 @@ class Trial:
         except SystemFailure as e:   # what is only written down does not fail a point
             queues = []
             self.report(Progress(self.bed.point, "trial", detail=f"no queue map: {e}"))
-        time.sleep(DRAIN)
+        if receivers:
+            # A single tester has waited its own --drain for the frames still
+            # in flight before its summary: only receivers of their own need this.
+            time.sleep(DRAIN)
         engine_nfs = [nf for nf in in_path if self.commands[nf.name].records]
         self._stop(engine_nfs + receivers)
         # A command NF closes its ports when it stops: only once no engine polls,

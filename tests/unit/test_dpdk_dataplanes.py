@@ -358,3 +358,15 @@ def test_switch_rxq_sets_the_queues_both_ends_of_a_switch_port_offer():
         dp = DATAPLANES[switch](journal=None)
         dp.point, dp.dir = p, Path("/run/cnfperf/x")
         assert "queues=3" in dp.vdev(p.pairs[0].sender.port)
+
+
+def test_a_kept_ovs_counts_drops_from_its_reset_across_a_reconnect():
+    reads = iter([{1: {"rx_dropped": 7, "tx_dropped": 3}},    # the point before's, at reset
+                  {1: {"rx_dropped": 0, "tx_dropped": 1}},    # reconnected: counting anew
+                  {1: {"rx_dropped": 2, "tx_dropped": 1}}])
+    sampler = DropSampler(lambda: next(reads))
+    sampler.rebase()
+    assert sampler.totals() == {1: {"rx_dropped": 0, "tx_dropped": 0}}
+    sampler.sample()
+    sampler.sample()
+    assert sampler.totals() == {1: {"rx_dropped": 2, "tx_dropped": 1}}

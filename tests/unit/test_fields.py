@@ -99,3 +99,12 @@ def test_a_yes_no_field_reads_yes_or_no_wherever_it_is_shown():
         "bridge mmsg=yes touch=no"
     [pin] = [row for row in reference.fields_table().splitlines() if row.startswith("| `pin`")]
     assert "| `yes` | `yes`, `no` |" in pin
+
+
+def test_a_late_field_at_its_default_leaves_the_point_keys_of_stored_runs_as_they_were():
+    from cnfperf.scenario import build, canonical
+    [kept] = build({"switch": "ovs", "api": "dpdk", "rate": 1000}).scenarios
+    assert fields.by_name()["switch_keep"].late and kept.switch_keep is True
+    assert "switch_keep" not in canonical(kept), "a run stored before it would be measured again"
+    both = build({"switch": "ovs", "api": "dpdk", "rate": 1000, "switch_keep": "yes,no"})
+    assert len({p.key for p in both.plan.points}) == 2

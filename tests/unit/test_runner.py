@@ -7,6 +7,7 @@ stand-in engines. Real runs are tested end to end in tests/e2e/orchestrator."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 import signal
 import subprocess
@@ -47,8 +48,10 @@ class Machine:
 class Switch:
     """A DataPlane that records its lifecycle."""
 
+    name = "veth"
     poll_threads = 0
     container = None
+    keeps = False
 
     def __init__(self, machine: Machine, journal, home=None) -> None:
         self.machine = machine
@@ -453,3 +456,77 @@ def test_network_functions_start_from_the_receiver_and_close_before_it(run, mach
                                                     for n in ("p0s", "p0r", "n000", "n001")}
     [point] = stored["points"]
     assert point["shape"] == "pipeline" and len(point["nf_results"]) == 2
+
+
+class KeptSwitch(Switch):
+    """A data plane a run may keep between points (DataPlane.keeps)."""
+
+    keeps = True
+    healthy = True
+
+    def release(self) -> None:
+        self.machine.step("release")
+
+    def reuse(self, point) -> None:
+        self.machine.step("reuse", point.index)
+
+    def stale(self):
+        return None if self.healthy else "its process is gone"
+
+
+@pytest.fixture
+def keeping(machine):
+    return functools.partial(
+        Builder, dataplanes={"veth": functools.partial(KeptSwitch, machine)},
+        runtimes={"runc": functools.partial(Runtime, machine)}, namespaces=Namespaces(machine))
+
+
+def lifecycle(machine: Machine) -> list[tuple]:
+    return [e for e in machine.events if e[0] in ("start", "reuse", "release", "stop")]
+
+
+def test_consecutive_points_made_alike_share_a_kept_switch(run, machine, keeping, tmp_path):
+    outcome, _, stored = run({"size": "64,128", "rate": "10k,20k", "duration": 1},
+                             builder=keeping)
+    assert outcome.status == "done" and outcome.left == []
+    # a new size is a new switch (its MTU, its hugepages): the kept one goes first
+    assert lifecycle(machine) == [("start", 0), ("release",), ("reuse", 1), ("release",),
+                                  ("stop",), ("start", 2), ("release",), ("reuse", 3),
+                                  ("release",), ("stop",)]
+    run_dir = tmp_path / "results" / "runs" / outcome.run_id
+    served = [json.loads((run_dir / f"point{i}" / "switch.json").read_text()) for i in range(4)]
+    assert [(s["kept"], s["points"]) for s in served] == [(False, 1), (True, 2), (False, 1),
+                                                          (True, 2)]
+    assert served[0]["fresh_because"] == "the run's first switch"
+    assert served[2]["fresh_because"] == "the switch is made differently for this point"
+    assert all(s["switch"] == "veth" and s["counters"] == {} for s in served)
+
+
+def test_switch_keep_no_gives_every_point_a_fresh_switch(run, machine, keeping):
+    outcome, _, _ = run({"rate": "10k,20k", "duration": 1, "switch_keep": "no"},
+                        builder=keeping)
+    assert outcome.status == "done"
+    assert lifecycle(machine) == [("start", 0), ("stop",), ("start", 1), ("stop",)]
+
+
+def test_a_failed_point_never_hands_its_switch_on(run, machine, keeping):
+    machine.fail["trial 1"] = SystemFailure("engine failed")
+    outcome, _, stored = run({"rate": "10k,20k,30k", "duration": 1}, builder=keeping)
+    assert [p["status"] for p in stored["points"]] == ["done", "failed", "done"]
+    assert lifecycle(machine) == [("start", 0), ("release",), ("reuse", 1), ("stop",),
+                                  ("start", 2), ("release",), ("stop",)]
+
+
+def test_a_signal_stops_the_kept_switch_too(run, machine, keeping):
+    machine.fail["trial 1"] = runner.Interrupted(signal.SIGINT)
+    outcome, _, _ = run({"rate": "10k,20k,30k", "duration": 1}, builder=keeping)
+    assert outcome.status == "interrupted" and outcome.left == []
+    assert lifecycle(machine)[-1] == ("stop",) and len(machine.of("stop")) == 1
+
+
+def test_a_stale_kept_switch_is_replaced_by_a_fresh_one(run, machine, keeping, monkeypatch):
+    monkeypatch.setattr(KeptSwitch, "healthy", False)
+    outcome, _, _ = run({"rate": "10k,20k", "duration": 1}, builder=keeping)
+    assert outcome.status == "done"
+    assert lifecycle(machine) == [("start", 0), ("release",), ("stop",), ("start", 1),
+                                  ("release",), ("stop",)]
