@@ -69,6 +69,7 @@ class RemoteSwitch:
 
     container = None
     cpus: tuple[int, ...] = ()
+    keeps = False    # its host's agent stops it with the point (run/keep.py: keepable)
 
     def __init__(self, agent: Agent, name: str):
         self.agent = agent

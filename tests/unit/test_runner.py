@@ -440,8 +440,10 @@ def test_each_point_stores_the_shape_of_its_paths(run, nfs, shape):
 
 
 def test_network_functions_start_from_the_receiver_and_close_before_it(run, machine, tmp_path):
-    """Each NF listens before its upstream neighbour connects; every engine stops
-    polling before any closes; the path closes from the sender's end."""
+    """The receiver listens first and the sender starts last; NFs on kernel
+    interfaces start together, in no set order (test_nf_start_order holds DPDK
+    ports' depths one at a time); every engine stops polling before any closes;
+    the path closes from the sender's end."""
     builder, log = stand_ins(machine, tmp_path)
     outcome, _, stored = run({"nfs": 2, "api": "raw", "rate": "5k", "duration": 0.2,
                               "warmup": 0, "tester": "split"}, builder=builder,
@@ -449,7 +451,8 @@ def test_network_functions_start_from_the_receiver_and_close_before_it(run, mach
     assert outcome.status == "done", outcome.error
     events = [line.split() for line in log.read_text().splitlines()]
     short = [(name[8:], what) for name, what in events]
-    assert [n for n, what in short if what == "started"] == ["p0r", "n001", "n000", "p0s"]
+    started = [n for n, what in short if what == "started"]
+    assert started[0] == "p0r" and started[3] == "p0s" and set(started[1:3]) == {"n000", "n001"}
     assert [what for _, what in short if what != "started"] == ["summary"] * 4 + ["closed"] * 4
     assert [n for n, what in short if what == "closed"] == ["p0s", "n000", "n001", "p0r"]
     assert {e[1] for e in machine.of("create")} == {f"cnfp{outcome.run_id}{n}"
