@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Frontend:
     """How a port's node reaches a vhost-user port: as its virtio front end, on
-    `socket`, creating it (`server`: the switch connects as a client, as Snabb
-    does) or connecting to the switch's; offering `queues`
+    `socket`, creating it (`server`: the switch connects as a client, as OVS's
+    vhostuserclient ports and Snabb do) or connecting to the switch's; offering `queues`
     queue pairs. An engine does it with DPDK's virtio-user PMD, a virtual
     machine with QEMU's vhost-user netdev: one fact, two front ends."""
 

@@ -1,11 +1,11 @@
 """ovs: Open vSwitch with DPDK, userspace datapath, NORMAL (learning) switching.
 
-One dpdkvhostuser port per port of the test point: OVS is the vhost-user
-server, its socket listening from the moment the port is added, so an engine's
-virtio-user (the client) connects at once, and again after a point or a trial
-before it left. (As the client, dpdkvhostuserclient, OVS retried a server that
-was not up yet once a second: the engines waited up to a second for it, every
-trial.) Every port's MAC is entered in the MAC table as a static entry when
+One dpdkvhostuserclient port per port of the test point: OVS is the vhost-user
+client, so the engines' virtio-user ports are the servers and OVS (re)connects to
+them as they come up. (As the server, dpdkvhostuser, OVS would spare the engines
+its reconnect, up to a second per trial; but then it counted frames as sent to
+a receiver that never got them, about 1 run in 4 of the data-plane tests.)
+Every port's MAC is entered in the MAC table as a static entry when
 its port is added: a receiver never sends in throughput mode, and NORMAL would
 otherwise flood every frame to every port (and count a drop on the bridge's own
 port). ovsdb-server and ovs-vswitchd are private to the test point (see ovsdb.py).
@@ -45,7 +45,6 @@ from cnfperf.fields import NIC_DRIVERS
 from cnfperf.host.links import del_link, links
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.plan import Port
-from cnfperf.runtimes.base import Mount
 from cnfperf.host.system import CommandFailed
 
 if TYPE_CHECKING:
@@ -53,14 +52,11 @@ if TYPE_CHECKING:
 
 # OVS sizes one shared mbuf pool per MTU to what fits, halving from 256k mbufs
 # down to 16k, and vhost devices are allocated from what the pool left over.
-# Each try that does not fit takes memory until it fails: an engine whose
-# handshake came meanwhile found none for its rings ("failed to allocate
-# memory for vq internal data"; 3 of 8 fresh points with 384 MB once engines
-# connected as soon as OVS listened). With 1 GB the first try (256k mbufs of
-# a 1500-byte MTU) fits and leaves room. (A pool per port, per-port-memory,
-# also avoided it, but then OVS lost frames to a full receiver it did not
-# count as dropped.) Jumbo frames' pools still halve within their 1 GB.
-SWITCH_MB = 1024
+# Within 256 MB the pool took 64k mbufs and left so little that a vhost
+# device could not be allocated in 16 of 226 two-pair runs ("failed to
+# allocate memory for new device": the engine saw its connection drop while
+# it set up); 384 MB leaves the same pool 170 MB of room.
+SWITCH_MB = 384
 JUMBO_SWITCH_MB = 1024
 # The netdev datapath's own tap device; one per host, whoever runs it.
 DATAPATH_DEVICE = "ovs-netdev"
@@ -126,7 +122,7 @@ class DropSampler:
 
 class OvsPlane(DpdkPlane):
     name = "ovs"
-    description = "Open vSwitch, DPDK userspace datapath, vhost-user server ports, NORMAL switching"
+    description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
     style = 6
     poll_threads = 1
     rx_interrupts = True
@@ -167,13 +163,7 @@ class OvsPlane(DpdkPlane):
         return SWITCH_MB if self._mtu() <= 1500 else JUMBO_SWITCH_MB
 
     def _socket(self, port: Port) -> str:
-        """OVS's vhost-user server socket for the port (ovsdb.Ovs.add_vhost_port)."""
-        return str(self.dir / "ovs" / ovsdb.VHOST_DIR / port.name)
-
-    def mounts(self) -> tuple[Mount, ...]:
-        """Its vhost-user sockets' directory (OVS's own) and the hugepages."""
-        vhost = str(self.dir / "ovs" / ovsdb.VHOST_DIR)
-        return (Mount(vhost, vhost), Mount(self.huge_dir, self.huge_dir))
+        return str(self.sock_dir / f"{port.name}.sock")
 
     def setup(self) -> None:
         # OVS pins one PMD thread to every core of pmd-cpu-mask and cannot leave
@@ -198,7 +188,7 @@ class OvsPlane(DpdkPlane):
             if vdev:   # a wire's end: its node is on another host
                 self.ovs.add_dpdk_port(self.bridge, port.name, vdev, ofport)
             else:
-                self.ovs.add_vhost_port(self.bridge, port.name, ofport)
+                self.ovs.add_vhost_client_port(self.bridge, port.name, self._socket(port), ofport)
             if self._mtu() != 1500:
                 self.ovs.vsctl("set", "Interface", port.name, f"mtu_request={self._mtu()}")
             self.ovs.learn(self.bridge, port.name, port.mac)
@@ -228,7 +218,7 @@ class OvsPlane(DpdkPlane):
         return self.ovs.pids() if self.ovs else []
 
     def frontend(self, port: Port) -> Frontend:
-        return Frontend(self._socket(port), queues=self.point.scenario.switch_rxq)
+        return Frontend(self._socket(port), server=True, queues=self.point.scenario.switch_rxq)
 
     def queues(self) -> list[dict]:
         if self.ovs is None:

@@ -32,7 +32,6 @@ COMMS = ("ovsdb-server", "ovs-vswitchd", "ovs-vswitchd-dp")  # comm is cut at 15
 START_TIMEOUT = 60
 COMMAND_TIMEOUT = 20
 MAX_REVALIDATOR_MS = 100
-VHOST_DIR = "vhu"   # in run_dir: OVS takes a vhost-sock-dir relative to its run directory
 
 
 class OvsError(SystemFailure):
@@ -122,14 +121,13 @@ class Ovs:
     def __init__(self, run_dir: Path, file_prefix: str, huge_dir: str, memory_mb: int,
                  pmd_cpus: Sequence[int], cpus: Sequence[int] | None = None,
                  journal: Any = None, pmd_maxsleep_us: int = 0,
-                 launch: procs.Launch | None = None, vhost_dir: str = VHOST_DIR):
+                 launch: procs.Launch | None = None):
         self.run_dir = Path(run_dir)
         self.file_prefix = file_prefix
         self.huge_dir = huge_dir
         self.memory_mb = memory_mb
         self.pmd_cpus = tuple(pmd_cpus)
         self.pmd_maxsleep_us = pmd_maxsleep_us
-        self.vhost_dir = self.run_dir / vhost_dir
         self.launch = launch or procs.on_host(tuple(cpus) if cpus else None)
         self.journal = journal
         self.db_sock = self.run_dir / "db.sock"
@@ -150,7 +148,6 @@ class Ovs:
         if self.journal is not None:
             self.journal.add("dir", str(self.run_dir))
         self.run_dir.mkdir(parents=True)  # never someone else's: stop() removes it
-        self.vhost_dir.mkdir()
         try:
             self._run(["ovsdb-tool", "create", str(self.run_dir / "conf.db"), schema])
             self._spawn("ovsdb-server", [
@@ -182,8 +179,6 @@ class Ovs:
             # default): counters() waits for a round, so a shorter one is a
             # shorter wait at every read.
             f"other_config:max-revalidator={MAX_REVALIDATOR_MS}",
-            # its vhost-user server sockets (dpdkvhostuser ports), relative to run_dir
-            f"other_config:vhost-sock-dir={self.vhost_dir.name}",
         ]
 
     def _dpdk_ready(self) -> bool:
@@ -238,14 +233,6 @@ class Ovs:
                    "type=dpdkvhostuserclient", f"options:vhost-server-path={socket}",
                    f"ofport_request={ofport}")
 
-    def add_vhost_port(self, bridge: str, port: str, ofport: int) -> str:
-        """OVS is the vhost-user server: its socket (in vhost_dir, named as the
-        port) listens from now on, and an endpoint's virtio-user connects to it
-        at once; a new one connects again after the last one left. The socket."""
-        self.vsctl("add-port", bridge, port, "--", "set", "Interface", port,
-                   "type=dpdkvhostuser", f"ofport_request={ofport}")
-        return str(self.vhost_dir / port)
-
     def add_dpdk_port(self, bridge: str, port: str, devargs: str, ofport: int) -> None:
         """A DPDK port on a device named by its devargs (a vdev: the af_packet
         PMD on a NIC)."""
@@ -266,8 +253,8 @@ class Ovs:
         self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}", "add-flows", bridge, str(path)])
 
     def replace_flows(self, bridge: str, flows: list[str]) -> None:
-        """Every rule deleted and these added, in one bundle: their counts start
-        at zero (a rule kept by replace-flows would keep its count)."""
+        """Every rule deleted, then these added: their counts start at zero (a
+        rule kept by replace-flows would keep its count)."""
         path = self.run_dir / f"{bridge}.flows"
         path.write_text("\n".join(flows) + "\n")
         self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}", "del-flows", bridge])
