@@ -17,17 +17,15 @@ as root, after `make build`, on a quiet host:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.runs import PYTHON, REPO, pollers  # noqa: E402
+from bench.runs import pollers, stored_run  # noqa: E402
 
 DURATION = 1.0
 RATE_STEP = 1000   # paced and low: every point the same little work, the overhead apart
@@ -35,20 +33,9 @@ RATE_STEP = 1000   # paced and low: every point the same little work, the overhe
 
 def sweep(results: Path, points: int, warmup: float, *args: str) -> dict:
     """One run of the sweep, as stored."""
-    env = dict(os.environ, CNFPERF_RESULTS=str(results))
-    python = str(PYTHON) if PYTHON.exists() else sys.executable
     rates = ",".join(str(RATE_STEP * (i + 1)) for i in range(points))
-    done = subprocess.run([python, "-m", "cnfperf", "run", "--tester", "single",
-                           "--rate", rates, "--duration", f"{DURATION:g}",
-                           "--warmup", f"{warmup:g}", *args, "--json"],
-                          cwd=REPO, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        sys.exit(f"cnfperf run {' '.join(args)}: {last}")
-    run_id = json.loads(done.stdout)["outcome"]["run_id"]
-    shown = subprocess.run([python, "-m", "cnfperf", "results", "show", run_id, "--json"],
-                           cwd=REPO, env=env, capture_output=True, text=True, check=True)
-    return json.loads(shown.stdout)
+    return stored_run(results, "--tester", "single", "--rate", rates, "--duration", f"{DURATION:g}",
+                      "--warmup", f"{warmup:g}", *args)
 
 
 def overheads(run: dict, warmup: float) -> tuple[float, float, str]:

@@ -15,6 +15,12 @@ PYTHON = REPO / ".venv" / "bin" / "python"
 
 def cnfperf(results: Path, *args: str) -> dict:
     """One run's stored point (the only one), or exit with cnfperf's own error."""
+    [point] = stored_run(results, *args)["points"]
+    return point
+
+
+def stored_run(results: Path, *args: str) -> dict:
+    """`cnfperf run ARGS` as stored (results show --json), or exit with cnfperf's own error."""
     env = dict(os.environ, CNFPERF_RESULTS=str(results))
     python = str(PYTHON) if PYTHON.exists() else sys.executable
     done = subprocess.run([python, "-m", "cnfperf", "run", *args, "--json"], cwd=REPO, env=env,
@@ -25,8 +31,7 @@ def cnfperf(results: Path, *args: str) -> dict:
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
     shown = subprocess.run([python, "-m", "cnfperf", "results", "show", run_id, "--json"],
                            cwd=REPO, env=env, capture_output=True, text=True, check=True)
-    [point] = json.loads(shown.stdout)["points"]
-    return point
+    return json.loads(shown.stdout)
 
 
 def pollers(point: dict) -> str:

@@ -24,6 +24,23 @@ static int64_t offset(const struct clock *c)
 	return off;
 }
 
+/* A calibrated clock stays close to CLOCK_MONOTONIC: at once, 300 ms later,
+ * and re-anchored. `what` names the calibration in the messages. */
+static void follows(struct clock *c, const char *what)
+{
+	CHECK(c->hz >= 100000000, "%s: plausible tick rate %llu", what, (unsigned long long)c->hz);
+	int64_t o1 = offset(c);
+	CHECK(llabs(o1) < 2000, "%s: just calibrated: %lld ns off", what, (long long)o1);
+	struct timespec gap = { 0, 300 * 1000 * 1000 };
+	nanosleep(&gap, NULL);
+	int64_t o2 = offset(c);
+	CHECK(llabs(o2) < 5000, "%s: after 300 ms: %lld ns off", what, (long long)o2);
+	clock_reanchor(c);
+	int64_t o3 = offset(c);
+	CHECK(llabs(o3) < 1000, "%s: re-anchored: %lld ns off", what, (long long)o3);
+	printf("%s: offsets %lld %lld %lld ns\n", what, (long long)o1, (long long)o2, (long long)o3);
+}
+
 /* Calibrated over a short interval (an engine's ports open in ~1 ms): made
  * up to CLOCK_MIN_SPAN_NS, and as close to CLOCK_MONOTONIC as the long one. */
 static void short_span(void)
@@ -42,18 +59,8 @@ static void short_span(void)
 	      (unsigned long long)took);
 	if (!clock_uses_tsc)
 		return;
-	CHECK(c.hz >= 100000000, "short: plausible tick rate %llu", (unsigned long long)c.hz);
-	int64_t o1 = offset(&c);
-	CHECK(llabs(o1) < 2000, "short: just calibrated: %lld ns off", (long long)o1);
-	struct timespec gap = { 0, 300 * 1000 * 1000 };
-	nanosleep(&gap, NULL);
-	int64_t o2 = offset(&c);
-	CHECK(llabs(o2) < 5000, "short: after 300 ms: %lld ns off", (long long)o2);
-	clock_reanchor(&c);
-	int64_t o3 = offset(&c);
-	CHECK(llabs(o3) < 1000, "short: re-anchored: %lld ns off", (long long)o3);
-	printf("short calibration (%llu us): offsets %lld %lld %lld ns\n",
-	       (unsigned long long)took / 1000, (long long)o1, (long long)o2, (long long)o3);
+	printf("short calibration: %llu us\n", (unsigned long long)took / 1000);
+	follows(&c, "short");
 }
 
 int main(void)
@@ -63,18 +70,7 @@ int main(void)
 	short_span();
 	clock_init(&c);
 	printf("clock: %s, %llu ticks/s\n", clock_uses_tsc ? "tsc" : "clock_gettime", (unsigned long long)c.hz);
-	CHECK(c.hz >= 100000000, "plausible tick rate %llu", (unsigned long long)c.hz);
-	int64_t o1 = offset(&c);
-	CHECK(llabs(o1) < 2000, "just calibrated: %lld ns off", (long long)o1);
-
-	struct timespec gap = { 0, 300 * 1000 * 1000 };
-	nanosleep(&gap, NULL);
-	int64_t o2 = offset(&c);
-	CHECK(llabs(o2) < 5000, "after 300 ms: %lld ns off", (long long)o2);
-	clock_reanchor(&c);
-	int64_t o3 = offset(&c);
-	CHECK(llabs(o3) < 1000, "re-anchored: %lld ns off", (long long)o3);
-	printf("offsets: %lld %lld %lld ns\n", (long long)o1, (long long)o2, (long long)o3);
+	follows(&c, "clock_init");
 
 	uint64_t a = clock_ticks(), b = clock_ticks();
 	CHECK(b >= a, "ticks do not go back");
