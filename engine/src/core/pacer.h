@@ -5,7 +5,8 @@
  * rate has no rounding drift. After a stall (preemption, a slow syscall) the
  * debt is capped at PACER_CATCHUP bursts: the sender then releases at most
  * PACER_CATCHUP + 1 bursts back to back and falls back to the normal spacing;
- * what was forgiven shows as tx_pps below offered_pps. */
+ * what was forgiven shows as tx_pps below offered_pps, and in the measured
+ * window as the summary's tx_skipped (bursts times the burst size). */
 #ifndef CNFPERF_PACER_H
 #define CNFPERF_PACER_H
 

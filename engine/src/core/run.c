@@ -351,6 +351,7 @@ void run_summary(struct run *r)
 	json_u64(&j, "tx_bytes", c->tx_bytes);
 	json_num(&j, "tx_bps", per_s((double)c->tx_bytes * 8, dur), 1);
 	json_u64(&j, "tx_refused", c->tx_refused);
+	json_u64(&j, "tx_skipped", c->tx_skipped);
 	json_u64(&j, "rx_packets", c->rx_packets);
 	json_u64(&j, "rx_bytes", c->rx_bytes);
 	json_num(&j, "rx_pps", rx_pps, 1);

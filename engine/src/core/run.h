@@ -27,6 +27,10 @@ int run_pin(int cpu);  /* 0 or -errno */
 
 struct counters {
 	uint64_t tx_packets, tx_bytes, tx_refused;
+	/* generators: frames their schedule left out in the measured window,
+	 * because a stall put them further behind than the pacer catches up
+	 * (pacer.h): what was offered is tx_packets + tx_skipped */
+	uint64_t tx_skipped;
 	uint64_t rx_packets, rx_bytes;
 	uint64_t bad, other, corrupt, warmup_packets;
 	/* generators: frames sent in the warm-up. warmup_packets is what a role

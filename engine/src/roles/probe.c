@@ -39,6 +39,7 @@ static void collect(struct run *r)
 	r->c.tx_packets = atomic_load_explicit(&pr->pub.tx_packets, memory_order_relaxed);
 	r->c.tx_bytes = atomic_load_explicit(&pr->pub.tx_bytes, memory_order_relaxed);
 	r->c.tx_refused = atomic_load_explicit(&pr->pub.tx_refused, memory_order_relaxed);
+	r->c.tx_skipped = atomic_load_explicit(&pr->pub.tx_skipped, memory_order_relaxed);
 	r->c.warmup_tx_packets = atomic_load_explicit(&pr->pub.warmup_tx_packets, memory_order_relaxed);
 }
 

@@ -26,7 +26,7 @@ int role_tester(struct run *r);
 /* The client's tx thread publishes its counters here for the rx thread's
  * interval records and the summary; single writer, relaxed stores. */
 struct gen_pub {
-	_Atomic uint64_t tx_packets, tx_bytes, tx_refused, warmup_tx_packets;
+	_Atomic uint64_t tx_packets, tx_bytes, tx_refused, tx_skipped, warmup_tx_packets;
 };
 
 /* Called by the generator when no burst is due (instead of idling), with the

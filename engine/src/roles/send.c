@@ -38,6 +38,7 @@ static void publish(struct gen_pub *pub, const struct counters *c)
 	atomic_store_explicit(&pub->tx_packets, c->tx_packets, memory_order_relaxed);
 	atomic_store_explicit(&pub->tx_bytes, c->tx_bytes, memory_order_relaxed);
 	atomic_store_explicit(&pub->tx_refused, c->tx_refused, memory_order_relaxed);
+	atomic_store_explicit(&pub->tx_skipped, c->tx_skipped, memory_order_relaxed);
 	atomic_store_explicit(&pub->warmup_tx_packets, c->warmup_tx_packets, memory_order_relaxed);
 }
 
@@ -105,6 +106,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 			if (r->done)
 				break;
 		}
+		const uint64_t forgiven = p.forgiven;
 		if (!pacer_due(&p, now)) {
 			/* back by the next burst, record or end; with --poll other than
 			 * busy the poller sleeps until then instead of spinning, and
@@ -118,6 +120,8 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 				poller_pause(&r->poll, now, until);
 			continue;
 		}
+		if (__builtin_expect(p.forgiven != forgiven, 0) && r->measuring)
+			c->tx_skipped += (p.forgiven - forgiven) * burst;
 		uint16_t n = held < burst ? (uint16_t)(held + ops->tx_alloc(a, pkts + held, (uint16_t)(burst - held)))
 					  : held;
 		uint64_t ts = clock_ns(&r->clk, now);

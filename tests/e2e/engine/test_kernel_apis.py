@@ -9,6 +9,8 @@ orchestrator does.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -109,6 +111,29 @@ def test_send_recv(engine, pair, engines, case):
     assert received["rx_bytes"] == received["rx_packets"] * size
     intervals = [r for r in tx.records if r["type"] == "interval"]
     assert intervals and sum(r["tx_packets"] for r in intervals) <= sent["tx_packets"]
+
+
+def test_a_stalled_sender_counts_what_its_schedule_skipped(engine, pair, engines):
+    """A sender stopped for 300 ms inside its window (SIGSTOP: a host taking the
+    core away) catches up at most PACER_CATCHUP bursts, not 300 ms of frames in
+    a flood, and counts the rest as tx_skipped: sent + skipped is its schedule."""
+    a, b = pair
+    rx = engines(b.netns, [engine, "recv", *endpoint("recv", "udp", b, a), *INTERRUPT, *RECEIVER_RUN])
+    rx.ready()
+    tx = engines(a.netns, [engine, "send", *endpoint("send", "udp", a, b), *INTERRUPT, *sender_run()])
+    tx.ready()
+    time.sleep(0.3)
+    os.kill(tx.proc.pid, signal.SIGSTOP)
+    time.sleep(0.3)
+    os.kill(tx.proc.pid, signal.SIGCONT)
+    sent = tx.summary()
+    received = rx.interrupt()
+
+    assert sent["tx_skipped"] >= 0.25 * RATE, sent          # 0.3 s at the rate, less the catch-up
+    assert 0.9 * RATE * DURATION <= sent["tx_packets"] + sent["tx_skipped"] \
+        <= most_sent(RATE, DURATION, sent["burst"]), sent
+    assert received["rx_packets"] == sent["tx_packets"] and received["lost"] == 0, received
+    assert received["tx_skipped"] == 0
 
 
 @pytest.mark.parametrize("api,flags", [("udp", INTERRUPT), ("raw", ["-m"])], ids=["udp-interrupt", "raw-mmsg"])

@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+import harness
+
 pytestmark = pytest.mark.e2e
 CLICK = pytest.mark.needs("click")
 CLICK_DPDK = pytest.mark.needs("click-dpdk")
@@ -91,7 +93,7 @@ def test_two_click_strip_encap_nfs_in_a_chain_lose_nothing(engine, cli, cli_json
     assert point["shape"] == "chain"
     [pair] = point["per_pair"]
     expected = RATE * DURATION
-    assert 0.9 * expected <= pair["sent"] <= 1.1 * expected, pair
+    harness.assert_sent(point, pair, expected)
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     [sender] = [e for e in point["endpoints"] if e["role"] == "send"]
     for nf in _nfs(point):

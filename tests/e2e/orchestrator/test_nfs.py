@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+import harness
+
 pytestmark = pytest.mark.e2e
 
 RATE = 2000        # pps per pair: far below what any path here drops at
@@ -45,7 +47,7 @@ def _sent(sender: dict) -> int:
 def _zero_loss_through(point: dict, nfs: int) -> None:
     [pair] = point["per_pair"]
     expected = RATE * DURATION
-    assert 0.9 * expected <= pair["sent"] <= 1.1 * expected, pair
+    harness.assert_sent(point, pair, expected)
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     [sender] = [e for e in point["endpoints"] if e["role"] == "send"]
     assert _hops(point) == [_sent(sender)] * (2 * nfs)

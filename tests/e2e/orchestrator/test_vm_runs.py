@@ -53,7 +53,7 @@ def _zero_loss(point: dict, paced: bool = True) -> None:
     that the sender sent a good part of the rate and nearly all of it arrived
     (a VM on another's NIC would deliver nothing)."""
     [pair] = point["per_pair"]
-    harness.assert_sent(pair, RATE * DURATION, paced)
+    harness.assert_sent(point, pair, RATE * DURATION, paced)
     if paced:
         assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     else:

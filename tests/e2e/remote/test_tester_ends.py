@@ -62,7 +62,7 @@ def test_throughput_with_the_sender_here_and_the_receiver_on_dut(engine, cli, cl
     sender, receiver = point["placement"][0]["sender"], point["placement"][0]["receiver"]
     assert (sender["host"], receiver["host"]) == ("local", "dut")
     [pair] = point["per_pair"]
-    harness.assert_sent(pair, RATE * DURATION)
+    harness.assert_sent(point, pair, RATE * DURATION)
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     # the receiver took every frame (none bad: its sender's clock was learnt)...
     recv = next(e for e in point["endpoints"] if e["role"] == "recv")

@@ -52,7 +52,7 @@ def stored_point(cli_json, outcome: dict) -> dict:
 def assert_zero_loss(point: dict, paced: bool = True) -> None:
     """Every frame sent received (`paced`: see harness.assert_sent)."""
     [pair] = point["per_pair"]
-    harness.assert_sent(pair, RATE * DURATION, paced)
+    harness.assert_sent(point, pair, RATE * DURATION, paced)
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     assert pair["latency_kind"] == "one_way"     # one tester, one clock: the tester's host's
 
