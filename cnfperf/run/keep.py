@@ -107,9 +107,9 @@ class Keeper:
         """The point measured: its switch may serve the next one."""
         self.passed_point = point.index
 
-    def hand_back(self, point: TestPoint, dataplane: DataPlane) -> None:
+    def hand_back(self, point: TestPoint, dataplane: DataPlane) -> bool | None:
         """The point is over: keep its switch (release) if it passed and may,
-        else stop it."""
+        else stop it. False when kept (a teardown step that removed nothing)."""
         points = self.served.get("points", 1)
         self.not_kept = ("the point before failed" if self.passed_point != point.index else
                          "switch_keep = no" if not point.scenario.switch_keep else
@@ -118,17 +118,21 @@ class Keeper:
                          if not dataplane.keeps else "")
         if self.not_kept:
             dataplane.stop()
-            return
+            return None
         try:
             dataplane.release()
         except BaseException:
             dataplane.stop()
             raise
         self.kept = Kept(switch_key(point), dataplane, points)
+        return False
 
-    def drop(self) -> None:
-        """The run is over (done, failed or interrupted): the kept switch goes."""
+    def drop(self) -> str | None:
+        """The run is over (done, failed or interrupted): the kept switch goes;
+        what was stopped, named as a teardown step names it."""
         kept, self.kept = self.kept, None
-        if kept is not None:
-            self.not_kept = "the point before had no switch here"
-            kept.dataplane.stop()
+        if kept is None:
+            return None
+        self.not_kept = "the point before had no switch here"
+        kept.dataplane.stop()
+        return f"data-plane {kept.dataplane.name}"

@@ -62,12 +62,16 @@ class Teardown:
         self.failed: list[str] = []
 
     def push(self, what: str | None, undo: Callable[[], Any]) -> None:
-        """`what` names a resource for the report; None for housekeeping."""
+        """`what` names a resource for the report; None for housekeeping. An
+        undo may say what it did instead: a str names what it removed (the
+        kept switch, stopped at the run's end), False that it left the
+        resource up on purpose (a switch kept for the next point): not listed."""
         def step() -> None:
             try:
-                undo()
-                if what:
-                    self.cleaned.append(what)
+                done = undo()
+                name = done if isinstance(done, str) else what
+                if name and done is not False:
+                    self.cleaned.append(name)
             except Exception as e:  # every other step must still run
                 self.failed.append(f"{what or undo}: {e}")
         self.stack.callback(step)
