@@ -44,10 +44,14 @@ static void schedule(void)
 	CHECK(plan(&p, t).act == POLL_SPIN, "spins again after traffic");
 	t += POLL_SPIN_NS;
 	CHECK(plan(&p, t).ns == 1000, "and starts over at 1 us");
-	pl = poller_plan(&p, t, t + 1500);
-	CHECK(pl.act == POLL_SLEEP && pl.ns == 1500, "never past until");
-	CHECK(poller_plan(&p, t, t + 999).act == POLL_SPIN, "no sleep shorter than 1 us");
-	CHECK(poller_plan(&p, t, t).act == POLL_SPIN && poller_plan(&p, t + 10, t).act == POLL_SPIN,
+	/* back by until: a sleep ends what it overshoots (p.late) and POLL_MARGIN_NS before */
+	p.late = 500;
+	pl = poller_plan(&p, t, t + POLL_MARGIN_NS + 500 + 1500);
+	CHECK(pl.act == POLL_SLEEP && pl.ns == 1500, "never past until, less its margin: %llu",
+	      (unsigned long long)pl.ns);
+	CHECK(poller_plan(&p, t, t + POLL_MARGIN_NS + 500 + 999).act == POLL_YIELD,
+	      "no sleep shorter than 1 us: yield");
+	CHECK(poller_plan(&p, t, t).act == POLL_YIELD && poller_plan(&p, t + 10, t).act == POLL_YIELD,
 	      "until passed: no sleep");
 	poller_free(&p);
 
@@ -113,14 +117,19 @@ static void paced(void)
 	CHECK(pl.act == POLL_SLEEP && pl.ns == POLL_BACKOFF_MIN_NS, "overdue: the back-off (%d)", pl.act);
 	CHECK(plan(&p, t + 100000 + 21000).ns == 2000, "which grows");
 	pl = poller_plan(&p, t + 3000, t + 50000);
-	CHECK(pl.act == POLL_SLEEP && pl.ns == 47000, "never past until: %llu", (unsigned long long)pl.ns);
+	CHECK(pl.act == POLL_SLEEP && pl.ns == 47000 - POLL_MARGIN_NS - p.late, "never past until: %llu",
+	      (unsigned long long)pl.ns);
 	poller_got(&p, t + 100000 + 22000);
 	CHECK(p.s.on_time == 0, "found after a sleep: not on time");
-	t += 122000;
+	/* seen 22 us late: the next is due 1/8 of that later, not 22 us */
+	CHECK(p.arr[0].due == t + 100000 + 22000 / 8 + p.arr[0].gap, "due %llu after t",
+	      (unsigned long long)(p.arr[0].due - t));
+	t += 100000;
 	CHECK(plan(&p, t + 50000).act == POLL_SLEEP, "the next gap");
 	CHECK(plan(&p, t + 99000).act == POLL_YIELD, "yielding");
 	poller_got(&p, t + 100500);
 	CHECK(p.s.on_time == 1, "found while yielding: on time");
+	CHECK(p.arr[0].due == t + 100500 + p.arr[0].gap, "an arrival earlier than due is the next due time's base");
 
 	/* a pace slower than POLL_PLAN_MAX_NS is not planned for */
 	poller_free(&p);

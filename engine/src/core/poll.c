@@ -190,8 +190,8 @@ static struct poll_plan idle_plan(struct poller *p, uint64_t left)
 	uint64_t ns = poll_backoff_ns(p->backoff);
 	if (left < ns)
 		ns = left;
-	if (ns < POLL_BACKOFF_MIN_NS)
-		return (struct poll_plan){ POLL_SPIN, 0 };
+	if (ns < POLL_BACKOFF_MIN_NS)   /* until is near: poll, leaving the core to others */
+		return (struct poll_plan){ POLL_YIELD, 0 };
 	if (p->backoff < 64)
 		p->backoff++;
 	return (struct poll_plan){ POLL_SLEEP, ns };
@@ -213,6 +213,14 @@ static struct poll_plan plan(struct poller *p, uint64_t now, uint64_t until)
 	uint64_t left = left_ns(p, now, until), next = UINT64_MAX;
 	bool paced = false, overdue = false;
 
+	/* back by until, not after: a sleep or a wait ends late by what they
+	 * overshoot (learnt), and until is a burst's send time (a tester's one
+	 * thread) or a record's */
+	if (left != UINT64_MAX) {
+		uint64_t early = to_ns(p, p->late) + POLL_MARGIN_NS;
+		left = left > early ? left - early : 0;
+	}
+
 	if (!p->idle_since) {
 		p->idle_since = now ? now : 1;
 		p->backoff = 0;
@@ -223,7 +231,7 @@ static struct poll_plan plan(struct poller *p, uint64_t now, uint64_t until)
 		const struct arrivals *a = &p->arr[i];
 		if (!a->gap || !a->last || a->gap > p->plan_max || 4 * a->dev > a->gap)
 			continue;
-		uint64_t due = a->last + a->gap, margin = 2 * a->dev + p->late + p->margin;
+		uint64_t due = a->due, margin = 2 * a->dev + p->late + p->margin;
 		if (margin > p->yield_max)
 			margin = p->yield_max;
 		uint64_t wake = due > margin ? due - margin : 0;

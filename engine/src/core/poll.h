@@ -8,7 +8,8 @@
  *              arrivals, seeded by the sender's rate when told, --rate): after
  *              a frame, wait for the ports (as interrupt does: an early frame
  *              ends it) or, an api with nothing to wait on, sleep, until
- *              shortly before the next is due (the gap less a margin: twice
+ *              shortly before the next is due (arrivals.h: the earliest
+ *              arrivals' pace; less a margin: twice
  *              the gap's deviation, what a sleep overshoots, POLL_MARGIN_NS;
  *              at most POLL_YIELD_MAX_NS), then poll while yielding the core
  *              (sched_yield: a poller sharing it runs) until a margin past
@@ -148,7 +149,8 @@ uint64_t poller_gap_ns(const struct poller *p);
 void poller_empty(struct poller *p, uint64_t now, uint64_t until);
 
 /* Adaptive: what to do after an empty poll at tick now (poll.h's top), never
- * sleeping or waiting past until. No system call: poller_empty() does what it
+ * sleeping or waiting past until (it ends them the learnt overshoot and
+ * POLL_MARGIN_NS before, and yields in what is left). No system call: poller_empty() does what it
  * says, and the tests check the plans. Advances the back-off when it plans
  * one of its sleeps. */
 struct poll_plan poller_plan(struct poller *p, uint64_t now, uint64_t until);
