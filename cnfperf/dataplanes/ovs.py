@@ -2,7 +2,9 @@
 
 One dpdkvhostuserclient port per port of the test point: OVS is the vhost-user
 client, so the engines' virtio-user ports are the servers and OVS (re)connects to
-them as they come up. (As the server, dpdkvhostuser, OVS would spare the engines
+them as they come up: DPDK retries a missing server once a second, and every 10 ms
+with the engine build's libcnfperf-vhost-retry.so, which ovs-vswitchd is started
+preloaded with where it was built (ovsdb.py). (As the server, dpdkvhostuser, OVS would spare the engines
 its reconnect, up to a second per trial; but then it counted frames as sent to
 a receiver that never got them, about 1 run in 4 of the data-plane tests.)
 Every port's MAC is entered in the MAC table as a static entry when

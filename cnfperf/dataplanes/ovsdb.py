@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from cnfperf import SystemFailure
 from cnfperf.host import tools
 from cnfperf.dataplanes import procs
-from cnfperf.host.facts import vswitchd_binary
+from cnfperf.host.facts import vhost_retry, vswitchd_binary
 from cnfperf.host.system import CommandFailed, run
 
 SCHEMA_NAMES = ("vswitch.ovsschema",)
@@ -292,8 +292,13 @@ class Ovs:
 
     # --- plumbing ----------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> None:
+        env = dict(self.ovs_env)
+        retry = vhost_retry()
+        if name == "ovs-vswitchd" and retry:
+            # A new engine's socket is connected within 10 ms, not up to a second.
+            env["LD_PRELOAD"] = retry
         # Its log file says what it does; its stdio would only fill a pipe.
-        self._procs[name] = self.launch(argv, what=f"start {name}", env=self.ovs_env,
+        self._procs[name] = self.launch(argv, what=f"start {name}", env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
         procs.journal_process(self.journal, self._entry(name), self._procs[name].pid)

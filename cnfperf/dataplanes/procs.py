@@ -43,7 +43,10 @@ def inside(container: Container) -> Launch:
     Popen stands for the process. Its stdout reaches us through runc's pipe,
     not our terminal: it is made line-buffered (rootfs.LINE_BUFFERED)."""
     def launch(argv, *, what, env=None, **popen):
-        return container.exec(list(argv), env={**LINE_BUFFERED, **(env or {})}, **popen)
+        env = dict(env or {})
+        preload = " ".join(p for p in (LINE_BUFFERED["LD_PRELOAD"], env.pop("LD_PRELOAD", "")) if p)
+        return container.exec(list(argv), env={**LINE_BUFFERED, **env, "LD_PRELOAD": preload},
+                              **popen)
     return launch
 
 

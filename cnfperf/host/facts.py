@@ -218,6 +218,17 @@ def vswitchd_binary() -> str | None:
     return found[0] if found else None
 
 
+VHOST_RETRY = "libcnfperf-vhost-retry.so"
+
+
+def vhost_retry() -> str | None:
+    """The library ovs-vswitchd starts preloaded with, built beside the engine
+    (engine/src/preload/vhost_retry.c: OVS's vhost-user client ports retry a
+    missing server every 10 ms instead of every second); None if not built."""
+    found = builds.CHECKOUT / "engine" / "build" / VHOST_RETRY
+    return str(found) if found.exists() else None
+
+
 def describe_vswitchd() -> str | None:
     """`3.1.0 (DPDK 22.11.11, /usr/lib/…/ovs-vswitchd-dpdk)`, for `cnfperf doctor`."""
     found = _dpdk_vswitchd()

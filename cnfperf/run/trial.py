@@ -280,7 +280,8 @@ class Trial:
                 raise self._failed(waiting[0], f"printed no {record} record within {timeout:g} s")
             if tick:
                 tick()
-            time.sleep(every)
+            # woken by the record itself: a point must not wait out a poll interval
+            self.outputs[waiting[0].name].printed(record).wait(every)
 
     def _wait_senders(self, eps: list[Endpoint]) -> None:
         """Until every sender has printed its summary (it then holds its port)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from cnfperf.host import tools
-from cnfperf.host.facts import vswitchd_binary
+from cnfperf.host.facts import vhost_retry, vswitchd_binary
 from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
@@ -145,12 +145,14 @@ def _tools(image: str) -> list[str]:
 
 
 def _preloads(image: str) -> list[str]:
-    """The switch's processes are started with rootfs.LINE_BUFFERED (procs.inside)."""
+    """The switch's processes are started with rootfs.LINE_BUFFERED (procs.inside),
+    ovs-vswitchd also with the engine build's vhost_retry() where it was built."""
     if image != SWITCH:
         return []
     if not os.path.exists(rootfs.LIBSTDBUF):
         raise ContainerError(f"image: {tools.not_found(rootfs.LIBSTDBUF, 'coreutils')}")
-    return [rootfs.LIBSTDBUF]
+    retry = vhost_retry()
+    return [rootfs.LIBSTDBUF, *([retry] if retry else [])]
 
 
 def _state_pid(name: str) -> int:

@@ -296,7 +296,7 @@ const struct opt opts_common[] = {
 	{ .name = "warmup", .value = "S", .set = set_secs, AT(warmup), .max = 1e7, .def = "0",
 	  .help = "seconds before the measured ones" },
 	{ .name = "drain", .value = "S", .set = set_secs, AT(drain), .max = 3600, .def = "0.5",
-	  .help = "client, tester: how long to wait for the last frames back" },
+	  .help = "client, tester: how long at most to wait for the last frames back" },
 	{ .name = "interval", .value = "S", .set = set_interval, AT(interval), .max = 3600, .def = "1",
 	  .help = "seconds between interval records (0 = none)" },
 	{ .name = "flows", .value = "N", .set = set_count, AT(flows), .min = 1, .max = SEQ_MAX_FLOWS, .def = "1",

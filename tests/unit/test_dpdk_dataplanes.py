@@ -370,3 +370,38 @@ def test_a_kept_ovs_counts_drops_from_its_reset_across_a_reconnect():
     sampler.sample()
     sampler.sample()
     assert sampler.totals() == {1: {"rx_dropped": 2, "tx_dropped": 1}}
+
+
+def test_ovs_vswitchd_alone_starts_with_the_vhost_retry_library(monkeypatch, tmp_path):
+    """ovs-vswitchd is preloaded with the engine build's libcnfperf-vhost-retry.so
+    (its vhost-user client ports retry every 10 ms); ovsdb-server is not."""
+    from cnfperf.dataplanes import ovsdb
+    monkeypatch.setattr(ovsdb, "vhost_retry", lambda: "/build/libcnfperf-vhost-retry.so")
+    started = {}
+
+    def launch(argv, *, what, env=None, **popen):
+        started[argv[0]] = env
+        return subprocess.Popen(["true"])
+    ovs = ovsdb.Ovs(tmp_path, "p", str(tmp_path), 64, (0,), launch=launch)
+    ovs._spawn("ovsdb-server", ["ovsdb-server"])
+    ovs._spawn("ovs-vswitchd", ["ovs-vswitchd"])
+    assert started["ovs-vswitchd"]["LD_PRELOAD"] == "/build/libcnfperf-vhost-retry.so"
+    assert "LD_PRELOAD" not in started["ovsdb-server"]
+    assert started["ovsdb-server"]["OVS_RUNDIR"] == str(tmp_path)
+    for proc in ovs._procs.values():
+        proc.wait()
+
+
+def test_a_process_in_the_switch_container_keeps_line_buffering_beside_its_own_preload():
+    from cnfperf.runtimes.rootfs import LIBSTDBUF
+    seen = {}
+
+    class Container:
+        def exec(self, argv, env=None, **popen):
+            seen.update(env)
+    procs.inside(Container())(["ovs-vswitchd"], what="start", env={"LD_PRELOAD": "/x.so", "A": "1"})
+    assert seen["LD_PRELOAD"].split() == [LIBSTDBUF, "/x.so"]
+    assert seen["_STDBUF_O"] == "L" and seen["A"] == "1"
+    seen.clear()
+    procs.inside(Container())(["testpmd"], what="start")
+    assert seen["LD_PRELOAD"] == LIBSTDBUF

@@ -374,10 +374,10 @@ if role in ("recv", "server", "nf"):
 else:
     time.sleep(0.2)
 n = 1000 if role in ("send", "client") else 0
+say("summary")   # before the record: the runner acts on the record at once
 print(json.dumps({"type": "summary", "tx_packets": n, "rx_packets": 1000 - n,
                   "offered_pps": 5000, "tx_pps": 5000, "rx_pps": 5000 if not n else 0}),
       flush=True)
-say("summary")
 sys.stdin.read()
 say("closed")
 """

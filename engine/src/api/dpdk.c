@@ -8,6 +8,7 @@
 #endif
 #include "api.h"
 #include "../core/packet.h"
+#include "dpdk_listen.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -160,6 +161,8 @@ static int eal_init(const struct api_conf *conf)
 		pinned_by_eal |= lcore_option(conf->eal_argv[i]);
 		argv[argc++] = conf->eal_argv[i];
 	}
+	/* two or more listening virtio-user ports: probed side by side below */
+	bool listeners = listen_take(&argc, argv) > 0;
 	/* DPDK 22.11 logs to stdout by default, and stdout carries our JSON.
 	 * Its start-up INFO lines would bury our own errors; --log-level after
 	 * -- still overrides this. */
@@ -190,6 +193,8 @@ static int eal_init(const struct api_conf *conf)
 	 * core, which would silently undo the engine's --cpu; keep ours then. */
 	if (!pinned_by_eal)
 		pthread_setaffinity_np(pthread_self(), sizeof before, &before);
+	if (listeners && listen_probe() != 0)
+		return -1;
 	return 0;
 }
 

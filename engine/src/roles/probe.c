@@ -23,8 +23,9 @@
  * CLOCK_MONOTONIC.
  *
  * What comes back of the last packets is awaited for --drain seconds after
- * the last send (also after SIGINT); lost = sent - received over the measured
- * window. */
+ * the last send (also after SIGINT), or until all of it is back (a lossless
+ * run waits no longer than its last frame's trip); lost = sent - received
+ * over the measured window. */
 #include "probe.h"
 
 #include <errno.h>
@@ -43,8 +44,23 @@ static void collect(struct run *r)
 	r->c.warmup_tx_packets = atomic_load_explicit(&pr->pub.warmup_tx_packets, memory_order_relaxed);
 }
 
+/* As many frames came back as were sent, warm-up included, and each in
+ * order: the drain has nothing left to wait for. A path that duplicates or
+ * reorders could make up the count with a copy while a frame is still on
+ * its way, so then the drain runs its full time. The generator publishes
+ * before tx_stop is set, so after the stop its counts are final. */
+static bool all_back(const struct probe *pr)
+{
+	const struct counters *c = &pr->rx.c;
+	uint64_t sent = atomic_load_explicit(&pr->pub.tx_packets, memory_order_relaxed) +
+			atomic_load_explicit(&pr->pub.warmup_tx_packets, memory_order_relaxed);
+
+	return !c->seq.duplicate && !c->seq.reordered && c->rx_packets + c->warmup_packets >= sent;
+}
+
 /* One burst of what came back; false once the drain after the last send is
- * over. An empty burst lets the poller sleep or wait, until `until` at most. */
+ * over, or once everything sent is back. An empty burst lets the poller
+ * sleep or wait, until `until` at most. */
 static bool probe_poll(struct probe *pr, uint64_t until)
 {
 	struct run *r = &pr->rx;
@@ -58,7 +74,7 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 
 	if (now >= r->t_next)
 		run_tick(r, now);
-	if (stop && now >= stop + pr->drain) {
+	if (stop && (now >= stop + pr->drain || all_back(pr))) {
 		if (n)
 			ops->release(a, pkts, n);
 		return false;
@@ -76,7 +92,7 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 			rx_measure(r, d, rd16(d + pr->flow_off), false, now_ns, false);
 	}
 	ops->release(a, pkts, n);
-	return true;
+	return !(stop && all_back(pr));
 }
 
 static void probe_idle(void *arg, uint64_t until)

@@ -163,6 +163,26 @@ def test_tester_holds_both_ends_of_an_nf(engine, loop, engines):
     assert_ports_add_up(fwd)
 
 
+def test_a_tester_whose_frames_all_came_back_ends_its_drain(engine, loop, engines):
+    """--drain bounds the wait for the last frames; once every frame sent is
+    back, in order, the tester prints its summary without waiting it out (a
+    drain of 10 minutes here, the summary expected within the usual 30 s)."""
+    t1, t2, f1, f2 = loop
+    nf = engines(f1.netns, [engine, "nf", *raw(f1), "--iface2", f2.iface, "--dst-mac", t1.mac,
+                            "--dst-mac2", t2.mac, "--duration", "0", "--interval", "0"])
+    nf.ready()
+    t = engines(t1.netns, [engine, "tester", *raw(t1), "--iface2", t2.iface, "--src-ip", t1.ip,
+                           "--dst-ip", t2.ip, "--dst-mac", f1.mac, "--dport", PORT,
+                           *sender_run(), "--warmup", "0.2", "--drain", "600"])
+    t.ready()
+    tested = t.summary()
+    nf.interrupt()
+
+    assert 0 < tested["rx_packets"] == tested["tx_packets"], tested
+    assert tested["warmup_packets"] == tested["warmup_tx_packets"] > 0, tested
+    assert tested["lost"] == tested["duplicate"] == tested["reordered"] == 0, tested
+
+
 @pytest.mark.parametrize("mode", ["adaptive", "interrupt"])
 def test_poll_modes_receive_everything(engine, pair, engines, mode):
     """A receiver that sleeps until the next frame is due (adaptive, the pace
