@@ -91,7 +91,10 @@ static struct api_conf api_conf_of(const struct conf *cf, bool two)
 	/* any frame the link carries may pass an nf, not just our own size */
 	if (role->forwards && c.frame_size < 1514)
 		c.frame_size = 1514;
-	c.rx_intr = c.rx && cf->poll != POLL_BUSY;
+	/* Rx interrupts for interrupt only: a peer may not signal (VPP's
+	 * vhost-user side often does not kick), and adaptive's waits would then
+	 * run to their timeout while the ring overflows; it backs off instead */
+	c.rx_intr = c.rx && cf->poll == POLL_INTERRUPT;
 	c.rx_intr_required = c.rx && cf->poll == POLL_INTERRUPT;
 	return c;
 }
@@ -105,7 +108,7 @@ static struct api_conf api_conf2_of(const struct conf *cf, const struct api_conf
 	c.egress = true;
 	c.rx = true;
 	c.tx = cf->role->forwards;
-	c.rx_intr = cf->poll != POLL_BUSY;
+	c.rx_intr = cf->poll == POLL_INTERRUPT;   /* as the first port's */
 	c.rx_intr_required = cf->poll == POLL_INTERRUPT;
 	if (cf->role->path) {
 		/* udp: bound to the far end's address, which the frames are sent to */

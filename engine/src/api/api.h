@@ -49,7 +49,7 @@ struct api_conf {
 	bool rx, tx;             /* which directions the role needs */
 	bool egress;             /* the second port of nf or tester (api options with egress
 	                          * say which one) */
-	bool rx_intr;            /* --poll other than busy: rx may wait for interrupts (rx_intr
+	bool rx_intr;            /* --poll interrupt: rx may wait for interrupts (rx_intr
 	                          * below); a port that has none opens without (rx_fds: none) */
 	bool rx_intr_required;   /* --poll interrupt: a port that has none fails open() */
 	bool hold;               /* the peer stopped polling before close(): no drain wait */
