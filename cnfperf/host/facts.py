@@ -224,9 +224,12 @@ VHOST_RETRY = "libcnfperf-vhost-retry.so"
 def vhost_retry() -> str | None:
     """The library ovs-vswitchd starts preloaded with, built beside the engine
     (engine/src/preload/vhost_retry.c: OVS's vhost-user client ports retry a
-    missing server every 10 ms instead of every second); None if not built."""
-    found = builds.CHECKOUT / "engine" / "build" / VHOST_RETRY
-    return str(found) if found.exists() else None
+    missing server every 10 ms instead of every second): next to the engine
+    cnfperf runs (engine.find_engine); None if that build has none."""
+    from cnfperf.engine import find_engine   # it imports the data planes, which import us
+    engine = find_engine()
+    found = engine.resolve().parent / VHOST_RETRY if engine else None
+    return str(found) if found and found.exists() else None
 
 
 def describe_vswitchd() -> str | None:
