@@ -297,6 +297,8 @@ const struct opt opts_common[] = {
 	  .help = "seconds before the measured ones" },
 	{ .name = "drain", .value = "S", .set = set_secs, AT(drain), .max = 3600, .def = "0.5",
 	  .help = "client, tester: how long at most to wait for the last frames back" },
+	{ .name = "settle", .value = "S", .set = set_secs, AT(settle), .max = 3600, .def = "0",
+	  .help = "client, tester: before the warm-up, a frame every 10 ms until one is back (at most S s)" },
 	{ .name = "interval", .value = "S", .set = set_interval, AT(interval), .max = 3600, .def = "1",
 	  .help = "seconds between interval records (0 = none)" },
 	{ .name = "flows", .value = "N", .set = set_count, AT(flows), .min = 1, .max = SEQ_MAX_FLOWS, .def = "1",

@@ -60,6 +60,7 @@ struct conf {
 	bool hold;                 /* keep the ports open after the summary until released */
 	bool clock_other;          /* --clock other: the peer stamps frames on another host's clock */
 	double duration, warmup, drain, interval;
+	double settle;             /* client, tester: at most this long for the path to carry a frame */
 	unsigned flows;
 	int cpu, rx_cpu;           /* -1 = not pinned */
 	unsigned threads;          /* client: 1 or 2 once parsed; 0 for the other roles */

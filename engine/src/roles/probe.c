@@ -27,6 +27,7 @@
  * run waits no longer than its last frame's trip); lost = sent - received
  * over the measured window. */
 #include "probe.h"
+#include "../core/json.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,18 +45,31 @@ static void collect(struct run *r)
 	r->c.warmup_tx_packets = atomic_load_explicit(&pr->pub.warmup_tx_packets, memory_order_relaxed);
 }
 
-/* As many frames came back as were sent, warm-up included, and each in
- * order: the drain has nothing left to wait for. A path that duplicates or
- * reorders could make up the count with a copy while a frame is still on
- * its way, so then the drain runs its full time. The generator publishes
- * before tx_stop is set, so after the stop its counts are final. */
+/* As many frames of the measured window came back as were sent, and each
+ * in order: the drain has nothing left to wait for (on an in-order path the
+ * warm-up's are ahead of them; one the path lost does not keep the drain
+ * waiting). A path that duplicates or reorders could make up the count with
+ * a copy while a frame is still on its way, so then the drain runs its full
+ * time. The generator publishes before tx_stop is set, so after the stop its
+ * counts are final. */
 static bool all_back(const struct probe *pr)
 {
 	const struct counters *c = &pr->rx.c;
-	uint64_t sent = atomic_load_explicit(&pr->pub.tx_packets, memory_order_relaxed) +
-			atomic_load_explicit(&pr->pub.warmup_tx_packets, memory_order_relaxed);
+	uint64_t sent = atomic_load_explicit(&pr->pub.tx_packets, memory_order_relaxed);
 
-	return !c->seq.duplicate && !c->seq.reordered && c->rx_packets + c->warmup_packets >= sent;
+	return !c->seq.duplicate && !c->seq.reordered && c->rx_packets >= sent;
+}
+
+/* the summary's settle_s: how long the generator waited for the path to
+ * carry a frame (--settle), null without --settle */
+static void probe_more(struct run *r, struct json *j)
+{
+	const struct probe *pr = r->collect_arg;
+
+	if (r->conf->settle > 0)
+		json_num(j, "settle_s", clock_ticks_to_s(&r->clk, pr->pub.settle_ticks), 3);
+	else
+		json_null(j, "settle_s");
 }
 
 /* One burst of what came back; false once the drain after the last send is
@@ -92,6 +106,8 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 			rx_measure(r, d, rd16(d + pr->flow_off), false, now_ns, false);
 	}
 	ops->release(a, pkts, n);
+	if (c->rx_packets + c->warmup_packets)   /* --settle: the path carries frames */
+		atomic_store_explicit(&pr->pub.back, true, memory_order_release);
 	return !(stop && all_back(pr));
 }
 
@@ -155,6 +171,7 @@ int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	pr->rx.reanchor = false;
 	pr->rx.collect = collect;
 	pr->rx.collect_arg = pr;
+	pr->rx.summary_more = probe_more;
 	pr->drain = clock_s_to_ticks(&tx->clk, cf->drain);
 	tx->reanchor = false;
 	tx->silent = true;

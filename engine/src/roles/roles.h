@@ -27,6 +27,10 @@ int role_tester(struct run *r);
  * interval records and the summary; single writer, relaxed stores. */
 struct gen_pub {
 	_Atomic uint64_t tx_packets, tx_bytes, tx_refused, tx_skipped, warmup_tx_packets;
+	/* --settle: set by the return side once a frame of ours came back; the
+	 * generator's wait for it, in ticks (written before its warm-up starts) */
+	_Atomic bool back;
+	uint64_t settle_ticks;
 };
 
 /* Called by the generator when no burst is due (instead of idling), with the

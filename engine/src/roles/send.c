@@ -70,6 +70,55 @@ static inline __attribute__((always_inline)) void fill(struct pkt *pkts, uint16_
 	}
 }
 
+/* --settle: a switch may forward on a port only some time after its peer
+ * connected (OVS reconfigures a vhost-user port then, which takes up to half
+ * a second when it makes a jumbo MTU's buffer pool), and what is sent
+ * meanwhile piles up in a ring or is dropped. So one warm-up frame every
+ * SETTLE_GAP_S until one of ours is back (pub->back), at most --settle: little
+ * waits in a ring that has not moved yet, and the warm-up starts once the
+ * path carries frames. Only roles that take their frames back have a pub. */
+#define SETTLE_GAP_S 0.01
+
+static void settle(struct run *r, struct gen_pub *pub, const struct gen_idle *idle,
+		   const uint8_t *tmpl, unsigned len, uint64_t *fseq)
+{
+	const struct conf *cf = r->conf;
+	struct api *a = r->api;
+	const struct api_ops *ops = a->ops;
+	const uint64_t start = clock_ticks(), gap = clock_s_to_ticks(&r->clk, SETTLE_GAP_S);
+	const uint64_t end = start + clock_s_to_ticks(&r->clk, cf->settle);
+	uint64_t now = start;
+	bool back = false;
+
+	while (!run_stop && !back && now < end) {
+		struct pkt pkt;
+		if (ops->tx_alloc(a, &pkt, 1) == 1) {
+			fill(&pkt, 0, 1, tmpl, len, cf->sport, fseq[0] | SEQ_WARMUP, clock_ns(&r->clk, now),
+			     cf->touch);
+			uint16_t k = ops->tx_burst(a, &pkt, 1);
+			if (!k)
+				ops->release(a, &pkt, 1);
+			fseq[0] += k;
+			r->c.warmup_packets += k;
+			r->c.warmup_tx_packets += k;
+			publish(pub, &r->c);
+		}
+		const uint64_t until = now + gap < end ? now + gap : end;
+		while (!run_stop && now < until &&
+		       !(back = atomic_load_explicit(&pub->back, memory_order_acquire))) {
+			if (idle)
+				idle->fn(idle->arg, until);
+			else
+				poller_pause(&r->poll, now, until);
+			now = clock_ticks();
+		}
+	}
+	pub->settle_ticks = clock_ticks() - start;
+	if (!back && !run_stop)
+		fprintf(stderr, "cnfperf-engine: nothing came back within --settle %g s; "
+			"the warm-up starts anyway\n", cf->settle);
+}
+
 int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 {
 	const struct conf *cf = r->conf;
@@ -95,6 +144,8 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	}
 	role_addresses(r, &fa);
 	frame_build(tmpl, len, &fa);
+	if (pub && cf->settle > 0)
+		settle(r, pub, idle, tmpl, len, fseq);
 
 	uint64_t now = clock_ticks();
 	run_start(r, now);

@@ -181,6 +181,46 @@ def test_a_tester_whose_frames_all_came_back_ends_its_drain(engine, loop, engine
     assert 0 < tested["rx_packets"] == tested["tx_packets"], tested
     assert tested["warmup_packets"] == tested["warmup_tx_packets"] > 0, tested
     assert tested["lost"] == tested["duplicate"] == tested["reordered"] == 0, tested
+    assert tested["settle_s"] is None, "no --settle, no settling"
+
+
+def test_a_tester_settles_until_its_path_carries_frames(engine, loop, engines):
+    """--settle: the nf in its path starts 0.3 s after the tester; the tester
+    sends a frame every 10 ms until one is back, and only then its warm-up and
+    window: nothing of the window is lost, and settle_s says how long it took."""
+    t1, t2, f1, f2 = loop
+    t = engines(t1.netns, [engine, "tester", *raw(t1), "--iface2", t2.iface, "--src-ip", t1.ip,
+                           "--dst-ip", t2.ip, "--dst-mac", f1.mac, "--dport", PORT,
+                           *sender_run(), "--warmup", "0.1", "--settle", "5"])
+    t.ready()
+    time.sleep(0.3)
+    nf = engines(f1.netns, [engine, "nf", *raw(f1), "--iface2", f2.iface, "--dst-mac", t1.mac,
+                            "--dst-mac2", t2.mac, "--duration", "0", "--interval", "0"])
+    nf.ready()
+    tested = t.summary()
+    nf.interrupt()
+
+    assert 0.25 <= tested["settle_s"] < 5, tested
+    assert 0 < tested["rx_packets"] == tested["tx_packets"] and tested["lost"] == 0, tested
+    # the settling frames sent before the nf was up are the only ones missing
+    settling = tested["settle_s"] / 0.01 + 1
+    assert 0 < tested["warmup_tx_packets"] - tested["warmup_packets"] <= settling, tested
+    assert "nothing came back" not in t.stderr
+
+
+def test_a_tester_whose_path_stays_closed_settles_no_longer_than_asked(engine, loop, engines):
+    """No nf in the path: after --settle the tester says nothing came back and
+    runs its warm-up and window anyway (everything lost, as it is)."""
+    t1, t2, f1, f2 = loop
+    t = engines(t1.netns, [engine, "tester", *raw(t1), "--iface2", t2.iface, "--src-ip", t1.ip,
+                           "--dst-ip", t2.ip, "--dst-mac", f1.mac, "--dport", PORT,
+                           *sender_run(), "--settle", "0.3", "--drain", "0.1"])
+    tested = t.summary()
+
+    assert 0.3 <= tested["settle_s"] < 1, tested
+    assert tested["rx_packets"] == tested["warmup_packets"] == 0, tested
+    assert tested["lost"] == tested["tx_packets"] > 0, tested
+    assert "nothing came back within --settle 0.3 s" in t.stderr
 
 
 @pytest.mark.parametrize("mode", ["adaptive", "interrupt"])
