@@ -24,6 +24,12 @@ ENGINE_ENV = "CNFPERF_ENGINE"
 LINE_TYPES = ("ready", "interval", "summary")
 # Seconds between interval records: the progress display and the raw files use them.
 INTERVAL = 1.0
+# How long at most a tester or client sends one frame every 10 ms, before its
+# warm-up, for the first to come back (--settle): a switch may forward on a
+# port only some time after it connected (OVS reconfigures a vhost-user port
+# then; half a second when it makes a jumbo MTU's buffer pool). A path that
+# works settles in one frame's trip.
+SETTLE = 3.0
 
 
 class EngineOutputError(Exception):
@@ -57,6 +63,8 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     else:
         args += ["--rate", s.rate.argv(), "--duration", f"{s.duration:g}",
                  "--warmup", f"{s.warmup:g}"]
+    if ep.role in ("tester", "client"):
+        args += ["--settle", f"{SETTLE:g}"]
     if ep.role == "recv" and peer.host != ep.host:
         # its sender stamps frames with another host's clock (engine/README.md)
         args += ["--clock", "other"]
