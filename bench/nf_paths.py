@@ -9,7 +9,8 @@ beside each goal:
   2. one-way p50 added per NF (least-squares slope over C = 0..4 NFs, at 1000 pps),
      on this host's cores shared by every poller: <= 20 us through a 4-NF vhost
      pipeline and a bridge chain (issue 25), memif's beside them; each poll mode,
-     and which mode meets it
+     spread over the cores as the plan places them (the tester, then each NF on
+     the next core in turn) and all on one core (`cpus`), and which meets it
   3. NDR of a 5-NF memif pipeline at 64 B, poll = adaptive: aim >= 1 Mpps
   4. NF startup: one NF ready within 100 ms of its container's creation, a 5-NF
      chain within 1 s
@@ -59,29 +60,40 @@ PER_HOP = (("memif", "dpdk", ("busy", "adaptive")),
            ("bridge", "raw", ("busy", "interrupt", "adaptive")))
 
 
+def placements() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Where the point's nodes run: spread as the plan places them, or every
+    one on the last usable core. A node that sleeps is woken by the one
+    before it; on another core that takes an inter-processor interrupt and
+    the idle core's exit (tens of us in a VM), on the same core a context
+    switch (`perf bench sched pipe` shows both)."""
+    last = max(os.sched_getaffinity(0))
+    return (("spread", ()), ("one core", ("--cpus", str(last))))
+
+
 def per_hop(results: Path, seconds: float) -> None:
     goal = PER_NF_GOAL_US
     for switch, api, polls in PER_HOP:
         slopes = {}
         for poll in polls:
-            xs, ys, last = [], [], None
-            for nfs in range(0, 5):
-                if nfs == 0 and switch in ("memif", "vhost"):
-                    continue   # a single tester cannot close a vhost or memif link on itself
-                last = cnfperf(results, "--switch", switch, "--api", api, "--tester", "single",
-                               "--nfs", str(nfs), "--mode", "latency", "--poll", poll,
-                               "--nf-api", "dpdk" if api == "dpdk" else "raw",
-                               "--duration", str(seconds), "--warmup", "0.5")
-                xs.append(nfs)
-                ys.append(last["lat_p50_ns"] / 1e3)
-            per_nf, _ = fit(xs, ys)
-            slopes[poll] = per_nf
-            shape = "chain" if switch == "bridge" else "pipeline"
-            row(f"2. p50/NF {switch} {shape} {poll} ({', '.join(f'{y:.0f}' for y in ys)} us)",
-                f"{per_nf:.1f} us/NF", f"<= {goal:g} us",
-                goal / per_nf if per_nf > 0 else None, last)
-        meets = [poll for poll, v in slopes.items() if v <= goal]
-        print(f"   {switch} slope per mode: " + ", ".join(f"{poll} {v:.1f}" for poll, v in slopes.items())
+            for where, cpus in placements():
+                xs, ys, last = [], [], None
+                for nfs in range(0, 5):
+                    if nfs == 0 and switch in ("memif", "vhost"):
+                        continue   # a single tester cannot close a vhost or memif link on itself
+                    last = cnfperf(results, "--switch", switch, "--api", api, "--tester", "single",
+                                   "--nfs", str(nfs), "--mode", "latency", "--poll", poll,
+                                   "--nf-api", "dpdk" if api == "dpdk" else "raw",
+                                   "--duration", str(seconds), "--warmup", "0.5", *cpus)
+                    xs.append(nfs)
+                    ys.append(last["lat_p50_ns"] / 1e3)
+                per_nf, _ = fit(xs, ys)
+                slopes[f"{poll} {where}"] = per_nf
+                shape = "chain" if switch == "bridge" else "pipeline"
+                row(f"2. p50/NF {switch} {shape} {poll}, {where} ({', '.join(f'{y:.0f}' for y in ys)} us)",
+                    f"{per_nf:.1f} us/NF", f"<= {goal:g} us",
+                    goal / per_nf if per_nf > 0 else None, last)
+        meets = [how for how, v in slopes.items() if v <= goal]
+        print(f"   {switch} slope: " + ", ".join(f"{how} {v:.1f}" for how, v in slopes.items())
               + f" us/NF; meets <= {goal:g} us: {', '.join(meets) or 'none'}")
 
 
