@@ -164,7 +164,7 @@ def test_a_cut_connection_leaves_nothing_on_either_host(engine, results, lab):
 
 def start_long_run(lab, results: Path) -> subprocess.Popen:
     """A point that measures for a while, an NF on the host under test; back
-    once that host runs engines."""
+    once the NF runs there."""
     argv = harness.cnfperf_argv("run", "--hosts", str(lab.inventory), "--dut-host", "dut",
                                 "--switch", "bridge", "--api", "raw", "--tester", "single",
                                 "--rate", str(RATE), "--duration", "60", "--nfs", "1")
@@ -172,7 +172,9 @@ def start_long_run(lab, results: Path) -> subprocess.Popen:
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while "cnfperf-engine" not in lab.hosts["dut"].run(["pgrep", "-l", "cnfperf-engin"]).stdout:
+    # the NF's engine, not the `cnfperf-engine --version` the agent's hello runs:
+    # a connection cut during the hello fails before anything exists
+    while not lab.hosts["dut"].run(["pgrep", "-f", "cnfperf-engine[-a-z]* nf "]).stdout:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.5)
     time.sleep(1)
