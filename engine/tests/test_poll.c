@@ -151,6 +151,27 @@ static void paced(void)
 	CHECK(pl.act == POLL_SLEEP && pl.ns < 98000 && pl.ns > 40000, "told 10 kpps: sleep %llu after one frame",
 	      (unsigned long long)pl.ns);
 	poller_free(&p);
+
+	/* Frames seen 40 and 160 us apart in turn (a poller woken late, or a
+	 * jittery sender): a deviation over a quarter of the gap. Untold, no plan:
+	 * spin, then the back-off. Told the rate, the sender keeps a pace the
+	 * poller's own lateness cannot show: it still yields around the due time. */
+	for (int told = 0; told < 2; told++) {
+		poller_init(&p, POLL_ADAPTIVE, 1000000000, NULL, NULL);
+		if (told)
+			poller_expect(&p, 10000);
+		t = 1000000;
+		for (int i = 0; i < 40; i++) {
+			t += i % 2 ? 40000 : 160000;
+			poller_got(&p, t);
+		}
+		CHECK(4 * p.arr[0].dev > p.arr[0].gap, "irregular: gap %llu dev %llu",
+		      (unsigned long long)p.arr[0].gap, (unsigned long long)p.arr[0].dev);
+		pl = plan(&p, p.arr[0].due);
+		CHECK(pl.act == (told ? POLL_YIELD : POLL_SPIN), "%s: at the due time %d", told ? "told" : "untold",
+		      pl.act);
+		poller_free(&p);
+	}
 }
 
 /* A fake api whose rx fd is an eventfd; with_intr gives it rx_intr. */

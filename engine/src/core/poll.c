@@ -226,10 +226,13 @@ static struct poll_plan plan(struct poller *p, uint64_t now, uint64_t until)
 		p->backoff = 0;
 	}
 	/* each stream with a regular pace has a window around its next frame's
-	 * due time: yield inside one, sleep (or wait) up to the next one */
+	 * due time: yield inside one, sleep (or wait) up to the next one. A pace
+	 * the sender told is regular whatever the arrivals look like: a poller
+	 * woken late sees them late and uneven, and not planning for them would
+	 * only make it wait, and see them later still. */
 	for (unsigned i = 0; i < p->streams; i++) {
 		const struct arrivals *a = &p->arr[i];
-		if (!a->gap || !a->last || a->gap > p->plan_max || 4 * a->dev > a->gap)
+		if (!a->gap || !a->last || a->gap > p->plan_max || (4 * a->dev > a->gap && !a->known))
 			continue;
 		uint64_t due = a->due, margin = 2 * a->dev + p->late + p->margin;
 		if (margin > p->yield_max)

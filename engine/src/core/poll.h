@@ -16,8 +16,8 @@
  *              the due time, then wait as interrupt does, or back off (sleeps
  *              of 1, 2, 4 ... POLL_BACKOFF_MAX_NS us) on an api with nothing
  *              to wait on. Without a regular pace (no frames yet, gaps over
- *              POLL_PLAN_MAX_NS, a deviation over a quarter of the gap) it
- *              spins POLL_SPIN_NS, then waits or backs off.
+ *              POLL_PLAN_MAX_NS, a deviation over a quarter of the gap and
+ *              no rate told) it spins POLL_SPIN_NS, then waits or backs off.
  *   interrupt  on an empty poll, block until a port has frames (epoll on the
  *              fds the apis give, api_ops.rx_fds), at most POLL_WAIT_MAX_NS.
  *              An api with rx_intr (dpdk) is armed first and polled once more
@@ -57,7 +57,8 @@ extern const char *const poll_mode_names[POLL_MODES];   /* "busy", "adaptive", "
 #define POLL_MARGIN_NS 2000
 /* adaptive: the longest a poller yields before and after a frame's due time;
  * a pace whose deviation is over a quarter of its gap is not planned for
- * (the frames come when they come: it waits for them as interrupt does) */
+ * unless the sender told it (the frames come when they come: it waits for
+ * them as interrupt does) */
 #define POLL_YIELD_MAX_NS 100000
 /* adaptive: a pace slower than this is not planned for: at under 500 frames a
  * second, waiting for the port's signal costs nothing worth a prediction, and
