@@ -1,4 +1,4 @@
-"""A point's experiment strategies (strategies/: fixed.py, ndr.py)
+"""A point's experiment strategies (strategies/: fixed.py, bisect.py)
 against a simulated device: a generator that tops out at GEN pps per pair and a
 link that delivers CAP pps per pair and drops the rest. The runner's part (one
 testbed, real engines) is tested end to end in tests/e2e/experiments."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cnfperf import strategies
-from cnfperf.strategies import fixed, ndr
+from cnfperf.strategies import bisect, fixed
 from cnfperf.results import model
 from harness import scenarios
 
@@ -53,7 +53,7 @@ def test_ndr_from_an_unpaced_probe(pairs):
     [s] = scenarios(None, {"rate": "ndr", "pairs": pairs, "duration": 10, "trial_duration": 2,
                            "precision": 0.01})
     calls, said = [], []
-    result, found = ndr.search(s, device(calls), said.append)
+    result, found = bisect.search(s, device(calls), said.append)
     assert calls[0][1:3] == (0.0, 2) and "unpaced" in calls[0][3]    # trials last 2 s
     rows = found["trials"]
     assert rows[0]["phase"] == "probe" and rows[0]["passed"] is None
@@ -71,7 +71,7 @@ def test_ndr_from_an_unpaced_probe(pairs):
 def test_pdr_accepts_its_loss_and_search_max_skips_the_probe():
     [s] = scenarios(None, {"rate": "pdr:5%", "search_max": "40k", "trial_duration": 1})
     calls = []
-    _, found = ndr.search(s, device(calls), lambda _: None)
+    _, found = bisect.search(s, device(calls), lambda _: None)
     assert calls[0][1] == 40_000 and found["trials"][0]["phase"] == "search"
     rate = found["search"]["rate_pps"]
     assert CAP <= rate <= CAP / 0.95 and 0 < found["search"]["loss_ratio"] <= 0.05
@@ -80,7 +80,7 @@ def test_pdr_accepts_its_loss_and_search_max_skips_the_probe():
 def test_no_rate_found_keeps_the_last_trial():
     [s] = scenarios(None, {"rate": "ndr", "search_max": "40k", "trial_duration": 1})
     said = []
-    result, found = ndr.search(s, device([], cap=0), said.append)
+    result, found = bisect.search(s, device([], cap=0), said.append)
     assert found["search"]["rate_pps"] is None and not found["search"]["verified"]
     assert result.total.sent == found["trials"][-1]["sent"]
     assert "no rate down to" in said[-1]
@@ -89,8 +89,8 @@ def test_no_rate_found_keeps_the_last_trial():
 def test_a_search_runs_each_trial_in_a_directory_of_its_own():
     [s] = scenarios(None, {"rate": "ndr", "search_max": "40k", "trial_duration": 1})
     trials = Trials()
-    assert strategies.choose(s) is ndr
-    _, found = ndr.run(trials, s)
+    assert strategies.choose(s) is bisect
+    _, found = bisect.run(trials, s)
     names = [name for name, _ in trials.measured]
     assert names == [f"trial{n}" for n in range(1, len(found["trials"]) + 1)]
     assert trials.measured[0][1] == "trial 1 at 40k"
@@ -109,6 +109,6 @@ def test_a_fixed_rate_is_one_trial_in_the_points_directory():
 def test_exactly_one_strategy_wants_each_point():
     [s] = scenarios(None, {"rate": "ndr"})
     with pytest.raises(ValueError, match="2 experiment strategies"):
-        strategies.choose(s, {"ndr": ndr, "also": ndr})
+        strategies.choose(s, {"bisect": bisect, "also": bisect})
     with pytest.raises(ValueError, match="0 experiment strategies"):
         strategies.choose(s, {"fixed": fixed})
