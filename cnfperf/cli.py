@@ -26,7 +26,7 @@ from cnfperf.experiments import studies
 from cnfperf.experiments.sweep import format_seconds, parse_values
 from cnfperf.host.facts import gather, render as render_host
 from cnfperf.host.lock import HostBusy
-from cnfperf.report import build, cpu as cpu_tables, nfs as nf_tables
+from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
 from cnfperf.report.summary import images, points as point_table, repetitions, searches
@@ -163,16 +163,22 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("run", metavar="RUN", help="run id (as `results list` shows it), or latest")
     _results_and_json(show)
     show.set_defaults(func=_results_show)
-    export = rsub.add_parser("export", help="one run as CSV: a row per pair and per point")
+    export = rsub.add_parser("export", help="one run as CSV (a row per pair and per point), or "
+                                           "its latency as HdrHistogram logs")
     export.add_argument("run", metavar="RUN", help="run id, or latest")
-    export.add_argument("--csv", action="store_true", required=True, help="CSV (the format)")
+    export.add_argument("--csv", action="store_true", help="CSV (the format)")
+    export.add_argument("--hdrh", action="store_true",
+                        help="an HdrHistogram log (.hlog) per point with latency instead: a "
+                             "histogram per pair and the total, tagged pair<N> and all")
     export.add_argument("--nf-ports", action="store_true",
                         help="a row per port of every network function instead (its counters "
                              "and drops by reason)")
     export.add_argument("--cpu", action="store_true",
                         help="a row per node of every point instead: its CPU use over the "
                              "measured window, cycles per packet, threads and their cores")
-    export.add_argument("--out", "-o", metavar="FILE", help="write here instead of stdout")
+    export.add_argument("--out", "-o", metavar="FILE",
+                        help="write here instead of stdout (--hdrh: the directory, default the "
+                             "run's hdrh/)")
     _results_and_json(export, json_flag=False)
     export.set_defaults(func=_results_export)
     return p
@@ -482,7 +488,16 @@ def _print_tables(run: dict[str, Any], brief: bool = False) -> None:
 
 
 def _results_export(args: argparse.Namespace) -> int:
-    _, run = _stored_run(args, args.run)
+    if args.csv and args.hdrh:
+        raise UserError("--hdrh", "one format at a time: --csv or --hdrh")
+    if not args.csv and not args.hdrh:
+        raise UserError("--csv", "required (or --hdrh)")
+    if args.hdrh and (args.nf_ports or args.cpu):
+        raise UserError("--nf-ports" if args.nf_ports else "--cpu",
+                        "a CSV of its own: not with --hdrh")
+    store, run = _stored_run(args, args.run)
+    if args.hdrh:
+        return _export_hdrh(store, run, args.out)
     if args.nf_ports and args.cpu:
         raise UserError("--cpu", "one file at a time: --nf-ports or --cpu")
     write = write_nf_ports_csv if args.nf_ports else write_cpu_csv if args.cpu else write_csv
@@ -492,6 +507,18 @@ def _results_export(args: argparse.Namespace) -> int:
     with open(args.out, "w", newline="") as f:
         n = write(run, f)
     print(f"{args.out}: {n} rows", file=sys.stderr)
+    return 0
+
+
+def _export_hdrh(store: Any, run: dict[str, Any], out: str | None) -> int:
+    """An .hlog per point with latency; each file's path on stdout."""
+    if not any(hlog.intervals(p) for p in run["points"]):
+        raise UserError("RUN", f"run {run['id']} has no latency histogram to export")
+    directory = Path(out) if out else store.directory / "runs" / run["id"] / "hdrh"
+    if directory.exists() and not directory.is_dir():
+        raise UserError("--out", f"{directory} is not a directory (--hdrh writes a file per point)")
+    for path, _ in hlog.write(run, directory):
+        print(path)
     return 0
 
 

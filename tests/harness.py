@@ -101,8 +101,9 @@ def older_store(directory: Path, version: int) -> sqlite3.Connection:
     """A results database as cnfperf left it at schema `version`, with one done
     run 'beef': the caller adds its points, commits and closes, then opens it
     with Store (which migrates it)."""
-    from cnfperf.results.store import _MIGRATIONS
+    from cnfperf.results.store import _MIGRATIONS, _functions
     db = sqlite3.connect(directory / "cnfperf.db")
+    _functions(db)      # what its steps call (hdrh_blob)
     for script in _MIGRATIONS[:version]:
         db.executescript(script)
     db.execute(f"PRAGMA user_version = {version}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf import UserError, __version__, fields
+from cnfperf.results import hdrh
 from cnfperf.results.model import DROP_REASONS, LATENCY_KEYS, NFResult, PairResult, PointResult
 
 RESULTS_ENV = "CNFPERF_RESULTS"
@@ -238,15 +239,40 @@ _SCHEMA_14 = """ALTER TABLE points ADD COLUMN vm_facts TEXT;
 # this host alone (the run's host), and for every point stored before.
 _SCHEMA_15 = """ALTER TABLE points ADD COLUMN hosts TEXT;
 """
+# Each latency histogram also as HdrHistogram's V2 blob (results/hdrh.py), beside
+# latency_histogram in points, pairs and metrics. Points stored before get theirs
+# here, in the step's transaction (the SQL function hdrh_blob: _functions): the
+# store then holds a blob wherever it holds a histogram, for every reader of the
+# database, and reading pays nothing; NULL where there is no histogram.
+_HDRH_TABLES = ("points", "pairs", "metrics")
+_SCHEMA_16 = "\n".join([
+    *(f"ALTER TABLE {t} ADD COLUMN latency_hdrh TEXT;" for t in _HDRH_TABLES),
+    *(f"UPDATE {t} SET latency_hdrh = hdrh_blob(latency_histogram, lat_max_ns) "
+      "WHERE latency_histogram IS NOT NULL;" for t in _HDRH_TABLES)])
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
-               _SCHEMA_14, _SCHEMA_15]
+               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
                    "cpu_usage")
 SEARCH_KEYS = ("rate_pps", "loss_ratio", "offered_pps", "loss_threshold", "verified",
                "generator_limited")
 SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+def _hdrh_blob(histogram: str | None, max_ns: float | None) -> str | None:
+    """SQL hdrh_blob(latency_histogram, lat_max_ns): a stored histogram's blob.
+    One an old row holds that is not a list of buckets gets none (NULL): a
+    migration must not fail a store on a row it cannot read."""
+    try:
+        return hdrh.blob(json.loads(histogram or "null"), max_ns)
+    except (ValueError, TypeError):
+        return None
+
+
+def _functions(db: sqlite3.Connection) -> None:
+    """The SQL functions the migrations call."""
+    db.create_function("hdrh_blob", 2, _hdrh_blob, deterministic=True)
 
 
 def results_dir(override: str | Path | None = None) -> Path:
@@ -263,6 +289,7 @@ class Store:
         self.db = sqlite3.connect(self.path, timeout=10)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA foreign_keys = ON")
+        _functions(self.db)
         self._migrate()
         self._field_columns()
 
@@ -492,6 +519,7 @@ def _latency(lat) -> dict[str, Any]:
     out: dict[str, Any] = {f"lat_{k}_ns": (lat.ns.get(k) if lat else None) for k in LATENCY_KEYS}
     out["latency_kind"] = lat.kind if lat else None
     out["latency_histogram"] = json.dumps(lat.histogram) if lat else None
+    out["latency_hdrh"] = hdrh.blob(lat.histogram, lat.ns.get("max")) if lat else None
     return out
 
 
@@ -505,4 +533,18 @@ def _decoded(row: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     for k in keys:
         if isinstance(row.get(k), str):
             row[k] = json.loads(row[k])
+    if "latency_hdrh" in row and "latency_histogram" in row:
+        return _beside(row, "latency_hdrh", "latency_histogram")
     return row
+
+
+def _beside(row: dict[str, Any], key: str, after: str) -> dict[str, Any]:
+    """`row` with `key` right after `after` (a column added later comes last in
+    SELECT *; the JSON shows a histogram's blob next to it)."""
+    value = row.pop(key)
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        out[k] = v
+        if k == after:
+            out[key] = value
+    return out
