@@ -70,6 +70,11 @@ NOISES = ("none", "cpu", "cache", "memory", "io", "traffic")
 NOISE_PLACES = ("same", "other")
 # The quota fields, each a % of one core for one kind of node's containers.
 QUOTAS = ("switch_quota", "nf_quota", "endpoint_quota")
+# How a search (rate = ndr, pdr, ndr+pdr…) finds its rates: MLRsearch with the
+# goals of FD.io CSIT (1 s trials, 21 s at a load, half of them may lose), of
+# RFC 2544 (one 60 s trial) or of ETSI TST009 (a lossy 60 s trial is run once
+# more), or the binary search with a verification trial (experiments/search.py).
+SEARCHES = ("csit", "rfc2544", "tst009", "bisect")
 MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
 RX_PORT = 9000
@@ -134,7 +139,7 @@ FIELDS: list[Field] = [
           axis=5, unit="µs", ge=1000, le=1_000_000, column="INTEGER", switch_config=True),
     Field("switch_keep", "bool", True, "keep the switch up between consecutive points of a "
           "run whose switch is made alike (its counters reset, its state checked); no: a "
-          "fresh switch for every point", axis=39, column="", late=True),
+          "fresh switch for every point", axis=45, column="", late=True),
     Field("pin", "bool", True, "pin the switch and the network functions to their planned "
           "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
           label="named", switch_config=True),
@@ -178,7 +183,7 @@ FIELDS: list[Field] = [
     Field("burst", "int", 32, "packets per burst; default: 32 for throughput, 1 for latency",
           axis=32, ge=1, le=1024, column="INTEGER", label="named", switch_config=True),
     Field("rate", "rate", 0.0, "offered rate per pair: 1000, 500k, 2.5M; 0 = max; or a search: "
-          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=38, unit="pps",
+          "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=44, unit="pps",
           column="REAL", label="named", describe=True, searchable=True, zero="max"),
     Field("duration", "float", 10.0, "measured seconds", axis=33, unit="s", gt=0, le=86400,
           column="REAL"),
@@ -241,19 +246,51 @@ FIELDS: list[Field] = [
           column="TEXT", optional=True, unset="every usable CPU"),
     Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",
           axis=30, unit="pps", column="REAL", label="named", zero="none"),
-    Field("precision", "float", 0.01, "search: stop when the bracket is narrower than this "
-          "fraction", axis=36, gt=0, lt=0.5, search=True),
-    Field("trial_duration", "float", None, "search: measured seconds per trial "
-          "(default: duration)", axis=35, unit="s", gt=0, le=3600, search=True, optional=True,
-          unset="duration"),
+    Field("soak", "float", 0.0, "seconds of traffic in one long trial at the point's rate "
+          "(after a search: soak_at of the rate it found), its loss and latency stored every "
+          "second as a time series, kept when the run is interrupted and continued by --resume; "
+          "0: no soak", axis=46, unit="s", ge=0, le=7 * 86400, column="REAL", late=True),
+    Field("soak_at", "str", "90%", "search: the load of a soak after a search, a percentage "
+          "of the rate found for the last goal (the PDR)", axis=47, search=True, late=True),
+    Field("search", "choice", "csit", "search: how the rates are found: MLRsearch with the goals "
+          "of csit (FD.io CSIT's: 1 s trials, 21 s at a load, half of it may see loss), "
+          "rfc2544 (one 60 s trial at a load) or tst009 (a 60 s trial, repeated once when it "
+          "lost), or bisect (binary search, then a verification trial)", axis=35,
+          choices=SEARCHES, search=True, late=True),
+    Field("precision", "float", None, "search: the goal width: stop when the lower and upper "
+          "bounds are closer than this fraction (csit, rfc2544, tst009: 0.005; bisect: 0.01)",
+          axis=42, gt=0, lt=0.5, search=True, optional=True, unset="the search's"),
+    Field("trial_duration", "float", None, "search: measured seconds of a trial (MLRsearch: "
+          "of the final trials; default: the search's, 1 for csit, 60 for rfc2544 and tst009, "
+          "duration for bisect)", axis=36, unit="s", gt=0, le=3600, search=True,
+          optional=True, unset="the search's"),
+    Field("initial_trial_duration", "float", None, "search: seconds of MLRsearch's first, "
+          "shortest trials (default: 1, or trial_duration if shorter)", axis=37, unit="s",
+          gt=0, le=3600, search=True, optional=True, late=True, unset="1 s"),
+    Field("duration_sum", "float", None, "search: MLRsearch's trial seconds at a load before "
+          "it is a bound (default: 21 × trial_duration for csit, 1 × for rfc2544, 2 × for "
+          "tst009)", axis=38, unit="s", gt=0, le=86400, search=True, optional=True, late=True,
+          unset="the search's"),
+    Field("exceed_ratio", "float", None, "search: the share of a load's trial seconds that may "
+          "see more loss than the goal while the load still counts as good (default: 0.5 for "
+          "csit and tst009, 0 for rfc2544)", axis=39, ge=0, lt=1, search=True, optional=True,
+          late=True, unset="the search's"),
+    Field("generator_tolerance", "float", 0.01, "search: the share of a trial's frames its "
+          "senders may fail to send on their own (beyond one burst, with no port refusing "
+          "them) before the trial is invalid: it did not offer its load", axis=40, ge=0, lt=1,
+          search=True, late=True),
+    Field("latency_at", "str", "min+10%+50%+90%", "search: loads at which a latency trial "
+          "follows the search, joined by +: min (the search's lowest load) or a percentage of "
+          "the rate found for the last goal (the PDR); none: no latency trials", axis=41,
+          search=True, late=True),
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
-          "trial sends)", axis=37, unit="pps", search=True, zero="auto"),
+          "trial sends)", axis=43, unit="pps", search=True, zero="auto"),
 ]
 
 # Defaults that changed, with the value each had before: a run stored before the
 # change (its spec has no `defaults`) is resumed with the old ones, so that its
 # plan and its points' keys are rebuilt as they were (checks.replan).
-CHANGED_DEFAULTS = {"tester": "split"}
+CHANGED_DEFAULTS = {"tester": "split", "search": "bisect", "precision": 0.01, "latency_at": "none"}
 
 # Not scenario fields: they shape the sweep itself and take one value.
 # The views below are computed once: the table is complete before anything reads it.

@@ -2,7 +2,9 @@
 
 A rate is written 1000, 2.5e6, "500k", "2.5M" or "1Mpps" (k = 1e3, M = 1e6,
 G = 1e9); 0 means as fast as possible. The offered rate may instead be a
-search: `ndr` (no loss) or `pdr:X%` (at most X% loss; `pdr` alone allows 0.1%).
+search for the rates of one or more loss ratios, its goals: `ndr` (no loss),
+`pdr:X%` (at most X% loss; `pdr` alone: 0.5%, FD.io CSIT's PDR), several joined
+by + (`ndr+pdr`: both from one search).
 The same words hold in the engine's JSON and in the store: `offered_pps` is the
 rate asked for (RFC 2544's offered load), `tx_pps` what really left, `rx_pps`
 what arrived.
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-DEFAULT_PDR_PERCENT = 0.1
+DEFAULT_PDR_PERCENT = 0.5
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 _NUMBER_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]?)(?:pps)?\s*$", re.I)
 EXAMPLES = "e.g. 1000, 500k, 2.5M"
@@ -25,22 +27,25 @@ EXAMPLES = "e.g. 1000, 500k, 2.5M"
 class Rate:
     """A fixed rate in packets per second (0 = as fast as possible) or a search."""
 
-    kind: str = "pps"       # pps | ndr | pdr
+    kind: str = "pps"       # pps | search
     pps: float = 0.0
-    loss: float = 0.0       # loss ratio a search accepts (ndr: 0)
+    losses: tuple[float, ...] = ()   # a search's goals: the loss ratios it finds rates for
 
     @property
     def is_search(self) -> bool:
         return self.kind != "pps"
 
+    @property
+    def loss(self) -> float:
+        """The first goal's loss ratio (a one-goal search's: ndr 0)."""
+        return self.losses[0] if self.losses else 0.0
+
     def value(self) -> int | float | str:
         """The plain JSON value a point carries and is keyed by: pps as a number,
-        a search as its canonical text ("ndr", "pdr:0.1%")."""
+        a search as its canonical text ("ndr", "pdr:0.5%", "ndr+pdr:0.5%")."""
         if self.kind == "pps":
             return tidy(self.pps)
-        if self.kind == "ndr":
-            return "ndr"
-        return f"pdr:{tidy(round(self.loss * 100, 9))}%"
+        return "+".join(goal_name(loss) for loss in self.losses)
 
     def argv(self) -> str:
         """The engine's --rate, as exact as the engine reads it (a decimal; a
@@ -54,6 +59,11 @@ class Rate:
 
 def fixed(pps: float) -> Rate:
     return Rate("pps", pps=float(pps))
+
+
+def goal_name(loss: float) -> str:
+    """A goal as it is written: ndr, pdr:0.5%."""
+    return "ndr" if loss == 0 else f"pdr:{tidy(round(loss * 100, 9))}%"
 
 
 def parse(text: Any, field: str = "rate", search: bool = True, zero: str = "") -> Rate:
@@ -76,18 +86,29 @@ def parse(text: Any, field: str = "rate", search: bool = True, zero: str = "") -
 
 
 def _parse_text(s: str, text: Any, field: str, search: bool) -> Rate:
-    if s == "ndr":
-        return Rate("ndr")
-    if s == "pdr" or s.startswith("pdr:"):
-        pct_text = s[4:].rstrip("%").strip() if s != "pdr" else str(DEFAULT_PDR_PERCENT)
-        try:
-            pct = float(pct_text)
-        except ValueError:
-            raise ValueError(f"{field}: '{text}' is not pdr:X% (X a loss percentage)") from None
-        if not 0 < pct < 100:
-            raise ValueError(f"{field}: '{text}': the pdr loss must be between 0 and 100%")
-        return Rate("pdr", loss=pct / 100)
+    goals = [g.strip() for g in s.split("+")]
+    if all(g == "ndr" or g.startswith("pdr") for g in goals):
+        losses = [_goal(g, text, field) for g in goals]
+        if len(set(losses)) < len(losses):
+            raise ValueError(f"{field}: '{text}' names a loss ratio twice")
+        return Rate("search", losses=tuple(sorted(losses)))
     return _fixed(number(s, text, field, search), text, field)
+
+
+def _goal(g: str, text: Any, field: str) -> float:
+    """A goal's loss ratio: ndr 0, pdr:X% X/100."""
+    if g == "ndr":
+        return 0.0
+    if g != "pdr" and not g.startswith("pdr:"):
+        raise ValueError(f"{field}: '{text}' is not ndr, pdr or pdr:X% (goals joined by +)")
+    pct_text = g[4:].rstrip("%").strip() if g != "pdr" else str(DEFAULT_PDR_PERCENT)
+    try:
+        pct = float(pct_text)
+    except ValueError:
+        raise ValueError(f"{field}: '{text}' is not pdr:X% (X a loss percentage)") from None
+    if not 0 < pct < 100:
+        raise ValueError(f"{field}: '{text}': the pdr loss must be between 0 and 100%")
+    return pct / 100
 
 
 def _fixed(pps: float, text: Any, field: str) -> Rate:
@@ -102,7 +123,7 @@ def number(s: str, original: Any, field: str, search: bool = True) -> float:
     m = _NUMBER_RE.match(s)
     if not m:
         raise ValueError(f"{field}: '{original}' is not a rate ({EXAMPLES}"
-                         + (", ndr, pdr:0.1%)" if search else ")"))
+                         + (", ndr, pdr:0.5%, ndr+pdr)" if search else ")"))
     return float(Decimal(m.group(1)) * _SUFFIX[m.group(2).lower()])
 
 

@@ -198,7 +198,7 @@ def canonical(s: Scenario) -> dict[str, Any]:
             values.pop(f.name)
     if not s.rate.is_search:
         for name in fields.search_only():
-            values.pop(name)
+            values.pop(name, None)
     return values
 
 

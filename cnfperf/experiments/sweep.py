@@ -127,7 +127,8 @@ def _parse_text(field_name: str, text: str, kind: str) -> list:
         raise ValueError(f"{field_name}: empty item in '{text}'")
     out: list = []
     for part in parts:
-        if part.count(":") == 2 and kind in ("int", "float", "rate"):
+        # a range is start:step:stop; a search's goals (ndr+pdr:1%+pdr:2%) are not
+        if part.count(":") == 2 and kind in ("int", "float", "rate") and "dr" not in part.lower():
             out.extend(_parse_range(field_name, part, kind))
         else:
             out.append(parse_one(field_name, part, kind))

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cnfperf.report import contention, cpu, emulation, glance, html, nfs, summary
+from cnfperf.report import (contention, cpu, emulation, glance, html, nfs, searches, soak,
+                            summary)
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -18,7 +19,8 @@ HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ov
 
 def write(run: dict[str, Any], out_dir: Path) -> Path:
     """Writes out_dir/*.png and out_dir/report.html; returns the HTML's path."""
-    from cnfperf.report import nf_plots, plots   # matplotlib: only when a report is drawn
+    # matplotlib: only when a report is drawn
+    from cnfperf.report import nf_plots, plots, search_plots, soak_plots
     from cnfperf.report.rows import rows_from_run
 
     spec = run.get("spec") or {}
@@ -28,10 +30,13 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     made = (plots.make(rows, out_dir, study["plots"]) if study.get("plots")
             else plots.make_all(rows, out_dir))
     made += nf_plots.make(run, out_dir)
+    made += search_plots.make(run, out_dir)
+    made += soak_plots.make(run, out_dir)
     figures = [html.Figure(p.title, p.path, _caption(p.name)) for p in made]
     tables = [html.Table(title, headers, rows_, cpu.NOTES.get(title, ""))
               for title, headers, rows_ in summary.all_tables(
-                  run, [*nfs.all_tables(run), *cpu.all_tables(run)])]
+                  run, [*nfs.all_tables(run), *cpu.all_tables(run)],
+                  [*searches.all_tables(run), *filter(None, [soak.table(run)])])]
     title = f"cnfperf run {run['id']}" + (f": {study['title']}" if study.get("title") else "")
     done = summary.done_points(run)
     text = f"{len(done)} of {run.get('planned') or len(run.get('points', []))} points"
@@ -88,6 +93,11 @@ def _caption(name: str) -> str:
         "rtt_vs_size": "Solid: median (p50); dashed: p99.",
         "latency_cdf": "Fraction of packets whose round trip took at most x.",
         "throughput_bars": "Best received rate of each configuration.",
+        "latency_vs_load": "Latency trials after each search, at its lowest load and at "
+                           "fractions of the rate it found for its last goal (the PDR).",
+        "soak": "Every second of each soak: received rate, loss (the receivers' sequence "
+                "gaps) and latency (solid p50, dashed p99; the worst pair's). A dotted line "
+                "marks where a resumed soak went on.",
         "latency_vs_nfs": "Markers: each point's p50 and (faded) p99; lines: least-squares "
                           "fits (solid p50, dashed p99) over points alike but for their "
                           "number of NFs, their slope the latency each NF adds.",

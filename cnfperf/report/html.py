@@ -42,8 +42,17 @@ HOW_TO_READ = (
                       "stopped inside (a run of a few seconds may have none)."),
     ("Loss", "frames sent but never received, as a share of the frames sent, counted from "
              "sequence numbers; reordered and duplicate frames are counted apart."),
-    ("NDR / PDR", "the highest offered rate with no loss (NDR) or with loss at most X% (PDR), "
-                  "found by binary search and confirmed by a final verification trial."),
+    ("NDR / PDR", "the highest offered rate with no loss (NDR) or with loss at most X% (PDR). "
+                  "MLRsearch (search csit, rfc2544, tst009) finds every goal in one search and "
+                  "gives its conditional throughput: the lower bound's load less the loss of "
+                  "its worst good trial, between a lower and an upper bound closer than the "
+                  "width; bisect finds one by binary search and a verification trial."),
+    ("Generator truth", "whether a trial's senders offered the load asked for: an invalid "
+                        "trial's senders fell short on their own (no port refused their "
+                        "frames), so its loss is not the device's; a goal whose upper bound "
+                        "rests on such trials is generator-limited."),
+    ("Latency at load", "latency trials after a search, at its lowest load (min) and at "
+                        "fractions of the rate it found for its last goal (the PDR)."),
     ("Mpps / Gbps", "millions of frames per second; Gbps counts frame bytes including the "
                     "FCS, without preamble and inter-frame gap."),
     ("Latency percentiles", "round-trip time of client/server echoes, or one-way time of a "

@@ -172,41 +172,6 @@ def repetitions(run: dict[str, Any]) -> Table | None:
                             "loss % mean"], rows)
 
 
-def searches(run: dict[str, Any]) -> Table | None:
-    """NDR/PDR results: the rate found (offered, per pair) and the loss at it."""
-    points = [p for p in done_points(run) if p.get("trials")]
-    if not points:
-        return None
-    axes = [f for f in varying(done_points(run)) if f != "rate"] or ["switch"]
-    rows = []
-    for p in points:
-        rows.append([label(p, axes), _param(p, "rate"), _kpps(p.get("search_rate_pps")),
-                     None if p.get("search_loss_ratio") is None
-                     else 100 * p["search_loss_ratio"],
-                     _kpps(p.get("search_offered_pps")),
-                     bool(p.get("search_verified")), bool(p.get("generator_limited")),
-                     len(p["trials"])])
-    return ("Zero-loss searches", ["point", "search", "found kpps per pair", "loss % at it",
-                                   "offered kpps", "verified", "generator-limited", "trials"],
-            rows)
-
-
-def trials(run: dict[str, Any]) -> Table | None:
-    points = [p for p in done_points(run) if p.get("trials")]
-    if not points:
-        return None
-    axes = varying(done_points(run)) or ["switch"]
-    rows = []
-    for p in points:
-        for t in p["trials"]:
-            rows.append([label(p, axes), t["n"], t["phase"], _kpps(t["offered_pps"]) or "max",
-                         _kpps(t["tx_pps"]), _kpps(t["rx_pps"]), t["sent"], t["received"],
-                         100 * (t["loss_ratio"] or 0.0),
-                         "" if t["passed"] is None else ("pass" if t["passed"] else "fail")])
-    return ("Search trials", ["point", "trial", "phase", "offered kpps", "tx kpps",
-                              "rx kpps", "sent", "received", "loss %", ""], rows)
-
-
 def throughput(run: dict[str, Any]) -> Table | None:
     """One row per pair and, with several pairs, their total: per-pair and total side by side."""
     points = [p for p in done_points(run) if p.get("mode") != "latency"]
@@ -291,8 +256,11 @@ def two_clocks(points: Sequence[dict[str, Any]]) -> str:
             "trip is on its client's own clock")
 
 
-def all_tables(run: dict[str, Any], more: Sequence[Table] = ()) -> list[Table]:
-    """Every table of a run's report, in its order; `more` (the network functions'
-    tables, report/nfs.py; CPU per node, report/cpu.py) go before the failures."""
-    return [t for t in (points(run), throughput(run), repetitions(run), searches(run),
-                        trials(run), latency(run), *more, hosts(run), failures(run)) if t]
+def all_tables(run: dict[str, Any], more: Sequence[Table] = (),
+               searched: Sequence[Table] = ()) -> list[Table]:
+    """Every table of a run's report, in its order; `searched` (the searches'
+    tables, report/searches.py) after the repetitions, `more` (the network
+    functions' tables, report/nfs.py; CPU per node, report/cpu.py) before the
+    failures."""
+    return [t for t in (points(run), throughput(run), repetitions(run), *searched,
+                        latency(run), *more, hosts(run), failures(run)) if t]

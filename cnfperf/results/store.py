@@ -249,12 +249,41 @@ _SCHEMA_16 = "\n".join([
     *(f"ALTER TABLE {t} ADD COLUMN latency_hdrh TEXT;" for t in _HDRH_TABLES),
     *(f"UPDATE {t} SET latency_hdrh = hdrh_blob(latency_histogram, lat_max_ns) "
       "WHERE latency_histogram IS NOT NULL;" for t in _HDRH_TABLES)])
+# Searches by MLRsearch (strategies/mlr.py): per goal its bounds and conditional
+# throughput (goals; loads per pair); per trial its duration, its generator
+# truth (strategies/truth.py: the frames intended, the sends refused, the
+# frames the pacer skipped, how much longer than asked the senders took, and
+# whether the trial is valid, why not) and, for the latency trials after a
+# search, the fraction of the rate found (0: the search's lowest load) and the
+# latency (its histogram also as an HdrHistogram blob).
+_SCHEMA_17 = "\n".join([
+    *(f"ALTER TABLE trials ADD COLUMN {c};" for c in (
+        "duration REAL", "intended INTEGER", "refused INTEGER", "skipped INTEGER",
+        "stretch REAL", "valid INTEGER", "invalid_why TEXT", "fraction REAL",
+        "latency_kind TEXT", "latency_samples INTEGER",
+        *(f"lat_{k}_ns REAL" for k in LATENCY_KEYS), "latency_histogram TEXT",
+        "latency_hdrh TEXT")),
+    """CREATE TABLE goals (
+    point_id INTEGER NOT NULL REFERENCES points(id), goal INTEGER NOT NULL,
+    loss_ratio REAL, exceed_ratio REAL, width REAL, lower_pps REAL, upper_pps REAL,
+    conditional_pps REAL, good_s REAL, bad_s REAL, generator_limited INTEGER,
+    PRIMARY KEY (point_id, goal));""",
+    # A soak's time series (strategies/soak.py): a row per second of traffic, written
+    # as it is measured, before the point itself (so by the point's run and index):
+    # an interrupted soak keeps what it measured, and --resume goes on from there
+    # in a new segment.
+    """CREATE TABLE soak (
+    run_id TEXT NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, n INTEGER NOT NULL,
+    segment INTEGER NOT NULL, at_s REAL, interval_s REAL, offered_pps REAL,
+    tx_packets INTEGER, rx_packets INTEGER, lost INTEGER, loss_ratio REAL, rx_pps REAL,
+    lat_p50_ns REAL, lat_p99_ns REAL, lat_max_ns REAL,
+    PRIMARY KEY (run_id, idx, n));"""])
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
-               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16]
+               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17]
 # Children of a point, deleted with it when --resume runs it again.
-_POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "nf_results", "nf_ports",
-                   "cpu_usage")
+_POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
+                   "nf_ports", "cpu_usage")
 SEARCH_KEYS = ("rate_pps", "loss_ratio", "offered_pps", "loss_threshold", "verified",
                "generator_limited")
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -372,7 +401,8 @@ class Store:
                   image: Any = None, nf_image: Any = None, key: str | None = None,
                   group: str | None = None,
                   rep: int = 0, search: dict[str, Any] | None = None,
-                  trials: list[dict[str, Any]] = (), shape: str | None = None,
+                  trials: list[dict[str, Any]] = (), goals: list[dict[str, Any]] = (),
+                  shape: str | None = None,
                   tester_why: str | None = None, pollers: int | None = None,
                   point_cores: int | None = None,
                   switch_facts: dict[str, Any] | None = None,
@@ -381,8 +411,8 @@ class Store:
                   hosts: dict[str, Any] | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` its network functions' when
-        not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS) and
-        `trials` come from an ndr/pdr search; `shape`, `tester_why`, `pollers`
+        not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS),
+        `trials` and `goals` (MLRsearch's) come from a search; `shape`, `tester_why`, `pollers`
         and `point_cores` are the plan's (TestPoint's; point_cores: how many cores);
         `switch_facts` what the report needs of the data plane (DataPlane.stored),
         `nf_facts` of its NFs' kind (NfKind.stored; None: no NFs), `vm_facts`
@@ -432,7 +462,21 @@ class Store:
             for trial in trials:
                 self._insert("trials", {"point_id": point_id,
                                         **{k: _sql(v) for k, v in trial.items()}})
+            for goal in goals:
+                self._insert("goals", {"point_id": point_id,
+                                       **{k: _sql(v) for k, v in goal.items()}})
         return point_id
+
+    def keep_soak(self, run_id: str, idx: int, rows: list[dict[str, Any]]) -> None:
+        """A soak's intervals, committed as they are measured (before their point)."""
+        with self.db:
+            for row in rows:
+                self._insert("soak", {"run_id": run_id, "idx": idx, **row})
+
+    def soak(self, run_id: str, idx: int) -> list[dict[str, Any]]:
+        """The soak intervals a run's point has kept so far, in order."""
+        return [{k: r[k] for k in r.keys() if k not in ("run_id", "idx")} for r in self.db.execute(
+            "SELECT * FROM soak WHERE run_id = ? AND idx = ? ORDER BY n", (run_id, idx))]
 
     def _nf(self, point_id: int, nf: NFResult) -> None:
         self._insert("nf_results", {"point_id": point_id, "name": nf.name, "pair": nf.pair,
@@ -486,8 +530,12 @@ class Store:
         point["counters"] = {r["port"]: {k: r[k] for k in r.keys() if k not in ("point_id", "port")}
                              for r in self.db.execute(
                                  "SELECT * FROM counters WHERE point_id = ? ORDER BY port", (pid,))}
-        point["trials"] = [{k: r[k] for k in r.keys() if k != "point_id"} for r in self.db.execute(
+        point["trials"] = [_decoded({k: r[k] for k in r.keys() if k != "point_id"},
+                                    ("latency_histogram",)) for r in self.db.execute(
             "SELECT * FROM trials WHERE point_id = ? ORDER BY n", (pid,))]
+        point["goals"] = [{k: r[k] for k in r.keys() if k != "point_id"} for r in self.db.execute(
+            "SELECT * FROM goals WHERE point_id = ? ORDER BY goal", (pid,))]
+        point["soak"] = self.soak(point["run_id"], point["idx"])
         # `nfs` is the scenario's count: the NFs themselves are `nf_results`,
         # each with its `ports`.
         ports: dict[str, list[dict[str, Any]]] = {}

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from cnfperf import SystemFailure, UserError, fields, nfs, testers
 from cnfperf.host import cgroups, tools
 from cnfperf.run import noise
+from cnfperf.strategies import latency, mlr, soak
 from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import DpdkPlane
@@ -74,7 +75,9 @@ def replan(spec: dict[str, Any], host: HostFacts | None = None) -> Sweep:
     with (fields.CHANGED_DEFAULTS: a run older than a change kept the old ones)
     and on the cores it was planned on: under another taskset its points would
     take another tester and keys, and be measured again."""
-    defaults = {**fields.CHANGED_DEFAULTS, **(spec.get("defaults") or {})}
+    # None is an optional field's "the computed default": nothing to set
+    defaults = {k: v for k, v in {**fields.CHANGED_DEFAULTS, **(spec.get("defaults") or {})}
+                .items() if v is not None}
     cores = tuple(spec.get("cpus") or ()) or None
     if cores and (gone := sorted(set(cores) - os.sched_getaffinity(0))):
         raise UserError("--resume", f"the run was planned on CPUs {cpu_list(cores)}; "
@@ -83,6 +86,22 @@ def replan(spec: dict[str, Any], host: HostFacts | None = None) -> Sweep:
                  host=host if spec.get("skip_unusable") else None, cores=cores)
     swept.spec = spec
     return swept
+
+
+def _check_search(s: Scenario) -> None:
+    """A search's settings go together (strategies/mlr.py reads them so)."""
+    if s.search == "bisect" and len(s.rate.losses) > 1:
+        raise UserError("rate", f"{s.rate}: search = bisect finds the rate of one loss "
+                                "ratio; MLRsearch (search = csit, rfc2544, tst009) finds "
+                                "several in one search")
+    try:
+        if s.search != "bisect":
+            mlr.goals(s)
+        latency.loads(s.latency_at)
+        if s.soak:
+            soak.fraction(s.soak_at)
+    except ValueError as e:
+        raise UserError(*str(e).split(": ", 1)) from None
 
 
 def dataplane_of(s: Scenario) -> type[DataPlane]:
@@ -147,9 +166,8 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
                                  + (" (noise = traffic adds a pair)" if paths > s.pairs else ""))
     if s.mmsg and s.api not in SOCKET_APIS:
         raise UserError("mmsg", f"sendmmsg/recvmmsg batching applies to udp and raw, not {s.api}")
-    if s.rate.is_search and s.mode != "throughput":
-        raise UserError("rate", f"{s.rate} searches the offered rate of throughput points; "
-                                "latency is measured at a fixed rate")
+    if s.rate.is_search:
+        _check_search(s)
     if s.limit.pps:
         why = dataplane.limit_problem(s.api)
         if why:

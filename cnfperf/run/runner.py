@@ -250,7 +250,8 @@ class Run:
                 self.store.add_point(self.run_id, point.index, params, status="done",
                                      started=started, result=result, image=image,
                                      nf_image=nf_image, search=found.get("search"),
-                                     trials=found.get("trials", ()), **record)
+                                     trials=found.get("trials", ()),
+                                     goals=found.get("goals", ()), **record)
             finally:
                 with self.signals.holding():   # a Ctrl-C here must not skip the teardown
                     self._report(Progress(point, "teardown"))
@@ -273,7 +274,9 @@ class Run:
             self._report(Progress(point, "setup", detail=detail))
         bed = builder.build(point, teardown, say)
         _switch_json(directory, bed, builder.keeper)
-        trials = Trials(bed, directory, teardown, self._report, self.opts.trial)
+        trials = Trials(bed, directory, teardown, self._report, self.opts.trial,
+                        keep=lambda rows: self.store.keep_soak(self.run_id, point.index, rows),
+                        kept=lambda: self.store.soak(self.run_id, point.index))
         measured = strategies.choose(point.scenario).run(trials, point.scenario)
         builder.keeper.passed(point)   # its switch may serve the next point
         return measured

@@ -38,6 +38,7 @@ from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
 from cnfperf.results import model
 from cnfperf.scenario import Scenario
+from cnfperf.strategies.base import Watch
 from cnfperf.run.teardown import Teardown
 from cnfperf.run.testbed import Testbed
 
@@ -69,12 +70,12 @@ Report = Callable[[Progress], None]
 
 
 def run(bed: Testbed, s: Scenario, out: Path, teardown: Teardown, report: Report,
-        detail: str = "") -> model.PointResult:
+        detail: str = "", watch: Watch | None = None) -> model.PointResult:
     """One trial of `s` on the testbed; the engines' files go to `out`."""
-    return Trial(bed, s, out, teardown, report, detail).run()
+    return Trial(bed, s, out, teardown, report, detail, watch).run()
 
 
-RunTrial = Callable[[Testbed, Scenario, Path, Teardown, Report, str], model.PointResult]
+RunTrial = Callable[..., model.PointResult]
 
 
 class Trials:
@@ -82,21 +83,36 @@ class Trials:
     directory. Implements cnfperf.strategies.base.Trials."""
 
     def __init__(self, bed: Testbed, directory: Path, teardown: Teardown, report: Report,
-                 trial: RunTrial = run):
+                 trial: RunTrial = run, keep: Callable[[list[dict]], None] | None = None,
+                 kept: Callable[[], list[dict]] | None = None):
         self.bed = bed
         self.directory = directory
         self.teardown = teardown
         self.report = report
         self.trial = trial
+        self._keep = keep
+        self._kept = kept
 
-    def measure(self, s: Scenario, name: str = "", detail: str = "") -> model.PointResult:
+    def measure(self, s: Scenario, name: str = "", detail: str = "",
+                watch: Watch | None = None) -> model.PointResult:
         """A trial whose files go to the subdirectory `name` (none: the point's
-        directory); `detail` shows in its progress."""
+        directory); `detail` shows in its progress; `watch` sees its intervals."""
         out = self.directory
         if name:
             out = self.directory / name
             out.mkdir()
-        return self.trial(self.bed, s, out, self.teardown, self.report, detail)
+        if watch is None:
+            return self.trial(self.bed, s, out, self.teardown, self.report, detail)
+        return self.trial(self.bed, s, out, self.teardown, self.report, detail, watch)
+
+    def keep(self, rows: list[dict]) -> None:
+        """Rows that outlive an interruption of the point: stored now."""
+        if self._keep:
+            self._keep(rows)
+
+    def kept(self) -> list[dict]:
+        """What an interrupted run of this point kept."""
+        return self._kept() if self._kept else []
 
     def say(self, detail: str) -> None:
         self.report(Progress(self.bed.point, "trial", detail=detail))
@@ -104,9 +120,11 @@ class Trials:
 
 class Trial:
     def __init__(self, bed: Testbed, s: Scenario, out: Path, teardown: Teardown,
-                 report: Report, detail: str = ""):
+                 report: Report, detail: str = "", watch: Watch | None = None):
         self.bed = bed
         self.s = s
+        self.watch = watch
+        self._seen = 0   # engine records the watcher has been shown
         self.out = out
         self.teardown = teardown
         self.report = report
@@ -160,6 +178,7 @@ class Trial:
             time.sleep(DRAIN)
         engine_nfs = [nf for nf in in_path if self.commands[nf.name].records]
         self._stop(engine_nfs + receivers)
+        self._watched()   # the receivers' last intervals came with their summaries
         # A command NF closes its ports when it stops: only once no engine polls,
         # and one depth at a time from the sender's side, so two command NFs
         # never tear down the link between them at once.
@@ -295,8 +314,24 @@ class Trial:
                 self.meter.start()   # the measured window opens
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
+            self._watched()
         self._await(eps, "summary", expected + EXIT_MARGIN, "before its summary",
                     every=0.05, tick=progress)   # the window opens within 50 ms
+
+    def _watched(self) -> None:
+        """Hands the watcher every pair's interval records so far."""
+        if self.watch is None:
+            return
+        pairs = self.bed.point.pairs
+        seen = sum(len(self.outputs[ep.name].records) for p in pairs
+                   for ep in (p.sender, self._counting(p)))
+        if seen == self._seen:   # called every 50 ms: only when there is news
+            return
+        self._seen = seen
+
+        def intervals(ep: Endpoint) -> list[dict]:
+            return [r for r in list(self.outputs[ep.name].records) if r["type"] == "interval"]
+        self.watch([(intervals(p.sender), intervals(self._counting(p))) for p in pairs])
 
     def _counting(self, pair: Pair) -> Endpoint:
         """Who counts what arrives: the client sees its echoes, a single tester

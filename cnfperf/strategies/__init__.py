@@ -7,14 +7,16 @@ data planes are added.
 from __future__ import annotations
 
 from cnfperf.scenario import Scenario
-from cnfperf.strategies import bisect, fixed
+from cnfperf.strategies import bisect, fixed, mlr, soak
 from cnfperf.strategies.base import Strategy, Trials
 
 __all__ = ["STRATEGIES", "Strategy", "Trials", "choose"]
 
 STRATEGIES: dict[str, Strategy] = {
     "fixed": fixed,
+    "mlr": mlr,
     "bisect": bisect,
+    "soak": soak,
 }
 
 

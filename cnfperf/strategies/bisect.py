@@ -1,4 +1,6 @@
-"""A point whose rate is a search (ndr, pdr:X%), run as trials on one testbed.
+"""A point whose rate is a search of one goal (ndr, pdr:X%) with search = bisect:
+a binary search and a verification trial, run as trials on one testbed, then
+latency trials at loads below the rate found (latency.py).
 
 The testbed is set up once; each trial runs at a fixed rate that search.py
 decides, in its own directory (trial1, trial2, …). Every trial is kept, and
@@ -11,6 +13,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from cnfperf import SystemFailure, rate as rates
 from cnfperf.experiments import search as bisection
+from cnfperf.strategies import latency
+from cnfperf.strategies.record import trial_row
+from cnfperf.strategies.truth import truth
 
 if TYPE_CHECKING:
     from cnfperf.strategies.base import Trials
@@ -25,8 +30,12 @@ FLOOR = 0.01
 Measure = Callable[["Scenario", int, str], "PointResult"]
 
 
+# Its goal width when the scenario sets no precision.
+PRECISION = 0.01
+
+
 def wants(s: Scenario) -> bool:
-    return s.rate.is_search
+    return s.rate.is_search and s.search == "bisect" and not s.soak
 
 
 def run(trials: Trials, s: Scenario) -> tuple[PointResult, dict[str, Any]]:
@@ -61,7 +70,7 @@ def search(s: Scenario, measure: Measure, say: Callable[[str], None]
         top = run(0.0, "unpaced (the top of the search)").total.tx_pps / s.pairs
         if top <= 0:
             raise SystemFailure("search: the unpaced first trial sent nothing")
-    found = bisection.search(trial, top * FLOOR, top, precision=s.precision,
+    found = bisection.search(trial, top * FLOOR, top, precision=s.precision or PRECISION,
                              loss_threshold=s.rate.loss)
     say(_verdict(s, found, top))
     probe = len(measured) - len(found.trials)   # 1 with the unpaced first trial
@@ -69,7 +78,15 @@ def search(s: Scenario, measure: Measure, say: Callable[[str], None]
                      and t.tx_pps == found.rate_pps
                      and t.offered_pps == found.offered_pps), None)
     result = measured[accepted.n + probe - 1] if accepted else measured[-1]
-    return result, {"search": _columns(found), "trials": _rows(found, measured, probe)}
+    rows = _rows(found, measured, probe, base)
+
+    def at_load(pps: float, fraction: float) -> None:
+        r = run(pps, f"at {rates.show(pps)} (latency)")
+        rows.append(trial_row(len(measured), "latency", pps, base.duration, r,
+                              truth(r, pps, base.duration, base.burst, base.generator_tolerance),
+                              fraction=fraction))
+    latency.run(s.latency_at, top * FLOOR, found.rate_pps, str(s.rate), at_load, say)
+    return result, {"search": _columns(found), "trials": rows}
 
 
 def _verdict(s: Scenario, found: bisection.SearchResult, top: float) -> str:
@@ -87,18 +104,12 @@ def _columns(found: bisection.SearchResult) -> dict[str, Any]:
             "verified": found.verified, "generator_limited": found.generator_limited}
 
 
-def _rows(found: bisection.SearchResult, measured: list[PointResult],
-          probe: int) -> list[dict[str, Any]]:
-    rows = [_row(1, "probe", 0.0, measured[0], None)] if probe else []
-    return rows + [_row(t.n + probe, t.phase, t.offered_pps, measured[t.n + probe - 1],
-                        t.passed) for t in found.trials]
-
-
-def _row(n: int, phase: str, offered: float, r: PointResult,
-         passed: bool | None) -> dict[str, Any]:
-    """A trial as the store keeps it: offered is the rate asked for, tx what left."""
-    pairs = len(r.pairs) or 1
-    t = r.total
-    return {"n": n, "phase": phase, "offered_pps": offered, "tx_pps": t.tx_pps / pairs,
-            "rx_pps": t.rx_pps / pairs, "sent": t.sent, "received": t.received,
-            "loss_ratio": t.loss_ratio, "passed": passed}
+def _rows(found: bisection.SearchResult, measured: list[PointResult], probe: int,
+          trial: Scenario) -> list[dict[str, Any]]:
+    def row(n: int, phase: str, offered: float, passed: bool | None) -> dict[str, Any]:
+        r = measured[n - 1]
+        return trial_row(n, phase, offered, trial.duration, r,
+                         truth(r, offered, trial.duration, trial.burst,
+                               trial.generator_tolerance), passed)
+    rows = [row(1, "probe", 0.0, None)] if probe else []
+    return rows + [row(t.n + probe, t.phase, t.offered_pps, t.passed) for t in found.trials]

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 
 def wants(s: Scenario) -> bool:
-    return not s.rate.is_search
+    return not s.rate.is_search and not s.soak
 
 
 def run(trials: Trials, s: Scenario) -> tuple[PointResult, dict[str, Any]]:

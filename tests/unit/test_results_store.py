@@ -119,7 +119,8 @@ def test_a_migration_step_failing_half_way_leaves_the_store_as_it_was(tmp_path, 
     db.close()
     last = store_module._MIGRATIONS[-1]
     first = last.split(";", 1)[0]
-    assert first.startswith("ALTER TABLE points ADD COLUMN")
+    table = first.split()[2]
+    assert first.startswith(f"ALTER TABLE {table} ADD COLUMN")
     monkeypatch.setattr(store_module, "_MIGRATIONS", [
         *store_module._MIGRATIONS[:-1], f"{first};\nINSERT INTO no_such_table VALUES (1);"])
     with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
@@ -127,12 +128,12 @@ def test_a_migration_step_failing_half_way_leaves_the_store_as_it_was(tmp_path, 
     db = sqlite3.connect(tmp_path / "cnfperf.db")
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION - 1
     column = first.split()[-2]
-    assert column not in {r[1] for r in db.execute("PRAGMA table_info(points)")}
+    assert column not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
     db.close()
     monkeypatch.undo()
     store = Store(tmp_path)   # no "duplicate column": the step runs again, whole
     assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    assert column in {r[1] for r in store.db.execute("PRAGMA table_info(points)")}
+    assert column in {r[1] for r in store.db.execute(f"PRAGMA table_info({table})")}
     assert store.run("beef")["points"] == []
     store.close()
 

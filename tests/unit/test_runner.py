@@ -336,7 +336,8 @@ def test_resume_stops_when_the_leftovers_cannot_be_removed(run, machine):
 
 
 def test_a_search_runs_its_trials_on_one_testbed_set_up_once(run, machine):
-    outcome, seen, stored = run({"rate": "ndr", "search_max": "40k", "trial_duration": 1})
+    outcome, seen, stored = run({"rate": "ndr", "search": "bisect", "latency_at": "none",
+                                 "search_max": "40k", "trial_duration": 1})
     assert outcome.status == "done"
     trials = machine.of("trial")
     assert len(trials) > 3 and len(machine.of("start")) == len(machine.of("stop")) == 1
@@ -346,6 +347,20 @@ def test_a_search_runs_its_trials_on_one_testbed_set_up_once(run, machine):
     assert len(point["trials"]) == len(trials) and point["trials"][-1]["phase"] == "verify"
     assert 19_600 <= point["search_rate_pps"] <= 20_000 and point["search_verified"]
     assert [p.phase for p in seen].count("trial") == len(trials) + 1   # and the verdict
+
+
+def test_an_mlrsearch_stores_its_goals_and_its_latency_trials(run, machine):
+    outcome, _, stored = run({"rate": "ndr+pdr", "search_max": "40k", "trial_duration": 0.5,
+                              "duration_sum": 1, "precision": 0.02, "latency_at": "min+50%"})
+    assert outcome.status == "done"
+    [point] = stored["points"]
+    assert [g["loss_ratio"] for g in point["goals"]] == [0, 0.005]
+    assert point["search_rate_pps"] == point["goals"][0]["conditional_pps"]
+    assert len(point["trials"]) == len(machine.of("trial"))
+    *searched, low, half = point["trials"]
+    assert {t["duration"] for t in searched} == {0.5}
+    assert (low["phase"], low["fraction"], half["fraction"]) == ("latency", 0, 0.5)
+    assert isinstance(low["latency_histogram"], (list, type(None)))
 
 
 def test_a_new_run_id_avoids_those_in_use(tmp_path, monkeypatch):

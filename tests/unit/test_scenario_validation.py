@@ -42,7 +42,8 @@ BAD_FLAGS = [
     (["--size", "64,,128"], "--size"),
     (["--rate", "pdr:150%"], "--rate"),
     (["--repeat", "0"], "repeat"),
-    (["--rate", "ndr", "--mode", "latency"], "rate"),  # searches are for throughput
+    (["--rate", "ndr+pdr", "--search", "bisect"], "rate"),  # bisect finds one goal
+    (["--rate", "ndr", "--trial-duration", "2", "--duration-sum", "1"], "duration_sum"),
     (["--limit", "10k", "--api", "raw"], "limit"),     # raw bypasses the veth's qdisc
     (["--limit", "ndr"], "--limit"),                # a limit is a rate, not a search
     (["--resume", "beef", "--size", "64"], "--resume"),

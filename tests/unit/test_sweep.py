@@ -44,7 +44,8 @@ def test_values(field, raw, expected):
 @pytest.mark.parametrize("raw, expected", [
     ("1M", 1_000_000), ("500k", 500_000), ("2.5M", 2_500_000), ("1Mpps", 1_000_000),
     ("1000", 1000), (0, 0), ("1G", 10**9), (250.5, 250.5), ("1e3", 1000),
-    ("ndr", "ndr"), ("NDR", "ndr"), ("pdr", "pdr:0.1%"), ("pdr:0.5%", "pdr:0.5%"),
+    ("ndr", "ndr"), ("NDR", "ndr"), ("pdr", "pdr:0.5%"), ("pdr:0.1%", "pdr:0.1%"),
+    ("pdr+ndr", "ndr+pdr:0.5%"), ("NDR+pdr:1%+pdr:0.5%", "ndr+pdr:0.5%+pdr:1%"),
     ("pdr:2", "pdr:2%"),
 ])
 def test_rate_values(raw, expected):
@@ -59,7 +60,8 @@ def test_rate_range_and_mix():
 def test_rate_kinds():
     assert parse_rate("ndr").is_search and parse_rate("ndr").loss == 0
     assert parse_rate("pdr:0.5%").loss == pytest.approx(0.005)
-    assert parse_rate("pdr").loss == pytest.approx(0.001)
+    assert parse_rate("pdr").loss == pytest.approx(0.005)
+    assert parse_rate("ndr+pdr").losses == (0, 0.005)
     assert not parse_rate("2M").is_search and parse_rate("2M").pps == 2e6
 
 

@@ -50,7 +50,8 @@ class Trials:
 
 @pytest.mark.parametrize("pairs", [1, 2])
 def test_ndr_from_an_unpaced_probe(pairs):
-    [s] = scenarios(None, {"rate": "ndr", "pairs": pairs, "duration": 10, "trial_duration": 2,
+    [s] = scenarios(None, {"rate": "ndr", "search": "bisect", "latency_at": "none",
+                           "pairs": pairs, "duration": 10, "trial_duration": 2,
                            "precision": 0.01})
     calls, said = [], []
     result, found = bisect.search(s, device(calls), said.append)
@@ -69,7 +70,8 @@ def test_ndr_from_an_unpaced_probe(pairs):
 
 
 def test_pdr_accepts_its_loss_and_search_max_skips_the_probe():
-    [s] = scenarios(None, {"rate": "pdr:5%", "search_max": "40k", "trial_duration": 1})
+    [s] = scenarios(None, {"rate": "pdr:5%", "search": "bisect", "search_max": "40k",
+                           "trial_duration": 1})
     calls = []
     _, found = bisect.search(s, device(calls), lambda _: None)
     assert calls[0][1] == 40_000 and found["trials"][0]["phase"] == "search"
@@ -78,16 +80,19 @@ def test_pdr_accepts_its_loss_and_search_max_skips_the_probe():
 
 
 def test_no_rate_found_keeps_the_last_trial():
-    [s] = scenarios(None, {"rate": "ndr", "search_max": "40k", "trial_duration": 1})
+    [s] = scenarios(None, {"rate": "ndr", "search": "bisect", "search_max": "40k",
+                           "trial_duration": 1})
     said = []
     result, found = bisect.search(s, device([], cap=0), said.append)
     assert found["search"]["rate_pps"] is None and not found["search"]["verified"]
     assert result.total.sent == found["trials"][-1]["sent"]
-    assert "no rate down to" in said[-1]
+    assert "no rate down to" in said[-2]
+    assert said[-1] == "no latency trials: the search found no rate for ndr"
 
 
 def test_a_search_runs_each_trial_in_a_directory_of_its_own():
-    [s] = scenarios(None, {"rate": "ndr", "search_max": "40k", "trial_duration": 1})
+    [s] = scenarios(None, {"rate": "ndr", "search": "bisect", "search_max": "40k",
+                           "trial_duration": 1})
     trials = Trials()
     assert strategies.choose(s) is bisect
     _, found = bisect.run(trials, s)
@@ -107,8 +112,19 @@ def test_a_fixed_rate_is_one_trial_in_the_points_directory():
 
 
 def test_exactly_one_strategy_wants_each_point():
-    [s] = scenarios(None, {"rate": "ndr"})
+    [s] = scenarios(None, {"rate": "ndr", "search": "bisect"})
     with pytest.raises(ValueError, match="2 experiment strategies"):
         strategies.choose(s, {"bisect": bisect, "also": bisect})
     with pytest.raises(ValueError, match="0 experiment strategies"):
         strategies.choose(s, {"fixed": fixed})
+
+
+def test_a_binary_search_is_followed_by_latency_trials_below_its_rate():
+    [s] = scenarios(None, {"rate": "ndr", "search": "bisect", "search_max": "40k",
+                           "trial_duration": 1, "latency_at": "min+50%"})
+    _, found = bisect.search(s, device([]), lambda _: None)
+    *searched, low, half = found["trials"]
+    assert searched[-1]["phase"] == "verify" and (low["phase"], half["phase"]) == ("latency",) * 2
+    assert (low["fraction"], half["fraction"]) == (0, 0.5)
+    assert low["offered_pps"] == 400 and half["offered_pps"] == found["search"]["rate_pps"] / 2
+    assert [t["n"] for t in found["trials"]] == list(range(1, len(found["trials"]) + 1))

@@ -122,3 +122,24 @@ def test_unsupported_combinations_are_refused_before_anything_exists(cli, flags,
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and field in lines[0], done.stderr
     assert not run_dir.exists() or not any(run_dir.iterdir())
+
+
+def test_mlrsearch_over_memif_then_latency_at_fractions(results):
+    """NDR and PDR from one MLRsearch over memif (engine to engine, DPDK),
+    capped at 20 kpps so that short trials stay low-rate, then latency trials."""
+    out, left = run(results, "--switch", "memif", "--api", "dpdk", "--tester", "split",
+                    "--rate", "ndr+pdr", "--search-max", "20k", "--trial-duration", "0.5",
+                    "--duration-sum", "1", "--precision", "0.05", "--warmup", "0.3",
+                    "--latency-at", "min+50%+90%")
+    assert out["outcome"]["status"] == "done" and left == {}, (out["outcome"], left)
+    point = out["run"]["points"][0]
+    ndr, pdr = point["goals"]
+    for g in (ndr, pdr):   # memif carries 20 kpps without loss: the top is the bound
+        assert g["lower_pps"] == pytest.approx(20_000, rel=0.001), point["trials"]
+        assert g["conditional_pps"] == pytest.approx(20_000, rel=0.01)
+    latency = [t for t in point["trials"] if t["phase"] == "latency"]
+    assert [t["fraction"] for t in latency] == [0, 0.5, 0.9]
+    assert [t["offered_pps"] for t in latency[1:]] == pytest.approx(
+        [0.5 * pdr["conditional_pps"], 0.9 * pdr["conditional_pps"]])
+    for t in latency:
+        assert t["loss_ratio"] == 0 and t["latency_samples"] > 0 and t["lat_p99_ns"] > 0

@@ -145,7 +145,8 @@ def test_ndr_search_finds_the_rate_of_a_tbf_limited_veth(tmp_path, engine, no_le
     results = tmp_path / "results"
     limit = 20_000
     done = cnfperf(results, "run", "--switch", "veth", "--api", "udp", "--rate", "ndr",
-                   "--limit", "20k", "--search-max", "40k", "--precision", "0.02",
+                   "--search", "bisect", "--limit", "20k", "--search-max", "40k",
+                   "--precision", "0.02",
                    "--trial-duration", "1", "--warmup", "0.3", "--json")
     assert done.returncode == 0, done.stderr
     [point] = json.loads(done.stdout)["run"]["points"]
@@ -154,17 +155,60 @@ def test_ndr_search_finds_the_rate_of_a_tbf_limited_veth(tmp_path, engine, no_le
     assert abs(point["search_rate_pps"] - limit) <= 0.05 * limit, point["trials"]
     assert point["search_loss_ratio"] == 0
 
-    trials = point["trials"]
+    *trials, low, p10, p50, p90 = point["trials"]   # then latency below the rate found
     assert trials[0]["offered_pps"] == 40_000 and trials[-1]["phase"] == "verify"
+    assert [t["fraction"] for t in (low, p10, p50, p90)] == [0, 0.1, 0.5, 0.9]
+    assert p90["offered_pps"] == pytest.approx(0.9 * point["search_rate_pps"])
+    assert all(t["phase"] == "latency" and t["lat_p50_ns"] for t in (low, p10, p50, p90))
     assert [t["n"] for t in trials] == list(range(1, len(trials) + 1))
     over = [t for t in trials if t["tx_pps"] > 1.05 * limit]
     assert over and all(not t["passed"] and t["loss_ratio"] > 0 for t in over), trials
     for t in trials:   # loss against what was really sent, not against the request
         assert t["loss_ratio"] == pytest.approx(max(0, t["sent"] - t["received"]) / t["sent"])
+        assert t["duration"] == 1 and t["valid"] in (0, 1) and t["intended"] > 0
     point_dir = results / "runs" / json.loads(done.stdout)["run"]["id"] / "point0"
     assert sorted(p.name for p in point_dir.glob("trial*")) == \
-        sorted(f"trial{t['n']}" for t in trials)
+        sorted(f"trial{t['n']}" for t in point["trials"])
     assert "ndr" in done.stderr and "verified" in done.stderr
+
+
+def test_mlrsearch_finds_ndr_and_pdr_then_latency_below_them(tmp_path, engine, no_leftovers):
+    """One MLRsearch for two goals on a veth shaped to 20 kpps, short trials;
+    then latency trials at the lowest load and at half the PDR."""
+    results = tmp_path / "results"
+    limit = 20_000
+    done = cnfperf(results, "run", "--switch", "veth", "--api", "udp", "--rate", "ndr+pdr",
+                   "--limit", "20k", "--search-max", "40k", "--precision", "0.05",
+                   "--trial-duration", "0.5", "--duration-sum", "1", "--warmup", "0.3",
+                   "--latency-at", "min+50%", "--json", timeout=300)
+    assert done.returncode == 0, done.stderr
+    [point] = json.loads(done.stdout)["run"]["points"]
+    assert point["rate"] == "ndr+pdr:0.5%" and point["search_loss_threshold"] == 0
+    ndr, pdr = point["goals"]
+    assert (ndr["loss_ratio"], pdr["loss_ratio"]) == (0, 0.005)
+    for g in (ndr, pdr):
+        assert 0.85 * limit < g["conditional_pps"] <= g["lower_pps"] < 1.1 * limit, point["goals"]
+        assert g["upper_pps"] is None or g["upper_pps"] > g["lower_pps"]
+    assert point["search_rate_pps"] == ndr["conditional_pps"]
+
+    trials = point["trials"]
+    searched = [t for t in trials if t["phase"] in ("search", "retry")]
+    assert searched[0]["offered_pps"] == 40_000 and searched[0]["duration"] == 0.5
+    for t in searched:
+        assert t["intended"] > 0 and t["valid"] in (0, 1)
+        assert bool(t["invalid_why"]) == (not t["valid"])
+    over = [t for t in searched if t["tx_pps"] > 1.1 * limit and t["valid"]]
+    assert all(t["loss_ratio"] > 0.005 for t in over), over
+    latency = [t for t in trials if t["phase"] == "latency"]
+    assert [t["fraction"] for t in latency] == [0, 0.5]
+    assert latency[0]["offered_pps"] == pytest.approx(400)     # 1 % of the top
+    assert latency[1]["offered_pps"] == pytest.approx(pdr["conditional_pps"] / 2)
+    for t in latency:
+        assert t["latency_kind"] == "one_way" and t["lat_p50_ns"] > 0
+        assert sum(b[2] for b in t["latency_histogram"]) == t["latency_samples"]
+    point_dir = results / "runs" / json.loads(done.stdout)["run"]["id"] / "point0"
+    assert len(list(point_dir.glob("trial*"))) == len(trials)
+    assert "ndr: " in done.stderr and "pdr:0.5%: " in done.stderr
 
 
 @pytest.mark.needs("chromium-headless-shell")
@@ -299,3 +343,62 @@ def test_a_failed_point_does_not_stop_the_sweep_and_resume_retries_it(tmp_path, 
     assert [(p["size"], p["status"]) for p in again["points"]] == \
         [(64, "done"), (1500, "done"), (128, "done")]
     assert again["points"][1]["lost"] == 0
+
+
+def _soak_rows(results: Path) -> list[tuple]:
+    import sqlite3
+    try:
+        db = sqlite3.connect(results / "cnfperf.db", timeout=5)
+        try:
+            return db.execute("SELECT n, segment FROM soak ORDER BY n").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:   # not created yet
+        return []
+
+
+def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine,
+                                                               no_leftovers):
+    """A 6 s soak at 5 kpps, interrupted (SIGINT) once two seconds are stored,
+    then resumed: one series of about 6 s in two segments, nothing left behind."""
+    results = tmp_path / "results"
+    args = ["run", "--switch", "veth", "--api", "udp", "--rate", "5k", "--soak", "6",
+            "--warmup", "0.3"]
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        proc = subprocess.Popen(cnfperf_argv(*args), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                env=cnfperf_env(results), stdin=subprocess.DEVNULL)
+        first = proc.stderr.readline()
+        if "holds the host lock" not in first or time.monotonic() > deadline:
+            break
+        proc.wait()
+        time.sleep(2)
+    stop = time.monotonic() + 120
+    while len(_soak_rows(results)) < 2 and time.monotonic() < stop and proc.poll() is None:
+        time.sleep(0.2)
+    assert len(_soak_rows(results)) >= 2, "the soak stored no intervals"
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 128 + signal.SIGINT, err
+    interrupted = stored(results, "latest")
+    [point] = interrupted["points"]
+    assert point["status"] == "interrupted"
+    before = point["soak"]
+    assert len(before) >= 2 and {r["segment"] for r in before} == {0}
+
+    resumed = cnfperf(results, "run", "--resume", "latest", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming the soak at 5k pps per pair" in resumed.stderr
+    [point] = json.loads(resumed.stdout)["run"]["points"]
+    assert point["status"] == "done"
+    series = point["soak"]
+    assert series[:len(before)] == before                  # kept as it was
+    assert [r["n"] for r in series] == list(range(len(series)))
+    assert {r["segment"] for r in series} == {0, 1}
+    # each segment leaves out the second its warm-up ends in
+    assert 4.5 <= sum(r["interval_s"] for r in series) <= 6.5
+    assert all(a["at_s"] < b["at_s"] for a, b in zip(series, series[1:]))
+    for r in series:
+        assert r["offered_pps"] == 5000 and r["rx_packets"] > 0 and r["lat_p99_ns"] > 0
+        assert r["loss_ratio"] == 0, series

@@ -1,0 +1,36 @@
+"""A search's trial as the store keeps it (the trials table), for every search."""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from cnfperf.results import hdrh
+from cnfperf.results.model import LATENCY_KEYS
+
+if TYPE_CHECKING:
+    from cnfperf.results.model import PointResult
+    from cnfperf.strategies.truth import Truth
+
+
+def trial_row(n: int, phase: str, offered: float, duration: float, r: PointResult,
+              truth: Truth, passed: bool | None = None,
+              fraction: float | None = None) -> dict[str, Any]:
+    """Trial n: offered is the rate asked for per pair, tx what left; loss is
+    counted against what was sent. A latency trial (`fraction` of the rate
+    found; 0: the search's lowest load) keeps its latency too, its histogram
+    also as an HdrHistogram blob."""
+    pairs = len(r.pairs) or 1
+    t = r.total
+    row = {"n": n, "phase": phase, "offered_pps": offered, "duration": duration,
+           "tx_pps": t.tx_pps / pairs, "rx_pps": t.rx_pps / pairs, "sent": t.sent,
+           "received": t.received, "loss_ratio": t.loss_ratio, "passed": passed,
+           "intended": truth.intended, "refused": truth.refused, "skipped": truth.skipped,
+           "stretch": truth.stretch, "valid": truth.valid, "invalid_why": truth.why or None}
+    if fraction is not None:
+        lat = t.latency
+        row.update(fraction=fraction, latency_kind=lat.kind if lat else None,
+                   latency_samples=lat.samples if lat else None,
+                   **{f"lat_{k}_ns": lat.ns.get(k) if lat else None for k in LATENCY_KEYS},
+                   latency_histogram=json.dumps(lat.histogram) if lat else None,
+                   latency_hdrh=hdrh.blob(lat.histogram, lat.ns.get("max")) if lat else None)
+    return row
