@@ -100,6 +100,7 @@ def per_hop(results: Path, seconds: float) -> None:
 def ndr(results: Path, seconds: float) -> None:
     p = cnfperf(results, "--switch", "memif", "--api", "dpdk", "--tester", "single",
                 "--nfs", "5", "--poll", "adaptive", "--size", "64", "--rate", "ndr",
+                "--search", "bisect", "--latency-at", "none",
                 "--trial-duration", str(seconds), "--duration", str(seconds), "--warmup", "0.5")
     found = p.get("search_rate_pps") or 0
     row("3. NDR, 5-NF memif pipeline, adaptive", f"{found / 1e6:.2f} Mpps", ">= 1 Mpps",

@@ -1,8 +1,9 @@
 """MLRsearch against the binary search: the same data plane, link and cores,
 each method run --reps times, 64-byte frames, the single tester.
 
-For each data plane (memif: engine to engine over DPDK; ovs: OVS-DPDK between
-them) and method, every repetition is a search for NDR and PDR (0.5 %) at a
+For each data plane (memif: the tester's DPDK ends and one NF between them, as a
+single tester cannot hold both ends of one memif link; ovs: OVS-DPDK between
+the tester's ends) and method, every repetition is a search for NDR and PDR (0.5 %) at a
 goal width of 0.5 %: MLRsearch (search = csit) finds both in one search,
 bisect runs one search per goal (it finds one). Printed per data plane and
 method: the trials and the trial seconds a repetition took, its wall time, the
@@ -28,8 +29,13 @@ from runs import pollers, stored_run
 GOALS = (("ndr", "ndr"), ("pdr", "pdr:0.5%"))
 
 
+# A single tester holds both ends of a memif link only with an NF between them.
+EXTRA = {"memif": ["--nfs", "1"]}
+
+
 def common(switch: str, args: argparse.Namespace) -> list[str]:
-    return ["--switch", switch, "--api", "dpdk", "--tester", "single", "--size", "64",
+    return ["--switch", switch, *EXTRA.get(switch, []), "--api", "dpdk", "--tester", "single",
+            "--size", "64",
             "--precision", "0.005", "--trial-duration", str(args.trial_duration),
             "--warmup", "0.3", "--latency-at", "none"]
 

@@ -276,8 +276,9 @@ FIELDS: list[Field] = [
           "csit and tst009, 0 for rfc2544)", axis=39, ge=0, lt=1, search=True, optional=True,
           late=True, unset="the search's"),
     Field("generator_tolerance", "float", 0.01, "search: the share of a trial's frames its "
-          "senders may fail to send on their own (beyond one burst, with no port refusing "
-          "them) before the trial is invalid: it did not offer its load", axis=40, ge=0, lt=1,
+          "senders may fail to send on their own (beyond one burst and the frames their ports "
+          "refused, which are the device's loss) before the trial is invalid: it did not offer "
+          "its load", axis=40, ge=0, lt=1,
           search=True, late=True),
     Field("latency_at", "str", "min+10%+50%+90%", "search: loads at which a latency trial "
           "follows the search, joined by +: min (the search's lowest load) or a percentage of "

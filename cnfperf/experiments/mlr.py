@@ -90,10 +90,9 @@ def goals(losses: tuple[float, ...], preset: str, *, precision: float | None = N
 
 @dataclass
 class Trial:
-    """What a trial asked for and measured, as MLRsearch counts it. `intended`
-    is the frames the load asked for over the duration; `sent` is counted
-    against it only where the shortfall is the device's (the generator saw its
-    port refuse frames), never where the generator fell short on its own."""
+    """What a trial asked for and measured, as MLRsearch counts it: `intended`
+    the frames its loss is counted against (strategies/truth.py: those sent and
+    those the device refused; all asked for when the trial is invalid)."""
 
     duration: float
     load: float               # per pair, pps

@@ -47,10 +47,10 @@ HOW_TO_READ = (
                   "gives its conditional throughput: the lower bound's load less the loss of "
                   "its worst good trial, between a lower and an upper bound closer than the "
                   "width; bisect finds one by binary search and a verification trial."),
-    ("Generator truth", "whether a trial's senders offered the load asked for: an invalid "
-                        "trial's senders fell short on their own (no port refused their "
-                        "frames), so its loss is not the device's; a goal whose upper bound "
-                        "rests on such trials is generator-limited."),
+    ("Generator truth", "whether a trial's senders offered the load asked for: frames a "
+                        "port refused are the device's loss; an invalid trial's senders fell "
+                        "short on their own, so its loss is not the device's; a goal whose "
+                        "upper bound rests on such trials is generator-limited."),
     ("Latency at load", "latency trials after a search, at its lowest load (min) and at "
                         "fractions of the rate it found for its last goal (the PDR)."),
     ("Mpps / Gbps", "millions of frames per second; Gbps counts frame bytes including the "

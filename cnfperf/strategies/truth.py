@@ -5,12 +5,13 @@ stretching") rather than trust it. cnfperf's senders stop on time and forgive
 what a stall made them miss (engine/README.md, the pacer), so a shortfall shows
 as frames the schedule held that never left. Whose shortfall it is decides
 what it means:
-- the senders' ports refused frames (a full ring or socket): the device behind
-  them could not take the load; the frames never sent are the device's loss;
-- no port refused any: the generator itself fell behind (its core was taken
-  away). Beyond the scenario's generator_tolerance the trial is invalid: it did
-  not offer the load it stands for, and its loss, whatever it is, is not the
-  device's.
+- as many as the senders' ports refused (a full ring or socket: each refusal
+  held a frame back a turn) are the device's: it could not take the load, and
+  those frames count as its loss;
+- the rest are the generator's own: it fell behind (its core was taken away).
+  Beyond the scenario's generator_tolerance (and one burst, a schedule's grain)
+  the trial is invalid: it did not offer the load it stands for, and its loss,
+  whatever it is, is not the device's.
 """
 from __future__ import annotations
 
@@ -35,10 +36,12 @@ class Truth:
 
     @property
     def counted(self) -> int:
-        """The frames the search counts the trial's loss against: the intended
-        ones when the device refused what was not sent (or the generator's
-        shortfall cannot be trusted), else the ones sent."""
-        return self.intended if self.refused or not self.valid else self.sent
+        """The frames the search counts the trial's loss against: those sent and
+        those the device refused; all the intended ones when the trial is
+        invalid (then the search moves below a load its generator cannot offer)."""
+        if not self.valid:
+            return self.intended
+        return self.sent + min(max(0, self.intended - self.sent), self.refused)
 
 
 def truth(r: PointResult, pps: float, duration: float, burst: int = 1,
@@ -55,12 +58,13 @@ def truth(r: PointResult, pps: float, duration: float, burst: int = 1,
     window = max((m.seconds for m in senders), default=0.0)
     stretch = window / duration - 1 if duration > 0 else 0.0
     intended = round(pps * duration) * len(senders) if pps > 0 else sent
-    missing = intended - sent - burst * len(senders)
-    short = missing / intended if intended else 0.0
+    unsent = max(0, intended - sent)
+    own = unsent - min(unsent, refused) - burst * len(senders)
+    short = own / intended if intended else 0.0
     why = ""
     if stretch > tolerance:
         why = f"the senders took {window:.3f} s to send a {duration:g} s trial"
-    elif short > tolerance and not refused:
+    elif short > tolerance:
         why = (f"the senders sent {100 * sent / intended:.1f}% of the {intended} frames asked "
-               "for, with no port refusing any: the generator fell behind")
+               f"for, their ports refused {refused}: the generator fell behind")
     return Truth(intended, sent, refused, skipped, stretch, not why, why)

@@ -219,3 +219,22 @@ def test_a_looser_generator_tolerance_trusts_a_short_generator():
                              "generator_tolerance": 0.5}, Device(cap=50_000, gen=30_000))
     assert all(t["valid"] for t in found["trials"])
     assert not found["goals"][0]["generator_limited"]
+
+
+@pytest.mark.parametrize("sent, refused, valid, counted", [
+    (500_000, 0, True, 500_000),        # all of the 500k asked for were sent
+    (481_000, 19_000, True, 500_000),   # every frame not sent, a port refused: the device's
+    (481_000, 1_000, False, 500_000),   # a few refusals, the rest the generator's own stalls
+    (497_000, 0, True, 497_000),        # 0.6 % short: within the tolerance, counted as sent
+])
+def test_a_shortfall_is_the_devices_as_far_as_its_ports_refused(sent, refused, valid,
+                                                               counted):
+    from cnfperf.strategies.truth import truth
+    sender = model.EndpointMetrics(pair=0, endpoint="s", role="send", cpu=0, tx_packets=sent,
+                                   seconds=1.0, summary={"tx_refused": refused})
+    pair = model.PairResult(pair=0, offered_pps=5e5, sent=sent, received=sent, lost=0,
+                            loss_ratio=0.0, tx_pps=sent, rx_pps=sent, rx_bps=0.0, reordered=0,
+                            duplicates=0, latency=None)
+    r = model.PointResult(pairs=[pair], total=pair, endpoints=[sender], counters={})
+    t = truth(r, 500_000, 1.0, burst=32)
+    assert (t.valid, t.counted) == (valid, counted), t
