@@ -148,8 +148,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="a series' metrics: rate (a search's rate found, else the "
                               "received rate), p50, p99 (latency); default all")
     compare.add_argument("--min-change", type=float, metavar="PCT",
-                         help="a series' change smaller than this %% is normal (default 0: "
-                              "jumpavg alone decides)")
+                         help="a series' step smaller than this %% is none: its groups are "
+                              "taken for one (default 0: jumpavg alone decides)")
     compare.add_argument("--out", metavar="DIR",
                          help="where a series' trend plots go (default: the newest run's "
                               "directory, trend/)")
