@@ -153,6 +153,9 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", metavar="DIR",
                          help="where a series' trend plots go (default: the newest run's "
                               "directory, trend/)")
+    compare.add_argument("--no-plots", action="store_true",
+                         help="a series' verdicts only, no plots (a second or so less per "
+                              "point)")
     _results_and_json(compare)
     compare.set_defaults(func=_compare)
 
@@ -560,7 +563,8 @@ def _compare(args: argparse.Namespace) -> int:
     store = _open_store(args)
     if args.last is None and not args.trend and len(args.runs) == 2:
         given = [flag for flag, value in (("--metric", args.metric), ("--min-change",
-                                          args.min_change), ("--out", args.out))
+                                          args.min_change), ("--out", args.out),
+                                          ("--no-plots", args.no_plots or None))
                  if value is not None]
         if given:
             raise UserError(given[0], "is for a series: name three runs or more, or give "
@@ -642,18 +646,22 @@ def _trend(args: argparse.Namespace, store: Any, runs: list[dict[str, Any]]) -> 
     min_change = args.min_change or 0.0
     if not min_change >= 0:   # NaN too
         raise UserError("--min-change", f"must be 0 or more (got {min_change:g})")
+    if args.no_plots and args.out:
+        raise UserError("--out", "where plots go, and --no-plots draws none: one or the other")
     ids = [r["id"] for r in runs]
+    out = Path(args.out) if args.out else store.directory / "runs" / ids[-1] / "trend"
+    if out.exists() and not out.is_dir():
+        raise UserError("--out", f"{out} is not a directory")
     found, notes = trend.trends(runs, metrics, min_change)
     if not found:
         raise UserError("RUN", f"runs {', '.join(ids)} share no point with a value to trend "
                                f"(the newest, {ids[-1]}, and one other at least)")
-    out = Path(args.out) if args.out else store.directory / "runs" / ids[-1] / "trend"
-    plots = trend_plot.draw_all(found, ids, out)
+    plots = {} if args.no_plots else trend_plot.draw_all(found, ids, out)
     verdicts = [t.verdict for t in found]
     if args.json:
         print(json.dumps({"runs": ids, "metrics": metrics, "min_change": min_change,
-                          "plots": str(out),
-                          "rows": [{**t.to_dict(), "plot": plots[t.key]} for t in found],
+                          "plots": None if args.no_plots else str(out),
+                          "rows": [{**t.to_dict(), "plot": plots.get(t.key)} for t in found],
                           "regressions": verdicts.count(trend.REGRESSION),
                           "progressions": verdicts.count(trend.PROGRESSION),
                           "notes": notes}, indent=1))
@@ -665,7 +673,8 @@ def _trend(args: argparse.Namespace, store: Any, runs: list[dict[str, Any]]) -> 
                                        (trend.REGRESSION, trend.PROGRESSION, trend.NORMAL)))
         for note in notes:
             print(note)
-        print(f"plots: {out}")
+        if plots:
+            print(f"plots: {out}")
     return EXIT_REGRESSION if trend.REGRESSION in verdicts else 0
 
 

@@ -174,6 +174,16 @@ def test_the_plot_is_a_png_per_point(runs, capsys, tmp_path):
         assert len(data) > 20_000      # three panels of lines and text, not an empty canvas
 
 
+def test_no_plots_draws_none(runs, capsys):
+    ids = runs.series([180e3, 180e3, 90e3])
+    code, table = _compare(runs, capsys, *ids, "--no-plots")
+    assert code == EXIT_REGRESSION and table["plots"] is None
+    assert all(r["plot"] is None for r in table["rows"])
+    assert main(["compare", *ids, "--no-plots", "--results", str(runs.directory)]) == 4
+    assert "plots:" not in capsys.readouterr().out
+    assert not list(runs.directory.glob("runs/*/trend"))
+
+
 def test_last_takes_the_latest_runs_of_the_same_scenario(runs, capsys):
     older = runs.series([180e3] * 3)
     other = runs.add(50e3, spec={"doc": {"switch": "bridge"}, "quick": False})
@@ -221,6 +231,9 @@ def _one_error_line(capsys, field: str) -> None:
     (["0", "1", "2", "--metric", "rate,p95"], "--metric"),
     (["0", "1", "2", "--min-change", "-1"], "--min-change"),
     (["0", "1", "--min-change", "5"], "--min-change"),     # for a series only
+    (["0", "1", "--no-plots"], "--no-plots"),
+    (["--last", "5", "1", "--no-plots", "--out", "x"], "--out"),
+    (["--last", "5", "1", "--out", "results/cnfperf.db"], "--out"),   # a file
     (["--last", "1"], "--last"),
     (["--last", "5", "0", "1"], "RUN"),
     (["--last", "5", "2"], "--last"),                      # no other run of its scenario
@@ -229,7 +242,8 @@ def _one_error_line(capsys, field: str) -> None:
 def test_mistakes_are_one_line_and_write_nothing(runs, capsys, argv, field):
     ids = [runs.add(180e3, sizes=(64,)), runs.add(180e3, sizes=(64,)),
            runs.add(180e3, sizes=(1500,), spec={"doc": {"switch": "veth", "size": 1500}})]
-    argv = [dict(zip("012", ids)).get(a, a) for a in argv]
+    argv = [dict(zip("012", ids)).get(a, a).replace("results/", f"{runs.directory}/")
+            for a in argv]
     assert main(["compare", *argv, "--results", str(runs.directory)]) == 2
     _one_error_line(capsys, field)
     assert not list(runs.directory.glob("runs/*/trend"))
