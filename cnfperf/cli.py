@@ -1,7 +1,8 @@
 """The command line: the only module that knows about argv, stdout and exit codes.
 
 Exit codes: 0 done, 1 system failure (after teardown), 2 bad input (before
-anything is created), 3 another run holds the host, 128+N stopped by signal N.
+anything is created), 3 another run holds the host, 4 a point regressed (compare
+over a series of runs), 128+N stopped by signal N.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from cnfperf.experiments.sweep import format_seconds, parse_values
 from cnfperf.host.facts import gather, render as render_host
 from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
+from cnfperf.report import trend, trend_plot
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
 from cnfperf.report.searches import latency_loads, searches
@@ -35,7 +37,8 @@ from cnfperf.report.summary import images, points as point_table, repetitions
 from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
 from cnfperf.results.store import Store, results_dir
 
-EXIT_FAILURE, EXIT_USAGE, EXIT_BUSY = 1, 2, 3
+EXIT_FAILURE, EXIT_USAGE, EXIT_BUSY, EXIT_REGRESSION = 1, 2, 3, 4
+SHOWN_RUNS = 10   # a series' runs named in its table's title; more: the first and last
 
 
 class _Parser(argparse.ArgumentParser):
@@ -127,9 +130,32 @@ def _parser() -> argparse.ArgumentParser:
     _results_and_json(report, json_flag=False)
     report.set_defaults(func=_report)
 
-    compare = sub.add_parser("compare", help="two runs side by side, with ratios B/A")
-    compare.add_argument("run_a", metavar="RUN_A", help="run id, or latest")
-    compare.add_argument("run_b", metavar="RUN_B", help="run id, or latest")
+    compare = sub.add_parser(
+        "compare", help="two runs side by side, with ratios B/A; over more runs, each "
+        "point's trend (regressions, progressions)",
+        description="Two runs: their points side by side, with ratios B/A. Three runs or more "
+        "(oldest first), --last N or --trend: a series, each point's values over it grouped "
+        "by jumpavg (FD.io CSIT's trending), the latest group against the one before: "
+        f"regression, progression or normal; exit {EXIT_REGRESSION} when a point regressed.")
+    compare.add_argument("runs", nargs="*", metavar="RUN",
+                         help="run ids (or latest), oldest first")
+    compare.add_argument("--last", type=int, metavar="N",
+                         help="the series: the N latest runs made from the same scenario as RUN "
+                              "(default latest), RUN the newest")
+    compare.add_argument("--trend", action="store_true",
+                         help="two runs as a series too (a trend, not side by side)")
+    compare.add_argument("--metric", metavar="M,…",
+                         help="a series' metrics: rate (a search's rate found, else the "
+                              "received rate), p50, p99 (latency); default all")
+    compare.add_argument("--min-change", type=float, metavar="PCT",
+                         help="a series' step smaller than this %% is none: its groups are "
+                              "taken for one (default 0: jumpavg alone decides)")
+    compare.add_argument("--out", metavar="DIR",
+                         help="where a series' trend plots go (default: the newest run's "
+                              "directory, trend/)")
+    compare.add_argument("--no-plots", action="store_true",
+                         help="a series' verdicts only, no plots (a second or so less per "
+                              "point)")
     _results_and_json(compare)
     compare.set_defaults(func=_compare)
 
@@ -535,8 +561,21 @@ def _report(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     store = _open_store(args)
-    run_a = store.run(_run_id(store, args.run_a, "RUN_A"))
-    run_b = store.run(_run_id(store, args.run_b, "RUN_B"))
+    if args.last is None and not args.trend and len(args.runs) == 2:
+        given = [flag for flag, value in (("--metric", args.metric), ("--min-change",
+                                          args.min_change), ("--out", args.out),
+                                          ("--no-plots", args.no_plots or None))
+                 if value is not None]
+        if given:
+            raise UserError(given[0], "is for a series: name three runs or more, or give "
+                                      "--last N or --trend")
+        return _side_by_side(args, store)
+    return _trend(args, store, _series(args, store))
+
+
+def _side_by_side(args: argparse.Namespace, store: Any) -> int:
+    run_a = store.run(_run_id(store, args.runs[0], "RUN_A"))
+    run_b = store.run(_run_id(store, args.runs[1], "RUN_B"))
     rows, notes = compare(run_a, run_b)
     if args.json:
         print(json.dumps({"a": run_a["id"], "b": run_b["id"], "columns": HEADERS,
@@ -548,6 +587,95 @@ def _compare(args: argparse.Namespace) -> int:
     for note in notes:
         print(note)
     return 0
+
+
+def _series(args: argparse.Namespace, store: Any) -> list[dict[str, Any]]:
+    """The stored runs of the series, oldest first: those named, or with --last
+    the N latest made from RUN's scenario (trend.same_scenario) that finished a
+    point, RUN the newest."""
+    if args.last is None:
+        if len(args.runs) < 2:
+            raise UserError("RUN", "a series needs two runs or more, oldest first (or --last N)")
+        ids = [_run_id(store, text) for text in args.runs]
+        if twice := next((i for i in ids if ids.count(i) > 1), None):
+            raise UserError("RUN", f"run {twice} is named twice")
+        runs = [store.run(i) for i in ids]
+        later = [(a, b) for a, b in zip(runs, runs[1:]) if a["started"] > b["started"]]
+        for a, b in later:
+            print(f"cnfperf: warning: run {a['id']} started after run {b['id']}, which "
+                  "follows it in the series (oldest first)", file=sys.stderr)
+        return runs
+    if args.last < 2:
+        raise UserError("--last", f"a series needs two runs or more (got {args.last})")
+    if len(args.runs) > 1:
+        raise UserError("RUN", f"--last takes one run, the newest of its series (got "
+                               f"{len(args.runs)})")
+    newest = store.run(_run_id(store, args.runs[0] if args.runs else "latest"))
+    if not (newest.get("spec") or {}).get("doc"):
+        raise UserError("RUN", f"run {newest['id']} was stored without its scenario (made by "
+                               "an older cnfperf): name the series' runs instead of --last")
+    listed = [r for r in store.runs() if r["stored"]]
+    before = [r["id"] for r in listed if r["started"] <= newest["started"]
+              and r["id"] != newest["id"]]
+    runs = [newest]
+    for run_id in reversed(before):
+        if len(runs) == args.last:
+            break
+        run = store.run(run_id)
+        if trend.same_scenario(run, newest):
+            runs.insert(0, run)
+    if len(runs) < 2:
+        raise UserError("--last", f"no other stored run was made from run {newest['id']}'s "
+                                  "scenario (file and flags alike)")
+    return runs
+
+
+def _metrics(text: str | None) -> list[str]:
+    if text is None:
+        return list(trend.METRICS)
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in names if m not in trend.METRICS]
+    if unknown or not names:
+        what = f"unknown metric {unknown[0]!r}" if unknown else "names no metric"
+        raise UserError("--metric", f"{what}; known: {', '.join(trend.METRICS)}")
+    return list(dict.fromkeys(names))
+
+
+def _trend(args: argparse.Namespace, store: Any, runs: list[dict[str, Any]]) -> int:
+    metrics = _metrics(args.metric)
+    min_change = args.min_change or 0.0
+    if not min_change >= 0:   # NaN too
+        raise UserError("--min-change", f"must be 0 or more (got {min_change:g})")
+    if args.no_plots and args.out:
+        raise UserError("--out", "where plots go, and --no-plots draws none: one or the other")
+    ids = [r["id"] for r in runs]
+    out = Path(args.out) if args.out else store.directory / "runs" / ids[-1] / "trend"
+    if out.exists() and not out.is_dir():
+        raise UserError("--out", f"{out} is not a directory")
+    found, notes = trend.trends(runs, metrics, min_change)
+    if not found:
+        raise UserError("RUN", f"runs {', '.join(ids)} share no point with a value to trend "
+                               f"(the newest, {ids[-1]}, and one other at least)")
+    plots = {} if args.no_plots else trend_plot.draw_all(found, ids, out)
+    verdicts = [t.verdict for t in found]
+    if args.json:
+        print(json.dumps({"runs": ids, "metrics": metrics, "min_change": min_change,
+                          "plots": None if args.no_plots else str(out),
+                          "rows": [{**t.to_dict(), "plot": plots.get(t.key)} for t in found],
+                          "regressions": verdicts.count(trend.REGRESSION),
+                          "progressions": verdicts.count(trend.PROGRESSION),
+                          "notes": notes}, indent=1))
+    else:
+        shown = " ".join(ids) if len(ids) <= SHOWN_RUNS else f"{ids[0]} … {ids[-1]}"
+        title = f"trend over {len(ids)} runs, oldest first: {shown}"
+        print(summary_table((title, trend.HEADERS, [t.row() for t in found])))
+        print("verdicts: " + ", ".join(f"{verdicts.count(v)} {v}" for v in
+                                       (trend.REGRESSION, trend.PROGRESSION, trend.NORMAL)))
+        for note in notes:
+            print(note)
+        if plots:
+            print(f"plots: {out}")
+    return EXIT_REGRESSION if trend.REGRESSION in verdicts else 0
 
 
 def main(argv: list[str] | None = None) -> int:

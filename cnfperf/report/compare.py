@@ -3,7 +3,8 @@
 Points match on what was measured (data plane, api, mode, tester, pairs, size,
 burst, rate, …), not on how long: a 10 s run compares with a 1 s one. Repetitions are
 averaged. A search point compares the rate it found (total over pairs), any
-other its received rate.
+other its received rate. A series of runs is trend.py's: each point's
+values over the runs, grouped.
 """
 from __future__ import annotations
 
@@ -30,21 +31,29 @@ def _rate(point: dict[str, Any]) -> float | None:
     return point.get("rx_pps")
 
 
-def _means(run: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
+def measured(run: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
+    """{what a point measured (_what): its first repetition's point and, per value
+    (rate in pps, loss in %, p50 and p99 in ns), the value of each repetition
+    that has one}: the run's finished points, matched as compare matches them."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for p in summary.done_points(run):
         groups[_what(p)].append(p)
     out = {}
     for key, members in groups.items():
-        def mean(get) -> float | None:
-            values = [v for v in map(get, members) if v is not None]
-            return stats.mean(values) if values else None
-        out[key] = {"point": members[0], "rate": mean(_rate),
-                    "loss": mean(lambda p: None if p["loss_ratio"] is None
+        def each(get) -> list[float]:
+            return [v for v in map(get, members) if v is not None]
+        out[key] = {"point": members[0], "rate": each(_rate),
+                    "loss": each(lambda p: None if p["loss_ratio"] is None
                                  else 100 * p["loss_ratio"]),
-                    "p50": mean(lambda p: p.get("lat_p50_ns")),
-                    "p99": mean(lambda p: p.get("lat_p99_ns"))}
+                    "p50": each(lambda p: p.get("lat_p50_ns")),
+                    "p99": each(lambda p: p.get("lat_p99_ns"))}
     return out
+
+
+def _means(run: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
+    """measured(run) with each value's repetitions averaged (None: none had one)."""
+    return {key: {name: (v if name == "point" else stats.mean(v) if v else None)
+                  for name, v in m.items()} for key, m in measured(run).items()}
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

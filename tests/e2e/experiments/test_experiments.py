@@ -282,6 +282,31 @@ def test_compare_two_runs_side_by_side(sweep, tmp_path):
     assert text.returncode == 0 and "B/A" in text.stdout and "size=64 rate=5k" in text.stdout
 
 
+def test_a_series_of_runs_finds_the_regression_of_the_last(tmp_path, engine, no_leftovers):
+    """Three real runs of one point, the third with its tester's ends held to a
+    tenth of a core each: its received rate falls by far more than runs differ,
+    and compare over the series says so (exit 4) and draws the trend."""
+    results = tmp_path / "results"
+    point = ["--switch", "veth", "--api", "udp", "--duration", "0.5", "--warmup", "0.2", "--json"]
+    ids = []
+    for slower in ([], [], ["--endpoint-quota", "10"]):
+        done = cnfperf(results, "run", *point, *slower)
+        assert done.returncode == 0, done.stderr
+        ids.append(json.loads(done.stdout)["run"]["id"])
+    done = cnfperf(results, "compare", *ids, "--metric", "rate", "--json")
+    assert done.returncode == 4, done.stderr
+    trend = json.loads(done.stdout)
+    [row] = trend["rows"]
+    assert row["runs"] == ids and row["verdict"] == "regression" and row["since"] == ids[2]
+    assert row["last"] < 0.5 * row["previous"], row
+    assert Path(row["plot"]).read_bytes()[:4] == b"\x89PNG"
+    assert Path(row["plot"]).parent == results / "runs" / ids[2] / "trend"
+    # --last: the runs made from the second's scenario (the third's flags differ)
+    done = cnfperf(results, "compare", "--last", "5", ids[1], "--metric", "rate", "--json")
+    assert done.returncode in (0, 4), done.stderr     # two runs' noise may be a step
+    assert json.loads(done.stdout)["runs"] == ids[:2]
+
+
 def test_a_latency_study_stores_the_distribution_and_reports_it(tmp_path, engine,
                                                                no_leftovers):
     study = tmp_path / "rtt.toml"
