@@ -238,3 +238,9 @@ def test_a_shortfall_is_the_devices_as_far_as_its_ports_refused(sent, refused, v
     r = model.PointResult(pairs=[pair], total=pair, endpoints=[sender], counters={})
     t = truth(r, 500_000, 1.0, burst=32)
     assert (t.valid, t.counted) == (valid, counted), t
+
+
+def test_a_reflectors_capacity_is_searched_in_latency_mode():
+    """001's Fig. 4: how many round trips a reflector sustains, by the same search."""
+    [s] = scenarios(None, {"rate": "ndr+pdr", "mode": "latency"})
+    assert strategies.choose(s) is strategy and s.rate.losses == (0, 0.005)
