@@ -60,6 +60,17 @@ LOCAL = "local"
 # end: an AF_PACKET socket (its TPACKET ring), or an AF_XDP socket (umem the
 # kernel fills without that copy; frames that fit a 2 KB buffer).
 NIC_DRIVERS = ("af_packet", "af_xdp")
+# How a switch forwards a frame: by its destination MAC (a MAC table: OVS's
+# NORMAL, VPP's bridge domain, a learning bridge) or from each port to the other
+# port of its link (a cross-connect: OVS rules in_port=A,actions=output:B, VPP's
+# l2 xconnect, testpmd's paired ports); auto: the data plane's own way.
+FORWARDS = ("mac", "port")
+# Which poll thread polls each Rx queue of a switch's ports: the switch's own
+# choice, or pinned to the switch's poll cores in turn (OVS pmd-rxq-affinity).
+RXQ_AFFINITIES = (AUTO, "pinned")
+# The descriptors of a switch port's ring (switch_rxd, switch_txd): DPDK's
+# bounds for a ring OVS or a virtio front end takes, a power of two.
+MIN_DESC, MAX_DESC = 64, 4096
 # How QEMU runs a virtual machine: with the host's KVM, or emulated (TCG).
 ACCELS = ("kvm", "tcg")
 # A noisy neighbour during the measurement: a stress-ng stressor class in a
@@ -132,6 +143,28 @@ FIELDS: list[Field] = [
           "threads (the engines offer them on their vhost-user ports but poll queue 0 only: more "
           "queues matter with several pairs and for the switch's queue scheduling)", axis=3,
           ge=1, le=16, column="INTEGER", label="named", switch_config=True),
+    Field("forward", "choice", AUTO, "how the switch forwards: mac (by destination MAC, a "
+          "MAC table: OVS NORMAL, VPP's bridge domain), port (each port to the other port of its "
+          "link and back: OVS rules in_port=A,actions=output:B, VPP l2 xconnect), auto (the data "
+          "plane's own way: port where it has no MAC table)", axis=-6,
+          choices=(AUTO, *FORWARDS), column="TEXT", label="named", switch_config=True,
+          late=True),
+    Field("rxq_affinity", "choice", AUTO, "which poll thread polls each Rx queue of the "
+          "switch's ports: auto (the switch places them), pinned (each port's queues pinned in "
+          "turn to the switch's poll cores, OVS other_config:pmd-rxq-affinity; the poll "
+          "threads then poll those alone)", axis=-7, choices=RXQ_AFFINITIES, column="TEXT",
+          label="named", switch_config=True, late=True),
+    Field("switch_rxd", "int", None, "descriptors of each Rx queue of the switch's ports, a "
+          "power of two: OVS options:n_rxq_desc on a DPDK port (a NIC), testpmd --rxd; a "
+          "vhost-user port's ring is its front end's (the engine's virtio-user queue_size): "
+          "one size both ways; default: each port's own", axis=-8, ge=MIN_DESC, le=MAX_DESC,
+          column="INTEGER", label="named", optional=True, unset="each port's own",
+          switch_config=True, late=True),
+    Field("switch_txd", "int", None, "descriptors of each Tx queue of the switch's ports, a "
+          "power of two: OVS options:n_txq_desc, testpmd --txd; on a vhost-user port as "
+          "switch_rxd (equal to it where both are given); default: each port's own", axis=-9,
+          ge=MIN_DESC, le=MAX_DESC, column="INTEGER", label="named", optional=True,
+          unset="each port's own", switch_config=True, late=True),
     Field("switch_quota", "float", None, "CPU quota of the switch's container (switch_in = "
           "container), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
           unit="%", gt=0, column="REAL", label="named", optional=True, switch_config=True),

@@ -112,7 +112,11 @@ CONCERNS = {"switch_in": ("concerns", lambda dp: dp.processes),
             "switch_cores": ("concerns", lambda dp: dp.poll_threads and dp.max_cores != 1),
             "switch_rxq": ("concerns", lambda dp: dp.poll_threads and dp.max_rxq != 1),
             "pin": ("no is refused by those that pin their threads themselves",
-                    lambda dp: not dp.floats)}
+                    lambda dp: not dp.floats),
+            "forward": ("mac and port both on", lambda dp: {"mac", "port"} <= set(dp.forwards)),
+            "rxq_affinity": ("pinned on", lambda dp: dp.pins_rxq),
+            "switch_rxd": ("concerns", lambda dp: dp.rings),
+            "switch_txd": ("concerns", lambda dp: dp.rings)}
 
 
 def help_text(f: Field) -> str:

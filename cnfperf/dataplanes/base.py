@@ -4,9 +4,9 @@ What a data plane is, as class attributes and class methods (every caller asks
 the class: run/checks.py names no data plane, it asks these):
     name, description, kind ("kernel" or "dpdk"), apis, style (its report style)
     kernel_links  kernel link types its links need -> the config option of each
-    joins, counter_view, max_links, poll_threads, max_cores, max_rxq, max_size,
-    processes, rx_interrupts, floats, neighbours_may_close, single_tester,
-    vm_refusal: capabilities
+    joins, counter_view, max_links, forwards, pins_rxq, rings, nic_rings, poll_threads,
+    max_cores, max_rxq, max_size, processes, rx_interrupts, floats,
+    neighbours_may_close, single_tester, vm_refusal: capabilities
     undo          journal kinds of its own -> how `cnfperf cleanup` undoes one
     check(host), scenario_problem(s, links), limit_problem(api), pollers(s, cores),
     versions(host), stored(): what checks, plan, runner and the store ask
@@ -19,6 +19,8 @@ Lifecycle for one test point, driven by testbed.Builder and trial.py:
     counters()    switch-side packet counters per port, read before and after
     queues()      which poll thread serves which Rx queue of which port, read
                   while the engines' ports are up
+    applied()     how it was configured, as read back from it (its forwarding
+                  rules, queue affinity, descriptors): stored with the point
     pids()        the switch's own processes (CPU accounting), or its `container`
     stop()        remove what start() created; safe to call after a partial start
 A switch a run keeps between points (keeps; run/keep.py) also has:
@@ -112,6 +114,19 @@ class DataPlane(ABC):
     counter_view: ClassVar[str] = "switch"
     # None: any number of links (a pair's path has nfs + 1), each on its own ports.
     max_links: ClassVar[int | None] = None
+    # How it forwards a frame (the scenario's `forward`: fields.FORWARDS), the
+    # ways it can, its own first (what auto is): "mac" by the frame's
+    # destination MAC (a MAC table), "port" from each port to the other port of
+    # its link (a cross-connect; a link data plane joins the two ports itself).
+    forwards: ClassVar[tuple[str, ...]] = ("mac",)
+    # Whether it pins its ports' Rx queues to its poll cores when asked
+    # (rxq_affinity = pinned); one that cannot places them itself.
+    pins_rxq: ClassVar[bool] = False
+    # Whether it sizes its ports' rings when asked (switch_rxd, switch_txd): its
+    # vhost-user ports' rings through their front ends; and (nic_rings) the
+    # descriptors of its DPDK ports on wires' NICs (nic_ports).
+    rings: ClassVar[bool] = False
+    nic_rings: ClassVar[bool] = False
     # Threads the switch itself spins on (testpmd, OVS PMD threads): they compete
     # with the endpoints for cores, so the plan counts them.
     poll_threads: ClassVar[int] = 0
@@ -242,6 +257,14 @@ class DataPlane(ABC):
         polls (port: the point's port name; core: the CPU its poll thread is on,
         None where it floats); [] for a switch without poll threads."""
         return []
+
+    def applied(self) -> dict[str, Any]:
+        """How the switch was configured for the point's forward, rxq_affinity,
+        switch_rxd and switch_txd, as read back from the switch itself (its
+        rules, its database, its own show commands), once it has started; the
+        runner stores it with the point (switch_facts' `applied`). {}: nothing
+        to say beyond the scenario (a kernel data plane)."""
+        return {}
 
     @abstractmethod
     def stop(self) -> None: ...

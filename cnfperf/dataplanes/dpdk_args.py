@@ -59,12 +59,14 @@ def vhost(index: int, socket: str, client: bool = False, queues: int = QUEUES) -
 
 
 def virtio_user(index: int, socket: str, mac: str | None = None, server: bool = False,
-                queues: int = QUEUES) -> str:
+                queues: int = QUEUES, ring: int | None = None) -> str:
     """A virtio-user frontend port: what a container endpoint attaches as. Its
     `queues` are the queue pairs it offers its vhost-user peer (OVS sizes a
-    vhost port's Rx queues by them); the engine enables and polls the first."""
+    vhost port's Rx queues by them); the engine enables and polls the first.
+    `ring`: the descriptors of each of its virtqueues (`queue_size`, DPDK's
+    default 256): the front end sizes a vhost-user ring, both ways alike."""
     return _vdev("net_virtio_user", index, path=socket, mac=mac, queues=queues,
-                 server=1 if server else None)
+                 queue_size=ring, server=1 if server else None)
 
 
 # The PMDs' own buffers hold 2 KB: a 1518-byte frame, not a jumbo one.

@@ -45,12 +45,14 @@ class Frontend:
     """How a port's node reaches a vhost-user port: as its virtio front end, on
     `socket`, creating it (`server`: the switch connects as a client, as OVS's
     vhostuserclient ports and Snabb do) or connecting to the switch's; offering `queues`
-    queue pairs. An engine does it with DPDK's virtio-user PMD, a virtual
-    machine with QEMU's vhost-user netdev: one fact, two front ends."""
+    queue pairs of `ring` descriptors each (a vhost-user ring's size is the
+    front end's to choose). An engine does it with DPDK's virtio-user PMD, a
+    virtual machine with QEMU's vhost-user netdev: one fact, two front ends."""
 
     socket: str
     server: bool = False
     queues: int = dpdk_args.QUEUES
+    ring: int | None = None     # descriptors per virtqueue (None: the front end's own)
 
 
 def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
@@ -108,7 +110,7 @@ class DpdkPlane(DataPlane):
         f = self.frontend(port)
         assert f is not None, f"{self.name}: neither frontend() nor vdev() for {port.name}"
         return dpdk_args.virtio_user(port.slot, f.socket, mac=port.mac, server=f.server,
-                                     queues=f.queues)
+                                     queues=f.queues, ring=f.ring)
 
     def teardown(self) -> None:
         """Stop what setup() started; called after a partial setup too."""
@@ -147,6 +149,15 @@ class DpdkPlane(DataPlane):
         iface = self.point.nic(port.name)
         s = self.point.scenario
         return dpdk_args.nic(index, iface, s.nic_driver, s.size) if iface else None
+
+    @property
+    def ring(self) -> int | None:
+        """The descriptors of a vhost-user port's ring, which its front end sizes
+        both ways alike: switch_rxd or switch_txd (checks.py refuses two
+        different ones); None: the front end's own (rings: where the plane
+        sizes them)."""
+        s = self.point.scenario
+        return (s.switch_rxd or s.switch_txd) if self.rings else None
 
     @property
     def poll_cpuset(self) -> tuple[int, ...]:

@@ -22,6 +22,7 @@ class MemifPlane(DpdkPlane):
     description = "direct memif shared-memory link: the receiving end is server, the other client"
     style = 4
     joins = "link"
+    forwards = ("port",)       # a link's two ports joined to each other
     # Stopping a command or Click NF closes its ports while its neighbour may
     # still poll the link between them, and the neighbour crashes (above).
     neighbours_may_close = False

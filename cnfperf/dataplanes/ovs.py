@@ -1,4 +1,5 @@
-"""ovs: Open vSwitch with DPDK, userspace datapath, NORMAL (learning) switching.
+"""ovs: Open vSwitch with DPDK, userspace datapath, NORMAL (learning) switching
+or port-to-port rules (forward).
 
 One dpdkvhostuserclient port per port of the test point: OVS is the vhost-user
 client, so the engines' virtio-user ports are the servers and OVS (re)connects to
@@ -15,9 +16,14 @@ port). ovsdb-server and ovs-vswitchd are private to the test point (see ovsdb.py
 Counters: a vhost-user port's own counters exist only while its peer is
 connected, and the runner reads them after the engines are gone. So packets are
 counted by OpenFlow rules that survive disconnects, around NORMAL, which still
-makes every forwarding decision:
+makes every forwarding decision (forward = mac, or auto):
     table 0, in_port=P   -> resubmit(,1)   rx_packets of P (frames from its engine)
     table 1, dl_dst=MAC  -> NORMAL         frames switched to P
+With forward = port the rules themselves forward, as the paper-000 setup's
+`in_port=1,actions=output:2` and back, no MAC table (no static entries), and
+what no rule takes is dropped (add-br's own NORMAL rule in table 0 too):
+    table 0, in_port=P   -> resubmit(,1)   rx_packets of P
+    table 1, in_port=Q   -> output:P       frames switched to P (Q: its link's other port)
 Drops come from the port counters, sampled while connected and summed across
 reconnects (what drops in the last sampling interval before a disconnect is
 missed); tx_packets is what was switched to P minus its tx drops.
@@ -29,21 +35,31 @@ counts start at zero) and counts drops from then on.
 Queues: a vhost-user port's Rx queues are what its virtio-user peer offers
 (`queues=` in the engines' vdev: switch_rxq); OVS's options:n_rxq applies to
 physical DPDK ports only. OVS spreads the queues over its PMD threads itself
-(pmd-rxq-assign); queues() reads where they went from pmd-rxq-show.
+(pmd-rxq-assign), or, with rxq_affinity = pinned, each port's queues are
+pinned in turn to the PMD cores (other_config:pmd-rxq-affinity, set as the
+port is added): a PMD with pinned queues is isolated, it polls those alone.
+queues() reads where they went from pmd-rxq-show.
+
+Descriptors (switch_rxd, switch_txd): a DPDK port's (a wire's NIC) are OVS's
+options:n_rxq_desc and n_txq_desc. OVS 3.1 takes no descriptor count for a
+vhost-user port (its options are the socket and tx-retries-max): the ring is
+the front end's, the engine's virtio-user `queue_size`, one size both ways
+(DpdkPlane.ring). applied() reads back the rules, the database's settings of
+every port and, for DPDK ports, the descriptors vswitchd configured (dpif/show).
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from cnfperf import PREFIX
 from cnfperf.dataplanes import ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.kernel import mtu_for
-from cnfperf.fields import NIC_DRIVERS
+from cnfperf.fields import AUTO, NIC_DRIVERS
 from cnfperf.host.links import del_link, links
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.plan import Port
@@ -51,6 +67,7 @@ from cnfperf.host.system import CommandFailed
 
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
+    from cnfperf.scenario import Scenario
 
 # OVS sizes one shared mbuf pool per MTU to what fits, halving from 256k mbufs
 # down to 16k, and vhost devices are allocated from what the pool left over.
@@ -69,6 +86,52 @@ SAMPLE_INTERVAL = 0.5
 # only a bounded sleep when idle (µs; OVS allows up to 10000). adaptive sleeps as
 # long as the engine's own back-off at most; interrupt stands for "mostly asleep".
 PMD_MAXSLEEP_US = {"busy": 0, "adaptive": 128, "interrupt": 1000}
+# The Interface settings applied() reads back from the database.
+SETTINGS = ("pmd-rxq-affinity", "n_rxq_desc", "n_txq_desc")
+# What dpif/show says a DPDK port was configured with.
+CONFIGURED = ("configured_rxq_descriptors", "configured_txq_descriptors")
+
+
+def rules(forward: str, ports: Sequence[tuple[int, str]], peers: Mapping[int, int]) -> list[str]:
+    """The bridge's OpenFlow rules for `forward` (mac or port): `ports` are
+    (OpenFlow port, MAC) each, `peers` each port's link's other port. Each
+    port's frames in are counted by their rule in table 0 (RX_COOKIE), the
+    frames switched to it by its rule in table 1 (TX_COOKIE). With forward =
+    port, what no rule takes is dropped: the rule OVS's add-br put in table 0
+    (priority 0, NORMAL: for the bridge's own port) is replaced by a drop."""
+    last = "NORMAL" if forward == "mac" else "drop"
+    found = [f"table=1,priority=0,actions={last}"]
+    if forward == "port":
+        found.insert(0, "table=0,priority=0,actions=drop")
+    for ofport, mac in ports:
+        to_it = f"dl_dst={mac},actions=NORMAL" if forward == "mac" else \
+            f"in_port={peers[ofport]},actions=output:{ofport}"
+        found += [f"cookie={RX_COOKIE | ofport:#x},table=0,priority=10,in_port={ofport},"
+                  "actions=resubmit(,1)",
+                  f"cookie={TX_COOKIE | ofport:#x},table=1,priority=10,{to_it}"]
+    return found
+
+
+def affinity(ports: Sequence[str], cores: Sequence[int], queues: int) -> dict[str, str]:
+    """pmd-rxq-affinity for each port: its `queues` Rx queues pinned in turn to
+    `cores`, port after port (`0:1` for one queue on core 1): with one pair
+    on two PMD cores the sender's port is polled on one, the receiver's on the
+    other."""
+    found, n = {}, 0
+    for port in ports:
+        found[port] = ",".join(f"{q}:{cores[(n + q) % len(cores)]}" for q in range(queues))
+        n += queues
+    return found
+
+
+def port_settings(s: Scenario, nic: bool, pinned: str | None) -> list[str]:
+    """The Interface columns a port is added with: its Rx queues' affinity
+    (pmd-rxq-affinity), and on a DPDK port (a NIC) its descriptors."""
+    found = [f'other_config:pmd-rxq-affinity="{pinned}"'] if pinned else []
+    if nic:
+        found += [f"options:{key}={n}" for key, n in (("n_rxq_desc", s.switch_rxd),
+                                                       ("n_txq_desc", s.switch_txd)) if n]
+    return found
 
 
 class DropSampler:
@@ -124,8 +187,12 @@ class DropSampler:
 
 class OvsPlane(DpdkPlane):
     name = "ovs"
-    description = "Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL switching"
+    description = ("Open vSwitch, DPDK userspace datapath, vhost-user client ports, NORMAL "
+                   "switching or port-to-port rules")
     style = 6
+    forwards = ("mac", "port")
+    pins_rxq = True
+    rings = nic_rings = True
     poll_threads = 1
     rx_interrupts = True
     max_cores = max_rxq = None   # PMD threads and Rx queues per port, as many as asked
@@ -184,31 +251,64 @@ class OvsPlane(DpdkPlane):
         for tap in self._taps():
             self.journal.add("link", tap, netns=self.netns)
         self.ovs.add_bridge(self.bridge)
-        flows = ["table=1,priority=0,actions=NORMAL"]
-        for ofport, port in enumerate(self.point.ports_joined_here(), start=1):
+        s = self.point.scenario
+        ports = self.point.ports_joined_here()
+        pinned = affinity([p.name for p in ports], self.poll_cpuset, s.switch_rxq) \
+            if s.rxq_affinity == "pinned" else {}
+        for ofport, port in enumerate(ports, start=1):
             vdev = self.nic_vdev(ofport, port)
+            settings = port_settings(s, bool(vdev), pinned.get(port.name))
             if vdev:   # a wire's end: its node is on another host
-                self.ovs.add_dpdk_port(self.bridge, port.name, vdev, ofport)
+                self.ovs.add_dpdk_port(self.bridge, port.name, vdev, ofport, settings)
             else:
-                self.ovs.add_vhost_client_port(self.bridge, port.name, self._socket(port), ofport)
+                self.ovs.add_vhost_client_port(self.bridge, port.name, self._socket(port), ofport,
+                                               settings)
             if self._mtu() != 1500:
                 self.ovs.vsctl("set", "Interface", port.name, f"mtu_request={self._mtu()}")
-            self.ovs.learn(self.bridge, port.name, port.mac)
+            if self.forward == "mac":
+                self.ovs.learn(self.bridge, port.name, port.mac)
             self.ofports[ofport] = port.name
-            flows += [f"cookie={RX_COOKIE | ofport:#x},table=0,priority=10,in_port={ofport},"
-                      "actions=resubmit(,1)",
-                      f"cookie={TX_COOKIE | ofport:#x},table=1,priority=10,dl_dst={port.mac},"
-                      "actions=NORMAL"]
-        self.flows = flows
-        self.ovs.add_flows(self.bridge, flows)
+        number = {name: ofport for ofport, name in self.ofports.items()}
+        peers = {number[end.name]: number[other.name] for link in self.point.links_joined_here()
+                 for end, other in ((link.a, link.b), (link.b, link.a))}
+        self.flows = rules(self.forward, [(number[p.name], p.mac) for p in ports], peers)
+        self.ovs.add_flows(self.bridge, self.flows)
         self.drops = DropSampler(lambda: self.ovs.counters(self.bridge))
         self.drops.start()
+
+    @property
+    def forward(self) -> str:
+        """The point's forward, auto resolved: OVS's own is NORMAL (mac)."""
+        forward = self.point.scenario.forward
+        return self.forwards[0] if forward == AUTO else forward
+
+    def applied(self) -> dict[str, Any]:
+        """The rules vswitchd holds, each port's settings in the database
+        (SETTINGS) and, for a DPDK port, the descriptors it was configured with
+        (dpif/show); a vhost-user port's ring as its front end is told it."""
+        if self.ovs is None:
+            return {}
+        rows = self.ovs.interfaces("type", "options", "other_config")
+        configured = ovsdb.parse_dpif_show(self.ovs.appctl("dpif/show")) \
+            if any(r["type"] == "dpdk" for r in rows.values()) else {}
+        ports = {}
+        for ofport, name in self.ofports.items():
+            row = rows.get(name, {})
+            found = {"ofport": ofport, "type": row.get("type", "")}
+            for column in ("options", "other_config"):
+                found.update({k: v for k, v in (row.get(column) or {}).items() if k in SETTINGS})
+            found.update({k: int(v) for k, v in configured.get(name, {}).items()
+                          if k in CONFIGURED})
+            if row.get("type") == "dpdkvhostuserclient" and self.ring:
+                found["ring"] = self.ring
+            ports[name] = found
+        return {"forward": self.forward, "rules": self.ovs.rules(self.bridge), "ports": ports}
 
     def reset(self) -> None:
         """As after setup(): the datapath's cached flows purged (their counts
         pushed to the rules first), the rules replaced by fresh ones (zero
-        counts), the drops counted from now. The static MAC entries stay: the
-        point's ports and MACs are the same (run/keep.py's key)."""
+        counts), the drops counted from now. The static MAC entries stay (with
+        forward = mac): the point's ports and MACs are the same (run/keep.py's key)."""
         self.ovs.appctl("revalidator/purge")
         self.ovs.replace_flows(self.bridge, self.flows)
         self.drops.rebase()
@@ -220,7 +320,8 @@ class OvsPlane(DpdkPlane):
         return self.ovs.pids() if self.ovs else []
 
     def frontend(self, port: Port) -> Frontend:
-        return Frontend(self._socket(port), server=True, queues=self.point.scenario.switch_rxq)
+        return Frontend(self._socket(port), server=True, queues=self.point.scenario.switch_rxq,
+                        ring=self.ring)
 
     def queues(self) -> list[dict]:
         if self.ovs is None:

@@ -11,6 +11,7 @@ ovs-ofctl) run on the host either way, through files and sockets in run_dir.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -107,6 +108,47 @@ def parse_pmd_rxq_show(text: str) -> list[dict[str, Any]]:
 def parse_map(text: str) -> dict[str, str]:
     """ovs-vsctl's `{a=1, b="x y"}` map syntax."""
     return {m[1]: m[2].strip('"') for m in re.finditer(r'([\w:-]+)=("[^"]*"|[^,}]*)', text)}
+
+
+def parse_rules(text: str) -> list[str]:
+    """`ovs-ofctl --no-stats --no-names dump-flows`: one rule a line, as OVS
+    prints it (`cookie=0x10001, table=1, priority=10,in_port=1 actions=output:2`),
+    without its reply's header."""
+    return [line.strip() for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith(("NXST_FLOW", "OFPST_FLOW"))]
+
+
+def _json_value(value: Any) -> Any:
+    """An OVSDB JSON datum (`ovs-vsctl --format=json`): a map as a dict, a set
+    as a list, an atom as itself."""
+    if isinstance(value, list) and len(value) == 2 and value[0] == "map":
+        return {k: _json_value(v) for k, v in value[1]}
+    if isinstance(value, list) and len(value) == 2 and value[0] == "set":
+        return [_json_value(v) for v in value[1]]
+    return value
+
+
+def parse_table(text: str) -> list[dict[str, Any]]:
+    """`ovs-vsctl --format=json list TABLE`: a dict per row, by column."""
+    doc = json.loads(text)
+    return [{h: _json_value(v) for h, v in zip(doc["headings"], row)} for row in doc["data"]]
+
+
+# `ovs-appctl dpif/show`: a line per port, its settings (get_config) in brackets:
+#     dpdk0 1/2: (dpdk: configured_rx_queues=1, configured_rxq_descriptors=128, …)
+_DPIF_PORT = re.compile(r"^\s+(\S+) \d+/\S+: \((\S+?)(?::\s*(.*))?\)\s*$")
+
+
+def parse_dpif_show(text: str) -> dict[str, dict[str, str]]:
+    """Each port's type and settings as vswitchd configured them ({} for a
+    port without any: the bridge's own tap)."""
+    found = {}
+    for line in text.splitlines():
+        if m := _DPIF_PORT.match(line):
+            found[m[1]] = {"type": m[2], **{k: v for k, _, v in
+                                            (kv.strip().partition("=")
+                                             for kv in (m[3] or "").split(",") if kv.strip())}}
+    return found
 
 
 class Ovs:
@@ -226,18 +268,21 @@ class Ovs:
     def add_bridge(self, bridge: str) -> None:
         self.vsctl("add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev")
 
-    def add_vhost_client_port(self, bridge: str, port: str, socket: str, ofport: int) -> None:
+    def add_vhost_client_port(self, bridge: str, port: str, socket: str, ofport: int,
+                              settings: Sequence[str] = ()) -> None:
         """OVS is the vhost-user client: it (re)connects to the endpoint's socket
-        whenever the endpoint's virtio-user server comes up."""
+        whenever the endpoint's virtio-user server comes up. `settings`: more
+        of the Interface's columns (port_settings), in the same transaction."""
         self.vsctl("add-port", bridge, port, "--", "set", "Interface", port,
                    "type=dpdkvhostuserclient", f"options:vhost-server-path={socket}",
-                   f"ofport_request={ofport}")
+                   f"ofport_request={ofport}", *settings)
 
-    def add_dpdk_port(self, bridge: str, port: str, devargs: str, ofport: int) -> None:
+    def add_dpdk_port(self, bridge: str, port: str, devargs: str, ofport: int,
+                      settings: Sequence[str] = ()) -> None:
         """A DPDK port on a device named by its devargs (a vdev: the af_packet
         PMD on a NIC)."""
         self.vsctl("add-port", bridge, port, "--", "set", "Interface", port, "type=dpdk",
-                   f"options:dpdk-devargs={devargs}", f"ofport_request={ofport}")
+                   f"options:dpdk-devargs={devargs}", f"ofport_request={ofport}", *settings)
 
     def learn(self, bridge: str, port: str, mac: str) -> None:
         """A static MAC table entry: NORMAL forwards to this port from the first
@@ -246,6 +291,17 @@ class Ovs:
 
     def interface(self, name: str, column: str) -> dict[str, str]:
         return parse_map(self.vsctl("--no-wait", "get", "Interface", name, column))
+
+    def interfaces(self, *columns: str) -> dict[str, dict[str, Any]]:
+        """Every Interface's `columns`, by its name, from the database."""
+        text = self.vsctl("--no-wait", "--format=json", f"--columns=name,{','.join(columns)}",
+                          "list", "Interface")
+        return {row.pop("name"): row for row in parse_table(text)}
+
+    def rules(self, bridge: str) -> list[str]:
+        """The bridge's OpenFlow rules as vswitchd holds them (ports by number)."""
+        return parse_rules(self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}",
+                                      "--no-stats", "--no-names", "dump-flows", bridge]))
 
     def add_flows(self, bridge: str, flows: list[str]) -> None:
         path = self.run_dir / f"{bridge}.flows"

@@ -125,3 +125,4 @@ class SnabbWirePlane(SnabbPlane):
     description = "Snabb: each link's two vhost-user client ports wired to each other, no bridge"
     style = 11
     wired = True
+    forwards = ("port",)

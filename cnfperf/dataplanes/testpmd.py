@@ -11,6 +11,12 @@ queues per port (--rxq/--txq, and the vhost vdevs' and the engines' virtio-user
 `queues=`) make more streams: testpmd gives each lcore a contiguous run of
 (port, queue) streams, so with one pair, 2 cores and 2 queues one core gets
 queue 0 of both ports and the other queue 1, which the engines never use.
+
+It always forwards port to port (forward = port, or auto). switch_rxd and
+switch_txd are its --rxd and --txd, which size the rings of its DPDK ports (a
+wire's NIC); its vhost PMD ports take their rings from their front ends, the
+engines' virtio-user `queue_size` (DpdkPlane.ring). applied() reads back what
+testpmd configured each port with (`show config rxtx`).
 """
 from __future__ import annotations
 
@@ -37,6 +43,8 @@ class TestPmdPlane(DpdkPlane):
     name = "testpmd"
     description = "dpdk-testpmd io forwarding between paired vhost-user ports (no switching logic)"
     style = 5
+    forwards = ("port",)   # each port's frames to its pair's other port: no MAC table
+    rings = nic_rings = True
     max_links = MAX_LINKS
     poll_threads = 1
     max_cores = max_rxq = None   # forwarding lcores and Rx queues per port, as many as asked
@@ -61,7 +69,10 @@ class TestPmdPlane(DpdkPlane):
         return 2 * len(self.point.links_joined_here())
 
     def _mbufs(self) -> int:
-        return self._ports() * MBUFS_PER_PORT * self.point.scenario.switch_rxq
+        # a NIC's queue fills its Rx ring with mbufs and holds a full Tx ring's
+        s = self.point.scenario
+        per_queue = max(MBUFS_PER_PORT, (s.switch_rxd or 0) + (s.switch_txd or 0) + 1024)
+        return self._ports() * per_queue * s.switch_rxq
 
     def switch_mb(self) -> int:
         mbuf = testpmd_app.mbuf_size(self.point.scenario.size)
@@ -75,9 +86,17 @@ class TestPmdPlane(DpdkPlane):
     def _socket(self, port: int) -> str:
         return str(self.sock_dir / f"tpmd{port}.sock")
 
-    def setup(self) -> None:
+    def app_args(self) -> list[str]:
+        """testpmd's own arguments: io forwarding between paired ports, on the
+        switch's cores and queues, for the point's frames and descriptors."""
         s = self.point.scenario
-        rxq = s.switch_rxq
+        return ["--forward-mode=io", "--port-topology=paired", f"--nb-cores={len(self.cpus)}",
+                f"--rxq={s.switch_rxq}", f"--txq={s.switch_rxq}", f"--burst={min(s.burst, 512)}",
+                f"--total-num-mbufs={self._mbufs()}", *testpmd_app.frame_args(s.size),
+                *testpmd_app.ring_args(s.switch_rxd, s.switch_txd)]
+
+    def setup(self) -> None:
+        rxq = self.point.scenario.switch_rxq
         # a wire's end (its node on another host) through the af_packet or af_xdp PMD
         wired = {self.port(p): p for p in self.point.ports_joined_here() if self.point.nic(p.name)}
         vdevs = [self.nic_vdev(i, wired[i]) if i in wired else
@@ -86,11 +105,7 @@ class TestPmdPlane(DpdkPlane):
         lcores = dpdk_args.lcores(self.cpus, self.point.floating)
         eal = dpdk_args.eal_args(f"{self.point.prefix}tpmd", self.huge_dir, self.switch_mb(),
                                  vdevs, lcores=lcores)
-        app = ["--forward-mode=io", "--port-topology=paired", f"--nb-cores={len(self.cpus)}",
-               f"--rxq={rxq}", f"--txq={rxq}", f"--burst={min(s.burst, 512)}",
-               f"--total-num-mbufs={self._mbufs()}",
-               *testpmd_app.frame_args(s.size)]
-        self.testpmd = TestPmd(eal, app, name=f"testpmd {self.point.prefix}",
+        self.testpmd = TestPmd(eal, self.app_args(), name=f"testpmd {self.point.prefix}",
                                launch=self.launch())
         self.testpmd.start()
         procs.journal_process(self.journal, f"{self.point.prefix}tpmd", self.testpmd.pid)
@@ -117,7 +132,22 @@ class TestPmdPlane(DpdkPlane):
         return True
 
     def frontend(self, port: Port) -> Frontend:
-        return Frontend(self._socket(self.port(port)), queues=self.point.scenario.switch_rxq)
+        return Frontend(self._socket(self.port(port)), queues=self.point.scenario.switch_rxq,
+                        ring=self.ring)
+
+    def applied(self) -> dict:
+        """Each port's Rx and Tx descriptors as testpmd configured them (`show
+        config rxtx`), its vhost ports' rings as their front ends are told them."""
+        if self.testpmd is None:
+            return {}
+        rings = testpmd_app.parse_config_rxtx(self.testpmd.command("show config rxtx"))
+        ports = {}
+        for port in self.point.ports_joined_here():
+            found = dict(rings.get(self.port(port), {}))
+            if not self.point.nic(port.name) and self.ring:
+                found["ring"] = self.ring
+            ports[port.name] = {"port": self.port(port), **found}
+        return {"forward": "port", "ports": ports}
 
     def queues(self) -> list[dict]:
         """From the streams testpmd printed at `start`: which lcore polls which

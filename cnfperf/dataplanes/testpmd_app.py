@@ -58,6 +58,41 @@ def frame_args(frame_size: int) -> list[str]:
     return [f"--mbuf-size={mbuf_size(frame_size)}", f"--max-pkt-len={max(1518, frame_size)}"]
 
 
+def ring_args(rxd: int | None, txd: int | None) -> list[str]:
+    """--rxd and --txd where given: the descriptors of every Rx and Tx queue."""
+    return [f"--{name}={n}" for name, n in (("rxd", rxd), ("txd", txd)) if n]
+
+
+# `show config rxtx`: per port, then per queue:
+#   io packet forwarding packets/burst=32
+#     nb forwarding cores=1 - nb forwarding ports=2
+#     port 0: RX queue number: 1 Tx queue number: 1
+#       Rx offloads=0x0 Tx offloads=0x0
+#       RX queue: 0
+#         RX desc=128 - RX free threshold=0
+#       …
+#       TX queue: 0
+#         TX desc=128 - TX free threshold=0
+_CONFIG_PORT = re.compile(r"^\s*port (\d+): RX queue number")
+_CONFIG_DESC = re.compile(r"^\s*(RX|TX) desc=(\d+)")
+
+
+def parse_config_rxtx(text: str) -> dict[int, dict[str, int]]:
+    """Each port's Rx and Tx descriptors (its first queue's: every queue of a
+    port gets the same), as rxd and txd; none where testpmd left the PMD its
+    own default (it shows 0)."""
+    found: dict[int, dict[str, int]] = {}
+    port = None
+    for line in text.splitlines():
+        if m := _CONFIG_PORT.match(line):
+            port = int(m[1])
+            found[port] = {}
+        elif (m := _CONFIG_DESC.match(line)) and port is not None:
+            if int(m[2]):   # 0: the PMD's own default, testpmd set none
+                found[port].setdefault("rxd" if m[1] == "RX" else "txd", int(m[2]))
+    return found
+
+
 def parse_fwd_stats(text: str) -> dict[int, dict[str, int]]:
     return {int(m[1]): {"rx_packets": int(m[2]), "rx_dropped": int(m[3]),
                         "tx_packets": int(m[4]), "tx_dropped": int(m[5])}

@@ -10,6 +10,7 @@ class VethPlane(KernelPlane):
     description = "a veth pair per link, no switch between its ends"
     style = 0
     joins = "link"
+    forwards = ("port",)       # a link's two ports joined to each other
     counter_view = "node"      # each end's own interface
 
     def connect(self, link: Link) -> None:

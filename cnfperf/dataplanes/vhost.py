@@ -17,6 +17,7 @@ class VhostPlane(DpdkPlane):
     description = "direct vhost-user link: the receiving end is the backend, the other virtio-user"
     style = 3
     joins = "link"
+    forwards = ("port",)       # a link's two ports joined to each other
     rx_interrupts = True
     # net_vhost opens its socket only once configured, after EAL has probed the
     # virtio-user port that should connect to it: not both in one process.

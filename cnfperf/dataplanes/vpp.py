@@ -5,7 +5,9 @@ VPP is built from source (switches/build.sh, without its dpdk plugin): its own
 vhost-user and memif plugins need no DPDK. Every port of the test point is a
 VPP interface in bridge domain 1, its MAC a static l2fib entry, so frames are
 forwarded by destination from the first one (a receiver never sends in
-throughput mode; a learning bridge would flood). Engines attach as DPDK
+throughput mode; a learning bridge would flood). With forward = port there
+is no bridge domain: each link's two interfaces are cross-connected both ways
+(`set interface l2 xconnect A B`, and B A). Engines attach as DPDK
 virtio-user clients of VPP's vhost-user server sockets, or as memif clients of
 VPP's memif server sockets: VPP creates every socket before any engine starts.
 
@@ -24,11 +26,17 @@ on), so `pin = no` cannot be honoured and is refused. The main thread polls the
 ports on the switch core; workers (switch_cores > 1) are refused for now: VPP
 will not put one on the main thread's core, so n cores would give n - 1 poll
 threads. queues() reads VPP's Rx placement.
+
+Rings (switch_rxd, switch_txd): VPP's vhost-user ports have no size of their
+own, the ring is the front end's (the engine's virtio-user `queue_size`,
+DpdkPlane.ring); a memif ring is its client's, the engine's, and `vpp-memif`
+does not size it. applied() reads each interface's L2 mode back (`show mode`).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from cnfperf.fields import AUTO
 from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, vpp_app
 from cnfperf.dataplanes.base import PortCounters
@@ -43,8 +51,12 @@ BRIDGE_DOMAIN = 1
 
 class VppPlane(DpdkPlane):
     name = "vpp"
-    description = "FD.io VPP, one L2 bridge domain over its own vhost-user ports (no DPDK inside)"
+    description = ("FD.io VPP, one L2 bridge domain or cross-connects over its own vhost-user "
+                   "ports (no DPDK inside)")
     style = 7
+    forwards = ("mac", "port")
+    rings = True       # its vhost-user ports' rings, through their front ends
+    nic_rings = False  # its af_packet plugin's ring on a wire's NIC is not sized
     poll_threads = 1
     build = "vpp"
     # The VPP plugin its ports are (builds.VPP_PLUGINS): a system VPP may lack
@@ -102,13 +114,39 @@ class VppPlane(DpdkPlane):
                                       self.cpus, size=s.size, plugins=plugins, poll=s.poll,
                                       launch=self.launch())
         self.vpp.start(self.journal, self.point.prefix)
-        self.vpp.configure(f"create bridge-domain {BRIDGE_DOMAIN} learn 0")
+        bridge = self.forward == "mac"
+        if bridge:
+            self.vpp.configure(f"create bridge-domain {BRIDGE_DOMAIN} learn 0")
         for i, port in enumerate(self.point.ports_joined_here()):
             iface = self._create_nic(port) or self._create(i, port)
             self.ifaces[port.name] = iface
-            self.vpp.configure(f"set interface l2 bridge {iface} {BRIDGE_DOMAIN}")
-            self.vpp.configure(f"l2fib add {port.mac} {BRIDGE_DOMAIN} {iface} static")
+            if bridge:
+                self.vpp.configure(f"set interface l2 bridge {iface} {BRIDGE_DOMAIN}")
+                self.vpp.configure(f"l2fib add {port.mac} {BRIDGE_DOMAIN} {iface} static")
             self.vpp.configure(f"set interface state {iface} up")
+        if not bridge:
+            for command in vpp_app.xconnects(self.ifaces, self.point.links_joined_here()):
+                self.vpp.configure(command)
+
+    @property
+    def forward(self) -> str:
+        """The point's forward, auto resolved: VPP's own is its bridge domain (mac)."""
+        forward = self.point.scenario.forward
+        return self.forwards[0] if forward == AUTO else forward
+
+    def applied(self) -> dict:
+        """Each port's interface and its L2 mode as VPP shows it (`show mode`:
+        `bridge … bd_id 1` or `xconnect <its peer>`); a vhost-user port's ring
+        as its front end is told it."""
+        if self.vpp is None:
+            return {}
+        modes = vpp_app.parse_show_mode(self.vpp.cli("show mode"))
+        ports = {}
+        for name, iface in self.ifaces.items():
+            ports[name] = {"iface": iface, "mode": modes.get(iface, "")}
+            if self.ring and iface not in self.nics:
+                ports[name]["ring"] = self.ring
+        return {"forward": self.forward, "ports": ports}
 
     def _create_nic(self, port: Port) -> str | None:
         """VPP's side of a port that is a wire's NIC (TestPoint.nics), None for
@@ -131,7 +169,7 @@ class VppPlane(DpdkPlane):
         return self.vpp.configure(f"create vhost-user socket {self._socket(port)} server")
 
     def frontend(self, port: Port) -> Frontend:
-        return Frontend(self._socket(port))
+        return Frontend(self._socket(port), ring=self.ring)
 
     def pids(self) -> list[int]:
         return [self.vpp.pid] if self.vpp and self.vpp.pid else []
@@ -183,6 +221,7 @@ class VppMemifPlane(VppPlane):
     plugin = "memif_plugin.so"
     tx_drops_in_drops = False
     rx_interrupts = False
+    rings = False      # a memif ring is its client's, the engine's (not sized here)
 
     def _create(self, index: int, port: Port) -> str:
         """A memif socket per port, VPP its server (it listens; the engine, the

@@ -270,6 +270,31 @@ def tx_drops(reasons: dict[str, int]) -> int:
     return sum(n for reason, n in reasons.items() if reason.startswith(TX_DROPS))
 
 
+def xconnects(ifaces: dict[str, str], links) -> list[str]:
+    """The commands that cross-connect each link's two interfaces (`ifaces`:
+    by port name), both ways: an L2 xconnect is one direction each."""
+    found = []
+    for link in links:
+        a, b = ifaces[link.a.name], ifaces[link.b.name]
+        found += [f"set interface l2 xconnect {a} {b}", f"set interface l2 xconnect {b} {a}"]
+    return found
+
+
+def parse_show_mode(text: str) -> dict[str, str]:
+    """`show mode`, a line per interface (`l3 local0`, `l2 xconnect
+    VirtualEthernet0/0/0 VirtualEthernet0/0/1`, `l2 bridge VirtualEthernet0/0/1
+    bd_id 1 shg 0`): each interface's mode, `bridge bd_id 1 shg 0`,
+    `xconnect <its peer>`, or `l3`."""
+    found = {}
+    for line in text.splitlines():
+        words = line.split()
+        if line.startswith("l2 ") and len(words) >= 3:   # l2 MODE IFACE [what follows]
+            found[words[2]] = " ".join([words[1], *words[3:]])
+        elif len(words) >= 2:                            # l3 IFACE: no L2 mode
+            found[words[1]] = words[0]
+    return found
+
+
 # `show interface rx-placement`:
 #   Thread 1 (vpp_wk_0):
 #     node vhost-user-input:

@@ -4,7 +4,7 @@ The host's agent builds its nodes (run/agent.py) and says what the
 controller needs of them: each node's container there (RemoteContainer: its
 engine's path, its cores as placed there, its EAL arguments), how each of its
 ports is reached (Attachment), and the switch if it runs there
-(RemoteSwitch: its counters and queues, read through the agent). The
+(RemoteSwitch: its counters, queues and configuration, read through the agent). The
 testbed puts them beside its own nodes, and a trial runs them as it runs its
 own.
 """
@@ -80,6 +80,9 @@ class RemoteSwitch:
 
     def queues(self) -> list[dict[str, Any]]:
         return self.agent.call("queues")
+
+    def applied(self) -> dict[str, Any]:
+        return self.agent.call("applied")
 
     def pids(self) -> list[int]:
         return []     # its processes are its host's

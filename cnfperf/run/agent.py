@@ -261,6 +261,10 @@ class Agent:
         assert self.bed is not None, "build first"
         return self.bed.dataplane.queues()
 
+    def op_applied(self) -> dict[str, Any]:
+        assert self.bed is not None, "build first"
+        return self.bed.dataplane.applied()
+
     def op_teardown(self) -> dict[str, list[str]]:
         """The point's part undone: its processes stopped, its nodes removed."""
         self._stop_procs()

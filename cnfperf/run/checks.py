@@ -32,7 +32,7 @@ from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.dataplanes.nic import NIC_APIS, NicPlane
-from cnfperf.fields import APIS, LOCAL, MAX_PORT, NIC_DRIVERS, QUOTAS, TX_PORT
+from cnfperf.fields import AUTO, APIS, LOCAL, MAX_PORT, NIC_DRIVERS, QUOTAS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
@@ -185,6 +185,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
             raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
                                     f"usable: {','.join(map(str, sorted(usable)))}")
     _check_switch(s, dataplane, point_cpus(s, cores))
+    _check_rings(s)
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
     _check_hosts(s, dataplane, point_cpus(s, cores))
 
@@ -236,6 +237,11 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
                                    "each other: put a network function on the switch's host "
                                    "between the wires (nfs ≥ 1)")
     _check_nic_driver(s, dataplane, crossings)
+    rings = [f for f in RINGS if getattr(s, f) is not None]
+    if rings and not dataplane.nic_rings:
+        able = ", ".join(n for n, dp in DATAPLANES.items() if dp.nic_rings)
+        raise UserError(rings[0], f"{s.switch} does not size the ring of a port on a wire's NIC; "
+                                  f"{able} do")
     if tester_crosses(s) and s.api not in NIC_APIS:
         raise UserError("api", f"a tester wired to another host's switch builds its own frames "
                                f"on its NICs: {', '.join(sorted(NIC_APIS))}, not {s.api}")
@@ -345,11 +351,66 @@ def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ..
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")
 
 
+RINGS = ("switch_rxd", "switch_txd")
+
+
+def _check_rings(s: Scenario) -> None:
+    """switch_rxd and switch_txd (on a data plane that sizes its rings:
+    switch_problem): a power of two each, one size both ways where a
+    vhost-user port's front end sizes its ring, and no virtual machine's."""
+    given = [f for f in RINGS if getattr(s, f) is not None]
+    for f in given:
+        n = getattr(s, f)
+        if n & (n - 1):
+            raise UserError(f, f"{n} is not a power of two ({fields.MIN_DESC}, "
+                               f"{2 * fields.MIN_DESC} … {fields.MAX_DESC})")
+    if len(given) == 2 and s.switch_rxd != s.switch_txd and _vhost_ports(s):
+        raise UserError("switch_txd", f"{s.switch_txd} ≠ switch_rxd {s.switch_rxd}: a "
+                                      "vhost-user port's ring is one size both ways (its front "
+                                      "end's queue_size); different sizes only on NICs")
+    if given and _vms(s):
+        raise UserError(given[0], "a virtual machine's vhost-user ring is QEMU's, not sized by "
+                                  "cnfperf: no virtual machine (nf_in, endpoint_in) with it")
+
+
+def _vhost_ports(s: Scenario) -> bool:
+    """Whether the switch joins a port of a node of its own host (a vhost-user
+    port on a DPDK switch), not only NICs wired to the tester's ends
+    (tester_crosses: both of them, with no NF)."""
+    hosts = nf_hosts(s) or (s.dut_host,)
+    sender, receiver = tester_hosts(s)
+    return bool(s.nfs) or sender == hosts[0] or receiver == hosts[-1]
+
+
+# How each `forward` value forwards, as a refusal says it.
+FORWARD_WORDS = {"mac": "by destination MAC", "port": "port to port"}
+
+
+def _knob_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:
+    """(field, why) when forward, rxq_affinity, switch_rxd or switch_txd asks
+    what the data plane cannot do (forwards, pins_rxq, rings)."""
+    if s.forward != AUTO and s.forward not in dataplane.forwards:
+        own = dataplane.forwards[0]
+        able = [n for n, dp in DATAPLANES.items() if s.forward in dp.forwards]
+        return "forward", (f"{s.switch} forwards {FORWARD_WORDS[own]} only (forward = {own} or "
+                           f"auto); {FORWARD_WORDS[s.forward]}: {', '.join(able)}")
+    if s.rxq_affinity != AUTO and not dataplane.pins_rxq:
+        able = [n for n, dp in DATAPLANES.items() if dp.pins_rxq]
+        return "rxq_affinity", (f"{s.switch} places its Rx queues itself; {s.rxq_affinity} "
+                                f"is for {', '.join(able)}")
+    given = [f for f in RINGS if getattr(s, f) is not None]
+    if given and not dataplane.rings:
+        able = [n for n, dp in DATAPLANES.items() if dp.rings]
+        return given[0], (f"{s.switch}'s port rings are not sized by cnfperf; "
+                          f"{', '.join(able)} are")
+    return None
+
+
 def switch_problem(s: Scenario, dataplane: type[DataPlane],
                    ports: int | None = None) -> tuple[str, str] | None:
     """(field, why) when the data plane cannot do what a valid scenario asks of
     it: its capabilities (DataPlane's max_cores, max_rxq, max_size, floats,
-    rx_interrupts) and its own rules (scenario_problem). `cnfperf run` refuses
+    rx_interrupts, forwards, pins_rxq, rings) and its own rules (scenario_problem). `cnfperf run` refuses
     such a point (check, exit 2); a study leaves it out and says why (unusable),
     so a sweep over data planes runs the ones that can. `ports`: its NF kind's
     (nf_ports), where the caller has resolved it."""
@@ -367,6 +428,8 @@ def switch_problem(s: Scenario, dataplane: type[DataPlane],
     if not s.pin and not dataplane.floats:
         return "pin", f"{s.switch} pins its poll threads itself: pin = no cannot hold"
     if (problem := _interrupt_problem(s, dataplane)) is not None:
+        return problem
+    if (problem := _knob_problem(s, dataplane)) is not None:
         return problem
     ports = nf_ports(s.nf) if ports is None else ports
     links = links_per_path(s.nfs, ports) * (s.pairs + (s.noise == "traffic"))

@@ -245,7 +245,7 @@ class Run:
                 s = point.scenario
                 image = builder.ends_image(point) if LOCAL in tester_hosts(s) else None
                 nf_image = builder.nf_image(point) if LOCAL in nf_hosts(s) else None
-                result, found = self._measure(point, builder, teardown)
+                result, found = self._measure(point, builder, teardown, record)
                 # Committed before teardown: a failing teardown must not cost the data.
                 self.store.add_point(self.run_id, point.index, params, status="done",
                                      started=started, result=result, image=image,
@@ -265,15 +265,18 @@ class Run:
             raise
         self._report(Progress(point, "done"))
 
-    def _measure(self, point: TestPoint, builder: Builder,
-                 teardown: Teardown) -> tuple[PointResult, dict[str, Any]]:
-        """The point's testbed, set up once, and what its strategy measures on it."""
+    def _measure(self, point: TestPoint, builder: Builder, teardown: Teardown,
+                 record: dict[str, Any]) -> tuple[PointResult, dict[str, Any]]:
+        """The point's testbed, set up once, and what its strategy measures on
+        it; how its switch was configured goes into the `record`'s switch_facts."""
         directory = self._directory(point)
 
         def say(detail: str) -> None:
             self._report(Progress(point, "setup", detail=detail))
         bed = builder.build(point, teardown, say)
-        _switch_json(directory, bed, builder.keeper)
+        applied = _switch_json(directory, bed, builder.keeper, say)
+        if applied and record.get("switch_facts"):
+            record["switch_facts"] = {**record["switch_facts"], "applied": applied}
         trials = Trials(bed, directory, teardown, self._report, self.opts.trial,
                         keep=lambda rows: self.store.keep_soak(self.run_id, point.index, rows),
                         kept=lambda: self.store.soak(self.run_id, point.index))
@@ -338,19 +341,28 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
-def _switch_json(directory: Path, bed: Testbed, keeper: Keeper) -> None:
+def _switch_json(directory: Path, bed: Testbed, keeper: Keeper,
+                 say: Callable[[str], None]) -> dict[str, Any]:
     """switch.json: which switch served the point, whether it was kept from the
-    point before (and how many points it has served) or fresh (and why), and its
-    counters as the point began: zero on a clean switch."""
+    point before (and how many points it has served) or fresh (and why), its
+    counters as the point began (zero on a clean switch) and how it was
+    configured, read back from it (DataPlane.applied), which it returns."""
     if not any(isinstance(n, Switch) for n in bed.nodes.values()):
-        return
+        return {}
     bed.start_counters = bed.counters()
     dataplane = bed.dataplane
+    try:
+        applied = dataplane.applied()
+    except SystemFailure as e:   # what is only written down does not fail a point
+        applied = {}
+        say(f"its configuration not read back: {e}")
     (directory / "switch.json").write_text(json.dumps(
         {"switch": dataplane.name, "keeps": dataplane.keeps, **keeper.served,
          "pids": dataplane.pids(),
-         "counters": {port: asdict(c) for port, c in sorted(bed.start_counters.items())}},
+         "counters": {port: asdict(c) for port, c in sorted(bed.start_counters.items())},
+         "applied": applied},
         indent=1) + "\n")
+    return applied
 
 
 def vm_facts(point: TestPoint) -> dict[str, Any] | None:

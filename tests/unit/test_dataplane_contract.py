@@ -114,7 +114,8 @@ def test_what_it_stores_is_what_the_report_reads(plane):
 
 def test_it_has_the_lifecycle_methods(plane):
     assert not getattr(plane, "__abstractmethods__", set()), plane.__abstractmethods__
-    for method in ("start", "attach", "eal_args", "counters", "queues", "pids", "stop"):
+    for method in ("start", "attach", "eal_args", "counters", "queues", "applied", "pids",
+                   "stop"):
         assert callable(getattr(plane, method)), method
 
 

@@ -74,6 +74,10 @@ class Switch:
     def queues(self) -> list:
         return []
 
+    def applied(self) -> dict:
+        """What a switch read back of its configuration (its rules)."""
+        return {"forward": "port", "rules": ["in_port=1 actions=output:2"]}
+
     def stop(self) -> None:
         self.machine.step("stop")
 
@@ -196,6 +200,18 @@ def test_a_point_records_what_measured_it_and_a_vpp_point_which_vpp(run, machine
                            runtimes={"runc": functools.partial(Runtime, machine)},
                            namespaces=Namespaces(machine)))
     assert stored["points"][0]["versions"]["vpp"] == "26.10-rc0 at /v/bin/vpp (cnfperf's build)"
+
+
+def test_a_point_stores_the_configuration_its_switch_read_back(run, tmp_path):
+    outcome, _, stored = run({"rate": "10k"})
+    [point] = stored["points"]
+    applied = {"forward": "port", "rules": ["in_port=1 actions=output:2"]}
+    # beside what the report needs of the data plane (DataPlane.stored)
+    assert point["switch_facts"]["applied"] == applied
+    assert point["switch_facts"]["name"] == "veth"
+    served = json.loads((tmp_path / "results" / "runs" / outcome.run_id / "point0" /
+                         "switch.json").read_text())
+    assert served["applied"] == applied
 
 
 def static_engine(tmp_path, apis: str = '"udp", "raw", "mmap", "xdp"'):

@@ -110,6 +110,26 @@ def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch
     assert_counters_match(point, lab, {tx_far.name: sender, rx_far.name: receiver})
 
 
+@pytest.mark.needs("ovs-vswitchd-dpdk")
+def test_ovs_on_the_host_under_test_by_port_rules_and_nic_descriptors(engine, cli, cli_json,
+                                                                      lab):
+    """OVS there forwards wire to wire by its own rules, its NIC ports with the
+    descriptors asked (Rx and Tx apart: no vhost-user ring), as its agent read
+    them back from OVS and the point stored them here."""
+    point = stored_point(cli_json, run_point(cli, lab, "--switch", "ovs", "--api", "dpdk",
+                                             "--forward", "port", "--switch-rxd", "256",
+                                             "--switch-txd", "512"))
+    assert_zero_loss(point)
+    applied = point["switch_facts"]["applied"]
+    assert applied["forward"] == "port"
+    assert not any("NORMAL" in rule for rule in applied["rules"]), applied["rules"]
+    assert sum("output:" in rule for rule in applied["rules"]) == 2
+    for port in applied["ports"].values():
+        assert port["type"] == "dpdk" and "ring" not in port, port
+        assert (port["configured_rxq_descriptors"], port["configured_txq_descriptors"]) == \
+            (256, 512), port
+
+
 def _ends(point: dict) -> tuple[str, str]:
     """The tester's two ends' names: OVS names its ports after the ports they face."""
     pair = point["placement"][0]
