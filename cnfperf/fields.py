@@ -336,6 +336,8 @@ def show(name: str, value: Any) -> str:
     yes or no (as the flags take them; the store keeps 1 and 0), a user's NF
     command by its program (the whole template is in the run's records)."""
     f = by_name().get(name)
+    if f is not None and f.optional and value is None:
+        return "default"   # left to its computed default (the docs say which: `unset`)
     if f is not None and f.words and isinstance(value, str) and " " in value.strip():
         return value.split()[0] + "…"
     if f is not None and f.kind == "bool" and value in (True, False):
