@@ -28,7 +28,7 @@ from cnfperf.experiments.sweep import format_seconds, parse_values
 from cnfperf.host.facts import gather, render as render_host
 from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
-from cnfperf.report import trend, trend_plot
+from cnfperf.report import trend
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
 from cnfperf.report.searches import latency_loads, searches
@@ -656,6 +656,7 @@ def _trend(args: argparse.Namespace, store: Any, runs: list[dict[str, Any]]) -> 
     if not found:
         raise UserError("RUN", f"runs {', '.join(ids)} share no point with a value to trend "
                                f"(the newest, {ids[-1]}, and one other at least)")
+    from cnfperf.report import trend_plot   # matplotlib: only when plots are drawn
     plots = {} if args.no_plots else trend_plot.draw_all(found, ids, out)
     verdicts = [t.verdict for t in found]
     if args.json:

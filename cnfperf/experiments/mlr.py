@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from MLRsearch import (AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch,
-                       SearchGoal)
+if TYPE_CHECKING:
+    # imported where a search runs: the package takes a tenth of a second to
+    # import, which every cnfperf command would pay
+    from MLRsearch import SearchGoal
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Goals:
     duration_sum: float
 
     def search_goals(self) -> list[SearchGoal]:
+        from MLRsearch import SearchGoal
         preceding = PRECEDING_TARGETS if self.initial_trial_duration < self.duration_sum else 0
         return [SearchGoal(loss_ratio=loss, exceed_ratio=self.exceed_ratio,
                            relative_width=self.width,
@@ -131,6 +134,7 @@ def search(measure: Measure, g: Goals, min_pps: float, max_pps: float,
     seconds of wall time."""
     if not (math.isfinite(min_pps) and 0 < min_pps < max_pps):
         raise ValueError(f"search: the loads must be 0 < min ({min_pps:g}) < max ({max_pps:g})")
+    from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch
     config = Config()
     config.goals = g.search_goals()
     config.max_load = max_pps
