@@ -11,10 +11,11 @@ median NDR and PDR, and their spread over the repetitions ((max − min) /
 median), then MLRsearch's against bisect's as ratios.
 
     .venv/bin/python bench/search.py [--switch memif,ovs] [--reps 5]
-        [--trial-duration 1] [--duration-sum 21]
+        [--mlr-trial-duration 1] [--duration-sum 21] [--bisect-trial-duration 10]
 
-`--trial-duration` is both methods' trial (bisect: each trial; csit: the final
-ones), `--duration-sum` MLRsearch's trial seconds at a load (CSIT: 21).
+Each method with its defaults: MLRsearch's final trials of 1 s and 21 trial
+seconds to decide a load (CSIT's), bisect's trials as long as a point's
+duration (10 s); set both trial durations alike to compare the searches alone.
 """
 from __future__ import annotations
 
@@ -33,16 +34,16 @@ GOALS = (("ndr", "ndr"), ("pdr", "pdr:0.5%"))
 EXTRA = {"memif": ["--nfs", "1"]}
 
 
-def common(switch: str, args: argparse.Namespace) -> list[str]:
+def common(switch: str, trial_duration: float) -> list[str]:
     return ["--switch", switch, *EXTRA.get(switch, []), "--api", "dpdk", "--tester", "single",
-            "--size", "64",
-            "--precision", "0.005", "--trial-duration", str(args.trial_duration),
+            "--size", "64", "--precision", "0.005", "--trial-duration", f"{trial_duration:g}",
             "--warmup", "0.3", "--latency-at", "none"]
 
 
 def mlr(results: Path, switch: str, args: argparse.Namespace) -> dict:
     start = time.monotonic()
-    run = stored_run(results, *common(switch, args), "--rate", "ndr+pdr", "--search", "csit",
+    run = stored_run(results, *common(switch, args.mlr_trial_duration), "--rate", "ndr+pdr",
+                     "--search", "csit",
                      "--duration-sum", str(args.duration_sum))
     [point] = run["points"]
     trials = [t for t in point["trials"] if t["phase"] != "latency"]
@@ -56,7 +57,8 @@ def bisect(results: Path, switch: str, args: argparse.Namespace) -> dict:
     out: dict = {"trials": 0, "trial_s": 0.0}
     start = time.monotonic()
     for name, rate in GOALS:
-        run = stored_run(results, *common(switch, args), "--rate", rate, "--search", "bisect")
+        run = stored_run(results, *common(switch, args.bisect_trial_duration), "--rate", rate,
+                         "--search", "bisect")
         [point] = run["points"]
         trials = [t for t in point["trials"] if t["phase"] != "latency"]
         out[name] = point["search_rate_pps"]
@@ -75,8 +77,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--switch", default="memif,ovs")
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--trial-duration", type=float, default=1.0)
+    parser.add_argument("--mlr-trial-duration", type=float, default=1.0)
     parser.add_argument("--duration-sum", type=float, default=21.0)
+    parser.add_argument("--bisect-trial-duration", type=float, default=10.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cnfperf-bench-") as tmp:
         for switch in args.switch.split(","):
@@ -91,8 +94,9 @@ def main() -> None:
                           f"{r['trial_s']:.0f} trial s, {r['wall_s']:.0f} s wall "
                           f"({r['pollers']})", flush=True)
                 rows[method] = reps
-            print(f"\n{switch}, 64 B, single tester, {args.reps} repetitions each, "
-                  f"width 0.5%, trials of {args.trial_duration:g} s")
+            print(f"\n{switch}, 64 B, single tester, {args.reps} repetitions each, width "
+                  f"0.5%, trials of {args.mlr_trial_duration:g} s (csit, {args.duration_sum:g} s "
+                  f"at a load) and {args.bisect_trial_duration:g} s (bisect)")
             print(f"{'method':8} {'trials':>7} {'trial s':>8} {'wall s':>7} "
                   f"{'NDR Mpps':>9} {'spread':>7} {'PDR Mpps':>9} {'spread':>7}")
             summary = {}
