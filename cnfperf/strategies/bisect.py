@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from cnfperf import SystemFailure, rate as rates
 from cnfperf.experiments import search as bisection
 from cnfperf.strategies import latency
-from cnfperf.strategies.record import trial_row
+from cnfperf.strategies.record import Measure, on_testbed, trial_row
 from cnfperf.strategies.truth import truth
 
 if TYPE_CHECKING:
-    from cnfperf.strategies.base import Trials
     from cnfperf.results.model import PointResult
     from cnfperf.scenario import Scenario
 
@@ -27,21 +26,12 @@ if TYPE_CHECKING:
 # seven bisections for 1% precision.
 FLOOR = 0.01
 
-Measure = Callable[["Scenario", int, str], "PointResult"]
-
-
 # Its goal width when the scenario sets no precision.
 PRECISION = 0.01
 
 
 def wants(s: Scenario) -> bool:
     return s.rate.is_search and s.search == "bisect" and not s.soak
-
-
-def run(trials: Trials, s: Scenario) -> tuple[PointResult, dict[str, Any]]:
-    def measure(trial: Scenario, n: int, what: str) -> PointResult:
-        return trials.measure(trial, f"trial{n}", f"trial {n} {what}")
-    return search(s, measure, trials.say)
 
 
 def search(s: Scenario, measure: Measure, say: Callable[[str], None]
@@ -113,3 +103,7 @@ def _rows(found: bisection.SearchResult, measured: list[PointResult], probe: int
                                trial.generator_tolerance), passed)
     rows = [row(1, "probe", 0.0, None)] if probe else []
     return rows + [row(t.n + probe, t.phase, t.offered_pps, t.passed) for t in found.trials]
+
+
+# The strategy: each trial of the search on the point's one testbed.
+run = on_testbed(search)

@@ -23,17 +23,15 @@ from cnfperf import SystemFailure, rate as rates
 from cnfperf.experiments import mlr
 from cnfperf.strategies import latency
 from cnfperf.strategies.bisect import FLOOR
-from cnfperf.strategies.record import trial_row
+from cnfperf.strategies.record import Measure, on_testbed, trial_row
 from cnfperf.strategies.truth import Truth, truth
 
 if TYPE_CHECKING:
-    from cnfperf.strategies.base import Trials
     from cnfperf.results.model import PointResult
     from cnfperf.scenario import Scenario
 
 # An invalid trial (its generator fell short on its own) is run once more.
 RETRIES = 1
-Measure = Callable[["Scenario", int, str], "PointResult"]
 
 
 def wants(s: Scenario) -> bool:
@@ -46,12 +44,6 @@ def goals(s: Scenario) -> mlr.Goals:
                      trial_duration=s.trial_duration,
                      initial_trial_duration=s.initial_trial_duration,
                      duration_sum=s.duration_sum, exceed_ratio=s.exceed_ratio)
-
-
-def run(trials: Trials, s: Scenario) -> tuple[PointResult, dict[str, Any]]:
-    def measure(trial: Scenario, n: int, what: str) -> PointResult:
-        return trials.measure(trial, f"trial{n}", f"trial {n} {what}")
-    return search(s, measure, trials.say)
 
 
 def search(s: Scenario, measure: Measure, say: Callable[[str], None]
@@ -146,3 +138,7 @@ def _goal(i: int, f: mlr.Found, limited: bool) -> dict[str, Any]:
             "width": f.width, "lower_pps": f.lower_pps, "upper_pps": f.upper_pps,
             "conditional_pps": f.conditional_pps, "good_s": f.good_s, "bad_s": f.bad_s,
             "generator_limited": limited}
+
+
+# The strategy: each trial of the search on the point's one testbed.
+run = on_testbed(search)

@@ -1,15 +1,32 @@
-"""A search's trial as the store keeps it (the trials table), for every search."""
+"""A search's trials: how each runs on the point's testbed, and its row as the
+store keeps it (the trials table), for every search."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from cnfperf.results import hdrh
 from cnfperf.results.model import LATENCY_KEYS
 
 if TYPE_CHECKING:
     from cnfperf.results.model import PointResult
+    from cnfperf.scenario import Scenario
+    from cnfperf.strategies.base import Trials
     from cnfperf.strategies.truth import Truth
+
+# measure(scenario, n, what) runs trial n at the scenario's fixed rate and duration.
+Measure = Callable[["Scenario", int, str], "PointResult"]
+Search = Callable[["Scenario", Measure, Callable[[str], None]], tuple["PointResult", dict[str, Any]]]
+
+
+def on_testbed(search: Search) -> Callable[[Trials, Scenario], tuple[PointResult, dict[str, Any]]]:
+    """A strategy's run(trials, s) from its search(s, measure, say): trial n
+    runs on the point's one testbed in its own directory (trial1, trial2, …)."""
+    def run(trials: Trials, s: Scenario) -> tuple[PointResult, dict[str, Any]]:
+        def measure(trial: Scenario, n: int, what: str) -> PointResult:
+            return trials.measure(trial, f"trial{n}", f"trial {n} {what}")
+        return search(s, measure, trials.say)
+    return run
 
 
 def trial_row(n: int, phase: str, offered: float, duration: float, r: PointResult,

@@ -63,7 +63,7 @@ def run(trials: Trials, s: Scenario) -> tuple[PointResult, dict[str, Any]]:
                 trials.say("no soak: the search found no rate")
                 return extra.pop("result"), extra
             pps = fraction(s.soak_at) * found
-    series = Series(s, pps, kept, trials.keep)
+    series = Series(pps, kept, trials.keep)
     duration = max(MIN_SEGMENT, s.soak - done)
     result = trials.measure(s.model_copy(update={"rate": rates.fixed(pps),
                                                  "duration": duration}),
@@ -95,7 +95,7 @@ def _measured(records: list[dict]) -> list[dict]:
 class Series:
     """Turns interval records into stored rows as they come (a trial's Watch)."""
 
-    def __init__(self, s: Scenario, pps: float, kept: list[dict[str, Any]],
+    def __init__(self, pps: float, kept: list[dict[str, Any]],
                  keep: Callable[[list[dict[str, Any]]], None]):
         self.pps = pps
         self.keep = keep
