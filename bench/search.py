@@ -12,6 +12,7 @@ median), then MLRsearch's against bisect's as ratios.
 
     .venv/bin/python bench/search.py [--switch memif,ovs] [--reps 5]
         [--mlr-trial-duration 1] [--duration-sum 21] [--bisect-trial-duration 10]
+        [--generator-tolerance 0.01] [--results DIR]
 
 Each method with its defaults: MLRsearch's final trials of 1 s and 21 trial
 seconds to decide a load (CSIT's), bisect's trials as long as a point's
@@ -34,36 +35,39 @@ GOALS = (("ndr", "ndr"), ("pdr", "pdr:0.5%"))
 EXTRA = {"memif": ["--nfs", "1"]}
 
 
-def common(switch: str, trial_duration: float) -> list[str]:
+def common(switch: str, trial_duration: float, args: argparse.Namespace) -> list[str]:
     return ["--switch", switch, *EXTRA.get(switch, []), "--api", "dpdk", "--tester", "single",
             "--size", "64", "--precision", "0.005", "--trial-duration", f"{trial_duration:g}",
-            "--warmup", "0.3", "--latency-at", "none"]
+            "--warmup", "0.3", "--latency-at", "none",
+            "--generator-tolerance", f"{args.generator_tolerance:g}"]
 
 
 def mlr(results: Path, switch: str, args: argparse.Namespace) -> dict:
     start = time.monotonic()
-    run = stored_run(results, *common(switch, args.mlr_trial_duration), "--rate", "ndr+pdr",
-                     "--search", "csit",
+    run = stored_run(results, *common(switch, args.mlr_trial_duration, args),
+                     "--rate", "ndr+pdr", "--search", "csit",
                      "--duration-sum", str(args.duration_sum))
     [point] = run["points"]
     trials = [t for t in point["trials"] if t["phase"] != "latency"]
     ndr, pdr = point["goals"]
     return {"ndr": ndr["conditional_pps"], "pdr": pdr["conditional_pps"],
             "trials": len(trials), "trial_s": sum(t["duration"] for t in trials),
+            "invalid": sum(not t["valid"] for t in trials),
             "wall_s": time.monotonic() - start, "pollers": pollers(point)}
 
 
 def bisect(results: Path, switch: str, args: argparse.Namespace) -> dict:
-    out: dict = {"trials": 0, "trial_s": 0.0}
+    out: dict = {"trials": 0, "trial_s": 0.0, "invalid": 0}
     start = time.monotonic()
     for name, rate in GOALS:
-        run = stored_run(results, *common(switch, args.bisect_trial_duration), "--rate", rate,
-                         "--search", "bisect")
+        run = stored_run(results, *common(switch, args.bisect_trial_duration, args),
+                         "--rate", rate, "--search", "bisect")
         [point] = run["points"]
         trials = [t for t in point["trials"] if t["phase"] != "latency"]
         out[name] = point["search_rate_pps"]
         out["trials"] += len(trials)
         out["trial_s"] += sum(t["duration"] for t in trials)
+        out["invalid"] += sum(not t["valid"] for t in trials)
         out["pollers"] = pollers(point)
     out["wall_s"] = time.monotonic() - start
     return out
@@ -73,6 +77,31 @@ def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
 
+def mpps(pps: float | None) -> str:
+    """A goal's rate, or why there is none: the search found no load that kept
+    the loss within the goal (its trials' invalid count says whether the
+    generator was to blame)."""
+    return f"{pps / 1e6:.4f}" if pps is not None else "none"
+
+
+def median(values: list[float | None]) -> float | None:
+    found = [v for v in values if v is not None]
+    return statistics.median(found) if found else None
+
+
+def spread_of(values: list[float | None]) -> float | None:
+    found = [v for v in values if v is not None]
+    return spread(found) if len(found) > 1 else None
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.3f}" if a is not None and b else "n/a"
+
+
+def percent(x: float | None) -> str:
+    return f"{100 * x:6.2f}%" if x is not None else f"{'n/a':>7}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--switch", default="memif,ovs")
@@ -80,44 +109,56 @@ def main() -> None:
     parser.add_argument("--mlr-trial-duration", type=float, default=1.0)
     parser.add_argument("--duration-sum", type=float, default=21.0)
     parser.add_argument("--bisect-trial-duration", type=float, default=10.0)
+    parser.add_argument("--generator-tolerance", type=float, default=0.01,
+                        help="both methods' (default 0.01, cnfperf's; where the tester's "
+                             "pollers fill every core, a 1 s trial's sender loses 1-3 %% to "
+                             "the other tasks' slices)")
+    parser.add_argument("--results", type=Path,
+                        help="where the runs are stored (default: a new temporary directory, "
+                             "kept and named at the start)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="cnfperf-bench-") as tmp:
-        for switch in args.switch.split(","):
-            rows = {}
-            for method, measure in (("csit", mlr), ("bisect", bisect)):
-                reps = []
-                for rep in range(args.reps):   # the methods in turns would mix warm states
-                    r = measure(Path(tmp) / f"{switch}-{method}", switch, args)
-                    reps.append(r)
-                    print(f"{switch} {method} rep {rep + 1}: NDR {r['ndr'] / 1e6:.4f} "
-                          f"PDR {r['pdr'] / 1e6:.4f} Mpps, {r['trials']} trials, "
-                          f"{r['trial_s']:.0f} trial s, {r['wall_s']:.0f} s wall "
-                          f"({r['pollers']})", flush=True)
-                rows[method] = reps
-            print(f"\n{switch}, 64 B, single tester, {args.reps} repetitions each, width "
-                  f"0.5%, trials of {args.mlr_trial_duration:g} s (csit, {args.duration_sum:g} s "
-                  f"at a load) and {args.bisect_trial_duration:g} s (bisect)")
-            print(f"{'method':8} {'trials':>7} {'trial s':>8} {'wall s':>7} "
-                  f"{'NDR Mpps':>9} {'spread':>7} {'PDR Mpps':>9} {'spread':>7}")
-            summary = {}
-            for method, reps in rows.items():
-                m = {k: statistics.median(r[k] for r in reps)
-                     for k in ("trials", "trial_s", "wall_s", "ndr", "pdr")}
-                m["ndr_spread"] = spread([r["ndr"] for r in reps])
-                m["pdr_spread"] = spread([r["pdr"] for r in reps])
-                summary[method] = m
-                print(f"{method:8} {m['trials']:7.0f} {m['trial_s']:8.0f} {m['wall_s']:7.0f} "
-                      f"{m['ndr'] / 1e6:9.4f} {100 * m['ndr_spread']:6.2f}% "
-                      f"{m['pdr'] / 1e6:9.4f} {100 * m['pdr_spread']:6.2f}%")
-            a, b = summary["csit"], summary["bisect"]
-            print(f"csit / bisect: trial s {a['trial_s'] / b['trial_s']:.2f}, wall "
-                  f"{a['wall_s'] / b['wall_s']:.2f}, NDR {a['ndr'] / b['ndr']:.3f}, "
-                  f"PDR {a['pdr'] / b['pdr']:.3f}, NDR spread "
-                  f"{a['ndr_spread'] / b['ndr_spread'] if b['ndr_spread'] else float('nan'):.2f}, "
-                  f"PDR spread "
-                  f"{a['pdr_spread'] / b['pdr_spread'] if b['pdr_spread'] else float('nan'):.2f}\n",
-                  flush=True)
+    tmp = args.results or Path(tempfile.mkdtemp(prefix="cnfperf-bench-"))
+    print(f"runs stored in {tmp}", flush=True)
+    for switch in args.switch.split(","):
+        rows = {}
+        for method, measure in (("csit", mlr), ("bisect", bisect)):
+            reps = []
+            for rep in range(args.reps):   # the methods in turns would mix warm states
+                r = measure(tmp / f"{switch}-{method}", switch, args)
+                reps.append(r)
+                print(f"{switch} {method} rep {rep + 1}: NDR {mpps(r['ndr'])} "
+                      f"PDR {mpps(r['pdr'])} Mpps, {r['trials']} trials "
+                      f"({r['invalid']} invalid), {r['trial_s']:.0f} trial s, "
+                      f"{r['wall_s']:.0f} s wall ({r['pollers']})", flush=True)
+            rows[method] = reps
+        print(f"\n{switch}, 64 B, single tester, {args.reps} repetitions each, width "
+              f"0.5%, generator tolerance {100 * args.generator_tolerance:g}%, trials of "
+              f"{args.mlr_trial_duration:g} s (csit, {args.duration_sum:g} s at a load) and "
+              f"{args.bisect_trial_duration:g} s (bisect)")
+        print("(medians over the repetitions; NDR and PDR over those that found one, "
+              "found: how many did)")
+        print(f"{'method':8} {'trials':>7} {'invalid':>7} {'trial s':>8} {'wall s':>7} "
+              f"{'NDR Mpps':>9} {'spread':>7} {'PDR Mpps':>9} {'spread':>7} {'found':>5}")
+        summary = {}
+        for method, reps in rows.items():
+            m = {k: statistics.median(r[k] for r in reps)
+                 for k in ("trials", "invalid", "trial_s", "wall_s")}
+            for goal in ("ndr", "pdr"):
+                m[goal] = median([r[goal] for r in reps])
+                m[f"{goal}_spread"] = spread_of([r[goal] for r in reps])
+            found = sum(r["ndr"] is not None and r["pdr"] is not None for r in reps)
+            summary[method] = m
+            print(f"{method:8} {m['trials']:7.0f} {m['invalid']:7.0f} {m['trial_s']:8.0f} "
+                  f"{m['wall_s']:7.0f} {mpps(m['ndr']):>9} {percent(m['ndr_spread'])} "
+                  f"{mpps(m['pdr']):>9} {percent(m['pdr_spread'])} {found:>3}/{len(reps)}")
+        a, b = summary["csit"], summary["bisect"]
+        print(f"csit / bisect: trial s {a['trial_s'] / b['trial_s']:.2f}, wall "
+              f"{a['wall_s'] / b['wall_s']:.2f}, NDR {ratio(a['ndr'], b['ndr'])}, "
+              f"PDR {ratio(a['pdr'], b['pdr'])}, NDR spread "
+              f"{ratio(a['ndr_spread'], b['ndr_spread'])}, PDR spread "
+              f"{ratio(a['pdr_spread'], b['pdr_spread'])}\n", flush=True)
 
 
 if __name__ == "__main__":
     main()
+

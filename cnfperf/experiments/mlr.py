@@ -95,7 +95,7 @@ def goals(losses: tuple[float, ...], preset: str, *, precision: float | None = N
 class Trial:
     """What a trial asked for and measured, as MLRsearch counts it: `intended`
     the frames its loss is counted against (strategies/truth.py: those sent and
-    those the device refused; all asked for when the trial is invalid)."""
+    those the device refused, never those the generator missed on its own)."""
 
     duration: float
     load: float               # per pair, pps

@@ -49,8 +49,9 @@ HOW_TO_READ = (
                   "width; bisect finds one by binary search and a verification trial."),
     ("Generator truth", "whether a trial's senders offered the load asked for: frames a "
                         "port refused are the device's loss; an invalid trial's senders fell "
-                        "short on their own, so its loss is not the device's; a goal whose "
-                        "upper bound rests on such trials is generator-limited."),
+                        "short on their own (the frames they never sent are no one's "
+                        "loss); a goal whose bounds rest on such trials is "
+                        "generator-limited."),
     ("Latency at load", "latency trials after a search, at its lowest load (min) and at "
                         "fractions of the rate it found for its last goal (the PDR)."),
     ("Mpps / Gbps", "millions of frames per second; Gbps counts frame bytes including the "

@@ -6,10 +6,10 @@ The testbed is set up once; each trial runs at the load and for the duration
 MLRsearch asks (experiments/mlr.py), in its own directory (trial1, trial2, …),
 and every trial is kept with its generator truth (truth.py). A trial whose
 generator fell short on its own is run once more; if it falls short again it
-is counted against the frames it was asked for (so the search moves below the
-load the generator cannot offer) and marked invalid, and a goal whose upper
-bound stands on it is marked generator_limited: the device did not lose those
-frames. Rates are per pair, like the scenario's.
+stays invalid, its loss counted against the frames that left (the device did
+not lose those never sent), and a goal whose bounds stand on invalid trials is
+marked generator_limited: its rate is what this generator offered, not
+necessarily what the device can do. Rates are per pair, like the scenario's.
 
 After the search, latency trials at loads below the rate found for the last
 goal (latency.py).
@@ -110,9 +110,10 @@ def _time_limit(g: mlr.Goals) -> float:
 
 
 def _limited(f: mlr.Found, rows: list[dict[str, Any]]) -> bool:
-    """The goal's upper bound stands on trials whose generator fell short."""
-    return f.upper_pps is not None and any(
-        not row["valid"] and math.isclose(row["offered_pps"], f.upper_pps) for row in rows)
+    """The goal's bounds stand on trials whose generator fell short."""
+    bounds = [x for x in (f.lower_pps, f.upper_pps) if x is not None]
+    return any(not row["valid"] and any(math.isclose(row["offered_pps"], x) for x in bounds)
+               for row in rows if row["phase"] in ("search", "retry"))
 
 
 def _verdict(f: mlr.Found, limited: bool) -> str:
@@ -122,7 +123,7 @@ def _verdict(f: mlr.Found, limited: bool) -> str:
     upper = f"–{rates.show(f.upper_pps)}" if f.upper_pps else "–"
     return (f"{name}: {rates.show(f.conditional_pps)} pps per pair (bounds "
             f"{rates.show(f.lower_pps)}{upper})"
-            + (", the generator fell short above it" if limited else ""))
+            + (", the generator fell short at a bound" if limited else ""))
 
 
 def _columns(first: mlr.Found, limited: bool) -> dict[str, Any]:

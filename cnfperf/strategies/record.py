@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 # measure(scenario, n, what) runs trial n at the scenario's fixed rate and duration.
 Measure = Callable[["Scenario", int, str], "PointResult"]
-Search = Callable[["Scenario", Measure, Callable[[str], None]], tuple["PointResult", dict[str, Any]]]
+Search = Callable[["Scenario", Measure, Callable[[str], None]],
+                  tuple["PointResult", dict[str, Any]]]
 
 
 def on_testbed(search: Search) -> Callable[[Trials, Scenario], tuple[PointResult, dict[str, Any]]]:

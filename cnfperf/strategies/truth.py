@@ -10,8 +10,13 @@ what it means:
   those frames count as its loss;
 - the rest are the generator's own: it fell behind (its core was taken away).
   Beyond the scenario's generator_tolerance (and one burst, a schedule's grain)
-  the trial is invalid: it did not offer the load it stands for, and its loss,
-  whatever it is, is not the device's.
+  the trial is invalid: it did not offer the load it stands for. The frames it
+  never sent are not the device's loss either: its loss is still counted
+  against what left, and a result that stands on such trials says so
+  (generator_limited). Counting them as lost instead (MLRsearch's own default,
+  to steer below "irregular" loads) fails where the shortfall does not shrink
+  with the load: a host whose pollers fill every core stalls them for a slice
+  now and then at any load, and the search would sink to its floor.
 """
 from __future__ import annotations
 
@@ -37,10 +42,7 @@ class Truth:
     @property
     def counted(self) -> int:
         """The frames the search counts the trial's loss against: those sent and
-        those the device refused; all the intended ones when the trial is
-        invalid (then the search moves below a load its generator cannot offer)."""
-        if not self.valid:
-            return self.intended
+        those the device refused (never those the generator missed on its own)."""
         return self.sent + min(max(0, self.intended - self.sent), self.refused)
 
 

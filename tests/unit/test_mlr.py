@@ -24,8 +24,9 @@ class Device:
     drops the rest. Every trial's latency grows with its load."""
 
     def __init__(self, cap: float = CAP, gen: float = GEN, noise: float = 0.0,
-                 refuse: bool = False, seed: int = 1):
+                 refuse: bool = False, seed: int = 1, stall: float = 0.0):
         self.cap, self.gen, self.noise, self.refuse = cap, gen, noise, refuse
+        self.stall = stall   # the share of every trial the generator loses, at any load
         self.random = random.Random(seed)
         self.calls: list[tuple[int, float, float, str]] = []
 
@@ -35,7 +36,7 @@ class Device:
         cap = self.cap * (1 + self.random.gauss(0, self.noise))
         pairs, endpoints = [], []
         for k in range(s.pairs):
-            sent = int(offered * s.duration)
+            sent = int(offered * s.duration * (1 - self.stall))
             received = min(sent, int(cap * s.duration))
             short = max(0, int(s.rate.pps * s.duration) - sent)
             lat_ns = 10_000 * (1 + 9 * offered / self.cap)
@@ -161,7 +162,8 @@ def test_the_drafts_example_a_hard_1_mpps_device():
 
 def test_a_generator_that_falls_short_makes_invalid_trials_not_device_loss():
     """The generator tops out at 30 kpps, the device at 50: trials above 30k are
-    invalid (retried once), the upper bound stands on them, and it says so."""
+    invalid (retried once), their unsent frames are not counted as lost (the
+    search is not dragged below them), the bound stands on them, and it says so."""
     s, _, found, said = search({"rate": "ndr", "latency_at": "none"},
                                Device(cap=50_000, gen=30_000))
     invalid = [t for t in found["trials"] if not t["valid"]]
@@ -170,9 +172,19 @@ def test_a_generator_that_falls_short_makes_invalid_trials_not_device_loss():
     assert any(t["phase"] == "retry" for t in invalid)
     [g] = found["goals"]
     assert g["generator_limited"] and found["search"]["generator_limited"]
-    assert g["lower_pps"] <= 30_000 * 1.01
+    assert g["lower_pps"] > 30_000
     assert any("INVALID" in line for line in said)
     assert "generator fell short" in said[-1]
+
+
+def test_a_generator_short_at_every_load_does_not_sink_the_search():
+    """Pollers that fill every core lose a slice now and then at any load: the
+    generator sends 2 % less than asked at every load. The trials are invalid,
+    but the rate found stays at the device's capacity, flagged."""
+    _, _, found, _ = search({"rate": "ndr+pdr", "latency_at": "none"}, Device(stall=0.02))
+    assert not any(t["valid"] for t in found["trials"] if t["phase"] == "search")
+    for g in found["goals"]:
+        assert CAP * 0.99 < g["conditional_pps"] < CAP * 1.03 and g["generator_limited"]
 
 
 def test_frames_a_port_refused_are_the_devices_loss():
@@ -224,7 +236,7 @@ def test_a_looser_generator_tolerance_trusts_a_short_generator():
 @pytest.mark.parametrize("sent, refused, valid, counted", [
     (500_000, 0, True, 500_000),        # all of the 500k asked for were sent
     (481_000, 19_000, True, 500_000),   # every frame not sent, a port refused: the device's
-    (481_000, 1_000, False, 500_000),   # a few refusals, the rest the generator's own stalls
+    (481_000, 1_000, False, 482_000),   # a few refusals, the rest the generator's own stalls
     (497_000, 0, True, 497_000),        # 0.6 % short: within the tolerance, counted as sent
 ])
 def test_a_shortfall_is_the_devices_as_far_as_its_ports_refused(sent, refused, valid,
