@@ -110,10 +110,14 @@ def _time_limit(g: mlr.Goals) -> float:
 
 
 def _limited(f: mlr.Found, rows: list[dict[str, Any]]) -> bool:
-    """The goal's bounds stand on trials whose generator fell short."""
+    """The goal's bounds stand on trials whose generator fell short: those the
+    search counted (an attempt run again counts by its retry)."""
     bounds = [x for x in (f.lower_pps, f.upper_pps) if x is not None]
+    counted = [row for row, after in zip(rows, [*rows[1:], None])
+               if row["phase"] in ("search", "retry")
+               and not (after and after["phase"] == "retry")]
     return any(not row["valid"] and any(math.isclose(row["offered_pps"], x) for x in bounds)
-               for row in rows if row["phase"] in ("search", "retry"))
+               for row in counted)
 
 
 def _verdict(f: mlr.Found, limited: bool) -> str:

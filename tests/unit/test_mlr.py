@@ -187,6 +187,25 @@ def test_a_generator_short_at_every_load_does_not_sink_the_search():
         assert CAP * 0.99 < g["conditional_pps"] < CAP * 1.03 and g["generator_limited"]
 
 
+def test_an_attempt_its_retry_made_good_flags_nothing():
+    """Every load's first attempt falls 5 % short, its retry does not: the
+    search counts the retries, and no goal is generator-limited."""
+    device, seen = Device(), set()
+
+    def first_short(s, n, what):
+        r = device(s, n, what)
+        if s.rate.pps and (s.rate.pps, s.duration) not in seen:
+            seen.add((s.rate.pps, s.duration))
+            short = int(0.05 * r.endpoints[0].tx_packets)
+            r.endpoints[0].tx_packets -= short
+            r.endpoints[0].summary["tx_skipped"] = short
+        return r
+    [s] = scenarios(None, {"rate": "ndr+pdr", "latency_at": "none"})
+    _, found = strategy.search(s, first_short, lambda _: None)
+    assert any(t["phase"] == "retry" and t["valid"] for t in found["trials"])
+    assert not any(g["generator_limited"] for g in found["goals"])
+
+
 def test_frames_a_port_refused_are_the_devices_loss():
     """A port that refuses frames above 30 kpps (its ring full): the trials are
     valid, and the frames never sent count as lost."""
