@@ -8,8 +8,9 @@ and every trial is kept with its generator truth (truth.py). A trial whose
 generator fell short on its own is run once more; if it falls short again it
 stays invalid, its loss counted against the frames that left (the device did
 not lose those never sent), and a goal whose bounds stand on invalid trials is
-marked generator_limited: its rate is what this generator offered, not
-necessarily what the device can do. Rates are per pair, like the scenario's.
+marked generator_limited: it stands on loads the generator did not fully
+offer, so it is this generator's rate, not the device's limit. Rates are per
+pair, like the scenario's.
 
 After the search, latency trials at loads below the rate found for the last
 goal (latency.py).
