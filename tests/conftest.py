@@ -8,6 +8,7 @@ here: another directory's conftest.py may take the module name `conftest` first.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,14 @@ import pytest
 
 import harness
 import leak
+
+# Tests started in the background of a non-interactive shell (`make test &`)
+# inherit SIGINT and SIGQUIT ignored, and so would every process they start
+# in-process (a VM's exec server, a remote agent: in production those start
+# from init or sshd, with the defaults); a signal ignored at exec stays
+# ignored, and tests that stop a process with SIGINT would hang or fail.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def pytest_collection_modifyitems(config, items):

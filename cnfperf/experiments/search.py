@@ -5,11 +5,12 @@ narrower than `precision` (relative to its top), then confirm the rate found
 with one more trial (the verification), because a single lucky trial near the
 edge is common on a shared host.
 
-Loss is what the trial measured against the frames actually sent: a generator
-that cannot reach the offered rate does not make the device look lossy, and
-the rate reported is the one sent (tx, with `generator_limited` set), never the
-offered one. Every trial is kept, in order, so the store and the report can
-show how the search went.
+Loss is what the trial measured against what the device was offered (the
+caller's tx: strategies/bisect.py counts the frames sent and those its ports
+refused): a generator that cannot reach the offered rate does not make the
+device look lossy, and the rate reported is the one sent (tx, with
+`generator_limited` set), never the offered one. Every trial is kept, in
+order, so the store and the report can show how the search went.
 """
 from __future__ import annotations
 

@@ -5,7 +5,9 @@ latency trials at loads below the rate found (latency.py).
 The testbed is set up once; each trial runs at a fixed rate that search.py
 decides, in its own directory (trial1, trial2, …). Every trial is kept, and
 the result stored is the accepted trial's. Rates are per pair, like the
-scenario's; loss is counted against the frames the senders really sent.
+scenario's. Loss is counted as MLRsearch counts it (truth.py): against the
+frames that left and those the device's ports refused, never those the
+generator missed on its own.
 """
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from cnfperf import SystemFailure, rate as rates
 from cnfperf.experiments import search as bisection
 from cnfperf.strategies import latency
-from cnfperf.strategies.record import Measure, on_testbed, trial_row
-from cnfperf.strategies.truth import truth
+from cnfperf.strategies.record import Measure, on_testbed, progress, trial_row
+from cnfperf.strategies.truth import Truth, truth
 
 if TYPE_CHECKING:
     from cnfperf.results.model import PointResult
@@ -41,23 +43,27 @@ def search(s: Scenario, measure: Measure, say: Callable[[str], None]
     `measure(scenario, n, what)` runs trial n at the scenario's fixed rate."""
     base = s.model_copy(update={"duration": s.trial_duration or s.duration})
     measured: list[PointResult] = []
+    truths: list[Truth] = []
 
-    def run(pps: float, what: str) -> PointResult:
+    def run(pps: float, what: str) -> tuple[PointResult, Truth]:
         result = measure(base.model_copy(update={"rate": rates.fixed(pps)}),
                          len(measured) + 1, what)
+        t = truth(result, pps, base.duration, base.burst, base.generator_tolerance)
         measured.append(result)
-        t = result.total
-        say(f"trial {len(measured)} {what}: tx {rates.show(t.tx_pps / s.pairs)} rx "
-            f"{rates.show(t.rx_pps / s.pairs)} pps per pair, loss {100 * t.loss_ratio:.3f}%")
-        return result
+        truths.append(t)
+        say(progress(len(measured), what, result, t))
+        return result, t
 
     def trial(pps: float) -> bisection.TrialResult:
-        t = run(pps, f"at {rates.show(pps)}").total
-        return bisection.TrialResult(t.tx_pps / s.pairs, t.rx_pps / s.pairs, t.loss_ratio)
+        r, t = run(pps, f"at {rates.show(pps)}")
+        total = r.total
+        # What the device was offered: what left and what its ports refused.
+        offered = total.tx_pps / s.pairs * (t.counted / t.sent if t.sent else 0.0)
+        return bisection.TrialResult(offered, total.rx_pps / s.pairs, t.loss(total.lost))
 
     top = s.search_max.pps
     if not top:
-        top = run(0.0, "unpaced (the top of the search)").total.tx_pps / s.pairs
+        top = run(0.0, "unpaced (the top of the search)")[0].total.tx_pps / s.pairs
         if top <= 0:
             raise SystemFailure("search: the unpaced first trial sent nothing")
     found = bisection.search(trial, top * FLOOR, top, precision=s.precision or PRECISION,
@@ -68,12 +74,11 @@ def search(s: Scenario, measure: Measure, say: Callable[[str], None]
                      and t.tx_pps == found.rate_pps
                      and t.offered_pps == found.offered_pps), None)
     result = measured[accepted.n + probe - 1] if accepted else measured[-1]
-    rows = _rows(found, measured, probe, base)
+    rows = _rows(found, measured, truths, probe, base)
 
     def at_load(pps: float, fraction: float) -> None:
-        r = run(pps, f"at {rates.show(pps)} (latency)")
-        rows.append(trial_row(len(measured), "latency", pps, base.duration, r,
-                              truth(r, pps, base.duration, base.burst, base.generator_tolerance),
+        r, t = run(pps, f"at {rates.show(pps)} (latency)")
+        rows.append(trial_row(len(measured), "latency", pps, base.duration, r, t,
                               fraction=fraction))
     latency.run(s.latency_at, top * FLOOR, found.rate_pps, str(s.rate), at_load, say)
     return result, {"search": _columns(found), "trials": rows}
@@ -94,13 +99,11 @@ def _columns(found: bisection.SearchResult) -> dict[str, Any]:
             "verified": found.verified, "generator_limited": found.generator_limited}
 
 
-def _rows(found: bisection.SearchResult, measured: list[PointResult], probe: int,
-          trial: Scenario) -> list[dict[str, Any]]:
+def _rows(found: bisection.SearchResult, measured: list[PointResult], truths: list[Truth],
+          probe: int, trial: Scenario) -> list[dict[str, Any]]:
     def row(n: int, phase: str, offered: float, passed: bool | None) -> dict[str, Any]:
-        r = measured[n - 1]
-        return trial_row(n, phase, offered, trial.duration, r,
-                         truth(r, offered, trial.duration, trial.burst,
-                               trial.generator_tolerance), passed)
+        return trial_row(n, phase, offered, trial.duration, measured[n - 1], truths[n - 1],
+                         passed)
     rows = [row(1, "probe", 0.0, None)] if probe else []
     return rows + [row(t.n + probe, t.phase, t.offered_pps, t.passed) for t in found.trials]
 

@@ -24,7 +24,7 @@ from cnfperf import SystemFailure, rate as rates
 from cnfperf.experiments import mlr
 from cnfperf.strategies import latency
 from cnfperf.strategies.bisect import FLOOR
-from cnfperf.strategies.record import Measure, on_testbed, trial_row
+from cnfperf.strategies.record import Measure, on_testbed, progress, trial_row
 from cnfperf.strategies.truth import Truth, truth
 
 if TYPE_CHECKING:
@@ -65,10 +65,7 @@ def search(s: Scenario, measure: Measure, say: Callable[[str], None]
         t = truth(r, pps, duration, s.burst, s.generator_tolerance)
         measured.append(r)
         rows.append(trial_row(n, phase, pps, duration, r, t, fraction=fraction))
-        total = r.total
-        say(f"trial {n} {what}: tx {rates.show(total.tx_pps / s.pairs)} rx "
-            f"{rates.show(total.rx_pps / s.pairs)} pps per pair, loss "
-            f"{100 * total.loss_ratio:.3f}%" + ("" if t.valid else f"; INVALID: {t.why}"))
+        say(progress(n, what, r, t))
         return r, t
 
     def trial(duration: float, load: float) -> mlr.Trial:

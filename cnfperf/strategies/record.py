@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
+from cnfperf import rate as rates
 from cnfperf.results import hdrh
 from cnfperf.results.model import LATENCY_KEYS
 
@@ -28,6 +29,18 @@ def on_testbed(search: Search) -> Callable[[Trials, Scenario], tuple[PointResult
             return trials.measure(trial, f"trial{n}", f"trial {n} {what}")
         return search(s, measure, trials.say)
     return run
+
+
+def progress(n: int, what: str, r: PointResult, truth: Truth) -> str:
+    """Trial n's progress line: rates per pair and the loss the search counts
+    (with the sends the ports refused, when they did)."""
+    pairs = len(r.pairs) or 1
+    t = r.total
+    refused = (f" ({truth.refused} sends refused; {100 * truth.loss(t.lost):.3f}% of the frames "
+               "offered)" if truth.refused else "")
+    return (f"trial {n} {what}: tx {rates.show(t.tx_pps / pairs)} rx "
+            f"{rates.show(t.rx_pps / pairs)} pps per pair, loss {100 * t.loss_ratio:.3f}%"
+            + refused + ("" if truth.valid else f"; INVALID: {truth.why}"))
 
 
 def trial_row(n: int, phase: str, offered: float, duration: float, r: PointResult,

@@ -45,6 +45,14 @@ class Truth:
         those the device refused (never those the generator missed on its own)."""
         return self.sent + min(max(0, self.intended - self.sent), self.refused)
 
+    def loss(self, lost: int) -> float:
+        """The trial's loss ratio as every search counts it: the frames the
+        device lost (`lost` of those sent) and those it refused, against
+        `counted`."""
+        if self.counted <= 0:
+            return 0.0
+        return max(0.0, 1 - (self.sent - lost) / self.counted)
+
 
 def truth(r: PointResult, pps: float, duration: float, burst: int = 1,
           tolerance: float = 0.01) -> Truth:

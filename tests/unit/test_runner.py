@@ -121,7 +121,10 @@ def result(tx_pps: float, rx_pps: float, seconds: float = 1.0) -> model.PointRes
                             lost=sent - received, loss_ratio=(sent - received) / sent,
                             tx_pps=tx_pps, rx_pps=rx_pps, rx_bps=0.0, reordered=0,
                             duplicates=0, latency=None)
-    return model.PointResult(pairs=[pair], total=model.total([pair]), endpoints=[], counters={})
+    sender = model.EndpointMetrics(pair=0, endpoint="a", role="send", cpu=0, tx_packets=sent,
+                                   tx_pps=tx_pps, offered_pps=tx_pps, seconds=seconds)
+    return model.PointResult(pairs=[pair], total=model.total([pair]), endpoints=[sender],
+                             counters={})
 
 
 def trial(machine: Machine, results, bed, s, out, teardown, report, detail=""):

@@ -14,20 +14,29 @@ from harness import scenarios
 GEN, CAP = 100_000, 20_000
 
 
-def device(calls: list, cap: int = CAP):
+def device(calls: list, cap: int = CAP, refuse: float = 0.0):
+    """The device: the link delivers `cap` pps per pair; its ports refuse
+    `refuse` of the sends asked for (a full ring), which never leave."""
     def measure(s, n, what):
         calls.append((n, s.rate.pps, s.duration, what))
         offered = min(s.rate.pps or GEN, GEN)
-        pairs = []
+        pairs, senders = [], []
         for k in range(s.pairs):
-            sent = int(offered * s.duration)
+            asked = int(offered * s.duration)
+            refused = int(asked * refuse)
+            sent = asked - refused
             received = min(sent, int(cap * s.duration))
             lost = sent - received
             pairs.append(model.PairResult(
                 pair=k, offered_pps=s.rate.pps, sent=sent, received=received, lost=lost,
                 loss_ratio=lost / sent, tx_pps=sent / s.duration, rx_pps=received / s.duration,
                 rx_bps=0.0, reordered=0, duplicates=0, latency=None))
-        return model.PointResult(pairs=pairs, total=model.total(pairs), endpoints=[], counters={})
+            senders.append(model.EndpointMetrics(
+                pair=k, endpoint=f"a{k}", role="send", cpu=0, tx_packets=sent,
+                tx_pps=sent / s.duration, seconds=s.duration,
+                summary={"tx_refused": refused}))
+        return model.PointResult(pairs=pairs, total=model.total(pairs), endpoints=senders,
+                                 counters={})
     return measure
 
 
@@ -77,6 +86,24 @@ def test_pdr_accepts_its_loss_and_search_max_skips_the_probe():
     assert calls[0][1] == 40_000 and found["trials"][0]["phase"] == "search"
     rate = found["search"]["rate_pps"]
     assert CAP <= rate <= CAP / 0.95 and 0 < found["search"]["loss_ratio"] <= 0.05
+
+
+def test_sends_the_ports_refused_are_the_devices_loss():
+    """As MLRsearch counts it (truth.py): a device whose ports refuse 1 % of
+    the sends at any load has no NDR, though every frame that left arrived,
+    and a PDR of 5 % stands at the load offered, refusals included."""
+    [s] = scenarios(None, {"rate": "ndr", "search": "bisect", "search_max": "40k",
+                           "trial_duration": 1})
+    said = []
+    _, found = bisect.search(s, device([], refuse=0.01), said.append)
+    assert found["search"]["rate_pps"] is None
+    assert any("sends refused; 1.000% of the frames offered" in line for line in said)
+    [s] = scenarios(None, {"rate": "pdr:5%", "search": "bisect", "search_max": "40k",
+                           "trial_duration": 1})
+    _, found = bisect.search(s, device([], refuse=0.01), lambda _: None)
+    rate, loss = found["search"]["rate_pps"], found["search"]["loss_ratio"]
+    assert CAP <= rate <= CAP / 0.95 and 0.01 <= loss <= 0.05
+    assert not found["search"]["generator_limited"]
 
 
 def test_no_rate_found_keeps_the_last_trial():
