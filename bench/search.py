@@ -12,7 +12,7 @@ median), then MLRsearch's against bisect's as ratios.
 
     .venv/bin/python bench/search.py [--switch memif,ovs] [--reps 5]
         [--mlr-trial-duration 1] [--duration-sum 21] [--bisect-trial-duration 10]
-        [--generator-tolerance 0.01] [--results DIR]
+        [--generator-tolerance 0.01] [--results DIR] [--methods csit,bisect]
 
 Each method with its defaults: MLRsearch's final trials of 1 s and 21 trial
 seconds to decide a load (CSIT's), bisect's trials as long as a point's
@@ -73,6 +73,9 @@ def bisect(results: Path, switch: str, args: argparse.Namespace) -> dict:
     return out
 
 
+METHODS = {"csit": mlr, "bisect": bisect}
+
+
 def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
@@ -105,6 +108,8 @@ def percent(x: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--switch", default="memif,ovs")
+    parser.add_argument("--methods", default="csit,bisect",
+                        help="which searches to run, of csit and bisect")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--mlr-trial-duration", type=float, default=1.0)
     parser.add_argument("--duration-sum", type=float, default=21.0)
@@ -117,11 +122,15 @@ def main() -> None:
                         help="where the runs are stored (default: a new temporary directory, "
                              "kept and named at the start)")
     args = parser.parse_args()
+    unknown = set(args.methods.split(",")) - set(METHODS)
+    if unknown:
+        parser.error(f"--methods: {', '.join(sorted(unknown))}: not one of csit, bisect")
     tmp = args.results or Path(tempfile.mkdtemp(prefix="cnfperf-bench-"))
     print(f"runs stored in {tmp}", flush=True)
     for switch in args.switch.split(","):
         rows = {}
-        for method, measure in (("csit", mlr), ("bisect", bisect)):
+        for method in args.methods.split(","):
+            measure = METHODS[method]
             reps = []
             for rep in range(args.reps):   # the methods in turns would mix warm states
                 r = measure(tmp / f"{switch}-{method}", switch, args)
@@ -151,6 +160,8 @@ def main() -> None:
             print(f"{method:8} {m['trials']:7.0f} {m['invalid']:7.0f} {m['trial_s']:8.0f} "
                   f"{m['wall_s']:7.0f} {mpps(m['ndr']):>9} {percent(m['ndr_spread'])} "
                   f"{mpps(m['pdr']):>9} {percent(m['pdr_spread'])} {found:>3}/{len(reps)}")
+        if len(summary) < 2:
+            continue
         a, b = summary["csit"], summary["bisect"]
         print(f"csit / bisect: trial s {a['trial_s'] / b['trial_s']:.2f}, wall "
               f"{a['wall_s'] / b['wall_s']:.2f}, NDR {ratio(a['ndr'], b['ndr'])}, "
