@@ -196,6 +196,13 @@ def _model() -> type[_Scenario]:
 Scenario = _model()
 
 
+def profile(s: Scenario, index: int) -> dict[str, Any]:
+    """Every per-pair field's value as pair `index` runs it (its own over the
+    point's), as the store keeps what each pair was asked."""
+    mine = s.of_pair(index).model_dump(mode="json")
+    return {name: mine[name] for name in fields.PER_PAIR}
+
+
 def read_file(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:

@@ -71,6 +71,9 @@ class PairResult:
     # Received rate over the steady-state intervals only (runner: stats.steady_state);
     # None when the run was too short to have any.
     steady_rx_pps: float | None = None
+    # What the pair was asked, where a point's pairs differ (a profile per pair:
+    # scenario.profile); None where they are alike
+    profile: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
