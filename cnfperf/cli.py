@@ -28,7 +28,8 @@ from cnfperf.experiments.sweep import check_profiled, format_seconds, parse_valu
 from cnfperf.host.facts import gather, render as render_host
 from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
-from cnfperf.report import trend
+from cnfperf.report import interference, trend
+from cnfperf.report.rows import rows_from_run
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
 from cnfperf.report.searches import latency_loads, searches
@@ -527,14 +528,17 @@ def _results_show(args: argparse.Namespace) -> int:
 def _print_tables(run: dict[str, Any], brief: bool = False) -> None:
     """What follows a run's table: each point's path and CPU-bound nodes (when
     there is something to say), repetitions, searches and the latency at loads
-    below what they found, soaks, the network functions' tables and CPU per node
-    (`brief`, at the end of a run: what `results show` has in full)."""
+    below what they found, soaks, a victim's interference, the network functions'
+    tables and CPU per node (`brief`, at the end of a run: what `results show` has
+    in full)."""
+    hurt = interference.table(interference.entries(rows_from_run(run)))
+    notes = {**cpu_tables.NOTES, "Interference": interference.NOTE}
     for table in filter(None, (point_table(run, brief=True), repetitions(run), searches(run),
-                               latency_loads(run), soak_table(run),
+                               latency_loads(run), soak_table(run), hurt,
                                *nf_tables.all_tables(run, brief),
                                *cpu_tables.all_tables(run, brief))):
         print()
-        print(summary_table(table, cpu_tables.NOTES.get(table[0], "")))
+        print(summary_table(table, notes.get(table[0], "")))
 
 
 def _results_export(args: argparse.Namespace) -> int:

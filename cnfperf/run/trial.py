@@ -228,9 +228,9 @@ class Trial:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
         the nearest network function's)."""
         engine = self.bed.container(ep.name).engine
-        # each pair's engines run its own profile (Scenario.of_pair)
+        # each pair's engines run its own profile (engine.argv: Scenario.of_pair)
         self._spawn(ep, engine_argv(engine, self.bed.inside(ep), self.bed.ports(ep.name), peer,
-                                    hop, self.s.of_pair(ep.pair), self.bed.eal_args(ep.name)))
+                                    hop, self.s, self.bed.eal_args(ep.name)))
 
     def _start_nf(self, nf: NF, pair: Pair) -> None:
         """Start a network function; its frames go to the ports next to its own."""
