@@ -20,7 +20,7 @@ HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ov
 def write(run: dict[str, Any], out_dir: Path) -> Path:
     """Writes out_dir/*.png and out_dir/report.html; returns the HTML's path."""
     # matplotlib: only when a report is drawn
-    from cnfperf.report import interference_plot, nf_plots, plots, search_plots, soak_plots
+    from cnfperf.report import nf_plots, plots, search_plots, soak_plots
     from cnfperf.report.rows import rows_from_run
 
     spec = run.get("spec") or {}
@@ -32,7 +32,6 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     made += nf_plots.make(run, out_dir)
     made += search_plots.make(run, out_dir)
     made += soak_plots.make(run, out_dir)
-    made += interference_plot.make(rows, out_dir)
     figures = [html.Figure(p.title, p.path, _caption(p.name)) for p in made]
     notes = {**cpu.NOTES, "Interference": interference.NOTE}
     tables = [html.Table(title, headers, rows_, notes.get(title, ""))

@@ -1,7 +1,7 @@
 """PNG plot of interference (interference.py): the victim's received rate, loss
 and p99 against what its aggressors sent, a curve per victim in its data
 plane's style, its alone baseline a dotted line of the same colour (and a
-marker at no load)."""
+marker at no load). plots.py draws it (the `interference` plot)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from cnfperf.report import axes as value_axes
 from cnfperf.report import interference
-from cnfperf.report.draw import Pen, grid, legend, save
-from cnfperf.report.plots import NoData, Plot
+from cnfperf.report.draw import NoData, Pen, grid, legend, save
 
 
 def victim(rows: Sequence[Mapping[str, Any]], path: str | Path) -> str:
@@ -54,10 +53,3 @@ def victim(rows: Sequence[Mapping[str, Any]], path: str | Path) -> str:
     legend(rate, title="victim")
     pen.footnote(fig)
     return save(fig, path)
-
-
-def make(rows: Sequence[Mapping[str, Any]], out_dir: str | Path) -> list[Plot]:
-    if not interference.entries(rows):
-        return []
-    return [Plot("interference", "Interference: the victim alone and beside its aggressors",
-                 victim(rows, Path(out_dir) / "interference.png"))]
