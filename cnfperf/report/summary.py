@@ -27,14 +27,32 @@ def done_points(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def varying(points: Sequence[dict[str, Any]], names: Sequence[str] = LABEL_FIELDS) -> list[str]:
-    """Fields whose value differs between points (the run's sweep axes)."""
-    return [f for f in names if len({str(_param(p, f)) for p in points}) > 1]
+    """Fields whose value differs between points (the run's sweep axes), then
+    pairs' own values that do (pair.1.rate: a profile's)."""
+    return [f for f in [*names, *profiled(points)]
+            if len({str(_param(p, f)) for p in points}) > 1]
+
+
+def profiled(points: Sequence[dict[str, Any]]) -> list[str]:
+    """The pairs' own values the points' scenarios hold, as pair.N.FIELD."""
+    found = {f"{fields.PROFILE}.{index}.{name}"
+             for p in points for index, own in ((p.get("scenario") or {}).get(fields.PROFILE)
+                                                or {}).items() for name in own}
+    return sorted(found, key=lambda n: (fields.profiled(n)[0],
+                                        fields.PER_PAIR.index(fields.profiled(n)[1])))
 
 
 def _param(point: dict[str, Any], name: str) -> Any:
     """A scenario field of a stored point: the scenario's own value (True, "ndr")
-    over the column's (1, text in a REAL column)."""
+    over the column's (1, text in a REAL column); a pair's own (pair.1.rate):
+    its profile's, else the point's, None where the point has no such pair."""
     scenario = point.get("scenario") or {}
+    if (own := fields.profiled(name)) is not None:
+        index, field = own
+        if index >= int(_param(point, "pairs") or 1):
+            return None
+        mine = (scenario.get(fields.PROFILE) or {}).get(str(index)) or {}
+        return mine[field] if field in mine else _param(point, field)
     return scenario[name] if name in scenario else point.get(name)
 
 
@@ -46,6 +64,8 @@ def label(point: dict[str, Any], names: Sequence[str]) -> str:
         v, f = _param(point, name), table.get(name)
         if f and f.label == "bare":
             parts.append(str(v))
+        elif v is None and fields.profiled(name):
+            parts.append(f"{name}=–")   # no such pair in this point
         else:
             parts.append(f"{name}={fields.show(name, v)}")
     return " ".join(parts) or str(point.get("switch", ""))
