@@ -531,7 +531,8 @@ def _print_tables(run: dict[str, Any], brief: bool = False) -> None:
     below what they found, soaks, a victim's interference, the network functions'
     tables and CPU per node (`brief`, at the end of a run: what `results show` has
     in full)."""
-    hurt = interference.table(interference.entries(rows_from_run(run)))
+    rows = rows_from_run(run)
+    hurt = interference.table(interference.entries(rows)) if interference.tenants(rows) else None
     notes = {**cpu_tables.NOTES, "Interference": interference.NOTE}
     for table in filter(None, (point_table(run, brief=True), repetitions(run), searches(run),
                                latency_loads(run), soak_table(run), hurt,

@@ -357,7 +357,8 @@ def profiles(table: Mapping[str, Any]) -> dict[str, Any]:
     pairs = table[name]
     if not isinstance(pairs, Mapping):
         raise ValueError(f"{name}: must be tables of a pair's own values, by its index: "
-                         f"[{name}.1] rate = \"50k\" (or {name}.1.rate = \"50k\")")
+                         f"[{name}.1] rate = \"50k\" (or {name}.1.rate = \"50k\"); how many "
+                         "pairs: pairs")
     for index, own in pairs.items():
         if not str(index).isdigit():
             raise ValueError(f"{name}.{index}: a pair's profile is named by its index, from 0 "

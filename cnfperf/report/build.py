@@ -39,7 +39,9 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
                   run, [*nfs.all_tables(run), *cpu.all_tables(run)],
                   [*searches.all_tables(run),
                    *filter(None, [soak.table(run),
-                                  interference.table(interference.entries(rows))])])]
+                                  interference.table(interference.entries(rows))
+                                  if interference.tenants(rows) or "interference" in
+                                  (study.get("plots") or ()) else None])])]
     title = f"cnfperf run {run['id']}" + (f": {study['title']}" if study.get("title") else "")
     done = summary.done_points(run)
     text = f"{len(done)} of {run.get('planned') or len(run.get('points', []))} points"

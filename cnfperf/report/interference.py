@@ -113,6 +113,14 @@ def _load(aggressors: Sequence[Mapping[str, Any]]) -> float | None:
     return float(sum(rates))
 
 
+def tenants(rows: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a run's pairs differed somewhere (a profile): its report then
+    shows the interference table and plot unasked. A run of alike pairs (a
+    scalability study's) has no victim to speak of, though its points would
+    compute as one; a study may still ask for the plot (`interference`)."""
+    return any(r.get("asked") for r in rows)
+
+
 def entries(rows: Iterable[Mapping[str, Any]]) -> list[Entry]:
     """Every aggressor load measured beside a victim measured alone, by victim
     (in the rows' order) and load (ascending, max last)."""

@@ -381,6 +381,6 @@ def make_all(rows: Sequence[Row], out_dir: str | Path) -> list[Plot]:
         wanted.append("latency_cdf")
     if any(len({r.get(q) for r in rows} - {None}) > 1 for q in fields.QUOTAS):
         wanted.append("vs_quota")
-    if interference.entries(rows):
+    if interference.tenants(rows) and interference.entries(rows):
         wanted.append("interference")
     return make(rows, out_dir, wanted)
