@@ -199,6 +199,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
         return None
     axes = varying(done_points(run)) or ["switch"]
     flag = _flag(run)
+    own = any((p.get("scenario") or {}).get(fields.PROFILE) for p in points)
     rows = []
     for p in points:
         pairs = p.get("per_pair") or []
@@ -207,13 +208,22 @@ def throughput(run: dict[str, Any]) -> Table | None:
             entries.append(("all", p))
         for name, r in entries:
             rows.append([label(p, axes), p.get("rep", 0) + 1, name,
+                         *([asked(p, name)] if own else []),
                          *([contention.contended(p)] if flag else []), _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
                          r["received"], 100 * (r["loss_ratio"] or 0.0),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6])
-    return ("Throughput", ["point", "rep", "pair", *([contention.COLUMN] if flag else []),
+    return ("Throughput", ["point", "rep", "pair", *(["own values"] if own else []),
+                           *([contention.COLUMN] if flag else []),
                            "tx kpps", "rx kpps", "steady rx kpps", "sent", "received", "loss %",
                            "rx Mbit/s"], rows)
+
+
+def asked(point: dict[str, Any], pair: str) -> str:
+    """A pair's own values, where they differ from its point's (its profile):
+    `rate=200k size=64`; "" for a pair without, and for the total."""
+    own = ((point.get("scenario") or {}).get(fields.PROFILE) or {}).get(pair) or {}
+    return " ".join(f"{k}={fields.show(k, v)}" for k, v in own.items())
 
 
 def latency(run: dict[str, Any]) -> Table | None:

@@ -289,3 +289,22 @@ def test_the_interference_plot_is_drawn(tmp_path):
     [made] = plots.make(rows, tmp_path, ["interference"])
     assert made.name == "interference" and (tmp_path / "interference.png").stat().st_size > 0
     assert "interference" in [p.name for p in plots.make_all(rows, tmp_path / "all")]
+
+
+def test_the_tables_and_the_csv_say_what_each_pair_was_asked(tmp_path):
+    import csv
+    import io
+    from cnfperf.report import export
+    run = _interference_run(tmp_path)
+    title, headers, rows = summary.throughput(run)
+    own = headers.index("own values")
+    assert [(r[2], r[own]) for r in rows] == [("0", ""), ("0", ""), ("1", "rate=50k"),
+                                              ("all", ""), ("0", ""), ("1", "rate=max"),
+                                              ("all", "")]
+    text = io.StringIO()
+    export.write_csv(run, text)
+    got = [(r["idx"], r["pair"], r["rate"]) for r in csv.DictReader(io.StringIO(text.getvalue()))]
+    # a pair's own rate in its row, the point's in its total's and where pairs are alike
+    assert [(pair, rate) for idx, pair, rate in got if idx == "1"] == \
+        [("0", "20000.0"), ("1", "50000.0"), ("all", "20000.0")]
+    assert [(pair, rate) for idx, pair, rate in got if idx == "2"][1] == ("1", "0.0")
