@@ -31,6 +31,10 @@ def victim(rows: Sequence[Mapping[str, Any]], path: str | Path) -> str:
             pen.curve(ax, name, xs, [base, *ys], hollow=hollow,
                       label=setting if ax is rate else None)
             ax.axhline(base, color=pen.colour(name), ls=":", lw=1)
+        for e in mine:   # an unpaced aggressor: its load is what it managed to send
+            if e.asked_pps is None:
+                rate.annotate("max", (e.sent_pps / 1e3, e.beside.rx_pps / 1e3), fontsize=8,
+                              xytext=(-8, 6), textcoords="offset points")
         if alone.p99_ns is not None:
             p99 = [(x, e.beside.p99_ns / 1e3, h) for x, e, h in zip(xs[1:], mine, hollow[1:])
                    if e.beside.p99_ns is not None]

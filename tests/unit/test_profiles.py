@@ -10,6 +10,7 @@ from cnfperf import UserError, nfs as nf_kinds
 from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.engine import argv, nf_argv
+from cnfperf.experiments.sweep import point_hash
 from cnfperf.plan import place
 from cnfperf.report import interference, summary
 from cnfperf.report.rows import rows_from_run
@@ -209,7 +210,7 @@ def _stored(tmp_path, points) -> dict:
             p.profile = profile(s, p.pair) if s.pair else None
         result = model.PointResult(pairs=pairs, total=model.total(pairs), endpoints=[],
                                    counters={})
-        group = canonical(s)["pairs"], str(s.pair), s.size
+        group = point_hash(canonical(s))
         store.add_point("1a2b", idx, s.model_dump(), status="done", started=1.0,
                         result=result, key=f"{group}-{rep[0] if rep else 0}", group=str(group),
                         rep=rep[0] if rep else 0)
