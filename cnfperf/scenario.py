@@ -90,7 +90,8 @@ def _read_profile(value: Any) -> Profile:
     if isinstance(value, tuple):
         return value
     if not isinstance(value, dict):
-        raise ValueError(f"expected pairs' own values by index, e.g. {{\"1\": {{\"rate\": 50000}}}}")
+        raise ValueError("expected pairs' own values by index, e.g. "
+                         f"{{\"1\": {{\"rate\": 50000}}}}")
     out = []
     for index, own in sorted(value.items(), key=lambda kv: int(kv[0])):
         if not str(index).isdigit() or not isinstance(own, dict):
@@ -149,10 +150,6 @@ class _Scenario(BaseModel):
             if k == index:
                 return self.model_copy(update={**dict(own), "pair": ()})
         return self
-
-    def own(self, index: int) -> dict[str, Any]:
-        """Pair `index`'s own values (where they differ from the point's), as stored."""
-        return _dump_profile(tuple(p for p in self.pair if p[0] == index)).get(str(index), {})
 
     @model_validator(mode="before")
     @classmethod

@@ -2,8 +2,8 @@
 point's total (pair `all`, also for one pair, and the only row of a point that
 failed), with the point's parameters, its paths' shape and its CPU-bound nodes
 on every row (a pair's own values in their fields' columns where the point's
-pairs differed: a profile). With `--nf-ports`: one row per port of every network function
-instead (its NF's place and kind, the port's counters and drops by reason),
+pairs differed: a profile). With `--nf-ports`: one row per port of every
+network function instead (its NF's place and kind, the port's counters and drops by reason),
 with the same point columns. With `--cpu`: one row per node of every point
 (the store's cpu_usage: its CPU use over the measured window; threads as JSON).
 

@@ -37,8 +37,8 @@ from cnfperf.host.facts import HostFacts
 from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
 from cnfperf.experiments import sweep
-from cnfperf.plan import (Port, TestPoint, first_sport, has_vms, links_per_path, nf_hosts, nf_places, place,
-                          usable_cpus)
+from cnfperf.plan import (Port, TestPoint, first_sport, has_vms, links_per_path, nf_hosts,
+                          nf_places, place, usable_cpus)
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
