@@ -61,9 +61,9 @@ def test_an_aggressor_and_a_victim_each_measured_at_its_own_rate(
     assert beside["scenario"]["pair"] == {"1": {"rate": AGGRESSOR, "size": 128, "burst": 8}}
 
     victim, aggressor = beside["per_pair"]
-    for pair, rate in ((alone["per_pair"][0], VICTIM), (victim, VICTIM),
-                       (aggressor, AGGRESSOR)):
-        harness.assert_sent(beside, pair, rate * DURATION)
+    for point, pair, rate in ((alone, alone["per_pair"][0], VICTIM), (beside, victim, VICTIM),
+                              (beside, aggressor, AGGRESSOR)):
+        harness.assert_sent(point, pair, rate * DURATION)
         assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
         assert pair["offered_pps"] == rate
     # what each pair was asked, kept with it
