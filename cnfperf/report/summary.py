@@ -42,6 +42,11 @@ def profiled(points: Sequence[dict[str, Any]]) -> list[str]:
                                         fields.PER_PAIR.index(fields.profiled(n)[1])))
 
 
+def param(point: dict[str, Any], name: str) -> Any:
+    """A scenario field of a stored point, or a pair's own value (pair.1.rate)."""
+    return _param(point, name)
+
+
 def _param(point: dict[str, Any], name: str) -> Any:
     """A scenario field of a stored point: the scenario's own value (True, "ndr")
     over the column's (1, text in a REAL column); a pair's own (pair.1.rate):

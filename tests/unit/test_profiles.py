@@ -309,3 +309,14 @@ def test_the_tables_and_the_csv_say_what_each_pair_was_asked(tmp_path):
     assert [(pair, rate) for idx, pair, rate in got if idx == "1"] == \
         [("0", "20000.0"), ("1", "50000.0"), ("all", "20000.0")]
     assert [(pair, rate) for idx, pair, rate in got if idx == "2"][1] == ("1", "0.0")
+
+
+def test_the_run_table_has_a_column_for_a_pairs_own_swept_value(tmp_path):
+    from cnfperf.report.tables import run_table
+    run = _interference_run(tmp_path)
+    # a total with an unpaced pair is unpaced too
+    assert [p["offered_pps"] for p in run["points"]] == [20e3, 70e3, 0]
+    lines = run_table(run).splitlines()
+    assert "pair.1.rate" in lines[0]
+    at = lines[0].index("pair.1.rate")
+    assert [l[at:at + 11].strip() for l in lines[2:] if l[:at].strip()] == ["–", "50k", "max"]
