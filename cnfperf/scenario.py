@@ -290,6 +290,10 @@ def _with_profiles(s: Scenario, raw: dict[str, Any],
         raise UserError("rate", f"{s.rate}: a search is not run with pairs' own profiles "
                                 f"({name}.N): it would judge every pair's loss as one; sweep "
                                 f"fixed rates instead (rate = \"10k,50k\", {name}.1.rate = …)")
+    if s.soak:
+        raise UserError("soak", f"{s.soak:g}: a soak stores its seconds at one rate per pair, "
+                                f"not with pairs' own profiles ({name}.N); measure a long "
+                                "fixed trial instead (duration)")
     profile = []
     for index in sorted(own):
         where = f"{name}.{index}"

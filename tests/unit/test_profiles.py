@@ -89,6 +89,8 @@ def test_the_flag_sets_a_pairs_value_over_the_files(tmp_path, capsys):
     (["--pairs", "2", "--pair", "1.rate=ndr"], "pair.1.rate: ndr: a pair's own rate is a fixed"),
     (["--pairs", "2", "--rate", "ndr", "--pair", "1.rate=5k"], "rate: ndr: a search is not run "
                                                                "with pairs' own profiles"),
+    (["--pairs", "2", "--soak", "60", "--pair", "1.rate=5k"], "soak: 60: a soak stores its "
+                                                              "seconds at one rate per pair"),
 ])
 def test_a_bad_profile_is_one_line_and_exit_2_before_anything(argv_, why, capsys, tmp_path):
     assert main(["run", "--switch", "bridge", *argv_, "--results", str(tmp_path),
