@@ -162,9 +162,9 @@ def entries(rows: Iterable[Mapping[str, Any]]) -> list[Entry]:
 
 
 def _name(victim: Mapping[str, Any]) -> str:
-    """`bridge udp: victim 20k 64 B throughput`."""
+    """`bridge udp 20k 64 B throughput`."""
     own = asked(victim)
-    return (f"{victim.get('switch')} {victim.get('api')}: victim "
+    return (f"{victim.get('switch')} {victim.get('api')} "
             f"{fields.show('rate', own['rate'])} {own['size']} B {own['mode']}")
 
 
@@ -183,14 +183,15 @@ def table(found: Sequence[Entry]) -> tuple[str, list[str], list[list[Any]]] | No
              None if e.alone.p99_ns is None else e.alone.p99_ns / 1e3,
              None if e.beside.p99_ns is None else e.beside.p99_ns / 1e3, e.p99_ratio]
             for e in found]
-    return ("Interference", ["victim", "aggressors", "aggressor asked kpps",
-                             "aggressor sent kpps", *([contention.COLUMN] if flag else []),
-                             "victim rx kpps alone", "beside", "rx change %",
-                             "victim loss % alone", "beside", "victim p99 µs alone", "beside",
-                             "p99 ×"], rows)
+    # the aggressors' load, then the victim's: alone, beside them (a narrow table)
+    return ("Interference", ["victim", "aggressors", "asked kpps", "sent kpps",
+                             *([contention.COLUMN] if flag else []),
+                             "rx kpps alone", "beside", "rx change %", "loss % alone", "beside",
+                             "p99 µs alone", "beside", "p99 ×"], rows)
 
 
 NOTE = ("The victim is pair 0, every other pair an aggressor; alone is the victim's point "
-        "with one pair. Aggressor asked: the rates the aggressors were asked (their "
-        "profiles), summed; sent: what they sent. p99: the victim's latency (one way in "
-        "throughput mode, the round trip in latency mode).")
+        "with one pair. Asked: the rates the aggressors were asked (their profiles), "
+        "summed; sent: what they sent. Then the victim's received rate, loss and p99 "
+        "latency (one way in throughput mode, the round trip in latency mode), alone and "
+        "beside them.")
