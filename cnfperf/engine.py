@@ -50,7 +50,9 @@ def find_engine() -> Path | None:
 def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint, hop: str,
          s: Scenario, eal: Sequence[str] = ()) -> list[str]:
     """The command line of one endpoint's engine: `ports` in slot order, `hop` the
-    MAC its frames go to next, `eal` its EAL arguments when it runs DPDK."""
+    MAC its frames go to next, `eal` its EAL arguments when it runs DPDK. Its
+    pair's own values (a profile) win over the point's."""
+    s = s.of_pair(ep.pair)
     args = [engine, ep.role, "--api", s.api, *port_args(ports)]
     args += ["--src-mac", ports[0].mac, "--src-ip", ep.ip, "--sport", str(ep.udp_port),
              "--dst-mac", hop, "--dst-ip", peer.ip, "--dport", str(peer.udp_port),
@@ -83,7 +85,9 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     mirror has no hops (it sends frames back to where they came from).
     Unpinned (`floating`: TestPoint.floating) it is not pinned to its core, and
     DPDK's main lcore floats over those cores too. `extra`: its kind's own
-    options (an l3 NF's routes: nfs/engine.py)."""
+    options (an l3 NF's routes: nfs/engine.py). Its pair's own values (a
+    profile: size, burst, the pace) win over the point's."""
+    s = s.of_pair(nf.pair)
     args = [engine, "nf", "--nf", s.nf, "--api", nf.ports[0].api, *port_args(ports)]
     for option, mac in zip(("--dst-mac", "--dst-mac2"), hops):
         args += [option, mac]

@@ -326,15 +326,35 @@ FIELDS: list[Field] = [
 # plan and its points' keys are rebuilt as they were (checks.replan).
 CHANGED_DEFAULTS = {"tester": "split", "search": "bisect", "precision": 0.01, "latency_at": "none"}
 
+# A pair's profile: a scenario gives one pair values of its own ([pair.N] tables,
+# --pair N.FIELD=VALUES: scenario.py), so that pairs differ (an aggressor beside a
+# victim). These are the fields a pair may set; the rest are the point's (the
+# switch, its links and NFs, the api, one trial's duration are shared).
+PROFILE = "pair"
+PER_PAIR = ("mode", "rate", "size", "burst", "flows", "poll", "touch", "mmsg", "limit",
+            "endpoint_quota", "nf_quota")
+
 # Not scenario fields: they shape the sweep itself and take one value.
 # The views below are computed once: the table is complete before anything reads it.
 SWEEP_SETTINGS = {"repeat": "int"}
+
+
+def profiled(name: str) -> tuple[int, str] | None:
+    """`pair.1.rate` (a pair's own value of a field, as sweeps and labels name
+    it): (1, "rate"); None for any other name."""
+    head, _, rest = name.partition(".")
+    index, _, field = rest.partition(".")
+    if head != PROFILE or not index.isdigit() or not field:
+        return None
+    return int(index), field
 
 
 def show(name: str, value: Any) -> str:
     """A field's value as people read it: rates as 500k or 2.5M, 0 as what it means,
     yes or no (as the flags take them; the store keeps 1 and 0), a user's NF
     command by its program (the whole template is in the run's records)."""
+    if (own := profiled(name)) is not None:
+        name = own[1]
     f = by_name().get(name)
     if f is not None and f.optional and value is None:
         return "default"   # left to its computed default (the docs say which: `unset`)
@@ -370,6 +390,12 @@ def names() -> tuple[str, ...]:
 def kinds() -> dict[str, str]:
     """How sweep.parse_values reads each field's (and setting's) values."""
     return {**{f.name: f.kind for f in FIELDS}, **SWEEP_SETTINGS}
+
+
+def kind_of(name: str) -> str:
+    """A field's kind, a pair's own value's (pair.1.rate) its field's."""
+    own = profiled(name)
+    return kinds().get(own[1] if own else name, "str")
 
 
 @cache

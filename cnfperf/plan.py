@@ -403,9 +403,14 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
                      noise_pairs=tuple(noise), tester_why=why, pollers=pollers)
 
 
+def first_sport(s: Scenario, pair: int) -> int:
+    """A pair's first UDP source port: after the ports of the pairs before it,
+    each as many as its flows (its own: Scenario.of_pair)."""
+    return TX_PORT + sum(s.of_pair(k).flows for k in range(pair))
+
+
 def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> list[Pair]:
     single = s.tester == "single"
-    sender_role, receiver_role = roles(s.tester, s.mode)
     octets = _octets(run_id)
     engines = 1 if single else 2   # per pair, for the tester's ends
     hosts = nf_hosts(s)
@@ -427,8 +432,9 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
                                                 for j in range(s.nf_cores))))
             taken[hosts[i]] += s.nf_cores
         vm = s.endpoint_in == "vm"
+        sender_role, receiver_role = roles(s.tester, s.of_pair(k).mode)
         sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, octet=1,
-                           udp_port=TX_PORT + k * s.flows, api=s.api, vm=vm, host=sender_host)
+                           udp_port=first_sport(s, k), api=s.api, vm=vm, host=sender_host)
         receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, octet=2,
                              udp_port=RX_PORT + k, api=s.api, vm=vm, host=receiver_host)
         if single:   # one engine, on one host (testers.refusal: tester_host a+b)
@@ -461,7 +467,7 @@ def _noise_pair(s: Scenario, run_id: str, pairs: list[Pair], cpus: tuple[int, ..
     cores = noise_cores(s.noise_on, cpus, ends, nf_cores, ())
     sender_role, receiver_role = roles(s.tester, s.mode)
     sender = _endpoint(run_id, k, "s", sender_role, cores[-1], octets, octet=1,
-                       udp_port=TX_PORT + k * s.flows, api=s.api)
+                       udp_port=first_sport(s, k), api=s.api)
     receiver = _endpoint(run_id, k, "r", receiver_role, cores[0], octets, octet=2,
                          udp_port=RX_PORT + k, api=s.api)
     if s.tester == "single":
@@ -529,8 +535,8 @@ def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,
     engine's as the tester's, testpmd one per core whatever `poll` says,
     Click on sockets none), the data plane's."""
     busy: Counter[str] = Counter()
-    if s.poll != "interrupt":
-        for p in pairs:
+    for p in pairs:   # a pair's own poll (its profile), the point's for noise
+        if s.of_pair(p.index).poll != "interrupt":
             for e in p.engines:
                 busy[e.host] += POLLERS[e.role]
     if nf:

@@ -139,9 +139,9 @@ class KernelPlane(DataPlane):
             if point.scenario.api == "udp":
                 self._address(pair.sender, pair.receiver, pair.links[0].b)
                 self._address(pair.receiver, pair.sender, pair.links[-1].a)
-            if point.scenario.limit.pps:
-                self._limit(pair, point.scenario.limit.pps, point.scenario.size,
-                            point.scenario.burst)
+            own = point.scenario.of_pair(pair.index)   # a pair's limit: its profile's
+            if own.limit.pps:
+                self._limit(pair, own.limit.pps, own.size, own.burst)
 
     def setup(self) -> None:
         """Create the shared switch device, if any."""

@@ -1,8 +1,9 @@
 """`cnfperf results export RUN --csv`: one row per pair of every point, then the
 point's total (pair `all`, also for one pair, and the only row of a point that
 failed), with the point's parameters, its paths' shape and its CPU-bound nodes
-on every row. With `--nf-ports`: one row per port of every network function
-instead (its NF's place and kind, the port's counters and drops by reason),
+on every row (a pair's own values in their fields' columns where the point's
+pairs differed: a profile). With `--nf-ports`: one row per port of every
+network function instead (its NF's place and kind, the port's counters and drops by reason),
 with the same point columns. With `--cpu`: one row per node of every point
 (the store's cpu_usage: its CPU use over the measured window; threads as JSON).
 
@@ -79,8 +80,23 @@ def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         entries = [(pair["pair"], pair) for pair in p.get("per_pair") or []]
         entries.append(("all", p))   # always: filtering on pair = all gives every point once
         for name, r in entries:
-            out.append({**base, **{c: r.get(c) for c in VALUE_COLUMNS}, "pair": name})
+            # a pair of a point whose pairs differed: its own values in the fields'
+            # columns (pairs.profile: what it was asked), the point's on `all`
+            own = {k: _as_column(k, v) for k, v in (r.get("profile") or {}).items()
+                   if name != "all"}
+            out.append({**base, **own, **{c: r.get(c) for c in VALUE_COLUMNS}, "pair": name})
     return out
+
+
+def _as_column(name: str, value: Any) -> Any:
+    """A profile's value (JSON) as its field's column holds it: 20000.0 as the
+    point's rate reads, 1 for yes."""
+    f = fields.by_name().get(name)
+    if f is None or value is None or isinstance(value, str):
+        return value
+    if f.column == "REAL":
+        return float(value)
+    return int(value) if f.column == "INTEGER" else value
 
 
 def nf_port_rows(run: dict[str, Any]) -> list[dict[str, Any]]:

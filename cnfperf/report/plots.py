@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -18,14 +17,12 @@ from matplotlib.lines import Line2D
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.report import axes as value_axes
-from cnfperf.report.draw import Pen, figure, finish, grid, legend, save, size_axis, time_axis
+from cnfperf.report import interference, interference_plot
+from cnfperf.report.draw import (NoData, Pen, Plot, figure, finish, grid, legend, save,
+                                 size_axis, time_axis)
 from cnfperf.report.rows import (Row, avg, best, contended, curve_fields, curve_label,
                                  fixed_rate, is_latency, sorted_unique, throughput_rows,
                                  varying, varying_per_switch)
-
-
-class NoData(ValueError):
-    """The rows hold nothing this plot can show."""
 
 
 # --- the plots ----------------------------------------------------------------
@@ -331,13 +328,6 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     return save(fig, path)
 
 
-@dataclass
-class Plot:
-    name: str
-    title: str
-    path: str
-
-
 PLOTS = {
     "rx_vs_offered": ("Received vs sent rate", rx_vs_offered),
     "throughput_vs_size": ("Maximum throughput vs frame size", throughput_vs_size),
@@ -346,6 +336,8 @@ PLOTS = {
     "rtt_vs_size": ("Latency vs frame size", rtt_vs_size),
     "latency_cdf": ("Latency distribution (CDF)", latency_cdf),
     "vs_quota": ("Throughput and latency vs CPU quota", vs_quota),
+    "interference": ("Interference: the victim alone and beside its aggressors",
+                     interference_plot.victim),
 }
 
 
@@ -389,4 +381,6 @@ def make_all(rows: Sequence[Row], out_dir: str | Path) -> list[Plot]:
         wanted.append("latency_cdf")
     if any(len({r.get(q) for r in rows} - {None}) > 1 for q in fields.QUOTAS):
         wanted.append("vs_quota")
+    if interference.tenants(rows) and interference.entries(rows):
+        wanted.append("interference")
     return make(rows, out_dir, wanted)

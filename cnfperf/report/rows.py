@@ -5,6 +5,8 @@ Throughput rows, one per point and repetition, or one per pair when `pair` is se
     tx_pps (what the senders really sent; `offered_pps` is read when tx_pps is absent),
     [pair], [point] (key grouping the pairs of one run of a point), [rep], [mode],
     [api], [mmsg]
+A pair's row of a point whose pairs differed carries what the pair was asked
+    (`asked`: its stored profile, every per-pair field's value).
 Latency rows (mode "latency"): switch, size, burst and either a histogram
     `hist` ([lower_ns, upper_ns, count] buckets) or lat_p50_ns / lat_p99_ns / lat_mean_ns
     (the results store's columns; for client/server points they hold the round trip).
@@ -213,6 +215,8 @@ def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
                    "point": point.get("id", point.get("idx")), "pair": pair["pair"]}
             if pair.get("latency_histogram"):
                 row["hist"] = pair["latency_histogram"]
+            if pair.get("profile"):   # what this pair was asked, where the pairs differed
+                row["asked"] = pair["profile"]
             rows.append(row)
     return rows
 

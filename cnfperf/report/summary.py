@@ -27,14 +27,37 @@ def done_points(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def varying(points: Sequence[dict[str, Any]], names: Sequence[str] = LABEL_FIELDS) -> list[str]:
-    """Fields whose value differs between points (the run's sweep axes)."""
-    return [f for f in names if len({str(_param(p, f)) for p in points}) > 1]
+    """Fields whose value differs between points (the run's sweep axes), then
+    pairs' own values that do (pair.1.rate: a profile's)."""
+    return [f for f in [*names, *profiled(points)]
+            if len({str(_param(p, f)) for p in points}) > 1]
+
+
+def profiled(points: Sequence[dict[str, Any]]) -> list[str]:
+    """The pairs' own values the points' scenarios hold, as pair.N.FIELD."""
+    found = {f"{fields.PROFILE}.{index}.{name}"
+             for p in points for index, own in ((p.get("scenario") or {}).get(fields.PROFILE)
+                                                or {}).items() for name in own}
+    return sorted(found, key=lambda n: (fields.profiled(n)[0],
+                                        fields.PER_PAIR.index(fields.profiled(n)[1])))
+
+
+def param(point: dict[str, Any], name: str) -> Any:
+    """A scenario field of a stored point, or a pair's own value (pair.1.rate)."""
+    return _param(point, name)
 
 
 def _param(point: dict[str, Any], name: str) -> Any:
     """A scenario field of a stored point: the scenario's own value (True, "ndr")
-    over the column's (1, text in a REAL column)."""
+    over the column's (1, text in a REAL column); a pair's own (pair.1.rate):
+    its profile's, else the point's, None where the point has no such pair."""
     scenario = point.get("scenario") or {}
+    if (own := fields.profiled(name)) is not None:
+        index, field = own
+        if index >= int(_param(point, "pairs") or 1):
+            return None
+        mine = (scenario.get(fields.PROFILE) or {}).get(str(index)) or {}
+        return mine[field] if field in mine else _param(point, field)
     return scenario[name] if name in scenario else point.get(name)
 
 
@@ -46,6 +69,8 @@ def label(point: dict[str, Any], names: Sequence[str]) -> str:
         v, f = _param(point, name), table.get(name)
         if f and f.label == "bare":
             parts.append(str(v))
+        elif v is None and fields.profiled(name):
+            parts.append(f"{name}=–")   # no such pair in this point
         else:
             parts.append(f"{name}={fields.show(name, v)}")
     return " ".join(parts) or str(point.get("switch", ""))
@@ -179,6 +204,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
         return None
     axes = varying(done_points(run)) or ["switch"]
     flag = _flag(run)
+    own = any((p.get("scenario") or {}).get(fields.PROFILE) for p in points)
     rows = []
     for p in points:
         pairs = p.get("per_pair") or []
@@ -187,13 +213,22 @@ def throughput(run: dict[str, Any]) -> Table | None:
             entries.append(("all", p))
         for name, r in entries:
             rows.append([label(p, axes), p.get("rep", 0) + 1, name,
+                         *([asked(p, name)] if own else []),
                          *([contention.contended(p)] if flag else []), _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
                          r["received"], 100 * (r["loss_ratio"] or 0.0),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6])
-    return ("Throughput", ["point", "rep", "pair", *([contention.COLUMN] if flag else []),
+    return ("Throughput", ["point", "rep", "pair", *(["own values"] if own else []),
+                           *([contention.COLUMN] if flag else []),
                            "tx kpps", "rx kpps", "steady rx kpps", "sent", "received", "loss %",
                            "rx Mbit/s"], rows)
+
+
+def asked(point: dict[str, Any], pair: str) -> str:
+    """A pair's own values, where they differ from its point's (its profile):
+    `rate=200k size=64`; "" for a pair without, and for the total."""
+    own = ((point.get("scenario") or {}).get(fields.PROFILE) or {}).get(pair) or {}
+    return " ".join(f"{k}={fields.show(k, v)}" for k, v in own.items())
 
 
 def latency(run: dict[str, Any]) -> Table | None:

@@ -71,6 +71,9 @@ class PairResult:
     # Received rate over the steady-state intervals only (runner: stats.steady_state);
     # None when the run was too short to have any.
     steady_rx_pps: float | None = None
+    # What the pair was asked, where a point's pairs differ (a profile per pair:
+    # scenario.profile); None where they are alike
+    profile: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -286,7 +289,9 @@ def total(pairs: list[PairResult]) -> PairResult:
     lost = sum(p.lost for p in pairs)
     latency = merge_latency([p.latency for p in pairs if p.latency])
     steady = [p.steady_rx_pps for p in pairs]
-    return PairResult(pair=-1, offered_pps=sum(p.offered_pps for p in pairs), sent=sent,
+    # 0 is unpaced (max): a total with an unpaced pair (its own profile) is too
+    offered = 0.0 if any(not p.offered_pps for p in pairs) else sum(p.offered_pps for p in pairs)
+    return PairResult(pair=-1, offered_pps=offered, sent=sent,
                       received=sum(p.received for p in pairs), lost=lost,
                       loss_ratio=lost / sent if sent else 0.0,
                       tx_pps=sum(p.tx_pps for p in pairs), rx_pps=sum(p.rx_pps for p in pairs),

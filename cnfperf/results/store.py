@@ -278,9 +278,13 @@ _SCHEMA_17 = "\n".join([
     tx_packets INTEGER, rx_packets INTEGER, lost INTEGER, loss_ratio REAL, rx_pps REAL,
     lat_p50_ns REAL, lat_p99_ns REAL, lat_max_ns REAL,
     PRIMARY KEY (run_id, idx, n));"""])
+# A profile per pair (scenario.py: pairs that differ): what each pair was asked,
+# every per-pair field's value (fields.PER_PAIR) as JSON; NULL where a point's
+# pairs were alike (its scenario says) and before schema 18.
+_SCHEMA_18 = "ALTER TABLE pairs ADD COLUMN profile TEXT;"
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
-               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17]
+               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -444,7 +448,9 @@ class Store:
             point_id = self._insert("points", row)
             if result:
                 for p in result.pairs:
-                    self._insert("pairs", {"point_id": point_id, "pair": p.pair, **_totals(p)})
+                    self._insert("pairs", {"point_id": point_id, "pair": p.pair, **_totals(p),
+                                           "profile": json.dumps(p.profile) if p.profile
+                                           else None})
                 for m in result.endpoints:
                     data = {k: v for k, v in asdict(m).items() if k not in ("latency", "summary")}
                     data.update(point_id=point_id, summary=json.dumps(m.summary),
@@ -522,7 +528,8 @@ class Store:
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
                                  "latency_histogram", "queues", "switch_facts",
                                  "nf_facts", "vm_facts", "hosts"))
-        point["per_pair"] = [_decoded(dict(r), ("latency_histogram",)) for r in self.db.execute(
+        point["per_pair"] = [_decoded(dict(r), ("latency_histogram", "profile"))
+                             for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
         point["endpoints"] = [_decoded(dict(r), ("summary", "latency_histogram"))
                               for r in self.db.execute(

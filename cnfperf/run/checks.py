@@ -37,8 +37,8 @@ from cnfperf.host.facts import HostFacts
 from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
 from cnfperf.experiments import sweep
-from cnfperf.plan import (Port, TestPoint, has_vms, links_per_path, nf_hosts, nf_places, place,
-                          usable_cpus)
+from cnfperf.plan import (Port, TestPoint, first_sport, has_vms, links_per_path, nf_hosts,
+                          nf_places, place, usable_cpus)
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
@@ -160,7 +160,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
                                    f"{', '.join(CONTAINER_RUNTIMES)} (nf_in and endpoint_in "
                                    "put nodes in virtual machines)")
     _check_vms(s, dataplane, ports)
-    if TX_PORT + paths * s.flows - 1 > MAX_PORT:
+    if first_sport(s, paths) - 1 > MAX_PORT:   # each pair's flows: its own (a profile)
         raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "
                                  f"(UDP source ports from {TX_PORT})"
                                  + (" (noise = traffic adds a pair)" if paths > s.pairs else ""))

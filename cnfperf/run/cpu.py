@@ -261,9 +261,11 @@ def meter(bed: Testbed, s: Scenario) -> Meter:
         if isinstance(node, Tester):
             # the ends of a noise stream (noise = traffic) are the neighbour's
             kind = "noise" if node.endpoint.pair >= s.pairs else node.endpoint.role
-            found.append(of_container(name, kind, s.endpoint_quota, node.container))
-        elif isinstance(node, NetworkFunction):
-            found.append(of_container(name, "nf", s.nf_quota, node.container))
+            found.append(of_container(name, kind, s.of_pair(node.endpoint.pair).endpoint_quota,
+                                      node.container))
+        elif isinstance(node, NetworkFunction):   # a pair's own quota: its profile's
+            found.append(of_container(name, "nf", s.of_pair(node.nf.pair).nf_quota,
+                                      node.container))
         elif isinstance(node, Neighbour):
             found.append(of_container(name, "noise", None, node.noise.container))
     switch = of_switch(s.switch, bed.dataplane, s.switch_quota)

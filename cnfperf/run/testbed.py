@@ -323,14 +323,16 @@ class Builder:
             # A tester end's one process is the engine, which can be its init.
             bed.nodes[ep.name] = Tester(ep, self._container(
                 self.runtime_of(ep, s), FULL, bed, ep.name, (ep.cpu,),
-                Quota.of(s.endpoint_quota, s.quota_period), teardown, lazy=True))
+                Quota.of(s.of_pair(ep.pair).endpoint_quota, s.quota_period), teardown,
+                lazy=True))
         for n, nf in enumerate(nfs_here, len(engines)):
             made(n)
             start = time.monotonic()
             # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
                 self.runtime_of(nf, s), self.image_of(nf, s.nf), bed, nf.name,
-                point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown,
+                point.cpuset(nf.cores), Quota.of(s.of_pair(nf.pair).nf_quota, s.quota_period),
+                teardown,
                 lazy=nfs.kind(s.nf).lazy))
             bed.create_s[nf.name] = time.monotonic() - start
         if s.noise in noise.STRESSORS and point.here(point.name(NOISE_SUFFIX)):

@@ -37,7 +37,7 @@ from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
 from cnfperf.results import model
-from cnfperf.scenario import Scenario
+from cnfperf.scenario import Scenario, profile
 from cnfperf.strategies.base import Watch
 from cnfperf.run.teardown import Teardown
 from cnfperf.run.testbed import Testbed
@@ -228,6 +228,7 @@ class Trial:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
         the nearest network function's)."""
         engine = self.bed.container(ep.name).engine
+        # each pair's engines run its own profile (engine.argv: Scenario.of_pair)
         self._spawn(ep, engine_argv(engine, self.bed.inside(ep), self.bed.ports(ep.name), peer,
                                     hop, self.s, self.bed.eal_args(ep.name)))
 
@@ -240,7 +241,7 @@ class Trial:
         engine = self.bed.container(nf.name).engine
         assert self.kind is not None
         command = self.kind.command(engine, self.bed.inside(nf), self.bed.ports(nf.name), hops,
-                                    pair, self.s, self.bed.eal_args(nf.name),
+                                    pair, self.s.of_pair(pair.index), self.bed.eal_args(nf.name),
                                     self.bed.floating(nf.name))
         self.commands[nf.name] = command
         self._spawn(nf, command.argv, records=command.records)
@@ -305,7 +306,8 @@ class Trial:
     def _wait_senders(self, eps: list[Endpoint]) -> None:
         """Until every sender has printed its summary (it then holds its port)."""
         s = self.s
-        expected = s.warmup + s.duration + (CLIENT_DRAIN if s.mode == "latency" else 0)
+        clients = any(self._mode(ep.pair) == "latency" for ep in eps)
+        expected = s.warmup + s.duration + (CLIENT_DRAIN if clients else 0)
         start = time.monotonic()
 
         def progress() -> None:
@@ -336,9 +338,13 @@ class Trial:
     def _counting(self, pair: Pair) -> Endpoint:
         """Who counts what arrives: the client sees its echoes, a single tester
         its own frames, else the receiver."""
-        if self.s.mode == "latency" or not pair.receiver.runs_engine:
+        if self._mode(pair.index) == "latency" or not pair.receiver.runs_engine:
             return pair.sender
         return pair.receiver
+
+    def _mode(self, pair: int) -> str:
+        """A pair's mode: its own (a profile), else the point's."""
+        return self.s.of_pair(pair).mode
 
     def _rx_rate(self) -> float | None:
         rates = []
@@ -452,8 +458,11 @@ class Trial:
                                                    summaries[ep.name])
                    for ep in engines}
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
-                                   metrics[pair.receiver.port.node], self.s.mode)
+                                   metrics[pair.receiver.port.node], self._mode(pair.index))
                  for pair in p.pairs]
+        if self.s.pair:   # pairs that differ: what each was asked, stored with it
+            for pair, result in zip(p.pairs, pairs):
+                result.profile = profile(self.s, pair.index)
         for pair, result in zip(p.pairs, pairs):
             result.steady_rx_pps = self._steady_rx_pps(self._counting(pair))
         counters = {port: after[port] - before[port] for port in after if port in before}
