@@ -366,6 +366,20 @@ void run_summary(struct run *r)
 	if (cf->role->generates)
 		json_u64(&j, "warmup_tx_packets", c->warmup_tx_packets);
 	json_u64(&j, "flows_seen", r->seq ? r->seq->nflows : 0);
+	/* the longest gap in time (seq.h), null where no sequence is tracked */
+	if (r->seq && c->seq.outage_lost) {
+		json_u64(&j, "outage_ns", c->seq.outage_ns);
+		json_u64(&j, "outage_lost", c->seq.outage_lost);
+		json_u64(&j, "outage_from_ns", c->seq.outage_from_ns);
+	} else if (r->seq) {
+		json_u64(&j, "outage_ns", 0);
+		json_u64(&j, "outage_lost", 0);
+		json_null(&j, "outage_from_ns");
+	} else {
+		json_null(&j, "outage_ns");
+		json_null(&j, "outage_lost");
+		json_null(&j, "outage_from_ns");
+	}
 	json_u64(&j, "api_rx_dropped", rx_dropped);
 	json_u64(&j, "api_tx_errors", tx_errors);
 	poll_fields(&j, r);
