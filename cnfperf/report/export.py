@@ -23,7 +23,7 @@ SEARCH_COLUMNS = ("search_rate_pps", "search_loss_ratio", "search_offered_pps",
                   "search_verified", "generator_limited")
 VALUE_COLUMNS = ("pair", "offered_pps", "tx_pps", "rx_pps", "steady_rx_pps", "rx_bps", "sent",
                  "received", "lost", "loss_ratio", "reordered", "duplicates", "latency_kind",
-                 *(f"lat_{k}_ns" for k in LATENCY_KEYS))
+                 *(f"lat_{k}_ns" for k in LATENCY_KEYS), "outage_ns", "outage_lost")
 
 
 # The point's own columns besides its fields: its paths' shape (pair, chain,
