@@ -139,6 +139,7 @@ class Fault:
         self._down: list[Port] = []       # what is down now
         self._marks: list[int] = []       # monotonic ns: before and after the downs, the ups
         self._opens = 0.0                 # wall clock when the measured window opens
+        self._clocks = 0.0
         self.error: str | None = None
 
     @property
@@ -149,6 +150,7 @@ class Fault:
         """The thread that takes the ports down at fault_at after `window_opens`
         (wall clock, seconds), and up fault_duration later."""
         self._opens = window_opens
+        self._clocks = time.time() - time.monotonic()   # wall minus monotonic, for record()
         self._thread = threading.Thread(target=self._run, name="fault", daemon=True)
         self._thread.start()
 
@@ -202,7 +204,7 @@ class Fault:
         down = (d0 + d1) // 2
         return {"target": str(self.target), "at": self.side,
                 "ports": [p.name for p in self.ports],
-                "down_at_s": round(down / 1e9 + time.time() - time.monotonic() - self._opens, 6),
+                "down_at_s": round(down / 1e9 + self._clocks - self._opens, 6),
                 "down_ns": (u0 + u1) // 2 - down, "spread_ns": ((d1 - d0) + (u1 - u0)) // 2,
                 "down_from_ns": down}
 
