@@ -290,7 +290,8 @@ FIELDS: list[Field] = [
           "link K, 0 the sender's, nfs the receiver's: taken down at its end towards the "
           "receiver, the node's interface where it has one, else the switch's port for it), "
           "port:K (the switch's port at that end of link K), nf:K (network function K, 0 next "
-          "to the sender: every port of it); none: no fault", axis=48, column="TEXT",
+          "to the sender: every port of it); @P after any: on pair P's path alone (nf:0@1); "
+          "none: no fault", axis=48, column="TEXT",
           label="named", late=True),
     Field("fault_at", "float", 1.0, "fault: seconds into the measured window when its target "
           "goes down", axis=49, unit="s", gt=0, le=86400, column="REAL", late=True),

@@ -12,6 +12,8 @@ What goes down (`fault`):
              `set interface state … down`)
     port:K   the switch's port at that end of link K (the bridge's side of its veth)
     nf:K     every port of network function K (0: next to the sender), as link:K
+Each on every measured path, or with `@P` on pair P's alone (`nf:0@1`: a
+failover study cuts one of two parallel paths and measures the other's).
 The end towards the receiver, never the sender's own interface: a sender whose
 interface is down is refused its frames (ENETDOWN) and gives their numbers back,
 so no gap would show. A data plane says where it can cut (DataPlane.cut_at).
@@ -44,26 +46,29 @@ NONE = "none"
 KINDS = ("link", "port", "nf")
 # Where a port is taken down: its node's own interface, or the switch's port for it.
 NODE, SWITCH = "node", "switch"
-FORM = "none, link:K, port:K or nf:K (K counted from 0 on the sender's side)"
+FORM = ("none, link:K, port:K or nf:K (K counted from 0 on the sender's side), each "
+        "with @P for pair P's path alone")
 
 
 @dataclass(frozen=True)
 class Target:
     kind: str      # KINDS
     index: int
+    pair: int | None = None    # one pair's path; None: every measured path
 
     def __str__(self) -> str:
-        return f"{self.kind}:{self.index}"
+        return f"{self.kind}:{self.index}" + ("" if self.pair is None else f"@{self.pair}")
 
 
 def parse(value: str) -> Target | None:
     """The target a `fault` value names, None for none; ValueError."""
     if value == NONE:
         return None
-    kind, sep, index = value.partition(":")
-    if kind not in KINDS or not sep or not index.isdigit():
+    kind, sep, rest = value.partition(":")
+    index, at, pair = rest.partition("@")
+    if kind not in KINDS or not sep or not index.isdigit() or (at and not pair.isdigit()):
         raise ValueError(f"{value!r}: expected {FORM}")
-    return Target(kind, int(index))
+    return Target(kind, int(index), int(pair) if at else None)
 
 
 def problem(s: Scenario, cut_at: tuple[str, ...], refusal: str, links: int) -> tuple[str, str] | None:
@@ -84,6 +89,8 @@ def problem(s: Scenario, cut_at: tuple[str, ...], refusal: str, links: int) -> t
     if s.rate.is_search or s.soak:
         return "fault", ("a fault is timed inside one fixed-rate trial: not with a search "
                          "(rate = ndr, pdr…) nor a soak")
+    if target.pair is not None and target.pair >= s.pairs:
+        return "fault", f"{target}: there is no pair {target.pair} (pairs = {s.pairs})"
     if target.kind == "nf" and target.index >= s.nfs:
         return "fault", (f"{target}: the path has no network function (nfs = 0)" if not s.nfs
                          else f"{target}: the path has {s.nfs} network function(s) "
@@ -116,6 +123,8 @@ def ports(point: TestPoint, target: Target) -> list[Port]:
     stream's)."""
     found: list[Port] = []
     for pair in point.pairs:
+        if target.pair is not None and pair.index != target.pair:
+            continue
         if target.kind == "nf":
             found.extend(pair.nfs[target.index].ports)
         else:

@@ -30,7 +30,8 @@ def test_a_fault_names_its_target_kind_and_index():
     assert fault.parse("none") is None
     assert fault.parse("link:0") == fault.Target("link", 0)
     assert str(fault.parse("nf:12")) == "nf:12"
-    for bad in ("link", "link:", "link:-1", "wire:0", "port:x", "nf:1:2", ""):
+    assert fault.parse("nf:1@2") == fault.Target("nf", 1, 2) and str(fault.Target("nf", 1, 2)) == "nf:1@2"
+    for bad in ("link", "link:", "link:-1", "wire:0", "port:x", "nf:1:2", "", "nf:0@", "nf:0@x"):
         with pytest.raises(ValueError, match="link:K"):
             fault.parse(bad)
 
@@ -43,6 +44,7 @@ def test_a_fault_names_its_target_kind_and_index():
     ({"fault": "wire:1"}, "fault", "expected none, link:K"),
     ({"fault": "link:1"}, "fault", "the path has 1 link(s) (link:0…0)"),
     ({"fault": "nf:0"}, "fault", "no network function"),
+    ({"fault": "link:0@1"}, "fault", "there is no pair 1 (pairs = 1)"),
     ({"fault": "nf:1", "nfs": 1, "api": "raw"}, "fault", "1 network function(s) (nf:0…0)"),
     ({"fault": "port:0"}, "fault", "veth cannot take a switch port down"),
     ({"fault": "link:0", "switch": "testpmd", "api": "dpdk"}, "fault", "testpmd stops a port"),
@@ -99,6 +101,8 @@ def test_a_link_goes_down_at_its_end_towards_the_receiver_on_every_measured_path
     assert [p.node for p in last] == [pair.receiver.name for pair in point.pairs]
     both = fault.ports(point, fault.Target("nf", 0))
     assert [p.name for p in both] == [p.name for pair in point.pairs for p in pair.nfs[0].ports]
+    one = fault.ports(point, fault.Target("nf", 0, 1))    # pair 1's path alone
+    assert [p.name for p in one] == [p.name for p in point.pairs[1].nfs[0].ports]
 
 
 def test_a_noise_stream_keeps_its_links():
