@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cnfperf.scenario import parse_cpus
+
 pytestmark = pytest.mark.e2e
 
 DURATION = 2.0
@@ -65,6 +67,29 @@ def test_a_cut_mid_trial_is_the_outage_to_a_frame_interval(engine, cli, cli_json
     assert "Faults" in shown and target in shown
 
 
+@pytest.mark.parametrize("switch", [
+    pytest.param("ovs", marks=pytest.mark.needs("ovsdb-server", "ovs-vsctl")),
+    pytest.param("vpp", marks=pytest.mark.needs("vpp"))])
+def test_a_dpdk_switch_port_down_is_the_outage_and_a_kept_switch_has_it_up_again(
+        engine, cli, cli_json, no_leftovers, switch):
+    """The switch's own port (ovs-ofctl mod-port, VPP's interface state) down
+    mid-trial; the next point, on the same kept switch, loses nothing."""
+    done = cli("run", "--switch", switch, "--api", "dpdk", "--tester", "single", "--rate",
+               str(RATE), "--burst", "1", "--fault", "port:0,none", "--fault-at", str(AT),
+               "--fault-duration", str(DOWN_FOR), "--switch-keep", "yes",
+               "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
+    assert done.returncode == 0, done.stderr
+    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    cut, after = sorted(run["points"], key=lambda p: p["idx"])
+    fault = cut["fault_facts"]
+    assert fault["at"] == "switch" and abs(fault["down_ns"] - DOWN_FOR * 1e9) < 0.1e9, fault
+    [pair] = cut["per_pair"]
+    assert abs(pair["outage_ns"] - fault["down_ns"]) <= INTERVAL_NS + fault["spread_ns"], \
+        (pair, fault)
+    assert after["fault_facts"] is None and after["per_pair"][0]["lost"] == 0
+    assert after["per_pair"][0]["outage_lost"] == 0
+
+
 SCRIPT = ("trap 'echo stopped $(cat /proc/uptime); exit 0' TERM; "
           "echo started $(cat /proc/uptime); while :; do :; done")
 
@@ -82,7 +107,7 @@ def test_a_cmd_neighbour_runs_while_the_point_sends(engine, cli, cli_json, no_le
     assert facts["kind"] == "cmd" and facts["command"] == SCRIPT
     assert facts["tail"][-1].startswith("stopped") and facts["output"] == "noise.out"
     [row] = [r for r in point["cpu_usage"] if r["kind"] == "noise"]
-    assert row["cores"] == ",".join(map(str, facts["cores"]))
+    assert parse_cpus(row["cores"]) == tuple(facts["cores"])
     assert row["user_s"] + row["system_s"] > 0.3 * DURATION, row   # it spun on its core
 
 
