@@ -287,8 +287,9 @@ FIELDS: list[Field] = [
           "0: no soak", axis=46, unit="s", ge=0, le=7 * 86400, column="REAL", late=True),
     Field("fault", "str", "none", "a fault during the measurement: what goes down on every "
           "measured path, at fault_at for fault_duration, then up again: link:K (the path's "
-          "link K, 0 the sender's, nfs the receiver's: taken down at its end towards the "
-          "receiver, the node's interface where it has one, else the switch's port for it), "
+          "link K, 0 leaving the sender, nfs reaching the receiver: taken down at its end "
+          "towards the receiver, the node's interface where it has one, else the switch's "
+          "port for it), "
           "port:K (the switch's port at that end of link K), nf:K (network function K, 0 next "
           "to the sender: every port of it); @P after any: on pair P's path alone (nf:0@1); "
           "none: no fault", axis=48, column="TEXT",
