@@ -245,3 +245,23 @@ def test_points_stored_before_schema_18_have_no_outage(tmp_path):
     [p] = run["points"]
     assert p["outage_ns"] is None and p["fault_facts"] is None and p["noise_facts"] is None
     assert p["fault"] is None      # a field's column, empty in old points
+
+
+def test_the_faults_and_noisy_neighbours_tables():
+    from cnfperf.report import summary
+    facts = {"target": "link:0", "at": "node", "ports": ["cnfp00abp0r"], "down_at_s": 0.601,
+             "down_ns": 800_400_000, "spread_ns": 1_800_000, "down_from_ns": 1}
+    point = {"status": "done", "idx": 0, "rep": 0, "switch": "veth", "fault_facts": facts,
+             "noise_facts": {"kind": "cmd", "command": "ab -n 1000000 http://127.0.0.1/",
+                             "cores": [1], "output": "noise.out", "tail": ["Requests: 42"]},
+             "per_pair": [{"pair": 0, "outage_ns": 799_900_000, "outage_lost": 400}]}
+    plain = {"status": "done", "idx": 1, "rep": 0, "switch": "bridge", "per_pair": []}
+    title, headers, rows = summary.faults({"points": [point, plain]})
+    assert title == "Faults" and len(rows) == 1
+    row = dict(zip(headers, rows[0]))
+    assert (row["fault"], row["at"], row["down ms"], row["outage ms"], row["frames lost"]) == \
+        ("link:0", "node", 800.4, 799.9, 400)
+    assert row["outage − down ms"] == pytest.approx(-0.5)
+    title, headers, rows = summary.noises({"points": [point, plain]})
+    assert dict(zip(headers, rows[0]))["it did"] == "Requests: 42"
+    assert summary.faults({"points": [plain]}) is None and summary.noises({"points": [plain]}) is None
