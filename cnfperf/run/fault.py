@@ -19,8 +19,9 @@ interface is down is refused its frames (ENETDOWN) and gives their numbers back,
 so no gap would show. A data plane says where it can cut (DataPlane.cut_at).
 
 The down and the up are timed by a thread that the trial starts once its
-senders are ready (their `ready` records' wall clock, plus the warm-up, is when
-the measured window opens); it takes the ports down at fault_at into the
+senders have begun (their `start` records' wall clock, after a tester's or a
+client's --settle, plus the warm-up, is when the measured window opens); it
+takes the ports down at fault_at into the
 window, up fault_duration later. Each step is bracketed by CLOCK_MONOTONIC
 readings (the engine stamps frames with the same clock): the fault's length is
 from the middle of the downs to the middle of the ups, its `spread_ns` how long

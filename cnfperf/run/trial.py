@@ -328,14 +328,15 @@ class Trial:
         start = time.monotonic()
 
         def progress() -> None:
-            readies = [self.outputs[ep.name].ready for ep in eps]
-            sending = cpu.sending_s(readies, time.time_ns())
+            sending = cpu.sending_s([self.outputs[ep.name].ready for ep in eps],
+                                    time.time_ns())
             if sending is not None and sending >= s.warmup:
                 self.meter.start()   # the measured window opens
-            if sending is not None and self.fault is not None and not self.fault.started:
-                # the window opens a warm-up after the last sender was ready
-                self.fault.start(max(int(r.get("wall_ns") or 0) for r in readies) / 1e9
-                                 + s.warmup)
+            starts = [self.outputs[ep.name].start for ep in eps]
+            if self.fault is not None and not self.fault.started and None not in starts:
+                # the window opens a warm-up after the last sender began its own
+                # (a tester's or client's after its --settle)
+                self.fault.start(max(int(r["wall_ns"]) for r in starts) / 1e9 + s.warmup)
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
             self._watched()

@@ -254,6 +254,23 @@ void run_ready(const struct run *r)
 	json_end(&j);
 }
 
+/* The wall clock as the generator's warm-up begins, after its --settle: the
+ * measured window opens --warmup seconds later (the orchestrator times a
+ * fault inside it by this). */
+void run_started(const struct run *r)
+{
+	struct json j;
+	struct timespec wall;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	json_begin(&j, stdout);
+	json_str(&j, "type", "start");
+	json_str(&j, "role", r->conf->role->name);
+	json_u64(&j, "wall_ns", (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec);
+	json_num(&j, "warmup_s", r->conf->warmup, 3);
+	json_end(&j);
+}
+
 static void api_counters(const struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)
 {
 	uint64_t d = 0, e = 0;
