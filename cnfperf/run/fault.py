@@ -16,7 +16,14 @@ Each on every measured path, or with `@P` on pair P's alone (`nf:0@1`: a
 failover study cuts one of two parallel paths and measures the other's).
 The end towards the receiver, never the sender's own interface: a sender whose
 interface is down is refused its frames (ENETDOWN) and gives their numbers back,
-so no gap would show. A data plane says where it can cut (DataPlane.cut_at).
+so no gap would show. On a data plane that joins a link's two interfaces
+directly (veth) the other end loses its carrier, and the kernel refuses what a
+packet socket sends on an interface without one (ENOBUFS): a cut next to the
+sender (link:0, nf:0) is refused unless the sender is on udp (the kernel's own path drops quietly). A
+network function whose egress loses its carrier drops what it cannot send
+(raw), or holds up to its ring's worth and sends it when the link is back
+(mmap): its outage is then that much shorter. A data plane says where it can
+cut (DataPlane.cut_at).
 
 The down and the up are timed by a thread that the trial starts once its
 senders have begun (their `start` records' wall clock, after a tester's or a
@@ -72,10 +79,12 @@ def parse(value: str) -> Target | None:
     return Target(kind, int(index), int(pair) if at else None)
 
 
-def problem(s: Scenario, cut_at: tuple[str, ...], refusal: str, links: int) -> tuple[str, str] | None:
+def problem(s: Scenario, cut_at: tuple[str, ...], refusal: str, links: int,
+            joins: str = "switch") -> tuple[str, str] | None:
     """(field, why) when the scenario's fault cannot be: a bad value, a time
     outside the measured window, a target the path lacks, a data plane that
-    cannot cut there (`cut_at`, else `refusal`); `links`: per path."""
+    cannot cut there (`cut_at`, else `refusal`), a cut the sender would not
+    lose frames to; `links`: per path, `joins`: the data plane's."""
     try:
         target = parse(s.fault)
     except ValueError as e:
@@ -102,6 +111,12 @@ def problem(s: Scenario, cut_at: tuple[str, ...], refusal: str, links: int) -> t
     if side is None:
         wanted = "a switch port" if target.kind == "port" else "a port"
         return "fault", f"{s.switch} cannot take {wanted} down: {refusal}"
+    if side == NODE and joins == "link" and s.api != "udp" and target.index == 0:
+        return "fault", (f"{target} on {s.switch} takes the carrier off the sender's own "
+                         f"interface (the other end of its link): the kernel refuses what a "
+                         f"sender on {s.api} sends then, and it gives those frames' numbers "
+                         "back: no outage would show. Cut a later link, or use api udp, or "
+                         "a switch (bridge, macvlan)")
     if side == NODE and (s.endpoint_in == "vm" or "vm" in s.nf_in.split("+")):
         return "fault", ("a virtual machine's interface is its guest's: cnfperf takes no port "
                          "of a point with virtual machines down")

@@ -47,6 +47,8 @@ def test_a_fault_names_its_target_kind_and_index():
     ({"fault": "link:0@1"}, "fault", "there is no pair 1 (pairs = 1)"),
     ({"fault": "nf:1", "nfs": 1, "api": "raw"}, "fault", "1 network function(s) (nf:0…0)"),
     ({"fault": "port:0"}, "fault", "veth cannot take a switch port down"),
+    ({"fault": "link:0", "api": "raw"}, "fault", "takes the carrier off the sender's own"),
+    ({"fault": "nf:0", "api": "mmap", "nfs": 2}, "fault", "a sender on mmap sends then"),
     ({"fault": "link:0", "switch": "testpmd", "api": "dpdk"}, "fault", "testpmd stops a port"),
     ({"fault": "link:0", "switch": "vhost", "api": "dpdk", "nfs": 1}, "fault",
      "no switch between"),
@@ -64,6 +66,18 @@ def test_a_fault_that_cannot_be_is_one_line_and_exit_2(tmp_path, monkeypatch, ca
     assert main(argv) == 2
     assert words in _one_error_line(capsys, field)
     assert not (tmp_path / "results").exists()
+
+
+def test_a_cut_next_to_a_sender_plans_where_the_sender_loses_frames_to_it():
+    """On veth the sender's own interface loses its carrier: a packet socket is
+    refused there, the kernel's udp path drops quietly; a switch between keeps it."""
+    for flags in ({"switch": "veth", "api": "udp", "fault": "link:0"},
+                  {"switch": "veth", "api": "raw", "nfs": 1, "fault": "link:1"},
+                  {"switch": "veth", "api": "raw", "nfs": 2, "fault": "nf:1"},
+                  {"switch": "bridge", "api": "raw", "fault": "link:0"},
+                  {"switch": "macvlan", "api": "raw", "nfs": 1, "fault": "nf:0"}):
+        [s] = scenarios(flags={**flags, "duration": 2})
+        assert s.fault == flags["fault"]
 
 
 def test_a_fault_inside_the_window_plans():
@@ -93,7 +107,7 @@ def _point(flags: dict):
 
 
 def test_a_link_goes_down_at_its_end_towards_the_receiver_on_every_measured_path():
-    point = _point({"switch": "veth", "api": "raw", "nfs": 1, "pairs": 2, "fault": "link:0"})
+    point = _point({"switch": "veth", "api": "raw", "nfs": 1, "pairs": 2, "fault": "link:1"})
     down = fault.ports(point, fault.Target("link", 0))
     # never the sender's own interface: its frames would be refused and renumbered
     assert [p.name for p in down] == [pair.nfs[0].ports[0].name for pair in point.pairs]

@@ -32,9 +32,10 @@ def _run(cli, cli_json, *args: str) -> tuple[dict, Path]:
 
 
 @pytest.mark.parametrize("switch, target, nfs, at", [
-    ("veth", "link:0", 0, "node"),      # the receiver's own interface: its peer loses carrier
+    # the receiver's own interface: the NF's, its peer, loses its carrier and drops
+    ("veth", "link:1", 1, "node"),
     ("bridge", "port:1", 1, "switch"),  # the bridge's port towards the receiver, past an NF
-    ("macvlan", "nf:0", 1, "node"),     # both ports of the NF (raw: a refused send is dropped)
+    ("macvlan", "nf:0", 1, "node"),     # both ports of the NF
 ])
 def test_a_cut_mid_trial_is_the_outage_to_a_frame_interval(engine, cli, cli_json, no_leftovers,
                                                              switch, target, nfs, at):
