@@ -10,7 +10,8 @@ image holds them) under `sh -c`, in a network namespace of its own (its
 loopback only) and the netns runtime's container: pinned to the cores with
 taskset, every process it forks tagged, so that the container's destroy (and
 `cnfperf cleanup` after a killed run) finds them all. It is stopped with
-SIGTERM to its process group, SIGKILL after STOP_TIMEOUT.
+SIGTERM to its process group; what is left of the group once its shell has
+ended (or STOP_TIMEOUT later) is killed.
 
 `noise = traffic` is a second stream through the switch, not a process: plan.py
 adds its pair, and this module is not involved.
