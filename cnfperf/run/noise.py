@@ -19,11 +19,13 @@ adds its pair, and this module is not involved.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shlex
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -153,29 +155,23 @@ class Noise:
 
     def stop(self) -> dict | None:
         """stress-ng: SIGINT, and it stops its workers and prints its metrics;
-        a command: SIGTERM to its process group. Returns its record (record()).
-        A neighbour that ended early fails the point: it was not there."""
+        a command: its process group stopped (_stop_group). Returns its record
+        (record()). A neighbour that ended early fails the point: it was not there."""
         proc, self.proc = self.proc, None
         if proc is None:
             return None
         early = proc.poll()
-        if early is None:
-            if self.command is None:
-                proc.send_signal(signal.SIGINT)
-            else:
-                signal_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            if self.command is not None:   # its group, then whatever it moved elsewhere
-                signal_group(proc.pid, signal.SIGKILL)
-            proc.kill()
-            proc.wait()
-            if self.command is None:
+        if early is None and self.command is not None:
+            self._stop_group(proc)
+        elif early is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
                 raise SystemFailure(f"{self.what}: stress-ng did not stop within "
                                     f"{STOP_TIMEOUT:g} s of SIGINT") from None
-        if self.command is not None:
-            signal_group(proc.pid, signal.SIGKILL)   # a child that outlived its shell
         text = ""
         with contextlib.suppress(OSError):
             text = self._out.read_text(errors="replace") if self._out else ""
@@ -184,6 +180,22 @@ class Noise:
             raise SystemFailure(f"{self.what}: exited with code {early} before the trial "
                                 f"ended: {tail or '(no output)'}")
         return self.record(text)
+
+    @staticmethod
+    def _stop_group(proc: subprocess.Popen) -> None:
+        """SIGTERM to the command's process group (spawn() made its shell the
+        leader of one); once the shell has ended, or STOP_TIMEOUT later, SIGKILL
+        to what is left of the group. The shell is reaped only then: until it
+        is, its pid and so its group's id cannot be another process's."""
+        signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                    break
+            time.sleep(0.02)
+        signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
 
     def record(self, text: str) -> dict:
         """What it did, stored with the point (noise_facts): its kind and cores,

