@@ -34,7 +34,7 @@ from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
 from cnfperf.report.searches import latency_loads, searches
 from cnfperf.report.soak import table as soak_table
-from cnfperf.report.summary import images, points as point_table, repetitions
+from cnfperf.report.summary import faults, images, noises, points as point_table, repetitions
 from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
 from cnfperf.results.store import Store, results_dir
 
@@ -528,14 +528,14 @@ def _results_show(args: argparse.Namespace) -> int:
 def _print_tables(run: dict[str, Any], brief: bool = False) -> None:
     """What follows a run's table: each point's path and CPU-bound nodes (when
     there is something to say), repetitions, searches and the latency at loads
-    below what they found, soaks, a victim's interference, the network functions'
-    tables and CPU per node (`brief`, at the end of a run: what `results show` has
-    in full)."""
+    below what they found, soaks, a victim's interference, faults and their outages,
+    noisy neighbours, the network functions' tables and CPU per node (`brief`, at
+    the end of a run: what `results show` has in full)."""
     rows = rows_from_run(run)
     hurt = interference.table(interference.entries(rows)) if interference.tenants(rows) else None
     notes = {**cpu_tables.NOTES, "Interference": interference.NOTE}
     for table in filter(None, (point_table(run, brief=True), repetitions(run), searches(run),
-                               latency_loads(run), soak_table(run), hurt,
+                               latency_loads(run), soak_table(run), hurt, faults(run), noises(run),
                                *nf_tables.all_tables(run, brief),
                                *cpu_tables.all_tables(run, brief))):
         print()

@@ -21,7 +21,7 @@ from cnfperf.plan import NF, Endpoint
 from cnfperf.scenario import Scenario
 
 ENGINE_ENV = "CNFPERF_ENGINE"
-LINE_TYPES = ("ready", "interval", "summary")
+LINE_TYPES = ("ready", "start", "interval", "summary")
 # Seconds between interval records: the progress display and the raw files use them.
 INTERVAL = 1.0
 # How long at most a tester or client sends one frame every 10 ms, before its
@@ -133,7 +133,7 @@ def parse_line(line: str) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise EngineOutputError(f"not JSON ({e.msg}): {line[:120]!r}") from None
     if not isinstance(record, dict) or record.get("type") not in LINE_TYPES:
-        raise EngineOutputError(f"not an engine record (type ready|interval|summary): "
+        raise EngineOutputError(f"not an engine record (type {'|'.join(LINE_TYPES)}): "
                                 f"{line[:120]!r}")
     return record
 
@@ -195,6 +195,11 @@ class EngineOutput:
     @property
     def ready(self) -> dict[str, Any] | None:
         return next((r for r in self.records if r["type"] == "ready"), None)
+
+    @property
+    def start(self) -> dict[str, Any] | None:
+        """A sender's `start` record: its warm-up began (after its --settle)."""
+        return next((r for r in self.records if r["type"] == "start"), None)
 
     @property
     def last_interval(self) -> dict[str, Any] | None:

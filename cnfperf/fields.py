@@ -199,10 +199,12 @@ FIELDS: list[Field] = [
     Field("endpoint_quota", "float", None, "CPU quota of each tester end's container, in % of "
           "one core; default: none", axis=24, unit="%", gt=0, column="REAL", label="named",
           optional=True),
-    Field("noise", "choice", "none", "a noisy neighbour while the point is measured: cpu, cache, "
+    Field("noise", "str", "none", "a noisy neighbour while the point is measured: cpu, cache, "
           "memory, io (stress-ng in a container of its own), traffic (a second, unmeasured "
-          "stream through the same switch)", axis=25, choices=NOISES, column="TEXT",
-          label="named"),
+          "stream through the same switch), or cmd:COMMAND (a command of yours, run by sh from "
+          "the host's file system in a network namespace of its own, on noise_on's cores; its "
+          "process group is stopped with the trial)", axis=25, column="TEXT", label="named",
+          words=True),
     Field("noise_on", "str", "other", "the noise's cores: same (the switch's and the NFs'), "
           "other (cores no node was placed on; else the least loaded), or a CPU list",
           axis=26, column="TEXT"),
@@ -283,6 +285,20 @@ FIELDS: list[Field] = [
           "(after a search: soak_at of the rate it found), its loss and latency stored every "
           "second as a time series, kept when the run is interrupted and continued by --resume; "
           "0: no soak", axis=46, unit="s", ge=0, le=7 * 86400, column="REAL", late=True),
+    Field("fault", "str", "none", "a fault during the measurement: what goes down on every "
+          "measured path, at fault_at for fault_duration, then up again: link:K (the path's "
+          "link K, 0 leaving the sender, nfs reaching the receiver: taken down at its end "
+          "towards the receiver, the node's interface where it has one, else the switch's "
+          "port for it), "
+          "port:K (the switch's port at that end of link K), nf:K (network function K, 0 next "
+          "to the sender: every port of it); @P after any: on pair P's path alone (nf:0@1); "
+          "none: no fault", axis=48, column="TEXT",
+          label="named", late=True),
+    Field("fault_at", "float", 1.0, "fault: seconds into the measured window when its target "
+          "goes down", axis=49, unit="s", gt=0, le=86400, column="REAL", late=True),
+    Field("fault_duration", "float", 0.5, "fault: seconds its target stays down (it is up "
+          "again before the measured window ends: fault_at + fault_duration < duration)",
+          axis=50, unit="s", gt=0, le=86400, column="REAL", late=True),
     Field("soak_at", "str", "90%", "search: the load of a soak after a search, a percentage "
           "of the rate found for the last goal (the PDR)", axis=47, search=True, late=True),
     Field("search", "choice", "csit", "search: how the rates are found: MLRsearch with the goals "

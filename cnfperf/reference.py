@@ -145,7 +145,9 @@ def values(f: Field) -> str:
     from cnfperf.runtimes import CONTAINER_RUNTIMES
 
     named = {"switch": list(DATAPLANES), "runtime": list(CONTAINER_RUNTIMES), "nf": nfs.values(),
-             "noise_on": [*fields.NOISE_PLACES, "a CPU list"]}
+             "noise_on": [*fields.NOISE_PLACES, "a CPU list"],
+             "noise": [*fields.NOISES, "cmd:COMMAND"],
+             "fault": ["none", "link:K", "port:K", "nf:K", "nf:K@P"]}
     if f.name in named:
         return ", ".join(map(_code, named[f.name]))
     if f.kind == "choice":

@@ -21,6 +21,7 @@ class BridgePlane(KernelPlane):
     # The receiver's port egresses through the bridge's own qdisc, whatever the api.
     limit_at_sender = False
     nic_ports = True
+    cut_at = ("node", "switch")
 
     def setup(self) -> None:
         self.bridge = self.point.name("sw")  # the switch, in its namespace of the same name
@@ -32,6 +33,10 @@ class BridgePlane(KernelPlane):
         ip("link", "set", self.bridge, "mtu", str(self.mtu), "multicast", "off",
            netns=self.switch_netns)
         ip("link", "set", self.bridge, "up", netns=self.switch_netns)
+
+    def switch_port(self, port: Port) -> tuple[str, str | None]:
+        """The bridge's side of the port's veth (or the VM's tap): a port of the bridge."""
+        return port.name + "h", self.switch_netns
 
     def connect(self, link: Link) -> None:
         self._port(link.a)

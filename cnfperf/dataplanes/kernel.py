@@ -57,6 +57,8 @@ class KernelPlane(DataPlane):
 
     kind = "kernel"
     apis: ClassVar[frozenset[str]] = KERNEL_APIS
+    cut_at: ClassVar[tuple[str, ...]] = ("node",)
+    cut_refusal = "its links join the nodes' interfaces directly: it has no port of its own"
     vm_refusal = None
     vm_links: ClassVar[Mapping[str, str]] = {"macvtap": "MACVTAP"}
     # Whether the data plane keeps its own devices (bridge, parent link) in a
@@ -250,6 +252,17 @@ class KernelPlane(DataPlane):
         link, netns = self.limit_link(pair)
         ip("qdisc", "replace", "dev", link, "root", "tbf", "rate", f"{byte_rate * 8:.0f}bit",
            "burst", str(bucket), "limit", str(64 * frame), netns=netns, tool="tc")
+
+    def cut(self, port: Port, at: str, up: bool) -> None:
+        """`ip link set down|up` on the node's interface (a veth's other end
+        loses its carrier), or on the switch's side of it (switch_port)."""
+        name, netns = (port.name, port.node) if at == "node" else self.switch_port(port)
+        ip("link", "set", "dev", name, "up" if up else "down", netns=netns)
+
+    def switch_port(self, port: Port) -> tuple[str, str | None]:
+        """(interface, netns) of the switch's own port for a node's port
+        (cut_at has "switch")."""
+        raise NotImplementedError(f"{self.name} has no port of its own for {port.name}")
 
     def _up(self, port: Port) -> None:
         ip("link", "set", "dev", port.name, "address", port.mac, "mtu", str(self.mtu), "up",

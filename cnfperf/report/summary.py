@@ -249,6 +249,52 @@ def latency(run: dict[str, Any]) -> Table | None:
                         "max µs"], rows)
 
 
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e6
+
+
+def faults(run: dict[str, Any]) -> Table | None:
+    """Each point with a fault (fault_facts): what went down where, when and for
+    how long (± the spread of its commands), and per pair the outage its
+    counting end measured (the longest gap in time, less one frame interval)
+    and the frames lost in it; `outage − down` near 0 is a path that lost
+    exactly what was sent while the port was down."""
+    points = [p for p in done_points(run) if p.get("fault_facts")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        f = p["fault_facts"]
+        for pair in p.get("per_pair") or []:
+            outage = pair.get("outage_ns")
+            rows.append([label(p, axes), p.get("rep", 0) + 1, pair["pair"], f.get("target"),
+                         f.get("at"), f.get("down_at_s"), _ms(f.get("down_ns")),
+                         _ms(f.get("spread_ns")), _ms(outage), pair.get("outage_lost"),
+                         None if outage is None else _ms(outage - f.get("down_ns", 0))])
+    return ("Faults", ["point", "rep", "pair", "fault", "at", "down at s", "down ms",
+                       "± ms", "outage ms", "frames lost", "outage − down ms"], rows)
+
+
+def noises(run: dict[str, Any]) -> Table | None:
+    """Each point's noisy neighbour as it ran (noise_facts): stress-ng's bogo
+    operations, or a command and its last line of output (all of it in the
+    trial directory's noise.out)."""
+    points = [p for p in done_points(run) if p.get("noise_facts")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        n = p["noise_facts"]
+        did = ", ".join(f"{k} {v:,.0f} bogo ops" for k, v in (n.get("bogo_ops") or {}).items()) \
+            if n.get("kind") != "cmd" else ((n.get("tail") or [""])[-1])[:80]
+        rows.append([label(p, axes), p.get("rep", 0) + 1, n.get("kind"),
+                     ",".join(map(str, n.get("cores") or [])),
+                     n.get("command", ""), did])
+    return ("Noisy neighbours", ["point", "rep", "kind", "cores", "command", "it did"], rows)
+
+
 def failures(run: dict[str, Any]) -> Table | None:
     failed = [p for p in run.get("points", []) if p.get("status") != "done"]
     if not failed:
@@ -298,4 +344,5 @@ def all_tables(run: dict[str, Any], more: Sequence[Table] = (),
     functions' tables, report/nfs.py; CPU per node, report/cpu.py) before the
     failures."""
     return [t for t in (points(run), throughput(run), repetitions(run), *searched,
-                        latency(run), *more, hosts(run), failures(run)) if t]
+                        latency(run), faults(run), noises(run), *more, hosts(run),
+                        failures(run)) if t]

@@ -159,6 +159,9 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
                          f"{cpu_list(placed.cpus)}")
         if s.noise != "none":
             lines.append(f"        noise: {s.noise} on {s.noise_on}")
+        if s.fault != "none":
+            lines.append(f"        fault: {s.fault} down {s.fault_at:g} s into the measured "
+                         f"window, for {s.fault_duration:g} s")
         lines += [f"        warning: {w}" for w in placed.warnings]
         lines += [f"        cannot run here: {why}" for why in (problems(s) if problems else ())]
     lines += [f"  {note}" for note in tester_notes([

@@ -74,6 +74,11 @@ class PairResult:
     # What the pair was asked, where a point's pairs differ (a profile per pair:
     # scenario.profile); None where they are alike
     profile: dict[str, Any] | None = None
+    # The longest gap in time the counting end saw in its sequence numbers, less
+    # one frame interval, and the frames lost in it (the engine's outage_ns and
+    # outage_lost; a total: its pairs' longest); None where the engine said none.
+    outage_ns: float | None = None
+    outage_lost: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,6 +184,10 @@ class PointResult:
     # the switch's queue-to-core affinity (DataPlane.queues): {port, queue, core} each
     queues: list[dict[str, Any]] = field(default_factory=list)
     cpu: list[CpuUsage] = field(default_factory=list)
+    # What a fault did (run/fault.py's record), None without one
+    fault: dict[str, Any] | None = None
+    # What the noisy neighbour did (run/noise.py's record), None without one
+    noise: dict[str, Any] | None = None
 
     def cpu_bound(self) -> list[str]:
         """The nodes whose engine found frames in nearly every poll (CPU_BOUND_BUSY):
@@ -271,16 +280,19 @@ def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,
         # The client sees both directions: what it sent and which echoes came back.
         sent, received, dup = sender.tx_packets, sender.rx_packets, sender.duplicates
         rx_pps, rx_bps, reordered = sender.rx_pps, sender.rx_bps, sender.reordered
-        latency = sender.latency
+        latency, counting = sender.latency, sender
     else:
         sent, received, dup = sender.tx_packets, receiver.rx_packets, receiver.duplicates
         rx_pps, rx_bps, reordered = receiver.rx_pps, receiver.rx_bps, receiver.reordered
-        latency = receiver.latency
+        latency, counting = receiver.latency, receiver
     lost = max(0, sent - (received - dup))
+    outage_ns, outage_lost = counting.summary.get("outage_ns"), counting.summary.get("outage_lost")
     return PairResult(pair=index, offered_pps=sender.offered_pps, sent=sent, received=received,
                       lost=lost, loss_ratio=lost / sent if sent else 0.0, tx_pps=sender.tx_pps,
                       rx_pps=rx_pps, rx_bps=rx_bps, reordered=reordered, duplicates=dup,
-                      latency=latency)
+                      latency=latency,
+                      outage_ns=float(outage_ns) if outage_ns is not None else None,
+                      outage_lost=int(outage_lost) if outage_lost is not None else None)
 
 
 def total(pairs: list[PairResult]) -> PairResult:
@@ -291,6 +303,8 @@ def total(pairs: list[PairResult]) -> PairResult:
     steady = [p.steady_rx_pps for p in pairs]
     # 0 is unpaced (max): a total with an unpaced pair (its own profile) is too
     offered = 0.0 if any(not p.offered_pps for p in pairs) else sum(p.offered_pps for p in pairs)
+    longest = max((p for p in pairs if p.outage_ns is not None), key=lambda p: p.outage_ns,
+                  default=None)
     return PairResult(pair=-1, offered_pps=offered, sent=sent,
                       received=sum(p.received for p in pairs), lost=lost,
                       loss_ratio=lost / sent if sent else 0.0,
@@ -298,4 +312,6 @@ def total(pairs: list[PairResult]) -> PairResult:
                       rx_bps=sum(p.rx_bps for p in pairs),
                       reordered=sum(p.reordered for p in pairs),
                       duplicates=sum(p.duplicates for p in pairs), latency=latency,
-                      steady_rx_pps=None if None in steady else sum(steady))
+                      steady_rx_pps=None if None in steady else sum(steady),
+                      outage_ns=longest.outage_ns if longest else None,
+                      outage_lost=longest.outage_lost if longest else None)

@@ -282,9 +282,23 @@ _SCHEMA_17 = "\n".join([
 # every per-pair field's value (fields.PER_PAIR) as JSON; NULL where a point's
 # pairs were alike (its scenario says) and before schema 18.
 _SCHEMA_18 = "ALTER TABLE pairs ADD COLUMN profile TEXT;"
+# A fault inside a trial (run/fault.py): per point and per pair the outage the
+# counting end measured from sequence numbers (the longest gap in time less one
+# frame interval, in ns, and the frames lost in it; a point's is its pairs'
+# longest), and per point what the fault did (fault_facts: its target, ports,
+# when, how long, the spread of its commands; fault_ns how long its target was
+# down) and what the noisy neighbour did (noise_facts: stress-ng's bogo ops, a
+# command's exit and output). NULL in points stored before and where there was
+# none.
+_SCHEMA_19 = "\n".join([
+    *(f"ALTER TABLE {t} ADD COLUMN {c};" for t in ("points", "pairs")
+      for c in ("outage_ns REAL", "outage_lost INTEGER")),
+    "ALTER TABLE points ADD COLUMN fault_ns REAL;",
+    "ALTER TABLE points ADD COLUMN fault_facts TEXT;",
+    "ALTER TABLE points ADD COLUMN noise_facts TEXT;"])
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
-               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18]
+               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -443,7 +457,10 @@ class Store:
                    hosts=json.dumps(hosts) if hosts else None)
         if result:
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
-                       queues=json.dumps(result.queues) if result.queues else None)
+                       queues=json.dumps(result.queues) if result.queues else None,
+                       fault_ns=(result.fault or {}).get("down_ns"),
+                       fault_facts=json.dumps(result.fault) if result.fault else None,
+                       noise_facts=json.dumps(result.noise) if result.noise else None)
         with self.db:
             point_id = self._insert("points", row)
             if result:
@@ -527,7 +544,8 @@ class Store:
         pid = point["id"]
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
                                  "latency_histogram", "queues", "switch_facts",
-                                 "nf_facts", "vm_facts", "hosts"))
+                                 "nf_facts", "vm_facts", "hosts", "fault_facts",
+                                 "noise_facts"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram", "profile"))
                              for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
@@ -580,7 +598,7 @@ def _latency(lat) -> dict[str, Any]:
 
 def _totals(p: PairResult) -> dict[str, Any]:
     keys = ("offered_pps", "sent", "received", "lost", "loss_ratio", "tx_pps", "rx_pps", "rx_bps",
-            "reordered", "duplicates", "steady_rx_pps")
+            "reordered", "duplicates", "steady_rx_pps", "outage_ns", "outage_lost")
     return {**{k: getattr(p, k) for k in keys}, **_latency(p.latency)}
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from cnfperf import SystemFailure, UserError, fields, nfs, testers
 from cnfperf.host import cgroups, tools
-from cnfperf.run import noise
+from cnfperf.run import fault, noise
 from cnfperf.strategies import latency, mlr, soak
 from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
@@ -175,6 +175,9 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     if s.nfs:
         kind = _check_nfs(s, dataplane, kind)
     if (problem := switch_problem(s, dataplane, ports)) is not None:
+        raise UserError(*problem)
+    if (problem := fault.problem(s, dataplane.cut_at, dataplane.cut_refusal,
+                                 links_per_path(s.nfs, ports), dataplane.joins)) is not None:
         raise UserError(*problem)
     if (refused := testers.problem(s, ports, dataplane.single_tester or spans)) is not None:
         raise UserError(refused.field, refused.why)
@@ -479,6 +482,7 @@ def _check_cpu(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None,
         raise UserError("noise", f"{s.switch} joins each link directly: a second stream would "
                                  "not share anything with the first; traffic noise needs a switch "
                                  f"({', '.join(n for n, d in DATAPLANES.items() if d.joins == 'switch')})")
+    noise.check_kind(s.noise)
     noise.check_place(s.noise_on)
     if s.noise_on not in noise.PLACES:
         usable = set(cpus)
@@ -581,6 +585,8 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
             found += kind.problems(s, host)
         if s.noise in noise.STRESSORS:
             found += tools.problems(tools.STRESS_NG)
+        if (missing := noise.missing_program(s.noise)) is not None:
+            found.append(f"noise {missing}: not found on this host's PATH")
         if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
             found.append("quota: no cgroup cpu controller with CFS quota files here "
                          "(see cnfperf doctor)")

@@ -73,7 +73,7 @@ class NetworkFunction:
 
 @dataclass(frozen=True)
 class Neighbour:
-    """A noisy neighbour (noise.py): stress-ng in a container of its own."""
+    """A noisy neighbour (noise.py): stress-ng or the user's command in a container of its own."""
 
     name: str
     noise: Noise
@@ -335,7 +335,7 @@ class Builder:
                 teardown,
                 lazy=nfs.kind(s.nf).lazy))
             bed.create_s[nf.name] = time.monotonic() - start
-        if s.noise in noise.STRESSORS and point.here(point.name(NOISE_SUFFIX)):
+        if noise.runs_process(s.noise) and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
         if self.hosts is not None:
             for host in parts.other_hosts(point):
@@ -383,11 +383,15 @@ class Builder:
             self._dir(io_dir, teardown)
             mounts = (Mount(str(io_dir), noise.IO_TARGET),) if s.runtime != "netns" else ()
         cores = noise.cores(point, bed.dataplane.cpus)
-        c = self._runtime(s.runtime, NOISE).create(name, cores, name, mounts, image=NOISE)
+        if noise.command(s.noise) is not None:
+            # the user's programs are the host's: the netns runtime runs them from there
+            c = self._runtime("netns", FULL).create(name, cores, name)
+        else:
+            c = self._runtime(s.runtime, NOISE).create(name, cores, name, mounts, image=NOISE)
         teardown.push(f"container {name}", c.destroy)
         neighbour = noise.Noise(c, s.noise, cores, io_dir=str(IO_DIR / name) if not mounts else None)
         # a trial that fails while it runs leaves it to this (stop() is a no-op once stopped)
-        teardown.push(f"noise {s.noise}", neighbour.stop)
+        teardown.push(neighbour.what, neighbour.stop)
         return Neighbour(name, neighbour)
 
     def runtime_of(self, node: Endpoint | NF, s: Scenario) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from cnfperf import SystemFailure, nfs
 from cnfperf.host import udp_errors
-from cnfperf.run import cpu
+from cnfperf.run import cpu, fault as faults
 from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
@@ -134,6 +134,7 @@ class Trial:
         self.started_ns: dict[str, int] = {}   # wall clock when each engine was started
         self.commands: dict[str, nfs.Command] = {}   # each NF's
         self.kind = nfs.kind(s.nf) if s.nfs else None    # what they are
+        self.fault: faults.Fault | None = None
 
     def run(self) -> model.PointResult:
         # A noise stream's pair (noise = traffic) runs like the others, unmeasured.
@@ -159,12 +160,17 @@ class Trial:
         noise = self.bed.noise
         if noise is not None:
             noise.start(self.out)   # testbed.py stops it on the way out of a failure
+        # Timed once the senders are ready (_wait_senders); its stop brings every
+        # port up again, on the way out of a failure too.
+        self.fault = faults.create(self.bed.point, self.bed.dataplane)
+        if self.fault is not None:
+            self.teardown.push(f"fault {self.fault.target}", self.fault.stop)
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)
         self.meter.stop()
-        if noise is not None:
-            noise.stop()
+        noise_record = noise.stop() if noise is not None else None
+        fault_record = self._fault_done()
         # While every engine still holds its ports (a vhost port's queues exist
         # in OVS only while its peer is connected).
         try:
@@ -194,6 +200,7 @@ class Trial:
         self._release(receivers)
         result = self._result(before, after)
         result.queues = queues
+        result.fault, result.noise = fault_record, noise_record
         for m in result.endpoints:
             for column, n in udp_errors.dropped(udp_before.get(m.endpoint),
                                                 udp_after.get(m.endpoint)).items():
@@ -204,6 +211,18 @@ class Trial:
             out.raw.close()
             self.procs[ep].stdout.close()
         return result
+
+    def _fault_done(self) -> dict | None:
+        """The fault ended (every port up again) and what it did; one that
+        never took its ports down fails the point: its outage was not measured."""
+        if self.fault is None:
+            return None
+        record = self.fault.stop()
+        if record is None:
+            raise SystemFailure(f"fault {self.fault.target}: the senders ended before it "
+                                f"was over ({self.s.fault_at:g} s into the measured window, "
+                                f"for {self.s.fault_duration:g} s)")
+        return record
 
     def _nf_starts(self, pairs: Sequence[Pair]) -> list[list[int]]:
         """The NFs' depths in the groups they start in, each group up before the
@@ -311,9 +330,15 @@ class Trial:
         start = time.monotonic()
 
         def progress() -> None:
-            sending = cpu.sending_s([self.outputs[ep.name].ready for ep in eps], time.time_ns())
+            sending = cpu.sending_s([self.outputs[ep.name].ready for ep in eps],
+                                    time.time_ns())
             if sending is not None and sending >= s.warmup:
                 self.meter.start()   # the measured window opens
+            starts = [self.outputs[ep.name].start for ep in eps]
+            if self.fault is not None and not self.fault.started and None not in starts:
+                # the window opens a warm-up after the last sender began its own
+                # (a tester's or client's after its --settle)
+                self.fault.start(max(int(r["wall_ns"]) for r in starts) / 1e9 + s.warmup)
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
             self._watched()

@@ -104,3 +104,12 @@ def test_output_is_followed_from_a_pipe():
                                      (1234.5678, "1234.5678")])
 def test_the_engine_gets_the_rate_as_asked_never_rounded_to_unpaced(pps, arg):
     assert rates.fixed(pps).argv() == arg
+
+
+def test_a_senders_start_record_says_when_its_warm_up_began():
+    from cnfperf.engine import parse_line
+    record = parse_line('{"type": "start", "role": "tester", "wall_ns": 5, "warmup_s": 0.2}')
+    out = EngineOutput("cnfp1a2bp0s", io.StringIO())
+    out.records += [{"type": "ready", "wall_ns": 1}, record]
+    assert out.start == record and out.ready == {"type": "ready", "wall_ns": 1}
+    assert EngineOutput("x", io.StringIO()).start is None

@@ -72,6 +72,8 @@ void run_free(struct run *r);
 void run_start(struct run *r, uint64_t now);
 void run_tick(struct run *r, uint64_t now);
 void run_ready(const struct run *r);
+/* Generators, as their warm-up begins (after --settle): the `start` record. */
+void run_started(const struct run *r);
 void run_summary(struct run *r);
 
 /* --hold: the second half of a two-phase stop. The summary is out and the

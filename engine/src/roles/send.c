@@ -147,6 +147,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	if (pub && cf->settle > 0)
 		settle(r, pub, idle, tmpl, len, fseq);
 
+	run_started(r);
 	uint64_t now = clock_ticks();
 	run_start(r, now);
 	pacer_init(&p, cf->rate, burst, r->clk.hz, now);

@@ -210,7 +210,8 @@ def test_a_held_engine_without_stdin_closes_at_once(engine, pair):
                            "--interval", "0", "--hold"],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20)
     assert done.returncode == 0, done.stderr
-    assert [json.loads(line)["type"] for line in done.stdout.splitlines()] == ["ready", "summary"]
+    assert [json.loads(line)["type"] for line in done.stdout.splitlines()] == \
+        ["ready", "start", "summary"]
 
 
 def test_sigint_ends_an_endless_sender(engine, pair, engines):
