@@ -125,7 +125,7 @@ def _gone(e: CommandFailed) -> bool:
     text = f"{e}".lower()
     return any(w in text for w in ("cannot find device", "no such file", "does not exist",
                                    "no such device", "cannot open network namespace",
-                                   "invalid handle", "no such process"))
+                                   "invalid handle", "no such process", "handle of zero"))
 
 
 def _undo_qdisc(name: str, info: dict[str, Any]) -> bool:
