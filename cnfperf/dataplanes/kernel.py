@@ -210,6 +210,15 @@ class KernelPlane(DataPlane):
         found: dict[str, PortCounters] = {}
         for netns, names in by_netns.items():
             found.update(link_counters(netns, names))
+        # what a policer or shaper on a port dropped: a device counts none of it
+        for kind, name, info in self._made:
+            port = found.get(info.get("link", name))
+            drops = buckets.dropped(kind, name, info) if port else None
+            if port and drops:
+                if info.get("parent") == "root":
+                    port.tx_dropped += drops
+                else:
+                    port.rx_dropped += drops
         # a wire's NIC by `host:interface`, as the tester's host names its own
         for iface, _ in self._lent:
             if iface in found and self.point is not None:
@@ -288,15 +297,16 @@ class KernelPlane(DataPlane):
             link, netns = self.limit_link(pair)
             buckets.shape(self.journal, s.shaper, link, netns, s.shaper_rate.pps,
                           s.shaper_bucket, s.shaper_queue, s.size)
-            self._made.append(("qdisc", f"{link} root",
-                               {"link": link, "netns": netns, "parent": "root"}))
+            self._made.append(("qdisc", f"{link} root", {"link": link, "netns": netns,
+                                                         "parent": "root", "qdisc": s.shaper}))
         if s.policer in buckets.POLICERS:
             link, netns = self.police_link(pair)
             buckets.police(self.journal, s.policer, link, netns, s.policer_rate.pps,
                            s.policer_bucket)
             self._made.append(("nft", link, {"netns": netns}) if s.policer == "nft" else
-                              ("qdisc", f"{link} ingress",
-                               {"link": link, "netns": netns, "parent": "ingress"}))
+                              ("qdisc", f"{link} ingress", {"link": link, "netns": netns,
+                                                            "parent": "ingress",
+                                                            "qdisc": "ingress"}))
 
     def _up(self, port: Port) -> None:
         ip("link", "set", "dev", port.name, "address", port.mac, "mtu", str(self.mtu), "up",

@@ -11,6 +11,7 @@ packets`), whole ones per second.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from cnfperf.host import tools
@@ -103,7 +104,7 @@ def _in(netns: str | None, argv: list[str]) -> list[str]:
 
 def shape(journal: Journal, kind: str, link: str, netns: str | None, pps: float,
           bucket: int, queue: int, size: int) -> None:
-    journal.add("qdisc", f"{link} root", link=link, netns=netns, parent="root")
+    journal.add("qdisc", f"{link} root", link=link, netns=netns, parent="root", qdisc=kind)
     for args in shaper_args(kind, link, pps, bucket, queue, size):
         ip(*args, netns=netns, tool="tc")
 
@@ -115,7 +116,8 @@ def police(journal: Journal, kind: str, link: str, netns: str | None, pps: float
         run(_in(netns, ["nft", nft_script(link, link, pps, bucket)]),
             what=f"the policer on {link}")
         return
-    journal.add("qdisc", f"{link} ingress", link=link, netns=netns, parent="ingress")
+    journal.add("qdisc", f"{link} ingress", link=link, netns=netns, parent="ingress",
+                qdisc="ingress")
     for args in police_args(link, pps, bucket):
         ip(*args, netns=netns, tool="tc")
 
@@ -158,19 +160,27 @@ def remove(journal: Journal, made: list[tuple[str, str, dict[str, Any]]]) -> Non
     made.clear()
 
 
-def dropped(kind: str, link: str, netns: str | None) -> int | None:
-    """Frames the policer on link dropped so far (nft's counter); None when it
-    cannot be read (another kind, or the table is gone)."""
-    if kind != "nft":
-        return None
+def dropped(kind: str, name: str, info: dict[str, Any]) -> int | None:
+    """Frames what remove() would undo (kind, name, info as made) dropped so far:
+    nftables' counter, a qdisc's drops (htb's count its queue's; an ingress
+    qdisc's the police action's); None when they cannot be read (it is gone)."""
+    netns = info.get("netns")
     try:
-        out = run(_in(netns, ["nft", "list", "table", "netdev", link]))
-    except CommandFailed:
+        if kind == "nft":
+            out = run(_in(netns, ["nft", "list", "table", "netdev", name]))
+            for line in out.splitlines():
+                words = line.split()
+                if "counter" in words and "packets" in words:
+                    return int(words[words.index("packets") + 1])
+            return None
+        shown = json.loads(ip("-s", "-j", "qdisc", "show", "dev", info["link"], netns=netns,
+                              tool="tc") or "[]")
+    except (CommandFailed, ValueError):
         return None
-    for line in out.splitlines():
-        words = line.split()
-        if "counter" in words and "packets" in words:
-            return int(words[words.index("packets") + 1])
+    parent = info.get("parent", "root")
+    for q in shown:   # the one made (a link's own default qdisc is root too)
+        if q.get("kind") == info.get("qdisc") and (parent == "ingress" or q.get("root")):
+            return int(q.get("drops") or 0)
     return None
 
 

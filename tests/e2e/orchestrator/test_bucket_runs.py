@@ -68,6 +68,10 @@ def test_a_kernel_policer_or_shaper_holds_the_link_into_the_receiver(
     assert 0.35 <= pair["loss_ratio"] <= 0.6, pair
     assert pair["conformance_sigma"] is not None and pair["conformance_sigma"] <= 32 + 1, pair
     assert pair["conformance_exceeded"] <= 0.1, pair
+    # what was lost the bucket dropped, and the bridge's port it sits on says so
+    # (its counters read over the whole trial, warm-up included)
+    drops = sum(c["rx_dropped"] + c["tx_dropped"] for c in point["counters"].values())
+    assert drops >= pair["lost"] > 0, (drops, pair, point["counters"])
 
 
 def _ip(*args: str) -> str:
@@ -88,21 +92,24 @@ def test_each_is_journaled_made_and_removed(tmp_path, no_leftovers, kind):
         _ip("-n", ns, "link", "set", link, "up")
         made: list = []
         undo = ("nft", link) if kind == "nft" else ("qdisc", f"{link} root")
-        info = {"netns": ns} if kind == "nft" else {"link": link, "netns": ns, "parent": "root"}
+        info = {"netns": ns} if kind == "nft" else \
+            {"link": link, "netns": ns, "parent": "root", "qdisc": kind}
         if kind == "nft":
             buckets.police(journal, kind, link, ns, 1000, 32)
             shown = subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "ruleset"],
                                    capture_output=True, text=True, check=True).stdout
             assert "limit rate over 1000/second burst 32 packets" in shown, shown
-            assert buckets.dropped(kind, link, ns) == 0
+            assert buckets.dropped(*undo, info) == 0
         else:
             buckets.shape(journal, kind, link, ns, 1000, 32, 100, 64)
             shown = _ip("-n", ns, "-d", "qdisc", "show", "dev", link)
             assert f"qdisc {kind}" in shown, shown
+            assert buckets.dropped(*undo, info) == 0
         made.append((*undo, info))
         assert [(e.kind, e.name) for e in journal.live()] == [undo]
         buckets.remove(journal, made)
         assert journal.live() == [] and made == []
+        assert buckets.dropped(*undo, info) is None
         if kind == "nft":
             shown = subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "ruleset"],
                                    capture_output=True, text=True, check=True).stdout
