@@ -286,6 +286,7 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
     # switch_rxq: a NIC port through the af_packet PMD has one queue pair
     refused = {"endpoint_in": s.endpoint_in == "vm", "switch_in": s.switch_in == "container",
                "limit": bool(s.limit.pps), "noise": s.noise != "none",
+               "policer": s.policer in buckets.POLICERS, "shaper": s.shaper in buckets.SHAPERS,
                "switch_rxq": s.switch_rxq > 1, "nf_in": "vm" in s.nf_in.split("+")}
     for f, bad in refused.items():
         if bad:
