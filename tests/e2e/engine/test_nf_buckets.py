@@ -40,7 +40,8 @@ def _run(engine, chain, engines, nf_args: list[str], profile: str, wait_s: float
     """recv | nf | send: the sender's summary, the nf's and the receiver's."""
     s, f1, f2, r = chain
     rx = engines(r.netns, [engine, "recv", *raw(r), "--src-ip", r.ip, "--sport", PORT,
-                           "--conformance", profile, "--duration", "0", "--interval", "0"])
+                           "--conformance", profile, "--poll", "interrupt", "--duration", "0",
+                           "--interval", "0"])
     rx.ready()
     nf = engines(f1.netns, [engine, "nf", *raw(f1), "--iface2", f2.iface, "--dst-mac", s.mac,
                             "--dst-mac2", r.mac, "--poll", "interrupt", *nf_args,
@@ -100,11 +101,13 @@ def test_an_onoff_source_alone_is_as_deep_as_its_clumps(engine, pair, engines):
     mean rate, and most of each clump beyond a bucket of 16."""
     a, b = pair
     rx = engines(b.netns, [engine, "recv", *raw(b), "--src-ip", b.ip, "--sport", PORT,
-                           "--conformance", "640,16", "--duration", "0", "--interval", "0"])
+                           "--conformance", "640,16", "--poll", "interrupt", "--duration", "0",
+                           "--interval", "0"])
     rx.ready()
     tx = engines(a.netns, [engine, "send", *raw(a), "--src-ip", a.ip, "--sport", PORT,
                            "--dst-ip", b.ip, "--dst-mac", b.mac, "--dport", PORT, "--rate", "640",
-                           "--onoff", "64", "--duration", "1", "--interval", "0"])
+                           "--onoff", "64", "--duration", "1", "--poll", "adaptive",
+                           "--interval", "0"])
     sent = tx.summary()
     time.sleep(0.2)
     got = rx.interrupt()
