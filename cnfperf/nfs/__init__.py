@@ -60,4 +60,5 @@ def described() -> str:
     return f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
-__all__ = ["KINDS", "Command", "NfKind", "bucket_kinds", "described", "find", "kind", "names", "values"]
+__all__ = ["KINDS", "Command", "NfKind", "bucket_kinds", "described", "find", "kind", "names",
+           "values"]

@@ -408,7 +408,8 @@ def test_results_show_and_export_on_the_command_line(tmp_path, cli):
     assert "Loss along each path" in shown and "send → 2 × l3 (chain) → recv" in shown
     ports = cli("results", "export", RUN, "--csv", "--nf-ports", "--results", str(tmp_path),
                 check=True).stdout
-    assert ports.splitlines()[0].endswith("dropped_no_route,dropped_ttl,dropped_policer,dropped_shaper,delayed")
+    assert ports.splitlines()[0].endswith(
+        "dropped_no_route,dropped_ttl,dropped_policer,dropped_shaper,delayed")
     assert len(ports.splitlines()) == 5
 
 
