@@ -102,7 +102,9 @@ HOW_TO_READ = (
                                          "policer's): sigma, the smallest bucket in frames "
                                          "the stream conforms to at that rate, and the share "
                                          "of frames a policer of the profile would drop. "
-                                         "Arrivals are timed per receive burst."),
+                                         "Arrivals are timed per receive burst. With the "
+                                         "engine's shaper: the longest a frame waited in it, "
+                                         "against its bound (its queue at its rate)."),
     ("Latency per NF", "over points alike but for their number of NFs, the least-squares slope "
                        "of p50 (and p99) latency over that number: what each NF adds."),
     ("NF startup", "seconds as if the NF's engine started with its container: the "

@@ -214,10 +214,24 @@ def conformance(run: dict[str, Any]) -> Table | None:
                 continue
             rows.append([label(p, axes), p.get("rep", 0) + 1, str(pair["pair"]), by,
                          _kpps(_param(p, f"{by}_rate")), _param(p, f"{by}_bucket"),
-                         pair["conformance_sigma"], 100 * (pair["conformance_exceeded"] or 0.0)])
+                         pair["conformance_sigma"], 100 * (pair["conformance_exceeded"] or 0.0),
+                         *_waits(p, pair["pair"])])
     return ("Conformance of what was received", ["point", "rep", "pair", "profile",
                                                  "rate kpps", "bucket", "sigma (frames)",
-                                                 "beyond the bucket %"], rows)
+                                                 "beyond the bucket %", "longest wait ms",
+                                                 "bound ms"], rows)
+
+
+def _waits(point: dict[str, Any], pair: int) -> tuple[float | None, float | None]:
+    """The longest a frame waited in the engine NFs' shapers on the pair's path
+    (their summaries' delay_max_ns), and its bound: the queue at the rate."""
+    waits = [e["summary"]["shaper"]["delay_max_ns"] for e in point.get("endpoints") or []
+             if e.get("pair") == pair and e.get("role") == "nf"
+             and isinstance((e.get("summary") or {}).get("shaper"), dict)]
+    if not waits:
+        return None, None
+    rate = _param(point, "shaper_rate") or 0
+    return max(waits) / 1e6, 1e3 * _param(point, "shaper_queue") / rate if rate else None
 
 
 def latency(run: dict[str, Any]) -> Table | None:

@@ -196,3 +196,20 @@ def test_the_store_has_their_columns(tmp_path):
     assert {"dropped_policer", "dropped_shaper", "delayed"} <= cols["nf_ports"]
     assert {"policer", "policer_rate", "policer_bucket", "shaper", "shaper_rate",
             "shaper_bucket", "shaper_queue", "onoff"} <= cols["points"]
+
+
+def test_the_report_shows_conformance_and_the_shapers_wait_against_its_bound():
+    from cnfperf.report import summary
+    point = {"status": "done", "idx": 0, "rep": 0, "switch": "veth", "mode": "throughput",
+             "scenario": {"switch": "veth", "shaper": "engine", "shaper_rate": 800,
+                          "shaper_bucket": 8, "shaper_queue": 1000},
+             "per_pair": [{"pair": 0, "conformance_sigma": 8.5, "conformance_exceeded": 0.01}],
+             "endpoints": [{"pair": 0, "role": "nf",
+                            "summary": {"shaper": {"delay_max_ns": 70_000_000}}}]}
+    title, headers, rows = summary.conformance({"points": [point]})
+    assert dict(zip(headers, rows[0])) == {
+        "point": "veth", "rep": 1, "pair": "0", "profile": "shaper", "rate kpps": 0.8,
+        "bucket": 8, "sigma (frames)": 8.5, "beyond the bucket %": 1.0,
+        "longest wait ms": 70.0, "bound ms": 1250.0}
+    point["per_pair"][0]["conformance_sigma"] = None
+    assert summary.conformance({"points": [point]}) is None
