@@ -4,6 +4,7 @@ and the base class that wires endpoints into namespaces (cnfperf.host.links).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
 from cnfperf.host import buckets, tools
@@ -215,10 +216,10 @@ class KernelPlane(DataPlane):
             port = found.get(info.get("link", name))
             drops = buckets.dropped(kind, name, info) if port else None
             if port and drops:
-                if info.get("parent") == "root":
-                    port.tx_dropped += drops
-                else:
-                    port.rx_dropped += drops
+                key = info.get("link", name)
+                found[key] = replace(port, tx_dropped=port.tx_dropped + drops) \
+                    if info.get("parent") == "root" else \
+                    replace(port, rx_dropped=port.rx_dropped + drops)
         # a wire's NIC by `host:interface`, as the tester's host names its own
         for iface, _ in self._lent:
             if iface in found and self.point is not None:

@@ -124,7 +124,7 @@ def police(journal: Journal, kind: str, link: str, netns: str | None, pps: float
 
 def _gone(e: CommandFailed) -> bool:
     """The link or its namespace went first (and what was on it with them)."""
-    text = f"{e}".lower()
+    text = f"{e} {e.stderr}".lower()
     return any(w in text for w in ("cannot find device", "no such file", "does not exist",
                                    "no such device", "cannot open network namespace",
                                    "invalid handle", "no such process", "handle of zero"))
@@ -170,8 +170,8 @@ def dropped(kind: str, name: str, info: dict[str, Any]) -> int | None:
             out = run(_in(netns, ["nft", "list", "table", "netdev", name]))
             for line in out.splitlines():
                 words = line.split()
-                if "counter" in words and "packets" in words:
-                    return int(words[words.index("packets") + 1])
+                if "counter" in words:   # counter packets N bytes M
+                    return int(words[words.index("counter") + 2])
             return None
         shown = json.loads(ip("-s", "-j", "qdisc", "show", "dev", info["link"], netns=netns,
                               tool="tc") or "[]")
