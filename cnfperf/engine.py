@@ -67,6 +67,11 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
                  "--warmup", f"{s.warmup:g}"]
     if ep.role in ("tester", "client"):
         args += ["--settle", f"{SETTLE:g}"]
+    if s.onoff and ep.role in ("send", "tester"):
+        args += ["--onoff", str(s.onoff)]
+    profile = conformance_profile(s)
+    if profile and ep.role in ("recv", "tester"):
+        args += ["--conformance", bucket_arg(*profile)]
     if ep.role == "recv" and peer.host != ep.host:
         # its sender stamps frames with another host's clock (engine/README.md)
         args += ["--clock", "other"]
@@ -96,7 +101,26 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
              "--interval", f"{INTERVAL:g}", "--duration", "0", *_pace(s)]
     if floating and eal:
         eal = [*eal, "--lcores", lcores((), floating)]   # its main lcore, the only one
+    if s.policer == "engine":
+        args += ["--policer", bucket_arg(s.policer_rate.pps, s.policer_bucket)]
+    if s.shaper == "engine":
+        args += ["--shaper", bucket_arg(s.shaper_rate.pps, s.shaper_bucket, s.shaper_queue)]
     return [*args, *extra, *_tail(s, eal)]
+
+
+def conformance_profile(s: Scenario) -> tuple[float, int] | None:
+    """The (rate, bucket) a receiver holds what it got to: the shaper's, the last
+    to act on the frames, else the policer's; None without either."""
+    if s.shaper != "none":
+        return s.shaper_rate.pps, s.shaper_bucket
+    if s.policer != "none":
+        return s.policer_rate.pps, s.policer_bucket
+    return None
+
+
+def bucket_arg(pps: float, *frames: int) -> str:
+    """RATE,BUCKET[,QUEUE] as the engine takes it (--policer, --shaper, --conformance)."""
+    return ",".join([f"{pps:.10g}", *map(str, frames)])
 
 
 def _pace(s: Scenario) -> list[str]:

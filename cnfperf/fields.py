@@ -86,6 +86,15 @@ QUOTAS = ("switch_quota", "nf_quota", "endpoint_quota")
 # RFC 2544 (one 60 s trial) or of ETSI TST009 (a lossy 60 s trial is run once
 # more), or the binary search with a verification trial (experiments/search.py).
 SEARCHES = ("csit", "rfc2544", "tst009", "bisect")
+# Where a token bucket holds a pair's frames to a rate: the policer drops what
+# finds no token, the shaper queues it until one comes. engine: in each of the
+# engine's network functions, before it forwards; nft, tc: at the netdev ingress
+# of the kernel link into the receiver (nftables' limit, tc's police action);
+# tbf, htb: tc's qdisc at that link's egress (host/buckets.py).
+POLICERS = ("none", "engine", "nft", "tc")
+SHAPERS = ("none", "engine", "tbf", "htb")
+MAX_BUCKET = 1_000_000   # frames (the engine's own bound)
+MAX_QUEUE = 65536
 MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
 RX_PORT = 9000
@@ -281,6 +290,32 @@ FIELDS: list[Field] = [
           column="TEXT", optional=True, unset="every usable CPU"),
     Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",
           axis=30, unit="pps", column="REAL", label="named", zero="none"),
+    Field("policer", "choice", "none", "a token-bucket policer on each pair's frames, dropping "
+          "what finds no token: engine (in each of the engine's network functions, before it "
+          "forwards), nft (nftables' netdev ingress of the kernel link into the receiver), tc "
+          "(tc's police action there, where the kernel has it); none", axis=-10,
+          choices=POLICERS, column="TEXT", label="named", late=True),
+    Field("policer_rate", "rate", 0.0, "the policer's rate (its tokens a second)", axis=-11,
+          unit="pps", column="REAL", label="named", zero="none", late=True),
+    Field("policer_bucket", "int", 32, "the policer's bucket: frames that may pass back to "
+          "back", axis=-12, unit="frames", ge=1, le=MAX_BUCKET, column="INTEGER",
+          label="named", late=True),
+    Field("shaper", "choice", "none", "a token-bucket shaper on each pair's frames, queueing "
+          "what finds no token until one comes: engine (in each of the engine's network "
+          "functions, before it forwards), tbf or htb (tc's qdisc at the egress of the kernel "
+          "link into the receiver); none", axis=-13, choices=SHAPERS, column="TEXT",
+          label="named", late=True),
+    Field("shaper_rate", "rate", 0.0, "the shaper's rate (its tokens a second)", axis=-14,
+          unit="pps", column="REAL", label="named", zero="none", late=True),
+    Field("shaper_bucket", "int", 32, "the shaper's bucket: frames that may leave back to back",
+          axis=-15, unit="frames", ge=1, le=MAX_BUCKET, column="INTEGER", label="named",
+          late=True),
+    Field("shaper_queue", "int", 1000, "the shaper's queue: frames it holds; more are dropped",
+          axis=-16, unit="frames", ge=1, le=MAX_QUEUE, column="INTEGER", label="named",
+          late=True),
+    Field("onoff", "int", 0, "an on/off source: each sender sends this many frames back to back, "
+          "then nothing, at the point's rate on average; 0: a steady pace", axis=-17,
+          unit="frames", ge=0, le=MAX_BUCKET, column="INTEGER", label="named", late=True),
     Field("soak", "float", 0.0, "seconds of traffic in one long trial at the point's rate "
           "(after a search: soak_at of the rate it found), its loss and latency stored every "
           "second as a time series, kept when the run is interrupted and continued by --resume; "

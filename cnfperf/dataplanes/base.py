@@ -228,6 +228,13 @@ class DataPlane(ABC):
         return None
 
     @classmethod
+    def bucket_problem(cls, s: Scenario, what: str) -> str | None:
+        """Why its links cannot hold the scenario's kernel policer or shaper
+        (`what`: policer at the ingress, shaper at the egress of the link into
+        the receiver), or None when they can (checks.check asks)."""
+        return None
+
+    @classmethod
     def versions(cls, host: HostFacts) -> dict[str, str]:
         """Versions of what it runs beyond the host's usual ones (cnfperf,
         engine, kernel, runc), stored with each point it served."""

@@ -45,6 +45,11 @@ class BridgePlane(KernelPlane):
     def limit_link(self, pair: Pair) -> tuple[str, str]:
         return pair.links[-1].b.name + "h", self.switch_netns
 
+    def police_link(self, pair: Pair) -> tuple[str, str]:
+        """The bridge's port the node before the receiver sends into: its netdev
+        ingress comes before the bridge takes the frame, whatever api sent it."""
+        return pair.links[-1].a.name + "h", self.switch_netns
+
     def vm_nic(self, port: Port) -> Nic:
         return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=port.name + "h",
                    netns=self.switch_netns)

@@ -4,9 +4,10 @@ and the base class that wires endpoints into namespaces (cnfperf.host.links).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
-from cnfperf.host import tools
+from cnfperf.host import buckets, tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import remove_dpdk_files
@@ -65,6 +66,7 @@ class KernelPlane(DataPlane):
     # separate namespace `<prefix>sw`.
     uses_switch_netns: ClassVar[bool] = False
     kernel_links: ClassVar[Mapping[str, str]] = {"veth": "VETH"}
+    undo = buckets.UNDO   # its links' policers and shapers (host/buckets.py)
     # Whether a receiver's limit (tbf) sits on its sender's own interface: veth and
     # macvlan have no device of theirs between the two ends.
     limit_at_sender: ClassVar[bool] = True
@@ -76,6 +78,7 @@ class KernelPlane(DataPlane):
         self._switch_netns: str | None = None
         self._nics: dict[str, Nic] = {}    # port name -> its VM's NIC (Port.vm)
         self._lent: list[tuple[str, dict]] = []   # wires' NICs lent to it (lend())
+        self._made: list[tuple[str, str, dict]] = []   # policers and shapers (_buckets)
         self.mtu = 1500
 
     @classmethod
@@ -108,6 +111,31 @@ class KernelPlane(DataPlane):
             return (f"a sender with api {api} bypasses the qdisc of its interface, where the "
                     "limit would sit; use api udp or the bridge")
         return None
+
+    @classmethod
+    def bucket_problem(cls, s: Scenario, what: str) -> str | None:
+        """Without a device of the switch's between the ends (limit_at_sender),
+        a shaper is the qdisc of the interface of the node before the receiver,
+        which only the kernel's udp sends through (a packet socket bypasses it,
+        as an NF's L2 api does); a policer sits at the receiver's own netdev
+        ingress, which a packet socket's tap and XDP see frames before."""
+        if not cls.limit_at_sender:
+            return None
+        if what == "shaper" and (s.nfs or s.api != "udp"):
+            sender = f"a network function with nf_api {s.nf_api}" if s.nfs \
+                else f"a sender with api {s.api}"
+            return (f"{sender} bypasses the qdisc of its interface, where the shaper would sit; "
+                    "use api udp without network functions, or the bridge")
+        if what == "policer" and s.api != "udp":
+            return (f"a receiver with api {s.api} takes its frames before the ingress hook the "
+                    "policer would sit at; use api udp or the bridge")
+        return None
+
+    def police_link(self, pair: Pair) -> tuple[str, str]:
+        """(link, netns) whose netdev ingress takes the pair's frames on their
+        last link: here the receiver's own port."""
+        last = pair.links[-1].b
+        return last.name, last.node
 
     def limit_link(self, pair: Pair) -> tuple[str, str]:
         """(link, netns) whose egress delivers the pair's frames to its receiver:
@@ -144,6 +172,7 @@ class KernelPlane(DataPlane):
             own = point.scenario.of_pair(pair.index)   # a pair's limit: its profile's
             if own.limit.pps:
                 self._limit(pair, own.limit.pps, own.size, own.burst)
+            self._buckets(pair, own)
 
     def setup(self) -> None:
         """Create the shared switch device, if any."""
@@ -184,6 +213,15 @@ class KernelPlane(DataPlane):
         found: dict[str, PortCounters] = {}
         for netns, names in by_netns.items():
             found.update(link_counters(netns, names))
+        # what a policer or shaper on a port dropped: a device counts none of it
+        for kind, name, info in self._made:
+            port = found.get(info.get("link", name))
+            drops = buckets.dropped(kind, name, info) if port else None
+            if port and drops:
+                key = info.get("link", name)
+                found[key] = replace(port, tx_dropped=port.tx_dropped + drops) \
+                    if info.get("parent") == "root" else \
+                    replace(port, rx_dropped=port.rx_dropped + drops)
         # a wire's NIC by `host:interface`, as the tester's host names its own
         for iface, _ in self._lent:
             if iface in found and self.point is not None:
@@ -204,6 +242,7 @@ class KernelPlane(DataPlane):
         if self.point is not None and any(p.api == "dpdk" for p in self.point.ports
                                           if self.point.here(p.node)):
             remove_dpdk_files(self.point.prefix)  # the netns runtime's EALs run on the host
+        buckets.remove(self.journal, self._made)
         # before the netns they are in goes: deleting it would destroy a virtual NIC
         give_back_all(self.journal, self._lent)
         for name, netns in reversed(self._links):
@@ -263,6 +302,25 @@ class KernelPlane(DataPlane):
         """(interface, netns) of the switch's own port for a node's port
         (cut_at has "switch")."""
         raise NotImplementedError(f"{self.name} has no port of its own for {port.name}")
+
+    def _buckets(self, pair: Pair, s: Scenario) -> None:
+        """The kernel policer and shaper of the point (host/buckets.py) on the
+        pair's last link: what the receiver gets. Each is journaled before it is
+        made, and removed in stop() before the links go."""
+        if s.shaper in buckets.SHAPERS:
+            link, netns = self.limit_link(pair)
+            buckets.shape(self.journal, s.shaper, link, netns, s.shaper_rate.pps,
+                          s.shaper_bucket, s.shaper_queue, s.size)
+            self._made.append(("qdisc", f"{link} root", {"link": link, "netns": netns,
+                                                         "parent": "root", "qdisc": s.shaper}))
+        if s.policer in buckets.POLICERS:
+            link, netns = self.police_link(pair)
+            buckets.police(self.journal, s.policer, link, netns, s.policer_rate.pps,
+                           s.policer_bucket)
+            self._made.append(("nft", link, {"netns": netns}) if s.policer == "nft" else
+                              ("qdisc", f"{link} ingress", {"link": link, "netns": netns,
+                                                            "parent": "ingress",
+                                                            "qdisc": "ingress"}))
 
     def _up(self, port: Port) -> None:
         ip("link", "set", "dev", port.name, "address", port.mac, "mtu", str(self.mtu), "up",

@@ -49,10 +49,16 @@ def values() -> list[str]:
     return [*names(), *(form for k in KINDS for form in k.forms)]
 
 
+def bucket_kinds() -> list[str]:
+    """The values whose network functions police and shape themselves (NfKind.buckets)."""
+    return [name for k in KINDS if k.buckets for name in k.names]
+
+
 def described() -> str:
     """The kinds as the `nf` field's help lists them."""
     shown = [*names(), *(f"{form} ({what})" for k in KINDS for form, what in k.forms.items())]
     return f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
-__all__ = ["KINDS", "Command", "NfKind", "described", "find", "kind", "names", "values"]
+__all__ = ["KINDS", "Command", "NfKind", "bucket_kinds", "described", "find", "kind", "names",
+           "values"]

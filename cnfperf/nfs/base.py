@@ -76,6 +76,9 @@ class NfKind:
     lazy: ClassVar[bool] = False
     # Up this long after it starts, when neither a record nor a line says so.
     settle_s: ClassVar[float] = SETTLE_S
+    # It polices and shapes frames itself before it forwards them (policer or
+    # shaper = engine: the engine's --policer, --shaper).
+    buckets: ClassVar[bool] = False
     # Its colour and marker in every report, per value it takes as it is:
     # report/style.py's NF style number (counted down from the palette's last
     # pair, below style.KIND_STYLES). A number of its own, never reused or

@@ -23,7 +23,8 @@ from cnfperf.results.model import DROP_REASONS, LATENCY_KEYS
 SEARCH_COLUMNS = ("search_rate_pps", "search_loss_ratio", "search_offered_pps",
                   "search_verified", "generator_limited")
 VALUE_COLUMNS = ("pair", "offered_pps", "tx_pps", "rx_pps", "steady_rx_pps", "rx_bps", "sent",
-                 "received", "lost", "loss_ratio", "reordered", "duplicates", "latency_kind",
+                 "received", "lost", "loss_ratio", "reordered", "duplicates", "conformance_sigma",
+                 "conformance_exceeded", "latency_kind",
                  *(f"lat_{k}_ns" for k in LATENCY_KEYS), "outage_ns", "outage_lost")
 
 
@@ -36,7 +37,7 @@ POINT_COLUMNS = ("shape", "cpu_bound", "tester_why", "pollers", "point_cores", "
 # place on the pair's path (0 next to the sender), the port (1 faces the sender),
 # its counters (rx and drops at the ingress port, tx and tx_refused at the egress).
 NF_PORT_COLUMNS = ("pair", "nf_name", "nf_index", "port", "rx_packets", "tx_packets",
-                   "tx_refused", *(f"dropped_{k}" for k in DROP_REASONS))
+                   "tx_refused", *(f"dropped_{k}" for k in DROP_REASONS), "delayed")
 
 
 # A node's row: the store's cpu_usage columns (store.py, _SCHEMA_7).

@@ -231,6 +231,44 @@ def asked(point: dict[str, Any], pair: str) -> str:
     return " ".join(f"{k}={fields.show(k, v)}" for k, v in own.items())
 
 
+def conformance(run: dict[str, Any]) -> Table | None:
+    """Per pair, what its receiver got held to the profile (the shaper's rate and
+    bucket, else the policer's): the smallest bucket it conforms to at that
+    rate, and the share of frames beyond the profile's bucket."""
+    points = [p for p in done_points(run)
+              if any(pp.get("conformance_sigma") is not None for pp in p.get("per_pair") or [])]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        shaper = _param(p, "shaper") not in (None, "none")
+        by = "shaper" if shaper else "policer"
+        for pair in p.get("per_pair") or []:
+            if pair.get("conformance_sigma") is None:
+                continue
+            rows.append([label(p, axes), p.get("rep", 0) + 1, str(pair["pair"]), by,
+                         _kpps(_param(p, f"{by}_rate")), _param(p, f"{by}_bucket"),
+                         pair["conformance_sigma"], 100 * (pair["conformance_exceeded"] or 0.0),
+                         *_waits(p, pair["pair"])])
+    return ("Conformance of what was received", ["point", "rep", "pair", "profile",
+                                                 "rate kpps", "bucket", "sigma (frames)",
+                                                 "beyond the bucket %", "longest wait ms",
+                                                 "bound ms"], rows)
+
+
+def _waits(point: dict[str, Any], pair: int) -> tuple[float | None, float | None]:
+    """The longest a frame waited in the engine NFs' shapers on the pair's path
+    (their summaries' delay_max_ns), and its bound: the queue at the rate."""
+    waits = [e["summary"]["shaper"]["delay_max_ns"] for e in point.get("endpoints") or []
+             if e.get("pair") == pair and e.get("role") == "nf"
+             and isinstance((e.get("summary") or {}).get("shaper"), dict)]
+    if not waits:
+        return None, None
+    rate = _param(point, "shaper_rate") or 0
+    return max(waits) / 1e6, 1e3 * _param(point, "shaper_queue") / rate if rate else None
+
+
 def latency(run: dict[str, Any]) -> Table | None:
     """Round-trip (latency points) or one-way (throughput points) percentiles."""
     points = [p for p in done_points(run) if p.get("lat_p50_ns") is not None]
@@ -343,6 +381,6 @@ def all_tables(run: dict[str, Any], more: Sequence[Table] = (),
     tables, report/searches.py) after the repetitions, `more` (the network
     functions' tables, report/nfs.py; CPU per node, report/cpu.py) before the
     failures."""
-    return [t for t in (points(run), throughput(run), repetitions(run), *searched,
-                        latency(run), faults(run), noises(run), *more, hosts(run),
+    return [t for t in (points(run), throughput(run), conformance(run), repetitions(run),
+                        *searched, latency(run), faults(run), noises(run), *more, hosts(run),
                         failures(run)) if t]

@@ -79,12 +79,18 @@ class PairResult:
     # outage_lost; a total: its pairs' longest); None where the engine said none.
     outage_ns: float | None = None
     outage_lost: int | None = None
+    # What was received held to the profile (the shaper's, else the policer's
+    # rate and bucket: engine --conformance): the smallest bucket, in frames,
+    # it conforms to at that rate, and the share of its frames beyond the
+    # profile's bucket; None without a profile.
+    conformance_sigma: float | None = None
+    conformance_exceeded: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-DROP_REASONS = ("other", "bad", "no_route", "ttl")
+DROP_REASONS = ("other", "bad", "no_route", "ttl", "policer", "shaper")
 
 
 @dataclass
@@ -97,6 +103,7 @@ class NFPort:
     tx_packets: int = 0
     tx_refused: int = 0
     dropped: dict[str, int] = field(default_factory=dict)   # DROP_REASONS -> frames
+    delayed: int = 0              # frames its shaper held back before they left here
 
 
 @dataclass
@@ -265,6 +272,7 @@ def nf_result(name: str, pair: int, index: int, cpu: int, summary: dict[str, Any
     ports = [NFPort(port=int(p.get("port", 0)), rx_packets=int(p.get("rx_packets") or 0),
                     tx_packets=int(p.get("tx_packets") or 0),
                     tx_refused=int(p.get("tx_refused") or 0),
+                    delayed=int(p.get("delayed") or 0),
                     dropped={k: int((p.get("dropped") or {}).get(k) or 0) for k in DROP_REASONS})
              for p in summary.get("ports") or []]
     poll = summary.get("poll") or {}
@@ -287,12 +295,23 @@ def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,
         latency, counting = receiver.latency, receiver
     lost = max(0, sent - (received - dup))
     outage_ns, outage_lost = counting.summary.get("outage_ns"), counting.summary.get("outage_lost")
+    sigma, exceeded = conformance(receiver.summary)
     return PairResult(pair=index, offered_pps=sender.offered_pps, sent=sent, received=received,
                       lost=lost, loss_ratio=lost / sent if sent else 0.0, tx_pps=sender.tx_pps,
                       rx_pps=rx_pps, rx_bps=rx_bps, reordered=reordered, duplicates=dup,
                       latency=latency,
                       outage_ns=float(outage_ns) if outage_ns is not None else None,
-                      outage_lost=int(outage_lost) if outage_lost is not None else None)
+                      outage_lost=int(outage_lost) if outage_lost is not None else None,
+                      conformance_sigma=sigma, conformance_exceeded=exceeded)
+
+
+def conformance(summary: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(sigma, the share of frames beyond the profile's bucket) of a receiving
+    end's `conformance` (engine/README.md); (None, None) without one or frames."""
+    c = summary.get("conformance")
+    if not isinstance(c, dict) or not c.get("frames"):
+        return None, None
+    return float(c["sigma"]), int(c.get("exceeded") or 0) / int(c["frames"])
 
 
 def total(pairs: list[PairResult]) -> PairResult:
@@ -305,6 +324,8 @@ def total(pairs: list[PairResult]) -> PairResult:
     offered = 0.0 if any(not p.offered_pps for p in pairs) else sum(p.offered_pps for p in pairs)
     longest = max((p for p in pairs if p.outage_ns is not None), key=lambda p: p.outage_ns,
                   default=None)
+    held = [p for p in pairs if p.conformance_sigma is not None]
+    beyond = sum(p.received for p in held)
     return PairResult(pair=-1, offered_pps=offered, sent=sent,
                       received=sum(p.received for p in pairs), lost=lost,
                       loss_ratio=lost / sent if sent else 0.0,
@@ -314,4 +335,7 @@ def total(pairs: list[PairResult]) -> PairResult:
                       duplicates=sum(p.duplicates for p in pairs), latency=latency,
                       steady_rx_pps=None if None in steady else sum(steady),
                       outage_ns=longest.outage_ns if longest else None,
-                      outage_lost=longest.outage_lost if longest else None)
+                      outage_lost=longest.outage_lost if longest else None,
+                      conformance_sigma=max((p.conformance_sigma for p in held), default=None),
+                      conformance_exceeded=sum((p.conformance_exceeded or 0) * p.received
+                                               for p in held) / beyond if beyond else None)

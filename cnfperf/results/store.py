@@ -296,9 +296,20 @@ _SCHEMA_19 = "\n".join([
     "ALTER TABLE points ADD COLUMN fault_ns REAL;",
     "ALTER TABLE points ADD COLUMN fault_facts TEXT;",
     "ALTER TABLE points ADD COLUMN noise_facts TEXT;"])
+# Policers, shapers and conformance (host/buckets.py, the engine's --policer,
+# --shaper, --conformance): per pair (and point) the smallest bucket, in frames,
+# the received stream conforms to at the profile's rate and the share of its
+# frames beyond the profile's bucket (NULL without a profile); per NF port the
+# frames its policer and its shaper dropped and those its shaper delayed.
+_SCHEMA_20 = "\n".join([
+    *(f"ALTER TABLE {t} ADD COLUMN {c};" for t in ("points", "pairs")
+      for c in ("conformance_sigma REAL", "conformance_exceeded REAL")),
+    *(f"ALTER TABLE nf_ports ADD COLUMN {c} INTEGER;"
+      for c in ("dropped_policer", "dropped_shaper", "delayed"))])
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
-               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19]
+               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,
+               _SCHEMA_20]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -510,7 +521,7 @@ class Store:
             self._insert("nf_ports", {
                 "point_id": point_id, "name": nf.name, "port": port.port,
                 "rx_packets": port.rx_packets, "tx_packets": port.tx_packets,
-                "tx_refused": port.tx_refused,
+                "tx_refused": port.tx_refused, "delayed": port.delayed,
                 **{f"dropped_{k}": port.dropped.get(k, 0) for k in DROP_REASONS}})
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
@@ -598,7 +609,8 @@ def _latency(lat) -> dict[str, Any]:
 
 def _totals(p: PairResult) -> dict[str, Any]:
     keys = ("offered_pps", "sent", "received", "lost", "loss_ratio", "tx_pps", "rx_pps", "rx_bps",
-            "reordered", "duplicates", "steady_rx_pps", "outage_ns", "outage_lost")
+            "reordered", "duplicates", "steady_rx_pps", "outage_ns", "outage_lost",
+            "conformance_sigma", "conformance_exceeded")
     return {**{k: getattr(p, k) for k in keys}, **_latency(p.latency)}
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cnfperf import SystemFailure, UserError, fields, nfs, testers
-from cnfperf.host import cgroups, tools
+from cnfperf.host import buckets, cgroups, tools
 from cnfperf.run import fault, noise
 from cnfperf.strategies import latency, mlr, soak
 from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
@@ -174,6 +174,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
     if s.nfs:
         kind = _check_nfs(s, dataplane, kind)
+    _check_buckets(s, dataplane, kind)
     if (problem := switch_problem(s, dataplane, ports)) is not None:
         raise UserError(*problem)
     if (problem := fault.problem(s, dataplane.cut_at, dataplane.cut_refusal,
@@ -191,6 +192,43 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     _check_rings(s)
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
     _check_hosts(s, dataplane, point_cpus(s, cores))
+
+
+def _check_buckets(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None) -> None:
+    """policer, shaper and onoff: a rate where a bucket is placed, a place that
+    can hold one (an engine NF; a kernel link whose frames pass the hook or the
+    qdisc), a host that has it (a tool, a kernel option: tc's police action is
+    missing from many kernels), and a pace an on/off source can keep."""
+    if s.onoff and (s.rate.is_search or not s.rate.pps):
+        raise UserError("onoff", "an on/off source sends at the point's rate on average: a "
+                                 f"paced rate (e.g. 10k), not {s.rate}")
+    if s.onoff and s.mode != "throughput":
+        raise UserError("onoff", "an on/off source is a throughput sender (mode = throughput)")
+    for what, placement in (("policer", s.policer), ("shaper", s.shaper)):
+        if placement == "none":
+            continue
+        rate = getattr(s, f"{what}_rate")
+        if not rate.pps:
+            raise UserError(f"{what}_rate", f"{what} = {placement} needs a rate in frames per "
+                                            "second (e.g. 10k)")
+        if placement == "engine":
+            if kind is None or not kind.buckets:
+                raise UserError(what, "engine: acts in the engine's network functions (nfs ≥ 1, "
+                                      f"nf one of {', '.join(nfs.bucket_kinds())}), not "
+                                      + (f"nf = {s.nf}" if s.nfs else "nfs = 0"))
+            continue
+        if dataplane.kind != "kernel":
+            raise UserError(what, f"{placement}: acts on a kernel link, and {s.switch}'s are "
+                                  "DPDK ports (engine polices and shapes in its network functions)")
+        if placement in ("nft", "tc") and rate.pps < 1:
+            raise UserError(f"{what}_rate", f"{placement} counts whole frames a second, not {rate}")
+        if (why := dataplane.bucket_problem(s, what)) is not None:
+            raise UserError(what, f"{placement} on {s.switch}: {why}")
+        if (why := buckets.refusal(placement)) is not None:
+            raise UserError(what, f"{placement}: {why}")
+    if s.shaper in ("tbf", "htb") and s.limit.pps:
+        raise UserError("shaper", f"{s.shaper} and limit are both the root qdisc of the link into "
+                                  "the receiver: one of them")
 
 
 def tester_crosses(s: Scenario) -> bool:
@@ -251,6 +289,7 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
     # switch_rxq: a NIC port through the af_packet PMD has one queue pair
     refused = {"endpoint_in": s.endpoint_in == "vm", "switch_in": s.switch_in == "container",
                "limit": bool(s.limit.pps), "noise": s.noise != "none",
+               "policer": s.policer in buckets.POLICERS, "shaper": s.shaper in buckets.SHAPERS,
                "switch_rxq": s.switch_rxq > 1, "nf_in": "vm" in s.nf_in.split("+")}
     for f, bad in refused.items():
         if bad:
@@ -651,6 +690,10 @@ def unusable(host: HostFacts) -> Keep:
             return None      # check() names the mistake
         if (problem := switch_problem(s, dataplane)) is not None:
             return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
+        # a study compares placements: one this host lacks is left out, said why
+        for what in ("policer", "shaper"):
+            if (why := buckets.refusal(getattr(s, what))) is not None:
+                return f"{what}={getattr(s, what)}: {why}"
         return "; ".join(problems(s)) or None
     return keep
 

@@ -75,9 +75,12 @@ int run_init(struct run *r, const struct conf *cf, struct api *a, const struct c
 	r->api = a;
 	r->clk = *clk;
 	r->reanchor = true;
+	r->wake = UINT64_MAX;
 	r->poll.epfd = -1;       /* the role sets its poller up; until then it holds nothing */
 	r->t_next_anchor = clock_ticks() + clk->hz / REANCHOR_PER_S;
 	r->t_next = r->t_next_anchor;
+	if ((r->conforms = cf->conformance.given))
+		conformance_init(&r->conform, cf->conformance.rate, cf->conformance.size, clk->hz);
 	if (latency) {
 		r->lat = malloc(sizeof(*r->lat));
 		r->lat_ival = malloc(sizeof(*r->lat_ival));
@@ -402,6 +405,19 @@ void run_summary(struct run *r)
 	poll_fields(&j, r);
 	if (r->summary_more)
 		r->summary_more(r, &j);
+	if (r->conforms) {
+		const struct conformance *k = &r->conform;
+		json_open(&j, "conformance", '{');
+		json_num(&j, "rate_pps", k->rate, 1);
+		json_u64(&j, "bucket", k->size);
+		json_u64(&j, "frames", k->frames);
+		if (k->frames)
+			json_num(&j, "sigma", k->sigma, 3);
+		else
+			json_null(&j, "sigma");
+		json_u64(&j, "exceeded", k->exceeded);
+		json_close(&j, '{');
+	}
 	if (r->lat) {
 		char item[80];
 		json_open(&j, "latency", '{');

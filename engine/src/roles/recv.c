@@ -43,6 +43,7 @@ static inline __attribute__((always_inline)) void recv_loop(struct run *r, const
 		}
 		ops->release(a, pkts, n);
 		run_rx_window(r, now, measured);
+		run_conform(r, now, measured);
 	}
 }
 
