@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from cnfperf import fields
-from cnfperf.host import udp_errors
+from cnfperf.host import kernel_drops, udp_errors
 from cnfperf.report import contention
 from cnfperf.results.model import DROP_REASONS, busy_ratio
 from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
@@ -149,7 +149,17 @@ def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
         counted += refused
     if hop.lost and hop.lost != counted:
         hop.why.append(f"not counted {_n(hop.lost - counted)}")
+    # a kernel NF (router): what else its kernel counted, the host's softnet too
+    hop.why += kernel_drops.describe(_kernel_of(point, nf["name"]), ported=True)
     return hop
+
+
+def _kernel_of(point: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A kernel NF's counters over the trial (its summary's `kernel`), or None."""
+    for e in point.get("endpoints") or []:
+        if e.get("endpoint") == name:
+            return (e.get("summary") or {}).get("kernel")
+    return None
 
 
 def hops(point: dict[str, Any], pair: int) -> list[Hop]:

@@ -333,6 +333,7 @@ class Builder:
                 point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown,
                 lazy=nfs.kind(s.nf).lazy))
             bed.create_s[nf.name] = time.monotonic() - start
+            self._prepare(bed, nf)
         if s.noise in noise.STRESSORS and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
         if self.hosts is not None:
@@ -342,6 +343,19 @@ class Builder:
                 self._part(self.hosts.agent(host), bed, teardown)
         made(total)
         return bed
+
+    @staticmethod
+    def _prepare(bed: Testbed, nf: NF) -> None:
+        """What the NF's kind makes of its netns before any trial (a router's
+        addresses and routes: NfKind.prepare), with the MACs of the hops before
+        and after it, and its cores when it is pinned. Undone with its netns."""
+        point = bed.point
+        pair = point.pairs[nf.pair]
+        links = pair.links
+        hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
+        cores = () if point.floating else nf.cores
+        nfs.kind(point.scenario.nf).prepare(nf.name, nf, bed.ports(nf.name), hops, pair,
+                                            point.scenario, cores)
 
     def _part(self, agent: parts.Agent, bed: Testbed, teardown: Teardown) -> None:
         """Another host's part of the point, built there by its agent: its

@@ -1,0 +1,192 @@
+"""`router`: the Linux kernel forwards in the NF's network namespace (paper
+002's virtual router), no program of ours in the path.
+
+Each router NF's netns is made a router once its ports are there (prepare,
+from this process, before any trial): IPv4 forwarding on, an address on each
+port, a host route to each end of its path through the port that faces it,
+and a permanent neighbour entry for each end with the MAC of the next hop
+that way (the next router's port, or the end's): no ARP, so nothing is
+resolved while traffic flows and a chain of routers works as one router
+does. Its kernel addresses frames to the next hop by that entry, as the
+engine's `l3` does by its route table (nfs/engine.py); the tester's ends send
+to the router's port MAC, as to any NF.
+
+Scale knobs:
+- nf_routes: the routes toward the receiver's side, the receiver's address
+  first, the others prefixes ROUTE_BLOCK hands out per pair, each via the
+  receiver: the table the kernel looks frames up in grows (the tester's
+  frames are all addressed to the receiver, so they take the first route);
+- nf_interfaces: its interfaces, its two ports and macvlan sub-interfaces of
+  its first port up to the number (an address each), as paper 002's Paper B
+  adds virtual interfaces to a router.
+- nf_unrouted: no route toward the receiver: every frame the sender sends is
+  one the kernel has no route for (IpExt InNoRoutes), to see where it says so.
+
+Where its softirq work runs: a veth or macvlan delivers a frame on the CPU
+that sent it (netif_rx queues it on that CPU's backlog), whatever the NF's
+cpuset. With pin (the default) each port's RPS map is the NF's cores, so the
+kernel takes the frames it received off its backlog, and forwards them, on the
+NF's cores: their softirq time is the router's work (docs/cpu.md says how far).
+
+The container's process is the engine idling (`--idle`: it ends on SIGINT);
+its counters are the kernel's, read by the trial (host/kernel_drops.py).
+"""
+from __future__ import annotations
+
+import ipaddress
+import tempfile
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from cnfperf import UserError
+from cnfperf.dataplanes import DATAPLANES
+from cnfperf.host.links import ip
+from cnfperf.host.system import run
+from cnfperf.nfs.base import Command, NfKind, refused
+from cnfperf.runtimes import FULL
+
+if TYPE_CHECKING:
+    from cnfperf.dataplanes.base import Attachment
+    from cnfperf.plan import NF, Pair
+    from cnfperf.scenario import Scenario
+
+KERNEL_APIS = ("raw", "mmap", "xdp")   # nf_api means nothing to it: any but dpdk
+MAX_ROUTES = 4096        # per router: a pair's share of ROUTE_BLOCK
+MAX_INTERFACES = 512     # paper 002's Paper B scales a router up to 512
+# Each pair's further routes: 10.128.0.0/12, a /20 per pair (16 pairs per /16).
+ROUTE_BLOCK = ipaddress.IPv4Address("10.128.0.0")
+# The sub-interfaces' addresses: 172.16.0.0/12, one per interface (in each NF's
+# own netns, so every router may use the same ones).
+IFACE_BLOCK = ipaddress.IPv4Address("172.16.0.0")
+SUB_PREFIX = "sub"       # sub-interface names: sub1, sub2, … (in the NF's netns)
+
+
+def port_address(ends_ip: str, index: int, port: int) -> str:
+    """Port `port` (0: towards the sender, 1) of the path's router `index`: in
+    the ends' /24 after them, host 16 + 2·index + port (as its MAC: plan._nf),
+    a /32 so the /24 is no connected route of the router's."""
+    net = ipaddress.IPv4Interface(f"{ends_ip}/24").network
+    return str(net.network_address + 16 + 2 * index + port)
+
+
+def route_prefix(pair: int, j: int) -> str:
+    """The j-th further route (j ≥ 1) of a pair's routers: a /32 in the pair's /20."""
+    return f"{ROUTE_BLOCK + pair * MAX_ROUTES + j}/32"
+
+
+def sub_address(j: int) -> str:
+    return str(IFACE_BLOCK + j)
+
+
+def batch(nf: NF, ifaces: Sequence[str], hops: Sequence[str], pair: Pair, s: Scenario) -> list[str]:
+    """The `ip -batch` lines that make the NF's netns the router: addresses,
+    sub-interfaces, neighbours, routes."""
+    a, b = ifaces
+    sender, receiver = pair.sender.ip, pair.receiver.ip
+    lines = [f"address replace {port_address(sender, nf.index, 0)}/32 dev {a}",
+             f"address replace {port_address(sender, nf.index, 1)}/32 dev {b}"]
+    for j in range(1, s.nf_interfaces - 1):
+        name = f"{SUB_PREFIX}{j}"
+        lines += [f"link add {name} link {a} type macvlan mode private",
+                  f"address replace {sub_address(j)}/32 dev {name}",
+                  f"link set {name} up"]
+    lines += [f"neighbour replace {sender} lladdr {hops[0]} dev {a} nud permanent",
+              f"route replace {sender}/32 dev {a}"]
+    if not s.nf_unrouted:
+        lines += [f"neighbour replace {receiver} lladdr {hops[1]} dev {b} nud permanent",
+                  f"route replace {receiver}/32 dev {b}"]
+        lines += [f"route replace {route_prefix(pair.index, j)} via {receiver} dev {b}"
+                  for j in range(1, s.nf_routes)]
+    return lines
+
+
+def sysctls(ifaces: Sequence[str]) -> list[str]:
+    """Forwarding on; its ports answer no ARP for other ports' addresses, nor
+    send redirects (frames leave by another port than they came in)."""
+    out = ["net.ipv4.ip_forward=1", "net.ipv4.conf.all.send_redirects=0"]
+    for iface in ifaces:
+        out += [f"net.ipv4.conf.{iface}.send_redirects=0", f"net.ipv4.conf.{iface}.arp_ignore=1"]
+    return out
+
+
+def rps_mask(cores: Sequence[int]) -> str:
+    """An rps_cpus mask: hexadecimal, 32-bit words separated by commas."""
+    bits = sum(1 << c for c in cores)
+    words = []
+    while True:
+        words.append(f"{bits & 0xffffffff:08x}")
+        bits >>= 32
+        if not bits:
+            break
+    return ",".join(reversed(words))
+
+
+def rps_script(ifaces: Sequence[str], cores: Sequence[int]) -> str:
+    """What steers the frames its ports receive to its cores (RPS), run in its
+    netns (`ip netns exec` mounts that netns's /sys)."""
+    mask = rps_mask(cores)
+    return "; ".join(f"for q in /sys/class/net/{iface}/queues/rx-*; do "
+                     f"echo {mask} > $q/rps_cpus; done" for iface in ifaces)
+
+
+class RouterKind(NfKind):
+    names = ("router",)
+    styles = {"router": 7}
+    apis = KERNEL_APIS
+    kernel = True    # its counters are the kernel's (host/kernel_drops.py)
+
+    def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
+        try:
+            self._check(s)
+        except UserError as e:
+            return refused(e)
+        return super().scenario_problem(s)
+
+    def _check(self, s: Scenario) -> None:
+        dataplane = DATAPLANES.get(s.switch)
+        if dataplane is not None and dataplane.kind != "kernel":
+            kernel = [n for n, dp in DATAPLANES.items() if dp.kind == "kernel"]
+            raise UserError("nf", f"router is the kernel's forwarding: it needs kernel interfaces, "
+                                  f"which {s.switch} does not give (switch = "
+                                  f"{', '.join(kernel)})")
+        if s.nf_api == "dpdk":
+            raise UserError("nf_api", "router is the kernel's forwarding: not on DPDK ports "
+                                      f"(nf_api = {' or '.join(KERNEL_APIS)}: it is not used)")
+        if "vm" in s.nf_in.split("+"):
+            raise UserError("nf_in", "router runs in a container's netns, not yet in a virtual "
+                                     "machine (its guest kernel would be made a router by hand)")
+        if s.nf_host:
+            raise UserError("nf_host", "router NFs are made routers on this host only")
+        if s.nf_routes > 1 and s.nf_unrouted:
+            raise UserError("nf_routes", "nf_unrouted leaves the router no route to the "
+                                         "receiver: nf_routes = 1")
+
+    def cores_problem(self, s: Scenario) -> str | None:
+        return None   # its softirq work goes to every core of its RPS map
+
+    def pollers(self, s: Scenario, cores: int) -> int:
+        return 0      # the kernel's softirq, no thread of its own spins
+
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
+        return FULL   # the engine, idling: nothing of its own forwards
+
+    def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+                pair: Pair, s: Scenario, eal: Sequence[str],
+                floating: Sequence[int] = ()) -> Command:
+        return Command([engine, "--idle"], records=False)
+
+    def prepare(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+                pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
+        """Make the NF's netns a router (its container made, before any trial):
+        sysctls, then addresses, sub-interfaces, neighbours and routes in one
+        `ip -batch`, then its RPS map when it is pinned (`cores`: its cpuset,
+        or () when unpinned)."""
+        ifaces = [p.iface for p in ports if p.iface]
+        run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces)],
+            what=f"router {netns}: sysctls")
+        with tempfile.NamedTemporaryFile("w", prefix="cnfperf-router-", suffix=".ip") as f:
+            f.write("\n".join(batch(nf, ifaces, hops, pair, s)) + "\n")
+            f.flush()
+            ip("-batch", f.name, netns=netns)
+        if cores:
+            run(["ip", "netns", "exec", netns, "sh", "-c", rps_script(ifaces, cores)],
+                what=f"router {netns}: RPS map")
