@@ -17,8 +17,8 @@ from cnfperf.nfs.testpmd import TestPmdKind
 
 KINDS: list[type[NfKind]] = [
     EngineKind,
-    RouterKind,
     TestPmdKind,
+    RouterKind,
     CmdKind,
     ClickKind,
     ImageKind,

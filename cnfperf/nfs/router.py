@@ -12,15 +12,16 @@ engine's `l3` does by its route table (nfs/engine.py); the tester's ends send
 to the router's port MAC, as to any NF.
 
 Scale knobs:
-- nf_routes: the routes toward the receiver's side, the receiver's address
-  first, the others prefixes ROUTE_BLOCK hands out per pair, each via the
-  receiver: the table the kernel looks frames up in grows (the tester's
-  frames are all addressed to the receiver, so they take the first route);
+- nf_routes: prefixes toward the receiver's side it has a route for. One: the
+  receiver's address, as any NF sees it. More (or nf_unrouted): the tester's
+  flows take turns over nf_routes + nf_unrouted /32 prefixes of the pair's
+  (plan.spread_address, the engine's --ip-span), the first nf_routes routed
+  via the receiver, whose host route and neighbour entry they share;
+- nf_unrouted: the further prefixes it has no route for: the kernel drops
+  their frames for want of one (IpExt InNoRoutes), which the loss table shows;
 - nf_interfaces: its interfaces, its two ports and macvlan sub-interfaces of
   its first port up to the number (an address each), as paper 002's Paper B
   adds virtual interfaces to a router.
-- nf_unrouted: no route toward the receiver: every frame the sender sends is
-  one the kernel has no route for (IpExt InNoRoutes), to see where it says so.
 
 Where its softirq work runs: a veth or macvlan delivers a frame on the CPU
 that sent it (netif_rx queues it on that CPU's backlog), whatever the NF's
@@ -42,6 +43,7 @@ from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host.links import ip
 from cnfperf.host.system import run
 from cnfperf.nfs.base import Command, NfKind, refused
+from cnfperf.plan import MAX_DESTINATIONS, destinations, spread_address
 from cnfperf.runtimes import FULL
 
 if TYPE_CHECKING:
@@ -50,10 +52,6 @@ if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
 KERNEL_APIS = ("raw", "mmap", "xdp")   # nf_api means nothing to it: any but dpdk
-MAX_ROUTES = 4096        # per router: a pair's share of ROUTE_BLOCK
-MAX_INTERFACES = 512     # paper 002's Paper B scales a router up to 512
-# Each pair's further routes: 10.128.0.0/12, a /20 per pair (16 pairs per /16).
-ROUTE_BLOCK = ipaddress.IPv4Address("10.128.0.0")
 # The sub-interfaces' addresses: 172.16.0.0/12, one per interface (in each NF's
 # own netns, so every router may use the same ones).
 IFACE_BLOCK = ipaddress.IPv4Address("172.16.0.0")
@@ -66,11 +64,6 @@ def port_address(ends_ip: str, index: int, port: int) -> str:
     a /32 so the /24 is no connected route of the router's."""
     net = ipaddress.IPv4Interface(f"{ends_ip}/24").network
     return str(net.network_address + 16 + 2 * index + port)
-
-
-def route_prefix(pair: int, j: int) -> str:
-    """The j-th further route (j ≥ 1) of a pair's routers: a /32 in the pair's /20."""
-    return f"{ROUTE_BLOCK + pair * MAX_ROUTES + j}/32"
 
 
 def sub_address(j: int) -> str:
@@ -91,11 +84,11 @@ def batch(nf: NF, ifaces: Sequence[str], hops: Sequence[str], pair: Pair, s: Sce
                   f"link set {name} up"]
     lines += [f"neighbour replace {sender} lladdr {hops[0]} dev {a} nud permanent",
               f"route replace {sender}/32 dev {a}"]
-    if not s.nf_unrouted:
-        lines += [f"neighbour replace {receiver} lladdr {hops[1]} dev {b} nud permanent",
-                  f"route replace {receiver}/32 dev {b}"]
-        lines += [f"route replace {route_prefix(pair.index, j)} via {receiver} dev {b}"
-                  for j in range(1, s.nf_routes)]
+    lines += [f"neighbour replace {receiver} lladdr {hops[1]} dev {b} nud permanent",
+              f"route replace {receiver}/32 dev {b}"]
+    if destinations(s) > 1:   # the flows' prefixes: the first nf_routes routed, via the receiver
+        lines += [f"route replace {spread_address(pair.index, j)}/32 via {receiver} dev {b}"
+                  for j in range(s.nf_routes)]
     return lines
 
 
@@ -133,6 +126,7 @@ class RouterKind(NfKind):
     styles = {"router": 7}
     apis = KERNEL_APIS
     kernel = True    # its counters are the kernel's (host/kernel_drops.py)
+    settle_s = 0.0   # up once prepared: its process forwards nothing
 
     def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
         try:
@@ -156,9 +150,16 @@ class RouterKind(NfKind):
                                      "machine (its guest kernel would be made a router by hand)")
         if s.nf_host:
             raise UserError("nf_host", "router NFs are made routers on this host only")
-        if s.nf_routes > 1 and s.nf_unrouted:
-            raise UserError("nf_routes", "nf_unrouted leaves the router no route to the "
-                                         "receiver: nf_routes = 1")
+        spread = destinations(s)
+        if spread > MAX_DESTINATIONS:
+            raise UserError("nf_unrouted", f"nf_routes + nf_unrouted = {spread}: at most "
+                                           f"{MAX_DESTINATIONS} prefixes (one flow each at least)")
+        if spread > 1 and s.flows < spread:
+            raise UserError("flows", f"{s.flows} flows over nf_routes + nf_unrouted = {spread} "
+                                     f"prefixes would leave some without frames: flows ≥ {spread}")
+        if spread > 1 and s.api == "udp":
+            raise UserError("api", "flows spread over a router's prefixes are addressed by the "
+                                   "engine, not by udp's sockets: api = raw, mmap, xdp or dpdk")
 
     def cores_problem(self, s: Scenario) -> str | None:
         return None   # its softirq work goes to every core of its RPS map

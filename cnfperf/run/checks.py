@@ -510,7 +510,7 @@ def _check_nfs(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None)
 
 # A router's own fields (nfs/router.py), and their defaults: set otherwise they
 # need router NFs to mean something.
-ROUTER_FIELDS = {"nf_routes": 1, "nf_interfaces": 2, "nf_unrouted": False}
+ROUTER_FIELDS = {"nf_routes": 1, "nf_interfaces": 2, "nf_unrouted": 0}
 
 
 def _check_router_fields(s: Scenario, kind: nfs.NfKind | None) -> None:
