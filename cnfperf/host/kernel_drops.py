@@ -108,6 +108,26 @@ def read_softnet() -> dict[int, dict[str, int]]:
     return parse_softnet(Path("/proc/net/softnet_stat").read_text())
 
 
+# The same files and qdiscs read by one script in a VM's guest (its own kernel's
+# counters: its softnet is its vCPUs'), in this order, SEPARATOR between them.
+SEPARATOR = "@@cnfperf@@"
+SNAPSHOT = f"; echo {SEPARATOR}; ".join(
+    ["cat /proc/net/dev", "cat /proc/net/snmp", "cat /proc/net/netstat",
+     "cat /proc/net/softnet_stat", "tc -s -j qdisc show"])
+
+
+def parse_snapshot(text: str, ifaces: Sequence[str]) -> dict[str, Any]:
+    """SNAPSHOT's output: the counters read() gives. ValueError if it is not that."""
+    parts = text.split(SEPARATOR)
+    if len(parts) != 5:
+        raise ValueError(f"a snapshot of {len(parts)} parts, not 5")
+    dev, snmp, netstat, softnet, qdiscs = (p.strip("\n") for p in parts)
+    links = parse_dev(dev)
+    return {"interfaces": {i: links.get(i, {}) for i in ifaces},
+            "qdiscs": parse_qdiscs(qdiscs, ifaces), "ip": parse_ip(snmp, netstat),
+            "softnet": parse_softnet(softnet)}
+
+
 def read(netns: str, ifaces: Sequence[str]) -> dict[str, Any] | None:
     """The counters of a network namespace's interfaces (`ifaces`), its IP
     counters and the host's softnet ones; None when they cannot be read (what

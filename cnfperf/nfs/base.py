@@ -18,6 +18,7 @@ instance answers for one value:
   command(...)                its command line, and how it says it is up
   ready(lines), summary(out)  when it was up, its counters, from its output
   prepare(...)                what its netns needs before any trial (router)
+  counters(node, ports)       a kernel kind's counters, read around each trial
   records, holds_ports, settle_s, counted, apis, lazy, kernel: what it does as it runs
   style, stored()             its colour and marker in reports, stored with each point
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import NF, Pair
+    from cnfperf.runtimes import Container
     from cnfperf.scenario import Scenario
 
 # A command that says nothing of its ports counts as up this long after it starts.
@@ -165,11 +167,17 @@ class NfKind:
         cores an unpinned NF floats over (TestPoint.floating)."""
         raise NotImplementedError
 
-    def prepare(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+    def prepare(self, node: Container, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
                 pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
-        """What its netns needs before any trial, once its ports are there (a
-        kernel kind's addresses and routes); `cores` its cpuset when pinned, else
-        (). Nothing here."""
+        """What its node needs before any trial, once its ports are there (a
+        kernel kind's addresses and routes, in its container's netns or its
+        VM's guest); `cores` its cpuset as it sees it when pinned, else ().
+        Nothing here."""
+
+    def counters(self, node: Container, ports: Sequence[Attachment]) -> dict[str, Any] | None:
+        """A `kernel` kind's counters now (host/kernel_drops.py's), read around
+        each trial; None: none, or unreadable."""
+        return None
 
     def ready(self, lines: list[str]) -> dict[str, Any] | None:
         """An engine-like `ready` record from its output, when it says when it was up."""

@@ -35,11 +35,13 @@ its counters are the kernel's, read by the trial (host/kernel_drops.py).
 from __future__ import annotations
 
 import ipaddress
+import subprocess
 import tempfile
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from cnfperf import UserError
+from cnfperf import SystemFailure, UserError
 from cnfperf.dataplanes import DATAPLANES
+from cnfperf.host import kernel_drops
 from cnfperf.host.links import ip
 from cnfperf.host.system import run
 from cnfperf.nfs.base import Command, NfKind, refused
@@ -49,6 +51,7 @@ from cnfperf.runtimes import FULL
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
     from cnfperf.plan import NF, Pair
+    from cnfperf.runtimes import Container
     from cnfperf.scenario import Scenario
 
 KERNEL_APIS = ("raw", "mmap", "xdp")   # nf_api means nothing to it: any but dpdk
@@ -121,6 +124,33 @@ def rps_script(ifaces: Sequence[str], cores: Sequence[int]) -> str:
                      f"echo {mask} > $q/rps_cpus; done" for iface in ifaces)
 
 
+def guest_script(ifaces: Sequence[str], lines: Sequence[str], cores: Sequence[int]) -> str:
+    """The same, as one shell script for a VM's guest (the host's programs, its
+    root seen read-only: VmRuntime), stopping at the first failure."""
+    heredoc = "\n".join(lines)
+    script = [f"sysctl -q -w {' '.join(sysctls(ifaces))}",
+              f"ip -batch - <<'EOF'\n{heredoc}\nEOF"]
+    if cores:
+        script.append(rps_script(ifaces, cores))
+    return "set -e\n" + "\n".join(script) + "\n"
+
+
+def guest_run(node: Container, script: str, what: str, timeout: float = 60) -> str:
+    """A short script in a VM's guest: its output; SystemFailure with its
+    error's last line if it fails."""
+    proc = node.exec(["sh", "-c", script])
+    try:
+        out, err = proc.communicate(timeout=timeout * node.slowdown)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise SystemFailure(f"{what}: no answer from the guest within {timeout:g} s") from None
+    if proc.returncode != 0:
+        last = (err or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+        raise SystemFailure(f"{what}: exited with code {proc.returncode}: {last[0]}")
+    return (out or b"").decode(errors="replace")
+
+
 class RouterKind(NfKind):
     names = ("router",)
     styles = {"router": 7}
@@ -145,9 +175,6 @@ class RouterKind(NfKind):
         if s.nf_api == "dpdk":
             raise UserError("nf_api", "router is the kernel's forwarding: not on DPDK ports "
                                       f"(nf_api = {' or '.join(KERNEL_APIS)}: it is not used)")
-        if "vm" in s.nf_in.split("+"):
-            raise UserError("nf_in", "router runs in a container's netns, not yet in a virtual "
-                                     "machine (its guest kernel would be made a router by hand)")
         if s.nf_host:
             raise UserError("nf_host", "router NFs are made routers on this host only")
         spread = destinations(s)
@@ -164,6 +191,18 @@ class RouterKind(NfKind):
     def cores_problem(self, s: Scenario) -> str | None:
         return None   # its softirq work goes to every core of its RPS map
 
+    def counters(self, node: Container, ports: Sequence[Attachment]) -> dict | None:
+        """The kernel's counters of the NF (host/kernel_drops.py): a container's
+        netns read from here, a VM's guest by a script in it; None unreadable."""
+        ifaces = [p.iface or "" for p in ports]
+        if node.kind != "vm":
+            return kernel_drops.read(node.netns, ifaces)
+        try:
+            return kernel_drops.parse_snapshot(
+                guest_run(node, kernel_drops.SNAPSHOT, f"counters of {node.name}"), ifaces)
+        except (SystemFailure, ValueError, OSError):
+            return None
+
     def pollers(self, s: Scenario, cores: int) -> int:
         return 0      # the kernel's softirq, no thread of its own spins
 
@@ -175,17 +214,23 @@ class RouterKind(NfKind):
                 floating: Sequence[int] = ()) -> Command:
         return Command([engine, "--idle"], records=False)
 
-    def prepare(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+    def prepare(self, node: Container, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
                 pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
         """Make the NF's netns a router (its container made, before any trial):
         sysctls, then addresses, sub-interfaces, neighbours and routes in one
         `ip -batch`, then its RPS map when it is pinned (`cores`: its cpuset,
-        or () when unpinned)."""
+        or () when unpinned). A container's netns from here (its /proc/sys is
+        read-only inside); a VM's guest kernel by a script run in it."""
         ifaces = [p.iface for p in ports if p.iface]
+        lines = batch(nf, ifaces, hops, pair, s)
+        if node.kind == "vm":
+            guest_run(node, guest_script(ifaces, lines, cores), f"router {nf.name}")
+            return
+        netns = node.netns
         run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces)],
             what=f"router {netns}: sysctls")
         with tempfile.NamedTemporaryFile("w", prefix="cnfperf-router-", suffix=".ip") as f:
-            f.write("\n".join(batch(nf, ifaces, hops, pair, s)) + "\n")
+            f.write("\n".join(lines) + "\n")
             f.flush()
             ip("-batch", f.name, netns=netns)
         if cores:

@@ -267,7 +267,9 @@ def meter(bed: Testbed, s: Scenario) -> Meter:
         elif isinstance(node, NetworkFunction):
             account = of_container(name, "nf", s.nf_quota, node.container)
             # a kernel NF (router) pinned: its RPS map puts its forwarding on its cores
-            account.softirq_counts = nfs.kind(s.nf).kernel and s.pin
+            # (in a VM its guest's softirq is in its vCPUs' time already)
+            account.softirq_counts = nfs.kind(s.nf).kernel and s.pin and \
+                node.container.kind != "vm"
             found.append(account)
         elif isinstance(node, Neighbour):
             found.append(of_container(name, "noise", None, node.noise.container))

@@ -353,9 +353,10 @@ class Builder:
         pair = point.pairs[nf.pair]
         links = pair.links
         hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
-        cores = () if point.floating else nf.cores
-        nfs.kind(point.scenario.nf).prepare(nf.name, nf, bed.ports(nf.name), hops, pair,
-                                            point.scenario, cores)
+        inside = bed.inside(nf)     # in a VM: its guest's CPUs
+        cores = () if point.floating else inside.cores
+        nfs.kind(point.scenario.nf).prepare(bed.container(nf.name), inside, bed.ports(nf.name),
+                                            hops, pair, point.scenario, cores)
 
     def _part(self, agent: parts.Agent, bed: Testbed, teardown: Teardown) -> None:
         """Another host's part of the point, built there by its agent: its

@@ -233,7 +233,7 @@ class Trial:
         netns and host (kernel_drops.py): its forwarding counts nothing else."""
         if self.kind is None or not self.kind.kernel:
             return {}
-        return {nf.name: kernel_drops.read(nf.name, [a.iface or "" for a in self.bed.ports(nf.name)])
+        return {nf.name: self.kind.counters(self.bed.container(nf.name), self.bed.ports(nf.name))
                 for nf in self.bed.point.nfs}
 
     def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:

@@ -90,6 +90,24 @@ def test_forwarding_on_and_its_rps_map_on_its_cores():
         "for q in /sys/class/net/b/queues/rx-*; do echo 00000004 > $q/rps_cpus; done")
 
 
+def test_a_guest_is_made_a_router_by_one_script_that_stops_at_a_failure():
+    script = router.guest_script(["a", "b"], ["route replace 10.77.0.2/32 dev b"], [1])
+    assert script == (
+        "set -e\n"
+        f"sysctl -q -w {' '.join(router.sysctls(['a', 'b']))}\n"
+        "ip -batch - <<'EOF'\nroute replace 10.77.0.2/32 dev b\nEOF\n"
+        f"{router.rps_script(['a', 'b'], [1])}\n")
+    assert "rps_cpus" not in router.guest_script(["a", "b"], [], [])
+
+
+def test_a_guest_s_counters_come_in_one_snapshot():
+    text = kernel_drops.SEPARATOR.join([DEV, SNMP, NETSTAT, SOFTNET, QDISCS])
+    assert kernel_drops.parse_snapshot(text, [A, B]) == _reading()
+    with pytest.raises(ValueError):
+        kernel_drops.parse_snapshot(DEV, [A, B])
+    assert kernel_drops.SNAPSHOT.count(kernel_drops.SEPARATOR) == 4
+
+
 def test_its_process_forwards_nothing_and_no_poller_is_counted():
     kind = nf_kinds.kind("router")
     assert kind.kernel and not kind.records and kind.settle_s == 0
@@ -120,7 +138,7 @@ def test_the_ends_address_the_flows_to_the_prefixes_in_turn():
 @pytest.mark.parametrize("flags, field, words", [
     ({"switch": "memif", "api": "dpdk"}, "nf", "needs kernel interfaces"),
     ({"nf_api": "dpdk", "api": "dpdk"}, "nf_api", "not on DPDK ports"),
-    ({"nf_in": "vm"}, "nf_in", "not yet in a virtual machine"),
+    ({"nf_host": "dut"}, "nf_host", "on this host only"),
     ({"nf_routes": 4, "flows": 2}, "flows", "flows ≥ 4"),
     ({"nf_routes": 4096, "nf_unrouted": 1, "flows": 4097}, "nf_unrouted", "at most 4096"),
     ({"nf_routes": 2, "flows": 2, "api": "udp"}, "api", "not by udp's sockets"),
