@@ -133,7 +133,9 @@ def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
     ports = {p["port"]: p for p in nf.get("ports") or []}
     name = f"nf {nf['idx'] + 1} of {total}: {nf['kind']} {short_name(point, nf['name'])}"
     if not ports:   # a user's command: its counters are its own business
-        return Hop("nf", name, why=["its own command: no counters read"])
+        kernel = "kernel" in _summary_of(point, nf["name"])   # a kernel NF's, unreadable
+        return Hop("nf", name, why=["its kernel's counters could not be read" if kernel else
+                                    "its own command: no counters read"])
     ingress, egress = ports.get(1) or {}, ports.get(2) or ports.get(1) or {}
     rx, tx = ingress.get("rx_packets") or 0, egress.get("tx_packets") or 0
     hop = Hop("nf", name, rx=rx, tx=tx, lost=rx - tx)
@@ -154,12 +156,17 @@ def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
     return hop
 
 
-def _kernel_of(point: dict[str, Any], name: str) -> dict[str, Any] | None:
-    """A kernel NF's counters over the trial (its summary's `kernel`), or None."""
+def _summary_of(point: dict[str, Any], name: str) -> dict[str, Any]:
+    """An NF's summary as its metrics row stored it ({} if none)."""
     for e in point.get("endpoints") or []:
         if e.get("endpoint") == name:
-            return (e.get("summary") or {}).get("kernel")
-    return None
+            return e.get("summary") or {}
+    return {}
+
+
+def _kernel_of(point: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A kernel NF's counters over the trial (its summary's `kernel`), or None."""
+    return _summary_of(point, name).get("kernel")
 
 
 def hops(point: dict[str, Any], pair: int) -> list[Hop]:
