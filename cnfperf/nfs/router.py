@@ -188,6 +188,16 @@ class RouterKind(NfKind):
             raise UserError("api", "flows spread over a router's prefixes are addressed by the "
                                    "engine, not by udp's sockets: api = raw, mmap, xdp or dpdk")
 
+    def warnings(self, s: Scenario) -> tuple[str, ...]:
+        """A quota limits a container's processes; a router's forwarding is the
+        kernel's softirq, which no cgroup is charged for (a VM's guest kernel
+        runs on its vCPUs, which its quota does limit)."""
+        if s.nf_quota is not None and "container" in s.nf_in.split("+"):
+            return ("nf_quota limits a router container's process, not its kernel's forwarding "
+                    "(softirq is charged to no cgroup): it does not slow the router; a router in "
+                    "a VM (nf_in = vm) is limited by it",)
+        return ()
+
     def cores_problem(self, s: Scenario) -> str | None:
         return None   # its softirq work goes to every core of its RPS map
 

@@ -74,6 +74,12 @@ def test_routes_sub_interfaces_and_unrouted_prefixes():
         "address replace 172.16.0.2/32 dev sub2", "link set sub2 up"]
 
 
+def test_a_quota_on_a_router_container_is_said_to_limit_nothing():
+    [warning] = [w for w in _point(nf_quota=50).warnings if "nf_quota" in w]
+    assert "does not slow the router" in warning
+    assert not [w for w in _point().warnings if "nf_quota" in w]
+
+
 def test_a_pair_s_prefixes_are_its_own():
     assert spread_address(0) == "10.128.0.0" and spread_address(0, 4095) == "10.128.15.255"
     assert spread_address(1) == "10.128.16.0" and spread_address(249, 4095) == "10.143.159.255"
