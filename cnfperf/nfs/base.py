@@ -167,12 +167,14 @@ class NfKind:
         cores an unpinned NF floats over (TestPoint.floating)."""
         raise NotImplementedError
 
-    def prepare(self, node: Container, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
-                pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
+    def prepare(self, netns: str, guest: Container | None, nf: NF, ports: Sequence[Attachment],
+                hops: Sequence[str], pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
         """What its node needs before any trial, once its ports are there (a
-        kernel kind's addresses and routes, in its container's netns or its
-        VM's guest); `cores` its cpuset as it sees it when pinned, else ().
-        Nothing here."""
+        kernel kind's addresses and routes): in its netns before its container
+        is made (a container mounts its netns's /sys read-only, and that
+        instance stays read-only while it is there), or with `guest` (a VM,
+        made) in its guest; `cores` its cpuset as it sees it when pinned,
+        else (). Nothing here."""
 
     def counters(self, node: Container, ports: Sequence[Attachment]) -> dict[str, Any] | None:
         """A `kernel` kind's counters now (host/kernel_drops.py's), read around

@@ -224,19 +224,20 @@ class RouterKind(NfKind):
                 floating: Sequence[int] = ()) -> Command:
         return Command([engine, "--idle"], records=False)
 
-    def prepare(self, node: Container, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
-                pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
-        """Make the NF's netns a router (its container made, before any trial):
-        sysctls, then addresses, sub-interfaces, neighbours and routes in one
-        `ip -batch`, then its RPS map when it is pinned (`cores`: its cpuset,
-        or () when unpinned). A container's netns from here (its /proc/sys is
-        read-only inside); a VM's guest kernel by a script run in it."""
+    def prepare(self, netns: str, guest: Container | None, nf: NF, ports: Sequence[Attachment],
+                hops: Sequence[str], pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
+        """Make the NF's netns a router before any trial: sysctls, then
+        addresses, sub-interfaces, neighbours and routes in one `ip -batch`,
+        then its RPS map when it is pinned (`cores`: its cpuset, or () when
+        unpinned). A container's netns from here before the container is made
+        (inside, /proc/sys is read-only, and the netns's /sys too once the
+        container has mounted it); a VM's guest kernel (`guest`) by a script
+        run in it."""
         ifaces = [p.iface for p in ports if p.iface]
         lines = batch(nf, ifaces, hops, pair, s)
-        if node.kind == "vm":
-            guest_run(node, guest_script(ifaces, lines, cores), f"router {nf.name}")
+        if guest is not None:
+            guest_run(guest, guest_script(ifaces, lines, cores), f"router {nf.name}")
             return
-        netns = node.netns
         run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces)],
             what=f"router {netns}: sysctls")
         with tempfile.NamedTemporaryFile("w", prefix="cnfperf-router-", suffix=".ip") as f:
@@ -244,5 +245,5 @@ class RouterKind(NfKind):
             f.flush()
             ip("-batch", f.name, netns=netns)
         if cores:
-            run(["ip", "netns", "exec", netns, "sh", "-c", rps_script(ifaces, cores)],
+            run(["ip", "netns", "exec", netns, "sh", "-ec", rps_script(ifaces, cores)],
                 what=f"router {netns}: RPS map")
