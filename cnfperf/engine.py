@@ -17,7 +17,7 @@ from typing import IO, Any, Sequence
 
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.dataplanes.dpdk_args import lcores
-from cnfperf.plan import NF, Endpoint
+from cnfperf.plan import NF, Endpoint, destinations, spread_address
 from cnfperf.scenario import Scenario
 
 ENGINE_ENV = "CNFPERF_ENGINE"
@@ -54,8 +54,15 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     pair's own values (a profile) win over the point's."""
     s = s.of_pair(ep.pair)
     args = [engine, ep.role, "--api", s.api, *port_args(ports)]
-    args += ["--src-mac", ports[0].mac, "--src-ip", ep.ip, "--sport", str(ep.udp_port),
-             "--dst-mac", hop, "--dst-ip", peer.ip, "--dport", str(peer.udp_port),
+    # Flows spread over a router's prefixes: the sending side addresses them in
+    # turn, the receiving side takes frames to any (plan.destinations).
+    spread = destinations(s)
+    src_ip, dst_ip = ep.ip, peer.ip
+    if spread > 1:
+        first = spread_address(ep.pair)
+        src_ip, dst_ip = (first, dst_ip) if ep.receives_first else (src_ip, first)
+    args += ["--src-mac", ports[0].mac, "--src-ip", src_ip, "--sport", str(ep.udp_port),
+             "--dst-mac", hop, "--dst-ip", dst_ip, "--dport", str(peer.udp_port),
              "--size", str(s.size), "--burst", str(s.burst), "--flows", str(s.flows),
              "--cpu", str(ep.cpu), "--interval", f"{INTERVAL:g}"]
     if ep.receives_first:
@@ -65,6 +72,8 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     else:
         args += ["--rate", s.rate.argv(), "--duration", f"{s.duration:g}",
                  "--warmup", f"{s.warmup:g}"]
+    if spread > 1:
+        args += ["--ip-span", str(spread)]
     if ep.role in ("tester", "client"):
         args += ["--settle", f"{SETTLE:g}"]
     if s.onoff and ep.role in ("send", "tester"):

@@ -364,6 +364,26 @@ def hosts_said(tester_host: str, dut_host: str, nf_host: str = "", wires: int | 
     return f"  ({', '.join(said)})"
 
 
+# Flows spread over a router's prefixes (nf_routes, nf_unrouted): each pair's
+# destinations are consecutive addresses in 10.128.0.0/9, a block of
+# MAX_DESTINATIONS per pair; the engine's --ip-span addresses flow f to the
+# block's first + f % destinations().
+SPREAD_BLOCK = 0x0A800000   # 10.128.0.0
+MAX_DESTINATIONS = 4096     # the engine tracks at most 4096 flows, one per destination at least
+
+
+def destinations(s: Scenario) -> int:
+    """How many destination addresses each pair's flows take turns over: one
+    (the receiver's own) unless router NFs have prefixes to spread them over."""
+    return s.nf_routes + s.nf_unrouted if s.nfs else 1
+
+
+def spread_address(pair: int, j: int = 0) -> str:
+    """The j-th destination of a pair's spread flows (a /32 of a router's)."""
+    n = SPREAD_BLOCK + pair * MAX_DESTINATIONS + j
+    return ".".join(str(n >> shift & 0xff) for shift in (24, 16, 8, 0))
+
+
 def run_prefix(run_id: str) -> str:
     return f"{PREFIX}{run_id}"
 

@@ -12,11 +12,13 @@ from cnfperf.nfs.click import ClickKind
 from cnfperf.nfs.cmd import CmdKind
 from cnfperf.nfs.engine import EngineKind
 from cnfperf.nfs.image import ImageKind
+from cnfperf.nfs.router import RouterKind
 from cnfperf.nfs.testpmd import TestPmdKind
 
 KINDS: list[type[NfKind]] = [
     EngineKind,
     TestPmdKind,
+    RouterKind,
     CmdKind,
     ClickKind,
     ImageKind,

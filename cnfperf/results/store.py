@@ -492,7 +492,8 @@ class Store:
                 for usage in result.cpu:
                     self._insert("cpu_usage", {
                         "point_id": point_id, "cycles_per_packet": usage.cycles_per_packet,
-                        **asdict(usage), "threads": json.dumps(usage.threads)})
+                        **{k: v for k, v in asdict(usage).items() if k != "softirq_counts"},
+                        "threads": json.dumps(usage.threads)})
             for trial in trials:
                 self._insert("trials", {"point_id": point_id,
                                         **{k: _sql(v) for k, v in trial.items()}})

@@ -172,6 +172,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         why = dataplane.limit_problem(s.api)
         if why:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
+    _check_router_fields(s, kind)
     if s.nfs:
         kind = _check_nfs(s, dataplane, kind)
     _check_buckets(s, dataplane, kind)
@@ -548,6 +549,20 @@ def _check_nfs(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None)
                                "(stopping one crashes the other): nfs = 1, or the engine's NFs")
     kind.check(s)
     return kind
+
+
+# A router's own fields (nfs/router.py), and their defaults: set otherwise they
+# need router NFs to mean something.
+ROUTER_FIELDS = {"nf_routes": 1, "nf_interfaces": 2, "nf_unrouted": 0}
+
+
+def _check_router_fields(s: Scenario, kind: nfs.NfKind | None) -> None:
+    """nf_routes, nf_interfaces and nf_unrouted concern router NFs only."""
+    if kind is not None and kind.kernel:
+        return
+    for name, default in ROUTER_FIELDS.items():
+        if getattr(s, name) != default:
+            raise UserError(name, "it concerns router NFs: nf = router with nfs ≥ 1")
 
 
 def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from cnfperf import SystemFailure
+from cnfperf import SystemFailure, nfs
 from cnfperf.host import cgroups
 from cnfperf.dataplanes.base import DataPlane, PortCounters
 from cnfperf.fields import LOCAL
@@ -84,6 +84,8 @@ class Account:
     # Its group, looked up when the window opens (locate): a container whose
     # process is its init (a lazy one) has none before that process runs.
     find: Callable[[], Path | None] | None = None
+    # Its work is softirq on its cores (a pinned router NF): CpuUsage.softirq_counts
+    softirq_counts: bool = False
 
     def locate(self) -> None:
         """Its group, once, from `find`; what keeps it from being found is its problem."""
@@ -231,7 +233,7 @@ class Meter:
                 system_s=None if t is None else t.system_s, softirq_s=softirq, wall_s=wall,
                 packets=self.switch_rx() if a.kind == "switch" else packets.get(a.node, 0),
                 tsc_hz=tsc[0], tsc_source=tsc[1],
-                threads=self.threads.get(a.node, [])))
+                threads=self.threads.get(a.node, []), softirq_counts=a.softirq_counts))
         return rows
 
 
@@ -264,8 +266,12 @@ def meter(bed: Testbed, s: Scenario) -> Meter:
             found.append(of_container(name, kind, s.of_pair(node.endpoint.pair).endpoint_quota,
                                       node.container))
         elif isinstance(node, NetworkFunction):   # a pair's own quota: its profile's
-            found.append(of_container(name, "nf", s.of_pair(node.nf.pair).nf_quota,
-                                      node.container))
+            account = of_container(name, "nf", s.of_pair(node.nf.pair).nf_quota, node.container)
+            # a kernel NF (router) pinned: its RPS map puts its forwarding on its cores
+            # (in a VM its guest's softirq is in its vCPUs' time already)
+            account.softirq_counts = nfs.kind(s.nf).kernel and s.pin and \
+                node.container.kind != "vm"
+            found.append(account)
         elif isinstance(node, Neighbour):
             found.append(of_container(name, "noise", None, node.noise.container))
     switch = of_switch(s.switch, bed.dataplane, s.switch_quota)

@@ -327,14 +327,19 @@ class Builder:
                 lazy=True))
         for n, nf in enumerate(nfs_here, len(engines)):
             made(n)
+            runtime = self.runtime_of(nf, s)
+            if runtime != VM:   # before its container mounts the netns's /sys read-only
+                self._prepare(bed, nf)
             start = time.monotonic()
             # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
-                self.runtime_of(nf, s), self.image_of(nf, s.nf), bed, nf.name,
+                runtime, self.image_of(nf, s.nf), bed, nf.name,
                 point.cpuset(nf.cores), Quota.of(s.of_pair(nf.pair).nf_quota, s.quota_period),
                 teardown,
                 lazy=nfs.kind(s.nf).lazy))
             bed.create_s[nf.name] = time.monotonic() - start
+            if runtime == VM:   # its guest's kernel: once it runs
+                self._prepare(bed, nf, bed.container(nf.name))
         if noise.runs_process(s.noise) and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
         if self.hosts is not None:
@@ -344,6 +349,21 @@ class Builder:
                 self._part(self.hosts.agent(host), bed, teardown)
         made(total)
         return bed
+
+    @staticmethod
+    def _prepare(bed: Testbed, nf: NF, guest: Container | None = None) -> None:
+        """What the NF's kind makes of its netns before any trial (a router's
+        addresses and routes: NfKind.prepare), with the MACs of the hops before
+        and after it, and its cores when it is pinned; `guest`: its VM, whose
+        kernel it concerns (its CPUs the guest's). Undone with its netns."""
+        point = bed.point
+        pair = point.pairs[nf.pair]
+        links = pair.links
+        hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
+        inside = bed.inside(nf) if guest is not None else nf
+        cores = () if point.floating else inside.cores
+        nfs.kind(point.scenario.nf).prepare(nf.name, guest, inside, bed.ports(nf.name), hops,
+                                            pair, point.scenario, cores)
 
     def _part(self, agent: parts.Agent, bed: Testbed, teardown: Teardown) -> None:
         """Another host's part of the point, built there by its agent: its

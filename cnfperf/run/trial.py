@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cnfperf import SystemFailure, nfs
-from cnfperf.host import udp_errors
+from cnfperf.host import kernel_drops, udp_errors
 from cnfperf.run import cpu, fault as faults
 from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
@@ -135,6 +135,7 @@ class Trial:
         self.commands: dict[str, nfs.Command] = {}   # each NF's
         self.kind = nfs.kind(s.nf) if s.nfs else None    # what they are
         self.fault: faults.Fault | None = None
+        self.kernel: dict[str, dict | None] = {}   # a kernel NF's counters over the trial
 
     def run(self) -> model.PointResult:
         # A noise stream's pair (noise = traffic) runs like the others, unmeasured.
@@ -146,6 +147,7 @@ class Trial:
         in_path = [nf for p in pairs for nf in reversed(p.nfs)]
         before = self.bed.first_counters()
         udp_before = self._udp_counters()
+        kernel_before = self._kernel_counters()
         self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
             pair = pairs[ep.pair]
@@ -192,6 +194,8 @@ class Trial:
             self._stop_commands([p.nfs[depth] for p in pairs if p.nfs[depth] not in engine_nfs])
         after = self.bed.counters()
         udp_after = self._udp_counters()
+        self.kernel = {nf: kernel_drops.delta(kernel_before.get(nf), counters)
+                       for nf, counters in self._kernel_counters().items()}
         # No engine polls any more: ports may close now.
         self._release(senders)
         # From the sender's side, one depth at a time: no two ends of a link close at once.
@@ -242,6 +246,14 @@ class Trial:
             return {}
         return {ep.name: udp_errors.read(self.bed.container(ep.name).netns)
                 for pair in self.bed.point.pairs for ep in pair.engines}
+
+    def _kernel_counters(self) -> dict[str, dict | None]:
+        """With a kernel NF (router), the counters of each one's interfaces,
+        netns and host (kernel_drops.py): its forwarding counts nothing else."""
+        if self.kind is None or not self.kind.kernel:
+            return {}
+        return {nf.name: self.kind.counters(self.bed.container(nf.name), self.bed.ports(nf.name))
+                for nf in self.bed.point.nfs}
 
     def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
@@ -434,6 +446,8 @@ class Trial:
         if command is None or command.records:
             return self.outputs[ep.name].summary
         assert self.kind is not None
+        if self.kind.kernel:
+            return kernel_drops.summary(self.kind.nf, self.kernel.get(ep.name))
         summary = self.kind.summary("\n".join(self.outputs[ep.name].lines))
         if self.kind.counted and not summary["ports"]:
             raise self._failed(ep, "printed no counters on SIGINT")

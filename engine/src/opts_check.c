@@ -197,6 +197,9 @@ bool opts_check(struct parse *p, struct conf *cf, const struct api_ops *ops)
 		return false;
 	if (role->generates && !generator_options(p, cf, ops))
 		return false;
+	if (cf->ip_span > 1 && !ops->l2)
+		return fail(p, "--ip-span: the %s api's sockets have one address (an L2 api builds its headers)",
+			    cf->api);
 	if (cf->sport + cf->flows - 1 > 65535)
 		return fail(p, "--flows: %u flows from --sport %u run past port 65535", cf->flows, cf->sport);
 	return true;

@@ -370,6 +370,9 @@ const struct opt opts_common[] = {
 	  .help = "seconds between interval records (0 = none)" },
 	{ .name = "flows", .value = "N", .set = set_count, AT(flows), .min = 1, .max = SEQ_MAX_FLOWS, .def = "1",
 	  .help = "UDP source ports from --sport on" },
+	{ .name = "ip-span", .value = "N", .set = set_count, AT(ip_span), .min = 1, .max = 65536, .def = "1",
+	  .help = "flows take turns over N destination addresses from --dst-ip (flow % N);\n"
+		  "recv and server accept --src-ip .. +N-1, tester --dst-ip .. +N-1" },
 	{ .name = "cpu", .value = "N", .set = set_cpu, AT(cpu), .max = CPU_SETSIZE - 1,
 	  .help = "pin the (main) thread to CPU N" },
 	{ .name = "threads", .value = "1|2", .set = set_threads,

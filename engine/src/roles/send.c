@@ -125,6 +125,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	struct api *a = r->api;
 	const struct api_ops *ops = a->ops;
 	const unsigned len = cf->size - FCS_LEN, wire = wire_bytes(len), flows = cf->flows;
+	const unsigned span = cf->ip_span;
 	const uint16_t burst = (uint16_t)cf->burst;
 	const bool touch = cf->touch, keeps = ops->tx_keeps;
 	struct counters *c = &r->c;
@@ -193,6 +194,12 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 
 		todo -= want < todo ? want : todo;
 		wr16(tmpl + OFF_UDP_SPORT, sport);
+		if (span > 1) {   /* each flow to its destination (a router's prefix) */
+			const uint32_t dst = htonl(ntohl(cf->dst_ip) + flow % span);
+			frame_set_dst_ip(tmpl, dst);
+			for (uint16_t i = 0; i < held; i++)
+				frame_set_dst_ip(pkts[i].data, dst);
+		}
 		if (len == FRAME_MIN_LEN)
 			fill(pkts, held, n, tmpl, FRAME_MIN_LEN, sport, seq, ts, touch);
 		else
