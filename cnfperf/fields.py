@@ -205,13 +205,13 @@ FIELDS: list[Field] = [
     Field("nf_routes", "int", 1, "nf = router: the prefixes toward the receiver's side each "
           "router has a route for; more than one: the tester's flows take turns over them, a "
           "/32 each, flow f to prefix f % (nf_routes + nf_unrouted) (flows at least as many)",
-          axis=48, ge=1, le=4096, column="INTEGER", label="named", late=True),
+          axis=51, ge=1, le=4096, column="INTEGER", label="named", late=True),
     Field("nf_interfaces", "int", 2, "nf = router: each router's interfaces, its two ports and "
           "macvlan sub-interfaces of its first port up to the number, an address each",
-          axis=49, ge=2, le=512, column="INTEGER", label="named", late=True),
+          axis=52, ge=2, le=512, column="INTEGER", label="named", late=True),
     Field("nf_unrouted", "int", 0, "nf = router: prefixes the tester's flows also take turns "
           "over (after nf_routes') that no router has a route for: the kernel drops their frames "
-          "for want of one (IpExt InNoRoutes, in the loss table)", axis=50, ge=0, le=4095,
+          "for want of one (IpExt InNoRoutes, in the loss table)", axis=53, ge=0, le=4095,
           column="INTEGER", label="named", late=True),
     Field("nf_quota", "float", None, "CPU quota of each network function's container, in % of "
           "one core; default: none", axis=22, unit="%", gt=0, column="REAL", label="named",
