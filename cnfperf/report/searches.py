@@ -65,8 +65,11 @@ def trials(run: dict[str, Any]) -> Table | None:
                          t["received"], 100 * (t["loss_ratio"] or 0.0),
                          "" if t["passed"] is None else ("pass" if t["passed"] else "fail"),
                          _truth(t)])
+    # Pass or fail counts the sends the ports refused as loss too (the generator
+    # column says how many): the loss column is of the frames that left alone.
     return ("Search trials", ["point", "trial", "phase", "offered kpps", "s", "tx kpps",
-                              "rx kpps", "sent", "received", "loss %", "", "generator"], rows)
+                              "rx kpps", "sent", "received", "loss % of sent", "", "generator"],
+            rows)
 
 
 def _truth(t: dict[str, Any]) -> str:

@@ -57,9 +57,10 @@ def search(s: Scenario, measure: Measure, say: Callable[[str], None]
     def trial(pps: float) -> bisection.TrialResult:
         r, t = run(pps, f"at {rates.show(pps)}")
         total = r.total
-        # What the device was offered: what left and what its ports refused.
-        offered = total.tx_pps / s.pairs * (t.counted / t.sent if t.sent else 0.0)
-        return bisection.TrialResult(offered, total.rx_pps / s.pairs, t.loss(total.lost))
+        # The rate the loss counts against (truth.counted): what left and what
+        # the device's ports refused.
+        counted = total.tx_pps / s.pairs * (t.counted / t.sent if t.sent else 0.0)
+        return bisection.TrialResult(counted, total.rx_pps / s.pairs, t.loss(total.lost))
 
     top = s.search_max.pps
     if not top:
