@@ -78,9 +78,9 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
         args += ["--settle", f"{SETTLE:g}"]
     if s.onoff and ep.role in ("send", "tester"):
         args += ["--onoff", str(s.onoff)]
-    profile = conformance_profile(s)
-    if profile and ep.role in ("recv", "tester"):
-        args += ["--conformance", bucket_arg(*profile)]
+    contract = conformance_contract(s)
+    if contract and ep.role in ("recv", "tester"):
+        args += ["--conformance", bucket_arg(*contract)]
     if ep.role == "recv" and peer.host != ep.host:
         # its sender stamps frames with another host's clock (engine/README.md)
         args += ["--clock", "other"]
@@ -117,7 +117,7 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     return [*args, *extra, *_tail(s, eal)]
 
 
-def conformance_profile(s: Scenario) -> tuple[float, int] | None:
+def conformance_contract(s: Scenario) -> tuple[float, int] | None:
     """The (rate, bucket) a receiver holds what it got to: the shaper's, the last
     to act on the frames, else the policer's; None without either."""
     if s.shaper != "none":

@@ -232,9 +232,9 @@ def asked(point: dict[str, Any], pair: str) -> str:
 
 
 def conformance(run: dict[str, Any]) -> Table | None:
-    """Per pair, what its receiver got held to the profile (the shaper's rate and
+    """Per pair, what its receiver got held to the contract (the shaper's rate and
     bucket, else the policer's): the smallest bucket it conforms to at that
-    rate, and the share of frames beyond the profile's bucket."""
+    rate, and the share of frames beyond the contract's bucket."""
     points = [p for p in done_points(run)
               if any(pp.get("conformance_sigma") is not None for pp in p.get("per_pair") or [])]
     if not points:
@@ -251,7 +251,7 @@ def conformance(run: dict[str, Any]) -> Table | None:
                          _kpps(_param(p, f"{by}_rate")), _param(p, f"{by}_bucket"),
                          pair["conformance_sigma"], 100 * (pair["conformance_exceeded"] or 0.0),
                          *_waits(p, pair["pair"])])
-    return ("Conformance of what was received", ["point", "rep", "pair", "profile",
+    return ("Conformance of what was received", ["point", "rep", "pair", "contract",
                                                  "rate kpps", "bucket", "sigma (frames)",
                                                  "beyond the bucket %", "longest wait ms",
                                                  "bound ms"], rows)

@@ -311,7 +311,7 @@ def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,
 
 
 def conformance(summary: dict[str, Any]) -> tuple[float | None, float | None]:
-    """(sigma, the share of frames beyond the profile's bucket) of a receiving
+    """(sigma, the share of frames beyond the contract's bucket) of a receiving
     end's `conformance` (engine/README.md); (None, None) without one or frames."""
     c = summary.get("conformance")
     if not isinstance(c, dict) or not c.get("frames"):

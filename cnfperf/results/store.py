@@ -298,8 +298,8 @@ _SCHEMA_19 = "\n".join([
     "ALTER TABLE points ADD COLUMN noise_facts TEXT;"])
 # Policers, shapers and conformance (host/buckets.py, the engine's --policer,
 # --shaper, --conformance): per pair (and point) the smallest bucket, in frames,
-# the received stream conforms to at the profile's rate and the share of its
-# frames beyond the profile's bucket (NULL without a profile); per NF port the
+# the received stream conforms to at the contract's rate and the share of its
+# frames beyond the contract's bucket (NULL without one); per NF port the
 # frames its policer and its shaper dropped and those its shaper delayed.
 _SCHEMA_20 = "\n".join([
     *(f"ALTER TABLE {t} ADD COLUMN {c};" for t in ("points", "pairs")

@@ -110,7 +110,7 @@ static void conformance(void)
 	CHECK(c.sigma > 0.999 && c.sigma < 1.001 && c.exceeded == 0 && c.frames == 100,
 	      "steady: sigma %.3f, %llu exceeded", c.sigma, (unsigned long long)c.exceeded);
 
-	/* 10 frames every 10 ms, the same mean: sigma 10; a profile of 5 frames sees
+	/* 10 frames every 10 ms, the same mean: sigma 10; a contract of 5 frames sees
 	 * 5 of each clump exceed */
 	conformance_init(&c, 1000, 5, HZ);
 	for (uint64_t t = 0; t < 100 * MS; t += 10 * MS)

@@ -12,7 +12,7 @@ import pytest
 from cnfperf import nfs as nf_kinds
 from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
-from cnfperf.engine import argv, bucket_arg, conformance_profile, nf_argv
+from cnfperf.engine import argv, bucket_arg, conformance_contract, nf_argv
 from cnfperf.host import buckets
 from cnfperf.plan import place
 from cnfperf.results import model
@@ -102,7 +102,7 @@ def test_the_engine_is_told_its_buckets_and_the_profile():
     assert _opt(fwd, "--policer") == "200,16" and _opt(fwd, "--shaper") == "2500,8,100"
     # the shaper acts last: what the receiver gets is held to its profile
     assert _opt(rx, "--conformance") == "2500,8" and _opt(tx, "--conformance") is None
-    assert conformance_profile(s) == (2500.0, 8)
+    assert conformance_contract(s) == (2500.0, 8)
 
 
 def test_nothing_is_said_without_them_and_a_kernel_shaper_is_the_profile():
@@ -208,7 +208,7 @@ def test_the_report_shows_conformance_and_the_shapers_wait_against_its_bound():
                             "summary": {"shaper": {"delay_max_ns": 70_000_000}}}]}
     title, headers, rows = summary.conformance({"points": [point]})
     assert dict(zip(headers, rows[0])) == {
-        "point": "veth", "rep": 1, "pair": "0", "profile": "shaper", "rate kpps": 0.8,
+        "point": "veth", "rep": 1, "pair": "0", "contract": "shaper", "rate kpps": 0.8,
         "bucket": 8, "sigma (frames)": 8.5, "beyond the bucket %": 1.0,
         "longest wait ms": 70.0, "bound ms": 1250.0}
     point["per_pair"][0]["conformance_sigma"] = None

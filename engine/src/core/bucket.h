@@ -69,14 +69,14 @@ static inline uint64_t bucket_due(const struct bucket *b)
 	return b->tat > b->tolerance ? b->tat - b->tolerance : 0;
 }
 
-/* A receiver's view of what it got against a profile (rate, bucket): `sigma`,
+/* A receiver's view of what it got against a contract (rate, bucket): `sigma`,
  * the smallest bucket the stream conforms to at that rate (the most a bucket
  * drained at the rate ever held: q = max(0, q - rate * dt) + frames, online),
- * and `exceeded`, the frames a policer of the profile would have dropped (its
+ * and `exceeded`, the frames a policer of the contract would have dropped (its
  * bucket as above). Per rx burst of measured frames. */
 struct conformance {
 	double rate, per_tick;      /* frames per second, per tick */
-	unsigned size;              /* the profile's bucket */
+	unsigned size;              /* the contract's bucket */
 	struct bucket b;
 	double q, sigma;
 	uint64_t last, frames, exceeded;

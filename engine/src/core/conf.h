@@ -64,7 +64,7 @@ struct conf {
 	double rate;               /* pps, 0 = as fast as possible */
 	unsigned onoff;            /* generators: frames back to back per on period, 0 = steady */
 	struct conf_bucket policer, shaper;  /* nf: before it forwards */
-	struct conf_bucket conformance;      /* receivers: the profile what they got is held to */
+	struct conf_bucket conformance;      /* receivers: the contract what they got is held to */
 	unsigned size;             /* RFC 2544 frame size, with FCS */
 	unsigned burst;
 	bool touch, quiet;

@@ -67,11 +67,11 @@ struct run {
 	struct poller poll;           /* the role's, set up by the role (poller_init) */
 	struct poll_stats poll_more;  /* the client's tx thread: its sleeps, for the summary */
 	void (*summary_more)(struct run *r, struct json *j); /* nf: its own fields */
-	bool conforms;                /* --conformance: what it measured held to a profile */
+	bool conforms;                /* --conformance: what it measured held to a contract */
 	struct conformance conform;
 };
 
-/* Receivers: a burst's measured frames, held to the --conformance profile. */
+/* Receivers: a burst's measured frames, held to the --conformance contract. */
 static inline void run_conform(struct run *r, uint64_t now, unsigned measured)
 {
 	if (r->conforms && measured)
