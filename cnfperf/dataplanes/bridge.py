@@ -19,7 +19,7 @@ class BridgePlane(KernelPlane):
     kernel_links = {"veth": "VETH", "bridge": "BRIDGE"}
     vm_links = {"tun": "TUN"}
     # The receiver's port egresses through the bridge's own qdisc, whatever the api.
-    limit_at_sender = False
+    shaped_at_sender = False
     nic_ports = True
     cut_at = ("node", "switch")
 
@@ -42,7 +42,7 @@ class BridgePlane(KernelPlane):
         self._port(link.a)
         self._port(link.b)
 
-    def limit_link(self, pair: Pair) -> tuple[str, str]:
+    def shaper_link(self, pair: Pair) -> tuple[str, str]:
         return pair.links[-1].b.name + "h", self.switch_netns
 
     def police_link(self, pair: Pair) -> tuple[str, str]:

@@ -67,9 +67,10 @@ class KernelPlane(DataPlane):
     uses_switch_netns: ClassVar[bool] = False
     kernel_links: ClassVar[Mapping[str, str]] = {"veth": "VETH"}
     undo = buckets.UNDO   # its links' policers and shapers (host/buckets.py)
-    # Whether a receiver's limit (tbf) sits on its sender's own interface: veth and
-    # macvlan have no device of theirs between the two ends.
-    limit_at_sender: ClassVar[bool] = True
+    # Whether the shaper of the link into a receiver (limit, shaper = tbf | htb)
+    # sits on the interface of the node before it: veth and macvlan have no
+    # device of theirs between the two ends.
+    shaped_at_sender: ClassVar[bool] = True
 
     def __init__(self, journal: Journal, home=None):
         super().__init__(journal, home)   # no process of its own: checks.py refuses a home
@@ -91,9 +92,9 @@ class KernelPlane(DataPlane):
 
     @classmethod
     def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
-        """A limit on the sender's own interface (limit_at_sender) would sit in
+        """A limit on the sender's own interface (shaped_at_sender) would sit in
         the guest when the node before the receiver is a virtual machine."""
-        if s.limit.pps and cls.limit_at_sender:
+        if s.limit.pps and cls.shaped_at_sender:
             try:
                 before = [s.endpoint_in, *nf_places(s.nf_in, s.nfs)][-1]
             except ValueError:
@@ -106,20 +107,20 @@ class KernelPlane(DataPlane):
     @classmethod
     def limit_problem(cls, api: str) -> str | None:
         """A shaped link (tbf) sits on a qdisc that every api but udp bypasses
-        where the qdisc is the sender's own (limit_at_sender)."""
-        if cls.limit_at_sender and api != "udp":
+        where the qdisc is the sender's own (shaped_at_sender)."""
+        if cls.shaped_at_sender and api != "udp":
             return (f"a sender with api {api} bypasses the qdisc of its interface, where the "
                     "limit would sit; use api udp or the bridge")
         return None
 
     @classmethod
     def bucket_problem(cls, s: Scenario, what: str) -> str | None:
-        """Without a device of the switch's between the ends (limit_at_sender),
+        """Without a device of the switch's between the ends (shaped_at_sender),
         a shaper is the qdisc of the interface of the node before the receiver,
         which only the kernel's udp sends through (a packet socket bypasses it,
         as an NF's L2 api does); a policer sits at the receiver's own netdev
         ingress, which a packet socket's tap and XDP see frames before."""
-        if not cls.limit_at_sender:
+        if not cls.shaped_at_sender:
             return None
         if what == "shaper" and (s.nfs or s.api != "udp"):
             sender = f"a network function with nf_api {s.nf_api}" if s.nfs \
@@ -137,7 +138,7 @@ class KernelPlane(DataPlane):
         last = pair.links[-1].b
         return last.name, last.node
 
-    def limit_link(self, pair: Pair) -> tuple[str, str]:
+    def shaper_link(self, pair: Pair) -> tuple[str, str]:
         """(link, netns) whose egress delivers the pair's frames to its receiver:
         here the port the last link starts at."""
         last = pair.links[-1].a
@@ -169,10 +170,7 @@ class KernelPlane(DataPlane):
             if point.scenario.api == "udp":
                 self._address(pair.sender, pair.receiver, pair.links[0].b)
                 self._address(pair.receiver, pair.sender, pair.links[-1].a)
-            own = point.scenario.of_pair(pair.index)   # a pair's limit: its profile's
-            if own.limit.pps:
-                self._limit(pair, own.limit.pps, own.size, own.burst)
-            self._buckets(pair, own)
+            self._buckets(pair, point.scenario.of_pair(pair.index))   # a pair's own limit
 
     def setup(self) -> None:
         """Create the shared switch device, if any."""
@@ -275,23 +273,6 @@ class KernelPlane(DataPlane):
     def count_port(self, name: str, netns: str | None) -> None:
         self._ports.append((name, netns))
 
-    def _limit(self, pair: Pair, pps: float, size: int, burst: int) -> None:
-        """A token bucket (tbf) that lets `pps` frames of `size` through to the receiver.
-
-        tbf counts frames without the FCS. The bucket holds 10 ms of traffic or
-        five of the sender's bursts (its pacer's longest catch-up), whichever is
-        more, so a sender below the limit passes whole; over a 1 s trial that
-        blurs the limit by about 1% at 20 kpps. The queue is short (64 frames):
-        what exceeds the limit is dropped and counted as loss, instead of
-        filling a udp sender's socket buffer and slowing the sender down.
-        """
-        frame = size - 4
-        byte_rate = pps * frame
-        bucket = max(int(byte_rate * 0.010), 5 * burst * frame, 2 * frame)
-        link, netns = self.limit_link(pair)
-        ip("qdisc", "replace", "dev", link, "root", "tbf", "rate", f"{byte_rate * 8:.0f}bit",
-           "burst", str(bucket), "limit", str(64 * frame), netns=netns, tool="tc")
-
     def cut(self, port: Port, at: str, up: bool) -> None:
         """`ip link set down|up` on the node's interface (a veth's other end
         loses its carrier), or on the switch's side of it (switch_port)."""
@@ -305,14 +286,20 @@ class KernelPlane(DataPlane):
 
     def _buckets(self, pair: Pair, s: Scenario) -> None:
         """The kernel policer and shaper of the point (host/buckets.py) on the
-        pair's last link: what the receiver gets. Each is journaled before it is
-        made, and removed in stop() before the links go."""
-        if s.shaper in buckets.SHAPERS:
-            link, netns = self.limit_link(pair)
-            buckets.shape(self.journal, s.shaper, link, netns, s.shaper_rate.pps,
-                          s.shaper_bucket, s.shaper_queue, s.size)
+        pair's last link: what the receiver gets; a pair's `limit` is a tbf
+        shaper there too (buckets.limit_shaper: checks.py refuses both). Each
+        is journaled before it is made, and removed in stop() before the links
+        go; what it drops counts at that link (counters())."""
+        shaper = (s.shaper, s.shaper_rate.pps, s.shaper_bucket, s.shaper_queue) \
+            if s.shaper in buckets.SHAPERS else \
+            ("tbf", s.limit.pps, *buckets.limit_shaper(s.limit.pps, s.burst)) \
+            if s.limit.pps else None
+        if shaper is not None:
+            kind, pps, bucket, queue = shaper
+            link, netns = self.shaper_link(pair)
+            buckets.shape(self.journal, kind, link, netns, pps, bucket, queue, s.size)
             self._made.append(("qdisc", f"{link} root", {"link": link, "netns": netns,
-                                                         "parent": "root", "qdisc": s.shaper}))
+                                                         "parent": "root", "qdisc": kind}))
         if s.policer in buckets.POLICERS:
             link, netns = self.police_link(pair)
             buckets.police(self.journal, s.policer, link, netns, s.policer_rate.pps,
