@@ -25,8 +25,9 @@ packets it moved (paper 002). It is summed over a node's cores, so nodes that
 share a core show the same time.
 
 A Meter samples every node when the window opens (the senders' warm-up is
-over: sending_s; a container's cgroup is looked up then, as one whose process
-is its init has none before) and when it closes (every sender has printed its summary); usage() turns
+over: window_opens_ns; a container's cgroup is looked up then, as one whose
+process is its init has none before) and when it closes (every sender has
+printed its summary); usage() turns
 the two samples, and the packets each node handled, into model.CpuUsage rows.
 The switch's packets are its ports' rx between two reads of its counters, each
 right after the CPU times: testpmd answers at once, OVS's ovs-ofctl can take
@@ -245,13 +246,15 @@ def _allowed(found: list[dict[str, Any]]) -> tuple[int, ...]:
     return tuple(sorted(cores))
 
 
-def sending_s(readies: list[dict[str, Any] | None], now_ns: int) -> float | None:
-    """Seconds since the last of the senders was ready to send (its `ready`
-    record's wall clock), None until all are: a DPDK engine takes a second or
-    more to start, which is no part of its warm-up."""
-    if not readies or None in readies:
+def window_opens_ns(starts: list[dict[str, Any] | None], warmup: float) -> int | None:
+    """When the measured window opens (wall clock, ns): a warm-up after the last
+    sender began its own (its `start` record: a DPDK engine takes a second or
+    more to start, and a tester or a client first settles the path, none of it
+    warm-up); None until every sender has. The CPU meter and a fault both time
+    themselves by it."""
+    if not starts or None in starts:
         return None
-    return (now_ns - max(int(r.get("wall_ns") or now_ns) for r in readies)) / 1e9
+    return max(int(r["wall_ns"]) for r in starts) + int(warmup * 1e9)
 
 
 # -- the nodes of a testbed -------------------------------------------------------

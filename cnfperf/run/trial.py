@@ -342,15 +342,12 @@ class Trial:
         start = time.monotonic()
 
         def progress() -> None:
-            sending = cpu.sending_s([self.outputs[ep.name].ready for ep in eps],
-                                    time.time_ns())
-            if sending is not None and sending >= s.warmup:
+            opens = cpu.window_opens_ns([self.outputs[ep.name].start for ep in eps],
+                                        s.warmup)
+            if opens is not None and time.time_ns() >= opens:
                 self.meter.start()   # the measured window opens
-            starts = [self.outputs[ep.name].start for ep in eps]
-            if self.fault is not None and not self.fault.started and None not in starts:
-                # the window opens a warm-up after the last sender began its own
-                # (a tester's or client's after its --settle)
-                self.fault.start(max(int(r["wall_ns"]) for r in starts) / 1e9 + s.warmup)
+            if opens is not None and self.fault is not None and not self.fault.started:
+                self.fault.start(opens / 1e9)
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
             self._watched()
