@@ -126,9 +126,18 @@ class NfKind:
         """Whether it prints counters of its own (a run without them fails)."""
         return self.records
 
+    def check_own(self, s: Scenario) -> None:
+        """Raises UserError for a rule of the family's own that the scenario
+        breaks (scenario_problem asks it first)."""
+
     def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
         """(field, why) when the scenario asks what this kind cannot do (exit 2):
-        the base's rules are the path's; a family checks its own first."""
+        the base's rules are the path's; a family checks its own first
+        (check_own, or an override of this)."""
+        try:
+            self.check_own(s)
+        except UserError as e:
+            return refused(e)
         if s.nf_api not in self.apis:
             return "nf_api", f"{self.nf} runs on nf_api {' or '.join(self.apis)}, not {s.nf_api}"
         if self.ports == 1 and s.nfs != 1:

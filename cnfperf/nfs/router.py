@@ -44,7 +44,7 @@ from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host import kernel_drops
 from cnfperf.host.links import ip
 from cnfperf.host.system import run
-from cnfperf.nfs.base import Command, NfKind, refused
+from cnfperf.nfs.base import Command, NfKind
 from cnfperf.plan import MAX_DESTINATIONS, destinations, spread_address
 from cnfperf.runtimes import FULL
 
@@ -158,14 +158,7 @@ class RouterKind(NfKind):
     kernel = True    # its counters are the kernel's (host/kernel_drops.py)
     settle_s = 0.0   # up once prepared: its process forwards nothing
 
-    def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
-        try:
-            self._check(s)
-        except UserError as e:
-            return refused(e)
-        return super().scenario_problem(s)
-
-    def _check(self, s: Scenario) -> None:
+    def check_own(self, s: Scenario) -> None:
         dataplane = DATAPLANES.get(s.switch)
         if dataplane is not None and dataplane.kind != "kernel":
             kernel = [n for n, dp in DATAPLANES.items() if dp.kind == "kernel"]
