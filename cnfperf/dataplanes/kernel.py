@@ -3,7 +3,6 @@ and the base class that wires endpoints into namespaces (cnfperf.host.links).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
@@ -11,7 +10,8 @@ from cnfperf.host import buckets, tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import remove_dpdk_files
-from cnfperf.host.links import add_netns, del_link, del_netns, give_back_all, ip, lend_nic, tap_index
+from cnfperf.host.links import (add_netns, del_link, del_netns, give_back_all, ip, lend_nic,
+                                link_stats, tap_index)
 from cnfperf.plan import nf_places
 from cnfperf.runtimes.base import Nic
 
@@ -24,15 +24,8 @@ if TYPE_CHECKING:
 # dpdk: through the af_packet PMD on the port's interface (dpdk_args.kernel_eal_args).
 KERNEL_APIS = frozenset({"udp", "raw", "mmap", "xdp", "dpdk"})
 def link_counters(netns: str | None, names: set[str]) -> dict[str, PortCounters]:
-    found = {}
-    for link in json.loads(ip("-s", "-j", "link", "show", netns=netns) or "[]"):
-        if link["ifname"] in names:
-            stats = link.get("stats64", {})
-            rx, tx = stats.get("rx", {}), stats.get("tx", {})
-            found[link["ifname"]] = PortCounters(
-                rx_packets=rx.get("packets", 0), tx_packets=tx.get("packets", 0),
-                rx_dropped=rx.get("dropped", 0), tx_dropped=tx.get("dropped", 0))
-    return found
+    return {name: PortCounters(**stats) for name, stats in link_stats(netns).items()
+            if name in names}
 
 
 def mtu_for(frame_size: int) -> int:

@@ -5,8 +5,9 @@ counters of its own; the kernel's say where its frames went. A trial reads
 them before the traffic and after it, and stores the difference with the NF's
 summary (`kernel`, beside its ports' counts):
 
-- its interfaces' /proc/net/dev counts (rx and tx packets, rx and tx drops:
-  a full backlog on the way in, a refusal of the device on the way out);
+- its interfaces' counts (rx and tx packets, rx and tx drops: a full backlog
+  on the way in, a refusal of the device on the way out), as a kernel data
+  plane reads its ports' (links.link_stats);
 - their qdiscs' drops and overlimits (`tc -s qdisc`: a veth's and a
   macvlan's default is noqueue, which drops nothing; a shaper's queue does);
 - its netns's IP counters: frames the kernel had no route for (IpExt
@@ -22,8 +23,8 @@ summary (`kernel`, beside its ports' counts):
   report says so.
 
 Everything is read from this process, a thread of it joining the namespace
-(links.in_netns) for /proc/thread-self/net, and `tc -n` for the qdiscs: the
-NF's container needs no tool of its own.
+(links.in_netns) for /proc/thread-self/net, and `ip -n`, `tc -n` for the
+interfaces and qdiscs: the NF's container needs no tool of its own.
 """
 from __future__ import annotations
 
@@ -31,11 +32,9 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from cnfperf.host.links import in_netns, ip
+from cnfperf.host.links import in_netns, ip, link_stats, parse_link_stats
 from cnfperf.host.system import CommandFailed
 
-# /proc/net/dev's columns (after the interface's name), by the names we keep
-DEV_COLUMNS = {"rx_packets": 1, "rx_dropped": 3, "tx_packets": 9, "tx_dropped": 11}
 # /proc/net/snmp's Ip and /proc/net/netstat's IpExt counters we keep, as stored
 IP_COUNTERS = {"Ip": {"ForwDatagrams": "forwarded", "InHdrErrors": "in_hdr_errors",
                       "InAddrErrors": "in_addr_errors", "InDiscards": "in_discards",
@@ -45,18 +44,6 @@ IP_COUNTERS = {"Ip": {"ForwDatagrams": "forwarded", "InHdrErrors": "in_hdr_error
 # the 13th (kernels since 5.10) is the CPU's number, else the line's order is.
 SOFTNET = {"processed": 0, "dropped": 1, "time_squeeze": 2}
 SOFTNET_CPU = 12
-
-
-def parse_dev(text: str) -> dict[str, dict[str, int]]:
-    """/proc/net/dev: {interface: DEV_COLUMNS}."""
-    out = {}
-    for line in text.splitlines()[2:]:
-        name, sep, rest = line.partition(":")
-        values = rest.split()
-        if not sep or len(values) < 16:
-            continue
-        out[name.strip()] = {key: int(values[i]) for key, i in DEV_COLUMNS.items()}
-    return out
 
 
 def parse_ip(*texts: str) -> dict[str, int]:
@@ -112,7 +99,7 @@ def read_softnet() -> dict[int, dict[str, int]]:
 # counters: its softnet is its vCPUs'), in this order, SEPARATOR between them.
 SEPARATOR = "@@cnfperf@@"
 SNAPSHOT = f"; echo {SEPARATOR}; ".join(
-    ["cat /proc/net/dev", "cat /proc/net/snmp", "cat /proc/net/netstat",
+    ["ip -s -j link show", "cat /proc/net/snmp", "cat /proc/net/netstat",
      "cat /proc/net/softnet_stat", "tc -s -j qdisc show"])
 
 
@@ -121,9 +108,9 @@ def parse_snapshot(text: str, ifaces: Sequence[str]) -> dict[str, Any]:
     parts = text.split(SEPARATOR)
     if len(parts) != 5:
         raise ValueError(f"a snapshot of {len(parts)} parts, not 5")
-    dev, snmp, netstat, softnet, qdiscs = (p.strip("\n") for p in parts)
-    links = parse_dev(dev)
-    return {"interfaces": {i: links.get(i, {}) for i in ifaces},
+    links, snmp, netstat, softnet, qdiscs = (p.strip("\n") for p in parts)
+    stats = parse_link_stats(links)
+    return {"interfaces": {i: stats.get(i, {}) for i in ifaces},
             "qdiscs": parse_qdiscs(qdiscs, ifaces), "ip": parse_ip(snmp, netstat),
             "softnet": parse_softnet(softnet)}
 
@@ -132,17 +119,16 @@ def read(netns: str, ifaces: Sequence[str]) -> dict[str, Any] | None:
     """The counters of a network namespace's interfaces (`ifaces`), its IP
     counters and the host's softnet ones; None when they cannot be read (what
     is only written down does not fail a point)."""
-    def inside() -> tuple[str, str, str]:
+    def inside() -> tuple[str, str]:
         net = Path("/proc/thread-self/net")
-        return ((net / "dev").read_text(), (net / "snmp").read_text(),
-                (net / "netstat").read_text())
+        return (net / "snmp").read_text(), (net / "netstat").read_text()
     try:
-        dev, snmp, netstat = in_netns(netns, inside)
+        snmp, netstat = in_netns(netns, inside)
+        links = link_stats(netns)
         qdiscs = parse_qdiscs(ip("-s", "-j", "qdisc", "show", netns=netns, tool="tc"), ifaces)
         softnet = read_softnet()
     except (OSError, CommandFailed, ValueError):
         return None
-    links = parse_dev(dev)
     return {"interfaces": {i: links.get(i, {}) for i in ifaces}, "qdiscs": qdiscs,
             "ip": parse_ip(snmp, netstat), "softnet": softnet}
 

@@ -3,13 +3,15 @@ flows spread over prefixes; the kernel's counters it is read by
 (host/kernel_drops.py) and what the loss table and the CPU rows make of them."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cnfperf import UserError, nfs as nf_kinds
 from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.engine import argv
-from cnfperf.host import kernel_drops
+from cnfperf.host import kernel_drops, links
 from cnfperf.nfs import router
 from cnfperf.plan import destinations, place, spread_address
 from cnfperf.report import nfs
@@ -107,10 +109,10 @@ def test_a_guest_is_made_a_router_by_one_script_that_stops_at_a_failure():
 
 
 def test_a_guest_s_counters_come_in_one_snapshot():
-    text = kernel_drops.SEPARATOR.join([DEV, SNMP, NETSTAT, SOFTNET, QDISCS])
+    text = kernel_drops.SEPARATOR.join([LINKS, SNMP, NETSTAT, SOFTNET, QDISCS])
     assert kernel_drops.parse_snapshot(text, [A, B]) == _reading()
     with pytest.raises(ValueError):
-        kernel_drops.parse_snapshot(DEV, [A, B])
+        kernel_drops.parse_snapshot(LINKS, [A, B])
     assert kernel_drops.SNAPSHOT.count(kernel_drops.SEPARATOR) == 4
 
 
@@ -182,12 +184,15 @@ def test_bad_values_exit_2_with_one_line(argv_, line, capsys, tmp_path, monkeypa
 
 # --- the kernel's counters --------------------------------------------------------
 
-DEV = """Inter-|   Receive                                                |  Transmit
- face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
-    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0
-cnfp1a2bn000a: 704000 11000    0    5    0     0          0         0     1200      20    0    0    0     0       0          0
-cnfp1a2bn000b:    1400      2    0    0    0     0          0         0   640000   10000    0    3    0     0       0          0
-"""
+def _link(name: str, rx: int, rx_dropped: int, tx: int, tx_dropped: int) -> dict:
+    return {"ifname": name, "stats64": {"rx": {"bytes": 64 * rx, "packets": rx,
+                                               "dropped": rx_dropped},
+                                        "tx": {"bytes": 64 * tx, "packets": tx,
+                                               "dropped": tx_dropped}}}
+
+
+LINKS = json.dumps([_link("lo", 0, 0, 0, 0), _link("cnfp1a2bn000a", 11000, 5, 20, 0),
+                    _link("cnfp1a2bn000b", 2, 0, 10000, 3)])
 SNMP = """Ip: Forwarding DefaultTTL InReceives InHdrErrors InAddrErrors ForwDatagrams InUnknownProtos InDiscards InDelivers OutRequests OutDiscards OutNoRoutes
 Ip: 1 64 11000 0 0 10000 0 0 0 20 0 0
 Icmp: InMsgs InErrors
@@ -211,9 +216,9 @@ A, B = "cnfp1a2bn000a", "cnfp1a2bn000b"
 
 
 def test_the_counters_are_parsed():
-    assert kernel_drops.parse_dev(DEV)[A] == {"rx_packets": 11000, "rx_dropped": 5,
+    assert links.parse_link_stats(LINKS)[A] == {"rx_packets": 11000, "rx_dropped": 5,
                                               "tx_packets": 20, "tx_dropped": 0}
-    assert kernel_drops.parse_dev(DEV)[B]["tx_dropped"] == 3
+    assert links.parse_link_stats(LINKS)[B]["tx_dropped"] == 3
     assert kernel_drops.parse_ip(SNMP, NETSTAT) == {
         "forwarded": 10000, "in_hdr_errors": 0, "in_addr_errors": 0, "in_discards": 0,
         "out_discards": 0, "out_no_routes": 0, "in_no_routes": 995}
@@ -228,7 +233,7 @@ def test_the_counters_are_parsed():
 
 
 def _reading(**over) -> dict:
-    dev = kernel_drops.parse_dev(DEV)
+    dev = links.parse_link_stats(LINKS)
     return {"interfaces": {A: dev[A], B: dev[B]},
             "qdiscs": kernel_drops.parse_qdiscs(QDISCS, [A, B]),
             "ip": kernel_drops.parse_ip(SNMP, NETSTAT),
