@@ -163,8 +163,9 @@ class Trial:
         if noise is not None:
             noise.start(self.out)   # testbed.py stops it on the way out of a failure
         # Timed once the senders are ready (_wait_senders); its stop brings every
-        # port up again, on the way out of a failure too.
-        self.fault = faults.create(self.bed.point, self.bed.dataplane)
+        # port up again (and what the kernel dropped with it: Testbed.restore), on
+        # the way out of a failure too.
+        self.fault = faults.create(self.bed.point, self.bed.dataplane, self.bed.restore)
         if self.fault is not None:
             self.teardown.push(f"fault {self.fault.target}", self.fault.stop)
         for pair in pairs:
