@@ -497,8 +497,10 @@ class Trial:
         metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,
                                                    summaries[ep.name])
                    for ep in engines}
+        # an outage is a fault's measure: without one, a gap is only loss
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
-                                   metrics[pair.receiver.port.node], self._mode(pair.index))
+                                   metrics[pair.receiver.port.node], self._mode(pair.index),
+                                   fault=self.fault is not None)
                  for pair in p.pairs]
         if self.s.pair:   # pairs that differ: what each was asked, stored with it
             for pair, result in zip(p.pairs, pairs):

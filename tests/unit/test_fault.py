@@ -279,21 +279,31 @@ def _metrics(role: str, **summary) -> model.EndpointMetrics:
 def test_the_outage_is_the_counting_ends():
     send = _metrics("send", outage_ns=None, outage_lost=None)
     recv = _metrics("recv", outage_ns=250_000_000, outage_lost=250, outage_from_ns=7)
-    pair = model.pair_result(0, send, recv, "throughput")
+    pair = model.pair_result(0, send, recv, "throughput", fault=True)
     assert (pair.outage_ns, pair.outage_lost) == (250e6, 250)
     client = _metrics("client", outage_ns=3_000_000, outage_lost=3)
-    echo = model.pair_result(1, client, _metrics("server", outage_ns=None), "latency")
+    echo = model.pair_result(1, client, _metrics("server", outage_ns=None), "latency", fault=True)
     assert (echo.outage_ns, echo.outage_lost) == (3e6, 3)
     total = model.total([pair, echo])
     assert (total.outage_ns, total.outage_lost) == (250e6, 250)   # the longest
-    none = model.pair_result(0, send, _metrics("recv"), "throughput")
+    none = model.pair_result(0, send, _metrics("recv"), "throughput", fault=True)
     assert none.outage_ns is None and model.total([none]).outage_ns is None
+
+
+def test_without_a_fault_a_gap_is_loss_not_an_outage():
+    """The engine reports its longest gap for any loss (a policed on/off
+    stream's): a point without a fault keeps no outage."""
+    recv = _metrics("recv", outage_ns=4_000_000, outage_lost=40, outage_from_ns=7)
+    pair = model.pair_result(0, _metrics("send"), recv, "throughput")
+    assert (pair.outage_ns, pair.outage_lost) == (None, None) and pair.lost == 10
+    total = model.total([pair])
+    assert (total.outage_ns, total.outage_lost) == (None, None)
 
 
 def test_the_store_keeps_the_outage_and_what_the_fault_and_the_noise_did(tmp_path):
     send = _metrics("send")
     recv = _metrics("recv", outage_ns=500_100_000, outage_lost=1000)
-    pair = model.pair_result(0, send, recv, "throughput")
+    pair = model.pair_result(0, send, recv, "throughput", fault=True)
     record = {"target": "link:0", "at": "node", "ports": ["cnfp00abp0r"], "down_at_s": 1.0,
               "down_ns": 500_000_000, "spread_ns": 900_000, "down_from_ns": 12}
     noise = {"kind": "cmd", "command": "yes > /dev/null", "cores": [1], "output": "noise.out",
