@@ -188,6 +188,14 @@ class NfKind:
         made) in its guest; `cores` its cpuset as it sees it when pinned,
         else (). Nothing here."""
 
+    def restore(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> None:
+        """A fault took `ifaces` (its interfaces in its netns) down and up again
+        (run/fault.py): the kernel dropped the routes and neighbour entries
+        through them, and prepare() put in what it needs (a router's) back,
+        promptly: the path is down until it is. The same arguments as
+        prepare's. Nothing here."""
+
     def counters(self, node: Container, ports: Sequence[Attachment]) -> dict[str, Any] | None:
         """A `kernel` kind's counters now (host/kernel_drops.py's), read around
         each trial; None: none, or unreadable."""

@@ -29,6 +29,15 @@ cpuset. With pin (the default) each port's RPS map is the NF's cores, so the
 kernel takes the frames it received off its backlog, and forwards them, on the
 NF's cores: their softirq time is the router's work (docs/cpu.md says how far).
 
+A fault that takes a router's interface down (run/fault.py: nf:K, or link:K
+where its port is the link's end) makes its kernel drop the routes and
+neighbour entries through it (its addresses stay); nothing in the netns puts
+them back. As a routing daemon holding static routes would, the trial
+re-installs them once the interface is up again (restore: the batch's
+neighbour and route lines for that interface, `replace` forms, idempotent): the
+path forwards again only then, and that re-install is part of the outage the
+receiver measures (the fault's restore_ns says how long it took).
+
 The container's process is the engine idling (`--idle`: it ends on SIGINT);
 its counters are the kernel's, read by the trial (host/kernel_drops.py).
 """
@@ -93,6 +102,14 @@ def batch(nf: NF, ifaces: Sequence[str], hops: Sequence[str], pair: Pair, s: Sce
         lines += [f"route replace {spread_address(pair.index, j)}/32 via {receiver} dev {b}"
                   for j in range(s.nf_routes)]
     return lines
+
+
+def restore_lines(lines: Sequence[str], ifaces: Sequence[str]) -> list[str]:
+    """The batch's lines that the kernel undid when `ifaces` went down: the
+    neighbour entries and routes through them (addresses stay), in order
+    (a route via the receiver after the receiver's host route)."""
+    return [line for line in lines if line.startswith(("neighbour ", "route "))
+            and line.rsplit(" dev ", 1)[-1].split()[0] in ifaces]
 
 
 def sysctls(ifaces: Sequence[str]) -> list[str]:
@@ -233,10 +250,23 @@ class RouterKind(NfKind):
             return
         run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces)],
             what=f"router {netns}: sysctls")
-        with tempfile.NamedTemporaryFile("w", prefix="cnfperf-router-", suffix=".ip") as f:
-            f.write("\n".join(lines) + "\n")
-            f.flush()
-            ip("-batch", f.name, netns=netns)
+        _ip_batch(netns, lines)
         if cores:
             run(["ip", "netns", "exec", netns, "sh", "-ec", rps_script(ifaces, cores)],
                 what=f"router {netns}: RPS map")
+
+    def restore(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> None:
+        """Its neighbours and routes through `ifaces` again, after a fault took
+        them down and up (the kernel dropped them with the down)."""
+        all_ifaces = [p.iface for p in ports if p.iface]
+        lines = restore_lines(batch(nf, all_ifaces, hops, pair, s), ifaces)
+        if lines:
+            _ip_batch(netns, lines)
+
+
+def _ip_batch(netns: str, lines: Sequence[str]) -> None:
+    with tempfile.NamedTemporaryFile("w", prefix="cnfperf-router-", suffix=".ip") as f:
+        f.write("\n".join(lines) + "\n")
+        f.flush()
+        ip("-batch", f.name, netns=netns)

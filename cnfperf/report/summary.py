@@ -293,10 +293,12 @@ def _ms(ns: float | None) -> float | None:
 
 def faults(run: dict[str, Any]) -> Table | None:
     """Each point with a fault (fault_facts): what went down where, when and for
-    how long (± the spread of its commands), and per pair the outage its
-    counting end measured (the longest gap in time, less one frame interval)
-    and the frames lost in it; `outage − down` near 0 is a path that lost
-    exactly what was sent while the port was down."""
+    how long (± the spread of its commands), how long putting back a router's
+    routes took after the ups (restore), and per pair the outage its counting
+    end measured (the longest gap in time, less one frame interval) and the
+    frames lost in it; `outage − down` near 0 is a path that lost exactly what
+    was sent while the port was down (near restore: while its routes were
+    gone too)."""
     points = [p for p in done_points(run) if p.get("fault_facts")]
     if not points:
         return None
@@ -308,10 +310,12 @@ def faults(run: dict[str, Any]) -> Table | None:
             outage = pair.get("outage_ns")
             rows.append([label(p, axes), p.get("rep", 0) + 1, pair["pair"], f.get("target"),
                          f.get("at"), f.get("down_at_s"), _ms(f.get("down_ns")),
-                         _ms(f.get("spread_ns")), _ms(outage), pair.get("outage_lost"),
+                         _ms(f.get("spread_ns")), _ms(f.get("restore_ns")), _ms(outage),
+                         pair.get("outage_lost"),
                          None if outage is None else _ms(outage - f.get("down_ns", 0))])
     return ("Faults", ["point", "rep", "pair", "fault", "at", "down at s", "down ms",
-                       "± ms", "outage ms", "frames lost", "outage − down ms"], rows)
+                       "± ms", "restore ms", "outage ms", "frames lost", "outage − down ms"],
+            rows)
 
 
 def noises(run: dict[str, Any]) -> Table | None:

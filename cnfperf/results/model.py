@@ -74,9 +74,11 @@ class PairResult:
     # What the pair was asked, where a point's pairs differ (a profile per pair:
     # scenario.profile); None where they are alike
     profile: dict[str, Any] | None = None
-    # The longest gap in time the counting end saw in its sequence numbers, less
-    # one frame interval, and the frames lost in it (the engine's outage_ns and
-    # outage_lost; a total: its pairs' longest); None where the engine said none.
+    # A fault's measure (run/fault.py): the longest gap in time the counting end
+    # saw in its sequence numbers, less one frame interval, and the frames lost
+    # in it (the engine's outage_ns and outage_lost; a total: its pairs'
+    # longest); None without a fault (the engine reports a gap for any loss: a
+    # policed on/off stream's is no outage) or where the engine said none.
     outage_ns: float | None = None
     outage_lost: int | None = None
     # What was received held to the profile (the shaper's, else the policer's
@@ -288,7 +290,9 @@ def nf_result(name: str, pair: int, index: int, cpu: int, summary: dict[str, Any
 
 
 def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,
-                mode: str) -> PairResult:
+                mode: str, fault: bool = False) -> PairResult:
+    """The pair's result from its ends' metrics; its outage only with a fault
+    in the point (`fault`): without one a gap is loss, not an outage."""
     if mode == "latency":
         # The client sees both directions: what it sent and which echoes came back.
         sent, received, dup = sender.tx_packets, sender.rx_packets, sender.duplicates
@@ -299,7 +303,8 @@ def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,
         rx_pps, rx_bps, reordered = receiver.rx_pps, receiver.rx_bps, receiver.reordered
         latency, counting = receiver.latency, receiver
     lost = max(0, sent - (received - dup))
-    outage_ns, outage_lost = counting.summary.get("outage_ns"), counting.summary.get("outage_lost")
+    outage_ns, outage_lost = ((counting.summary.get("outage_ns"),
+                               counting.summary.get("outage_lost")) if fault else (None, None))
     sigma, exceeded = conformance(receiver.summary)
     return PairResult(pair=index, offered_pps=sender.offered_pps, sent=sent, received=received,
                       lost=lost, loss_ratio=lost / sent if sent else 0.0, tx_pps=sender.tx_pps,

@@ -288,8 +288,8 @@ _SCHEMA_18 = "ALTER TABLE pairs ADD COLUMN profile TEXT;"
 # longest), and per point what the fault did (fault_facts: its target, ports,
 # when, how long, the spread of its commands; fault_ns how long its target was
 # down) and what the noisy neighbour did (noise_facts: stress-ng's bogo ops, a
-# command's exit and output). NULL in points stored before and where there was
-# none.
+# command's exit and output). NULL in points stored before, and without a fault
+# or a neighbour (the outage too: without a fault a gap is loss, model.pair_result).
 _SCHEMA_19 = "\n".join([
     *(f"ALTER TABLE {t} ADD COLUMN {c};" for t in ("points", "pairs")
       for c in ("outage_ns REAL", "outage_lost INTEGER")),

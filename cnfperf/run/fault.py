@@ -35,13 +35,23 @@ from the middle of the downs to the middle of the ups, its `spread_ns` how long
 those commands took, the uncertainty. stop() joins the thread and brings up
 whatever is still down: a point's teardown calls it too, so no port stays down
 when a trial fails.
+
+An interface taken down (`ip link set down`, at the node) loses what the kernel
+holds through it: its routes and neighbour entries (its addresses stay; a peer
+that only loses its carrier keeps both). A router NF's static routes are
+installed once, at prepare (nfs/router.py): after the ups, as a routing daemon
+holding static routes would, the trial re-installs them (`restore`,
+Testbed.restore: the lines of the router's batch for the interfaces that came
+up), in the fault's thread at once, and in stop() after an interrupted one. The
+path forwards again only then: the outage lasts the fault's length plus that
+re-install (`restore_ns`, from the ups' end to the routes' return).
 """
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from cnfperf import SystemFailure
 
@@ -152,17 +162,22 @@ class Fault:
     """One trial's fault: start() times it, stop() ends it and says what was done."""
 
     def __init__(self, dataplane: DataPlane, target: Target, ports: list[Port], side: str,
-                 at: float, duration: float):
+                 at: float, duration: float,
+                 restore: Callable[[list[Port]], None] | None = None):
         self.dataplane = dataplane
         self.target = target
         self.ports = ports
         self.side = side
         self.at = at
         self.duration = duration
+        # what the kernel dropped with the node's interfaces, put back after the
+        # ups (Testbed.restore); only where they went down at the node
+        self.restore = restore if side == NODE else None
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
         self._down: list[Port] = []       # what is down now
-        self._marks: list[int] = []       # monotonic ns: before and after the downs, the ups
+        self._marks: list[int] = []       # monotonic ns: before and after the downs, the
+                                          # ups, and after the re-install
         self._opens = 0.0                 # wall clock when the measured window opens
         self._clocks = 0.0
         self.error: str | None = None
@@ -192,15 +207,24 @@ class Fault:
             up_at = (self._marks[0] + self._marks[1]) / 2e9 + self.duration
             self._cancel.wait(max(0.0, up_at - time.monotonic()))
             self._marks.append(time.monotonic_ns())
-            self._up()
+            came_up = self._up()
+            self._marks.append(time.monotonic_ns())
+            self._restore(came_up)
             self._marks.append(time.monotonic_ns())
         except Exception as e:   # said by stop(), after every port is up again
             self.error = str(e)
 
-    def _up(self) -> None:
+    def _up(self) -> list[Port]:
+        """Every port still down up again: those it brought up."""
+        came_up: list[Port] = []
         while self._down:
             self.dataplane.cut(self._down[-1], self.side, up=True)
-            self._down.pop()
+            came_up.append(self._down.pop())
+        return came_up
+
+    def _restore(self, ports: list[Port]) -> None:
+        if ports and self.restore is not None:
+            self.restore(ports)
 
     def stop(self) -> dict[str, Any] | None:
         """Ends the fault (at once if it is still under way), every port up
@@ -210,9 +234,13 @@ class Fault:
         if self._thread is not None:
             self._thread.join()
         try:
-            self._up()    # what an error or a cancelled thread left down
+            came_up = self._up()    # what an error or a cancelled thread left down
         except Exception as e:
             raise SystemFailure(f"fault {self.target}: a port stays down: {e}") from None
+        try:
+            self._restore(came_up)
+        except Exception as e:
+            raise SystemFailure(f"fault {self.target}: its routes are not back: {e}") from None
         if self.error:
             raise SystemFailure(f"fault {self.target}: {self.error}")
         return self.record()
@@ -222,24 +250,30 @@ class Fault:
         the ports and where they went down, when (seconds into the measured
         window), for how long and with what spread (ns), and the monotonic
         clock's reading at the middle of the downs (the engine's senders stamp
-        frames with that clock); None if nothing went down."""
-        if len(self._marks) < 4:
+        frames with that clock), and how long re-installing what the kernel
+        dropped with the interfaces took after the ups (restore_ns; 0: nothing
+        to re-install); None if nothing went down."""
+        if len(self._marks) < 5:
             return None
-        d0, d1, u0, u1 = self._marks[:4]
+        d0, d1, u0, u1, r1 = self._marks[:5]
         down = (d0 + d1) // 2
         return {"target": str(self.target), "at": self.side,
                 "ports": [p.name for p in self.ports],
                 "down_at_s": round(down / 1e9 + self._clocks - self._opens, 6),
                 "down_ns": (u0 + u1) // 2 - down, "spread_ns": ((d1 - d0) + (u1 - u0)) // 2,
-                "down_from_ns": down}
+                "down_from_ns": down, "restore_ns": r1 - u1 if self.restore else 0}
 
 
-def create(point: TestPoint, dataplane: DataPlane) -> Fault | None:
-    """The point's fault, None without one (checks.py refused what cannot be)."""
+def create(point: TestPoint, dataplane: DataPlane,
+           restore: Callable[[list[Port]], None] | None = None) -> Fault | None:
+    """The point's fault, None without one (checks.py refused what cannot be);
+    `restore`: what puts back the kernel's routes and neighbours through ports
+    that came up at their node (Testbed.restore)."""
     s = point.scenario
     target = parse(s.fault)
     if target is None:
         return None
     side = where(target, dataplane.cut_at)
     assert side is not None, "checks.py refuses a fault the data plane cannot cut"
-    return Fault(dataplane, target, ports(point, target), side, s.fault_at, s.fault_duration)
+    return Fault(dataplane, target, ports(point, target), side, s.fault_at, s.fault_duration,
+                 restore)

@@ -28,7 +28,7 @@ from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane, PortCounters, 
 from cnfperf.dataplanes.nic import NicPlane
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
-from cnfperf.plan import NF, Endpoint, TestPoint
+from cnfperf.plan import NF, Endpoint, Port, TestPoint
 from cnfperf.run import noise
 from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
@@ -181,6 +181,23 @@ class Testbed:
     @property
     def noise(self) -> Noise | None:
         return next((n.noise for n in self.nodes.values() if isinstance(n, Neighbour)), None)
+
+    def hops(self, nf: NF) -> tuple[str, ...]:
+        """The MACs of the hops before and after the NF (its kind's prepare)."""
+        links = self.point.pairs[nf.pair].links
+        return (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
+
+    def restore(self, ports: Sequence[Port]) -> None:
+        """After a fault brought `ports` up again at their nodes (run/fault.py):
+        what each NF's kind keeps through them that the kernel dropped with the
+        down, put back (a router's routes and neighbours: NfKind.restore)."""
+        s = self.point.scenario
+        kind = nfs.kind(s.nf)
+        for nf in self.point.nfs:
+            ifaces = [self.attachments[p.name].iface for p in ports if p.node == nf.name]
+            if ifaces:
+                kind.restore(nf.name, nf, self.ports(nf.name), self.hops(nf),
+                             self.point.pairs[nf.pair], s, [i for i in ifaces if i])
 
 
 class Namespaces:
@@ -357,13 +374,11 @@ class Builder:
         and after it, and its cores when it is pinned; `guest`: its VM, whose
         kernel it concerns (its CPUs the guest's). Undone with its netns."""
         point = bed.point
-        pair = point.pairs[nf.pair]
-        links = pair.links
-        hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
         inside = bed.inside(nf) if guest is not None else nf
         cores = () if point.floating else inside.cores
-        nfs.kind(point.scenario.nf).prepare(nf.name, guest, inside, bed.ports(nf.name), hops,
-                                            pair, point.scenario, cores)
+        nfs.kind(point.scenario.nf).prepare(nf.name, guest, inside, bed.ports(nf.name),
+                                            bed.hops(nf), point.pairs[nf.pair], point.scenario,
+                                            cores)
 
     def _part(self, agent: parts.Agent, bed: Testbed, teardown: Teardown) -> None:
         """Another host's part of the point, built there by its agent: its

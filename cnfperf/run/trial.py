@@ -163,8 +163,9 @@ class Trial:
         if noise is not None:
             noise.start(self.out)   # testbed.py stops it on the way out of a failure
         # Timed once the senders are ready (_wait_senders); its stop brings every
-        # port up again, on the way out of a failure too.
-        self.fault = faults.create(self.bed.point, self.bed.dataplane)
+        # port up again (and what the kernel dropped with it: Testbed.restore), on
+        # the way out of a failure too.
+        self.fault = faults.create(self.bed.point, self.bed.dataplane, self.bed.restore)
         if self.fault is not None:
             self.teardown.push(f"fault {self.fault.target}", self.fault.stop)
         for pair in pairs:
@@ -493,8 +494,10 @@ class Trial:
         metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,
                                                    summaries[ep.name])
                    for ep in engines}
+        # an outage is a fault's measure: without one, a gap is only loss
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
-                                   metrics[pair.receiver.port.node], self._mode(pair.index))
+                                   metrics[pair.receiver.port.node], self._mode(pair.index),
+                                   fault=self.fault is not None)
                  for pair in p.pairs]
         if self.s.pair:   # pairs that differ: what each was asked, stored with it
             for pair, result in zip(p.pairs, pairs):

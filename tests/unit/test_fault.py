@@ -139,10 +139,17 @@ class Recorder:
         self.calls.append((port.name, at, up, time.monotonic_ns()))
 
 
-def _fault(recorder: Recorder, at: float, duration: float) -> fault.Fault:
+def _fault(recorder: Recorder, at: float, duration: float, side: str = "switch",
+           restore=None) -> fault.Fault:
     point = _point({"switch": "bridge", "api": "raw", "pairs": 2, "fault": "port:0"})
     ports = fault.ports(point, fault.Target("port", 0))
-    return fault.Fault(recorder, fault.Target("port", 0), ports, "switch", at, duration)
+    return fault.Fault(recorder, fault.Target("port", 0), ports, side, at, duration, restore)
+
+
+def _wait(f: fault.Fault, recorder: Recorder, calls: int) -> None:
+    deadline = time.monotonic() + 10
+    while len(recorder.calls) < calls and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def test_the_thread_takes_the_ports_down_at_fault_at_and_up_after_fault_duration():
@@ -168,6 +175,7 @@ def test_the_thread_takes_the_ports_down_at_fault_at_and_up_after_fault_duration
     assert abs(record["down_ns"] - 0.2e9) < 0.1e9 and record["spread_ns"] >= 0
     assert abs(record["down_at_s"] - 0.05) < 0.1
     assert record["down_from_ns"] >= started
+    assert record["restore_ns"] == 0       # at the switch: the nodes kept their routes
     assert f.stop() == record      # twice (a teardown after the trial's own stop): no-op
 
 
@@ -189,6 +197,55 @@ def test_a_fault_stopped_while_down_brings_every_port_up_at_once():
     f.stop()
     assert time.monotonic() - began < 1
     assert [c[2] for c in recorder.calls] == [False, False, True, True]
+
+
+def test_ports_up_again_at_their_node_get_back_what_the_kernel_dropped_with_them():
+    """A node's interface taken down loses its routes and neighbours: the fault
+    calls restore with the ports it brought up, after the ups, and times it."""
+    recorder, restored = Recorder(), []
+
+    def restore(ports) -> None:
+        time.sleep(0.02)
+        restored.append(([p.name for p in ports], time.monotonic_ns()))
+    f = _fault(recorder, at=0.01, duration=0.05, side="node", restore=restore)
+    f.start(time.time())
+    _wait(f, recorder, 4)
+    record = f.stop()
+    [(names, when)] = restored
+    assert sorted(names) == sorted(record["ports"])
+    assert when > max(c[3] for c in recorder.calls)       # after every up
+    assert 0.02e9 <= record["restore_ns"] < 1e9
+    # at the switch (a node's interface kept), nothing to put back
+    recorder, restored = Recorder(), []
+    f = _fault(recorder, at=0.01, duration=0.05, side="switch", restore=restore)
+    f.start(time.time())
+    _wait(f, recorder, 4)
+    assert f.stop()["restore_ns"] == 0 and restored == []
+
+
+def test_a_fault_stopped_while_down_puts_back_what_the_kernel_dropped_too():
+    recorder, restored = Recorder(), []
+    f = _fault(recorder, at=0.01, duration=30, side="node",
+               restore=lambda ports: restored.append([p.name for p in ports]))
+    f.start(time.time())
+    _wait(f, recorder, 2)
+    f.stop()
+    assert [c[2] for c in recorder.calls] == [False, False, True, True]
+    assert len(restored) == 1 and len(restored[0]) == 2
+
+
+def test_routes_that_will_not_come_back_fail_the_point():
+    def restore(ports) -> None:
+        raise RuntimeError("RTNETLINK answers: No such device")
+    recorder = Recorder()
+    f = _fault(recorder, at=0.01, duration=0.02, side="node", restore=restore)
+    f.start(time.time())
+    _wait(f, recorder, 4)
+    deadline = time.monotonic() + 10
+    while f.error is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(SystemFailure, match="No such device"):
+        f.stop()
 
 
 @pytest.mark.parametrize("step", ["down", "up"])
@@ -222,21 +279,31 @@ def _metrics(role: str, **summary) -> model.EndpointMetrics:
 def test_the_outage_is_the_counting_ends():
     send = _metrics("send", outage_ns=None, outage_lost=None)
     recv = _metrics("recv", outage_ns=250_000_000, outage_lost=250, outage_from_ns=7)
-    pair = model.pair_result(0, send, recv, "throughput")
+    pair = model.pair_result(0, send, recv, "throughput", fault=True)
     assert (pair.outage_ns, pair.outage_lost) == (250e6, 250)
     client = _metrics("client", outage_ns=3_000_000, outage_lost=3)
-    echo = model.pair_result(1, client, _metrics("server", outage_ns=None), "latency")
+    echo = model.pair_result(1, client, _metrics("server", outage_ns=None), "latency", fault=True)
     assert (echo.outage_ns, echo.outage_lost) == (3e6, 3)
     total = model.total([pair, echo])
     assert (total.outage_ns, total.outage_lost) == (250e6, 250)   # the longest
-    none = model.pair_result(0, send, _metrics("recv"), "throughput")
+    none = model.pair_result(0, send, _metrics("recv"), "throughput", fault=True)
     assert none.outage_ns is None and model.total([none]).outage_ns is None
+
+
+def test_without_a_fault_a_gap_is_loss_not_an_outage():
+    """The engine reports its longest gap for any loss (a policed on/off
+    stream's): a point without a fault keeps no outage."""
+    recv = _metrics("recv", outage_ns=4_000_000, outage_lost=40, outage_from_ns=7)
+    pair = model.pair_result(0, _metrics("send"), recv, "throughput")
+    assert (pair.outage_ns, pair.outage_lost) == (None, None) and pair.lost == 10
+    total = model.total([pair])
+    assert (total.outage_ns, total.outage_lost) == (None, None)
 
 
 def test_the_store_keeps_the_outage_and_what_the_fault_and_the_noise_did(tmp_path):
     send = _metrics("send")
     recv = _metrics("recv", outage_ns=500_100_000, outage_lost=1000)
-    pair = model.pair_result(0, send, recv, "throughput")
+    pair = model.pair_result(0, send, recv, "throughput", fault=True)
     record = {"target": "link:0", "at": "node", "ports": ["cnfp00abp0r"], "down_at_s": 1.0,
               "down_ns": 500_000_000, "spread_ns": 900_000, "down_from_ns": 12}
     noise = {"kind": "cmd", "command": "yes > /dev/null", "cores": [1], "output": "noise.out",
@@ -268,7 +335,8 @@ def test_points_stored_before_schema_18_have_no_outage(tmp_path):
 def test_the_faults_and_noisy_neighbours_tables():
     from cnfperf.report import summary
     facts = {"target": "link:0", "at": "node", "ports": ["cnfp00abp0r"], "down_at_s": 0.601,
-             "down_ns": 800_400_000, "spread_ns": 1_800_000, "down_from_ns": 1}
+             "down_ns": 800_400_000, "spread_ns": 1_800_000, "down_from_ns": 1,
+             "restore_ns": 2_500_000}
     point = {"status": "done", "idx": 0, "rep": 0, "switch": "veth", "fault_facts": facts,
              "noise_facts": {"kind": "cmd", "command": "ab -n 1000000 http://127.0.0.1/",
                              "cores": [1], "output": "noise.out", "tail": ["Requests: 42"]},
@@ -279,7 +347,7 @@ def test_the_faults_and_noisy_neighbours_tables():
     row = dict(zip(headers, rows[0]))
     assert (row["fault"], row["at"], row["down ms"], row["outage ms"], row["frames lost"]) == \
         ("link:0", "node", 800.4, 799.9, 400)
-    assert row["outage − down ms"] == pytest.approx(-0.5)
+    assert row["outage − down ms"] == pytest.approx(-0.5) and row["restore ms"] == 2.5
     title, headers, rows = summary.noises({"points": [point, plain]})
     assert dict(zip(headers, rows[0]))["it did"] == "Requests: 42"
     assert summary.faults({"points": [plain]}) is None and summary.noises({"points": [plain]}) is None

@@ -76,6 +76,24 @@ def test_routes_sub_interfaces_and_unrouted_prefixes():
         "address replace 172.16.0.2/32 dev sub2", "link set sub2 up"]
 
 
+def test_after_a_fault_its_neighbours_and_routes_through_the_ports_that_were_down_go_back():
+    """What the kernel drops with an interface that goes down (its addresses
+    stay), in the batch's order: a route via the receiver after its host route."""
+    point = _point(nf_routes=2, flows=2, nf_interfaces=3)
+    lines = _batch(point)
+    a, b = (p.name for p in point.pairs[0].nfs[0].ports)
+    assert router.restore_lines(lines, [b]) == [
+        f"neighbour replace 10.77.0.2 lladdr {point.pairs[0].receiver.mac} dev {b} nud permanent",
+        f"route replace 10.77.0.2/32 dev {b}",
+        f"route replace 10.128.0.0/32 via 10.77.0.2 dev {b}",
+        f"route replace 10.128.0.1/32 via 10.77.0.2 dev {b}"]
+    assert router.restore_lines(lines, [a]) == [
+        f"neighbour replace 10.77.0.1 lladdr {point.pairs[0].sender.mac} dev {a} nud permanent",
+        f"route replace 10.77.0.1/32 dev {a}"]
+    both = router.restore_lines(lines, [a, b])
+    assert len(both) == 6 and not any(l.startswith(("address", "link")) for l in both)
+
+
 def test_a_quota_on_a_router_container_is_said_to_limit_nothing():
     [warning] = [w for w in _point(nf_quota=50).warnings if "nf_quota" in w]
     assert "does not slow the router" in warning

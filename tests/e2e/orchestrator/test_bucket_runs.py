@@ -1,8 +1,8 @@
 """Policers and shapers in real runs: the engine's policer in an NF dropping
-exactly what an on/off source sends beyond its bucket, and the kernel's on
-the link into the receiver (nftables at the netdev ingress, tc's tbf and htb
-at the egress) holding what arrives to their rate; each made, journaled and
-removed, nothing left behind."""
+exactly what an on/off source sends beyond its bucket (a loss, and no outage:
+there is no fault), and the kernel's on the link into the receiver (nftables at
+the netdev ingress, tc's tbf and htb at the egress) holding what arrives to
+their rate; each made, journaled and removed, nothing left behind."""
 from __future__ import annotations
 
 import json
@@ -55,6 +55,9 @@ def test_the_engine_policer_drops_exactly_what_an_onoff_source_sends_beyond_it(
     assert 0 < pair["received"] <= pair["sent"] // 4 + 16, pair
     assert pair["conformance_sigma"] <= 16.001 and pair["conformance_exceeded"] == 0, pair
     assert point["policer"] == "engine" and point["onoff"] == 64
+    # loss, but no fault: no outage (the engine's longest gap is not kept)
+    assert pair["lost"] > 0 and pair["outage_ns"] is None and pair["outage_lost"] is None, pair
+    assert point["outage_ns"] is None and point["outage_lost"] is None
 
 
 @pytest.mark.parametrize("flags", [
