@@ -104,11 +104,11 @@ def main() -> None:
             path, offered = path_cycles(point)
             nf = nf_cycles(point)
             base = path if policer == "engine" else base
-            ratio = f"{path / base:.2f}" if path and base else "-"
+            ratio = f"{path / base:.2f}" if path is not None and base else "-"
             [pair] = point["per_pair"]
             print(f"{policer:<8} {offered:>9,} {(pair.get('rx_pps') or 0) / 1e3:>8.1f} "
-                  f"{pair.get('lost') or 0:>9,} {f'{nf:,.0f}' if nf else '-':>13} "
-                  f"{f'{path:,.0f}' if path else '-':>17} {ratio:>6}   {pollers(point)}")
+                  f"{pair.get('lost') or 0:>9,} {'-' if nf is None else f'{nf:,.0f}':>13} "
+                  f"{'-' if path is None else f'{path:,.0f}':>17} {ratio:>6}   {pollers(point)}")
 
 
 if __name__ == "__main__":
