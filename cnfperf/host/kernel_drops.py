@@ -42,6 +42,10 @@ IP_COUNTERS = {"Ip": {"ForwDatagrams": "forwarded", "InHdrErrors": "in_hdr_error
                "IpExt": {"InNoRoutes": "in_no_routes"}}
 # softnet_stat's columns: frames processed, dropped (backlog full), time squeezes;
 # the 13th (kernels since 5.10) is the CPU's number, else the line's order is.
+# The IP counters of frames the NF took in and dropped, but for want of a route
+# (its `other` drops: summary())
+INSIDE_DROPS = ("in_hdr_errors", "in_addr_errors", "in_discards", "out_discards",
+                "out_no_routes")
 SOFTNET = {"processed": 0, "dropped": 1, "time_squeeze": 2}
 SOFTNET_CPU = 12
 
@@ -195,19 +199,25 @@ def describe(kernel: dict[str, Any] | None, ports: Sequence[str] = (),
 def summary(nf: str, kernel: dict[str, Any] | None) -> dict[str, Any]:
     """An engine-like summary of a kernel NF from its counters over the trial:
     per port (its interfaces in order: port 1 faces the sender) what came in
-    and what left; dropped at the ingress port, as the engine's NFs count, what
-    the kernel dropped there (`other`: the interface's rx drops) and for want
-    of a route (`no_route`: the netns's InNoRoutes, which the kernel does not
-    count per interface, so on port 1, the way traffic goes); refused at the
-    egress port its tx drops and its qdisc's. The counters themselves go along
-    (`kernel`). Without counters (they could not be read): no ports."""
+    and what left; dropped at the ingress port, as the engine's NFs count,
+    what the kernel took in and dropped for want of a route (`no_route`: the
+    netns's InNoRoutes, which the kernel does not count per interface, so on
+    port 1, the way traffic goes) or for another reason (`other`: a bad
+    header or address, a discard, no route on the way out); refused at the
+    egress port its tx drops and its qdisc's. An interface's rx drops are
+    not the NF's: a full backlog refused those frames before they were
+    received (they are not in its rx_packets), so they are the link's loss,
+    which the data plane's drop counters count. The counters themselves go
+    along (`kernel`). Without counters (they could not be read): no ports."""
     if not kernel:
         return {"nf": nf, "ports": [], "kernel": None}
     ports = []
-    no_route = int((kernel.get("ip") or {}).get("in_no_routes") or 0)
+    counters = kernel.get("ip") or {}
+    no_route = int(counters.get("in_no_routes") or 0)
+    other = sum(int(counters.get(k) or 0) for k in INSIDE_DROPS)
     for n, (iface, c) in enumerate((kernel.get("interfaces") or {}).items(), 1):
         qdisc = (kernel.get("qdiscs") or {}).get(iface) or {}
-        dropped = {"other": int(c.get("rx_dropped") or 0)}
+        dropped = {"other": other if n == 1 else 0}
         if n == 1:
             dropped["no_route"] = no_route
         ports.append({"port": n, "rx_packets": int(c.get("rx_packets") or 0),

@@ -267,11 +267,14 @@ def throughput_bars(rows: Iterable[Row], path: str | Path,
     top = best(runs, [*split, "rate"], "rx_pps")
     pen = Pen(runs)
     keys = pen.curves(top)
-    fig = figure(1, width=max(5.0, 0.9 * len(keys) + 2), height=4.0)
-    ax = fig.subplots()
-    labels = ["\n".join(f"{n}={fields.show(n, v)}" if n != "switch" else str(v)
+    # a path's words a line each (`macvlan` / `1×router` / `nf_routes=256`): a bar
+    # is narrower than its path's name
+    labels = ["\n".join(f"{n}={fields.show(n, v)}" if n != "switch" else str(v).replace(" ", "\n")
                         for n, v in zip(split, k))
               for k in keys]
+    longest = max(len(line) for label in labels for line in label.split("\n"))
+    fig = figure(1, width=max(5.0, max(0.9, 0.075 * longest) * len(keys) + 2), height=4.0)
+    ax = fig.subplots()
     for i, k in enumerate(keys):
         pen.bar(ax, str(k[0]), i, top[k][0] / 1e3, top[k][1] / 1e3, top[k][2])
     ax.set_xticks(range(len(keys)), labels, fontsize=8)

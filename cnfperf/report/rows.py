@@ -146,6 +146,13 @@ CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores
 # (`ovs 1×l2 nf_in=vm`, `… accel=tcg`): KVM and emulated points never average.
 PLACE_FIELDS = {name: fields.by_name()[name].default
                 for name in ("nf_in", "endpoint_in", "accel", "vm_memory", "vm_image")}
+# What the path's routers, policers and shapers were given, and the flows
+# over a router's routes: another curve each when it varies in the run
+# (`macvlan 1×router nf_routes=256`, `bridge 1×l2 policer=nft`), so that a sweep
+# of them is not averaged into one curve or bar.
+SETTING_FIELDS = ("flows", "nf_routes", "nf_interfaces", "nf_unrouted", "policer",
+                  "policer_rate", "policer_bucket", "shaper", "shaper_rate", "shaper_bucket",
+                  "shaper_queue", "onoff")
 
 
 def _plain(p: Mapping[str, Any], name: str) -> Any:
@@ -176,6 +183,8 @@ def path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, A
     cpu = [f for f in (*PLACE_FIELDS, *CPU_FIELDS, *fields.QUOTAS)
            if len({str(p.get(f)) for p in points}) > 1 or
            any(p.get(f) not in (None, plain.get(f)) for p in points)]
+    cpu += [f for f in SETTING_FIELDS
+            if len({str(p[f]) for p in points if p.get(f) is not None}) > 1]
 
     def series(p: Mapping[str, Any]) -> str:
         parts = [str(p.get("switch"))]

@@ -278,10 +278,15 @@ def test_a_router_s_summary_is_its_ports_as_the_kernel_counted_them():
     summary = kernel_drops.summary("router", grew)
     assert summary["ports"] == [
         {"port": 1, "rx_packets": 11000, "tx_packets": 20, "tx_refused": 0,
-         "dropped": {"other": 5, "no_route": 995}},
+         "dropped": {"other": 0, "no_route": 995}},
         {"port": 2, "rx_packets": 2, "tx_packets": 10000, "tx_refused": 3 + 4,
          "dropped": {"other": 0}}]
     assert summary["kernel"] is grew
+    # port 1's 5 rx drops were refused before it received them (a full backlog):
+    # the link's loss, not the router's; what the kernel took in and discarded is
+    grew["ip"].update(in_discards=2, out_no_routes=1)
+    assert kernel_drops.summary("router", grew)["ports"][0]["dropped"] == {"other": 3,
+                                                                            "no_route": 995}
     assert kernel_drops.summary("router", None) == {"nf": "router", "ports": [], "kernel": None}
 
 
