@@ -9,17 +9,15 @@ import subprocess
 
 import pytest
 
-from cnfperf import nfs as nf_kinds
 from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.engine import argv, bucket_arg, conformance_contract, nf_argv
 from cnfperf.host import buckets
-from cnfperf.plan import place
 from cnfperf.results import model
 from cnfperf.results.store import Store
 from cnfperf.run import cleanup
 import harness
-from harness import scenarios
+from harness import option, placed_pair
 
 BAD_FLAGS = [
     (["--nfs", "1", "--policer", "engine", "--policer-rate", "10k", "--policer-bucket", "0"],
@@ -77,20 +75,8 @@ def test_tc_police_is_refused_with_the_kernels_reason_where_it_lacks_it(tmp_path
         assert "NET_ACT_POLICE" in why or "not found" in why
 
 
-def _pair(**fields):
-    [s] = scenarios(None, fields)
-    point = place(s, "1a2b", host_cpus=(0, 1), nf=nf_kinds.find(s.nf))
-    pair = point.pairs[0]
-    att = {ep.name: Attachment(mac=ep.mac, iface=ep.name) for ep in pair.endpoints}
-    return s, pair, att
-
-
-def _opt(args: list[str], name: str) -> str | None:
-    return args[args.index(name) + 1] if name in args else None
-
-
 def test_the_engine_is_told_its_buckets_and_the_profile():
-    s, pair, att = _pair(api="raw", nfs=1, tester="split", rate="640", onoff=64,
+    s, pair, att = placed_pair(api="raw", nfs=1, tester="split", rate="640", onoff=64,
                          policer="engine", policer_rate="200", policer_bucket=16,
                          shaper="engine", shaper_rate="2.5k", shaper_bucket=8, shaper_queue=100)
     snd, rcv = pair.sender, pair.receiver
@@ -98,23 +84,23 @@ def test_the_engine_is_told_its_buckets_and_the_profile():
     tx = argv("e", snd, [att[snd.name]], rcv, rcv.mac, s)
     rx = argv("e", rcv, [att[rcv.name]], snd, snd.mac, s)
     fwd = nf_argv("e", nf, [Attachment(mac=p.mac, iface=p.name) for p in nf.ports], ("a", "b"), s)
-    assert _opt(tx, "--onoff") == "64" and _opt(rx, "--onoff") is None
-    assert _opt(fwd, "--policer") == "200,16" and _opt(fwd, "--shaper") == "2500,8,100"
+    assert option(tx, "--onoff") == "64" and option(rx, "--onoff") is None
+    assert option(fwd, "--policer") == "200,16" and option(fwd, "--shaper") == "2500,8,100"
     # the shaper acts last: what the receiver gets is held to its profile
-    assert _opt(rx, "--conformance") == "2500,8" and _opt(tx, "--conformance") is None
+    assert option(rx, "--conformance") == "2500,8" and option(tx, "--conformance") is None
     assert conformance_contract(s) == (2500.0, 8)
 
 
 def test_nothing_is_said_without_them_and_a_kernel_shaper_is_the_profile():
-    s, pair, att = _pair(api="raw", rate="1000")
+    s, pair, att = placed_pair(api="raw", rate="1000")
     snd, rcv = pair.sender, pair.receiver
     rx = argv("e", rcv, [att[rcv.name]], snd, snd.mac, s)
     tx = argv("e", snd, [att[snd.name]], rcv, rcv.mac, s)
     assert not {"--onoff", "--conformance", "--policer", "--shaper"} & {*rx, *tx}
-    s, pair, att = _pair(switch="bridge", api="raw", rate="1000", shaper="tbf",
+    s, pair, att = placed_pair(switch="bridge", api="raw", rate="1000", shaper="tbf",
                          shaper_rate="300", shaper_bucket=4)
     rx = argv("e", pair.receiver, [att[pair.receiver.name]], pair.sender, pair.sender.mac, s)
-    assert _opt(rx, "--conformance") == "300,4"
+    assert option(rx, "--conformance") == "300,4"
     assert bucket_arg(0.5, 3) == "0.5,3" and bucket_arg(2.5e6, 1, 2) == "2500000,1,2"
 
 
@@ -123,7 +109,7 @@ def test_the_engine_takes_what_it_is_told(role):
     """The engine's own parser accepts the orchestrator's words: it gets past
     its options (exit 2 would be a refused one) to opening a port that is not
     there (exit 1)."""
-    s, pair, att = _pair(api="raw", nfs=1, tester="split", rate="640", onoff=64,
+    s, pair, att = placed_pair(api="raw", nfs=1, tester="split", rate="640", onoff=64,
                          policer="engine", policer_rate="200", policer_bucket=16,
                          shaper="engine", shaper_rate="640", shaper_bucket=8, shaper_queue=100)
     engine = str(harness.engine())
