@@ -29,7 +29,7 @@ SWITCH_BUILD_PACKAGES := \
 # linux-image-amd64 is the VMs' kernel (the vm runtime boots it), not the host's.
 APT_PACKAGES := \
 	meson ninja-build pkg-config gcc libc6-dev python3-venv python3-pip \
-	iproute2 util-linux mount procps kmod libc-bin dpkg ethtool \
+	iproute2 nftables util-linux mount procps kmod libc-bin dpkg ethtool \
 	runc busybox-static stress-ng podman conmon qemu-system-x86 linux-image-amd64 e2fsprogs \
 	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \

@@ -24,16 +24,17 @@ from cnfperf.run.cleanup import cleanup
 from cnfperf.remote.inventory import load as load_inventory
 from cnfperf.engine import find_engine
 from cnfperf.experiments import studies
-from cnfperf.experiments.sweep import format_seconds, parse_values
+from cnfperf.experiments.sweep import check_profiled, format_seconds, parse_values
 from cnfperf.host.facts import gather, render as render_host
 from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
-from cnfperf.report import trend
+from cnfperf.report import interference, trend
+from cnfperf.report.rows import rows_from_run
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
 from cnfperf.report.searches import latency_loads, searches
 from cnfperf.report.soak import table as soak_table
-from cnfperf.report.summary import images, points as point_table, repetitions
+from cnfperf.report.summary import faults, images, noises, points as point_table, repetitions
 from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
 from cnfperf.results.store import Store, results_dir
 
@@ -74,6 +75,22 @@ def _sweep_flag(name: str) -> Callable[[str], str]:
     return check
 
 
+def _pair_flag(text: str) -> tuple[str, str]:
+    """`--pair 1.rate=10k,50k`: (pair.1.rate, its values), checked as a field's."""
+    where, sep, values = text.partition("=")
+    index, dot, field = where.strip().partition(".")
+    if not sep or not dot or not index.isdigit() or not field:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N.FIELD=VALUES, e.g. 1.rate=50k "
+                                         "(pair 1, the second, at 50 kpps)")
+    name = f"{fields.PROFILE}.{int(index)}.{field.strip()}"
+    try:
+        check_profiled(name, field.strip())
+        parse_values(name, values)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name, values
+
+
 def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> None:
     """A flag per field of the table (fields.py); every one takes a list or a
     range, and a yes/no field's flag alone means yes (--pin), --no-pin no."""
@@ -88,6 +105,10 @@ def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> Non
                                const="no", help=f"the same as {f.flag} no")
             else:
                 p.add_argument(f.flag, dest=f.name, type=_sweep_flag(f.name), help=text)
+        p.add_argument("--pair", action="append", type=_pair_flag, metavar="N.FIELD=VALUES",
+                       help="pair N's own value of a field (a profile: the pairs differ), "
+                            "e.g. 1.rate=50k; again for more; per pair: "
+                            + ", ".join(fields.PER_PAIR))
     p.add_argument("--repeat", type=_sweep_flag("repeat"), metavar="K",
                    help="run every point K times (mean, stddev, 95%% CI)")
     p.add_argument("--dry-run", action="store_true",
@@ -223,6 +244,7 @@ def _results_and_json(p: argparse.ArgumentParser, json_flag: bool = True) -> Non
 
 def _run(args: argparse.Namespace) -> int:
     flags = {f: getattr(args, f, None) for f in fields.names()}
+    flags.update(dict(getattr(args, "pair", None) or ()))   # pair.N.FIELD
     flags["repeat"] = args.repeat
     if args.resume is not None:
         given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None]
@@ -506,14 +528,18 @@ def _results_show(args: argparse.Namespace) -> int:
 def _print_tables(run: dict[str, Any], brief: bool = False) -> None:
     """What follows a run's table: each point's path and CPU-bound nodes (when
     there is something to say), repetitions, searches and the latency at loads
-    below what they found, soaks, the network functions' tables and CPU per node
-    (`brief`, at the end of a run: what `results show` has in full)."""
+    below what they found, soaks, a victim's interference, faults and their outages,
+    noisy neighbours, the network functions' tables and CPU per node (`brief`, at
+    the end of a run: what `results show` has in full)."""
+    rows = rows_from_run(run)
+    hurt = interference.table(interference.entries(rows)) if interference.tenants(rows) else None
+    notes = {**cpu_tables.NOTES, "Interference": interference.NOTE}
     for table in filter(None, (point_table(run, brief=True), repetitions(run), searches(run),
-                               latency_loads(run), soak_table(run),
+                               latency_loads(run), soak_table(run), hurt, faults(run), noises(run),
                                *nf_tables.all_tables(run, brief),
                                *cpu_tables.all_tables(run, brief))):
         print()
-        print(summary_table(table, cpu_tables.NOTES.get(table[0], "")))
+        print(summary_table(table, notes.get(table[0], "")))
 
 
 def _results_export(args: argparse.Namespace) -> int:

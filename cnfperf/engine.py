@@ -17,11 +17,11 @@ from typing import IO, Any, Sequence
 
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.dataplanes.dpdk_args import lcores
-from cnfperf.plan import NF, Endpoint
+from cnfperf.plan import NF, Endpoint, destinations, spread_address
 from cnfperf.scenario import Scenario
 
 ENGINE_ENV = "CNFPERF_ENGINE"
-LINE_TYPES = ("ready", "interval", "summary")
+LINE_TYPES = ("ready", "start", "interval", "summary")
 # Seconds between interval records: the progress display and the raw files use them.
 INTERVAL = 1.0
 # How long at most a tester or client sends one frame every 10 ms, before its
@@ -50,10 +50,19 @@ def find_engine() -> Path | None:
 def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint, hop: str,
          s: Scenario, eal: Sequence[str] = ()) -> list[str]:
     """The command line of one endpoint's engine: `ports` in slot order, `hop` the
-    MAC its frames go to next, `eal` its EAL arguments when it runs DPDK."""
+    MAC its frames go to next, `eal` its EAL arguments when it runs DPDK. Its
+    pair's own values (a profile) win over the point's."""
+    s = s.of_pair(ep.pair)
     args = [engine, ep.role, "--api", s.api, *port_args(ports)]
-    args += ["--src-mac", ports[0].mac, "--src-ip", ep.ip, "--sport", str(ep.udp_port),
-             "--dst-mac", hop, "--dst-ip", peer.ip, "--dport", str(peer.udp_port),
+    # Flows spread over a router's prefixes: the sending side addresses them in
+    # turn, the receiving side takes frames to any (plan.destinations).
+    spread = destinations(s)
+    src_ip, dst_ip = ep.ip, peer.ip
+    if spread > 1:
+        first = spread_address(ep.pair)
+        src_ip, dst_ip = (first, dst_ip) if ep.receives_first else (src_ip, first)
+    args += ["--src-mac", ports[0].mac, "--src-ip", src_ip, "--sport", str(ep.udp_port),
+             "--dst-mac", hop, "--dst-ip", dst_ip, "--dport", str(peer.udp_port),
              "--size", str(s.size), "--burst", str(s.burst), "--flows", str(s.flows),
              "--cpu", str(ep.cpu), "--interval", f"{INTERVAL:g}"]
     if ep.receives_first:
@@ -63,8 +72,15 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     else:
         args += ["--rate", s.rate.argv(), "--duration", f"{s.duration:g}",
                  "--warmup", f"{s.warmup:g}"]
+    if spread > 1:
+        args += ["--ip-span", str(spread)]
     if ep.role in ("tester", "client"):
         args += ["--settle", f"{SETTLE:g}"]
+    if s.onoff and ep.role in ("send", "tester"):
+        args += ["--onoff", str(s.onoff)]
+    contract = conformance_contract(s)
+    if contract and ep.role in ("recv", "tester"):
+        args += ["--conformance", bucket_arg(*contract)]
     if ep.role == "recv" and peer.host != ep.host:
         # its sender stamps frames with another host's clock (engine/README.md)
         args += ["--clock", "other"]
@@ -83,7 +99,9 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     mirror has no hops (it sends frames back to where they came from).
     Unpinned (`floating`: TestPoint.floating) it is not pinned to its core, and
     DPDK's main lcore floats over those cores too. `extra`: its kind's own
-    options (an l3 NF's routes: nfs/engine.py)."""
+    options (an l3 NF's routes: nfs/engine.py). Its pair's own values (a
+    profile: size, burst, the pace) win over the point's."""
+    s = s.of_pair(nf.pair)
     args = [engine, "nf", "--nf", s.nf, "--api", nf.ports[0].api, *port_args(ports)]
     for option, mac in zip(("--dst-mac", "--dst-mac2"), hops):
         args += [option, mac]
@@ -92,7 +110,26 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
              "--interval", f"{INTERVAL:g}", "--duration", "0", *_pace(s)]
     if floating and eal:
         eal = [*eal, "--lcores", lcores((), floating)]   # its main lcore, the only one
+    if s.policer == "engine":
+        args += ["--policer", bucket_arg(s.policer_rate.pps, s.policer_bucket)]
+    if s.shaper == "engine":
+        args += ["--shaper", bucket_arg(s.shaper_rate.pps, s.shaper_bucket, s.shaper_queue)]
     return [*args, *extra, *_tail(s, eal)]
+
+
+def conformance_contract(s: Scenario) -> tuple[float, int] | None:
+    """The (rate, bucket) a receiver holds what it got to: the shaper's, the last
+    to act on the frames, else the policer's; None without either."""
+    if s.shaper != "none":
+        return s.shaper_rate.pps, s.shaper_bucket
+    if s.policer != "none":
+        return s.policer_rate.pps, s.policer_bucket
+    return None
+
+
+def bucket_arg(pps: float, *frames: int) -> str:
+    """RATE,BUCKET[,QUEUE] as the engine takes it (--policer, --shaper, --conformance)."""
+    return ",".join([f"{pps:.10g}", *map(str, frames)])
 
 
 def _pace(s: Scenario) -> list[str]:
@@ -129,7 +166,7 @@ def parse_line(line: str) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise EngineOutputError(f"not JSON ({e.msg}): {line[:120]!r}") from None
     if not isinstance(record, dict) or record.get("type") not in LINE_TYPES:
-        raise EngineOutputError(f"not an engine record (type ready|interval|summary): "
+        raise EngineOutputError(f"not an engine record (type {'|'.join(LINE_TYPES)}): "
                                 f"{line[:120]!r}")
     return record
 
@@ -191,6 +228,11 @@ class EngineOutput:
     @property
     def ready(self) -> dict[str, Any] | None:
         return next((r for r in self.records if r["type"] == "ready"), None)
+
+    @property
+    def start(self) -> dict[str, Any] | None:
+        """A sender's `start` record: its warm-up began (after its --settle)."""
+        return next((r for r in self.records if r["type"] == "start"), None)
 
     @property
     def last_interval(self) -> dict[str, Any] | None:

@@ -86,6 +86,15 @@ QUOTAS = ("switch_quota", "nf_quota", "endpoint_quota")
 # RFC 2544 (one 60 s trial) or of ETSI TST009 (a lossy 60 s trial is run once
 # more), or the binary search with a verification trial (experiments/search.py).
 SEARCHES = ("csit", "rfc2544", "tst009", "bisect")
+# Where a token bucket holds a pair's frames to a rate: the policer drops what
+# finds no token, the shaper queues it until one comes. engine: in each of the
+# engine's network functions, before it forwards; nft, tc: at the netdev ingress
+# of the kernel link into the receiver (nftables' limit, tc's police action);
+# tbf, htb: tc's qdisc at that link's egress (host/buckets.py).
+POLICERS = ("none", "engine", "nft", "tc")
+SHAPERS = ("none", "engine", "tbf", "htb")
+MAX_BUCKET = 1_000_000   # frames (the engine's own bound)
+MAX_QUEUE = 65536
 MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
 RX_PORT = 9000
@@ -193,16 +202,29 @@ FIELDS: list[Field] = [
           choices=NF_APIS, column="TEXT"),
     Field("nf_cores", "int", 1, "cores per network function (testpmd forwards each direction "
           "on a core of its own; the engine's NFs and Click's run one thread)", axis=21, ge=1, le=8, column="INTEGER", label="named"),
+    Field("nf_routes", "int", 1, "nf = router: the prefixes toward the receiver's side each "
+          "router has a route for; more than one: the tester's flows take turns over them, a "
+          "/32 each, flow f to prefix f % (nf_routes + nf_unrouted) (flows at least as many)",
+          axis=51, ge=1, le=4096, column="INTEGER", label="named", late=True),
+    Field("nf_interfaces", "int", 2, "nf = router: each router's interfaces, its two ports and "
+          "macvlan sub-interfaces of its first port up to the number, an address each",
+          axis=52, ge=2, le=512, column="INTEGER", label="named", late=True),
+    Field("nf_unrouted", "int", 0, "nf = router: prefixes the tester's flows also take turns "
+          "over (after nf_routes') that no router has a route for: the kernel drops their frames "
+          "for want of one (IpExt InNoRoutes, in the loss table)", axis=53, ge=0, le=4095,
+          column="INTEGER", label="named", late=True),
     Field("nf_quota", "float", None, "CPU quota of each network function's container, in % of "
           "one core; default: none", axis=22, unit="%", gt=0, column="REAL", label="named",
           optional=True),
     Field("endpoint_quota", "float", None, "CPU quota of each tester end's container, in % of "
           "one core; default: none", axis=24, unit="%", gt=0, column="REAL", label="named",
           optional=True),
-    Field("noise", "choice", "none", "a noisy neighbour while the point is measured: cpu, cache, "
+    Field("noise", "str", "none", "a noisy neighbour while the point is measured: cpu, cache, "
           "memory, io (stress-ng in a container of its own), traffic (a second, unmeasured "
-          "stream through the same switch)", axis=25, choices=NOISES, column="TEXT",
-          label="named"),
+          "stream through the same switch), or cmd:COMMAND (a command of yours, run by sh from "
+          "the host's file system in a network namespace of its own, on noise_on's cores; its "
+          "process group is stopped with the trial)", axis=25, column="TEXT", label="named",
+          words=True),
     Field("noise_on", "str", "other", "the noise's cores: same (the switch's and the NFs'), "
           "other (cores no node was placed on; else the least loaded), or a CPU list",
           axis=26, column="TEXT"),
@@ -277,12 +299,54 @@ FIELDS: list[Field] = [
           "always runs from the host's", axis=12, column="TEXT"),
     Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=27,
           column="TEXT", optional=True, unset="every usable CPU"),
-    Field("limit", "rate", 0.0, "shape what each receiver gets to this rate (tbf); 0 = none",
+    Field("limit", "rate", 0.0, "shape what each receiver gets to this rate: a tbf shaper on "
+          "the link into it (as shaper = tbf) whose bucket holds 10 ms or five bursts and "
+          "whose queue 64 frames; 0 = none",
           axis=30, unit="pps", column="REAL", label="named", zero="none"),
+    Field("policer", "choice", "none", "a token-bucket policer on each pair's frames, dropping "
+          "what finds no token: engine (in each of the engine's network functions, before it "
+          "forwards), nft (nftables' netdev ingress of the kernel link into the receiver), tc "
+          "(tc's police action there, where the kernel has it); none", axis=-10,
+          choices=POLICERS, column="TEXT", label="named", late=True),
+    Field("policer_rate", "rate", 0.0, "the policer's rate (its tokens a second)", axis=-11,
+          unit="pps", column="REAL", label="named", zero="none", late=True),
+    Field("policer_bucket", "int", 32, "the policer's bucket: frames that may pass back to "
+          "back", axis=-12, unit="frames", ge=1, le=MAX_BUCKET, column="INTEGER",
+          label="named", late=True),
+    Field("shaper", "choice", "none", "a token-bucket shaper on each pair's frames, queueing "
+          "what finds no token until one comes: engine (in each of the engine's network "
+          "functions, before it forwards), tbf or htb (tc's qdisc at the egress of the kernel "
+          "link into the receiver); none", axis=-13, choices=SHAPERS, column="TEXT",
+          label="named", late=True),
+    Field("shaper_rate", "rate", 0.0, "the shaper's rate (its tokens a second)", axis=-14,
+          unit="pps", column="REAL", label="named", zero="none", late=True),
+    Field("shaper_bucket", "int", 32, "the shaper's bucket: frames that may leave back to back",
+          axis=-15, unit="frames", ge=1, le=MAX_BUCKET, column="INTEGER", label="named",
+          late=True),
+    Field("shaper_queue", "int", 1000, "the shaper's queue: frames it holds; more are dropped",
+          axis=-16, unit="frames", ge=1, le=MAX_QUEUE, column="INTEGER", label="named",
+          late=True),
+    Field("onoff", "int", 0, "an on/off source: each sender sends this many frames back to back, "
+          "then nothing, at the point's rate on average; 0: a steady pace", axis=-17,
+          unit="frames", ge=0, le=MAX_BUCKET, column="INTEGER", label="named", late=True),
     Field("soak", "float", 0.0, "seconds of traffic in one long trial at the point's rate "
           "(after a search: soak_at of the rate it found), its loss and latency stored every "
           "second as a time series, kept when the run is interrupted and continued by --resume; "
           "0: no soak", axis=46, unit="s", ge=0, le=7 * 86400, column="REAL", late=True),
+    Field("fault", "str", "none", "a fault during the measurement: what goes down on every "
+          "measured path, at fault_at for fault_duration, then up again: link:K (the path's "
+          "link K, 0 leaving the sender, nfs reaching the receiver: taken down at its end "
+          "towards the receiver, the node's interface where it has one, else the switch's "
+          "port for it), "
+          "port:K (the switch's port at that end of link K), nf:K (network function K, 0 next "
+          "to the sender: every port of it); @P after any: on pair P's path alone (nf:0@1); "
+          "none: no fault", axis=48, column="TEXT",
+          label="named", late=True),
+    Field("fault_at", "float", 1.0, "fault: seconds into the measured window when its target "
+          "goes down", axis=49, unit="s", gt=0, le=86400, column="REAL", late=True),
+    Field("fault_duration", "float", 0.5, "fault: seconds its target stays down (it is up "
+          "again before the measured window ends: fault_at + fault_duration < duration)",
+          axis=50, unit="s", gt=0, le=86400, column="REAL", late=True),
     Field("soak_at", "str", "90%", "search: the load of a soak after a search, a percentage "
           "of the rate found for the last goal (the PDR)", axis=47, search=True, late=True),
     Field("search", "choice", "csit", "search: how the rates are found: MLRsearch with the goals "
@@ -326,15 +390,35 @@ FIELDS: list[Field] = [
 # plan and its points' keys are rebuilt as they were (checks.replan).
 CHANGED_DEFAULTS = {"tester": "split", "search": "bisect", "precision": 0.01, "latency_at": "none"}
 
+# A pair's profile: a scenario gives one pair values of its own ([pair.N] tables,
+# --pair N.FIELD=VALUES: scenario.py), so that pairs differ (an aggressor beside a
+# victim). These are the fields a pair may set; the rest are the point's (the
+# switch, its links and NFs, the api, one trial's duration are shared).
+PROFILE = "pair"
+PER_PAIR = ("mode", "rate", "size", "burst", "flows", "poll", "touch", "mmsg", "limit",
+            "endpoint_quota", "nf_quota")
+
 # Not scenario fields: they shape the sweep itself and take one value.
 # The views below are computed once: the table is complete before anything reads it.
 SWEEP_SETTINGS = {"repeat": "int"}
+
+
+def profiled(name: str) -> tuple[int, str] | None:
+    """`pair.1.rate` (a pair's own value of a field, as sweeps and labels name
+    it): (1, "rate"); None for any other name."""
+    head, _, rest = name.partition(".")
+    index, _, field = rest.partition(".")
+    if head != PROFILE or not index.isdigit() or not field:
+        return None
+    return int(index), field
 
 
 def show(name: str, value: Any) -> str:
     """A field's value as people read it: rates as 500k or 2.5M, 0 as what it means,
     yes or no (as the flags take them; the store keeps 1 and 0), a user's NF
     command by its program (the whole template is in the run's records)."""
+    if (own := profiled(name)) is not None:
+        name = own[1]
     f = by_name().get(name)
     if f is not None and f.optional and value is None:
         return "default"   # left to its computed default (the docs say which: `unset`)
@@ -370,6 +454,12 @@ def names() -> tuple[str, ...]:
 def kinds() -> dict[str, str]:
     """How sweep.parse_values reads each field's (and setting's) values."""
     return {**{f.name: f.kind for f in FIELDS}, **SWEEP_SETTINGS}
+
+
+def kind_of(name: str) -> str:
+    """A field's kind, a pair's own value's (pair.1.rate) its field's."""
+    own = profiled(name)
+    return kinds().get(own[1] if own else name, "str")
 
 
 @cache

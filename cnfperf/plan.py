@@ -364,6 +364,26 @@ def hosts_said(tester_host: str, dut_host: str, nf_host: str = "", wires: int | 
     return f"  ({', '.join(said)})"
 
 
+# Flows spread over a router's prefixes (nf_routes, nf_unrouted): each pair's
+# destinations are consecutive addresses in 10.128.0.0/9, a block of
+# MAX_DESTINATIONS per pair; the engine's --ip-span addresses flow f to the
+# block's first + f % destinations().
+SPREAD_BLOCK = 0x0A800000   # 10.128.0.0
+MAX_DESTINATIONS = 4096     # the engine tracks at most 4096 flows, one per destination at least
+
+
+def destinations(s: Scenario) -> int:
+    """How many destination addresses each pair's flows take turns over: one
+    (the receiver's own) unless router NFs have prefixes to spread them over."""
+    return s.nf_routes + s.nf_unrouted if s.nfs else 1
+
+
+def spread_address(pair: int, j: int = 0) -> str:
+    """The j-th destination of a pair's spread flows (a /32 of a router's)."""
+    n = SPREAD_BLOCK + pair * MAX_DESTINATIONS + j
+    return ".".join(str(n >> shift & 0xff) for shift in (24, 16, 8, 0))
+
+
 def run_prefix(run_id: str) -> str:
     return f"{PREFIX}{run_id}"
 
@@ -403,9 +423,14 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
                      noise_pairs=tuple(noise), tester_why=why, pollers=pollers)
 
 
+def first_sport(s: Scenario, pair: int) -> int:
+    """A pair's first UDP source port: after the ports of the pairs before it,
+    each as many as its flows (its own: Scenario.of_pair)."""
+    return TX_PORT + sum(s.of_pair(k).flows for k in range(pair))
+
+
 def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> list[Pair]:
     single = s.tester == "single"
-    sender_role, receiver_role = roles(s.tester, s.mode)
     octets = _octets(run_id)
     engines = 1 if single else 2   # per pair, for the tester's ends
     hosts = nf_hosts(s)
@@ -427,8 +452,9 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
                                                 for j in range(s.nf_cores))))
             taken[hosts[i]] += s.nf_cores
         vm = s.endpoint_in == "vm"
+        sender_role, receiver_role = roles(s.tester, s.of_pair(k).mode)
         sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, octet=1,
-                           udp_port=TX_PORT + k * s.flows, api=s.api, vm=vm, host=sender_host)
+                           udp_port=first_sport(s, k), api=s.api, vm=vm, host=sender_host)
         receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, octet=2,
                              udp_port=RX_PORT + k, api=s.api, vm=vm, host=receiver_host)
         if single:   # one engine, on one host (testers.refusal: tester_host a+b)
@@ -461,7 +487,7 @@ def _noise_pair(s: Scenario, run_id: str, pairs: list[Pair], cpus: tuple[int, ..
     cores = noise_cores(s.noise_on, cpus, ends, nf_cores, ())
     sender_role, receiver_role = roles(s.tester, s.mode)
     sender = _endpoint(run_id, k, "s", sender_role, cores[-1], octets, octet=1,
-                       udp_port=TX_PORT + k * s.flows, api=s.api)
+                       udp_port=first_sport(s, k), api=s.api)
     receiver = _endpoint(run_id, k, "r", receiver_role, cores[0], octets, octet=2,
                          udp_port=RX_PORT + k, api=s.api)
     if s.tester == "single":
@@ -529,8 +555,8 @@ def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,
     engine's as the tester's, testpmd one per core whatever `poll` says,
     Click on sockets none), the data plane's."""
     busy: Counter[str] = Counter()
-    if s.poll != "interrupt":
-        for p in pairs:
+    for p in pairs:   # a pair's own poll (its profile), the point's for noise
+        if s.of_pair(p.index).poll != "interrupt":
             for e in p.engines:
                 busy[e.host] += POLLERS[e.role]
     if nf:

@@ -145,7 +145,9 @@ def values(f: Field) -> str:
     from cnfperf.runtimes import CONTAINER_RUNTIMES
 
     named = {"switch": list(DATAPLANES), "runtime": list(CONTAINER_RUNTIMES), "nf": nfs.values(),
-             "noise_on": [*fields.NOISE_PLACES, "a CPU list"]}
+             "noise_on": [*fields.NOISE_PLACES, "a CPU list"],
+             "noise": [*fields.NOISES, "cmd:COMMAND"],
+             "fault": ["none", "link:K", "port:K", "nf:K", "nf:K@P"]}
     if f.name in named:
         return ", ".join(map(_code, named[f.name]))
     if f.kind == "choice":
@@ -239,12 +241,20 @@ def plots_table() -> str:
                       *(f"| `{name}` | {title} |" for name, (title, _) in PLOTS.items())])
 
 
+def pair_fields() -> str:
+    """The fields a pair's profile may set (fields.PER_PAIR), with their meaning."""
+    by_name = fields.by_name()
+    return "\n".join(["| field | meaning |", "| --- | --- |",
+                      *(f"| `{name}` | {_cell(help_text(by_name[name]))} |"
+                        for name in fields.PER_PAIR)])
+
+
 # -- the blocks ---------------------------------------------------------------
 
 
 # file (relative to the checkout) -> block name -> what renders it
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
-    "docs/scenarios.md": {"fields": fields_table},
+    "docs/scenarios.md": {"fields": fields_table, "pair_fields": pair_fields},
     "docs/dataplanes.md": {"dataplanes": dataplanes_table},
     "docs/results.md": {"schema": schema, "csv": csv_columns},
     "docs/studies-and-reports.md": {"plots": plots_table},

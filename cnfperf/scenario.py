@@ -7,6 +7,13 @@ order, repetitions and point keys), one validated `Scenario` per point; nothing
 downstream of it ever sees a list. A study file adds `[study]`, `[[part]]` and
 `[quick]` tables around the same fields.
 
+Pairs are alike unless a scenario gives one its own values, its profile:
+`[pair.1]` with `rate = "50k"` (or `pair.1.rate = "50k"`, `--pair 1.rate=50k`)
+makes the second pair differ from the first, an aggressor beside a victim. Only
+the fields of fields.PER_PAIR may differ; each pair's values are validated as a
+scenario of its own (its mode's defaults included), and a point carries those
+that differ from its own (`Scenario.pair`; `of_pair` gives a pair's view).
+
 The fields themselves are declared once, in fields.py; this module turns that
 table into the pydantic model. Whether a valid scenario's parts go together on
 this cnfperf and this host (a data plane's apis, a runtime) is decided above
@@ -72,6 +79,42 @@ def _rate_type(f: Field) -> Any:
     return Annotated[Rate, BeforeValidator(check), PlainSerializer(Rate.value)]
 
 
+# Each profiled pair's values that differ from the point's: ((index, ((field,
+# value), …)), …), fields of fields.PER_PAIR in their order, values as the
+# point's (a Rate for rate); dumped and stored as {"1": {"rate": 50000}}.
+Profile = tuple[tuple[int, tuple[tuple[str, Any], ...]], ...]
+
+
+def _read_profile(value: Any) -> Profile:
+    """A Profile, or its dump read back (a stored point, a remote agent's)."""
+    if isinstance(value, tuple):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError("expected pairs' own values by index, e.g. "
+                         f"{{\"1\": {{\"rate\": 50000}}}}")
+    out = []
+    for index, own in sorted(value.items(), key=lambda kv: int(kv[0])):
+        if not str(index).isdigit() or not isinstance(own, dict):
+            raise ValueError(f"{fields.PROFILE}.{index}: not a pair's profile")
+        values = []
+        for name in fields.PER_PAIR:
+            if name in own:
+                f = fields.by_name()[name]
+                v = own[name]
+                values.append((name, rates.parse(v, name, search=False, zero=f.zero)
+                               if f.kind == "rate" else v))
+        if set(own) - set(fields.PER_PAIR):
+            raise ValueError(f"{fields.PROFILE}.{index}: "
+                             f"{', '.join(sorted(set(own) - set(fields.PER_PAIR)))}: not per pair")
+        out.append((int(index), tuple(values)))
+    return tuple(out)
+
+
+def _dump_profile(profile: Profile) -> dict[str, dict[str, Any]]:
+    return {str(index): {name: v.value() if isinstance(v, Rate) else v for name, v in own}
+            for index, own in profile}
+
+
 def _annotation(f: Field) -> Any:
     if f.kind == "rate":
         return _rate_type(f)
@@ -89,6 +132,24 @@ class _Scenario(BaseModel):
     """One fully specified measurement; every field has a value (no lists)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    # pairs' own values (Profile): scenario.validate computes them; not a field of
+    # the table (fields.py): a value of its own is a pair.N.FIELD name of a field
+    pair: Annotated[Any, BeforeValidator(_read_profile), PlainSerializer(_dump_profile)] = ()
+
+    @model_validator(mode="after")
+    def _profiles_fit(self) -> "_Scenario":
+        for index, _ in self.pair:
+            if index >= self.pairs:
+                raise ValueError(f"{fields.PROFILE}.{index}: no such pair (pairs = {self.pairs})")
+        return self
+
+    def of_pair(self, index: int) -> "_Scenario":
+        """The scenario as pair `index` runs it: its own values over the point's."""
+        for k, own in self.pair:
+            if k == index:
+                return self.model_copy(update={**dict(own), "pair": ()})
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -130,6 +191,13 @@ def _model() -> type[_Scenario]:
 
 
 Scenario = _model()
+
+
+def profile(s: Scenario, index: int) -> dict[str, Any]:
+    """Every per-pair field's value as pair `index` runs it (its own over the
+    point's), as the store keeps what each pair was asked."""
+    mine = s.of_pair(index).model_dump(mode="json")
+    return {name: mine[name] for name in fields.PER_PAIR}
 
 
 def read_file(path: Path) -> dict[str, Any]:
@@ -179,13 +247,78 @@ def tester_hosts(s: Scenario) -> tuple[str, str]:
 
 
 def validate(raw: dict[str, Any], check: Check | None = None) -> Scenario:
+    """A point's parameters (one value each; a pair's own as pair.N.FIELD) as a
+    Scenario, or UserError naming the field; `check` as build() says."""
+    base, own = _split(raw)
     try:
-        scenario = Scenario.model_validate(raw)
+        scenario = Scenario.model_validate(base)
     except ValidationError as e:
         raise _user_error(e.errors()[0]) from None
+    if own:
+        scenario = _with_profiles(scenario, base, own)
     if check:
         check(scenario)
+        for index, _ in scenario.pair:   # each pair's values go together too
+            check(scenario.of_pair(index))
     return scenario
+
+
+def _split(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """The point's own parameters, and each pair's (pair.1.rate: {1: {"rate": …}})."""
+    base: dict[str, Any] = {}
+    own: dict[int, dict[str, Any]] = {}
+    for name, value in raw.items():
+        found = fields.profiled(name)
+        if found is None:
+            base[name] = value
+            continue
+        try:
+            sweep.check_profiled(name, found[1])
+        except ValueError as e:
+            raise UserError(name, _why(e)) from None
+        own.setdefault(found[0], {})[found[1]] = value
+    return base, own
+
+
+def _with_profiles(s: Scenario, raw: dict[str, Any],
+                   own: dict[int, dict[str, Any]]) -> Scenario:
+    """`s` with its pairs' own values: each pair validated as a scenario of its
+    own (so a pair in latency mode gets latency's rate, burst and poll unless
+    it says), then kept where it differs from the point."""
+    name = fields.PROFILE
+    if s.rate.is_search:
+        raise UserError("rate", f"{s.rate}: a search is not run with pairs' own profiles "
+                                f"({name}.N): it would judge every pair's loss as one; sweep "
+                                f"fixed rates instead (rate = \"10k,50k\", {name}.1.rate = …)")
+    if s.soak:
+        raise UserError("soak", f"{s.soak:g}: a soak stores its seconds at one rate per pair, "
+                                f"not with pairs' own profiles ({name}.N); measure a long "
+                                "fixed trial instead (duration)")
+    profile = []
+    for index in sorted(own):
+        where = f"{name}.{index}"
+        if index >= s.pairs:
+            raise UserError(where, f"no such pair: pairs = {s.pairs} (pairs 0 to {s.pairs - 1})")
+        try:   # the NFs' api is the point's: their ports are the data plane's
+            mine = Scenario.model_validate({**raw, **own[index], "nf_api": s.nf_api})
+        except ValidationError as e:
+            err = e.errors()[0]
+            field_ = str(err["loc"][0]) if err["loc"] else ""
+            problem = _user_error(err)
+            raise UserError(f"{where}.{field_}" if field_ in own[index] else where,
+                            problem.why) from None
+        if mine.rate.is_search:
+            raise UserError(f"{where}.rate", f"{mine.rate}: a pair's own rate is a fixed rate, "
+                                             "not a search")
+        if mine.size > s.size:
+            raise UserError(f"{where}.size", f"{mine.size} is larger than size ({s.size}): the "
+                                             "switch, its links and NFs are made for size; "
+                                             "give size the largest pair's")
+        values = tuple((f, getattr(mine, f)) for f in fields.PER_PAIR
+                       if getattr(mine, f) != getattr(s, f))
+        if values:
+            profile.append((index, values))
+    return s.model_copy(update={"pair": tuple(profile)})
 
 
 def canonical(s: Scenario) -> dict[str, Any]:
@@ -193,6 +326,8 @@ def canonical(s: Scenario) -> dict[str, Any]:
     from; a field added later (Field.late) only where it is not at its default, so
     that a run stored before it keeps its points' keys."""
     values = s.model_dump(mode="json")
+    if not values.get(fields.PROFILE):   # pairs alike: keys as before profiles
+        values.pop(fields.PROFILE, None)
     for f in fields.late():
         if values.get(f.name) == f.default:
             values.pop(f.name)

@@ -97,6 +97,23 @@ def scenarios(path: Path | None = None, flags: dict | None = None) -> list:
     return load_plan(path, flags).scenarios
 
 
+def placed_pair(**fields):
+    """(scenario, its first pair as placed, each of the pair's ends attached to
+    an interface of its own name) of one scenario given by fields."""
+    from cnfperf import nfs
+    from cnfperf.dataplanes.base import Attachment
+    from cnfperf.plan import place
+
+    [s] = scenarios(None, fields)
+    pair = place(s, "1a2b", host_cpus=(0, 1), nf=nfs.find(s.nf)).pairs[0]
+    return s, pair, {ep.name: Attachment(mac=ep.mac, iface=ep.name) for ep in pair.endpoints}
+
+
+def option(args: list[str], name: str) -> str | None:
+    """The value after `name` on a command line, None without it."""
+    return args[args.index(name) + 1] if name in args else None
+
+
 def older_store(directory: Path, version: int) -> sqlite3.Connection:
     """A results database as cnfperf left it at schema `version`, with one done
     run 'beef': the caller adds its points, commits and closes, then opens it

@@ -8,6 +8,7 @@ the class: run/checks.py names no data plane, it asks these):
     max_cores, max_rxq, max_size, processes, rx_interrupts, floats,
     neighbours_may_close, single_tester, vm_refusal: capabilities
     undo          journal kinds of its own -> how `cnfperf cleanup` undoes one
+    cut_at, cut_refusal  where it takes a port down for a fault (run/fault.py)
     check(host), scenario_problem(s, links), limit_problem(api), pollers(s, cores),
     versions(host), stored(): what checks, plan, runner and the store ask
 
@@ -22,6 +23,7 @@ Lifecycle for one test point, driven by testbed.Builder and trial.py:
     applied()     how it was configured, as read back from it (its forwarding
                   rules, queue affinity, descriptors): stored with the point
     pids()        the switch's own processes (CPU accounting), or its `container`
+    cut(port, at, up)  a port down or up again, inside a trial (a fault)
     stop()        remove what start() created; safe to call after a partial start
 A switch a run keeps between points (keeps; run/keep.py) also has:
     release()     the point is over, its engines gone: the switch stays up
@@ -176,6 +178,12 @@ class DataPlane(ABC):
     # the kernel holds the NIC for it (the bridge enslaves it), none is used.
     nic_drivers: ClassVar[tuple[str, ...]] = ()
 
+    # Where it takes a port down and up for a fault (run/fault.py): "node" (the
+    # node's own interface, a kernel one), "switch" (its own port for it); ()
+    # where it has no way while it forwards, and cut_refusal says why.
+    cut_at: ClassVar[tuple[str, ...]] = ()
+    cut_refusal: ClassVar[str] = "it has no way to take a port down while it forwards"
+
     # Whether a run may keep it up between consecutive points made alike
     # (switch_keep; run/keep.py): it implements release, reuse and stale.
     keeps: ClassVar[bool] = False
@@ -217,6 +225,13 @@ class DataPlane(ABC):
     def limit_problem(cls, api: str) -> str | None:
         """Why it cannot apply a scenario's `limit` (a shaped link) with this
         api, or None when it can (checks.check asks when limit is set)."""
+        return None
+
+    @classmethod
+    def bucket_problem(cls, s: Scenario, what: str) -> str | None:
+        """Why its links cannot hold the scenario's kernel policer or shaper
+        (`what`: policer at the ingress, shaper at the egress of the link into
+        the receiver), or None when they can (checks.check asks)."""
         return None
 
     @classmethod
@@ -265,6 +280,12 @@ class DataPlane(ABC):
         runner stores it with the point (switch_facts' `applied`). {}: nothing
         to say beyond the scenario (a kernel data plane)."""
         return {}
+
+    def cut(self, port: Port, at: str, up: bool) -> None:
+        """Takes the port down (up = False) or up again, at its node's own
+        interface (at = "node") or at the switch's port for it ("switch"): one
+        of cut_at."""
+        raise NotImplementedError(f"{self.name} takes no port down: {self.cut_refusal}")
 
     @abstractmethod
     def stop(self) -> None: ...

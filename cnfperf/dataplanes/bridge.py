@@ -19,8 +19,9 @@ class BridgePlane(KernelPlane):
     kernel_links = {"veth": "VETH", "bridge": "BRIDGE"}
     vm_links = {"tun": "TUN"}
     # The receiver's port egresses through the bridge's own qdisc, whatever the api.
-    limit_at_sender = False
+    shaped_at_sender = False
     nic_ports = True
+    cut_at = ("node", "switch")
 
     def setup(self) -> None:
         self.bridge = self.point.name("sw")  # the switch, in its namespace of the same name
@@ -33,12 +34,21 @@ class BridgePlane(KernelPlane):
            netns=self.switch_netns)
         ip("link", "set", self.bridge, "up", netns=self.switch_netns)
 
+    def switch_port(self, port: Port) -> tuple[str, str | None]:
+        """The bridge's side of the port's veth (or the VM's tap): a port of the bridge."""
+        return port.name + "h", self.switch_netns
+
     def connect(self, link: Link) -> None:
         self._port(link.a)
         self._port(link.b)
 
-    def limit_link(self, pair: Pair) -> tuple[str, str]:
+    def shaper_link(self, pair: Pair) -> tuple[str, str]:
         return pair.links[-1].b.name + "h", self.switch_netns
+
+    def police_link(self, pair: Pair) -> tuple[str, str]:
+        """The bridge's port the node before the receiver sends into: its netdev
+        ingress comes before the bridge takes the frame, whatever api sent it."""
+        return pair.links[-1].a.name + "h", self.switch_netns
 
     def vm_nic(self, port: Port) -> Nic:
         return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=port.name + "h",

@@ -48,6 +48,8 @@ class ClickPlane(DpdkPlane):
     poll_threads = 1
     build = BUILD
     rx_interrupts = True   # engines reach it as virtio-user ports
+    cut_refusal = ("its configuration is fixed while it runs: cnfperf has no handler to take "
+                   "a port down")
     max_cores = None       # a poll thread per link at most (scenario_problem)
     # The engines send on queue 0 only, so it polls one Rx queue per port
     # (max_rxq = 1). Its mbufs are DPDK's default, 2 KB of data, and Click reads

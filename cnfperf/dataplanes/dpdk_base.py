@@ -73,6 +73,9 @@ class DpdkPlane(DataPlane):
     # A virtual machine reaches a vhost-user port as its front end, as an engine
     # does (frontend()); a plane whose ports are not vhost-user says why not.
     vm_refusal = None
+    # A link joined directly (vhost, memif) is two engines' vdevs: nothing
+    # between them to take down; a switch says what it has (cut_at) or lacks.
+    cut_refusal = "its links are the engines' own ports joined directly, with no switch between"
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)

@@ -3,14 +3,15 @@ and the base class that wires endpoints into namespaces (cnfperf.host.links).
 """
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
-from cnfperf.host import tools
+from cnfperf.host import buckets, tools
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import remove_dpdk_files
-from cnfperf.host.links import add_netns, del_link, del_netns, give_back_all, ip, lend_nic, tap_index
+from cnfperf.host.links import (add_netns, del_link, del_netns, give_back_all, ip, lend_nic,
+                                link_stats, tap_index)
 from cnfperf.plan import nf_places
 from cnfperf.runtimes.base import Nic
 
@@ -23,15 +24,8 @@ if TYPE_CHECKING:
 # dpdk: through the af_packet PMD on the port's interface (dpdk_args.kernel_eal_args).
 KERNEL_APIS = frozenset({"udp", "raw", "mmap", "xdp", "dpdk"})
 def link_counters(netns: str | None, names: set[str]) -> dict[str, PortCounters]:
-    found = {}
-    for link in json.loads(ip("-s", "-j", "link", "show", netns=netns) or "[]"):
-        if link["ifname"] in names:
-            stats = link.get("stats64", {})
-            rx, tx = stats.get("rx", {}), stats.get("tx", {})
-            found[link["ifname"]] = PortCounters(
-                rx_packets=rx.get("packets", 0), tx_packets=tx.get("packets", 0),
-                rx_dropped=rx.get("dropped", 0), tx_dropped=tx.get("dropped", 0))
-    return found
+    return {name: PortCounters(**stats) for name, stats in link_stats(netns).items()
+            if name in names}
 
 
 def mtu_for(frame_size: int) -> int:
@@ -57,15 +51,19 @@ class KernelPlane(DataPlane):
 
     kind = "kernel"
     apis: ClassVar[frozenset[str]] = KERNEL_APIS
+    cut_at: ClassVar[tuple[str, ...]] = ("node",)
+    cut_refusal = "its links join the nodes' interfaces directly: it has no port of its own"
     vm_refusal = None
     vm_links: ClassVar[Mapping[str, str]] = {"macvtap": "MACVTAP"}
     # Whether the data plane keeps its own devices (bridge, parent link) in a
     # separate namespace `<prefix>sw`.
     uses_switch_netns: ClassVar[bool] = False
     kernel_links: ClassVar[Mapping[str, str]] = {"veth": "VETH"}
-    # Whether a receiver's limit (tbf) sits on its sender's own interface: veth and
-    # macvlan have no device of theirs between the two ends.
-    limit_at_sender: ClassVar[bool] = True
+    undo = buckets.UNDO   # its links' policers and shapers (host/buckets.py)
+    # Whether the shaper of the link into a receiver (limit, shaper = tbf | htb)
+    # sits on the interface of the node before it: veth and macvlan have no
+    # device of theirs between the two ends.
+    shaped_at_sender: ClassVar[bool] = True
 
     def __init__(self, journal: Journal, home=None):
         super().__init__(journal, home)   # no process of its own: checks.py refuses a home
@@ -74,6 +72,7 @@ class KernelPlane(DataPlane):
         self._switch_netns: str | None = None
         self._nics: dict[str, Nic] = {}    # port name -> its VM's NIC (Port.vm)
         self._lent: list[tuple[str, dict]] = []   # wires' NICs lent to it (lend())
+        self._made: list[tuple[str, str, dict]] = []   # policers and shapers (_buckets)
         self.mtu = 1500
 
     @classmethod
@@ -86,9 +85,9 @@ class KernelPlane(DataPlane):
 
     @classmethod
     def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
-        """A limit on the sender's own interface (limit_at_sender) would sit in
+        """A limit on the sender's own interface (shaped_at_sender) would sit in
         the guest when the node before the receiver is a virtual machine."""
-        if s.limit.pps and cls.limit_at_sender:
+        if s.limit.pps and cls.shaped_at_sender:
             try:
                 before = [s.endpoint_in, *nf_places(s.nf_in, s.nfs)][-1]
             except ValueError:
@@ -101,13 +100,38 @@ class KernelPlane(DataPlane):
     @classmethod
     def limit_problem(cls, api: str) -> str | None:
         """A shaped link (tbf) sits on a qdisc that every api but udp bypasses
-        where the qdisc is the sender's own (limit_at_sender)."""
-        if cls.limit_at_sender and api != "udp":
+        where the qdisc is the sender's own (shaped_at_sender)."""
+        if cls.shaped_at_sender and api != "udp":
             return (f"a sender with api {api} bypasses the qdisc of its interface, where the "
                     "limit would sit; use api udp or the bridge")
         return None
 
-    def limit_link(self, pair: Pair) -> tuple[str, str]:
+    @classmethod
+    def bucket_problem(cls, s: Scenario, what: str) -> str | None:
+        """Without a device of the switch's between the ends (shaped_at_sender),
+        a shaper is the qdisc of the interface of the node before the receiver,
+        which only the kernel's udp sends through (a packet socket bypasses it,
+        as an NF's L2 api does); a policer sits at the receiver's own netdev
+        ingress, which a packet socket's tap and XDP see frames before."""
+        if not cls.shaped_at_sender:
+            return None
+        if what == "shaper" and (s.nfs or s.api != "udp"):
+            sender = f"a network function with nf_api {s.nf_api}" if s.nfs \
+                else f"a sender with api {s.api}"
+            return (f"{sender} bypasses the qdisc of its interface, where the shaper would sit; "
+                    "use api udp without network functions, or the bridge")
+        if what == "policer" and s.api != "udp":
+            return (f"a receiver with api {s.api} takes its frames before the ingress hook the "
+                    "policer would sit at; use api udp or the bridge")
+        return None
+
+    def police_link(self, pair: Pair) -> tuple[str, str]:
+        """(link, netns) whose netdev ingress takes the pair's frames on their
+        last link: here the receiver's own port."""
+        last = pair.links[-1].b
+        return last.name, last.node
+
+    def shaper_link(self, pair: Pair) -> tuple[str, str]:
         """(link, netns) whose egress delivers the pair's frames to its receiver:
         here the port the last link starts at."""
         last = pair.links[-1].a
@@ -139,9 +163,7 @@ class KernelPlane(DataPlane):
             if point.scenario.api == "udp":
                 self._address(pair.sender, pair.receiver, pair.links[0].b)
                 self._address(pair.receiver, pair.sender, pair.links[-1].a)
-            if point.scenario.limit.pps:
-                self._limit(pair, point.scenario.limit.pps, point.scenario.size,
-                            point.scenario.burst)
+            self._buckets(pair, point.scenario.of_pair(pair.index))   # a pair's own limit
 
     def setup(self) -> None:
         """Create the shared switch device, if any."""
@@ -182,6 +204,15 @@ class KernelPlane(DataPlane):
         found: dict[str, PortCounters] = {}
         for netns, names in by_netns.items():
             found.update(link_counters(netns, names))
+        # what a policer or shaper on a port dropped: a device counts none of it
+        for kind, name, info in self._made:
+            port = found.get(info.get("link", name))
+            drops = buckets.dropped(kind, name, info) if port else None
+            if port and drops:
+                key = info.get("link", name)
+                found[key] = replace(port, tx_dropped=port.tx_dropped + drops) \
+                    if info.get("parent") == "root" else \
+                    replace(port, rx_dropped=port.rx_dropped + drops)
         # a wire's NIC by `host:interface`, as the tester's host names its own
         for iface, _ in self._lent:
             if iface in found and self.point is not None:
@@ -202,6 +233,7 @@ class KernelPlane(DataPlane):
         if self.point is not None and any(p.api == "dpdk" for p in self.point.ports
                                           if self.point.here(p.node)):
             remove_dpdk_files(self.point.prefix)  # the netns runtime's EALs run on the host
+        buckets.remove(self.journal, self._made)
         # before the netns they are in goes: deleting it would destroy a virtual NIC
         give_back_all(self.journal, self._lent)
         for name, netns in reversed(self._links):
@@ -234,22 +266,41 @@ class KernelPlane(DataPlane):
     def count_port(self, name: str, netns: str | None) -> None:
         self._ports.append((name, netns))
 
-    def _limit(self, pair: Pair, pps: float, size: int, burst: int) -> None:
-        """A token bucket (tbf) that lets `pps` frames of `size` through to the receiver.
+    def cut(self, port: Port, at: str, up: bool) -> None:
+        """`ip link set down|up` on the node's interface (a veth's other end
+        loses its carrier), or on the switch's side of it (switch_port)."""
+        name, netns = (port.name, port.node) if at == "node" else self.switch_port(port)
+        ip("link", "set", "dev", name, "up" if up else "down", netns=netns)
 
-        tbf counts frames without the FCS. The bucket holds 10 ms of traffic or
-        five of the sender's bursts (its pacer's longest catch-up), whichever is
-        more, so a sender below the limit passes whole; over a 1 s trial that
-        blurs the limit by about 1% at 20 kpps. The queue is short (64 frames):
-        what exceeds the limit is dropped and counted as loss, instead of
-        filling a udp sender's socket buffer and slowing the sender down.
-        """
-        frame = size - 4
-        byte_rate = pps * frame
-        bucket = max(int(byte_rate * 0.010), 5 * burst * frame, 2 * frame)
-        link, netns = self.limit_link(pair)
-        ip("qdisc", "replace", "dev", link, "root", "tbf", "rate", f"{byte_rate * 8:.0f}bit",
-           "burst", str(bucket), "limit", str(64 * frame), netns=netns, tool="tc")
+    def switch_port(self, port: Port) -> tuple[str, str | None]:
+        """(interface, netns) of the switch's own port for a node's port
+        (cut_at has "switch")."""
+        raise NotImplementedError(f"{self.name} has no port of its own for {port.name}")
+
+    def _buckets(self, pair: Pair, s: Scenario) -> None:
+        """The kernel policer and shaper of the point (host/buckets.py) on the
+        pair's last link: what the receiver gets; a pair's `limit` is a tbf
+        shaper there too (buckets.limit_shaper: checks.py refuses both). Each
+        is journaled before it is made, and removed in stop() before the links
+        go; what it drops counts at that link (counters())."""
+        shaper = (s.shaper, s.shaper_rate.pps, s.shaper_bucket, s.shaper_queue) \
+            if s.shaper in buckets.SHAPERS else \
+            ("tbf", s.limit.pps, *buckets.limit_shaper(s.limit.pps, s.burst)) \
+            if s.limit.pps else None
+        if shaper is not None:
+            kind, pps, bucket, queue = shaper
+            link, netns = self.shaper_link(pair)
+            buckets.shape(self.journal, kind, link, netns, pps, bucket, queue, s.size)
+            self._made.append(("qdisc", f"{link} root", {"link": link, "netns": netns,
+                                                         "parent": "root", "qdisc": kind}))
+        if s.policer in buckets.POLICERS:
+            link, netns = self.police_link(pair)
+            buckets.police(self.journal, s.policer, link, netns, s.policer_rate.pps,
+                           s.policer_bucket)
+            self._made.append(("nft", link, {"netns": netns}) if s.policer == "nft" else
+                              ("qdisc", f"{link} ingress", {"link": link, "netns": netns,
+                                                            "parent": "ingress",
+                                                            "qdisc": "ingress"}))
 
     def _up(self, port: Port) -> None:
         ip("link", "set", "dev", port.name, "address", port.mac, "mtu", str(self.mtu), "up",

@@ -196,6 +196,7 @@ class OvsPlane(DpdkPlane):
     poll_threads = 1
     rx_interrupts = True
     max_cores = max_rxq = None   # PMD threads and Rx queues per port, as many as asked
+    cut_at = ("switch",)         # ovs-ofctl mod-port … down: a fault (run/fault.py)
 
     @classmethod
     def pollers(cls, s, cores: int) -> int:
@@ -281,6 +282,11 @@ class OvsPlane(DpdkPlane):
         """The point's forward, auto resolved: OVS's own is NORMAL (mac)."""
         forward = self.point.scenario.forward
         return self.forwards[0] if forward == AUTO else forward
+
+    def cut(self, port: Port, at: str, up: bool) -> None:
+        """The port's OpenFlow port down (it takes in and sends out nothing) or up."""
+        assert self.ovs is not None
+        self.ovs.mod_port(self.bridge, port.name, "up" if up else "down")
 
     def applied(self) -> dict[str, Any]:
         """The rules vswitchd holds, each port's settings in the database

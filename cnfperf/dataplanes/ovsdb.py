@@ -308,6 +308,11 @@ class Ovs:
         path.write_text("\n".join(flows) + "\n")
         self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}", "add-flows", bridge, str(path)])
 
+    def mod_port(self, bridge: str, port: str, action: str) -> None:
+        """`ovs-ofctl mod-port`: `down` (the port neither takes in nor sends
+        out a frame) or `up`."""
+        self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}", "mod-port", bridge, port, action])
+
     def replace_flows(self, bridge: str, flows: list[str]) -> None:
         """Every rule deleted, then these added: their counts start at zero (a
         rule kept by replace-flows would keep its count)."""

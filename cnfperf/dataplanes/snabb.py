@@ -45,6 +45,7 @@ class SnabbPlane(DpdkPlane):
     wired = False     # the bridge, or wires between each link's ports
     nic_ports = True  # a wire's NIC through its RawSocket app (an AF_PACKET socket)
     nic_drivers = ("af_packet",)
+    cut_refusal = "Snabb's app network is fixed while it runs: it has no command to take a port down"
     # Seen here: QEMU 7.2 as the server of Snabb's vhost-user client port
     # fails its handshake ("vhost_backend_init failed: Protocol error").
     vm_refusal = "QEMU's vhost-user handshake with Snabb's client ports fails (protocol error)"

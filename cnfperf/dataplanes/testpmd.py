@@ -48,6 +48,8 @@ class TestPmdPlane(DpdkPlane):
     max_links = MAX_LINKS
     poll_threads = 1
     max_cores = max_rxq = None   # forwarding lcores and Rx queues per port, as many as asked
+    cut_refusal = ("testpmd stops a port only while it forwards on none (`port stop` wants "
+                   "`stop` first), and its vhost-user ports have no link down")
     rx_interrupts = True
     processes = True
     nic_ports = True

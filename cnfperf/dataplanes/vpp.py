@@ -66,6 +66,7 @@ class VppPlane(DpdkPlane):
     floats = False
     nic_ports = True    # a wire's NIC through VPP's af_packet plugin (host-interface)
     nic_drivers = ("af_packet",)   # its af_packet plugin (an AF_PACKET socket)
+    cut_at = ("switch",)   # set interface state … down: a fault (run/fault.py)
     undo = vpp_app.UNDO   # its shared memory files (vpp_app.unjournal)
     keeps = True
     # VPP will not put a worker on its main thread's core: with n switch cores
@@ -147,6 +148,12 @@ class VppPlane(DpdkPlane):
             if self.ring and iface not in self.nics:
                 ports[name]["ring"] = self.ring
         return {"forward": self.forward, "ports": ports}
+
+    def cut(self, port: Port, at: str, up: bool) -> None:
+        """The port's interface administratively down (VPP drops what it would
+        send there and polls nothing from it) or up."""
+        assert self.vpp is not None
+        self.vpp.cli(f"set interface state {self.ifaces[port.name]} {'up' if up else 'down'}")
 
     def _create_nic(self, port: Port) -> str | None:
         """VPP's side of a port that is a wire's NIC (TestPoint.nics), None for

@@ -50,9 +50,10 @@ _FALSE = {"false", "no", "off", "0"}
 
 def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
     """One value of a field, as the plain JSON value a point carries."""
-    kind = kind or field_table.kinds().get(field_name, "str")
+    kind = kind or field_table.kind_of(field_name)
     if kind == "rate":
-        f = field_table.by_name().get(field_name)
+        own = field_table.profiled(field_name)
+        f = field_table.by_name().get(own[1] if own else field_name)
         return rates.parse(raw, field_name, search=f.searchable if f else True,
                            zero=f.zero if f else "").value()
     if kind == "int":
@@ -91,7 +92,7 @@ def parse_one(field_name: str, raw: Any, kind: str | None = None) -> Any:
 
 def parse_values(field_name: str, raw: Any, kind: str | None = None) -> list:
     """Every value a field takes, in the user's order, without repeats."""
-    kind = kind or field_table.kinds().get(field_name, "str")
+    kind = kind or field_table.kind_of(field_name)
     if kind == "cpus" and isinstance(raw, (list, tuple)) and raw and \
             all(isinstance(c, int) and not isinstance(c, bool) for c in raw):
         return [list(raw)]      # [0, 2] is one set of CPUs; ["0-1", "2-3"] sweeps two
@@ -120,7 +121,8 @@ def _parse_text(field_name: str, text: str, kind: str) -> list:
     # cmd:TEMPLATE, in a field of words) when the text starts with one: its
     # first item holds a space. `l2,cmd:x --in {iface1}` sweeps two values.
     parts = [p.strip() for p in text.split(",")]
-    words = getattr(field_table.by_name().get(field_name), "words", False)
+    own = field_table.profiled(field_name)
+    words = getattr(field_table.by_name().get(own[1] if own else field_name), "words", False)
     if kind == "cpus" or words and len(parts[0].split()) > 1:
         return [parse_one(field_name, text, kind)]
     if any(not p for p in parts):
@@ -224,7 +226,12 @@ def point_hash(params: Mapping[str, Any]) -> str:
 
 
 def _axis_rank(name: str) -> tuple[int, str]:
+    """A field's place in the order; a pair's own value (pair.1.rate) right
+    after its field's."""
     order = field_table.axis_order()
+    own = field_table.profiled(name)
+    if own and own[1] in order:
+        return order.index(own[1]), name
     return (order.index(name), "") if name in order else (len(order), name)
 
 
@@ -246,7 +253,8 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
     then fails the whole plan before anything runs.
     """
     kinds = {**field_table.kinds(), **(kinds or {})}
-    parsed = {name: parse_values(name, raw, kinds.get(name)) for name, raw in fields.items()}
+    parsed = {name: parse_values(name, raw, kinds.get(name)) for name, raw in
+              profiles(fields).items()}
     repeat = _repeat(parsed.pop("repeat", [1]))
     for name in SINGLE_VALUED:
         parsed.pop(name, None)
@@ -310,14 +318,16 @@ def expand_study(doc: Mapping[str, Any], quick: bool = False,
     switch's points together.
     """
     _check_tables(doc)
-    base = {k: v for k, v in doc.items() if k not in STUDY_TABLES}
+    base = profiles({k: v for k, v in doc.items() if k not in STUDY_TABLES})
     parts = doc.get("part") or [{}]
     plans = []
     for part in parts:
-        fields = {**base, **{k: v for k, v in part.items() if k != "quick"}}
+        # a pair's own values merge field by field (pair.N.FIELD): a part that
+        # gives pair 1 its rate keeps the size the top level gave it
+        fields = {**base, **profiles({k: v for k, v in part.items() if k != "quick"})}
         if quick:
-            fields.update(doc.get("quick", {}))
-            fields.update(part.get("quick", {}))
+            fields.update(profiles(doc.get("quick", {})))
+            fields.update(profiles(part.get("quick", {})))
         plans.append(expand(fields, kinds, keep, canonical))
     return merge(plans)
 
@@ -335,21 +345,63 @@ def _check_tables(doc: Mapping[str, Any]) -> None:
         studies.check_table(doc["study"])
 
 
+def profiles(table: Mapping[str, Any]) -> dict[str, Any]:
+    """A table whose `pair` table gives pairs values of their own ([pair.1] rate
+    = "50k", or pair.1.rate = "50k"), with each such value as a name of its own,
+    pair.1.rate, as sweeps carry them (an axis like any field's); ValueError
+    naming what is not a pair's profile."""
+    name = field_table.PROFILE
+    out = {k: v for k, v in table.items() if k != name}
+    if name not in table:
+        return out
+    pairs = table[name]
+    if not isinstance(pairs, Mapping):
+        raise ValueError(f"{name}: must be tables of a pair's own values, by its index: "
+                         f"[{name}.1] rate = \"50k\" (or {name}.1.rate = \"50k\"); how many "
+                         "pairs: pairs")
+    for index, own in pairs.items():
+        if not str(index).isdigit():
+            raise ValueError(f"{name}.{index}: a pair's profile is named by its index, from 0 "
+                             f"([{name}.1] is the second pair's)")
+        if not isinstance(own, Mapping):
+            raise ValueError(f"{name}.{index}: must be a table of the pair's own values "
+                             f"(rate = \"50k\", size = 1500)")
+        for field, value in own.items():
+            out[f"{name}.{int(index)}.{field}"] = value
+    for key in out:
+        if (own_field := field_table.profiled(key)) is not None:
+            check_profiled(key, own_field[1])
+    return out
+
+
+def check_profiled(name: str, field: str) -> None:
+    """ValueError unless `field` is one a pair may set for itself."""
+    if field not in field_table.PER_PAIR:
+        what = "not a field a pair sets for itself" if field in field_table.names() \
+            else "unknown field"
+        raise ValueError(f"{name}: {what}; per pair: {', '.join(field_table.PER_PAIR)}")
+
+
 def override(doc: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
     """The document with the flags given on the command line winning over it:
     each set at the top level and taken out of [quick], of every [[part]] and of
-    its [part.quick], which would otherwise win over the top level."""
+    its [part.quick], which would otherwise win over the top level. A pair's own
+    value (--pair 1.rate=50k: pair.1.rate) wins over that pair's in the file."""
     given = {k: v for k, v in flags.items() if v is not None}
 
     def without(table: Any) -> Any:
         if not isinstance(table, Mapping):
             return table          # expand_study names the mistake
+        if any(field_table.profiled(k) for k in given):
+            table = profiles(table)
         kept = {k: v for k, v in table.items() if k not in given}
         if isinstance(table.get("quick"), Mapping):
             kept["quick"] = without(table["quick"])
         return kept
 
     out = dict(doc)
+    if any(field_table.profiled(k) for k in given):
+        out = profiles(out)
     if "quick" in out:
         out["quick"] = without(out["quick"])
     if isinstance(out.get("part"), list):

@@ -172,6 +172,13 @@ def _kernel_config() -> dict[str, str]:
 _CONFIG: dict[str, str] | None = None
 
 
+def kernel_option(module: str, option: str) -> bool:
+    """Whether this kernel has what CONFIG_<option> builds (module loaded, built
+    in, or a module modprobe finds): for what is no link type (a qdisc, a
+    netfilter hook: host/buckets.py)."""
+    return _kernel_has(module, option)
+
+
 def _kernel_has(module: str, option: str) -> bool:
     global _CONFIG
     if Path(f"/sys/module/{module}").exists():

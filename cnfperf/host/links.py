@@ -48,6 +48,25 @@ def ip(*args: str, netns: str | None = None, tool: str = "ip") -> str:
     return run([tool, *(["-n", netns] if netns else []), *args])
 
 
+# The counters kept of an interface, as `ip -s -j link show` gives them (stats64).
+LINK_STATS = ("rx_packets", "rx_dropped", "tx_packets", "tx_dropped")
+
+
+def parse_link_stats(text: str) -> dict[str, dict[str, int]]:
+    """`ip -s -j link show`: {interface: LINK_STATS}."""
+    out = {}
+    for link in json.loads(text or "[]"):
+        stats = link.get("stats64") or {}
+        out[link["ifname"]] = {key: int((stats.get(key[:2]) or {}).get(key[3:], 0))
+                               for key in LINK_STATS}
+    return out
+
+
+def link_stats(netns: str | None) -> dict[str, dict[str, int]]:
+    """LINK_STATS of every interface in netns (None: the host's)."""
+    return parse_link_stats(ip("-s", "-j", "link", "show", netns=netns))
+
+
 def netns_list() -> list[str]:
     return [line.split()[0] for line in ip("netns", "list").splitlines() if line.strip()]
 

@@ -191,6 +191,17 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
+def signal_group(pid: int, sig: int) -> bool:
+    """`sig` to the process group `pid` leads (a process spawn() started: its
+    session's leader, and every child it did not move elsewhere); whether the
+    group was still there."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def tagged(var: str, prefix: str) -> dict[int, str]:
     """pid -> value of the live processes whose environment has `var` set to a
     value starting with prefix: a runtime tags what it starts so that a run

@@ -35,6 +35,7 @@ TOOLS: dict[str, Tool] = {
     "ip": Tool("iproute2"),
     "bridge": Tool("iproute2"),
     "tc": Tool("iproute2"),
+    "nft": Tool("nftables"),       # a link's policer at its netdev ingress (host/buckets.py)
     "taskset": Tool("util-linux"),
     "dmesg": Tool("util-linux"),   # the kernel's TSC calibration (cpu.py)
     "mount": Tool("mount"),

@@ -12,11 +12,13 @@ from cnfperf.nfs.click import ClickKind
 from cnfperf.nfs.cmd import CmdKind
 from cnfperf.nfs.engine import EngineKind
 from cnfperf.nfs.image import ImageKind
+from cnfperf.nfs.router import RouterKind
 from cnfperf.nfs.testpmd import TestPmdKind
 
 KINDS: list[type[NfKind]] = [
     EngineKind,
     TestPmdKind,
+    RouterKind,
     CmdKind,
     ClickKind,
     ImageKind,
@@ -49,10 +51,16 @@ def values() -> list[str]:
     return [*names(), *(form for k in KINDS for form in k.forms)]
 
 
+def bucket_kinds() -> list[str]:
+    """The values whose network functions police and shape themselves (NfKind.buckets)."""
+    return [name for k in KINDS if k.buckets for name in k.names]
+
+
 def described() -> str:
     """The kinds as the `nf` field's help lists them."""
     shown = [*names(), *(f"{form} ({what})" for k in KINDS for form, what in k.forms.items())]
     return f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
-__all__ = ["KINDS", "Command", "NfKind", "described", "find", "kind", "names", "values"]
+__all__ = ["KINDS", "Command", "NfKind", "bucket_kinds", "described", "find", "kind", "names",
+           "values"]

@@ -1,7 +1,7 @@
 """The NfKind interface: what the orchestrator asks of a network function's kind.
 
 An NF kind is what `nf` names: the engine's own (l2, mirror, strip-encap, l3),
-testpmd, a user's command (cmd:TEMPLATE), Click (click:KIND, click:FILE) or a
+the kernel's forwarding (router), testpmd, a user's command (cmd:TEMPLATE), Click (click:KIND, click:FILE) or a
 user's container image (image:REF ARGS).
 Kinds come in families, one file each, registered in nfs/__init__.py; a
 family's class says which values it takes (`names`, `prefix`), and an
@@ -17,7 +17,9 @@ instance answers for one value:
   runtime                     the runtime that makes their containers (None: `runtime`'s)
   command(...)                its command line, and how it says it is up
   ready(lines), summary(out)  when it was up, its counters, from its output
-  records, holds_ports, settle_s, counted, apis, lazy: what it does as it runs
+  prepare(...)                what its netns needs before any trial (router)
+  counters(node, ports)       a kernel kind's counters, read around each trial
+  records, holds_ports, settle_s, counted, apis, lazy, kernel: what it does as it runs
   style, stored()             its colour and marker in reports, stored with each point
 
 plan.py and dataplanes/ do not import this package: run/checks.py and
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import NF, Pair
+    from cnfperf.runtimes import Container
     from cnfperf.scenario import Scenario
 
 # A command that says nothing of its ports counts as up this long after it starts.
@@ -76,6 +79,13 @@ class NfKind:
     lazy: ClassVar[bool] = False
     # Up this long after it starts, when neither a record nor a line says so.
     settle_s: ClassVar[float] = SETTLE_S
+    # It polices and shapes frames itself before it forwards them (policer or
+    # shaper = engine: the engine's --policer, --shaper).
+    buckets: ClassVar[bool] = False
+    # Its forwarding is the kernel's (router): its counters are the kernel's,
+    # read by the trial around the traffic (host/kernel_drops.py), and
+    # prepare() makes its netns what it is before any trial.
+    kernel: ClassVar[bool] = False
     # Its colour and marker in every report, per value it takes as it is:
     # report/style.py's NF style number (counted down from the palette's last
     # pair, below style.KIND_STYLES). A number of its own, never reused or
@@ -116,9 +126,18 @@ class NfKind:
         """Whether it prints counters of its own (a run without them fails)."""
         return self.records
 
+    def check_own(self, s: Scenario) -> None:
+        """Raises UserError for a rule of the family's own that the scenario
+        breaks (scenario_problem asks it first)."""
+
     def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
         """(field, why) when the scenario asks what this kind cannot do (exit 2):
-        the base's rules are the path's; a family checks its own first."""
+        the base's rules are the path's; a family checks its own first
+        (check_own, or an override of this)."""
+        try:
+            self.check_own(s)
+        except UserError as e:
+            return refused(e)
         if s.nf_api not in self.apis:
             return "nf_api", f"{self.nf} runs on nf_api {' or '.join(self.apis)}, not {s.nf_api}"
         if self.ports == 1 and s.nfs != 1:
@@ -159,6 +178,28 @@ class NfKind:
         Click); `hops` the MACs frames leaving port 1 and 2 go to; `floating` the
         cores an unpinned NF floats over (TestPoint.floating)."""
         raise NotImplementedError
+
+    def prepare(self, netns: str, guest: Container | None, nf: NF, ports: Sequence[Attachment],
+                hops: Sequence[str], pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
+        """What its node needs before any trial, once its ports are there (a
+        kernel kind's addresses and routes): in its netns before its container
+        is made (a container mounts its netns's /sys read-only, and that
+        instance stays read-only while it is there), or with `guest` (a VM,
+        made) in its guest; `cores` its cpuset as it sees it when pinned,
+        else (). Nothing here."""
+
+    def restore(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> None:
+        """A fault took `ifaces` (its interfaces in its netns) down and up again
+        (run/fault.py): the kernel dropped the routes and neighbour entries
+        through them, and prepare() put in what it needs (a router's) back,
+        promptly: the path is down until it is. The same arguments as
+        prepare's. Nothing here."""
+
+    def counters(self, node: Container, ports: Sequence[Attachment]) -> dict[str, Any] | None:
+        """A `kernel` kind's counters now (host/kernel_drops.py's), read around
+        each trial; None: none, or unreadable."""
+        return None
 
     def ready(self, lines: list[str]) -> dict[str, Any] | None:
         """An engine-like `ready` record from its output, when it says when it was up."""

@@ -13,10 +13,9 @@ import shlex
 import shutil
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from cnfperf import UserError
 from cnfperf.host import tools
 from cnfperf.nfs import placeholders
-from cnfperf.nfs.base import Command, NfKind, refused
+from cnfperf.nfs.base import Command, NfKind
 from cnfperf.runtimes import TOOLS
 
 if TYPE_CHECKING:
@@ -36,12 +35,8 @@ class CmdKind(NfKind):
     def template(self) -> str:
         return self.nf[len(self.prefix):]
 
-    def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
-        try:
-            placeholders.check_command(self.template, s.nf_api)
-        except UserError as e:
-            return refused(e)
-        return super().scenario_problem(s)
+    def check_own(self, s: Scenario) -> None:
+        placeholders.check_command(self.template, s.nf_api)
 
     def warnings(self, s: Scenario) -> tuple[str, ...]:
         """Between udp ends: their kernels leave each UDP checksum for the device

@@ -31,6 +31,7 @@ class EngineKind(NfKind):
     records = True
     holds_ports = True
     lazy = True      # the engine handles SIGINT and SIGTERM (engine/src/core/run.c)
+    buckets = True   # --policer, --shaper (engine/src/core/bucket.h)
 
     @property
     def ports(self) -> int:

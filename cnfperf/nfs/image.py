@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from cnfperf import UserError
 from cnfperf.host import tools
 from cnfperf.nfs import placeholders
-from cnfperf.nfs.base import Command, NfKind, refused
+from cnfperf.nfs.base import Command, NfKind
 from cnfperf.nfs.cmd import udp_warning
 from cnfperf.runtimes import podman
 from cnfperf.runtimes.podman import PodmanRuntime
@@ -63,14 +63,7 @@ class ImageKind(NfKind):
         except ValueError:   # an unclosed quote: scenario_problem says so
             return []
 
-    def scenario_problem(self, s: Scenario) -> tuple[str, str] | None:
-        try:
-            self._check(s)
-        except UserError as e:
-            return refused(e)
-        return super().scenario_problem(s)
-
-    def _check(self, s: Scenario) -> None:
+    def check_own(self, s: Scenario) -> None:
         if not self.nf[len(self.prefix):].strip():
             raise UserError("nf", "image: needs an image, e.g. image:localhost/my-nf:1 "
                                   "--in {iface1} --out {iface2}")

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cnfperf.report import (contention, cpu, emulation, glance, html, nfs, searches, soak,
-                            summary)
+from cnfperf.report import (contention, cpu, emulation, glance, html, interference, nfs,
+                            searches, soak, summary)
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -33,10 +33,15 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     made += search_plots.make(run, out_dir)
     made += soak_plots.make(run, out_dir)
     figures = [html.Figure(p.title, p.path, _caption(p.name)) for p in made]
-    tables = [html.Table(title, headers, rows_, cpu.NOTES.get(title, ""))
+    notes = {**cpu.NOTES, "Interference": interference.NOTE}
+    tables = [html.Table(title, headers, rows_, notes.get(title, ""))
               for title, headers, rows_ in summary.all_tables(
                   run, [*nfs.all_tables(run), *cpu.all_tables(run)],
-                  [*searches.all_tables(run), *filter(None, [soak.table(run)])])]
+                  [*searches.all_tables(run),
+                   *filter(None, [soak.table(run),
+                                  interference.table(interference.entries(rows))
+                                  if interference.tenants(rows) or "interference" in
+                                  (study.get("plots") or ()) else None])])]
     title = f"cnfperf run {run['id']}" + (f": {study['title']}" if study.get("title") else "")
     done = summary.done_points(run)
     text = f"{len(done)} of {run.get('planned') or len(run.get('points', []))} points"
@@ -98,6 +103,8 @@ def _caption(name: str) -> str:
         "soak": "Every second of each soak: received rate, loss (the receivers' sequence "
                 "gaps) and latency (solid p50, dashed p99; the worst pair's). A dotted line "
                 "marks where a resumed soak went on.",
+        "interference": "The victim (pair 0) beside aggressors (the other pairs) at each load "
+                        "they sent, its alone baseline at 0 and dotted across.",
         "latency_vs_nfs": "Markers: each point's p50 and (faded) p99; lines: least-squares "
                           "fits (solid p50, dashed p99) over points alike but for their "
                           "number of NFs, their slope the latency each NF adds.",

@@ -14,7 +14,8 @@ NOTE = ("softirq s is per core, not per node: the kernel's packet work on the no
         "(nodes that share a core show the same time). Kernel data planes (veth, bridge, "
         "macvlan) have no switch row: they have no process, their forwarding is that softirq. "
         "CPU % is user + sys over the window (above 100 on several cores); cycles/packet "
-        "counts them in TSC cycles.")
+        "counts them in TSC cycles, and a pinned router NF's its cores' softirq too (its "
+        "RPS map puts its forwarding there).")
 NOTES = {TITLE: NOTE}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 from weakref import WeakKeyDictionary
@@ -33,6 +34,19 @@ ZEROS = ("Arrows on the floor of a log axis: 0 (e.g. nothing received), which a 
 FOOTNOTE_INCHES = 0.28   # room kept under the panels for a footnote's first line
 LINE_INCHES = 0.15       # and for each further line (8 pt)
 CHARS_PER_INCH = 15      # 8 pt characters in an inch, a few to spare
+
+
+class NoData(ValueError):
+    """The rows hold nothing this plot can show."""
+
+
+@dataclass
+class Plot:
+    """A drawn plot: its name (a study's `plots` word), title and PNG."""
+
+    name: str
+    title: str
+    path: str
 
 
 def curves(values: Iterable[Any], styles: style.Styles) -> list:

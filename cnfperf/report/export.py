@@ -1,8 +1,9 @@
 """`cnfperf results export RUN --csv`: one row per pair of every point, then the
 point's total (pair `all`, also for one pair, and the only row of a point that
 failed), with the point's parameters, its paths' shape and its CPU-bound nodes
-on every row. With `--nf-ports`: one row per port of every network function
-instead (its NF's place and kind, the port's counters and drops by reason),
+on every row (a pair's own values in their fields' columns where the point's
+pairs differed: a profile). With `--nf-ports`: one row per port of every
+network function instead (its NF's place and kind, the port's counters and drops by reason),
 with the same point columns. With `--cpu`: one row per node of every point
 (the store's cpu_usage: its CPU use over the measured window; threads as JSON).
 
@@ -22,19 +23,21 @@ from cnfperf.results.model import DROP_REASONS, LATENCY_KEYS
 SEARCH_COLUMNS = ("search_rate_pps", "search_loss_ratio", "search_offered_pps",
                   "search_verified", "generator_limited")
 VALUE_COLUMNS = ("pair", "offered_pps", "tx_pps", "rx_pps", "steady_rx_pps", "rx_bps", "sent",
-                 "received", "lost", "loss_ratio", "reordered", "duplicates", "latency_kind",
-                 *(f"lat_{k}_ns" for k in LATENCY_KEYS))
+                 "received", "lost", "loss_ratio", "reordered", "duplicates", "conformance_sigma",
+                 "conformance_exceeded", "latency_kind",
+                 *(f"lat_{k}_ns" for k in LATENCY_KEYS), "outage_ns", "outage_lost")
 
 
 # The point's own columns besides its fields: its paths' shape (pair, chain,
 # pipeline), the nodes whose poller was CPU-bound (comma-separated names), why
-# its tester (`tester`: the one used), its busy pollers and how many cores they shared.
-POINT_COLUMNS = ("shape", "cpu_bound", "tester_why", "pollers", "point_cores")
+# its tester (`tester`: the one used), its busy pollers and how many cores they shared,
+# how long its fault held its target down (ns; empty without one).
+POINT_COLUMNS = ("shape", "cpu_bound", "tester_why", "pollers", "point_cores", "fault_ns")
 # An NF port's row: its NF (named; `nf` is the point's field, the NF's kind) and
 # place on the pair's path (0 next to the sender), the port (1 faces the sender),
 # its counters (rx and drops at the ingress port, tx and tx_refused at the egress).
 NF_PORT_COLUMNS = ("pair", "nf_name", "nf_index", "port", "rx_packets", "tx_packets",
-                   "tx_refused", *(f"dropped_{k}" for k in DROP_REASONS))
+                   "tx_refused", *(f"dropped_{k}" for k in DROP_REASONS), "delayed")
 
 
 # A node's row: the store's cpu_usage columns (store.py, _SCHEMA_7).
@@ -79,8 +82,23 @@ def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         entries = [(pair["pair"], pair) for pair in p.get("per_pair") or []]
         entries.append(("all", p))   # always: filtering on pair = all gives every point once
         for name, r in entries:
-            out.append({**base, **{c: r.get(c) for c in VALUE_COLUMNS}, "pair": name})
+            # a pair of a point whose pairs differed: its own values in the fields'
+            # columns (pairs.profile: what it was asked), the point's on `all`
+            own = {k: _as_column(k, v) for k, v in (r.get("profile") or {}).items()
+                   if name != "all"}
+            out.append({**base, **own, **{c: r.get(c) for c in VALUE_COLUMNS}, "pair": name})
     return out
+
+
+def _as_column(name: str, value: Any) -> Any:
+    """A profile's value (JSON) as its field's column holds it: 20000.0 as the
+    point's rate reads, 1 for yes."""
+    f = fields.by_name().get(name)
+    if f is None or value is None or isinstance(value, str):
+        return value
+    if f.column == "REAL":
+        return float(value)
+    return int(value) if f.column == "INTEGER" else value
 
 
 def nf_port_rows(run: dict[str, Any]) -> list[dict[str, Any]]:

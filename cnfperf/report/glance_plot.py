@@ -86,7 +86,10 @@ def chart(found: Sequence[Entry], path: str | Path) -> str:
     cols = max(len(s) for s in shown.values())
     heights = [BAR_INCHES * max(sum(e.board == b and e.size == s for e in found)
                                 for s in shown[b]) + PANEL_INCHES for b in boards]
-    fig = figure(cols, 1, width=5.4, height=sum(heights))
+    # a panel wide enough for its longest path name beside the bars (~0.06 in a
+    # character at 8 pt), so that the bars and the title keep their room
+    longest = max(len(e.curve) for e in found)
+    fig = figure(cols, 1, width=max(5.4, 3.0 + 0.06 * longest), height=sum(heights))
     grid = fig.add_gridspec(len(boards), cols, height_ratios=heights)
     pen = Pen([{"switch": e.curve, "switch_facts": e.switch_facts} for e in found])
     for row, board in enumerate(boards):

@@ -95,8 +95,17 @@ HOW_TO_READ = (
                              "data plane took in and delivered where it counts its ports. "
                              "Lost in a link = sent by one engine − received by the next; in "
                              "an NF = received − forwarded, with its drops by reason "
-                             "(other: not IPv4; bad: malformed; no_route; ttl) and tx_refused "
-                             "(its egress ring or socket was full)."),
+                             "(other: not IPv4; bad: malformed; no_route; ttl; policer: beyond its "
+                             "policer's bucket; shaper: beyond its shaper's queue) and "
+                             "tx_refused (its egress ring or socket was full)."),
+    ("Conformance of what was received", "per pair, the receiver's arrivals held to the "
+                                         "profile (the shaper's rate and bucket, else the "
+                                         "policer's): sigma, the smallest bucket in frames "
+                                         "the stream conforms to at that rate, and the share "
+                                         "of frames a policer of the profile would drop. "
+                                         "Arrivals are timed per receive burst. With the "
+                                         "engine's shaper: the longest a frame waited in it, "
+                                         "against its bound (its queue at its rate)."),
     ("Latency per NF", "over points alike but for their number of NFs, the least-squares slope "
                        "of p50 (and p99) latency over that number: what each NF adds."),
     ("NF startup", "seconds as if the NF's engine started with its container: the "

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from cnfperf import fields
-from cnfperf.host import udp_errors
+from cnfperf.host import kernel_drops, udp_errors
 from cnfperf.report import contention
 from cnfperf.results.model import DROP_REASONS, busy_ratio
 from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
@@ -133,7 +133,9 @@ def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
     ports = {p["port"]: p for p in nf.get("ports") or []}
     name = f"nf {nf['idx'] + 1} of {total}: {nf['kind']} {short_name(point, nf['name'])}"
     if not ports:   # a user's command: its counters are its own business
-        return Hop("nf", name, why=["its own command: no counters read"])
+        kernel = "kernel" in _summary_of(point, nf["name"])   # a kernel NF's, unreadable
+        return Hop("nf", name, why=["its kernel's counters could not be read" if kernel else
+                                    "its own command: no counters read"])
     ingress, egress = ports.get(1) or {}, ports.get(2) or ports.get(1) or {}
     rx, tx = ingress.get("rx_packets") or 0, egress.get("tx_packets") or 0
     hop = Hop("nf", name, rx=rx, tx=tx, lost=rx - tx)
@@ -149,7 +151,22 @@ def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
         counted += refused
     if hop.lost and hop.lost != counted:
         hop.why.append(f"not counted {_n(hop.lost - counted)}")
+    # a kernel NF (router): what else its kernel counted, the host's softnet too
+    hop.why += kernel_drops.describe(_kernel_of(point, nf["name"]), ported=True)
     return hop
+
+
+def _summary_of(point: dict[str, Any], name: str) -> dict[str, Any]:
+    """An NF's summary as its metrics row stored it ({} if none)."""
+    for e in point.get("endpoints") or []:
+        if e.get("endpoint") == name:
+            return e.get("summary") or {}
+    return {}
+
+
+def _kernel_of(point: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A kernel NF's counters over the trial (its summary's `kernel`), or None."""
+    return _summary_of(point, name).get("kernel")
 
 
 def hops(point: dict[str, Any], pair: int) -> list[Hop]:

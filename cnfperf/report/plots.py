@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -18,14 +17,12 @@ from matplotlib.lines import Line2D
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.report import axes as value_axes
-from cnfperf.report.draw import Pen, figure, finish, grid, legend, save, size_axis, time_axis
+from cnfperf.report import interference, interference_plot
+from cnfperf.report.draw import (NoData, Pen, Plot, figure, finish, grid, legend, save,
+                                 size_axis, time_axis)
 from cnfperf.report.rows import (Row, avg, best, contended, curve_fields, curve_label,
                                  fixed_rate, is_latency, sorted_unique, throughput_rows,
                                  varying, varying_per_switch)
-
-
-class NoData(ValueError):
-    """The rows hold nothing this plot can show."""
 
 
 # --- the plots ----------------------------------------------------------------
@@ -270,11 +267,14 @@ def throughput_bars(rows: Iterable[Row], path: str | Path,
     top = best(runs, [*split, "rate"], "rx_pps")
     pen = Pen(runs)
     keys = pen.curves(top)
-    fig = figure(1, width=max(5.0, 0.9 * len(keys) + 2), height=4.0)
-    ax = fig.subplots()
-    labels = ["\n".join(f"{n}={fields.show(n, v)}" if n != "switch" else str(v)
+    # a path's words a line each (`macvlan` / `1×router` / `nf_routes=256`): a bar
+    # is narrower than its path's name
+    labels = ["\n".join(f"{n}={fields.show(n, v)}" if n != "switch" else str(v).replace(" ", "\n")
                         for n, v in zip(split, k))
               for k in keys]
+    longest = max(len(line) for label in labels for line in label.split("\n"))
+    fig = figure(1, width=max(5.0, max(0.9, 0.075 * longest) * len(keys) + 2), height=4.0)
+    ax = fig.subplots()
     for i, k in enumerate(keys):
         pen.bar(ax, str(k[0]), i, top[k][0] / 1e3, top[k][1] / 1e3, top[k][2])
     ax.set_xticks(range(len(keys)), labels, fontsize=8)
@@ -331,13 +331,6 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     return save(fig, path)
 
 
-@dataclass
-class Plot:
-    name: str
-    title: str
-    path: str
-
-
 PLOTS = {
     "rx_vs_offered": ("Received vs sent rate", rx_vs_offered),
     "throughput_vs_size": ("Maximum throughput vs frame size", throughput_vs_size),
@@ -346,6 +339,8 @@ PLOTS = {
     "rtt_vs_size": ("Latency vs frame size", rtt_vs_size),
     "latency_cdf": ("Latency distribution (CDF)", latency_cdf),
     "vs_quota": ("Throughput and latency vs CPU quota", vs_quota),
+    "interference": ("Interference: the victim alone and beside its aggressors",
+                     interference_plot.victim),
 }
 
 
@@ -389,4 +384,6 @@ def make_all(rows: Sequence[Row], out_dir: str | Path) -> list[Plot]:
         wanted.append("latency_cdf")
     if any(len({r.get(q) for r in rows} - {None}) > 1 for q in fields.QUOTAS):
         wanted.append("vs_quota")
+    if interference.tenants(rows) and interference.entries(rows):
+        wanted.append("interference")
     return make(rows, out_dir, wanted)

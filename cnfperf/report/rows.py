@@ -5,6 +5,8 @@ Throughput rows, one per point and repetition, or one per pair when `pair` is se
     tx_pps (what the senders really sent; `offered_pps` is read when tx_pps is absent),
     [pair], [point] (key grouping the pairs of one run of a point), [rep], [mode],
     [api], [mmsg]
+A pair's row of a point whose pairs differed carries what the pair was asked
+    (`asked`: its stored profile, every per-pair field's value).
 Latency rows (mode "latency"): switch, size, burst and either a histogram
     `hist` ([lower_ns, upper_ns, count] buckets) or lat_p50_ns / lat_p99_ns / lat_mean_ns
     (the results store's columns; for client/server points they hold the round trip).
@@ -144,6 +146,13 @@ CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores
 # (`ovs 1×l2 nf_in=vm`, `… accel=tcg`): KVM and emulated points never average.
 PLACE_FIELDS = {name: fields.by_name()[name].default
                 for name in ("nf_in", "endpoint_in", "accel", "vm_memory", "vm_image")}
+# What the path's routers, policers and shapers were given, and the flows
+# over a router's routes: another curve each when it varies in the run
+# (`macvlan 1×router nf_routes=256`, `bridge 1×l2 policer=nft`), so that a sweep
+# of them is not averaged into one curve or bar.
+SETTING_FIELDS = ("flows", "nf_routes", "nf_interfaces", "nf_unrouted", "policer",
+                  "policer_rate", "policer_bucket", "shaper", "shaper_rate", "shaper_bucket",
+                  "shaper_queue", "onoff")
 
 
 def _plain(p: Mapping[str, Any], name: str) -> Any:
@@ -174,6 +183,8 @@ def path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, A
     cpu = [f for f in (*PLACE_FIELDS, *CPU_FIELDS, *fields.QUOTAS)
            if len({str(p.get(f)) for p in points}) > 1 or
            any(p.get(f) not in (None, plain.get(f)) for p in points)]
+    cpu += [f for f in SETTING_FIELDS
+            if len({str(p[f]) for p in points if p.get(f) is not None}) > 1]
 
     def series(p: Mapping[str, Any]) -> str:
         parts = [str(p.get("switch"))]
@@ -213,6 +224,8 @@ def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
                    "point": point.get("id", point.get("idx")), "pair": pair["pair"]}
             if pair.get("latency_histogram"):
                 row["hist"] = pair["latency_histogram"]
+            if pair.get("profile"):   # what this pair was asked, where the pairs differed
+                row["asked"] = pair["profile"]
             rows.append(row)
     return rows
 

@@ -27,14 +27,37 @@ def done_points(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def varying(points: Sequence[dict[str, Any]], names: Sequence[str] = LABEL_FIELDS) -> list[str]:
-    """Fields whose value differs between points (the run's sweep axes)."""
-    return [f for f in names if len({str(_param(p, f)) for p in points}) > 1]
+    """Fields whose value differs between points (the run's sweep axes), then
+    pairs' own values that do (pair.1.rate: a profile's)."""
+    return [f for f in [*names, *profiled(points)]
+            if len({str(_param(p, f)) for p in points}) > 1]
+
+
+def profiled(points: Sequence[dict[str, Any]]) -> list[str]:
+    """The pairs' own values the points' scenarios hold, as pair.N.FIELD."""
+    found = {f"{fields.PROFILE}.{index}.{name}"
+             for p in points for index, own in ((p.get("scenario") or {}).get(fields.PROFILE)
+                                                or {}).items() for name in own}
+    return sorted(found, key=lambda n: (fields.profiled(n)[0],
+                                        fields.PER_PAIR.index(fields.profiled(n)[1])))
+
+
+def param(point: dict[str, Any], name: str) -> Any:
+    """A scenario field of a stored point, or a pair's own value (pair.1.rate)."""
+    return _param(point, name)
 
 
 def _param(point: dict[str, Any], name: str) -> Any:
     """A scenario field of a stored point: the scenario's own value (True, "ndr")
-    over the column's (1, text in a REAL column)."""
+    over the column's (1, text in a REAL column); a pair's own (pair.1.rate):
+    its profile's, else the point's, None where the point has no such pair."""
     scenario = point.get("scenario") or {}
+    if (own := fields.profiled(name)) is not None:
+        index, field = own
+        if index >= int(_param(point, "pairs") or 1):
+            return None
+        mine = (scenario.get(fields.PROFILE) or {}).get(str(index)) or {}
+        return mine[field] if field in mine else _param(point, field)
     return scenario[name] if name in scenario else point.get(name)
 
 
@@ -46,6 +69,8 @@ def label(point: dict[str, Any], names: Sequence[str]) -> str:
         v, f = _param(point, name), table.get(name)
         if f and f.label == "bare":
             parts.append(str(v))
+        elif v is None and fields.profiled(name):
+            parts.append(f"{name}=–")   # no such pair in this point
         else:
             parts.append(f"{name}={fields.show(name, v)}")
     return " ".join(parts) or str(point.get("switch", ""))
@@ -179,6 +204,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
         return None
     axes = varying(done_points(run)) or ["switch"]
     flag = _flag(run)
+    own = any((p.get("scenario") or {}).get(fields.PROFILE) for p in points)
     rows = []
     for p in points:
         pairs = p.get("per_pair") or []
@@ -187,13 +213,60 @@ def throughput(run: dict[str, Any]) -> Table | None:
             entries.append(("all", p))
         for name, r in entries:
             rows.append([label(p, axes), p.get("rep", 0) + 1, name,
+                         *([asked(p, name)] if own else []),
                          *([contention.contended(p)] if flag else []), _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
                          r["received"], 100 * (r["loss_ratio"] or 0.0),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6])
-    return ("Throughput", ["point", "rep", "pair", *([contention.COLUMN] if flag else []),
+    return ("Throughput", ["point", "rep", "pair", *(["own values"] if own else []),
+                           *([contention.COLUMN] if flag else []),
                            "tx kpps", "rx kpps", "steady rx kpps", "sent", "received", "loss %",
                            "rx Mbit/s"], rows)
+
+
+def asked(point: dict[str, Any], pair: str) -> str:
+    """A pair's own values, where they differ from its point's (its profile):
+    `rate=200k size=64`; "" for a pair without, and for the total."""
+    own = ((point.get("scenario") or {}).get(fields.PROFILE) or {}).get(pair) or {}
+    return " ".join(f"{k}={fields.show(k, v)}" for k, v in own.items())
+
+
+def conformance(run: dict[str, Any]) -> Table | None:
+    """Per pair, what its receiver got held to the contract (the shaper's rate and
+    bucket, else the policer's): the smallest bucket it conforms to at that
+    rate, and the share of frames beyond the contract's bucket."""
+    points = [p for p in done_points(run)
+              if any(pp.get("conformance_sigma") is not None for pp in p.get("per_pair") or [])]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        shaper = _param(p, "shaper") not in (None, "none")
+        by = "shaper" if shaper else "policer"
+        for pair in p.get("per_pair") or []:
+            if pair.get("conformance_sigma") is None:
+                continue
+            rows.append([label(p, axes), p.get("rep", 0) + 1, str(pair["pair"]), by,
+                         _kpps(_param(p, f"{by}_rate")), _param(p, f"{by}_bucket"),
+                         pair["conformance_sigma"], 100 * (pair["conformance_exceeded"] or 0.0),
+                         *_waits(p, pair["pair"])])
+    return ("Conformance of what was received", ["point", "rep", "pair", "contract",
+                                                 "rate kpps", "bucket", "sigma (frames)",
+                                                 "beyond the bucket %", "longest wait ms",
+                                                 "bound ms"], rows)
+
+
+def _waits(point: dict[str, Any], pair: int) -> tuple[float | None, float | None]:
+    """The longest a frame waited in the engine NFs' shapers on the pair's path
+    (their summaries' delay_max_ns), and its bound: the queue at the rate."""
+    waits = [e["summary"]["shaper"]["delay_max_ns"] for e in point.get("endpoints") or []
+             if e.get("pair") == pair and e.get("role") == "nf"
+             and isinstance((e.get("summary") or {}).get("shaper"), dict)]
+    if not waits:
+        return None, None
+    rate = _param(point, "shaper_rate") or 0
+    return max(waits) / 1e6, 1e3 * _param(point, "shaper_queue") / rate if rate else None
 
 
 def latency(run: dict[str, Any]) -> Table | None:
@@ -212,6 +285,56 @@ def latency(run: dict[str, Any]) -> Table | None:
     return ("Latency", ["point", "rep", *([contention.COLUMN] if flag else []), "kind", "samples",
                         "min µs", "mean µs", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs",
                         "max µs"], rows)
+
+
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e6
+
+
+def faults(run: dict[str, Any]) -> Table | None:
+    """Each point with a fault (fault_facts): what went down where, when and for
+    how long (± the spread of its commands), how long putting back a router's
+    routes took after the ups (restore), and per pair the outage its counting
+    end measured (the longest gap in time, less one frame interval) and the
+    frames lost in it; `outage − down` near 0 is a path that lost exactly what
+    was sent while the port was down (near restore: while its routes were
+    gone too)."""
+    points = [p for p in done_points(run) if p.get("fault_facts")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        f = p["fault_facts"]
+        for pair in p.get("per_pair") or []:
+            outage = pair.get("outage_ns")
+            rows.append([label(p, axes), p.get("rep", 0) + 1, pair["pair"], f.get("target"),
+                         f.get("at"), f.get("down_at_s"), _ms(f.get("down_ns")),
+                         _ms(f.get("spread_ns")), _ms(f.get("restore_ns")), _ms(outage),
+                         pair.get("outage_lost"),
+                         None if outage is None else _ms(outage - f.get("down_ns", 0))])
+    return ("Faults", ["point", "rep", "pair", "fault", "at", "down at s", "down ms",
+                       "± ms", "restore ms", "outage ms", "frames lost", "outage − down ms"],
+            rows)
+
+
+def noises(run: dict[str, Any]) -> Table | None:
+    """Each point's noisy neighbour as it ran (noise_facts): stress-ng's bogo
+    operations, or a command and its last line of output (all of it in the
+    trial directory's noise.out)."""
+    points = [p for p in done_points(run) if p.get("noise_facts")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        n = p["noise_facts"]
+        did = ", ".join(f"{k} {v:,.0f} bogo ops" for k, v in (n.get("bogo_ops") or {}).items()) \
+            if n.get("kind") != "cmd" else ((n.get("tail") or [""])[-1])[:80]
+        rows.append([label(p, axes), p.get("rep", 0) + 1, n.get("kind"),
+                     ",".join(map(str, n.get("cores") or [])),
+                     n.get("command", ""), did])
+    return ("Noisy neighbours", ["point", "rep", "kind", "cores", "command", "it did"], rows)
 
 
 def failures(run: dict[str, Any]) -> Table | None:
@@ -262,5 +385,6 @@ def all_tables(run: dict[str, Any], more: Sequence[Table] = (),
     tables, report/searches.py) after the repetitions, `more` (the network
     functions' tables, report/nfs.py; CPU per node, report/cpu.py) before the
     failures."""
-    return [t for t in (points(run), throughput(run), repetitions(run), *searched,
-                        latency(run), *more, hosts(run), failures(run)) if t]
+    return [t for t in (points(run), throughput(run), conformance(run), repetitions(run),
+                        *searched, latency(run), faults(run), noises(run), *more, hosts(run),
+                        failures(run)) if t]

@@ -17,7 +17,7 @@ from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
 from cnfperf.report import emulation
 from cnfperf.report.html import fmt
-from cnfperf.report.summary import two_clocks, varying
+from cnfperf.report.summary import param, two_clocks, varying
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.testers import SET
 
@@ -89,7 +89,9 @@ def tester_notes(points: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _axis(point: dict[str, Any], name: str) -> str:
-    value = (point.get("scenario") or {}).get(name, point.get(name))
+    value = param(point, name)
+    if value is None and fields.profiled(name):
+        return "–"   # a pair's own value, in a point without that pair
     return fields.show(name, value)
 
 
@@ -157,6 +159,9 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
                          f"{cpu_list(placed.cpus)}")
         if s.noise != "none":
             lines.append(f"        noise: {s.noise} on {s.noise_on}")
+        if s.fault != "none":
+            lines.append(f"        fault: {s.fault} down {s.fault_at:g} s into the measured "
+                         f"window, for {s.fault_duration:g} s")
         lines += [f"        warning: {w}" for w in placed.warnings]
         lines += [f"        cannot run here: {why}" for why in (problems(s) if problems else ())]
     lines += [f"  {note}" for note in tester_notes([

@@ -71,12 +71,28 @@ class PairResult:
     # Received rate over the steady-state intervals only (runner: stats.steady_state);
     # None when the run was too short to have any.
     steady_rx_pps: float | None = None
+    # What the pair was asked, where a point's pairs differ (a profile per pair:
+    # scenario.profile); None where they are alike
+    profile: dict[str, Any] | None = None
+    # A fault's measure (run/fault.py): the longest gap in time the counting end
+    # saw in its sequence numbers, less one frame interval, and the frames lost
+    # in it (the engine's outage_ns and outage_lost; a total: its pairs'
+    # longest); None without a fault (the engine reports a gap for any loss: a
+    # policed on/off stream's is no outage) or where the engine said none.
+    outage_ns: float | None = None
+    outage_lost: int | None = None
+    # What was received held to the profile (the shaper's, else the policer's
+    # rate and bucket: engine --conformance): the smallest bucket, in frames,
+    # it conforms to at that rate, and the share of its frames beyond the
+    # profile's bucket; None without a profile.
+    conformance_sigma: float | None = None
+    conformance_exceeded: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-DROP_REASONS = ("other", "bad", "no_route", "ttl")
+DROP_REASONS = ("other", "bad", "no_route", "ttl", "policer", "shaper")
 
 
 @dataclass
@@ -89,6 +105,7 @@ class NFPort:
     tx_packets: int = 0
     tx_refused: int = 0
     dropped: dict[str, int] = field(default_factory=dict)   # DROP_REASONS -> frames
+    delayed: int = 0              # frames its shaper held back before they left here
 
 
 @dataclass
@@ -153,12 +170,17 @@ class CpuUsage:
     tsc_hz: float | None          # what cycles are counted in
     tsc_source: str               # where tsc_hz came from
     threads: list[dict[str, Any]] = field(default_factory=list)   # placement: cpu.threads
+    # Its work is the kernel's softirq on its cores (a router NF whose RPS map
+    # is its cores: run/cpu.py): counted in its cycles per packet. Not a
+    # column: the cycles stored say it.
+    softirq_counts: bool = False
 
     @property
     def cycles_per_packet(self) -> float | None:
         if self.user_s is None or self.system_s is None:
             return None
-        return cycles_per_packet(self.tsc_hz, self.user_s + self.system_s, self.packets)
+        cpu_s = self.user_s + self.system_s + (self.softirq_s if self.softirq_counts else 0.0)
+        return cycles_per_packet(self.tsc_hz, cpu_s, self.packets)
 
 
 def cycles_per_packet(tsc_hz: float | None, cpu_s: float, packets: int) -> float | None:
@@ -176,6 +198,10 @@ class PointResult:
     # the switch's queue-to-core affinity (DataPlane.queues): {port, queue, core} each
     queues: list[dict[str, Any]] = field(default_factory=list)
     cpu: list[CpuUsage] = field(default_factory=list)
+    # What a fault did (run/fault.py's record), None without one
+    fault: dict[str, Any] | None = None
+    # What the noisy neighbour did (run/noise.py's record), None without one
+    noise: dict[str, Any] | None = None
 
     def cpu_bound(self) -> list[str]:
         """The nodes whose engine found frames in nearly every poll (CPU_BOUND_BUSY):
@@ -253,6 +279,7 @@ def nf_result(name: str, pair: int, index: int, cpu: int, summary: dict[str, Any
     ports = [NFPort(port=int(p.get("port", 0)), rx_packets=int(p.get("rx_packets") or 0),
                     tx_packets=int(p.get("tx_packets") or 0),
                     tx_refused=int(p.get("tx_refused") or 0),
+                    delayed=int(p.get("delayed") or 0),
                     dropped={k: int((p.get("dropped") or {}).get(k) or 0) for k in DROP_REASONS})
              for p in summary.get("ports") or []]
     poll = summary.get("poll") or {}
@@ -263,21 +290,38 @@ def nf_result(name: str, pair: int, index: int, cpu: int, summary: dict[str, Any
 
 
 def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,
-                mode: str) -> PairResult:
+                mode: str, fault: bool = False) -> PairResult:
+    """The pair's result from its ends' metrics; its outage only with a fault
+    in the point (`fault`): without one a gap is loss, not an outage."""
     if mode == "latency":
         # The client sees both directions: what it sent and which echoes came back.
         sent, received, dup = sender.tx_packets, sender.rx_packets, sender.duplicates
         rx_pps, rx_bps, reordered = sender.rx_pps, sender.rx_bps, sender.reordered
-        latency = sender.latency
+        latency, counting = sender.latency, sender
     else:
         sent, received, dup = sender.tx_packets, receiver.rx_packets, receiver.duplicates
         rx_pps, rx_bps, reordered = receiver.rx_pps, receiver.rx_bps, receiver.reordered
-        latency = receiver.latency
+        latency, counting = receiver.latency, receiver
     lost = max(0, sent - (received - dup))
+    outage_ns, outage_lost = ((counting.summary.get("outage_ns"),
+                               counting.summary.get("outage_lost")) if fault else (None, None))
+    sigma, exceeded = conformance(receiver.summary)
     return PairResult(pair=index, offered_pps=sender.offered_pps, sent=sent, received=received,
                       lost=lost, loss_ratio=lost / sent if sent else 0.0, tx_pps=sender.tx_pps,
                       rx_pps=rx_pps, rx_bps=rx_bps, reordered=reordered, duplicates=dup,
-                      latency=latency)
+                      latency=latency,
+                      outage_ns=float(outage_ns) if outage_ns is not None else None,
+                      outage_lost=int(outage_lost) if outage_lost is not None else None,
+                      conformance_sigma=sigma, conformance_exceeded=exceeded)
+
+
+def conformance(summary: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(sigma, the share of frames beyond the contract's bucket) of a receiving
+    end's `conformance` (engine/README.md); (None, None) without one or frames."""
+    c = summary.get("conformance")
+    if not isinstance(c, dict) or not c.get("frames"):
+        return None, None
+    return float(c["sigma"]), int(c.get("exceeded") or 0) / int(c["frames"])
 
 
 def total(pairs: list[PairResult]) -> PairResult:
@@ -286,11 +330,22 @@ def total(pairs: list[PairResult]) -> PairResult:
     lost = sum(p.lost for p in pairs)
     latency = merge_latency([p.latency for p in pairs if p.latency])
     steady = [p.steady_rx_pps for p in pairs]
-    return PairResult(pair=-1, offered_pps=sum(p.offered_pps for p in pairs), sent=sent,
+    # 0 is unpaced (max): a total with an unpaced pair (its own profile) is too
+    offered = 0.0 if any(not p.offered_pps for p in pairs) else sum(p.offered_pps for p in pairs)
+    longest = max((p for p in pairs if p.outage_ns is not None), key=lambda p: p.outage_ns,
+                  default=None)
+    held = [p for p in pairs if p.conformance_sigma is not None]
+    beyond = sum(p.received for p in held)
+    return PairResult(pair=-1, offered_pps=offered, sent=sent,
                       received=sum(p.received for p in pairs), lost=lost,
                       loss_ratio=lost / sent if sent else 0.0,
                       tx_pps=sum(p.tx_pps for p in pairs), rx_pps=sum(p.rx_pps for p in pairs),
                       rx_bps=sum(p.rx_bps for p in pairs),
                       reordered=sum(p.reordered for p in pairs),
                       duplicates=sum(p.duplicates for p in pairs), latency=latency,
-                      steady_rx_pps=None if None in steady else sum(steady))
+                      steady_rx_pps=None if None in steady else sum(steady),
+                      outage_ns=longest.outage_ns if longest else None,
+                      outage_lost=longest.outage_lost if longest else None,
+                      conformance_sigma=max((p.conformance_sigma for p in held), default=None),
+                      conformance_exceeded=sum((p.conformance_exceeded or 0) * p.received
+                                               for p in held) / beyond if beyond else None)

@@ -278,9 +278,38 @@ _SCHEMA_17 = "\n".join([
     tx_packets INTEGER, rx_packets INTEGER, lost INTEGER, loss_ratio REAL, rx_pps REAL,
     lat_p50_ns REAL, lat_p99_ns REAL, lat_max_ns REAL,
     PRIMARY KEY (run_id, idx, n));"""])
+# A profile per pair (scenario.py: pairs that differ): what each pair was asked,
+# every per-pair field's value (fields.PER_PAIR) as JSON; NULL where a point's
+# pairs were alike (its scenario says) and before schema 18.
+_SCHEMA_18 = "ALTER TABLE pairs ADD COLUMN profile TEXT;"
+# A fault inside a trial (run/fault.py): per point and per pair the outage the
+# counting end measured from sequence numbers (the longest gap in time less one
+# frame interval, in ns, and the frames lost in it; a point's is its pairs'
+# longest), and per point what the fault did (fault_facts: its target, ports,
+# when, how long, the spread of its commands; fault_ns how long its target was
+# down) and what the noisy neighbour did (noise_facts: stress-ng's bogo ops, a
+# command's exit and output). NULL in points stored before, and without a fault
+# or a neighbour (the outage too: without a fault a gap is loss, model.pair_result).
+_SCHEMA_19 = "\n".join([
+    *(f"ALTER TABLE {t} ADD COLUMN {c};" for t in ("points", "pairs")
+      for c in ("outage_ns REAL", "outage_lost INTEGER")),
+    "ALTER TABLE points ADD COLUMN fault_ns REAL;",
+    "ALTER TABLE points ADD COLUMN fault_facts TEXT;",
+    "ALTER TABLE points ADD COLUMN noise_facts TEXT;"])
+# Policers, shapers and conformance (host/buckets.py, the engine's --policer,
+# --shaper, --conformance): per pair (and point) the smallest bucket, in frames,
+# the received stream conforms to at the contract's rate and the share of its
+# frames beyond the contract's bucket (NULL without one); per NF port the
+# frames its policer and its shaper dropped and those its shaper delayed.
+_SCHEMA_20 = "\n".join([
+    *(f"ALTER TABLE {t} ADD COLUMN {c};" for t in ("points", "pairs")
+      for c in ("conformance_sigma REAL", "conformance_exceeded REAL")),
+    *(f"ALTER TABLE nf_ports ADD COLUMN {c} INTEGER;"
+      for c in ("dropped_policer", "dropped_shaper", "delayed"))])
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
-               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17]
+               _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,
+               _SCHEMA_20]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -439,12 +468,17 @@ class Store:
                    hosts=json.dumps(hosts) if hosts else None)
         if result:
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
-                       queues=json.dumps(result.queues) if result.queues else None)
+                       queues=json.dumps(result.queues) if result.queues else None,
+                       fault_ns=(result.fault or {}).get("down_ns"),
+                       fault_facts=json.dumps(result.fault) if result.fault else None,
+                       noise_facts=json.dumps(result.noise) if result.noise else None)
         with self.db:
             point_id = self._insert("points", row)
             if result:
                 for p in result.pairs:
-                    self._insert("pairs", {"point_id": point_id, "pair": p.pair, **_totals(p)})
+                    self._insert("pairs", {"point_id": point_id, "pair": p.pair, **_totals(p),
+                                           "profile": json.dumps(p.profile) if p.profile
+                                           else None})
                 for m in result.endpoints:
                     data = {k: v for k, v in asdict(m).items() if k not in ("latency", "summary")}
                     data.update(point_id=point_id, summary=json.dumps(m.summary),
@@ -458,7 +492,8 @@ class Store:
                 for usage in result.cpu:
                     self._insert("cpu_usage", {
                         "point_id": point_id, "cycles_per_packet": usage.cycles_per_packet,
-                        **asdict(usage), "threads": json.dumps(usage.threads)})
+                        **{k: v for k, v in asdict(usage).items() if k != "softirq_counts"},
+                        "threads": json.dumps(usage.threads)})
             for trial in trials:
                 self._insert("trials", {"point_id": point_id,
                                         **{k: _sql(v) for k, v in trial.items()}})
@@ -487,7 +522,7 @@ class Store:
             self._insert("nf_ports", {
                 "point_id": point_id, "name": nf.name, "port": port.port,
                 "rx_packets": port.rx_packets, "tx_packets": port.tx_packets,
-                "tx_refused": port.tx_refused,
+                "tx_refused": port.tx_refused, "delayed": port.delayed,
                 **{f"dropped_{k}": port.dropped.get(k, 0) for k in DROP_REASONS}})
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
@@ -521,8 +556,10 @@ class Store:
         pid = point["id"]
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
                                  "latency_histogram", "queues", "switch_facts",
-                                 "nf_facts", "vm_facts", "hosts"))
-        point["per_pair"] = [_decoded(dict(r), ("latency_histogram",)) for r in self.db.execute(
+                                 "nf_facts", "vm_facts", "hosts", "fault_facts",
+                                 "noise_facts"))
+        point["per_pair"] = [_decoded(dict(r), ("latency_histogram", "profile"))
+                             for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]
         point["endpoints"] = [_decoded(dict(r), ("summary", "latency_histogram"))
                               for r in self.db.execute(
@@ -573,7 +610,8 @@ def _latency(lat) -> dict[str, Any]:
 
 def _totals(p: PairResult) -> dict[str, Any]:
     keys = ("offered_pps", "sent", "received", "lost", "loss_ratio", "tx_pps", "rx_pps", "rx_bps",
-            "reordered", "duplicates", "steady_rx_pps")
+            "reordered", "duplicates", "steady_rx_pps", "outage_ns", "outage_lost",
+            "conformance_sigma", "conformance_exceeded")
     return {**{k: getattr(p, k) for k in keys}, **_latency(p.latency)}
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cnfperf import SystemFailure, UserError, fields, nfs, testers
-from cnfperf.host import cgroups, tools
-from cnfperf.run import noise
+from cnfperf.host import buckets, cgroups, tools
+from cnfperf.run import fault, noise
 from cnfperf.strategies import latency, mlr, soak
 from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
@@ -37,8 +37,8 @@ from cnfperf.host.facts import HostFacts
 from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
 from cnfperf.experiments import sweep
-from cnfperf.plan import (Port, TestPoint, has_vms, links_per_path, nf_hosts, nf_places, place,
-                          usable_cpus)
+from cnfperf.plan import (Port, TestPoint, first_sport, has_vms, links_per_path, nf_hosts,
+                          nf_places, place, usable_cpus)
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.scenario import (SOCKET_APIS, Keep, Scenario, Sweep, build, parse_cpus, read_file,
@@ -160,7 +160,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
                                    f"{', '.join(CONTAINER_RUNTIMES)} (nf_in and endpoint_in "
                                    "put nodes in virtual machines)")
     _check_vms(s, dataplane, ports)
-    if TX_PORT + paths * s.flows - 1 > MAX_PORT:
+    if first_sport(s, paths) - 1 > MAX_PORT:   # each pair's flows: its own (a profile)
         raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "
                                  f"(UDP source ports from {TX_PORT})"
                                  + (" (noise = traffic adds a pair)" if paths > s.pairs else ""))
@@ -172,9 +172,14 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         why = dataplane.limit_problem(s.api)
         if why:
             raise UserError("limit", f"{s.switch} with api {s.api}: {why}")
+    _check_router_fields(s, kind)
     if s.nfs:
         kind = _check_nfs(s, dataplane, kind)
+    _check_buckets(s, dataplane, kind)
     if (problem := switch_problem(s, dataplane, ports)) is not None:
+        raise UserError(*problem)
+    if (problem := fault.problem(s, dataplane.cut_at, dataplane.cut_refusal,
+                                 links_per_path(s.nfs, ports), dataplane.joins)) is not None:
         raise UserError(*problem)
     if (refused := testers.problem(s, ports, dataplane.single_tester or spans)) is not None:
         raise UserError(refused.field, refused.why)
@@ -188,6 +193,43 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     _check_rings(s)
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
     _check_hosts(s, dataplane, point_cpus(s, cores))
+
+
+def _check_buckets(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None) -> None:
+    """policer, shaper and onoff: a rate where a bucket is placed, a place that
+    can hold one (an engine NF; a kernel link whose frames pass the hook or the
+    qdisc), a host that has it (a tool, a kernel option: tc's police action is
+    missing from many kernels), and a pace an on/off source can keep."""
+    if s.onoff and (s.rate.is_search or not s.rate.pps):
+        raise UserError("onoff", "an on/off source sends at the point's rate on average: a "
+                                 f"paced rate (e.g. 10k), not {s.rate}")
+    if s.onoff and s.mode != "throughput":
+        raise UserError("onoff", "an on/off source is a throughput sender (mode = throughput)")
+    for what, placement in (("policer", s.policer), ("shaper", s.shaper)):
+        if placement == "none":
+            continue
+        rate = getattr(s, f"{what}_rate")
+        if not rate.pps:
+            raise UserError(f"{what}_rate", f"{what} = {placement} needs a rate in frames per "
+                                            "second (e.g. 10k)")
+        if placement == "engine":
+            if kind is None or not kind.buckets:
+                raise UserError(what, "engine: acts in the engine's network functions (nfs ≥ 1, "
+                                      f"nf one of {', '.join(nfs.bucket_kinds())}), not "
+                                      + (f"nf = {s.nf}" if s.nfs else "nfs = 0"))
+            continue
+        if dataplane.kind != "kernel":
+            raise UserError(what, f"{placement}: acts on a kernel link, and {s.switch}'s are "
+                                  "DPDK ports (engine polices and shapes in its network functions)")
+        if placement in ("nft", "tc") and rate.pps < 1:
+            raise UserError(f"{what}_rate", f"{placement} counts whole frames a second, not {rate}")
+        if (why := dataplane.bucket_problem(s, what)) is not None:
+            raise UserError(what, f"{placement} on {s.switch}: {why}")
+        if (why := buckets.refusal(placement)) is not None:
+            raise UserError(what, f"{placement}: {why}")
+    if s.shaper in ("tbf", "htb") and s.limit.pps:
+        raise UserError("shaper", f"{s.shaper} and limit are both the root qdisc of the link into "
+                                  "the receiver: one of them")
 
 
 def tester_crosses(s: Scenario) -> bool:
@@ -248,6 +290,7 @@ def _check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...]
     # switch_rxq: a NIC port through the af_packet PMD has one queue pair
     refused = {"endpoint_in": s.endpoint_in == "vm", "switch_in": s.switch_in == "container",
                "limit": bool(s.limit.pps), "noise": s.noise != "none",
+               "policer": s.policer in buckets.POLICERS, "shaper": s.shaper in buckets.SHAPERS,
                "switch_rxq": s.switch_rxq > 1, "nf_in": "vm" in s.nf_in.split("+")}
     for f, bad in refused.items():
         if bad:
@@ -479,6 +522,7 @@ def _check_cpu(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None,
         raise UserError("noise", f"{s.switch} joins each link directly: a second stream would "
                                  "not share anything with the first; traffic noise needs a switch "
                                  f"({', '.join(n for n, d in DATAPLANES.items() if d.joins == 'switch')})")
+    noise.check_kind(s.noise)
     noise.check_place(s.noise_on)
     if s.noise_on not in noise.PLACES:
         usable = set(cpus)
@@ -505,6 +549,20 @@ def _check_nfs(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None)
                                "(stopping one crashes the other): nfs = 1, or the engine's NFs")
     kind.check(s)
     return kind
+
+
+# A router's own fields (nfs/router.py), and their defaults: set otherwise they
+# need router NFs to mean something.
+ROUTER_FIELDS = {"nf_routes": 1, "nf_interfaces": 2, "nf_unrouted": 0}
+
+
+def _check_router_fields(s: Scenario, kind: nfs.NfKind | None) -> None:
+    """nf_routes, nf_interfaces and nf_unrouted concern router NFs only."""
+    if kind is not None and kind.kernel:
+        return
+    for name, default in ROUTER_FIELDS.items():
+        if getattr(s, name) != default:
+            raise UserError(name, "it concerns router NFs: nf = router with nfs ≥ 1")
 
 
 def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:
@@ -581,6 +639,8 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
             found += kind.problems(s, host)
         if s.noise in noise.STRESSORS:
             found += tools.problems(tools.STRESS_NG)
+        if (missing := noise.missing_program(s.noise)) is not None:
+            found.append(f"noise {missing}: not found on this host's PATH")
         if any(getattr(s, q) is not None for q in QUOTAS) and cgroups.cfs_quota() is None:
             found.append("quota: no cgroup cpu controller with CFS quota files here "
                          "(see cnfperf doctor)")
@@ -645,6 +705,10 @@ def unusable(host: HostFacts) -> Keep:
             return None      # check() names the mistake
         if (problem := switch_problem(s, dataplane)) is not None:
             return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
+        # a study compares placements: one this host lacks is left out, said why
+        for what in ("policer", "shaper"):
+            if (why := buckets.refusal(getattr(s, what))) is not None:
+                return f"{what}={getattr(s, what)}: {why}"
         return "; ".join(problems(s)) or None
     return keep
 

@@ -25,8 +25,9 @@ packets it moved (paper 002). It is summed over a node's cores, so nodes that
 share a core show the same time.
 
 A Meter samples every node when the window opens (the senders' warm-up is
-over: sending_s; a container's cgroup is looked up then, as one whose process
-is its init has none before) and when it closes (every sender has printed its summary); usage() turns
+over: window_opens_ns; a container's cgroup is looked up then, as one whose
+process is its init has none before) and when it closes (every sender has
+printed its summary); usage() turns
 the two samples, and the packets each node handled, into model.CpuUsage rows.
 The switch's packets are its ports' rx between two reads of its counters, each
 right after the CPU times: testpmd answers at once, OVS's ovs-ofctl can take
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from cnfperf import SystemFailure
+from cnfperf import SystemFailure, nfs
 from cnfperf.host import cgroups
 from cnfperf.dataplanes.base import DataPlane, PortCounters
 from cnfperf.fields import LOCAL
@@ -84,6 +85,8 @@ class Account:
     # Its group, looked up when the window opens (locate): a container whose
     # process is its init (a lazy one) has none before that process runs.
     find: Callable[[], Path | None] | None = None
+    # Its work is softirq on its cores (a pinned router NF): CpuUsage.softirq_counts
+    softirq_counts: bool = False
 
     def locate(self) -> None:
         """Its group, once, from `find`; what keeps it from being found is its problem."""
@@ -231,7 +234,7 @@ class Meter:
                 system_s=None if t is None else t.system_s, softirq_s=softirq, wall_s=wall,
                 packets=self.switch_rx() if a.kind == "switch" else packets.get(a.node, 0),
                 tsc_hz=tsc[0], tsc_source=tsc[1],
-                threads=self.threads.get(a.node, [])))
+                threads=self.threads.get(a.node, []), softirq_counts=a.softirq_counts))
         return rows
 
 
@@ -243,13 +246,15 @@ def _allowed(found: list[dict[str, Any]]) -> tuple[int, ...]:
     return tuple(sorted(cores))
 
 
-def sending_s(readies: list[dict[str, Any] | None], now_ns: int) -> float | None:
-    """Seconds since the last of the senders was ready to send (its `ready`
-    record's wall clock), None until all are: a DPDK engine takes a second or
-    more to start, which is no part of its warm-up."""
-    if not readies or None in readies:
+def window_opens_ns(starts: list[dict[str, Any] | None], warmup: float) -> int | None:
+    """When the measured window opens (wall clock, ns): a warm-up after the last
+    sender began its own (its `start` record: a DPDK engine takes a second or
+    more to start, and a tester or a client first settles the path, none of it
+    warm-up); None until every sender has. The CPU meter and a fault both time
+    themselves by it."""
+    if not starts or None in starts:
         return None
-    return (now_ns - max(int(r.get("wall_ns") or now_ns) for r in readies)) / 1e9
+    return max(int(r["wall_ns"]) for r in starts) + int(warmup * 1e9)
 
 
 # -- the nodes of a testbed -------------------------------------------------------
@@ -261,9 +266,15 @@ def meter(bed: Testbed, s: Scenario) -> Meter:
         if isinstance(node, Tester):
             # the ends of a noise stream (noise = traffic) are the neighbour's
             kind = "noise" if node.endpoint.pair >= s.pairs else node.endpoint.role
-            found.append(of_container(name, kind, s.endpoint_quota, node.container))
-        elif isinstance(node, NetworkFunction):
-            found.append(of_container(name, "nf", s.nf_quota, node.container))
+            found.append(of_container(name, kind, s.of_pair(node.endpoint.pair).endpoint_quota,
+                                      node.container))
+        elif isinstance(node, NetworkFunction):   # a pair's own quota: its profile's
+            account = of_container(name, "nf", s.of_pair(node.nf.pair).nf_quota, node.container)
+            # a kernel NF (router) pinned: its RPS map puts its forwarding on its cores
+            # (in a VM its guest's softirq is in its vCPUs' time already)
+            account.softirq_counts = nfs.kind(s.nf).kernel and s.pin and \
+                node.container.kind != "vm"
+            found.append(account)
         elif isinstance(node, Neighbour):
             found.append(of_container(name, "noise", None, node.noise.container))
     switch = of_switch(s.switch, bed.dataplane, s.switch_quota)

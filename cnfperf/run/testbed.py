@@ -28,7 +28,7 @@ from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane, PortCounters, 
 from cnfperf.dataplanes.nic import NicPlane
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
-from cnfperf.plan import NF, Endpoint, TestPoint
+from cnfperf.plan import NF, Endpoint, Port, TestPoint
 from cnfperf.run import noise
 from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
@@ -73,7 +73,7 @@ class NetworkFunction:
 
 @dataclass(frozen=True)
 class Neighbour:
-    """A noisy neighbour (noise.py): stress-ng in a container of its own."""
+    """A noisy neighbour (noise.py): stress-ng or the user's command in a container of its own."""
 
     name: str
     noise: Noise
@@ -181,6 +181,23 @@ class Testbed:
     @property
     def noise(self) -> Noise | None:
         return next((n.noise for n in self.nodes.values() if isinstance(n, Neighbour)), None)
+
+    def hops(self, nf: NF) -> tuple[str, ...]:
+        """The MACs of the hops before and after the NF (its kind's prepare)."""
+        links = self.point.pairs[nf.pair].links
+        return (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
+
+    def restore(self, ports: Sequence[Port]) -> None:
+        """After a fault brought `ports` up again at their nodes (run/fault.py):
+        what each NF's kind keeps through them that the kernel dropped with the
+        down, put back (a router's routes and neighbours: NfKind.restore)."""
+        s = self.point.scenario
+        kind = nfs.kind(s.nf)
+        for nf in self.point.nfs:
+            ifaces = [self.attachments[p.name].iface for p in ports if p.node == nf.name]
+            if ifaces:
+                kind.restore(nf.name, nf, self.ports(nf.name), self.hops(nf),
+                             self.point.pairs[nf.pair], s, [i for i in ifaces if i])
 
 
 class Namespaces:
@@ -323,17 +340,24 @@ class Builder:
             # A tester end's one process is the engine, which can be its init.
             bed.nodes[ep.name] = Tester(ep, self._container(
                 self.runtime_of(ep, s), FULL, bed, ep.name, (ep.cpu,),
-                Quota.of(s.endpoint_quota, s.quota_period), teardown, lazy=True))
+                Quota.of(s.of_pair(ep.pair).endpoint_quota, s.quota_period), teardown,
+                lazy=True))
         for n, nf in enumerate(nfs_here, len(engines)):
             made(n)
+            runtime = self.runtime_of(nf, s)
+            if runtime != VM:   # before its container mounts the netns's /sys read-only
+                self._prepare(bed, nf)
             start = time.monotonic()
             # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
-                self.runtime_of(nf, s), self.image_of(nf, s.nf), bed, nf.name,
-                point.cpuset(nf.cores), Quota.of(s.nf_quota, s.quota_period), teardown,
+                runtime, self.image_of(nf, s.nf), bed, nf.name,
+                point.cpuset(nf.cores), Quota.of(s.of_pair(nf.pair).nf_quota, s.quota_period),
+                teardown,
                 lazy=nfs.kind(s.nf).lazy))
             bed.create_s[nf.name] = time.monotonic() - start
-        if s.noise in noise.STRESSORS and point.here(point.name(NOISE_SUFFIX)):
+            if runtime == VM:   # its guest's kernel: once it runs
+                self._prepare(bed, nf, bed.container(nf.name))
+        if noise.runs_process(s.noise) and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
         if self.hosts is not None:
             for host in parts.other_hosts(point):
@@ -342,6 +366,19 @@ class Builder:
                 self._part(self.hosts.agent(host), bed, teardown)
         made(total)
         return bed
+
+    @staticmethod
+    def _prepare(bed: Testbed, nf: NF, guest: Container | None = None) -> None:
+        """What the NF's kind makes of its netns before any trial (a router's
+        addresses and routes: NfKind.prepare), with the MACs of the hops before
+        and after it, and its cores when it is pinned; `guest`: its VM, whose
+        kernel it concerns (its CPUs the guest's). Undone with its netns."""
+        point = bed.point
+        inside = bed.inside(nf) if guest is not None else nf
+        cores = () if point.floating else inside.cores
+        nfs.kind(point.scenario.nf).prepare(nf.name, guest, inside, bed.ports(nf.name),
+                                            bed.hops(nf), point.pairs[nf.pair], point.scenario,
+                                            cores)
 
     def _part(self, agent: parts.Agent, bed: Testbed, teardown: Teardown) -> None:
         """Another host's part of the point, built there by its agent: its
@@ -381,11 +418,15 @@ class Builder:
             self._dir(io_dir, teardown)
             mounts = (Mount(str(io_dir), noise.IO_TARGET),) if s.runtime != "netns" else ()
         cores = noise.cores(point, bed.dataplane.cpus)
-        c = self._runtime(s.runtime, NOISE).create(name, cores, name, mounts, image=NOISE)
+        if noise.command(s.noise) is not None:
+            # the user's programs are the host's: the netns runtime runs them from there
+            c = self._runtime("netns", FULL).create(name, cores, name)
+        else:
+            c = self._runtime(s.runtime, NOISE).create(name, cores, name, mounts, image=NOISE)
         teardown.push(f"container {name}", c.destroy)
         neighbour = noise.Noise(c, s.noise, cores, io_dir=str(IO_DIR / name) if not mounts else None)
         # a trial that fails while it runs leaves it to this (stop() is a no-op once stopped)
-        teardown.push(f"noise {s.noise}", neighbour.stop)
+        teardown.push(neighbour.what, neighbour.stop)
         return Neighbour(name, neighbour)
 
     def runtime_of(self, node: Endpoint | NF, s: Scenario) -> str:

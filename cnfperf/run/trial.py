@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cnfperf import SystemFailure, nfs
-from cnfperf.host import udp_errors
-from cnfperf.run import cpu
+from cnfperf.host import kernel_drops, udp_errors
+from cnfperf.run import cpu, fault as faults
 from cnfperf.engine import EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint
 from cnfperf.results import model
-from cnfperf.scenario import Scenario
+from cnfperf.scenario import Scenario, profile
 from cnfperf.strategies.base import Watch
 from cnfperf.run.teardown import Teardown
 from cnfperf.run.testbed import Testbed
@@ -134,6 +134,8 @@ class Trial:
         self.started_ns: dict[str, int] = {}   # wall clock when each engine was started
         self.commands: dict[str, nfs.Command] = {}   # each NF's
         self.kind = nfs.kind(s.nf) if s.nfs else None    # what they are
+        self.fault: faults.Fault | None = None
+        self.kernel: dict[str, dict | None] = {}   # a kernel NF's counters over the trial
 
     def run(self) -> model.PointResult:
         # A noise stream's pair (noise = traffic) runs like the others, unmeasured.
@@ -145,6 +147,7 @@ class Trial:
         in_path = [nf for p in pairs for nf in reversed(p.nfs)]
         before = self.bed.first_counters()
         udp_before = self._udp_counters()
+        kernel_before = self._kernel_counters()
         self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
             pair = pairs[ep.pair]
@@ -159,12 +162,18 @@ class Trial:
         noise = self.bed.noise
         if noise is not None:
             noise.start(self.out)   # testbed.py stops it on the way out of a failure
+        # Timed once the senders are ready (_wait_senders); its stop brings every
+        # port up again (and what the kernel dropped with it: Testbed.restore), on
+        # the way out of a failure too.
+        self.fault = faults.create(self.bed.point, self.bed.dataplane, self.bed.restore)
+        if self.fault is not None:
+            self.teardown.push(f"fault {self.fault.target}", self.fault.stop)
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
         self._wait_senders(senders)
         self.meter.stop()
-        if noise is not None:
-            noise.stop()
+        noise_record = noise.stop() if noise is not None else None
+        fault_record = self._fault_done()
         # While every engine still holds its ports (a vhost port's queues exist
         # in OVS only while its peer is connected).
         try:
@@ -186,6 +195,8 @@ class Trial:
             self._stop_commands([p.nfs[depth] for p in pairs if p.nfs[depth] not in engine_nfs])
         after = self.bed.counters()
         udp_after = self._udp_counters()
+        self.kernel = {nf: kernel_drops.delta(kernel_before.get(nf), counters)
+                       for nf, counters in self._kernel_counters().items()}
         # No engine polls any more: ports may close now.
         self._release(senders)
         # From the sender's side, one depth at a time: no two ends of a link close at once.
@@ -194,6 +205,7 @@ class Trial:
         self._release(receivers)
         result = self._result(before, after)
         result.queues = queues
+        result.fault, result.noise = fault_record, noise_record
         for m in result.endpoints:
             for column, n in udp_errors.dropped(udp_before.get(m.endpoint),
                                                 udp_after.get(m.endpoint)).items():
@@ -204,6 +216,18 @@ class Trial:
             out.raw.close()
             self.procs[ep].stdout.close()
         return result
+
+    def _fault_done(self) -> dict | None:
+        """The fault ended (every port up again) and what it did; one that
+        never took its ports down fails the point: its outage was not measured."""
+        if self.fault is None:
+            return None
+        record = self.fault.stop()
+        if record is None:
+            raise SystemFailure(f"fault {self.fault.target}: the senders ended before it "
+                                f"was over ({self.s.fault_at:g} s into the measured window, "
+                                f"for {self.s.fault_duration:g} s)")
+        return record
 
     def _nf_starts(self, pairs: Sequence[Pair]) -> list[list[int]]:
         """The NFs' depths in the groups they start in, each group up before the
@@ -224,10 +248,19 @@ class Trial:
         return {ep.name: udp_errors.read(self.bed.container(ep.name).netns)
                 for pair in self.bed.point.pairs for ep in pair.engines}
 
+    def _kernel_counters(self) -> dict[str, dict | None]:
+        """With a kernel NF (router), the counters of each one's interfaces,
+        netns and host (kernel_drops.py): its forwarding counts nothing else."""
+        if self.kind is None or not self.kind.kernel:
+            return {}
+        return {nf.name: self.kind.counters(self.bed.container(nf.name), self.bed.ports(nf.name))
+                for nf in self.bed.point.nfs}
+
     def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
         the nearest network function's)."""
         engine = self.bed.container(ep.name).engine
+        # each pair's engines run its own profile (engine.argv: Scenario.of_pair)
         self._spawn(ep, engine_argv(engine, self.bed.inside(ep), self.bed.ports(ep.name), peer,
                                     hop, self.s, self.bed.eal_args(ep.name)))
 
@@ -240,7 +273,7 @@ class Trial:
         engine = self.bed.container(nf.name).engine
         assert self.kind is not None
         command = self.kind.command(engine, self.bed.inside(nf), self.bed.ports(nf.name), hops,
-                                    pair, self.s, self.bed.eal_args(nf.name),
+                                    pair, self.s.of_pair(pair.index), self.bed.eal_args(nf.name),
                                     self.bed.floating(nf.name))
         self.commands[nf.name] = command
         self._spawn(nf, command.argv, records=command.records)
@@ -305,13 +338,17 @@ class Trial:
     def _wait_senders(self, eps: list[Endpoint]) -> None:
         """Until every sender has printed its summary (it then holds its port)."""
         s = self.s
-        expected = s.warmup + s.duration + (CLIENT_DRAIN if s.mode == "latency" else 0)
+        clients = any(self._mode(ep.pair) == "latency" for ep in eps)
+        expected = s.warmup + s.duration + (CLIENT_DRAIN if clients else 0)
         start = time.monotonic()
 
         def progress() -> None:
-            sending = cpu.sending_s([self.outputs[ep.name].ready for ep in eps], time.time_ns())
-            if sending is not None and sending >= s.warmup:
+            opens = cpu.window_opens_ns([self.outputs[ep.name].start for ep in eps],
+                                        s.warmup)
+            if opens is not None and time.time_ns() >= opens:
                 self.meter.start()   # the measured window opens
+            if opens is not None and self.fault is not None and not self.fault.started:
+                self.fault.start(opens / 1e9)
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
             self._watched()
@@ -336,9 +373,13 @@ class Trial:
     def _counting(self, pair: Pair) -> Endpoint:
         """Who counts what arrives: the client sees its echoes, a single tester
         its own frames, else the receiver."""
-        if self.s.mode == "latency" or not pair.receiver.runs_engine:
+        if self._mode(pair.index) == "latency" or not pair.receiver.runs_engine:
             return pair.sender
         return pair.receiver
+
+    def _mode(self, pair: int) -> str:
+        """A pair's mode: its own (a profile), else the point's."""
+        return self.s.of_pair(pair).mode
 
     def _rx_rate(self) -> float | None:
         rates = []
@@ -403,6 +444,8 @@ class Trial:
         if command is None or command.records:
             return self.outputs[ep.name].summary
         assert self.kind is not None
+        if self.kind.kernel:
+            return kernel_drops.summary(self.kind.nf, self.kernel.get(ep.name))
         summary = self.kind.summary("\n".join(self.outputs[ep.name].lines))
         if self.kind.counted and not summary["ports"]:
             raise self._failed(ep, "printed no counters on SIGINT")
@@ -451,9 +494,14 @@ class Trial:
         metrics = {ep.name: model.endpoint_metrics(ep.pair, ep.name, ep.role, ep.cpu,
                                                    summaries[ep.name])
                    for ep in engines}
+        # an outage is a fault's measure: without one, a gap is only loss
         pairs = [model.pair_result(pair.index, metrics[pair.sender.name],
-                                   metrics[pair.receiver.port.node], self.s.mode)
+                                   metrics[pair.receiver.port.node], self._mode(pair.index),
+                                   fault=self.fault is not None)
                  for pair in p.pairs]
+        if self.s.pair:   # pairs that differ: what each was asked, stored with it
+            for pair, result in zip(p.pairs, pairs):
+                result.profile = profile(self.s, pair.index)
         for pair, result in zip(p.pairs, pairs):
             result.steady_rx_pps = self._steady_rx_pps(self._counting(pair))
         counters = {port: after[port] - before[port] for port in after if port in before}

@@ -2,6 +2,7 @@
 runs in the endpoint's network namespace, pinned to its cores with taskset."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Sequence
@@ -26,6 +27,21 @@ class NetnsContainer(Container):
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:
         return dict(os.environ, **env, **{TAG: self.name})
+
+    @property
+    def pids(self) -> list[int]:
+        """What exec() started that still runs, and every process they forked
+        (a `cmd:` neighbour's shell and its programs): without a cgroup, these
+        are what its CPU use is read from. An engine forks none."""
+        found: list[int] = []
+        todo = super().pids
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            with contextlib.suppress(OSError, ValueError):
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    todo.extend(int(c) for c in (task / "children").read_text().split())
+        return found
 
     def destroy(self) -> None:
         if self._destroyed:

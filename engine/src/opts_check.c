@@ -123,6 +123,23 @@ static bool forwarder_options(struct parse *p, const struct conf *cf)
 	if (cf->dst_mac2.given || cf->src_mac2.given)
 		return fail(p, "%s: only %s has a next hop per port", cf->dst_mac2.given ? "--dst-mac2" : "--src-mac2",
 			    ROLES_WITH(forwards));
+	if (cf->policer.given || cf->shaper.given)
+		return fail(p, "%s: only the %s role forwards frames to hold to a bucket",
+			    cf->policer.given ? "--policer" : "--shaper", ROLES_WITH(forwards));
+	return true;
+}
+
+/* --onoff: a generator's, at a paced rate; --conformance: an end that receives. */
+static bool rate_options(struct parse *p, const struct conf *cf)
+{
+	const struct role *role = cf->role;
+
+	if (cf->onoff && !role->generates)
+		return fail(p, "--onoff: only %s generate frames", ROLES_WITH(generates));
+	if (cf->onoff && cf->rate <= 0)
+		return fail(p, "--onoff: needs a paced --rate (its mean rate), not as fast as possible");
+	if (cf->conformance.given && !(role->end && role->rx))
+		return fail(p, "--conformance: only an end that receives (recv, client, tester) measures it");
 	return true;
 }
 
@@ -176,10 +193,13 @@ bool opts_check(struct parse *p, struct conf *cf, const struct api_ops *ops)
 		return false;
 	if (!(role->threads ? client_threads(p, cf) : thread_options(p, cf)))
 		return false;
-	if (!clock_options(p, cf))
+	if (!clock_options(p, cf) || !rate_options(p, cf))
 		return false;
 	if (role->generates && !generator_options(p, cf, ops))
 		return false;
+	if (cf->ip_span > 1 && !ops->l2)
+		return fail(p, "--ip-span: the %s api's sockets have one address (an L2 api builds its headers)",
+			    cf->api);
 	if (cf->sport + cf->flows - 1 > 65535)
 		return fail(p, "--flows: %u flows from --sport %u run past port 65535", cf->flows, cf->sport);
 	return true;

@@ -151,10 +151,11 @@ static bool set_nf(struct parse *p, struct conf *cf, const char *arg)
 	return word_of(p, arg, &i) && (cf->nf = nf_kind_at(i));
 }
 
-static bool set_rate(struct parse *p, struct conf *cf, const char *arg)
+/* A rate in frames per second: 20000, 500k, 2.5M (false when it is none). */
+static bool pps_of(const char *arg, double *out)
 {
 	char *end;
-	double mult = 1, *out = &cf->rate;
+	double mult = 1;
 
 	errno = 0;
 	*out = strtod(arg, &end);
@@ -166,10 +167,67 @@ static bool set_rate(struct parse *p, struct conf *cf, const char *arg)
 		}
 	}
 	*out *= mult;
-	if (end == arg || *end || errno || !isfinite(*out) || *out < 0 || *out > 1e9 || arg[0] < '0' || arg[0] > '9')
+	return !(end == arg || *end || errno || !isfinite(*out) || *out < 0 || *out > 1e9 || arg[0] < '0' ||
+		 arg[0] > '9');
+}
+
+static bool set_rate(struct parse *p, struct conf *cf, const char *arg)
+{
+	if (!pps_of(arg, &cf->rate))
 		return fail(p, "%s: '%s' is not a rate in packets per second (e.g. 20000, 500k, 2.5M; 0 = as fast as"
 			    " possible)", here(p), arg);
 	return true;
+}
+
+/* RATE,BUCKET (and ,QUEUE when `parts` is 3): a token bucket's rate above 0
+ * in frames per second, its size and a queue in frames, 1 and up. */
+#define BUCKET_MAX 1000000u
+#define QUEUE_MAX 65536u
+static bool bucket_of(struct parse *p, struct conf_bucket *b, const char *arg, unsigned parts)
+{
+	const char *form = parts == 3 ? "RATE,BUCKET,QUEUE (e.g. 20k,32,1000)" : "RATE,BUCKET (e.g. 20k,32)";
+	char buf[64], *part[3] = { buf, NULL, NULL };
+	unsigned n = 1;
+
+	if (strlen(arg) >= sizeof(buf))
+		return fail(p, "%s: '%s' is not %s", here(p), arg, form);
+	strcpy(buf, arg);
+	for (char *c = buf; *c; c++)
+		if (*c == ',') {
+			if (n == parts)
+				return fail(p, "%s: '%s' is not %s", here(p), arg, form);
+			*c = '\0';
+			part[n++] = c + 1;
+		}
+	if (n != parts)
+		return fail(p, "%s: '%s' is not %s", here(p), arg, form);
+	if (!pps_of(part[0], &b->rate) || b->rate <= 0)
+		return fail(p, "%s: '%s': '%s' is not a rate above 0 in frames per second (e.g. 20000, 500k)",
+			    here(p), arg, part[0]);
+	for (unsigned i = 1; i < parts; i++) {
+		const char *s = part[i];
+		unsigned max = i == 2 ? QUEUE_MAX : BUCKET_MAX;
+		if (!*s || s[strspn(s, "0123456789")] || strlen(s) > 7 || atol(s) < 1 || (unsigned long)atol(s) > max)
+			return fail(p, "%s: '%s': %s '%s' is not a whole number of frames from 1 to %u", here(p), arg,
+				    i == 2 ? "queue" : "bucket", s, max);
+		*(i == 2 ? &b->queue : &b->size) = (unsigned)atol(s);
+	}
+	return (b->given = true);
+}
+
+static bool set_policer(struct parse *p, struct conf *cf, const char *arg)
+{
+	return bucket_of(p, &cf->policer, arg, 2);
+}
+
+static bool set_shaper(struct parse *p, struct conf *cf, const char *arg)
+{
+	return bucket_of(p, &cf->shaper, arg, 3);
+}
+
+static bool set_conformance(struct parse *p, struct conf *cf, const char *arg)
+{
+	return bucket_of(p, &cf->conformance, arg, 2);
 }
 
 static bool set_interval(struct parse *p, struct conf *cf, const char *arg)
@@ -283,6 +341,15 @@ const struct opt opts_common[] = {
 	  .help = "nf l3: a route (repeatable, PORT 1 or 2)" },
 	{ .name = "rate", .letter = 'r', .value = "PPS", .set = set_rate, .def = "0",
 	  .help = "offered rate (0 = max; 500k, 1M)" },
+	{ .name = "onoff", .value = "N", .set = set_count, AT(onoff), .max = 1000000, .def = "0",
+	  .help = "senders: N frames back to back, then idle, at --rate on average (0 = steady)" },
+	{ .name = "policer", .value = "RATE,BUCKET", .set = set_policer,
+	  .help = "nf: drop frames beyond a token bucket (frames per second, frames)" },
+	{ .name = "shaper", .value = "RATE,BUCKET,QUEUE", .set = set_shaper,
+	  .help = "nf: delay frames beyond a token bucket, queueing up to QUEUE frames" },
+	{ .name = "conformance", .value = "RATE,BUCKET", .set = set_conformance,
+	  .help = "recv, tester: the smallest bucket what came conforms to at RATE,\n"
+		  "and the frames beyond BUCKET" },
 	{ .name = "size", .letter = 'p', .value = "BYTES", .set = set_count, AT(size),
 	  .min = FRAME_MIN_LEN + FCS_LEN, .max = FRAME_MAX + FCS_LEN, .def = "64",
 	  .help = "frame size with FCS (64..9220)" },
@@ -303,6 +370,9 @@ const struct opt opts_common[] = {
 	  .help = "seconds between interval records (0 = none)" },
 	{ .name = "flows", .value = "N", .set = set_count, AT(flows), .min = 1, .max = SEQ_MAX_FLOWS, .def = "1",
 	  .help = "UDP source ports from --sport on" },
+	{ .name = "ip-span", .value = "N", .set = set_count, AT(ip_span), .min = 1, .max = 65536, .def = "1",
+	  .help = "flows take turns over N destination addresses from --dst-ip (flow % N);\n"
+		  "recv and server accept --src-ip .. +N-1, tester --dst-ip .. +N-1" },
 	{ .name = "cpu", .value = "N", .set = set_cpu, AT(cpu), .max = CPU_SETSIZE - 1,
 	  .help = "pin the (main) thread to CPU N" },
 	{ .name = "threads", .value = "1|2", .set = set_threads,

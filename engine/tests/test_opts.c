@@ -161,8 +161,41 @@ static void clock_options(void)
 	CHECK(!o.clock_other, "--clock mine is every role's default");
 }
 
+/* --policer, --shaper (nf), --onoff (generators), --conformance (receiving ends) */
+static void rate_options(void)
+{
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--policer", "10k,0"), "--policer");
+	CHECK(strstr(err, "bucket '0'"), "a bucket of 0: %s", err);
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--policer", "0,32"), "--policer");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--policer", "lots,32"), "--policer");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--policer", "10k"), "--policer");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--policer", "10k,32,5"), "--policer");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--shaper", "10k,32"), "--shaper");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--shaper", "10k,32,0"), "--shaper");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--shaper", "10k,32,70000"), "--shaper");
+	bad(ARGV("recv", "--policer", "10k,32"), "--policer");
+	bad(ARGV("send", "--dst-ip", "10.0.0.1", "--shaper", "10k,32,100"), "--shaper");
+	bad(ARGV("recv", "--onoff", "64"), "--onoff");
+	bad(ARGV("send", "--dst-ip", "10.0.0.1", "--onoff", "64"), "--onoff");   /* unpaced */
+	bad(ARGV("send", "--dst-ip", "10.0.0.1", "-r", "1k", "--onoff", "x"), "--onoff");
+	bad(ARGV("server", "--conformance", "1k,32"), "--conformance");
+	bad(ARGV("recv", "--conformance", "1k,-1"), "--conformance");
+
+	struct conf o = good(ARGV(NF_RAW, "--dst-mac", MAC_A, "--policer", "2.5k,16", "--shaper", "1M,32,1000"));
+	CHECK(o.policer.given && o.policer.rate == 2500 && o.policer.size == 16, "policer %g,%u", o.policer.rate,
+	      o.policer.size);
+	CHECK(o.shaper.given && o.shaper.rate == 1e6 && o.shaper.size == 32 && o.shaper.queue == 1000, "shaper");
+	o = good(ARGV("send", "--dst-ip", "10.0.0.1", "-r", "640", "--onoff", "64"));
+	CHECK(o.onoff == 64 && !o.policer.given, "onoff %u", o.onoff);
+	o = good(ARGV("recv", "--conformance", "200,16"));
+	CHECK(o.conformance.given && o.conformance.rate == 200 && o.conformance.size == 16, "conformance");
+	o = good(ARGV("recv"));
+	CHECK(!o.conformance.given && !o.onoff, "none by default");
+}
+
 int main(void)
 {
+	rate_options();
 	/* each bad value, with the option the message must name */
 	bad(ARGV("sendx"), "ROLE");
 	bad((char *[]){ "cnfperf-engine", NULL }, "ROLE");

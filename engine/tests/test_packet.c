@@ -100,6 +100,24 @@ static void build_and_classify(unsigned len)
 	struct rx_filter any = flt;
 	any.ip = 0;
 	CHECK(frame_classify(f, len, &any) == RX_OURS, "wildcard address");
+	/* --ip-span: the destination one of a span of addresses */
+	uint8_t keep[4];
+	memcpy(keep, f + OFF_IP_DST, 4);
+	struct rx_filter span = flt;
+	span.ip_more = 2;
+	frame_set_dst_ip(f, htonl(ntohl(flt.ip) + 2));
+	CHECK(ip_header_ok(f, 20) && rd32n(f + OFF_IP_DST) == htonl(ntohl(flt.ip) + 2),
+	      "destination rewritten, checksum kept right (len %u)", len);
+	CHECK(frame_classify(f, len, &span) == RX_OURS, "the span's last address is ours");
+	CHECK(frame_classify(f, len, &flt) == RX_OTHER, "without a span it is other");
+	frame_set_dst_ip(f, htonl(ntohl(flt.ip) + 3));
+	CHECK(frame_classify(f, len, &span) == RX_OTHER, "past the span is other");
+	frame_set_dst_ip(f, htonl(ntohl(flt.ip) - 1));
+	CHECK(frame_classify(f, len, &span) == RX_OTHER, "before the span is other");
+	uint32_t back;
+	memcpy(&back, keep, 4);
+	frame_set_dst_ip(f, back);
+	CHECK(frame_classify(f, len, &flt) == RX_OURS, "its own address again");
 	wr16(f + OFF_MAGIC, 0x1234);
 	CHECK(frame_classify(f, len, &flt) == RX_BAD, "wrong magic is bad");
 	wr16(f + OFF_MAGIC, PAYLOAD_MAGIC);

@@ -365,6 +365,78 @@ static void inline_path(void)
 	seq_free(b);
 }
 
+/* The outage: the longest counted gap in time, by the sender's stamps, less
+ * one frame interval, and the frames lost in it (seq.h). */
+static void outage(void)
+{
+	struct seq_tracker *t = seq_new(START);
+	struct seq_counts c = { 0 };
+
+	/* a frame every µs: 10 lost, then 100 (frames 200..299), then 5 */
+	for (uint64_t s = 0; s < 500; s++)
+		if (!(s >= 50 && s < 60) && !(s >= 200 && s < 300) && !(s >= 400 && s < 405))
+			track(t, 9000, s, true, &c);
+	CHECK(c.lost == 115, "lost %lld", (long long)c.lost);
+	CHECK(c.outage_ns == 100 * GAP && c.outage_lost == 100,
+	      "the longest gap: 100 frames of 1 µs (%llu ns, %llu frames)",
+	      (unsigned long long)c.outage_ns, (unsigned long long)c.outage_lost);
+	CHECK(c.outage_from_ns == START + 199 * GAP, "from the frame before it (%llu)",
+	      (unsigned long long)(c.outage_from_ns - START));
+	/* a late frame inside it is reordered: the outage stays */
+	track(t, 9000, 250, true, &c);
+	CHECK(c.reordered == 1 && c.outage_ns == 100 * GAP, "late frame: outage %llu",
+	      (unsigned long long)c.outage_ns);
+	seq_free(t);
+
+	/* in the warm-up a gap is not counted, nor its time */
+	t = seq_new(START);
+	memset(&c, 0, sizeof(c));
+	for (uint64_t s = 0; s < 100; s++)
+		if (s < 20 || s >= 40)
+			track(t, 9000, s, s >= 50, &c);
+	CHECK(c.lost == 0 && c.outage_ns == 0 && c.outage_lost == 0, "warm-up gap: %llu ns",
+	      (unsigned long long)c.outage_ns);
+	seq_free(t);
+
+	/* a cut of 3 ms at 10 kpps in bursts of 8 stamped once each: within a burst's time */
+	t = seq_new(START);
+	memset(&c, 0, sizeof(c));
+	uint64_t iv = 100 * UINT64_C(1000), cut_from = START + 20 * MS, cut_to = cut_from + 3 * MS;
+	for (uint64_t s = 0; s < 800; s++) {
+		uint64_t ts = START + (s / 8) * 8 * iv, at = START + s * iv;
+		if (at >= cut_from && at < cut_to)
+			continue;
+		seq_track(t, 9000, s, ts, true, at + 1000, &c);
+	}
+	CHECK(c.outage_lost == 30, "30 frames in 3 ms at 10 kpps (%llu)", (unsigned long long)c.outage_lost);
+	CHECK(c.outage_ns + 8 * iv >= 3 * MS && c.outage_ns <= 3 * MS + 8 * iv, "3 ms to a burst (%llu ns)",
+	      (unsigned long long)c.outage_ns);
+	seq_free(t);
+
+	/* several flows: the longest of any flow's gaps */
+	t = seq_new(START);
+	memset(&c, 0, sizeof(c));
+	for (uint64_t s = 0; s < 100; s++) {
+		if (s < 10 || s >= 12)
+			track(t, 1, s, true, &c);
+		if (s < 30 || s >= 70)
+			track(t, 2, s, true, &c);
+	}
+	CHECK(c.outage_lost == 40 && c.outage_ns == 40 * GAP, "flow 2's 40 frames (%llu)",
+	      (unsigned long long)c.outage_lost);
+	seq_free(t);
+
+	/* a stray frame far ahead is bad, not an outage */
+	t = seq_new(START);
+	memset(&c, 0, sizeof(c));
+	for (uint64_t s = 0; s < 10; s++)
+		track(t, 9000, s, true, &c);
+	CHECK(!seq_track(t, 9000, UINT64_C(1) << 40, START + 10 * GAP, true, START + 10 * GAP + 1000, &c),
+	      "a stray is refused");
+	CHECK(c.outage_ns == 0 && c.outage_lost == 0, "and no outage (%llu)", (unsigned long long)c.outage_ns);
+	seq_free(t);
+}
+
 int main(void)
 {
 	cases();
@@ -376,5 +448,6 @@ int main(void)
 	flows();
 	other_clock();
 	inline_path();
+	outage();
 	return check_done("seq");
 }

@@ -198,8 +198,8 @@ def test_the_kernel_log_s_refined_calibration_wins():
     assert source and (hz is None or hz > 1e8)
 
 
-def test_the_window_opens_a_warmup_after_the_last_sender_was_ready():
-    ready = [{"wall_ns": 10_000_000_000}, {"wall_ns": 10_500_000_000}]
-    assert cpu.sending_s(ready, 11_000_000_000) == pytest.approx(0.5)
-    assert cpu.sending_s([ready[0], None], 11_000_000_000) is None   # one still starts
-    assert cpu.sending_s([], 11_000_000_000) is None
+def test_the_window_opens_a_warmup_after_the_last_sender_began():
+    starts = [{"wall_ns": 10_000_000_000}, {"wall_ns": 10_500_000_000}]
+    assert cpu.window_opens_ns(starts, 0.25) == 10_750_000_000
+    assert cpu.window_opens_ns([starts[0], None], 0.25) is None   # one still starts
+    assert cpu.window_opens_ns([], 0.25) is None

@@ -6,55 +6,42 @@ import os
 
 import pytest
 
-from cnfperf import nfs as nf_kinds, rate as rates
+from cnfperf import rate as rates
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.engine import EngineOutput, EngineOutputError, argv, parse_line
-from cnfperf.plan import place
-from harness import scenarios
-
-
-def _pair(**fields):
-    [s] = scenarios(None, fields)
-    point = place(s, "1a2b", host_cpus=(0, 1), nf=nf_kinds.find(s.nf))
-    pair = point.pairs[0]
-    att = {ep.name: Attachment(mac=ep.mac, iface=ep.name) for ep in pair.endpoints}
-    return s, pair, att
-
-
-def _opt(args: list[str], name: str) -> str:
-    return args[args.index(name) + 1]
+from harness import option, placed_pair
 
 
 def test_sender_and_receiver_argv():
-    s, pair, att = _pair(api="raw", rate="250k", duration=3, warmup=0.5, size=128, flows=4,
+    s, pair, att = placed_pair(api="raw", rate="250k", duration=3, warmup=0.5, size=128, flows=4,
                          mmsg=True)
     snd, rcv = pair.sender, pair.receiver
     tx = argv("/bin/cnfperf-engine", snd, [att[snd.name]], rcv, rcv.mac, s)
     rx = argv("/bin/cnfperf-engine", rcv, [att[rcv.name]], snd, snd.mac, s)
     assert tx[:2] == ["/bin/cnfperf-engine", "send"] and rx[1] == "recv"
-    assert _opt(tx, "--rate") == "250000" and _opt(tx, "--duration") == "3"
-    assert _opt(tx, "--warmup") == "0.5" and "--rate" not in rx
+    assert option(tx, "--rate") == "250000" and option(tx, "--duration") == "3"
+    assert option(tx, "--warmup") == "0.5" and "--rate" not in rx
     # The receiver counts until SIGINT; warm-up frames are flagged by the sender.
-    assert _opt(rx, "--duration") == "0" and "--warmup" not in rx
-    assert _opt(tx, "--dst-mac") == rcv.mac and _opt(rx, "--dst-mac") == snd.mac
-    assert _opt(tx, "--dport") == str(rcv.udp_port) and _opt(tx, "--sport") == str(snd.udp_port)
-    assert _opt(tx, "--iface") == snd.name and _opt(tx, "--api") == "raw"
-    assert _opt(tx, "--size") == "128" and _opt(tx, "--flows") == "4" and "--mmsg" in tx
-    assert _opt(tx, "--cpu") == str(snd.cpu) and _opt(rx, "--cpu") == str(rcv.cpu)
+    assert option(rx, "--duration") == "0" and "--warmup" not in rx
+    assert option(tx, "--dst-mac") == rcv.mac and option(rx, "--dst-mac") == snd.mac
+    assert option(tx, "--dport") == str(rcv.udp_port) and option(tx, "--sport") == str(snd.udp_port)
+    assert option(tx, "--iface") == snd.name and option(tx, "--api") == "raw"
+    assert option(tx, "--size") == "128" and option(tx, "--flows") == "4" and "--mmsg" in tx
+    assert option(tx, "--cpu") == str(snd.cpu) and option(rx, "--cpu") == str(rcv.cpu)
     assert "--" not in tx
     assert "--poll" not in tx and "--poll" not in rx   # throughput: busy polling, the engine's default
 
 
 def test_latency_roles_and_eal_args():
-    s, pair, att = _pair(mode="latency")
+    s, pair, att = placed_pair(mode="latency")
     snd, rcv = pair.sender, pair.receiver
     dpdk = Attachment(mac=snd.mac, port=0, vdev="net_x")
     args = argv("e", snd, [dpdk], rcv, rcv.mac, s, ("--no-pci", "--vdev=net_x"))
-    assert args[1] == "client" and _opt(args, "--rate") == "1000"
+    assert args[1] == "client" and option(args, "--rate") == "1000"
     assert args[-3:] == ["--", "--no-pci", "--vdev=net_x"] and "--iface" not in args
-    assert _opt(args, "--port") == "0"
+    assert option(args, "--port") == "0"
     # latency over sockets: the engine waits for frames instead of spinning
-    assert _opt(args, "--poll") == "interrupt" and "--blocking" not in args
+    assert option(args, "--poll") == "interrupt" and "--blocking" not in args
 
 
 @pytest.mark.parametrize("poll,rate,told", [("adaptive", "20k", "20000"), ("adaptive", "0", None),
@@ -63,14 +50,14 @@ def test_an_adaptive_receiver_and_nf_are_told_a_paced_senders_rate(poll, rate, t
     """Their pace to start from (engine/README.md, polling); an unpaced sender
     has none, and the other modes do not read it."""
     from cnfperf.engine import nf_argv
-    s, pair, att = _pair(mode="latency", api="raw", nfs=1, tester="split", poll=poll, rate=rate)
+    s, pair, att = placed_pair(mode="latency", api="raw", nfs=1, tester="split", poll=poll, rate=rate)
     snd, rcv = pair.sender, pair.receiver
     rx = argv("e", rcv, [att[rcv.name]], snd, snd.mac, s)
     assert rx[1] == "server"
     [nf] = pair.nfs
     fwd = nf_argv("e", nf, [Attachment(mac=p.mac, iface=p.name) for p in nf.ports], ("m1", "m2"), s)
     for args in (rx, fwd):
-        assert (_opt(args, "--rate") if "--rate" in args else None) == told, args
+        assert (option(args, "--rate") if "--rate" in args else None) == told, args
 
 
 @pytest.mark.parametrize("line", ["", "not json", "[1, 2]", '{"type": "hello"}', '{"x": 1}'])
@@ -104,3 +91,12 @@ def test_output_is_followed_from_a_pipe():
                                      (1234.5678, "1234.5678")])
 def test_the_engine_gets_the_rate_as_asked_never_rounded_to_unpaced(pps, arg):
     assert rates.fixed(pps).argv() == arg
+
+
+def test_a_senders_start_record_says_when_its_warm_up_began():
+    from cnfperf.engine import parse_line
+    record = parse_line('{"type": "start", "role": "tester", "wall_ns": 5, "warmup_s": 0.2}')
+    out = EngineOutput("cnfp1a2bp0s", io.StringIO())
+    out.records += [{"type": "ready", "wall_ns": 1}, record]
+    assert out.start == record and out.ready == {"type": "ready", "wall_ns": 1}
+    assert EngineOutput("x", io.StringIO()).start is None

@@ -17,7 +17,7 @@ NEW_FIELD = textwrap.dedent("""
     import contextlib, io, json, sys
     from pathlib import Path
     from cnfperf import fields
-    fields.FIELDS.append(fields.Field("frob", "bool", False, "a made-up switch", axis=50,
+    fields.FIELDS.append(fields.Field("frob", "bool", False, "a made-up switch", axis=54,
                                       column="INTEGER", label="named"))
     from cnfperf import cli
     from cnfperf.run.checks import load_plan

@@ -123,9 +123,11 @@ def test_nfs_shape_and_cpu_bound_nodes_are_stored_and_read_back(tmp_path):
     assert (one["polls"], one["empty_polls"]) == (1000, 50) and two["name"] == second.name
     assert one["ports"] == [
         {"port": 1, "rx_packets": 10_990, "tx_packets": 0, "tx_refused": 0, "dropped_other": 0,
-         "dropped_bad": 0, "dropped_no_route": 1_000, "dropped_ttl": 0},
+         "dropped_bad": 0, "dropped_no_route": 1_000, "dropped_ttl": 0, "dropped_policer": 0,
+         "dropped_shaper": 0, "delayed": 0},
         {"port": 2, "rx_packets": 0, "tx_packets": 9_990, "tx_refused": 0, "dropped_other": 0,
-         "dropped_bad": 0, "dropped_no_route": 0, "dropped_ttl": 0}]
+         "dropped_bad": 0, "dropped_no_route": 0, "dropped_ttl": 0, "dropped_policer": 0,
+         "dropped_shaper": 0, "delayed": 0}]
     # the NFs' summaries are still metrics rows of role nf
     assert sorted(e["role"] for e in stored["endpoints"]) == ["nf", "nf", "recv", "send"]
 
@@ -390,7 +392,7 @@ def test_the_csv_has_shape_and_cpu_bound_and_a_file_of_nf_ports(tmp_path):
     out = io.StringIO()
     assert export.write_nf_ports_csv(run, out) == 4
     ports = list(csv.DictReader(io.StringIO(out.getvalue())))
-    assert list(ports[0])[-11:] == list(export.NF_PORT_COLUMNS)
+    assert list(ports[0])[-len(export.NF_PORT_COLUMNS):] == list(export.NF_PORT_COLUMNS)
     assert {(r["nf"], r["nf_name"]) for r in ports} == \
         {("l3", nf.name) for nf in point.pairs[0].nfs}
     assert [(r["nf_index"], r["port"], r["rx_packets"], r["tx_packets"], r["dropped_no_route"])
@@ -406,7 +408,8 @@ def test_results_show_and_export_on_the_command_line(tmp_path, cli):
     assert "Loss along each path" in shown and "send → 2 × l3 (chain) → recv" in shown
     ports = cli("results", "export", RUN, "--csv", "--nf-ports", "--results", str(tmp_path),
                 check=True).stdout
-    assert ports.splitlines()[0].endswith("dropped_no_route,dropped_ttl")
+    assert ports.splitlines()[0].endswith(
+        "dropped_no_route,dropped_ttl,dropped_policer,dropped_shaper,delayed")
     assert len(ports.splitlines()) == 5
 
 

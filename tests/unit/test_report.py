@@ -137,6 +137,19 @@ def test_rows_from_a_stored_run():
     assert point["rx_pps"] == pytest.approx(1.7e6) and point["rx_pps_per_pair"] == pytest.approx(8.5e5)
 
 
+def test_a_swept_router_or_policer_setting_is_a_curve_of_its_own():
+    """Points that differ in a router's routes (or a policer's placement) are
+    not averaged into one curve or bar: each names its value."""
+    def point(i, **kw):
+        return {"id": i, "status": "done", "switch": "macvlan", "api": "raw", "mode": "throughput",
+                "pairs": 1, "size": 64, "nfs": 1, "nf": "router", "policer": "none", **kw,
+                "per_pair": [{"pair": 0, "tx_pps": 1e6, "rx_pps": 1e5 * i}]}
+    rows = report_rows.rows_from_run({"points": [point(1, nf_routes=1), point(2, nf_routes=4096)]})
+    assert [r["switch"] for r in rows] == ["macvlan 1×router nf_routes=1",
+                                           "macvlan 1×router nf_routes=4096"]
+    assert len(report_rows.throughput_rows(rows)) == 2
+
+
 def test_rx_vs_offered(tmp_path, figures):
     path = plots.rx_vs_offered(throughput_rows(), tmp_path / "rx.png")
     w, h = png_size(path)

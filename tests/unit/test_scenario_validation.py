@@ -183,6 +183,11 @@ def test_the_switchs_cores_are_counted_against_the_points(capsys):
 
 
 def test_unknown_field_lists_the_known_ones(tmp_path):
+    (tmp_path / "s.toml").write_text("pairs = 2\npaces = 2\n")
+    with pytest.raises(UserError) as e:
+        scenarios(tmp_path / "s.toml")
+    assert e.value.field == "paces" and "pairs" in e.value.why
+    # `pair` names the pairs' profiles: the typo for pairs is told where the count is
     (tmp_path / "s.toml").write_text("pair = 2\n")
     with pytest.raises(UserError) as e:
         scenarios(tmp_path / "s.toml")

@@ -34,6 +34,14 @@ struct role {
 	                    * unless told they are another host's (--clock other) */
 };
 
+/* A token bucket from the command line (--policer, --shaper, --conformance):
+ * frames per second, its size in frames, a shaper's queue in frames. */
+struct conf_bucket {
+	double rate;
+	unsigned size, queue;
+	bool given;
+};
+
 /* A MAC address from the command line, and whether it was given. */
 struct conf_mac {
 	uint8_t addr[6];
@@ -54,6 +62,9 @@ struct conf {
 	uint32_t src_ip, dst_ip;   /* network byte order, 0 = not given */
 	uint16_t sport, dport;
 	double rate;               /* pps, 0 = as fast as possible */
+	unsigned onoff;            /* generators: frames back to back per on period, 0 = steady */
+	struct conf_bucket policer, shaper;  /* nf: before it forwards */
+	struct conf_bucket conformance;      /* receivers: the contract what they got is held to */
 	unsigned size;             /* RFC 2544 frame size, with FCS */
 	unsigned burst;
 	bool touch, quiet;
@@ -62,6 +73,7 @@ struct conf {
 	double duration, warmup, drain, interval;
 	double settle;             /* client, tester: at most this long for the path to carry a frame */
 	unsigned flows;
+	unsigned ip_span;           /* flows' destinations: --dst-ip + flow % ip_span; receivers accept as many */
 	int cpu, rx_cpu;           /* -1 = not pinned */
 	unsigned threads;          /* client: 1 or 2 once parsed; 0 for the other roles */
 	int eal_argc;

@@ -33,11 +33,14 @@ void json_key(struct json *j, const char *k)
 	}
 }
 
+/* A record holds the stream's lock from its first byte to its flush: two
+ * threads' records (a client's sender and receiver) never interleave. */
 void json_begin(struct json *j, FILE *f)
 {
 	j->f = f;
 	j->depth = 0;
 	j->first[0] = true;
+	flockfile(f);
 	fputc('{', f);
 }
 
@@ -45,6 +48,7 @@ void json_end(struct json *j)
 {
 	fputs("}\n", j->f);
 	fflush(j->f);
+	funlockfile(j->f);
 }
 
 void json_str(struct json *j, const char *k, const char *v)

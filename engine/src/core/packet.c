@@ -66,19 +66,29 @@ uint16_t csum_adjust(uint16_t csum, uint16_t old, uint16_t new)
 	return (uint16_t)~fold((uint32_t)(uint16_t)~csum + (uint16_t)~old + new);
 }
 
-void frame_set_src_ip(uint8_t *frame, uint32_t ip)
+static void set_ip(uint8_t *frame, unsigned off, uint32_t ip)
 {
 	uint8_t old[4];
 	uint16_t ucsum = rd16(frame + OFF_UDP_CSUM);
 
-	memcpy(old, frame + OFF_IP_SRC, 4);
-	wr32n(frame + OFF_IP_SRC, ip);
+	memcpy(old, frame + off, 4);
+	wr32n(frame + off, ip);
 	wr16(frame + OFF_IP_CSUM, ip_checksum(frame));
 	if (ucsum == 0) /* no UDP checksum stays none */
 		return;
 	for (int i = 0; i < 4; i += 2)
-		ucsum = csum_adjust(ucsum, rd16(old + i), rd16(frame + OFF_IP_SRC + i));
+		ucsum = csum_adjust(ucsum, rd16(old + i), rd16(frame + off + i));
 	wr16(frame + OFF_UDP_CSUM, ucsum ? ucsum : 0xffff);
+}
+
+void frame_set_src_ip(uint8_t *frame, uint32_t ip)
+{
+	set_ip(frame, OFF_IP_SRC, ip);
+}
+
+void frame_set_dst_ip(uint8_t *frame, uint32_t ip)
+{
+	set_ip(frame, OFF_IP_DST, ip);
 }
 
 void frame_build(uint8_t *buf, unsigned len, const struct frame_addr *a)

@@ -52,6 +52,7 @@ uint16_t ip_checksum(const uint8_t *frame);          /* of the IPv4 header, fiel
 uint16_t udp_checksum(const uint8_t *frame);         /* over pseudo-header, header and data */
 void frame_fix_checksums(uint8_t *frame);            /* both, in place (udp never 0) */
 void frame_set_src_ip(uint8_t *frame, uint32_t ip);  /* keeps both checksums right */
+void frame_set_dst_ip(uint8_t *frame, uint32_t ip);  /* the same for the destination */
 /* RFC 1624 (eqn. 3) incremental update of a checksum for a 16-bit word that
  * changed from old to new: ~(~csum + ~old + new) in ones' complement. */
 uint16_t csum_adjust(uint16_t csum, uint16_t old, uint16_t new);
@@ -122,6 +123,7 @@ static inline void wr32n(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 /* What a receiver accepts as addressed to it. */
 struct rx_filter {
 	uint32_t ip;              /* network order; 0 = any address */
+	uint32_t ip_more;         /* and this many after it (--ip-span - 1) */
 	uint16_t port_lo, port_hi;/* UDP destination port range (host order) */
 	bool l2;                  /* headers came from the wire: check the IP checksum */
 };
@@ -161,7 +163,8 @@ static inline enum rx_class frame_classify(const uint8_t *d, unsigned len, const
 	if (len < FRAME_HDR_LEN || d[OFF_ETH_TYPE] != 0x08 || d[OFF_ETH_TYPE + 1] != 0x00 ||
 	    d[OFF_IP] != 0x45 || d[OFF_IP_PROTO] != 17)
 		return RX_OTHER;
-	if (f->ip && rd32n(d + OFF_IP_DST) != f->ip)
+	if (f->ip && rd32n(d + OFF_IP_DST) != f->ip &&
+	    (!f->ip_more || ntohl(rd32n(d + OFF_IP_DST)) - ntohl(f->ip) > f->ip_more))
 		return RX_OTHER;
 	uint16_t dport = rd16(d + OFF_UDP_DPORT);
 	if (dport < f->port_lo || dport > f->port_hi)

@@ -75,9 +75,12 @@ int run_init(struct run *r, const struct conf *cf, struct api *a, const struct c
 	r->api = a;
 	r->clk = *clk;
 	r->reanchor = true;
+	r->wake = UINT64_MAX;
 	r->poll.epfd = -1;       /* the role sets its poller up; until then it holds nothing */
 	r->t_next_anchor = clock_ticks() + clk->hz / REANCHOR_PER_S;
 	r->t_next = r->t_next_anchor;
+	if ((r->conforms = cf->conformance.given))
+		conformance_init(&r->conform, cf->conformance.rate, cf->conformance.size, clk->hz);
 	if (latency) {
 		r->lat = malloc(sizeof(*r->lat));
 		r->lat_ival = malloc(sizeof(*r->lat_ival));
@@ -254,6 +257,23 @@ void run_ready(const struct run *r)
 	json_end(&j);
 }
 
+/* The wall clock as the generator's warm-up begins, after its --settle: the
+ * measured window opens --warmup seconds later (the orchestrator times a
+ * fault inside it by this). */
+void run_started(const struct run *r)
+{
+	struct json j;
+	struct timespec wall;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	json_begin(&j, stdout);
+	json_str(&j, "type", "start");
+	json_str(&j, "role", r->conf->role->name);
+	json_u64(&j, "wall_ns", (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec);
+	json_num(&j, "warmup_s", r->conf->warmup, 3);
+	json_end(&j);
+}
+
 static void api_counters(const struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)
 {
 	uint64_t d = 0, e = 0;
@@ -366,11 +386,38 @@ void run_summary(struct run *r)
 	if (cf->role->generates)
 		json_u64(&j, "warmup_tx_packets", c->warmup_tx_packets);
 	json_u64(&j, "flows_seen", r->seq ? r->seq->nflows : 0);
+	/* the longest gap in time (seq.h), null where no sequence is tracked */
+	if (r->seq && c->seq.outage_lost) {
+		json_u64(&j, "outage_ns", c->seq.outage_ns);
+		json_u64(&j, "outage_lost", c->seq.outage_lost);
+		json_u64(&j, "outage_from_ns", c->seq.outage_from_ns);
+	} else if (r->seq) {
+		json_u64(&j, "outage_ns", 0);
+		json_u64(&j, "outage_lost", 0);
+		json_null(&j, "outage_from_ns");
+	} else {
+		json_null(&j, "outage_ns");
+		json_null(&j, "outage_lost");
+		json_null(&j, "outage_from_ns");
+	}
 	json_u64(&j, "api_rx_dropped", rx_dropped);
 	json_u64(&j, "api_tx_errors", tx_errors);
 	poll_fields(&j, r);
 	if (r->summary_more)
 		r->summary_more(r, &j);
+	if (r->conforms) {
+		const struct conformance *k = &r->conform;
+		json_open(&j, "conformance", '{');
+		json_num(&j, "rate_pps", k->rate, 1);
+		json_u64(&j, "bucket", k->size);
+		json_u64(&j, "frames", k->frames);
+		if (k->frames)
+			json_num(&j, "sigma", k->sigma, 3);
+		else
+			json_null(&j, "sigma");
+		json_u64(&j, "exceeded", k->exceeded);
+		json_close(&j, '{');
+	}
 	if (r->lat) {
 		char item[80];
 		json_open(&j, "latency", '{');

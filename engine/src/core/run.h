@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../api/api.h"
+#include "bucket.h"
 #include "clock.h"
 #include "conf.h"
 #include "hist.h"
@@ -53,6 +54,8 @@ struct run {
 	uint64_t t_next_ival, t_last_ival, t_next_anchor, ival;
 	uint64_t t_first_rx, t_last_rx, first_burst;
 	uint64_t t_drain_end;   /* receivers: set when a stop signal arrives */
+	uint64_t wake;          /* receivers: an idle poller is back by this tick (nf: its shaper's
+	                         * next departure); UINT64_MAX: whenever frames come */
 	struct counters c, prev;
 	struct hist *lat, *lat_ival;  /* NULL when the role measures no latency */
 	struct hist_run lat_run;      /* samples on their way into lat_ival (hist.h) */
@@ -64,7 +67,16 @@ struct run {
 	struct poller poll;           /* the role's, set up by the role (poller_init) */
 	struct poll_stats poll_more;  /* the client's tx thread: its sleeps, for the summary */
 	void (*summary_more)(struct run *r, struct json *j); /* nf: its own fields */
+	bool conforms;                /* --conformance: what it measured held to a contract */
+	struct conformance conform;
 };
+
+/* Receivers: a burst's measured frames, held to the --conformance contract. */
+static inline void run_conform(struct run *r, uint64_t now, unsigned measured)
+{
+	if (r->conforms && measured)
+		conformance_add(&r->conform, now, measured);
+}
 
 /* 0, or -1 after a message on stderr (out of memory) */
 int run_init(struct run *r, const struct conf *cf, struct api *a, const struct clock *clk, bool latency);
@@ -72,6 +84,8 @@ void run_free(struct run *r);
 void run_start(struct run *r, uint64_t now);
 void run_tick(struct run *r, uint64_t now);
 void run_ready(const struct run *r);
+/* Generators, as their warm-up begins (after --settle): the `start` record. */
+void run_started(const struct run *r);
 void run_summary(struct run *r);
 
 /* --hold: the second half of a two-phase stop. The summary is out and the
@@ -113,7 +127,7 @@ static inline enum rx_step run_rx_step(struct run *r, unsigned n, uint64_t now)
 			return RX_STOP;
 	}
 	if (!n) {
-		poller_empty(&r->poll, now, UINT64_MAX);
+		poller_empty(&r->poll, now, r->wake);
 		return RX_IDLE;
 	}
 	poller_got(&r->poll, now);

@@ -94,6 +94,20 @@ static inline void take(struct flow_seq *f, uint64_t s, uint64_t ts, bool count)
 	f->run_len = 0;
 }
 
+/* A counted gap of `lost` frames between the head (stamped head_ts) and a
+ * frame stamped ts: the outage when it is the longest yet (seq.h). */
+static void gap_time(struct seq_counts *c, uint64_t lost, uint64_t head_ts, uint64_t ts)
+{
+	if (ts <= head_ts)
+		return;
+	uint64_t span = ts - head_ts, outage = span - span / (lost + 1);
+	if (outage > c->outage_ns) {
+		c->outage_ns = outage;
+		c->outage_lost = lost;
+		c->outage_from_ns = head_ts;
+	}
+}
+
 /* Everything but the next number sent about when the head was (seq_track). */
 static bool __attribute__((noinline)) track_slow(struct seq_tracker *t, struct flow_seq *f, uint64_t s,
 						 uint64_t ts, bool count, uint64_t now_ns,
@@ -136,6 +150,7 @@ static bool __attribute__((noinline)) track_slow(struct seq_tracker *t, struct f
 			if (s > from) {
 				f->lost += s - from;
 				c->lost += (int64_t)(s - from);
+				gap_time(c, s - f->next, f->head_ts, ts);
 			}
 		}
 		take(f, s, ts, count);

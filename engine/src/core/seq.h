@@ -54,7 +54,18 @@
  * that arrives more than SEQ_FUTURE_NS quicker than the first one did, and
  * for the two clocks' drift (NTP slews by at most 500 ppm: 5 ms in 10 s).
  * A moved timestamp says nothing of how long a frame took: such a receiver
- * measures no one-way latency. */
+ * measures no one-way latency.
+ *
+ * The outage: of every counted gap (a jump ahead past numbers never seen),
+ * the longest in time, by the sender's stamps: the time from the last frame
+ * before it (the head) to the first after it, less one frame interval (the
+ * gap's own, span / (frames lost + 1): the pacer's interval when the sender
+ * paces one frame at a time), and the frames lost in it. A link cut for T
+ * seconds loses the frames sent in those T seconds: the outage is T, to a
+ * frame interval (to a burst's time with bursts of several frames: a burst
+ * is stamped once). A late frame that lands in that gap later does not
+ * shorten it (a cut link reorders nothing); loss at the end of a run, with
+ * nothing after it, is no gap (seq.h above). */
 #ifndef CNFPERF_SEQ_H
 #define CNFPERF_SEQ_H
 
@@ -83,6 +94,9 @@ struct flow_seq {
 struct seq_counts {
 	int64_t lost;         /* may go down when a late packet fills a gap */
 	uint64_t reordered, duplicate;
+	/* the longest gap in time (above): its length less one frame interval,
+	 * the frames lost in it, and the sender's stamp on the frame before it */
+	uint64_t outage_ns, outage_lost, outage_from_ns;
 };
 
 struct seq_tracker {

@@ -7,9 +7,17 @@
  * egress api accepts foreign frames (tx_foreign); otherwise they are copied
  * into egress buffers and given back to the ingress instance. nf counts every
  * frame per port (rx and drops at the ingress port, tx and tx_refused at the
- * egress one); it does not read payload headers, so it has no warm-up split. */
+ * egress one); it does not read payload headers, so it has no warm-up split.
+ *
+ * --policer drops the frames of an ingress port beyond its token bucket
+ * before they are forwarded; --shaper holds what would leave an egress port
+ * beyond its bucket in a queue of its own (copies: no api's ring is held) and
+ * sends it when tokens come, dropping what finds the queue full. Both count
+ * at the ingress port with the other drops (`policer`, `shaper`); what waited
+ * is `delayed` at the egress port (core/bucket.h). */
 #include "roles.h"
 #include "../core/json.h"
+#include "../core/bucket.h"
 #include "../core/nf.h"
 
 #include <stdio.h>
@@ -19,6 +27,7 @@
 struct port_counts {
 	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_refused;
 	struct nf_drops drop;
+	uint64_t policer, shaper;   /* drops: beyond the policer's bucket, the shaper's queue */
 };
 
 struct nf_run {
@@ -29,6 +38,9 @@ struct nf_run {
 	uint64_t first_tx_wall_ns;     /* CLOCK_REALTIME of the first frame forwarded, 0 = none yet */
 	struct nf_out out;
 	struct pkt pkts[2][API_MAX_BURST];
+	bool police, shape;
+	struct bucket policer[2];      /* per ingress port */
+	struct shaper shaper[2];       /* per egress port */
 };
 
 static uint64_t wall_ns(void)
@@ -37,6 +49,12 @@ static uint64_t wall_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sent_wall(struct nf_run *s)
+{
+	if (!s->first_tx_wall_ns)
+		s->first_tx_wall_ns = wall_ns();
 }
 
 /* Sends the n frames in f, received on port `in`, out of port e. */
@@ -68,23 +86,100 @@ static void send_out(struct nf_run *s, unsigned in, unsigned e, struct pkt *f, u
 	s->pc[e].tx_refused += n - k;
 	for (uint16_t i = 0; i < k; i++)
 		s->pc[e].tx_bytes += wire_bytes(sent[i].len);
-	if (k && !s->first_tx_wall_ns)
-		s->first_tx_wall_ns = wall_ns();
+	if (k)
+		sent_wall(s);
 }
 
-static void forward(struct nf_run *s, unsigned in, struct pkt *pkts, uint16_t n)
+/* What the shaper of egress port e lets go at tick now: copied into the
+ * port's buffers and sent; what the port refuses stays queued (its tokens
+ * untaken) for the next round. */
+static void shaper_flush(struct nf_run *s, unsigned e, uint64_t now)
+{
+	struct shaper *sh = &s->shaper[e];
+	struct api *dst = s->port[e];
+	struct pkt tx[API_MAX_BURST];
+	unsigned k;
+
+	while ((k = shaper_ready(sh, now, API_MAX_BURST))) {
+		uint16_t got = dst->ops->tx_alloc(dst, tx, (uint16_t)k), sent;
+		for (uint16_t i = 0; i < got; i++) {
+			uint16_t len;
+			const uint8_t *f = shaper_peek(sh, i, &len);
+			if (len > tx[i].len)   /* never: the queue's slots are no larger */
+				len = tx[i].len;
+			memcpy(tx[i].data, f, len);
+			tx[i].len = len;
+		}
+		sent = got ? dst->ops->tx_burst(dst, tx, got) : 0;
+		if (sent < got)
+			dst->ops->release(dst, tx + sent, (uint16_t)(got - sent));
+		shaper_done(sh, sent, now);
+		s->pc[e].tx_packets += sent;
+		for (uint16_t i = 0; i < sent; i++)
+			s->pc[e].tx_bytes += wire_bytes(tx[i].len);
+		if (sent)
+			sent_wall(s);
+		if (sent < k)
+			break;
+	}
+}
+
+/* The burst for egress port e into its shaper's queue (the frames go back to
+ * the ingress port's api), then what may leave now. */
+static void shape_out(struct nf_run *s, unsigned in, unsigned e, struct pkt *f, uint16_t n, uint64_t now)
+{
+	for (uint16_t i = 0; i < n; i++)
+		if (!shaper_in(&s->shaper[e], f[i].data, f[i].len, now))
+			s->pc[in].shaper++;
+	s->port[in]->ops->release(s->port[in], f, n);
+	shaper_flush(s, e, now);
+}
+
+static void forward(struct nf_run *s, unsigned in, struct pkt *pkts, uint16_t n, uint64_t now)
 {
 	struct port_counts *pc = &s->pc[in];
 
 	pc->rx_packets += n;
 	for (uint16_t i = 0; i < n; i++)
 		pc->rx_bytes += wire_bytes(pkts[i].len);
+	if (s->police) {
+		uint16_t k = (uint16_t)bucket_pass(&s->policer[in], now, n);
+		if (k < n) {
+			s->port[in]->ops->release(s->port[in], pkts + k, (uint16_t)(n - k));
+			pc->policer += n - k;
+			n = k;
+		}
+		if (!n)
+			return;
+	}
 	nf_burst(&s->nf, in, pkts, n, &s->out, &pc->drop);
 	if (s->out.ndrop)
 		s->port[in]->ops->release(s->port[in], s->out.drop, s->out.ndrop);
-	for (unsigned e = 0; e < s->nports; e++)
-		if (s->out.ntx[e])
+	for (unsigned e = 0; e < s->nports; e++) {
+		if (!s->out.ntx[e])
+			continue;
+		if (s->shape)
+			shape_out(s, in, e, s->out.tx[e], s->out.ntx[e], now);
+		else
 			send_out(s, in, e, s->out.tx[e], s->out.ntx[e]);
+	}
+}
+
+/* Sends what the shapers let go by now; the tick the next frame may leave. */
+static uint64_t shapers_due(struct nf_run *s, uint64_t now)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (!s->shape)
+		return due;
+	for (unsigned e = 0; e < s->nports; e++) {
+		if (s->shaper[e].n)
+			shaper_flush(s, e, now);
+		uint64_t d = shaper_due(&s->shaper[e]);
+		if (d < due)
+			due = d;
+	}
+	return due;
 }
 
 /* The run's totals are the ports' sums (for interval records and the summary). */
@@ -130,10 +225,39 @@ static void summary_more(struct run *r, struct json *j)
 		json_u64(j, "bad", pc->drop.bad);
 		json_u64(j, "no_route", pc->drop.no_route);
 		json_u64(j, "ttl", pc->drop.ttl);
+		json_u64(j, "policer", pc->policer);
+		json_u64(j, "shaper", pc->shaper);
 		json_close(j, '{');
+		json_u64(j, "delayed", s->shape ? s->shaper[i].delayed : 0);
 		json_close(j, '{');
 	}
 	json_close(j, '[');
+	const struct conf *cf = r->conf;
+	if (s->police) {
+		json_open(j, "policer", '{');
+		json_num(j, "rate_pps", cf->policer.rate, 1);
+		json_u64(j, "bucket", cf->policer.size);
+		json_u64(j, "dropped", s->pc[0].policer + s->pc[1].policer);
+		json_close(j, '{');
+	}
+	if (s->shape) {
+		uint64_t delayed = 0, queued = 0, longest = 0;
+		for (unsigned i = 0; i < s->nports; i++) {
+			delayed += s->shaper[i].delayed;
+			queued += s->shaper[i].n;
+			if (s->shaper[i].delay_max > longest)
+				longest = s->shaper[i].delay_max;
+		}
+		json_open(j, "shaper", '{');
+		json_num(j, "rate_pps", cf->shaper.rate, 1);
+		json_u64(j, "bucket", cf->shaper.size);
+		json_u64(j, "queue", cf->shaper.queue);
+		json_u64(j, "dropped", s->pc[0].shaper + s->pc[1].shaper);
+		json_u64(j, "delayed", delayed);
+		json_u64(j, "queued", queued);
+		json_u64(j, "delay_max_ns", (uint64_t)(clock_ticks_to_s(&r->clk, longest) * 1e9 + 0.5));
+		json_close(j, '{');
+	}
 }
 
 static void release_all(struct nf_run *s, const uint16_t *n)
@@ -143,7 +267,11 @@ static void release_all(struct nf_run *s, const uint16_t *n)
 			s->port[i]->ops->release(s->port[i], s->pkts[i], n[i]);
 }
 
-static void setup(struct nf_run *s, const struct run *r)
+/* The queue's slots hold the frames --size says, or a standard Ethernet frame
+ * if that is more (a larger one is dropped as one beyond the queue). */
+#define SHAPER_SLOT_MIN 1518
+
+static int setup(struct nf_run *s, const struct run *r)
 {
 	const struct conf *cf = r->conf;
 	uint8_t mac[2][6], hop[2][6];
@@ -156,6 +284,26 @@ static void setup(struct nf_run *s, const struct run *r)
 	memcpy(hop[0], cf->dst_mac.addr, 6);
 	memcpy(hop[1], cf->dst_mac2.addr, 6);
 	nf_init(&s->nf, cf->nf, s->nports, (const uint8_t (*)[6])mac, (const uint8_t (*)[6])hop, &cf->routes);
+	if ((s->police = cf->policer.given))
+		for (unsigned i = 0; i < 2; i++)
+			bucket_init(&s->policer[i], cf->policer.rate, cf->policer.size, r->clk.hz);
+	if ((s->shape = cf->shaper.given)) {
+		unsigned slot = cf->size - FCS_LEN > SHAPER_SLOT_MIN ? cf->size - FCS_LEN : SHAPER_SLOT_MIN;
+		for (unsigned i = 0; i < s->nports; i++)
+			if (shaper_init(&s->shaper[i], cf->shaper.rate, cf->shaper.size, cf->shaper.queue, slot,
+					r->clk.hz)) {
+				fprintf(stderr, "cnfperf-engine: out of memory for the shaper's queue\n");
+				return -1;
+			}
+	}
+	return 0;
+}
+
+static void teardown(struct nf_run *s)
+{
+	for (unsigned i = 0; i < 2; i++)
+		shaper_free(&s->shaper[i]);
+	free(s);
 }
 
 int role_nf(struct run *r)
@@ -168,9 +316,8 @@ int role_nf(struct run *r)
 		fprintf(stderr, "cnfperf-engine: out of memory\n");
 		return 1;
 	}
-	setup(s, r);
-	if (poller_init(&r->poll, cf->poll, r->clk.hz, r->api, r->api2)) {
-		free(s);
+	if (setup(s, r) || poller_init(&r->poll, cf->poll, r->clk.hz, r->api, r->api2)) {
+		teardown(s);
 		return 1;
 	}
 	poller_expect(&r->poll, cf->rate);
@@ -191,6 +338,7 @@ int role_nf(struct run *r)
 			for (unsigned i = 0; i < 2; i++)
 				if (n[i])
 					poller_arrived(&r->poll, i, now);
+		r->wake = shapers_due(s, now);
 
 		enum rx_step step = run_rx_step(r, got, now);
 
@@ -202,11 +350,11 @@ int role_nf(struct run *r)
 			continue;
 		for (unsigned i = 0; i < s->nports; i++)
 			if (n[i])
-				forward(s, i, s->pkts[i], n[i]);
+				forward(s, i, s->pkts[i], n[i], now);
 		run_rx_window(r, now, got);
 	}
 	run_summary(r);
 	poller_free(&r->poll);
-	free(s);
+	teardown(s);
 	return 0;
 }

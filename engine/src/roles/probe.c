@@ -99,13 +99,15 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 	}
 	poller_got(&r->poll, now);
 	uint64_t now_ns = clock_ns(&r->clk, now);
+	unsigned measured = 0;
 	for (uint16_t i = 0; i < n; i++) {
 		const uint8_t *d = pkts[i].data;
 		/* the sender's warm-up mark is the only one that counts */
 		if (rx_classify(c, d, pkts[i].len, &pr->f) == RX_OURS)
-			rx_measure(r, d, rd16(d + pr->flow_off), false, now_ns, false);
+			measured += rx_measure(r, d, rd16(d + pr->flow_off), false, now_ns, false);
 	}
 	ops->release(a, pkts, n);
+	run_conform(r, now, measured);
 	/* --settle: the path carries frames; said once (pub is the generator's
 	 * cache line, written by it every burst) */
 	if (__builtin_expect(!pr->told, 0) && c->rx_packets + c->warmup_packets) {

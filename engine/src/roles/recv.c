@@ -43,13 +43,15 @@ static inline __attribute__((always_inline)) void recv_loop(struct run *r, const
 		}
 		ops->release(a, pkts, n);
 		run_rx_window(r, now, measured);
+		run_conform(r, now, measured);
 	}
 }
 
 int role_recv(struct run *r)
 {
 	const struct conf *cf = r->conf;
-	const struct rx_filter f = { .ip = cf->src_ip, .port_lo = cf->sport, .port_hi = cf->sport,
+	const struct rx_filter f = { .ip = cf->src_ip, .ip_more = cf->ip_span - 1,
+				     .port_lo = cf->sport, .port_hi = cf->sport,
 				     .l2 = r->api->ops->l2 };
 
 	r->rx_window = true;

@@ -125,6 +125,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	struct api *a = r->api;
 	const struct api_ops *ops = a->ops;
 	const unsigned len = cf->size - FCS_LEN, wire = wire_bytes(len), flows = cf->flows;
+	const unsigned span = cf->ip_span;
 	const uint16_t burst = (uint16_t)cf->burst;
 	const bool touch = cf->touch, keeps = ops->tx_keeps;
 	struct counters *c = &r->c;
@@ -147,9 +148,15 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	if (pub && cf->settle > 0)
 		settle(r, pub, idle, tmpl, len, fseq);
 
+	run_started(r);
+	/* --onoff N: the pacer's period holds N frames, sent back to back in
+	 * bursts of --burst (as fast as the api takes them), then nothing until
+	 * the next period: the same mean rate, in clumps */
+	const unsigned period_frames = cf->onoff ? cf->onoff : burst;
+	unsigned todo = 0;       /* frames of the current period still to send */
 	uint64_t now = clock_ticks();
 	run_start(r, now);
-	pacer_init(&p, cf->rate, burst, r->clk.hz, now);
+	pacer_init(&p, cf->rate, period_frames, r->clk.hz, now);
 	while (!run_stop) {
 		now = clock_ticks();
 		if (now >= r->t_next) {
@@ -157,29 +164,42 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 			if (r->done)
 				break;
 		}
-		const uint64_t forgiven = p.forgiven;
-		if (!pacer_due(&p, now)) {
-			/* back by the next burst, record or end; with --poll other than
-			 * busy the poller sleeps until then instead of spinning, and
-			 * leaves the core to others (a client's receive thread) */
-			uint64_t until = now + pacer_wait(&p, now);
-			if (r->t_next < until)
-				until = r->t_next;
-			if (idle)
-				idle->fn(idle->arg, until);
-			else
-				poller_pause(&r->poll, now, until);
-			continue;
+		if (!todo) {
+			const uint64_t forgiven = p.forgiven;
+			if (!pacer_due(&p, now)) {
+				/* back by the next burst, record or end; with --poll other than
+				 * busy the poller sleeps until then instead of spinning, and
+				 * leaves the core to others (a client's receive thread) */
+				uint64_t until = now + pacer_wait(&p, now);
+				if (r->t_next < until)
+					until = r->t_next;
+				if (idle)
+					idle->fn(idle->arg, until);
+				else
+					poller_pause(&r->poll, now, until);
+				continue;
+			}
+			if (__builtin_expect(p.forgiven != forgiven, 0) && r->measuring)
+				c->tx_skipped += (p.forgiven - forgiven) * period_frames;
+			todo = period_frames;
 		}
-		if (__builtin_expect(p.forgiven != forgiven, 0) && r->measuring)
-			c->tx_skipped += (p.forgiven - forgiven) * burst;
-		uint16_t n = held < burst ? (uint16_t)(held + ops->tx_alloc(a, pkts + held, (uint16_t)(burst - held)))
-					  : held;
+		uint16_t want = todo < burst ? (uint16_t)todo : burst;
+		if (held > want)
+			want = held;
+		uint16_t n = held < want ? (uint16_t)(held + ops->tx_alloc(a, pkts + held, (uint16_t)(want - held)))
+					 : held;
 		uint64_t ts = clock_ns(&r->clk, now);
 		uint64_t seq = fseq[flow] | (r->measuring ? 0 : SEQ_WARMUP);
 		uint16_t sport = (uint16_t)(cf->sport + flow);
 
+		todo -= want < todo ? want : todo;
 		wr16(tmpl + OFF_UDP_SPORT, sport);
+		if (span > 1) {   /* each flow to its destination (a router's prefix) */
+			const uint32_t dst = htonl(ntohl(cf->dst_ip) + flow % span);
+			frame_set_dst_ip(tmpl, dst);
+			for (uint16_t i = 0; i < held; i++)
+				frame_set_dst_ip(pkts[i].data, dst);
+		}
 		if (len == FRAME_MIN_LEN)
 			fill(pkts, held, n, tmpl, FRAME_MIN_LEN, sport, seq, ts, touch);
 		else
@@ -198,7 +218,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 		if (r->measuring) {
 			c->tx_packets += k;
 			c->tx_bytes += (uint64_t)k * wire;
-			c->tx_refused += burst - k;
+			c->tx_refused += want - k;
 		} else {
 			c->warmup_packets += k;
 			c->warmup_tx_packets += k;

@@ -20,7 +20,8 @@ int role_server(struct run *r)
 	const struct conf *cf = r->conf;
 	struct api *a = r->api;
 	const struct api_ops *ops = a->ops;
-	const struct rx_filter f = { .ip = cf->src_ip, .port_lo = cf->sport, .port_hi = cf->sport, .l2 = ops->l2 };
+	const struct rx_filter f = { .ip = cf->src_ip, .ip_more = cf->ip_span - 1, .port_lo = cf->sport,
+				     .port_hi = cf->sport, .l2 = ops->l2 };
 	const uint16_t burst = (uint16_t)cf->burst;
 	struct counters *c = &r->c;
 	struct pkt pkts[API_MAX_BURST], out[API_MAX_BURST], drop[API_MAX_BURST];

@@ -12,6 +12,7 @@ int role_tester(struct run *tx)
 	struct api *rx = tx->api2 ? tx->api2 : tx->api;
 	struct probe pr = { .api = rx, .flow_off = OFF_UDP_SPORT };
 
-	pr.f = (struct rx_filter){ .ip = cf->dst_ip, .port_lo = cf->dport, .port_hi = cf->dport, .l2 = rx->ops->l2 };
+	pr.f = (struct rx_filter){ .ip = cf->dst_ip, .ip_more = cf->ip_span - 1, .port_lo = cf->dport,
+				   .port_hi = cf->dport, .l2 = rx->ops->l2 };
 	return probe_run(tx, &pr, "one_way");
 }

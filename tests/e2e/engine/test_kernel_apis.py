@@ -113,6 +113,29 @@ def test_send_recv(engine, pair, engines, case):
     assert intervals and sum(r["tx_packets"] for r in intervals) <= sent["tx_packets"]
 
 
+def test_flows_spread_over_destination_addresses(engine, pair, engines):
+    """--ip-span 3: flow f is addressed to --dst-ip + f % 3, its IP checksum
+    kept right (a raw receiver checks it: `bad`); a receiver spanning the same
+    addresses takes every frame, one spanning fewer counts the rest as someone
+    else's (`other`)."""
+    a, b = pair
+    flags = [*INTERRUPT, "--flows", "3", "--ip-span", "3"]
+    for span, share in (("3", 1.0), ("2", 2 / 3)):
+        rx = engines(b.netns, [engine, "recv", *endpoint("recv", "raw", b, a), *INTERRUPT,
+                               "--ip-span", span, *RECEIVER_RUN])
+        rx.ready()
+        tx = engines(a.netns, [engine, "send", *endpoint("send", "raw", a, b), *flags,
+                               *sender_run(2000)])
+        sent = tx.summary()
+        time.sleep(0.2)
+        received = rx.interrupt()
+        assert received["bad"] == 0 and received["lost"] == 0, received
+        assert received["flows_seen"] == round(3 * share), received
+        # flows take turns by burst: the share to within a burst or two
+        assert abs(received["rx_packets"] - share * sent["tx_packets"]) <= 2 * sent["burst"], \
+            (sent, received)
+
+
 def test_a_stalled_sender_counts_what_its_schedule_skipped(engine, pair, engines):
     """A sender stopped for 300 ms inside its window (SIGSTOP: a host taking the
     core away) catches up at most PACER_CATCHUP bursts, not 300 ms of frames in
@@ -210,7 +233,8 @@ def test_a_held_engine_without_stdin_closes_at_once(engine, pair):
                            "--interval", "0", "--hold"],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20)
     assert done.returncode == 0, done.stderr
-    assert [json.loads(line)["type"] for line in done.stdout.splitlines()] == ["ready", "summary"]
+    assert [json.loads(line)["type"] for line in done.stdout.splitlines()] == \
+        ["ready", "start", "summary"]
 
 
 def test_sigint_ends_an_endless_sender(engine, pair, engines):

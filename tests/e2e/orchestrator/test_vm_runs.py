@@ -1,7 +1,8 @@
 """Virtual machines in cnfperf runs, for real: PVP through OVS-DPDK and testpmd
 with the engine's l2 NF in a VM on DPDK's virtio PMD, a chain of a VM and a
 container, a VM tester end over vhost-user, a router VM on its kernel's
-virtio-net behind a bridge (tap) and behind macvtap, two VMs on veth, a user's
+virtio-net behind a bridge (tap) and behind macvtap, the guest's kernel as the router
+(nf = router), two VMs on veth, a user's
 disk image, and a run killed with its VMs up, cleaned by `cnfperf cleanup`.
 Under TCG here (this host's KVM cannot run a guest): low rates, generous
 waits, and the points say they were emulated."""
@@ -130,6 +131,18 @@ def test_a_router_vm_on_its_kernel_behind_a_tap_or_a_macvtap(engine, cli, cli_js
     _zero_loss(point)
     _ran_in_vms(point, 1)
     _nf_forwarded_every_frame(point)
+
+
+def test_the_guest_s_kernel_is_the_router_behind_a_tap(engine, cli, cli_json, no_leftovers):
+    """nf = router in a VM: its guest's kernel forwards between its virtio NICs,
+    made a router by a script run in it, counted by its own counters."""
+    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--tester", "split",
+                 "--nfs", "1", "--nf", "router", "--nf-in", "vm", "--poll", "interrupt")
+    _zero_loss(point, paced=False)
+    _ran_in_vms(point, 1)
+    _nf_forwarded_every_frame(point, paced=False)
+    [nf] = [e for e in point["endpoints"] if e["role"] == "nf"]
+    assert nf["summary"]["kernel"]["ip"]["forwarded"] == nf["summary"]["ports"][1]["tx_packets"]
 
 
 def test_a_killed_run_leaves_its_vm_to_cleanup(engine, tmp_path):

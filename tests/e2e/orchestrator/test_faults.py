@@ -1,0 +1,157 @@
+"""A fault inside a trial and a neighbour of the user's, on real links and
+containers: a port taken down mid-trial and up again, its outage measured by the
+receiver from sequence numbers within one frame interval of how long it was down
+(and the spread of the commands that took it down and up); a router NF whose
+ports went down forwarding again once they are up, its routes put back; a `cmd:` neighbour
+that runs exactly while the point sends, its whole process group gone after; a
+fault outside the measured window refused before anything exists."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cnfperf.scenario import parse_cpus
+
+pytestmark = pytest.mark.e2e
+
+DURATION = 2.0
+WARMUP = 0.2
+RATE = 500             # pps, one frame at a time: a frame every 2 ms
+INTERVAL_NS = 1e9 / RATE
+AT, DOWN_FOR = 0.6, 0.8
+ROUTER_RATE = 5000     # pps: a frame every 0.2 ms, far below what a kernel router drops at
+
+
+def _run(cli, cli_json, *args: str) -> tuple[dict, Path]:
+    done = cli("run", *args, "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
+    assert done.returncode == 0, done.stderr
+    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    assert run["status"] == "done"
+    [point] = run["points"]
+    return point, Path(run["run_dir"]) / "point0"
+
+
+@pytest.mark.parametrize("switch, target, nfs, at", [
+    # the receiver's own interface: the NF's, its peer, loses its carrier and drops
+    ("veth", "link:1", 1, "node"),
+    ("bridge", "port:1", 1, "switch"),  # the bridge's port towards the receiver, past an NF
+    ("macvlan", "nf:0", 1, "node"),     # both ports of the NF
+])
+def test_a_cut_mid_trial_is_the_outage_to_a_frame_interval(engine, cli, cli_json, no_leftovers,
+                                                             switch, target, nfs, at):
+    point, directory = _run(
+        cli, cli_json, "--switch", switch, "--api", "raw", "--nfs", str(nfs), "--nf-api", "raw",
+        "--rate", str(RATE),
+        "--burst", "1", "--poll", "interrupt", "--tester", "split", "--fault", target,
+        "--fault-at", str(AT), "--fault-duration", str(DOWN_FOR))
+    fault = point["fault_facts"]
+    assert fault["target"] == target and fault["at"] == at, fault
+    assert abs(fault["down_ns"] - DOWN_FOR * 1e9) < 0.05e9, fault
+    assert AT - 0.1 < fault["down_at_s"] < AT + 0.1, fault
+    [pair] = point["per_pair"]
+    # the receiver saw one gap as long as the port was down: to a frame interval,
+    # and to how long the commands that took it down and up took
+    assert abs(pair["outage_ns"] - fault["down_ns"]) <= INTERVAL_NS + fault["spread_ns"], \
+        (pair, fault)
+    assert abs(pair["outage_lost"] - fault["down_ns"] / INTERVAL_NS) <= \
+        1 + fault["spread_ns"] / INTERVAL_NS, (pair, fault)
+    assert pair["lost"] == pair["outage_lost"], "the cut was all the path lost"
+    assert point["outage_ns"] == pair["outage_ns"] and point["fault_ns"] == fault["down_ns"]
+    # the gap began at the cut (the sender stamps frames with the monotonic clock
+    # the fault read): the last frame before it left within a frame of it
+    [recv] = [e for e in point["endpoints"] if e["role"] == "recv"]
+    before = recv["summary"]["outage_from_ns"]
+    assert -INTERVAL_NS - fault["spread_ns"] <= fault["down_from_ns"] - before \
+        <= INTERVAL_NS + fault["spread_ns"], (before, fault)
+    # every port is up again (no_leftovers checks that nothing is left at all)
+    shown = cli("results", "show", "latest", check=True).stdout
+    assert "Faults" in shown and target in shown
+
+
+def test_a_router_whose_ports_went_down_forwards_again_once_its_routes_are_back(
+        engine, cli, cli_json, no_leftovers):
+    """Its ports down (nf:0) take its routes and neighbours with them in the
+    kernel; the trial puts them back after the ups: the outage is the fault's
+    length and that re-install, and every frame after it gets through."""
+    point, _ = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--nfs", "1",
+                    "--nf", "router", "--rate", str(ROUTER_RATE), "--burst", "1",
+                    "--poll", "interrupt", "--tester", "split", "--fault", "nf:0",
+                    "--fault-at", str(AT), "--fault-duration", str(DOWN_FOR))
+    fault = point["fault_facts"]
+    assert fault["target"] == "nf:0" and fault["at"] == "node", fault
+    assert 0 < fault["restore_ns"] < 0.2e9, fault
+    [pair] = point["per_pair"]
+    interval = 1e9 / ROUTER_RATE
+    # down for the fault's length, and until its routes were back
+    expected = fault["down_ns"] + fault["restore_ns"]
+    assert abs(pair["outage_ns"] - expected) <= 3 * interval + fault["spread_ns"] + 5e6, \
+        (pair, fault)
+    # the frames after it (a second past the ups) all got through: the path is whole again
+    assert pair["lost"] == pair["outage_lost"], (pair, fault)
+    assert pair["received"] >= (DURATION - DOWN_FOR - 0.1) * ROUTER_RATE, pair
+
+
+@pytest.mark.parametrize("switch", [
+    pytest.param("ovs", marks=pytest.mark.needs("ovsdb-server", "ovs-vsctl")),
+    pytest.param("vpp", marks=pytest.mark.needs("vpp"))])
+def test_a_dpdk_switch_port_down_is_the_outage_and_a_kept_switch_has_it_up_again(
+        engine, cli, cli_json, no_leftovers, switch):
+    """The switch's own port (ovs-ofctl mod-port, VPP's interface state) down
+    mid-trial; the next point, on the same kept switch, loses nothing."""
+    done = cli("run", "--switch", switch, "--api", "dpdk", "--tester", "single", "--rate",
+               str(RATE), "--burst", "1", "--fault", "port:0,none", "--fault-at", str(AT),
+               "--fault-duration", str(DOWN_FOR), "--switch-keep", "yes",
+               "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
+    assert done.returncode == 0, done.stderr
+    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    cut, after = sorted(run["points"], key=lambda p: p["idx"])
+    fault = cut["fault_facts"]
+    assert fault["at"] == "switch" and abs(fault["down_ns"] - DOWN_FOR * 1e9) < 0.1e9, fault
+    [pair] = cut["per_pair"]
+    assert abs(pair["outage_ns"] - fault["down_ns"]) <= INTERVAL_NS + fault["spread_ns"], \
+        (pair, fault)
+    assert after["fault_facts"] is None and after["per_pair"][0]["lost"] == 0
+    assert after["per_pair"][0]["outage_lost"] is None   # no fault: no outage
+
+
+SCRIPT = ("trap 'echo stopped $(cat /proc/uptime); exit 0' TERM; "
+          "echo started $(cat /proc/uptime); while :; do :; done")
+
+
+def test_a_cmd_neighbour_runs_while_the_point_sends(engine, cli, cli_json, no_leftovers):
+    point, directory = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--rate", "2000",
+                            "--tester", "split", "--noise", f"cmd:{SCRIPT}", "--noise-on", "other")
+    assert point["noise"] == f"cmd:{SCRIPT}" and point["per_pair"][0]["lost"] == 0
+    lines = (directory / "noise.out").read_text().split("\n")
+    started = float(lines[0].split()[1])
+    stopped = float(lines[1].split()[1])
+    # stopped at the senders' end, not at teardown: it ran for warm-up + duration
+    # (and its senders' start: a container's first process)
+    assert WARMUP + DURATION - 0.1 <= stopped - started <= WARMUP + DURATION + 2.0, lines
+    facts = point["noise_facts"]
+    assert facts["kind"] == "cmd" and facts["command"] == SCRIPT
+    assert facts["tail"][-1].startswith("stopped") and facts["output"] == "noise.out"
+    [row] = [r for r in point["cpu_usage"] if r["kind"] == "noise"]
+    assert parse_cpus(row["cores"]) == tuple(facts["cores"])
+    assert row["user_s"] + row["system_s"] > 0.3 * DURATION, row   # it spun on its core
+
+
+@pytest.mark.parametrize("flags, field", [
+    ({"fault_at": 1.5, "fault_duration": 0.5}, "fault_at"),
+    ({"fault_at": 0}, "fault_at"),
+    ({"fault": "link:3"}, "fault"),
+    ({"fault": "link:0", "api": "raw"}, "fault"),    # the sender's own link, on veth
+])
+def test_a_fault_outside_the_window_exits_2_before_anything_exists(engine, cli, results,
+                                                                   no_leftovers, flags, field):
+    argv = []
+    for name, value in {"switch": "veth", "api": "udp", "duration": 2, "fault": "link:0",
+                        **flags}.items():
+        argv += [f"--{name.replace('_', '-')}", str(value)]
+    done = cli("run", *argv)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"cnfperf: error: {field}: "), line
+    assert not results.exists()
