@@ -189,12 +189,13 @@ class NfKind:
         else (). Nothing here."""
 
     def restore(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
-                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> None:
+                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> bool:
         """A fault took `ifaces` (its interfaces in its netns) down and up again
         (run/fault.py): the kernel dropped the routes and neighbour entries
         through them, and prepare() put in what it needs (a router's) back,
         promptly: the path is down until it is. The same arguments as
-        prepare's. Nothing here."""
+        prepare's; true if it put anything back. Nothing here."""
+        return False
 
     def counters(self, node: Container, ports: Sequence[Attachment]) -> dict[str, Any] | None:
         """A `kernel` kind's counters now (host/kernel_drops.py's), read around

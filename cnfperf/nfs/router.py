@@ -256,13 +256,14 @@ class RouterKind(NfKind):
                 what=f"router {netns}: RPS map")
 
     def restore(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
-                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> None:
+                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> bool:
         """Its neighbours and routes through `ifaces` again, after a fault took
         them down and up (the kernel dropped them with the down)."""
         all_ifaces = [p.iface for p in ports if p.iface]
         lines = restore_lines(batch(nf, all_ifaces, hops, pair, s), ifaces)
         if lines:
             _ip_batch(netns, lines)
+        return bool(lines)
 
 
 def _ip_batch(netns: str, lines: Sequence[str]) -> None:

@@ -163,7 +163,7 @@ class Fault:
 
     def __init__(self, dataplane: DataPlane, target: Target, ports: list[Port], side: str,
                  at: float, duration: float,
-                 restore: Callable[[list[Port]], None] | None = None):
+                 restore: Callable[[list[Port]], bool] | None = None):
         self.dataplane = dataplane
         self.target = target
         self.ports = ports
@@ -173,6 +173,7 @@ class Fault:
         # what the kernel dropped with the node's interfaces, put back after the
         # ups (Testbed.restore); only where they went down at the node
         self.restore = restore if side == NODE else None
+        self._restored = False            # whether restore put anything back
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
         self._down: list[Port] = []       # what is down now
@@ -223,8 +224,8 @@ class Fault:
         return came_up
 
     def _restore(self, ports: list[Port]) -> None:
-        if ports and self.restore is not None:
-            self.restore(ports)
+        if ports and self.restore is not None and self.restore(ports):
+            self._restored = True
 
     def stop(self) -> dict[str, Any] | None:
         """Ends the fault (at once if it is still under way), every port up
@@ -261,14 +262,14 @@ class Fault:
                 "ports": [p.name for p in self.ports],
                 "down_at_s": round(down / 1e9 + self._clocks - self._opens, 6),
                 "down_ns": (u0 + u1) // 2 - down, "spread_ns": ((d1 - d0) + (u1 - u0)) // 2,
-                "down_from_ns": down, "restore_ns": r1 - u1 if self.restore else 0}
+                "down_from_ns": down, "restore_ns": r1 - u1 if self._restored else 0}
 
 
 def create(point: TestPoint, dataplane: DataPlane,
-           restore: Callable[[list[Port]], None] | None = None) -> Fault | None:
+           restore: Callable[[list[Port]], bool] | None = None) -> Fault | None:
     """The point's fault, None without one (checks.py refused what cannot be);
     `restore`: what puts back the kernel's routes and neighbours through ports
-    that came up at their node (Testbed.restore)."""
+    that came up at their node, true if it put any back (Testbed.restore)."""
     s = point.scenario
     target = parse(s.fault)
     if target is None:

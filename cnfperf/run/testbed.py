@@ -187,17 +187,20 @@ class Testbed:
         links = self.point.pairs[nf.pair].links
         return (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
 
-    def restore(self, ports: Sequence[Port]) -> None:
+    def restore(self, ports: Sequence[Port]) -> bool:
         """After a fault brought `ports` up again at their nodes (run/fault.py):
         what each NF's kind keeps through them that the kernel dropped with the
-        down, put back (a router's routes and neighbours: NfKind.restore)."""
+        down, put back (a router's routes and neighbours: NfKind.restore); true
+        if any NF put something back."""
         s = self.point.scenario
         kind = nfs.kind(s.nf)
+        restored = False
         for nf in self.point.nfs:
             ifaces = [self.attachments[p.name].iface for p in ports if p.node == nf.name]
             if ifaces:
-                kind.restore(nf.name, nf, self.ports(nf.name), self.hops(nf),
-                             self.point.pairs[nf.pair], s, [i for i in ifaces if i])
+                restored |= kind.restore(nf.name, nf, self.ports(nf.name), self.hops(nf),
+                                         self.point.pairs[nf.pair], s, [i for i in ifaces if i])
+        return restored
 
 
 class Namespaces:

@@ -204,9 +204,10 @@ def test_ports_up_again_at_their_node_get_back_what_the_kernel_dropped_with_them
     calls restore with the ports it brought up, after the ups, and times it."""
     recorder, restored = Recorder(), []
 
-    def restore(ports) -> None:
+    def restore(ports) -> bool:
         time.sleep(0.02)
         restored.append(([p.name for p in ports], time.monotonic_ns()))
+        return True
     f = _fault(recorder, at=0.01, duration=0.05, side="node", restore=restore)
     f.start(time.time())
     _wait(f, recorder, 4)
@@ -221,6 +222,12 @@ def test_ports_up_again_at_their_node_get_back_what_the_kernel_dropped_with_them
     f.start(time.time())
     _wait(f, recorder, 4)
     assert f.stop()["restore_ns"] == 0 and restored == []
+    # at a node whose kind keeps nothing through its ports (no router): 0 too
+    recorder = Recorder()
+    f = _fault(recorder, at=0.01, duration=0.05, side="node", restore=lambda ports: False)
+    f.start(time.time())
+    _wait(f, recorder, 4)
+    assert f.stop()["restore_ns"] == 0
 
 
 def test_a_fault_stopped_while_down_puts_back_what_the_kernel_dropped_too():
