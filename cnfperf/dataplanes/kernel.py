@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 # dpdk: through the af_packet PMD on the port's interface (dpdk_args.kernel_eal_args).
 KERNEL_APIS = frozenset({"udp", "raw", "mmap", "xdp", "dpdk"})
+
+
 def link_counters(netns: str | None, names: set[str]) -> dict[str, PortCounters]:
     return {name: PortCounters(**stats) for name, stats in link_stats(netns).items()
             if name in names}

@@ -40,12 +40,13 @@ IP_COUNTERS = {"Ip": {"ForwDatagrams": "forwarded", "InHdrErrors": "in_hdr_error
                       "InAddrErrors": "in_addr_errors", "InDiscards": "in_discards",
                       "OutDiscards": "out_discards", "OutNoRoutes": "out_no_routes"},
                "IpExt": {"InNoRoutes": "in_no_routes"}}
+# The IP counters of frames the NF took in and dropped, but for want of a route
+# (its `other` drops: summary()), and the loss table's words for each
+INSIDE_DROPS = {"out_no_routes": "no route on the way out", "in_hdr_errors": "bad header",
+                "in_addr_errors": "bad address", "in_discards": "discarded on the way in",
+                "out_discards": "discarded on the way out"}
 # softnet_stat's columns: frames processed, dropped (backlog full), time squeezes;
 # the 13th (kernels since 5.10) is the CPU's number, else the line's order is.
-# The IP counters of frames the NF took in and dropped, but for want of a route
-# (its `other` drops: summary())
-INSIDE_DROPS = ("in_hdr_errors", "in_addr_errors", "in_discards", "out_discards",
-                "out_no_routes")
 SOFTNET = {"processed": 0, "dropped": 1, "time_squeeze": 2}
 SOFTNET_CPU = 12
 
@@ -164,19 +165,18 @@ def describe(kernel: dict[str, Any] | None, ports: Sequence[str] = (),
     InNoRoutes)`, an interface's rx or tx drops, a qdisc's, and the host's
     softnet backlog drops and time squeezes (any netns's, on those CPUs); []
     for none. `ports`: its interfaces' names as shown, in order (else theirs);
-    `ported`: leave out what its ports' counts already say (summary())."""
+    `ported`: leave out what its ports' counts already say (summary()), and
+    name the IP counters as what their `other` drops were."""
     if not kernel:
         return []
     out = []
     counters = kernel.get("ip") or {}
     if counters.get("in_no_routes") and not ported:
         out.append(f"no route {counters['in_no_routes']:,} (IpExt InNoRoutes)")
-    for key, words in (("out_no_routes", "no route on the way out"),
-                       ("in_hdr_errors", "bad header"), ("in_addr_errors", "bad address"),
-                       ("in_discards", "discarded on the way in"),
-                       ("out_discards", "discarded on the way out")):
-        if counters.get(key):
-            out.append(f"{words} {counters[key]:,}")
+    inside = [f"{words} {counters[key]:,}" for key, words in INSIDE_DROPS.items()
+              if counters.get(key)]
+    # with its ports' counts, these are what their `other` drops were
+    out += [f"other: {', '.join(inside)}"] if ported and inside else inside
     names = dict(zip(kernel.get("interfaces") or {}, ports))
     for iface, c in ({} if ported else kernel.get("interfaces") or {}).items():
         for key, words in (("rx_dropped", "rx dropped"), ("tx_dropped", "tx dropped")):

@@ -288,6 +288,9 @@ def test_a_router_s_summary_is_its_ports_as_the_kernel_counted_them():
     assert kernel_drops.summary("router", grew)["ports"][0]["dropped"] == {"other": 3,
                                                                             "no_route": 995}
     assert kernel_drops.summary("router", None) == {"nf": "router", "ports": [], "kernel": None}
+    # the loss table names what that `other` was, once
+    assert kernel_drops.describe(grew, ported=True)[0] == (
+        "other: no route on the way out 1, discarded on the way in 2")
 
 
 def test_the_words_name_each_counter_and_say_softnet_is_the_host_s():
