@@ -27,23 +27,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.engine_dpdk import machine  # noqa: E402  (the benches' one line of host facts)
 from bench.runs import cnfperf, pollers  # noqa: E402  (one way to run a point)
 
 PLACEMENTS = ("engine", "nft", "tc")
-
-
-def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                  if line.startswith("model name")), "?")
-    return (f"{os.cpu_count()} cores ({model}), Linux {platform.release()}, "
-            f"load average {os.getloadavg()[0]:.1f}")
 
 
 def common(args: argparse.Namespace, policer: str) -> list[str]:
@@ -84,7 +77,7 @@ def main() -> None:
     ap.add_argument("--bucket", type=int, default=32, help="the policer's bucket, frames")
     ap.add_argument("--onoff", type=int, default=256, help="frames back to back (0: steady)")
     args = ap.parse_args()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}")
     print(f"{args.switch}, 1 l2 NF, raw split ends, 64 B, {args.rate} pps offered "
           f"(on/off {args.onoff}), policer {args.policer_rate} pps, bucket {args.bucket}, "
           f"{args.seconds:g} s each")

@@ -196,10 +196,11 @@ class Testbed:
         kind = nfs.kind(s.nf)
         restored = False
         for nf in self.point.nfs:
-            ifaces = [self.attachments[p.name].iface for p in ports if p.node == nf.name]
+            ifaces = [i for p in ports if p.node == nf.name
+                      if (i := self.attachments[p.name].iface)]
             if ifaces:
                 restored |= kind.restore(nf.name, nf, self.ports(nf.name), self.hops(nf),
-                                         self.point.pairs[nf.pair], s, [i for i in ifaces if i])
+                                         self.point.pairs[nf.pair], s, ifaces)
         return restored
 
 
