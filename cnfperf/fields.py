@@ -299,9 +299,9 @@ FIELDS: list[Field] = [
           "always runs from the host's", axis=12, column="TEXT"),
     Field("cpus", "cpus", None, "host CPUs to place endpoints on, e.g. 0-3 or 2,3", axis=27,
           column="TEXT", optional=True, unset="every usable CPU"),
-    Field("limit", "rate", 0.0, "shape what each receiver gets to this rate: a tbf shaper on "
-          "the link into it (as shaper = tbf) whose bucket holds 10 ms or five bursts and "
-          "whose queue 64 frames; 0 = none",
+    Field("limit", "rate", 0.0, "shape what each receiver gets to this rate: tbf on the link "
+          "into it (as shaper = tbf), a bucket of 10 ms or five bursts, a queue of 64 "
+          "frames; 0 = none",
           axis=30, unit="pps", column="REAL", label="named", zero="none"),
     Field("policer", "choice", "none", "a token-bucket policer on each pair's frames, dropping "
           "what finds no token: engine (in each of the engine's network functions, before it "
