@@ -2,9 +2,10 @@
 containers: a port taken down mid-trial and up again, its outage measured by the
 receiver from sequence numbers within one frame interval of how long it was down
 (and the spread of the commands that took it down and up); a router NF whose
-ports went down forwarding again once they are up, its routes put back; a `cmd:` neighbour
-that runs exactly while the point sends, its whole process group gone after; a
-fault outside the measured window refused before anything exists."""
+ports went down forwarding again once they are up, its routes put back; a
+`cmd:` neighbour that runs exactly while the point sends, its whole process
+group gone after; a fault outside the measured window refused before anything
+exists."""
 from __future__ import annotations
 
 import json
