@@ -30,7 +30,8 @@ def find(name: str) -> Path:
 
 
 # A [study] table's keys and what each holds.
-TABLE = {"title": "text", "reproduces": "text", "plots": "a list of plot names"}
+TABLE = {"title": "text", "reproduces": "text", "plots": "a list of plot names",
+         "experiments": "a list of the papers' experiment ids (studies/papers/experiments.toml)"}
 
 
 def check_table(table: Any) -> None:
@@ -44,7 +45,7 @@ def check_table(table: Any) -> None:
             raise ValueError(f"study.{key}: unknown key; known: {', '.join(TABLE)}")
         text = isinstance(value, str) and value.strip()
         names = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-        if not (names if key == "plots" else text):
+        if not (names if key in ("plots", "experiments") else text):
             raise ValueError(f"study.{key}: must be {TABLE[key]} (got {value!r})")
 
 

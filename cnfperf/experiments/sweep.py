@@ -302,8 +302,10 @@ def _repeat(values: list) -> int:
     return values[0]
 
 
-# Tables of a study file that are not scenario fields.
-STUDY_TABLES = ("study", "quick", "part")
+# Tables of a study file that are not scenario fields: [[reference]] holds the
+# paper's published numbers, [[difference]] how the study departs from the paper
+# (both read by experiments/reference.py, never by the sweep).
+STUDY_TABLES = ("study", "quick", "part", "reference", "difference")
 
 
 def expand_study(doc: Mapping[str, Any], quick: bool = False,
