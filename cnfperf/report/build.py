@@ -64,7 +64,7 @@ def _glance(run: dict[str, Any], out_dir: Path) -> list[html.Figure | html.Table
     if glance.ranked(found):
         out.append(html.Figure("Data planes ranked", glance_plot.chart(
             found, out_dir / "at_a_glance.png"), _caption("at_a_glance")))
-    tables = [t for t in (glance.throughput_table(found), glance.latency_table(found)) if t]
+    tables = [t for t in (glance.throughput_table(found), *glance.latency_tables(found)) if t]
     return out + [html.Table(t, h, r, glance.NOTE if i == len(tables) - 1 else "")
                   for i, (t, h, r) in enumerate(tables)]
 
@@ -95,8 +95,12 @@ def _caption(name: str) -> str:
                          "marks where that data plane starts to drop.",
         "throughput_vs_size": "Best received rate per frame size; Gbps counts frame bytes.",
         "scalability": "Left: mean per pair; right: total of all pairs.",
-        "rtt_vs_size": "Solid: median (p50); dashed: p99.",
-        "latency_cdf": "Fraction of packets whose round trip took at most x.",
+        "rtt_vs_size": "Solid: median (p50); dashed: p99. Round trips (a split tester's "
+                       "client) and one-way times (a single tester's) in panels of their "
+                       "own, as each title says.",
+        "latency_cdf": "Fraction of packets whose latency took at most x: round trips "
+                       "(a split tester's client) and one-way times (a single tester's) "
+                       "in panels of their own, as each title says.",
         "throughput_bars": "Best received rate of each configuration.",
         "latency_vs_load": "Latency trials after each search, at its lowest load and at "
                            "fractions of the rate it found for its last goal (the PDR).",

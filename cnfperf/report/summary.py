@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.plan import describe_path, hosts_said, roles, run_prefix
-from cnfperf.report import contention, emulation
+from cnfperf.report import contention, emulation, kinds
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -270,14 +270,16 @@ def _waits(point: dict[str, Any], pair: int) -> tuple[float | None, float | None
 
 
 def latency(run: dict[str, Any]) -> Table | None:
-    """Round-trip (latency points) or one-way (throughput points) percentiles."""
+    """Latency percentiles, each row saying its kind: a round trip (a split
+    tester's latency points) or one way (a single tester's, and a throughput
+    point's receiver)."""
     points = [p for p in done_points(run) if p.get("lat_p50_ns") is not None]
     if not points:
         return None
     axes = varying(done_points(run)) or ["switch"]
     flag = _flag(run)
     rows = [[label(p, axes), p.get("rep", 0) + 1, *([contention.contended(p)] if flag else []),
-             p.get("latency_kind"),
+             kinds.said(p.get("latency_kind")),
              p.get("per_pair") and sum(pp.get("received") or 0 for pp in p["per_pair"]),
              *(_us(p.get(f"lat_{k}_ns")) for k in ("min", "mean", "p50", "p90", "p99", "p999",
                                                      "max"))]

@@ -1,10 +1,11 @@
 """Plain-text tables of a run, from the rows the results store returns.
 
 The run table: a row per pair of every point, then the point's total when
-it has more than one pair. Throughput rows report the one-way latency the
-receiver measured (sender and receiver share the host's clock; none when they
-ran on two hosts: summary.two_clocks); latency rows the round trip the client
-measured.
+it has more than one pair. Its `latency` column says what the p50/p99/max
+columns hold: throughput rows the one-way latency the receiver measured (sender
+and receiver share the host's clock; none when they ran on two hosts:
+summary.two_clocks); latency rows the round trip a split tester's client
+measured, or one way on a single tester's clock (kinds.py).
 """
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ from typing import Any, Callable, Sequence
 from cnfperf import fields
 from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
-from cnfperf.report import emulation
+from cnfperf.report import emulation, kinds
 from cnfperf.report.html import fmt
 from cnfperf.report.summary import param, two_clocks, varying
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.testers import SET
 
 HEADERS = ("switch", "api", "mode", "pair", "offered", "tx kpps", "rx kpps", "sent",
-           "received", "loss %", "rx Mbit/s", "p50 µs", "p99 µs", "max µs")
-RIGHT = set(HEADERS[4:])
+           "received", "loss %", "rx Mbit/s", "latency", "p50 µs", "p99 µs", "max µs")
+RIGHT = set(HEADERS[4:]) - {"latency"}
 
 
 def render(headers: Sequence[str], rows: list[Sequence[str]], right: set[str] = RIGHT) -> str:
@@ -100,6 +101,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
     return [show(r["offered_pps"] or 0), f"{(r['tx_pps'] or 0) / 1e3:.1f}",
             f"{(r['rx_pps'] or 0) / 1e3:.1f}", str(r["sent"]), str(r["received"]),
             f"{100 * (r['loss_ratio'] or 0):.3f}", f"{(r['rx_bps'] or 0) / 1e6:.1f}",
+            kinds.said(r.get("latency_kind")) if r.get("lat_p50_ns") is not None else "-",
             _us(r.get("lat_p50_ns")), _us(r.get("lat_p99_ns")), _us(r.get("lat_max_ns"))]
 
 
