@@ -18,8 +18,8 @@ from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.report import axes as value_axes
 from cnfperf.report import interference, interference_plot, kinds
-from cnfperf.report.draw import (NoData, Pen, Plot, figure, finish, grid, legend, save,
-                                 size_axis, time_axis)
+from cnfperf.report.draw import (NoData, Pen, Plot, figure, finish, grid, legend, rows_grid,
+                                 save, size_axis, time_axis)
 from cnfperf.report.rows import (Row, avg, best, contended, curve_fields, curve_label,
                                  fixed_rate, is_latency, sorted_unique, throughput_rows,
                                  varying, varying_per_switch)
@@ -175,9 +175,13 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
     table = _latency_stats(rows, ("kind", "switch", "burst", "size"))
     if not any(table.values()):
         raise NoData("rtt vs size: no latency rows")
-    panels = sorted_unique((k[0], k[2]) for k in table if table[k])
-    panels.sort(key=lambda p: kinds.ORDER.index(p[0]))
-    fig, axes = grid(len(panels))
+    present = kinds.present(rows)
+    panels = [[(kind, b) for b in sorted_unique(k[2] for k in table if k[0] == kind and table[k])]
+              for kind in present]
+    panels = [p for p in panels if p]
+    fig, groups = rows_grid([len(p) for p in panels])   # a row of panels per kind
+    axes = [ax for group in groups for ax in group]
+    panels = [p for group in panels for p in group]
     pen = Pen(rows)
     for ax, (kind, burst) in zip(axes, panels):
         mine = {k[1:]: v for k, v in table.items() if k[0] == kind and k[2] == burst and v}
@@ -221,15 +225,18 @@ def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
     rows = [{**r, "kind": kinds.of(r)} for r in rows if is_latency(r) and r.get("hist")]
     if not rows:
         raise NoData("latency CDF: no latency histograms")
-    panels = []
+    per_kind = []
     for kind in kinds.present(rows):
         mine = sorted_unique((r.get("size"), r.get("burst")) for r in rows if r["kind"] == kind)
         if len(mine) > MAX_CDF_PANELS:
             burst = min(b for _, b in mine)
             sizes = [s for s, b in mine if b == burst]
             mine = sorted_unique([(min(sizes), burst), (max(sizes), burst)])
-        panels += [(kind, size, burst) for size, burst in mine]
-    fig, axes = grid(len(panels), width=5.6, height=4.0)
+        per_kind.append([(kind, size, burst) for size, burst in mine])
+    # a row of panels per kind
+    fig, groups = rows_grid([len(p) for p in per_kind], width=5.6, height=4.0)
+    axes = [ax for group in groups for ax in group]
+    panels = [p for group in per_kind for p in group]
     pen = Pen(rows)
     for ax, (kind, size, burst) in zip(axes, panels):
         groups: dict[str, list] = defaultdict(list)

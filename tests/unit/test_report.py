@@ -411,6 +411,8 @@ def test_rtt_vs_size_gives_each_kind_its_own_axes(tmp_path, figures):
         ("Round-trip time vs frame size, burst 32", "round-trip time (µs)"),
         ("One-way latency vs frame size, burst 1", "one-way latency (µs)"),
         ("One-way latency vs frame size, burst 32", "one-way latency (µs)")]
+    # a row of panels per kind
+    assert [ax.get_subplotspec().rowspan.start for ax in figures[0].axes] == [0, 0, 1, 1]
     curves = [{t for t in p["legend"] if t not in ("p50", "p99")} for p in panels]
     assert curves == [{"veth"}, {"veth"}, {"testpmd"}, {"testpmd"}]
     assert not any("round trip or one way" in p["y"] for p in panels)
