@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cnfperf.report import (contention, cpu, emulation, glance, html, interference, nfs,
-                            searches, soak, summary)
+from cnfperf.report import (baselines, contention, cpu, emulation, glance, html, interference,
+                            nfs, searches, soak, summary)
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -33,12 +33,13 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     made += search_plots.make(run, out_dir)
     made += soak_plots.make(run, out_dir)
     figures = [html.Figure(p.title, p.path, _caption(p.name)) for p in made]
-    notes = {**cpu.NOTES, "Interference": interference.NOTE}
+    notes = {**cpu.NOTES, "Interference": interference.NOTE,
+             "Generator baselines": baselines.NOTE}
     tables = [html.Table(title, headers, rows_, notes.get(title, ""))
               for title, headers, rows_ in summary.all_tables(
                   run, [*nfs.all_tables(run), *cpu.all_tables(run)],
                   [*searches.all_tables(run),
-                   *filter(None, [soak.table(run),
+                   *filter(None, [baselines.table(run), soak.table(run),
                                   interference.table(interference.entries(rows))
                                   if interference.tenants(rows) or "interference" in
                                   (study.get("plots") or ()) else None])])]

@@ -1,0 +1,65 @@
+"""The generator baseline (generator_baseline): which point measures the
+tester's limit, where, and how a point's share of it is computed."""
+from __future__ import annotations
+
+import pytest
+
+from cnfperf import UserError, testers
+from cnfperf.results.model import baseline_share
+from cnfperf.run import baseline
+from cnfperf.run.checks import load_plan, place_point
+from cnfperf.scenario import Scenario
+
+
+def scenario(**values):
+    return Scenario.model_validate({"generator_baseline": True, "tester": "split", **values})
+
+
+def test_the_share_is_the_received_rate_over_the_baselines():
+    assert baseline_share(10_000.0, 20_000.0) == 0.5
+    assert baseline_share(30_000.0, 20_000.0) == 1.5    # above the generator alone: said so
+    assert baseline_share(10_000.0, None) is None        # no baseline
+    assert baseline_share(10_000.0, 0.0) is None         # a baseline that moved nothing
+    assert baseline_share(None, 20_000.0) is None
+
+
+@pytest.mark.parametrize("switch, api, tester, link", [
+    ("bridge", "udp", "split", "veth"), ("macvlan", "raw", "single", "veth"),
+    ("ovs", "dpdk", "split", "memif"), ("ovs", "dpdk", "single", "testpmd")])
+def test_the_baseline_goes_through_the_lightest_link_of_the_api(switch, api, tester, link):
+    s = scenario(switch=switch, api=api, tester=tester, size=512, burst=16, pairs=2,
+                 rate="200k", nfs=1, mmsg=api in ("udp", "raw"))
+    b = testers.baseline(s)
+    assert (b.switch, b.api, b.tester, b.size, b.burst, b.pairs, b.mmsg) == \
+        (link, api, tester, 512, 16, 2, s.mmsg)
+    assert b.rate.pps == 0 and b.mode == "throughput" and b.nfs == 0     # unpaced, no NFs
+    assert not b.generator_baseline and not b.switch_keep
+
+
+def test_latency_points_and_points_without_it_ask_none():
+    assert testers.baseline(scenario(mode="latency")) is None
+    assert testers.baseline(scenario(generator_baseline=False)) is None
+    assert baseline.key(scenario(mode="latency")) is None
+
+
+def test_points_alike_in_their_generator_share_one_baseline():
+    points = [place_point(scenario(switch=sw, api="udp", size=size))
+              for sw in ("veth", "bridge") for size in (64, 64, 1500)]
+    planned = baseline.plan(points, "beef")
+    assert [(p.scenario.switch, p.scenario.size) for _, p in planned] == [("veth", 64),
+                                                                           ("veth", 1500)]
+    assert [k for k, _ in planned] == [baseline.key(points[0].scenario),
+                                       baseline.key(points[2].scenario)]
+    assert all(p.label == baseline.LABEL for _, p in planned)
+    assert len(baseline.scenarios([p.scenario for p in points])) == 2
+
+
+def test_a_baseline_is_refused_where_it_cannot_run():
+    with pytest.raises(UserError, match="generator_baseline: the tester's ends run in "
+                                        "virtual machines"):
+        load_plan(None, {"switch": "bridge", "api": "raw", "endpoint_in": "vm",
+                         "generator_baseline": "yes"})
+    from cnfperf.run import checks
+    s = scenario(switch="bridge", api="udp", tester_host="dut")
+    with pytest.raises(UserError, match="generator_baseline: the tester runs on dut"):
+        checks._check_baseline(s, (0, 1))
