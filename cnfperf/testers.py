@@ -121,6 +121,8 @@ def baseline(s: Scenario) -> Scenario | None:
     is its pace, not what it could)."""
     if not s.generator_baseline or s.mode != "throughput":
         return None
+    if s.tester == AUTO:   # a programming error: the point is placed first
+        raise ValueError("testers.baseline: the point's tester is not chosen yet (plan.place)")
     link = BASELINE_LINKS["dpdk"][s.tester] if s.api == "dpdk" else BASELINE_LINKS["kernel"]
     values = s.model_dump()
     return Scenario.model_validate({

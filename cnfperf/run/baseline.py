@@ -42,8 +42,12 @@ def plan(points: Sequence[TestPoint], run_id: str,
 
 
 
-def scenarios(points: Sequence[Scenario]) -> list[Scenario]:
-    """The baselines the points ask for, each once: what a run's preflight asks
-    this host about beside the points themselves."""
-    found = [b for b in map(testers.baseline, points) if b is not None]
+def scenarios(points: Sequence[Scenario], cores: tuple[int, ...] | None = None
+              ) -> list[Scenario]:
+    """The baselines the points ask for, each once, their testers chosen as the
+    points will be placed (on `cores`): what a run's preflight asks this host
+    about beside the points themselves."""
+    found = [testers.baseline(place_point(s, cores=cores).scenario) for s in points
+             if s.generator_baseline]
+    found = [b for b in found if b is not None]
     return list({sweep.point_hash(canonical(b)): b for b in found}.values())

@@ -111,7 +111,8 @@ def execute(planned: Sweep | list[Scenario], opts: RunOptions) -> RunOutcome:
     try:
         # Under the lock: another run's switch or links must not look like a
         # problem of this host (that run gets "host busy" above instead).
-        opts.check([*swept.scenarios, *baseline.scenarios(swept.scenarios)], opts.host)
+        cores = tuple(swept.spec.get("cpus") or ()) or None
+        opts.check([*swept.scenarios, *baseline.scenarios(swept.scenarios, cores)], opts.host)
         # Every other host's preflight too, before anything exists anywhere.
         hosts = opts.hosts(swept.scenarios)
         if hosts is not None:

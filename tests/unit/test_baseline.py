@@ -63,3 +63,13 @@ def test_a_baseline_is_refused_where_it_cannot_run():
     s = scenario(switch="bridge", api="udp", tester_host="dut")
     with pytest.raises(UserError, match="generator_baseline: the tester runs on dut"):
         checks._check_baseline(s, (0, 1))
+
+
+def test_a_run_asks_the_host_about_the_baselines_of_its_points_as_placed():
+    # tester = auto: each point's baseline follows the tester placing chooses
+    auto = [Scenario.model_validate({"switch": sw, "api": "dpdk", "generator_baseline": True})
+            for sw in ("vhost", "testpmd")]
+    found = baseline.scenarios(auto, (0, 1))
+    assert [(b.switch, b.tester) for b in found] == [("memif", "split"), ("testpmd", "single")]
+    with pytest.raises(ValueError, match="not chosen yet"):
+        testers.baseline(auto[0])
