@@ -73,3 +73,30 @@ def test_a_run_asks_the_host_about_the_baselines_of_its_points_as_placed():
     assert [(b.switch, b.tester) for b in found] == [("memif", "split"), ("testpmd", "single")]
     with pytest.raises(ValueError, match="not chosen yet"):
         testers.baseline(auto[0])
+
+
+def test_the_report_lists_the_baselines_and_each_points_share(tmp_path):
+    from cnfperf.report import baselines as report_baselines, build, summary
+    pair = {"pair": 0, "tx_pps": 10e3, "rx_pps": 10e3, "steady_rx_pps": None, "sent": 10_000,
+            "received": 10_000, "loss_ratio": 0.0, "rx_bps": 5.1e6}
+    points = [{"idx": i, "status": "done", "switch": sw, "api": "udp", "mode": "throughput",
+               "pairs": 1, "size": 64, "rate": 10e3, "tester": "split", **pair,
+               "baseline_pps": 20e3, "baseline_share": share, "per_pair": [pair]}
+              for i, (sw, share) in enumerate((("veth", 0.5), ("bridge", None)))]
+    run = {"id": "b45e", "started": 0, "status": "done", "planned": 2, "points": points,
+           "baselines": [{"switch": "veth", "api": "udp", "size": 64, "burst": 32,
+                          "tester": "split", "pairs": 1, "tx_pps": 20.5e3, "rx_pps": 20e3,
+                          "loss_ratio": 0.0, "status": "done", "error": None},
+                         {"switch": "veth", "api": "udp", "size": 1500, "burst": 32,
+                          "tester": "split", "pairs": 1, "tx_pps": None, "rx_pps": None,
+                          "loss_ratio": None, "status": "failed", "error": "engine failed"}]}
+    _, headers, rows = summary.throughput(run)
+    assert headers[-1] == "% of gen"
+    assert [r[-1] for r in rows] == [50.0, None]         # none: printed as –, never 0
+    title, headers, rows = report_baselines.table(run)
+    assert title == "Generator baselines"
+    assert [(r[0], r[2], r[7], r[-1]) for r in rows] == [("veth", 64, 20.0, "done"),
+                                                          ("veth", 1500, None,
+                                                           "failed: engine failed")]
+    page = build.write(run, tmp_path).read_text()
+    assert "Generator baselines" in page and "% of gen" in page
