@@ -100,3 +100,8 @@ def test_the_report_lists_the_baselines_and_each_points_share(tmp_path):
                                                            "failed: engine failed")]
     page = build.write(run, tmp_path).read_text()
     assert "Generator baselines" in page and "% of gen" in page
+    from cnfperf.report import export
+    assert [(r["switch"], r["pair"], r["baseline_pps"], r["baseline_share"])
+            for r in export.rows(run)] == [("veth", 0, 20e3, 0.5), ("veth", "all", 20e3, 0.5),
+                                           ("bridge", 0, 20e3, None),
+                                           ("bridge", "all", 20e3, None)]
