@@ -175,13 +175,13 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
     table = _latency_stats(rows, ("kind", "switch", "burst", "size"))
     if not any(table.values()):
         raise NoData("rtt vs size: no latency rows")
-    present = kinds.present(rows)
-    panels = [[(kind, b) for b in sorted_unique(k[2] for k in table if k[0] == kind and table[k])]
-              for kind in present]
-    panels = [p for p in panels if p]
-    fig, groups = rows_grid([len(p) for p in panels])   # a row of panels per kind
+    per_kind = [[(kind, b) for b in sorted_unique(k[2] for k in table
+                                                  if k[0] == kind and table[k])]
+                for kind in kinds.present(rows)]
+    per_kind = [p for p in per_kind if p]
+    fig, groups = rows_grid([len(p) for p in per_kind])   # a row of panels per kind
     axes = [ax for group in groups for ax in group]
-    panels = [p for group in panels for p in group]
+    panels = [p for group in per_kind for p in group]
     pen = Pen(rows)
     for ax, (kind, burst) in zip(axes, panels):
         mine = {k[1:]: v for k, v in table.items() if k[0] == kind and k[2] == burst and v}
