@@ -66,8 +66,8 @@ HOW_TO_READ = (
                     "interval), ± in tables the 95% confidence interval of the mean (Student t)."),
     ("At a glance", "per frame size, each data plane (or path) at its best, ranked: the "
                     "highest received rate any of its throughput points reached, the lowest "
-                    "median of its latency points; with repetitions, the 95% confidence "
-                    "interval of the mean."),
+                    "median of its latency points (round trips and one-way times ranked "
+                    "apart); with repetitions, the 95% confidence interval of the mean."),
     (contention.COLUMN, "a point measured with more busy pollers (tester ends, network "
                       "functions, the switch's poll threads) than the cores they ran on: its "
                       "numbers show how the scheduler shared the cores as much as what the data "
