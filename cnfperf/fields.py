@@ -381,6 +381,12 @@ FIELDS: list[Field] = [
           "follows the search, joined by +: min (the search's lowest load) or a percentage of "
           "the rate found for the last goal (the PDR); none: no latency trials", axis=41,
           search=True, late=True),
+    Field("generator_baseline", "bool", False, "before the run's points, measure the "
+          "tester's own limit: an unpaced trial through the lightest link the api allows "
+          "(veth for the kernel apis; with dpdk a memif link, or testpmd for a single tester, "
+          "whose two ports no direct link joins), at each throughput point's api, size, "
+          "burst, tester, pairs and cores; each throughput point then says its received rate "
+          "as a share of it (% of gen)", axis=54, column="", late=True),
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
           "trial sends)", axis=43, unit="pps", search=True, zero="auto"),
 ]

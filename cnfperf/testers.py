@@ -101,3 +101,30 @@ def choose(s: Scenario, pollers: Callable[[str], int], cores: int,
 
 def _many(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# The lightest link a tester's ends can be joined by, per api: a veth pair for
+# the kernel apis; with dpdk a memif link between two engines, or testpmd's io
+# forwarding for a single tester (memif and vhost join two engines, not one
+# engine's two ports).
+BASELINE_LINKS = {"kernel": "veth", "dpdk": {"split": "memif", "single": "testpmd"}}
+# What a generator's rate depends on, taken from the point it is a baseline of.
+GENERATOR = ("api", "size", "burst", "tester", "pairs", "duration", "warmup", "runtime",
+             "mmsg", "poll", "touch", "flows", "cpus", "endpoint_quota", "quota_period")
+
+
+def baseline(s: Scenario) -> Scenario | None:
+    """The generator baseline of a point (generator_baseline): an unpaced
+    throughput trial of its tester (as chosen: run it placed) through the lightest
+    link its api allows, with the point's size, burst, pairs and cores; None for a
+    point that asks none, or is not a throughput point (a latency point's rate
+    is its pace, not what it could)."""
+    if not s.generator_baseline or s.mode != "throughput":
+        return None
+    if s.tester == AUTO:   # a programming error: the point is placed first
+        raise ValueError("testers.baseline: the point's tester is not chosen yet (plan.place)")
+    link = BASELINE_LINKS["dpdk"][s.tester] if s.api == "dpdk" else BASELINE_LINKS["kernel"]
+    values = s.model_dump()
+    return Scenario.model_validate({
+        **{name: values[name] for name in GENERATOR}, "switch": link, "mode": "throughput",
+        "rate": 0, "switch_keep": False, "generator_baseline": False})

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cnfperf.report import (contention, cpu, emulation, glance, html, interference, nfs,
-                            searches, soak, summary)
+from cnfperf.report import (baselines, contention, cpu, emulation, glance, html, interference,
+                            nfs, searches, soak, summary)
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -33,12 +33,13 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     made += search_plots.make(run, out_dir)
     made += soak_plots.make(run, out_dir)
     figures = [html.Figure(p.title, p.path, _caption(p.name)) for p in made]
-    notes = {**cpu.NOTES, "Interference": interference.NOTE}
+    notes = {**cpu.NOTES, "Interference": interference.NOTE,
+             "Generator baselines": baselines.NOTE}
     tables = [html.Table(title, headers, rows_, notes.get(title, ""))
               for title, headers, rows_ in summary.all_tables(
                   run, [*nfs.all_tables(run), *cpu.all_tables(run)],
                   [*searches.all_tables(run),
-                   *filter(None, [soak.table(run),
+                   *filter(None, [baselines.table(run), soak.table(run),
                                   interference.table(interference.entries(rows))
                                   if interference.tenants(rows) or "interference" in
                                   (study.get("plots") or ()) else None])])]
@@ -64,7 +65,7 @@ def _glance(run: dict[str, Any], out_dir: Path) -> list[html.Figure | html.Table
     if glance.ranked(found):
         out.append(html.Figure("Data planes ranked", glance_plot.chart(
             found, out_dir / "at_a_glance.png"), _caption("at_a_glance")))
-    tables = [t for t in (glance.throughput_table(found), glance.latency_table(found)) if t]
+    tables = [t for t in (glance.throughput_table(found), *glance.latency_tables(found)) if t]
     return out + [html.Table(t, h, r, glance.NOTE if i == len(tables) - 1 else "")
                   for i, (t, h, r) in enumerate(tables)]
 
@@ -95,8 +96,12 @@ def _caption(name: str) -> str:
                          "marks where that data plane starts to drop.",
         "throughput_vs_size": "Best received rate per frame size; Gbps counts frame bytes.",
         "scalability": "Left: mean per pair; right: total of all pairs.",
-        "rtt_vs_size": "Solid: median (p50); dashed: p99.",
-        "latency_cdf": "Fraction of packets whose round trip took at most x.",
+        "rtt_vs_size": "Solid: median (p50); dashed: p99. Round trips (a split tester's "
+                       "client) and one-way times (a single tester's) in panels of their "
+                       "own, as each title says.",
+        "latency_cdf": "Fraction of packets whose latency took at most x: round trips "
+                       "(a split tester's client) and one-way times (a single tester's) "
+                       "in panels of their own, as each title says.",
         "throughput_bars": "Best received rate of each configuration.",
         "latency_vs_load": "Latency trials after each search, at its lowest load and at "
                            "fractions of the rate it found for its last goal (the PDR).",

@@ -76,6 +76,25 @@ def grid(n: int, max_cols: int = 3, width: float = 5.2, height: float = 3.8) -> 
     return fig, axes[:n]
 
 
+def rows_grid(counts: Sequence[int], max_cols: int = 3, width: float = 5.2,
+              height: float = 3.8) -> tuple[Figure, list[list]]:
+    """A figure with a group of panels per entry of `counts` (e.g. a latency
+    kind's), each group starting a row of its own, wrapped after max_cols;
+    unused cells hidden. Returns each group's panels."""
+    cols = min(max(counts), max_cols)
+    rows = [math.ceil(n / cols) for n in counts]
+    fig = figure(cols, sum(rows), width, height)
+    cells = fig.subplots(sum(rows), cols, squeeze=False)
+    groups, first = [], 0
+    for n, r in zip(counts, rows):
+        mine = list(cells[first:first + r].flat)
+        for ax in mine[n:]:
+            ax.set_visible(False)
+        groups.append(mine[:n])
+        first += r
+    return fig, groups
+
+
 def save(fig: Figure, path: str | Path) -> str:
     """The figure as a PNG, its tick labels first kept apart (axes.declutter)."""
     path = Path(path)

@@ -31,8 +31,10 @@ VALUE_COLUMNS = ("pair", "offered_pps", "tx_pps", "rx_pps", "steady_rx_pps", "rx
 # The point's own columns besides its fields: its paths' shape (pair, chain,
 # pipeline), the nodes whose poller was CPU-bound (comma-separated names), why
 # its tester (`tester`: the one used), its busy pollers and how many cores they shared,
-# how long its fault held its target down (ns; empty without one).
-POINT_COLUMNS = ("shape", "cpu_bound", "tester_why", "pollers", "point_cores", "fault_ns")
+# how long its fault held its target down (ns; empty without one), its generator
+# baseline's received rate and its own as a share of it (empty without one).
+POINT_COLUMNS = ("shape", "cpu_bound", "tester_why", "pollers", "point_cores", "fault_ns",
+                 "baseline_pps", "baseline_share")
 # An NF port's row: its NF (named; `nf` is the point's field, the NF's kind) and
 # place on the pair's path (0 next to the sender), the port (1 faces the sender),
 # its counters (rx and drops at the ingress port, tx and tx_refused at the egress).

@@ -6,7 +6,8 @@ and what else tells its path apart) at one frame size. Throughput ranks the best
 received rate over whatever else the run swept for that curve (rates, bursts,
 …), the mean of its repetitions; latency ranks the lowest median (p50), with
 its p99, from latency points only (a throughput point's latency is its queue's),
-round trips and one-way times (a single tester's) apart.
+round trips and one-way times (a single tester's) apart: a ranking, a row of
+the chart and a table per kind (kinds.py), each saying which.
 With repetitions, each value comes with its 95% confidence interval (Student t,
 experiments/stats.py).
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from cnfperf.experiments import stats
-from cnfperf.report import contention, emulation, style
+from cnfperf.report import contention, emulation, kinds, style
 from cnfperf.report.rows import path_series
 from cnfperf.report.summary import Table, _param, done_points, label, varying
 
@@ -70,16 +71,20 @@ def entries(run: dict[str, Any]) -> list[Entry]:
         if mode == "latency" and p.get("lat_p50_ns") is None or \
                 mode != "latency" and p.get("rx_pps") is None:
             continue
-        groups[(mode, int(_param(p, "size") or 0), name(p))][_group(p)].append(p)
+        kind = kinds.of(p) if mode == "latency" else None
+        groups[(mode, kind, int(_param(p, "size") or 0), name(p))][_group(p)].append(p)
     out = []
-    for (mode, size, curve), configs in groups.items():
+    for (mode, kind, size, curve), configs in groups.items():
         # what the curve's points differ in at this size, besides repetitions
         others = varying([p for members in configs.values() for p in members])
-        candidates = [_entry(mode, size, curve, members, others) for members in configs.values()]
+        candidates = [_entry(mode, kind, size, curve, members, others)
+                      for members in configs.values()]
         pick = min if mode == "latency" else max
         out.append(pick(candidates, key=lambda e: e.value.mean))
     latency_first = {"throughput": 0, "latency": 1}
-    out.sort(key=lambda e: (latency_first.get(e.mode, 2), e.board, e.size,
+    kind_first = {k: i for i, k in enumerate(kinds.ORDER)}   # round trips first, as the plots
+    out.sort(key=lambda e: (latency_first.get(e.mode, 2), kind_first.get(e.kind or "", 2),
+                            e.board, e.size,
                             -e.value.mean if e.mode != "latency" else e.value.mean,
                             styles.rank(e.curve), e.curve))
     return out
@@ -94,7 +99,7 @@ def ranked(found: Sequence[Entry]) -> bool:
     return any(n > 1 for n in counts.values())
 
 
-def _entry(mode: str, size: int, curve: str, members: list[dict[str, Any]],
+def _entry(mode: str, kind: str | None, size: int, curve: str, members: list[dict[str, Any]],
            others: Sequence[str]) -> Entry:
     first = members[0]
     crowded = [s for s in map(contention.share, members) if s]
@@ -106,7 +111,7 @@ def _entry(mode: str, size: int, curve: str, members: list[dict[str, Any]],
         value, p99 = _summary([m.get("rx_pps") for m in members]), None
         losses = [m["loss_ratio"] for m in members if m.get("loss_ratio") is not None]
         loss = stats.mean(losses) if losses else None
-    return Entry(mode, size, curve, value, p99, loss, first.get("latency_kind"),
+    return Entry(mode, size, curve, value, p99, loss, kind,
                  contention.tester(first) or "–", share,
                  label(first, others) if others else "", first.get("switch_facts"),
                  emulation.said(first))
@@ -154,28 +159,28 @@ def throughput_table(found: Sequence[Entry]) -> Table | None:
              *([emulation.COLUMN] if vms else []), *(["best at"] if config else [])], rows)
 
 
-def latency_table(found: Sequence[Entry]) -> Table | None:
-    mine = [e for e in found if e.mode == "latency"]
-    if not mine:
-        return None
+def latency_tables(found: Sequence[Entry]) -> list[Table]:
+    """A table per latency kind (round trip, one way), each ranked on its own."""
+    boards = dict.fromkeys(e.board for e in found if e.mode == "latency")
+    return [_latency_table([e for e in found if e.board == b], b[1]) for b in boards]
+
+
+def _latency_table(mine: Sequence[Entry], kind: str) -> Table:
     repeated = any(e.value.n > 1 for e in mine)
     config = any(e.config for e in mine)
     rank = _ranks(mine)
     vms = _vms(mine)
-    rows = [[str(e.size), rank[id(e)], e.curve, KIND.get(e.kind or "", e.kind), e.value.mean / 1e3,
+    rows = [[str(e.size), rank[id(e)], e.curve, e.value.mean / 1e3,
              *([_ci(e.value, 1e3)] if repeated else []),
              None if e.p99 is None else e.p99.mean / 1e3,
              *([_ci(e.p99, 1e3), e.value.n] if repeated else []),
              e.tester, _contended(e), *([e.vms] if vms else []),
              *([e.config] if config else [])] for e in mine]
-    return ("At a glance: latency",
-            ["size B", "rank", _column(mine), "latency", "p50 µs",
+    return (f"At a glance: latency, {kinds.said(kind)}",
+            ["size B", "rank", _column(mine), "p50 µs",
              *(["p50 95% CI µs"] if repeated else []), "p99 µs",
              *(["p99 95% CI µs", "n"] if repeated else []), "tester", contention.COLUMN,
              *([emulation.COLUMN] if vms else []), *(["best at"] if config else [])], rows)
-
-
-KIND = {"rtt": "round trip", "one_way": "one way"}
 
 
 def _ranks(found: Sequence[Entry]) -> dict[int, int]:
@@ -189,6 +194,7 @@ def _ranks(found: Sequence[Entry]) -> dict[int, int]:
 
 NOTE = ("Per frame size, each data plane (or path) at its best: throughput at the highest "
         "received rate any of its points reached (the mean of its repetitions), latency at "
-        "the lowest median of its latency points. CPU contended: measured with more "
+        "the lowest median of its latency points, round trips (a split tester's client) "
+        "and one-way times (a single tester's, on its one clock) ranked apart. CPU contended: measured with more "
         "busy pollers than cores; the tester and why it was chosen are in the "
         "Points table.")

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Sequence
 
 from cnfperf.report import axes as value_axes
+from cnfperf.report import kinds
 from cnfperf.report.draw import Pen, figure, save
-from cnfperf.report.glance import KIND, Entry
+from cnfperf.report.glance import Entry
 from cnfperf.report.plots import NoData
 
 MAX_SIZES = 3          # panels per mode: the smallest, a middle and the largest size
@@ -101,8 +102,8 @@ def chart(found: Sequence[Entry], path: str | Path) -> str:
             ax.set_ylim(len(mine) - 0.5, -0.5)   # the best on top
             ax.grid(True, axis="x", which="major", alpha=0.3)
             ax.set_axisbelow(True)
-            what = (f"Latency ({KIND.get(board[1], board[1])})" if board[1] else "Latency") \
-                if board[0] == "latency" else "Throughput"
+            what = f"Latency ({kinds.said(board[1])})" if board[0] == "latency" \
+                else "Throughput"
             ax.set_title(f"{what}, {size} B frames", fontsize=10)
     pen.footnote(fig)
     return save(fig, path)

@@ -57,15 +57,17 @@ HOW_TO_READ = (
     ("Mpps / Gbps", "millions of frames per second; Gbps counts frame bytes including the "
                     "FCS, without preamble and inter-frame gap."),
     ("Latency percentiles", "round-trip time of client/server echoes, or one-way time of a "
-                            "single tester's frames (one clock); p50 is the median, p99 is "
-                            "exceeded by 1 packet in 100. Histograms have ≤1% relative error."),
+                            "single tester's frames (one clock): unlike things, never on one "
+                            "axis or in one ranking; each plot, panel and table says which. "
+                            "p50 is the median, p99 is exceeded by 1 packet in 100. "
+                            "Histograms have ≤1% relative error."),
     ("Repetitions", "with K > 1 repetitions a value is their mean; error bars in plots are "
                     "the sample standard deviation (in the at-a-glance chart the 95% confidence "
                     "interval), ± in tables the 95% confidence interval of the mean (Student t)."),
     ("At a glance", "per frame size, each data plane (or path) at its best, ranked: the "
                     "highest received rate any of its throughput points reached, the lowest "
-                    "median of its latency points; with repetitions, the 95% confidence "
-                    "interval of the mean."),
+                    "median of its latency points (round trips and one-way times ranked "
+                    "apart); with repetitions, the 95% confidence interval of the mean."),
     (contention.COLUMN, "a point measured with more busy pollers (tester ends, network "
                       "functions, the switch's poll threads) than the cores they ran on: its "
                       "numbers show how the scheduler shared the cores as much as what the data "
@@ -81,6 +83,10 @@ HOW_TO_READ = (
     ("Log scale", "a value axis is logarithmic where the plot's values span more than 20×: "
                   "equal distances are equal ratios, so 0.3 and 48 Mpps both read. It has no "
                   "0: a point that received nothing is an arrow on the axis' floor."),
+    ("% of gen", "with generator_baseline: a throughput point's received rate as a share of "
+                 "what its tester moved alone, unpaced, through the lightest link of its api "
+                 "before the points (the Generator baselines table); near 100% the point "
+                 "measured the generator as much as the data plane."),
     ("Pairs", "sender/receiver (or client/server) container pairs running at the same time; "
               "per-pair is the mean over pairs, total is their sum."),
     ("Path", "what each pair's frames cross: send → 3 × l2 (chain) → recv is three network "

@@ -17,9 +17,9 @@ from matplotlib.lines import Line2D
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.report import axes as value_axes
-from cnfperf.report import interference, interference_plot
-from cnfperf.report.draw import (NoData, Pen, Plot, figure, finish, grid, legend, save,
-                                 size_axis, time_axis)
+from cnfperf.report import interference, interference_plot, kinds
+from cnfperf.report.draw import (NoData, Pen, Plot, figure, finish, grid, legend, rows_grid,
+                                 save, size_axis, time_axis)
 from cnfperf.report.rows import (Row, avg, best, contended, curve_fields, curve_label,
                                  fixed_rate, is_latency, sorted_unique, throughput_rows,
                                  varying, varying_per_switch)
@@ -165,34 +165,30 @@ def _latency_stats(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple, dict
 _STAT_STYLE = {"p50": "-", "mean": "-.", "p90": ":", "p99": "--", "p999": (0, (1, 1))}
 
 
-def _latency_words(rows: Sequence[Row]) -> tuple[str, str]:
-    """(what the rows measured, its short name): a client's round trip, a single
-    tester's one way, or both."""
-    kinds = {r.get("latency_kind") for r in rows} - {None}
-    if kinds == {"one_way"}:
-        return "one-way latency", "latency"
-    if "one_way" in kinds:
-        return "latency (round trip or one way)", "latency"
-    return "round-trip time", "RTT"
-
-
 def rtt_vs_size(rows: Iterable[Row], path: str | Path,
                 show: Sequence[str] = ("p50", "p99")) -> str:
-    """Latency percentiles vs frame size, one panel per burst (Figs. 5.9, 5.10):
-    round-trip, or one-way for a single tester."""
+    """Latency percentiles vs frame size (Figs. 5.9, 5.10), a panel per latency
+    kind and burst: round trips (a split tester's client) and one-way times (a
+    single tester's) never share an axis, and each panel's title says which."""
     rows = [r for r in rows if is_latency(r)]
-    words, short = _latency_words(rows)
-    table = _latency_stats(rows, ("switch", "burst", "size"))
+    rows = [{**r, "kind": kinds.of(r)} for r in rows]
+    table = _latency_stats(rows, ("kind", "switch", "burst", "size"))
     if not any(table.values()):
         raise NoData("rtt vs size: no latency rows")
-    bursts = sorted_unique(k[1] for k in table)
-    fig, axes = grid(len(bursts))
+    per_kind = [[(kind, b) for b in sorted_unique(k[2] for k in table
+                                                  if k[0] == kind and table[k])]
+                for kind in kinds.present(rows)]
+    per_kind = [p for p in per_kind if p]
+    fig, groups = rows_grid([len(p) for p in per_kind])   # a row of panels per kind
+    axes = [ax for group in groups for ax in group]
+    panels = [p for group in per_kind for p in group]
     pen = Pen(rows)
-    for ax, burst in zip(axes, bursts):
-        switches = pen.curves(k[0] for k in table if k[1] == burst)
+    for ax, (kind, burst) in zip(axes, panels):
+        mine = {k[1:]: v for k, v in table.items() if k[0] == kind and k[2] == burst and v}
+        switches = pen.curves(k[0] for k in mine)
         values: list[float] = []
         for switch in switches:
-            pts = sorted((k[2], table[k]) for k in table if k[:2] == (switch, burst))
+            pts = sorted((k[2], mine[k]) for k in mine if k[0] == switch)
             for name in show:
                 xy = [(size, v[name] / 1e3, bool(v.get("contended"))) for size, v in pts
                       if name in v]
@@ -200,13 +196,19 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
                     xs, ys, hollow = zip(*xy)
                     pen.curve(ax, switch, xs, ys, hollow=hollow, ls=_STAT_STYLE.get(name, "-"))
                     values += ys
-        size_axis(ax, sorted_unique(k[2] for k in table if k[1] == burst))
+        size_axis(ax, sorted_unique(k[2] for k in mine))
         handles = [pen.handle(s) for s in switches]
         handles += [Line2D([], [], color="0.3", ls=_STAT_STYLE.get(n, "-"), label=n) for n in show]
         legend(ax, handles=handles)
-        finish(ax, f"{short} vs frame size, burst {burst}", values, f"{words} (µs)")
+        finish(ax, f"{_title(kind)} vs frame size, burst {burst}", values,
+               f"{kinds.TIME[kind]} (µs)")
     pen.footnote(fig)
     return save(fig, path)
+
+
+def _title(kind: str) -> str:
+    """A panel's title's kind: `Round-trip time`, `One-way latency`."""
+    return kinds.TIME[kind][0].upper() + kinds.TIME[kind][1:]
 
 
 MAX_CDF_PANELS = 6
@@ -214,29 +216,34 @@ CONTENDED = " (CPU-contended)"   # a CDF curve's label when its points were
 
 
 def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
-    """Cumulative distribution of latency (round-trip or one-way): one panel per frame size and
-    burst, one curve per data plane, histograms of repetitions merged. With more
-    than MAX_CDF_PANELS combinations only the smallest burst at the smallest and
-    largest frame size are drawn (the rest are in the tables). A curve has no
-    markers to hollow: one measured under contention says so in its label."""
-    rows = [r for r in rows if is_latency(r) and r.get("hist")]
+    """Cumulative distribution of latency: one panel per latency kind (round trip,
+    one way: never one axis), frame size and burst, one curve per data plane,
+    histograms of repetitions merged. With more than MAX_CDF_PANELS combinations
+    of a kind, only its smallest burst at its smallest and largest frame size are
+    drawn (the rest are in the tables). A curve has no markers to hollow: one
+    measured under contention says so in its label."""
+    rows = [{**r, "kind": kinds.of(r)} for r in rows if is_latency(r) and r.get("hist")]
     if not rows:
         raise NoData("latency CDF: no latency histograms")
-    words, short = _latency_words(rows)
-    panels = sorted_unique((r.get("size"), r.get("burst")) for r in rows)
-    if len(panels) > MAX_CDF_PANELS:
-        burst = min(b for _, b in panels)
-        sizes = [s for s, b in panels if b == burst]
-        panels = sorted_unique([(min(sizes), burst), (max(sizes), burst)])
-    fig, axes = grid(len(panels), width=5.6, height=4.0)
+    per_kind = []
+    for kind in kinds.present(rows):
+        mine = sorted_unique((r.get("size"), r.get("burst")) for r in rows if r["kind"] == kind)
+        if len(mine) > MAX_CDF_PANELS:
+            burst = min(b for _, b in mine)
+            sizes = [s for s, b in mine if b == burst]
+            mine = sorted_unique([(min(sizes), burst), (max(sizes), burst)])
+        per_kind.append([(kind, size, burst) for size, burst in mine])
+    # a row of panels per kind
+    fig, groups = rows_grid([len(p) for p in per_kind], width=5.6, height=4.0)
+    axes = [ax for group in groups for ax in group]
+    panels = [p for group in per_kind for p in group]
     pen = Pen(rows)
-    for ax, (size, burst) in zip(axes, panels):
+    for ax, (kind, size, burst) in zip(axes, panels):
         groups: dict[str, list] = defaultdict(list)
-        hollow = contended([r for r in rows if (r.get("size"), r.get("burst")) == (size, burst)],
-                           ("switch",))
-        for r in rows:
-            if (r.get("size"), r.get("burst")) == (size, burst):
-                groups[r["switch"]].append(r["hist"])
+        here = [r for r in rows if (r["kind"], r.get("size"), r.get("burst")) == (kind, size, burst)]
+        hollow = contended(here, ("switch",))
+        for r in here:
+            groups[r["switch"]].append(r["hist"])
         xs_all: list[float] = []
         for switch in pen.curves(groups):
             curve = stats.cdf(stats.merge_histograms(groups[switch]))
@@ -247,11 +254,11 @@ def latency_cdf(rows: Iterable[Row], path: str | Path) -> str:
                         label=switch + (CONTENDED if hollow[(switch,)] else ""))
                 xs_all += xs
         time_axis(ax, xs_all)
-        ax.set_xlabel(f"{words} (µs, log scale)")
-        ax.set_ylabel(f"fraction of packets ≤ {short}")
+        ax.set_xlabel(f"{kinds.TIME[kind]} (µs, log scale)")
+        ax.set_ylabel(f"fraction of packets ≤ {kinds.SHORT[kind]}")
         ax.set_ylim(0, 1.01)
         ax.grid(True, which="major", alpha=0.3)
-        ax.set_title(f"{short} distribution, {size} B frames, burst {burst}", fontsize=10)
+        ax.set_title(f"{_title(kind)} distribution, {size} B frames, burst {burst}", fontsize=10)
         legend(ax, title="data plane")
     return save(fig, path)
 
@@ -288,7 +295,8 @@ def throughput_bars(rows: Iterable[Row], path: str | Path,
 
 def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     """Throughput and latency (p50, p99) vs the CPU quota that varies in the run
-    (switch, NF or tester ends': paper 000's TC2), one curve per data plane."""
+    (switch, NF or tester ends': paper 000's TC2), one curve per data plane;
+    latency a panel per kind (round trip, one way: never one axis)."""
     rows = list(rows)
     varied = [q for q in fields.QUOTAS if len({r.get(q) for r in rows} - {None}) > 1]
     if not varied:
@@ -297,9 +305,11 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     # Each quota is its own series elsewhere (rows_from_run); here it is the x axis.
     rows = [{**r, "switch": re.sub(rf" {quota}=\S+", "", str(r.get("switch")))} for r in rows]
     runs = [r for r in throughput_rows(rows) if r.get(quota) is not None]
-    lat = [r for r in rows if is_latency(r) and r.get(quota) is not None]
-    fig = figure(2)
-    ax_pps, ax_lat = fig.subplots(1, 2)
+    lat = [{**r, "kind": kinds.of(r)} for r in rows
+           if is_latency(r) and r.get(quota) is not None]
+    present = kinds.present(lat) or ["rtt"]   # an empty latency panel beside, as before
+    fig = figure(1 + len(present))
+    ax_pps, *ax_lats = fig.subplots(1, 1 + len(present))
     pen = Pen(rows)
     rx, hollow = avg(runs, ("switch", quota), "rx_pps_per_pair"), contended(runs, ("switch", quota))
     rates: list[float] = []
@@ -309,21 +319,22 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
         pen.curve(ax_pps, switch, [p[0] for p in pts], ys, [p[2] / 1e6 for p in pts],
                   [p[3] for p in pts], label=switch)
         rates += ys
-    words, short = _latency_words(lat)
-    table = _latency_stats(lat, ("switch", quota))
-    times: list[float] = []
-    for switch in pen.curves(k[0] for k in table):
-        pts = sorted((k[1], v) for k, v in table.items() if k[0] == switch)
-        for name in ("p50", "p99"):
-            xy = [(q, v[name] / 1e3, bool(v.get("contended"))) for q, v in pts if name in v]
-            if xy:
-                xs, ys, flags = zip(*xy)
-                pen.curve(ax_lat, switch, xs, ys, hollow=flags, ls=_STAT_STYLE[name],
-                          label=f"{switch} {name}")
-                times += ys
-    for ax, ylabel, title, values in (
-            (ax_pps, "received rate per pair (Mpps)", "Throughput", rates),
-            (ax_lat, f"{words} (µs)", short.capitalize(), times)):
+    panels = [(ax_pps, "received rate per pair (Mpps)", "Throughput", rates)]
+    table = _latency_stats(lat, ("kind", "switch", quota))
+    for ax_lat, kind in zip(ax_lats, present):
+        times: list[float] = []
+        mine = {k[1:]: v for k, v in table.items() if k[0] == kind}
+        for switch in pen.curves(k[0] for k in mine):
+            pts = sorted((k[1], v) for k, v in mine.items() if k[0] == switch)
+            for name in ("p50", "p99"):
+                xy = [(q, v[name] / 1e3, bool(v.get("contended"))) for q, v in pts if name in v]
+                if xy:
+                    xs, ys, flags = zip(*xy)
+                    pen.curve(ax_lat, switch, xs, ys, hollow=flags, ls=_STAT_STYLE[name],
+                              label=f"{switch} {name}")
+                    times += ys
+        panels.append((ax_lat, f"{kinds.TIME[kind]} (µs)", _title(kind), times))
+    for ax, ylabel, title, values in panels:
         ax.set_xlabel(f"{quota} (% of one core)")
         ax.set_xlim(left=0)
         finish(ax, f"{title} vs CPU quota", values, ylabel)

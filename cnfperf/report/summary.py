@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.plan import describe_path, hosts_said, roles, run_prefix
-from cnfperf.report import contention, emulation
+from cnfperf.report import baselines, contention, emulation, kinds
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -205,6 +205,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
     axes = varying(done_points(run)) or ["switch"]
     flag = _flag(run)
     own = any((p.get("scenario") or {}).get(fields.PROFILE) for p in points)
+    gen = any(p.get("baseline_share") is not None for p in points)   # generator_baseline
     rows = []
     for p in points:
         pairs = p.get("per_pair") or []
@@ -212,16 +213,19 @@ def throughput(run: dict[str, Any]) -> Table | None:
         if len(pairs) > 1:
             entries.append(("all", p))
         for name, r in entries:
+            # the share is the point's: on its only pair's row, or its total's
+            share = p.get("baseline_share") if name == "all" or len(pairs) == 1 else None
             rows.append([label(p, axes), p.get("rep", 0) + 1, name,
                          *([asked(p, name)] if own else []),
                          *([contention.contended(p)] if flag else []), _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
                          r["received"], 100 * (r["loss_ratio"] or 0.0),
-                         None if r["rx_bps"] is None else r["rx_bps"] / 1e6])
+                         None if r["rx_bps"] is None else r["rx_bps"] / 1e6,
+                         *([None if share is None else 100 * share] if gen else [])])
     return ("Throughput", ["point", "rep", "pair", *(["own values"] if own else []),
                            *([contention.COLUMN] if flag else []),
                            "tx kpps", "rx kpps", "steady rx kpps", "sent", "received", "loss %",
-                           "rx Mbit/s"], rows)
+                           "rx Mbit/s", *([baselines.COLUMN] if gen else [])], rows)
 
 
 def asked(point: dict[str, Any], pair: str) -> str:
@@ -270,14 +274,16 @@ def _waits(point: dict[str, Any], pair: int) -> tuple[float | None, float | None
 
 
 def latency(run: dict[str, Any]) -> Table | None:
-    """Round-trip (latency points) or one-way (throughput points) percentiles."""
+    """Latency percentiles, each row saying its kind: a round trip (a split
+    tester's latency points) or one way (a single tester's, and a throughput
+    point's receiver)."""
     points = [p for p in done_points(run) if p.get("lat_p50_ns") is not None]
     if not points:
         return None
     axes = varying(done_points(run)) or ["switch"]
     flag = _flag(run)
     rows = [[label(p, axes), p.get("rep", 0) + 1, *([contention.contended(p)] if flag else []),
-             p.get("latency_kind"),
+             kinds.said(p.get("latency_kind")),
              p.get("per_pair") and sum(pp.get("received") or 0 for pp in p["per_pair"]),
              *(_us(p.get(f"lat_{k}_ns")) for k in ("min", "mean", "p50", "p90", "p99", "p999",
                                                      "max"))]

@@ -1,10 +1,11 @@
 """Plain-text tables of a run, from the rows the results store returns.
 
 The run table: a row per pair of every point, then the point's total when
-it has more than one pair. Throughput rows report the one-way latency the
-receiver measured (sender and receiver share the host's clock; none when they
-ran on two hosts: summary.two_clocks); latency rows the round trip the client
-measured.
+it has more than one pair. Its `latency` column says what the p50/p99/max
+columns hold: throughput rows the one-way latency the receiver measured (sender
+and receiver share the host's clock; none when they ran on two hosts:
+summary.two_clocks); latency rows the round trip a split tester's client
+measured, or one way on a single tester's clock (kinds.py).
 """
 from __future__ import annotations
 
@@ -15,15 +16,16 @@ from typing import Any, Callable, Sequence
 from cnfperf import fields
 from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
-from cnfperf.report import emulation
+from cnfperf.report import baselines, emulation, kinds
 from cnfperf.report.html import fmt
 from cnfperf.report.summary import param, two_clocks, varying
 from cnfperf.runtimes.base import cpu_list
+from cnfperf import testers
 from cnfperf.testers import SET
 
 HEADERS = ("switch", "api", "mode", "pair", "offered", "tx kpps", "rx kpps", "sent",
-           "received", "loss %", "rx Mbit/s", "p50 µs", "p99 µs", "max µs")
-RIGHT = set(HEADERS[4:])
+           "received", "loss %", "rx Mbit/s", "latency", "p50 µs", "p99 µs", "max µs")
+RIGHT = set(HEADERS[4:]) - {"latency"}
 
 
 def render(headers: Sequence[str], rows: list[Sequence[str]], right: set[str] = RIGHT) -> str:
@@ -47,29 +49,35 @@ def run_table(run: dict[str, Any]) -> str:
         extra.append("rep")
     # Points with VMs say how they ran (`1 tcg (emulated)`), as the report does.
     vms = [emulation.COLUMN] if emulation.any_vms(points) else []
-    headers = (*HEADERS[:3], "tester", *vms, *extra, *HEADERS[3:])
+    # A run that measured its generator first (generator_baseline): each
+    # point's received rate as a share of what the generator moved alone.
+    gen = [baselines.COLUMN] if baselines.any_share(points) else []
+    headers = (*HEADERS[:3], "tester", *vms, *extra, *HEADERS[3:], *gen)
     rows: list[list[str]] = []
     notes: list[str] = tester_notes(points)
     if notice := emulation.notice(points):
         notes.append(notice)
     if clocks := two_clocks(points):
         notes.append(clocks)
+    notes += baselines.notes(run)
     for point in points:
         label = [point["switch"], point["api"], point["mode"], point.get("tester") or "-",
                  *([emulation.said(point)] if vms else []),
                  *(str(point.get(f, 0) + 1) if f == "rep" else _axis(point, f) for f in extra)]
         if point["status"] != "done":
             rows.append([*label, "-", show(point["rate"] or 0), point["status"],
-                         *[""] * (len(HEADERS) - 6)])
+                         *[""] * (len(HEADERS) - 6 + len(gen))])
             notes.append(f"point {point['idx'] + 1} {point['status']}: {point.get('error') or ''}")
             continue
         pairs = point["per_pair"]
+        # the share is the point's (all its pairs' against its baseline's)
+        mine = [_percent(baselines.share(point))] if gen else []
         for i, pair in enumerate(pairs):
             rows.append([*(label if i == 0 else [""] * len(label)), str(pair["pair"]),
-                         *_cells(pair)])
+                         *_cells(pair), *(mine if len(pairs) == 1 else [""] * len(gen))])
         if len(pairs) > 1:
-            rows.append([*[""] * len(label), "all", *_cells(point)])
-    return "\n".join([render(headers, rows, RIGHT | set(extra)), *notes])
+            rows.append([*[""] * len(label), "all", *_cells(point), *mine])
+    return "\n".join([render(headers, rows, RIGHT | set(extra) | set(gen)), *notes])
 
 
 def tester_notes(points: Sequence[dict[str, Any]]) -> list[str]:
@@ -100,7 +108,12 @@ def _cells(r: dict[str, Any]) -> list[str]:
     return [show(r["offered_pps"] or 0), f"{(r['tx_pps'] or 0) / 1e3:.1f}",
             f"{(r['rx_pps'] or 0) / 1e3:.1f}", str(r["sent"]), str(r["received"]),
             f"{100 * (r['loss_ratio'] or 0):.3f}", f"{(r['rx_bps'] or 0) / 1e6:.1f}",
+            kinds.said(r.get("latency_kind")) if r.get("lat_p50_ns") is not None else "-",
             _us(r.get("lat_p50_ns")), _us(r.get("lat_p99_ns")), _us(r.get("lat_max_ns"))]
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
 
 def _us(ns: float | None) -> str:
@@ -164,6 +177,10 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
                          f"window, for {s.fault_duration:g} s")
         lines += [f"        warning: {w}" for w in placed.warnings]
         lines += [f"        cannot run here: {why}" for why in (problems(s) if problems else ())]
+    # generator_baseline: what is measured before the points (run/baseline.py)
+    first = dict.fromkeys(f"{b.describe()} burst={b.burst}" for b in
+                          (testers.baseline(p.scenario) for p in placed_points) if b)
+    lines += [f"  generator baseline first: {b}" for b in first]
     lines += [f"  {note}" for note in tester_notes([
         {"tester": p.scenario.tester, "switch": p.scenario.switch, "tester_why": p.tester_why,
          "pollers": p.pollers, "point_cores": len(p.cpus)} for p in placed_points])]

@@ -349,3 +349,13 @@ def total(pairs: list[PairResult]) -> PairResult:
                       conformance_sigma=max((p.conformance_sigma for p in held), default=None),
                       conformance_exceeded=sum((p.conformance_exceeded or 0) * p.received
                                                for p in held) / beyond if beyond else None)
+
+
+def baseline_share(rx_pps: float | None, baseline_pps: float | None) -> float | None:
+    """A point's received rate as a share of its generator baseline's (what the
+    tester moved through the lightest link: run/baseline.py), 1.0 = as fast as
+    the generator went there; None without a baseline, or one that moved
+    nothing (no share of nothing)."""
+    if rx_pps is None or not baseline_pps:
+        return None
+    return rx_pps / baseline_pps

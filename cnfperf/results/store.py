@@ -17,7 +17,8 @@ from typing import Any
 
 from cnfperf import UserError, __version__, fields
 from cnfperf.results import hdrh
-from cnfperf.results.model import DROP_REASONS, LATENCY_KEYS, NFResult, PairResult, PointResult
+from cnfperf.results.model import (DROP_REASONS, LATENCY_KEYS, NFResult, PairResult, PointResult,
+                                   baseline_share)
 
 RESULTS_ENV = "CNFPERF_RESULTS"
 DB_NAME = "cnfperf.db"
@@ -306,10 +307,26 @@ _SCHEMA_20 = "\n".join([
       for c in ("conformance_sigma REAL", "conformance_exceeded REAL")),
     *(f"ALTER TABLE nf_ports ADD COLUMN {c} INTEGER;"
       for c in ("dropped_policer", "dropped_shaper", "delayed"))])
+# The generator baseline (generator_baseline, run/baseline.py): per run, each
+# distinct baseline measured before its points (key: its scenario hashed; api,
+# size, burst, tester and pairs its generator's; switch the link it went
+# through; what left and arrived over its unpaced trial; status done or
+# failed, and why); per point the rx rate of its baseline (baseline_pps) and
+# its own received rate as a share of it (baseline_share, model.baseline_share).
+# NULL where a point asked none (or is not a throughput point).
+_SCHEMA_21 = """ALTER TABLE points ADD COLUMN baseline_pps REAL;
+ALTER TABLE points ADD COLUMN baseline_share REAL;
+CREATE TABLE baselines (
+    run_id TEXT NOT NULL REFERENCES runs(id), key TEXT NOT NULL,
+    api TEXT, size INTEGER, burst INTEGER, tester TEXT, pairs INTEGER, switch TEXT,
+    scenario TEXT, status TEXT NOT NULL, error TEXT, started REAL, finished REAL,
+    tx_pps REAL, rx_pps REAL, loss_ratio REAL,
+    PRIMARY KEY (run_id, key));
+"""
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
                _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,
-               _SCHEMA_20]
+               _SCHEMA_20, _SCHEMA_21]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -437,7 +454,8 @@ class Store:
                   switch_facts: dict[str, Any] | None = None,
                   nf_facts: dict[str, Any] | None = None,
                   vm_facts: dict[str, Any] | None = None,
-                  hosts: dict[str, Any] | None = None) -> int:
+                  hosts: dict[str, Any] | None = None,
+                  baseline_pps: float | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` its network functions' when
         not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS),
@@ -446,7 +464,8 @@ class Store:
         `switch_facts` what the report needs of the data plane (DataPlane.stored),
         `nf_facts` of its NFs' kind (NfKind.stored; None: no NFs), `vm_facts`
         how its virtual machines ran (None: none), `hosts` the other hosts it
-        ran on and what each was (None: this one alone)."""
+        ran on and what each was (None: this one alone), `baseline_pps` the
+        received rate of its generator baseline (None: it asked none)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -465,8 +484,9 @@ class Store:
                    switch_facts=json.dumps(switch_facts) if switch_facts else None,
                    nf_facts=json.dumps(nf_facts) if nf_facts else None,
                    vm_facts=json.dumps(vm_facts) if vm_facts else None,
-                   hosts=json.dumps(hosts) if hosts else None)
+                   hosts=json.dumps(hosts) if hosts else None, baseline_pps=baseline_pps)
         if result:
+            row["baseline_share"] = baseline_share(result.total.rx_pps, baseline_pps)
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
                        queues=json.dumps(result.queues) if result.queues else None,
                        fault_ns=(result.fault or {}).get("down_ns"),
@@ -501,6 +521,26 @@ class Store:
                 self._insert("goals", {"point_id": point_id,
                                        **{k: _sql(v) for k, v in goal.items()}})
         return point_id
+
+    def add_baseline(self, run_id: str, key: str, params: dict[str, Any], *, started: float,
+                     result: PointResult | None = None, error: str | None = None) -> None:
+        """A generator baseline of the run (run/baseline.py): measured (`result`)
+        or failed (`error`); one measured again replaces it."""
+        row = {k: _sql(params.get(k)) for k in ("api", "size", "burst", "tester", "pairs",
+                                                 "switch")}
+        row.update(run_id=run_id, key=key, scenario=json.dumps(params, default=str),
+                   status="done" if result else "failed", error=error, started=started,
+                   finished=time.time())
+        if result:
+            row.update({k: getattr(result.total, k) for k in ("tx_pps", "rx_pps", "loss_ratio")})
+        with self.db:
+            self.db.execute("DELETE FROM baselines WHERE run_id = ? AND key = ?", (run_id, key))
+            self._insert("baselines", row)
+
+    def baselines(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's generator baselines, in the order they were measured."""
+        return [_decoded(dict(r), ("scenario",)) for r in self.db.execute(
+            "SELECT * FROM baselines WHERE run_id = ? ORDER BY started", (run_id,))]
 
     def keep_soak(self, run_id: str, idx: int, rows: list[dict[str, Any]]) -> None:
         """A soak's intervals, committed as they are measured (before their point)."""
@@ -550,6 +590,7 @@ class Store:
         run["planned"] = run["points"]
         run["points"] = [self._point(dict(p)) for p in self.db.execute(
             "SELECT * FROM points WHERE run_id = ? ORDER BY idx", (run_id,))]
+        run["baselines"] = self.baselines(run_id)
         return run
 
     def _point(self, point: dict[str, Any]) -> dict[str, Any]:

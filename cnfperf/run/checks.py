@@ -32,7 +32,7 @@ from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import DpdkPlane
 from cnfperf.dataplanes.nic import NIC_APIS, NicPlane
-from cnfperf.fields import AUTO, APIS, LOCAL, MAX_PORT, NIC_DRIVERS, QUOTAS, TX_PORT
+from cnfperf.fields import AUTO, APIS, LOCAL, MAX_PORT, NIC_DRIVERS, QUOTAS, TESTERS, TX_PORT
 from cnfperf.host.facts import HostFacts
 from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
@@ -193,6 +193,30 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     _check_rings(s)
     _check_cpu(s, dataplane, kind, point_cpus(s, cores))
     _check_hosts(s, dataplane, point_cpus(s, cores))
+    if s.generator_baseline:
+        _check_baseline(s, cores)
+
+
+def _check_baseline(s: Scenario, cores: tuple[int, ...] | None) -> None:
+    """generator_baseline: the tester's ends here, in containers, and its
+    baseline a point this check passes (for tester = auto, with either tester)."""
+    if set(tester_hosts(s)) != {LOCAL}:
+        raise UserError("generator_baseline", f"the tester runs on {s.tester_host}: a "
+                                              "baseline is measured on this host only")
+    if s.endpoint_in == VM:
+        raise UserError("generator_baseline", "the tester's ends run in virtual machines "
+                                              "(endpoint_in = vm): a baseline's are containers")
+    why = []
+    for tester in TESTERS if s.tester == AUTO else (s.tester,):
+        b = testers.baseline(s.model_copy(update={"tester": tester}))
+        if b is None:
+            return
+        try:
+            check(b, cores)
+            return
+        except UserError as e:
+            why.append(f"{b.switch} {b.api} tester={tester}: {e}")
+    raise UserError("generator_baseline", f"its baseline cannot run: {'; '.join(why)}")
 
 
 def _check_buckets(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf import PREFIX, SystemFailure, nfs, strategies
+from cnfperf.run import baseline
 from cnfperf.run.checks import dataplane_of, place_point, preflight
 from cnfperf.run.cleanup import cleanup
 from cnfperf.host.links import netns_list
@@ -110,7 +111,8 @@ def execute(planned: Sweep | list[Scenario], opts: RunOptions) -> RunOutcome:
     try:
         # Under the lock: another run's switch or links must not look like a
         # problem of this host (that run gets "host busy" above instead).
-        opts.check(swept.scenarios, opts.host)
+        cores = tuple(swept.spec.get("cpus") or ()) or None
+        opts.check([*swept.scenarios, *baseline.scenarios(swept.scenarios, cores)], opts.host)
         # Every other host's preflight too, before anything exists anywhere.
         hosts = opts.hosts(swept.scenarios)
         if hosts is not None:
@@ -163,6 +165,7 @@ class Run:
         self.run_dir = store.directory / "runs" / run_id
         self.outcome = RunOutcome(run_id=run_id, status="running")
         self.eta: sweep.Progress | None = None
+        self.limits: dict[str, float] = {}   # generator baselines' rx pps, by key
 
     def execute(self) -> RunOutcome:
         done = self._resume() if self.opts.resume else self._begin()
@@ -210,6 +213,7 @@ class Run:
             builder = self.opts.builder(self.journal, self.opts.state / self.prefix,
                                         self.opts.engine, teardown)
             builder.hosts = self.hosts
+            self._baselines(todo, builder)
             failed = []
             for point in todo:
                 started, left = time.monotonic(), len(self.outcome.left)
@@ -232,6 +236,52 @@ class Run:
                                     + "; ".join(failed))
         finally:
             self._close(teardown)
+
+    def _baselines(self, todo: list[TestPoint], builder: Builder) -> None:
+        """generator_baseline: the tester's limits, measured before the points
+        that ask for them (run/baseline.py), each once; a resumed run keeps those
+        it stored. One that fails is stored so and said; its points then have
+        no share (the run goes on: its points do not depend on it)."""
+        self.limits = {b["key"]: b["rx_pps"] for b in self.store.baselines(self.run_id)
+                       if b["status"] == "done"}
+        cores = tuple(self.swept.spec.get("cpus") or ()) or None
+        for key, point in baseline.plan(todo, self.run_id, cores):
+            if key in self.limits:
+                continue
+            started, params = time.time(), point.scenario.model_dump()
+            try:
+                result = self._baseline(point, builder)
+            except Interrupted:
+                raise
+            except Exception as e:
+                self.store.add_baseline(self.run_id, key, params, started=started, error=_why(e))
+                self.outcome.warnings.append(
+                    f"generator baseline {point.scenario.describe()} failed: {_why(e)}; the "
+                    "points it was for have no share of it")
+                self._report(Progress(point, "failed"))
+                continue
+            self.store.add_baseline(self.run_id, key, params, started=started, result=result)
+            self.limits[key] = result.total.rx_pps
+            self._report(Progress(point, "done"))
+
+    def _baseline(self, point: TestPoint, builder: Builder) -> PointResult:
+        """One baseline: its testbed, one unpaced trial (strategies' fixed), its
+        teardown; its files in the run's baseline-KEY directory."""
+        teardown = Teardown(self.signals)
+        try:
+            self._report(Progress(point, "setup"))
+            bed = builder.build(point, teardown,
+                                lambda d: self._report(Progress(point, "setup", detail=d)))
+            directory = self.run_dir / f"baseline-{point.key}"
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            trials = Trials(bed, directory, teardown, self._report, self.opts.trial)
+            result, _ = strategies.choose(point.scenario).run(trials, point.scenario)
+            return result
+        finally:
+            with self.signals.holding():
+                self._report(Progress(point, "teardown"))
+                self._close(teardown)
 
     def _point(self, point: TestPoint, builder: Builder) -> None:
         self.outcome.warnings += point.warnings
@@ -314,7 +364,8 @@ class Run:
                     hosts=self.hosts.stored(point) if self.hosts else None,
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
-                    point_cores=len(point.cpus))
+                    point_cores=len(point.cpus),
+                    baseline_pps=self.limits.get(baseline.key(point.scenario) or ""))
 
     def _close(self, teardown: Teardown) -> None:
         teardown.close()

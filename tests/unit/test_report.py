@@ -21,6 +21,7 @@ from PIL import Image  # Pillow comes with matplotlib, a dependency in pyproject
 import headless
 from cnfperf.experiments import stats
 from cnfperf.report import html as report_html
+from cnfperf.report import kinds as report_kinds
 from cnfperf.report import plots
 from cnfperf.report import rows as report_rows
 
@@ -200,7 +201,8 @@ def test_scalability_per_pair_and_total(tmp_path, figures):
 def test_rtt_vs_size_per_burst(tmp_path, figures):
     plots.rtt_vs_size(latency_rows(), tmp_path / "rtt.png")
     panels = labels(figures[0])
-    assert [p["title"] for p in panels] == [f"RTT vs frame size, burst {b}" for b in (4, 32, 128)]
+    assert [p["title"] for p in panels] == [f"Round-trip time vs frame size, burst {b}"
+                                            for b in (4, 32, 128)]
     for p in panels:
         assert p["y"] == "round-trip time (µs)" and p["xscale"] == "log"
         assert {"veth", "testpmd", "p50", "p99"} <= set(p["legend"])
@@ -235,7 +237,8 @@ def test_latency_cdf_limits_panels(tmp_path, figures):
     plots.latency_cdf(latency_rows(sizes=(64, 128, 256, 512, 1500), bursts=(4, 32)),
                       tmp_path / "cdf.png")
     assert [p["title"] for p in labels(figures[0])] == [
-        "RTT distribution, 64 B frames, burst 4", "RTT distribution, 1500 B frames, burst 4"]
+        "Round-trip time distribution, 64 B frames, burst 4",
+        "Round-trip time distribution, 1500 B frames, burst 4"]
 
 
 def test_throughput_bars_for_socket_techniques(tmp_path, figures):
@@ -387,6 +390,88 @@ def test_cell_format(value, text):
     assert report_html.fmt(value) == text
 
 
+# --- round trips and one-way times: never one axis -------------------------------
+
+def both_kinds(sizes=(64, 1500), bursts=(1,)):
+    """Latency rows as a shoot-out stores them: veth's split tester times round
+    trips, testpmd's single tester one way."""
+    rows = []
+    for row in latency_rows(sizes, bursts):
+        single = row["switch"] == "testpmd"
+        rows.append({**row, "tester": "single" if single else "split",
+                     "latency_kind": "one_way" if single else "rtt"})
+    return rows
+
+
+def test_rtt_vs_size_gives_each_kind_its_own_axes(tmp_path, figures):
+    plots.rtt_vs_size(both_kinds(bursts=(1, 32)), tmp_path / "rtt.png")
+    panels = labels(figures[0])
+    assert [(p["title"], p["y"]) for p in panels] == [
+        ("Round-trip time vs frame size, burst 1", "round-trip time (µs)"),
+        ("Round-trip time vs frame size, burst 32", "round-trip time (µs)"),
+        ("One-way latency vs frame size, burst 1", "one-way latency (µs)"),
+        ("One-way latency vs frame size, burst 32", "one-way latency (µs)")]
+    # a row of panels per kind
+    assert [ax.get_subplotspec().rowspan.start for ax in figures[0].axes] == [0, 0, 1, 1]
+    curves = [{t for t in p["legend"] if t not in ("p50", "p99")} for p in panels]
+    assert curves == [{"veth"}, {"veth"}, {"testpmd"}, {"testpmd"}]
+    assert not any("round trip or one way" in p["y"] for p in panels)
+
+
+def test_latency_cdf_gives_each_kind_its_own_axes(tmp_path, figures):
+    plots.latency_cdf(both_kinds(sizes=(64,)), tmp_path / "cdf.png")
+    panels = labels(figures[0])
+    assert [(p["title"], p["x"], p["y"], p["legend"]) for p in panels] == [
+        ("Round-trip time distribution, 64 B frames, burst 1",
+         "round-trip time (µs, log scale)", "fraction of packets ≤ RTT", ["veth"]),
+        ("One-way latency distribution, 64 B frames, burst 1",
+         "one-way latency (µs, log scale)", "fraction of packets ≤ one-way latency",
+         ["testpmd"])]
+
+
+def test_a_row_without_its_kind_is_its_testers():
+    assert report_kinds.of({"tester": "single"}) == "one_way"
+    assert report_kinds.of({"tester": "split"}) == "rtt"
+    assert report_kinds.of({"tester": "single", "latency_kind": "rtt"}) == "rtt"
+
+
+def test_vs_quota_draws_each_kind_in_a_subplot_of_its_own(tmp_path, figures):
+    rows = []
+    for row in both_kinds(sizes=(64,)):
+        for quota in (25, 50, 100):
+            rows.append({**row, "switch_quota": quota})
+    rows += [dict(switch="veth", mode="throughput", size=64, burst=32, pairs=1, rate=0,
+                  rx_pps=1e5 * q / 100, tx_pps=1e5, switch_quota=q) for q in (25, 50, 100)]
+    plots.vs_quota(rows, tmp_path / "quota.png")
+    panels = labels(figures[0])
+    assert [(p["title"], p["y"]) for p in panels] == [
+        ("Throughput vs CPU quota", "received rate per pair (Mpps)"),
+        ("Round-trip time vs CPU quota", "round-trip time (µs)"),
+        ("One-way latency vs CPU quota", "one-way latency (µs)")]
+    assert {t.split()[0] for t in panels[1]["legend"]} == {"veth"}
+    assert {t.split()[0] for t in panels[2]["legend"]} == {"testpmd"}
+
+
+def test_text_tables_say_each_latencys_kind():
+    from cnfperf.report import summary, tables
+    run = stored_shootout()
+    for p in run["points"]:   # OVS's single tester times its latency points one way
+        if p["switch"] == "ovs" and p["mode"] == "latency":
+            p["latency_kind"] = "one_way"
+        for pair in p["per_pair"]:
+            pair.update(latency_kind=p["latency_kind"], offered_pps=pair["tx_pps"])
+    lines = tables.run_table(run).splitlines()
+    head = lines[0].split()
+    assert head[head.index("Mbit/s") + 1:] == ["latency", "p50", "µs", "p99", "µs", "max", "µs"]
+    said = {(line.split()[0], line.split()[2]): line for line in lines[2:] if line.strip()}
+    assert "round trip" in said[("veth", "latency")]
+    assert "one way" in said[("ovs", "latency")] and "round trip" not in said[("ovs", "latency")]
+    assert "one way" in said[("veth", "throughput")]
+    _, headers, rows = summary.latency(run)
+    kinds_said = {(r[0].split()[0], r[headers.index("kind")]) for r in rows}
+    assert ("ovs", "one way") in kinds_said and ("veth", "round trip") in kinds_said
+
+
 # --- headless Chromium ----------------------------------------------------------
 
 @pytest.mark.needs("chromium-headless-shell")
@@ -427,7 +512,8 @@ def stored_shootout():
                         if switch == "ovs" else "auto: 2 busy pollers on 2 cores",
                         "pollers": 3 if switch == "ovs" else 2, "point_cores": 2,
                         "rx_pps": rx, "loss_ratio": 0.0,
-                        "latency_kind": "rtt" if mode == "latency" else "one_way", **lat,
+                        "latency_kind": "rtt" if mode == "latency" and switch != "ovs"
+                        else "one_way", **lat,
                         "per_pair": [{"pair": 0, "tx_pps": rx, "rx_pps": rx, "sent": 1000,
                                       "received": 1000, "loss_ratio": 0.0, "rx_bps": rx * size * 8,
                                       "latency_histogram": hist, **lat}]})

@@ -60,10 +60,10 @@ def test_repetitions_give_a_95_percent_confidence_interval():
     assert headers[:6] == ["size B", "rank", "data plane", "best rx Mpps", "95% CI Mpps", "n"]
     assert rows[0][:4] == ["64", 1, "memif", pytest.approx(40.4)]
     assert rows[0][4] == f"{expected.ci_low / 1e6:.3g} – {expected.ci_high / 1e6:.3g}"
-    title, headers, rows = glance.latency_table(glance.entries(shootout()))
-    assert headers[:7] == ["size B", "rank", "data plane", "latency", "p50 µs", "p50 95% CI µs",
-                           "p99 µs"]
-    assert rows[0][:5] == ["64", 1, "memif", "round trip", pytest.approx(20.1)]
+    [(title, headers, rows)] = glance.latency_tables(glance.entries(shootout()))
+    assert title == "At a glance: latency, round trip"
+    assert headers[:6] == ["size B", "rank", "data plane", "p50 µs", "p50 95% CI µs", "p99 µs"]
+    assert rows[0][:4] == ["64", 1, "memif", pytest.approx(20.1)]
 
 
 def test_the_best_of_the_rates_tried_and_where_it_was():
@@ -80,7 +80,7 @@ def test_latency_ranks_latency_points_only():
     # a throughput point's latency is its queue's: not a latency ranking
     run = run_of(point(0, "veth", rx=3e5, p50=5e6))
     assert [e.mode for e in glance.entries(run)] == ["throughput"]
-    assert glance.latency_table(glance.entries(run)) is None
+    assert glance.latency_tables(glance.entries(run)) == []
 
 
 def test_contended_entries_say_so():
@@ -127,7 +127,8 @@ def test_the_report_opens_at_a_glance(tmp_path):
     assert nav.index("At a glance") < nav.index("Plots") < nav.index("Tables")
     body = page[page.index("</nav>"):]
     assert body.index('id="at-a-glance"') < body.index('id="plots"') < body.index('id="tables"')
-    assert 'id="at-a-glance-throughput"' in page and 'id="at-a-glance-latency"' in page
+    assert 'id="at-a-glance-throughput"' in page
+    assert 'id="at-a-glance-latency-round-trip"' in page
 
 
 def test_one_data_plane_has_its_tables_but_no_chart(tmp_path):
@@ -145,15 +146,29 @@ def test_round_trips_and_one_way_times_are_ranked_apart(tmp_path, monkeypatch):
                  point(3, "vpp", mode="latency", p50=60e3, rate=1000.0, latency_kind="one_way"))
     found = glance.entries(run)
     assert [(e.board, e.curve) for e in found] == [
-        (("latency", "one_way"), "ovs"), (("latency", "one_way"), "vpp"),
-        (("latency", "rtt"), "macvlan"), (("latency", "rtt"), "veth")]
-    _, headers, rows = glance.latency_table(found)
-    assert [(r[1], r[2], r[3]) for r in rows] == [(1, "ovs", "one way"), (2, "vpp", "one way"),
-                                                  (1, "macvlan", "round trip"),
-                                                  (2, "veth", "round trip")]
+        (("latency", "rtt"), "macvlan"), (("latency", "rtt"), "veth"),
+        (("latency", "one_way"), "ovs"), (("latency", "one_way"), "vpp")]
+    # a table per kind, each ranked from 1 and titled with its kind
+    tables = glance.latency_tables(found)
+    assert [(title, [(r[1], r[2]) for r in rows]) for title, _, rows in tables] == [
+        ("At a glance: latency, round trip", [(1, "macvlan"), (2, "veth")]),
+        ("At a glance: latency, one way", [(1, "ovs"), (2, "vpp")])]
     saved = []
     original = glance_plot.save
     monkeypatch.setattr(glance_plot, "save", lambda f, p: saved.append(f) or original(f, p))
     glance_plot.chart(found, tmp_path / "g.png")
-    assert [ax.get_title() for ax in saved[0].axes] == ["Latency (one way), 64 B frames",
-                                                        "Latency (round trip), 64 B frames"]
+    assert [ax.get_title() for ax in saved[0].axes] == ["Latency (round trip), 64 B frames",
+                                                        "Latency (one way), 64 B frames"]
+
+
+def test_one_curve_with_both_kinds_is_ranked_in_each(tmp_path):
+    # the same data plane measured by both testers, the tester not in its name:
+    # its round trip and its one way are two entries, never one best of both
+    run = run_of(point(0, "veth", mode="latency", p50=300e3, rate=1000.0),
+                 point(1, "veth", mode="latency", p50=40e3, rate=1000.0, latency_kind="one_way",
+                       grp="veth-one-way"))
+    found = glance.entries(run)
+    assert [(e.kind, e.value.mean) for e in found] == [("rtt", 300e3), ("one_way", 40e3)]
+    page = build.write(run, tmp_path).read_text()
+    assert 'id="at-a-glance-latency-round-trip"' in page
+    assert 'id="at-a-glance-latency-one-way"' in page

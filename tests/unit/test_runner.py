@@ -570,3 +570,61 @@ def test_a_stale_kept_switch_is_replaced_by_a_fresh_one(run, machine, keeping, m
     assert outcome.status == "done"
     assert lifecycle(machine) == [("start", 0), ("release",), ("stop",), ("start", 1),
                                   ("release",), ("stop",)]
+
+
+# --- the generator baseline --------------------------------------------------
+
+BASELINED = {"size": "64,128", "rate": "10k", "duration": 1, "generator_baseline": "yes"}
+
+
+def test_the_generator_baseline_is_measured_first_and_each_point_says_its_share(run, machine):
+    from cnfperf.report.tables import run_table
+    outcome, seen, stored = run(BASELINED)
+    assert outcome.status == "done"
+    # a baseline per size, unpaced, before any point; then the points
+    trials = [(e[1], e[2].split("-")[0]) for e in machine.of("trial")]
+    assert trials == [(0, "baseline"), (1, "baseline"), (0, "point0"), (1, "point1")]
+    baselines = stored["baselines"]
+    assert [(b["switch"], b["api"], b["size"], b["tester"], b["status"], b["rx_pps"])
+            for b in baselines] == [("veth", "udp", 64, "split", "done", 20_000.0),
+                                    ("veth", "udp", 128, "split", "done", 20_000.0)]
+    assert [b["scenario"]["rate"] for b in baselines] == [0.0, 0.0]
+    # each point's 10k against its baseline's 20k
+    assert [(p["baseline_pps"], p["baseline_share"]) for p in stored["points"]] == \
+        [(20_000.0, 0.5), (20_000.0, 0.5)]
+    lines = run_table(stored).splitlines()
+    assert lines[0].split()[-3:] == ["%", "of", "gen"]
+    assert [line.split()[-1] for line in lines[2:4]] == ["50.0", "50.0"]
+    assert "generator baseline udp size=64 burst=32 tester=split pairs=1 through veth: " \
+           "rx 20.0 kpps" in lines
+    assert any(p.point.label == "generator-baseline" and p.phase == "done" for p in seen)
+
+
+def test_a_resumed_run_keeps_its_baselines(run, machine):
+    machine.fail["trial 1 point1"] = SystemFailure("engine failed")
+    first, _, _ = run(BASELINED)
+    machine.fail.clear()
+    machine.events.clear()
+    outcome, _, stored = run(BASELINED, resume=first.run_id)
+    assert outcome.status == "done"
+    assert [e[2].split("-")[0] for e in machine.of("trial")] == ["point1"]   # no baseline again
+    assert [p["baseline_share"] for p in stored["points"]] == [0.5, 0.5]
+
+
+def test_a_failed_baseline_is_stored_and_said_and_its_points_have_no_share(run, machine):
+    machine.fail["trial 0 baseline"] = SystemFailure("engine failed")
+    outcome, _, stored = run(BASELINED)
+    assert outcome.status == "done"
+    assert [(b["size"], b["status"]) for b in stored["baselines"]] == [(64, "failed"),
+                                                                       (128, "done")]
+    assert "engine failed" in stored["baselines"][0]["error"]
+    assert any(w.startswith("generator baseline veth udp throughput") and "failed" in w
+               for w in outcome.warnings)
+    assert [p["baseline_share"] for p in stored["points"]] == [None, 0.5]
+
+
+def test_without_generator_baseline_nothing_is_measured_first(run, machine):
+    _, _, stored = run({"rate": "10k", "duration": 1})
+    assert stored["baselines"] == []
+    assert [e[2] for e in machine.of("trial")] == ["point0"]
+    assert stored["points"][0]["baseline_share"] is None
