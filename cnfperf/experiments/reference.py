@@ -317,7 +317,8 @@ def _param(point: Mapping[str, Any], name: str) -> Any:
     return scenario[name] if name in scenario else point.get(name)
 
 
-def _same(want: Any, got: Any) -> bool:
+def same(want: Any, got: Any) -> bool:
+    """A value of `at` and a point's: numbers alike as numbers, anything else as text."""
     if isinstance(want, (int, float)) and isinstance(got, (int, float)):
         return math.isclose(float(want), float(got), rel_tol=1e-9, abs_tol=1e-9)
     return str(want) == str(got)
@@ -393,7 +394,7 @@ def measure(points: Sequence[Mapping[str, Any]], metric: str,
     metric's own mode (METRICS) is taken."""
     m = METRICS[metric]
     matched = [p for p in points if p.get("status", "done") == "done"
-               and all(_same(v, _param(p, k)) for k, v in at.items())]
+               and all(same(v, _param(p, k)) for k, v in at.items())]
     if "mode" not in at and len({_param(p, "mode") for p in matched}) > 1:
         matched = [p for p in matched if _param(p, "mode") == m.mode]
     groups: dict[Any, list[float]] = {}
