@@ -397,3 +397,17 @@ def test_the_paper_section_reads_in_headless_chromium(tmp_path):
     (tmp_path / "screenshot.png").write_bytes(page.screenshot)
     with Image.open(io.BytesIO(page.screenshot)) as im:
         assert im.size[0] >= 1200 and im.size[1] > 2000
+
+
+# -- the docs -----------------------------------------------------------------
+
+
+def test_the_coverage_page_is_current_and_lists_every_experiment():
+    from cnfperf import reference as docs
+    from harness import REPO
+    assert docs.stale(REPO, ["docs/coverage.md"]) == [], \
+        "docs/coverage.md is stale: run `make docs` (a study's experiments or differences changed)"
+    page = (REPO / "docs" / "coverage.md").read_text()
+    for eid in reference.experiment_ids():
+        assert f"\n| {eid} | " in page
+    assert "46 experiments: " in page
