@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from cnfperf import fields
+from cnfperf import UserError, fields
 from cnfperf.fields import Field
 
 BEGIN = "<!-- generated: {name} (make docs) -->"
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         old = stale(args.root)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, UserError) as e:   # UserError: a study file's tables
         print(f"cnfperf.reference: error: {e}", file=sys.stderr)
         return 2
     for name in old:

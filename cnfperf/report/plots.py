@@ -44,13 +44,15 @@ def _matches(ref: reference.Row, row: Row, x: str) -> bool:
 
 
 def paper_marks(ax, pen: Pen, rows: Sequence[Row], paper: Sequence[reference.Row], x: str,
-                metrics: dict[str, str], per_pair: bool = False) -> list[float]:
+                metrics: dict[str, str], per_pair: bool = False,
+                labelled: bool = True) -> list[float]:
     """The paper's values of `metrics` ({metric: its legend label}) drawn on
     `ax` at their `at`'s value of `x`, each in the colour of the curve whose
     rows it matches (none: not drawn); rates per pair where the plot's are.
+    Not `labelled`: the plot's legend is made of handles (paper_handle).
     Returns the values drawn (the value axis' span takes them)."""
     drawn: list[float] = []
-    labelled: set[str] = set()
+    seen: set[str] = set()
     for ref in paper:
         if ref.per or ref.metric not in metrics or x not in ref.at:
             continue
@@ -58,10 +60,10 @@ def paper_marks(ax, pen: Pen, rows: Sequence[Row], paper: Sequence[reference.Row
         if not mine:
             continue
         y = ref.value * ref.factor / (int(mine[0].get("pairs") or 1) if per_pair else 1)
-        label = metrics[ref.metric]
+        label = metrics[ref.metric] if labelled else "_paper"
         ax.plot([ref.at[x]], [y], mec=pen.colour(str(mine[0]["switch"])), **PAPER_MARK,
-                label=label if label not in labelled else "_paper")
-        labelled.add(label)
+                label=label if label not in seen else "_paper", clip_on=False)
+        seen.add(label)
         drawn.append(y)
     return drawn
 
@@ -143,9 +145,13 @@ def throughput_vs_size(rows: Iterable[Row], path: str | Path,
                   hollow, **style)
         mpps += ys
         gbps += bits
-    mpps += paper_marks(ax_pps, pen, runs, paper, "size",
-                        {m: PAPER for m in ("rx_mpps", "ndr_mpps", "pdr_mpps")}, per_pair)
-    gbps += paper_marks(ax_bps, pen, runs, paper, "size", {"rx_gbps": PAPER}, per_pair)
+    in_pps = paper_marks(ax_pps, pen, runs, paper, "size",
+                         {m: PAPER for m in ("rx_mpps", "ndr_mpps", "pdr_mpps")}, per_pair)
+    in_bps = paper_marks(ax_bps, pen, runs, paper, "size", {"rx_gbps": PAPER}, per_pair)
+    if in_pps and not in_bps:   # the figure's one legend is the right panel's
+        ax_bps.add_line(paper_handle())
+    mpps += in_pps
+    gbps += in_bps
     unit = " per pair" if per_pair else ""
     for ax, ylabel, title, values in (
             (ax_pps, f"max received rate{unit} (Mpps)", "packets", mpps),
@@ -253,7 +259,7 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
                     pen.curve(ax, switch, xs, ys, hollow=hollow, ls=_STAT_STYLE.get(name, "-"))
                     values += ys
         marks = paper_marks(ax, pen, [r for r in rows if r.get("burst") == burst], paper, "size",
-                            _PAPER_LATENCY)
+                            _PAPER_LATENCY, labelled=False)
         values += marks
         size_axis(ax, sorted_unique(k[2] for k in table if k[1] == burst))
         handles = [pen.handle(s) for s in switches]

@@ -118,6 +118,18 @@ def test_a_bad_study_file_is_refused_before_its_plan(tmp_path, capsys):
         checks.load_plan(path)
 
 
+def test_the_plan_keeps_the_tables_the_run_stores():
+    """A run stores its plan's doc (runs.spec): the report and `results show`
+    hold it against the tables as they were run, not today's file."""
+    from cnfperf.run import checks
+    swept = checks.load_plan(DATA / "paper_study.toml")
+    assert swept.spec["doc"]["reference"][0]["value"] == 14.84
+    assert swept.spec["doc"]["difference"][1]["experiments"] == ["000.8"]
+    run = stored_tc2()
+    run["spec"]["doc"]["reference"][0]["value"] = 7.42   # the stored table, not the file's
+    assert reference.of_stored(run).rows[0].ratio == pytest.approx(15.01 * 1.005 / 7.42)
+
+
 # -- matching -----------------------------------------------------------------
 
 
@@ -382,6 +394,28 @@ def test_the_plots_draw_the_papers_values(tmp_path, monkeypatch):
     size = saved[1]   # throughput vs size: 64 and 1500 B at 100 % (1024 B has no curve point)
     marks = [l for l in size.axes[0].get_lines() if l.get_marker() == "D"]
     assert sorted(x for l in marks for x in l.get_xdata()) == [64, 64, 64, 64, 64, 1024, 1500]
+    # the figure keys its curves once, on the right: "paper" is there too
+    assert "paper" in [t.get_text() for t in size.axes[1].get_legend().get_texts()]
+
+
+def test_latency_vs_size_keys_its_curves_and_the_paper(tmp_path, monkeypatch):
+    from cnfperf.report import plots
+    saved = []
+    original = plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, path: saved.append(fig) or original(fig, path))
+    rows = [{"switch": "veth", "dataplane": "veth", "mode": "latency", "size": size, "burst": 1,
+             "pairs": 1, "rate": 1000, "hist": engine_hist(us * 1e3, seed=size)}
+            for size, us in ((64, 100), (1500, 120))]
+    paper = reference.load({"reference": [
+        {"figure": "Fig. B", "metric": "latency_p50_us", "value": v, "unit": "µs",
+         "at": {"size": size, "switch": "veth"}} for size, v in ((64, 60), (1500, 80))] + [
+        {"figure": "Fig. C", "metric": "latency_p50_us", "value": 9, "unit": "µs",
+         "at": {"size": 64, "switch": "ovs"}}]}).rows   # no ovs curve: not drawn
+    plots.rtt_vs_size(rows, tmp_path / "rtt.png", paper=paper)
+    ax = saved[0].axes[0]
+    marks = [l for l in ax.get_lines() if l.get_marker() == "D"]
+    assert [(l.get_xdata()[0], l.get_ydata()[0]) for l in marks] == [(64, 60), (1500, 80)]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["veth", "p50", "p99", "paper"]
 
 
 @pytest.mark.needs("chromium-headless-shell")
