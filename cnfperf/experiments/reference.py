@@ -26,7 +26,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cnfperf import UserError, fields
 from cnfperf.experiments import stats, studies
@@ -200,13 +200,18 @@ def load(doc: Mapping[str, Any], known: Sequence[str] | None = None) -> Referenc
     tables are read with known=() (ids not checked: the catalogue may have
     moved on)."""
     try:
-        return _load(doc, experiment_ids() if known is None else known)
+        # the catalogue only where ids are named: a scenario file needs none
+        return _load(doc, known if known is not None else experiment_ids)
     except ValueError as e:
         where, _, why = str(e).partition(": ")
         raise UserError(where, why) from None
 
 
-def _load(doc: Mapping[str, Any], known: Sequence[str]) -> Reference:
+# experiment ids, or what gives them when first needed (the catalogue)
+Known = Sequence[str] | Callable[[], Sequence[str]]
+
+
+def _load(doc: Mapping[str, Any], known: Known) -> Reference:
     table = doc.get("study") or {}
     ids = (table.get("experiments") or []) if isinstance(table, Mapping) else []
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
@@ -225,7 +230,10 @@ def _tables(doc: Mapping[str, Any], name: str) -> list[Mapping[str, Any]]:
     return tables
 
 
-def _known_ids(where: str, ids: Sequence[str], known: Sequence[str]) -> None:
+def _known_ids(where: str, ids: Sequence[str], known: Known) -> None:
+    if not ids:
+        return
+    known = known() if callable(known) else known
     if known and (unknown := [i for i in ids if i not in known]):
         raise ValueError(f"{where}: unknown experiment {unknown[0]!r} (the ids of "
                          "studies/papers/experiments.toml: 000.1, 002.A′, 003.T52, …)")
@@ -246,7 +254,7 @@ def _text(where: str, value: Any, required: bool = True) -> str:
 
 
 def _difference(where: str, d: Mapping[str, Any], ids: Sequence[str],
-                known: Sequence[str]) -> Difference:
+                known: Known) -> Difference:
     _keys(where, d, DIFFERENCE_KEYS)
     kind = d.get("kind")
     if kind not in KINDS:
