@@ -344,6 +344,22 @@ def test_cli_coverage_refuses_a_study_name(capsys):
     assert "--coverage: lists every study's experiments" in capsys.readouterr().err
 
 
+def test_a_study_says_its_differences_before_it_runs_and_refuses_bad_tables(tmp_path, capsys,
+                                                                           monkeypatch):
+    monkeypatch.setenv("CNFPERF_RESULTS", str(tmp_path / "results"))
+    assert cli.main(["study", str(DATA / "paper_study.toml"), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("cnfperf: paper_study differs from its paper:\n  method: the quota is")
+    assert "\n  hardware (000.8): latency is one-way on the tester's clock" in err
+    bad = tmp_path / "bad.toml"
+    bad.write_text((DATA / "paper_study.toml").read_text().replace('kind = "hardware"',
+                                                                  'kind = "hw"'))
+    assert cli.main(["study", str(bad), "--dry-run"]) == 2
+    assert capsys.readouterr().err == ("cnfperf: error: difference[1].kind: 'hw' is none of "
+                                       "method, hardware, gap\n")
+    assert not (tmp_path / "results").exists()
+
+
 def test_results_show_prints_paper_vs_here(tmp_path, capsys):
     results = _store_with(tmp_path, stored_tc2())
     assert cli.main(["results", "show", "7c2a", "--results", str(results)]) == 0
