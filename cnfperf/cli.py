@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -23,7 +24,7 @@ from cnfperf.run.agent import main as run_agent
 from cnfperf.run.cleanup import cleanup
 from cnfperf.remote.inventory import load as load_inventory
 from cnfperf.engine import find_engine
-from cnfperf.experiments import studies
+from cnfperf.experiments import reference as paper, studies
 from cnfperf.experiments.sweep import check_profiled, format_seconds, parse_values
 from cnfperf.host.facts import gather, render as render_host
 from cnfperf.host.lock import HostBusy
@@ -36,7 +37,7 @@ from cnfperf.report.searches import latency_loads, searches
 from cnfperf.report.soak import table as soak_table
 from cnfperf.report.summary import faults, images, noises, points as point_table, repetitions
 from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
-from cnfperf.results.store import Store, results_dir
+from cnfperf.results.store import DB_NAME, Store, results_dir
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_BUSY, EXIT_REGRESSION = 1, 2, 3, 4
 SHOWN_RUNS = 10   # a series' runs named in its table's title; more: the first and last
@@ -137,6 +138,10 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("name", nargs="?", metavar="NAME", help="study name (none: list them)")
     study.add_argument("--quick", action="store_true",
                        help="the study's [quick] variant: fewer points, 1 s each")
+    study.add_argument("--coverage", action="store_true",
+                       help="list every experiment of the five papers: which study reproduces "
+                            "it (NOW, HW, PART) or none (NO), its differences from the paper, "
+                            "the verdict of that study's last stored run (--results)")
     _scenario_flags(study, with_fields=False)
     study.add_argument("--hosts", metavar="FILE",
                        help="the inventory of other hosts, for a study that places its tester "
@@ -290,6 +295,11 @@ def _dry_run(swept: Any, host: Any, run_id: str = "0000", done: set[str] = froze
 
 
 def _study(args: argparse.Namespace) -> int:
+    if args.coverage:
+        if args.name is not None:
+            raise UserError("--coverage", f"lists every study's experiments; give no NAME "
+                                          f"(got {args.name!r})")
+        return _coverage(args)
     if args.name is None:
         print(render(("study", "title", "reproduces"), studies.describe_all()))
         return 0
@@ -299,6 +309,10 @@ def _study(args: argparse.Namespace) -> int:
     swept = checks.load_plan(path, {"repeat": args.repeat, "hosts": args.hosts},
                              quick=args.quick, host=host)
     swept.spec["study"] = path.stem
+    differs = paper.difference_lines(paper.load(swept.spec["doc"]))
+    if differs:   # before the run: what its numbers will not be
+        print(f"cnfperf: {path.stem} differs from its paper:\n  " + "\n  ".join(differs),
+              file=sys.stderr)
     if args.dry_run:
         return _dry_run(swept, host)
     code, run_id, store = _execute(args, swept, engine, host)
@@ -306,6 +320,72 @@ def _study(args: argparse.Namespace) -> int:
     if _has_results(run):
         print(f"report: {_write_report(store, run)}")
     return code
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    """Every experiment of the catalogue, its status and study, with the verdict
+    of that study's last stored run (when there is a store)."""
+    found = paper.all_studies()
+    verdicts: dict[str, dict[str, Any]] = {}
+    directory = results_dir(args.results)
+    if (directory / DB_NAME).exists():
+        store = Store(directory, create=False)
+        for name, run_id in store.study_runs().items():
+            compared = _compared(store.run(run_id))
+            if compared is not None and name in found:
+                verdicts[name] = {"run": run_id, **compared.verdict()}
+    elif args.results:
+        raise UserError("--results", f"no results in {directory}")
+    covered = paper.coverage(found, verdicts)
+    counts = {s: sum(c.status == s for c in covered) for s in paper.STATUSES}
+    if args.json:
+        print(json.dumps({"experiments": [c.to_dict() for c in covered], "counts": counts},
+                         indent=1))
+        return 0
+    print(_coverage_text(covered))
+    print(f"\n{len(covered)} experiments: " +
+          ", ".join(f"{n} {s}" for s, n in counts.items()) + "\n" +
+          "\n".join(f"  {s}: {why}" for s, why in paper.STATUSES.items()))
+    return 0
+
+
+def _coverage_text(covered: list[Any]) -> str:
+    """The coverage table, each experiment's differences under its row."""
+    headers = [h for h in paper.COVERAGE_HEADERS if h != "differences"]
+    rows = [[cell for h, cell in zip(paper.COVERAGE_HEADERS, row) if h != "differences"]
+            for row in paper.coverage_rows(covered)]
+    lines = render(headers, rows, set()).splitlines()
+    out = lines[:2]
+    for line, c in zip(lines[2:], covered):
+        out.append(line)
+        out += [textwrap.fill(d, 100, initial_indent="    · ", subsequent_indent="      ")
+                for d in c.differences]
+    return "\n".join(out)
+
+
+def _compared(run: dict[str, Any] | None) -> Any:
+    """A stored run held against the paper tables it stored (None without them,
+    or when they no longer read: said on stderr)."""
+    if not run:
+        return None
+    try:
+        return paper.of_stored(run)
+    except UserError as e:
+        print(f"cnfperf: warning: run {run['id']}'s paper tables no longer read: {e}",
+              file=sys.stderr)
+        return None
+
+
+def _paper_text(compared: Any) -> list[str]:
+    """The paper-vs-here table, each figure's shape, the differences."""
+    out = []
+    if compared.rows:
+        out.append(summary_table(("Paper vs here", paper.TABLE_HEADERS,
+                                  paper.table_rows(compared))))
+        out += paper.shape_lines(compared)
+    if differs := paper.difference_lines(compared.reference):
+        out += ["differences from the paper:", *(f"  {d}" for d in differs)]
+    return out
 
 
 def _has_results(run: dict[str, Any] | None) -> bool:
@@ -339,7 +419,10 @@ def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
     for w in dict.fromkeys(outcome.warnings):
         print(f"cnfperf: warning: {w}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"outcome": _outcome(outcome), "run": run}, indent=1, default=str))
+        compared = _compared(run)
+        print(json.dumps({"outcome": _outcome(outcome), "run": run,
+                          **({"paper": compared.to_dict()} if compared else {})},
+                         indent=1, default=str))
     elif run["points"]:
         print(f"run {outcome.run_id}  ({store.directory / 'runs' / outcome.run_id})")
         print(run_table(run))
@@ -513,7 +596,9 @@ def _stored_run(args: argparse.Namespace, text: str, field: str = "RUN") -> tupl
 def _results_show(args: argparse.Namespace) -> int:
     _, run = _stored_run(args, args.run)
     if args.json:
-        print(json.dumps(run, indent=1, default=str))
+        compared = _compared(run)
+        print(json.dumps({**run, **({"paper": compared.to_dict()} if compared else {})},
+                         indent=1, default=str))
     else:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started"]))
         print(f"run {run['id']}  {run['status']}  started {started}  "
@@ -540,6 +625,9 @@ def _print_tables(run: dict[str, Any], brief: bool = False) -> None:
                                *cpu_tables.all_tables(run, brief))):
         print()
         print(summary_table(table, notes.get(table[0], "")))
+    if compared := _compared(run):
+        print()
+        print("\n".join(_paper_text(compared)))
 
 
 def _results_export(args: argparse.Namespace) -> int:

@@ -2,7 +2,11 @@
 scenario fields (fields.py) in docs/scenarios.md, the data planes
 (dataplanes/) in docs/dataplanes.md, the store's tables
 (results/store.py) and the CSV columns (report/export.py) in docs/results.md,
-the plots a study may name (report/plots.py) in docs/studies-and-reports.md.
+the plots a study may name (report/plots.py) and the metrics a study's
+[[reference]] rows may name (experiments/reference.py) in
+docs/studies-and-reports.md, every experiment of the five papers with the
+study that reproduces it (studies/*.toml, studies/papers/experiments.toml) in
+docs/coverage.md.
 
 A generated block sits between two markers in its Markdown file:
 
@@ -27,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from cnfperf import fields
+from cnfperf import UserError, fields
 from cnfperf.fields import Field
 
 BEGIN = "<!-- generated: {name} (make docs) -->"
@@ -241,6 +245,34 @@ def plots_table() -> str:
                       *(f"| `{name}` | {title} |" for name, (title, _) in PLOTS.items())])
 
 
+def metrics_table() -> str:
+    """The metrics a study's [[reference]] row may name, with their units."""
+    from cnfperf.experiments.reference import METRICS
+
+    return "\n".join(["| metric | what a stored point gives | units (the first its own) |",
+                      "| --- | --- | --- |",
+                      *(f"| `{name}` | {_cell(m.what)} | {', '.join(m.units)} |"
+                        for name, m in METRICS.items())])
+
+
+def coverage_table() -> str:
+    """Every experiment of the five papers: its status and the study that
+    reproduces it, with that study's differences (experiments/reference.py)."""
+    from cnfperf.experiments import reference as paper
+
+    covered = paper.coverage(paper.all_studies())
+    counts = ", ".join(f"{sum(c.status == s for c in covered)} {s}" for s in paper.STATUSES)
+    lines = [f"{len(covered)} experiments: {counts}.", "",
+             "| id | figure | what | status | study | differences |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for c in covered:
+        e = c.experiment
+        lines.append("| " + " | ".join(_cell(t) for t in (
+            e.id, e.figure, e.what, c.status, ", ".join(f"`{n}`" for n in c.studies) or "–",
+            "; ".join(c.differences) or "–")) + " |")
+    return "\n".join(lines)
+
+
 def pair_fields() -> str:
     """The fields a pair's profile may set (fields.PER_PAIR), with their meaning."""
     by_name = fields.by_name()
@@ -257,7 +289,8 @@ BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/scenarios.md": {"fields": fields_table, "pair_fields": pair_fields},
     "docs/dataplanes.md": {"dataplanes": dataplanes_table},
     "docs/results.md": {"schema": schema, "csv": csv_columns},
-    "docs/studies-and-reports.md": {"plots": plots_table},
+    "docs/studies-and-reports.md": {"plots": plots_table, "metrics": metrics_table},
+    "docs/coverage.md": {"coverage": coverage_table},
 }
 
 
@@ -297,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         old = stale(args.root)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, UserError) as e:   # UserError: a study file's tables
         print(f"cnfperf.reference: error: {e}", file=sys.stderr)
         return 2
     for name in old:

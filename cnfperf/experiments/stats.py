@@ -208,6 +208,18 @@ def hist_mean(hist: Iterable[Sequence[float]]) -> float | None:
     return math.fsum((lo + hi) / 2 * n for lo, hi, n in buckets) / n_total
 
 
+def hist_stdev(hist: Iterable[Sequence[float]]) -> float | None:
+    """Sample standard deviation in ns, each bucket counted at its midpoint (as
+    hist_mean); None for fewer than two samples."""
+    buckets = _buckets(hist)
+    n_total = sum(n for _, _, n in buckets)
+    if n_total < 2:
+        return None
+    mid = math.fsum((lo + hi) / 2 * n for lo, hi, n in buckets) / n_total
+    return math.sqrt(math.fsum(((lo + hi) / 2 - mid) ** 2 * n for lo, hi, n in buckets)
+                     / (n_total - 1))
+
+
 def cdf(hist: Iterable[Sequence[float]]) -> list[tuple[float, float]]:
     """(latency_ns, fraction of samples <= it) at every bucket's upper bound, after
     a first point (lowest lower bound, 0)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf.report import (baselines, contention, cpu, emulation, glance, html, interference,
-                            nfs, searches, soak, summary)
+                            nfs, paper, searches, soak, summary)
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -26,9 +26,11 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     spec = run.get("spec") or {}
     study = (spec.get("doc") or {}).get("study") or {}
     rows = rows_from_run(run)
+    compared, unread = paper.comparison(run)
+    published = compared.reference.rows if compared else ()
     out_dir.mkdir(parents=True, exist_ok=True)
-    made = (plots.make(rows, out_dir, study["plots"]) if study.get("plots")
-            else plots.make_all(rows, out_dir))
+    made = (plots.make(rows, out_dir, study["plots"], published) if study.get("plots")
+            else plots.make_all(rows, out_dir, published))
     made += nf_plots.make(run, out_dir)
     made += search_plots.make(run, out_dir)
     made += soak_plots.make(run, out_dir)
@@ -52,8 +54,12 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     return Path(html.write(out_dir / "report.html", title, figures=figures, tables=tables,
                            params=_params(run, started), host=_host(run.get("host") or {}),
                            summary=text, glance=_glance(run, out_dir),
+                           paper=[html.Table(t, h, r, paper.NOTE if t == paper.POINTS else "")
+                                  for t, h, r in (paper.tables(compared) if compared else ())],
+                           differences=paper.differences(compared) if compared else (),
                            notice=" ".join(filter(None, (notice(done), emulation.notice(done),
-                                                         _sentence(summary.two_clocks(done)))))))
+                                                         _sentence(summary.two_clocks(done)),
+                                                         _sentence(unread))))))
 
 
 def _glance(run: dict[str, Any], out_dir: Path) -> list[html.Figure | html.Table]:
@@ -94,11 +100,14 @@ def _caption(name: str) -> str:
                        "Error bars: 95% confidence interval of the mean over repetitions.",
         "rx_vs_offered": "The dashed diagonal is received = offered; a curve leaving it "
                          "marks where that data plane starts to drop.",
-        "throughput_vs_size": "Best received rate per frame size; Gbps counts frame bytes.",
+        "throughput_vs_size": "Best received rate per frame size; Gbps counts frame bytes. "
+                              "Hollow diamonds: the paper's values, where the study gives "
+                              "them.",
         "scalability": "Left: mean per pair; right: total of all pairs.",
         "rtt_vs_size": "Solid: median (p50); dashed: p99. Round trips (a split tester's "
                        "client) and one-way times (a single tester's) in panels of their "
-                       "own, as each title says.",
+                       "own, as each title says. Hollow diamonds: the paper's values, "
+                       "where the study gives them.",
         "latency_cdf": "Fraction of packets whose latency took at most x: round trips "
                        "(a split tester's client) and one-way times (a single tester's) "
                        "in panels of their own, as each title says.",
@@ -108,6 +117,7 @@ def _caption(name: str) -> str:
         "soak": "Every second of each soak: received rate, loss (the receivers' sequence "
                 "gaps) and latency (solid p50, dashed p99; the worst pair's). A dotted line "
                 "marks where a resumed soak went on.",
+        "vs_quota": "Hollow diamonds: the paper's values, where the study gives them.",
         "interference": "The victim (pair 0) beside aggressors (the other pairs) at each load "
                         "they sent, its alone baseline at 0 and dotted across.",
         "latency_vs_nfs": "Markers: each point's p50 and (faded) p99; lines: least-squares "

@@ -153,6 +153,7 @@ dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; }
 dl.glossary dt { font-weight: 600; margin-top: 8px; }
 dl.glossary dd { margin: 0 0 0 18px; }
+ul.differences { max-width: 1100px; font-size: 14px; }
 footer { color: var(--muted); font-size: 12px; padding: 20px 40px; border-top: 1px solid var(--line); }
 @media print { th { position: static; } figure { break-inside: avoid; } }
 """
@@ -234,12 +235,15 @@ def _figure(f: Figure) -> str:
 def render(title: str, *, figures: Iterable[Figure] = (), tables: Iterable[Table] = (),
            params: Mapping[str, Any] | None = None, host: Mapping[str, Any] | None = None,
            summary: str = "", generated: _dt.datetime | None = None,
-           glance: Iterable[Figure | Table] = (), notice: str = "") -> str:
+           glance: Iterable[Figure | Table] = (), notice: str = "",
+           paper: Iterable[Table] = (), differences: Sequence[str] = ()) -> str:
     """The report as one HTML string: `glance` (figures and tables) first, under
-    the header and its `notice` (what a reader must know before any number)."""
-    figures, tables, glance = list(figures), list(tables), list(glance)
+    the header and its `notice` (what a reader must know before any number);
+    then a study's `paper` tables and its `differences` from the paper."""
+    figures, tables, glance, paper = list(figures), list(tables), list(glance), list(paper)
     generated = generated or _dt.datetime.now().astimezone()
-    sections = [("At a glance", glance), ("Plots", figures), ("Tables", tables)]
+    sections = [("At a glance", glance), ("Paper vs here", [*paper, *differences]),
+                ("Plots", figures), ("Tables", tables)]
     nav = "".join(f'<a href="#{_slug(name)}">{name}</a>' for name, items in sections if items)
     nav += '<a href="#parameters">Parameters</a><a href="#host">Host</a>' \
            '<a href="#how-to-read-this">How to read this</a>'
@@ -257,6 +261,13 @@ def render(title: str, *, figures: Iterable[Figure] = (), tables: Iterable[Table
     if glance:
         parts.append('<h2 id="at-a-glance">At a glance</h2>')
         parts.extend(_figure(g) if isinstance(g, Figure) else _table(g) for g in glance)
+    if paper or differences:
+        parts.append('<h2 id="paper-vs-here">Paper vs here</h2>')
+        parts.extend(_table(t) for t in paper)
+        if differences:
+            items = "".join(f"<li>{_esc(d)}</li>" for d in differences)
+            parts.append('<h3 id="differences-from-the-paper">Differences from the paper</h3>'
+                         f'<ul class="differences">{items}</ul>')
     if figures:
         parts.append('<h2 id="plots">Plots</h2>')
         parts.extend(_figure(f) for f in figures)

@@ -15,14 +15,63 @@ from typing import Iterable, Sequence
 from matplotlib.lines import Line2D
 
 from cnfperf import fields
-from cnfperf.experiments import stats
+from cnfperf.experiments import reference, stats
 from cnfperf.report import axes as value_axes
 from cnfperf.report import interference, interference_plot, kinds
-from cnfperf.report.draw import (NoData, Pen, Plot, figure, finish, grid, legend, rows_grid,
+from cnfperf.report.draw import (DASHES, NoData, Pen, Plot, figure, finish, grid, legend,
+                                 rows_grid,
                                  save, size_axis, time_axis)
 from cnfperf.report.rows import (Row, avg, best, contended, curve_fields, curve_label,
                                  fixed_rate, is_latency, sorted_unique, throughput_rows,
                                  varying, varying_per_switch)
+
+
+# --- the paper's values ---------------------------------------------------------
+
+# A published value: a hollow diamond in its curve's colour, bigger than a
+# measured point's marker (hollow round markers say CPU contention).
+PAPER_MARK = dict(marker="D", ms=9, mfc="none", mew=1.6, ls="none", zorder=6)
+PAPER = "paper"
+
+
+def _matches(ref: reference.Row, row: Row, x: str) -> bool:
+    """The plot row is of the point the reference row names (but for the x
+    axis' field); a field the row does not carry does not decide."""
+    for k, v in ref.at.items():
+        got = row.get("dataplane", row.get("switch")) if k == "switch" else row.get(k)
+        if k != x and (k in row or k == "switch") and not reference.same(v, got):
+            return False
+    return True
+
+
+def paper_marks(ax, pen: Pen, rows: Sequence[Row], paper: Sequence[reference.Row], x: str,
+                metrics: dict[str, str], per_pair: bool = False,
+                labelled: bool = True) -> list[float]:
+    """The paper's values of `metrics` ({metric: its legend label}) drawn on
+    `ax` at their `at`'s value of `x`, each in the colour of the curve whose
+    rows it matches (none: not drawn); rates per pair where the plot's are.
+    Not `labelled`: the plot's legend is made of handles (paper_handle).
+    Returns the values drawn (the value axis' span takes them)."""
+    drawn: list[float] = []
+    seen: set[str] = set()
+    for ref in paper:
+        if ref.per or ref.metric not in metrics or x not in ref.at:
+            continue
+        mine = [r for r in rows if _matches(ref, r, x)]
+        if not mine:
+            continue
+        y = ref.value * ref.factor / (int(mine[0].get("pairs") or 1) if per_pair else 1)
+        label = metrics[ref.metric] if labelled else "_paper"
+        ax.plot([ref.at[x]], [y], mec=pen.colour(str(mine[0]["switch"])), **PAPER_MARK,
+                label=label if label not in seen else "_paper", clip_on=False)
+        seen.add(label)
+        drawn.append(y)
+    return drawn
+
+
+def paper_handle(label: str = PAPER) -> Line2D:
+    look = {k: v for k, v in PAPER_MARK.items() if k != "zorder"}
+    return Line2D([], [], mec="0.3", **look, label=label)
 
 
 # --- the plots ----------------------------------------------------------------
@@ -66,7 +115,8 @@ def rx_vs_offered(rows: Iterable[Row], path: str | Path) -> str:
     return save(fig, path)
 
 
-def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
+def throughput_vs_size(rows: Iterable[Row], path: str | Path,
+                       paper: Sequence[reference.Row] = ()) -> str:
     """Maximum received rate vs frame size in Mpps and Gbps, log x (Figs. 5.2, 5.3, 5.5).
 
     Maximum = the best of the rates tried for that size (a search's found rate
@@ -96,6 +146,13 @@ def throughput_vs_size(rows: Iterable[Row], path: str | Path) -> str:
                   hollow, **style)
         mpps += ys
         gbps += bits
+    in_pps = paper_marks(ax_pps, pen, runs, paper, "size",
+                         {m: PAPER for m in ("rx_mpps", "ndr_mpps", "pdr_mpps")}, per_pair)
+    in_bps = paper_marks(ax_bps, pen, runs, paper, "size", {"rx_gbps": PAPER}, per_pair)
+    if in_pps and not in_bps:   # the figure's one legend is the right panel's
+        ax_bps.add_line(paper_handle())
+    mpps += in_pps
+    gbps += in_bps
     unit = " per pair" if per_pair else ""
     for ax, ylabel, title, values in (
             (ax_pps, f"max received rate{unit} (Mpps)", "packets", mpps),
@@ -163,13 +220,16 @@ def _latency_stats(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple, dict
 
 
 _STAT_STYLE = {"p50": "-", "mean": "-.", "p90": ":", "p99": "--", "p999": (0, (1, 1))}
+# The paper's latency values a latency plot draws, and their legend's words.
+_PAPER_LATENCY = {f"latency_{k}_us": f"{PAPER} {k}" for k in ("p50", "p99", "mean")}
 
 
 def rtt_vs_size(rows: Iterable[Row], path: str | Path,
-                show: Sequence[str] = ("p50", "p99")) -> str:
+                show: Sequence[str] = ("p50", "p99"), paper: Sequence[reference.Row] = ()) -> str:
     """Latency percentiles vs frame size (Figs. 5.9, 5.10), a panel per latency
     kind and burst: round trips (a split tester's client) and one-way times (a
-    single tester's) never share an axis, and each panel's title says which."""
+    single tester's) never share an axis, and each panel's title says which. The
+    paper's values go on the panel whose points they match."""
     rows = [r for r in rows if is_latency(r)]
     rows = [{**r, "kind": kinds.of(r)} for r in rows]
     table = _latency_stats(rows, ("kind", "switch", "burst", "size"))
@@ -196,9 +256,14 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
                     xs, ys, hollow = zip(*xy)
                     pen.curve(ax, switch, xs, ys, hollow=hollow, ls=_STAT_STYLE.get(name, "-"))
                     values += ys
+        marks = paper_marks(ax, pen, [r for r in rows if r["kind"] == kind
+                                      and r.get("burst") == burst], paper, "size",
+                            _PAPER_LATENCY, labelled=False)
+        values += marks
         size_axis(ax, sorted_unique(k[2] for k in mine))
         handles = [pen.handle(s) for s in switches]
         handles += [Line2D([], [], color="0.3", ls=_STAT_STYLE.get(n, "-"), label=n) for n in show]
+        handles += [paper_handle()] if marks else []
         legend(ax, handles=handles)
         finish(ax, f"{_title(kind)} vs frame size, burst {burst}", values,
                f"{kinds.TIME[kind]} (µs)")
@@ -293,10 +358,11 @@ def throughput_bars(rows: Iterable[Row], path: str | Path,
     return save(fig, path)
 
 
-def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
+def vs_quota(rows: Iterable[Row], path: str | Path, paper: Sequence[reference.Row] = ()) -> str:
     """Throughput and latency (p50, p99) vs the CPU quota that varies in the run
-    (switch, NF or tester ends': paper 000's TC2), one curve per data plane;
-    latency a panel per kind (round trip, one way: never one axis)."""
+    (switch, NF or tester ends': paper 000's TC2), one curve per data plane (and
+    frame size, where it varies); latency a panel per kind (round trip, one way:
+    never one axis)."""
     rows = list(rows)
     varied = [q for q in fields.QUOTAS if len({r.get(q) for r in rows} - {None}) > 1]
     if not varied:
@@ -311,14 +377,19 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
     fig = figure(1 + len(present))
     ax_pps, *ax_lats = fig.subplots(1, 1 + len(present))
     pen = Pen(rows)
-    rx, hollow = avg(runs, ("switch", quota), "rx_pps_per_pair"), contended(runs, ("switch", quota))
+    # frame sizes are curves of their own (a dash each): never averaged together
+    sizes = sorted_unique(r.get("size") for r in runs)
+    keys = ("switch", "size", quota)
+    rx, hollow = avg(runs, keys, "rx_pps_per_pair"), contended(runs, keys)
     rates: list[float] = []
-    for switch in pen.curves(k[0] for k in rx):
-        pts = sorted((k[1], *v, hollow[k]) for k, v in rx.items() if k[0] == switch)
+    for switch, size in pen.curves(k[:2] for k in rx):
+        pts = sorted((k[2], *v, hollow[k]) for k, v in rx.items() if k[:2] == (switch, size))
         ys = [p[1] / 1e6 for p in pts]
         pen.curve(ax_pps, switch, [p[0] for p in pts], ys, [p[2] / 1e6 for p in pts],
-                  [p[3] for p in pts], label=switch)
+                  [p[3] for p in pts], ls=DASHES[sizes.index(size) % len(DASHES)],
+                  label=f"{switch} {size} B" if len(sizes) > 1 else switch)
         rates += ys
+    rates += paper_marks(ax_pps, pen, runs, paper, quota, {"rx_mpps": PAPER}, per_pair=True)
     panels = [(ax_pps, "received rate per pair (Mpps)", "Throughput", rates)]
     table = _latency_stats(lat, ("kind", "switch", quota))
     for ax_lat, kind in zip(ax_lats, present):
@@ -333,6 +404,8 @@ def vs_quota(rows: Iterable[Row], path: str | Path) -> str:
                     pen.curve(ax_lat, switch, xs, ys, hollow=flags, ls=_STAT_STYLE[name],
                               label=f"{switch} {name}")
                     times += ys
+        times += paper_marks(ax_lat, pen, [r for r in lat if r["kind"] == kind], paper, quota,
+                             _PAPER_LATENCY)
         panels.append((ax_lat, f"{kinds.TIME[kind]} (µs)", _title(kind), times))
     for ax, ylabel, title, values in panels:
         ax.set_xlabel(f"{quota} (% of one core)")
@@ -355,22 +428,30 @@ PLOTS = {
 }
 
 
-def make(rows: Sequence[Row], out_dir: str | Path, names: Sequence[str]) -> list[Plot]:
-    """The named plots (a study's `plots` list), skipping those the rows cannot support."""
+# The plots that draw a study's published values beside its own (`paper`).
+WITH_PAPER = ("throughput_vs_size", "rtt_vs_size", "vs_quota")
+
+
+def make(rows: Sequence[Row], out_dir: str | Path, names: Sequence[str],
+         paper: Sequence[reference.Row] = ()) -> list[Plot]:
+    """The named plots (a study's `plots` list), skipping those the rows cannot
+    support; those of WITH_PAPER with the `paper`'s values that match their curves."""
     unknown = [n for n in names if n not in PLOTS]
     if unknown:
         raise ValueError(f"plots: unknown {', '.join(unknown)}; known: {', '.join(PLOTS)}")
     made = []
     for name in names:
         title, draw = PLOTS[name]
+        given = {"paper": paper} if name in WITH_PAPER and paper else {}
         try:
-            made.append(Plot(name, title, draw(rows, Path(out_dir) / f"{name}.png")))
+            made.append(Plot(name, title, draw(rows, Path(out_dir) / f"{name}.png", **given)))
         except NoData:
             continue
     return made
 
 
-def make_all(rows: Sequence[Row], out_dir: str | Path) -> list[Plot]:
+def make_all(rows: Sequence[Row], out_dir: str | Path,
+             paper: Sequence[reference.Row] = ()) -> list[Plot]:
     """Every plot the rows can support, each as out_dir/NAME.png."""
     out_dir = Path(out_dir)
     runs = throughput_rows(rows)
@@ -397,4 +478,4 @@ def make_all(rows: Sequence[Row], out_dir: str | Path) -> list[Plot]:
         wanted.append("vs_quota")
     if interference.tenants(rows) and interference.entries(rows):
         wanted.append("interference")
-    return make(rows, out_dir, wanted)
+    return make(rows, out_dir, wanted, paper)

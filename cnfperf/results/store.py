@@ -582,6 +582,16 @@ class Store:
             "FROM runs r LEFT JOIN points p ON p.run_id = r.id GROUP BY r.id ORDER BY r.started")
         return [dict(r) for r in rows]
 
+    def study_runs(self) -> dict[str, str]:
+        """The latest run of each study that stored a point: {study: run id}
+        (the study a run's plan names: spec.study)."""
+        rows = self.db.execute(
+            "SELECT r.id, json_extract(r.spec, '$.study') FROM runs r "
+            "WHERE json_valid(r.spec) AND json_extract(r.spec, '$.study') IS NOT NULL "
+            "AND EXISTS (SELECT 1 FROM points p WHERE p.run_id = r.id AND p.status = 'done') "
+            "ORDER BY r.started")
+        return {study: run_id for run_id, study in rows}
+
     def run(self, run_id: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:

@@ -36,7 +36,7 @@ from cnfperf.fields import AUTO, APIS, LOCAL, MAX_PORT, NIC_DRIVERS, QUOTAS, TES
 from cnfperf.host.facts import HostFacts
 from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
-from cnfperf.experiments import sweep
+from cnfperf.experiments import reference, sweep
 from cnfperf.plan import (Port, TestPoint, first_sport, has_vms, links_per_path, nf_hosts,
                           nf_places, place, usable_cpus)
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM, Quota
@@ -62,6 +62,7 @@ def plan(doc: dict[str, Any], *, quick: bool = False, host: HostFacts | None = N
     without cpus is placed on `cores`, else on the usable ones; the plan keeps
     them (spec's cpus): the tester auto takes, and so the key, depend on them."""
     cores = cores or usable_cpus()
+    reference.load(doc)   # a study's paper tables: wrong ones fail before the sweep
     swept = build(doc, quick=quick, check=lambda s: check(s, cores),
                   keep=unusable(host) if host else None,
                   settle=lambda s: place_point(s, cores=cores).scenario)
