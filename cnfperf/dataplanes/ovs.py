@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from cnfperf import PREFIX
 from cnfperf.dataplanes import ovsdb, procs
-from cnfperf.dataplanes.base import PortCounters
+from cnfperf.dataplanes.base import PortCounters, unknown_or
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.kernel import mtu_for
 from cnfperf.fields import AUTO, NIC_DRIVERS
@@ -135,14 +135,18 @@ def port_settings(s: Scenario, nic: bool, pinned: str | None) -> list[str]:
 
 
 class DropSampler:
-    """Sums port drop counters across the resets a peer's disconnect causes."""
+    """Sums port drop counters across the resets a peer's disconnect causes.
+    A count the port does not keep (OVS's `?`, None) reads as nothing counted
+    now (what was counted before is banked, as at a reset); a count never read
+    as a number stays unknown (None in totals), never 0."""
 
-    def __init__(self, read: Callable[[], dict[int, dict[str, int]]],
+    def __init__(self, read: Callable[[], dict[int, dict[str, int | None]]],
                  interval: float = SAMPLE_INTERVAL):
         self._read = read
         self._interval = interval
         self._last: dict[int, dict[str, int]] = {}
         self._base: dict[int, dict[str, int]] = {}
+        self._known: dict[int, set[str]] = {}    # the counts read as a number at least once
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="ovs-drops")
@@ -165,8 +169,11 @@ class DropSampler:
         """Count from zero again: what the ports have counted so far is the base's."""
         now = self._read()
         with self._lock:
-            self._last = {port: {k: counts.get(k, 0) for k in DROPS} for port, counts in now.items()}
+            self._last = {port: {k: counts.get(k) or 0 for k in DROPS}
+                          for port, counts in now.items()}
             self._base = {port: {k: -v for k, v in last.items()} for port, last in self._last.items()}
+            self._known = {port: {k for k in DROPS if counts.get(k) is not None}
+                           for port, counts in now.items()}
 
     def sample(self) -> None:
         now = self._read()
@@ -174,14 +181,18 @@ class DropSampler:
             for port, counts in now.items():
                 last = self._last.get(port, {})
                 base = self._base.setdefault(port, dict.fromkeys(DROPS, 0))
+                known = self._known.setdefault(port, set())
                 for key in DROPS:
-                    if counts.get(key, 0) < last.get(key, 0):
+                    if counts.get(key) is not None:
+                        known.add(key)
+                    if (counts.get(key) or 0) < last.get(key, 0):
                         base[key] += last[key]
-                self._last[port] = {k: counts.get(k, 0) for k in DROPS}
+                self._last[port] = {k: counts.get(k) or 0 for k in DROPS}
 
-    def totals(self) -> dict[int, dict[str, int]]:
+    def totals(self) -> dict[int, dict[str, int | None]]:
         with self._lock:
-            return {port: {k: self._base.get(port, {}).get(k, 0) + last[k] for k in DROPS}
+            return {port: {k: self._base.get(port, {}).get(k, 0) + last[k]
+                           if k in self._known.get(port, ()) else None for k in DROPS}
                     for port, last in self._last.items()}
 
 
@@ -342,10 +353,12 @@ class OvsPlane(DpdkPlane):
         drops = self.drops.totals()
         found = {}
         for port, name in self.ofports.items():
-            dropped = drops.get(port, dict.fromkeys(DROPS, 0))
+            # a port dump-ports never listed: its drops unknown, not none
+            dropped = drops.get(port, dict.fromkeys(DROPS))
             # Switched to the port minus what its full ring refused: delivered,
-            # as a kernel port's tx_packets counts.
-            delivered = max(0, packets.get(TX_COOKIE | port, 0) - dropped["tx_dropped"])
+            # as a kernel port's tx_packets counts (unknown with its drops).
+            delivered = unknown_or(packets.get(TX_COOKIE | port, 0), dropped["tx_dropped"],
+                                   lambda switched, refused: max(0, switched - refused))
             found[name] = PortCounters(rx_packets=packets.get(RX_COOKIE | port, 0),
                                        tx_packets=delivered, **dropped)
         return found
