@@ -215,7 +215,9 @@ def assert_sent(point: dict, pair: dict, frames: float, paced: bool = True) -> N
         assert (1 - SENT_TOLERANCE) * frames <= sent <= high, \
             f"{said}: sent not within {SENT_TOLERANCE:.0%} of the frames asked for"
         bound = skipped_bound(point, pair["pair"], frames)
-        assert skips <= bound, f"{said}: more than the {bound:g} frames a sender may skip"
+        assert skips <= bound, (f"{said}: more than the {bound:g} frames a sender may skip "
+                                "(stalls took its core away: the generator did not offer the "
+                                "load, a trial strategies/truth.py calls invalid)")
     else:
         assert EMULATED_SENT_SHARE * frames <= sent <= high, \
             f"{said}: an emulated guest's sender sent less than {EMULATED_SENT_SHARE:.0%}"
