@@ -207,14 +207,25 @@ def assert_sent(point: dict, pair: dict, frames: float, paced: bool = True) -> N
     SENT_TOLERANCE) and skipped few of its schedule (skipped_bound): a sender
     that sent a part and forgave the rest fails, saying both. `paced = False`:
     into or from an emulated guest (EMULATED_SENT_SHARE)."""
-    sent, skips = pair["sent"], skipped(point, pair["pair"])
-    said = (f"pair {pair['pair']}: sent {sent}, skipped {skips} of {frames:g} frames asked "
+    _held(pair["sent"], skipped(point, pair["pair"]), frames,
+          skipped_bound(point, pair["pair"], frames), paced, f"pair {pair['pair']}")
+
+
+def assert_summary_sent(summary: dict, frames: float) -> None:
+    """assert_sent for an engine's own summary (a sender no point stores, such
+    as a noise pair's): its tx_packets and tx_skipped."""
+    bound = SKIPPED_SHARE * frames + int(summary.get("burst") or 1)
+    _held(summary["tx_packets"], int(summary.get("tx_skipped") or 0), frames, bound, True,
+          f"{summary.get('role', 'sender')}")
+
+
+def _held(sent: int, skips: int, frames: float, bound: float, paced: bool, who: str) -> None:
+    said = (f"{who}: sent {sent}, skipped {skips} of {frames:g} frames asked "
             f"for ({100 * sent / frames:.1f} % sent, {100 * skips / frames:.1f} % skipped)")
     high = (1 + SENT_TOLERANCE) * frames
     if paced:
         assert (1 - SENT_TOLERANCE) * frames <= sent <= high, \
             f"{said}: sent not within {SENT_TOLERANCE:.0%} of the frames asked for"
-        bound = skipped_bound(point, pair["pair"], frames)
         assert skips <= bound, (f"{said}: more than the {bound:g} frames a sender may skip "
                                 "(stalls took its core away: the generator did not offer the "
                                 "load, a trial strategies/truth.py calls invalid)")
