@@ -136,9 +136,11 @@ def port_settings(s: Scenario, nic: bool, pinned: str | None) -> list[str]:
 
 class DropSampler:
     """Sums port drop counters across the resets a peer's disconnect causes.
-    A count the port does not keep (OVS's `?`, None) reads as nothing counted
-    now (what was counted before is banked, as at a reset); a count never read
-    as a number stays unknown (None in totals), never 0."""
+    OVS prints `?` (None) for every count of a vhost-user port whose peer is
+    not connected: it has no device, counts nothing, and what it counted
+    before is banked, as at a reset. A count a live port (one that gave some
+    counts) did not give is one it does not keep: unless a live reading gave
+    it, it is unknown (None in totals), never 0."""
 
     def __init__(self, read: Callable[[], dict[int, dict[str, int | None]]],
                  interval: float = SAMPLE_INTERVAL):
@@ -146,7 +148,8 @@ class DropSampler:
         self._interval = interval
         self._last: dict[int, dict[str, int]] = {}
         self._base: dict[int, dict[str, int]] = {}
-        self._known: dict[int, set[str]] = {}    # the counts read as a number at least once
+        self._known: dict[int, set[str]] = {}    # counts a live port gave as numbers
+        self._unkept: dict[int, set[str]] = {}   # counts a live port gave as `?`
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="ovs-drops")
@@ -172,8 +175,9 @@ class DropSampler:
             self._last = {port: {k: counts.get(k) or 0 for k in DROPS}
                           for port, counts in now.items()}
             self._base = {port: {k: -v for k, v in last.items()} for port, last in self._last.items()}
-            self._known = {port: {k for k in DROPS if counts.get(k) is not None}
-                           for port, counts in now.items()}
+            self._known, self._unkept = {}, {}
+            for port, counts in now.items():
+                self._note(port, counts)
 
     def sample(self) -> None:
         now = self._read()
@@ -181,18 +185,26 @@ class DropSampler:
             for port, counts in now.items():
                 last = self._last.get(port, {})
                 base = self._base.setdefault(port, dict.fromkeys(DROPS, 0))
-                known = self._known.setdefault(port, set())
+                self._note(port, counts)
                 for key in DROPS:
-                    if counts.get(key) is not None:
-                        known.add(key)
                     if (counts.get(key) or 0) < last.get(key, 0):
                         base[key] += last[key]
                 self._last[port] = {k: counts.get(k) or 0 for k in DROPS}
 
+    def _note(self, port: int, counts: dict[str, int | None]) -> None:
+        """Which counts a live port gave (some number among its counts), and
+        which it did not."""
+        if all(n is None for n in counts.values()):
+            return                                   # no device: no peer connected
+        for key in DROPS:
+            given = self._known if counts.get(key) is not None else self._unkept
+            given.setdefault(port, set()).add(key)
+
     def totals(self) -> dict[int, dict[str, int | None]]:
         with self._lock:
-            return {port: {k: self._base.get(port, {}).get(k, 0) + last[k]
-                           if k in self._known.get(port, ()) else None for k in DROPS}
+            return {port: {k: None if k in self._unkept.get(port, ()) and
+                           k not in self._known.get(port, ()) else
+                           self._base.get(port, {}).get(k, 0) + last[k] for k in DROPS}
                     for port, last in self._last.items()}
 
 

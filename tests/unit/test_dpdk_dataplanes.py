@@ -240,18 +240,39 @@ def test_drops_are_summed_across_the_resets_a_disconnect_causes():
     assert sampler.totals() == {1: {"rx_dropped": 2, "tx_dropped": 29}}
 
 
-def test_a_drop_count_ovs_never_kept_stays_unknown_across_samples():
-    """`?` throughout: unknown (None) in the totals; a count known once and
-    `?` later (the peer gone) keeps what it counted."""
+def test_a_drop_count_a_live_ovs_port_never_gave_stays_unknown():
+    """A live port's `?` for one count (it gives others): unknown (None) in
+    the totals, never 0; a count it gave keeps what it counted across the
+    peer's leaving (every count `?`: no device) and return."""
+    gone = {"rx_packets": None, "rx_dropped": None, "tx_packets": None, "tx_dropped": None}
     readings = iter([
-        {1: {"rx_dropped": None, "tx_dropped": 10}},
-        {1: {"rx_dropped": None, "tx_dropped": None}},    # peer gone: `?`
-        {1: {"rx_dropped": None, "tx_dropped": 3}},       # peer back: counting from zero
+        {1: gone},                                                     # not connected yet
+        {1: {"rx_packets": 5, "rx_dropped": None, "tx_packets": 9, "tx_dropped": 10}},
+        {1: gone},                                                     # peer gone
+        {1: {"rx_packets": 1, "rx_dropped": None, "tx_packets": 2, "tx_dropped": 3}},
     ])
     sampler = DropSampler(lambda: next(readings))
+    sampler.rebase()
+    assert sampler.totals() == {1: {"rx_dropped": 0, "tx_dropped": 0}}   # nothing counted yet
     for _ in range(3):
         sampler.sample()
     assert sampler.totals() == {1: {"rx_dropped": None, "tx_dropped": 13}}
+
+
+def test_drops_counted_from_before_a_peer_connected_are_known():
+    """The trial's first read comes before the engines connect (OVS: every
+    count `?`): nothing counted then, so what the port counts once live is
+    the trial's."""
+    gone = {"rx_packets": None, "rx_dropped": None, "tx_packets": None, "tx_dropped": None}
+    readings = iter([{1: gone}, {1: gone},
+                     {1: {"rx_packets": 7, "rx_dropped": 2, "tx_packets": 0, "tx_dropped": 0}}])
+    sampler = DropSampler(lambda: next(readings))
+    sampler.rebase()
+    sampler.sample()
+    before = sampler.totals()
+    sampler.sample()
+    assert before == {1: {"rx_dropped": 0, "tx_dropped": 0}}
+    assert sampler.totals() == {1: {"rx_dropped": 2, "tx_dropped": 0}}
 
 
 def test_port_counters_keep_an_unknown_count_unknown_through_a_difference():
