@@ -26,7 +26,8 @@ what no rule takes is dropped (add-br's own NORMAL rule in table 0 too):
     table 1, in_port=Q   -> output:P       frames switched to P (Q: its link's other port)
 Drops come from the port counters, sampled while connected and summed across
 reconnects (what drops in the last sampling interval before a disconnect is
-missed); tx_packets is what was switched to P minus its tx drops.
+missed); tx_packets is what was switched to P minus its tx drops. A count a live
+port does not keep (dump-ports' `?`) is unknown (None), and so is tx_packets then.
 
 Kept between points (switch_keep, run/keep.py): the ports, their MACs and the
 rules stay; reset() purges the datapath's flows, replaces the rules (their
