@@ -36,7 +36,8 @@ COMMS = {"testpmd": (testpmd_app.BINARY,), "ovs": ovsdb.COMMS}
 def _zero_loss_and_counted(point: dict) -> None:
     assert point["status"] == "done", point["error"]
     [pair] = point["per_pair"]
-    assert pair["sent"] > 0 and pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+    harness.assert_sent(point, pair, point["rate"] * point["duration"])
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     [placed] = point["placement"]
     s, r = (point["counters"][placed[end]["name"]] for end in ("sender", "receiver"))
     # warm-up frames cross the switch too
