@@ -171,13 +171,66 @@ def skipped(point: dict, pair: int) -> int:
                if e["pair"] == pair and e["role"] in GENERATORS and e.get("summary"))
 
 
+# What assert_sent holds a sender to. Its frames sent: rate × duration within
+# SENT_TOLERANCE (the window's edges: the first tick's burst, a catch-up of up
+# to 4 bursts, a measured window a little longer or shorter than asked).
+# Separately, the frames its schedule skipped (stalls: skipped()), which it
+# never sent: at most SKIPPED_SHARE of them, or the point's
+# generator_tolerance where that is larger, and one burst (a schedule's grain):
+# the rule the product judges a trial by (strategies/truth.py). Skipped frames
+# are a shortfall, never frames sent.
+SENT_TOLERANCE = 0.1
+SKIPPED_SHARE = 0.02
+# `paced = False`: the sender or its frames are inside an emulated guest (TCG
+# on this host): the emulator takes the guest's core away for tens of
+# milliseconds and its NIC's queues refuse sends while it is behind (the host's
+# performance, not cnfperf's). Such a sender still covers its schedule (sent +
+# skipped within SENT_TOLERANCE of it), but sends at least EMULATED_SENT_SHARE
+# of it only: a quarter, what the slowest emulated path here (a VM tester end
+# on its kernel's NICs) keeps; one that sent nothing, or on another guest's
+# NIC, still fails.
+EMULATED_SENT_SHARE = 0.25
+
+
+def skipped_bound(point: dict, pair: int, frames: float) -> float:
+    """The most frames a pair's generator may skip in a point that asked for
+    `frames` of it: SKIPPED_SHARE, or the point's generator_tolerance, and one
+    burst."""
+    tolerance = (point.get("scenario") or {}).get("generator_tolerance") or 0.0
+    bursts = [int(e["summary"].get("burst") or 1) for e in point["endpoints"]
+              if e["pair"] == pair and e["role"] in GENERATORS and e.get("summary")]
+    return max(SKIPPED_SHARE, tolerance) * frames + max(bursts, default=1)
+
+
 def assert_sent(point: dict, pair: dict, frames: float, paced: bool = True) -> None:
-    """A pair's sender's schedule held the `frames` its rate and duration ask
-    for, within 10 %: what it sent and what stalls made it skip. `paced = False`:
-    its frames go into an emulated guest, whose queues refuse sends when the
-    emulator falls behind (the host's performance, not cnfperf's), so only a
-    good part of them."""
-    low = 0.9 if paced else 0.25
-    scheduled = pair["sent"] + skipped(point, pair["pair"])
-    assert pair["sent"] > 0 and low * frames <= scheduled <= 1.1 * frames, \
-        (pair, f"skipped {scheduled - pair['sent']}")
+    """A pair's sender sent the `frames` its rate and duration ask for (within
+    SENT_TOLERANCE) and skipped few of its schedule (skipped_bound): a sender
+    that sent a part and forgave the rest fails, saying both. `paced = False`:
+    into or from an emulated guest (EMULATED_SENT_SHARE)."""
+    _held(pair["sent"], skipped(point, pair["pair"]), frames,
+          skipped_bound(point, pair["pair"], frames), paced, f"pair {pair['pair']}")
+
+
+def assert_summary_sent(summary: dict, frames: float) -> None:
+    """assert_sent for an engine's own summary (a sender no point stores, such
+    as a noise pair's): its tx_packets and tx_skipped."""
+    bound = SKIPPED_SHARE * frames + int(summary.get("burst") or 1)
+    _held(summary["tx_packets"], int(summary.get("tx_skipped") or 0), frames, bound, True,
+          f"{summary.get('role', 'sender')}")
+
+
+def _held(sent: int, skips: int, frames: float, bound: float, paced: bool, who: str) -> None:
+    said = (f"{who}: sent {sent}, skipped {skips} of {frames:g} frames asked "
+            f"for ({100 * sent / frames:.1f} % sent, {100 * skips / frames:.1f} % skipped)")
+    high = (1 + SENT_TOLERANCE) * frames
+    if paced:
+        assert (1 - SENT_TOLERANCE) * frames <= sent <= high, \
+            f"{said}: sent not within {SENT_TOLERANCE:.0%} of the frames asked for"
+        assert skips <= bound, (f"{said}: more than the {bound:g} frames a sender may skip "
+                                "(stalls took its core away: the generator did not offer the "
+                                "load, a trial strategies/truth.py calls invalid)")
+    else:
+        assert EMULATED_SENT_SHARE * frames <= sent <= high, \
+            f"{said}: an emulated guest's sender sent less than {EMULATED_SENT_SHARE:.0%}"
+        assert (1 - SENT_TOLERANCE) * frames <= sent + skips <= high, \
+            f"{said}: its schedule (sent + skipped) not within {SENT_TOLERANCE:.0%} of it"

@@ -74,13 +74,23 @@ class Attachment:
 
 @dataclass(frozen=True)
 class PortCounters:
-    rx_packets: int = 0
-    tx_packets: int = 0
-    rx_dropped: int = 0
-    tx_dropped: int = 0
+    """A port's counts. None: the switch does not keep that count (OVS prints
+    `?`), or it could not be read: unknown, never 0 (no drops)."""
+
+    rx_packets: int | None = 0
+    tx_packets: int | None = 0
+    rx_dropped: int | None = 0
+    tx_dropped: int | None = 0
 
     def __sub__(self, other: PortCounters) -> PortCounters:
-        return PortCounters(**{k: v - getattr(other, k) for k, v in asdict(self).items()})
+        return PortCounters(**{k: unknown_or(v, getattr(other, k), lambda a, b: a - b)
+                               for k, v in asdict(self).items()})
+
+
+def unknown_or(a: int | None, b: int | None, op) -> int | None:
+    """op(a, b), or None (unknown) when either is: an unknown count stays
+    unknown through arithmetic."""
+    return None if a is None or b is None else op(a, b)
 
 
 class DataPlane(ABC):

@@ -4,11 +4,12 @@ and the base class that wires endpoints into namespaces (cnfperf.host.links).
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import add
 from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
 from cnfperf.host import buckets, tools
 from cnfperf.dataplanes import dpdk_args
-from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
+from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters, unknown_or
 from cnfperf.host.hugepages import remove_dpdk_files
 from cnfperf.host.links import (add_netns, del_link, del_netns, give_back_all, ip, lend_nic,
                                 link_stats, tap_index)
@@ -212,9 +213,9 @@ class KernelPlane(DataPlane):
             drops = buckets.dropped(kind, name, info) if port else None
             if port and drops:
                 key = info.get("link", name)
-                found[key] = replace(port, tx_dropped=port.tx_dropped + drops) \
+                found[key] = replace(port, tx_dropped=unknown_or(port.tx_dropped, drops, add)) \
                     if info.get("parent") == "root" else \
-                    replace(port, rx_dropped=port.rx_dropped + drops)
+                    replace(port, rx_dropped=unknown_or(port.rx_dropped, drops, add))
         # a wire's NIC by `host:interface`, as the tester's host names its own
         for iface, _ in self._lent:
             if iface in found and self.point is not None:

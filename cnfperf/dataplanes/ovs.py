@@ -26,7 +26,8 @@ what no rule takes is dropped (add-br's own NORMAL rule in table 0 too):
     table 1, in_port=Q   -> output:P       frames switched to P (Q: its link's other port)
 Drops come from the port counters, sampled while connected and summed across
 reconnects (what drops in the last sampling interval before a disconnect is
-missed); tx_packets is what was switched to P minus its tx drops.
+missed); tx_packets is what was switched to P minus its tx drops. A count a live
+port does not keep (dump-ports' `?`) is unknown (None), and so is tx_packets then.
 
 Kept between points (switch_keep, run/keep.py): the ports, their MACs and the
 rules stay; reset() purges the datapath's flows, replaces the rules (their
@@ -56,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from cnfperf import PREFIX
 from cnfperf.dataplanes import ovsdb, procs
-from cnfperf.dataplanes.base import PortCounters
+from cnfperf.dataplanes.base import PortCounters, unknown_or
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.kernel import mtu_for
 from cnfperf.fields import AUTO, NIC_DRIVERS
@@ -135,14 +136,21 @@ def port_settings(s: Scenario, nic: bool, pinned: str | None) -> list[str]:
 
 
 class DropSampler:
-    """Sums port drop counters across the resets a peer's disconnect causes."""
+    """Sums port drop counters across the resets a peer's disconnect causes.
+    OVS prints `?` (None) for every count of a vhost-user port whose peer is
+    not connected: it has no device, counts nothing, and what it counted
+    before is banked, as at a reset. A count a live port (one that gave some
+    counts) did not give is one it does not keep: unless a live reading gave
+    it, it is unknown (None in totals), never 0."""
 
-    def __init__(self, read: Callable[[], dict[int, dict[str, int]]],
+    def __init__(self, read: Callable[[], dict[int, dict[str, int | None]]],
                  interval: float = SAMPLE_INTERVAL):
         self._read = read
         self._interval = interval
         self._last: dict[int, dict[str, int]] = {}
         self._base: dict[int, dict[str, int]] = {}
+        self._known: dict[int, set[str]] = {}    # counts a live port gave as numbers
+        self._unkept: dict[int, set[str]] = {}   # counts a live port gave as `?`
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="ovs-drops")
@@ -165,8 +173,12 @@ class DropSampler:
         """Count from zero again: what the ports have counted so far is the base's."""
         now = self._read()
         with self._lock:
-            self._last = {port: {k: counts.get(k, 0) for k in DROPS} for port, counts in now.items()}
+            self._last = {port: {k: counts.get(k) or 0 for k in DROPS}
+                          for port, counts in now.items()}
             self._base = {port: {k: -v for k, v in last.items()} for port, last in self._last.items()}
+            self._known, self._unkept = {}, {}
+            for port, counts in now.items():
+                self._note(port, counts)
 
     def sample(self) -> None:
         now = self._read()
@@ -174,14 +186,26 @@ class DropSampler:
             for port, counts in now.items():
                 last = self._last.get(port, {})
                 base = self._base.setdefault(port, dict.fromkeys(DROPS, 0))
+                self._note(port, counts)
                 for key in DROPS:
-                    if counts.get(key, 0) < last.get(key, 0):
+                    if (counts.get(key) or 0) < last.get(key, 0):
                         base[key] += last[key]
-                self._last[port] = {k: counts.get(k, 0) for k in DROPS}
+                self._last[port] = {k: counts.get(k) or 0 for k in DROPS}
 
-    def totals(self) -> dict[int, dict[str, int]]:
+    def _note(self, port: int, counts: dict[str, int | None]) -> None:
+        """Which counts a live port gave (some number among its counts), and
+        which it did not."""
+        if all(n is None for n in counts.values()):
+            return                                   # no device: no peer connected
+        for key in DROPS:
+            given = self._known if counts.get(key) is not None else self._unkept
+            given.setdefault(port, set()).add(key)
+
+    def totals(self) -> dict[int, dict[str, int | None]]:
         with self._lock:
-            return {port: {k: self._base.get(port, {}).get(k, 0) + last[k] for k in DROPS}
+            return {port: {k: None if k in self._unkept.get(port, ()) and
+                           k not in self._known.get(port, ()) else
+                           self._base.get(port, {}).get(k, 0) + last[k] for k in DROPS}
                     for port, last in self._last.items()}
 
 
@@ -342,10 +366,12 @@ class OvsPlane(DpdkPlane):
         drops = self.drops.totals()
         found = {}
         for port, name in self.ofports.items():
-            dropped = drops.get(port, dict.fromkeys(DROPS, 0))
+            # a port dump-ports never listed: its drops unknown, not none
+            dropped = drops.get(port, dict.fromkeys(DROPS))
             # Switched to the port minus what its full ring refused: delivered,
-            # as a kernel port's tx_packets counts.
-            delivered = max(0, packets.get(TX_COOKIE | port, 0) - dropped["tx_dropped"])
+            # as a kernel port's tx_packets counts (unknown with its drops).
+            delivered = unknown_or(packets.get(TX_COOKIE | port, 0), dropped["tx_dropped"],
+                                   lambda switched, refused: max(0, switched - refused))
             found[name] = PortCounters(rx_packets=packets.get(RX_COOKIE | port, 0),
                                        tx_packets=delivered, **dropped)
         return found

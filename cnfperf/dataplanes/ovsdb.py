@@ -67,12 +67,13 @@ _DUMP_PORT = re.compile(r"port\s+(\d+):\s*rx pkts=(\d+|\?), bytes=[^,]*, drop=(\
 _FLOW = re.compile(r"cookie=0x([0-9a-f]+),.*?n_packets=(\d+)")
 
 
-def _num(text: str) -> int:
-    return 0 if text == "?" else int(text)
+def _num(text: str) -> int | None:
+    return None if text == "?" else int(text)
 
 
-def parse_dump_ports(text: str) -> dict[int, dict[str, int]]:
-    """`ovs-ofctl dump-ports`: counters per OpenFlow port ('?' = not kept: 0)."""
+def parse_dump_ports(text: str) -> dict[int, dict[str, int | None]]:
+    """`ovs-ofctl dump-ports`: counters per OpenFlow port ('?': the port does
+    not keep that count, None: unknown, never 0)."""
     return {int(m[1]): {"rx_packets": _num(m[2]), "rx_dropped": _num(m[3]),
                         "tx_packets": _num(m[4]), "tx_dropped": _num(m[5])}
             for m in _DUMP_PORT.finditer(text)}
@@ -335,7 +336,7 @@ class Ovs:
         return parse_flows(self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}",
                                       "dump-flows", bridge]))
 
-    def counters(self, bridge: str) -> dict[int, dict[str, int]]:
+    def counters(self, bridge: str) -> dict[int, dict[str, int | None]]:
         """Per OpenFlow port, live (the database's statistics column lags up to
         5 s). A vhost-user port has counters only while its peer is connected."""
         return parse_dump_ports(self._run(["ovs-ofctl", f"--timeout={COMMAND_TIMEOUT}",

@@ -201,9 +201,11 @@ class VppPlane(DpdkPlane):
             return {}
         by_iface = vpp_app.parse_show_interface(self.vpp.cli("show interface"))
         errors = vpp_app.parse_show_errors(self.vpp.cli("show errors"))
-        return {name: vpp_app.port_counters(by_iface.get(iface, {}),
+        # an interface `show interface` did not list: its counts unknown, not none
+        return {name: vpp_app.port_counters(by_iface[iface],
                                             vpp_app.tx_drops(errors.get(f"{iface}-tx", {})),
                                             self.tx_drops_in_drops and iface not in self.nics)
+                if iface in by_iface else PortCounters(None, None, None, None)
                 for name, iface in self.ifaces.items()}
 
     def queues(self) -> list[dict]:

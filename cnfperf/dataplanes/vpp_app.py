@@ -234,7 +234,9 @@ def port_counters(counts: dict[str, int], tx_errors: int, tx_drops_in_drops: boo
     """The switch's view of a port from its VPP interface's counters and the
     errors of its tx node (frames its peer's full ring refused): rx what it
     took in from the engine, tx what reached the engine's ring (VPP counts a
-    frame as tx before its device tries the ring), drops of what came in."""
+    frame as tx before its device tries the ring), drops of what came in. A
+    counter `show interface` leaves out of a listed interface counted nothing
+    (it prints only those that counted): 0, not unknown."""
     drops = counts.get("drops", 0) - (tx_errors if tx_drops_in_drops else 0)
     return PortCounters(rx_packets=counts.get("rx packets", 0),
                         tx_packets=counts.get("tx packets", 0) - tx_errors,

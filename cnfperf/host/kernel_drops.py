@@ -32,7 +32,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from cnfperf.host.links import in_netns, ip, link_stats, parse_link_stats
+from cnfperf.host.links import LINK_STATS, in_netns, ip, link_stats, parse_link_stats
 from cnfperf.host.system import CommandFailed
 
 # /proc/net/snmp's Ip and /proc/net/netstat's IpExt counters we keep, as stored
@@ -138,11 +138,17 @@ def read(netns: str, ifaces: Sequence[str]) -> dict[str, Any] | None:
             "ip": parse_ip(snmp, netstat), "softnet": softnet}
 
 
+_MISSING = object()
+
+
 def _sub(after: Any, before: Any) -> Any:
-    """after − before, key by key, through nested dicts (a key missing before: as after)."""
+    """after − before, key by key, through nested dicts (a key missing before: as
+    after); a count unknown (None) before or after is unknown."""
     if isinstance(after, dict):
         before = before if isinstance(before, dict) else {}
-        return {k: _sub(v, before.get(k)) for k, v in after.items()}
+        return {k: _sub(v, before.get(k, _MISSING)) for k, v in after.items()}
+    if after is None or before is None:
+        return None
     return after - before if isinstance(before, int) else after
 
 
@@ -208,9 +214,14 @@ def summary(nf: str, kernel: dict[str, Any] | None) -> dict[str, Any]:
     not the NF's: a full backlog refused those frames before they were
     received (they are not in its rx_packets), so they are the link's loss,
     which the data plane's drop counters count. The counters themselves go
-    along (`kernel`). Without counters (they could not be read): no ports."""
+    along (`kernel`). Without counters (they could not be read), or with an
+    interface's unknown (not found, a count the kernel did not give): no
+    ports, never a port that counted 0."""
     if not kernel:
         return {"nf": nf, "ports": [], "kernel": None}
+    interfaces = (kernel.get("interfaces") or {}).values()
+    if not interfaces or any(c.get(k) is None for c in interfaces for k in LINK_STATS):
+        return {"nf": nf, "ports": [], "kernel": kernel}
     ports = []
     counters = kernel.get("ip") or {}
     no_route = int(counters.get("in_no_routes") or 0)

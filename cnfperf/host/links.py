@@ -52,17 +52,18 @@ def ip(*args: str, netns: str | None = None, tool: str = "ip") -> str:
 LINK_STATS = ("rx_packets", "rx_dropped", "tx_packets", "tx_dropped")
 
 
-def parse_link_stats(text: str) -> dict[str, dict[str, int]]:
-    """`ip -s -j link show`: {interface: LINK_STATS}."""
+def parse_link_stats(text: str) -> dict[str, dict[str, int | None]]:
+    """`ip -s -j link show`: {interface: LINK_STATS}; a count it did not give
+    is None (unknown), never 0."""
     out = {}
     for link in json.loads(text or "[]"):
         stats = link.get("stats64") or {}
-        out[link["ifname"]] = {key: int((stats.get(key[:2]) or {}).get(key[3:], 0))
-                               for key in LINK_STATS}
+        counts = {key: (stats.get(key[:2]) or {}).get(key[3:]) for key in LINK_STATS}
+        out[link["ifname"]] = {key: None if n is None else int(n) for key, n in counts.items()}
     return out
 
 
-def link_stats(netns: str | None) -> dict[str, dict[str, int]]:
+def link_stats(netns: str | None) -> dict[str, dict[str, int | None]]:
     """LINK_STATS of every interface in netns (None: the host's)."""
     return parse_link_stats(ip("-s", "-j", "link", "show", netns=netns))
 

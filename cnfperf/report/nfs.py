@@ -46,6 +46,13 @@ class Hop:
     tx: int | None = None      # frames out (a link: what its data plane delivered)
     lost: int | None = None    # frames lost here; None: the counts do not compare
     why: list[str] = field(default_factory=list)
+    # "rx", "tx": a count its data plane does not keep (OVS's `?`), shown as ?
+    unknown: tuple[str, ...] = ()
+
+    def shown(self, what: str) -> int | str | None:
+        """rx or tx as the table shows it: ? where the data plane did not know
+        it, None (–) where nothing counted it."""
+        return "?" if what in self.unknown else getattr(self, what)
 
 
 def _n(value: int) -> str:
@@ -111,21 +118,30 @@ def _link(point: dict[str, Any], up: str | None, down: str | None, sent: int | N
     a = up and (counters.get(f"{up}h") or counters.get(up))
     b = down and (counters.get(f"{down}h") or counters.get(down))
     if a and b:
-        # In = what entered the data plane from `up`, out = what it handed to `down`.
+        # In = what entered the data plane from `up`, out = what it handed to `down`;
+        # a count stored NULL is one the data plane does not keep: unknown, not 0.
         if node_view:
-            hop.rx, hop.tx = a["tx_packets"], b["rx_packets"]
-            dropped = (a.get("tx_dropped") or 0) + (b.get("rx_dropped") or 0)
+            hop.rx, hop.tx = a.get("tx_packets"), b.get("rx_packets")
+            drops = (a.get("tx_dropped"), b.get("rx_dropped"))
         else:
-            hop.rx, hop.tx = a["rx_packets"], b["tx_packets"]
-            dropped = (a.get("rx_dropped") or 0) + (b.get("tx_dropped") or 0)
+            hop.rx, hop.tx = a.get("rx_packets"), b.get("tx_packets")
+            drops = (a.get("rx_dropped"), b.get("tx_dropped"))
+        hop.unknown = tuple(k for k in ("rx", "tx") if getattr(hop, k) is None)
         if hop.lost:
-            parts = [("before the data plane", None if sent is None else sent - hop.rx),
-                     ("in the data plane", hop.rx - hop.tx),
-                     ("after the data plane", None if got is None else hop.tx - got)]
+            parts = [("before the data plane", _minus(sent, hop.rx)),
+                     ("in the data plane", _minus(hop.rx, hop.tx)),
+                     ("after the data plane", _minus(hop.tx, got))]
             hop.why += [f"{where} {_n(n)}" for where, n in parts if n]
+        dropped = sum(n for n in drops if n is not None)
         if dropped:
             hop.why.append(f"its drop counters {_n(dropped)}")
+        if None in drops:
+            hop.why.append("a drop counter unknown (?)")
     return hop
+
+
+def _minus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a - b
 
 
 def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
@@ -133,9 +149,13 @@ def _nf(point: dict[str, Any], nf: dict[str, Any], total: int) -> Hop:
     ports = {p["port"]: p for p in nf.get("ports") or []}
     name = f"nf {nf['idx'] + 1} of {total}: {nf['kind']} {short_name(point, nf['name'])}"
     if not ports:   # a user's command: its counters are its own business
-        kernel = "kernel" in _summary_of(point, nf["name"])   # a kernel NF's, unreadable
-        return Hop("nf", name, why=["its kernel's counters could not be read" if kernel else
-                                    "its own command: no counters read"])
+        summary = _summary_of(point, nf["name"])
+        if "kernel" not in summary:
+            return Hop("nf", name, why=["its own command: no counters read"])
+        # a kernel NF's: unreadable, or an interface's counts unknown
+        return Hop("nf", name, why=["its kernel's counters could not be read"
+                                    if summary["kernel"] is None else
+                                    "its interfaces' counts are unknown (?)"])
     ingress, egress = ports.get(1) or {}, ports.get(2) or ports.get(1) or {}
     rx, tx = ingress.get("rx_packets") or 0, egress.get("tx_packets") or 0
     hop = Hop("nf", name, rx=rx, tx=tx, lost=rx - tx)
@@ -238,8 +258,8 @@ def loss_localisation(run: dict[str, Any], brief: bool = False) -> Table | None:
             # a path without NFs is here for its kernel drops: only where it lost frames
             if lossless and (brief or not p.get("nf_results")):
                 continue
-            rows += [[label(p, axes), p.get("rep", 0) + 1, pair, h.name, h.rx, h.tx, h.lost,
-                      "; ".join(h.why)] for h in path_hops]
+            rows += [[label(p, axes), p.get("rep", 0) + 1, pair, h.name, h.shown("rx"),
+                      h.shown("tx"), h.lost, "; ".join(h.why)] for h in path_hops]
     if not rows:
         return ("Loss along each path", ["paths", "lost"],
                 [[paths, "none: every hop's counts agree"]])

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from cnfperf import rate as rates
-from cnfperf.report.summary import Table, _kpps, _param, _us, done_points, label, varying
+from cnfperf.report.summary import (Table, _kpps, _param, _percent, _us, done_points, label,
+                                    varying)
 
 LATENCY_KEYS = ("p50", "p90", "p99", "p999", "max")
 
@@ -60,9 +61,10 @@ def trials(run: dict[str, Any]) -> Table | None:
     rows = []
     for p in points:
         for t in p["trials"]:
-            rows.append([label(p, axes), t["n"], t["phase"], _kpps(t["offered_pps"]) or "max",
+            rows.append([label(p, axes), t["n"], t["phase"],
+                         "max" if t["offered_pps"] == 0 else _kpps(t["offered_pps"]),
                          t.get("duration"), _kpps(t["tx_pps"]), _kpps(t["rx_pps"]), t["sent"],
-                         t["received"], 100 * (t["loss_ratio"] or 0.0),
+                         t["received"], _percent(t["loss_ratio"]),
                          "" if t["passed"] is None else ("pass" if t["passed"] else "fail"),
                          _truth(t)])
     # Pass or fail counts the sends the ports refused as loss too (the generator
@@ -104,7 +106,7 @@ def latency_loads(run: dict[str, Any]) -> Table | None:
         goal = rates.goal_name(goals[-1]["loss_ratio"]) if goals else str(_param(p, "rate"))
         for t in (t for t in p["trials"] if t["phase"] == "latency"):
             rows.append([label(p, axes), load_name(t, goal), _kpps(t["offered_pps"]),
-                         _kpps(t["rx_pps"]), 100 * (t["loss_ratio"] or 0.0),
+                         _kpps(t["rx_pps"]), _percent(t["loss_ratio"]),
                          t.get("latency_samples"),
                          *(_us(t.get(f"lat_{k}_ns")) for k in LATENCY_KEYS)])
     return ("Latency at load", ["point", "load", "offered kpps", "rx kpps", "loss %", "samples",

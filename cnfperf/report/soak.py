@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from cnfperf.report.summary import Table, _kpps, _us, done_points, label, varying
+from cnfperf.report.summary import Table, _kpps, _percent, _us, done_points, label, varying
 
 
 def soaked(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -30,10 +30,12 @@ def table(run: dict[str, Any]) -> Table | None:
                      sum(r["interval_s"] or 0 for r in series), len(series),
                      len({r["segment"] for r in series}), lost,
                      100 * lost / tx if tx else None,
-                     100 * max(r["loss_ratio"] or 0 for r in series),
+                     _percent(max((r["loss_ratio"] for r in series
+                                   if r["loss_ratio"] is not None), default=None)),
                      _us(statistics.median(p99)) if p99 else None,
                      _us(max(p99)) if p99 else None,
-                     _us(max((r["lat_max_ns"] or 0 for r in series), default=None))])
+                     _us(max((r["lat_max_ns"] for r in series if r["lat_max_ns"] is not None),
+                             default=None))])
     return ("Soak", ["point", "offered kpps", "seconds", "intervals", "segments", "lost",
                      "loss %", "worst second loss %", "p99 µs median", "p99 µs worst",
                      "max µs"], rows)

@@ -84,6 +84,11 @@ def _us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e3
 
 
+def _percent(ratio: float | None) -> float | None:
+    """A ratio as a percentage; None (shown –) where none was stored, never 0."""
+    return None if ratio is None else 100 * ratio
+
+
 def images(run: dict[str, Any]) -> str | None:
     """The container images the run's points ran in, with their sizes: `tester
     ends: busybox+engine+dpdk 8.9 MB; network functions: engine-static 1.5 MB`
@@ -189,10 +194,13 @@ def repetitions(run: dict[str, Any]) -> Table | None:
     axes = varying(points) or ["switch"]
     rows = []
     for members in groups.values():
-        rx = stats.summarize([m["rx_pps"] or 0.0 for m in members])
-        loss = stats.summarize([100 * (m["loss_ratio"] or 0.0) for m in members])
+        # a repetition without a value (not stored) is left out, never counted as 0
+        rates = [m["rx_pps"] for m in members if m.get("rx_pps") is not None]
+        losses = [100 * m["loss_ratio"] for m in members if m.get("loss_ratio") is not None]
+        rx = stats.summarize(rates) if rates else stats.Summary(0, None, None, None, None)
         rows.append([label(members[0], axes), rx.n, _kpps(rx.mean), _kpps(rx.stddev),
-                     _kpps(rx.ci_low), _kpps(rx.ci_high), loss.mean])
+                     _kpps(rx.ci_low), _kpps(rx.ci_high),
+                     stats.mean(losses) if losses else None])
     return ("Repetitions", ["point", "n", "rx kpps mean", "stddev", "95% CI low", "95% CI high",
                             "loss % mean"], rows)
 
@@ -219,7 +227,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
                          *([asked(p, name)] if own else []),
                          *([contention.contended(p)] if flag else []), _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
-                         r["received"], 100 * (r["loss_ratio"] or 0.0),
+                         r["received"], _percent(r["loss_ratio"]),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6,
                          *([None if share is None else 100 * share] if gen else [])])
     return ("Throughput", ["point", "rep", "pair", *(["own values"] if own else []),
@@ -253,7 +261,7 @@ def conformance(run: dict[str, Any]) -> Table | None:
                 continue
             rows.append([label(p, axes), p.get("rep", 0) + 1, str(pair["pair"]), by,
                          _kpps(_param(p, f"{by}_rate")), _param(p, f"{by}_bucket"),
-                         pair["conformance_sigma"], 100 * (pair["conformance_exceeded"] or 0.0),
+                         pair["conformance_sigma"], _percent(pair["conformance_exceeded"]),
                          *_waits(p, pair["pair"])])
     return ("Conformance of what was received", ["point", "rep", "pair", "contract",
                                                  "rate kpps", "bucket", "sigma (frames)",

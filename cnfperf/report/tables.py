@@ -61,11 +61,11 @@ def run_table(run: dict[str, Any]) -> str:
         notes.append(clocks)
     notes += baselines.notes(run)
     for point in points:
-        label = [point["switch"], point["api"], point["mode"], point.get("tester") or "-",
+        label = [point["switch"], point["api"], point["mode"], point.get("tester") or MISSING,
                  *([emulation.said(point)] if vms else []),
                  *(str(point.get(f, 0) + 1) if f == "rep" else _axis(point, f) for f in extra)]
         if point["status"] != "done":
-            rows.append([*label, "-", show(point["rate"] or 0), point["status"],
+            rows.append([*label, MISSING, show(point["rate"] or 0), point["status"],
                          *[""] * (len(HEADERS) - 6 + len(gen))])
             notes.append(f"point {point['idx'] + 1} {point['status']}: {point.get('error') or ''}")
             continue
@@ -103,22 +103,32 @@ def _axis(point: dict[str, Any], name: str) -> str:
     return fields.show(name, value)
 
 
+# A value the store does not have (NULL: not measured, or stored before its
+# column came): a dash, never 0, which would read as a measured rate or no loss.
+MISSING = "–"
+
+
 def _cells(r: dict[str, Any]) -> list[str]:
     # "offered" is what was asked for; tx kpps what the senders really sent.
-    return [show(r["offered_pps"] or 0), f"{(r['tx_pps'] or 0) / 1e3:.1f}",
-            f"{(r['rx_pps'] or 0) / 1e3:.1f}", str(r["sent"]), str(r["received"]),
-            f"{100 * (r['loss_ratio'] or 0):.3f}", f"{(r['rx_bps'] or 0) / 1e6:.1f}",
-            kinds.said(r.get("latency_kind")) if r.get("lat_p50_ns") is not None else "-",
+    return [MISSING if r.get("offered_pps") is None else show(r["offered_pps"]),
+            _scaled(r.get("tx_pps"), 1e-3, ".1f"), _scaled(r.get("rx_pps"), 1e-3, ".1f"),
+            _scaled(r.get("sent"), 1, "d"), _scaled(r.get("received"), 1, "d"),
+            _scaled(r.get("loss_ratio"), 100, ".3f"), _scaled(r.get("rx_bps"), 1e-6, ".1f"),
+            kinds.said(r.get("latency_kind")) if r.get("lat_p50_ns") is not None else MISSING,
             _us(r.get("lat_p50_ns")), _us(r.get("lat_p99_ns")), _us(r.get("lat_max_ns"))]
 
 
+def _scaled(value: float | None, factor: float, spec: str) -> str:
+    return MISSING if value is None else format(value * factor if factor != 1 else value, spec)
+
+
 def _percent(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
+    return MISSING if value is None else f"{value:.1f}"
 
 
 def _us(ns: float | None) -> str:
     if ns is None:
-        return "-"
+        return MISSING
     us = ns / 1e3
     return f"{us:.1f}" if us < 1000 else f"{us:.0f}"
 

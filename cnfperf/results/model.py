@@ -166,7 +166,7 @@ class CpuUsage:
     system_s: float | None
     softirq_s: float              # on its cores, whoever's packets they were
     wall_s: float                 # the window
-    packets: int                  # it handled in the window
+    packets: int | None           # it handled in the window (None: unknown)
     tsc_hz: float | None          # what cycles are counted in
     tsc_source: str               # where tsc_hz came from
     threads: list[dict[str, Any]] = field(default_factory=list)   # placement: cpu.threads
@@ -183,7 +183,8 @@ class CpuUsage:
         return cycles_per_packet(self.tsc_hz, cpu_s, self.packets)
 
 
-def cycles_per_packet(tsc_hz: float | None, cpu_s: float, packets: int) -> float | None:
+def cycles_per_packet(tsc_hz: float | None, cpu_s: float, packets: int | None
+                      ) -> float | None:
     """TSC cycles of CPU time per packet; None without packets or a TSC rate."""
     return tsc_hz * cpu_s / packets if packets and tsc_hz else None
 

@@ -208,12 +208,14 @@ class Meter:
                 sample.counters = self.counters()
         return sample
 
-    def switch_rx(self) -> int:
-        """Frames the switch took in at its ports within the window."""
+    def switch_rx(self) -> int | None:
+        """Frames the switch took in at its ports within the window; None when a
+        port's count is unknown (its data plane does not keep it)."""
         if not self.first or not self.last:
-            return 0
-        return sum(c.rx_packets - self.first.counters[port].rx_packets
-                   for port, c in self.last.counters.items() if port in self.first.counters)
+            return None
+        counts = [(c - self.first.counters[port]).rx_packets
+                  for port, c in self.last.counters.items() if port in self.first.counters]
+        return None if None in counts else sum(counts)
 
     def usage(self, packets: dict[str, int], tsc: tuple[float | None, str]) -> list[CpuUsage]:
         """A row per node; none when the window never opened or closed. `packets`:

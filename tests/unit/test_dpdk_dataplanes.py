@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf import UserError
-from cnfperf.dataplanes import DATAPLANES, dpdk_args, procs
+from cnfperf.dataplanes import DATAPLANES, PortCounters, dpdk_args, procs
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.dataplanes.dpdk_base import switch_cpus
 from cnfperf.dataplanes.ovs import DropSampler
@@ -208,10 +208,13 @@ DUMP_FLOWS = """NXST_FLOW reply (xid=0x4):
 """  # noqa: E501
 
 
-def test_ovs_port_counters_skip_local_and_read_unknown_as_zero():
+def test_ovs_port_counters_skip_local_and_read_unknown_as_unknown():
+    """OVS's `?` (a count the port does not keep) is None, never 0: 0 would
+    read as "no drops"."""
     assert parse_dump_ports(DUMP_PORTS) == {
         1: {"rx_packets": 2647936, "rx_dropped": 0, "tx_packets": 0, "tx_dropped": 0},
-        2: {"rx_packets": 0, "rx_dropped": 0, "tx_packets": 32416, "tx_dropped": 2615520}}
+        2: {"rx_packets": None, "rx_dropped": None, "tx_packets": 32416,
+            "tx_dropped": 2615520}}
 
 
 def test_ovs_flow_counters_by_cookie():
@@ -235,6 +238,48 @@ def test_drops_are_summed_across_the_resets_a_disconnect_causes():
     for _ in range(4):
         sampler.sample()
     assert sampler.totals() == {1: {"rx_dropped": 2, "tx_dropped": 29}}
+
+
+def test_a_drop_count_a_live_ovs_port_never_gave_stays_unknown():
+    """A live port's `?` for one count (it gives others): unknown (None) in
+    the totals, never 0; a count it gave keeps what it counted across the
+    peer's leaving (every count `?`: no device) and return."""
+    gone = {"rx_packets": None, "rx_dropped": None, "tx_packets": None, "tx_dropped": None}
+    readings = iter([
+        {1: gone},                                                     # not connected yet
+        {1: {"rx_packets": 5, "rx_dropped": None, "tx_packets": 9, "tx_dropped": 10}},
+        {1: gone},                                                     # peer gone
+        {1: {"rx_packets": 1, "rx_dropped": None, "tx_packets": 2, "tx_dropped": 3}},
+    ])
+    sampler = DropSampler(lambda: next(readings))
+    sampler.rebase()
+    assert sampler.totals() == {1: {"rx_dropped": 0, "tx_dropped": 0}}   # nothing counted yet
+    for _ in range(3):
+        sampler.sample()
+    assert sampler.totals() == {1: {"rx_dropped": None, "tx_dropped": 13}}
+
+
+def test_drops_counted_from_before_a_peer_connected_are_known():
+    """The trial's first read comes before the engines connect (OVS: every
+    count `?`): nothing counted then, so what the port counts once live is
+    the trial's."""
+    gone = {"rx_packets": None, "rx_dropped": None, "tx_packets": None, "tx_dropped": None}
+    readings = iter([{1: gone}, {1: gone},
+                     {1: {"rx_packets": 7, "rx_dropped": 2, "tx_packets": 0, "tx_dropped": 0}}])
+    sampler = DropSampler(lambda: next(readings))
+    sampler.rebase()
+    sampler.sample()
+    before = sampler.totals()
+    sampler.sample()
+    assert before == {1: {"rx_dropped": 0, "tx_dropped": 0}}
+    assert sampler.totals() == {1: {"rx_dropped": 2, "tx_dropped": 0}}
+
+
+def test_port_counters_keep_an_unknown_count_unknown_through_a_difference():
+    after = PortCounters(rx_packets=10, tx_packets=None, rx_dropped=None, tx_dropped=4)
+    before = PortCounters(rx_packets=4, tx_packets=2, rx_dropped=None, tx_dropped=1)
+    assert after - before == PortCounters(rx_packets=6, tx_packets=None, rx_dropped=None,
+                                          tx_dropped=3)
 
 
 # --- the terminal testpmd is driven through -----------------------------------------

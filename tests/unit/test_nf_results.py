@@ -239,6 +239,28 @@ def test_loss_is_pinned_to_the_link_and_the_nf_where_it_happened(tmp_path):
                          "nf 1 of 2: l3 n000: 1,000 (no_route 1,000)"]
 
 
+def test_a_count_the_switch_does_not_keep_is_stored_null_and_shown_unknown(tmp_path):
+    """A switch port's unknown count (OVS's `?`) is NULL in the store and ? in
+    the loss table, never 0: an unknown drop counter does not read as none."""
+    point, result = chain()
+    pair = point.pairs[0]
+    first = pair.nfs[0].ports[0].name
+    result.counters[f"{first}h"] = PortCounters(tx_packets=None, tx_dropped=None)
+    run = stored_run(tmp_path, (point, result, {}))
+    [stored] = run["points"]
+    assert stored["counters"][f"{first}h"] == {"rx_packets": 0, "tx_packets": None,
+                                               "rx_dropped": 0, "tx_dropped": None}
+    with sqlite3.connect(tmp_path / "cnfperf.db") as db:
+        assert db.execute("SELECT count(*) FROM counters WHERE tx_dropped IS NULL").fetchone() \
+            == (1,)
+    link = _by_name(nfs.hops(stored, 0))["link → nf 1"]
+    assert (link.rx, link.tx, link.lost, link.unknown) == (11_000, None, 10, ("tx",))
+    assert link.why == ["a drop counter unknown (?)"]     # no "in the data plane" from a guess
+    _, _, rows = nfs.loss_localisation(run)
+    assert rows[1][3:7] == ["link → nf 1", 11_000, "?", 10]
+    assert [row[4:7] for row in rows if row[3] == "p0s (send)"] == [[None, 11_000, None]]
+
+
 def test_loss_in_a_link_without_switch_counters_and_refused_frames(tmp_path):
     point, result = chain()
     result.counters = {}                             # a pipeline's links count nothing

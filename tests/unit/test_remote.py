@@ -120,15 +120,19 @@ def test_nic_vdevs_follow_nic_driver():
     assert dpdk_args.nic(2, "tw0a", "af_packet", 64) == "net_af_packet2,iface=tw0a,qpairs=1"
 
 
-def test_the_host_under_test_is_asked_for_its_part_only():
-    """The tester's host needs no switch; the switch's host no tester api."""
+def test_the_host_under_test_is_asked_for_its_part_only(monkeypatch):
+    """The tester's host needs no switch; the switch's host no tester api. OVS
+    is missing on both (whatever this machine has): only the switch's host says so."""
+    from cnfperf.dataplanes.ovs import OvsPlane
+    monkeypatch.setattr(OvsPlane, "check", classmethod(lambda cls, host: ["not built"]))
     s = validate({"switch": "ovs", "api": "raw", "tester": "single", "dut_host": "dut",
                   "hosts": "x.toml"})
-    host = _facts(apis=["raw"])
+    host = _facts(apis=["xdp"])          # nor has its engine the tester's api
     here = checks.host_problems(host, here="local")(s)
     assert not any(p.startswith("ovs:") for p in here), here
+    assert any(p.startswith("api raw:") for p in here), here
     there = checks.host_problems(host, here="dut")(s)
-    assert any(p.startswith("ovs:") for p in there) or there == []
+    assert "ovs: not built" in there and not any(p.startswith("api ") for p in there), there
     assert checks.host_problems(host, here="other")(s) == []
 
 

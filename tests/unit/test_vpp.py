@@ -81,6 +81,21 @@ def test_a_full_ring_is_a_tx_drop_not_a_delivery():
         PortCounters(rx_packets=0, tx_packets=24564, rx_dropped=300, tx_dropped=300)
 
 
+def test_a_port_whose_interface_vpp_did_not_list_has_unknown_counts():
+    """A listed interface's counter VPP left out counted nothing (0); an
+    interface `show interface` did not list at all is unknown, never 0."""
+    class Vpp:
+        def cli(self, command: str) -> str:
+            return SHOW_INTERFACE if command == "show interface" else SHOW_ERRORS
+    plane = VppPlane(journal=None)
+    plane.vpp = Vpp()
+    plane.ifaces = {"p0s": "VirtualEthernet0/0/0", "p0r": "VirtualEthernet9/9/9"}
+    found = plane.counters()
+    assert found["p0s"] == PortCounters(rx_packets=24864, tx_packets=0, rx_dropped=12,
+                                        tx_dropped=0)
+    assert found["p0r"] == PortCounters(None, None, None, None)
+
+
 def test_rx_placement_names_the_thread_of_every_queue():
     assert vpp_app.parse_rx_placement(RX_PLACEMENT) == [
         {"iface": "VirtualEthernet0/0/0", "queue": 0, "thread": 1},

@@ -18,6 +18,7 @@ from cnfperf.dataplanes import DATAPLANES
 from cnfperf.plan import place
 from cnfperf.scenario import Scenario
 from dpdk_leak import no_leftovers
+import harness
 from harness import cores
 from test_dpdk_runs import SHORT, run
 from test_dpdk_switches import endpoint, exchange, journal  # noqa: F401 (a fixture)
@@ -193,7 +194,8 @@ def test_a_run_through_port_rules_and_pinned_queues_stores_what_ovs_holds(result
     assert (point_["forward"], point_["rxq_affinity"], point_["switch_rxd"]) == \
         ("port", "pinned", RING)
     [pair] = point_["per_pair"]
-    assert pair["sent"] > 0 and pair["lost"] == 0 and pair["received"] == pair["sent"]
+    harness.assert_sent(point_, pair, point_["rate"] * point_["duration"])
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"]
     applied = point_["switch_facts"]["applied"]
     assert applied["forward"] == "port"
     assert not any("NORMAL" in rule for rule in applied["rules"])

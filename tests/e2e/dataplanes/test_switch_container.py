@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import harness
 import leak
 from cnfperf.dataplanes import DATAPLANES, ovsdb, testpmd_app
 from cnfperf.dataplanes.procs import find
@@ -35,7 +36,8 @@ COMMS = {"testpmd": (testpmd_app.BINARY,), "ovs": ovsdb.COMMS}
 def _zero_loss_and_counted(point: dict) -> None:
     assert point["status"] == "done", point["error"]
     [pair] = point["per_pair"]
-    assert pair["sent"] > 0 and pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+    harness.assert_sent(point, pair, point["rate"] * point["duration"])
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     [placed] = point["placement"]
     s, r = (point["counters"][placed[end]["name"]] for end in ("sender", "receiver"))
     # warm-up frames cross the switch too
@@ -66,7 +68,8 @@ def test_testpmd_with_two_cores_forwards_on_both(results):
     assert out["outcome"]["status"] == "done" and left == {}, (out["outcome"], left)
     [point] = out["run"]["points"]
     [pair] = point["per_pair"]
-    assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0
+    harness.assert_sent(point, pair, point["rate"] * point["duration"])
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"]
     cores = {q["core"] for q in point["queues"]}
     assert len(point["queues"]) == 2 and len(cores) == 2, point["queues"]
 

@@ -45,9 +45,11 @@ def test_zero_loss_and_stored(engine, cli, cli_json, results, no_leftovers,
     roles = {"throughput": {"send", "recv"}, "latency": {"client", "server"}}[mode]
     assert {e["role"] for e in point["endpoints"]} == roles
     assert len(point["endpoints"]) == 2 * pairs
-    # The switch saw the traffic: every port counted at least the measured frames.
-    assert point["counters"] and all(c["rx_packets"] + c["tx_packets"] >= expected * 0.9
-                                     for c in point["counters"].values())
+    # The switch saw the traffic: every port counted at least the frames its pair's
+    # sender measured (its warm-up ones come on top).
+    fewest = min(p["sent"] for p in point["per_pair"])
+    assert point["counters"] and all(c["rx_packets"] + c["tx_packets"] >= fewest
+                                     for c in point["counters"].values()), point["counters"]
 
     # The engine's own words are kept, line by line, per endpoint.
     raw = sorted((results / "runs" / run_id / "point0").glob("*.jsonl"))

@@ -13,6 +13,8 @@ import json
 
 import pytest
 
+import harness
+
 from test_nfs import RATE, _run, _zero_loss_through
 
 pytestmark = pytest.mark.e2e
@@ -48,7 +50,8 @@ def test_udp_ends_lose_nothing_both_ways_for_latency(engine, cli, cli_json, no_l
     point = _run(cli, cli_json, "--switch", "bridge", "--api", "udp", "--nfs", "2", "--nf", "l3",
                  "--nf-api", "raw", "--mode", "latency")
     [pair] = point["per_pair"]
-    assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0, pair
+    harness.assert_sent(point, pair, point["rate"] * point["duration"])   # latency's rate
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     ends = [e for e in point["endpoints"] if e["role"] in ("client", "server")]
     assert [e["udp_in_csum_errors"] for e in ends] == [0, 0]
 
@@ -72,7 +75,8 @@ def test_the_loss_table_names_the_receiver_kernel_s_checksum_drops(engine, cli, 
     [pair] = point["per_pair"]
     # An unfinished checksum is right by chance for one datagram in 65536 (its
     # payload's sum cancels out): that one arrives.
-    assert pair["sent"] > 0 and pair["received"] <= 2, pair
+    harness.assert_sent(point, pair, RATE * 1)
+    assert pair["received"] <= 2, pair
     assert pair["lost"] == pair["sent"] - pair["received"], pair
     [receiver] = [e for e in point["endpoints"] if e["role"] == "recv"]
     # every frame that reached it, the warm-up's too: all the sender sent but the

@@ -46,19 +46,29 @@ def _run(cli, cli_json, *args: str) -> dict:
     return point
 
 
-def _zero_loss(point: dict, paced: bool = True) -> None:
-    """Every frame sent received. `paced = False`: the frames cross emulated
-    guests' kernel NICs, whose sender may fall short of the rate when the host
-    is busy (its sends refused) and whose virtio queues overflow when the
-    emulator stalls a guest: a performance, not a test's, matter. There only
-    that the sender sent a good part of the rate and nearly all of it arrived
-    (a VM on another's NIC would deliver nothing)."""
+def _zero_loss(point: dict) -> None:
+    """Every frame sent received, the sender kept its rate (harness.assert_sent)."""
     [pair] = point["per_pair"]
-    harness.assert_sent(point, pair, RATE * DURATION, paced)
-    if paced:
-        assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
-    else:
-        assert pair["received"] >= 0.95 * pair["sent"], pair
+    harness.assert_sent(point, pair, RATE * DURATION)
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+
+
+# The frames cross emulated guests' kernel NICs (TCG here): the emulator stalls
+# a guest for tens of milliseconds, its virtio queues overflow meanwhile and
+# their frames are lost there (a performance, not a test's, matter). Up to
+# EMULATED_LOSS of them: 5 %, 75 ms of the rate in the trial's 1.5 s. A VM on
+# another's NIC, or a path that forwards nothing, still fails.
+EMULATED_LOSS = 0.05
+
+
+def _few_lost_in_guests(point: dict) -> None:
+    """Across emulated guests' kernel NICs: the sender sent a good part of the
+    rate (harness.assert_sent unpaced) and at most EMULATED_LOSS of it was lost."""
+    [pair] = point["per_pair"]
+    harness.assert_sent(point, pair, RATE * DURATION, paced=False)
+    assert 0 < pair["received"] <= pair["sent"] and not pair["duplicates"], pair
+    assert pair["lost"] <= EMULATED_LOSS * pair["sent"], \
+        (f"lost {pair['lost']} of {pair['sent']}: more than {EMULATED_LOSS:.0%}", pair)
 
 
 def _ran_in_vms(point: dict, count: int) -> None:
@@ -70,7 +80,7 @@ def _ran_in_vms(point: dict, count: int) -> None:
 def _nf_forwarded_every_frame(point: dict, count: int = 1, paced: bool = True) -> None:
     """Each NF's own counters: every frame the sender put on the link in at its
     port 1 and out at its port 2 (the warm-up's too). `paced = False` (see
-    _zero_loss): the NF forwarded all it got, and all the receiver got."""
+    _few_lost_in_guests): the NF forwarded all it got, and all the receiver got."""
     [sender] = [e for e in point["endpoints"] if e["role"] in ("send", "tester")]
     sent = sender["summary"]["tx_packets"] + sender["summary"]["warmup_tx_packets"]
     [pair] = point["per_pair"]
@@ -138,7 +148,7 @@ def test_the_guest_s_kernel_is_the_router_behind_a_tap(engine, cli, cli_json, no
     made a router by a script run in it, counted by its own counters."""
     point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--tester", "split",
                  "--nfs", "1", "--nf", "router", "--nf-in", "vm", "--poll", "interrupt")
-    _zero_loss(point, paced=False)
+    _few_lost_in_guests(point)
     _ran_in_vms(point, 1)
     _nf_forwarded_every_frame(point, paced=False)
     [nf] = [e for e in point["endpoints"] if e["role"] == "nf"]
@@ -210,7 +220,7 @@ def test_a_vm_tester_end_on_a_kernel_plane(engine, cli, cli_json, no_leftovers):
     kernel NICs on macvtaps."""
     point = _run(cli, cli_json, "--switch", "macvlan", "--api", "raw", "--endpoint-in", "vm",
                  "--nfs", "1", "--nf-api", "raw", "--poll", "interrupt")
-    _zero_loss(point, paced=False)
+    _few_lost_in_guests(point)
     _ran_in_vms(point, 1)
 
 
@@ -220,6 +230,6 @@ def test_two_vms_on_veth_each_open_their_own_macvtaps(engine, cli, cli_json, no_
     ifindexes count per netns). A VM with another's NIC would forward nothing."""
     point = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--endpoint-in", "vm",
                  "--nfs", "1", "--nf-api", "raw", "--nf-in", "vm", "--poll", "interrupt")
-    _zero_loss(point, paced=False)
+    _few_lost_in_guests(point)
     _ran_in_vms(point, 2)
     _nf_forwarded_every_frame(point, paced=False)

@@ -1,0 +1,68 @@
+"""harness.assert_sent, which every e2e run test holds a pair's sender to: it
+fails on a sender that sent a part of its schedule and forgave the rest
+(tx_skipped), and says both counts; it passes a sender that kept its rate."""
+from __future__ import annotations
+
+import pytest
+
+import harness
+
+FRAMES = 2000          # 2000 pps for 1 s
+
+
+def _point(sent: int, skipped: int, burst: int = 1, tolerance: float | None = 0.01,
+           role: str = "send") -> tuple[dict, dict]:
+    """A stored point (as `cnfperf results show --json` gives it) of one pair
+    whose generator sent `sent` and skipped `skipped`."""
+    summary = {"tx_packets": sent, "tx_skipped": skipped, "burst": burst}
+    pair = {"pair": 0, "sent": sent, "received": sent, "lost": 0}
+    scenario = {} if tolerance is None else {"generator_tolerance": tolerance}
+    point = {"scenario": scenario, "per_pair": [pair],
+             "endpoints": [{"pair": 0, "role": role, "summary": summary},
+                           {"pair": 0, "role": "recv", "summary": {"rx_packets": sent}}]}
+    return point, pair
+
+
+def test_a_sender_that_skipped_half_its_schedule_fails_saying_both_counts():
+    point, pair = _point(sent=FRAMES // 2, skipped=FRAMES // 2)
+    with pytest.raises(AssertionError) as failed:
+        harness.assert_sent(point, pair, FRAMES)
+    assert "sent 1000, skipped 1000" in str(failed.value)
+
+
+def test_a_sender_that_sent_enough_but_skipped_too_much_fails():
+    """Sent within SENT_TOLERANCE (a schedule a little long) but 5 % skipped:
+    the skipped share is bounded on its own."""
+    point, pair = _point(sent=FRAMES, skipped=FRAMES // 20)
+    with pytest.raises(AssertionError, match="skipped 100 .*may skip"):
+        harness.assert_sent(point, pair, FRAMES)
+
+
+def test_a_sender_that_kept_its_rate_passes():
+    harness.assert_sent(*_point(sent=FRAMES, skipped=0), FRAMES)
+    # a stall's few frames: within SKIPPED_SHARE and a burst
+    harness.assert_sent(*_point(sent=FRAMES - 40, skipped=40 + 32, burst=32), FRAMES)
+    harness.assert_sent(*_point(sent=FRAMES, skipped=0, role="client"), FRAMES)
+
+
+def test_the_skipped_bound_is_the_points_generator_tolerance_where_larger():
+    point, pair = _point(sent=FRAMES - 150, skipped=150, tolerance=0.1)
+    harness.assert_sent(point, pair, FRAMES)
+    assert harness.skipped_bound(point, 0, FRAMES) == pytest.approx(0.1 * FRAMES + 1)
+    assert harness.skipped_bound(*_point(0, 0, tolerance=None)[:1], 0, FRAMES) == \
+        pytest.approx(harness.SKIPPED_SHARE * FRAMES + 1)
+
+
+def test_a_sender_that_sent_nothing_or_too_much_fails():
+    for sent in (0, 1, int(0.85 * FRAMES), int(1.15 * FRAMES)):
+        with pytest.raises(AssertionError, match="not within 10%"):
+            harness.assert_sent(*_point(sent=sent, skipped=0), FRAMES)
+
+
+def test_unpaced_an_emulated_guest_may_send_a_quarter_of_a_schedule_it_still_covers():
+    harness.assert_sent(*_point(sent=FRAMES // 2, skipped=FRAMES // 2), FRAMES, paced=False)
+    with pytest.raises(AssertionError, match="less than 25%"):
+        harness.assert_sent(*_point(sent=FRAMES // 5, skipped=4 * FRAMES // 5), FRAMES,
+                            paced=False)
+    with pytest.raises(AssertionError, match="its schedule"):     # half its window silent
+        harness.assert_sent(*_point(sent=FRAMES // 2, skipped=0), FRAMES, paced=False)
