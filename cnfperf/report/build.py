@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf.report import (contention, cpu, emulation, glance, html, interference, nfs,
-                            searches, soak, summary)
+                            searches, soak, stalls, summary)
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -51,7 +51,8 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
     return Path(html.write(out_dir / "report.html", title, figures=figures, tables=tables,
                            params=_params(run, started), host=_host(run.get("host") or {}),
                            summary=text, glance=_glance(run, out_dir),
-                           notice=" ".join(filter(None, (notice(done), emulation.notice(done),
+                           notice=" ".join(filter(None, (notice(done), stalls.notice(done),
+                                                         emulation.notice(done),
                                                          _sentence(summary.two_clocks(done)))))))
 
 

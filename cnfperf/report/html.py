@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from cnfperf.report import contention
+from cnfperf.results.model import STALL_MARK
 
 
 @dataclass
@@ -71,6 +72,11 @@ HOW_TO_READ = (
                       "numbers show how the scheduler shared the cores as much as what the data "
                       "plane can do. Drawn hollow (markers) or hatched (bars), flagged in "
                       "tables."),
+    ("Stalls", "a gap between two iterations of an engine's polling loop (a tester end's, "
+               "an engine NF's) longer than its threshold (200 µs by default): its core was "
+               "another's meanwhile. stall ms: the most any poller of the row lost in its "
+               "measured window; stall %: that poller's share of its window. A point where "
+               f"it is over {100 * STALL_MARK:g} % carries a warning."),
     ("VMs", "how many of a point's nodes ran in virtual machines (nf_in, endpoint_in) and "
             "how: kvm (the host's hardware virtualisation) or tcg (QEMU's emulation, a "
             "host without usable KVM: flagged emulated, its numbers are the emulator's as "

@@ -15,14 +15,15 @@ from typing import Any, Callable, Sequence
 from cnfperf import fields
 from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
-from cnfperf.report import emulation
+from cnfperf.results.model import STALL_MARK
+from cnfperf.report import emulation, stalls
 from cnfperf.report.html import fmt
 from cnfperf.report.summary import param, two_clocks, varying
 from cnfperf.runtimes.base import cpu_list
 from cnfperf.testers import SET
 
 HEADERS = ("switch", "api", "mode", "pair", "offered", "tx kpps", "rx kpps", "sent",
-           "received", "loss %", "rx Mbit/s", "p50 µs", "p99 µs", "max µs")
+           "received", "loss %", stalls.COLUMN, "rx Mbit/s", "p50 µs", "p99 µs", "max µs")
 RIGHT = set(HEADERS[4:])
 
 
@@ -66,9 +67,12 @@ def run_table(run: dict[str, Any]) -> str:
         pairs = point["per_pair"]
         for i, pair in enumerate(pairs):
             rows.append([*(label if i == 0 else [""] * len(label)), str(pair["pair"]),
-                         *_cells(pair)])
+                         *_cells(pair, stalls.said(point, pair["pair"]))])
         if len(pairs) > 1:
-            rows.append([*[""] * len(label), "all", *_cells(point)])
+            rows.append([*[""] * len(label), "all", *_cells(point, stalls.said(point))])
+    if any(stalls.stalled(p) for p in points if p["status"] == "done"):
+        notes.append(f"{stalls.COLUMN}: the most any poller of the pair (tester end, NF) lost "
+                     f"to stalls in its window; ! more than {100 * STALL_MARK:g} % of it")
     return "\n".join([render(headers, rows, RIGHT | set(extra)), *notes])
 
 
@@ -95,11 +99,11 @@ def _axis(point: dict[str, Any], name: str) -> str:
     return fields.show(name, value)
 
 
-def _cells(r: dict[str, Any]) -> list[str]:
+def _cells(r: dict[str, Any], stall: str = "–") -> list[str]:
     # "offered" is what was asked for; tx kpps what the senders really sent.
     return [show(r["offered_pps"] or 0), f"{(r['tx_pps'] or 0) / 1e3:.1f}",
             f"{(r['rx_pps'] or 0) / 1e3:.1f}", str(r["sent"]), str(r["received"]),
-            f"{100 * (r['loss_ratio'] or 0):.3f}", f"{(r['rx_bps'] or 0) / 1e6:.1f}",
+            f"{100 * (r['loss_ratio'] or 0):.3f}", stall, f"{(r['rx_bps'] or 0) / 1e6:.1f}",
             _us(r.get("lat_p50_ns")), _us(r.get("lat_p99_ns")), _us(r.get("lat_max_ns"))]
 
 
