@@ -178,16 +178,32 @@ class Meter:
         self.first: Sample | None = None
         self.last: Sample | None = None
         self.threads: dict[str, list[dict[str, Any]]] = {}
+        self.prepared = False
+
+    @property
+    def started(self) -> bool:
+        return self.first is not None
+
+    def prepare(self) -> None:
+        """Before the window opens (the senders' warm-up), once: every node's
+        group, and where every thread is, so that the window's first sample is
+        only the readings of times. Each read of /proc runs on some core, and on
+        a host whose cores all have a busy poller, inside the window that core
+        is a poller's (docs/cpu.md, Stalls)."""
+        if self.prepared:
+            return
+        self.prepared = True
+        for a in self.accounts:
+            a.locate()
+        for a in self.accounts:
+            with contextlib.suppress(OSError, ValueError):
+                self.threads[a.node] = threads(a.processes()) if not a.problem else []
 
     def start(self) -> None:
-        """Opens the window, once, and notes where every thread is."""
+        """Opens the window, once (prepared first if it was not)."""
         if self.first is None:
-            for a in self.accounts:
-                a.locate()
+            self.prepare()
             self.first = self._sample()
-            for a in self.accounts:
-                with contextlib.suppress(OSError, ValueError):
-                    self.threads[a.node] = threads(a.processes()) if not a.problem else []
 
     def stop(self) -> None:
         if self.first is not None and self.last is None:
