@@ -273,6 +273,42 @@ def window_opens_ns(starts: list[dict[str, Any] | None], warmup: float) -> int |
     return max(int(r["wall_ns"]) for r in starts) + int(warmup * 1e9)
 
 
+# -- this process, aside from the pollers -------------------------------------------
+
+def busy_cores(point: TestPoint, switch: tuple[int, ...] = ()) -> set[int]:
+    """The cores the point's pollers spin on: its engines', its NFs', the
+    switch's poll threads' (`switch`); unpinned (pin = false), every core of
+    the point, over which the switch and the NFs float."""
+    cores = {ep.cpu for ep in point.engines} | set(switch)
+    for nf in point.nfs:
+        cores.update(nf.cores or (nf.cpu,))
+    if not point.scenario.pin:
+        cores.update(point.cpus)
+    return cores
+
+
+def aside(busy: set[int], task: Path = PROC / "self" / "task") -> Callable[[], None]:
+    """Every thread of this process off the `busy` cores, when it may run on
+    others (a thread it starts later inherits its starter's cores); returns
+    what puts each back. None to spare (every core has a poller): nothing. A
+    thread woken on a busy poller's core takes that core from the poller for
+    as long as it runs (docs/cpu.md, Stalls)."""
+    spare = os.sched_getaffinity(0) - busy
+    if not spare:
+        return lambda: None
+    before: dict[int, set[int]] = {}
+    for tid in map(int, os.listdir(task)):
+        with contextlib.suppress(OSError):   # a thread that ended meanwhile
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, spare)
+
+    def back() -> None:
+        for tid, cores in before.items():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, cores)
+    return back
+
+
 # -- the nodes of a testbed -------------------------------------------------------
 
 def meter(bed: Testbed, s: Scenario) -> Meter:

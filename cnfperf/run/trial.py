@@ -35,9 +35,10 @@ from cnfperf.host import kernel_drops, udp_errors
 from cnfperf.run import cpu, fault as faults
 from cnfperf.engine import INTERVAL, EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
-from cnfperf.plan import NF, Endpoint, Pair, TestPoint
+from cnfperf.fields import LOCAL
+from cnfperf.plan import NF, Endpoint, Pair, TestPoint, nf_hosts
 from cnfperf.results import model
-from cnfperf.scenario import Scenario, profile
+from cnfperf.scenario import Scenario, profile, tester_hosts
 from cnfperf.strategies.base import Watch
 from cnfperf.run.teardown import Teardown
 from cnfperf.run.testbed import Testbed
@@ -178,7 +179,11 @@ class Trial:
             self.teardown.push(f"fault {self.fault.target}", self.fault.stop)
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
-        self._wait_senders(senders)
+        back = self._aside()
+        try:
+            self._wait_senders(senders)
+        finally:
+            back()
         self.meter.stop()
         noise_record = noise.stop() if noise is not None else None
         fault_record = self._fault_done()
@@ -345,6 +350,16 @@ class Trial:
             # woken by the record itself: a point must not wait out a poll interval
             self.outputs[waiting[0].name].printed(record).wait(
                 min(wait, max(0.0, deadline - time.monotonic())) or every)
+
+    def _aside(self) -> Callable[[], None]:
+        """While the senders run, this process off its pollers' cores
+        (cpu.aside), when every node runs on this host (another's cores are not
+        ours to count); what puts it back. Only the engines' children are
+        started after it, and they pin themselves."""
+        s = self.s
+        if {*tester_hosts(s), s.dut_host, *nf_hosts(s)} != {LOCAL}:
+            return lambda: None
+        return cpu.aside(cpu.busy_cores(self.bed.point, tuple(self.bed.dataplane.cpus)))
 
     def _wait_senders(self, eps: list[Endpoint]) -> None:
         """Until every sender has printed its summary (it then holds its port)."""

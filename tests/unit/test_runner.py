@@ -52,6 +52,7 @@ class Switch:
     poll_threads = 0
     container = None
     keeps = False
+    cpus: tuple[int, ...] = ()   # no poll threads
 
     def __init__(self, machine: Machine, journal, home=None) -> None:
         self.machine = machine
