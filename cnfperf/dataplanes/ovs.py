@@ -135,7 +135,12 @@ def port_settings(s: Scenario, nic: bool, pinned: str | None) -> list[str]:
 
 
 class DropSampler:
-    """Sums port drop counters across the resets a peer's disconnect causes."""
+    """Sums port drop counters across the resets a peer's disconnect causes.
+    Held while a trial's window is open (hold): each sample is an ovs-ofctl
+    run, a process of ours on some core, and on a host whose cores all have a
+    busy poller 2 of them a second cost the pollers several ms a second. A
+    peer does not disconnect inside the window, and counters() samples once
+    more when the trial reads them."""
 
     def __init__(self, read: Callable[[], dict[int, dict[str, int]]],
                  interval: float = SAMPLE_INTERVAL):
@@ -145,6 +150,7 @@ class DropSampler:
         self._base: dict[int, dict[str, int]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._held = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="ovs-drops")
 
     def start(self) -> None:
@@ -154,8 +160,16 @@ class DropSampler:
         self._stop.set()
         self._thread.join(5)
 
+    def hold(self, held: bool) -> None:
+        if held:
+            self._held.set()
+        else:
+            self._held.clear()
+
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
+            if self._held.is_set():
+                continue
             try:
                 self.sample()
             except Exception:  # noqa: BLE001 - a missed sample is retried next interval
@@ -349,6 +363,10 @@ class OvsPlane(DpdkPlane):
             found[name] = PortCounters(rx_packets=packets.get(RX_COOKIE | port, 0),
                                        tx_packets=delivered, **dropped)
         return found
+
+    def window(self, open: bool) -> None:
+        if self.drops is not None:
+            self.drops.hold(open)
 
     def _taps(self) -> tuple[str, ...]:
         return (DATAPATH_DEVICE, self.bridge) if self.bridge else ()

@@ -184,6 +184,7 @@ class Trial:
             self._wait_senders(senders)
         finally:
             back()
+            self.bed.dataplane.window(False)
         self.meter.stop()
         noise_record = noise.stop() if noise is not None else None
         fault_record = self._fault_done()
@@ -374,8 +375,9 @@ class Trial:
                                         s.warmup)
             if opens is not None:
                 self.meter.prepare()   # in the warm-up: what need not be read in the window
-            if opens is not None and time.time_ns() >= opens:
+            if opens is not None and time.time_ns() >= opens and not self.meter.started:
                 self.meter.start()   # the measured window opens
+                self.bed.dataplane.window(True)
             if opens is not None and self.fault is not None and not self.fault.started:
                 self.fault.start(opens / 1e9)
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,

@@ -54,6 +54,9 @@ class Switch:
     keeps = False
     cpus: tuple[int, ...] = ()   # no poll threads
 
+    def window(self, open: bool) -> None:
+        self.machine.step("window", "open" if open else "closed")
+
     def __init__(self, machine: Machine, journal, home=None) -> None:
         self.machine = machine
 
