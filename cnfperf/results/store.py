@@ -310,14 +310,15 @@ _SCHEMA_20 = "\n".join([
 # longer than its threshold, over the measured window): per engine, NFs'
 # included, how many, their sum, the longest, the sum's share of its window and
 # the threshold; per point the largest sum and the largest share of any of its
-# pollers (model.PointResult.stalled). NULL where the engine did not say (a
-# command NF) and in points stored before.
+# pollers (model.PointResult.stalled), per trial of a search that largest share.
+# NULL where the engine did not say (a command NF) and in points stored before.
 _SCHEMA_21 = "\n".join([
     *(f"ALTER TABLE metrics ADD COLUMN {c};" for c in (
         "stall_count INTEGER", "stall_total_ns INTEGER", "stall_max_ns INTEGER",
         "stall_share REAL", "stall_threshold_ns INTEGER")),
     "ALTER TABLE points ADD COLUMN stall_ns REAL;",
-    "ALTER TABLE points ADD COLUMN stall_share REAL;"])
+    "ALTER TABLE points ADD COLUMN stall_share REAL;",
+    "ALTER TABLE trials ADD COLUMN stall_share REAL;"])
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
                _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,

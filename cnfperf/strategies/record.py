@@ -47,7 +47,8 @@ def trial_row(n: int, phase: str, offered: float, duration: float, r: PointResul
               truth: Truth, passed: bool | None = None,
               fraction: float | None = None) -> dict[str, Any]:
     """Trial n: offered is the rate asked for per pair, tx what left; loss is
-    counted against what was sent. A latency trial (`fraction` of the rate
+    counted against what was sent; stall_share the most of its window a poller
+    lost to stalls (model.PointResult.stalled). A latency trial (`fraction` of the rate
     found; 0: the search's lowest load) keeps its latency too, its histogram
     also as an HdrHistogram blob."""
     pairs = len(r.pairs) or 1
@@ -56,7 +57,8 @@ def trial_row(n: int, phase: str, offered: float, duration: float, r: PointResul
            "tx_pps": t.tx_pps / pairs, "rx_pps": t.rx_pps / pairs, "sent": t.sent,
            "received": t.received, "loss_ratio": t.loss_ratio, "passed": passed,
            "intended": truth.intended, "refused": truth.refused, "skipped": truth.skipped,
-           "stretch": truth.stretch, "valid": truth.valid, "invalid_why": truth.why or None}
+           "stretch": truth.stretch, "valid": truth.valid, "invalid_why": truth.why or None,
+           "stall_share": worst.stall_share if (worst := r.stalled()) else None}
     if fraction is not None:
         lat = t.latency
         row.update(fraction=fraction, latency_kind=lat.kind if lat else None,

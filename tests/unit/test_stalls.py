@@ -124,3 +124,23 @@ def test_the_orchestrator_steps_aside_only_when_a_core_is_spare():
     finally:
         back()
     assert os.sched_getaffinity(0) == mine
+
+
+def test_a_search_trial_keeps_its_worst_pollers_share(tmp_path):
+    from cnfperf.strategies.record import trial_row
+    from cnfperf.strategies.truth import Truth
+    truth = Truth(intended=1000, sent=1000, refused=0, skipped=0, stretch=0.0, valid=True, why="")
+    row = trial_row(1, "search", 500.0, 2.0, _result(10_000_000, 60_000_000), truth)
+    assert row["stall_share"] == pytest.approx(0.03)
+    plain = _result(10_000_000, None)
+    for m in plain.endpoints:
+        m.stall_share = None
+    assert trial_row(2, "search", 500.0, 2.0, plain, truth)["stall_share"] is None
+    # stored with the trial
+    [scenario] = scenarios(None, {"rate": "1k"})
+    store = Store(tmp_path)
+    store.begin_run("1a2b", ["cnfperf", "run"], 1, tmp_path / "runs", {}, "0.1.0")
+    store.add_point("1a2b", 0, scenario.model_dump(), status="done", started=1.0,
+                    trials=[row])
+    [point] = store.run("1a2b")["points"]
+    assert point["trials"][0]["stall_share"] == pytest.approx(0.03)
