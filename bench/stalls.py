@@ -141,8 +141,8 @@ def who_ran(path: Path, root: int, span: tuple[float, float]) -> collections.Cou
 
 def stalls(summary: dict) -> dict[str, float]:
     """Per second of the engine's window: stalls, ms lost; the longest, ms."""
-    s, window = summary["stalls"], summary["duration_s"] or 1e-9
-    return {"per_s": s["count"] / window, "ms_per_s": s["total_ns"] / 1e6 / window,
+    s, seconds = summary["stalls"], summary["duration_s"] or 1e-9
+    return {"per_s": s["count"] / seconds, "ms_per_s": s["total_ns"] / 1e6 / seconds,
             "max_ms": s["max_ns"] / 1e6}
 
 
