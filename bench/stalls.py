@@ -56,6 +56,7 @@ POINTS = {"vhost": ("--switch", "vhost", "--api", "dpdk", "--tester", "single", 
           "ovs": ("--switch", "ovs", "--api", "dpdk", "--tester", "single")}
 TESTER_CPU, NF_CPU = 0, 1
 WARMUP = 1
+LOCK_TRIES, LOCK_WAIT_S = 30, 10
 MAC = {"t1": "02:00:5e:0a:00:01", "t2": "02:00:5e:0a:00:02", "nf1": "02:00:5e:0a:00:10"}
 
 
@@ -201,10 +202,14 @@ def under_cnfperf(checkout: Path, point: tuple[str, ...], seconds: float) -> tup
                    PYTHONPATH=str(checkout))
         python = checkout / ".venv" / "bin" / "python"
         python = python if python.exists() else Path(sys.executable)
-        proc = subprocess.Popen([str(python), "-m", "cnfperf", "run", *point, "--duration",
-                                 f"{seconds:g}", "--json"], cwd=checkout, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        out, err = proc.communicate()
+        for _ in range(LOCK_TRIES):   # another run holds the host lock (exit 3): wait for it
+            proc = subprocess.Popen([str(python), "-m", "cnfperf", "run", *point, "--duration",
+                                     f"{seconds:g}", "--json"], cwd=checkout, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            out, err = proc.communicate()
+            if proc.returncode != 3:
+                break
+            time.sleep(LOCK_WAIT_S)
         if proc.returncode != 0:
             last = (err.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
             sys.exit(f"cnfperf run ({checkout}): {last}")
