@@ -9,9 +9,10 @@
  * The hot path is stalls_see(): a subtraction, a store and one compare per
  * iteration; what a stall costs (stalls_add) is off it. A poller that sleeps
  * or waits by its own choice (--poll adaptive, interrupt; a sender between
- * bursts) restarts the gap when it wakes (stalls_woke), so only the time it
- * meant to poll and could not counts; a yield (adaptive) that got the core
- * back late does count: the core was another's for that long. */
+ * bursts) restarts the gap when it meant to wake (stalls_woke), so only the
+ * time it meant to poll and could not counts, what it overslept included; a
+ * yield (adaptive) that got the core back late counts: the core was another's
+ * for that long. */
 #ifndef CNFPERF_STALL_H
 #define CNFPERF_STALL_H
 
@@ -48,7 +49,8 @@ static inline void stalls_see(struct stalls *s, uint64_t now)
 		stalls_add(s, gap);
 }
 
-/* The loop slept or waited by its own choice until tick now. */
+/* The loop slept or waited by its own choice until tick now: the time it
+ * asked for, or its wake-up when that came earlier (a frame ended a wait). */
 static inline void stalls_woke(struct stalls *s, uint64_t now)
 {
 	s->last = now;
