@@ -98,6 +98,8 @@ def test_the_tables_show_stalls_next_to_loss(tmp_path):
     i = headers.index("stall ms")
     assert rows[0][i] == pytest.approx(60.0) and rows[0][i + 1] == pytest.approx(3.0)
     assert "1 of 1 points" in stalls.notice([point])
+    from cnfperf.report import html
+    assert '<tr class="stalled">' in html._table(html.Table(title, headers, rows))
 
 
 def test_busy_cores_are_the_pollers_and_unpinned_the_point():
