@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from cnfperf import rate as rates
 from cnfperf.results import hdrh
-from cnfperf.results.model import LATENCY_KEYS
+from cnfperf.results.model import LATENCY_KEYS, STALL_MARK
 
 if TYPE_CHECKING:
     from cnfperf.results.model import PointResult
@@ -33,14 +33,18 @@ def on_testbed(search: Search) -> Callable[[Trials, Scenario], tuple[PointResult
 
 def progress(n: int, what: str, r: PointResult, truth: Truth) -> str:
     """Trial n's progress line: rates per pair and the loss the search counts
-    (with the sends the ports refused, when they did)."""
+    (with the sends the ports refused, when they did), and the most of its
+    window a poller lost to stalls when that was over the mark."""
     pairs = len(r.pairs) or 1
     t = r.total
     refused = (f" ({truth.refused} sends refused; {100 * truth.loss(t.lost):.3f}% of the frames "
                "offered)" if truth.refused else "")
+    worst = r.stalled()
+    stalled = (f"; {worst.endpoint} stalled {100 * worst.stall_share:.1f}% of its window"
+               if worst and (worst.stall_share or 0) > STALL_MARK else "")
     return (f"trial {n} {what}: tx {rates.show(t.tx_pps / pairs)} rx "
             f"{rates.show(t.rx_pps / pairs)} pps per pair, loss {100 * t.loss_ratio:.3f}%"
-            + refused + ("" if truth.valid else f"; INVALID: {truth.why}"))
+            + refused + stalled + ("" if truth.valid else f"; INVALID: {truth.why}"))
 
 
 def trial_row(n: int, phase: str, offered: float, duration: float, r: PointResult,

@@ -138,6 +138,10 @@ def test_a_search_trial_keeps_its_worst_pollers_share(tmp_path):
     for m in plain.endpoints:
         m.stall_share = None
     assert trial_row(2, "search", 500.0, 2.0, plain, truth)["stall_share"] is None
+    from cnfperf.strategies.record import progress
+    assert progress(1, "at 500", _result(10_000_000, 60_000_000), truth).endswith(
+        "; n000 stalled 3.0% of its window")
+    assert "stalled" not in progress(2, "at 500", plain, truth)
     # stored with the trial
     [scenario] = scenarios(None, {"rate": "1k"})
     store = Store(tmp_path)
