@@ -135,6 +135,7 @@ static void *rx_thread(void *arg)
 		fprintf(stderr, "cnfperf-engine: --rx-cpu %d: cannot pin the receive thread\n", cpu);
 		pr->err = 1;
 	}
+	stalls_woke(&pr->rx.stalls, clock_ticks());   /* its loop starts now, not at run_start() */
 	while (probe_poll(pr, UINT64_MAX))
 		;
 	pr->rx.stalls.kept = pr->rx.stalls.live;
