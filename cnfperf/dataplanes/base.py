@@ -24,6 +24,8 @@ Lifecycle for one test point, driven by testbed.Builder and trial.py:
                   rules, queue affinity, descriptors): stored with the point
     pids()        the switch's own processes (CPU accounting), or its `container`
     cut(port, at, up)  a port down or up again, inside a trial (a fault)
+    window(open)  the trial's measured window opens or closes: what the plane
+                  does on the host by itself (OVS's drop sampling) waits
     stop()        remove what start() created; safe to call after a partial start
 A switch a run keeps between points (keeps; run/keep.py) also has:
     release()     the point is over, its engines gone: the switch stays up
@@ -276,6 +278,12 @@ class DataPlane(ABC):
 
     @abstractmethod
     def counters(self) -> dict[str, PortCounters]: ...
+
+    def window(self, open: bool) -> None:
+        """The trial's measured window opens (True) or closes. Work the plane
+        does on the host by itself, on a timer, waits while it is open: on a
+        host whose cores all have a busy poller it would run on a poller's
+        core (docs/cpu.md, Stalls). Nothing by default."""
 
     def queues(self) -> list[dict[str, Any]]:
         """Queue-to-core affinity: one {port, queue, core} per Rx queue the switch

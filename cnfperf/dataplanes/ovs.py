@@ -141,7 +141,12 @@ class DropSampler:
     not connected: it has no device, counts nothing, and what it counted
     before is banked, as at a reset. A count a live port (one that gave some
     counts) did not give is one it does not keep: unless a live reading gave
-    it, it is unknown (None in totals), never 0."""
+    it, it is unknown (None in totals), never 0.
+    Held while a trial's window is open (hold): each sample is an ovs-ofctl
+    run, a process of ours on some core, and on a host whose cores all have a
+    busy poller 2 of them a second cost the pollers several ms a second. A
+    peer does not disconnect inside the window, and counters() samples once
+    more when the trial reads them."""
 
     def __init__(self, read: Callable[[], dict[int, dict[str, int | None]]],
                  interval: float = SAMPLE_INTERVAL):
@@ -153,6 +158,7 @@ class DropSampler:
         self._unkept: dict[int, set[str]] = {}   # counts a live port gave as `?`
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._held = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="ovs-drops")
 
     def start(self) -> None:
@@ -162,8 +168,16 @@ class DropSampler:
         self._stop.set()
         self._thread.join(5)
 
+    def hold(self, held: bool) -> None:
+        if held:
+            self._held.set()
+        else:
+            self._held.clear()
+
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
+            if self._held.is_set():
+                continue
             try:
                 self.sample()
             except Exception:  # noqa: BLE001 - a missed sample is retried next interval
@@ -375,6 +389,10 @@ class OvsPlane(DpdkPlane):
             found[name] = PortCounters(rx_packets=packets.get(RX_COOKIE | port, 0),
                                        tx_packets=delivered, **dropped)
         return found
+
+    def window(self, open: bool) -> None:
+        if self.drops is not None:
+            self.drops.hold(open)
 
     def _taps(self) -> tuple[str, ...]:
         return (DATAPATH_DEVICE, self.bridge) if self.bridge else ()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cnfperf.report import (baselines, contention, cpu, emulation, glance, html, interference,
-                            nfs, paper, searches, soak, summary)
+                            nfs, paper, searches, soak, stalls, summary)
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
@@ -57,7 +57,8 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
                            paper=[html.Table(t, h, r, paper.NOTE if t == paper.POINTS else "")
                                   for t, h, r in (paper.tables(compared) if compared else ())],
                            differences=paper.differences(compared) if compared else (),
-                           notice=" ".join(filter(None, (notice(done), emulation.notice(done),
+                           notice=" ".join(filter(None, (notice(done), stalls.notice(done),
+                                                         emulation.notice(done),
                                                          _sentence(summary.two_clocks(done)),
                                                          _sentence(unread))))))
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from cnfperf.report import contention
+from cnfperf.report import contention, stalls
+from cnfperf.results.model import STALL_MARK
 
 
 @dataclass
@@ -73,6 +74,12 @@ HOW_TO_READ = (
                       "numbers show how the scheduler shared the cores as much as what the data "
                       "plane can do. Drawn hollow (markers) or hatched (bars), flagged in "
                       "tables."),
+    ("Stalls", "a gap between two iterations of an engine's polling loop (a tester end's, "
+               "an engine NF's) longer than its threshold (200 µs by default): its core was "
+               "another's meanwhile. stall ms: the most any poller of the row lost in its "
+               "measured window; stall %: that poller's share of its window. A point where "
+               f"it is over {100 * STALL_MARK:g} % carries a warning, and its rows are "
+               "tinted red."),
     ("VMs", "how many of a point's nodes ran in virtual machines (nf_in, endpoint_in) and "
             "how: kvm (the host's hardware virtualisation) or tcg (QEMU's emulation, a "
             "host without usable KVM: flagged emulated, its numbers are the emulator's as "
@@ -146,6 +153,7 @@ th { background: #e9eef6; position: sticky; top: 0; }
 tbody tr:nth-child(even) { background: var(--stripe); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tbody tr.contended { background: #fff4d6; }
+tbody tr.stalled { background: #fde8e8; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .note { color: var(--muted); font-size: 13px; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 18px; font-size: 14px; }
@@ -212,14 +220,22 @@ def _flagged(t: Table, row: Sequence[Any]) -> bool:
     return value is True or isinstance(value, str) and value.startswith("yes")
 
 
+def _stalled(t: Table, row: Sequence[Any]) -> bool:
+    """Whether a poller of the row lost more than the mark to stalls (tinted)."""
+    if stalls.SHARE not in t.columns:
+        return False
+    value = row[list(t.columns).index(stalls.SHARE)]
+    return isinstance(value, (int, float)) and value > 100 * STALL_MARK
+
+
 def _table(t: Table) -> str:
     head = "".join(f"<th>{_esc(c)}</th>" for c in t.columns)
     body = []
     for row in t.rows:
         cells = "".join(f'<td class="num">{_esc(fmt(v))}</td>' if _is_num(v)
                         else f"<td>{_esc(fmt(v))}</td>" for v in row)
-        body.append(f'<tr class="contended">{cells}</tr>' if _flagged(t, row)
-                    else f"<tr>{cells}</tr>")
+        tint = "contended" if _flagged(t, row) else "stalled" if _stalled(t, row) else ""
+        body.append(f'<tr class="{tint}">{cells}</tr>' if tint else f"<tr>{cells}</tr>")
     note = f'<p class="note">{_esc(t.note)}</p>' if t.note else ""
     return (f'<h3 id="{_slug(t.title)}">{_esc(t.title)}</h3>'
             f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.plan import describe_path, hosts_said, roles, run_prefix
-from cnfperf.report import baselines, contention, emulation, kinds
+from cnfperf.report import baselines, contention, emulation, kinds, stalls
 
 Table = tuple[str, list[str], list[list[Any]]]
 
@@ -227,13 +227,21 @@ def throughput(run: dict[str, Any]) -> Table | None:
                          *([asked(p, name)] if own else []),
                          *([contention.contended(p)] if flag else []), _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
-                         r["received"], _percent(r["loss_ratio"]),
+                         r["received"], _percent(r["loss_ratio"]), *_stalls(p, name),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6,
                          *([None if share is None else 100 * share] if gen else [])])
     return ("Throughput", ["point", "rep", "pair", *(["own values"] if own else []),
                            *([contention.COLUMN] if flag else []),
                            "tx kpps", "rx kpps", "steady rx kpps", "sent", "received", "loss %",
-                           "rx Mbit/s", *([baselines.COLUMN] if gen else [])], rows)
+                           stalls.COLUMN, stalls.SHARE, "rx Mbit/s",
+                           *([baselines.COLUMN] if gen else [])], rows)
+
+
+def _stalls(point: dict[str, Any], pair: str) -> tuple[float | None, float | None]:
+    """The most a poller of the pair (`all`: of the point) lost to stalls: ms and %."""
+    which = None if pair == "all" else int(pair)
+    found = stalls.share(point, which)
+    return stalls.ms(point, which), None if found is None else 100 * found
 
 
 def asked(point: dict[str, Any], pair: str) -> str:
@@ -293,11 +301,12 @@ def latency(run: dict[str, Any]) -> Table | None:
     rows = [[label(p, axes), p.get("rep", 0) + 1, *([contention.contended(p)] if flag else []),
              kinds.said(p.get("latency_kind")),
              p.get("per_pair") and sum(pp.get("received") or 0 for pp in p["per_pair"]),
+             *_stalls(p, "all"),
              *(_us(p.get(f"lat_{k}_ns")) for k in ("min", "mean", "p50", "p90", "p99", "p999",
                                                      "max"))]
             for p in points]
     return ("Latency", ["point", "rep", *([contention.COLUMN] if flag else []), "kind", "samples",
-                        "min µs", "mean µs", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs",
+                        stalls.COLUMN, stalls.SHARE, "min µs", "mean µs", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs",
                         "max µs"], rows)
 
 

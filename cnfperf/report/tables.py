@@ -16,7 +16,8 @@ from typing import Any, Callable, Sequence
 from cnfperf import fields
 from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
-from cnfperf.report import baselines, emulation, kinds
+from cnfperf.results.model import STALL_MARK
+from cnfperf.report import baselines, emulation, kinds, stalls
 from cnfperf.report.html import fmt
 from cnfperf.report.summary import param, two_clocks, varying
 from cnfperf.runtimes.base import cpu_list
@@ -24,7 +25,8 @@ from cnfperf import testers
 from cnfperf.testers import SET
 
 HEADERS = ("switch", "api", "mode", "pair", "offered", "tx kpps", "rx kpps", "sent",
-           "received", "loss %", "rx Mbit/s", "latency", "p50 µs", "p99 µs", "max µs")
+           "received", "loss %", stalls.COLUMN, "rx Mbit/s", "latency", "p50 µs", "p99 µs",
+           "max µs")
 RIGHT = set(HEADERS[4:]) - {"latency"}
 
 
@@ -74,9 +76,13 @@ def run_table(run: dict[str, Any]) -> str:
         mine = [_percent(baselines.share(point))] if gen else []
         for i, pair in enumerate(pairs):
             rows.append([*(label if i == 0 else [""] * len(label)), str(pair["pair"]),
-                         *_cells(pair), *(mine if len(pairs) == 1 else [""] * len(gen))])
+                         *_cells(pair, stalls.said(point, pair["pair"])),
+                         *(mine if len(pairs) == 1 else [""] * len(gen))])
         if len(pairs) > 1:
-            rows.append([*[""] * len(label), "all", *_cells(point), *mine])
+            rows.append([*[""] * len(label), "all", *_cells(point, stalls.said(point)), *mine])
+    if any(stalls.stalled(p) for p in points if p["status"] == "done"):
+        notes.append(f"{stalls.COLUMN}: the most any poller of the pair (tester end, NF) lost "
+                     f"to stalls in its window; ! more than {100 * STALL_MARK:g} % of it")
     return "\n".join([render(headers, rows, RIGHT | set(extra) | set(gen)), *notes])
 
 
@@ -108,12 +114,13 @@ def _axis(point: dict[str, Any], name: str) -> str:
 MISSING = "–"
 
 
-def _cells(r: dict[str, Any]) -> list[str]:
+def _cells(r: dict[str, Any], stall: str = MISSING) -> list[str]:
     # "offered" is what was asked for; tx kpps what the senders really sent.
     return [MISSING if r.get("offered_pps") is None else show(r["offered_pps"]),
             _scaled(r.get("tx_pps"), 1e-3, ".1f"), _scaled(r.get("rx_pps"), 1e-3, ".1f"),
             _scaled(r.get("sent"), 1, "d"), _scaled(r.get("received"), 1, "d"),
-            _scaled(r.get("loss_ratio"), 100, ".3f"), _scaled(r.get("rx_bps"), 1e-6, ".1f"),
+            _scaled(r.get("loss_ratio"), 100, ".3f"), stall,
+            _scaled(r.get("rx_bps"), 1e-6, ".1f"),
             kinds.said(r.get("latency_kind")) if r.get("lat_p50_ns") is not None else MISSING,
             _us(r.get("lat_p50_ns")), _us(r.get("lat_p99_ns")), _us(r.get("lat_max_ns"))]
 

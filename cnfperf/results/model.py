@@ -52,6 +52,22 @@ class EndpointMetrics:
     udp_in_errors: int | None = None
     udp_in_csum_errors: int | None = None
     udp_rcvbuf_errors: int | None = None
+    # What its polling loop lost in the measured window (the engine's `stalls`:
+    # gaps between two iterations above threshold_ns): how many, their sum,
+    # the longest, and the sum's share of the window; None: an engine that did
+    # not say (a command NF, or one built before it counted them).
+    stall_count: int | None = None
+    stall_total_ns: int | None = None
+    stall_max_ns: int | None = None
+    stall_share: float | None = None
+    stall_threshold_ns: int | None = None
+
+
+# A point is marked when one of its pollers lost more than this share of its
+# measured window to stalls: its numbers are then the host's scheduling as
+# much as the data plane's (a tester that loses 1 % of its core drops or skips
+# what it would have sent or taken meanwhile).
+STALL_MARK = 0.01
 
 
 @dataclass
@@ -212,6 +228,41 @@ class PointResult:
             ratios.setdefault(nf.name, nf.busy_ratio)
         return [name for name, ratio in ratios.items() if (ratio or 0) >= CPU_BOUND_BUSY]
 
+    def stalled(self) -> EndpointMetrics | None:
+        """The poller (a tester end or an engine NF) that lost the most of its
+        window to stalls; None when no engine said (none counted them)."""
+        known = [m for m in self.endpoints if m.stall_share is not None]
+        return max(known, key=lambda m: m.stall_share, default=None)
+
+    def stall_warnings(self) -> list[str]:
+        """A warning per poller that lost more than STALL_MARK of its window."""
+        return [stall_warning(m) for m in self.endpoints
+                if m.stall_share is not None and m.stall_share > STALL_MARK]
+
+
+def stall_warning(m: EndpointMetrics) -> str:
+    """`p0s (tester) lost 4.1 % of its window to 37 stalls (longest 9.7 ms): …`."""
+    return (f"{m.endpoint} ({m.role}) lost {100 * (m.stall_share or 0):.1f} % of its window to "
+            f"{m.stall_count} stalls over {(m.stall_threshold_ns or 0) / 1e3:g} µs (longest "
+            f"{(m.stall_max_ns or 0) / 1e6:.1f} ms): its core was another's; more than "
+            f"{100 * STALL_MARK:g} % marks the point")
+
+
+def stalls(summary: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """An engine summary's `stalls` (engine/README.md) as EndpointMetrics'
+    stall_* fields; all None without one. The share is of `seconds`, the
+    engine's measured window, per polling loop (a two-thread client's sum is
+    shared by its two)."""
+    s = summary.get("stalls")
+    if not isinstance(s, dict) or s.get("total_ns") is None:
+        return dict.fromkeys(("stall_count", "stall_total_ns", "stall_max_ns", "stall_share",
+                              "stall_threshold_ns"))
+    total, loops = int(s["total_ns"]), max(1, int(s.get("pollers") or 1))
+    return {"stall_count": int(s.get("count") or 0), "stall_total_ns": total,
+            "stall_max_ns": int(s.get("max_ns") or 0),
+            "stall_share": total / loops / (seconds * 1e9) if seconds > 0 else None,
+            "stall_threshold_ns": s.get("threshold_ns")}
+
 
 def endpoint_metrics(pair: int, endpoint: str, role: str, cpu: int,
                      summary: dict[str, Any]) -> EndpointMetrics:
@@ -226,6 +277,8 @@ def endpoint_metrics(pair: int, endpoint: str, role: str, cpu: int,
     m.reordered, m.duplicates = int(num("reordered")), int(num("duplicate"))
     m.corrupt, m.seq_lost = int(num("corrupt")), int(num("lost"))
     m.warmup_packets, m.seconds = int(num("warmup_packets")), num("duration_s")
+    for key, value in stalls(summary, m.seconds).items():
+        setattr(m, key, value)
     lat = summary.get("latency")
     if isinstance(lat, dict) and lat.get("count"):
         m.latency = Latency(kind=str(lat.get("kind", "")), samples=int(lat["count"]),

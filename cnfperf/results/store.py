@@ -323,10 +323,23 @@ CREATE TABLE baselines (
     tx_pps REAL, rx_pps REAL, loss_ratio REAL,
     PRIMARY KEY (run_id, key));
 """
+# Stalls (the engine's `stalls`: gaps between two iterations of a polling loop
+# longer than its threshold, over the measured window): per engine, NFs'
+# included, how many, their sum, the longest, the sum's share of its window and
+# the threshold; per point the largest sum and the largest share of any of its
+# pollers (model.PointResult.stalled), per trial of a search that largest share.
+# NULL where the engine did not say (a command NF) and in points stored before.
+_SCHEMA_22 = "\n".join([
+    *(f"ALTER TABLE metrics ADD COLUMN {c};" for c in (
+        "stall_count INTEGER", "stall_total_ns INTEGER", "stall_max_ns INTEGER",
+        "stall_share REAL", "stall_threshold_ns INTEGER")),
+    "ALTER TABLE points ADD COLUMN stall_ns REAL;",
+    "ALTER TABLE points ADD COLUMN stall_share REAL;",
+    "ALTER TABLE trials ADD COLUMN stall_share REAL;"])
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
                _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,
-               _SCHEMA_20, _SCHEMA_21]
+               _SCHEMA_20, _SCHEMA_21, _SCHEMA_22]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -487,6 +500,9 @@ class Store:
                    hosts=json.dumps(hosts) if hosts else None, baseline_pps=baseline_pps)
         if result:
             row["baseline_share"] = baseline_share(result.total.rx_pps, baseline_pps)
+            worst = result.stalled()
+            row.update(stall_ns=worst.stall_total_ns if worst else None,
+                       stall_share=worst.stall_share if worst else None)
             row.update(_totals(result.total), cpu_bound=",".join(result.cpu_bound()),
                        queues=json.dumps(result.queues) if result.queues else None,
                        fault_ns=(result.fault or {}).get("down_ns"),

@@ -25,14 +25,19 @@ packets it moved (paper 002). It is summed over a node's cores, so nodes that
 share a core show the same time.
 
 A Meter samples every node when the window opens (the senders' warm-up is
-over: window_opens_ns; a container's cgroup is looked up then, as one whose
-process is its init has none before) and when it closes (every sender has
-printed its summary); usage() turns
-the two samples, and the packets each node handled, into model.CpuUsage rows.
+over: window_opens_ns) and when it closes (every sender has printed its
+summary); usage() turns the two samples, and the packets each node handled,
+into model.CpuUsage rows. What it can do before the window it does as the
+senders' warm-up begins (prepare): a container's cgroup is looked up then (one
+whose process is its init has none before it runs), every thread listed, and
+a switch with counters sampled, its CPU times and its counters, so that its
+row spans the warm-up and the window (the same traffic) and no process of
+ours (ovs-ofctl, ovs-appctl) starts inside the window: on a host whose cores
+all have a busy poller, those took the pollers' cores (docs/cpu.md, Stalls).
 The switch's packets are its ports' rx between two reads of its counters, each
 right after the CPU times: testpmd answers at once, OVS's ovs-ofctl can take
-a fraction of a second on a busy host, and what its ports took in meanwhile at
-the window's start goes uncounted (its cycles per packet are then high).
+a fraction of a second on a busy host, and what its ports took in meanwhile
+goes uncounted (its cycles per packet are then high).
 """
 from __future__ import annotations
 
@@ -177,25 +182,50 @@ class Meter:
         self.stat = stat
         self.first: Sample | None = None
         self.last: Sample | None = None
+        self.early: Sample | None = None   # the switch's, in the warm-up (prepare)
         self.threads: dict[str, list[dict[str, Any]]] = {}
+        self.prepared = False
+
+    @property
+    def started(self) -> bool:
+        return self.first is not None
+
+    def prepare(self) -> None:
+        """Before the window opens (the senders' warm-up), once: every node's
+        group, and where every thread is, so that the window's first sample is
+        only the readings of times. Each read of /proc runs on some core, and on
+        a host whose cores all have a busy poller, inside the window that core
+        is a poller's (docs/cpu.md, Stalls)."""
+        if self.prepared:
+            return
+        self.prepared = True
+        for a in self.accounts:
+            a.locate()
+        for a in self.accounts:
+            with contextlib.suppress(OSError, ValueError):
+                self.threads[a.node] = threads(a.processes()) if not a.problem else []
+        # A switch's counters take a command or two (ovs-ofctl, testpmd's
+        # prompt): read with its times now, so its row spans the warm-up and
+        # the window alike, at the same traffic, and no process of ours starts
+        # inside the window.
+        if self.counters:
+            self.early = self._sample([a for a in self.accounts if a.kind == "switch"], True)
 
     def start(self) -> None:
-        """Opens the window, once, and notes where every thread is."""
+        """Opens the window, once (prepared first if it was not)."""
         if self.first is None:
-            for a in self.accounts:
-                a.locate()
-            self.first = self._sample()
-            for a in self.accounts:
-                with contextlib.suppress(OSError, ValueError):
-                    self.threads[a.node] = threads(a.processes()) if not a.problem else []
+            self.prepare()
+            self.first = self._sample([a for a in self.accounts
+                                       if a.kind != "switch" or self.early is None],
+                                      self.early is None)
 
     def stop(self) -> None:
         if self.first is not None and self.last is None:
-            self.last = self._sample()
+            self.last = self._sample(self.accounts, True)
 
-    def _sample(self) -> Sample:
+    def _sample(self, accounts: list[Account], counters: bool) -> Sample:
         times: dict[str, dict[Any, Times] | None] = {}
-        for a in self.accounts:
+        for a in accounts:
             times[a.node] = None
             if not a.problem:
                 with contextlib.suppress(OSError, KeyError, ValueError):
@@ -203,18 +233,24 @@ class Meter:
         sample = Sample(self.clock(), times, softirq_by_core(self.stat()))
         # After the clock: a switch's counters take a command or two to read
         # (testpmd's prompt, ovs-ofctl), which is no CPU time of the window.
-        if self.counters:
+        if self.counters and counters:
             with contextlib.suppress(SystemFailure):
                 sample.counters = self.counters()
         return sample
 
+    def _start_of(self, a: Account) -> Sample:
+        """Where a node's span starts: the switch's in the warm-up (prepare)."""
+        assert self.first is not None
+        return self.early if a.kind == "switch" and self.early is not None else self.first
+
     def switch_rx(self) -> int | None:
-        """Frames the switch took in at its ports within the window; None when a
+        """Frames the switch took in at its ports within its span; None when a
         port's count is unknown (its data plane does not keep it)."""
         if not self.first or not self.last:
             return None
-        counts = [(c - self.first.counters[port]).rx_packets
-                  for port, c in self.last.counters.items() if port in self.first.counters]
+        first = self.early or self.first
+        counts = [(c - first.counters[port]).rx_packets
+                  for port, c in self.last.counters.items() if port in first.counters]
         return None if None in counts else sum(counts)
 
     def usage(self, packets: dict[str, int], tsc: tuple[float | None, str]) -> list[CpuUsage]:
@@ -222,13 +258,14 @@ class Meter:
         what each engine handled in it (the switch's come from its counters)."""
         if not self.first or not self.last:
             return []
-        wall = self.last.at - self.first.at
         rows = []
         for a in self.accounts:
-            start, end = self.first.times[a.node], self.last.times[a.node]
+            first = self._start_of(a)
+            wall = self.last.at - first.at
+            start, end = first.times[a.node], self.last.times[a.node]
             t = used(start, end) if start is not None and end is not None else None
             cores = a.cores or _allowed(self.threads.get(a.node, []))
-            softirq = sum(self.last.softirq.get(c, 0) - self.first.softirq.get(c, 0)
+            softirq = sum(self.last.softirq.get(c, 0) - first.softirq.get(c, 0)
                           for c in cores)
             rows.append(CpuUsage(
                 node=a.node, kind=a.kind, cores=cpu_list(cores), quota=a.quota,
@@ -257,6 +294,42 @@ def window_opens_ns(starts: list[dict[str, Any] | None], warmup: float) -> int |
     if not starts or None in starts:
         return None
     return max(int(r["wall_ns"]) for r in starts) + int(warmup * 1e9)
+
+
+# -- this process, aside from the pollers -------------------------------------------
+
+def busy_cores(point: TestPoint, switch: tuple[int, ...] = ()) -> set[int]:
+    """The cores the point's pollers spin on: its engines', its NFs', the
+    switch's poll threads' (`switch`); unpinned (pin = false), every core of
+    the point, over which the switch and the NFs float."""
+    cores = {ep.cpu for ep in point.engines} | set(switch)
+    for nf in point.nfs:
+        cores.update(nf.cores or (nf.cpu,))
+    if not point.scenario.pin:
+        cores.update(point.cpus)
+    return cores
+
+
+def aside(busy: set[int], task: Path = PROC / "self" / "task") -> Callable[[], None]:
+    """Every thread of this process off the `busy` cores, when it may run on
+    others (a thread it starts later inherits its starter's cores); returns
+    what puts each back. None to spare (every core has a poller): nothing. A
+    thread woken on a busy poller's core takes that core from the poller for
+    as long as it runs (docs/cpu.md, Stalls)."""
+    spare = os.sched_getaffinity(0) - busy
+    if not spare:
+        return lambda: None
+    before: dict[int, set[int]] = {}
+    for tid in map(int, os.listdir(task)):
+        with contextlib.suppress(OSError):   # a thread that ended meanwhile
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, spare)
+
+    def back() -> None:
+        for tid, cores in before.items():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, cores)
+    return back
 
 
 # -- the nodes of a testbed -------------------------------------------------------

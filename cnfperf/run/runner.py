@@ -296,6 +296,10 @@ class Run:
                 image = builder.ends_image(point) if LOCAL in tester_hosts(s) else None
                 nf_image = builder.nf_image(point) if LOCAL in nf_hosts(s) else None
                 result, found = self._measure(point, builder, teardown, record)
+                # a poller that lost its core for long marks the point (model.STALL_MARK)
+                stalled = result.stall_warnings()
+                record["warnings"] = [*record["warnings"], *stalled]
+                self.outcome.warnings += stalled
                 # Committed before teardown: a failing teardown must not cost the data.
                 self.store.add_point(self.run_id, point.index, params, status="done",
                                      started=started, result=result, image=image,

@@ -33,11 +33,12 @@ from pathlib import Path
 from cnfperf import SystemFailure, nfs
 from cnfperf.host import kernel_drops, udp_errors
 from cnfperf.run import cpu, fault as faults
-from cnfperf.engine import EngineOutput, argv as engine_argv
+from cnfperf.engine import INTERVAL, EngineOutput, argv as engine_argv
 from cnfperf.experiments import stats
-from cnfperf.plan import NF, Endpoint, Pair, TestPoint
+from cnfperf.fields import LOCAL
+from cnfperf.plan import NF, Endpoint, Pair, TestPoint, nf_hosts
 from cnfperf.results import model
-from cnfperf.scenario import Scenario, profile
+from cnfperf.scenario import Scenario, profile, tester_hosts
 from cnfperf.strategies.base import Watch
 from cnfperf.run.teardown import Teardown
 from cnfperf.run.testbed import Testbed
@@ -48,6 +49,14 @@ DRAIN = 0.3             # frames still in flight when the last sender ends
 STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT, or to exit once released
 CLIENT_DRAIN = 0.5      # the engine's default --drain
 TRAFFIC_SLACK = 0.05    # s: a receiver's clock starts at its first frame, not the sender's
+# How often the trial looks at its engines while senders run: every TICK until
+# the measured window is open (the CPU meter and a fault are timed by it), then
+# once per interval record (the progress shows its rate). Each look wakes this
+# process on some core, and on a host whose cores all have a busy poller that
+# core is a poller's: at 20 looks a second the window lost a few ms a second
+# to the orchestrator alone (docs/cpu.md, Stalls).
+TICK = 0.05
+WINDOW_TICK = INTERVAL
 # How a command ends on SIGINT: exit 0, or killed by the signal it re-raised once
 # done (testpmd does), seen directly or through a shell's or runc's 128 + 2.
 INTERRUPTED = (0, -signal.SIGINT, 128 + signal.SIGINT)
@@ -170,7 +179,12 @@ class Trial:
             self.teardown.push(f"fault {self.fault.target}", self.fault.stop)
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
-        self._wait_senders(senders)
+        back = self._aside()
+        try:
+            self._wait_senders(senders)
+        finally:
+            back()
+            self.bed.dataplane.window(False)
         self.meter.stop()
         noise_record = noise.stop() if noise is not None else None
         fault_record = self._fault_done()
@@ -312,11 +326,12 @@ class Trial:
                              + (f": {tail}" if tail else ""))
 
     def _await(self, eps: list[Endpoint] | list[NF], record: str, timeout: float, when: str,
-               every: float = 0.05, tick: Callable[[], None] | None = None) -> None:
+               every: float = TICK, tick: Callable[[], float | None] | None = None) -> None:
         """Until each engine has printed its `ready` or `summary` record; an
         engine that exits first, or a timeout, fails the point. `tick` runs
-        every `every` seconds while it waits. In a virtual machine it waits
-        longer (Container.slowdown: an emulated guest is slow)."""
+        every `every` seconds while it waits, or as long as it says it may
+        wait. In a virtual machine it waits longer (Container.slowdown: an
+        emulated guest is slow)."""
         deadline = time.monotonic() + self._patience(eps, timeout)
         while True:
             waiting = [ep for ep in eps if not self.outputs[ep.name].printed(record).is_set()]
@@ -330,10 +345,22 @@ class Trial:
                 return
             if time.monotonic() > deadline:
                 raise self._failed(waiting[0], f"printed no {record} record within {timeout:g} s")
+            wait = every
             if tick:
-                tick()
+                wait = tick() or every
             # woken by the record itself: a point must not wait out a poll interval
-            self.outputs[waiting[0].name].printed(record).wait(every)
+            self.outputs[waiting[0].name].printed(record).wait(
+                min(wait, max(0.0, deadline - time.monotonic())) or every)
+
+    def _aside(self) -> Callable[[], None]:
+        """While the senders run, this process off its pollers' cores
+        (cpu.aside), when every node runs on this host (another's cores are not
+        ours to count); what puts it back. Only the engines' children are
+        started after it, and they pin themselves."""
+        s = self.s
+        if {*tester_hosts(s), s.dut_host, *nf_hosts(s)} != {LOCAL}:
+            return lambda: None
+        return cpu.aside(cpu.busy_cores(self.bed.point, tuple(self.bed.dataplane.cpus)))
 
     def _wait_senders(self, eps: list[Endpoint]) -> None:
         """Until every sender has printed its summary (it then holds its port)."""
@@ -342,18 +369,27 @@ class Trial:
         expected = s.warmup + s.duration + (CLIENT_DRAIN if clients else 0)
         start = time.monotonic()
 
-        def progress() -> None:
+        def progress() -> float:
+            """Looks at the senders; how long it may wait before the next look."""
             opens = cpu.window_opens_ns([self.outputs[ep.name].start for ep in eps],
                                         s.warmup)
-            if opens is not None and time.time_ns() >= opens:
+            if opens is not None:
+                self.meter.prepare()   # in the warm-up: what need not be read in the window
+            if opens is not None and time.time_ns() >= opens and not self.meter.started:
                 self.meter.start()   # the measured window opens
+                self.bed.dataplane.window(True)
             if opens is not None and self.fault is not None and not self.fault.started:
                 self.fault.start(opens / 1e9)
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
             self._watched()
+            if opens is None:
+                return TICK   # a sender is still settling: look again soon
+            if not self.meter.started:   # wake when the window opens, not before
+                return max(0.001, (opens - time.time_ns()) / 1e9)
+            return WINDOW_TICK
         self._await(eps, "summary", expected + EXIT_MARGIN, "before its summary",
-                    every=0.05, tick=progress)   # the window opens within 50 ms
+                    tick=progress)
 
     def _watched(self) -> None:
         """Hands the watcher every pair's interval records so far."""

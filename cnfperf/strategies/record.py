@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from cnfperf import rate as rates
 from cnfperf.results import hdrh
-from cnfperf.results.model import LATENCY_KEYS
+from cnfperf.results.model import LATENCY_KEYS, STALL_MARK
 
 if TYPE_CHECKING:
     from cnfperf.results.model import PointResult
@@ -33,21 +33,26 @@ def on_testbed(search: Search) -> Callable[[Trials, Scenario], tuple[PointResult
 
 def progress(n: int, what: str, r: PointResult, truth: Truth) -> str:
     """Trial n's progress line: rates per pair and the loss the search counts
-    (with the sends the ports refused, when they did)."""
+    (with the sends the ports refused, when they did), and the most of its
+    window a poller lost to stalls when that was over the mark."""
     pairs = len(r.pairs) or 1
     t = r.total
     refused = (f" ({truth.refused} sends refused; {100 * truth.loss(t.lost):.3f}% of the frames "
                "offered)" if truth.refused else "")
+    worst = r.stalled()
+    stalled = (f"; {worst.endpoint} stalled {100 * worst.stall_share:.1f}% of its window"
+               if worst and (worst.stall_share or 0) > STALL_MARK else "")
     return (f"trial {n} {what}: tx {rates.show(t.tx_pps / pairs)} rx "
             f"{rates.show(t.rx_pps / pairs)} pps per pair, loss {100 * t.loss_ratio:.3f}%"
-            + refused + ("" if truth.valid else f"; INVALID: {truth.why}"))
+            + refused + stalled + ("" if truth.valid else f"; INVALID: {truth.why}"))
 
 
 def trial_row(n: int, phase: str, offered: float, duration: float, r: PointResult,
               truth: Truth, passed: bool | None = None,
               fraction: float | None = None) -> dict[str, Any]:
     """Trial n: offered is the rate asked for per pair, tx what left; loss is
-    counted against what was sent. A latency trial (`fraction` of the rate
+    counted against what was sent; stall_share the most of its window a poller
+    lost to stalls (model.PointResult.stalled). A latency trial (`fraction` of the rate
     found; 0: the search's lowest load) keeps its latency too, its histogram
     also as an HdrHistogram blob."""
     pairs = len(r.pairs) or 1
@@ -56,7 +61,8 @@ def trial_row(n: int, phase: str, offered: float, duration: float, r: PointResul
            "tx_pps": t.tx_pps / pairs, "rx_pps": t.rx_pps / pairs, "sent": t.sent,
            "received": t.received, "loss_ratio": t.loss_ratio, "passed": passed,
            "intended": truth.intended, "refused": truth.refused, "skipped": truth.skipped,
-           "stretch": truth.stretch, "valid": truth.valid, "invalid_why": truth.why or None}
+           "stretch": truth.stretch, "valid": truth.valid, "invalid_why": truth.why or None,
+           "stall_share": worst.stall_share if (worst := r.stalled()) else None}
     if fraction is not None:
         lat = t.latency
         row.update(fraction=fraction, latency_kind=lat.kind if lat else None,

@@ -368,6 +368,8 @@ const struct opt opts_common[] = {
 	  .help = "client, tester: before the warm-up, a frame every 10 ms until one is back (at most S s)" },
 	{ .name = "interval", .value = "S", .set = set_interval, AT(interval), .max = 3600, .def = "1",
 	  .help = "seconds between interval records (0 = none)" },
+	{ .name = "stall-us", .value = "US", .set = set_count, AT(stall_us), .min = 1, .max = 1000000,
+	  .def = "200", .help = "a gap between two polls longer than US microseconds is a stall" },
 	{ .name = "flows", .value = "N", .set = set_count, AT(flows), .min = 1, .max = SEQ_MAX_FLOWS, .def = "1",
 	  .help = "UDP source ports from --sport on" },
 	{ .name = "ip-span", .value = "N", .set = set_count, AT(ip_span), .min = 1, .max = 65536, .def = "1",

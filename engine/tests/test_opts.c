@@ -215,6 +215,7 @@ int main(void)
 	bad(ARGV("recv", "--warmup", "inf"), "--warmup");
 	bad(ARGV("recv", "--drain", "x"), "--drain");
 	bad(ARGV("recv", "--interval", "0.001"), "--interval");
+	bad(ARGV("recv", "--stall-us", "0"), "--stall-us");
 	bad(ARGV("recv", "--flows", "0"), "--flows");
 	bad(ARGV("recv", "--flows", "5000"), "--flows");
 	bad(ARGV("recv", "--sport", "65500", "--flows", "100"), "--flows");
@@ -326,6 +327,7 @@ int main(void)
 	CHECK(o.duration == 1.5 && o.warmup == 0.5 && o.dst_ip == htonl(0xc6120002), "times and address");
 	CHECK(!strcmp(o.api, "udp") && o.sport == 9000 && o.dport == 9000 && o.interval == 1 && o.drain == 0.5,
 	      "defaults");
+	CHECK(o.stall_us == 200, "--stall-us: %u by default", o.stall_us);
 	CHECK(!strcmp(o.api, api_at(0)->name), "the default api is the registry's first");
 	o = good(ARGV("send", "--dst-ip", "198.18.0.2", "--mmsg"));
 	so = o.api_own;

@@ -203,3 +203,27 @@ def test_the_window_opens_a_warmup_after_the_last_sender_began():
     assert cpu.window_opens_ns(starts, 0.25) == 10_750_000_000
     assert cpu.window_opens_ns([starts[0], None], 0.25) is None   # one still starts
     assert cpu.window_opens_ns([], 0.25) is None
+
+
+def test_the_switch_is_read_in_the_warm_up_and_nothing_starts_in_the_window(tmp_path):
+    """A switch's counters take a command (ovs-ofctl): read with its times as the
+    warm-up begins (prepare), so its row spans warm-up and window, and opening
+    the window reads files only; the engines' rows span the window."""
+    clock = Clock()
+    reads = []
+    send = cpu.Account("p0s", "send", cores=(1,), group=_group(tmp_path, "s", 0, 0))
+    switch = cpu.Account("ovs", "switch", group=_group(tmp_path, "o", 0, 0))
+    meter = cpu.Meter([send, switch], clock=clock, stat=lambda: "cpu0 0 0 0 0 0 0 0 0\n",
+                      counters=lambda: reads.append(clock.now) or
+                      {"p0s": PortCounters(rx_packets=100 * (len(reads) - 1))})
+    meter.prepare()
+    clock.now += 1.0
+    meter.start()
+    assert reads == [clock.now - 1.0]           # none as the window opened
+    clock.now += 2.0
+    _group(tmp_path, "s", 1_000_000_000, 0)
+    _group(tmp_path, "o", 3_000_000_000, 0)
+    meter.stop()
+    rows = {r.node: r for r in meter.usage({"p0s": 10}, (1e9, "engine"))}
+    assert (rows["p0s"].wall_s, rows["ovs"].wall_s) == (2.0, 3.0)
+    assert rows["ovs"].packets == 100 and rows["ovs"].user_s == 3.0

@@ -282,6 +282,28 @@ def test_port_counters_keep_an_unknown_count_unknown_through_a_difference():
                                           tx_dropped=3)
 
 
+def test_no_drop_sample_runs_while_a_window_is_open():
+    """Each sample is an ovs-ofctl run on some core: none inside a trial's window."""
+    import threading
+    reads = []
+    sampled = threading.Event()
+
+    def read():
+        reads.append(1)
+        sampled.set()
+        return {}
+    sampler = DropSampler(read, interval=0.01)
+    sampler.hold(True)
+    sampler.start()
+    try:
+        time.sleep(0.1)
+        assert reads == []                  # ten intervals, held
+        sampler.hold(False)
+        assert sampled.wait(2)              # sampling again once the window closed
+    finally:
+        sampler.stop()
+
+
 # --- the terminal testpmd is driven through -----------------------------------------
 
 PROMPT_SCRIPT = r"""

@@ -27,11 +27,12 @@ def _cells(table: str, row: int) -> list[str]:
 def test_the_run_table_prints_a_missing_rate_or_loss_as_a_dash():
     table = run_table({"points": [_point(0, PAIR), _point(1, MISSED, size=1500)]})
     measured, missing = _cells(table, 0)[6:], _cells(table, 1)[6:]
-    assert measured == ["10k", "10.0", "9.0", "10000", "9000", "10.000", "4.6", "round", "trip",
+    assert measured == ["10k", "10.0", "9.0", "10000", "9000", "10.000", MISSING, "4.6", "round",
+                        "trip",
                         "20.0", "40.0", "90.0"], table
     # offered, rx kpps, received, loss %, rx Mbit/s and the latencies (and so
-    # their kind): none stored
-    assert missing == [MISSING, "10.0", MISSING, "10000", *[MISSING] * 7], table
+    # their kind): none stored; no stall stored for either
+    assert missing == [MISSING, "10.0", MISSING, "10000", *[MISSING] * 8], table
 
 
 def test_the_report_tables_print_a_missing_loss_as_a_dash_in_text_and_html():

@@ -52,6 +52,10 @@ class Switch:
     poll_threads = 0
     container = None
     keeps = False
+    cpus: tuple[int, ...] = ()   # no poll threads
+
+    def window(self, open: bool) -> None:
+        self.machine.step("window", "open" if open else "closed")
 
     def __init__(self, machine: Machine, journal, home=None) -> None:
         self.machine = machine

@@ -73,6 +73,7 @@ struct conf {
 	double duration, warmup, drain, interval;
 	double settle;             /* client, tester: at most this long for the path to carry a frame */
 	unsigned flows;
+	unsigned stall_us;          /* a gap longer than this between two polls is a stall (core/stall.h) */
 	unsigned ip_span;           /* flows' destinations: --dst-ip + flow % ip_span; receivers accept as many */
 	int cpu, rx_cpu;           /* -1 = not pinned */
 	unsigned threads;          /* client: 1 or 2 once parsed; 0 for the other roles */

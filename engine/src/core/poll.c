@@ -293,7 +293,9 @@ static void nap(struct poller *p, uint64_t ns)
 	uint64_t t0 = clock_ticks();
 
 	clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
-	uint64_t took = clock_ticks() - t0, want = to_ticks(p->hz, ns);
+	uint64_t t1 = clock_ticks(), took = t1 - t0, want = to_ticks(p->hz, ns);
+	if (p->stalls)   /* what it overslept is a stall's, as a preemption's */
+		stalls_woke(p->stalls, took > want ? t0 + want : t1);
 	p->s.sleeps++;
 	p->s.asked_ns += ns;
 	p->s.slept_ns += to_ns(p, took);
@@ -325,12 +327,14 @@ static void wait_rx(struct poller *p, uint64_t ns)
 		if (n > 0)
 			epoll_wait(p->epfd, ev, 16, 0);
 	}
-	uint64_t took = clock_ticks() - t0;
+	uint64_t t1 = clock_ticks(), took = t1 - t0, want = to_ticks(p->hz, ns);
+	if (p->stalls)   /* a wait past its timeout: the rest is a stall's */
+		stalls_woke(p->stalls, took > want ? t0 + want : t1);
 	p->s.waits++;
 	p->s.woken += n > 0;
 	p->s.waited_ns += to_ns(p, took);
 	if (n == 0)   /* timed out: what it overshot, as a sleep's */
-		learn_late(p, took, to_ticks(p->hz, ns));
+		learn_late(p, took, want);
 }
 
 void poller_empty(struct poller *p, uint64_t now, uint64_t until)

@@ -34,6 +34,7 @@
 
 #include "../api/api.h"
 #include "arrivals.h"
+#include "stall.h"
 
 enum poll_mode { POLL_BUSY, POLL_ADAPTIVE, POLL_INTERRUPT };
 #define POLL_MODES 3
@@ -113,6 +114,8 @@ struct poller {
 	struct arrivals arr[POLL_STREAMS];
 	unsigned streams;
 	struct poll_stats s;
+	struct stalls *stalls;         /* the loop's (set by its role): a sleep or a wait restarts its
+	                                * gap as it ends, so a chosen pause is no stall; NULL: none */
 };
 
 /* The adaptive back-off, a pure function: the k-th sleep in a row (k from 0)

@@ -79,6 +79,7 @@ int run_init(struct run *r, const struct conf *cf, struct api *a, const struct c
 	r->poll.epfd = -1;       /* the role sets its poller up; until then it holds nothing */
 	r->t_next_anchor = clock_ticks() + clk->hz / REANCHOR_PER_S;
 	r->t_next = r->t_next_anchor;
+	stalls_init(&r->stalls, (uint64_t)((u128)cf->stall_us * clk->hz / 1000000u));
 	if ((r->conforms = cf->conformance.given))
 		conformance_init(&r->conform, cf->conformance.rate, cf->conformance.size, clk->hz);
 	if (latency) {
@@ -137,6 +138,10 @@ void run_start(struct run *r, uint64_t now)
 	r->ival = cf->quiet || r->silent || cf->interval == 0 ? 0 : clock_s_to_ticks(&r->clk, cf->interval);
 	r->t_next_ival = now + r->ival;
 	r->t_last_ival = now;
+	/* a generator's window is its measured seconds; a receiver's opens at
+	 * its first measured frame (run_rx_window) */
+	r->stalls.last = now;
+	r->stalls.on = r->measuring && !r->rx_window;
 	schedule(r);
 }
 
@@ -221,10 +226,14 @@ void run_tick(struct run *r, uint64_t now)
 		r->t_next_anchor = now + r->clk.hz / REANCHOR_PER_S;
 	}
 	if (r->started) {
-		if (!r->measuring && now >= r->t_measure)
+		if (!r->measuring && now >= r->t_measure) {
 			r->measuring = true;
-		if (r->t_end && now >= r->t_end)
+			r->stalls.on = !r->rx_window;
+		}
+		if (r->t_end && now >= r->t_end) {
 			r->done = true;
+			r->stalls.on = false;
+		}
 		if (r->ival && now >= r->t_next_ival) {
 			emit_interval(r, now);
 			r->t_next_ival += r->ival;
@@ -321,6 +330,26 @@ static void poll_fields(struct json *j, const struct run *r)
 	json_close(j, '{');
 }
 
+static uint64_t ticks_ns(const struct run *r, uint64_t ticks)
+{
+	return (uint64_t)((u128)ticks * 1000000000u / r->clk.hz);
+}
+
+/* What the role's polling loops lost in the window (core/stall.h): pollers
+ * is how many loops are summed (a two-thread client's two) */
+static void stall_fields(struct json *j, const struct run *r)
+{
+	const struct stalls *s = &r->stalls;
+
+	json_open(j, "stalls", '{');
+	json_u64(j, "threshold_ns", (uint64_t)r->conf->stall_us * 1000u);
+	json_u64(j, "count", s->kept.count);
+	json_u64(j, "total_ns", ticks_ns(r, s->kept.total));
+	json_u64(j, "max_ns", ticks_ns(r, s->kept.max));
+	json_u64(j, "pollers", s->pollers);
+	json_close(j, '{');
+}
+
 void run_summary(struct run *r)
 {
 	const struct conf *cf = r->conf;
@@ -403,6 +432,7 @@ void run_summary(struct run *r)
 	json_u64(&j, "api_rx_dropped", rx_dropped);
 	json_u64(&j, "api_tx_errors", tx_errors);
 	poll_fields(&j, r);
+	stall_fields(&j, r);
 	if (r->summary_more)
 		r->summary_more(r, &j);
 	if (r->conforms) {

@@ -16,6 +16,7 @@
 #include "hist.h"
 #include "poll.h"
 #include "seq.h"
+#include "stall.h"
 
 struct json;
 
@@ -66,6 +67,7 @@ struct run {
 	void *collect_arg;
 	struct poller poll;           /* the role's, set up by the role (poller_init) */
 	struct poll_stats poll_more;  /* the client's tx thread: its sleeps, for the summary */
+	struct stalls stalls;         /* the role's loop's (core/stall.h); printed: its kept sums */
 	void (*summary_more)(struct run *r, struct json *j); /* nf: its own fields */
 	bool conforms;                /* --conformance: what it measured held to a contract */
 	struct conformance conform;
@@ -119,6 +121,7 @@ enum rx_step { RX_STOP, RX_IDLE, RX_GO };
 
 static inline enum rx_step run_rx_step(struct run *r, unsigned n, uint64_t now)
 {
+	stalls_see(&r->stalls, now);
 	if (!run_keep_going(r, (uint16_t)n, now))
 		return RX_STOP;
 	if (now >= r->t_next) {
@@ -136,7 +139,9 @@ static inline enum rx_step run_rx_step(struct run *r, unsigned n, uint64_t now)
 	return RX_GO;
 }
 
-/* Receivers: account a burst that held measured frames. */
+/* Receivers: account a burst that held measured frames. Their window is
+ * their first measured frame to their last: stalls count from the first on,
+ * and are kept as of the last (what came after is idle time, no window). */
 static inline void run_rx_window(struct run *r, uint64_t now, unsigned measured)
 {
 	if (!measured)
@@ -144,8 +149,10 @@ static inline void run_rx_window(struct run *r, uint64_t now, unsigned measured)
 	if (!r->t_first_rx) {
 		r->t_first_rx = now;
 		r->first_burst = measured;
+		r->stalls.on = true;
 	}
 	r->t_last_rx = now;
+	stalls_keep(&r->stalls);
 }
 
 #endif

@@ -322,6 +322,7 @@ int role_nf(struct run *r)
 	}
 	poller_expect(&r->poll, cf->rate);
 	poller_streams(&r->poll, s->nports);
+	r->poll.stalls = &r->stalls;
 	r->rx_window = true;
 	r->collect = collect;
 	r->collect_arg = s;

@@ -86,6 +86,10 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 	uint64_t now = clock_ticks();
 	uint64_t stop = atomic_load_explicit(&pr->tx_stop, memory_order_acquire);
 
+	if (pr->thread)
+		stalls_see(&r->stalls, now);
+	if (stop)   /* the window is the generator's: over */
+		r->stalls.on = false;
 	if (now >= r->t_next)
 		run_tick(r, now);
 	if (stop && (now >= stop + pr->drain || all_back(pr))) {
@@ -131,8 +135,10 @@ static void *rx_thread(void *arg)
 		fprintf(stderr, "cnfperf-engine: --rx-cpu %d: cannot pin the receive thread\n", cpu);
 		pr->err = 1;
 	}
+	stalls_woke(&pr->rx.stalls, clock_ticks());   /* its loop starts now, not at run_start() */
 	while (probe_poll(pr, UINT64_MAX))
 		;
+	pr->rx.stalls.kept = pr->rx.stalls.live;
 	return NULL;
 }
 
@@ -192,6 +198,11 @@ int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	    poller_init(&tx->poll, cf->poll, tx->clk.hz, NULL, NULL))
 		goto out;
 	poller_expect(&pr->rx.poll, cf->rate);   /* its own frames come back at its pace */
+	/* one loop (the generator's, probe_poll() its idle time) or two */
+	pr->thread = cf->threads == 2;
+	pr->rx.stalls.pollers = pr->thread;
+	tx->poll.stalls = &tx->stalls;
+	pr->rx.poll.stalls = pr->thread ? &pr->rx.stalls : &tx->stalls;
 	run_ready(tx);
 	/* both timelines start at the same tick; only tx ends by duration */
 	uint64_t now = clock_ticks();
@@ -205,6 +216,7 @@ int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	pr->rx.t_measure = tx->t_measure;
 	pr->rx.t_stop = tx->t_stop;
 	pr->rx.poll_more = tx->poll.s;
+	stalls_merge(&pr->rx.stalls, &tx->stalls);
 	collect(&pr->rx);
 	uint64_t back = pr->rx.c.rx_packets - pr->rx.c.seq.duplicate;
 	pr->rx.c.seq.lost = pr->rx.c.tx_packets > back ? (int64_t)(pr->rx.c.tx_packets - back) : 0;

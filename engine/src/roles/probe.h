@@ -15,6 +15,8 @@ struct probe {
 	_Atomic uint64_t tx_stop; /* tick the generator stopped at, 0 while sending */
 	struct rx_filter f;
 	uint64_t drain;           /* ticks */
+	bool thread;              /* probe_poll() is a loop of its own (--threads 2): it counts its
+	                           * stalls; else it is the generator's idle time, whose loop does */
 	bool told;                /* pub.back is set: the return side's own copy, so that its
 	                           * bursts do not write the generator's line again */
 	int err;

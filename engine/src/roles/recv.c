@@ -63,6 +63,7 @@ int role_recv(struct run *r)
 	if (poller_init(&r->poll, cf->poll, r->clk.hz, r->api, NULL))
 		return 1;
 	poller_expect(&r->poll, cf->rate);
+	r->poll.stalls = &r->stalls;
 	run_ready(r);
 	if (cf->clock_other)
 		recv_loop(r, &f, true);

@@ -159,6 +159,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	pacer_init(&p, cf->rate, period_frames, r->clk.hz, now);
 	while (!run_stop) {
 		now = clock_ticks();
+		stalls_see(&r->stalls, now);
 		if (now >= r->t_next) {
 			run_tick(r, now);
 			if (r->done)
@@ -234,6 +235,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	if (held)
 		ops->release(a, pkts, held);
 	r->t_stop = clock_ticks();
+	r->stalls.kept = r->stalls.live;
 	free(fseq);
 	free(tmpl);
 	return 0;
@@ -243,6 +245,7 @@ int role_send(struct run *r)
 {
 	if (poller_init(&r->poll, r->conf->poll, r->clk.hz, NULL, NULL))
 		return 1;
+	r->poll.stalls = &r->stalls;
 	run_ready(r);
 	int rc = gen_run(r, NULL, NULL);
 	if (rc == 0)

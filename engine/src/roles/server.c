@@ -31,6 +31,7 @@ int role_server(struct run *r)
 	if (poller_init(&r->poll, cf->poll, r->clk.hz, a, NULL))
 		return 1;
 	poller_expect(&r->poll, cf->rate);
+	r->poll.stalls = &r->stalls;
 	run_ready(r);
 	for (;;) {
 		uint16_t n = ops->rx_burst(a, pkts, burst);

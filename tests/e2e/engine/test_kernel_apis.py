@@ -160,6 +160,11 @@ def test_a_stalled_sender_counts_what_its_schedule_skipped(engine, pair, engines
         <= most_sent(RATE, DURATION, sent["burst"]), sent
     assert received["rx_packets"] == sent["tx_packets"] and received["lost"] == 0, received
     assert received["tx_skipped"] == 0
+    # the stop is the sender's stall (overslept between two bursts), 300 ms of it
+    stalls = sent["stalls"]
+    assert stalls["threshold_ns"] == 200_000 and stalls["pollers"] == 1, stalls
+    assert stalls["count"] >= 1 and 0.25e9 <= stalls["max_ns"] <= stalls["total_ns"] \
+        <= sent["duration_s"] * 1e9, stalls
 
 
 @pytest.mark.parametrize("api,flags", [("udp", INTERRUPT), ("raw", ["-m"])], ids=["udp-interrupt", "raw-mmsg"])
