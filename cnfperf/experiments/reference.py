@@ -461,10 +461,12 @@ class Shape:
     paper: tuple[float, ...]
     here: tuple[float | None, ...]
     holds: bool | None
+    curve: str = ""      # the other fields' values where a figure has several curves
 
     @property
     def name(self) -> str:
-        return f"{self.figure} {self.metric}" + (" ratio" if self.per else "")
+        return " ".join(filter(None, (self.figure, self.metric, "ratio" if self.per else "",
+                                      self.curve)))
 
     def series(self) -> tuple[str, str]:
         """(paper 1 : .73 : .38, here 1 : .78 : –): each normalised to its first
@@ -505,16 +507,43 @@ def _short(x: float) -> str:
 
 
 def shapes(compared: Sequence[Compared]) -> list[Shape]:
+    """A shape per curve: a figure's rows of one metric, split by the fields
+    its rows vary other than its x axis (the field that changes most often from
+    row to row), so that no step goes from one curve's end to the next one's
+    start."""
     groups: dict[tuple[str, str, bool], list[Compared]] = {}
     for c in compared:
         groups.setdefault((c.row.figure, c.row.metric, c.row.per is not None), []).append(c)
     out = []
     for (figure, metric, per), members in groups.items():
-        paper = tuple(c.row.value for c in members)
-        here = tuple(c.here for c in members)
-        out.append(Shape(figure, metric, per, paper, here,
-                         holds(paper, here) if len(members) > 1 else None))
+        for name, curve in _curves(members).items():
+            paper = tuple(c.row.value for c in curve)
+            here = tuple(c.here for c in curve)
+            out.append(Shape(figure, metric, per, paper, here,
+                             holds(paper, here) if len(curve) > 1 else None, name))
     return out
+
+
+def _curves(members: Sequence[Compared]) -> dict[str, list[Compared]]:
+    """The rows by curve ("switch=ovs switch_in=host"; "" where there is one), in
+    the order listed."""
+    values: dict[str, list[str]] = {}
+    for c in members:
+        for k, v in c.row.at.items():
+            if str(v) not in values.setdefault(k, []):
+                values[k].append(str(v))
+    varied = [k for k, vs in values.items() if len(vs) > 1]
+    # the x axis: the field that changes most often from one row to the next
+    # (rows are listed along a curve), then the one of most values
+    changes = {k: sum(a.row.at.get(k) != b.row.at.get(k) for a, b in zip(members, members[1:]))
+               for k in varied}
+    x = max(varied, key=lambda k: (changes[k], len(values[k])), default=None)
+    curves: dict[str, list[Compared]] = {}
+    for c in members:
+        name = " ".join(f"{k}={fields.show(k, c.row.at[k])}" for k in varied
+                        if k != x and k in c.row.at)
+        curves.setdefault(name, []).append(c)
+    return curves
 
 
 # -- a run against its paper ---------------------------------------------------
@@ -547,7 +576,7 @@ class Comparison:
                       "paper": c.row.value, "here": c.here, "ratio": c.ratio,
                       "points": c.points, "note": c.row.note or None} for c in self.rows],
             "shapes": [{"figure": s.figure, "metric": s.metric, "per": s.per,
-                        "holds": s.holds, "paper": s.series()[0], "here": s.series()[1]}
+                        "curve": s.curve or None, "holds": s.holds, "paper": s.series()[0], "here": s.series()[1]}
                        for s in self.shapes],
             "verdict": self.verdict()}
 

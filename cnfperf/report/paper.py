@@ -13,6 +13,7 @@ from cnfperf.report.summary import Table
 POINTS = "Referenced points"   # under the section's own title, Paper vs here
 NOTE = ("here/paper: the measured value over the paper's, both in the paper's unit; "
         "– where this run measured no point the row names (never 0). A figure's shape "
+        "(per curve, where its rows vary more than their x axis) "
         "holds when every step between its rows, in the order listed, goes the same "
         "way here as in the paper (a change under 10 % of the larger value is flat); "
         "each series is normalised to its first value.")

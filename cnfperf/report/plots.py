@@ -263,7 +263,10 @@ def rtt_vs_size(rows: Iterable[Row], path: str | Path,
         size_axis(ax, sorted_unique(k[2] for k in mine))
         handles = [pen.handle(s) for s in switches]
         handles += [Line2D([], [], color="0.3", ls=_STAT_STYLE.get(n, "-"), label=n) for n in show]
-        handles += [paper_handle()] if marks else []
+        # which statistic the paper gave (its mean beside our p50 and p99, say)
+        said = sorted({_PAPER_LATENCY[r.metric] for r in paper
+                       if r.metric in _PAPER_LATENCY and "size" in r.at and not r.per})
+        handles += [paper_handle(" · ".join(said) or PAPER)] if marks else []
         legend(ax, handles=handles)
         finish(ax, f"{_title(kind)} vs frame size, burst {burst}", values,
                f"{kinds.TIME[kind]} (µs)")

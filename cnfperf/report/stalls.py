@@ -13,8 +13,8 @@ from typing import Any, Mapping, Sequence
 
 from cnfperf.results.model import STALL_MARK
 
-COLUMN = "stall ms"     # the largest sum of any poller in the window
-SHARE = "stall %"       # that poller's share of its window
+COLUMN = "stall ms"     # the stalls' sum of the poller that lost the largest share
+SHARE = "stall %"       # that share of its window
 
 
 def _pollers(point: Mapping[str, Any], pair: int | None) -> list[Mapping[str, Any]]:
@@ -23,12 +23,15 @@ def _pollers(point: Mapping[str, Any], pair: int | None) -> list[Mapping[str, An
 
 
 def ms(point: Mapping[str, Any], pair: int | None = None) -> float | None:
-    """The largest stall sum of the point's pollers (those of `pair` only, its
-    ends and NFs), in ms; None when none said."""
+    """The stalls' sum, in ms, of the poller (of `pair` only: its ends and NFs)
+    that lost the largest share of its window, as the point stores it; None
+    when none said."""
     if pair is None and point.get("stall_ns") is not None:
         return point["stall_ns"] / 1e6
     found = _pollers(point, pair)
-    return max(e["stall_total_ns"] for e in found) / 1e6 if found else None
+    worst = max(found, key=lambda e: (e.get("stall_share") or 0, e["stall_total_ns"]),
+                default=None)
+    return worst["stall_total_ns"] / 1e6 if worst else None
 
 
 def share(point: Mapping[str, Any], pair: int | None = None) -> float | None:

@@ -251,16 +251,17 @@ def stall_warning(m: EndpointMetrics) -> str:
 def stalls(summary: dict[str, Any], seconds: float) -> dict[str, Any]:
     """An engine summary's `stalls` (engine/README.md) as EndpointMetrics'
     stall_* fields; all None without one. The share is of `seconds`, the
-    engine's measured window, per polling loop (a two-thread client's sum is
-    shared by its two)."""
+    engine's measured window: the sum over its polling loops, so a two-thread
+    client's share is at most twice what its worse loop lost and never less
+    (the engine sums its loops: a mark errs towards marking)."""
     s = summary.get("stalls")
     if not isinstance(s, dict) or s.get("total_ns") is None:
         return dict.fromkeys(("stall_count", "stall_total_ns", "stall_max_ns", "stall_share",
                               "stall_threshold_ns"))
-    total, loops = int(s["total_ns"]), max(1, int(s.get("pollers") or 1))
+    total = int(s["total_ns"])
     return {"stall_count": int(s.get("count") or 0), "stall_total_ns": total,
             "stall_max_ns": int(s.get("max_ns") or 0),
-            "stall_share": total / loops / (seconds * 1e9) if seconds > 0 else None,
+            "stall_share": total / (seconds * 1e9) if seconds > 0 else None,
             "stall_threshold_ns": s.get("threshold_ns")}
 
 

@@ -41,7 +41,6 @@ def plan(points: Sequence[TestPoint], run_id: str,
             for i, (k, s) in enumerate(wanted.items())]
 
 
-
 def scenarios(points: Sequence[Scenario], cores: tuple[int, ...] | None = None
               ) -> list[Scenario]:
     """The baselines the points ask for, each once, their testers chosen as the

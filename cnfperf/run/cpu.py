@@ -249,6 +249,8 @@ class Meter:
         if not self.first or not self.last:
             return None
         first = self.early or self.first
+        if self.last.counters and not first.counters:
+            return None    # the first read failed: what came in since is unknown, not 0
         counts = [(c - first.counters[port]).rx_packets
                   for port, c in self.last.counters.items() if port in first.counters]
         return None if None in counts else sum(counts)

@@ -229,6 +229,19 @@ def test_the_quota_table_keeps_its_shape():
                        "shapes_hold": 1, "shapes": 2}
 
 
+def test_a_figure_of_several_curves_has_a_shape_per_curve():
+    """Fig. 10's rows run over sizes for OVS in a container, then on the host: no
+    step from the one's 1500 B to the other's 64 B."""
+    rows = [reference.Row(i, "Fig. 10", "rx_mpps", v, "Mpps", {"switch_in": where, "size": size})
+            for i, (where, size, v) in enumerate([("container", 64, 14.0), ("container", 1500, 0.8),
+                                                  ("host", 64, 14.0), ("host", 1500, 0.8)])]
+    here = [10.0, 0.8, 9.0, 0.8]
+    compared = [reference.Compared(r, h, 1) for r, h in zip(rows, here)]
+    shapes = reference.shapes(compared)
+    assert [(s.name, s.holds) for s in shapes] == [
+        ("Fig. 10 rx_mpps switch_in=container", True), ("Fig. 10 rx_mpps switch_in=host", True)]
+
+
 @pytest.mark.parametrize("paper, here, holds", [
     ((14.84, 10.85, 5.65), (15.0, 11.7, 7.4), True),
     ((14.84, 10.85, 5.65), (15.0, 15.5, 7.4), False),    # flat here, falling there
@@ -431,7 +444,7 @@ def test_latency_vs_size_keys_its_curves_and_the_paper(tmp_path, monkeypatch):
     ax = saved[0].axes[0]
     marks = [l for l in ax.get_lines() if l.get_marker() == "D"]
     assert [(l.get_xdata()[0], l.get_ydata()[0]) for l in marks] == [(64, 60), (1500, 80)]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["veth", "p50", "p99", "paper"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["veth", "p50", "p99", "paper p50"]
 
 
 @pytest.mark.needs("chromium-headless-shell")

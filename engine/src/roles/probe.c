@@ -88,10 +88,11 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 
 	if (pr->thread)
 		stalls_see(&r->stalls, now);
-	if (stop)   /* the window is the generator's: over */
-		r->stalls.on = false;
 	if (now >= r->t_next)
 		run_tick(r, now);
+	if (stop)   /* the window is the generator's: over (after run_tick, which
+	             * would open it again where the rx run starts measuring late) */
+		r->stalls.on = false;
 	if (stop && (now >= stop + pr->drain || all_back(pr))) {
 		if (n)
 			ops->release(a, pkts, n);
