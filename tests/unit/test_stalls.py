@@ -49,11 +49,11 @@ def _result(tester_ns: int, nf_ns: int | None) -> model.PointResult:
 def test_the_worst_poller_marks_the_point_past_the_mark():
     quiet = _result(1_000_000, None)                       # 0.05 %
     assert quiet.stalled().endpoint == "p0s" and quiet.stall_warnings() == []
-    loud = _result(10_000_000, 60_000_000)                 # 0.5 % and 3 %
+    loud = _result(10_000_000, 160_000_000)                 # 0.5 % and 8 %
     assert loud.stalled().endpoint == "n000"
     [warning] = loud.stall_warnings()
-    assert warning.startswith("n000 (nf) lost 3.0 % of its window to 3 stalls over 200 µs")
-    assert model.STALL_MARK == 0.01
+    assert warning.startswith("n000 (nf) lost 8.0 % of its window to 3 stalls over 200 µs")
+    assert model.STALL_MARK == 0.05
 
 
 def _stored(tmp_path, result: model.PointResult) -> dict:
@@ -68,13 +68,13 @@ def _stored(tmp_path, result: model.PointResult) -> dict:
 
 
 def test_stalls_are_stored_per_poller_and_the_worst_per_point(tmp_path):
-    point = _stored(tmp_path, _result(10_000_000, 60_000_000))
+    point = _stored(tmp_path, _result(10_000_000, 160_000_000))
     by_name = {e["endpoint"]: e for e in point["endpoints"]}
     assert by_name["p0s"]["stall_total_ns"] == 10_000_000 and by_name["p0s"]["stall_count"] == 3
-    assert by_name["n000"]["stall_max_ns"] == 30_000_000
-    assert by_name["n000"]["stall_share"] == pytest.approx(0.03)
+    assert by_name["n000"]["stall_max_ns"] == 80_000_000
+    assert by_name["n000"]["stall_share"] == pytest.approx(0.08)
     assert by_name["n000"]["stall_threshold_ns"] == 200000
-    assert point["stall_ns"] == 60_000_000 and point["stall_share"] == pytest.approx(0.03)
+    assert point["stall_ns"] == 160_000_000 and point["stall_share"] == pytest.approx(0.08)
     assert len(point["warnings"]) == 1 and "n000 (nf)" in point["warnings"][0]
 
 
@@ -87,18 +87,18 @@ def test_a_point_stored_before_has_no_stalls(tmp_path):
 
 
 def test_the_tables_show_stalls_next_to_loss(tmp_path):
-    point = _stored(tmp_path, _result(10_000_000, 60_000_000))
-    assert stalls.said(point) == "60.0!" and stalls.said(point, 0) == "60.0!"
+    point = _stored(tmp_path, _result(10_000_000, 160_000_000))
+    assert stalls.said(point) == "160.0!" and stalls.said(point, 0) == "160.0!"
     assert stalls.said(point, 1) == "–"                     # no poller of that pair said
     text = tables.run_table({"points": [point]})
     header, _, row = text.splitlines()[:3]
     assert "stall ms" in header and header.index("loss %") < header.index("stall ms")
-    assert "60.0!" in row and "! more than 1 % of it" in text
+    assert "160.0!" in row and "! more than 5 % of it" in text
     title, headers, rows = summary.throughput({"points": [point]})
     assert headers[headers.index("loss %") + 1:headers.index("loss %") + 3] == \
         ["stall ms", "stall %"]
     i = headers.index("stall ms")
-    assert rows[0][i] == pytest.approx(60.0) and rows[0][i + 1] == pytest.approx(3.0)
+    assert rows[0][i] == pytest.approx(160.0) and rows[0][i + 1] == pytest.approx(8.0)
     assert "1 of 1 points" in stalls.notice([point])
     from cnfperf.report import html
     assert '<tr class="stalled">' in html._table(html.Table(title, headers, rows))
@@ -134,15 +134,15 @@ def test_a_search_trial_keeps_its_worst_pollers_share(tmp_path):
     from cnfperf.strategies.record import trial_row
     from cnfperf.strategies.truth import Truth
     truth = Truth(intended=1000, sent=1000, refused=0, skipped=0, stretch=0.0, valid=True, why="")
-    row = trial_row(1, "search", 500.0, 2.0, _result(10_000_000, 60_000_000), truth)
-    assert row["stall_share"] == pytest.approx(0.03)
+    row = trial_row(1, "search", 500.0, 2.0, _result(10_000_000, 160_000_000), truth)
+    assert row["stall_share"] == pytest.approx(0.08)
     plain = _result(10_000_000, None)
     for m in plain.endpoints:
         m.stall_share = None
     assert trial_row(2, "search", 500.0, 2.0, plain, truth)["stall_share"] is None
     from cnfperf.strategies.record import progress
-    assert progress(1, "at 500", _result(10_000_000, 60_000_000), truth).endswith(
-        "; n000 stalled 3.0% of its window")
+    assert progress(1, "at 500", _result(10_000_000, 160_000_000), truth).endswith(
+        "; n000 stalled 8.0% of its window")
     assert "stalled" not in progress(2, "at 500", plain, truth)
     # stored with the trial
     [scenario] = scenarios(None, {"rate": "1k"})
@@ -151,4 +151,4 @@ def test_a_search_trial_keeps_its_worst_pollers_share(tmp_path):
     store.add_point("1a2b", 0, scenario.model_dump(), status="done", started=1.0,
                     trials=[row])
     [point] = store.run("1a2b")["points"]
-    assert point["trials"][0]["stall_share"] == pytest.approx(0.03)
+    assert point["trials"][0]["stall_share"] == pytest.approx(0.08)
