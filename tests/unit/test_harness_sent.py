@@ -66,3 +66,26 @@ def test_unpaced_an_emulated_guest_may_send_a_quarter_of_a_schedule_it_still_cov
                             paced=False)
     with pytest.raises(AssertionError, match="its schedule"):     # half its window silent
         harness.assert_sent(*_point(sent=FRAMES // 2, skipped=0), FRAMES, paced=False)
+
+
+def _contended(point: dict, warned: bool = True) -> dict:
+    point.update(pollers=5, point_cores=2,
+                 warnings=["5 busy pollers share 2 cores: results show CPU contention, not "
+                           "only the data plane"] if warned else [])
+    return point
+
+
+def test_a_contended_point_holds_its_sender_to_its_schedule_and_half_of_it():
+    """5 busy pollers on 2 cores: a pacer skips what stalls took, the schedule
+    (sent + skipped) still holds, and at least half of it was sent."""
+    point, pair = _point(sent=int(0.65 * FRAMES), skipped=int(0.35 * FRAMES))
+    harness.assert_sent(_contended(point), pair, FRAMES)
+    point, pair = _point(sent=int(0.4 * FRAMES), skipped=int(0.6 * FRAMES))
+    with pytest.raises(AssertionError, match="contended.*sent less than 50%"):
+        harness.assert_sent(_contended(point), pair, FRAMES)
+
+
+def test_a_contended_point_must_say_so():
+    point, pair = _point(sent=FRAMES, skipped=0)
+    with pytest.raises(AssertionError, match="no warning says so"):
+        harness.assert_sent(_contended(point, warned=False), pair, FRAMES)
