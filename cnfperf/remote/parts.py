@@ -87,6 +87,11 @@ class RemoteSwitch:
     def pids(self) -> list[int]:
         return []     # its processes are its host's
 
+    def window(self, open: bool) -> None:
+        """The trial's window opens or closes: its host's switch is told there
+        (DataPlane.window: what it does on its own stays out of the window)."""
+        self.agent.call("window", open=open)
+
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
         raise AssertionError("a node on another host has its EAL arguments from there")
 

@@ -257,6 +257,10 @@ class Agent:
         assert self.bed is not None, "build first"
         return {port: asdict(c) for port, c in self.bed.counters().items()}
 
+    def op_window(self, open: bool) -> None:
+        assert self.bed is not None, "build first"
+        self.bed.dataplane.window(open)
+
     def op_queues(self) -> list[dict[str, Any]]:
         assert self.bed is not None, "build first"
         return self.bed.dataplane.queues()
