@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf.host import builds
+import harness
 from harness import missing
 
 pytestmark = pytest.mark.e2e
