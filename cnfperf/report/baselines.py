@@ -15,8 +15,9 @@ NOTE = ("Generator baselines: before the points, the tester alone through the li
         "received rate as a share of its baseline's.")
 
 
-def share(point: dict[str, Any]) -> float | None:
-    """The point's received rate in % of its baseline's; None without one."""
+def percent(point: dict[str, Any]) -> float | None:
+    """The point's received rate in % of its baseline's (the store keeps the
+    share, 0..1, as every share); None without one."""
     value = point.get("baseline_share")
     return None if value is None else 100 * value
 

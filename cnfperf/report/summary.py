@@ -213,7 +213,7 @@ def throughput(run: dict[str, Any]) -> Table | None:
     axes = varying(done_points(run)) or ["switch"]
     flag = _flag(run)
     own = any((p.get("scenario") or {}).get(fields.PROFILE) for p in points)
-    gen = any(p.get("baseline_share") is not None for p in points)   # generator_baseline
+    gen = baselines.any_share(points)   # generator_baseline
     rows = []
     for p in points:
         pairs = p.get("per_pair") or []
@@ -222,14 +222,14 @@ def throughput(run: dict[str, Any]) -> Table | None:
             entries.append(("all", p))
         for name, r in entries:
             # the share is the point's: on its only pair's row, or its total's
-            share = p.get("baseline_share") if name == "all" or len(pairs) == 1 else None
+            share = baselines.percent(p) if name == "all" or len(pairs) == 1 else None
             rows.append([label(p, axes), p.get("rep", 0) + 1, name,
                          *([asked(p, name)] if own else []),
                          *([contention.contended(p)] if flag else []), _kpps(r["tx_pps"]),
                          _kpps(r["rx_pps"]), _kpps(r.get("steady_rx_pps")), r["sent"],
                          r["received"], _percent(r["loss_ratio"]), *_stalls(p, name),
                          None if r["rx_bps"] is None else r["rx_bps"] / 1e6,
-                         *([None if share is None else 100 * share] if gen else [])])
+                         *([share] if gen else [])])
     return ("Throughput", ["point", "rep", "pair", *(["own values"] if own else []),
                            *([contention.COLUMN] if flag else []),
                            "tx kpps", "rx kpps", "steady rx kpps", "sent", "received", "loss %",

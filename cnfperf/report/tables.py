@@ -73,7 +73,7 @@ def run_table(run: dict[str, Any]) -> str:
             continue
         pairs = point["per_pair"]
         # the share is the point's (all its pairs' against its baseline's)
-        mine = [_percent(baselines.share(point))] if gen else []
+        mine = [_percent(baselines.percent(point))] if gen else []
         for i, pair in enumerate(pairs):
             rows.append([*(label if i == 0 else [""] * len(label)), str(pair["pair"]),
                          *_cells(pair, stalls.said(point, pair["pair"])),

@@ -328,9 +328,12 @@ def aside(busy: set[int], task: Path = PROC / "self" / "task") -> Callable[[], N
             os.sched_setaffinity(tid, spare)
 
     def back() -> None:
-        for tid, cores in before.items():
+        # every thread now, those started meanwhile too (they inherited `spare`):
+        # its cores from before, else the process's
+        whole = before.get(os.getpid(), set(spare) | busy)
+        for tid in map(int, os.listdir(task)):
             with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, cores)
+                os.sched_setaffinity(tid, before.get(tid, whole))
     return back
 
 

@@ -123,11 +123,21 @@ def test_the_orchestrator_steps_aside_only_when_a_core_is_spare():
         pytest.skip("one core: nothing to step aside to")
     busy = {min(mine)}
     back = cpu.aside(busy)
+    import threading
+    release, started = threading.Event(), threading.Event()
+    later = threading.Thread(target=lambda: (started.set(), release.wait(5)))
     try:
         assert os.sched_getaffinity(0) == mine - busy
+        later.start()             # inherits the spare cores
+        started.wait(5)
     finally:
         back()
-    assert os.sched_getaffinity(0) == mine
+    try:
+        assert os.sched_getaffinity(0) == mine
+        assert os.sched_getaffinity(later.native_id) == mine   # put back too
+    finally:
+        release.set()
+        later.join()
 
 
 def test_a_search_trial_keeps_its_worst_pollers_share(tmp_path):
