@@ -33,15 +33,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from cnfperf import polls
 from cnfperf import rate as rates
 
 MODES = ("throughput", "latency")
 APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
 NF_APIS = APIS[1:]   # a network function's: the L2 apis
-# How an engine waits for packets (its --poll): spin; sleep until shortly before
-# the next packet is due at the traffic's pace, then wait for it; sleep until a
-# packet arrives (blocking sockets, DPDK Rx interrupts).
-POLLS = ("busy", "adaptive", "interrupt")
+# How an engine waits for packets (its --poll): polls.py, each mode with what
+# it is, held to the engine's own table.
+POLLS = polls.POLLS
 # Sender and receiver in containers of their own, or one engine holding both ends;
 # auto: split where its busy pollers fit on the point's cores, else single (testers.py).
 TESTERS = ("split", "single")

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from cnfperf import PREFIX, fields, testers
+from cnfperf import PREFIX, fields, polls, testers
 from cnfperf.fields import LOCAL, MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, in_turn, parse_cpus, tester_hosts
 
@@ -556,7 +556,7 @@ def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,
     Click on sockets none), the data plane's."""
     busy: Counter[str] = Counter()
     for p in pairs:   # a pair's own poll (its profile), the point's for noise
-        if s.of_pair(p.index).poll != "interrupt":
+        if polls.mode(s.of_pair(p.index).poll).spins:
             for e in p.engines:
                 busy[e.host] += POLLERS[e.role]
     if nf:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from cnfperf import polls
 from cnfperf.engine import nf_argv
 from cnfperf.fields import NF_APIS
+from cnfperf.host.engine_describe import EngineNf
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.runtimes import FULL, MINIMAL
 
@@ -21,12 +23,21 @@ if TYPE_CHECKING:
     from cnfperf.plan import NF, Pair
     from cnfperf.scenario import Scenario
 
-ONE_PORT = ("mirror",)   # sends every frame back where it came from
-ROUTERS = ("l3",)        # given a route to each end of its path
+# The engine's NF kinds as its table has them (engine/src/core/nf.c), in its
+# order: named here because `nf`'s values are known before any engine runs;
+# tests/unit/test_engine_describe.py holds this equal to `--describe`'s `nfs`,
+# properties included, and preflight and doctor to the binary's --version.
+ENGINE_NFS = (
+    EngineNf("l2", ports=2, next_hop=True, routed=False),
+    EngineNf("mirror", ports=1, next_hop=False, routed=False),   # sends frames back
+    EngineNf("strip-encap", ports=2, next_hop=True, routed=False),
+    EngineNf("l3", ports=2, next_hop=True, routed=True),   # a route to each end of its path
+)
+_BY_NAME = {k.name: k for k in ENGINE_NFS}
 
 
 class EngineKind(NfKind):
-    names = ("l2", "mirror", "strip-encap", "l3")
+    names = tuple(_BY_NAME)
     styles = {"l2": 0, "mirror": 1, "strip-encap": 2, "l3": 3}
     records = True
     holds_ports = True
@@ -35,7 +46,7 @@ class EngineKind(NfKind):
 
     @property
     def ports(self) -> int:
-        return 1 if self.nf in ONE_PORT else 2
+        return _BY_NAME[self.nf].ports
 
     def cores_problem(self, s: Scenario) -> str | None:
         if s.nf_cores > 1:
@@ -44,7 +55,7 @@ class EngineKind(NfKind):
         return None
 
     def pollers(self, s: Scenario, cores: int) -> int:
-        return 0 if s.poll == "interrupt" else 1
+        return 1 if polls.mode(s.poll).spins else 0
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
         """The engine that will run it (the static one on a kernel api it was
@@ -67,7 +78,7 @@ class EngineKind(NfKind):
                 floating: Sequence[int] = ()) -> Command:
         # A router's table: host routes to the two ends, not a cross-connect.
         routes = ["--route", f"{pair.receiver.ip}/32,2", "--route", f"{pair.sender.ip}/32,1"] \
-            if self.nf in ROUTERS else []
+            if _BY_NAME[self.nf].routed else []
         return Command(nf_argv(engine, nf, ports, hops, s, eal, floating, routes),
                        records=True)
 
