@@ -100,6 +100,9 @@ MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 RX_PORT = 9000
 TX_PORT = 10000
 MAX_PORT = 65535
+# The engine's --flows bound (its per-flow sequence tracking, engine/src/core/seq.h),
+# held to its --describe by tests/unit/test_engine_describe.py.
+MAX_FLOWS = 4096
 
 
 @dataclass(frozen=True)
@@ -244,7 +247,7 @@ FIELDS: list[Field] = [
           column="REAL"),
     Field("warmup", "float", 1.0, "seconds sent before measuring", axis=34, unit="s", ge=0,
           le=3600, column="REAL"),
-    Field("flows", "int", 1, "UDP source ports per pair", axis=28, ge=1, le=MAX_PORT - TX_PORT,
+    Field("flows", "int", 1, "UDP source ports per pair", axis=28, ge=1, le=MAX_FLOWS,
           column="INTEGER", label="named"),
     Field("touch", "bool", False, "write and verify every payload byte", axis=29,
           column="INTEGER"),

@@ -58,6 +58,23 @@ def test_the_apis_are_the_ones_the_engine_knows(described):
         assert (api.name in fields.NF_APIS) == api.l2, api.name
 
 
+@pytest.mark.parametrize("field,option", [("size", "size"), ("burst", "burst"), ("flows", "flows"),
+                                          ("duration", "duration"), ("warmup", "warmup"),
+                                          ("onoff", "onoff")])
+def test_a_field_the_engine_is_given_stays_inside_its_option_s_range(described, field, option):
+    f, o = fields.by_name()[field], _option(described, option)
+    low = f.ge if f.ge is not None else f.gt
+    assert o.min <= low and f.le <= o.max, (field, low, f.le, o.min, o.max)
+
+
+def test_what_cnfperf_takes_of_the_engine_s_defaults_is_its_own(described):
+    from cnfperf.run import trial
+    assert trial.CLIENT_DRAIN == _option(described, "drain").default
+    for name, value in (("interval", engine.INTERVAL), ("settle", engine.SETTLE)):
+        o = _option(described, name)
+        assert o.min <= value <= o.max, name
+
+
 # Scenarios that between them make the engine take every option cnfperf gives it.
 SCENARIOS = [
     dict(api="raw", rate="250k", duration=3, warmup=0.5, size=128, flows=4, mmsg=True),
