@@ -8,12 +8,13 @@ minimal image, when it was built with that api; on dpdk the tester's image.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from cnfperf import polls
 from cnfperf.engine import nf_argv
 from cnfperf.fields import NF_APIS
-from cnfperf.host.engine_describe import EngineNf
+from cnfperf.host.engine_describe import DescribeError, EngineNf, describe
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.runtimes import FULL, MINIMAL
 
@@ -59,16 +60,26 @@ class EngineKind(NfKind):
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
         """The engine that will run it (the static one on a kernel api it was
-        built with: image) lists its NF kinds in --version; one that does not
-        (built before it said) is taken at its word when it runs."""
+        built with: image) lists its NF kinds in --version, and says in
+        --describe what each is: one that lacks this kind, or describes it
+        otherwise than ENGINE_NFS (a build older or newer than this cnfperf), is
+        refused; one that does not say (built before it did) is taken at its
+        word when it runs."""
         static = self.image(s.nf_api, lambda: host.static_engine.apis) == MINIMAL
         engine = host.static_engine if static else host.engine
         known = engine.nfs
-        if known is None or self.nf in known:
-            return []
         which = "static engine" if static else "engine"
-        return [f"nf {self.nf}: the {which} has no such NF (it has {', '.join(known) or 'none'}): "
-                "make build"]
+        if known is None:
+            return []
+        if self.nf not in known:
+            return [f"nf {self.nf}: the {which} has no such NF (it has "
+                    f"{', '.join(known) or 'none'}): make build"]
+        said = _described(engine.path, self.nf)
+        ours = _BY_NAME[self.nf]
+        if said is not None and said != ours:
+            return [f"nf {self.nf}: the {which} describes it as {_shown(said)}, cnfperf places it "
+                    f"as {_shown(ours)}: make build"]
+        return []
 
     def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
         return MINIMAL if api != "dpdk" and api in static_apis() else FULL
@@ -81,6 +92,23 @@ class EngineKind(NfKind):
             if _BY_NAME[self.nf].routed else []
         return Command(nf_argv(engine, nf, ports, hops, s, eal, floating, routes),
                        records=True)
+
+
+def _described(engine: str | None, nf: str) -> EngineNf | None:
+    """What the engine's --describe says of the kind; None from an engine that
+    does not describe itself (built before --describe) or not this kind."""
+    if engine is None or not Path(engine).exists():
+        return None
+    try:
+        return next((k for k in describe(Path(engine)).nfs if k.name == nf), None)
+    except DescribeError:
+        return None
+
+
+def _shown(k: EngineNf) -> str:
+    """`1 port, no next hop, not routed`: a kind's properties, for a refusal."""
+    return (f"{k.ports} port{'s' if k.ports > 1 else ''}, {'a' if k.next_hop else 'no'} next hop, "
+            f"{'' if k.routed else 'not '}routed")
 
 
 def forwards_unfinished(nf: str) -> str:

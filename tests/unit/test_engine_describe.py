@@ -177,6 +177,30 @@ def test_a_binary_that_does_not_describe_itself_is_named(tmp_path):
         describe(said)
 
 
+def test_an_engine_that_describes_a_kind_otherwise_is_refused_before_the_run(tmp_path, described):
+    """A build older or newer than cnfperf (make build forgotten): preflight
+    and doctor say so instead of a point that goes wrong."""
+    from cnfperf import nfs
+    from cnfperf.host.facts import EngineFacts
+    from cnfperf.scenario import Scenario
+    doc = json.loads(json.dumps({**described.__dict__, "roles": []}, default=lambda o: o.__dict__))
+    doc["nfs"] = [{**k, "ports": 1} if k["name"] == "l3" else k for k in doc["nfs"]]
+    skewed = tmp_path / "skewed-engine"
+    skewed.write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(doc)}\nEOF\n")
+    skewed.chmod(0o755)
+
+    def host(path: Path):
+        engine = EngineFacts(path=str(path), version="0", apis=["raw"],
+                             nfs=[k.name for k in ENGINE_NFS])
+        return type("Host", (), {"engine": engine, "static_engine": EngineFacts()})()
+    s = Scenario(nfs=1, nf="l3", api="raw", nf_api="raw")
+    assert nfs.kind("l3").problems(s, host(skewed)) == [
+        "nf l3: the engine describes it as 1 port, a next hop, routed, cnfperf places it as "
+        "2 ports, a next hop, routed: make build"]
+    assert nfs.kind("l2").problems(s.model_copy(update={"nf": "l2"}), host(skewed)) == []
+    assert nfs.kind("l3").problems(s, host(harness.engine())) == []
+
+
 def test_the_document_is_read_as_printed(described):
     text = json.dumps({"version": "9", "roles": [{"name": "recv", "rx": True}],
                        "apis": [{"name": "udp", "l2": False, "needs_iface": False,
