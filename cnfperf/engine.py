@@ -213,8 +213,9 @@ def _value_problem(option: Option, value: str) -> str | None:
         number = _number(option, value)
         if number is None:
             return f"not {'a whole number' if option.type == 'integer' else 'a number'}"
-        if not option.min <= number <= option.max:
-            return f"not from {option.min:g} to {option.max:g}"
+        if not option.min <= number <= option.max or option.above_min and number == option.min:
+            return (f"not above {option.min:g} and at most {option.max:g}" if option.above_min
+                    else f"not from {option.min:g} to {option.max:g}")
         return None
     if option.type == "mac":
         return None if _MAC.fullmatch(value) else "not a MAC address"
@@ -226,8 +227,11 @@ def _value_problem(option: Option, value: str) -> str | None:
         return None
     if option.type == "bucket":
         parts = value.split(",")
-        want = option.value.count(",") + 1 if option.value else 2
-        return None if len(parts) == want and all(parts) else f"not {option.value}"
+        if len(parts) != len(option.parts):
+            return f"not {option.value}"
+        why = next(((p.name, w) for p, v in zip(option.parts, parts)
+                    if (w := _value_problem(p, v)) is not None), None)
+        return f"{why[0]} {why[1]}" if why else None
     if option.type == "route":
         prefix, _, port = value.partition(",")
         try:

@@ -93,7 +93,7 @@ SEARCHES = ("csit", "rfc2544", "tst009", "bisect")
 # tbf, htb: tc's qdisc at that link's egress (host/buckets.py).
 POLICERS = ("none", "engine", "nft", "tc")
 SHAPERS = ("none", "engine", "tbf", "htb")
-MAX_BUCKET = 1_000_000   # frames (the engine's own bound)
+MAX_BUCKET = 1_000_000   # frames: the engine's own bounds, held to its --describe by a test
 MAX_QUEUE = 65536
 MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.

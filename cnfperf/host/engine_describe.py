@@ -38,6 +38,8 @@ class Option:
     ends: bool = False   # --help, --version, --describe: the parse ends there
     egress: bool = False  # an api's option that names a second port
     help: str = ""
+    parts: tuple[Option, ...] = ()   # a bucket's RATE, BUCKET[, QUEUE], each a number
+    above_min: bool = False          # a part whose min itself is refused (a RATE of 0)
 
     @property
     def takes_value(self) -> bool:
@@ -86,10 +88,12 @@ class Description:
 
 
 def _option(row: dict[str, Any]) -> Option:
-    return Option(name=row["name"], letter=row["letter"], type=row["type"], value=row["value"],
-                  words=tuple(row.get("words", ())), min=row.get("min"), max=row.get("max"),
-                  default=row.get("default"), ends=row.get("ends", False),
-                  egress=row.get("egress", False), help=row["help"])
+    return Option(name=row["name"], letter=row.get("letter"), type=row["type"],
+                  value=row.get("value"), words=tuple(row.get("words", ())), min=row.get("min"),
+                  max=row.get("max"), default=row.get("default"), ends=row.get("ends", False),
+                  egress=row.get("egress", False), help=row.get("help", ""),
+                  parts=tuple(map(_option, row.get("parts", ()))),
+                  above_min=row.get("above_min", False))
 
 
 def parse(text: str) -> Description:

@@ -5,6 +5,7 @@
  * engine/README.md (--describe). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/json.h"
 #include "parse.h"
@@ -133,6 +134,32 @@ static void default_of(struct json *j, const struct opt *o)
 		json_str(j, "default", def);
 }
 
+/* A bucket's parts, each a number in its range: RATE above its min (frames
+ * per second, as --rate writes it), BUCKET and QUEUE whole frames. */
+static void parts(struct json *j, const struct opt *o)
+{
+	static const struct { const char *name, *type; double min, max; bool above; } all[] = {
+		{ "RATE", "rate", 0, PPS_MAX, true },
+		{ "BUCKET", "integer", 1, BUCKET_MAX, false },
+		{ "QUEUE", "integer", 1, QUEUE_MAX, false },
+	};
+	size_t n = 1;
+
+	for (const char *c = o->value; *c; c++)
+		n += *c == ',';
+	json_open(j, "parts", '[');
+	for (size_t i = 0; i < n && i < 3; i++) {
+		json_open(j, NULL, '{');
+		json_str(j, "name", all[i].name);
+		json_str(j, "type", all[i].type);
+		number(j, "min", all[i].min);
+		number(j, "max", all[i].max);
+		json_bool(j, "above_min", all[i].above);
+		json_close(j, '{');
+	}
+	json_close(j, '[');
+}
+
 static void options(struct json *j)
 {
 	const struct opt *o;
@@ -150,6 +177,8 @@ static void options(struct json *j)
 				json_str(j, NULL, o->words(w));
 			json_close(j, '[');
 		}
+		if (!strcmp(opt_type(o), "bucket"))
+			parts(j, o);
 		if (opt_ranged(o)) {
 			number(j, "min", o->min);
 			number(j, "max", o->max);

@@ -152,7 +152,6 @@ static bool set_nf(struct parse *p, struct conf *cf, const char *arg)
 }
 
 /* A rate in frames per second: 20000, 500k, 2.5M (false when it is none). */
-#define PPS_MAX 1e9
 static bool pps_of(const char *arg, double *out)
 {
 	char *end;
@@ -182,8 +181,6 @@ static bool set_rate(struct parse *p, struct conf *cf, const char *arg)
 
 /* RATE,BUCKET (and ,QUEUE when `parts` is 3): a token bucket's rate above 0
  * in frames per second, its size and a queue in frames, 1 and up. */
-#define BUCKET_MAX 1000000u
-#define QUEUE_MAX 65536u
 static bool bucket_of(struct parse *p, struct conf_bucket *b, const char *arg, unsigned parts)
 {
 	const char *form = parts == 3 ? "RATE,BUCKET,QUEUE (e.g. 20k,32,1000)" : "RATE,BUCKET (e.g. 20k,32)";

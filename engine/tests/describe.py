@@ -54,6 +54,12 @@ def main(engine):
             check(o["min"] <= o["max"], f"--{name}: min <= max")
             check(o["default"] is None or o["min"] <= o["default"] <= o["max"],
                   f"--{name}: its default in its range")
+        check(("parts" in o) == (t == "bucket"), f"--{name}: parts for a bucket")
+        if t == "bucket":
+            check(len(o["parts"]) == o["value"].count(",") + 1, f"--{name}: a part per {o['value']}")
+            for part in o["parts"]:
+                check(part["type"] in RANGED and part["min"] < part["max"] and
+                      isinstance(part["above_min"], bool), f"--{name}: {part['name']}")
         if t == "word":
             check(o["default"] in o["words"], f"--{name}: its default is one of its words")
         if t == "flag" and not o["ends"]:

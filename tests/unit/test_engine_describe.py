@@ -67,6 +67,13 @@ def test_a_field_the_engine_is_given_stays_inside_its_option_s_range(described, 
     assert o.min <= low and f.le <= o.max, (field, low, f.le, o.min, o.max)
 
 
+def test_a_bucket_s_bounds_are_the_engine_s(described):
+    rate, bucket, queue = _option(described, "shaper").parts
+    assert (bucket.max, queue.max) == (fields.MAX_BUCKET, fields.MAX_QUEUE)
+    assert rate.above_min and rate.min == 0 and rate.max == _option(described, "rate").max
+    assert _option(described, "policer").parts == (rate, bucket)
+
+
 def test_what_cnfperf_takes_of_the_engine_s_defaults_is_its_own(described):
     from cnfperf.run import trial
     assert trial.CLIENT_DRAIN == _option(described, "drain").default
@@ -148,6 +155,9 @@ def test_the_command_lines_use_every_option_they_may(described):
     (["--dst-ip", "10.0.0.256"], "--dst-ip 10.0.0.256: not an IPv4 address"),
     (["--shaper", "20k,32"], "--shaper 20k,32: not RATE,BUCKET,QUEUE"),
     (["--route", "10.0.0.1/8,1"], "--route 10.0.0.1/8,1: not PREFIX/LEN,PORT"),
+    (["--shaper", "0,32,100"], "--shaper 0,32,100: RATE not above 0 and at most 1e+09"),
+    (["--policer", "20k,2000000"], "--policer 20k,2000000: BUCKET not from 1 to 1e+06"),
+    (["--conformance", "20k,x"], "--conformance 20k,x: BUCKET not a whole number"),
     (["--touch", "yes"], "yes: not an option of the engine with --api raw"),
     (["--xdp-mode", "copy"], "--xdp-mode: not an option of the engine with --api raw"),
     (["--cpu"], "--cpu: needs a value"),
