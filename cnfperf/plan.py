@@ -369,7 +369,7 @@ def hosts_said(tester_host: str, dut_host: str, nf_host: str = "", wires: int | 
 # MAX_DESTINATIONS per pair; the engine's --ip-span addresses flow f to the
 # block's first + f % destinations().
 SPREAD_BLOCK = 0x0A800000   # 10.128.0.0
-MAX_DESTINATIONS = 4096     # the engine tracks at most 4096 flows, one per destination at least
+MAX_DESTINATIONS = fields.MAX_FLOWS   # the engine tracks that many flows, one per destination at least
 
 
 def destinations(s: Scenario) -> int:
