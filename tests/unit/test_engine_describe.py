@@ -45,6 +45,13 @@ def test_the_engine_s_poll_modes_are_cnfperf_s_with_their_properties(described):
     assert polls.ENGINE_DEFAULT == _option(described, "poll").default
 
 
+def test_the_roles_cnfperf_runs_are_the_engine_s(described):
+    from cnfperf import plan
+    assert set(plan.POLLERS) | {r for roles in plan.ROLES.values() for r in roles} <= \
+        set(described.roles) - {"nf"}
+    assert described.roles["nf"]["forwards"] and not described.roles["tester"]["forwards"]
+
+
 def test_every_switch_has_a_setting_for_every_poll_mode():
     """A switch translates each mode into its own words (its plugin's table)."""
     for table in (vpp_app.RX_MODES, vpp_app.NIC_RX_MODES, ovs.PMD_MAXSLEEP_US):
