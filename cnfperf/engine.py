@@ -3,24 +3,29 @@
 The contract is engine/README.md. A process prints one `ready` line once it is
 polling, `interval` lines while it runs and one `summary` line at the end.
 Engines run with --hold: after the summary they keep their ports open, idle,
-until the trial closes their stdin (a two-phase stop, see trial.py).
+until the trial closes their stdin (a two-phase stop, see trial.py). The
+command lines built here are checked against what the engine takes, as its
+--describe says (argv_problems).
 """
 from __future__ import annotations
 
+import ipaddress
 import json
-import os
-import shutil
+import re
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any, Sequence
 
+from cnfperf import polls
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.dataplanes.dpdk_args import lcores
+from cnfperf.host.engine_describe import Description, Option
+# Where the engine is lives below the plugins (host/engine_path.py); kept
+# importable from here for the commands above.
+from cnfperf.host.engine_path import ENGINE_ENV, find_engine
 from cnfperf.plan import NF, Endpoint, destinations, spread_address
 from cnfperf.scenario import Scenario
 
-ENGINE_ENV = "CNFPERF_ENGINE"
 LINE_TYPES = ("ready", "start", "interval", "summary")
 # Seconds between interval records: the progress display and the raw files use them.
 INTERVAL = 1.0
@@ -34,17 +39,6 @@ SETTLE = 3.0
 
 class EngineOutputError(Exception):
     pass
-
-
-def find_engine() -> Path | None:
-    """$CNFPERF_ENGINE, else the build next to this package, else one on $PATH."""
-    if os.environ.get(ENGINE_ENV):
-        return Path(os.environ[ENGINE_ENV])
-    built = Path(__file__).resolve().parent.parent / "engine" / "build" / "cnfperf-engine"
-    if built.exists():
-        return built
-    found = shutil.which("cnfperf-engine")
-    return Path(found) if found else None
 
 
 def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint, hop: str,
@@ -136,7 +130,7 @@ def _pace(s: Scenario) -> list[str]:
     """A receiver's or an NF's --rate: the pace an adaptive poller expects
     before it has seen any frames (engine/README.md, poll modes). Only a
     paced sender's rate, and only for adaptive, the one mode that reads it."""
-    if s.poll != "adaptive" or s.rate.kind != "pps" or s.rate.pps <= 0:
+    if not polls.mode(s.poll).paced or s.rate.kind != "pps" or s.rate.pps <= 0:
         return []
     return ["--rate", s.rate.argv()]
 
@@ -144,7 +138,7 @@ def _pace(s: Scenario) -> list[str]:
 def _tail(s: Scenario, eal: Sequence[str]) -> list[str]:
     """What every engine of the point is told last: how it waits for packets, to
     hold its ports after its summary (the two-phase stop), its EAL arguments."""
-    return [*(["--poll", s.poll] if s.poll != "busy" else []), "--hold",
+    return [*(["--poll", s.poll] if s.poll != polls.ENGINE_DEFAULT else []), "--hold",
             *(["--", *eal] if eal else [])]
 
 
@@ -157,6 +151,95 @@ def port_args(ports: Sequence[Attachment]) -> list[str]:
         if att.port is not None:
             args += [f"--port{suffix}", str(att.port)]
     return args
+
+
+def argv_problems(args: Sequence[str], described: Description) -> list[str]:
+    """What the engine would refuse of a command line argv() or nf_argv() built,
+    each option held to its row in the engine's --describe: a role or option
+    it does not have (common, or the --api's own), a value missing or given to a
+    flag, a word not among its words, a number out of its range, a value not of
+    its type. Empty when it takes each of them; what they say together is the
+    engine's to check when it starts (one line, exit 2)."""
+    problems = []
+    if len(args) < 2 or args[1] not in described.roles:
+        return [f"role {args[1] if len(args) > 1 else '(none)'}: not one of "
+                f"{', '.join(described.roles)}"]
+    words = list(args[2:])
+    if "--" in words:   # EAL arguments: the EAL's
+        words = words[:words.index("--")]
+    api = next((words[i + 1] for i in range(len(words) - 1) if words[i] == "--api"), None)
+    i = 0
+    while i < len(words):
+        spelled = words[i]
+        option = described.option(spelled, api) if spelled.startswith("-") else None
+        if option is None:
+            problems.append(f"{spelled}: not an option of the engine" +
+                            (f" with --api {api}" if api else ""))
+            break   # whether a value follows is unknown: the engine stops there too
+        if not option.takes_value:
+            i += 1
+            continue
+        if i + 1 == len(words):
+            problems.append(f"{spelled}: needs a value")
+            break
+        if (why := _value_problem(option, words[i + 1])) is not None:
+            problems.append(f"{spelled} {words[i + 1]}: {why}")
+        i += 2
+    return problems
+
+
+_MAC = re.compile(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}")
+_SUFFIX = {"k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9}
+
+
+def _number(option: Option, value: str) -> float | None:
+    """value as the option's kind of number, or None when it is none."""
+    try:
+        if option.type == "integer":
+            return float(int(value)) if value.isdigit() else None
+        if option.type == "rate" and value[-1:] in _SUFFIX:
+            return float(value[:-1]) * _SUFFIX[value[-1]]
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _value_problem(option: Option, value: str) -> str | None:
+    """Why the engine would refuse `value` for `option`, by its type (engine/README.md,
+    --describe), or None."""
+    if option.type == "word":
+        return None if value in option.words else f"not one of {', '.join(option.words)}"
+    if option.type in ("integer", "seconds", "rate"):
+        number = _number(option, value)
+        if number is None:
+            return f"not {'a whole number' if option.type == 'integer' else 'a number'}"
+        if not option.min <= number <= option.max or option.above_min and number == option.min:
+            return (f"not above {option.min:g} and at most {option.max:g}" if option.above_min
+                    else f"not from {option.min:g} to {option.max:g}")
+        return None
+    if option.type == "mac":
+        return None if _MAC.fullmatch(value) else "not a MAC address"
+    if option.type == "ipv4":
+        try:
+            ipaddress.IPv4Address(value)
+        except ValueError:
+            return "not an IPv4 address"
+        return None
+    if option.type == "bucket":
+        parts = value.split(",")
+        if len(parts) != len(option.parts):
+            return f"not {option.value}"
+        why = next(((p.name, w) for p, v in zip(option.parts, parts)
+                    if (w := _value_problem(p, v)) is not None), None)
+        return f"{why[0]} {why[1]}" if why else None
+    if option.type == "route":
+        prefix, _, port = value.partition(",")
+        try:
+            ipaddress.IPv4Network(prefix)
+        except ValueError:
+            return "not PREFIX/LEN,PORT"
+        return None if port in ("1", "2") else "its port is not 1 or 2"
+    return None if value else "empty"   # name, an api's own value: theirs to check
 
 
 def parse_line(line: str) -> dict[str, Any]:

@@ -33,15 +33,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from cnfperf import polls
 from cnfperf import rate as rates
 
 MODES = ("throughput", "latency")
 APIS = ("udp", "raw", "mmap", "xdp", "dpdk")
 NF_APIS = APIS[1:]   # a network function's: the L2 apis
-# How an engine waits for packets (its --poll): spin; sleep until shortly before
-# the next packet is due at the traffic's pace, then wait for it; sleep until a
-# packet arrives (blocking sockets, DPDK Rx interrupts).
-POLLS = ("busy", "adaptive", "interrupt")
+# How an engine waits for packets (its --poll): polls.py, each mode with what
+# it is, held to the engine's own table.
+POLLS = polls.POLLS
 # Sender and receiver in containers of their own, or one engine holding both ends;
 # auto: split where its busy pollers fit on the point's cores, else single (testers.py).
 TESTERS = ("split", "single")
@@ -93,13 +93,16 @@ SEARCHES = ("csit", "rfc2544", "tst009", "bisect")
 # tbf, htb: tc's qdisc at that link's egress (host/buckets.py).
 POLICERS = ("none", "engine", "nft", "tc")
 SHAPERS = ("none", "engine", "tbf", "htb")
-MAX_BUCKET = 1_000_000   # frames (the engine's own bound)
+MAX_BUCKET = 1_000_000   # frames: the engine's own bounds, held to its --describe by a test
 MAX_QUEUE = 65536
 MAX_NFS = 16   # an NF's index is one hex digit of its interface names (plan.py)
 # UDP ports: receivers listen on RX_PORT + pair, senders use a range from TX_PORT.
 RX_PORT = 9000
 TX_PORT = 10000
 MAX_PORT = 65535
+# The engine's --flows bound (its per-flow sequence tracking, engine/src/core/seq.h),
+# held to its --describe by tests/unit/test_engine_describe.py.
+MAX_FLOWS = 4096
 
 
 @dataclass(frozen=True)
@@ -244,7 +247,7 @@ FIELDS: list[Field] = [
           column="REAL"),
     Field("warmup", "float", 1.0, "seconds sent before measuring", axis=34, unit="s", ge=0,
           le=3600, column="REAL"),
-    Field("flows", "int", 1, "UDP source ports per pair", axis=28, ge=1, le=MAX_PORT - TX_PORT,
+    Field("flows", "int", 1, "UDP source ports per pair", axis=28, ge=1, le=MAX_FLOWS,
           column="INTEGER", label="named"),
     Field("touch", "bool", False, "write and verify every payload byte", axis=29,
           column="INTEGER"),

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from cnfperf import PREFIX, fields, testers
+from cnfperf import PREFIX, fields, polls, testers
 from cnfperf.fields import LOCAL, MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
 from cnfperf.scenario import Scenario, in_turn, parse_cpus, tester_hosts
 
@@ -369,7 +369,7 @@ def hosts_said(tester_host: str, dut_host: str, nf_host: str = "", wires: int | 
 # MAX_DESTINATIONS per pair; the engine's --ip-span addresses flow f to the
 # block's first + f % destinations().
 SPREAD_BLOCK = 0x0A800000   # 10.128.0.0
-MAX_DESTINATIONS = 4096     # the engine tracks at most 4096 flows, one per destination at least
+MAX_DESTINATIONS = fields.MAX_FLOWS   # the engine tracks that many flows, one per destination at least
 
 
 def destinations(s: Scenario) -> int:
@@ -556,7 +556,7 @@ def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,
     Click on sockets none), the data plane's."""
     busy: Counter[str] = Counter()
     for p in pairs:   # a pair's own poll (its profile), the point's for noise
-        if s.of_pair(p.index).poll != "interrupt":
+        if polls.mode(s.of_pair(p.index).poll).spins:
             for e in p.engines:
                 busy[e.host] += POLLERS[e.role]
     if nf:

@@ -29,7 +29,7 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field as Constraint,
                       PlainSerializer, ValidationError, create_model, model_validator)
 
-from cnfperf import UserError, fields, rate as rates
+from cnfperf import UserError, fields, polls, rate as rates
 from cnfperf.experiments import sweep
 from cnfperf.fields import Field
 from cnfperf.rate import Rate
@@ -166,7 +166,7 @@ class _Scenario(BaseModel):
             data.setdefault("rate", LATENCY_RATE if latency else 0.0)
             data.setdefault("burst", 1 if latency else 32)
             sockets = data.get("api", "udp") in SOCKET_APIS
-            data.setdefault("poll", "interrupt" if latency and sockets else "busy")
+            data.setdefault("poll", polls.INTERRUPT if latency and sockets else polls.BUSY)
             # mmap hands a sleeping reader whole blocks, on a block's 1 ms timeout at
             # latency's low rate: raw sockets wake per frame.
             data.setdefault("nf_api", "dpdk" if data.get("api") == "dpdk"

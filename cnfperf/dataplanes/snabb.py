@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cnfperf import polls
 from cnfperf.host import builds
 from cnfperf.dataplanes import procs, snabb_app
 from cnfperf.dataplanes.base import PortCounters
@@ -89,7 +90,7 @@ class SnabbPlane(DpdkPlane):
                  VhostPort(app, self._socket(port), port.mac) for port, app in apps.items()]
         wires = [(apps[l.a], apps[l.b]) for l in self.point.links_joined_here()] \
             if self.wired else None
-        return snabb_app.program(ports, wires, busy=self.point.scenario.poll == "busy",
+        return snabb_app.program(ports, wires, busy=not polls.mode(self.point.scenario.poll).sleeps,
                                  prealloc=snabb_app.steps(*self._sizes()))
 
     def setup(self) -> None:

@@ -8,10 +8,13 @@ minimal image, when it was built with that api; on dpdk the tester's image.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from cnfperf import polls
 from cnfperf.engine import nf_argv
 from cnfperf.fields import NF_APIS
+from cnfperf.host.engine_describe import DescribeError, EngineNf, describe
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.runtimes import FULL, MINIMAL
 
@@ -21,12 +24,21 @@ if TYPE_CHECKING:
     from cnfperf.plan import NF, Pair
     from cnfperf.scenario import Scenario
 
-ONE_PORT = ("mirror",)   # sends every frame back where it came from
-ROUTERS = ("l3",)        # given a route to each end of its path
+# The engine's NF kinds as its table has them (engine/src/core/nf.c), in its
+# order: named here because `nf`'s values are known before any engine runs;
+# tests/unit/test_engine_describe.py holds this equal to `--describe`'s `nfs`,
+# properties included, and preflight and doctor to the binary's --version.
+ENGINE_NFS = (
+    EngineNf("l2", ports=2, next_hop=True, routed=False),
+    EngineNf("mirror", ports=1, next_hop=False, routed=False),   # sends frames back
+    EngineNf("strip-encap", ports=2, next_hop=True, routed=False),
+    EngineNf("l3", ports=2, next_hop=True, routed=True),   # a route to each end of its path
+)
+_BY_NAME = {k.name: k for k in ENGINE_NFS}
 
 
 class EngineKind(NfKind):
-    names = ("l2", "mirror", "strip-encap", "l3")
+    names = tuple(_BY_NAME)
     styles = {"l2": 0, "mirror": 1, "strip-encap": 2, "l3": 3}
     records = True
     holds_ports = True
@@ -35,7 +47,7 @@ class EngineKind(NfKind):
 
     @property
     def ports(self) -> int:
-        return 1 if self.nf in ONE_PORT else 2
+        return _BY_NAME[self.nf].ports
 
     def cores_problem(self, s: Scenario) -> str | None:
         if s.nf_cores > 1:
@@ -44,20 +56,30 @@ class EngineKind(NfKind):
         return None
 
     def pollers(self, s: Scenario, cores: int) -> int:
-        return 0 if s.poll == "interrupt" else 1
+        return 1 if polls.mode(s.poll).spins else 0
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
         """The engine that will run it (the static one on a kernel api it was
-        built with: image) lists its NF kinds in --version; one that does not
-        (built before it said) is taken at its word when it runs."""
+        built with: image) lists its NF kinds in --version, and says in
+        --describe what each is: one that lacks this kind, or describes it
+        otherwise than ENGINE_NFS (a build older or newer than this cnfperf), is
+        refused; one that does not say (built before it did) is taken at its
+        word when it runs."""
         static = self.image(s.nf_api, lambda: host.static_engine.apis) == MINIMAL
         engine = host.static_engine if static else host.engine
         known = engine.nfs
-        if known is None or self.nf in known:
-            return []
         which = "static engine" if static else "engine"
-        return [f"nf {self.nf}: the {which} has no such NF (it has {', '.join(known) or 'none'}): "
-                "make build"]
+        if known is None:
+            return []
+        if self.nf not in known:
+            return [f"nf {self.nf}: the {which} has no such NF (it has "
+                    f"{', '.join(known) or 'none'}): make build"]
+        said = _described(engine.path, self.nf)
+        ours = _BY_NAME[self.nf]
+        if said is not None and said != ours:
+            return [f"nf {self.nf}: the {which} describes it as {_shown(said)}, cnfperf places it "
+                    f"as {_shown(ours)}: make build"]
+        return []
 
     def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
         return MINIMAL if api != "dpdk" and api in static_apis() else FULL
@@ -67,9 +89,26 @@ class EngineKind(NfKind):
                 floating: Sequence[int] = ()) -> Command:
         # A router's table: host routes to the two ends, not a cross-connect.
         routes = ["--route", f"{pair.receiver.ip}/32,2", "--route", f"{pair.sender.ip}/32,1"] \
-            if self.nf in ROUTERS else []
+            if _BY_NAME[self.nf].routed else []
         return Command(nf_argv(engine, nf, ports, hops, s, eal, floating, routes),
                        records=True)
+
+
+def _described(engine: str | None, nf: str) -> EngineNf | None:
+    """What the engine's --describe says of the kind; None from an engine that
+    does not describe itself (built before --describe) or not this kind."""
+    if engine is None or not Path(engine).exists():
+        return None
+    try:
+        return next((k for k in describe(Path(engine)).nfs if k.name == nf), None)
+    except DescribeError:
+        return None
+
+
+def _shown(k: EngineNf) -> str:
+    """`1 port, no next hop, not routed`: a kind's properties, for a refusal."""
+    return (f"{k.ports} port{'s' if k.ports > 1 else ''}, {'a' if k.next_hop else 'no'} next hop, "
+            f"{'' if k.routed else 'not '}routed")
 
 
 def forwards_unfinished(nf: str) -> str:

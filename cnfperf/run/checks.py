@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from cnfperf import SystemFailure, UserError, fields, nfs, testers
+from cnfperf import SystemFailure, UserError, fields, nfs, polls, testers
 from cnfperf.host import buckets, cgroups, tools
 from cnfperf.run import fault, noise
 from cnfperf.strategies import latency, mlr, soak
@@ -592,7 +592,7 @@ def _check_router_fields(s: Scenario, kind: nfs.NfKind | None) -> None:
 
 def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | None:
     """(field, why) when poll = interrupt asks a DPDK port for Rx interrupts its PMD lacks."""
-    if s.poll != "interrupt" or dataplane.rx_interrupts:
+    if not polls.mode(s.poll).interrupts or dataplane.rx_interrupts:
         return None
     apis = [("api", s.api)] + ([("nf_api", s.nf_api)] if s.nfs else [])
     for field, api in apis:

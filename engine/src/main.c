@@ -94,8 +94,8 @@ static struct api_conf api_conf_of(const struct conf *cf, bool two)
 	/* Rx interrupts for interrupt only: a peer may not signal (VPP's
 	 * vhost-user side often does not kick), and adaptive's waits would then
 	 * run to their timeout while the ring overflows; it backs off instead */
-	c.rx_intr = c.rx && cf->poll == POLL_INTERRUPT;
-	c.rx_intr_required = c.rx && cf->poll == POLL_INTERRUPT;
+	c.rx_intr = c.rx && poll_modes[cf->poll].interrupts;
+	c.rx_intr_required = c.rx && poll_modes[cf->poll].interrupts;
 	return c;
 }
 
@@ -108,8 +108,8 @@ static struct api_conf api_conf2_of(const struct conf *cf, const struct api_conf
 	c.egress = true;
 	c.rx = true;
 	c.tx = cf->role->forwards;
-	c.rx_intr = cf->poll == POLL_INTERRUPT;   /* as the first port's */
-	c.rx_intr_required = cf->poll == POLL_INTERRUPT;
+	c.rx_intr = poll_modes[cf->poll].interrupts;   /* as the first port's */
+	c.rx_intr_required = poll_modes[cf->poll].interrupts;
 	if (cf->role->path) {
 		/* udp: bound to the far end's address, which the frames are sent to */
 		c.src_ip = cf->dst_ip;
@@ -140,6 +140,9 @@ int main(int argc, char **argv)
 		return 0;
 	case OPTS_VERSION:
 		print_version();
+		return 0;
+	case OPTS_DESCRIBE:
+		opts_describe(stdout);
 		return 0;
 	case OPTS_IDLE:
 		return idle();

@@ -174,13 +174,15 @@ static const struct api_ops *chosen(struct parse *p, const struct conf *cf)
 	return ops;
 }
 
-/* What stands before the role: --version, --help, --idle, or OPTS_RUN for a role. */
+/* What stands before the role: --version, --describe, --help, --idle, or OPTS_RUN for a role. */
 static enum opts_result first(struct parse *p, int argc, char **argv, struct conf *cf)
 {
 	if (argc < 2)
 		return fail(p, "ROLE: missing (%s); --help lists the options", role_list()), OPTS_ERROR;
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
 		return OPTS_VERSION;
+	if (!strcmp(argv[1], "--describe"))
+		return OPTS_DESCRIBE;
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return OPTS_HELP;
 	if (!strcmp(argv[1], "--idle") && argc > 2)

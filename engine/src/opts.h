@@ -10,7 +10,7 @@
 
 #include "core/conf.h"
 
-enum opts_result { OPTS_RUN, OPTS_HELP, OPTS_VERSION, OPTS_IDLE, OPTS_ERROR };
+enum opts_result { OPTS_RUN, OPTS_HELP, OPTS_VERSION, OPTS_DESCRIBE, OPTS_IDLE, OPTS_ERROR };
 
 struct parse;
 
@@ -33,11 +33,20 @@ struct opt {
 	bool (*set)(struct parse *p, struct conf *cf, const char *arg);
 	size_t at;                 /* the field of conf the shared setters write (offsetof) */
 	double min, max;           /* and for numbers, the range they take */
-	enum opts_result ends;     /* --help, --version: what parsing returns once it sees it */
+	enum opts_result ends;     /* --help, --version, --describe: what parsing returns once it sees it */
 };
 
 /* The table: the i-th row, NULL past the last. */
 const struct opt *opts_at(size_t i);
+
+/* A row's kind of value, from its setter: flag, word (one of its words),
+ * integer or seconds (from min to max), rate (PPS, 500k: min to max), name,
+ * mac, ipv4, bucket (RATE,BUCKET[,QUEUE]), route; NULL for a setter without one. */
+const char *opt_type(const struct opt *o);
+bool opt_ranged(const struct opt *o);   /* its value is a number from min to max */
+
+/* --describe: the document on stream (describe.c). */
+void opts_describe(void *stream);
 
 /* Fills cf; on OPTS_ERROR, err holds one line (no newline) naming the option.
  * Later options override earlier ones. argv is not modified. After OPTS_RUN

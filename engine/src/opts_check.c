@@ -17,10 +17,10 @@
 static bool client_threads(struct parse *p, struct conf *cf)
 {
 	if (!cf->threads)
-		cf->threads = cf->poll != POLL_BUSY || cf->rx_cpu >= 0 ? 2 : 1;
-	if (cf->threads == 1 && cf->poll != POLL_BUSY)
+		cf->threads = poll_modes[cf->poll].sleeps || cf->rx_cpu >= 0 ? 2 : 1;
+	if (cf->threads == 1 && poll_modes[cf->poll].sleeps)
 		return fail(p, "--threads: 1 needs --poll busy (drop --poll %s, or use --threads 2)",
-			    poll_mode_names[cf->poll]);
+			    poll_modes[cf->poll].name);
 	if (cf->threads == 1 && cf->rx_cpu >= 0)
 		return fail(p, "--rx-cpu: a one-thread client has no receive thread (--threads 2 has one)");
 	return true;

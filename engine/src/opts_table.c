@@ -167,7 +167,7 @@ static bool pps_of(const char *arg, double *out)
 		}
 	}
 	*out *= mult;
-	return !(end == arg || *end || errno || !isfinite(*out) || *out < 0 || *out > 1e9 || arg[0] < '0' ||
+	return !(end == arg || *end || errno || !isfinite(*out) || *out < 0 || *out > PPS_MAX || arg[0] < '0' ||
 		 arg[0] > '9');
 }
 
@@ -181,8 +181,6 @@ static bool set_rate(struct parse *p, struct conf *cf, const char *arg)
 
 /* RATE,BUCKET (and ,QUEUE when `parts` is 3): a token bucket's rate above 0
  * in frames per second, its size and a queue in frames, 1 and up. */
-#define BUCKET_MAX 1000000u
-#define QUEUE_MAX 65536u
 static bool bucket_of(struct parse *p, struct conf_bucket *b, const char *arg, unsigned parts)
 {
 	const char *form = parts == 3 ? "RATE,BUCKET,QUEUE (e.g. 20k,32,1000)" : "RATE,BUCKET (e.g. 20k,32)";
@@ -236,14 +234,6 @@ static bool set_interval(struct parse *p, struct conf *cf, const char *arg)
 		return false;
 	return cf->interval == 0 || cf->interval >= 0.01 ||
 	       fail(p, "--interval: '%s' is shorter than 0.01 s (0 turns interval records off)", arg);
-}
-
-static bool set_threads(struct parse *p, struct conf *cf, const char *arg)
-{
-	if (strcmp(arg, "1") && strcmp(arg, "2"))
-		return fail(p, "--threads: '%s' is not 1 or 2", arg);
-	cf->threads = (unsigned)(arg[0] - '0');
-	return true;
 }
 
 /* --route PREFIX/LEN,PORT: an IPv4 network (no host bits set), LEN 0..32,
@@ -300,7 +290,7 @@ static const char *api_word(size_t i)
 
 static const char *poll_word(size_t i)
 {
-	return i < POLL_MODES ? poll_mode_names[i] : NULL;
+	return i < POLL_MODES ? poll_modes[i].name : NULL;
 }
 
 static const char *nf_word(size_t i)
@@ -308,6 +298,39 @@ static const char *nf_word(size_t i)
 	const struct nf_kind *k = nf_kind_at(i);
 
 	return k ? k->name : NULL;
+}
+
+/* Each setter's kind of value, as --describe names it (the orchestrator checks
+ * the command lines it builds against it): one list beside the setters, so a
+ * row's type is its setter's and cannot say otherwise. */
+static const struct {
+	bool (*set)(struct parse *p, struct conf *cf, const char *arg);
+	const char *type;
+} types[] = {
+	{ set_flag, "flag" }, { set_secs, "seconds" }, { set_interval, "seconds" },
+	{ set_count, "integer" }, { set_port, "integer" }, { set_cpu, "integer" },
+	{ set_name, "name" }, { set_mac, "mac" }, { set_ip, "ipv4" }, { set_rate, "rate" },
+	{ set_policer, "bucket" }, { set_shaper, "bucket" }, { set_conformance, "bucket" },
+	{ set_route, "route" },
+};
+
+const char *opt_type(const struct opt *o)
+{
+	if (!o->set)
+		return "flag";   /* --help, --version, --describe: they end the parse */
+	if (o->words)
+		return "word";
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].set == o->set)
+			return types[i].type;
+	return NULL;
+}
+
+bool opt_ranged(const struct opt *o)
+{
+	const char *t = opt_type(o);
+
+	return t && (!strcmp(t, "integer") || !strcmp(t, "seconds") || !strcmp(t, "rate"));
 }
 
 #define AT(f) .at = offsetof(struct conf, f)
@@ -339,7 +362,7 @@ const struct opt opts_common[] = {
 	{ .name = "nf", .words = nf_word, .set = set_nf, .help = "nf: what it does to a frame" },
 	{ .name = "route", .value = "PREFIX/LEN,PORT", .set = set_route,
 	  .help = "nf l3: a route (repeatable, PORT 1 or 2)" },
-	{ .name = "rate", .letter = 'r', .value = "PPS", .set = set_rate, .def = "0",
+	{ .name = "rate", .letter = 'r', .value = "PPS", .set = set_rate, .max = PPS_MAX, .def = "0",
 	  .help = "offered rate (0 = max; 500k, 1M)" },
 	{ .name = "onoff", .value = "N", .set = set_count, AT(onoff), .max = 1000000, .def = "0",
 	  .help = "senders: N frames back to back, then idle, at --rate on average (0 = steady)" },
@@ -377,7 +400,7 @@ const struct opt opts_common[] = {
 		  "recv and server accept --src-ip .. +N-1, tester --dst-ip .. +N-1" },
 	{ .name = "cpu", .value = "N", .set = set_cpu, AT(cpu), .max = CPU_SETSIZE - 1,
 	  .help = "pin the (main) thread to CPU N" },
-	{ .name = "threads", .value = "1|2", .set = set_threads,
+	{ .name = "threads", .value = "1|2", .set = set_count, AT(threads), .min = 1, .max = 2,
 	  .help = "client (default 2 with --poll other than busy or --rx-cpu, else 1)" },
 	{ .name = "rx-cpu", .value = "N", .set = set_cpu, AT(rx_cpu), .max = CPU_SETSIZE - 1,
 	  .help = "pin the client's receive thread to CPU N" },
@@ -388,6 +411,8 @@ const struct opt opts_common[] = {
 	  .help = "after the summary keep the ports open, idle, until stdin ends or a signal" },
 	{ .name = "help", .letter = 'h', .ends = OPTS_HELP, .help = "this text" },
 	{ .name = "version", .ends = OPTS_VERSION, .help = "what this engine has, as one JSON line" },
+	{ .name = "describe", .ends = OPTS_DESCRIBE,
+	  .help = "what this engine has and takes (roles, apis, nf kinds, options, poll modes), as JSON" },
 };
 
 const size_t opts_ncommon = sizeof(opts_common) / sizeof(opts_common[0]);

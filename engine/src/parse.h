@@ -20,6 +20,12 @@ struct parse {
 extern const struct opt opts_common[];
 extern const size_t opts_ncommon;
 
+/* The bounds of a rate (--rate, a bucket's RATE: frames per second) and of a
+ * bucket's BUCKET and QUEUE (frames); --describe says them. */
+#define PPS_MAX 1e9
+#define BUCKET_MAX 1000000u
+#define QUEUE_MAX 65536u
+
 #define COMMON_VAL 256   /* + its row: getopt's code of a common option without a letter */
 #define API_OPT_VAL 512  /* + its place in getopt's table: an api's option without a letter */
 

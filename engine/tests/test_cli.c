@@ -1,5 +1,6 @@
 /* The binary itself: a bad option exits 2 with exactly one line on stderr
- * and nothing on stdout, before opening anything; --version is one JSON line;
+ * and nothing on stdout, before opening anything; --version is one JSON line,
+ * and so is --describe;
  * --idle waits until SIGTERM and exits 0. */
 #include <fcntl.h>
 #include <signal.h>
@@ -31,8 +32,12 @@ static int run(char **argv, char *out, size_t outlen, char *err, size_t errlen)
 		return -1;
 	close(po[1]);
 	close(pe[1]);
-	ssize_t n = read(po[0], out, outlen - 1);
-	out[n > 0 ? n : 0] = 0;
+	/* until the end: a long document (--describe) comes in more than one write */
+	size_t got = 0;
+	ssize_t n;
+	while (got < outlen - 1 && (n = read(po[0], out + got, outlen - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = 0;
 	n = read(pe[0], err, errlen - 1);
 	err[n > 0 ? n : 0] = 0;
 	close(po[0]);
@@ -95,6 +100,13 @@ int main(int argc, char **argv)
 	      strchr(out, '\n') == out + strlen(out) - 1, "--version is one JSON line: %s", out);
 	CHECK(strstr(out, "], \"nfs\": [\"l2\", \"mirror\", \"strip-encap\", \"l3\"]}\n"),
 	      "--version lists the NF kinds last: %s", out);
+	/* the whole document's shape: describe.py (meson test describe) */
+	static char doc[65536];
+	rc = run((char *[]){ NULL, "--describe", NULL }, doc, sizeof(doc), err, sizeof(err));
+	CHECK(rc == 0 && !err[0], "--describe exits 0, nothing on stderr: %d %s", rc, err);
+	CHECK(!strncmp(doc, "{\"version\": \"", 13) && strstr(doc, "\"polls\": [{\"name\": \"busy\"") &&
+	      strstr(doc, "\"options\": [{\"name\": \"api\"") && strchr(doc, '\n') == doc + strlen(doc) - 1,
+	      "--describe is one JSON document on one line: %.200s", doc);
 	rc = run((char *[]){ NULL, "--help", NULL }, out, sizeof(out), err, sizeof(err));
 	CHECK(rc == 0 && strstr(out, "usage:"), "--help");
 	CHECK(strstr(out, "api udp:\n  -m/--mmsg") && strstr(out, "api raw (needs --iface):"),

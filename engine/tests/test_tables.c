@@ -1,6 +1,6 @@
 /* The tables the engine is made from: common options (opts.c), roles
- * (roles/roles.c), NF kinds (core/nf.c). Every row complete, no two alike,
- * and --help naming each of them. */
+ * (roles/roles.c), NF kinds (core/nf.c), poll modes (core/poll.c). Every row
+ * complete, no two alike, and --help and --describe naming each of them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +40,11 @@ static void options(void)
 		CHECK(!o->set != !o->ends, "--%s sets a value or ends the parse, one of them", o->name);
 		CHECK(!(o->value && o->words), "--%s: a value's name or its words, not both", o->name);
 		no_clash(o->name, o->letter, "common");
+		CHECK(opt_type(o), "--%s: its setter has a type for --describe (opts_table.c, types)", o->name);
+		CHECK(!opt_ranged(o) || o->min < o->max, "--%s: a range from min to max", o->name);
+		if (opt_ranged(o) && o->def)
+			CHECK(strtod(o->def, NULL) >= o->min && strtod(o->def, NULL) <= o->max,
+			      "--%s: its default '%s' is in its range", o->name, o->def);
 		if (!o->def)
 			continue;
 		memset(&cf, 0, sizeof(cf));
@@ -94,6 +99,64 @@ static void nf_kinds(void)
 	CHECK(!strcmp(nf_kind_at(0)->name, "l2"), "l2 is the default kind");
 }
 
+/* Each poll mode says what it is, and the properties agree: a mode that
+ * neither spins nor sleeps would never poll again; only busy never sleeps
+ * (the default, and what a one-thread client needs). */
+static void poll_props(void)
+{
+	for (size_t i = 0; i < POLL_MODES; i++) {
+		const struct poll_props *m = &poll_modes[i];
+		CHECK(m->name && m->name[0], "poll mode %zu has a name", i);
+		CHECK(m->spins || m->sleeps, "--poll %s spins or sleeps", m->name);
+		CHECK(!m->interrupts || !m->spins, "--poll %s: waits for interrupts, so does not spin", m->name);
+		CHECK(!m->paced || m->sleeps, "--poll %s: follows a pace by sleeping", m->name);
+		CHECK(m->sleeps == (i != POLL_BUSY), "--poll %s: only busy never sleeps", m->name);
+	}
+}
+
+/* --describe names every role, api, NF kind, poll mode and option, each
+ * option with its type. */
+static void described(void)
+{
+	char *text = NULL, want[160];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	const struct opt *o;
+	const struct role *r;
+	const struct nf_kind *k;
+	const struct api_ops *ops;
+
+	opts_describe(f);
+	fclose(f);
+	CHECK(len > 2 && text[0] == '{' && !strcmp(text + len - 2, "}\n") && strchr(text, '\n') == text + len - 1,
+	      "--describe is one JSON object, one line");
+	for (size_t i = 0; (o = opts_at(i)); i++) {
+		snprintf(want, sizeof(want), "{\"name\": \"%s\", \"letter\": ", o->name);
+		char *at = strstr(text, want);
+		CHECK(at, "--describe names --%s", o->name);
+		snprintf(want, sizeof(want), "\"type\": \"%s\"", opt_type(o));
+		CHECK(at && strstr(at, want) == strstr(at, "\"type\""), "--describe gives --%s its type", o->name);
+	}
+	for (size_t i = 0; (r = role_at(i)); i++) {
+		snprintf(want, sizeof(want), "{\"name\": \"%s\", \"generates\"", r->name);
+		CHECK(strstr(text, want), "--describe names the role %s", r->name);
+	}
+	for (size_t i = 0; (ops = api_at(i)); i++) {
+		snprintf(want, sizeof(want), "{\"name\": \"%s\", \"l2\": %s", ops->name, ops->l2 ? "true" : "false");
+		CHECK(strstr(text, want), "--describe names the api %s", ops->name);
+	}
+	for (size_t i = 0; (k = nf_kind_at(i)); i++) {
+		snprintf(want, sizeof(want), "{\"name\": \"%s\", \"ports\": %d, \"next_hop\": %s, \"routed\": %s}",
+			 k->name, k->hairpin ? 1 : 2, k->next_hop ? "true" : "false", k->routed ? "true" : "false");
+		CHECK(strstr(text, want), "--describe gives the NF kind %s its properties", k->name);
+	}
+	for (size_t i = 0; i < POLL_MODES; i++) {
+		snprintf(want, sizeof(want), "{\"name\": \"%s\", \"spins\"", poll_modes[i].name);
+		CHECK(strstr(text, want), "--describe names the poll mode %s", poll_modes[i].name);
+	}
+	free(text);
+}
+
 /* What follows an option's name in --help: " VALUE", " first|...", or nothing. */
 static const char *after_name(const struct opt *o)
 {
@@ -143,6 +206,8 @@ int main(void)
 	api_options();
 	roles();
 	nf_kinds();
+	poll_props();
 	usage();
+	described();
 	return check_done("tables");
 }

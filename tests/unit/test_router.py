@@ -166,7 +166,7 @@ def test_the_ends_address_the_flows_to_the_prefixes_in_turn():
     ({"nf_api": "dpdk", "api": "dpdk"}, "nf_api", "not on DPDK ports"),
     ({"nf_host": "dut"}, "nf_host", "on this host only"),
     ({"nf_routes": 4, "flows": 2}, "flows", "flows ≥ 4"),
-    ({"nf_routes": 4096, "nf_unrouted": 1, "flows": 4097}, "nf_unrouted", "at most 4096"),
+    ({"nf_routes": 4096, "nf_unrouted": 1, "flows": 4096}, "nf_unrouted", "at most 4096"),
     ({"nf_routes": 2, "flows": 2, "api": "udp"}, "api", "not by udp's sockets"),
 ])
 def test_what_a_router_cannot_do_is_refused(flags, field, words):

@@ -65,6 +65,11 @@ bool api_known(const char *name)
 	return false;
 }
 
+const char *api_known_at(size_t i)
+{
+	return i < NAPIS ? registry[i].name : NULL;
+}
+
 const char *api_names(void)
 {
 	static char names[64];

@@ -133,6 +133,7 @@ const struct api_ops *api_find(const char *name);  /* compiled in, or NULL */
 const struct api_ops *api_at(size_t i);            /* i-th compiled in, NULL past the last; the
                                                     * first is the default api */
 bool api_known(const char *name);                  /* an api this engine may be built with */
+const char *api_known_at(size_t i);                /* the i-th of those, built in or not; NULL past the last */
 const char *api_names(void);     /* "udp raw mmap xdp dpdk" as compiled in */
 /* own: the block its options filled (own_size bytes; NULL when own_size is 0) */
 struct api *api_open(const char *name, const struct api_conf *conf, const void *own); /* NULL + message on stderr */

@@ -14,7 +14,11 @@
 
 #include "clock.h"
 
-const char *const poll_mode_names[POLL_MODES] = { "busy", "adaptive", "interrupt" };
+const struct poll_props poll_modes[POLL_MODES] = {
+	[POLL_BUSY] = { .name = "busy", .spins = true },
+	[POLL_ADAPTIVE] = { .name = "adaptive", .spins = true, .sleeps = true, .paced = true },
+	[POLL_INTERRUPT] = { .name = "interrupt", .sleeps = true, .interrupts = true },
+};
 
 static uint64_t to_ns(const struct poller *p, uint64_t ticks)
 {
@@ -46,7 +50,7 @@ static int add_fds(struct poller *p, struct api *a)
 	int n = ops->rx_fds ? ops->rx_fds(a, NULL, 0) : 0, *fds;
 
 	if (n <= 0) {
-		if (p->mode != POLL_INTERRUPT)
+		if (!poll_modes[p->mode].interrupts)
 			return 1;
 		fprintf(stderr, "cnfperf-engine: --poll interrupt: --api %s gives nothing to wait on\n", ops->name);
 		return -1;
@@ -64,7 +68,7 @@ static int add_fds(struct poller *p, struct api *a)
 	for (int i = 0; i < n; i++) {
 		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fds[i], &ev) != 0) {
 			fprintf(stderr, "cnfperf-engine: --poll %s: cannot wait on --api %s: %s\n",
-				poll_mode_names[p->mode], ops->name, strerror(errno));
+				poll_modes[p->mode].name, ops->name, strerror(errno));
 			free(fds);
 			return -1;
 		}
@@ -93,13 +97,13 @@ int poller_init(struct poller *p, enum poll_mode mode, uint64_t hz, struct api *
 	p->streams = 1;
 	for (unsigned i = 0; i < POLL_STREAMS; i++)
 		arrivals_init(&p->arr[i], hz, 0);
-	if (mode == POLL_BUSY)
+	if (!poll_modes[mode].sleeps)
 		return 0;
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	if (!a && !b)
 		return 0;
 	if ((p->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
-		fprintf(stderr, "cnfperf-engine: --poll %s: epoll: %s\n", poll_mode_names[mode], strerror(errno));
+		fprintf(stderr, "cnfperf-engine: --poll %s: epoll: %s\n", poll_modes[mode].name, strerror(errno));
 		return -1;
 	}
 	int ra = a ? add_fds(p, a) : 0, rb = b && b != a ? add_fds(p, b) : 0;
@@ -384,7 +388,7 @@ void poller_empty(struct poller *p, uint64_t now, uint64_t until)
 
 void poller_pause(struct poller *p, uint64_t now, uint64_t until)
 {
-	uint64_t ns = p->mode == POLL_BUSY ? 0 : left_ns(p, now, until);
+	uint64_t ns = !poll_modes[p->mode].sleeps ? 0 : left_ns(p, now, until);
 
 	if (ns <= POLL_MIN_NAP_NS || ns == UINT64_MAX)
 		cpu_relax();

@@ -38,7 +38,18 @@
 
 enum poll_mode { POLL_BUSY, POLL_ADAPTIVE, POLL_INTERRUPT };
 #define POLL_MODES 3
-extern const char *const poll_mode_names[POLL_MODES];   /* "busy", "adaptive", "interrupt" */
+
+/* What a mode is, beside its name (--poll): what the code outside this
+ * poller asks of it instead of its name, and what --describe says of it
+ * (the orchestrator plans cores and argv by these). */
+struct poll_props {
+	const char *name;
+	bool spins;        /* an empty poll may be followed by another at once: it may hold a core */
+	bool sleeps;       /* it sleeps or waits when idle, and so does a sender between bursts */
+	bool paced;        /* it follows the traffic's pace, seeded by --rate when told */
+	bool interrupts;   /* it waits for the ports' Rx interrupts: a port without them fails */
+};
+extern const struct poll_props poll_modes[POLL_MODES];   /* by enum poll_mode: busy, adaptive, interrupt */
 
 #define POLL_SPIN_NS 20000           /* adaptive without a pace: empty polls this long before waiting */
 #define POLL_BACKOFF_MIN_NS 1000     /* adaptive: the first sleep; each next one doubles */

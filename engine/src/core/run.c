@@ -307,7 +307,7 @@ static void poll_fields(struct json *j, const struct run *r)
 
 	poll_stats_add(&s, &r->poll_more);
 	json_open(j, "poll", '{');
-	json_str(j, "mode", poll_mode_names[r->conf->poll]);
+	json_str(j, "mode", poll_modes[r->conf->poll].name);
 	json_u64(j, "polls", s.polls);
 	json_u64(j, "empty_polls", s.empty_polls);
 	json_u64(j, "sleeps", s.sleeps);
