@@ -44,7 +44,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:
-    from cnfperf.host.facts import HostFacts
+    from cnfperf.host.builds import Build
+    from cnfperf.host.facts import HostFacts, Probe
     from cnfperf.plan import Port, TestPoint
     from cnfperf.scenario import Scenario
     from cnfperf.runtimes.base import Container, Journal, Mount, Nic
@@ -199,6 +200,12 @@ class DataPlane(ABC):
     # Whether a run may keep it up between consecutive points made alike
     # (switch_keep; run/keep.py): it implements release, reuse and stale.
     keeps: ClassVar[bool] = False
+
+    # What it declares of the host: the switch build its program comes from
+    # (switches/NAME/, host/builds.py; None: a system package's), and the facts
+    # doctor prints for it and its versions() read back (host/facts.py's probes).
+    build: ClassVar[Build | None] = None
+    probes: ClassVar[tuple[Probe, ...]] = ()
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from cnfperf import SystemFailure
 from cnfperf.host import tools
 from cnfperf.dataplanes import procs
-from cnfperf.host.facts import vhost_retry, vswitchd_binary
+from cnfperf.dataplanes.ovs_host import vhost_retry, vswitchd_binary
 from cnfperf.host.system import CommandFailed, run
 
 SCHEMA_NAMES = ("vswitch.ovsschema",)

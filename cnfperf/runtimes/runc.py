@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from cnfperf.host import tools
-from cnfperf.host.facts import vhost_retry, vswitchd_binary
+from cnfperf.host.facts import alternatives, beside_engine, first_built_with
 from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
@@ -130,7 +130,7 @@ def _tools(image: str) -> list[str]:
     there is)."""
     if image == SWITCH:
         binaries = [b for b in (tools.find(tools.TESTPMD), tools.find("ovsdb-server"),
-                                vswitchd_binary()) if b]
+                                _vswitchd()) if b]
         if not binaries:
             raise ContainerError(f"image: {tools.missing(tools.TESTPMD)}; "
                                  f"{tools.missing('ovs-vswitchd-dpdk')}")
@@ -144,14 +144,25 @@ def _tools(image: str) -> list[str]:
     return found
 
 
-def _preloads(image: str) -> list[str]:
+def _vswitchd() -> str | None:
+    """The ovs-vswitchd the OVS data plane runs (dataplanes/ovs_host.py's
+    vswitchd_binary: the runtimes stand below the data planes and cannot ask
+    it, so its candidates are repeated here until the plane declares its image)."""
+    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), tools.find("ovs-vswitchd"),
+                  *alternatives("ovs-vswitchd"), tools.find("ovs-vswitchd-dpdk")]
+    found = first_built_with(tuple(c for c in candidates if c), "DPDK")
+    return found[0] if found else None
+
+
+def _preloads(image: str, engine: Path) -> list[str]:
     """The switch's processes are started with rootfs.LINE_BUFFERED (procs.inside),
-    ovs-vswitchd also with the engine build's vhost_retry() where it was built."""
+    ovs-vswitchd also with the library the engine's build made beside it
+    (libcnfperf-vhost-retry.so: dataplanes/ovs_host.py's vhost_retry) where it did."""
     if image != SWITCH:
         return []
     if not os.path.exists(rootfs.LIBSTDBUF):
         raise ContainerError(f"image: {tools.not_found(rootfs.LIBSTDBUF, 'coreutils')}")
-    retry = vhost_retry()
+    retry = beside_engine(engine, "libcnfperf-vhost-retry.so")
     return [rootfs.LIBSTDBUF, *([retry] if retry else [])]
 
 
@@ -206,7 +217,7 @@ class RuncRuntime(Runtime):
         elif image in (CLICK, CLICK_DPDK):   # `engine` is Click
             spec = rootfs.click_spec_for(engine, dpdk=image == CLICK_DPDK)
         else:
-            spec = rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image))
+            spec = rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image, engine))
         info = rootfs.build(spec, self.images_dir)
         self.images[image] = (info, spec)
         return info

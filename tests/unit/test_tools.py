@@ -18,7 +18,7 @@ RUNNERS = {"run", "spawn", "Popen", "check_output", "check_call", "call", "_run"
 # engine itself, and what Debian's Essential packages (coreutils, dash) hold.
 NOT_HOST_TOOLS = {"sh", "sleep", "true", "cat", "du", "cnfperf-engine"}
 # Not Debian's: VPP from FD.io's packages, used when there is no build of it
-# (builds.find_vpp; make switches builds one).
+# (dataplanes/vpp_install.find_vpp; make switches builds one).
 NOT_DEBIAN = {"vpp"}
 
 
