@@ -48,7 +48,8 @@
 # and installs into $out, a staging directory that becomes $prefix/NAME when it
 # succeeded. Each recipe's settings live inside it: the stamp covers its own
 # function's text, so editing one recipe rebuilds that one alone. A recipe.sh
-# may set SOURCE (the sources.lock entry it builds from; default NAME) and
+# may set SOURCE (the sources.lock entry it builds from; default NAME: pinned in
+# switches/sources.lock or in the folder's own sources.lock) and
 # LINKS_DPDK=yes (it links the system's DPDK, whose version its stamp covers).
 # Every folder with a recipe.sh is a build: nothing here lists them.
 set -euo pipefail
