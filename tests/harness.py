@@ -47,7 +47,7 @@ def require(*names: str) -> None:
     """Tools (cnfperf/host/tools.py) and builds from source (the plugins declare
     them, run/declared.py collects them: `make switches` makes them), by name."""
     made = builds_by_name()
-    problems = tools.problems(*(n for n in names if n not in made)) + \
+    problems = tools.problems(*(n for n in names if n not in made), table=declared.tools()) + \
         builds.problems(*(made[n] for n in names if n in made))
     if problems:
         missing("; ".join(problems))

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol, Se
 if TYPE_CHECKING:
     from cnfperf.host.builds import Build
     from cnfperf.host.facts import HostFacts, Probe
+    from cnfperf.host.tools import Tool
     from cnfperf.plan import Port, TestPoint
     from cnfperf.scenario import Scenario
     from cnfperf.runtimes.base import Container, Journal, Mount, Nic
@@ -202,10 +203,13 @@ class DataPlane(ABC):
     keeps: ClassVar[bool] = False
 
     # What it declares of the host: the switch build its program comes from
-    # (switches/NAME/, host/builds.py; None: a system package's), and the facts
-    # doctor prints for it and its versions() read back (host/facts.py's probes).
+    # (switches/NAME/, host/builds.py; None: a system package's), the facts
+    # doctor prints for it and its versions() read back (host/facts.py's
+    # probes), and the programs it alone runs with their Debian packages
+    # (host/tools.py's table for them).
     build: ClassVar[Build | None] = None
     probes: ClassVar[tuple[Probe, ...]] = ()
+    tools: ClassVar[Mapping[str, Tool]] = {}
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal

@@ -236,6 +236,7 @@ class OvsPlane(DpdkPlane):
     max_cores = max_rxq = None   # PMD threads and Rx queues per port, as many as asked
     cut_at = ("switch",)         # ovs-ofctl mod-port … down: a fault (run/fault.py)
     probes = (ovs_host.PROBE,)   # doctor's OVS-DPDK row, stored with every run's host facts
+    tools = ovs_host.TOOLS       # OVS's programs and their packages
 
     @classmethod
     def pollers(cls, s, cores: int) -> int:

@@ -11,17 +11,31 @@ import os
 from cnfperf.host import tools
 from cnfperf.host.engine_path import find_engine
 from cnfperf.host.facts import Probe, alternatives, beside_engine, first_built_with
+from cnfperf.host.tools import Tool
 
 VSWITCHD_ENV = "CNFPERF_OVS_VSWITCHD"
 VHOST_RETRY = "libcnfperf-vhost-retry.so"
+
+# OVS's programs and the Debian packages they come in (tools.find's table for
+# them: OvsPlane.tools; the Makefile installs the packages).
+TOOLS: dict[str, Tool] = {
+    "ovsdb-tool": Tool("openvswitch-common"),
+    "ovsdb-server": Tool("openvswitch-common"),
+    "ovs-appctl": Tool("openvswitch-common"),
+    "ovs-ofctl": Tool("openvswitch-common"),
+    "ovs-vsctl": Tool("openvswitch-switch"),
+    "ovs-vswitchd": Tool("openvswitch-switch"),    # an alternative: DPDK's build or not
+    "ovs-vswitchd-dpdk": Tool("openvswitch-switch-dpdk",
+                              ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk",)),
+}
 
 
 def _dpdk_vswitchd() -> tuple[str, str] | None:
     """(binary, its --version output) of the first candidate built with DPDK:
     $CNFPERF_OVS_VSWITCHD, the default, every registered alternative, and the
     DPDK build where Debian's package puts it."""
-    candidates = [os.environ.get(VSWITCHD_ENV), tools.find("ovs-vswitchd"),
-                  *alternatives("ovs-vswitchd"), tools.find("ovs-vswitchd-dpdk")]
+    candidates = [os.environ.get(VSWITCHD_ENV), tools.find("ovs-vswitchd", TOOLS),
+                  *alternatives("ovs-vswitchd"), tools.find("ovs-vswitchd-dpdk", TOOLS)]
     return first_built_with(tuple(c for c in candidates if c), "DPDK")
 
 
@@ -54,4 +68,4 @@ def describe_vswitchd() -> str | None:
 
 # doctor's OVS-DPDK row, and what every OVS point stores (OvsPlane.versions)
 PROBE = Probe("ovs_dpdk", "OVS-DPDK", describe_vswitchd,
-              lambda: tools.missing("ovs-vswitchd-dpdk"))
+              lambda: tools.missing("ovs-vswitchd-dpdk", TOOLS))

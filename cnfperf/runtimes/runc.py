@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 from cnfperf.host import tools
 from cnfperf.host.facts import alternatives, beside_engine, first_built_with
+from cnfperf.host.tools import Tool
 from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
@@ -129,11 +130,11 @@ def _tools(image: str) -> list[str]:
     has them (a switch's own check names what it lacks; the image holds what
     there is)."""
     if image == SWITCH:
-        binaries = [b for b in (tools.find(tools.TESTPMD), tools.find("ovsdb-server"),
+        binaries = [b for b in (tools.find(tools.TESTPMD), tools.find("ovsdb-server", _OVS),
                                 _vswitchd()) if b]
         if not binaries:
             raise ContainerError(f"image: {tools.missing(tools.TESTPMD)}; "
-                                 f"{tools.missing('ovs-vswitchd-dpdk')}")
+                                 f"{tools.missing('ovs-vswitchd-dpdk', _OVS)}")
         return binaries
     found = []
     for name in IMAGE_TOOLS.get(image, ()):
@@ -144,12 +145,19 @@ def _tools(image: str) -> list[str]:
     return found
 
 
+# OVS's daemons the switch image holds, as dataplanes/ovs_host.py's TOOLS has
+# them: the runtimes stand below the data planes and cannot ask it, so they are
+# repeated here until the plane declares its image.
+_OVS = {"ovsdb-server": Tool("openvswitch-common"), "ovs-vswitchd": Tool("openvswitch-switch"),
+        "ovs-vswitchd-dpdk": Tool("openvswitch-switch-dpdk",
+                                  ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk",))}
+
+
 def _vswitchd() -> str | None:
     """The ovs-vswitchd the OVS data plane runs (dataplanes/ovs_host.py's
-    vswitchd_binary: the runtimes stand below the data planes and cannot ask
-    it, so its candidates are repeated here until the plane declares its image)."""
-    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), tools.find("ovs-vswitchd"),
-                  *alternatives("ovs-vswitchd"), tools.find("ovs-vswitchd-dpdk")]
+    vswitchd_binary, its candidates repeated: see _OVS)."""
+    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), tools.find("ovs-vswitchd", _OVS),
+                  *alternatives("ovs-vswitchd"), tools.find("ovs-vswitchd-dpdk", _OVS)]
     found = first_built_with(tuple(c for c in candidates if c), "DPDK")
     return found[0] if found else None
 

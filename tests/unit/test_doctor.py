@@ -15,7 +15,8 @@ from harness import scenarios
 
 def test_a_missing_tool_is_named_with_its_package(monkeypatch):
     found = tools.find
-    monkeypatch.setattr(tools, "find", lambda name: None if name == "dpdk-testpmd" else found(name))
+    monkeypatch.setattr(tools, "find",
+                        lambda name, *table: None if name == "dpdk-testpmd" else found(name, *table))
     facts = host_facts.gather(find_engine())
     matrix = checks.matrix(facts)
     assert "dpdk-testpmd not found (Debian package dpdk-dev)" in matrix["dataplanes"]["testpmd"]["problems"]
@@ -24,7 +25,7 @@ def test_a_missing_tool_is_named_with_its_package(monkeypatch):
 
 
 def test_a_host_without_tools_names_a_package_for_every_data_plane(monkeypatch):
-    monkeypatch.setattr(tools, "find", lambda name: None)
+    monkeypatch.setattr(tools, "find", lambda name, *table: None)
     facts = host_facts.gather(find_engine())
     facts.root = True                      # what is missing, not who asks
     facts.engine = host_facts.EngineFacts(path="e", version="0", apis=["udp", "raw"])
