@@ -90,7 +90,8 @@ class HostFacts:
         under its key, beside the others (probe_rows are doctor's alone)."""
         d = asdict(self)
         del d["probe_rows"]
-        return {**d, **d.pop("probes")}
+        probed = d.pop("probes")
+        return {**d, **probed}
 
     def kernel_has(self, link_type: str, option: str) -> bool:
         """Whether this kernel has a link type (its module loaded, its config

@@ -10,6 +10,7 @@ from cnfperf.host import facts as host_facts
 from cnfperf.host import tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.engine import find_engine
+from cnfperf.fields import APIS
 from harness import scenarios
 
 
@@ -66,3 +67,22 @@ def test_the_build_states_are_what_the_build_script_says():
     body = body[:body.index("\n}\n")]
     said = re.findall(r'^\s*echo "?([^"\n]+?)"?$', body, re.M)
     assert tuple(said) == builds.STATES
+
+
+def test_a_plugin_s_probe_is_a_row_of_doctor_and_a_fact_runs_store():
+    """host/ prints and stores what the plugins declare (facts.Probe), each
+    probe's fact under its key beside the other facts, as runs stored the OVS
+    and VPP rows before the plugins declared them."""
+    probes = (host_facts.Probe("toy", "Toy", lambda: "toy 1.0"),
+              host_facts.Probe("gone", "Gone", lambda: None, lambda: "gone not found (Debian "
+                                                                      "package gone)"))
+    facts = host_facts.gather(None, (), probes)
+    stored = facts.to_dict()
+    assert (stored["toy"], stored["gone"]) == ("toy 1.0", None)
+    assert "probes" not in stored and "probe_rows" not in stored
+    plane = {"apis": {a: "yes" for a in APIS}, "problems": []}
+    rows = host_facts.render(facts, {"runtimes": {}, "dataplanes": {"veth": plane}}).splitlines()
+    assert [r.split(None, 1) for r in rows if r.strip().startswith(("Toy", "Gone"))] == [
+        ["Toy", "toy 1.0"], ["Gone", "gone not found (Debian package gone)"]]
+    from cnfperf.run import declared
+    assert [p.key for p in declared.probes()] == ["ovs_dpdk", "vpp"]   # what runs stored
