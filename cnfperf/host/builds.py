@@ -25,7 +25,7 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 @dataclass(frozen=True)
 class Build:
     """A build from source, as the data plane or NF kind that runs it declares it."""
-    name: str            # its folder switches/NAME/ (build.sh's NAME): its directory under the prefix
+    name: str            # its folder, switches/NAME/; its directory under the prefix
     what: str            # what it is, for doctor
     programs: tuple[str, ...]   # files inside its directory that must be there (the first: its program)
     # Where another install will do as well (a system one): what is missing of

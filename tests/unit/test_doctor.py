@@ -16,8 +16,8 @@ from harness import scenarios
 
 def test_a_missing_tool_is_named_with_its_package(monkeypatch):
     found = tools.find
-    monkeypatch.setattr(tools, "find",
-                        lambda name, *table: None if name == "dpdk-testpmd" else found(name, *table))
+    monkeypatch.setattr(tools, "find", lambda name, *table:
+                        None if name == "dpdk-testpmd" else found(name, *table))
     facts = host_facts.gather(find_engine())
     matrix = checks.matrix(facts)
     assert "dpdk-testpmd not found (Debian package dpdk-dev)" in matrix["dataplanes"]["testpmd"]["problems"]
