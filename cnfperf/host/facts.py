@@ -14,7 +14,7 @@ import gzip
 import json
 import os
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -109,6 +109,9 @@ def gather(engine: Path | None, builds: Iterable[Build] = (),
     once, in the order given: two data planes may declare one)."""
     made = list({b.name: b for b in builds}.values())
     declared = list({p.key: p for p in probes}.values())
+    # a probe's fact is stored beside the host's own (to_dict): never in place of one
+    if clash := {p.key for p in declared} & {f.name for f in fields(HostFacts)}:
+        raise ValueError(f"probes named like host facts: {', '.join(sorted(clash))}")
     return HostFacts(
         cores=os.cpu_count() or 1,
         usable_cpus=sorted(os.sched_getaffinity(0)),
