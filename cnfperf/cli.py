@@ -26,7 +26,8 @@ from cnfperf.remote.inventory import load as load_inventory
 from cnfperf.engine import find_engine
 from cnfperf.experiments import reference as paper, studies
 from cnfperf.experiments.sweep import check_profiled, format_seconds, parse_values
-from cnfperf.host.facts import gather, render as render_host
+from cnfperf.host.facts import render as render_host
+from cnfperf.run.declared import gather
 from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
 from cnfperf.report import interference, trend

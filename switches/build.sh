@@ -5,7 +5,8 @@
 # prefix; a build whose sources, patches and recipe are unchanged is not redone.
 #
 #   switches/build.sh [--check | --prune] [NAME ...]
-#                               NAME: snabb click click-dpdk vpp (default: all)
+#                               NAME: a folder of switches/ with a recipe.sh
+#                               (snabb click click-dpdk vpp; default: all)
 #
 # --check   build nothing: say per NAME whether it is up to date, cached (built
 #           by another checkout: linking it is all a build does), stale or not
@@ -38,8 +39,19 @@
 # succeeded, and the prefix is relinked only then: a failed or interrupted
 # build leaves the last good one (and its stamp) in place, and neither its tree
 # nor its stage (SIGINT, SIGTERM, SIGHUP: exit 130, 143, 129). One build runs
-# at a time (a lock in the cache). Local patches are switches/patches/NAME/*.patch,
-# applied in order; each says why it exists.
+# at a time (a lock in the cache). Local patches are switches/patches/SOURCE/*.patch
+# (a source's: every build of it applies them), applied in order; each says why
+# it exists.
+#
+# A build is a folder, switches/NAME/, whose recipe.sh defines recipe_NAME
+# (dashes as underscores): it builds in $work (the unpacked, patched source)
+# and installs into $out, a staging directory that becomes $prefix/NAME when it
+# succeeded. Each recipe's settings live inside it: the stamp covers its own
+# function's text, so editing one recipe rebuilds that one alone. A recipe.sh
+# may set SOURCE (the sources.lock entry it builds from; default NAME: pinned in
+# switches/sources.lock or in the folder's own sources.lock) and
+# LINKS_DPDK=yes (it links the system's DPDK, whose version its stamp covers).
+# Every folder with a recipe.sh is a build: nothing here lists them.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -47,16 +59,32 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 prefix=${CNFPERF_SWITCHES:-$repo/.switches}
 jobs=${JOBS:-$(nproc)}
-ALL=(snabb click click-dpdk vpp)
 
 die() { echo "switches: $*" >&2; exit 2; }
+
+# Every build: the folders holding a recipe.sh, each sourced for its recipe,
+# its SOURCE and LINKS_DPDK.
+ALL=()
+declare -A FROM=() DPDK=()
+for recipe in "$here"/*/recipe.sh; do
+	[ -e "$recipe" ] || continue
+	n=$(basename "$(dirname "$recipe")")
+	SOURCE= LINKS_DPDK=
+	# shellcheck source=/dev/null
+	. "$recipe"
+	declare -F "recipe_${n//-/_}" > /dev/null || die "$recipe defines no recipe_${n//-/_}"
+	ALL+=("$n")
+	FROM[$n]=${SOURCE:-$n}
+	DPDK[$n]=$LINKS_DPDK
+done
+unset n recipe SOURCE LINKS_DPDK
 
 [ -n "${XDG_CACHE_HOME:-}${HOME:-}" ] ||
 	die "neither XDG_CACHE_HOME nor HOME is set: the cache of builds is below one"
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/cnfperf/switches
 
-# The sources NAME is built from (click-dpdk is Click built another way).
-origin() { [ "$1" = click-dpdk ] && echo click || echo "$1"; }
+# The sources NAME is built from (its recipe's SOURCE).
+origin() { echo "${FROM[$1]}"; }
 
 sources() { python3 "$here/sources.py" "$@"; }
 
@@ -71,83 +99,6 @@ unpack() {
 		patch -s -d "$dir" -p1 < "$p" || return 1
 	done
 }
-
-# --- recipes: each builds in $work and installs into $out -----------------------
-# $out is a staging directory that becomes $prefix/NAME when the recipe
-# succeeded. Each recipe's settings live inside it: its stamp covers its own
-# text only, so editing one recipe rebuilds that one alone (which is also why
-# click and click-dpdk repeat their few steps).
-
-recipe_snabb() {
-	make -C "$work" -j"$jobs"
-	install -D -m 755 "$work/src/snabb" "$out/bin/snabb"
-}
-
-# Click's userlevel driver with every element built in (no dynamic
-# linking), no tools; only the `click` program is installed (it needs no
-# other file at run time).
-recipe_click() {
-	(cd "$work" && ./configure --disable-linuxmodule --enable-tools=no --enable-etherswitch \
-		--disable-dynamic-linking)
-	make -C "$work" -j"$jobs"
-	install -D -m 755 "$work/userlevel/click" "$out/bin/click"
-	strip "$out/bin/click"
-}
-
-# DPDK 22.11 removed the names defined below; Click still uses them (the RTE_
-# prefixed ones mean the same).
-recipe_click_dpdk() {
-	local names="-DETH_MQ_RX_RSS=RTE_ETH_MQ_RX_RSS -DETH_RSS_IP=RTE_ETH_RSS_IP
-		-DETH_RSS_UDP=RTE_ETH_RSS_UDP -DETH_RSS_TCP=RTE_ETH_RSS_TCP
-		-DETH_LINK_FULL_DUPLEX=RTE_ETH_LINK_FULL_DUPLEX
-		-DRTE_LCORE_FOREACH_SLAVE=RTE_LCORE_FOREACH_WORKER"
-	(cd "$work" && CXXFLAGS="-g -O2 $(echo $names)" ./configure --disable-linuxmodule \
-		--enable-tools=no --enable-user-multithread --enable-dpdk --enable-etherswitch)
-	make -C "$work" -j"$jobs"
-	install -D -m 755 "$work/userlevel/click" "$out/bin/click"
-	strip "$out/bin/click"
-}
-
-# VPP's top-level make downloads DPDK and other externals: CMake is driven
-# directly, for the programs and plugins cnfperf runs only: VPP's own
-# vhost-user and memif plugins, and af_packet (a wire's NIC taken as a port,
-# for a node on another host); its dpdk plugin needs DPDK's driver SDK
-# headers, which Debian does not ship. No device drivers or crypto engines
-# (their many CPU variants are most of a full build's time). Libraries go to
-# lib/ (not lib/<multiarch>) and find each other relative to themselves
-# ($ORIGIN), so the build runs from the cache, through the prefix's link.
-# An archive has no git metadata to tell VPP its version: the lock's version
-# does, always. VPP's version script runs git all the same, which is why a
-# mirror directory's .git is never copied (sources.py); and git must not look
-# above the build's tree, or it describes whatever repository holds the cache
-# (a home directory kept in git) instead.
-# VPP's API generator (#!/usr/bin/env python3) needs ply: Debian's python3 has
-# it (python3-ply), whatever other python3 comes first on PATH.
-recipe_vpp() (
-	export PATH=/usr/bin:$PATH GIT_CEILING_DIRECTORIES=${work%/*}
-	local targets="vpp vppctl vhost_plugin memif_plugin af_packet_plugin"
-	local libs="vppinfra svm vlib vlibapi vlibmemory vnet"
-	local version; version=$(sources version vpp)
-	[ -n "$version" ] || { echo "switches/sources.lock names no version of vpp" >&2; return 1; }
-	echo "$version" > "$work/src/scripts/.version"
-	cmake -G Ninja -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=release \
-		-DCMAKE_INSTALL_LIBDIR=lib -DVPP_USE_SYSTEM_DPDK=ON -DVPP_USE_LTO=OFF \
-		-DVPP_MARCH_VARIANT_X86_64_V3=OFF -DVPP_MARCH_VARIANT_X86_64_V4=OFF \
-		-DVPP_PLUGINS=vhost,memif,af_packet -DVPP_DRIVERS=none -DVPP_CRYPTO_ENGINES=none \
-		-DVPP_SET_RPATH=OFF -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
-		-DCMAKE_INSTALL_RPATH='$ORIGIN/../lib:$ORIGIN'
-	ninja -C "$work/build" -j"$jobs" $targets
-	local l p
-	mkdir -p "$out/bin" "$out/lib/vpp_plugins"
-	install -m 755 "$work/build/bin/vpp" "$work/build/bin/vppctl" "$out/bin/"
-	for l in $libs; do
-		cp -a "$work/build/lib/lib$l.so"* "$out/lib/"
-	done
-	for p in vhost memif af_packet; do
-		install -m 644 "$work/build/lib/vpp_plugins/${p}_plugin.so" "$out/lib/vpp_plugins/"
-	done
-	strip --strip-unneeded "$out/bin/"* "$out/lib/"*.so.* "$out/lib/vpp_plugins/"*.so
-)
 
 # --- one build -----------------------------------------------------------------
 
@@ -195,9 +146,6 @@ stop() {
 	exit "$1"
 }
 
-# The builds that link the system's DPDK (VPP's, without its dpdk plugin, does not).
-LINKS_DPDK=(click-dpdk)
-
 # What NAME is built with besides its sources, patches and recipe: the C and
 # C++ compilers' versions, and DPDK's for a build that links it. Builds are
 # shared by every checkout of the user, so one made before an `apt upgrade` of
@@ -207,7 +155,7 @@ toolchain() {
 	for c in "${CC:-cc}" "${CXX:-c++}"; do
 		echo "$c: $("$c" --version 2>/dev/null | sed -n 1p || echo none)"
 	done
-	[[ " ${LINKS_DPDK[*]} " != *" $1 "* ]] ||
+	[ "${DPDK[$1]}" != yes ] ||
 		echo "libdpdk: $(pkg-config --modversion libdpdk 2>/dev/null || echo none)"
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The sources switches/build.sh builds from: pinned by switches/sources.lock,
-taken from a mirror or downloaded, and checked against the lock before a build
-uses them.
+"""The sources switches/build.sh builds from: pinned by switches/sources.lock
+(or by a build folder's own, switches/NAME/sources.lock: a new build's source
+pinned beside its recipe), taken from a mirror or downloaded, and checked
+against the lock before a build uses them.
 
   sources.py unpack NAME DIR     NAME's source, checked, unpacked into DIR (emptied first)
   sources.py fetch NAME          the path of a checked copy of NAME's source (downloaded if need be)
@@ -90,7 +91,24 @@ class Source:
     version: str = ""  # what its project calls the commit, for a build that must be told
 
 
-def lock(path: Path = LOCK) -> dict[str, Source]:
+def locks() -> list[Path]:
+    """Where sources are pinned: sources.lock, and a build folder's own
+    (switches/NAME/sources.lock: a build's source pinned beside its recipe)."""
+    return [p for p in (LOCK, *sorted(HERE.glob("*/sources.lock"))) if p.is_file()]
+
+
+def lock(paths: list[Path] | None = None) -> dict[str, Source]:
+    """Every pinned source; a source pinned twice is an error."""
+    found: dict[str, Source] = {}
+    for path in locks() if paths is None else paths:
+        for name, src in _lock(path).items():
+            if name in found:
+                raise BadSetting(f"{path}: {name} is pinned twice (also in another sources.lock)")
+            found[name] = src
+    return found
+
+
+def _lock(path: Path) -> dict[str, Source]:
     try:
         table = tomllib.loads(path.read_text())
         return {name: Source(name=name, commit=s["commit"], upstream=s["upstream"], file=s["file"],
@@ -480,7 +498,8 @@ def main(argv: list[str]) -> int:
 def _named(name: str) -> Source:
     sources = lock()
     if name not in sources:
-        raise BadSetting(f"no source {name} in {LOCK} (one of: {', '.join(sources)})")
+        raise BadSetting(f"no source {name} in {LOCK} or a build folder's sources.lock "
+                         f"(one of: {', '.join(sources)})")
     return sources[name]
 
 

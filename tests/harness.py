@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf.host import builds, tools
+from cnfperf.run import declared
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
@@ -43,12 +44,18 @@ def missing(why: str) -> None:
 
 
 def require(*names: str) -> None:
-    """Tools (cnfperf/host/tools.py) and builds from source (cnfperf/host/builds.py: `make
-    switches` makes them), by name."""
-    problems = tools.problems(*(n for n in names if n not in builds.BUILDS)) + \
-        builds.problems(*(n for n in names if n in builds.BUILDS))
+    """Tools (cnfperf/host/tools.py) and builds from source (the plugins declare
+    them, run/declared.py collects them: `make switches` makes them), by name."""
+    made = builds_by_name()
+    problems = tools.problems(*(n for n in names if n not in made), table=declared.tools()) + \
+        builds.problems(*(made[n] for n in names if n in made))
     if problems:
         missing("; ".join(problems))
+
+
+def builds_by_name() -> dict[str, builds.Build]:
+    """Every build from source a plugin declares, by name."""
+    return {b.name: b for b in declared.builds()}
 
 
 def engine() -> Path:

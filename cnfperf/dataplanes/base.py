@@ -44,7 +44,9 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:
-    from cnfperf.host.facts import HostFacts
+    from cnfperf.host.builds import Build
+    from cnfperf.host.facts import HostFacts, Probe
+    from cnfperf.host.tools import Tool
     from cnfperf.plan import Port, TestPoint
     from cnfperf.scenario import Scenario
     from cnfperf.runtimes.base import Container, Journal, Mount, Nic
@@ -199,6 +201,15 @@ class DataPlane(ABC):
     # Whether a run may keep it up between consecutive points made alike
     # (switch_keep; run/keep.py): it implements release, reuse and stale.
     keeps: ClassVar[bool] = False
+
+    # What it declares of the host: the switch build its program comes from
+    # (switches/NAME/, host/builds.py; None: a system package's), the facts
+    # doctor prints for it and its versions() read back (host/facts.py's
+    # probes), and the programs it alone runs with their Debian packages
+    # (host/tools.py's table for them).
+    build: ClassVar[Build | None] = None
+    probes: ClassVar[tuple[Probe, ...]] = ()
+    tools: ClassVar[Mapping[str, Tool]] = {}
 
     def __init__(self, journal: Journal, home: Home | None = None):
         self.journal = journal

@@ -30,7 +30,7 @@ from cnfperf.plan import Port
 if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
-BUILD = "click-dpdk"
+BUILD = builds.Build("click-dpdk", "Click modular router, userlevel with DPDK", ("bin/click",))
 # DPDK's RTE_MAX_ETHPORTS (32 in Debian's 22.11, which Click links): two ports per link.
 MAX_LINKS = 16
 # Mbufs per port: ToDPDKDevice's internal queue, a burst in flight, and the

@@ -66,8 +66,6 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
 
 
 class DpdkPlane(DataPlane):
-    # The switch build (builds.py, `make switches`) its program comes from; None: Debian's.
-    build: ClassVar[str | None] = None
     kind = "dpdk"
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
     # A virtual machine reaches a vhost-user port as its front end, as an engine

@@ -56,7 +56,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from cnfperf import PREFIX
-from cnfperf.dataplanes import ovsdb, procs
+from cnfperf.dataplanes import ovs_host, ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters, unknown_or
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.kernel import mtu_for
@@ -235,6 +235,8 @@ class OvsPlane(DpdkPlane):
     rx_interrupts = True
     max_cores = max_rxq = None   # PMD threads and Rx queues per port, as many as asked
     cut_at = ("switch",)         # ovs-ofctl mod-port … down: a fault (run/fault.py)
+    probes = (ovs_host.PROBE,)   # doctor's OVS-DPDK row, stored with every run's host facts
+    tools = ovs_host.TOOLS       # OVS's programs and their packages
 
     @classmethod
     def pollers(cls, s, cores: int) -> int:

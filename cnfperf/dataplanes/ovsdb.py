@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from cnfperf import SystemFailure
 from cnfperf.host import tools
 from cnfperf.dataplanes import procs
-from cnfperf.host.facts import vhost_retry, vswitchd_binary
+from cnfperf.dataplanes.ovs_host import TOOLS, vhost_retry, vswitchd_binary
 from cnfperf.host.system import CommandFailed, run
 
 SCHEMA_NAMES = ("vswitch.ovsschema",)
@@ -48,11 +48,12 @@ def schema_path() -> str | None:
 
 
 def problems() -> list[str]:
-    found = tools.problems("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-appctl", "ovs-ofctl")
+    found = tools.problems("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-appctl", "ovs-ofctl",
+                           table=TOOLS)
     if schema_path() is None:
-        found.append(tools.not_found("vswitch.ovsschema", tools.TOOLS["ovsdb-tool"].package))
+        found.append(tools.not_found("vswitch.ovsschema", TOOLS["ovsdb-tool"].package))
     if vswitchd_binary() is None:
-        found.append(tools.missing("ovs-vswitchd-dpdk"))
+        found.append(tools.missing("ovs-vswitchd-dpdk", TOOLS))
     return found
 
 

@@ -34,7 +34,7 @@ from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.snabb_app import Links, RawPort, Snabb, VhostPort
 from cnfperf.plan import Port
 
-BUILD = "snabb"
+BUILD = builds.Build("snabb", "Snabb (LuaJIT apps: VhostUser, learning bridge)", ("bin/snabb",))
 
 
 class SnabbPlane(DpdkPlane):

@@ -37,8 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from cnfperf.fields import AUTO
-from cnfperf.host import builds
-from cnfperf.dataplanes import dpdk_args, vpp_app
+from cnfperf.dataplanes import dpdk_args, vpp_app, vpp_install
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.plan import Port
@@ -58,8 +57,9 @@ class VppPlane(DpdkPlane):
     rings = True       # its vhost-user ports' rings, through their front ends
     nic_rings = False  # its af_packet plugin's ring on a wire's NIC is not sized
     poll_threads = 1
-    build = "vpp"
-    # The VPP plugin its ports are (builds.VPP_PLUGINS): a system VPP may lack
+    build = vpp_install.BUILD
+    probes = (vpp_install.PROBE,)
+    # The VPP plugin its ports are (vpp_install.VPP_PLUGINS): a system VPP may lack
     # the other data plane's, and VPP loads this one alone.
     plugin: ClassVar[str] = "vhost_plugin.so"
     rx_interrupts = True
@@ -85,22 +85,22 @@ class VppPlane(DpdkPlane):
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
-        return super().check(host) + builds.vpp_plugin_problems(cls.plugin)
+        return super().check(host) + vpp_install.vpp_plugin_problems(cls.plugin)
 
     @classmethod
     def nic_problems(cls, host: HostFacts) -> list[str]:
-        return builds.vpp_plugin_problems(builds.AF_PACKET)
+        return vpp_install.vpp_plugin_problems(vpp_install.AF_PACKET)
 
     def plugins(self) -> tuple[str, ...]:
         """The plugins VPP loads for the point: its ports', and af_packet's where
         a wire's NIC is one of them."""
         nics = any(self.point.nic(p.name) for p in self.point.ports_joined_here())
-        return (self.plugin, builds.AF_PACKET) if nics else (self.plugin,)
+        return (self.plugin, vpp_install.AF_PACKET) if nics else (self.plugin,)
 
     @classmethod
     def versions(cls, host: HostFacts) -> dict[str, str]:
-        """Which VPP ran it: cnfperf's build or a system one (builds.describe_vpp)."""
-        return {"vpp": host.vpp}
+        """Which VPP ran it: cnfperf's build or a system one (vpp_install.describe_vpp)."""
+        return {"vpp": host.probes.get(vpp_install.PROBE.key) or ""}
 
     def _socket(self, port: Port) -> str:
         return str(self.sock_dir / f"{port.name}.sock")
@@ -108,7 +108,8 @@ class VppPlane(DpdkPlane):
     def setup(self) -> None:
         s = self.point.scenario
         plugins = self.plugins()
-        if builds.AF_PACKET in plugins and (lacks := builds.vpp_plugin_problems(builds.AF_PACKET)):
+        if vpp_install.AF_PACKET in plugins and \
+                (lacks := vpp_install.vpp_plugin_problems(vpp_install.AF_PACKET)):
             # preflight says so first (checks.host_problems asks nic_problems)
             raise vpp_app.VppError(f"a wire's NIC as a port: {lacks[0]}")
         self.vpp = vpp_app.VppProcess(self.dir / "vpp", f"vpp {self.point.prefix}",

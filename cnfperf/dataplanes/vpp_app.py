@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cnfperf import SystemFailure
-from cnfperf.host import builds
-from cnfperf.dataplanes import dpdk_args, procs
+from cnfperf.dataplanes import dpdk_args, procs, vpp_install
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.host.system import CommandFailed, run
 
@@ -54,13 +53,13 @@ RX_MODES = {"busy": "polling", "adaptive": "adaptive", "interrupt": "interrupt"}
 NIC_RX_MODES = {**RX_MODES, "adaptive": "interrupt"}
 
 
-# What each plugin a data plane uses (builds.VPP_PLUGINS) adds to the startup
+# What each plugin a data plane uses (vpp_install.VPP_PLUGINS) adds to the startup
 # configuration. VPP's vhost-user output would call (interrupt) a sleeping peer
 # only every 32 frames or 1 ms (its coalescing): with poll = adaptive or
 # interrupt that is up to 1 ms of delay no other switch adds, so it calls at
 # once. (VPP refuses the section when the plugin is not loaded.)
 PLUGIN_CONF = {"vhost_plugin.so": "vhost-user { coalesce-frames 0 coalesce-time 0 }\n",
-               "memif_plugin.so": "", builds.AF_PACKET: ""}
+               "memif_plugin.so": "", vpp_install.AF_PACKET: ""}
 
 
 def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix: str,
@@ -69,7 +68,7 @@ def startup_conf(run_dir: Path, cpus: Sequence[int], frame_size: int, shm_prefix
     alone (a system VPP may lack the others), 4 KB pages (VPP copies to and
     from its peers: no hugepages needed), the main thread on the switch core,
     the rx-mode that `poll` asks for. `plugins`: the VPP's plugin directory
-    (builds.Vpp.plugins); `enabled`: the data plane's (VppPlane.plugin), and
+    (vpp_install.Vpp.plugins); `enabled`: the data plane's (VppPlane.plugin), and
     af_packet's where a wire's NIC is a port (VppPlane.plugins)."""
     cpu = f"main-core {cpus[0]}"   # it polls the ports itself: no workers (VppPlane.max_cores)
     sections = "".join(PLUGIN_CONF[p] for p in enabled)
@@ -109,7 +108,7 @@ class VppProcess:
         self.plugins = tuple(plugins)    # the plugins it loads (startup_conf: enabled)
         self.poll = poll
         self.launch = launch or procs.on_host(self.cpus)
-        self.install = builds.vpp()   # which VPP: cnfperf's build, or a system one
+        self.install = vpp_install.vpp()   # which VPP: cnfperf's build, or a system one
         self.shm_prefix = self.run_dir.parent.name
         self.proc: subprocess.Popen | None = None
         # VPP thread index -> its core: the main thread (0) only

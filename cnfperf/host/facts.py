@@ -1,6 +1,9 @@
 """What this host offers: the facts `cnfperf doctor` prints and data planes check.
 
 Gathering only reads (files, `--version` outputs); it never creates anything.
+What a plugin alone needs to know of the host (a switch's version, its builds)
+it declares (Probe, builds.Build), and gather() is handed those declarations:
+this module names no data plane.
 """
 from __future__ import annotations
 
@@ -11,11 +14,13 @@ import gzip
 import json
 import os
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Callable, Iterable
 
 from cnfperf import __version__
-from cnfperf.host import builds, cgroups, tools
+from cnfperf.host import cgroups, tools
+from cnfperf.host.builds import Build, facts as build_facts
 from cnfperf.fields import APIS
 from cnfperf.host.system import CommandFailed, is_static_elf, mounts, run
 
@@ -29,6 +34,16 @@ class EngineFacts:
     # Its NF kinds (--version's `nfs`); None when it does not say (built before
     # it did): unknown, not none.
     nfs: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A fact of the host a plugin declares: doctor prints it (its row `label`)
+    and the plugin reads it back from HostFacts.probes[key] (its stored versions)."""
+    key: str                            # its name in the host's facts (and what runs store)
+    label: str                          # doctor's row
+    read: Callable[[], str | None]      # the fact, or None: not found
+    missing: Callable[[], str] = lambda: "not found"   # doctor's row when it is not
 
 
 @dataclass
@@ -55,7 +70,6 @@ class HostFacts:
     busybox_static: str | None
     dpdk: str | None
     testpmd: str | None
-    ovs_dpdk: str | None
     libxdp: str | None
     kvm: bool
     engine: EngineFacts
@@ -64,13 +78,20 @@ class HostFacts:
     static_engine: EngineFacts = field(default_factory=EngineFacts)
     # cgroups.Layout: the version and the controllers cnfperf can use, where
     cgroups: dict = field(default_factory=dict)
-    # what `make switches` built (builds.facts)
+    # what `make switches` built (builds.facts): the builds the plugins declare
     builds: dict = field(default_factory=dict)
-    # the VPP a run uses, its version and path, or why there is none (builds.describe_vpp)
-    vpp: str = ""
+    # the plugins' probes (Probe.key -> its fact, None: not found), in their order
+    probes: dict[str, str | None] = field(default_factory=dict)
+    # doctor's row of each probe: its label and what it says when not found
+    probe_rows: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The facts as runs store them and agents send them: each probe's fact
+        under its key, beside the others (probe_rows are doctor's alone)."""
+        d = asdict(self)
+        del d["probe_rows"]
+        probed = d.pop("probes")
+        return {**d, **probed}
 
     def kernel_has(self, link_type: str, option: str) -> bool:
         """Whether this kernel has a link type (its module loaded, its config
@@ -82,7 +103,15 @@ class HostFacts:
         return self.kernel_links[link_type]
 
 
-def gather(engine: Path | None) -> HostFacts:
+def gather(engine: Path | None, builds: Iterable[Build] = (),
+           probes: Iterable[Probe] = ()) -> HostFacts:
+    """The host's facts, with the builds and probes the plugins declare (each
+    once, in the order given: two data planes may declare one)."""
+    made = list({b.name: b for b in builds}.values())
+    declared = list({p.key: p for p in probes}.values())
+    # a probe's fact is stored beside the host's own (to_dict): never in place of one
+    if clash := {p.key for p in declared} & {f.name for f in fields(HostFacts)}:
+        raise ValueError(f"probes named like host facts: {', '.join(sorted(clash))}")
     return HostFacts(
         cores=os.cpu_count() or 1,
         usable_cpus=sorted(os.sched_getaffinity(0)),
@@ -96,14 +125,14 @@ def gather(engine: Path | None) -> HostFacts:
         busybox_static=_static_busybox(),
         dpdk=_first_line(["pkg-config", "--modversion", "libdpdk"]),
         testpmd=tools.find("dpdk-testpmd"),
-        ovs_dpdk=describe_vswitchd(),
         libxdp=_first_line(["pkg-config", "--modversion", "libxdp"]),
         kvm=os.access("/dev/kvm", os.R_OK | os.W_OK),
         engine=engine_facts(engine),
         static_engine=engine_facts(static_engine(engine) if engine else None),
         cgroups=cgroups.layout().to_dict(),
-        builds=builds.facts(),
-        vpp=builds.describe_vpp(),
+        builds=build_facts(made),
+        probes={p.key: p.read() for p in declared},
+        probe_rows={p.key: (p.label, p.missing()) for p in declared},
     )
 
 
@@ -218,56 +247,30 @@ def _static_busybox() -> str | None:
     return None
 
 
-def vswitchd_binary() -> str | None:
-    """An ovs-vswitchd built with DPDK: the default one if it is, otherwise any
-    other (Debian ships the DPDK build as an alternative)."""
-    found = _dpdk_vswitchd()
-    return found[0] if found else None
-
-
-VHOST_RETRY = "libcnfperf-vhost-retry.so"
-
-
-def vhost_retry() -> str | None:
-    """The library ovs-vswitchd starts preloaded with, built beside the engine
-    (engine/src/preload/vhost_retry.c: OVS's vhost-user client ports retry a
-    missing server every 10 ms instead of every second): next to the engine
-    cnfperf runs (engine.find_engine); None if that build has none."""
-    from cnfperf.engine import find_engine   # it imports the data planes, which import us
-    engine = find_engine()
-    found = engine.resolve().parent / VHOST_RETRY if engine else None
-    return str(found) if found and found.exists() else None
-
-
-def describe_vswitchd() -> str | None:
-    """`3.1.0 (DPDK 22.11.11, /usr/lib/…/ovs-vswitchd-dpdk; vhost reconnect every
-    10 ms)`, for `cnfperf doctor` and every OVS point's stored versions: how
-    often it retries a missing vhost-user server (vhost_retry) is said too."""
-    found = _dpdk_vswitchd()
-    if found is None:
-        return None
-    binary, lines = found[0], found[1].splitlines()
-    ovs = lines[0].rsplit(" ", 1)[-1]
-    dpdk = next((l.split()[-1] for l in lines if l.startswith("DPDK")), "?")
-    retry = "10 ms" if vhost_retry() else "1 s"
-    return f"{ovs} (DPDK {dpdk}, {binary}; vhost reconnect every {retry})"
-
-
 @functools.cache   # doctor, every data-plane check and the switch's start ask; runs tools
-def _dpdk_vswitchd() -> tuple[str, str] | None:
-    """(binary, its --version output) of the first candidate built with DPDK:
-    $CNFPERF_OVS_VSWITCHD, the default, every registered alternative, and the
-    DPDK build where Debian's package puts it."""
-    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), tools.find("ovs-vswitchd")]
-    with contextlib.suppress(CommandFailed):
-        candidates += run(["update-alternatives", "--list", "ovs-vswitchd"], timeout=10).split()
-    candidates.append(tools.find("ovs-vswitchd-dpdk"))
-    for binary in dict.fromkeys(filter(None, candidates)):
+def first_built_with(candidates: tuple[str, ...], word: str) -> tuple[str, str] | None:
+    """(program, its --version output) of the first candidate whose --version
+    says `word` (a program built with DPDK among a package's alternatives)."""
+    for binary in dict.fromkeys(candidates):
         with contextlib.suppress(CommandFailed):
             out = run([binary, "--version"], timeout=10)
-            if "DPDK" in out:
+            if word in out:
                 return binary, out
     return None
+
+
+@functools.cache
+def alternatives(name: str) -> tuple[str, ...]:
+    """The programs registered as Debian alternatives of `name` (update-alternatives)."""
+    with contextlib.suppress(CommandFailed):
+        return tuple(run(["update-alternatives", "--list", name], timeout=10).split())
+    return ()
+
+
+def beside_engine(engine: Path | None, name: str) -> str | None:
+    """A file the engine's build makes beside its program (a preload library), if there."""
+    found = engine.resolve().parent / name if engine else None
+    return str(found) if found and found.exists() else None
 
 
 # -- doctor --------------------------------------------------------------------
@@ -286,8 +289,8 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("busybox-static", host.busybox_static or tools.missing("busybox")),
         ("DPDK", (f"{host.dpdk}, testpmd {host.testpmd or tools.missing('dpdk-testpmd')}"
                   if host.dpdk else tools.not_found("libdpdk", tools.ENGINE_API_PACKAGES["dpdk"]))),
-        ("OVS-DPDK", host.ovs_dpdk or tools.missing("ovs-vswitchd-dpdk")),
-        ("VPP", host.vpp),
+        *((label, host.probes.get(key) or missing) for key, (label, missing)
+          in host.probe_rows.items()),
         ("AF_XDP", f"libxdp {host.libxdp}" if host.libxdp
          else tools.not_found("libxdp", tools.ENGINE_API_PACKAGES["xdp"])),
         ("KVM", "/dev/kvm usable" if host.kvm else "no /dev/kvm"),

@@ -3,15 +3,18 @@ each comes in.
 
 One table serves `cnfperf doctor`, the data planes' and runtimes' checks, the
 notes of a sweep that leaves a data plane out, and the tests (which fail under
-CI=true when a tool is missing, instead of skipping). The Makefile's
-APT_PACKAGES installs every package named here; a unit test keeps the two, and
-every command the code runs, in step.
+CI=true when a tool is missing, instead of skipping). A program that one data
+plane alone runs is in a table of its own there (DataPlane.tools), which
+find(), missing() and problems() are handed. The Makefile's APT_PACKAGES
+installs every package named here and there; a unit test keeps them, and every
+command the code runs, in step.
 """
 from __future__ import annotations
 
 import os
 import shutil
 from dataclasses import dataclass
+from typing import Mapping
 
 TESTPMD = "dpdk-testpmd"   # DPDK's test application: a switch, an NF, and in NF images
 STRESS_NG = "stress-ng"    # the noisy neighbour (noise.py)
@@ -54,16 +57,8 @@ TOOLS: dict[str, Tool] = {
     # the podman runtime: podman makes containers, conmon watches each (runc runs them)
     "podman": Tool("podman"),
     "conmon": Tool("conmon"),
-    # DPDK and Open vSwitch
+    # DPDK, and which of a package's alternatives is which
     TESTPMD: Tool("dpdk-dev"),
-    "ovsdb-tool": Tool("openvswitch-common"),
-    "ovsdb-server": Tool("openvswitch-common"),
-    "ovs-appctl": Tool("openvswitch-common"),
-    "ovs-ofctl": Tool("openvswitch-common"),
-    "ovs-vsctl": Tool("openvswitch-switch"),
-    "ovs-vswitchd": Tool("openvswitch-switch"),    # an alternative: DPDK's build or not
-    "ovs-vswitchd-dpdk": Tool("openvswitch-switch-dpdk",
-                              ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk",)),
     "update-alternatives": Tool("dpkg"),
     # noisy neighbours
     STRESS_NG: Tool("stress-ng"),
@@ -72,7 +67,8 @@ TOOLS: dict[str, Tool] = {
     "ninja": Tool("ninja-build"),
     "pkg-config": Tool("pkg-config"),
     "gcc": Tool("gcc"),
-    # building VPP (switches/build.sh; its recipe is tested on a source of VPP's layout)
+    # building switches from source (switches/build.sh; a recipe is tested on a
+    # source of its switch's layout)
     "cmake": Tool("cmake"),
     # tests and benchmarks: captures, peers, the report's reader
     "tshark": Tool("tshark"),
@@ -95,9 +91,9 @@ TOOLS: dict[str, Tool] = {
 ENGINE_API_PACKAGES = {"dpdk": "libdpdk-dev", "xdp": "libxdp-dev"}
 
 
-def find(name: str) -> str | None:
+def find(name: str, table: Mapping[str, Tool] = TOOLS) -> str | None:
     """The tool's path, or None. Unknown names are a programming error."""
-    tool = TOOLS[name]
+    tool = table[name]
     found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN))
     if found:
         return found
@@ -109,12 +105,12 @@ def not_found(what: str, package: str) -> str:
     return f"{what} not found (Debian package {package})"
 
 
-def missing(name: str) -> str:
-    return not_found(name, TOOLS[name].package)
+def missing(name: str, table: Mapping[str, Tool] = TOOLS) -> str:
+    return not_found(name, table[name].package)
 
 
-def problems(*names: str) -> list[str]:
-    return [missing(n) for n in names if find(n) is None]
+def problems(*names: str, table: Mapping[str, Tool] = TOOLS) -> list[str]:
+    return [missing(n, table) for n in names if find(n, table) is None]
 
 
 def engine_without(api: str) -> str:

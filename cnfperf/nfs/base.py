@@ -36,6 +36,7 @@ from cnfperf.fields import NF_APIS
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
+    from cnfperf.host.builds import Build
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import NF, Pair
     from cnfperf.runtimes import Container
@@ -93,6 +94,8 @@ class NfKind:
     # (stored()), so an old run is drawn as it was. A value without one (a
     # user's command or Click file) is drawn by a hash of its text.
     styles: ClassVar[Mapping[str, int]] = {}
+    # The builds from source it runs (switches/NAME/, host/builds.py): doctor's rows.
+    builds: ClassVar[tuple[Build, ...]] = ()
 
     def __init__(self, nf: str):
         self.nf = nf

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from cnfperf import UserError
+from cnfperf.dataplanes import click as click_plane
 from cnfperf.dataplanes.dpdk_args import lcores
 from cnfperf.host import builds
 from cnfperf.nfs import placeholders
@@ -66,9 +67,16 @@ MIN_MBUF_SIZE = 2176
 OURS = ("cnfperf_ready", "cnfperf_counters", "cnfperf_dpdk")
 
 
-def build_of(nf_api: str) -> str:
-    """The build (builds.py) that runs Click NFs on this api."""
-    return "click-dpdk" if nf_api == "dpdk" else "click"
+# Click on kernel interfaces (switches/click/); with DPDK it is the click data
+# plane's build (switches/click-dpdk/). Each is named like the image that holds
+# it (runtimes: CLICK, CLICK_DPDK): BUILDS maps one to the other.
+BUILD = builds.Build("click", "Click modular router, userlevel (kernel interfaces)", ("bin/click",))
+BUILDS = {b.name: b for b in (BUILD, click_plane.BUILD)}
+
+
+def build_of(nf_api: str) -> builds.Build:
+    """The build that runs Click NFs on this api."""
+    return click_plane.BUILD if nf_api == "dpdk" else BUILD
 
 
 def kind_of(nf: str) -> str | None:
@@ -230,6 +238,7 @@ class ClickKind(NfKind):
     prefix = CLICK
     forms = {"click:FILE": "a Click configuration of yours, likewise"}
     apis = APIS
+    builds = (BUILD, click_plane.BUILD)
 
     @property
     def ours(self) -> str | None:

@@ -34,7 +34,8 @@ from typing import IO, Any
 from cnfperf import SystemFailure, UserError, __version__
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.engine import find_engine
-from cnfperf.host.facts import HostFacts, checkout_commit, gather
+from cnfperf.host.facts import HostFacts, checkout_commit
+from cnfperf.run.declared import gather
 from cnfperf.host.journal import RUN_DIR, Journal, journal_path
 from cnfperf.host.links import missing_links
 from cnfperf.host.lock import HostBusy, HostLock

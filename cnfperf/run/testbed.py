@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from cnfperf import SystemFailure, nfs
 from cnfperf.host import builds
+from cnfperf.nfs import click as click_nfs
 from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane, PortCounters, dpdk_args
 from cnfperf.dataplanes.nic import NicPlane
 from cnfperf.host.links import add_netns, del_netns
@@ -32,7 +33,7 @@ from cnfperf.plan import NF, Endpoint, Port, TestPoint
 from cnfperf.run import noise
 from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
-from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, VM, Container, ImageInfo,
+from cnfperf.runtimes import (FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, VM, Container, ImageInfo,
                               Journal, Mount, Quota, Runtime)
 from cnfperf.scenario import Scenario
 from cnfperf.run.teardown import Teardown
@@ -514,6 +515,7 @@ class Builder:
         if (name, image) not in self._images:
             # the click images are named like the builds they hold
             engine = self.static_engine if image == MINIMAL else \
-                builds.program(image) if image in (CLICK, CLICK_DPDK) else self.engine
+                builds.program(click_nfs.BUILDS[image]) if image in click_nfs.BUILDS \
+                else self.engine
             self._images[(name, image)] = runtime.prepare(engine, image)
         return runtime

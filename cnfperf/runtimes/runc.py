@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from cnfperf.host import tools
-from cnfperf.host.facts import vhost_retry, vswitchd_binary
+from cnfperf.host.facts import alternatives, beside_engine, first_built_with
+from cnfperf.host.tools import Tool
 from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
@@ -129,11 +130,11 @@ def _tools(image: str) -> list[str]:
     has them (a switch's own check names what it lacks; the image holds what
     there is)."""
     if image == SWITCH:
-        binaries = [b for b in (tools.find(tools.TESTPMD), tools.find("ovsdb-server"),
-                                vswitchd_binary()) if b]
+        binaries = [b for b in (tools.find(tools.TESTPMD), tools.find("ovsdb-server", _OVS),
+                                _vswitchd()) if b]
         if not binaries:
             raise ContainerError(f"image: {tools.missing(tools.TESTPMD)}; "
-                                 f"{tools.missing('ovs-vswitchd-dpdk')}")
+                                 f"{tools.missing('ovs-vswitchd-dpdk', _OVS)}")
         return binaries
     found = []
     for name in IMAGE_TOOLS.get(image, ()):
@@ -144,14 +145,32 @@ def _tools(image: str) -> list[str]:
     return found
 
 
-def _preloads(image: str) -> list[str]:
+# OVS's daemons the switch image holds, as dataplanes/ovs_host.py's TOOLS has
+# them: the runtimes stand below the data planes and cannot ask it, so they are
+# repeated here until the plane declares its image.
+_OVS = {"ovsdb-server": Tool("openvswitch-common"), "ovs-vswitchd": Tool("openvswitch-switch"),
+        "ovs-vswitchd-dpdk": Tool("openvswitch-switch-dpdk",
+                                  ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk",))}
+
+
+def _vswitchd() -> str | None:
+    """The ovs-vswitchd the OVS data plane runs (dataplanes/ovs_host.py's
+    vswitchd_binary, its candidates repeated: see _OVS)."""
+    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), tools.find("ovs-vswitchd", _OVS),
+                  *alternatives("ovs-vswitchd"), tools.find("ovs-vswitchd-dpdk", _OVS)]
+    found = first_built_with(tuple(c for c in candidates if c), "DPDK")
+    return found[0] if found else None
+
+
+def _preloads(image: str, engine: Path) -> list[str]:
     """The switch's processes are started with rootfs.LINE_BUFFERED (procs.inside),
-    ovs-vswitchd also with the engine build's vhost_retry() where it was built."""
+    ovs-vswitchd also with the library the engine's build made beside it
+    (libcnfperf-vhost-retry.so: dataplanes/ovs_host.py's vhost_retry) where it did."""
     if image != SWITCH:
         return []
     if not os.path.exists(rootfs.LIBSTDBUF):
         raise ContainerError(f"image: {tools.not_found(rootfs.LIBSTDBUF, 'coreutils')}")
-    retry = vhost_retry()
+    retry = beside_engine(engine, "libcnfperf-vhost-retry.so")
     return [rootfs.LIBSTDBUF, *([retry] if retry else [])]
 
 
@@ -206,7 +225,7 @@ class RuncRuntime(Runtime):
         elif image in (CLICK, CLICK_DPDK):   # `engine` is Click
             spec = rootfs.click_spec_for(engine, dpdk=image == CLICK_DPDK)
         else:
-            spec = rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image))
+            spec = rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image, engine))
         info = rootfs.build(spec, self.images_dir)
         self.images[image] = (info, spec)
         return info

@@ -14,9 +14,10 @@ import subprocess
 import pytest
 
 from cnfperf.host import builds
-from harness import REPO
+from harness import REPO, builds_by_name
 
-pytestmark = pytest.mark.needs(*builds.BUILDS)
+BUILDS = builds_by_name()
+pytestmark = pytest.mark.needs(*BUILDS)
 BUILD = str(REPO / "switches" / "build.sh")
 
 
@@ -35,8 +36,8 @@ def _run(*args: str, timeout: float) -> subprocess.CompletedProcess:
 
 def _installed() -> dict[str, int]:
     """Every file under the prefix's builds, with its modification time."""
-    return {str(p): p.stat().st_mtime_ns for name in builds.BUILDS
-            for p in [builds.prefix() / f"{name}.stamp", *builds.home(name).rglob("*")]}
+    return {str(p): p.stat().st_mtime_ns for name, b in BUILDS.items()
+            for p in [builds.prefix() / f"{name}.stamp", *builds.home(b).rglob("*")]}
 
 
 def test_a_second_build_builds_nothing():
@@ -46,7 +47,7 @@ def test_a_second_build_builds_nothing():
     done = _run(timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.splitlines()) == sorted(
-        f"switches: {name}: up to date ({builds.home(name)})" for name in builds.BUILDS)
+        f"switches: {name}: up to date ({builds.home(b)})" for name, b in BUILDS.items())
     assert _installed() == before
-    assert not builds.problems(*builds.BUILDS)
-    assert all(builds.home(name).is_symlink() for name in builds.BUILDS)
+    assert not builds.problems(*BUILDS.values())
+    assert all(builds.home(b).is_symlink() for b in BUILDS.values())

@@ -152,7 +152,8 @@ def test_latest_needs_a_run(tmp_path, monkeypatch, capsys):
 def test_a_study_names_each_data_plane_it_leaves_out_once(capsys, monkeypatch):
     from cnfperf.host import tools
     found = tools.find
-    monkeypatch.setattr(tools, "find", lambda name: None if name == "dpdk-testpmd" else found(name))
+    monkeypatch.setattr(tools, "find", lambda name, *table:
+                        None if name == "dpdk-testpmd" else found(name, *table))
     assert main(["study", "shootout", "--quick", "--dry-run"]) == 0
     lines = [l.strip() for l in capsys.readouterr().out.splitlines()]
     notes = [l for l in lines if l.startswith("skipped testpmd:")]

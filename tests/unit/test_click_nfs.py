@@ -318,10 +318,10 @@ def test_the_click_image_is_click_and_its_libraries_alone(tmp_path):
 
 @pytest.mark.needs("click", "ldd")
 def test_the_built_click_s_image_holds_what_it_links():
-    spec = rootfs.click_spec_for(builds.program("click"))
+    spec = rootfs.click_spec_for(builds.program(click_nfs.BUILD))
     names = {os.path.basename(f) for f in spec.files}
     assert {"libpcap.so.0.8", "libstdc++.so.6", "libc.so.6"} <= names
     assert not any("busybox" in f or "cnfperf-engine" in f for f in spec.files)
-    out = subprocess.run([str(builds.program("click")), "-e", "Idle", "--quit"],
+    out = subprocess.run([str(builds.program(click_nfs.BUILD)), "-e", "Idle", "--quit"],
                          capture_output=True, text=True, timeout=10)
     assert out.returncode == 0, out.stderr   # the image's init parses

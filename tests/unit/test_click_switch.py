@@ -182,7 +182,7 @@ def test_a_missing_build_is_a_problem_naming_how_to_make_it(monkeypatch):
     monkeypatch.setenv("CNFPERF_SWITCHES", "/nonexistent")
     host = HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="", kernel="6", root=True,
                      iproute2=True, kernel_links={}, hugepages=Hugepages(), runc=None,
-                     busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None,
+                     busybox_static=None, dpdk=None, testpmd=None,
                      libxdp=None, kvm=False, engine=EngineFacts(version="0", apis=["dpdk"]))
     assert "click-dpdk not built (/nonexistent/click-dpdk/bin/click missing: make switches, " \
            "or switches/build.sh click-dpdk)" in DATAPLANES["click"].check(host)

@@ -38,7 +38,7 @@ def _host(**overrides) -> HostFacts:
     """A root host that has every kernel link type a data plane may ask for."""
     host = HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="m", kernel="k", root=True,
                      iproute2=True, kernel_links={}, hugepages=None, runc=None,
-                     busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None, libxdp=None,
+                     busybox_static=None, dpdk=None, testpmd=None, libxdp=None,
                      kvm=False, engine=None)
     for name, value in overrides.items():
         setattr(host, name, value)
@@ -109,7 +109,7 @@ def test_what_it_stores_is_what_the_report_reads(plane):
     assert stored == {"name": plane.name, "description": plane.description, "kind": plane.kind,
                       "counter_view": plane.counter_view, "joins": plane.joins,
                       "style": plane.style}
-    host = SimpleNamespace(vpp="26.10 (cnfperf's build)")
+    host = SimpleNamespace(probes={"vpp": "26.10 (cnfperf's build)"})
     assert all(isinstance(v, str) for v in plane.versions(host).values())
 
 

@@ -10,12 +10,14 @@ from cnfperf.host import facts as host_facts
 from cnfperf.host import tools
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.engine import find_engine
+from cnfperf.fields import APIS
 from harness import scenarios
 
 
 def test_a_missing_tool_is_named_with_its_package(monkeypatch):
     found = tools.find
-    monkeypatch.setattr(tools, "find", lambda name: None if name == "dpdk-testpmd" else found(name))
+    monkeypatch.setattr(tools, "find", lambda name, *table:
+                        None if name == "dpdk-testpmd" else found(name, *table))
     facts = host_facts.gather(find_engine())
     matrix = checks.matrix(facts)
     assert "dpdk-testpmd not found (Debian package dpdk-dev)" in matrix["dataplanes"]["testpmd"]["problems"]
@@ -24,7 +26,7 @@ def test_a_missing_tool_is_named_with_its_package(monkeypatch):
 
 
 def test_a_host_without_tools_names_a_package_for_every_data_plane(monkeypatch):
-    monkeypatch.setattr(tools, "find", lambda name: None)
+    monkeypatch.setattr(tools, "find", lambda name, *table: None)
     facts = host_facts.gather(find_engine())
     facts.root = True                      # what is missing, not who asks
     facts.engine = host_facts.EngineFacts(path="e", version="0", apis=["udp", "raw"])
@@ -65,3 +67,24 @@ def test_the_build_states_are_what_the_build_script_says():
     body = body[:body.index("\n}\n")]
     said = re.findall(r'^\s*echo "?([^"\n]+?)"?$', body, re.M)
     assert tuple(said) == builds.STATES
+
+
+def test_a_plugin_s_probe_is_a_row_of_doctor_and_a_fact_runs_store():
+    """host/ prints and stores what the plugins declare (facts.Probe), each
+    probe's fact under its key beside the other facts, as runs stored the OVS
+    and VPP rows before the plugins declared them."""
+    probes = (host_facts.Probe("toy", "Toy", lambda: "toy 1.0"),
+              host_facts.Probe("gone", "Gone", lambda: None, lambda: "gone not found (Debian "
+                                                                      "package gone)"))
+    facts = host_facts.gather(None, (), probes)
+    stored = facts.to_dict()
+    assert (stored["toy"], stored["gone"]) == ("toy 1.0", None)
+    assert "probes" not in stored and "probe_rows" not in stored
+    plane = {"apis": {a: "yes" for a in APIS}, "problems": []}
+    rows = host_facts.render(facts, {"runtimes": {}, "dataplanes": {"veth": plane}}).splitlines()
+    assert [r.split(None, 1) for r in rows if r.strip().startswith(("Toy", "Gone"))] == [
+        ["Toy", "toy 1.0"], ["Gone", "gone not found (Debian package gone)"]]
+    from cnfperf.run import declared
+    assert [p.key for p in declared.probes()] == ["ovs_dpdk", "vpp"]   # what runs stored
+    with pytest.raises(ValueError, match="probes named like host facts: kernel"):
+        host_facts.gather(None, (), (host_facts.Probe("kernel", "Kernel", lambda: "7"),))

@@ -129,7 +129,7 @@ def test_an_image_nf_gets_its_ports(monkeypatch):
 ])
 def test_a_bad_image_nf_is_one_line_naming_nf(nf, why, monkeypatch):
     monkeypatch.setattr("cnfperf.nfs.image._present", lambda ref: False)
-    monkeypatch.setattr("cnfperf.host.tools.find", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr("cnfperf.host.tools.find", lambda name, *table: "/usr/bin/" + name)
     monkeypatch.setattr("os.geteuid", lambda: 0)    # podman is asked as root only
     with pytest.raises(UserError, match=why) as e:
         scenarios(None, {"nfs": 1, "nf": nf, "nf_api": "raw"})

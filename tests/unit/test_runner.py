@@ -155,9 +155,9 @@ def run(tmp_path, machine):
     """run(flags, **options) -> (outcome, progress seen, stored run)."""
     host = HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="", kernel="6", root=False,
                      iproute2=True, kernel_links={}, hugepages=Hugepages(), runc=None,
-                     busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None,
+                     busybox_static=None, dpdk=None, testpmd=None,
                      libxdp=None, kvm=False, engine=EngineFacts(version="0", apis=["udp"]),
-                     vpp="26.10-rc0 at /v/bin/vpp (cnfperf's build)")
+                     probes={"vpp": "26.10-rc0 at /v/bin/vpp (cnfperf's build)"})
     results = tmp_path / "results"
     builder = functools.partial(
         Builder, dataplanes={"veth": functools.partial(Switch, machine)},

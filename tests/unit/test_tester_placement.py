@@ -152,7 +152,7 @@ def test_each_host_is_asked_for_the_tester_api_of_its_end():
     from cnfperf.host.facts import EngineFacts, HostFacts, Hugepages
     facts = HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="x", kernel="6.1", root=False,
                       iproute2=True, kernel_links={}, hugepages=Hugepages(0, 0, 2048, []),
-                      runc=None, busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None,
+                      runc=None, busybox_static=None, dpdk=None, testpmd=None,
                       libxdp=None, kvm=False, engine=EngineFacts(version="0.1.0", apis=["raw"]))
     for here in ("local", "dut"):
         problems = checks.host_problems(facts, here=here)(s)

@@ -9,7 +9,9 @@ import re
 import pytest
 
 import harness
+from cnfperf.dataplanes import ovs_host
 from cnfperf.host import tools
+from cnfperf.run import declared
 
 # Calls whose first argument, when a list, is a command line.
 RUNNERS = {"run", "spawn", "Popen", "check_output", "check_call", "call", "_run", "_ok",
@@ -18,7 +20,7 @@ RUNNERS = {"run", "spawn", "Popen", "check_output", "check_call", "call", "_run"
 # engine itself, and what Debian's Essential packages (coreutils, dash) hold.
 NOT_HOST_TOOLS = {"sh", "sleep", "true", "cat", "du", "cnfperf-engine"}
 # Not Debian's: VPP from FD.io's packages, used when there is no build of it
-# (builds.find_vpp; make switches builds one).
+# (dataplanes/vpp_install.find_vpp; make switches builds one).
 NOT_DEBIAN = {"vpp"}
 
 
@@ -59,8 +61,8 @@ def commands_run() -> dict[str, list[str]]:
 
 
 def test_make_deps_installs_every_package_the_table_names():
-    wanted = {t.package for t in tools.TOOLS.values()} | set(tools.ENGINE_API_PACKAGES.values()) \
-        | {tools.GUEST_KERNEL}
+    wanted = {t.package for t in declared.tools().values()} \
+        | set(tools.ENGINE_API_PACKAGES.values()) | {tools.GUEST_KERNEL}
     assert wanted - apt_packages() == set(), "add these to APT_PACKAGES in the Makefile"
 
 
@@ -69,20 +71,22 @@ def test_every_command_the_code_runs_is_in_the_table():
     assert {"ip", "runc", "dpdk-testpmd", "ovs-vsctl", "tshark"} <= set(found), \
         "the scan no longer sees how commands are run"
     unknown = {name: where[:3] for name, where in found.items()
-               if name not in tools.TOOLS and name not in NOT_HOST_TOOLS | NOT_DEBIAN}
-    assert unknown == {}, "add these to cnfperf/host/tools.py (and their package to the Makefile)"
+               if name not in declared.tools() and name not in NOT_HOST_TOOLS | NOT_DEBIAN}
+    assert unknown == {}, "add these to cnfperf/host/tools.py or the data plane's own table " \
+        "(DataPlane.tools), and their package to the Makefile"
 
 
 def test_a_missing_tool_is_named_with_its_package(monkeypatch):
     assert tools.missing("dpdk-testpmd") == "dpdk-testpmd not found (Debian package dpdk-dev)"
     monkeypatch.setattr(tools.shutil, "which", lambda *a, **kw: None)
-    assert tools.find("ovs-vswitchd-dpdk") in (None, *tools.TOOLS["ovs-vswitchd-dpdk"].paths)
+    assert tools.find("ovs-vswitchd-dpdk", ovs_host.TOOLS) in \
+        (None, *ovs_host.TOOLS["ovs-vswitchd-dpdk"].paths)
     assert tools.problems("ip", "trafgen") == ["ip not found (Debian package iproute2)",
                                                "trafgen not found (Debian package netsniff-ng)"]
 
 
 def test_a_missing_tool_fails_a_test_under_ci_and_skips_it_elsewhere(monkeypatch):
-    monkeypatch.setattr(tools, "find", lambda name: None)
+    monkeypatch.setattr(tools, "find", lambda name, *table: None)
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="dpdk-testpmd not found .*dpdk-dev"):
         harness.require("dpdk-testpmd")

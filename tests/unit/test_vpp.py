@@ -9,7 +9,7 @@ import pytest
 
 from cnfperf import UserError
 from cnfperf.dataplanes import vpp_app
-from cnfperf.host import builds
+from cnfperf.dataplanes import vpp_install
 from cnfperf.plan import place
 from cnfperf.scenario import validate
 from cnfperf.dataplanes.vpp import VppMemifPlane, VppPlane
@@ -128,7 +128,7 @@ def test_each_data_plane_loads_its_own_plugin_alone(tmp_path: Path):
 
 def test_a_wire_s_nic_loads_af_packet_beside_the_ports_plugin(tmp_path: Path):
     conf = vpp_app.startup_conf(tmp_path, [1], 64, "p", tmp_path,
-                                (VppMemifPlane.plugin, builds.AF_PACKET))
+                                (VppMemifPlane.plugin, vpp_install.AF_PACKET))
     assert "  plugin memif_plugin.so { enable }\n  plugin af_packet_plugin.so { enable }\n}" \
         in conf
 

@@ -1,4 +1,4 @@
-"""Which VPP a run uses (builds.find_vpp): the one CNFPERF_VPP names, else
+"""Which VPP a run uses (vpp_install.find_vpp, the VPP plugin's): the one CNFPERF_VPP names, else
 cnfperf's build, else the system's, laid out as FD.io's Debian packages lay it
 out (/usr/bin/vpp, /usr/bin/vppctl, /usr/lib/<multiarch>/vpp_plugins); what
 doctor and the store say of it. Made-up installs: scripts that print a version."""
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf.host import builds
+from cnfperf.dataplanes import vpp_install as vi
 from cnfperf.host.facts import EngineFacts, HostFacts, Hugepages
 from cnfperf.dataplanes.vpp import VppMemifPlane, VppPlane
 from cnfperf.run import checks
@@ -41,7 +42,7 @@ def system(tmp_path, monkeypatch) -> Path:
     vpp = _install(root / "usr" / "bin", root / "usr" / "lib" / "x86_64-linux-gnu" / "vpp_plugins",
                    "25.10-release")
     monkeypatch.setenv("PATH", f"{root / 'usr' / 'bin'}:/usr/bin:/bin")
-    monkeypatch.delenv(builds.VPP_ENV, raising=False)
+    monkeypatch.delenv(vi.VPP_ENV, raising=False)
     return vpp
 
 
@@ -61,34 +62,34 @@ def nothing_built(tmp_path, monkeypatch):
 
 
 def test_cnfperf_s_build_comes_before_the_system_s(system, built):
-    found = builds.find_vpp()
-    assert found == builds.Vpp(built, built.with_name("vppctl"),
+    found = vi.find_vpp()
+    assert found == vi.Vpp(built, built.with_name("vppctl"),
                                built.parent.parent / "lib" / "vpp_plugins", "build")
-    assert builds.describe_vpp() == f"26.10-rc0 at {built} (cnfperf's build)"
+    assert vi.describe_vpp() == f"26.10-rc0 at {built} (cnfperf's build)"
 
 
 def test_without_a_build_the_system_s_vpp_is_used_where_the_packages_put_it(system, nothing_built):
-    found = builds.find_vpp()
+    found = vi.find_vpp()
     assert found.origin == "system" and found.program == system
     assert found.plugins == system.parent.parent / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
-    assert builds.problems("vpp") == []
+    assert builds.problems(vi.BUILD) == []
     # not from a Debian package here: its own --version says
-    assert builds.describe_vpp() == f"25.10-release at {system} (the system's)"
+    assert vi.describe_vpp() == f"25.10-release at {system} (the system's)"
 
 
 def test_cnfperf_vpp_names_the_one_to_use_and_nothing_else(system, built, tmp_path, monkeypatch):
-    monkeypatch.setenv(builds.VPP_ENV, str(system))
-    assert builds.find_vpp().origin == builds.VPP_ENV and builds.find_vpp().program == system
-    monkeypatch.setenv(builds.VPP_ENV, str(tmp_path / "nowhere" / "vpp"))
+    monkeypatch.setenv(vi.VPP_ENV, str(system))
+    assert vi.find_vpp().origin == vi.VPP_ENV and vi.find_vpp().program == system
+    monkeypatch.setenv(vi.VPP_ENV, str(tmp_path / "nowhere" / "vpp"))
     nowhere = tmp_path / "nowhere" / "vpp"
-    assert builds.problems("vpp") == [
-        f"{builds.VPP_ENV}={nowhere}: {nowhere} is not an executable file"]
+    assert builds.problems(vi.BUILD) == [
+        f"{vi.VPP_ENV}={nowhere}: {nowhere} is not an executable file"]
 
 
 def test_a_system_vpp_without_its_plugins_is_named_with_the_package(system, nothing_built):
     for p in (system.parent.parent / "lib" / "x86_64-linux-gnu" / "vpp_plugins").iterdir():
         p.unlink()
-    [problem] = builds.problems("vpp")
+    [problem] = builds.problems(vi.BUILD)
     assert problem.startswith("the system's VPP: no vhost_plugin.so or memif_plugin.so in ")
     assert problem.endswith("(FD.io's packages vpp and vpp-plugin-core)")
 
@@ -96,12 +97,12 @@ def test_a_system_vpp_without_its_plugins_is_named_with_the_package(system, noth
 def test_a_system_vpp_with_one_plugin_runs_the_data_plane_that_uses_it(system, nothing_built):
     plugins = system.parent.parent / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
     (plugins / "vhost_plugin.so").unlink()
-    assert builds.problems("vpp") == [] and builds.vpp_plugin_problems("memif_plugin.so") == []
-    assert builds.vpp_plugin_problems("vhost_plugin.so") == [
+    assert builds.problems(vi.BUILD) == [] and vi.vpp_plugin_problems("memif_plugin.so") == []
+    assert vi.vpp_plugin_problems("vhost_plugin.so") == [
         f"the VPP at {system} has no vhost_plugin.so in {plugins} (FD.io's packages vpp and "
         "vpp-plugin-core)"]
-    assert builds.describe_vpp() == f"25.10-release at {system} (the system's; no vhost_plugin.so)"
-    assert [dp.plugin for dp in (VppPlane, VppMemifPlane)] == list(builds.PORT_PLUGINS)
+    assert vi.describe_vpp() == f"25.10-release at {system} (the system's; no vhost_plugin.so)"
+    assert [dp.plugin for dp in (VppPlane, VppMemifPlane)] == list(vi.PORT_PLUGINS)
 
 
 def test_a_build_without_af_packet_runs_every_point_but_a_wire_s(built):
@@ -110,20 +111,20 @@ def test_a_build_without_af_packet_runs_every_point_but_a_wire_s(built):
     adds it."""
     plugins = built.parent.parent / "lib" / "vpp_plugins"
     (plugins / "af_packet_plugin.so").unlink()
-    found = builds.find_vpp()
+    found = vi.find_vpp()
     assert found.origin == "build" and found.has == {"vhost_plugin.so", "memif_plugin.so"}
-    assert builds.vpp_plugin_problems(VppPlane.plugin) == []
+    assert vi.vpp_plugin_problems(VppPlane.plugin) == []
     assert VppPlane.nic_problems(None) == [
         f"the VPP at {built} has no af_packet_plugin.so in {plugins} (make switches)"]
-    assert builds.describe_vpp() == \
+    assert vi.describe_vpp() == \
         f"26.10-rc0 at {built} (cnfperf's build; no af_packet_plugin.so)"
 
 
 def test_a_system_vpp_with_af_packet_alone_is_no_vpp_to_run(system, nothing_built):
     plugins = system.parent.parent / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
-    for p in builds.PORT_PLUGINS:
+    for p in vi.PORT_PLUGINS:
         (plugins / p).unlink()
-    [problem] = builds.problems("vpp")
+    [problem] = builds.problems(vi.BUILD)
     assert problem.startswith("the system's VPP: no vhost_plugin.so or memif_plugin.so in ")
 
 
@@ -136,26 +137,26 @@ def test_a_link_to_vpp_is_followed_to_its_plugins(tmp_path, monkeypatch, nothing
     link.parent.mkdir(parents=True)
     link.symlink_to(real)
     monkeypatch.setenv("PATH", f"{link.parent}:/usr/bin:/bin")
-    monkeypatch.delenv(builds.VPP_ENV, raising=False)
-    found = builds.find_vpp()
-    assert found == builds.Vpp(link, opt / "bin" / "vppctl", opt / "lib" / "vpp_plugins", "system")
-    assert builds.describe_vpp() == f"25.06-release at {real} (the system's)"
+    monkeypatch.delenv(vi.VPP_ENV, raising=False)
+    found = vi.find_vpp()
+    assert found == vi.Vpp(link, opt / "bin" / "vppctl", opt / "lib" / "vpp_plugins", "system")
+    assert vi.describe_vpp() == f"25.06-release at {real} (the system's)"
 
 
 def test_no_vpp_at_all_names_both_ways_to_get_one(nothing_built, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    monkeypatch.delenv(builds.VPP_ENV, raising=False)
-    [problem] = builds.problems("vpp")
+    monkeypatch.delenv(vi.VPP_ENV, raising=False)
+    [problem] = builds.problems(vi.BUILD)
     assert problem == (f"vpp not built ({tmp_path}/empty/vpp/bin/vpp missing: make switches, or "
                        "switches/build.sh vpp), and no vpp on PATH (FD.io's packages vpp and "
                        "vpp-plugin-core)")
-    assert builds.describe_vpp() == problem
+    assert vi.describe_vpp() == problem
     with pytest.raises(LookupError):
-        builds.vpp()
+        vi.vpp()
 
 
 def test_doctor_s_build_row_is_about_cnfperf_s_build_alone(system, nothing_built):
-    assert builds.facts()["vpp"]["problem"].startswith("vpp not built")
+    assert builds.facts([vi.BUILD])["vpp"]["problem"].startswith("vpp not built")
 
 
 def test_preflight_asks_for_af_packet_only_where_a_wire_s_nic_is_a_port(built):
@@ -165,7 +166,7 @@ def test_preflight_asks_for_af_packet_only_where_a_wire_s_nic_is_a_port(built):
     (built.parent.parent / "lib" / "vpp_plugins" / "af_packet_plugin.so").unlink()
     host = HostFacts(cores=2, usable_cpus=[0, 1], cpu_model="x", kernel="6.1", root=True,
                      iproute2=True, kernel_links={}, hugepages=Hugepages(0, 0, 2048, []),
-                     runc=None, busybox_static=None, dpdk=None, testpmd=None, ovs_dpdk=None,
+                     runc=None, busybox_static=None, dpdk=None, testpmd=None,
                      libxdp=None, kvm=False, engine=EngineFacts(version="0.1.0", apis=["dpdk"]))
 
     def lacks(tester_host: str, here: str) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cnfperf.dataplanes import vpp_install
 from cnfperf.host import builds
 import harness
 from harness import missing
@@ -26,10 +27,10 @@ MULTIARCH = f"{platform.machine()}-linux-gnu"     # Debian's: x86_64-linux-gnu, 
 @pytest.fixture(scope="module")
 def packaged(tmp_path_factory) -> Path:
     """A root holding cnfperf's VPP build where the packages put their files."""
-    if problems := builds._missing("vpp"):
+    if problems := builds.missing(vpp_install.BUILD):
         missing(problems[0])
     root = tmp_path_factory.mktemp("root")
-    built, lib = builds.home("vpp").resolve(), root / "usr" / "lib" / MULTIARCH
+    built, lib = builds.home(vpp_install.BUILD).resolve(), root / "usr" / "lib" / MULTIARCH
     (root / "usr" / "bin").mkdir(parents=True)
     for program in ("vpp", "vppctl"):
         shutil.copy2(built / "bin" / program, root / "usr" / "bin")
@@ -53,7 +54,7 @@ def as_packaged(packaged, tmp_path) -> dict[str, str]:
 
 def _described(root: Path, note: str = "") -> str:
     """What doctor and the store say of the system's VPP: the build's version."""
-    version = builds.describe_vpp().split()[0]
+    version = vpp_install.describe_vpp().split()[0]
     return f"{version} at {root}/usr/bin/vpp (the system's{note})"
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import harness
 import sshhosts
-from cnfperf.host import builds
+from cnfperf.dataplanes import vpp_install
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("sshd", "ssh-keygen", "unshare", "nsenter")]
 
@@ -98,7 +98,7 @@ def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch
     """The tester's NICs through DPDK's af_packet or af_xdp PMD (nic_driver);
     the switch's the same (OVS-DPDK, testpmd, Click), Snabb's raw socket app or
     VPP's af_packet plugin."""
-    if switch == "vpp" and (lacks := builds.vpp_plugin_problems(builds.AF_PACKET)):
+    if switch == "vpp" and (lacks := vpp_install.vpp_plugin_problems(vpp_install.AF_PACKET)):
         harness.missing(lacks[0])
     point = stored_point(cli_json, run_point(cli, lab, "--switch", switch, "--api", "dpdk",
                                              "--nic-driver", driver))
