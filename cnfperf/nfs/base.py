@@ -20,6 +20,7 @@ instance answers for one value:
   prepare(...)                what its netns needs before any trial (router)
   counters(node, ports)       a kernel kind's counters, read around each trial
   records, holds_ports, settle_s, counted, apis, lazy, kernel: what it does as it runs
+  own_fields                  fields that concern its NFs only (router's nf_routes, …)
   style, stored()             its colour and marker in reports, stored with each point
 
 plan.py and dataplanes/ do not import this package: run/checks.py and
@@ -93,6 +94,9 @@ class NfKind:
     # (stored()), so an old run is drawn as it was. A value without one (a
     # user's command or Click file) is drawn by a hash of its text.
     styles: ClassVar[Mapping[str, int]] = {}
+    # Scenario fields that mean something to its NFs only (fields.py's names):
+    # set away from their defaults, they need this family's NFs (own_fields_problem).
+    own_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, nf: str):
         self.nf = nf
