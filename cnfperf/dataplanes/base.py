@@ -1,7 +1,7 @@
 """The DataPlane interface: one class per switch, one file each.
 
 What a data plane is, as class attributes and class methods (every caller asks
-the class: run/checks.py names no data plane, it asks these):
+the class: run/checks/ names no data plane, it asks these):
     name, description, kind ("kernel" or "dpdk"), apis, style (its report style)
     kernel_links  kernel link types its links need -> the config option of each
     joins, counter_view, max_links, forwards, pins_rxq, rings, nic_rings, poll_threads,

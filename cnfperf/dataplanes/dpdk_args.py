@@ -118,7 +118,7 @@ def af_xdp(index: int, iface: str) -> str:
     """The af_xdp PMD: an AF_XDP socket on the interface's first queue (its
     XDP program steers every frame there), frames in umem chunks the kernel
     fills and drains without a copy into a TPACKET ring. A frame must fit
-    one 2 KB mbuf (checks.py refuses jumbo frames with it)."""
+    one 2 KB mbuf (run/checks/placement.py refuses jumbo frames with it)."""
     return _vdev("net_af_xdp", index, iface=iface, start_queue=0, queue_count=1)
 
 

@@ -190,7 +190,7 @@ class DpdkPlane(DataPlane):
     @property
     def ring(self) -> int | None:
         """The descriptors of a vhost-user port's ring, which its front end sizes
-        both ways alike: switch_rxd or switch_txd (checks.py refuses two
+        both ways alike: switch_rxd or switch_txd (input_problem refuses two
         different ones); None: the front end's own (rings: where the plane
         sizes them)."""
         s = self.point.scenario

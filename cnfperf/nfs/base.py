@@ -23,7 +23,7 @@ instance answers for one value:
   own_fields                  fields that concern its NFs only (router's nf_routes, …)
   style, stored()             its colour and marker in reports, stored with each point
 
-plan.py and dataplanes/ do not import this package: run/checks.py and
+plan.py and dataplanes/ do not import this package: run/checks/ and
 run/testbed.py resolve the kind and hand down the facts placing needs
 (ports, pollers, warnings).
 """
