@@ -2,9 +2,9 @@
 
 A scenario file is flat (`switch = "bridge"`, `pairs = 2`, `rate = "500k"`). Any
 field may hold several values instead of one: a list, `"64,128,1500"` or a range
-`"64:64:512"`. `build()` expands them into a sweep (experiments/sweep.py: its
-order, repetitions and point keys), one validated `Scenario` per point; nothing
-downstream of it ever sees a list. A study file adds `[study]`, `[[part]]` and
+`"64:64:512"`. A plan (run/checks/plans.py) expands them into a sweep
+(experiments/sweep.py: its order, repetitions and point keys), one `Scenario`
+per point validated here (`validate`); nothing downstream of it ever sees a list. A study file adds `[study]`, `[[part]]` and
 `[quick]` tables around the same fields.
 
 Pairs are alike unless a scenario gives one its own values, its profile:
