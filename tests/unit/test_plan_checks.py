@@ -2,14 +2,17 @@
 the sweep asks for each point's key and for what a host leaves out, the plan
 for its scenarios, every repetition, and each pair's own values; none of them
 checks a point again. scenario.py holds no check: it validates fields."""
+import ast
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from cnfperf import UserError, scenario
 from cnfperf.run import checks
 from cnfperf.run.checks import plans
+from cnfperf.runtimes import RUNTIMES
 
 HOST = type("Host", (), {"engine": type("E", (), {"apis": []})()})()
 
@@ -68,3 +71,20 @@ def test_scenario_validates_fields_and_holds_no_check():
     assert s.switch == "memif"
     with pytest.raises(UserError, match="api: memif supports dpdk; not udp"):
         checks.check(s, (0, 1))
+
+
+def test_checks_compare_no_place_or_runtime_with_a_runtime_s_name():
+    """Where a node runs is the runtime's to say (Runtime.holds), as a data
+    plane's capabilities are its class's: run/checks/ compares no value with a
+    runtime's name; and scenario.py imports nothing of run/ (it is below)."""
+    package = Path(checks.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                named = {c.value for c in ast.walk(node) if isinstance(c, ast.Constant)} | \
+                        {c.id for c in ast.walk(node) if isinstance(c, ast.Name)}
+                assert not named & {*RUNTIMES, "VM"}, f"{path.name}:{node.lineno}: " \
+                                                      f"{ast.unparse(node)}"
+    tree = ast.parse(Path(scenario.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not any(m and m.startswith("cnfperf.run") for m in imported), imported
