@@ -29,7 +29,7 @@ def nf_ports(nf: str) -> int:
 
 
 def mismatch(dataplane: type[DataPlane], api: str | None, pairs: int, count: int = 0,
-              ports: int = 2) -> tuple[str, str] | None:
+             ports: int = 2) -> tuple[str, str] | None:
     """(field, why) when a data plane cannot serve the api (None: the tester is
     not on it) or the links, else None: `count` NFs of `ports` ports each on
     each path."""

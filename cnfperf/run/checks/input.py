@@ -5,8 +5,6 @@ are held against each other, against the data plane's capabilities
 the point's placement (checks.placement)."""
 from __future__ import annotations
 
-import os
-
 from cnfperf import UserError, fields, nfs, testers
 from cnfperf.dataplanes import DATAPLANES, DataPlane
 from cnfperf.dataplanes.dpdk_args import endpoint_mb
@@ -15,8 +13,8 @@ from cnfperf.host import buckets
 from cnfperf.plan import first_sport, has_vms, links_per_path, nf_places
 from cnfperf.run import fault
 from cnfperf.run.checks.dataplane import RINGS, dataplane_of, mismatch, switch_problem
-from cnfperf.run.checks.placement import (check_cpu, check_hosts, in_machine, point_cpus,
-                                          tester_crosses)
+from cnfperf.run.checks.placement import (check_cpu, check_hosts, check_usable, in_machine,
+                                          point_cpus, tester_crosses)
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM
 from cnfperf.scenario import SOCKET_APIS, Scenario, tester_hosts
 from cnfperf.strategies import latency, mlr, soak
@@ -67,12 +65,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         raise UserError(*problem)
     if (refused := testers.problem(s, ports, dataplane.single_tester or spans)) is not None:
         raise UserError(refused.field, refused.why)
-    if s.cpus is not None:
-        usable = os.sched_getaffinity(0)
-        missing = sorted(set(s.cpus) - usable)
-        if missing:
-            raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
-                                    f"usable: {','.join(map(str, sorted(usable)))}")
+    check_usable(s)
     _check_switch(s, dataplane, point_cpus(s, cores))
     _check_rings(s, dataplane)
     check_cpu(s, dataplane, kind, point_cpus(s, cores))

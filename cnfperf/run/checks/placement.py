@@ -4,6 +4,7 @@ kind say of themselves)."""
 from __future__ import annotations
 
 import functools
+import os
 from collections import Counter
 
 from cnfperf import UserError, nfs
@@ -55,8 +56,19 @@ def tester_crosses(s: Scenario) -> bool:
     return sender != hosts[0] or receiver != hosts[-1]
 
 
+def check_usable(s: Scenario) -> None:
+    """The scenario's cpus: each one this process may run on (taskset)."""
+    if s.cpus is None:
+        return
+    usable = os.sched_getaffinity(0)
+    missing = sorted(set(s.cpus) - usable)
+    if missing:
+        raise UserError("cpus", f"CPU {','.join(map(str, missing))} not usable here; "
+                                f"usable: {','.join(map(str, sorted(usable)))}")
+
+
 def check_cpu(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None,
-               cpus: tuple[int, ...]) -> None:
+              cpus: tuple[int, ...]) -> None:
     """Quotas, NF cores and noise against the runtime, the path and the `cpus`
     the point is placed on."""
     cores = len(cpus)
@@ -178,12 +190,8 @@ def _check_nic_driver(s: Scenario, dataplane: type[DataPlane],
         raise UserError("nic_driver", f"{s.nic_driver}: nothing opens a NIC with DPDK here "
                                       f"({s.switch} leaves its NICs to the kernel and no node "
                                       "on a NIC has api = dpdk)")
-    if s.nic_driver == "af_xdp" and dpdk_args.jumbo(s.size):
-        # A larger frame would take a jumbo mbuf, which spans more than the
-        # PMD's umem chunk.
-        largest = dpdk_args.STD_BUFFER - dpdk_args.FRAME_SLACK + dpdk_args.FCS
-        raise UserError("nic_driver", f"af_xdp takes frames of up to {largest} bytes (one 2 KB "
-                                      f"buffer each), not {s.size}: use af_packet")
+    if (why := dpdk_args.nic_problem(s.nic_driver, s.size)) is not None:
+        raise UserError("nic_driver", why)
 
 
 @functools.cache
