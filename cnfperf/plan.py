@@ -32,7 +32,7 @@ SINGLE = ("tester", "tester")
 
 class NfFacts(Protocol):
     """What placing asks of the point's NF kind: cnfperf/nfs/'s NfKind answers
-    it. plan does not import nfs (it is above): run/checks.py resolves the kind
+    it. plan does not import nfs (it is above): run/checks/ resolves the kind
     and hands it down, as it hands down the data plane's pollers."""
 
     @property

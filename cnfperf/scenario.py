@@ -2,9 +2,9 @@
 
 A scenario file is flat (`switch = "bridge"`, `pairs = 2`, `rate = "500k"`). Any
 field may hold several values instead of one: a list, `"64,128,1500"` or a range
-`"64:64:512"`. `build()` expands them into a sweep (experiments/sweep.py: its
-order, repetitions and point keys), one validated `Scenario` per point; nothing
-downstream of it ever sees a list. A study file adds `[study]`, `[[part]]` and
+`"64:64:512"`. A plan (run/checks/plans.py) expands them into a sweep
+(experiments/sweep.py: its order, repetitions and point keys), one `Scenario`
+per point validated here (`validate`); nothing downstream of it ever sees a list. A study file adds `[study]`, `[[part]]` and
 `[quick]` tables around the same fields.
 
 Pairs are alike unless a scenario gives one its own values, its profile:
@@ -17,7 +17,8 @@ that differ from its own (`Scenario.pair`; `of_pair` gives a pair's view).
 The fields themselves are declared once, in fields.py; this module turns that
 table into the pydantic model. Whether a valid scenario's parts go together on
 this cnfperf and this host (a data plane's apis, a runtime) is decided above
-the data planes, in checks.py, which hands its checks to build().
+the data planes, in run/checks/, which makes a document a plan: it expands the
+sweep, validates each point here (validate) and checks it there, once.
 """
 from __future__ import annotations
 
@@ -221,9 +222,7 @@ class Sweep:
     spec: dict[str, Any] = field(default_factory=dict)
 
 
-Check = Callable[[Scenario], None]     # raises UserError when the parts do not go together
 Keep = Callable[[dict], "str | None"]  # why a point cannot run on this host, or None
-Settle = Callable[[Scenario], Scenario]   # the scenario as it runs (tester = auto chosen)
 
 
 def in_turn(value: str, count: int) -> tuple[str, ...]:
@@ -246,9 +245,10 @@ def tester_hosts(s: Scenario) -> tuple[str, str]:
     return sender, receiver
 
 
-def validate(raw: dict[str, Any], check: Check | None = None) -> Scenario:
+def validate(raw: dict[str, Any]) -> Scenario:
     """A point's parameters (one value each; a pair's own as pair.N.FIELD) as a
-    Scenario, or UserError naming the field; `check` as build() says."""
+    Scenario, or UserError naming the field: its fields valid on their own
+    (whether they go together is run/checks' question)."""
     base, own = _split(raw)
     try:
         scenario = Scenario.model_validate(base)
@@ -256,10 +256,6 @@ def validate(raw: dict[str, Any], check: Check | None = None) -> Scenario:
         raise _user_error(e.errors()[0]) from None
     if own:
         scenario = _with_profiles(scenario, base, own)
-    if check:
-        check(scenario)
-        for index, _ in scenario.pair:   # each pair's values go together too
-            check(scenario.of_pair(index))
     return scenario
 
 
@@ -335,30 +331,6 @@ def canonical(s: Scenario) -> dict[str, Any]:
         for name in fields.search_only():
             values.pop(name, None)
     return values
-
-
-def build(doc: dict[str, Any], *, quick: bool = False, check: Check | None = None,
-          keep: Keep | None = None, settle: Settle | None = None) -> Sweep:
-    """The sweep of a scenario or study document; raises UserError. `keep` leaves
-    out (and lists) points this host cannot run; `check` refuses combinations;
-    a point's key is hashed from what `settle` makes of its scenario. The sweep's
-    scenarios are as asked (tester = auto is chosen as each point is placed)."""
-    settled = settle or (lambda s: s)
-    try:
-        plan = sweep.expand_study(
-            doc, quick, keep=keep,
-            canonical=lambda params: canonical(settled(validate(params, check))))
-    except ValueError as e:
-        field_, sep, why = str(e).partition(": ")
-        raise UserError(field_ if sep else "scenario", why if sep else str(e)) from None
-    if not plan.points:
-        reasons = "; ".join(dict.fromkeys(reason for _, reason in plan.skipped))
-        raise UserError("switch", "no point can run on this host" +
-                        (f": {reasons}" if reasons else ""))
-    return Sweep(plan, [validate(p.params, check) for p in plan.points],
-                 {"doc": doc, "quick": quick, "skip_unusable": keep is not None,
-                  "skipped": plan.skip_notes(),
-                  "defaults": {k: fields.by_name()[k].default for k in fields.CHANGED_DEFAULTS}})
 
 
 def _user_error(err: dict[str, Any]) -> UserError:

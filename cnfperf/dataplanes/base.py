@@ -1,15 +1,16 @@
 """The DataPlane interface: one class per switch, one file each.
 
 What a data plane is, as class attributes and class methods (every caller asks
-the class: run/checks.py names no data plane, it asks these):
+the class: run/checks/ names no data plane, it asks these):
     name, description, kind ("kernel" or "dpdk"), apis, style (its report style)
     kernel_links  kernel link types its links need -> the config option of each
     joins, counter_view, max_links, forwards, pins_rxq, rings, nic_rings, poll_threads,
     max_cores, max_rxq, max_size, processes, rx_interrupts, floats,
-    neighbours_may_close, single_tester, vm_refusal: capabilities
+    neighbours_may_close, single_tester, vm_refusal, vm_dpdk: capabilities
     undo          journal kinds of its own -> how `cnfperf cleanup` undoes one
     cut_at, cut_refusal  where it takes a port down for a fault (run/fault.py)
-    check(host), scenario_problem(s, links), limit_problem(api), pollers(s, cores),
+    check(host), scenario_problem(s, links), input_problem(s), limit_problem(api),
+    pollers(s, cores),
     versions(host), stored(): what checks, plan, runner and the store ask
 
 Lifecycle for one test point, driven by testbed.Builder and trial.py:
@@ -181,6 +182,10 @@ class DataPlane(ABC):
     # Kernel link types its VM ports need beyond kernel_links (a macvtap, a tap),
     # as kernel_links: asked only of a point with a virtual machine.
     vm_links: ClassVar[Mapping[str, str]] = {}
+    # Whether a virtual machine's NICs on it are DPDK devices in its guest
+    # (vm_nic's Nic.dpdk): the guest's engine holds hugepages for their ports,
+    # which the VM's memory must hold (vm_memory).
+    vm_dpdk: ClassVar[bool] = False
 
     # Whether it takes a NIC of its host as the port of a node on another host
     # (TestPoint.nics: the tester's ports when tester_host is not dut_host).
@@ -242,6 +247,13 @@ class DataPlane(ABC):
         the capabilities above (checks.switch_problem asks); None when it can.
         `links`: how many links the point makes (its NF kind's ports decide:
         plan.links_per_path)."""
+        return None
+
+    @classmethod
+    def input_problem(cls, s: Scenario) -> tuple[str, str] | None:
+        """(field, why) for values of its own knobs it never takes, on any host
+        and in any plan (checks.check asks: exit 2, where a study leaves out a
+        point scenario_problem refuses); None when it takes them."""
         return None
 
     @classmethod

@@ -118,8 +118,19 @@ def af_xdp(index: int, iface: str) -> str:
     """The af_xdp PMD: an AF_XDP socket on the interface's first queue (its
     XDP program steers every frame there), frames in umem chunks the kernel
     fills and drains without a copy into a TPACKET ring. A frame must fit
-    one 2 KB mbuf (checks.py refuses jumbo frames with it)."""
+    one 2 KB mbuf (nic_problem refuses jumbo frames with it)."""
     return _vdev("net_af_xdp", index, iface=iface, start_queue=0, queue_count=1)
+
+
+def nic_problem(driver: str, frame_size: int) -> str | None:
+    """Why DPDK cannot open a NIC with `driver` (nic_driver) for frames of
+    `frame_size`, or None: af_xdp's frames fit one 2 KB buffer (a larger one
+    would take a jumbo mbuf, which spans more than the PMD's umem chunk)."""
+    if driver == "af_xdp" and jumbo(frame_size):
+        largest = STD_BUFFER - FRAME_SLACK + FCS
+        return (f"af_xdp takes frames of up to {largest} bytes (one 2 KB buffer each), not "
+                f"{frame_size}: use af_packet")
+    return None
 
 
 def nic(index: int, iface: str, driver: str, frame_size: int = 0) -> str:

@@ -33,11 +33,14 @@ from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import POOL, Hugepages, pages_for
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.links import give_back_all, lend_nic
+from cnfperf.plan import has_vms, nf_hosts
 from cnfperf.runtimes.base import Mount, Nic
+from cnfperf.scenario import tester_hosts
 
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import Link, Port, TestPoint
+    from cnfperf.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,21 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
     return tuple(sorted(ranked[:n]))
 
 
+def _vhost_ports(s: Scenario) -> bool:
+    """Whether the switch joins a port of a node of its own host (a vhost-user
+    port), not only NICs wired to the tester's ends (both of them, with no NF)."""
+    hosts = nf_hosts(s) or (s.dut_host,)
+    sender, receiver = tester_hosts(s)
+    return bool(s.nfs) or sender == hosts[0] or receiver == hosts[-1]
+
+
+def _has_vms(s: Scenario) -> bool:
+    try:
+        return has_vms(s)
+    except ValueError:
+        return False     # checks.check names the mistake
+
+
 class DpdkPlane(DataPlane):
     kind = "dpdk"
     apis: ClassVar[frozenset[str]] = frozenset({"dpdk"})
@@ -74,6 +92,7 @@ class DpdkPlane(DataPlane):
     # A link joined directly (vhost, memif) is two engines' vdevs: nothing
     # between them to take down; a switch says what it has (cut_at) or lacks.
     cut_refusal = "its links are the engines' own ports joined directly, with no switch between"
+    vm_dpdk = True     # vm_nic: a vhost-user socket, the guest's DPDK's virtio device
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -91,6 +110,21 @@ class DpdkPlane(DataPlane):
     @classmethod
     def limit_problem(cls, api: str) -> str | None:
         return "only the kernel data planes shape a link (tbf)"
+
+    @classmethod
+    def input_problem(cls, s: Scenario) -> tuple[str, str] | None:
+        """switch_rxd and switch_txd (on a plane that sizes its rings): one size
+        both ways where a vhost-user port's front end sizes its ring (ring), and
+        no virtual machine's."""
+        given = [f for f in ("switch_rxd", "switch_txd") if getattr(s, f) is not None]
+        if len(given) == 2 and s.switch_rxd != s.switch_txd and _vhost_ports(s):
+            return "switch_txd", (f"{s.switch_txd} ≠ switch_rxd {s.switch_rxd}: a vhost-user "
+                                  "port's ring is one size both ways (its front end's "
+                                  "queue_size); different sizes only on NICs")
+        if given and _has_vms(s):
+            return given[0], ("a virtual machine's vhost-user ring is QEMU's, not sized by "
+                              "cnfperf: no virtual machine (nf_in, endpoint_in) with it")
+        return None
 
     # --- what a subclass provides -------------------------------------------
     def switch_mb(self) -> int:
@@ -154,7 +188,7 @@ class DpdkPlane(DataPlane):
     @property
     def ring(self) -> int | None:
         """The descriptors of a vhost-user port's ring, which its front end sizes
-        both ways alike: switch_rxd or switch_txd (checks.py refuses two
+        both ways alike: switch_rxd or switch_txd (input_problem refuses two
         different ones); None: the front end's own (rings: where the plane
         sizes them)."""
         s = self.point.scenario

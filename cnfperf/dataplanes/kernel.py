@@ -69,7 +69,7 @@ class KernelPlane(DataPlane):
     shaped_at_sender: ClassVar[bool] = True
 
     def __init__(self, journal: Journal, home=None):
-        super().__init__(journal, home)   # no process of its own: checks.py refuses a home
+        super().__init__(journal, home)   # no process of its own: run/checks/ refuses a home
         self._links: list[tuple[str, str | None]] = []   # (name, netns) created here
         self._ports: list[tuple[str, str | None]] = []   # (name, netns) counted
         self._switch_netns: str | None = None
@@ -283,7 +283,7 @@ class KernelPlane(DataPlane):
     def _buckets(self, pair: Pair, s: Scenario) -> None:
         """The kernel policer and shaper of the point (host/buckets.py) on the
         pair's last link: what the receiver gets; a pair's `limit` is a tbf
-        shaper there too (buckets.limit_shaper: checks.py refuses both). Each
+        shaper there too (buckets.limit_shaper: run/checks/ refuses both). Each
         is journaled before it is made, and removed in stop() before the links
         go; what it drops counts at that link (counters())."""
         shaper = (s.shaper, s.shaper_rate.pps, s.shaper_bucket, s.shaper_queue) \

@@ -9,7 +9,7 @@ that port (TestPoint.nics) and is the parent of this port's child instead: the
 way containers reach a host's NIC on a macvlan network. Frames from the wire
 reach the child by its MAC; the child's go out on the wire. macvlan joins
 children to their parent, not two parents: a link whose two ports are both
-NICs has nothing to join it (checks.py refuses it: nic_to_nic).
+NICs has nothing to join it (run/checks/placement.py refuses it: nic_to_nic).
 """
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ the order here is also the order --help and the docs list the kinds in.
 """
 from __future__ import annotations
 
-from cnfperf import UserError
+from typing import TYPE_CHECKING
+
+from cnfperf import UserError, fields
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.nfs.click import ClickKind
 from cnfperf.nfs.cmd import CmdKind
@@ -14,6 +16,9 @@ from cnfperf.nfs.engine import EngineKind
 from cnfperf.nfs.image import ImageKind
 from cnfperf.nfs.router import RouterKind
 from cnfperf.nfs.testpmd import TestPmdKind
+
+if TYPE_CHECKING:
+    from cnfperf.scenario import Scenario
 
 KINDS: list[type[NfKind]] = [
     EngineKind,
@@ -56,6 +61,20 @@ def bucket_kinds() -> list[str]:
     return [name for k in KINDS if k.buckets for name in k.names]
 
 
+def own_fields_problem(s: Scenario, kind: NfKind | None) -> tuple[str, str] | None:
+    """(field, why) for a field of a family's own (NfKind.own_fields) set away
+    from its default where the point's NFs (`kind`: None without NFs) are not
+    that family's: it would mean nothing."""
+    default = {f.name: f.default for f in fields.FIELDS}
+    for family in KINDS:
+        if family.own_fields and not isinstance(kind, family):
+            for name in family.own_fields:
+                if getattr(s, name) != default[name]:
+                    own = family.names[0]
+                    return name, f"it concerns {own} NFs: nf = {own} with nfs ≥ 1"
+    return None
+
+
 def described() -> str:
     """The kinds as the `nf` field's help lists them."""
     shown = [*names(), *(f"{form} ({what})" for k in KINDS for form, what in k.forms.items())]
@@ -63,4 +82,4 @@ def described() -> str:
 
 
 __all__ = ["KINDS", "Command", "NfKind", "bucket_kinds", "described", "find", "kind", "names",
-           "values"]
+           "own_fields_problem", "values"]

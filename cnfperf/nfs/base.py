@@ -20,9 +20,10 @@ instance answers for one value:
   prepare(...)                what its netns needs before any trial (router)
   counters(node, ports)       a kernel kind's counters, read around each trial
   records, holds_ports, settle_s, counted, apis, lazy, kernel: what it does as it runs
+  own_fields                  fields that concern its NFs only (router's nf_routes, …)
   style, stored()             its colour and marker in reports, stored with each point
 
-plan.py and dataplanes/ do not import this package: run/checks.py and
+plan.py and dataplanes/ do not import this package: run/checks/ and
 run/testbed.py resolve the kind and hand down the facts placing needs
 (ports, pollers, warnings).
 """
@@ -96,6 +97,9 @@ class NfKind:
     styles: ClassVar[Mapping[str, int]] = {}
     # The builds from source it runs (switches/NAME/, host/builds.py): doctor's rows.
     builds: ClassVar[tuple[Build, ...]] = ()
+    # Scenario fields that mean something to its NFs only (fields.py's names):
+    # set away from their defaults, they need this family's NFs (own_fields_problem).
+    own_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, nf: str):
         self.nf = nf

@@ -174,6 +174,7 @@ class RouterKind(NfKind):
     apis = KERNEL_APIS
     kernel = True    # its counters are the kernel's (host/kernel_drops.py)
     settle_s = 0.0   # up once prepared: its process forwards nothing
+    own_fields = ("nf_routes", "nf_interfaces", "nf_unrouted")
 
     def check_own(self, s: Scenario) -> None:
         dataplane = DATAPLANES.get(s.switch)

@@ -267,7 +267,7 @@ class Fault:
 
 def create(point: TestPoint, dataplane: DataPlane,
            restore: Callable[[list[Port]], bool] | None = None) -> Fault | None:
-    """The point's fault, None without one (checks.py refused what cannot be);
+    """The point's fault, None without one (run/checks/ refused what cannot be);
     `restore`: what puts back the kernel's routes and neighbours through ports
     that came up at their node, true if it put any back (Testbed.restore)."""
     s = point.scenario
@@ -275,6 +275,6 @@ def create(point: TestPoint, dataplane: DataPlane,
     if target is None:
         return None
     side = where(target, dataplane.cut_at)
-    assert side is not None, "checks.py refuses a fault the data plane cannot cut"
+    assert side is not None, "run/checks/ refuses a fault the data plane cannot cut"
     return Fault(dataplane, target, ports(point, target), side, s.fault_at, s.fault_duration,
                  restore)

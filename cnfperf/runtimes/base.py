@@ -9,7 +9,7 @@ import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Mapping, Protocol, Sequence
+from typing import Any, ClassVar, Mapping, Protocol, Sequence
 
 from cnfperf import SystemFailure
 from cnfperf.host import tools
@@ -325,6 +325,21 @@ class Runtime(ABC):
     kind: ClassVar[str] = "container"
     # Whether create() can hold a container to a CPU quota (it needs a cgroup).
     quotas: ClassVar[bool] = True
+
+    @classmethod
+    def holds(cls, place: str) -> bool:
+        """Whether a place (a value of endpoint_in, or one of nf_in's: fields.PLACES)
+        puts a node in this runtime's machines (the vm runtime's); a container's
+        runtime is the scenario's `runtime`. run/checks asks every runtime, so no
+        one outside it compares a place with its name."""
+        return False
+
+    @classmethod
+    def scenario_problem(cls, s: Any) -> tuple[str, str] | None:
+        """(field, why) for its own fields a scenario sets as it cannot take (the
+        vm runtime's vm_image), or None; run/checks asks every runtime (exit 2).
+        `s`: a Scenario (runtimes stand below scenario.py and import none of it)."""
+        return None
 
     def __init__(self, journal: Journal, state_dir: Path):
         self.journal = journal

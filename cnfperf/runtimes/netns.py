@@ -54,7 +54,7 @@ class NetnsContainer(Container):
 
 class NetnsRuntime(Runtime):
     name = "netns"
-    quotas = False   # no cgroup of its own: checks.py refuses a quota before a run
+    quotas = False   # no cgroup of its own: run/checks/ refuses a quota before a run
 
     def __init__(self, journal: Journal, state_dir: Path):
         super().__init__(journal, state_dir)

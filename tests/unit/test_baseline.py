@@ -62,7 +62,7 @@ def test_a_baseline_is_refused_where_it_cannot_run():
     from cnfperf.run import checks
     s = scenario(switch="bridge", api="udp", tester_host="dut")
     with pytest.raises(UserError, match="generator_baseline: the tester runs on dut"):
-        checks._check_baseline(s, (0, 1))
+        checks.input._check_baseline(s, (0, 1))
 
 
 def test_a_run_asks_the_host_about_the_baselines_of_its_points_as_placed():

@@ -12,7 +12,7 @@ HOST = type("Host", (), {"engine": type("E", (), {"apis": []})()})()
 
 @pytest.fixture
 def host_without_problems(monkeypatch):
-    monkeypatch.setattr(checks, "_problems", lambda *a: [])
+    monkeypatch.setattr(checks.host, "_problems", lambda *a: [])
     return HOST
 
 

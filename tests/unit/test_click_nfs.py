@@ -258,7 +258,7 @@ def test_a_study_leaves_click_points_out_when_click_is_not_built(tmp_path, monke
     monkeypatch.setenv(builds.PREFIX_ENV, str(tmp_path / "none"))
     engine = type("E", (), {"apis": [], "nfs": None})()
     keep = checks.unusable(type("Host", (), {"engine": engine, "static_engine": engine})())
-    monkeypatch.setattr(checks, "_problems", lambda *a: [])
+    monkeypatch.setattr(checks.host, "_problems", lambda *a: [])
     why = keep({"switch": "bridge", "api": "raw", "nfs": 1, "nf": "click:strip-encap"})
     assert why and why.startswith("nf click:strip-encap: click not built") and \
         "switches/build.sh click)" in why

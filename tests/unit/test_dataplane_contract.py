@@ -136,10 +136,16 @@ def _mentions_switch(node: ast.AST) -> bool:
 
 
 def test_run_checks_names_no_data_plane():
-    """Every rule in run/checks.py asks the data plane's class: no comparison
+    """Every rule in run/checks/ asks the data plane's class: no comparison
     of a switch with a name, and no data plane's name in its strings (the NF
     kinds' rules, which name testpmd and click, are cnfperf/nfs/')."""
-    tree = ast.parse((PACKAGE / "run" / "checks.py").read_text())
+    paths = sorted((PACKAGE / "run" / "checks").glob("*.py"))
+    assert len(paths) > 1
+    for path in paths:
+        _names_no_data_plane(ast.parse(path.read_text()))
+
+
+def _names_no_data_plane(tree: ast.AST) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]

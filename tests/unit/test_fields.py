@@ -102,9 +102,11 @@ def test_a_yes_no_field_reads_yes_or_no_wherever_it_is_shown():
 
 
 def test_a_late_field_at_its_default_leaves_the_point_keys_of_stored_runs_as_they_were():
-    from cnfperf.scenario import build, canonical
-    [kept] = build({"switch": "ovs", "api": "dpdk", "rate": 1000}).scenarios
+    from cnfperf.run.checks import plan
+    from cnfperf.scenario import canonical
+    [kept] = plan({"switch": "ovs", "api": "dpdk", "rate": 1000}, cores=(0, 1)).scenarios
     assert fields.by_name()["switch_keep"].late and kept.switch_keep is True
     assert "switch_keep" not in canonical(kept), "a run stored before it would be measured again"
-    both = build({"switch": "ovs", "api": "dpdk", "rate": 1000, "switch_keep": "yes,no"})
+    both = plan({"switch": "ovs", "api": "dpdk", "rate": 1000, "switch_keep": "yes,no"},
+                cores=(0, 1))
     assert len({p.key for p in both.plan.points}) == 2

@@ -151,7 +151,7 @@ def test_the_engine_s_version_says_its_nfs_or_nothing(tmp_path):
 def test_preflight_and_doctor_refuse_an_engine_kind_the_binary_lacks(monkeypatch):
     from cnfperf import SystemFailure
     from cnfperf.run import checks
-    monkeypatch.setattr(checks, "_problems", lambda *a: [])   # the data plane's and runtime's
+    monkeypatch.setattr(checks.host, "_problems", lambda *a: [])   # the data plane's and runtime's
     host = _host(["l2"])
     s = Scenario(nfs=1, nf="l3", api="raw", nf_api="raw")
     assert checks.host_problems(host)(s) == [

@@ -354,7 +354,7 @@ def test_a_combination_that_means_something_is_taken(fields):
 
 
 def test_a_study_leaves_out_the_points_a_data_plane_cannot_take(monkeypatch):
-    monkeypatch.setattr(checks, "_problems", lambda *a: [])
+    monkeypatch.setattr(checks.host, "_problems", lambda *a: [])
     swept = checks.plan({"switch": ["ovs", "testpmd", "vpp"], "api": "dpdk",
                          "rxq_affinity": "pinned"}, host=HOST)
     assert [s.switch for s in swept.scenarios] == ["ovs"]
@@ -379,7 +379,7 @@ def test_a_switch_is_made_anew_for_another_value_of_each_knob():
 
 
 def test_checks_words_for_each_forward_value():
-    assert set(checks.FORWARD_WORDS) == set(FORWARDS)
+    assert set(checks.dataplane.FORWARD_WORDS) == set(FORWARDS)
     with pytest.raises(UserError, match="by destination MAC: bridge"):
         checks.check(Scenario(switch="testpmd", api="dpdk", forward="mac"), cores=(0, 1))
 

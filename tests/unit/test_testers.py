@@ -163,7 +163,7 @@ def test_a_run_is_resumed_on_the_cores_it_was_planned_on(monkeypatch):
     first = cores(2)[0]
     doc = {"switch": "veth", "api": "raw"}
     with monkeypatch.context() as m:
-        for module in (checks, plan_module):
+        for module in (checks.plans, checks.placement, plan_module):
             m.setattr(module, "usable_cpus", lambda: (first,))
         planned = load_plan(None, doc)
         placed = runner.test_points(planned, "1a2b")

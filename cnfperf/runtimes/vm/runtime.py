@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 from cnfperf import fields
 from cnfperf.fields import AUTO
@@ -200,6 +200,35 @@ class VmRuntime(Runtime):
             self.image_format(image)
         self.accel, self.memory_mb, self.pin = accel, memory_mb, pin
         self.disk = None if image == HOST_IMAGE else os.path.realpath(image)
+
+    @classmethod
+    def holds(cls, place: str) -> bool:
+        return place == cls.name
+
+    @classmethod
+    def scenario_problem(cls, s: Any) -> tuple[str, str] | None:
+        """vm_image: host, or a disk image a guest can boot your commands in."""
+        if s.vm_image == HOST_IMAGE:
+            return None
+        try:
+            cls.image_format(s.vm_image)
+        except ValueError as e:
+            return "vm_image", f"{e}; or {HOST_IMAGE} (the host's own root)"
+        return None
+
+    @classmethod
+    def host_problems(cls, accel: str) -> list[str]:
+        """What keeps this host from running virtual machines with `accel` (auto:
+        whichever boots), each naming what it concerns first."""
+        return [f"{cls.name}: {p}" for p in cls.check()] + \
+            [f"accel {accel}: {p}" for p in cls.accel_problems(accel)]
+
+    @classmethod
+    def doctor(cls) -> dict[str, str | None]:
+        """`cnfperf doctor`: whether a guest boots under each accelerator here
+        (None: it does; else why not), from a tiny guest booted with a timeout;
+        {} when the host cannot build a guest (check() says why)."""
+        return {} if cls.check() else dict(cls.probe())
 
     @staticmethod
     def image_format(image: str) -> str:

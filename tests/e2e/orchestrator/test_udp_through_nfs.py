@@ -57,7 +57,7 @@ def test_udp_ends_lose_nothing_both_ways_for_latency(engine, cli, cli_json, no_l
 
 
 # testpmd in mac forwarding mode, as a user's own command (testpmd by name is
-# refused between udp ends: checks.py)
+# refused between udp ends: run/checks/)
 TESTPMD = ("cmd:dpdk-testpmd {eal} --lcores 0@{cpu},1@{cpu} -- --forward-mode=mac "
            "--stats-period=1 --eth-peer=0,{peer1} --eth-peer=1,{peer2} --total-num-mbufs=8192")
 
