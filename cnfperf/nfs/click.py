@@ -35,7 +35,7 @@ from cnfperf.nfs import placeholders
 from cnfperf.nfs.base import Command, NfKind, refused
 from cnfperf.nfs.cmd import udp_warning
 from cnfperf.nfs.engine import forwards_unfinished
-from cnfperf.runtimes import CLICK as CLICK_IMAGE, CLICK_DPDK
+from cnfperf.runtimes.images import BUILD, Image
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
@@ -69,6 +69,21 @@ OURS = ("cnfperf_ready", "cnfperf_counters", "cnfperf_dpdk")
 def build_of(nf_api: str) -> str:
     """The build (builds.py) that runs Click NFs on this api."""
     return "click-dpdk" if nf_api == "dpdk" else "click"
+
+
+# The click images: userlevel Click (the `click` build) and only the shared
+# objects it links, nothing else: no engine, no shell. Click is the
+# container's init too, a router with nothing to do (Idle) that a signal
+# stops. CLICK_DPDK_IMAGE: the same of the click-dpdk build, DPDK and its drivers
+# linked in (the EAL loads none from disk).
+CLICK_PATH = "/bin/click"
+CLICK_IMAGE = Image("click", "Click NFs on a kernel api: userlevel Click and its libraries",
+                    program=BUILD, build="click", path=CLICK_PATH, shell=False,
+                    idle=("-e", "Idle"), budget_mb=32)
+CLICK_DPDK_IMAGE = Image("click-dpdk",
+                         "Click NFs on dpdk: Click with DPDK linked in, its libraries",
+                         program=BUILD, build="click-dpdk", path=CLICK_PATH, shell=False,
+                         idle=("-e", "Idle"), budget_mb=160)
 
 
 def kind_of(nf: str) -> str | None:
@@ -284,8 +299,8 @@ class ClickKind(NfKind):
         # the click build (click-dpdk on dpdk), from the host or in the click image
         return [f"nf {self.nf}: {p}" for p in builds.problems(build_of(s.nf_api))]
 
-    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
-        return CLICK_DPDK if api == "dpdk" else CLICK_IMAGE
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> Image:
+        return CLICK_DPDK_IMAGE if api == "dpdk" else CLICK_IMAGE
 
     def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
                 pair: Pair, s: Scenario, eal: Sequence[str],

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from cnfperf import fields
 from cnfperf.fields import AUTO
@@ -23,9 +23,13 @@ from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.system import CommandFailed, is_static_elf, kill_tagged, run, spawn, tagged
 
 from .. import rootfs
-from ..base import (FULL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
-                    Runtime, check_image, check_name, check_netns, check_request, host_engine)
+from ..base import (Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                    check_name, check_netns, check_request, host_engine)
+from ..images import FULL, Image
 from . import cgroup, guest as guests, nics as nic_slots, ports, probe as probes, qemu, qmp
+
+if TYPE_CHECKING:
+    from cnfperf.scenario import Scenario
 
 KIND = "container"
 # QEMU and the relays carry this in their environment, so a run killed with
@@ -42,7 +46,8 @@ ACCELS = (AUTO, *fields.ACCELS)
 # or stop (Container.slowdown): an emulated guest's DPDK initialises in ~15 s.
 SLOWDOWN = {"kvm": 2.0, "tcg": 10.0}
 # Where /init mounts a disk image of the user's (vm_image), for their commands
-# (cmd:, testpmd: the TOOLS image kind) to run in, chrooted; the host's chroot.
+# (cmd:, testpmd: an image whose `commands` are the user's) to run in, chrooted;
+# the host's chroot.
 USER_ROOT = "/run/cnfperf-user"
 CHROOT = "/usr/sbin/chroot"
 HOST_IMAGE = "host"
@@ -64,7 +69,7 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 
 class VmContainer(Container):
-    kind = "vm"
+    own_kernel = True
 
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
                  engine: str, proc: subprocess.Popen, vm_dir: Path, groups: list[Path],
@@ -154,7 +159,8 @@ def _stop(name: str, proc: subprocess.Popen | None, vm_dir: Path, groups: list[P
 
 class VmRuntime(Runtime):
     name = "vm"
-    kind = "vm"
+    own_kernel = True
+    place = "vm"      # nf_in = vm, endpoint_in = vm
     _probed: ClassVar[dict[str, str | None] | None] = None
 
     def __init__(self, journal: Journal, state_dir: Path, accel: str = AUTO,
@@ -162,7 +168,7 @@ class VmRuntime(Runtime):
         super().__init__(journal, state_dir)
         self.images_dir = images_dir
         self.guest: guests.Guest | None = None
-        self.engines: dict[str, str] = {}      # image kind -> the host's engine it runs
+        self.engines: dict[Image, str] = {}      # image -> the host's program it runs
         self.disk: str | None = None       # vm_image: a disk image of the user's
         self.configure(accel, memory_mb)
 
@@ -200,6 +206,9 @@ class VmRuntime(Runtime):
             self.image_format(image)
         self.accel, self.memory_mb, self.pin = accel, memory_mb, pin
         self.disk = None if image == HOST_IMAGE else os.path.realpath(image)
+
+    def configure_for(self, s: Scenario) -> None:
+        self.configure(accel=s.accel, memory_mb=s.vm_memory, image=s.vm_image, pin=s.pin)
 
     @staticmethod
     def image_format(image: str) -> str:
@@ -253,6 +262,10 @@ class VmRuntime(Runtime):
                                                 f"{found[accel]}"]
 
     @classmethod
+    def stored(cls, s: Scenario) -> dict[str, str]:
+        return cls.facts(s.accel)
+
+    @classmethod
     def facts(cls, accel: str) -> dict[str, str]:
         """What a point stores of how its VMs ran: the accelerator (auto
         resolved), QEMU's and the guest kernel's versions."""
@@ -260,7 +273,7 @@ class VmRuntime(Runtime):
         return {"accel": cls.resolve(accel), "qemu": _qemu_version(),
                 "guest_kernel": kernel.version if kernel else "?"}
 
-    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
+    def prepare(self, engine: Path, image: Image = FULL) -> ImageInfo:
         """The guest (built once, cached); the engine is the host's own, at its
         host path in the guest (the static one for MINIMAL), as in netns."""
         engine = host_engine(engine, image)
@@ -270,11 +283,11 @@ class VmRuntime(Runtime):
         return self.guest.info
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL,
+               mounts: Sequence[Mount] = (), image: Image = FULL,
                quota: Quota | None = None, nics: Sequence[Nic] = (),
                lazy: bool = False) -> VmContainer:
-        if check_image(image) not in self.engines or self.guest is None:
-            raise RuntimeError(f"VmRuntime.create(image={image!r}) before prepare()")
+        if image not in self.engines or self.guest is None:
+            raise RuntimeError(f"VmRuntime.create(image={image.name!r}) before prepare()")
         cpus, _ = check_request(name, cpus, netns, mounts, quota)
         shared = _shared(mounts, self.engines[image])
         nics = tuple(nics)
@@ -314,7 +327,7 @@ class VmRuntime(Runtime):
             raise
         return VmContainer(self.journal, name, cpus, netns, self.engines[image], proc, vm_dir,
                            groups, nics, spec.hugepages * qemu.HUGEPAGE_MB, ready_s, accel,
-                           user_root=bool(self.disk) and image == TOOLS)
+                           user_root=bool(self.disk) and image.commands)
 
     @staticmethod
     def _start(spec: qemu.Spec, netns: str) -> subprocess.Popen:
