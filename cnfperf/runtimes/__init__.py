@@ -1,7 +1,7 @@
 """Runtimes by name: the containers' (a scenario's `--runtime`) and the VMs'.
 Nothing outside this package compares a runtime's or a placement's name: it
-asks the class its capabilities (own_kernel, place, host_files,
-builds_images), found through RUNTIMES or PLACEMENTS."""
+asks the class its capabilities (own_kernel, place, host_files), found
+through RUNTIMES, placements(), placed() and in_guest()."""
 from typing import Iterator, Mapping
 
 from .base import Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime
@@ -61,12 +61,6 @@ def in_guest(place: str) -> bool:
     return rt is not None and rt.own_kernel
 
 
-def host_files_runtime() -> str:
-    """The runtime whose containers run the host's own programs (the noisy
-    neighbour's user programs): the first registered that sees the host's files."""
-    return next(n for n, rt in RUNTIMES.items() if rt.host_files and not rt.own_kernel)
-
-
 # The runtime of the nodes nf_in and endpoint_in put in virtual machines, by
 # its placement (run/checks.py's sites still name it).
 VM = placed("vm")
@@ -74,5 +68,5 @@ VM = placed("vm")
 __all__ = ["RUNTIMES", "CONTAINER_RUNTIMES", "CONTAINER", "VM", "CORE", "FULL", "MINIMAL",
            "TOOLS", "Container", "ContainerError", "Found", "Image", "ImageInfo", "Journal",
            "Mount", "Nic", "Quota", "Runtime", "RuncRuntime", "NetnsRuntime", "PodmanRuntime",
-           "VmRuntime", "host_files_runtime", "in_guest", "placed",
+           "VmRuntime", "in_guest", "placed",
            "placements", "user_image"]

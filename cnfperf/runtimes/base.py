@@ -304,13 +304,11 @@ class Runtime(ABC):
     # that puts nodes in it (None: a container runtime, the `container`
     # placement's, named by `runtime`). `host_files`: its containers see the
     # host's files as they are (no image, no mount namespace: nothing is
-    # mounted in, a program is the host's). `builds_images`: it builds the
-    # images it is asked for (images.Image); without, it runs the host's
-    # program of each.
+    # mounted in, a program is the host's: it builds no image, it runs the
+    # host's program of each).
     own_kernel: ClassVar[bool] = False
     place: ClassVar[str | None] = None
     host_files: ClassVar[bool] = False
-    builds_images: ClassVar[bool] = True
     # Whether create() can hold a container to a CPU quota (it needs a cgroup).
     quotas: ClassVar[bool] = True
 

@@ -57,7 +57,6 @@ class NetnsRuntime(Runtime):
     name = "netns"
     quotas = False   # no cgroup of its own: checks.py refuses a quota before a run
     host_files = True
-    builds_images = False
 
     def __init__(self, journal: Journal, state_dir: Path):
         super().__init__(journal, state_dir)

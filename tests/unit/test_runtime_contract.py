@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "cnfperf"
 def test_each_runtime_is_registered_under_its_own_name_with_its_capabilities(name):
     rt = RUNTIMES[name]
     assert issubclass(rt, Runtime) and rt.name == name
-    for attr in ("own_kernel", "host_files", "builds_images", "quotas"):
+    for attr in ("own_kernel", "host_files", "quotas"):
         assert isinstance(getattr(rt, attr), bool), attr
     assert rt.place is None or rt.place in fields.PLACES
     # a placement's runtime is no scenario's `runtime`, and the other way round

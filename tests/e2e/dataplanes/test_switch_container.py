@@ -18,7 +18,8 @@ from cnfperf.dataplanes import DATAPLANES, ovsdb, testpmd_app
 from cnfperf.dataplanes.procs import find
 from cnfperf.host.journal import Journal
 from cnfperf.plan import place
-from cnfperf.runtimes import SWITCH, Quota, RuncRuntime
+from cnfperf.dataplanes.switch_image import SWITCH
+from cnfperf.runtimes import Quota, RuncRuntime
 from cnfperf.scenario import Scenario
 from cnfperf.run.testbed import Namespaces, SwitchHome
 from dpdk_leak import no_leftovers
