@@ -345,10 +345,12 @@ def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: s
     virtual machines say so: `send in vm → 1 × l2 in vm (chain) → recv in vm`,
     `2 × l2 in vm+container`. The report rebuilds it from a stored point, whose
     shape may be unknown (None)."""
-    where = f" in {nf_in}" if nfs and any(map(in_guest, nf_in.split("+"))) else ""
+    # a place other than a container of the scenario's runtime (PLACES[0]) is said,
+    # as the point stored it: the report draws old runs with it
+    where = f" in {nf_in}" if nfs and set(nf_in.split("+")) != {PLACES[0]} else ""
     middle = f" → {nfs} × {fields.show('nf', nf)}{where}" + (f" ({shape})" if shape else "") \
         if nfs else ""
-    ends = f" in {endpoint_in}" if in_guest(endpoint_in) else ""
+    ends = f" in {endpoint_in}" if endpoint_in != PLACES[0] else ""
     return f"{sender}{ends}{middle} → {receiver}{ends}"
 
 
