@@ -43,7 +43,7 @@ class Found:
 @dataclass(frozen=True)
 class Image:
     name: str                           # its kind's name, as testbed and the store say it
-    about: str                          # what runs in it (docs, doctor)
+    about: str                          # what runs in it, said where it is declared
     program: str = ENGINE               # ENGINE, STATIC or BUILD
     build: str | None = None            # BUILD: the build whose program it is (builds.program)
     path: str = ENGINE_PATH             # where the program is inside
