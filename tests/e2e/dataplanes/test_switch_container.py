@@ -86,7 +86,7 @@ def test_the_switchs_processes_are_in_its_cgroup_netns_and_cpuset(switch, tmp_pa
     with no_leftovers(p.prefix):
         try:
             runtime.prepare(ENGINE, SWITCH)
-            home = SwitchHome(runtime, Quota(50, 100_000), Namespaces(), journal)
+            home = SwitchHome(runtime, SWITCH, Quota(50, 100_000), Namespaces(), journal)
             dataplane = DATAPLANES[switch](journal, home=home)
             try:
                 dataplane.start(p)
