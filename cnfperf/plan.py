@@ -15,6 +15,7 @@ from typing import Protocol
 
 from cnfperf import PREFIX, fields, polls, testers
 from cnfperf.fields import LOCAL, MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
+from cnfperf.runtimes import in_guest
 from cnfperf.scenario import Scenario, in_turn, parse_cpus, tester_hosts
 
 IFNAMSIZ = 15
@@ -344,10 +345,12 @@ def describe_path(sender: str, nfs: int, nf: str, shape: str | None, receiver: s
     virtual machines say so: `send in vm → 1 × l2 in vm (chain) → recv in vm`,
     `2 × l2 in vm+container`. The report rebuilds it from a stored point, whose
     shape may be unknown (None)."""
-    where = f" in {nf_in}" if nfs and "vm" in nf_in.split("+") else ""
+    # a place other than a container of the scenario's runtime (PLACES[0]) is said,
+    # as the point stored it: the report draws old runs with it
+    where = f" in {nf_in}" if nfs and set(nf_in.split("+")) != {PLACES[0]} else ""
     middle = f" → {nfs} × {fields.show('nf', nf)}{where}" + (f" ({shape})" if shape else "") \
         if nfs else ""
-    ends = " in vm" if endpoint_in == "vm" else ""
+    ends = f" in {endpoint_in}" if endpoint_in != PLACES[0] else ""
     return f"{sender}{ends}{middle} → {receiver}{ends}"
 
 
@@ -451,7 +454,7 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
             nf_cores.append(tuple(dict.fromkeys(cpus[(first + j) % len(cpus)]
                                                 for j in range(s.nf_cores))))
             taken[hosts[i]] += s.nf_cores
-        vm = s.endpoint_in == "vm"
+        vm = in_guest(s.endpoint_in)
         sender_role, receiver_role = roles(s.tester, s.of_pair(k).mode)
         sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, octet=1,
                            udp_port=first_sport(s, k), api=s.api, vm=vm, host=sender_host)
@@ -463,7 +466,7 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
         pairs.append(Pair(
             index=k, sender=sender, receiver=receiver,
             nfs=tuple(_nf(run_id, k, i, nf_cores[i], octets, s.nf_api, sides="ab"[:nf_ports],
-                          vm=places[i] == "vm", host=hosts[i]) for i in range(s.nfs)),
+                          vm=in_guest(places[i]), host=hosts[i]) for i in range(s.nfs)),
         ))
     return pairs
 
@@ -521,7 +524,7 @@ def nf_places(nf_in: str, count: int) -> tuple[str, ...]:
 
 def has_vms(s: Scenario) -> bool:
     """Whether a valid scenario puts any node in a virtual machine."""
-    return s.endpoint_in == "vm" or "vm" in nf_places(s.nf_in, s.nfs)
+    return in_guest(s.endpoint_in) or any(map(in_guest, nf_places(s.nf_in, s.nfs)))
 
 
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from cnfperf.fields import AUTO, TESTERS
+from cnfperf.runtimes import in_guest
 from cnfperf.scenario import Scenario, tester_hosts
 
 SET = "set"   # the why of a tester that was asked for, not chosen
@@ -51,7 +52,7 @@ def refusal(s: Scenario, tester: str, nf_ports: int = 2,
         return Refusal("tester", f"one engine holds a single tester's two ends, on one host: "
                                  f"tester_host {s.tester_host} puts them on two (use tester = "
                                  "split)", "ends on two hosts need split")
-    if tester == "split" and s.endpoint_in == "vm":
+    if tester == "split" and in_guest(s.endpoint_in):
         # Each end in a VM of its own has a clock of its own: the receiver would
         # find the sender's timestamps off (a frame from its future is no frame
         # of ours), and one-way latency would span two clocks.

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from cnfperf.plan import Port, TestPoint
     from cnfperf.scenario import Scenario
     from cnfperf.runtimes.base import Container, Journal, Mount, Nic
+    from cnfperf.runtimes.images import Image
 
 
 class Home(Protocol):
@@ -163,6 +164,7 @@ class DataPlane(ABC):
 
     # Processes of its own that can run in a container (switch_in = container).
     processes: ClassVar[bool] = False
+    image: ClassVar[Image | None] = None     # what its processes' container is made from
     # Whether an engine's DPDK port on it has Rx interrupts (poll = interrupt):
     # DPDK 22.11's virtio-user and vhost PMDs do; memif and af_packet do not.
     rx_interrupts: ClassVar[bool] = False

@@ -14,6 +14,7 @@ from cnfperf.host.hugepages import remove_dpdk_files
 from cnfperf.host.links import (add_netns, del_link, del_netns, give_back_all, ip, lend_nic,
                                 link_stats, tap_index)
 from cnfperf.plan import nf_places
+from cnfperf.runtimes import in_guest
 from cnfperf.runtimes.base import Nic
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class KernelPlane(DataPlane):
                 before = [s.endpoint_in, *nf_places(s.nf_in, s.nfs)][-1]
             except ValueError:
                 return None    # checks.check names the mistake
-            if before == "vm":
+            if in_guest(before):
                 return "limit", (f"{cls.name} shapes on the interface of the node before the "
                                  "receiver, here a virtual machine's own: use the bridge")
         return None

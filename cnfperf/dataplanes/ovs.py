@@ -59,6 +59,7 @@ from cnfperf import PREFIX
 from cnfperf.dataplanes import ovs_host, ovsdb, procs
 from cnfperf.dataplanes.base import PortCounters, unknown_or
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
+from cnfperf.dataplanes.switch_image import SWITCH
 from cnfperf.dataplanes.kernel import mtu_for
 from cnfperf.fields import AUTO, NIC_DRIVERS
 from cnfperf.host.links import del_link, links
@@ -243,6 +244,7 @@ class OvsPlane(DpdkPlane):
         # Unpinned, the PMD mask spans every core, and OVS runs a PMD thread on each.
         return super().pollers(s, cores) if s.pin else cores
     processes = True
+    image = SWITCH
     nic_ports = True
     nic_drivers = NIC_DRIVERS
     keeps = True

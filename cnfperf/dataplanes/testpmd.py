@@ -27,6 +27,7 @@ from cnfperf.host import tools
 from cnfperf.dataplanes import dpdk_args, procs, testpmd_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
+from cnfperf.dataplanes.switch_image import SWITCH
 from cnfperf.dataplanes.testpmd_app import TestPmd
 from cnfperf.plan import Port
 
@@ -52,6 +53,7 @@ class TestPmdPlane(DpdkPlane):
                    "`stop` first), and its vhost-user ports have no link down")
     rx_interrupts = True
     processes = True
+    image = SWITCH
     nic_ports = True
     nic_drivers = NIC_DRIVERS
     keeps = True

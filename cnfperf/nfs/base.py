@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from cnfperf.host.builds import Build
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import NF, Pair
-    from cnfperf.runtimes import Container
+    from cnfperf.runtimes import Container, Image
     from cnfperf.scenario import Scenario
 
 # A command that says nothing of its ports counts as up this long after it starts.
@@ -172,10 +172,11 @@ class NfKind:
         first (`nf click:mirror: ...`)."""
         return []
 
-    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
-        """The image (runtimes.IMAGES) its NFs' containers are made from, on this
-        nf_api; `static_apis()`: what the static engine was built with (its
-        --version, run only when asked)."""
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> Image:
+        """The image its NFs' containers are made from, on this nf_api: a core
+        one (runtimes.images) or one the family declares (images.Image: a
+        family with a program of its own, as Click's); `static_apis()`: what
+        the static engine was built with (its --version, run only when asked)."""
         raise NotImplementedError
 
     def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],

@@ -36,7 +36,8 @@ from cnfperf.nfs import placeholders
 from cnfperf.nfs.base import Command, NfKind, refused
 from cnfperf.nfs.cmd import udp_warning
 from cnfperf.nfs.engine import forwards_unfinished
-from cnfperf.runtimes import CLICK as CLICK_IMAGE, CLICK_DPDK
+from cnfperf.runtimes import images
+from cnfperf.runtimes.images import Image
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
@@ -77,6 +78,21 @@ BUILDS = {b.name: b for b in (BUILD, click_plane.BUILD)}
 def build_of(nf_api: str) -> builds.Build:
     """The build that runs Click NFs on this api."""
     return click_plane.BUILD if nf_api == "dpdk" else BUILD
+
+
+# The click images: userlevel Click (the `click` build) and only the shared
+# objects it links, nothing else: no engine, no shell. Click is the
+# container's init too, a router with nothing to do (Idle) that a signal
+# stops. CLICK_DPDK_IMAGE: the same of the click-dpdk build, DPDK and its drivers
+# linked in (the EAL loads none from disk).
+CLICK_PATH = "/bin/click"
+CLICK_IMAGE = Image("click", "Click NFs on a kernel api: userlevel Click and its libraries",
+                    program=images.BUILD, build=BUILD, path=CLICK_PATH, shell=False,
+                    idle=("-e", "Idle"), budget_mb=32)
+CLICK_DPDK_IMAGE = Image("click-dpdk",
+                         "Click NFs on dpdk: Click with DPDK linked in, its libraries",
+                         program=images.BUILD, build=click_plane.BUILD, path=CLICK_PATH, shell=False,
+                         idle=("-e", "Idle"), budget_mb=160)
 
 
 def kind_of(nf: str) -> str | None:
@@ -293,8 +309,8 @@ class ClickKind(NfKind):
         # the click build (click-dpdk on dpdk), from the host or in the click image
         return [f"nf {self.nf}: {p}" for p in builds.problems(build_of(s.nf_api))]
 
-    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
-        return CLICK_DPDK if api == "dpdk" else CLICK_IMAGE
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> Image:
+        return CLICK_DPDK_IMAGE if api == "dpdk" else CLICK_IMAGE
 
     def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
                 pair: Pair, s: Scenario, eal: Sequence[str],

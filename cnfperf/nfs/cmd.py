@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from cnfperf.host import tools
 from cnfperf.nfs import placeholders
 from cnfperf.nfs.base import Command, NfKind
-from cnfperf.runtimes import TOOLS
+from cnfperf.runtimes import RUNTIMES, TOOLS, Image
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
@@ -48,15 +48,15 @@ class CmdKind(NfKind):
         return (udp_warning("a command that sends frames on as it reads them must finish them"),)
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
-        if s.runtime != "netns":   # the tools image holds dpdk-testpmd
+        if not RUNTIMES[s.runtime].host_files:   # the tools image holds dpdk-testpmd
             return tools.problems(tools.TESTPMD)
-        # the netns runtime runs a command from the host: it must be there
+        # a runtime of the host's files (netns) runs a command from the host: it must be there
         program = shlex.split(self.template)[0] if self.template.strip() else ""
-        if s.runtime == "netns" and program and shutil.which(program) is None:
+        if program and shutil.which(program) is None:
             return [f"nf {program}: not found on this host's PATH"]
         return []
 
-    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> Image:
         return TOOLS
 
     def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],

@@ -26,7 +26,7 @@ from cnfperf.host import tools
 from cnfperf.nfs import placeholders
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.nfs.cmd import udp_warning
-from cnfperf.runtimes import podman
+from cnfperf.runtimes import Image, podman, user_image
 from cnfperf.runtimes.podman import PodmanRuntime
 
 if TYPE_CHECKING:
@@ -86,8 +86,8 @@ class ImageKind(NfKind):
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
         return [f"nf image: runtime podman: {p}" for p in PodmanRuntime.check()]
 
-    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
-        return self.ref
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> Image:
+        return user_image(self.ref)
 
     def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
                 pair: Pair, s: Scenario, eal: Sequence[str],

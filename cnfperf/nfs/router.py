@@ -55,7 +55,7 @@ from cnfperf.host.links import ip
 from cnfperf.host.system import run
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.plan import MAX_DESTINATIONS, destinations, spread_address
-from cnfperf.runtimes import FULL
+from cnfperf.runtimes import FULL, Image
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
@@ -216,7 +216,7 @@ class RouterKind(NfKind):
         """The kernel's counters of the NF (host/kernel_drops.py): a container's
         netns read from here, a VM's guest by a script in it; None unreadable."""
         ifaces = [p.iface or "" for p in ports]
-        if node.kind != "vm":
+        if not node.own_kernel:
             return kernel_drops.read(node.netns, ifaces)
         try:
             return kernel_drops.parse_snapshot(
@@ -227,7 +227,7 @@ class RouterKind(NfKind):
     def pollers(self, s: Scenario, cores: int) -> int:
         return 0      # the kernel's softirq, no thread of its own spins
 
-    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> str:
+    def image(self, api: str, static_apis: Callable[[], Sequence[str]]) -> Image:
         return FULL   # the engine, idling: nothing of its own forwards
 
     def command(self, engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],

@@ -31,7 +31,7 @@ class RemoteContainer:
     agent: Agent
     name: str
     engine: str
-    kind: str = "container"
+    own_kernel: bool = False     # a VM there (Container.own_kernel)
     slowdown: float = 1.0
     netns: str = ""
     cpus: tuple[int, ...] = ()
@@ -126,7 +126,7 @@ def build(agent: Agent, point: TestPoint, wiring: Mapping[str, Mapping[str, str]
                         index=point.index, total=point.total,
                         nics=nics_on(point, agent.name, wiring))
     containers = {name: RemoteContainer(
-        agent, name, engine=n["engine"], kind=n["kind"], slowdown=n["slowdown"],
+        agent, name, engine=n["engine"], own_kernel=n["own_kernel"], slowdown=n["slowdown"],
         netns=n["netns"], cpus=tuple(n["cpus"]), cpu=n["cpu"], cores=tuple(n["cores"]),
         floating=tuple(n["floating"]), eal=tuple(n["eal"]))
         for name, n in answer["nodes"].items()}

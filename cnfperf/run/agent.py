@@ -331,7 +331,7 @@ def describe(bed: Testbed) -> dict[str, Any]:
         if isinstance(node, (Tester, NetworkFunction)):
             placed = node.endpoint if isinstance(node, Tester) else node.nf
             c = node.container
-            nodes[name] = {"engine": str(c.engine), "kind": c.kind, "slowdown": c.slowdown,
+            nodes[name] = {"engine": str(c.engine), "own_kernel": c.own_kernel, "slowdown": c.slowdown,
                            "netns": c.netns, "cpus": list(c.cpus),
                            "cpu": placed.cpu, "cores": list(getattr(placed, "cores", ()) or ()),
                            "floating": list(bed.floating(name)),

@@ -353,7 +353,7 @@ def meter(bed: Testbed, s: Scenario) -> Meter:
             # a kernel NF (router) pinned: its RPS map puts its forwarding on its cores
             # (in a VM its guest's softirq is in its vCPUs' time already)
             account.softirq_counts = nfs.kind(s.nf).kernel and s.pin and \
-                node.container.kind != "vm"
+                not node.container.own_kernel
             found.append(account)
         elif isinstance(node, Neighbour):
             found.append(of_container(name, "noise", None, node.noise.container))

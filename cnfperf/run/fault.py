@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from cnfperf import SystemFailure
+from cnfperf.runtimes import in_guest
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import DataPlane
@@ -127,7 +128,7 @@ def problem(s: Scenario, cut_at: tuple[str, ...], refusal: str, links: int,
                          f"sender on {s.api} sends then, and it gives those frames' numbers "
                          "back: no outage would show. Cut a later link, or use api udp, or "
                          "a switch (bridge, macvlan)")
-    if side == NODE and (s.endpoint_in == "vm" or "vm" in s.nf_in.split("+")):
+    if side == NODE and (in_guest(s.endpoint_in) or any(map(in_guest, s.nf_in.split("+")))):
         return "fault", ("a virtual machine's interface is its guest's: cnfperf takes no port "
                          "of a point with virtual machines down")
     if s.tester_host != "local" or s.dut_host != "local" or s.nf_host:

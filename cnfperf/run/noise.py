@@ -35,6 +35,11 @@ from cnfperf.fields import NOISE_PLACES as PLACES, NOISES
 from cnfperf.host.system import signal_group
 from cnfperf.plan import TestPoint, noise_cores
 from cnfperf.runtimes.base import Container
+from cnfperf.runtimes.images import Image
+
+# The neighbour's image: the full one and stress-ng.
+IMAGE = Image("noise", "a noisy neighbour: the full image and stress-ng",
+              tools=(tools.STRESS_NG,), budget_mb=96)
 from cnfperf.scenario import parse_cpus
 
 # stress-ng's stressor classes, one worker per core: cpu (arithmetic, stays in

@@ -34,7 +34,7 @@ from cnfperf.host.facts import HostFacts
 from cnfperf.host.journal import RUN_DIR, Journal, journal_path
 from cnfperf.host.lock import LOCK_PATH, HostLock
 from cnfperf.fields import LOCAL
-from cnfperf.plan import TestPoint, nf_hosts, run_prefix
+from cnfperf.plan import TestPoint, nf_hosts, nf_places, run_prefix
 from cnfperf.results.model import PointResult
 from cnfperf.results.store import Store
 from cnfperf.scenario import Scenario, Sweep, canonical, tester_hosts
@@ -42,7 +42,7 @@ from cnfperf.run.teardown import Interrupted, Signals, Teardown
 from cnfperf.run.keep import Keeper
 from cnfperf.run.testbed import Builder, Switch, Testbed
 from cnfperf.remote.hosts import Hosts, open_hosts
-from cnfperf.runtimes import RUNTIMES, VM
+from cnfperf.runtimes import RUNTIMES, in_guest, placed
 from cnfperf.run.trial import Progress, RunTrial, Trials, run as run_trial
 
 
@@ -425,4 +425,9 @@ def vm_facts(point: TestPoint) -> dict[str, Any] | None:
     accel: auto resolved to kvm or tcg), and how many; None without VMs."""
     if not point.vms:
         return None
-    return {**RUNTIMES[VM].facts(point.scenario.accel), "vms": len(point.vms)}
+    s = point.scenario
+    facts: dict[str, Any] = {}
+    for place in dict.fromkeys((s.endpoint_in, *nf_places(s.nf_in, s.nfs))):
+        if in_guest(place):
+            facts.update(RUNTIMES[placed(place) or s.runtime].stored(s))
+    return {**facts, "vms": len(point.vms)}

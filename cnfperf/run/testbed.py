@@ -29,12 +29,13 @@ from cnfperf.dataplanes import DATAPLANES, Attachment, DataPlane, PortCounters, 
 from cnfperf.dataplanes.nic import NicPlane
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
-from cnfperf.plan import NF, Endpoint, Port, TestPoint
+from cnfperf.plan import NF, Endpoint, Port, TestPoint, nf_places
 from cnfperf.run import noise
 from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
-from cnfperf.runtimes import (FULL, MINIMAL, NOISE, RUNTIMES, SWITCH, VM, Container, ImageInfo,
-                              Journal, Mount, Quota, Runtime)
+from cnfperf.runtimes import (FULL, RUNTIMES, Container, Image, ImageInfo, Journal, Mount, Quota,
+                              Runtime, placed)
+from cnfperf.runtimes.images import ENGINE, STATIC
 from cnfperf.scenario import Scenario
 from cnfperf.run.teardown import Teardown
 from cnfperf.remote import parts
@@ -129,7 +130,7 @@ class Testbed:
         c = self.container(node.name)
         if isinstance(c, parts.RemoteContainer):   # placed on its host's cores
             return c.placed(node)
-        if c.kind != "vm":
+        if not c.own_kernel:
             return node
         if isinstance(node, NF):
             cores = tuple(c.guest_cpu(core) for core in node.cores)
@@ -142,7 +143,7 @@ class Testbed:
         c = self.container(node)
         if isinstance(c, parts.RemoteContainer):
             return tuple(c.floating)
-        return () if c.kind == "vm" else self.point.floating
+        return () if c.own_kernel else self.point.floating
 
     @property
     def dataplane(self) -> DataPlane:
@@ -223,6 +224,7 @@ class SwitchHome:
     processes stopped cleanly; both are journaled, for a killed run's cleanup."""
 
     runtime: Runtime
+    image: Image          # the data plane's (DataPlane.image)
     quota: Quota | None
     namespaces: Namespaces
     journal: Journal
@@ -230,7 +232,8 @@ class SwitchHome:
     def create(self, name: str, cpus: Sequence[int], mounts: Sequence[Mount]) -> Container:
         self.namespaces.add(self.journal, name)
         try:
-            return self.runtime.create(name, cpus, name, mounts, image=SWITCH, quota=self.quota)
+            return self.runtime.create(name, cpus, name, mounts, image=self.image,
+                                       quota=self.quota)
         except BaseException:
             self.namespaces.remove(self.journal, name)
             raise
@@ -246,14 +249,15 @@ class Builder:
     """Builds one run's testbeds. A runtime prepares each of its images once per
     run, in the run's state directory (tmpfs), which goes with the run's teardown.
 
-    Seven images (runtimes.IMAGES, the noise's among them): the tester's ends
-    and the engine's DPDK network functions run the engine as built in the
-    full image; an engine network function on a kernel api runs the static
-    engine beside it (host.static_engine) in the minimal one, when that engine
-    was built with its api; testpmd and users' commands run in the tools image
-    (the full one and dpdk-testpmd); Click NFs in a click image (Click, no
-    engine: click, or click-dpdk on dpdk); a switch in a container (switch_in = container) in the switch
-    image (the tools one, OVS's daemons too)."""
+    An image is its declaration's (runtimes.images.Image), asked of whoever
+    needs it: the tester's ends run in the full image; a network function in
+    the one its kind says (NfKind.image: the minimal one for the engine on a
+    kernel api it was built with, the tools one for testpmd and commands,
+    Click's own…); a switch in a container (switch_in = container) in its
+    data plane's (DataPlane.image); the noisy neighbour in its own
+    (noise.IMAGE). The declaration says which program the runtime is handed
+    (program): the engine, the static engine beside it (host.static_engine)
+    or a build's (builds.program)."""
 
     def __init__(self, journal: Journal, state: Path, engine: Path, teardown: Teardown,
                  dataplanes: Mapping[str, type[DataPlane]] = DATAPLANES,
@@ -269,19 +273,19 @@ class Builder:
         self.runtimes = runtimes
         self.namespaces = namespaces or Namespaces()
         self._runtimes: dict[str, Runtime] = {}
-        self._images: dict[tuple[str, str], ImageInfo] = {}
+        self._images: dict[tuple[str, Image], ImageInfo] = {}
         self._static_apis: list[str] | None = None
         self._state_dir(teardown)
         # The switch kept between points; stopped before the state directory goes.
         self.keeper = Keeper()
         teardown.push(None, self.keeper.drop)
 
-    def image(self, runtime: str, kind: str = FULL) -> ImageInfo:
-        """The engine's image of that kind in that runtime, prepared on first use."""
-        self._runtime(runtime, kind)
-        return self._images[(runtime, kind)]
+    def image(self, runtime: str, image: Image = FULL) -> ImageInfo:
+        """That image in that runtime, prepared on first use."""
+        self._runtime(runtime, image)
+        return self._images[(runtime, image)]
 
-    def image_of(self, nf: NF, value: str) -> str:
+    def image_of(self, nf: NF, value: str) -> Image:
         """The image a network function's container is made from: the choice of
         the kind `value` (its nf) names (NfKind.image: one with testpmd for a
         command of its own, Click's for Click, the minimal one on a kernel api)."""
@@ -296,7 +300,7 @@ class Builder:
         s = point.scenario
         made = {(self.runtime_of(nf, s), self.image_of(nf, s.nf)) for nf in point.nfs}
         made -= {(self.runtime_of(point.engines[0], s), FULL)}
-        return self.image(*min(made)) if made else None
+        return self.image(*min(made, key=lambda m: (m[0], m[1].name))) if made else None
 
     @staticmethod
     def nf_runtime(s: Scenario) -> str:
@@ -350,17 +354,19 @@ class Builder:
         for n, nf in enumerate(nfs_here, len(engines)):
             made(n)
             runtime = self.runtime_of(nf, s)
-            if runtime != VM:   # before its container mounts the netns's /sys read-only
+            image = self.image_of(nf, s.nf)
+            guest = self._runtime(runtime, image).own_kernel
+            if not guest:   # before its container mounts the netns's /sys read-only
                 self._prepare(bed, nf)
             start = time.monotonic()
             # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
             bed.nodes[nf.name] = NetworkFunction(nf, self._container(
-                runtime, self.image_of(nf, s.nf), bed, nf.name,
+                runtime, image, bed, nf.name,
                 point.cpuset(nf.cores), Quota.of(s.of_pair(nf.pair).nf_quota, s.quota_period),
                 teardown,
                 lazy=nfs.kind(s.nf).lazy))
             bed.create_s[nf.name] = time.monotonic() - start
-            if runtime == VM:   # its guest's kernel: once it runs
+            if guest:   # its guest's kernel: once it runs
                 self._prepare(bed, nf, bed.container(nf.name))
         if noise.runs_process(s.noise) and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
@@ -421,13 +427,18 @@ class Builder:
         if s.noise == "io":
             io_dir = IO_DIR / name
             self._dir(io_dir, teardown)
-            mounts = (Mount(str(io_dir), noise.IO_TARGET),) if s.runtime != "netns" else ()
+            mounts = () if self._instance(s.runtime).host_files else \
+                (Mount(str(io_dir), noise.IO_TARGET),)
         cores = noise.cores(point, bed.dataplane.cpus)
         if noise.command(s.noise) is not None:
-            # the user's programs are the host's: the netns runtime runs them from there
-            c = self._runtime("netns", FULL).create(name, cores, name)
+            # the user's programs are the host's: a runtime of the host's files
+            # (netns) runs them from there
+            host = next(n for n in self.runtimes
+                        if self._instance(n).host_files and not self._instance(n).own_kernel)
+            c = self._runtime(host, FULL).create(name, cores, name)
         else:
-            c = self._runtime(s.runtime, NOISE).create(name, cores, name, mounts, image=NOISE)
+            c = self._runtime(s.runtime, noise.IMAGE).create(name, cores, name, mounts,
+                                                             image=noise.IMAGE)
         teardown.push(f"container {name}", c.destroy)
         neighbour = noise.Noise(c, s.noise, cores, io_dir=str(IO_DIR / name) if not mounts else None)
         # a trial that fails while it runs leaves it to this (stop() is a no-op once stopped)
@@ -435,13 +446,16 @@ class Builder:
         return Neighbour(name, neighbour)
 
     def runtime_of(self, node: Endpoint | NF, s: Scenario) -> str:
-        """The runtime a node runs in: for a node in a virtual machine (nf_in,
-        endpoint_in) the VM runtime; else an NF's (nf_runtime) or the scenario's."""
-        if node.vm:
-            return VM
+        """The runtime a node runs in: the one its placement names (nf_in,
+        endpoint_in: vm puts it in a VM); else an NF's (nf_runtime) or the
+        scenario's."""
+        if node.vm:   # placed in a guest (a noise pair's ends never are)
+            place = nf_places(s.nf_in, s.nfs)[node.index] if isinstance(node, NF) \
+                else s.endpoint_in
+            return placed(place) or s.runtime
         return self.nf_runtime(s) if isinstance(node, NF) else s.runtime
 
-    def _container(self, runtime: str, image: str, bed: Testbed, name: str,
+    def _container(self, runtime: str, image: Image, bed: Testbed, name: str,
                    cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown,
                    lazy: bool = False) -> Container:
         """A node's container in its netns, from that image, seeing what its ports
@@ -451,9 +465,7 @@ class Builder:
         mounts = {m: None for a in ports for m in a.mounts}
         nics = tuple(a.nic for a in ports if a.nic is not None)
         maker = self._runtime(runtime, image)
-        if maker.kind == "vm":
-            s = bed.point.scenario
-            maker.configure(accel=s.accel, memory_mb=s.vm_memory, image=s.vm_image, pin=s.pin)
+        maker.configure_for(bed.point.scenario)
         c = maker.create(name, cpus, name, tuple(mounts), image=image, quota=quota, nics=nics,
                          lazy=lazy)
         teardown.push(f"container {name}", c.destroy)
@@ -486,9 +498,11 @@ class Builder:
         if kept is not None:
             teardown.push(f"data-plane {name}", lambda: self.keeper.hand_back(point, kept))
             return Switch(name, kept)
-        home = SwitchHome(self._runtime(s.runtime, SWITCH), Quota.of(s.switch_quota, s.quota_period),
-                          self.namespaces, self.journal) if s.switch_in == "container" else None
-        dataplane = self.dataplanes[name](self.journal, home=home)
+        plane = self.dataplanes[name]
+        home = SwitchHome(self._runtime(s.runtime, plane.image), plane.image,
+                          Quota.of(s.switch_quota, s.quota_period), self.namespaces,
+                          self.journal) if s.switch_in == "container" and plane.image else None
+        dataplane = plane(self.journal, home=home)
         # Before start: stop() undoes a partial start too (a point that did
         # not measure never hands its switch on).
         teardown.push(f"data-plane {name}", lambda: self.keeper.hand_back(point, dataplane))
@@ -507,15 +521,24 @@ class Builder:
         teardown.push(f"directory {path}", remove)
         path.mkdir(parents=True)
 
-    def _runtime(self, name: str, image: str = FULL) -> Runtime:
-        """The runtime, with that image prepared."""
+    def _instance(self, name: str) -> Runtime:
+        """The run's runtime of that name (its capabilities: Runtime)."""
         if name not in self._runtimes:
             self._runtimes[name] = self.runtimes[name](self.journal, self.state)
-        runtime = self._runtimes[name]
+        return self._runtimes[name]
+
+    def _runtime(self, name: str, image: Image = FULL) -> Runtime:
+        """The runtime, with that image prepared."""
+        runtime = self._instance(name)
         if (name, image) not in self._images:
-            # the click images are named like the builds they hold
-            engine = self.static_engine if image == MINIMAL else \
-                builds.program(click_nfs.BUILDS[image]) if image in click_nfs.BUILDS \
-                else self.engine
-            self._images[(name, image)] = runtime.prepare(engine, image)
+            self._images[(name, image)] = runtime.prepare(self.program(image), image)
         return runtime
+
+    def program(self, image: Image) -> Path:
+        """The program an image is built around, as its declaration says."""
+        if image.program == ENGINE:
+            return self.engine
+        if image.program == STATIC:
+            return self.static_engine
+        assert image.build is not None    # Image checks it
+        return builds.program(image.build)

@@ -16,6 +16,8 @@ from cnfperf.host import tools
 from cnfperf.host.links import NETNS_DIR
 from cnfperf.host.system import is_static_elf, spawn
 
+from .images import FULL, Image
+
 
 # runc accepts [\w+-.]; we are stricter so a name is also a safe netns, cgroup and
 # file name, and short enough to show in `ip netns` and `runc list` without wrapping.
@@ -97,52 +99,23 @@ class ImageInfo:
     size_bytes: int
 
 
-# The images a runtime prepares, by kind. FULL: the engine as built (shared
-# objects, DPDK drivers and all) with a shell; the tester ends and DPDK network
-# functions run in it. MINIMAL: the static engine (cnfperf-engine-static) and
-# nothing else, for network functions on a kernel api. TOOLS: FULL plus Debian's
-# dpdk-testpmd and its libraries (~15 MB more), for NFs that run a command of
-# their own (nf = testpmd, cmd:TEMPLATE). NOISE: FULL plus stress-ng, for a noisy
-# neighbour (noise.py). SWITCH: TOOLS plus ovsdb-server and the DPDK
-# ovs-vswitchd, for a DPDK switch in a container of its own (switch_in = container).
-# CLICK: userlevel Click (builds.py: click) and the shared objects it links, no
-# engine, for Click NFs (nf = click:…) on a kernel api; CLICK_DPDK the same of
-# the click-dpdk build, for Click NFs on dpdk. prepare() is given Click for the
-# engine.
-FULL = "full"
-MINIMAL = "minimal"
-TOOLS = "tools"
-NOISE = "noise"
-SWITCH = "switch"
-CLICK = "click"
-CLICK_DPDK = "click-dpdk"
-IMAGES = (FULL, MINIMAL, TOOLS, NOISE, SWITCH, CLICK, CLICK_DPDK)
-# The host programs an image kind must hold besides the engine (cnfperf.host.tools
-# names); the switch image holds what there is of its own (runc._tools).
-IMAGE_TOOLS = {TOOLS: (tools.TESTPMD,), NOISE: (tools.STRESS_NG,)}
-
-
-def check_image(image: str) -> str:
-    if image not in IMAGES:
-        raise ValueError(f"image {image!r}: one of {', '.join(IMAGES)}")
-    return image
-
-
 class ContainerError(SystemFailure):
     """A container or its image cannot be made or used; a runtime command that
     fails raises CommandFailed (cnfperf.host.system) instead."""
 
 
-def host_engine(engine: Path, image: str) -> str:
-    """The host's engine binary that runtimes without an image of their own
-    (netns, vm) run for `image`: an executable, statically linked for MINIMAL."""
-    check_image(image)
+def host_engine(engine: Path, image: Image) -> str:
+    """The host's program that runtimes without an image of their own (netns,
+    vm) run for `image`: an executable, statically linked for a static one."""
+    if image.user:
+        raise ContainerError(f"image {image.name}: a user's image runs in podman "
+                             "(runtime = podman)")
     engine = Path(engine).resolve()
     if not engine.is_file() or not os.access(engine, os.X_OK):
         raise ContainerError(f"engine {engine} is not an executable file")
-    if image == MINIMAL and not is_static_elf(engine):
+    if image.static and not is_static_elf(engine):
         raise ContainerError(f"engine {engine} is not statically linked "
-                             f"(the {MINIMAL} image's engine is)")
+                             f"(the {image.name} image's engine is)")
     return str(engine)
 
 
@@ -230,9 +203,10 @@ def check_mounts(mounts: Sequence[Mount]) -> None:
 class Container(ABC):
     """One endpoint's isolated place to run engine processes."""
 
-    # What it is: "container", or "vm" (a virtual machine: its cores are the
-    # guest's vCPUs, guest_cpu(); its DPDK ports PCI devices, eal_args()).
-    kind: ClassVar[str] = "container"
+    # A virtual machine's: a kernel of its own (its cores are the guest's
+    # vCPUs, guest_cpu(); its DPDK ports PCI devices, eal_args(); its
+    # interfaces and counters are read inside it).
+    own_kernel: ClassVar[bool] = False
     # How many times longer than on the host a process inside takes to start or
     # stop (an emulated guest's: many); what waits for one allows for it.
     slowdown: float = 1.0
@@ -320,19 +294,20 @@ class Container(ABC):
 
 class Runtime(ABC):
     name: ClassVar[str]
-    # What its containers are: "container" (the scenario's `runtime` names one)
-    # or "vm" (a virtual machine: nf_in and endpoint_in put nodes in one).
-    kind: ClassVar[str] = "container"
+    # What the rest of cnfperf asks of a runtime, as capabilities, never its
+    # name. `own_kernel`: its containers are virtual machines with a kernel
+    # and a clock of their own; a scenario's `runtime` names none such, a
+    # placement (`place`) puts nodes in it. `place`: the nf_in and endpoint_in value
+    # that puts nodes in it (None: a container runtime, the `container`
+    # placement's, named by `runtime`). `host_files`: its containers see the
+    # host's files as they are (no image, no mount namespace: nothing is
+    # mounted in, a program is the host's: it builds no image, it runs the
+    # host's program of each).
+    own_kernel: ClassVar[bool] = False
+    place: ClassVar[str | None] = None
+    host_files: ClassVar[bool] = False
     # Whether create() can hold a container to a CPU quota (it needs a cgroup).
     quotas: ClassVar[bool] = True
-
-    @classmethod
-    def holds(cls, place: str) -> bool:
-        """Whether a place (a value of endpoint_in, or one of nf_in's: fields.PLACES)
-        puts a node in this runtime's machines (the vm runtime's); a container's
-        runtime is the scenario's `runtime`. run/checks asks every runtime, so no
-        one outside it compares a place with its name."""
-        return False
 
     @classmethod
     def scenario_problem(cls, s: Any) -> tuple[str, str] | None:
@@ -357,13 +332,14 @@ class Runtime(ABC):
         return problems + tools.problems(*names)
 
     @abstractmethod
-    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
-        """Make the engine binary available to containers created with the same
-        `image` (build or reuse that image); MINIMAL takes a static engine."""
+    def prepare(self, engine: Path, image: Image = FULL) -> ImageInfo:
+        """Make the image's program `engine` (its declaration says which:
+        images.Image.program) available to containers created with the same
+        `image` (build or reuse that image)."""
 
     @abstractmethod
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL,
+               mounts: Sequence[Mount] = (), image: Image = FULL,
                quota: Quota | None = None, nics: Sequence[Nic] = (),
                lazy: bool = False) -> Container:
         """A container joined to the existing network namespace `netns`, running
@@ -374,6 +350,16 @@ class Runtime(ABC):
         process may become its init (it then ends with that process, which
         must handle SIGINT and SIGTERM itself: NfKind.lazy); a runtime
         without such a start (netns, podman, vm) makes it as any other."""
+
+    def configure_for(self, s: Any) -> None:
+        """A point's settings for the containers it creates next (a VM's
+        accelerator, memory, disk and pinning); most runtimes have none."""
+
+    @classmethod
+    def stored(cls, s: Any) -> dict[str, str]:
+        """What a point stores of how its nodes in this runtime ran (a guest
+        runtime's accelerator and versions); {}: nothing."""
+        return {}
 
     @classmethod
     @abstractmethod

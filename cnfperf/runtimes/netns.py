@@ -9,8 +9,9 @@ from typing import Sequence
 
 from cnfperf.host.system import kill_tagged, tagged
 
-from .base import (FULL, Container, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
-                   check_image, check_name, check_no_nics, check_request, cpu_list, host_engine)
+from .base import (Container, ImageInfo, Journal, Mount, Nic, Quota, Runtime, check_name,
+                   check_no_nics, check_request, cpu_list, host_engine)
+from .images import FULL, Image
 
 KIND = "container"
 # Every process we start carries this in its environment, so a run killed with
@@ -55,30 +56,31 @@ class NetnsContainer(Container):
 class NetnsRuntime(Runtime):
     name = "netns"
     quotas = False   # no cgroup of its own: run/checks/ refuses a quota before a run
+    host_files = True
 
     def __init__(self, journal: Journal, state_dir: Path):
         super().__init__(journal, state_dir)
-        self.engines: dict[str, str] = {}      # image kind -> the host's engine it runs
+        self.engines: dict[Image, str] = {}      # image -> the host's program it runs
 
     @classmethod
     def check(cls) -> list[str]:
         return cls._needs("ip", "taskset")
 
-    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
+    def prepare(self, engine: Path, image: Image = FULL) -> ImageInfo:
         """No image: a container of this kind runs `engine` from the host, the
-        same binary runc would put in the image (the static one for MINIMAL,
-        Click for CLICK and CLICK_DPDK)."""
+        same program runc would put in the image (the static engine for the
+        minimal one, Click for the click ones: the declaration's program)."""
         engine = host_engine(engine, image)
         self.engines[image] = engine
         return ImageInfo(name="host", path="", size_bytes=0)
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL,
+               mounts: Sequence[Mount] = (), image: Image = FULL,
                quota: Quota | None = None, nics: Sequence[Nic] = (),
                lazy: bool = False) -> NetnsContainer:
         check_no_nics(nics)
-        if check_image(image) not in self.engines:
-            raise RuntimeError(f"NetnsRuntime.create(image={image!r}) before prepare()")
+        if image not in self.engines:
+            raise RuntimeError(f"NetnsRuntime.create(image={image.name!r}) before prepare()")
         if quota is not None:
             raise ValueError("the netns runtime cannot enforce a CPU quota (no cgroup): use runc")
         cpus, _ = check_request(name, cpus, netns, mounts)

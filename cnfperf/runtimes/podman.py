@@ -35,8 +35,9 @@ from cnfperf.host import journal
 from cnfperf.host.system import CommandFailed, mounts, run
 
 from . import oci, rootfs
-from .base import (FULL, IMAGES, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
+from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
                    Runtime, check_name, check_no_nics, check_request, cpu_list)
+from .images import FULL, Image
 from .runc import RuncRuntime
 
 RUN_DIR = journal.RUN_DIR / "podman"
@@ -260,8 +261,9 @@ class PodmanContainer(Container):
 
 
 class PodmanRuntime(Runtime):
-    """Images: cnfperf's kinds (runtimes.IMAGES), or any other name: a user's
-    image in podman's store (NAME[:TAG]), or an archive of one (PATH.tar)."""
+    """Images: any declared one (images.Image, built as runc builds it), or a
+    user's (images.user_image): in podman's store (NAME[:TAG]), or an archive
+    of one (PATH.tar)."""
 
     name = "podman"
 
@@ -269,7 +271,7 @@ class PodmanRuntime(Runtime):
         super().__init__(journal, state_dir)
         self.images_dir = rootfs.images_dir(images_dir)
         # image -> (its reference in podman, where the engine is inside, its init)
-        self.images: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        self.images: dict[Image, tuple[str, str, tuple[str, ...]]] = {}
 
     @classmethod
     def check(cls) -> list[str]:
@@ -277,27 +279,27 @@ class PodmanRuntime(Runtime):
         return problems + [p for p in RuncRuntime.check() if p not in problems
                            and "needs root" not in p]
 
-    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
+    def prepare(self, engine: Path, image: Image = FULL) -> ImageInfo:
         """cnfperf's images: the rootfs the runc runtime runs, imported once
         (tagged with its digest); a user's: found in the store, or loaded."""
         try:
-            return self._prepare_user(image) if image not in IMAGES else \
+            return self._prepare_user(image) if image.user else \
                 self._prepare_ours(engine, image)
         finally:
             drop_idle()    # a run that fails before its first container leaves none
 
-    def _prepare_ours(self, engine: Path, image: str) -> ImageInfo:
+    def _prepare_ours(self, engine: Path, image: Image) -> ImageInfo:
         runc = RuncRuntime(self.journal, self.state_dir, self.images_dir)
         info = runc.prepare(engine, image)
         spec = runc.images[image][1]
-        ref = f"{IMAGE_REPO}{image}:{Path(info.path).parent.name}"
+        ref = f"{IMAGE_REPO}{image.name}:{Path(info.path).parent.name}"
         if not _exists(ref):
             _import(Path(info.path), ref, spec.init)
         self.images[image] = (ref, spec.engine_path, spec.init)
         return ImageInfo(name=info.name, path=ref, size_bytes=info.size_bytes)
 
-    def _prepare_user(self, image: str) -> ImageInfo:
-        ref = load(Path(image)) if is_archive(image) else image
+    def _prepare_user(self, image: Image) -> ImageInfo:
+        ref = load(Path(image.name)) if is_archive(image.name) else image.name
         if not _exists(ref):
             raise ContainerError(f"image {ref}: not in podman's store (podman images)")
         size = podman("image", "inspect", "--format", "{{.Size}}", ref, what=f"image {ref}")
@@ -306,15 +308,15 @@ class PodmanRuntime(Runtime):
         return ImageInfo(name=ref, path=ref, size_bytes=int(size.strip() or 0))
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL,
+               mounts: Sequence[Mount] = (), image: Image = FULL,
                quota: Quota | None = None, nics: Sequence[Nic] = (),
                lazy: bool = False) -> PodmanContainer:
         check_no_nics(nics)
         if image not in self.images:
-            raise RuntimeError(f"PodmanRuntime.create(image={image!r}) before prepare()")
+            raise RuntimeError(f"PodmanRuntime.create(image={image.name!r}) before prepare()")
         ref, engine, init = self.images[image]
         cpus, netns_path = check_request(name, cpus, netns, mounts, quota)
-        user = image not in IMAGES
+        user = image.user
         if user:
             mounts = (*mounts, Mount(str(rootfs.BUSYBOX), BUSYBOX_TARGET, readonly=True))
         argv = run_argv(name, ref, cpus, str(netns_path), mounts, init, quota,

@@ -1,23 +1,16 @@
-"""The container images, four kinds (base.IMAGES):
+"""The container images, each built from its declaration (images.Image: the
+core ones there, the others where they are needed: an NF kind's, a data
+plane's, the noisy neighbour's), alike:
 
-- full: static BusyBox, the engine, and only the shared objects the engine
-  needs at run time (its ldd closure, plus the DPDK drivers the EAL loads from
-  its plugin directory and the BPF objects libxdp loads). Tester ends and DPDK
-  network functions run in it.
-- minimal: the static engine (cnfperf-engine-static) and the BPF objects its
-  libxdp loads, nothing else: no shell, no loader, no shared object. The
-  container's init is the engine itself (`--idle`; a lazy container's is the
-  NF's engine: runc.py). Network functions on a kernel api run in it.
-- tools: the full image and Debian's dpdk-testpmd (its ldd closure too), for
-  network functions that run testpmd or a user's command.
-- switch: the tools image plus ovsdb-server and the DPDK ovs-vswitchd (their
-  closures; the DPDK drivers come with librte_eal as for the engine), for a
-  DPDK switch in a container of its own (switch_in = container).
-- click: userlevel Click (the `click` build) and only the shared objects it
-  links, nothing else: no engine, no shell. Click is the container's init too
-  (a router with nothing to do). Click NFs (nf = click:…) on a kernel api run
-  in it; on dpdk in click-dpdk, the same of the click-dpdk build (DPDK and its
-  drivers linked in: the EAL loads none from disk).
+- with a shell (full, tools, the switch's, the neighbour's): static BusyBox, the
+  program (the engine) and only the shared objects it and the image's tools
+  need at run time (their ldd closure, plus the DPDK drivers the EAL loads from
+  its plugin directory and the BPF objects libxdp loads).
+- without (minimal, click, click-dpdk): the program alone with its ldd closure,
+  nothing else: no shell, no loader for a static one (the minimal image's
+  engine, whose libxdp's BPF objects come too). The container's init is the
+  program itself, idle (`--idle`; Click with an element that does nothing; a
+  lazy container's is the NF's engine: runc.py).
 
 Images are cached by a hash of everything that goes in, so a rebuilt engine or an
 upgraded library gives a new image and an unchanged host reuses the old one."""
@@ -35,25 +28,21 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from cnfperf.host.system import CommandFailed, is_static_elf, proc_stat, run
+from cnfperf.host import tools as host_tools
 from cnfperf.host.tools import TOOLS, not_found
 
 from . import oci
 from .base import ContainerError, ImageInfo
+from .images import ENGINE_PATH, STATIC_ENGINE_PATH, Found, Image
 
-FORMAT = "cnfperf-rootfs-1"          # bump when the layout below changes
-MINIMAL_FORMAT = "cnfperf-rootfs-minimal-1"
-CLICK_FORMAT = "cnfperf-rootfs-click-1"
-ENGINE_PATH = "/bin/cnfperf-engine"
-STATIC_ENGINE_PATH = "/bin/cnfperf-engine-static"
-CLICK_PATH = "/bin/click"
+FORMAT = "cnfperf-rootfs-2"          # bump when the layout below changes
 BUSYBOX = Path("/bin/busybox")
 
-# The full image keeps its containers alive with the shell (oci.INIT); the
-# minimal one has none: the engine waits for the same signals itself. Nor has
-# the click one: Click with an element that does nothing waits until a signal
-# stops it (it handles TERM and INT, which pid 1 would otherwise ignore).
+# An image with a shell keeps its containers alive with it (oci.INIT); one
+# without has its program as init, idle until a signal stops it (the static
+# engine's --idle; Click with an element that does nothing): the program
+# handles TERM and INT, which pid 1 would otherwise ignore.
 ENGINE_INIT = (STATIC_ENGINE_PATH, "--idle")
-CLICK_INIT = (CLICK_PATH, "-e", "Idle")
 
 # Mount points runc mounts on (oci.py) and the scratch directories: they must
 # exist in the image, which is read-only and shared, so runc never creates one.
@@ -230,51 +219,45 @@ def libxdp_object_dir(libxdp: str | Path) -> Path | None:
 
 @dataclass
 class ImageSpec:
-    engine: Path
-    busybox: Path | None = BUSYBOX   # None: no shell (the minimal and click images)
+    """One image as built here: its declaration, its program on the host and
+    the host files that go in with it (at their own paths)."""
+
+    image: Image
+    engine: Path                      # the program (the engine, Click…) on the host
+    busybox: Path | None = BUSYBOX    # None: no shell (image.shell false)
     files: list[str] = field(default_factory=list)   # host paths copied to the same path
-    dpdk: bool = False
-    tools: list[str] = field(default_factory=list)   # host binaries besides the engine
-    click: bool = False     # the click images: `engine` is Click
+    dpdk: bool = False                # the program's closure holds DPDK's EAL
+    tools: list[str] = field(default_factory=list)   # host binaries besides the program
 
     @property
     def minimal(self) -> bool:
-        return self.busybox is None and not self.click
+        return self.image.static
 
     @property
     def name(self) -> str:
-        if self.click:
-            return "click" + ("+dpdk" if self.dpdk else "")
-        if self.minimal:
-            return "engine-static"
-        return "busybox+engine" + ("+dpdk" if self.dpdk else "") + \
-            "".join("+" + os.path.basename(t).removeprefix("dpdk-") for t in self.tools)
+        if self.image.shell:
+            return "busybox+engine" + ("+dpdk" if self.dpdk else "") + \
+                "".join("+" + os.path.basename(t).removeprefix("dpdk-") for t in self.tools)
+        return "engine-static" if self.image.static else self.image.name
 
     @property
     def engine_path(self) -> str:
-        """Where the engine (Click, in the click image) is inside the image."""
-        if self.click:
-            return CLICK_PATH
-        return STATIC_ENGINE_PATH if self.minimal else ENGINE_PATH
+        """Where the program is inside the image."""
+        return self.image.path
 
     @property
     def init(self) -> tuple[str, ...]:
         """What keeps a container of this image alive (its pid 1)."""
-        if self.click:
-            return CLICK_INIT
-        return ENGINE_INIT if self.minimal else tuple(oci.INIT)
+        return self.image.init or tuple(oci.INIT)
 
     def _own(self) -> list[tuple[str, Path]]:
         if self.busybox is None:
             return [(self.engine_path, self.engine)]
-        return [(ENGINE_PATH, self.engine), ("/bin/busybox", self.busybox)]
+        return [(self.engine_path, self.engine), ("/bin/busybox", self.busybox)]
 
     def _format(self) -> bytes:
-        if self.click:
-            return CLICK_FORMAT.encode() + b"\0"
-        if self.minimal:
-            return MINIMAL_FORMAT.encode() + b"\0"
-        return FORMAT.encode() + b"\0" + " ".join(APPLETS).encode() + b"\0"
+        shell = " ".join(APPLETS) if self.busybox else ""
+        return "\0".join((FORMAT, self.engine_path, shell, " ".join(self.init))).encode() + b"\0"
 
     def digest(self) -> str:
         h = hashlib.sha256()
@@ -296,17 +279,44 @@ def _file_hash(path: Path) -> bytes:
     return h.hexdigest().encode()
 
 
-def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd,
-             tools: Sequence[str] = (), preloads: Sequence[str] = ()) -> ImageSpec:
-    """The full image; `tools`: host binaries that go in too, at their own paths,
-    with their libraries (the TOOLS image's dpdk-testpmd); `preloads`: libraries
-    that go in at their own paths (LIBSTDBUF)."""
-    if not engine.is_file() or not os.access(engine, os.X_OK):
-        raise ContainerError(f"image: engine {engine} is not an executable file")
-    if not busybox.is_file():
-        raise ContainerError("image: " + not_found(str(busybox), TOOLS["busybox"].package))
-    libs = library_closure([engine, *tools, *preloads], resolve) + list(preloads)
-    spec = ImageSpec(engine=engine, busybox=busybox, tools=list(tools))
+def host_parts(image: Image) -> Found:
+    """An image's `tools` as host paths and its `found()`'s, its preloads: what
+    goes in besides the program (ContainerError: one is missing)."""
+    paths = []
+    for name in image.tools:
+        path = host_tools.find(name)
+        if path is None:
+            raise ContainerError(f"image {image.name}: " + host_tools.missing(name))
+        paths.append(path)
+    extra = image.found() if image.found else Found()
+    return Found(tuple(paths) + extra.tools, image.preloads + extra.preloads)
+
+
+def spec_for(image: Image, program: Path, busybox: Path = BUSYBOX, resolve=ldd) -> ImageSpec:
+    """What goes into `image` built around `program` (its declaration's: the
+    engine, the static engine, a build's program): BusyBox if it has a shell;
+    for a dynamic program its ldd closure with its tools' and preloads' (and,
+    when DPDK's EAL is among them, the drivers it loads from its plugin
+    directory), what glibc loads itself and the BPF objects libxdp loads; for
+    a static one those BPF objects alone (linked in: read from the program)."""
+    if not program.is_file() or not os.access(program, os.X_OK):
+        built = f" (switches/build.sh {image.build.name})" if image.build else ""
+        raise ContainerError(f"image {image.name}: {program} is not an executable file{built}")
+    if image.static and not is_static_elf(program):
+        raise ContainerError(f"image {image.name}: engine {program} is not statically linked; "
+                             "the image has no loader (build cnfperf-engine-static: make build)")
+    if image.shell and not busybox.is_file():
+        raise ContainerError(f"image {image.name}: "
+                             + not_found(str(busybox), TOOLS["busybox"].package))
+    parts = host_parts(image)
+    tools, preloads = list(parts.tools), list(parts.preloads)
+    spec = ImageSpec(image=image, engine=program, busybox=busybox if image.shell else None,
+                     tools=tools)
+    if image.static:
+        if obj_dir := libxdp_object_dir(program):
+            spec.files = [str(obj_dir / o) for o in LIBXDP_OBJECTS if (obj_dir / o).exists()]
+        return spec
+    libs = library_closure([program, *tools, *preloads], resolve) + preloads
     extra: list[str] = []
     eal = next((l for l in libs if os.path.basename(l).startswith("librte_eal.so")), None)
     if eal:
@@ -330,34 +340,6 @@ def spec_for(engine: Path, busybox: Path = BUSYBOX, resolve=ldd,
         extra += [str(obj_dir / o) for o in LIBXDP_OBJECTS if (obj_dir / o).exists()]
     spec.files = sorted(set(libs) | set(extra) | set(tools))
     return spec
-
-
-def minimal_spec_for(engine: Path) -> ImageSpec:
-    """The minimal image of a static engine: it alone, plus the BPF objects its
-    libxdp loads from disk (when it was linked with libxdp)."""
-    if not engine.is_file() or not os.access(engine, os.X_OK):
-        raise ContainerError(f"image: engine {engine} is not an executable file")
-    if not is_static_elf(engine):
-        raise ContainerError(f"image: engine {engine} is not statically linked; the minimal "
-                             "image has no loader (build cnfperf-engine-static: make build)")
-    spec = ImageSpec(engine=engine, busybox=None)
-    if obj_dir := libxdp_object_dir(engine):
-        spec.files = [str(obj_dir / o) for o in LIBXDP_OBJECTS if (obj_dir / o).exists()]
-    return spec
-
-
-def click_spec_for(click: Path, resolve=ldd, dpdk: bool = False) -> ImageSpec:
-    """The click images: Click and its ldd closure (and what glibc loads itself);
-    `dpdk`: Click with DPDK linked in (click-dpdk)."""
-    if not click.is_file() or not os.access(click, os.X_OK):
-        raise ContainerError(f"image: Click {click} is not an executable file "
-                             f"(switches/build.sh click{'-dpdk' if dpdk else ''})")
-    libs = library_closure([click], resolve)
-    libc = next((l for l in libs if os.path.basename(l) == "libc.so.6"), None)
-    extra = [p for n in GLIBC_DLOPENED
-             if libc and os.path.exists(p := os.path.join(os.path.dirname(libc), n))]
-    return ImageSpec(engine=click, busybox=None, files=sorted(set(libs) | set(extra)), dpdk=dpdk,
-                     click=True)
 
 
 def copy_into(root: Path, host_path: str, _depth: int = 0) -> None:
@@ -393,6 +375,7 @@ def _skeleton(root: Path, spec: ImageSpec) -> None:
     (root / "tmp").chmod(0o1777)
     os.symlink("../run", root / "var/run")
     engine = root / spec.engine_path.lstrip("/")
+    engine.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(spec.engine, engine)
     engine.chmod(0o755)
     if spec.busybox is None:
@@ -453,4 +436,19 @@ def build(spec: ImageSpec, base: Path) -> ImageInfo:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(tmp)
-    return ImageInfo(name=spec.name, path=str(rootfs), size_bytes=tree_size(rootfs))
+    info = ImageInfo(name=spec.name, path=str(rootfs), size_bytes=tree_size(rootfs))
+    over_budget(spec.image, info.size_bytes)
+    return info
+
+
+def over_budget(image: Image, size_bytes: int) -> None:
+    """An image larger than its declaration allows is refused, built or
+    found: a library that pulls in a stack of others shows here, not as a
+    slow run."""
+    if size_bytes > image.budget_mb * MB:
+        raise ContainerError(f"image {image.name}: {size_bytes / MB:.1f} MB, over its budget of "
+                             f"{image.budget_mb:g} MB (its declaration's budget_mb; what it "
+                             "holds: its program's ldd closure, its tools and files)")
+
+
+MB = 1 << 20

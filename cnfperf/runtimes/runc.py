@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from cnfperf.host import tools
-from cnfperf.host.facts import alternatives, beside_engine, first_built_with
-from cnfperf.host.tools import Tool
 from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
-from .base import (CLICK, CLICK_DPDK, FULL, IMAGE_TOOLS, MINIMAL, SWITCH, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
-                   check_image, check_name, check_no_nics, check_request)
+from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                   check_name, check_no_nics, check_request)
+from .images import ENGINE_PATH, FULL, Image
 
 # Our own state root: `runc list` there shows only containers cnfperf started,
 # so cleanup never touches anybody else's.
@@ -54,7 +53,7 @@ def _drop_empty_root() -> None:
 
 class RuncContainer(Container):
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
-                 bundle: Path, engine: str = rootfs.ENGINE_PATH, lazy: dict | None = None):
+                 bundle: Path, engine: str = ENGINE_PATH, lazy: dict | None = None):
         super().__init__(journal, name, cpus, netns, engine)
         self.bundle = bundle
         # A lazy container's config.json, its process still to be given; the
@@ -124,56 +123,6 @@ class RuncContainer(Container):
         self.journal.discard(KIND, self.name)
 
 
-def _tools(image: str) -> list[str]:
-    """The host binaries an image kind holds besides the engine: its IMAGE_TOOLS,
-    and for the switch image dpdk-testpmd and OVS's two daemons where this host
-    has them (a switch's own check names what it lacks; the image holds what
-    there is)."""
-    if image == SWITCH:
-        binaries = [b for b in (tools.find(tools.TESTPMD), tools.find("ovsdb-server", _OVS),
-                                _vswitchd()) if b]
-        if not binaries:
-            raise ContainerError(f"image: {tools.missing(tools.TESTPMD)}; "
-                                 f"{tools.missing('ovs-vswitchd-dpdk', _OVS)}")
-        return binaries
-    found = []
-    for name in IMAGE_TOOLS.get(image, ()):
-        path = tools.find(name)
-        if path is None:
-            raise ContainerError("image: " + tools.missing(name))
-        found.append(path)
-    return found
-
-
-# OVS's daemons the switch image holds, as dataplanes/ovs_host.py's TOOLS has
-# them: the runtimes stand below the data planes and cannot ask it, so they are
-# repeated here until the plane declares its image.
-_OVS = {"ovsdb-server": Tool("openvswitch-common"), "ovs-vswitchd": Tool("openvswitch-switch"),
-        "ovs-vswitchd-dpdk": Tool("openvswitch-switch-dpdk",
-                                  ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk",))}
-
-
-def _vswitchd() -> str | None:
-    """The ovs-vswitchd the OVS data plane runs (dataplanes/ovs_host.py's
-    vswitchd_binary, its candidates repeated: see _OVS)."""
-    candidates = [os.environ.get("CNFPERF_OVS_VSWITCHD"), tools.find("ovs-vswitchd", _OVS),
-                  *alternatives("ovs-vswitchd"), tools.find("ovs-vswitchd-dpdk", _OVS)]
-    found = first_built_with(tuple(c for c in candidates if c), "DPDK")
-    return found[0] if found else None
-
-
-def _preloads(image: str, engine: Path) -> list[str]:
-    """The switch's processes are started with rootfs.LINE_BUFFERED (procs.inside),
-    ovs-vswitchd also with the library the engine's build made beside it
-    (libcnfperf-vhost-retry.so: dataplanes/ovs_host.py's vhost_retry) where it did."""
-    if image != SWITCH:
-        return []
-    if not os.path.exists(rootfs.LIBSTDBUF):
-        raise ContainerError(f"image: {tools.not_found(rootfs.LIBSTDBUF, 'coreutils')}")
-    retry = beside_engine(engine, "libcnfperf-vhost-retry.so")
-    return [rootfs.LIBSTDBUF, *([retry] if retry else [])]
-
-
 def _state_pid(name: str) -> int:
     return int(json.loads(run(_runc("state", name), what="runc state"))["pid"])
 
@@ -197,9 +146,9 @@ class RuncRuntime(Runtime):
     def __init__(self, journal: Journal, state_dir: Path, images_dir: Path | None = None):
         super().__init__(journal, state_dir)
         self.images_dir = rootfs.images_dir(images_dir)
-        # image kind -> the built image and what it was built from (its engine's
+        # image -> the built image and what it was built from (its program's
         # path inside and its init)
-        self.images: dict[str, tuple[ImageInfo, rootfs.ImageSpec]] = {}
+        self.images: dict[Image, tuple[ImageInfo, rootfs.ImageSpec]] = {}
 
     @property
     def image(self) -> ImageInfo | None:
@@ -218,25 +167,22 @@ class RuncRuntime(Runtime):
             problems.append("no cpuset cgroup controller mounted (needed to pin containers)")
         return problems
 
-    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
-        engine = Path(engine)
-        if check_image(image) == MINIMAL:
-            spec = rootfs.minimal_spec_for(engine)
-        elif image in (CLICK, CLICK_DPDK):   # `engine` is Click
-            spec = rootfs.click_spec_for(engine, dpdk=image == CLICK_DPDK)
-        else:
-            spec = rootfs.spec_for(engine, tools=_tools(image), preloads=_preloads(image, engine))
+    def prepare(self, engine: Path, image: Image = FULL) -> ImageInfo:
+        if image.user:
+            raise ContainerError(f"image {image.name}: a user's image runs in podman "
+                                 "(runtime = podman)")
+        spec = rootfs.spec_for(image, Path(engine))
         info = rootfs.build(spec, self.images_dir)
         self.images[image] = (info, spec)
         return info
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL,
+               mounts: Sequence[Mount] = (), image: Image = FULL,
                quota: Quota | None = None, nics: Sequence[Nic] = (),
                lazy: bool = False) -> RuncContainer:
         check_no_nics(nics)
-        if check_image(image) not in self.images:
-            raise RuntimeError(f"RuncRuntime.create(image={image!r}) before prepare()")
+        if image not in self.images:
+            raise RuntimeError(f"RuncRuntime.create(image={image.name!r}) before prepare()")
         info, spec = self.images[image]
         cpus, netns_path = check_request(name, cpus, netns, mounts, quota)
         oci.check_targets(mounts, info.path)

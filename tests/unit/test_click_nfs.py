@@ -20,7 +20,8 @@ from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.fields import by_name
 from cnfperf.plan import place
-from cnfperf.runtimes import CLICK, CLICK_DPDK, rootfs
+from cnfperf.nfs.click import CLICK_DPDK_IMAGE as CLICK_DPDK, CLICK_IMAGE as CLICK
+from cnfperf.runtimes import MINIMAL, rootfs
 from harness import scenarios
 
 FORWARDER = """\
@@ -293,11 +294,11 @@ def test_the_click_image_is_click_and_its_libraries_alone(tmp_path):
     for name in ("libpcap.so.0.8", "libc.so.6", "libgcc_s.so.1"):
         (libs / name).write_text(name)
     program = _elf(tmp_path / "click")
-    spec = rootfs.click_spec_for(program, resolve=lambda p: [str(libs / "libpcap.so.0.8"),
-                                                            str(libs / "libc.so.6")])
+    spec = rootfs.spec_for(CLICK, program, resolve=lambda p: [str(libs / "libpcap.so.0.8"),
+                                                             str(libs / "libc.so.6")])
     assert (spec.name, spec.engine_path, spec.busybox) == ("click", "/bin/click", None)
     assert spec.init == ("/bin/click", "-e", "Idle") and not spec.minimal
-    assert rootfs.click_spec_for(program, resolve=lambda p: [], dpdk=True).name == "click+dpdk"
+    assert rootfs.spec_for(CLICK_DPDK, program, resolve=lambda p: []).name == "click-dpdk"
     # libgcc_s: glibc loads it itself (pthread_cancel, unwinding)
     assert spec.files == sorted(str(libs / n) for n in ("libc.so.6", "libgcc_s.so.1",
                                                         "libpcap.so.0.8"))
@@ -310,15 +311,15 @@ def test_the_click_image_is_click_and_its_libraries_alone(tmp_path):
                             f"{inside}/libgcc_s.so.1", f"{inside}/libpcap.so.0.8"])
     assert os.access(root / "bin/click", os.X_OK) and info.name == "click"
     # another image of its own, beside the minimal one of the same binary
-    assert rootfs.build(rootfs.ImageSpec(engine=program, busybox=None), tmp_path / "images") \
-        .path != info.path
+    assert rootfs.build(rootfs.ImageSpec(MINIMAL, engine=program, busybox=None),
+                        tmp_path / "images").path != info.path
     with pytest.raises(rootfs.ContainerError, match="switches/build.sh click"):
-        rootfs.click_spec_for(tmp_path / "nope")
+        rootfs.spec_for(CLICK, tmp_path / "nope")
 
 
 @pytest.mark.needs("click", "ldd")
 def test_the_built_click_s_image_holds_what_it_links():
-    spec = rootfs.click_spec_for(builds.program(click_nfs.BUILD))
+    spec = rootfs.spec_for(CLICK, builds.program(click_nfs.BUILD))
     names = {os.path.basename(f) for f in spec.files}
     assert {"libpcap.so.0.8", "libstdc++.so.6", "libc.so.6"} <= names
     assert not any("busybox" in f or "cnfperf-engine" in f for f in spec.files)

@@ -20,7 +20,7 @@ from cnfperf.host.facts import EngineFacts
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.plan import place
 from cnfperf.report import style
-from cnfperf.runtimes import IMAGES, RUNTIMES, podman
+from cnfperf.runtimes import RUNTIMES, Image, podman
 from cnfperf.scenario import Scenario
 from harness import REPO
 
@@ -80,10 +80,12 @@ def test_every_kind_answers_the_whole_interface(index, tmp_path, monkeypatch):
     assert isinstance(problems, list) and all(isinstance(p, str) for p in problems)
     # one of cnfperf's images, or the user's own (its ref) in the runtime the kind names
     image = kind.image(api, lambda: list(NF_APIS))
+    assert isinstance(image, Image) and image.budget_mb > 0
     if kind.runtime is None:
-        assert image in IMAGES
+        assert not image.user
     else:
-        assert kind.runtime in RUNTIMES and image == value.split()[0].removeprefix("image:")
+        assert kind.runtime in RUNTIMES and image.user and \
+            image.name == value.split()[0].removeprefix("image:")
     point = place(s, "1a2b", host_cpus=(0, 1), nf=kind)
     [nf] = point.nfs
     assert len(nf.ports) == kind.ports
@@ -249,7 +251,7 @@ def test_a_made_up_kind_s_image_is_chosen(made_up):
         "from cnfperf.scenario import Scenario\n"
         "s = Scenario(nfs=1, nf='policer', api='raw', nf_api='raw', tester='single')\n"
         "[nf] = place(s, '1a2b', host_cpus=(0, 1), nf=nfs.kind(s.nf)).nfs\n"
-        "print(Builder.image_of(None, nf, s.nf))\n"))
+        "print(Builder.image_of(None, nf, s.nf).name)\n"))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "tools"
 

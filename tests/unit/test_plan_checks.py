@@ -74,7 +74,7 @@ def test_scenario_validates_fields_and_holds_no_check():
 
 
 def test_checks_compare_no_place_or_runtime_with_a_runtime_s_name():
-    """Where a node runs is the runtime's to say (Runtime.holds), as a data
+    """Where a node runs is the runtime's to say (Runtime.place, runtimes.in_guest), as a data
     plane's capabilities are its class's: run/checks/ compares no value with a
     runtime's name; and scenario.py imports nothing of run/ (it is below)."""
     package = Path(checks.__file__).parent

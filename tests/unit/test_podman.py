@@ -100,7 +100,8 @@ def test_an_image_nf_names_its_image_and_runs_in_podman(tmp_path):
     archive = tmp_path / "nf.tar"
     kind = nfs.kind(f"image:{archive} --in {{iface1}} --out '{{iface2}}'")
     assert kind.runtime == "podman" in RUNTIMES
-    assert kind.ref == str(archive) and kind.image("raw", list) == str(archive)
+    assert kind.ref == str(archive) and kind.image("raw", list).name == str(archive)
+    assert kind.image("raw", list).user
     s = Scenario(nfs=1, nf=kind.nf, nf_api="raw", api="raw")
     assert Builder.nf_runtime(s) == "podman"
     assert Builder.nf_runtime(Scenario(nfs=1, nf="l2", runtime="netns")) == "netns"

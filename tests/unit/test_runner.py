@@ -22,7 +22,7 @@ from cnfperf.dataplanes import Attachment
 from cnfperf.host.facts import EngineFacts, HostFacts, Hugepages
 from cnfperf.results import model
 from cnfperf.results.store import Store
-from cnfperf.runtimes import ImageInfo
+from cnfperf.runtimes import FULL, ImageInfo
 from cnfperf.run.testbed import Builder
 from cnfperf.run.trial import Progress
 
@@ -87,22 +87,28 @@ class Switch:
 
 
 class Runtime:
-    """A container runtime whose containers only record."""
+    """A container runtime whose containers only record (its images by name)."""
 
-    kind = "container"
+    own_kernel = False
+    host_files = False
+    place = None
 
     def __init__(self, machine: Machine, journal, state) -> None:
         self.machine = machine
 
-    def prepare(self, engine, image="full") -> ImageInfo:
-        self.machine.step("prepare", image, engine.name)
-        return ImageInfo(f"fake-{image}", "/fake", 1 if image == "full" else 2)
+    def configure_for(self, s) -> None:
+        pass
 
-    def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=(),
+    def prepare(self, engine, image=FULL) -> ImageInfo:
+        self.machine.step("prepare", image.name, engine.name)
+        return ImageInfo(f"fake-{image.name}", "/fake", 1 if image == FULL else 2)
+
+    def create(self, name, cpus, netns, mounts=(), image=FULL, quota=None, nics=(),
                lazy=False):
         machine = self.machine
-        machine.step("create", name, image)
-        return type("Container", (), {"engine": f"/engine-{image}", "kind": "container", "slowdown": 1.0,
+        machine.step("create", name, image.name)
+        return type("Container", (), {"engine": f"/engine-{image.name}", "own_kernel": False,
+                                      "slowdown": 1.0,
                                       "destroy": lambda self: machine.step("destroy", name)})()
 
 
@@ -266,10 +272,10 @@ def test_the_image_of_a_network_function_follows_its_api(tmp_path):
 
     def nf(api):
         return SimpleNamespace(ports=(SimpleNamespace(api=api), SimpleNamespace(api=api)))
-    assert [builder.image_of(nf(api), "l2") for api in ("raw", "mmap", "xdp", "dpdk")] == \
+    assert [builder.image_of(nf(api), "l2").name for api in ("raw", "mmap", "xdp", "dpdk")] == \
         ["minimal"] * 3 + ["full"]
     # a command of its own (testpmd, a user's) runs where testpmd is
-    assert {builder.image_of(nf(api), kind) for api in ("raw", "dpdk")
+    assert {builder.image_of(nf(api), kind).name for api in ("raw", "dpdk")
             for kind in ("testpmd", "cmd:my-nf {iface1}")} == {"tools"}
 
 
@@ -428,7 +434,7 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
 
     class Container:
         cpus, init_pid, pids = (0,), None, []   # no cgroup: CPU time of no process
-        kind, slowdown = "container", 1.0
+        own_kernel, slowdown = False, 1.0
 
         def __init__(self, name):
             # no such netns: its UDP counters read as unknown (udp_errors.read)
@@ -443,9 +449,9 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
             machine.step("destroy", self.name)
 
     class Engines(Runtime):
-        def create(self, name, cpus, netns, mounts=(), image="full", quota=None, nics=(),
+        def create(self, name, cpus, netns, mounts=(), image=FULL, quota=None, nics=(),
                    lazy=False):
-            machine.step("create", name, image)
+            machine.step("create", name, image.name)
             return Container(name)
 
     builder = functools.partial(

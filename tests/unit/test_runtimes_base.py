@@ -72,17 +72,34 @@ def test_check_reports_problems_as_lines():
             assert any("root" in p for p in problems)
 
 
-def test_images_are_named_and_checked(tmp_path):
-    from cnfperf.runtimes import (CLICK, CLICK_DPDK, FULL, IMAGES, MINIMAL, NOISE, SWITCH, TOOLS,
-                                  ContainerError)
-    from cnfperf.runtimes.base import check_image
-    assert IMAGES == (FULL, MINIMAL, TOOLS, NOISE, SWITCH, CLICK, CLICK_DPDK) == \
-        ("full", "minimal", "tools", "noise", "switch", "click", "click-dpdk")
-    with pytest.raises(ValueError, match="image 'tiny'"):
-        check_image("tiny")
+def test_images_are_declarations_checked_where_declared(tmp_path):
+    """An image is a declaration (images.Image), not a name a runtime knows:
+    the core ones, and the ones their owners declare (the click ones, the
+    switch's, the neighbour's), each with a budget; a bad declaration is
+    refused where it is made, a user's image by a runtime that builds none."""
+    from pathlib import Path
+
+    from cnfperf.dataplanes.switch_image import SWITCH
+    from cnfperf.nfs.click import CLICK_DPDK_IMAGE, CLICK_IMAGE
+    from cnfperf.run.noise import IMAGE as NOISE
+    from cnfperf.runtimes import CORE, FULL, MINIMAL, TOOLS, ContainerError, Image, user_image
+    from cnfperf.runtimes.images import BUILD
+    assert CORE == (FULL, MINIMAL, TOOLS)
+    every = (*CORE, NOISE, SWITCH, CLICK_IMAGE, CLICK_DPDK_IMAGE)
+    assert [i.name for i in every] == ["full", "minimal", "tools", "noise", "switch", "click",
+                                       "click-dpdk"]
+    assert all(i.budget_mb > 0 and i.about for i in every)
+    assert (CLICK_IMAGE.program, CLICK_IMAGE.build.name, CLICK_DPDK_IMAGE.build.name) == \
+        (BUILD, "click", "click-dpdk")
+    with pytest.raises(ValueError, match="names its build"):
+        Image("tiny", "x", program=BUILD)
+    with pytest.raises(ValueError, match="program 'perl'"):
+        Image("tiny", "x", program="perl")
+    with pytest.raises(ValueError, match="tool 'nope'"):
+        Image("tiny", "x", tools=("nope",))
     rt = NetnsRuntime(None, tmp_path)
-    with pytest.raises(ValueError, match="image 'tiny'"):
-        rt.prepare(__import__("pathlib").Path("/bin/true"), "tiny")
+    with pytest.raises(ContainerError, match="image localhost/x:1: a user's image runs in podman"):
+        rt.prepare(Path("/bin/true"), user_image("localhost/x:1"))
 
 
 def test_netns_runs_the_host_engine_of_each_image(tmp_path):

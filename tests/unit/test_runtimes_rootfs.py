@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cnfperf.runtimes import rootfs
+from cnfperf.runtimes import FULL, MINIMAL, Image, rootfs
 from cnfperf.runtimes.base import ContainerError
 from cnfperf.host.system import is_static_elf
 
@@ -131,7 +131,7 @@ def _spec(tmp_path, engine_text="engine-v1"):
     lib = tmp_path / "libs" / "libq.so.1"
     lib.parent.mkdir(exist_ok=True)
     lib.write_text("q")
-    return rootfs.ImageSpec(engine=engine, busybox=busybox, files=[str(lib)])
+    return rootfs.ImageSpec(FULL, engine=engine, busybox=busybox, files=[str(lib)])
 
 
 def test_build_layout_and_size(tmp_path):
@@ -212,7 +212,7 @@ def test_minimal_image_holds_the_static_engine_and_nothing_else(tmp_path):
     objects = _bpf_dir(tmp_path)
     engine = _static_elf(tmp_path / "cnfperf-engine-static",
                          b"\0" + str(objects).encode() + b"\0xdp-dispatcher.o\0")
-    spec = rootfs.minimal_spec_for(engine)
+    spec = rootfs.spec_for(MINIMAL, engine)
     assert spec.minimal and spec.name == "engine-static" and spec.busybox is None
     assert spec.engine_path == "/bin/cnfperf-engine-static"
     assert spec.init == ("/bin/cnfperf-engine-static", "--idle")
@@ -237,7 +237,7 @@ def test_minimal_image_holds_the_static_engine_and_nothing_else(tmp_path):
 
 
 def test_minimal_image_without_libxdp_is_the_engine_alone(tmp_path):
-    spec = rootfs.minimal_spec_for(_static_elf(tmp_path / "e"))
+    spec = rootfs.spec_for(MINIMAL, _static_elf(tmp_path / "e"))
     assert spec.files == []
     root = Path(rootfs.build(spec, tmp_path / "images").path)
     assert [p.name for p in root.rglob("*") if p.is_file()] == ["cnfperf-engine-static"]
@@ -247,19 +247,19 @@ def test_minimal_and_full_images_of_one_engine_are_cached_apart(tmp_path):
     engine = _static_elf(tmp_path / "e")
     busybox = tmp_path / "busybox"
     busybox.write_text("busybox")
-    minimal = rootfs.build(rootfs.minimal_spec_for(engine), tmp_path / "images")
-    full = rootfs.build(rootfs.ImageSpec(engine=engine, busybox=busybox), tmp_path / "images")
+    minimal = rootfs.build(rootfs.spec_for(MINIMAL, engine), tmp_path / "images")
+    full = rootfs.build(rootfs.ImageSpec(FULL, engine=engine, busybox=busybox), tmp_path / "images")
     assert minimal.path != full.path and minimal.size_bytes < full.size_bytes
-    assert rootfs.build(rootfs.minimal_spec_for(engine), tmp_path / "images") == minimal
+    assert rootfs.build(rootfs.spec_for(MINIMAL, engine), tmp_path / "images") == minimal
     _static_elf(engine, b"rebuilt")
-    assert rootfs.build(rootfs.minimal_spec_for(engine), tmp_path / "images").path != minimal.path
+    assert rootfs.build(rootfs.spec_for(MINIMAL, engine), tmp_path / "images").path != minimal.path
 
 
 def test_minimal_image_refuses_a_dynamic_engine(tmp_path):
     with pytest.raises(ContainerError, match="not statically linked"):
-        rootfs.minimal_spec_for(Path("/bin/true"))
+        rootfs.spec_for(MINIMAL, Path("/bin/true"))
     with pytest.raises(ContainerError, match="not an executable"):
-        rootfs.minimal_spec_for(tmp_path / "nope")
+        rootfs.spec_for(MINIMAL, tmp_path / "nope")
 
 
 def test_images_dir_override(tmp_path, monkeypatch):
@@ -272,23 +272,23 @@ def test_images_dir_override(tmp_path, monkeypatch):
 
 @pytest.mark.needs("ldd")
 def test_spec_of_a_real_binary_holds_libc_loader_and_libgcc(tmp_path):
-    spec = rootfs.spec_for(Path("/bin/true"), busybox=Path("/bin/true"))
+    spec = rootfs.spec_for(FULL, Path("/bin/true"), busybox=Path("/bin/true"))
     names = {os.path.basename(f) for f in spec.files}
     assert "libc.so.6" in names
     assert any(n.startswith("ld-linux") for n in names)
     assert not spec.dpdk
-    assert spec.digest() == rootfs.spec_for(Path("/bin/true"), busybox=Path("/bin/true")).digest()
+    assert spec.digest() == rootfs.spec_for(FULL, Path("/bin/true"), busybox=Path("/bin/true")).digest()
 
 
 def test_spec_refuses_a_missing_engine(tmp_path):
     with pytest.raises(ContainerError, match="not an executable"):
-        rootfs.spec_for(tmp_path / "nope")
+        rootfs.spec_for(FULL, tmp_path / "nope")
 
 
 def test_spec_names_the_package_of_a_missing_busybox(tmp_path):
     """One line naming the Debian package, not a traceback."""
     with pytest.raises(ContainerError, match="busybox-static"):
-        rootfs.spec_for(Path("/bin/true"), busybox=tmp_path / "busybox")
+        rootfs.spec_for(FULL, Path("/bin/true"), busybox=tmp_path / "busybox")
 
 
 @pytest.mark.needs("busybox")
@@ -328,3 +328,15 @@ def test_ldd_answers_kept_until_a_file_or_the_loader_changes(tmp_path, monkeypat
     assert rootfs.ldd(tmp_path / "m") == first and len(asked) == 2
     loader.write_text("22")             # ldconfig ran
     assert rootfs.ldd(tmp_path / "m") == first and len(asked) == 3
+
+
+def test_an_image_over_its_budget_is_refused_when_built(tmp_path):
+    """A declaration's budget_mb holds an image to its size: one line naming
+    the image, its size and its budget, whether it was just built or found."""
+    spec = _spec(tmp_path)
+    tiny = Image("tiny", "a test's", budget_mb=1e-5)
+    with pytest.raises(ContainerError, match=r"image tiny: 0\.\d MB, over its budget of 1e-05 MB"):
+        rootfs.build(rootfs.ImageSpec(tiny, spec.engine, spec.busybox, spec.files),
+                     tmp_path / "images")
+    info = rootfs.build(spec, tmp_path / "images")     # within the full image's
+    assert info.size_bytes < FULL.budget_mb * rootfs.MB

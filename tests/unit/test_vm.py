@@ -206,7 +206,7 @@ def test_qemu_argv_of_the_machine(tmp_path):
 
 
 def test_registered_beside_the_container_runtimes():
-    assert RUNTIMES["vm"] is VmRuntime and VmRuntime.kind == "vm"
+    assert RUNTIMES["vm"] is VmRuntime and VmRuntime.own_kernel and VmRuntime.place == "vm"
     assert "vm" not in CONTAINER_RUNTIMES and set(CONTAINER_RUNTIMES) == {"runc", "netns", "podman"}
     with pytest.raises(ValueError, match="accel"):
         VmRuntime(None, Path("/nonexistent"), accel="hvf")

@@ -15,7 +15,7 @@ from cnfperf.plan import has_vms, nf_hosts
 from cnfperf.run import noise
 from cnfperf.run.checks.dataplane import dataplane_of, mismatch, nf_ports, switch_problem
 from cnfperf.run.checks.placement import place_point
-from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM
+from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, guest
 from cnfperf.scenario import Keep, Scenario, tester_hosts, validate
 
 
@@ -71,7 +71,7 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
                          "(see cnfperf doctor)")
         if _vms(s):
             if s.accel not in known_vms:
-                known_vms[s.accel] = RUNTIMES[VM].host_problems(s.accel)
+                known_vms[s.accel] = guest().host_problems(s.accel)
             found += known_vms[s.accel]
             found += [f"{s.switch}: kernel has no {t} links (virtual machines' ports)"
                       for t, option in dataplane_of(s).vm_links.items()
@@ -167,7 +167,7 @@ def matrix(host: HostFacts) -> dict:
             problems = problems + [f"api {api}: {tools.engine_without(api)}"
                                    for api in APIS if cells[api] == "no engine"]
         planes[name] = {"apis": cells, "problems": problems, "description": dp.description}
-    return {"runtimes": runtimes, "vms": RUNTIMES[VM].doctor(), "nfs": nf_matrix(host),
+    return {"runtimes": runtimes, "vms": guest().doctor(), "nfs": nf_matrix(host),
             "dataplanes": planes}
 
 

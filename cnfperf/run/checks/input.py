@@ -15,7 +15,7 @@ from cnfperf.run import fault
 from cnfperf.run.checks.dataplane import RINGS, dataplane_of, mismatch, switch_problem
 from cnfperf.run.checks.placement import (check_cpu, check_hosts, check_usable, in_machine,
                                           point_cpus, tester_crosses)
-from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, VM
+from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, guest
 from cnfperf.scenario import SOCKET_APIS, Scenario, tester_hosts
 from cnfperf.strategies import latency, mlr, soak
 
@@ -188,7 +188,7 @@ def _check_vms(s: Scenario, dataplane: type[DataPlane], ports: int) -> None:
                         f"{s.switch} gives no virtual machine a port ({dataplane.vm_refusal}); "
                         f"{having} do")
     if has_vms(s):
-        why = RUNTIMES[VM].memory_problem(s.vm_memory, _vm_dpdk_mb(s, dataplane, ports))
+        why = guest().memory_problem(s.vm_memory, _vm_dpdk_mb(s, dataplane, ports))
         if why:
             raise UserError("vm_memory", why)
 

@@ -17,15 +17,15 @@ from cnfperf.remote import inventory
 from cnfperf.remote.inventory import Inventory
 from cnfperf.run import noise
 from cnfperf.run.checks.dataplane import RINGS, dataplane_of
-from cnfperf.runtimes import RUNTIMES, Quota
+from cnfperf.runtimes import RUNTIMES, Quota, in_guest
 from cnfperf.scenario import Scenario, parse_cpus, tester_hosts
 
 
 def in_machine(place: str) -> bool:
     """Whether a place (endpoint_in, or one of nf_in's) puts a node in a
-    virtual machine: a runtime holds it (Runtime.holds), not the scenario's
-    container runtime."""
-    return any(runtime.holds(place) for runtime in RUNTIMES.values())
+    virtual machine: a runtime with a kernel of its own holds it
+    (runtimes.in_guest), not the scenario's container runtime."""
+    return in_guest(place)
 
 
 def point_cpus(s: Scenario, cores: tuple[int, ...] | None = None) -> tuple[int, ...]:

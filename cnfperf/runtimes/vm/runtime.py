@@ -23,8 +23,9 @@ from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.system import CommandFailed, is_static_elf, kill_tagged, run, spawn, tagged
 
 from .. import rootfs
-from ..base import (FULL, TOOLS, Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota,
-                    Runtime, check_image, check_name, check_netns, check_request, host_engine)
+from ..base import (Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                    check_name, check_netns, check_request, host_engine)
+from ..images import FULL, Image
 from . import cgroup, guest as guests, nics as nic_slots, ports, probe as probes, qemu, qmp
 
 KIND = "container"
@@ -42,7 +43,8 @@ ACCELS = (AUTO, *fields.ACCELS)
 # or stop (Container.slowdown): an emulated guest's DPDK initialises in ~15 s.
 SLOWDOWN = {"kvm": 2.0, "tcg": 10.0}
 # Where /init mounts a disk image of the user's (vm_image), for their commands
-# (cmd:, testpmd: the TOOLS image kind) to run in, chrooted; the host's chroot.
+# (cmd:, testpmd: an image whose `commands` are the user's) to run in, chrooted;
+# the host's chroot.
 USER_ROOT = "/run/cnfperf-user"
 CHROOT = "/usr/sbin/chroot"
 HOST_IMAGE = "host"
@@ -64,7 +66,7 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 
 class VmContainer(Container):
-    kind = "vm"
+    own_kernel = True
 
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
                  engine: str, proc: subprocess.Popen, vm_dir: Path, groups: list[Path],
@@ -154,7 +156,8 @@ def _stop(name: str, proc: subprocess.Popen | None, vm_dir: Path, groups: list[P
 
 class VmRuntime(Runtime):
     name = "vm"
-    kind = "vm"
+    own_kernel = True
+    place = "vm"      # nf_in = vm, endpoint_in = vm
     _probed: ClassVar[dict[str, str | None] | None] = None
 
     def __init__(self, journal: Journal, state_dir: Path, accel: str = AUTO,
@@ -162,7 +165,7 @@ class VmRuntime(Runtime):
         super().__init__(journal, state_dir)
         self.images_dir = images_dir
         self.guest: guests.Guest | None = None
-        self.engines: dict[str, str] = {}      # image kind -> the host's engine it runs
+        self.engines: dict[Image, str] = {}      # image -> the host's program it runs
         self.disk: str | None = None       # vm_image: a disk image of the user's
         self.configure(accel, memory_mb)
 
@@ -201,9 +204,8 @@ class VmRuntime(Runtime):
         self.accel, self.memory_mb, self.pin = accel, memory_mb, pin
         self.disk = None if image == HOST_IMAGE else os.path.realpath(image)
 
-    @classmethod
-    def holds(cls, place: str) -> bool:
-        return place == cls.name
+    def configure_for(self, s: Any) -> None:
+        self.configure(accel=s.accel, memory_mb=s.vm_memory, image=s.vm_image, pin=s.pin)
 
     @classmethod
     def scenario_problem(cls, s: Any) -> tuple[str, str] | None:
@@ -282,6 +284,10 @@ class VmRuntime(Runtime):
                                                 f"{found[accel]}"]
 
     @classmethod
+    def stored(cls, s: Any) -> dict[str, str]:
+        return cls.facts(s.accel)
+
+    @classmethod
     def facts(cls, accel: str) -> dict[str, str]:
         """What a point stores of how its VMs ran: the accelerator (auto
         resolved), QEMU's and the guest kernel's versions."""
@@ -289,7 +295,7 @@ class VmRuntime(Runtime):
         return {"accel": cls.resolve(accel), "qemu": _qemu_version(),
                 "guest_kernel": kernel.version if kernel else "?"}
 
-    def prepare(self, engine: Path, image: str = FULL) -> ImageInfo:
+    def prepare(self, engine: Path, image: Image = FULL) -> ImageInfo:
         """The guest (built once, cached); the engine is the host's own, at its
         host path in the guest (the static one for MINIMAL), as in netns."""
         engine = host_engine(engine, image)
@@ -299,11 +305,11 @@ class VmRuntime(Runtime):
         return self.guest.info
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
-               mounts: Sequence[Mount] = (), image: str = FULL,
+               mounts: Sequence[Mount] = (), image: Image = FULL,
                quota: Quota | None = None, nics: Sequence[Nic] = (),
                lazy: bool = False) -> VmContainer:
-        if check_image(image) not in self.engines or self.guest is None:
-            raise RuntimeError(f"VmRuntime.create(image={image!r}) before prepare()")
+        if image not in self.engines or self.guest is None:
+            raise RuntimeError(f"VmRuntime.create(image={image.name!r}) before prepare()")
         cpus, _ = check_request(name, cpus, netns, mounts, quota)
         shared = _shared(mounts, self.engines[image])
         nics = tuple(nics)
@@ -343,7 +349,7 @@ class VmRuntime(Runtime):
             raise
         return VmContainer(self.journal, name, cpus, netns, self.engines[image], proc, vm_dir,
                            groups, nics, spec.hugepages * qemu.HUGEPAGE_MB, ready_s, accel,
-                           user_root=bool(self.disk) and image == TOOLS)
+                           user_root=bool(self.disk) and image.commands)
 
     @staticmethod
     def _start(spec: qemu.Spec, netns: str) -> subprocess.Popen:

@@ -18,7 +18,8 @@ from cnfperf.dataplanes import DATAPLANES, ovsdb, testpmd_app
 from cnfperf.dataplanes.procs import find
 from cnfperf.host.journal import Journal
 from cnfperf.plan import place
-from cnfperf.runtimes import SWITCH, Quota, RuncRuntime
+from cnfperf.dataplanes.switch_image import SWITCH
+from cnfperf.runtimes import Quota, RuncRuntime
 from cnfperf.scenario import Scenario
 from cnfperf.run.testbed import Namespaces, SwitchHome
 from dpdk_leak import no_leftovers
@@ -85,7 +86,7 @@ def test_the_switchs_processes_are_in_its_cgroup_netns_and_cpuset(switch, tmp_pa
     with no_leftovers(p.prefix):
         try:
             runtime.prepare(ENGINE, SWITCH)
-            home = SwitchHome(runtime, Quota(50, 100_000), Namespaces(), journal)
+            home = SwitchHome(runtime, SWITCH, Quota(50, 100_000), Namespaces(), journal)
             dataplane = DATAPLANES[switch](journal, home=home)
             try:
                 dataplane.start(p)

@@ -151,4 +151,4 @@ def test_click_with_dpdk_on_the_nf_s_dpdk_ports(engine, cli, cli_json, no_leftov
     for nf in _nfs(point):
         port1, port2 = (nf["ports"] * 2)[:2]    # a mirror's one port is both
         assert port1["rx_packets"] == port2["tx_packets"] == _sent(first), nf
-    _ready(point, image="click+dpdk")
+    _ready(point, image="click-dpdk")

@@ -12,6 +12,7 @@ from cnfperf.host import cgroups
 from cnfperf.host.journal import Journal
 from cnfperf.host.system import CommandFailed
 from cnfperf.runtimes import MINIMAL, Mount, PodmanRuntime, Quota, podman
+from cnfperf.runtimes import user_image as user_image_of
 import harness
 from leak import assert_no_leftovers
 from user_images import image_archive, user_image
@@ -225,9 +226,9 @@ def test_a_user_image_from_podman_s_store_or_an_archive(engine, netns, prefix, t
         rt = PodmanRuntime(Journal(tmp_path / "j"), tmp_path / "state")
         with user_image() as ref, image_archive(tmp_path) as archive:
             for image, name in ((ref, ref), (str(archive), "localhost/cnfperf-test-nf:archived")):
-                info = rt.prepare(engine, image)
+                info = rt.prepare(engine, user_image_of(image))
                 assert info.name == name and info.size_bytes > 0
-                c = rt.create(f"{prefix}-u", [CPU], netns, image=image)
+                c = rt.create(f"{prefix}-u", [CPU], netns, image=user_image_of(image))
                 try:
                     assert c.engine == name
                     proc = c.exec(podman.command_of(c.engine, ["--version"]))
@@ -236,7 +237,7 @@ def test_a_user_image_from_podman_s_store_or_an_archive(engine, netns, prefix, t
                 finally:
                     c.destroy()
         with pytest.raises(podman.ContainerError, match="not in podman's store"):
-            rt.prepare(engine, "localhost/cnfperf-surely-absent:1")
+            rt.prepare(engine, user_image_of("localhost/cnfperf-surely-absent:1"))
         subprocess.run(["ip", "netns", "del", netns], check=True)
 
 

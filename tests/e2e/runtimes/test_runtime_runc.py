@@ -1,6 +1,7 @@
 """runc containers for real: image, namespaces, cpuset, exec, signals, teardown."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -335,3 +336,35 @@ def test_dpdk_drivers_load_from_the_image(tmp_path, images, netns, prefix):
         assert proc.returncode == 0, err.decode()[-2000:]
         assert b"Port 0 is closed" in out and b"Port 1 is closed" in out
         subprocess.run(["ip", "netns", "del", netns], check=True)
+
+
+def test_an_image_declared_elsewhere_runs_as_its_declaration_says(images, netns, prefix,
+                                                                   tmp_path):
+    """An image runc never heard of (a made-up family's: a build's program,
+    no shell, an idle init), built from its declaration alone: its container
+    runs with the program as its init, what exec runs is that program, and
+    nothing but it and its libraries is inside."""
+    from cnfperf.runtimes import Image
+    from cnfperf.host.builds import Build
+    from cnfperf.runtimes.images import BUILD
+    nap = Image("nap", "a test's", program=BUILD, build=Build("nap", "a test's", ("nap",)), path="/bin/nap", shell=False,
+                idle=("2147483647",), budget_mb=16)
+    program = tmp_path / "nap"    # the `nap` build's program: coreutils' sleep
+    program.write_bytes(Path(os.path.realpath(shutil.which("sleep"))).read_bytes())
+    program.chmod(0o755)
+    with assert_no_leftovers():
+        journal = Journal(tmp_path / "j")
+        rt = RuncRuntime(journal, tmp_path / "state", images_dir=images)
+        info = rt.prepare(program, nap)
+        root = Path(info.path)
+        assert info.name == "nap" and (root / "bin/nap").read_bytes() == program.read_bytes()
+        assert not (root / "bin/busybox").exists() and list(root.rglob("libc.so.6"))
+        c = rt.create(f"{prefix}-n", [CPU], netns, image=nap)
+        try:
+            assert c.engine == "/bin/nap"
+            with open(f"/proc/{c.init_pid}/cmdline", "rb") as f:
+                assert f.read().split(b"\0")[:2] == [b"/bin/nap", b"2147483647"]
+            assert run(c, ["/bin/nap", "0"]) == ""
+        finally:
+            c.destroy()
+        journal.close(remove=False)
