@@ -1,5 +1,7 @@
 # make build   .venv/ with cnfperf (editable) + the engine and its static build
-# make test    C unit tests, then pytest (unit + end-to-end; e2e needs root)
+# make test    C unit tests, then pytest (unit + end-to-end; e2e needs root): the whole suite
+# make check   the inner loop (a few minutes): unit tests, the C unit tests, and one
+#              end-to-end run per data-plane family (pytest's smoke marker)
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
 # make docs    rewrites the docs' generated blocks (fields, store schema, CSV columns, plots)
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
@@ -37,7 +39,7 @@ APT_PACKAGES := \
 	openssh-server openssh-client \
 	$(SWITCH_BUILD_PACKAGES)
 
-.PHONY: deps build switches test demo docs clean
+.PHONY: deps build switches test check demo docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -66,6 +68,11 @@ switches: deps
 test: deps build switches
 	meson test -C engine/build --print-errorlogs
 	$(VENV)/bin/pytest
+
+check: deps build switches
+	meson test -C engine/build --print-errorlogs
+	$(VENV)/bin/pytest tests/unit
+	$(VENV)/bin/pytest -m smoke tests/e2e
 
 demo: deps build
 	$(VENV)/bin/cnfperf study shootout --quick
