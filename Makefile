@@ -36,7 +36,7 @@ APT_PACKAGES := \
 	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf linux-perf chromium-headless-shell \
-	openssh-server openssh-client \
+	openssh-server openssh-client git \
 	$(SWITCH_BUILD_PACKAGES)
 
 .PHONY: deps build switches test check demo docs clean

@@ -67,11 +67,12 @@ def _why_not_build() -> str | None:
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
                               timeout=60)
-    for main in ("main", "origin/main"):
-        base = git("merge-base", "HEAD", main)
-        if base.returncode == 0:
-            break
-    else:
+    try:
+        bases = [git("merge-base", "HEAD", main) for main in ("main", "origin/main")]
+    except OSError:
+        return None                      # no git (a copy, not a clone): build
+    base = next((b for b in bases if b.returncode == 0), None)
+    if base is None:
         return None                      # no main to compare with: build
     base_id = base.stdout.strip()
     if git("diff", "--quiet", base_id, "--", "switches").returncode != 0 or \
