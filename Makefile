@@ -1,5 +1,7 @@
 # make build   .venv/ with cnfperf (editable) + the engine and its static build
-# make test    C unit tests, then pytest (unit + end-to-end; e2e needs root)
+# make test    C unit tests, then pytest (unit + end-to-end; e2e needs root): the whole suite
+# make check   the inner loop (a few minutes): unit tests, the C unit tests, and one
+#              end-to-end run per data-plane family (pytest's smoke marker)
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
 # make docs    rewrites the docs' generated blocks (fields, store schema, CSV columns, plots)
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
@@ -34,10 +36,10 @@ APT_PACKAGES := \
 	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf linux-perf chromium-headless-shell \
-	openssh-server openssh-client \
+	openssh-server openssh-client git \
 	$(SWITCH_BUILD_PACKAGES)
 
-.PHONY: deps build switches test demo docs clean
+.PHONY: deps build switches test check demo docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -66,6 +68,11 @@ switches: deps
 test: deps build switches
 	meson test -C engine/build --print-errorlogs
 	$(VENV)/bin/pytest
+
+check: deps build switches
+	meson test -C engine/build --print-errorlogs
+	$(VENV)/bin/pytest tests/unit
+	$(VENV)/bin/pytest -m smoke tests/e2e
 
 demo: deps build
 	$(VENV)/bin/cnfperf study shootout --quick

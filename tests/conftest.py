@@ -31,11 +31,37 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "e2e" in item.keywords and not root:
             item.add_marker(pytest.mark.skip(reason="end-to-end: needs root"))
+    # Every run of an end-to-end test takes the host lock: with another run
+    # holding it, each would fail (exit 3); say so once, at once, naming it.
+    if root and any("e2e" in item.keywords for item in items) and \
+            (holder := harness.lock_holder()):
+        pytest.exit(f"the host lock is held by {holder}: end-to-end tests cannot run "
+                    "until it ends", returncode=3)
 
 
 def pytest_runtest_setup(item):
     for mark in item.iter_markers("needs"):
         harness.require(*mark.args)
+
+
+_FOLDER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    # setup, call and teardown alike: a module's lab is built in its first test's setup
+    folder = report.nodeid.split("::")[0].rpartition("/")[0] or "."
+    _FOLDER_SECONDS[folder] = _FOLDER_SECONDS.get(folder, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Minutes per test folder, the largest first: where the suite's time goes
+    (the slowest tests are pytest's --durations, in pyproject.toml)."""
+    if not _FOLDER_SECONDS:
+        return
+    terminalreporter.section("minutes per folder")
+    for folder, seconds in sorted(_FOLDER_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{seconds / 60:7.1f}  {folder}")
+    terminalreporter.write_line(f"{sum(_FOLDER_SECONDS.values()) / 60:7.1f}  total")
 
 
 @pytest.fixture(scope="session")

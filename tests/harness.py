@@ -76,6 +76,31 @@ def require_api(binary: Path, api: str) -> None:
         missing(f"api {api}: {tools.engine_without(api)}")
 
 
+def lock_holder() -> str | None:
+    """Who holds the host lock now ('run X (pid N)'), or None. Read, not taken:
+    a probe's lock would refuse someone else's run for its instant. The file
+    outlives a killed holder, so its pid must still be a live cnfperf."""
+    from cnfperf.host.lock import LOCK_PATH
+
+    try:
+        holder = json.loads(LOCK_PATH.read_text() or "{}")
+        cmdline = Path(f"/proc/{int(holder['pid'])}/cmdline").read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if b"cnfperf" not in cmdline:
+        return None
+    command = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    return f"run {holder.get('run', '?')} (pid {holder['pid']}: {command})"
+
+
+def not_busy(done: subprocess.CompletedProcess | subprocess.Popen, what: str = "cnfperf") -> None:
+    """A test's run refused because another run holds the host fails at once,
+    naming the holder: waiting for it would hide minutes in the suite's time."""
+    if done.returncode == EXIT_BUSY:
+        pytest.fail(f"{what}: exit 3, the host lock is held by "
+                    f"{lock_holder() or 'a run that has ended since'}", pytrace=False)
+
+
 def cores(n: int) -> list[int]:
     """n usable cores, or a skip: too few cores is a limit of the host."""
     usable = sorted(os.sched_getaffinity(0))

@@ -79,6 +79,8 @@ TOOLS: dict[str, Tool] = {
     "sockperf": Tool("sockperf"),
     "perf": Tool("linux-perf"),    # where an NF spends its time (bench/nf_checksums.py)
     "chromium-headless-shell": Tool("chromium-headless-shell"),
+    # whether switches/ changed since main's (tests/e2e/test_switch_source_builds.py)
+    "git": Tool("git"),
     # the tests' other hosts (tests/sshhosts.py): namespaces with an sshd each
     "unshare": Tool("util-linux"),
     "nsenter": Tool("util-linux"),

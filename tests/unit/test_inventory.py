@@ -361,3 +361,25 @@ def test_a_wire_from_a_port_to_itself(home, tmp_path):
 
 def test_the_docs_show_the_example():
     assert inventory.EXAMPLE in (REPO / "docs" / "hosts.md").read_text()
+
+
+@pytest.mark.parametrize("text, dut, says", [
+    (with_host(), "nowhere", "'nowhere'"),
+    (with_host() + with_host(address='"192.0.2.11"'), "dut", "named twice"),
+], ids=["an unknown dut host", "a host named twice"])
+def test_a_bad_inventory_given_to_a_run_exits_2_before_anything_exists(
+        home, tmp_path, monkeypatch, capsys, text, dut, says):
+    """`cnfperf run --hosts`: one line, exit 2, no results (what needs a host to
+    answer, an unreachable one or a wire's end it lacks: tests/e2e/remote)."""
+    from cnfperf.cli import main
+
+    results = tmp_path / "results"
+    monkeypatch.setenv("CNFPERF_RESULTS", str(results))
+    monkeypatch.setenv("SSH_AUTH_SOCK", AGENT["SSH_AUTH_SOCK"])
+    code = main(["run", "--hosts", str(write(tmp_path, text)), "--dut-host", dut,
+                 "--switch", "bridge", "--api", "raw", "--tester", "single", "--duration", "1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    [line] = err.strip().splitlines()
+    assert line.startswith("cnfperf: error: ") and says in line, line
+    assert not results.exists()

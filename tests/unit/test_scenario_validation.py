@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf import UserError
+from cnfperf.host.journal import RUN_DIR
 from cnfperf.run.cleanup import RUN_NAME
 from cnfperf.run.checks import load_plan
 from cnfperf.cli import main
@@ -15,10 +16,12 @@ from harness import scenarios
 
 
 def _netns() -> set[str]:
-    """Namespaces named like a run's (others may share the host meanwhile)."""
+    """Namespaces named like a run's, and a run's files (journal, lock…) where
+    runs keep them (others may share the host meanwhile)."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    files = {f"{RUN_DIR}/{p.name}" for p in RUN_DIR.glob("*")} if RUN_DIR.is_dir() else set()
     return {n for n in (line.split()[0] for line in out.splitlines() if line.strip())
-            if RUN_NAME.match(n)}
+            if RUN_NAME.match(n)} | {f for f in files if RUN_NAME.search(f)}
 
 
 BAD_FLAGS = [
@@ -104,6 +107,19 @@ BAD_FLAGS = [
      "switch_cores"),
     (["--switch", "ovs", "--api", "dpdk", "--switch-in", "container", "--switch-quota", "150"],
      "switch_quota"),   # its one poll core gives at most 100 %
+    # a fault outside the measured window, or on a link that is not there
+    (["--switch", "veth", "--api", "udp", "--duration", "2", "--fault", "link:0",
+      "--fault-at", "1.5", "--fault-duration", "0.5"], "fault_at"),
+    (["--switch", "veth", "--api", "udp", "--duration", "2", "--fault", "link:0",
+      "--fault-at", "0"], "fault_at"),
+    (["--switch", "veth", "--api", "udp", "--duration", "2", "--fault", "link:3"], "fault"),
+    (["--switch", "veth", "--api", "raw", "--duration", "2", "--fault", "link:0"],
+     "fault"),                                      # the sender's own link, on veth
+    # DPDK data planes: what each offers
+    (["--switch", "memif", "--api", "xdp"], "api"),
+    (["--switch", "ovs", "--api", "raw"], "api"),
+    (["--switch", "testpmd", "--api", "dpdk", "--pairs", "17"], "pairs"),
+    (["--switch", "memif", "--api", "dpdk", "--size", "9217"], "size"),
     (["--frobnicate"], "--frobnicate"),
     (["/nonexistent/scenario.toml"], "scenario"),
     (["--pin", "maybe"], "--pin"),                   # a yes/no flag takes yes, no or both
@@ -135,7 +151,7 @@ def _check(code: int, err: str, field: str, results: Path, before: set[str]) -> 
     assert len(lines) == 1, f"expected one line, got: {err!r}"
     assert lines[0].startswith(f"cnfperf: error: {field}: "), lines[0]
     assert not results.exists(), "results directory created for bad input"
-    assert _netns() == before, "network namespace created for bad input"
+    assert _netns() == before, "network namespace or run file created for bad input"
 
 
 @pytest.mark.parametrize("flags, field", BAD_FLAGS, ids=[" ".join(f) for f, _ in BAD_FLAGS])

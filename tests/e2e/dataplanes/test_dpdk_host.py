@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
+import harness
 import leak
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.testpmd_app import TestPmd
 from cnfperf.host.hugepages import DPDK_RUNTIME, Hugepages, hugetlbfs_mounts, pool_state
 from cnfperf.host.journal import RUN_DIR, Journal, replay
 from dpdk_leak import no_leftovers, ours
-from harness import EXIT_BUSY, REPO, cnfperf_argv, cnfperf_env
+from harness import REPO, cnfperf_argv, cnfperf_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd", "mount")]
 
@@ -74,30 +75,27 @@ def _wait_for(what: str, found, timeout: float = 60):
 
 
 def _start_run(switch: str, env: dict, log: Path) -> tuple[subprocess.Popen, str]:
-    """A long DPDK run, started once no other run holds the host lock; (process, prefix)."""
-    deadline = time.monotonic() + 300
-    while True:
-        with open(log, "w") as err:
-            # split: the test looks for the sender's engine while it measures
-            run = subprocess.Popen(cnfperf_argv("run", "--switch", switch, "--api", "dpdk",
-                                                "--tester", "split", "--rate", "2k",
-                                                "--duration", "60", "--json"),
-                                   cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err,
-                                   stdin=subprocess.DEVNULL)
+    """A long DPDK run, once it holds the host lock; (process, prefix)."""
+    with open(log, "w") as err:
+        # split: the test looks for the sender's engine while it measures
+        run = subprocess.Popen(cnfperf_argv("run", "--switch", switch, "--api", "dpdk",
+                                            "--tester", "split", "--rate", "2k",
+                                            "--duration", "60", "--json"),
+                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                               stdin=subprocess.DEVNULL)
 
-        def holder():
-            try:
-                lock = json.loads((RUN_DIR / "lock").read_text() or "{}")
-            except (OSError, json.JSONDecodeError):
-                lock = {}
-            return lock.get("run") if lock.get("pid") == run.pid else run.poll() is not None
-        got = _wait_for("host lock", holder)
-        if isinstance(got, str):
-            return run, "cnfp" + got
-        if run.returncode != EXIT_BUSY or time.monotonic() > deadline:
-            pytest.fail(f"cnfperf run exited with {run.returncode} before it started: "
-                        f"{log.read_text()[-500:]}")
-        time.sleep(2)
+    def holder():
+        try:
+            lock = json.loads((RUN_DIR / "lock").read_text() or "{}")
+        except (OSError, json.JSONDecodeError):
+            lock = {}
+        return lock.get("run") if lock.get("pid") == run.pid else run.poll() is not None
+    got = _wait_for("host lock", holder)
+    if isinstance(got, str):
+        return run, "cnfp" + got
+    harness.not_busy(run, "run")
+    pytest.fail(f"cnfperf run exited with {run.returncode} before it started: "
+                f"{log.read_text()[-500:]}")
 
 
 @pytest.mark.parametrize("switch", ["ovs", "testpmd",
@@ -122,12 +120,9 @@ def test_cleanup_undoes_a_dpdk_run_killed_while_measuring(results, switch, tmp_p
                 if e.kind == "hugepages")
     assert added > 0
     pool_killed = pool_state().total
-    for _ in range(150):
-        done = subprocess.run(cnfperf_argv("cleanup", prefix.removeprefix("cnfp")), cwd=REPO,
-                              env=env, capture_output=True, text=True, timeout=120)
-        if done.returncode != EXIT_BUSY:
-            break
-        time.sleep(2)
+    done = subprocess.run(cnfperf_argv("cleanup", prefix.removeprefix("cnfp")), cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=120)
+    harness.not_busy(done, "cleanup")
     assert done.returncode == 0, done.stderr
     assert "hugepages" in done.stdout, done.stdout
     # Snabb and testpmd (at its prompt) exit by themselves once the run's end of

@@ -20,7 +20,8 @@ import harness
 
 import headless
 import leak
-from harness import EXIT_BUSY, REPO, cnfperf_argv, cnfperf_env
+import harness
+from harness import REPO, cnfperf_argv, cnfperf_env
 
 pytestmark = pytest.mark.e2e
 
@@ -28,19 +29,15 @@ SWEEP = ["--switch", "veth", "--size", "64,1500", "--rate", "5k,10k", "--duratio
          "--warmup", "0.2"]
 # Plan order: size outer, rate inner, each in the order given.
 ORDER = [(64, 5000.0), (64, 10000.0), (1500, 5000.0), (1500, 10000.0)]
-LOCK_WAIT = 300.0   # other runs on a shared host hold the lock for a while
 
 
 def cnfperf(results: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    """The real command line in a subprocess; waits while another run holds the host."""
-    deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        done = subprocess.run(cnfperf_argv(*args), capture_output=True,
-                              text=True, cwd=REPO, timeout=timeout, env=cnfperf_env(results),
-                              stdin=subprocess.DEVNULL)
-        if done.returncode != EXIT_BUSY or time.monotonic() > deadline:
-            return done
-        time.sleep(2)
+    """The real command line in a subprocess; another run holding the host fails the test."""
+    done = subprocess.run(cnfperf_argv(*args), capture_output=True,
+                          text=True, cwd=REPO, timeout=timeout, env=cnfperf_env(results),
+                          stdin=subprocess.DEVNULL)
+    harness.not_busy(done, args[0])
+    return done
 
 
 def stored(results: Path, run: str) -> dict:
@@ -103,16 +100,10 @@ def test_resume_after_sigkill_skips_finished_points(sweep, tmp_path):
     _, uninterrupted = sweep
     results = tmp_path / "results"
     before = leak.snapshot()
-    deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        proc = subprocess.Popen(cnfperf_argv("run", *SWEEP),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                cwd=REPO, env=cnfperf_env(results), stdin=subprocess.DEVNULL)
-        first = proc.stderr.readline()
-        if "holds the host lock" not in first or time.monotonic() > deadline:
-            break
-        proc.wait()
-        time.sleep(2)
+    # another run holding the host: _wait_for fails with its one line, naming it
+    proc = subprocess.Popen(cnfperf_argv("run", *SWEEP),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO, env=cnfperf_env(results), stdin=subprocess.DEVNULL)
     _wait_for(proc, "[3/4]")            # two points are stored, the third is being set up
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
@@ -391,19 +382,14 @@ def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine
     results = tmp_path / "results"
     args = ["run", "--switch", "veth", "--api", "udp", "--rate", "5k", "--soak", "6",
             "--warmup", "0.3"]
-    deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        proc = subprocess.Popen(cnfperf_argv(*args), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                env=cnfperf_env(results), stdin=subprocess.DEVNULL)
-        first = proc.stderr.readline()
-        if "holds the host lock" not in first or time.monotonic() > deadline:
-            break
-        proc.wait()
-        time.sleep(2)
+    proc = subprocess.Popen(cnfperf_argv(*args), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            env=cnfperf_env(results), stdin=subprocess.DEVNULL)
     stop = time.monotonic() + 120
     while len(_soak_rows(results)) < 2 and time.monotonic() < stop and proc.poll() is None:
         time.sleep(0.2)
+    proc.poll()
+    harness.not_busy(proc, "run")
     assert len(_soak_rows(results)) >= 2, "the soak stored no intervals"
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1]

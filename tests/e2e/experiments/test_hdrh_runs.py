@@ -6,28 +6,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from harness import EXIT_BUSY, REPO, cnfperf_argv, cnfperf_env
+import harness
+from harness import REPO, cnfperf_argv, cnfperf_env
 
 pytestmark = pytest.mark.e2e
 
-LOCK_WAIT = 300.0   # other runs on a shared host hold the lock for a while
-
-
 def cnfperf(results: Path, *args: str) -> subprocess.CompletedProcess:
-    deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        done = subprocess.run(cnfperf_argv(*args), capture_output=True, text=True, cwd=REPO,
-                              timeout=180, env=cnfperf_env(results), stdin=subprocess.DEVNULL)
-        if done.returncode != EXIT_BUSY or time.monotonic() > deadline:
-            return done
-        time.sleep(2)
+    done = subprocess.run(cnfperf_argv(*args), capture_output=True, text=True, cwd=REPO,
+                          timeout=180, env=cnfperf_env(results), stdin=subprocess.DEVNULL)
+    harness.not_busy(done, args[0])
+    return done
 
 
 def hdrh_percentile(buckets: list[list[int]], p: float, lo_ns: float, hi_ns: float) -> float:

@@ -55,6 +55,7 @@ def _switch_is_a_node(point: dict) -> None:
                for row in point["cpu_usage"]), point["cpu_usage"]
 
 
+@pytest.mark.smoke
 def test_the_engines_ends_through_click(engine, cli, cli_json, no_leftovers):
     point = _run(cli, cli_json, RATE, "--tester", "split")
     _zero_loss(point, RATE)

@@ -4,8 +4,8 @@ receiver from sequence numbers within one frame interval of how long it was down
 (and the spread of the commands that took it down and up); a router NF whose
 ports went down forwarding again once they are up, its routes put back; a
 `cmd:` neighbour that runs exactly while the point sends, its whole process
-group gone after; a fault outside the measured window refused before anything
-exists."""
+group gone after. (A fault outside the measured window is refused before
+anything exists: tests/unit/test_scenario_validation.py.)"""
 from __future__ import annotations
 
 import json
@@ -137,22 +137,3 @@ def test_a_cmd_neighbour_runs_while_the_point_sends(engine, cli, cli_json, no_le
     [row] = [r for r in point["cpu_usage"] if r["kind"] == "noise"]
     assert parse_cpus(row["cores"]) == tuple(facts["cores"])
     assert row["user_s"] + row["system_s"] > 0.3 * DURATION, row   # it spun on its core
-
-
-@pytest.mark.parametrize("flags, field", [
-    ({"fault_at": 1.5, "fault_duration": 0.5}, "fault_at"),
-    ({"fault_at": 0}, "fault_at"),
-    ({"fault": "link:3"}, "fault"),
-    ({"fault": "link:0", "api": "raw"}, "fault"),    # the sender's own link, on veth
-])
-def test_a_fault_outside_the_window_exits_2_before_anything_exists(engine, cli, results,
-                                                                   no_leftovers, flags, field):
-    argv = []
-    for name, value in {"switch": "veth", "api": "udp", "duration": 2, "fault": "link:0",
-                        **flags}.items():
-        argv += [f"--{name.replace('_', '-')}", str(value)]
-    done = cli("run", *argv)
-    assert done.returncode == 2, done.stderr
-    [line] = done.stderr.strip().splitlines()
-    assert line.startswith(f"cnfperf: error: {field}: "), line
-    assert not results.exists()

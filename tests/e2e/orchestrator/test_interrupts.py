@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import harness
 import leak
 from cnfperf.run.cleanup import RUN_NAME
 
@@ -76,6 +77,31 @@ def test_signal_tears_the_run_down(engine, start_cli, no_leftovers, sig):
     assert f"interrupted by {signal.Signals(sig).name}" in err
     assert "cleaned up:" in err and "container ×2" in err and "netns ×2" in err
     assert "nothing was left behind" in err
+
+
+@pytest.mark.parametrize("after", [0.1, 1.0])
+def test_sigint_early_stops_a_background_job_at_once(engine, results, no_leftovers, after):
+    """A run started as a script's background job (a shell's `&` starts it with
+    SIGINT ignored), interrupted while it starts: it exits at once with SIGINT's
+    code, not after its points, and leaves nothing (no_leftovers)."""
+    run = subprocess.Popen(
+        harness.cnfperf_argv("run", "--switch", "bridge", *LONG), cwd=harness.REPO,
+        env=harness.cnfperf_env(results), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    time.sleep(after)
+    started = time.monotonic()
+    run.send_signal(signal.SIGINT)
+    try:
+        _, err = run.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        run.communicate()
+        pytest.fail(f"SIGINT at {after} s: still running 30 s later")
+    assert run.returncode == 128 + signal.SIGINT, err
+    assert "interrupted" in err, err
+    assert time.monotonic() - started < 15, "it went on after the SIGINT"
+    assert "left behind:" not in err, err
 
 
 def _run_shaped(snapshot: dict[str, set[str]]) -> set[str]:

@@ -32,7 +32,7 @@ def _sent(summary: dict) -> int:
     return summary["tx_packets"] + summary["warmup_tx_packets"]
 
 
-@pytest.mark.parametrize("switch", ["vpp", "vpp-memif"])
+@pytest.mark.parametrize("switch", [pytest.param("vpp", marks=pytest.mark.smoke), "vpp-memif"])
 def test_every_frame_crosses_vpp_and_its_counters_agree(engine, cli, cli_json, no_leftovers,
                                                         switch):
     point = _run(cli, cli_json, "--switch", switch, "--tester", "split")
