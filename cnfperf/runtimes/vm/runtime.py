@@ -185,7 +185,7 @@ class VmRuntime(Runtime):
     @classmethod
     def probe(cls, timeout: float = 20.0) -> dict[str, str | None]:
         """accel (kvm, tcg) -> None when a guest boots under it here, else why
-        not; asked once per process."""
+        not; asked once per process, and kept for the host's boot (probe.PROBED)."""
         if cls._probed is None:
             cls._probed = probes.boots(timeout)
         return cls._probed
