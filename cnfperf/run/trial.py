@@ -140,6 +140,7 @@ class Trial:
         self.detail = detail
         self.outputs: dict[str, EngineOutput] = {}
         self.procs: dict[str, subprocess.Popen] = {}
+        self.nodes: dict[str, Endpoint | NF] = {}   # whose each of procs is
         self.started_ns: dict[str, int] = {}   # wall clock when each engine was started
         self.commands: dict[str, nfs.Command] = {}   # each NF's
         self.kind = nfs.kind(s.nf) if s.nfs else None    # what they are
@@ -311,6 +312,7 @@ class Trial:
             out.join(STOP_TIMEOUT)
         self.teardown.push(f"engine {ep.role} in {ep.name}", stop)
         self.procs[ep.name] = proc
+        self.nodes[ep.name] = ep
         out.follow(proc.stdout)
         self.outputs[ep.name] = out
 
@@ -383,6 +385,7 @@ class Trial:
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
                                  expected, self._rx_rate(), detail=self.detail))
             self._watched()
+            self._running(eps)
             if opens is None:
                 return TICK   # a sender is still settling: look again soon
             if not self.meter.started:   # wake when the window opens, not before
@@ -390,6 +393,17 @@ class Trial:
             return WINDOW_TICK
         self._await(eps, "summary", expected + EXIT_MARGIN, "before its summary",
                     tick=progress)
+
+    def _running(self, senders: list[Endpoint]) -> None:
+        """Every receiver and NF still runs while the senders do: one that ended
+        (it crashed, its host's connection was lost) fails the point now, not
+        when the senders have had their whole duration."""
+        sending = {ep.name for ep in senders}
+        for name, proc in self.procs.items():
+            if name not in sending and (code := proc.poll()) is not None:
+                self.outputs[name].join(1)
+                raise self._failed(self.nodes[name], f"exited with code {code} "
+                                                     "while the senders ran")
 
     def _watched(self) -> None:
         """Hands the watcher every pair's interval records so far."""
