@@ -512,7 +512,7 @@ class _ProgressLine:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    host = gather(find_engine())
+    host = gather(find_engine(), compare=True)
     matrix = checks.matrix(host)
     inventory = load_inventory(args.hosts) if args.hosts else None
     found = survey.check_hosts(inventory, host) if inventory else None

@@ -98,11 +98,13 @@ def states(names: Iterable[str] = ()) -> dict[str, str]:
             for _, name, state in [line.split(": ", 2)] if line.count(": ") >= 2}
 
 
-def facts(builds: Iterable[Build]) -> dict[str, dict]:
+def facts(builds: Iterable[Build], compare: bool = False) -> dict[str, dict]:
     """doctor's rows: per build declared, where it is, whether it is usable,
-    its stamp, and whether its sources, patches or recipe changed since (stale)."""
+    its stamp, and, compared, whether its sources, patches or recipe changed
+    since (its state; None when not compared). Comparing hashes every source
+    tree (about a second): doctor compares, a run stores the stamp it used."""
     builds = list(builds)
-    known = states([b.name for b in builds]) if builds else {}
+    known = states([b.name for b in builds]) if builds and compare else {}
     return {b.name: {"what": b.what, "path": str(home(b)), "stamp": (stamp(b) or "")[:12],
                      "state": known.get(b.name), "problem": next(iter(missing(b)), None)}
             for b in builds}

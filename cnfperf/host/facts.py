@@ -104,9 +104,10 @@ class HostFacts:
 
 
 def gather(engine: Path | None, builds: Iterable[Build] = (),
-           probes: Iterable[Probe] = ()) -> HostFacts:
+           probes: Iterable[Probe] = (), compare: bool = False) -> HostFacts:
     """The host's facts, with the builds and probes the plugins declare (each
-    once, in the order given: two data planes may declare one)."""
+    once, in the order given: two data planes may declare one); compare: each
+    build against its sources too (builds.facts: doctor's, a second's work)."""
     made = list({b.name: b for b in builds}.values())
     declared = list({p.key: p for p in probes}.values())
     # a probe's fact is stored beside the host's own (to_dict): never in place of one
@@ -130,7 +131,7 @@ def gather(engine: Path | None, builds: Iterable[Build] = (),
         engine=engine_facts(engine),
         static_engine=engine_facts(static_engine(engine) if engine else None),
         cgroups=cgroups.layout().to_dict(),
-        builds=build_facts(made),
+        builds=build_facts(made, compare),
         probes={p.key: p.read() for p in declared},
         probe_rows={p.key: (p.label, p.missing()) for p in declared},
     )

@@ -35,6 +35,7 @@ def tools() -> dict[str, Tool]:
                                    for name, tool in dp.tools.items()}}
 
 
-def gather(engine: Path | None) -> HostFacts:
-    """The host's facts with every plugin's builds and probes (doctor, a run, an agent)."""
-    return facts.gather(engine, builds(), probes())
+def gather(engine: Path | None, compare: bool = False) -> HostFacts:
+    """The host's facts with every plugin's builds and probes (doctor, a run,
+    an agent); compare: each build against its sources too (doctor's)."""
+    return facts.gather(engine, builds(), probes(), compare)

@@ -88,3 +88,16 @@ def test_a_plugin_s_probe_is_a_row_of_doctor_and_a_fact_runs_store():
     assert [p.key for p in declared.probes()] == ["ovs_dpdk", "vpp"]   # what runs stored
     with pytest.raises(ValueError, match="probes named like host facts: kernel"):
         host_facts.gather(None, (), (host_facts.Probe("kernel", "Kernel", lambda: "7"),))
+
+
+def test_only_doctor_compares_the_builds_with_their_sources(monkeypatch):
+    """Comparing a build with its sources hashes their trees (a second per run
+    of switches/build.sh --check): doctor compares, a run stores the stamp it used."""
+    from cnfperf.host import builds
+    from cnfperf.run import declared
+    asked = []
+    monkeypatch.setattr(builds, "states", lambda names=(): asked.append(list(names)) or {})
+    run = declared.gather(None)
+    assert not asked and run.builds and all(b["state"] is None for b in run.builds.values())
+    declared.gather(None, compare=True)
+    assert asked == [list(run.builds)]
