@@ -1,5 +1,6 @@
 # make build   .venv/ with cnfperf (editable) + the engine and its static build
-# make test    C unit tests, then pytest (unit + end-to-end; e2e needs root): the whole suite
+# make test    C unit tests, then pytest's unit tests (on every core) and end-to-end ones
+#              (one at a time; they need root): the whole suite
 # make check   the inner loop (a few minutes): unit tests, the C unit tests, and one
 #              end-to-end run per data-plane family (pytest's smoke marker)
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
@@ -65,13 +66,16 @@ build: $(VENV)/.installed
 switches: deps
 	switches/build.sh
 
+# The unit tests run on every core (pytest-xdist): they share no host state.
+# The end-to-end ones one at a time: each takes the host lock and fills the cores.
 test: deps build switches
 	meson test -C engine/build --print-errorlogs
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto tests/unit
+	$(VENV)/bin/pytest tests/e2e
 
 check: deps build switches
 	meson test -C engine/build --print-errorlogs
-	$(VENV)/bin/pytest tests/unit
+	$(VENV)/bin/pytest -n auto tests/unit
 	$(VENV)/bin/pytest -m smoke tests/e2e
 
 demo: deps build

@@ -58,7 +58,9 @@ def pytest_terminal_summary(terminalreporter):
     (the slowest tests are pytest's --durations, in pyproject.toml)."""
     if not _FOLDER_SECONDS:
         return
-    terminalreporter.section("minutes per folder")
+    workers = getattr(terminalreporter.config.option, "numprocesses", None)
+    terminalreporter.section("minutes per folder" + (
+        f" (the tests' own, summed over {workers} workers)" if workers and workers != 1 else ""))
     for folder, seconds in sorted(_FOLDER_SECONDS.items(), key=lambda kv: -kv[1]):
         terminalreporter.write_line(f"{seconds / 60:7.1f}  {folder}")
     terminalreporter.write_line(f"{sum(_FOLDER_SECONDS.values()) / 60:7.1f}  total")
