@@ -21,23 +21,23 @@ DURATION = 1.0
 WARMUP = 0.2
 
 
-def _point(cli, cli_json, *args: str) -> dict:
+def _point(cli, *args: str) -> dict:
     done = cli("run", *args, "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return point
 
 
 def test_the_engine_policer_drops_exactly_what_an_onoff_source_sends_beyond_it(
-        engine, cli, cli_json, no_leftovers):
+        engine, cli, no_leftovers):
     """64 frames every 100 ms through a policer of 200 pps and 16 frames: the
     bucket is full again at every clump (20 tokens come back), so exactly 16 of
     each pass, warm-up included (the NF counts every frame)."""
     # every engine sleeps between frames: no busy poller takes a core from the
     # others, so no clump comes late
-    point = _point(cli, cli_json, "--switch", "veth", "--api", "raw", "--nfs", "1",
+    point = _point(cli, "--switch", "veth", "--api", "raw", "--nfs", "1",
                    "--tester", "split", "--poll", "interrupt", "--rate", "640", "--onoff", "64",
                    "--policer", "engine", "--policer-rate", "200", "--policer-bucket", "16")
     [nf] = point["nf_results"]
@@ -66,11 +66,11 @@ def test_the_engine_policer_drops_exactly_what_an_onoff_source_sends_beyond_it(
     ("--shaper", "htb", "--shaper-rate", "1000", "--shaper-bucket", "32", "--shaper-queue", "100"),
 ], ids=["nft", "tbf", "htb"])
 def test_a_kernel_policer_or_shaper_holds_the_link_into_the_receiver(
-        engine, cli, cli_json, no_leftovers, flags):
+        engine, cli, no_leftovers, flags):
     """2000 pps offered, 1000 let through on a bridge (any api: the bridge's
     own ports hold them); the receiver's arrivals near the profile."""
     harness.require(buckets.TOOL[flags[1]])
-    point = _point(cli, cli_json, "--switch", "bridge", "--api", "raw", "--tester", "split",
+    point = _point(cli, "--switch", "bridge", "--api", "raw", "--tester", "split",
                    "--rate", "2000", *flags)
     [pair] = point["per_pair"]
     assert 800 <= pair["rx_pps"] <= 1200, pair

@@ -30,13 +30,13 @@ FromDevice({iface2}, PROMISC true, BURST 32) -> EtherRewrite({mac1}, {peer1})
 """
 
 
-def _run(cli, cli_json, *args: str) -> dict:
+def _run(cli, *args: str) -> dict:
     done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)["outcome"]
     assert out["left"] == [], out
-    run = cli_json("results", "show", out["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return point
@@ -64,9 +64,8 @@ def _ready(point: dict, runtime: str = "runc", image: str = "click") -> None:
 
 
 @CLICK
-def test_a_click_mirror_returns_every_frame_to_a_single_tester(engine, cli, cli_json,
-                                                               no_leftovers):
-    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--nfs", "1",
+def test_a_click_mirror_returns_every_frame_to_a_single_tester(engine, cli, no_leftovers):
+    point = _run(cli, "--switch", "bridge", "--api", "raw", "--nfs", "1",
                  "--nf", "click:mirror", "--tester", "single")
     assert (point["nf"], point["nf_api"]) == ("click:mirror", "mmap")
     [pair] = point["per_pair"]
@@ -85,11 +84,11 @@ def test_a_click_mirror_returns_every_frame_to_a_single_tester(engine, cli, cli_
 
 @CLICK
 @pytest.mark.parametrize("nf_api", ["mmap", "raw"])
-def test_two_click_strip_encap_nfs_in_a_chain_lose_nothing(engine, cli, cli_json, no_leftovers,
+def test_two_click_strip_encap_nfs_in_a_chain_lose_nothing(engine, cli, no_leftovers,
                                                            nf_api):
     """Each NF's new Ethernet header takes the frames to the next hop, through
     the bridge between them: Click's METHOD PCAP (mmap) and LINUX (raw)."""
-    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--nfs", "2",
+    point = _run(cli, "--switch", "bridge", "--api", "raw", "--nfs", "2",
                  "--nf", "click:strip-encap", "--nf-api", nf_api)
     assert point["shape"] == "chain"
     [pair] = point["per_pair"]
@@ -107,11 +106,11 @@ def test_two_click_strip_encap_nfs_in_a_chain_lose_nothing(engine, cli, cli_json
 
 @CLICK
 @pytest.mark.parametrize("runtime", ["runc", "netns"])
-def test_a_click_configuration_of_the_user_s_forwards(engine, cli, cli_json, no_leftovers,
+def test_a_click_configuration_of_the_user_s_forwards(engine, cli, no_leftovers,
                                                       tmp_path, runtime):
     config = tmp_path / "forwarder.click"
     config.write_text(FORWARDER)
-    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--nfs", "1",
+    point = _run(cli, "--switch", "bridge", "--api", "raw", "--nfs", "1",
                  "--nf", f"click:{config}", "--runtime", runtime)
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, RATE * DURATION)
@@ -139,8 +138,8 @@ def test_a_click_configuration_of_the_user_s_forwards(engine, cli, cli_json, no_
     ("--switch", "testpmd", "--api", "dpdk", "--nfs", "1", "--nf", "click:strip-encap",
      "--size", "9000", "--tester", "split")],
     ids=["memif", "bridge-af_packet", "vhost-mirror", "testpmd-virtio_user", "testpmd-jumbo"])
-def test_click_with_dpdk_on_the_nf_s_dpdk_ports(engine, cli, cli_json, no_leftovers, args):
-    point = _run(cli, cli_json, *args)
+def test_click_with_dpdk_on_the_nf_s_dpdk_ports(engine, cli, no_leftovers, args):
+    point = _run(cli, *args)
     assert point["nf_api"] == "dpdk"
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, RATE * DURATION)

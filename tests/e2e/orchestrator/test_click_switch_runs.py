@@ -18,11 +18,11 @@ DURATION = 1.0
 WARMUP = 0.2
 
 
-def _run(cli, cli_json, rate: int, *args: str) -> dict:
+def _run(cli, rate: int, *args: str) -> dict:
     done = cli("run", "--switch", "click", "--api", "dpdk", *args, "--rate", str(rate),
                "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return point
@@ -56,8 +56,8 @@ def _switch_is_a_node(point: dict) -> None:
 
 
 @pytest.mark.smoke
-def test_the_engines_ends_through_click(engine, cli, cli_json, no_leftovers):
-    point = _run(cli, cli_json, RATE, "--tester", "split")
+def test_the_engines_ends_through_click(engine, cli, no_leftovers):
+    point = _run(cli, RATE, "--tester", "split")
     _zero_loss(point, RATE)
     ends = {e["role"]: e for e in point["endpoints"]}
     c = point["counters"]
@@ -73,8 +73,8 @@ def test_the_engines_ends_through_click(engine, cli, cli_json, no_leftovers):
     _switch_is_a_node(point)
 
 
-def test_a_single_tester_through_click(engine, cli, cli_json, no_leftovers):
-    point = _run(cli, cli_json, RATE, "--tester", "single")
+def test_a_single_tester_through_click(engine, cli, no_leftovers):
+    point = _run(cli, RATE, "--tester", "single")
     pair = _zero_loss(point, RATE)
     assert pair["latency_kind"] == "one_way" and pair["lat_p50_ns"] > 0
     [tester] = point["endpoints"]
@@ -87,11 +87,11 @@ def test_a_single_tester_through_click(engine, cli, cli_json, no_leftovers):
     _no_drops(c)
 
 
-def test_a_chain_through_click(engine, cli, cli_json, no_leftovers):
+def test_a_chain_through_click(engine, cli, no_leftovers):
     """Sender → switch → NF → switch → receiver: each hop's count is the next's.
     The engines sleep when idle (adaptive), so four pollers do not starve each
     other on a small host."""
-    point = _run(cli, cli_json, CHAIN_RATE, "--nfs", "1", "--poll", "adaptive",
+    point = _run(cli, CHAIN_RATE, "--nfs", "1", "--poll", "adaptive",
                  "--tester", "split")
     assert point["shape"] == "chain"
     _zero_loss(point, CHAIN_RATE)

@@ -19,11 +19,11 @@ WARMUP = 0.2
 QUOTA = 25        # % of one core
 
 
-def _run(cli, cli_json, *args: str) -> tuple[dict, Path]:
+def _run(cli, *args: str) -> tuple[dict, Path]:
     done = cli("run", *args, "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout)["outcome"]
-    run = cli_json("results", "show", outcome["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return point, Path(run["run_dir"]) / "point0"
@@ -34,13 +34,13 @@ def _nf_cpu(point: dict) -> dict:
     return row
 
 
-def test_a_quota_caps_a_busy_nf_and_its_throughput_falls(engine, cli, cli_json, no_leftovers):
+def test_a_quota_caps_a_busy_nf_and_its_throughput_falls(engine, cli, no_leftovers):
     """Unpaced through one l2 NF: with 25 % of a core its CPU stays near 25 % of
     the window (CFS enforces per 100 ms period: ±1 period over a 1.2 s window,
     and the sampling edges, within 10 points) and it forwards less."""
     flags = ("--switch", "veth", "--api", "mmap", "--nfs", "1", "--rate", "0", "--tester", "split")
-    free, _ = _run(cli, cli_json, *flags)
-    held, _ = _run(cli, cli_json, *flags, "--nf-quota", str(QUOTA))
+    free, _ = _run(cli, *flags)
+    held, _ = _run(cli, *flags, "--nf-quota", str(QUOTA))
     assert held["nf_quota"] == QUOTA and free["nf_quota"] is None
     [free_pair], [held_pair] = free["per_pair"], held["per_pair"]
     assert held_pair["received"] < 0.8 * free_pair["received"], (free_pair, held_pair)
@@ -53,8 +53,8 @@ def test_a_quota_caps_a_busy_nf_and_its_throughput_falls(engine, cli, cli_json, 
 
 @pytest.mark.needs("stress-ng")
 @pytest.mark.parametrize("kind", ["cpu", "io"])
-def test_noise_runs_while_the_point_sends(engine, cli, cli_json, no_leftovers, kind):
-    point, directory = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--rate", "2000",
+def test_noise_runs_while_the_point_sends(engine, cli, no_leftovers, kind):
+    point, directory = _run(cli, "--switch", "veth", "--api", "raw", "--rate", "2000",
                             "--noise", kind)
     assert point["noise"] == kind and point["per_pair"][0]["lost"] == 0
     text = (directory / "noise.out").read_text()
@@ -64,8 +64,8 @@ def test_noise_runs_while_the_point_sends(engine, cli, cli_json, no_leftovers, k
     assert WARMUP + DURATION - 0.1 <= real <= WARMUP + DURATION + 1.0, text
 
 
-def test_traffic_noise_is_a_second_stream_not_measured(engine, cli, cli_json, no_leftovers):
-    point, directory = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--rate", "2000",
+def test_traffic_noise_is_a_second_stream_not_measured(engine, cli, no_leftovers):
+    point, directory = _run(cli, "--switch", "bridge", "--api", "raw", "--rate", "2000",
                             "--noise", "traffic")
     assert [p["pair"] for p in point["per_pair"]] == [0]
     [pair] = point["per_pair"]

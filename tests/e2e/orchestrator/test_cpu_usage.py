@@ -21,11 +21,11 @@ WARMUP = 0.3
 TOLERANCE_S = 0.05
 
 
-def _point(cli, cli_json, *args: str) -> dict:
+def _point(cli, *args: str) -> dict:
     done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     [point] = run["points"]
     assert point["status"] == "done", point.get("error")
     return point
@@ -49,10 +49,10 @@ def _percent(r: dict) -> float:
     return 100 * (r["user_s"] + r["system_s"]) / r["wall_s"]
 
 
-def test_every_node_of_a_path_through_an_nf_has_its_cpu(engine, cli, cli_json, no_leftovers):
+def test_every_node_of_a_path_through_an_nf_has_its_cpu(engine, cli, no_leftovers):
     # A single tester: its one engine and the NF get a core each of two, so the
     # tester's busy polling is not halved by a neighbour on its core.
-    point = _point(cli, cli_json, "--switch", "veth", "--api", "raw", "--nfs", "1",
+    point = _point(cli, "--switch", "veth", "--api", "raw", "--nfs", "1",
                    "--tester", "single")
     # veth is a kernel data plane: no switch process, no switch row
     rows = _check(point, ["tester", "nf"])
@@ -62,8 +62,8 @@ def test_every_node_of_a_path_through_an_nf_has_its_cpu(engine, cli, cli_json, n
 
 
 @pytest.mark.needs("dpdk-testpmd")
-def test_the_testpmd_switch_is_a_node(engine, cli, cli_json, no_leftovers):
-    point = _point(cli, cli_json, "--switch", "testpmd", "--api", "dpdk", "--tester", "split")
+def test_the_testpmd_switch_is_a_node(engine, cli, no_leftovers):
+    point = _point(cli, "--switch", "testpmd", "--api", "dpdk", "--tester", "split")
     rows = _check(point, ["send", "recv", "switch"])
     [switch] = [r for r in rows.values() if r["kind"] == "switch"]
     assert switch["node"] == "testpmd"

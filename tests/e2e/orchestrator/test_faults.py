@@ -25,10 +25,10 @@ AT, DOWN_FOR = 0.6, 0.8
 ROUTER_RATE = 5000     # pps: a frame every 0.2 ms, far below what a kernel router drops at
 
 
-def _run(cli, cli_json, *args: str) -> tuple[dict, Path]:
+def _run(cli, *args: str) -> tuple[dict, Path]:
     done = cli("run", *args, "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return point, Path(run["run_dir"]) / "point0"
@@ -40,10 +40,10 @@ def _run(cli, cli_json, *args: str) -> tuple[dict, Path]:
     ("bridge", "port:1", 1, "switch"),  # the bridge's port towards the receiver, past an NF
     ("macvlan", "nf:0", 1, "node"),     # both ports of the NF
 ])
-def test_a_cut_mid_trial_is_the_outage_to_a_frame_interval(engine, cli, cli_json, no_leftovers,
+def test_a_cut_mid_trial_is_the_outage_to_a_frame_interval(engine, cli, no_leftovers,
                                                              switch, target, nfs, at):
     point, directory = _run(
-        cli, cli_json, "--switch", switch, "--api", "raw", "--nfs", str(nfs), "--nf-api", "raw",
+        cli, "--switch", switch, "--api", "raw", "--nfs", str(nfs), "--nf-api", "raw",
         "--rate", str(RATE),
         "--burst", "1", "--poll", "interrupt", "--tester", "split", "--fault", target,
         "--fault-at", str(AT), "--fault-duration", str(DOWN_FOR))
@@ -72,11 +72,11 @@ def test_a_cut_mid_trial_is_the_outage_to_a_frame_interval(engine, cli, cli_json
 
 
 def test_a_router_whose_ports_went_down_forwards_again_once_its_routes_are_back(
-        engine, cli, cli_json, no_leftovers):
+        engine, cli, no_leftovers):
     """Its ports down (nf:0) take its routes and neighbours with them in the
     kernel; the trial puts them back after the ups: the outage is the fault's
     length and that re-install, and every frame after it gets through."""
-    point, _ = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--nfs", "1",
+    point, _ = _run(cli, "--switch", "bridge", "--api", "raw", "--nfs", "1",
                     "--nf", "router", "--rate", str(ROUTER_RATE), "--burst", "1",
                     "--poll", "interrupt", "--tester", "split", "--fault", "nf:0",
                     "--fault-at", str(AT), "--fault-duration", str(DOWN_FOR))
@@ -98,7 +98,7 @@ def test_a_router_whose_ports_went_down_forwards_again_once_its_routes_are_back(
     pytest.param("ovs", marks=pytest.mark.needs("ovsdb-server", "ovs-vsctl")),
     pytest.param("vpp", marks=pytest.mark.needs("vpp"))])
 def test_a_dpdk_switch_port_down_is_the_outage_and_a_kept_switch_has_it_up_again(
-        engine, cli, cli_json, no_leftovers, switch):
+        engine, cli, no_leftovers, switch):
     """The switch's own port (ovs-ofctl mod-port, VPP's interface state) down
     mid-trial; the next point, on the same kept switch, loses nothing."""
     done = cli("run", "--switch", switch, "--api", "dpdk", "--tester", "single", "--rate",
@@ -106,7 +106,7 @@ def test_a_dpdk_switch_port_down_is_the_outage_and_a_kept_switch_has_it_up_again
                "--fault-duration", str(DOWN_FOR), "--switch-keep", "yes",
                "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     cut, after = sorted(run["points"], key=lambda p: p["idx"])
     fault = cut["fault_facts"]
     assert fault["at"] == "switch" and abs(fault["down_ns"] - DOWN_FOR * 1e9) < 0.1e9, fault
@@ -121,8 +121,8 @@ SCRIPT = ("trap 'echo stopped $(cat /proc/uptime); exit 0' TERM; "
           "echo started $(cat /proc/uptime); while :; do :; done")
 
 
-def test_a_cmd_neighbour_runs_while_the_point_sends(engine, cli, cli_json, no_leftovers):
-    point, directory = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--rate", "2000",
+def test_a_cmd_neighbour_runs_while_the_point_sends(engine, cli, no_leftovers):
+    point, directory = _run(cli, "--switch", "veth", "--api", "raw", "--rate", "2000",
                             "--tester", "split", "--noise", f"cmd:{SCRIPT}", "--noise-on", "other")
     assert point["noise"] == f"cmd:{SCRIPT}" and point["per_pair"][0]["lost"] == 0
     lines = (directory / "noise.out").read_text().split("\n")

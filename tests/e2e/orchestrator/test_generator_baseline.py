@@ -10,13 +10,12 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 
-def test_the_baseline_is_stored_and_each_point_says_its_share(engine, cli, cli_json,
-                                                              no_leftovers):
+def test_the_baseline_is_stored_and_each_point_says_its_share(engine, cli, no_leftovers):
     done = cli("run", "--switch", "veth,bridge", "--api", "udp", "--tester", "split",
                "--generator-baseline", "--duration", "1", "--warmup", "0.2", "--json")
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
-    run = cli_json("results", "show", run_id)
+    run = json.loads(done.stdout)["run"]
     # one baseline: both points have the same api, size, burst, tester and pairs
     [base] = run["baselines"]
     assert (base["switch"], base["api"], base["size"], base["tester"], base["pairs"],

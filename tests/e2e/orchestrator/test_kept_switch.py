@@ -24,14 +24,14 @@ NEEDS = {"ovs": pytest.mark.needs("ovsdb-server", "ovs-vsctl"),
          "click": pytest.mark.needs("click-dpdk")}
 
 
-def _sweep(cli, cli_json, results: Path, switch: str, keep: str) -> list[tuple[dict, dict]]:
+def _sweep(cli, results: Path, switch: str, keep: str) -> list[tuple[dict, dict]]:
     """Each point of the sweep, as stored, with its switch.json."""
     done = cli("run", "--switch", switch, "--api", "dpdk", "--tester", "single",
                "--switch-keep", keep, "--rate", ",".join(map(str, RATES)),
                "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
-    points = sorted(cli_json("results", "show", run_id)["points"], key=lambda p: p["idx"])
+    points = sorted(json.loads(done.stdout)["run"]["points"], key=lambda p: p["idx"])
     served = [json.loads((results / "runs" / run_id / f"point{p['idx']}" / "switch.json")
                          .read_text()) for p in points]
     return list(zip(points, served))
@@ -50,10 +50,10 @@ def _sent(point: dict) -> int:
 
 
 @pytest.mark.parametrize("switch", [pytest.param(s, marks=m) for s, m in NEEDS.items()])
-def test_a_kept_switch_measures_what_a_fresh_one_does(engine, cli, cli_json, results,
+def test_a_kept_switch_measures_what_a_fresh_one_does(engine, cli, results,
                                                       no_leftovers, switch):
-    kept = _sweep(cli, cli_json, results, switch, "yes")
-    fresh = _sweep(cli, cli_json, results, switch, "no")
+    kept = _sweep(cli, results, switch, "yes")
+    fresh = _sweep(cli, results, switch, "no")
     for (k, _), (f, _), rate in zip(kept, fresh, RATES):
         for point in (k, f):
             assert point["status"] == "done", point["error"]

@@ -36,6 +36,8 @@ def test_zero_loss_and_stored(engine, cli, cli_json, results, no_leftovers,
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
 
     run = cli_json("results", "show", run_id)
+    # what the run printed is the run as stored (the other tests read that)
+    assert run == json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     assert (point["switch"], point["api"], point["mode"], point["pairs"]) == \

@@ -17,11 +17,11 @@ WARMUP = 0.2
 DPDK = pytest.mark.needs("ovsdb-server", "ovs-vsctl")   # OVS-DPDK (and hugepages)
 
 
-def _run(cli, cli_json, *args: str) -> dict:
+def _run(cli, *args: str) -> dict:
     done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return point
@@ -54,8 +54,8 @@ def _zero_loss_through(point: dict, nfs: int) -> None:
 
 
 @pytest.mark.parametrize("switch,shape", [("bridge", "chain"), ("veth", "pipeline")])
-def test_three_nfs_over_a_kernel_data_plane(engine, cli, cli_json, no_leftovers, switch, shape):
-    point = _run(cli, cli_json, "--switch", switch, "--api", "raw", "--nfs", "3",
+def test_three_nfs_over_a_kernel_data_plane(engine, cli, no_leftovers, switch, shape):
+    point = _run(cli, "--switch", switch, "--api", "raw", "--nfs", "3",
                  "--tester", "split")
     assert (point["nfs"], point["nf"], point["nf_api"]) == (3, "l2", "mmap")
     _zero_loss_through(point, 3)
@@ -63,16 +63,16 @@ def test_three_nfs_over_a_kernel_data_plane(engine, cli, cli_json, no_leftovers,
 
 @DPDK
 @pytest.mark.parametrize("switch", ["memif", "vhost"])
-def test_two_nfs_over_a_dpdk_pipeline(engine, cli, cli_json, no_leftovers, switch):
-    point = _run(cli, cli_json, "--switch", switch, "--api", "dpdk", "--nfs", "2",
+def test_two_nfs_over_a_dpdk_pipeline(engine, cli, no_leftovers, switch):
+    point = _run(cli, "--switch", switch, "--api", "dpdk", "--nfs", "2",
                  "--tester", "split")
     assert point["nf_api"] == "dpdk"
     _zero_loss_through(point, 2)
 
 
-def test_l3_routers_forward_both_ways_for_latency(engine, cli, cli_json, no_leftovers):
+def test_l3_routers_forward_both_ways_for_latency(engine, cli, no_leftovers):
     """The client's frames and the server's echoes cross both routers."""
-    point = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--nfs", "2", "--nf", "l3",
+    point = _run(cli, "--switch", "veth", "--api", "raw", "--nfs", "2", "--nf", "l3",
                  "--mode", "latency")
     [pair] = point["per_pair"]
     assert pair["lost"] == 0 and pair["latency_kind"] == "rtt" and pair["lat_p50_ns"] > 0
@@ -84,8 +84,8 @@ def test_l3_routers_forward_both_ways_for_latency(engine, cli, cli_json, no_left
         assert not port1["dropped"]["no_route"] and not port1["dropped"]["ttl"]
 
 
-def test_a_mirror_returns_every_frame_to_a_single_tester(engine, cli, cli_json, no_leftovers):
-    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--nfs", "1",
+def test_a_mirror_returns_every_frame_to_a_single_tester(engine, cli, no_leftovers):
+    point = _run(cli, "--switch", "bridge", "--api", "raw", "--nfs", "1",
                  "--nf", "mirror", "--tester", "single")
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, RATE * DURATION)
@@ -100,9 +100,9 @@ def test_a_mirror_returns_every_frame_to_a_single_tester(engine, cli, cli_json, 
 
 
 @DPDK
-def test_a_single_tester_through_ovs(engine, cli, cli_json, no_leftovers):
+def test_a_single_tester_through_ovs(engine, cli, no_leftovers):
     """One engine holds both of the path's ends: one poller beside the switch's."""
-    point = _run(cli, cli_json, "--switch", "ovs", "--api", "dpdk", "--tester", "single")
+    point = _run(cli, "--switch", "ovs", "--api", "dpdk", "--tester", "single")
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, RATE * DURATION)
     assert pair["lost"] == 0 and pair["received"] == pair["sent"]
@@ -118,8 +118,8 @@ def test_a_single_tester_through_ovs(engine, cli, cli_json, no_leftovers):
     # the same, as a user's own command: cnfperf substitutes the ports
     "cmd:dpdk-testpmd {eal} --lcores 0@{cpu},1@{cpu} -- --forward-mode=mac --stats-period=1 "
     "--eth-peer=0,{peer1} --eth-peer=1,{peer2} --total-num-mbufs=8192"], ids=["testpmd", "cmd"])
-def test_testpmd_as_the_nf(engine, cli, cli_json, no_leftovers, nf):
-    point = _run(cli, cli_json, "--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", nf,
+def test_testpmd_as_the_nf(engine, cli, no_leftovers, nf):
+    point = _run(cli, "--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", nf,
                  "--tester", "split")
     assert point["nf_image_name"] == "busybox+engine+dpdk+testpmd"   # runc, testpmd inside
     [pair] = point["per_pair"]

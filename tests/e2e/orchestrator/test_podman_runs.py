@@ -23,11 +23,11 @@ WARMUP = 0.2
 PODMAN = ("--runtime", "podman")
 
 
-def _run(cli, cli_json, *args: str) -> dict:
+def _run(cli, *args: str) -> dict:
     done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json", timeout=180)
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     [pair] = point["per_pair"]
@@ -43,27 +43,26 @@ def _cpu_from_cgroups(point: dict) -> None:
                         for r in rows), rows
 
 
-def test_a_kernel_pair_through_an_engine_nf_with_noise(engine, cli, cli_json, no_leftovers):
-    point = _run(cli, cli_json, *PODMAN, "--switch", "bridge", "--api", "raw", "--nfs", "1",
+def test_a_kernel_pair_through_an_engine_nf_with_noise(engine, cli, no_leftovers):
+    point = _run(cli, *PODMAN, "--switch", "bridge", "--api", "raw", "--nfs", "1",
                  "--tester", "split", "--noise", "cpu")
     assert point["runtime"] == "podman" and point["image_name"].startswith("busybox+engine")
     _cpu_from_cgroups(point)
 
 
 @pytest.mark.needs("dpdk-testpmd")
-def test_a_dpdk_pair_through_a_switch_in_its_own_container(engine, cli, cli_json,
-                                                           no_leftovers):
-    point = _run(cli, cli_json, *PODMAN, "--switch", "testpmd", "--api", "dpdk",
+def test_a_dpdk_pair_through_a_switch_in_its_own_container(engine, cli, no_leftovers):
+    point = _run(cli, *PODMAN, "--switch", "testpmd", "--api", "dpdk",
                  "--switch-in", "container", "--tester", "split")
     assert point["switch_in"] == "container"
     _cpu_from_cgroups(point)
 
 
-def test_a_user_image_is_the_nf_of_a_runc_run(engine, cli, cli_json, no_leftovers):
+def test_a_user_image_is_the_nf_of_a_runc_run(engine, cli, no_leftovers):
     """Its container is podman's, whatever runtime the ends use; its entrypoint
     (the static engine) gets ARGS with the NF's interfaces filled in."""
     with user_image() as ref:
-        point = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--nfs", "1",
+        point = _run(cli, "--switch", "veth", "--api", "raw", "--nfs", "1",
                      "--nf", f"image:{ref} {L2_ARGS}", "--tester", "split")
     assert point["runtime"] == "runc" and point["nf_image_name"] == ref
     [nf] = [r for r in point["cpu_usage"] if r["kind"] == "nf"]
@@ -71,19 +70,19 @@ def test_a_user_image_is_the_nf_of_a_runc_run(engine, cli, cli_json, no_leftover
 
 
 def test_a_user_image_on_dpdk_gets_its_sockets_hugepages_and_eal_arguments(
-        engine, cli, cli_json, no_leftovers):
+        engine, cli, no_leftovers):
     """The engine with its DPDK libraries as a user's image: memif's sockets and
     the hugepages are mounted into its container, {eal} says where."""
     with dpdk_image() as ref:
-        point = _run(cli, cli_json, *PODMAN, "--switch", "memif", "--api", "dpdk", "--nfs", "1",
+        point = _run(cli, *PODMAN, "--switch", "memif", "--api", "dpdk", "--nfs", "1",
                      "--nf", f"image:{ref} {DPDK_ARGS}", "--tester", "split")
     assert point["nf_api"] == "dpdk" and point["nf_image_name"] == ref
 
 
-def test_an_image_archive_is_loaded_before_the_run(engine, cli, cli_json, no_leftovers,
+def test_an_image_archive_is_loaded_before_the_run(engine, cli, no_leftovers,
                                                    tmp_path):
     with image_archive(tmp_path) as archive:
-        point = _run(cli, cli_json, *PODMAN, "--switch", "veth", "--api", "raw", "--nfs", "1",
+        point = _run(cli, *PODMAN, "--switch", "veth", "--api", "raw", "--nfs", "1",
                      "--nf", f"image:{archive} {L2_ARGS}", "--tester", "split")
     assert point["nf_image_name"] == "localhost/cnfperf-test-nf:archived"
 

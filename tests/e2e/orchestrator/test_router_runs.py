@@ -19,11 +19,11 @@ DURATION = 1.0
 WARMUP = 0.2
 
 
-def _run(cli, cli_json, *args: str) -> tuple[dict, dict]:
+def _run(cli, *args: str) -> tuple[dict, dict]:
     done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return run, point
@@ -40,9 +40,8 @@ def _sent(point: dict) -> int:
 
 
 @pytest.mark.parametrize("switch", ["bridge", "macvlan"])
-def test_a_chain_of_routers_forwards_every_frame_over_its_routes(engine, cli, cli_json,
-                                                                 no_leftovers, switch):
-    run, point = _run(cli, cli_json, "--switch", switch, "--api", "raw", "--nfs", "2",
+def test_a_chain_of_routers_forwards_every_frame_over_its_routes(engine, cli, no_leftovers, switch):
+    run, point = _run(cli, "--switch", switch, "--api", "raw", "--nfs", "2",
                       "--nf", "router", "--nf-routes", "4", "--flows", "4",
                       "--nf-interfaces", "6", "--tester", "split")
     assert (point["nf"], point["nf_routes"], point["nf_interfaces"]) == ("router", 4, 6)
@@ -66,10 +65,10 @@ def test_a_chain_of_routers_forwards_every_frame_over_its_routes(engine, cli, cl
 
 
 def test_frames_to_an_unrouted_prefix_are_counted_where_the_kernel_drops_them(
-        engine, cli, cli_json, no_leftovers):
+        engine, cli, no_leftovers):
     """Two flows, one to a routed prefix and one to an unrouted one, in turn by
     burst: the second's frames are the router's InNoRoutes, every one."""
-    run, point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--nfs", "1",
+    run, point = _run(cli, "--switch", "bridge", "--api", "raw", "--nfs", "1",
                       "--nf", "router", "--nf-unrouted", "1", "--flows", "2", "--burst", "1",
                       "--tester", "split")
     [pair] = point["per_pair"]
@@ -89,10 +88,10 @@ def test_frames_to_an_unrouted_prefix_are_counted_where_the_kernel_drops_them(
     assert "Loss along each path" in table and "no_route" in table, table
 
 
-def test_udp_ends_through_a_router_on_a_veth_pipeline(engine, cli, cli_json, no_leftovers):
+def test_udp_ends_through_a_router_on_a_veth_pipeline(engine, cli, no_leftovers):
     """The kernel forwards the ends' datagrams with the checksums their kernels
     left to the device, as it would between two hosts: the receiver gets all."""
-    _, point = _run(cli, cli_json, "--switch", "veth", "--api", "udp", "--nfs", "1",
+    _, point = _run(cli, "--switch", "veth", "--api", "udp", "--nfs", "1",
                     "--nf", "router", "--tester", "split")
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, RATE * DURATION)

@@ -19,7 +19,7 @@ DURATION = 1.0
 @pytest.mark.parametrize("switch, tester", [
     pytest.param("snabb", "split", marks=pytest.mark.smoke), ("snabb", "single"),
     ("snabb-wire", "split"), ("snabb-wire", "single")])
-def test_zero_loss_and_counters_that_match_the_engines(engine, cli, cli_json, no_leftovers,
+def test_zero_loss_and_counters_that_match_the_engines(engine, cli, no_leftovers,
                                                        switch, tester):
     harness.require_api(engine, "dpdk")
     done = cli("run", "--switch", switch, "--api", "dpdk", "--tester", tester,
@@ -27,7 +27,7 @@ def test_zero_loss_and_counters_that_match_the_engines(engine, cli, cli_json, no
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["outcome"]["status"] == "done" and out["outcome"]["left"] == [], out["outcome"]
-    run = cli_json("results", "show", out["outcome"]["run_id"])
+    run = out["run"]
     [point] = run["points"]
     assert point["status"] == "done", point["error"]
     [pair] = point["per_pair"]

@@ -49,13 +49,13 @@ def _opt(args: list[str], name: str) -> str:
 
 
 def test_an_aggressor_and_a_victim_each_measured_at_its_own_rate(
-        engine, cli, cli_json, results, no_leftovers, tmp_path):
+        engine, cli, results, no_leftovers, tmp_path):
     scenario = tmp_path / "tenants.toml"
     scenario.write_text(STUDY)
     done = cli("run", str(scenario), "--json")
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
-    run = cli_json("results", "show", run_id)
+    run = json.loads(done.stdout)["run"]
     alone, beside = run["points"]
     assert (alone["pairs"], beside["pairs"]) == (1, 2)
     assert beside["scenario"]["pair"] == {"1": {"rate": AGGRESSOR, "size": 128, "burst": 8}}
@@ -92,14 +92,14 @@ def test_an_aggressor_and_a_victim_each_measured_at_its_own_rate(
     assert "Interference" in shown and "pair.1.rate" in shown
 
 
-def test_a_latency_victim_beside_a_throughput_aggressor(engine, cli, cli_json, no_leftovers):
+def test_a_latency_victim_beside_a_throughput_aggressor(engine, cli, no_leftovers):
     done = cli("run", "--switch", "bridge", "--api", "raw", "--tester", "split",
                "--pairs", "2", "--rate", str(AGGRESSOR), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--pair", "0.mode=latency", "--pair", f"0.rate={VICTIM}",
                "--json")
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
-    [point] = cli_json("results", "show", run_id)["points"]
+    [point] = json.loads(done.stdout)["run"]["points"]
     victim, aggressor = point["per_pair"]
     assert {e["role"] for e in point["endpoints"] if e["pair"] == 0} == {"client", "server"}
     assert {e["role"] for e in point["endpoints"] if e["pair"] == 1} == {"send", "recv"}

@@ -35,9 +35,9 @@ POINTS = [   # switch, nfs, nf, nf_api
 
 @pytest.mark.parametrize("switch, nfs, nf, nf_api", POINTS,
                          ids=[f"{s}-{n}x{k}-{a}" for s, n, k, a in POINTS])
-def test_udp_ends_lose_nothing_through_nfs(engine, cli, cli_json, no_leftovers, switch, nfs, nf,
+def test_udp_ends_lose_nothing_through_nfs(engine, cli, no_leftovers, switch, nfs, nf,
                                            nf_api):
-    point = _run(cli, cli_json, "--switch", switch, "--api", "udp", "--nfs", str(nfs), "--nf", nf,
+    point = _run(cli, "--switch", switch, "--api", "udp", "--nfs", str(nfs), "--nf", nf,
                  "--nf-api", nf_api)
     assert (point["api"], point["nf_api"], point["nfs"]) == ("udp", nf_api, nfs)
     _zero_loss_through(point, nfs)
@@ -45,9 +45,9 @@ def test_udp_ends_lose_nothing_through_nfs(engine, cli, cli_json, no_leftovers, 
     assert [(e["udp_in_errors"], e["udp_in_csum_errors"]) for e in ends] == [(0, 0), (0, 0)]
 
 
-def test_udp_ends_lose_nothing_both_ways_for_latency(engine, cli, cli_json, no_leftovers):
+def test_udp_ends_lose_nothing_both_ways_for_latency(engine, cli, no_leftovers):
     """The server's kernel takes the requests, the client's the echoes."""
-    point = _run(cli, cli_json, "--switch", "bridge", "--api", "udp", "--nfs", "2", "--nf", "l3",
+    point = _run(cli, "--switch", "bridge", "--api", "udp", "--nfs", "2", "--nf", "l3",
                  "--nf-api", "raw", "--mode", "latency")
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, point["rate"] * point["duration"])   # latency's rate
@@ -63,15 +63,14 @@ TESTPMD = ("cmd:dpdk-testpmd {eal} --lcores 0@{cpu},1@{cpu} -- --forward-mode=ma
 
 
 @pytest.mark.needs("dpdk-testpmd")
-def test_the_loss_table_names_the_receiver_kernel_s_checksum_drops(engine, cli, cli_json,
-                                                                   no_leftovers):
+def test_the_loss_table_names_the_receiver_kernel_s_checksum_drops(engine, cli, no_leftovers):
     done = cli("run", "--switch", "veth", "--api", "udp", "--nfs", "1", "--nf", TESTPMD,
                "--nf-api", "dpdk", "--rate", str(RATE), "--duration", "1", "--warmup", "0.2",
                "--json")
     assert done.returncode == 0, done.stderr
     assert "must finish them" in done.stderr   # the plan's warning
     run_id = json.loads(done.stdout)["outcome"]["run_id"]
-    [point] = cli_json("results", "show", run_id)["points"]
+    [point] = json.loads(done.stdout)["run"]["points"]
     [pair] = point["per_pair"]
     # An unfinished checksum is right by chance for one datagram in 65536 (its
     # payload's sum cancels out): that one arrives.

@@ -36,11 +36,11 @@ def guest():
         harness.missing("; ".join(problems))
 
 
-def _run(cli, cli_json, *args: str) -> dict:
+def _run(cli, *args: str) -> dict:
     done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json", timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return point
@@ -97,9 +97,9 @@ def _nf_forwarded_every_frame(point: dict, count: int = 1, paced: bool = True) -
 
 @DPDK
 @pytest.mark.parametrize("switch", ["testpmd", "ovs"])
-def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, cli_json, no_leftovers,
+def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, no_leftovers,
                                                           switch):
-    point = _run(cli, cli_json, "--switch", switch, "--api", "dpdk", "--tester", "single",
+    point = _run(cli, "--switch", switch, "--api", "dpdk", "--tester", "single",
                  "--nfs", "1", "--nf-in", "vm")
     assert point["nf_in"] == "vm" and point["nf_api"] == "dpdk"
     _zero_loss(point)
@@ -110,10 +110,10 @@ def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, cli_json,
 
 
 @DPDK
-def test_a_chain_of_a_vm_and_a_container_behind_ovs(engine, cli, cli_json, no_leftovers):
+def test_a_chain_of_a_vm_and_a_container_behind_ovs(engine, cli, no_leftovers):
     """nf_in = vm+container: the first NF in a VM (vhost-user), the second in a
     container (virtio-user), on one switch."""
-    point = _run(cli, cli_json, "--switch", "ovs", "--api", "dpdk", "--tester", "single",
+    point = _run(cli, "--switch", "ovs", "--api", "dpdk", "--tester", "single",
                  "--nfs", "2", "--nf-in", "vm+container")
     assert point["nf_in"] == "vm+container"
     _zero_loss(point)
@@ -122,20 +122,19 @@ def test_a_chain_of_a_vm_and_a_container_behind_ovs(engine, cli, cli_json, no_le
 
 
 @DPDK
-def test_a_vm_is_a_tester_end_over_vhost_user(engine, cli, cli_json, no_leftovers):
-    point = _run(cli, cli_json, "--switch", "testpmd", "--api", "dpdk", "--tester", "single",
+def test_a_vm_is_a_tester_end_over_vhost_user(engine, cli, no_leftovers):
+    point = _run(cli, "--switch", "testpmd", "--api", "dpdk", "--tester", "single",
                  "--endpoint-in", "vm")
     _zero_loss(point)
     _ran_in_vms(point, 1)
 
 
 @pytest.mark.parametrize("switch", ["bridge", "macvlan"])
-def test_a_router_vm_on_its_kernel_behind_a_tap_or_a_macvtap(engine, cli, cli_json,
-                                                              no_leftovers, switch):
+def test_a_router_vm_on_its_kernel_behind_a_tap_or_a_macvtap(engine, cli, no_leftovers, switch):
     """The bridge gives the VM a tap on the bridge, macvlan a macvtap beside its
     macvlans; the guest's kernel drives them (virtio_net), the engine's l3 routes
     on raw sockets."""
-    point = _run(cli, cli_json, "--switch", switch, "--api", "raw", "--tester", "split",
+    point = _run(cli, "--switch", switch, "--api", "raw", "--tester", "split",
                  "--nfs", "1", "--nf", "l3", "--nf-api", "raw", "--nf-in", "vm",
                  "--poll", "interrupt")
     _zero_loss(point)
@@ -143,10 +142,10 @@ def test_a_router_vm_on_its_kernel_behind_a_tap_or_a_macvtap(engine, cli, cli_js
     _nf_forwarded_every_frame(point)
 
 
-def test_the_guest_s_kernel_is_the_router_behind_a_tap(engine, cli, cli_json, no_leftovers):
+def test_the_guest_s_kernel_is_the_router_behind_a_tap(engine, cli, no_leftovers):
     """nf = router in a VM: its guest's kernel forwards between its virtio NICs,
     made a router by a script run in it, counted by its own counters."""
-    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--tester", "split",
+    point = _run(cli, "--switch", "bridge", "--api", "raw", "--tester", "split",
                  "--nfs", "1", "--nf", "router", "--nf-in", "vm", "--poll", "interrupt")
     _few_lost_in_guests(point)
     _ran_in_vms(point, 1)
@@ -199,14 +198,14 @@ def _disk_image(tmp_path, engine) -> str:
     return str(image)
 
 
-def test_a_vm_runs_the_users_command_in_their_disk_image(engine, cli, cli_json, no_leftovers,
+def test_a_vm_runs_the_users_command_in_their_disk_image(engine, cli, no_leftovers,
                                                            tmp_path):
     """vm_image: the NF's command is a program only the image has; it forwards
     every frame through the bridge's taps."""
     image = _disk_image(tmp_path, engine)
     vnf = ("cmd:/usr/local/bin/vnf nf --nf l2 --api raw --iface {iface1} --iface2 {iface2} "
            "--dst-mac {peer1} --dst-mac2 {peer2} --cpu {cpu} --poll interrupt --duration 0")
-    point = _run(cli, cli_json, "--switch", "bridge", "--api", "raw", "--tester", "split",
+    point = _run(cli, "--switch", "bridge", "--api", "raw", "--tester", "split",
                  "--nfs", "1", "--nf", vnf, "--nf-in", "vm", "--vm-image", image,
                  "--poll", "interrupt")
     _zero_loss(point)
@@ -215,20 +214,20 @@ def test_a_vm_runs_the_users_command_in_their_disk_image(engine, cli, cli_json, 
 
 
 
-def test_a_vm_tester_end_on_a_kernel_plane(engine, cli, cli_json, no_leftovers):
+def test_a_vm_tester_end_on_a_kernel_plane(engine, cli, no_leftovers):
     """One VM holds both ends (the single tester: one clock), its guest's
     kernel NICs on macvtaps."""
-    point = _run(cli, cli_json, "--switch", "macvlan", "--api", "raw", "--endpoint-in", "vm",
+    point = _run(cli, "--switch", "macvlan", "--api", "raw", "--endpoint-in", "vm",
                  "--nfs", "1", "--nf-api", "raw", "--poll", "interrupt")
     _few_lost_in_guests(point)
     _ran_in_vms(point, 1)
 
 
-def test_two_vms_on_veth_each_open_their_own_macvtaps(engine, cli, cli_json, no_leftovers):
+def test_two_vms_on_veth_each_open_their_own_macvtaps(engine, cli, no_leftovers):
     """Both ends in one VM, the NF in another, on veth: four passthru macvtaps in
     two netns, each VM opening its own (a macvtap's /dev/tapN is host-wide while
     ifindexes count per netns). A VM with another's NIC would forward nothing."""
-    point = _run(cli, cli_json, "--switch", "veth", "--api", "raw", "--endpoint-in", "vm",
+    point = _run(cli, "--switch", "veth", "--api", "raw", "--endpoint-in", "vm",
                  "--nfs", "1", "--nf-api", "raw", "--nf-in", "vm", "--poll", "interrupt")
     _few_lost_in_guests(point)
     _ran_in_vms(point, 2)

@@ -17,11 +17,11 @@ DURATION = 1.0
 WARMUP = 0.2
 
 
-def _run(cli, cli_json, *args: str) -> dict:
+def _run(cli, *args: str) -> dict:
     done = cli("run", "--api", "dpdk", *args, "--rate", str(RATE), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     [point] = run["points"]
     assert point["status"] == "done", point["error"]
     return point
@@ -33,9 +33,9 @@ def _sent(summary: dict) -> int:
 
 
 @pytest.mark.parametrize("switch", [pytest.param("vpp", marks=pytest.mark.smoke), "vpp-memif"])
-def test_every_frame_crosses_vpp_and_its_counters_agree(engine, cli, cli_json, no_leftovers,
+def test_every_frame_crosses_vpp_and_its_counters_agree(engine, cli, no_leftovers,
                                                         switch):
-    point = _run(cli, cli_json, "--switch", switch, "--tester", "split")
+    point = _run(cli, "--switch", switch, "--tester", "split")
     [pair] = point["per_pair"]
     # Three pollers share two cores: a sender may fall a little behind its pace.
     harness.assert_sent(point, pair, RATE * DURATION)
@@ -51,21 +51,21 @@ def test_every_frame_crosses_vpp_and_its_counters_agree(engine, cli, cli_json, n
     assert len({q["core"] for q in point["queues"]}) == 1
 
 
-def test_a_single_tester_through_vpp(engine, cli, cli_json, no_leftovers):
-    point = _run(cli, cli_json, "--switch", "vpp", "--tester", "single")
+def test_a_single_tester_through_vpp(engine, cli, no_leftovers):
+    point = _run(cli, "--switch", "vpp", "--tester", "single")
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, RATE * DURATION)
     assert pair["lost"] == 0 and pair["received"] == pair["sent"]
     assert pair["latency_kind"] == "one_way" and pair["lat_p50_ns"] > 0
 
 
-def test_a_network_function_chained_through_vpp(engine, cli, cli_json, no_leftovers):
+def test_a_network_function_chained_through_vpp(engine, cli, no_leftovers):
     """sender -> VPP -> NF -> VPP -> receiver: four VPP ports, both NF ports
     count every frame. Engines and VPP sleep when idle (adaptive), so four
     pollers do not starve each other on a small host. (With poll = interrupt
     frames take 50-130 ms through this chain here, and the last ones are still
     on their way when the receiver stops.)"""
-    point = _run(cli, cli_json, "--switch", "vpp", "--nfs", "1", "--poll", "adaptive",
+    point = _run(cli, "--switch", "vpp", "--nfs", "1", "--poll", "adaptive",
                  "--tester", "split")
     assert point["shape"] == "chain"
     [pair] = point["per_pair"]

@@ -67,12 +67,12 @@ def test_doctor_says_the_system_s_vpp_is_the_one_a_run_uses(cli, packaged, as_pa
     assert not [line for line in lines if line.strip().startswith(("vpp:", "vpp-memif:"))]
 
 
-def test_a_run_through_the_system_s_vpp_records_it(engine, cli, cli_json, no_leftovers, packaged,
+def test_a_run_through_the_system_s_vpp_records_it(engine, cli, no_leftovers, packaged,
                                                     as_packaged):
     done = cli("run", "--switch", "vpp", "--api", "dpdk", "--rate", "2000", "--duration", "1",
                "--warmup", "0.2", "--json", **as_packaged)
     assert done.returncode == 0, done.stderr
-    run = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])
+    run = json.loads(done.stdout)["run"]
     [point] = run["points"]
     assert point["status"] == "done", point["error"]
     [pair] = point["per_pair"]
@@ -81,8 +81,8 @@ def test_a_run_through_the_system_s_vpp_records_it(engine, cli, cli_json, no_lef
     assert point["versions"]["vpp"] == _described(packaged)
 
 
-def test_a_system_vpp_with_the_memif_plugin_alone_runs_vpp_memif(engine, cli, cli_json,
-                                                                  no_leftovers, packaged, tmp_path):
+def test_a_system_vpp_with_the_memif_plugin_alone_runs_vpp_memif(engine, cli, no_leftovers,
+                                                                  packaged, tmp_path):
     """The plugins are required per data plane: without vhost_plugin.so, vpp
     is refused (doctor says why) and vpp-memif runs, loading memif alone."""
     root = tmp_path / "root"
@@ -97,7 +97,7 @@ def test_a_system_vpp_with_the_memif_plugin_alone_runs_vpp_memif(engine, cli, cl
     done = cli("run", "--switch", "vpp-memif", "--api", "dpdk", "--rate", "2000", "--duration",
                "1", "--warmup", "0.2", "--json", **env)
     assert done.returncode == 0, done.stderr
-    [point] = cli_json("results", "show", json.loads(done.stdout)["outcome"]["run_id"])["points"]
+    [point] = json.loads(done.stdout)["run"]["points"]
     assert point["status"] == "done", point["error"]
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, 2000)           # 2000 pps for 1 s

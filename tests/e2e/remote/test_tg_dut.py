@@ -53,8 +53,10 @@ def run_point(cli, lab, *flags: str, timeout: float = 240) -> dict:
     return json.loads(done.stdout)
 
 
-def stored_point(cli_json, outcome: dict) -> dict:
-    run = cli_json("results", "show", outcome["outcome"]["run_id"])
+def stored_point(outcome: dict) -> dict:
+    """The run's one point as stored (`run --json` prints the run as
+    `results show --json` does)."""
+    run = outcome["run"]
     assert run["status"] == "done"
     [point] = run["points"]
     return point
@@ -88,8 +90,8 @@ def assert_counters_match(point: dict, lab, dut_ports: dict[str, str]) -> None:
     assert counters[dut_ports[rx_far.name]]["tx_packets"] == sent, counters
 
 
-def test_bridge_on_the_host_under_test(engine, cli, cli_json, lab):
-    point = stored_point(cli_json, run_point(cli, lab, "--switch", "bridge", "--api", "raw"))
+def test_bridge_on_the_host_under_test(engine, cli, lab):
+    point = stored_point(run_point(cli, lab, "--switch", "bridge", "--api", "raw"))
     assert_zero_loss(point)
     assert_hosts_stored(point, lab)
     # the bridge's ports there are the wires' ends, named by host
@@ -105,13 +107,13 @@ def test_bridge_on_the_host_under_test(engine, cli, cli_json, lab):
     pytest.param("snabb", "af_packet", marks=pytest.mark.needs("snabb")),
     pytest.param("vpp", "af_packet", marks=pytest.mark.needs("vpp")),
 ])
-def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch, driver):
+def test_a_dpdk_switch_on_the_host_under_test(engine, cli, lab, switch, driver):
     """The tester's NICs through DPDK's af_packet or af_xdp PMD (nic_driver);
     the switch's the same (OVS-DPDK, testpmd, Click), Snabb's raw socket app or
     VPP's af_packet plugin."""
     if switch == "vpp" and (lacks := vpp_install.vpp_plugin_problems(vpp_install.AF_PACKET)):
         harness.missing(lacks[0])
-    point = stored_point(cli_json, run_point(cli, lab, "--switch", switch, "--api", "dpdk",
+    point = stored_point(run_point(cli, lab, "--switch", switch, "--api", "dpdk",
                                              "--nic-driver", driver))
     assert point["nic_driver"] == driver
     assert_zero_loss(point)
@@ -122,12 +124,11 @@ def test_a_dpdk_switch_on_the_host_under_test(engine, cli, cli_json, lab, switch
 
 
 @pytest.mark.needs("ovs-vswitchd-dpdk")
-def test_ovs_on_the_host_under_test_by_port_rules_and_nic_descriptors(engine, cli, cli_json,
-                                                                      lab):
+def test_ovs_on_the_host_under_test_by_port_rules_and_nic_descriptors(engine, cli, lab):
     """OVS there forwards wire to wire by its own rules, its NIC ports with the
     descriptors asked (Rx and Tx apart: no vhost-user ring), as its agent read
     them back from OVS and the point stored them here."""
-    point = stored_point(cli_json, run_point(cli, lab, "--switch", "ovs", "--api", "dpdk",
+    point = stored_point(run_point(cli, lab, "--switch", "ovs", "--api", "dpdk",
                                              "--forward", "port", "--switch-rxd", "256",
                                              "--switch-txd", "512"))
     assert_zero_loss(point)
@@ -147,9 +148,9 @@ def _ends(point: dict) -> tuple[str, str]:
     return pair["sender"]["name"], pair["receiver"]["name"]
 
 
-def test_l3_chain_on_the_host_under_test(engine, cli, cli_json, lab):
+def test_l3_chain_on_the_host_under_test(engine, cli, lab):
     """Two l3 NFs in containers on the host under test, between the wires."""
-    point = stored_point(cli_json, run_point(cli, lab, "--switch", "bridge", "--api", "raw",
+    point = stored_point(run_point(cli, lab, "--switch", "bridge", "--api", "raw",
                                              "--nfs", "2", "--nf", "l3"))
     assert_zero_loss(point)
     assert point["shape"] == "chain" and len(point["nf_results"]) == 2
@@ -162,10 +163,10 @@ def test_l3_chain_on_the_host_under_test(engine, cli, cli_json, lab):
     assert cpu[_ends(point)[0]]["user_s"] > 0, cpu     # the tester's, here, is
 
 
-def test_macvlan_children_of_the_wires_nics(engine, cli, cli_json, lab):
+def test_macvlan_children_of_the_wires_nics(engine, cli, lab):
     """An NF's two ports on the host under test are macvlan children of the two
     wires' NICs there (a container's macvlan network on a host's NIC)."""
-    point = stored_point(cli_json, run_point(cli, lab, "--switch", "macvlan", "--api", "raw",
+    point = stored_point(run_point(cli, lab, "--switch", "macvlan", "--api", "raw",
                                              "--nfs", "1"))
     assert_zero_loss(point)
     [nf] = point["nf_results"]
@@ -314,7 +315,7 @@ def test_bad_inventories_exit_2_before_anything_exists(cli, lab, tmp_path):
     assert "tw404" in refused(nowhere, "--dut-host", "dut")
 
 
-def test_an_l3_chain_across_two_hosts(engine, cli, cli_json, tmp_path, no_leftovers):
+def test_an_l3_chain_across_two_hosts(engine, cli, tmp_path, no_leftovers):
     """004's Fig. 7: a router on each of two hosts. The tester here; each host's
     bridge joins the links into its router; three wires: here to dut, dut to
     dut2, dut2 back here."""
@@ -325,7 +326,7 @@ def test_an_l3_chain_across_two_hosts(engine, cli, cli_json, tmp_path, no_leftov
                    "--api", "raw", "--tester", "single", "--rate", str(RATE),
                    "--duration", str(DURATION), "--warmup", "0.5", "--json", timeout=300)
         assert done.returncode == 0, done.stderr
-        point = stored_point(cli_json, json.loads(done.stdout))
+        point = stored_point(json.loads(done.stdout))
         assert_zero_loss(point)
         assert set(point["hosts"]) == {"dut", "dut2"}
         assert [nf["ports"][0]["rx_packets"] >= RATE * DURATION * 0.9

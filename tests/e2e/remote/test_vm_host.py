@@ -27,8 +27,8 @@ def lab(tmp_path: Path, no_leftovers):
         assert lab.hosts["dut"].leftovers() == set()
 
 
-def test_bridge_on_a_virtual_machine(engine, cli, cli_json, lab):
-    point = stored_point(cli_json, run_point(cli, lab, "--switch", "bridge", "--api", "raw",
+def test_bridge_on_a_virtual_machine(engine, cli, lab):
+    point = stored_point(run_point(cli, lab, "--switch", "bridge", "--api", "raw",
                                              timeout=RUN_S))
     assert_zero_loss(point, paced=False)
     assert_hosts_stored(point, lab)
