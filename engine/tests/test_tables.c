@@ -114,20 +114,29 @@ static void poll_props(void)
 	}
 }
 
+/* What a printer of the engine's tables wrote, whole (the caller frees it). */
+static char *printed(void (*print)(void *stream), size_t *len)
+{
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+
+	print(f);
+	fclose(f);
+	return text;
+}
+
 /* --describe names every role, api, NF kind, poll mode and option, each
  * option with its type. */
 static void described(void)
 {
-	char *text = NULL, want[160];
+	char want[160];
 	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
+	char *text = printed(opts_describe, &len);
 	const struct opt *o;
 	const struct role *r;
 	const struct nf_kind *k;
 	const struct api_ops *ops;
 
-	opts_describe(f);
-	fclose(f);
 	CHECK(len > 2 && text[0] == '{' && !strcmp(text + len - 2, "}\n") && strchr(text, '\n') == text + len - 1,
 	      "--describe is one JSON object, one line");
 	for (size_t i = 0; (o = opts_at(i)); i++) {
@@ -170,16 +179,14 @@ static const char *after_name(const struct opt *o)
 /* --help names every role, option (with its letter), api option and NF kind. */
 static void usage(void)
 {
-	char *text = NULL, want[96];
+	char want[96];
 	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
+	char *text = printed(opts_usage, &len);
 	const struct opt *o;
 	const struct role *r;
 	const struct nf_kind *k;
 	const struct api_ops *ops;
 
-	opts_usage(f);
-	fclose(f);
 	for (size_t i = 0; (o = opts_at(i)); i++) {
 		snprintf(want, sizeof(want), "  %s%s", opt_label(o->name, o->letter), after_name(o));
 		CHECK(strstr(text, want), "--help names %s", want);
