@@ -14,6 +14,11 @@ files below the mount table's paths, so tests point it at a fake tree.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import signal
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -141,3 +146,67 @@ def _keyed(text: str) -> dict[str, int]:
 def procs(group: Path) -> list[int]:
     """The pids of the group's processes (their threads: /proc/PID/task)."""
     return [int(pid) for pid in (group / "cgroup.procs").read_text().split()]
+
+
+def hierarchies(table: Sequence[Mounted] | None = None) -> list[Mounted]:
+    """Every mounted cgroup hierarchy (v1's, one per controller set, and v2's)."""
+    return [m for m in (mounts() if table is None else table)
+            if m.fstype in ("cgroup", "cgroup2")]
+
+
+def tree(top: Path) -> list[Path]:
+    """`top` and every group under it, deepest first (the order rmdir needs);
+    none if it is not there."""
+    if not top.is_dir():
+        return []
+    return [Path(d) for d, _, _ in os.walk(top, topdown=False)]
+
+
+def own_parents(table: Sequence[Mounted] | None = None,
+                proc: Path = Path("/proc")) -> list[Path]:
+    """Where a relative cgroupsPath lands in each hierarchy: under this
+    process's own group there (runc nests it so)."""
+    try:
+        groups = parse_proc_cgroup((proc / "self" / "cgroup").read_text())
+    except OSError:
+        return []
+    found = []
+    for m in hierarchies(table):
+        keys = [""] if m.fstype == "cgroup2" else m.options.split(",")
+        key = next((k for k in keys if k in groups), None)
+        if key is not None:
+            found.append(Path(m.point) / groups[key].lstrip("/"))
+    return found
+
+
+def remove(groups: Sequence[Path], wait_s: float = 3.0) -> list[str]:
+    """rmdir each group (deepest first), killing what is still in it: a group
+    named for a container cnfperf made holds nobody else's processes (a runc
+    killed while it created one leaves its init waiting there). Errors, not
+    'already gone'."""
+    errors = []
+    for group in groups:
+        if (problem := _rmdir(group, wait_s)) is not None:
+            errors.append(f"cgroup {group}: {problem}")
+    return errors
+
+
+def _rmdir(group: Path, wait_s: float) -> str | None:
+    """Remove a group, its tasks killed; a process just killed (or a conmon whose
+    container was just removed) still exits for a moment: EBUSY is waited for.
+    None, or why not."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            group.rmdir()
+            return None
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                return e.strerror
+        with contextlib.suppress(OSError):
+            for pid in procs(group):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)

@@ -20,18 +20,16 @@ comes as an archive (`podman load`) goes into cnfperf's store."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import json
 import os
 import shutil
 import subprocess
 import tarfile
-import time
 from pathlib import Path
 from typing import Sequence
 
-from cnfperf.host import journal
+from cnfperf.host import cgroups, journal
 from cnfperf.host.system import CommandFailed, mounts, run
 
 from . import oci, rootfs
@@ -108,10 +106,18 @@ def podman(*args: str, what: str = "podman", timeout: float = 60, check: bool = 
 
 
 def _names() -> list[str]:
-    """Every container in cnfperf's store (none without a store)."""
+    """Every container in cnfperf's store (none without a store). A query
+    that fails (a store it cannot open: read-only, as an emulated host sees
+    this host's) leaves none of the run-time state it made (env)."""
     if not STORE.is_dir():
         return []
-    return podman("ps", "-a", "--format", "{{.Names}}", what="podman ps").split()
+    made = not RUN_DIR.exists()
+    try:
+        return podman("ps", "-a", "--format", "{{.Names}}", what="podman ps").split()
+    except CommandFailed:
+        if made:
+            shutil.rmtree(RUN_DIR, ignore_errors=True)
+        raise
 
 
 def drop_idle(names: Sequence[str] | None = None) -> None:
@@ -180,44 +186,18 @@ def load(archive: Path) -> str:
 def cgroup_dirs(name: str) -> list[Path]:
     """The container's parent group and what is under it, in every hierarchy,
     deepest first (what rmdir must take in that order)."""
-    found: list[Path] = []
-    for m in mounts():
-        if m.fstype not in ("cgroup", "cgroup2"):
-            continue
-        top = Path(m.point) / CGROUP_PARENT.lstrip("/") / name
-        if top.is_dir():
-            found += [Path(d) for d, _, _ in os.walk(top, topdown=False)]
-    return found
+    return [d for m in cgroups.hierarchies()
+            for d in cgroups.tree(Path(m.point) / CGROUP_PARENT.lstrip("/") / name)]
 
 
 def _remove_cgroups(name: str) -> list[str]:
     """rmdir the container's groups (podman leaves its conmon's, and the parent
     cnfperf named), then CGROUP_PARENT where empty; errors but 'already gone'."""
-    errors = []
-    for d in cgroup_dirs(name):
-        if (problem := _rmdir(d)) is not None:
-            errors.append(f"cgroup {d}: {problem}")
-    for m in mounts():
-        if m.fstype in ("cgroup", "cgroup2"):
-            with contextlib.suppress(OSError):
-                (Path(m.point) / CGROUP_PARENT.lstrip("/")).rmdir()
+    errors = cgroups.remove(cgroup_dirs(name))
+    for m in cgroups.hierarchies():
+        with contextlib.suppress(OSError):
+            (Path(m.point) / CGROUP_PARENT.lstrip("/")).rmdir()
     return errors
-
-
-def _rmdir(group: Path, wait_s: float = 3.0) -> str | None:
-    """Remove an empty cgroup; a conmon whose container was just removed still
-    exits for a moment (busy): waited for. None, or why not."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            group.rmdir()
-            return None
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            if e.errno != errno.EBUSY or time.monotonic() > deadline:
-                return e.strerror
-        time.sleep(0.05)
 
 
 def _force_remove(name: str) -> list[str]:
@@ -333,16 +313,19 @@ class PodmanRuntime(Runtime):
         return PodmanContainer(self.journal, name, cpus, netns, engine, ident)
 
     @classmethod
+    def tidy(cls) -> None:
+        drop_idle()
+
+    @classmethod
     def leftovers(cls, prefix: str) -> list[str]:
         """Containers by name, and the cgroups a container left without one."""
         every = _names()
         names = {n for n in every if n.startswith(prefix)}
-        for m in mounts():
-            if m.fstype in ("cgroup", "cgroup2"):
-                parent = Path(m.point) / CGROUP_PARENT.lstrip("/")
-                with contextlib.suppress(OSError):
-                    names |= {d.name for d in parent.iterdir()
-                              if d.is_dir() and d.name.startswith(prefix)}
+        for m in cgroups.hierarchies():
+            parent = Path(m.point) / CGROUP_PARENT.lstrip("/")
+            with contextlib.suppress(OSError):
+                names |= {d.name for d in parent.iterdir()
+                          if d.is_dir() and d.name.startswith(prefix)}
         drop_idle(every)
         return sorted(names)
 

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from cnfperf.host import tools
+from cnfperf.host import cgroups, tools
 from cnfperf.host.system import CommandFailed, is_static_elf, run
 
 from . import oci, rootfs
@@ -128,7 +128,10 @@ def _state_pid(name: str) -> int:
 
 
 def _force_remove(name: str) -> list[str]:
-    """Kill and delete a container; returns errors other than 'already gone'."""
+    """Kill and delete a container, and the groups a runc killed while it made
+    the container left (runc makes them before it saves the container's state,
+    and `runc delete` of a container without state does nothing); returns
+    errors other than 'already gone'."""
     errors = []
     for args, what in ((("kill", name, "KILL"), "runc kill"),
                        (("delete", "--force", name), "runc delete")):
@@ -137,7 +140,8 @@ def _force_remove(name: str) -> list[str]:
         except CommandFailed as e:
             if not _gone(e):
                 errors.append(str(e))
-    return errors
+    return errors + cgroups.remove([d for parent in cgroups.own_parents()
+                                    for d in cgroups.tree(parent / name)])
 
 
 class RuncRuntime(Runtime):
@@ -227,6 +231,10 @@ class RuncRuntime(Runtime):
     @classmethod
     def leftovers(cls, prefix: str) -> list[str]:
         return sorted(c["id"] for c in cls._list() if c["id"].startswith(prefix))
+
+    @classmethod
+    def tidy(cls) -> None:
+        _drop_empty_root()
 
     @classmethod
     def remove(cls, name: str) -> None:

@@ -86,6 +86,30 @@ def test_a_process_group_in_either_version(tmp_path):
     assert cgroups.group_of(42, v2, tmp_path / "proc") == tmp_path / "unified/sys.slice/x"
 
 
+def test_where_a_relative_group_lands_in_each_hierarchy(tmp_path):
+    """runc nests a container's group under its own in every hierarchy, v1's
+    named ones (name=systemd) and a hybrid host's v2 mount too."""
+    table = [*_v1(tmp_path, "cpu,cpuacct", "memory"),
+             Mounted("cgroup", str(tmp_path / "systemd"), "cgroup", "rw,xattr,name=systemd"),
+             Mounted("cgroup2", str(tmp_path / "unified"), "cgroup2", "rw"),
+             Mounted("proc", "/proc", "proc", "rw")]
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "cgroup").write_text(
+        "4:memory:/sandbox/abc\n3:cpu,cpuacct:/\n1:name=systemd:/\n0::/\n")
+    assert cgroups.own_parents(table, tmp_path / "proc") == [
+        tmp_path / "cpu,cpuacct", tmp_path / "memory/sandbox/abc", tmp_path / "systemd",
+        tmp_path / "unified"]
+    assert cgroups.own_parents(table, tmp_path / "none") == []
+
+
+def test_removing_groups_deepest_first_and_twice(tmp_path):
+    top = tmp_path / "cnfp1a2bp0s"
+    (top / "child").mkdir(parents=True)
+    assert cgroups.tree(top) == [top / "child", top]
+    assert cgroups.remove(cgroups.tree(top)) == [] and not top.exists()
+    assert cgroups.tree(top) == [] and cgroups.remove([top]) == []
+
+
 def test_cpu_times_from_each_file(tmp_path):
     usage = tmp_path / "usage"
     usage.mkdir()

@@ -14,7 +14,7 @@ from cnfperf.runtimes import ContainerError, Mount, RuncRuntime
 from cnfperf.host.system import CommandFailed
 from cnfperf.runtimes.runc import RUNC_ROOT
 import harness
-from cnfperf.host import tools
+from cnfperf.host import cgroups, tools
 from leak import assert_no_leftovers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("runc", "busybox")]
@@ -230,6 +230,33 @@ def test_destroy_kills_running_processes(runtime, netns, prefix):
         assert time.monotonic() - started < 5
         subprocess.run(["ip", "netns", "del", netns], check=True)
 
+
+def test_a_runc_killed_while_it_makes_the_container_leaves_no_cgroup(runtime, netns, prefix):
+    """runc makes the container's cgroups before it saves its state: a runc
+    killed in between (a ^C's teardown kills the `runc run` it waits for) leaves
+    groups that `runc delete` does not know. destroy() removes them, with the
+    half-made container's init waiting in them. A createRuntime hook holds runc
+    at that step (the hook ends once runc is gone)."""
+    with assert_no_leftovers():
+        c = runtime.create(f"{prefix}-c", [CPU], netns, lazy=True)
+        try:
+            c.lazy["hooks"] = {"createRuntime": [{
+                "path": "/bin/sh",
+                "args": ["sh", "-c", "while kill -0 $PPID; do sleep 0.05; done"]}]}
+            proc = c.exec(["sleep", "600"])
+            groups = [parent / c.name for parent in cgroups.own_parents()]
+            deadline = time.monotonic() + 10
+            while not all(g.is_dir() for g in groups) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert all(g.is_dir() for g in groups), groups
+            assert any(cgroups.procs(g) for g in groups), "no half-made container's init"
+            proc.kill()
+            proc.wait()
+            assert c.name not in runc_ids()
+        finally:
+            c.destroy()
+        assert not any(g.exists() for g in groups)
+        subprocess.run(["ip", "netns", "del", netns], check=True)
 
 
 def test_leftovers_of_a_killed_run_removed_by_prefix(engine, images, netns, prefix, tmp_path, killed_run):
