@@ -377,6 +377,7 @@ class Run:
         self.outcome.left += teardown.failed
 
     def _report(self, progress: Progress) -> None:
+        self.signals.check()    # a signal a finalizer swallowed stops the run here
         if self.eta is not None:
             progress.eta = self.eta.eta()
         # Whoever reads our stderr may be gone (a closed pipe): reporting must

@@ -6,11 +6,14 @@ was left) and never stop each other.
 SIGINT, SIGTERM and SIGHUP become an exception (Interrupted) that unwinds the
 stacks, except while a teardown runs: a second Ctrl-C must not cut it short,
 so the signal is held until it ends and the run reports itself interrupted.
+An Interrupted that Python drops (raised in a finalizer) is raised again
+where the run next reports its progress (Signals.check).
 """
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +29,7 @@ class Signals:
 
     def __init__(self) -> None:
         self.held: int | None = None
+        self.pending: Interrupted | None = None   # the last one a handler raised
         self._holding = 0
         self._saved: dict[int, Any] = {}
 
@@ -41,7 +45,20 @@ class Signals:
         if self._holding:
             self.held = self.held or signum
             return
-        raise Interrupted(signum)
+        self.pending = Interrupted(signum)
+        raise self.pending
+
+    def check(self) -> None:
+        """The signal's Interrupted again, where the one its handler raised was
+        dropped: Python prints and drops what a finalizer (a __del__ the
+        garbage collector runs) raises, and a signal that lands in one would
+        otherwise let the run measure on. Where the run reports its progress;
+        not while a teardown holds signals, nor while that Interrupted is
+        being handled."""
+        exc = self.pending
+        if exc is None or self._holding or sys.exc_info()[1] is exc:
+            return
+        raise exc
 
     @contextlib.contextmanager
     def holding(self) -> Iterator[None]:
