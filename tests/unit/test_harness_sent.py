@@ -54,19 +54,40 @@ def test_the_skipped_bound_is_the_points_generator_tolerance_where_larger():
         pytest.approx(harness.SKIPPED_SHARE * FRAMES + 1)
 
 
-def test_a_skip_its_own_stalls_explain_passes_up_to_the_products_mark():
+def test_a_skip_its_own_stalls_explain_passes():
     """2.7 % skipped by a sender whose loop lost 3 % of its window (the
-    engine's stall_share): the host took its core, not the generator. Past the
-    product's mark (STALL_MARK) a stall explains no more; an unmeasured one
-    explains nothing."""
+    engine's stall_share): the host took its core, not the generator. An
+    unmeasured stall explains nothing."""
     harness.assert_sent(*_point(sent=FRAMES - 54, skipped=54, stall_share=0.03), FRAMES)
     with pytest.raises(AssertionError, match=r"stalled 0\.0 %.*may skip"):
         harness.assert_sent(*_point(sent=FRAMES - 54, skipped=54), FRAMES)
-    point, pair = _point(sent=FRAMES // 2, skipped=FRAMES // 2, stall_share=0.5)
-    assert harness.skipped_bound(point, 0, FRAMES) == \
-        pytest.approx(harness.STALL_MARK * FRAMES + 1)
-    with pytest.raises(AssertionError, match="stalled 50.0 %"):
-        harness.assert_sent(point, pair, FRAMES)
+
+
+def _marked(point: dict, warned: bool = True) -> dict:
+    point["warnings"] = ["s0 (send) lost 9.9 % of its window to 3 stalls over 500 µs "
+                         "(longest 60.0 ms): its core was another's; more than 5 % marks the "
+                         "point"] if warned else []
+    return point
+
+
+def test_past_the_products_mark_a_stalled_sender_is_held_to_its_schedule_and_the_warning():
+    """9.9 % of the window lost, 7 % skipped (seen on this host under the
+    hypervisor's steal): the product marks the point, and the sender still
+    covers its schedule. Without the product's warning it fails; a sender
+    that skipped more than its stalls explain, or sent less than half, fails."""
+    point, pair = _point(sent=FRAMES - 140, skipped=140, stall_share=0.099)
+    harness.assert_sent(_marked(point), pair, FRAMES)
+    with pytest.raises(AssertionError, match="no warning marks the point"):
+        harness.assert_sent(_marked(point, warned=False), pair, FRAMES)
+    point, pair = _point(sent=FRAMES - 400, skipped=400, stall_share=0.099)
+    with pytest.raises(AssertionError, match="stalled 9.9 %.*may skip"):
+        harness.assert_sent(_marked(point), pair, FRAMES)
+    point, pair = _point(sent=FRAMES // 3, skipped=2 * FRAMES // 3, stall_share=0.7)
+    with pytest.raises(AssertionError, match="sent less than 50%"):
+        harness.assert_sent(_marked(point), pair, FRAMES)
+    point, pair = _point(sent=FRAMES // 2, skipped=FRAMES // 4, stall_share=0.3)
+    with pytest.raises(AssertionError, match="not within 10%"):     # a quarter unaccounted
+        harness.assert_sent(_marked(point), pair, FRAMES)
 
 
 def test_a_sender_that_sent_nothing_or_too_much_fails():
