@@ -45,6 +45,8 @@ from cnfperf.run.testbed import Testbed
 
 READY_TIMEOUT = 15.0    # container start + engine opening its api
 EXIT_MARGIN = 10.0      # beyond warm-up + duration (+ client drain) for a sender to end
+# An engine's failure quotes at most its last FAILED_LINES lines, FAILED_CHARS characters.
+FAILED_LINES, FAILED_CHARS = 8, 1200
 DRAIN = 0.3             # frames still in flight when the last sender ends
 STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT, or to exit once released
 CLIENT_DRAIN = 0.5      # the engine's default --drain
@@ -317,15 +319,21 @@ class Trial:
         self.outputs[ep.name] = out
 
     def _failed(self, ep: Endpoint | NF, what: str) -> SystemFailure:
+        """What the engine said last (a DPDK port's cause is a few lines up), and
+        the switch's state when it is gone: an engine on a vhost-user socket
+        whose switch died fails first."""
         tail = ""
         with contextlib.suppress(OSError):
             lines = (self.out / f"{ep.name}.stderr").read_text(errors="replace").split("\n")
-            tail = " | ".join(l for l in lines if l.strip())[-400:]
+            tail = " | ".join([l for l in lines if l.strip()][-FAILED_LINES:])[-FAILED_CHARS:]
         problems = self.outputs[ep.name].problems
         if problems:
             tail = (tail + " | " if tail else "") + problems[0]
+        plane = self.bed.dataplane
+        switch = plane.stale() if plane.keeps else None   # keeps: it can tell
         return SystemFailure(f"engine {ep.role} in {ep.name} {what}"
-                             + (f": {tail}" if tail else ""))
+                             + (f": {tail}" if tail else "")
+                             + (f"; the switch: {switch}" if switch else ""))
 
     def _await(self, eps: list[Endpoint] | list[NF], record: str, timeout: float, when: str,
                every: float = TICK, tick: Callable[[], float | None] | None = None) -> None:

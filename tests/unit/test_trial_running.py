@@ -20,13 +20,28 @@ class Proc:
         return self.code
 
 
-def _trial(tmp_path, codes: dict[str, int | None]) -> Trial:
+def _trial(tmp_path, codes: dict[str, int | None], switch: str | None = None) -> Trial:
+    """`switch`: what a switch that keeps says of itself (stale())."""
     t = Trial.__new__(Trial)
     t.out = tmp_path
+    t.bed = NS(dataplane=NS(keeps=True, stale=lambda: switch))
     t.procs = {name: Proc(code) for name, code in codes.items()}
     t.nodes = {name: NS(name=name, role="nf" if "n" in name else "send") for name in codes}
     t.outputs = {name: NS(join=lambda timeout: None, problems=[]) for name in codes}
     return t
+
+
+def test_an_engine_s_failure_quotes_its_last_lines_and_a_gone_switch(tmp_path):
+    lines = [f"EAL: line {i}" for i in range(20)] + ["dpdk: port 0 not found"]
+    (tmp_path / "n0.stderr").write_text("\n".join(lines) + "\n")
+    t = _trial(tmp_path, {"a0": None, "n0": 1},
+               switch="ovs-vswitchd exited with code -11: dpdk|ERR|out of memory")
+    with pytest.raises(SystemFailure) as failed:
+        t._running([NS(name="a0")])
+    said = str(failed.value)
+    assert "EAL: line 13 | " in said and "EAL: line 12" not in said
+    assert said.endswith("dpdk: port 0 not found; the switch: ovs-vswitchd exited with "
+                         "code -11: dpdk|ERR|out of memory")
 
 
 def test_every_node_running_is_no_failure(tmp_path):
