@@ -29,7 +29,8 @@ SWITCH_BUILD_PACKAGES := \
 # the package of each tool they run, and a unit test keeps the two in step.
 # The static engine (the network functions' minimal image) links libc.a
 # (libc6-dev) and, for AF_XDP, libxdp.a, libbpf.a, libelf.a and libz.a.
-# linux-image-amd64 is the VMs' kernel (the vm runtime boots it), not the host's.
+# linux-image-amd64 is the VMs' kernel (the vm runtime boots it), not the host's;
+# lab/parts.sh adds the lab's parts: a 6.12 guest kernel and QEMU >= 8 (igb, SR-IOV).
 APT_PACKAGES := \
 	meson ninja-build pkg-config gcc libc6-dev python3-venv python3-pip \
 	iproute2 nftables util-linux mount procps kmod libc-bin dpkg ethtool \
@@ -52,6 +53,7 @@ deps:
 		apt-get update -q
 		apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
 	fi
+	lab/parts.sh
 	$(MAKE) --no-print-directory $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml

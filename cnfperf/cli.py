@@ -537,7 +537,8 @@ def _render_hosts(hosts: list, wires: list) -> str:
         lines.append(f"  {h.name:<10} {h.address:<28} {what}")
     lines.append("wires")
     for w in wires:
-        lines.append(f"  {w.wire:<36} {'ok' if w.ok else w.problem}")
+        said = f"ok  {w.note}" if w.ok and w.note else "ok" if w.ok else w.problem
+        lines.append(f"  {w.wire:<36} {said}")
     return "\n".join(lines)
 
 

@@ -290,6 +290,25 @@ FIELDS: list[Field] = [
           "(an AF_XDP socket; frames up to 1924 bytes); the switches that open NICs with DPDK "
           "and the tester or NFs with api = dpdk use it", axis=-5, choices=NIC_DRIVERS,
           column="TEXT", label="named", switch_config=True),
+    Field("sriov_pf", "str", AUTO, "the NIC (its physical function) whose SR-IOV virtual "
+          "functions are switch = sriov's ports, on the host under test: auto (the host's one "
+          "NIC with SR-IOV) or its interface name", axis=-18, column="TEXT", label="named",
+          switch_config=True),
+    Field("sriov_vlan", "int", 0, "the VLAN the PF puts every virtual function of "
+          "switch = sriov on (the NIC tags what a VF sends and strips what it receives; "
+          "0: none)", axis=-19, ge=0, le=4094, column="INTEGER", label="named",
+          switch_config=True),
+    Field("sriov_spoofchk", "bool", False, "the PF's spoof check on each virtual function of "
+          "switch = sriov: a VF sends from its own MAC only (a network function forwarding "
+          "the tester's frames is then dropped by the NIC)", axis=-20, column="INTEGER",
+          label="named", switch_config=True),
+    Field("sriov_trust", "bool", True, "the PF trusts each virtual function of switch = sriov "
+          "(it may go promiscuous and change its MAC)", axis=-21, column="INTEGER",
+          label="named", switch_config=True),
+    Field("sriov_max_tx_rate", "int", 0, "the NIC's own limit on what each virtual function "
+          "of switch = sriov sends (its max_tx_rate; a policer no tenant bypasses; 0: none)",
+          axis=-22, unit="Mbit/s", ge=0, le=400000, column="INTEGER", label="named",
+          switch_config=True),
     Field("accel", "choice", AUTO, "how virtual machines run: kvm (hardware virtualisation), "
           "tcg (QEMU's emulation: slow, results marked emulated), or auto (kvm where the "
           "host's KVM boots the guest, else tcg)", axis=10, choices=(AUTO, *ACCELS),

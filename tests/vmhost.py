@@ -19,6 +19,13 @@ device in QEMU carrying on.
         lab.connect("dut")                 # a paramiko SSHClient, logged in as root
 
 The Lab is sshhosts'. A wire joins a VM and `local`: two VMs are not cabled.
+
+A host may have emulated SR-IOV NICs too (`sriov={"dut": 1}`: Intel 82576s,
+QEMU's igb, under QEMU >= 8: the lab's parts, lab/parts.sh): `pf0`, `pf1`… in
+the guest, their virtual functions the switch = sriov data plane's ports.
+Their taps stay in QEMU's netns, cabled to nothing: the NIC switches between
+its VFs itself. Such a host's wires are igb NICs too (`tv<n>b`, each a PF of
+its own, its PCI address at `/sys/class/net/tv<n>b/device`).
 """
 from __future__ import annotations
 
@@ -30,19 +37,26 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 import harness
 import leak
 import sshhosts
 from cnfperf.host import tools
+from cnfperf.host import lab
+from cnfperf.host.facts import static_engine
 from cnfperf.host.journal import Journal
 from cnfperf.runtimes.base import Container, Mount, Nic, online_cpus
+from cnfperf.runtimes.vm import nics as nic_slots, program
+from cnfperf.runtimes.images import FULL, MINIMAL
+from cnfperf.runtimes.runc import RuncRuntime
 from cnfperf.runtimes.vm.runtime import VmRuntime
 
 CONTROL = "vmc"            # control taps here: vmc<i>, 10.252.<i>.1/30
 CONTROL_INSIDE = "ctl"     # the guest's NIC on it, 10.252.<i>.2/30
 WIRE = "tv"                # wires: tap tv<n>a here, NIC tv<n>b in the guest
+PF = "pf"                  # emulated SR-IOV NICs in the guest: pf0, pf1…
+PF_TAP = "vmf{}n{}"        # their taps, in QEMU's netns: vmf<i>n<k>
 NAME = "vmhost"            # VMs vmhost<i>, QEMU in netns vmhost<i>, where it first opens its taps
 NETNS = NAME + "{}"
 # Two vCPUs (each one core's TCG thread): the guest's Python, and the 9p root
@@ -125,15 +139,20 @@ class VmHost:
 
 @contextlib.contextmanager
 def hosts(directory: Path, names: Iterable[str],
-          wires: Iterable[tuple[str, str]] = ()) -> Iterator[sshhosts.Lab]:
+          wires: Iterable[tuple[str, str]] = (),
+          sriov: Mapping[str, int] | None = None) -> Iterator[sshhosts.Lab]:
     """Boots the VMs and cables the wires (pairs of a VM's name and `local`);
-    everything goes again on the way out, also on a failure."""
+    `sriov`: a VM's count of emulated SR-IOV NICs; everything goes again on
+    the way out, also on a failure."""
     names, wires = list(names), list(wires)
     sshhosts._check(names, wires)
     if any(sshhosts.LOCAL not in wire for wire in wires):
         raise ValueError(f"wires join a VM and {sshhosts.LOCAL!r}: {wires}")
     harness.require("sshd", "ssh-keygen", "qemu-system-x86_64")
+    sriov = dict(sriov or {})
     problems = VmRuntime.check()
+    if any(sriov.values()) and (why := program.igb_problem()):
+        problems.append(why)
     if problems:
         harness.missing("; ".join(problems))
     directory.mkdir(parents=True, exist_ok=True)
@@ -141,9 +160,15 @@ def hosts(directory: Path, names: Iterable[str],
     _compile(harness.REPO / "cnfperf")
     key = sshhosts._keygen(directory / "client_key")
     journal = Journal(directory / "vm.journal")
-    runtime = VmRuntime(journal, directory, accel=ACCEL, memory_mb=MEMORY_MB)
+    runtime = VmRuntime(journal, directory, accel=ACCEL, memory_mb=MEMORY_MB,
+                        kernel_since=lab.KERNEL_SINCE if sriov else None)
     runtime.configure(ACCEL, MEMORY_MB, pin=False)
     runtime.prepare(harness.engine())
+    # The guest's root is this machine's, read-only: the runc images its points'
+    # containers run (the tester's, a kernel api's NFs') are built here, where
+    # they can be written.
+    for built, image in ((harness.engine(), FULL), (static_engine(harness.engine()), MINIMAL)):
+        RuncRuntime(None, directory / "runc").prepare(built, image)
     numbered = list(zip(wires, sshhosts._free_indexes(len(wires), WIRE + "{}a")))
     with contextlib.ExitStack() as stack:
         stack.callback(journal.close, True)
@@ -152,7 +177,8 @@ def hosts(directory: Path, names: Iterable[str],
         for name, index in zip(names, sshhosts._free_indexes(len(names), CONTROL + "{}")):
             mine = [(w, n) for w, n in numbered if name in w]
             started[name] = stack.enter_context(_host(runtime, directory, name, index, key,
-                                                      [n for _, n in mine]))
+                                                      [n for _, n in mine],
+                                                      sriov.get(name, 0)))
             ends += [_ends(w, n) for w, n in mine]
         known_hosts = directory / "known_hosts"
         known_hosts.write_text("".join(
@@ -196,7 +222,7 @@ def _ends(wire: tuple[str, str], n: int) -> tuple[sshhosts.End, sshhosts.End]:
 
 @contextlib.contextmanager
 def _host(runtime: VmRuntime, directory: Path, name: str, index: int, client_key: Path,
-          wires: list[int]) -> Iterator[VmHost]:
+          wires: list[int], pfs: int = 0) -> Iterator[VmHost]:
     files = directory / name
     files.mkdir()
     sshhosts._keygen(files / "host_key")
@@ -209,11 +235,21 @@ def _host(runtime: VmRuntime, directory: Path, name: str, index: int, client_key
     control = f"{CONTROL}{index}"
     taps = [control] + [f"{WIRE}{n}a" for n in wires]
     nics = [Nic(_mac(index, 0), CONTROL_INSIDE, tap=control)]
-    nics += [Nic(_mac(index, k + 1), f"{WIRE}{n}b", tap=f"{WIRE}{n}a")
+    # a host with emulated SR-IOV NICs (the lab) has emulated NICs on its
+    # wires too: the kernel's igb, or DPDK's by PCI address (a point binds them)
+    wire_model = nic_slots.IGB if pfs else nic_slots.VIRTIO
+    nics += [Nic(_mac(index, k + 1), f"{WIRE}{n}b", tap=f"{WIRE}{n}a", model=wire_model)
              for k, n in enumerate(wires)]
+    pf_taps = [PF_TAP.format(index, k) for k in range(pfs)]
+    nics += [Nic(_mac(index, 0x80 + k), f"{PF}{k}", tap=tap, model=nic_slots.IGB)
+             for k, tap in enumerate(pf_taps)]
     with contextlib.ExitStack() as stack:
         sshhosts._ip("netns", "add", netns)
         stack.callback(sshhosts._ip, "netns", "del", netns)
+        for tap in pf_taps:
+            stack.callback(_del_tap, tap, netns)
+            sshhosts._ip("-n", netns, "tuntap", "add", "dev", tap, "mode", "tap")
+            sshhosts._ip("-n", netns, "link", "set", tap, "up")
         for tap in taps:
             # a persistent tap outlives QEMU: deleted here, wherever it is by then
             stack.callback(_del_tap, tap, netns)

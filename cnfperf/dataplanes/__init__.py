@@ -5,8 +5,11 @@ from cnfperf.dataplanes.bridge import BridgePlane
 from cnfperf.dataplanes.click import ClickPlane
 from cnfperf.dataplanes.macvlan import MacvlanPlane
 from cnfperf.dataplanes.memif import MemifPlane
+from cnfperf.dataplanes.netkit import NetkitPlane
 from cnfperf.dataplanes.ovs import OvsPlane
+from cnfperf.dataplanes.ovs_kernel import OvsKernelPlane
 from cnfperf.dataplanes.snabb import SnabbPlane, SnabbWirePlane
+from cnfperf.dataplanes.sriov import SriovPlane
 from cnfperf.dataplanes.testpmd import TestPmdPlane
 from cnfperf.dataplanes.veth import VethPlane
 from cnfperf.dataplanes.vhost import VhostPlane
@@ -25,6 +28,9 @@ DATAPLANES: dict[str, type[DataPlane]] = {
     "click": ClickPlane,
     "snabb": SnabbPlane,
     "snabb-wire": SnabbWirePlane,
+    "sriov": SriovPlane,
+    "netkit": NetkitPlane,
+    "ovs-kernel": OvsKernelPlane,
 }
 
 __all__ = ["DATAPLANES", "Attachment", "DataPlane", "PortCounters"]

@@ -76,6 +76,7 @@ class Attachment:
     vdev: str | None = None           # the DPDK virtual device that is the port
     mounts: tuple[Mount, ...] = ()    # sockets/hugepages the container must see
     nic: Nic | None = None            # a virtual machine's NIC for the port (Port.vm)
+    pci: str | None = None            # the PCI device DPDK opens as the port (a VF)
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,13 @@ class DataPlane(ABC):
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
+        return []
+
+    @classmethod
+    def scenario_host_problems(cls, s: Scenario) -> list[str]:
+        """What keeps this host from serving this scenario's own knobs, beyond
+        check() (sriov_pf: a NIC it has): asked where the switch runs, by a
+        run's preflight and a study's plan (checks.host_problems)."""
         return []
 
     @classmethod

@@ -145,6 +145,20 @@ def round_up(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 
 
+def pci_eal_args(file_prefix: str, huge_dir: str, memory_mb: int,
+                 devices: Sequence[str]) -> list[str]:
+    """DPDK on PCI devices (virtual functions bound to uio_pci_generic or
+    vfio-pci), allowed by address: physical addresses (uio has no IOMMU to
+    map virtual ones), hugepages from the point's mount. The ports are
+    numbered in the PCI bus's order of the devices."""
+    args = ["--file-prefix", file_prefix, "--huge-dir", huge_dir, "--in-memory",
+            "--socket-mem", str(memory_mb), "--socket-limit", str(memory_mb),
+            "--no-telemetry", "--iova-mode", "pa"]
+    for device in devices:
+        args += ["-a", device]
+    return args
+
+
 def kernel_eal_args(file_prefix: str, vdevs: Sequence[str], frame_size: int = 0) -> list[str]:
     """DPDK on kernel interfaces through the af_packet PMD (its vdevs), the way
     DPDK runs without a supported NIC. The PMD copies between the kernel's ring

@@ -259,11 +259,13 @@ class KernelPlane(DataPlane):
         if counted:
             self._ports.append((name, netns))
 
-    def add_link(self, name: str, netns: str | None, *spec: str, counted: bool = False) -> None:
-        """`ip link add <name> <spec…>` in netns, journaled first."""
+    def add_link(self, name: str, netns: str | None, *spec: str, counted: bool = False,
+                 tool: str | None = None) -> None:
+        """`ip link add <name> <spec…>` in netns, journaled first; `tool`: an
+        `ip` of its own (host/iproute.py), where the host's lacks the type."""
         self.journal.add("link", name, netns=netns)
         self._links.append((name, netns))
-        ip("link", "add", name, *spec, netns=netns)
+        ip("link", "add", name, *spec, netns=netns, tool=tool or "ip")
         if counted:
             self._ports.append((name, netns))
 
@@ -291,20 +293,22 @@ class KernelPlane(DataPlane):
             if s.shaper in buckets.SHAPERS else \
             ("tbf", s.limit.pps, *buckets.limit_shaper(s.limit.pps, s.burst)) \
             if s.limit.pps else None
+        # each noted before it is made, as the journal has it: a step of it
+        # that fails leaves stop() what the steps before it made
         if shaper is not None:
             kind, pps, bucket, queue = shaper
             link, netns = self.shaper_link(pair)
-            buckets.shape(self.journal, kind, link, netns, pps, bucket, queue, s.size)
             self._made.append(("qdisc", f"{link} root", {"link": link, "netns": netns,
                                                          "parent": "root", "qdisc": kind}))
+            buckets.shape(self.journal, kind, link, netns, pps, bucket, queue, s.size)
         if s.policer in buckets.POLICERS:
             link, netns = self.police_link(pair)
-            buckets.police(self.journal, s.policer, link, netns, s.policer_rate.pps,
-                           s.policer_bucket)
             self._made.append(("nft", link, {"netns": netns}) if s.policer == "nft" else
                               ("qdisc", f"{link} ingress", {"link": link, "netns": netns,
                                                             "parent": "ingress",
                                                             "qdisc": "ingress"}))
+            buckets.police(self.journal, s.policer, link, netns, s.policer_rate.pps,
+                           s.policer_bucket)
 
     def _up(self, port: Port) -> None:
         ip("link", "set", "dev", port.name, "address", port.mac, "mtu", str(self.mtu), "up",

@@ -12,6 +12,12 @@ an unsupported NIC).
 After the point it comes back as it was (host/links.py: lend_nic,
 give_back_nic).
 
+A wire's end named by its PCI address (the inventory's host:0000:03:00.0) is
+a NIC DPDK drives itself: for the point it is bound to vfio-pci (behind an
+IOMMU) or uio_pci_generic, its engine (api dpdk, netns runtime) opens it by
+address from hugepages of the point's, and after it the NIC's kernel driver
+takes it back, its netdev named as before (host/pci.py: lend, give_back).
+
 It is no scenario's `switch`: the testbed takes it for those ports, so it
 is not in the registry (nothing lists it, and nothing sweeps over it).
 """
@@ -22,8 +28,9 @@ from typing import TYPE_CHECKING, Sequence
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.dataplanes.kernel import link_counters, mtu_for
-from cnfperf.host import tools
-from cnfperf.host.hugepages import remove_dpdk_files
+from cnfperf.host import pci, tools
+from cnfperf.host.hugepages import OwnDir, pages_for, remove_dpdk_files
+from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.links import give_back_all, lend_nic
 
 if TYPE_CHECKING:
@@ -45,6 +52,8 @@ class NicPlane(DataPlane):
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
         self._lent: list[tuple[str, dict]] = []   # (interface, its journal info)
+        self._bound: list[tuple[str, dict]] = []  # (PCI address, its journal info)
+        self.hugepages: OwnDir | None = None
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
@@ -54,10 +63,26 @@ class NicPlane(DataPlane):
     def start(self, point: TestPoint) -> None:
         self.point = point
         mtu = mtu_for(point.scenario.size)
+        devices = [p for p in self._ports() if self._pci(p)]
+        if devices:
+            memory = dpdk_args.endpoint_mb(point.scenario.size) * len(devices)
+            self.hugepages = OwnDir(pages_for(memory), point.prefix,
+                                    RUN_DIR / f"{point.prefix}-{self.name}", self.journal)
+            self.hugepages.__enter__()
         for port in self._ports():
-            iface = point.nic(port.name)
-            assert iface is not None
-            self._lent.append((iface, lend_nic(self.journal, iface, port.node, mtu)))
+            end = point.nic(port.name)
+            assert end is not None
+            if self._pci(port):
+                info = pci.lend(self.journal, end)
+                self._bound.append((end, info))
+            else:
+                self._lent.append((end, lend_nic(self.journal, end, port.node, mtu)))
+
+    def _pci(self, port: Port) -> str | None:
+        """The PCI address of the NIC the port is, where the wire's end names one."""
+        assert self.point is not None
+        end = self.point.nic(port.name)
+        return end if end is not None and pci.ADDRESS.fullmatch(end) else None
 
     def _ports(self) -> list[Port]:
         assert self.point is not None
@@ -65,6 +90,11 @@ class NicPlane(DataPlane):
 
     def attach(self, port: Port) -> Attachment:
         assert self.point is not None
+        if (address := self._pci(port)) is not None:
+            # the EAL numbers its PCI ports in the bus's order, whatever -a's
+            node = sorted(a for p in self._ports() if p.node == port.node
+                          and (a := self._pci(p)) is not None)
+            return Attachment(mac=port.mac, port=node.index(address), pci=address)
         iface = self.point.nic(port.name)
         if port.api == "dpdk":
             s = self.point.scenario
@@ -73,6 +103,12 @@ class NicPlane(DataPlane):
         return Attachment(mac=port.mac, iface=iface)
 
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
+        devices = sorted(a.pci for a in attachments if a.pci)
+        if devices:
+            assert self.point is not None and self.hugepages is not None
+            memory = dpdk_args.endpoint_mb(self.point.scenario.size) * len(devices)
+            return tuple(dpdk_args.pci_eal_args(node, str(self.hugepages.mount_point), memory,
+                                                devices))
         vdevs = [a.vdev for a in attachments if a.vdev]
         if not vdevs:
             return ()
@@ -85,13 +121,23 @@ class NicPlane(DataPlane):
         assert self.point is not None
         found: dict[str, PortCounters] = {}
         for port in self._ports():
+            if self._pci(port):
+                continue       # DPDK's: no netdev while it has it; the engine counts
             iface = self.point.nic(port.name)
             for name, c in link_counters(port.node, {iface}).items():
                 found[f"{self.point.host}:{name}"] = c
         return found
 
     def stop(self) -> None:
-        if self.point is not None and any(p.api == "dpdk" for p in self._ports()):
-            remove_dpdk_files(self.point.prefix)
-        give_back_all(self.journal, self._lent)
+        try:
+            if self.point is not None and any(p.api == "dpdk" for p in self._ports()):
+                remove_dpdk_files(self.point.prefix)
+            give_back_all(self.journal, self._lent)
+        finally:
+            try:
+                pci.give_back_all(self.journal, self._bound)
+            finally:
+                if self.hugepages is not None:
+                    hugepages, self.hugepages = self.hugepages, None
+                    hugepages.close()
 

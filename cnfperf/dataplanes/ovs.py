@@ -72,11 +72,14 @@ if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
 # OVS sizes one shared mbuf pool per MTU to what fits, halving from 256k mbufs
-# down to 16k, and vhost devices are allocated from what the pool left over.
-# Within 256 MB the pool took 64k mbufs and left so little that a vhost
-# device could not be allocated in 16 of 226 two-pair runs ("failed to
-# allocate memory for new device": the engine saw its connection drop while
-# it set up); 384 MB leaves the same pool 170 MB of room.
+# down to 16k, and would make it once the first vhost-user peer has connected.
+# A try that does not fit takes every free byte before it gives up, and a
+# second peer connecting meanwhile found no memory for its device ("failed to
+# allocate memory for new device": OVS drops the connection and never retries
+# that port; the engine fails with a broken pipe): a 2-pair run lost a port
+# about 1 run in 5 under load. So setup has the pool made before any peer can
+# connect (Ovs.make_pool), and every port reuses it. Within 384 MB it is 128k
+# mbufs (~310 MB: 256k did not fit), and the devices have the ~60 MB left.
 SWITCH_MB = 384
 JUMBO_SWITCH_MB = 1024
 # The netdev datapath's own tap device; one per host, whoever runs it.
@@ -311,6 +314,7 @@ class OvsPlane(DpdkPlane):
             if self.forward == "mac":
                 self.ovs.learn(self.bridge, port.name, port.mac)
             self.ofports[ofport] = port.name
+        self.ovs.make_pool(self.bridge, self.point.name("pool"), len(ports) + 1, self._mtu())
         number = {name: ofport for ofport, name in self.ofports.items()}
         peers = {number[end.name]: number[other.name] for link in self.point.links_joined_here()
                  for end, other in ((link.a, link.b), (link.b, link.a))}
@@ -363,6 +367,9 @@ class OvsPlane(DpdkPlane):
 
     def alive(self) -> bool:
         return self.ovs is not None and self.ovs.alive()
+
+    def stale(self) -> str | None:
+        return (self.ovs.gone() if self.ovs is not None else None) or super().stale()
 
     def pids(self) -> list[int]:
         return self.ovs.pids() if self.ovs else []

@@ -1,6 +1,7 @@
 """A private Open vSwitch: its own ovsdb-server, database and ovs-vswitchd (DPDK
-build, userspace datapath), all files in one run directory, so it never touches
-a system OVS and goes away completely with that directory.
+build, userspace datapath; or, datapath `system`, any build over the kernel's
+openvswitch module), all files in one run directory, so it never touches a
+system OVS and goes away completely with that directory.
 
 Both daemons are our children (no --detach), so we reap them; each is journaled
 as a process (pid and start time) the moment it exists, for `cnfperf cleanup`.
@@ -47,14 +48,26 @@ def schema_path() -> str | None:
     return None
 
 
-def problems() -> list[str]:
+# Where the datapath is: DPDK's userspace one (OVS's `netdev`), or the kernel's.
+NETDEV, SYSTEM = "netdev", "system"
+
+
+def problems(datapath: str = NETDEV) -> list[str]:
     found = tools.problems("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-appctl", "ovs-ofctl",
                            table=TOOLS)
     if schema_path() is None:
         found.append(tools.not_found("vswitch.ovsschema", TOOLS["ovsdb-tool"].package))
-    if vswitchd_binary() is None:
+    if datapath == NETDEV and vswitchd_binary() is None:
         found.append(tools.missing("ovs-vswitchd-dpdk", TOOLS))
+    if datapath == SYSTEM:
+        found += tools.problems("ovs-vswitchd", table=TOOLS)
     return found
+
+
+def vswitchd(datapath: str) -> str | None:
+    """ovs-vswitchd for the datapath: DPDK's build, or any (every build has the
+    kernel's datapath)."""
+    return vswitchd_binary() if datapath == NETDEV else tools.find("ovs-vswitchd", TOOLS)
 
 
 def cpu_mask(cpus: Sequence[int]) -> str:
@@ -160,12 +173,15 @@ class Ovs:
     pmd_cpus get the poll-mode threads, one each; cpus (if given) bound the other
     threads on the host; `launch` starts the daemons elsewhere (in a container);
     pmd_maxsleep_us lets an idle PMD thread sleep up to that long (0: it spins).
+    datapath `system`: the kernel's (no DPDK, no PMD threads: memory_mb,
+    huge_dir and pmd_cpus unused), in the netns `launch` starts vswitchd in.
     """
 
     def __init__(self, run_dir: Path, file_prefix: str, huge_dir: str, memory_mb: int,
                  pmd_cpus: Sequence[int], cpus: Sequence[int] | None = None,
                  journal: Any = None, pmd_maxsleep_us: int = 0,
-                 launch: procs.Launch | None = None):
+                 launch: procs.Launch | None = None, datapath: str = NETDEV):
+        self.datapath = datapath
         self.run_dir = Path(run_dir)
         self.file_prefix = file_prefix
         self.huge_dir = huge_dir
@@ -185,10 +201,10 @@ class Ovs:
 
     # --- lifecycle ---------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT) -> None:
-        binary = vswitchd_binary()
+        binary = vswitchd(self.datapath)
         schema = schema_path()
         if binary is None or schema is None:
-            raise OvsError("; ".join(problems()))
+            raise OvsError("; ".join(problems(self.datapath)))
         if self.journal is not None:
             self.journal.add("dir", str(self.run_dir))
         self.run_dir.mkdir(parents=True)  # never someone else's: stop() removes it
@@ -205,12 +221,19 @@ class Ovs:
                 binary, f"unix:{self.db_sock}", f"--unixctl={self.vswitchd_ctl}",
                 f"--pidfile={self.run_dir}/ovs-vswitchd.pid",
                 f"--log-file={self.run_dir}/ovs-vswitchd.log", "--no-chdir"])
-            self._wait(self._dpdk_ready, "ovs-vswitchd", timeout)
+            self._wait(self._dpdk_ready if self.datapath == NETDEV else self._answers,
+                       "ovs-vswitchd", timeout)
         except BaseException:
             self.stop()
             raise
 
     def _config(self) -> list[str]:
+        # Flow counts reach the rules once per revalidation (500 ms by
+        # default): counters() waits for a round, so a shorter one is a
+        # shorter wait at every read.
+        revalidate = f"other_config:max-revalidator={MAX_REVALIDATOR_MS}"
+        if self.datapath == SYSTEM:
+            return [revalidate]
         mem = str(self.memory_mb)
         return [
             "other_config:dpdk-init=true",
@@ -219,11 +242,12 @@ class Ovs:
             f"other_config:dpdk-extra=--file-prefix={self.file_prefix} --no-pci --no-telemetry",
             f"other_config:pmd-cpu-mask={cpu_mask(self.pmd_cpus)}",
             f"other_config:pmd-maxsleep={self.pmd_maxsleep_us}",
-            # Flow counts reach the rules once per revalidation (500 ms by
-            # default): counters() waits for a round, so a shorter one is a
-            # shorter wait at every read.
-            f"other_config:max-revalidator={MAX_REVALIDATOR_MS}",
+            revalidate,
         ]
+
+    def _answers(self) -> bool:
+        return self.vswitchd_ctl.exists() and self._ok(
+            ["ovs-appctl", "--timeout=5", "-t", str(self.vswitchd_ctl), "version"]) is not None
 
     def _dpdk_ready(self) -> bool:
         if not self.vswitchd_ctl.exists():
@@ -268,7 +292,13 @@ class Ovs:
                           str(self.vswitchd_ctl), *args])
 
     def add_bridge(self, bridge: str) -> None:
-        self.vsctl("add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev")
+        self.vsctl("add-br", bridge, "--", "set", "bridge", bridge,
+                   f"datapath_type={self.datapath}")
+
+    def add_system_port(self, bridge: str, port: str, ofport: int) -> None:
+        """A kernel netdev (in vswitchd's netns) as a port of the kernel datapath."""
+        self.vsctl("add-port", bridge, port, "--", "set", "Interface", port,
+                   f"ofport_request={ofport}")
 
     def add_vhost_client_port(self, bridge: str, port: str, socket: str, ofport: int,
                               settings: Sequence[str] = ()) -> None:
@@ -285,6 +315,16 @@ class Ovs:
         PMD on a NIC)."""
         self.vsctl("add-port", bridge, port, "--", "set", "Interface", port, "type=dpdk",
                    f"options:dpdk-devargs={devargs}", f"ofport_request={ofport}", *settings)
+
+    def make_pool(self, bridge: str, port: str, ofport: int, mtu: int) -> None:
+        """OVS's shared mbuf pool for `mtu`, made now: a DPDK port (the null
+        PMD, receiving nothing) makes it as it is added, and is removed again.
+        The pool stays, unused (OVS sweeps unused pools only after it looked
+        for one to reuse), and the first vhost-user port to connect takes it.
+        Left to that port, it would be made while other peers connect: see
+        ovs.SWITCH_MB."""
+        self.add_dpdk_port(bridge, port, "net_null0,no-rx=1", ofport, [f"mtu_request={mtu}"])
+        self.vsctl("del-port", bridge, port)
 
     def learn(self, bridge: str, port: str, mac: str) -> None:
         """A static MAC table entry: NORMAL forwards to this port from the first
@@ -325,10 +365,20 @@ class Ovs:
 
     def alive(self) -> bool:
         """Both daemons still run and vswitchd answers."""
-        if len(self._procs) < 2 or any(p.poll() is not None for p in self._procs.values()):
-            return False
-        return self._ok(["ovs-appctl", "--timeout=5", "-t", str(self.vswitchd_ctl),
-                         "version"]) is not None
+        return self.gone() is None
+
+    def gone(self) -> str | None:
+        """Why the switch no longer serves (a daemon exited: its code and its
+        log's last lines), or None while both run and vswitchd answers."""
+        for name, proc in self._procs.items():
+            if proc.poll() is not None:
+                return f"{name} exited with code {proc.returncode}: {self.log_tail(name)}"
+        if len(self._procs) < 2:
+            return "not started"
+        if self._ok(["ovs-appctl", "--timeout=5", "-t", str(self.vswitchd_ctl),
+                     "version"]) is None:
+            return f"ovs-vswitchd does not answer: {self.log_tail()}"
+        return None
 
     def flow_packets(self, bridge: str) -> dict[int, int]:
         """n_packets per flow cookie. Flow counters are pushed from the datapath
@@ -356,7 +406,7 @@ class Ovs:
     # --- plumbing ----------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> None:
         env = dict(self.ovs_env)
-        retry = vhost_retry()
+        retry = vhost_retry() if self.datapath == NETDEV else None
         if name == "ovs-vswitchd" and retry:
             # A new engine's socket is connected within 10 ms, not up to a second.
             env["LD_PRELOAD"] = retry

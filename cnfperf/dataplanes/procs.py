@@ -37,6 +37,16 @@ def on_host(cpus: Sequence[int] | None = None) -> Launch:
     return launch
 
 
+def in_netns(netns: str, cpus: Sequence[int] | None = None) -> Launch:
+    """On the host, in a network namespace (`ip netns exec` execs the
+    program: the Popen is the program's own)."""
+    host = on_host(cpus)
+
+    def launch(argv, *, what, env=None, **popen):
+        return host(["ip", "netns", "exec", netns, *argv], what=what, env=env, **popen)
+    return launch
+
+
 def inside(container: Container) -> Launch:
     """In the container (its netns, cgroup and cpuset; made from the switch
     image), through its runtime's exec, which passes signals and stdio on: the

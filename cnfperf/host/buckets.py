@@ -106,11 +106,13 @@ def nft_script(table: str, link: str, pps: float, bucket: int) -> str:
 
 def police_args(link: str, pps: float, bucket: int) -> list[list[str]]:
     """tc's police action on link's ingress: a filter matching every frame (u32's
-    empty match) that drops what exceeds pkt_rate and pkt_burst."""
+    empty match) that drops what exceeds pkts_rate and pkts_burst (so iproute2
+    parses them; its man page's pkt_rate is refused)."""
     return [["qdisc", "add", "dev", link, "ingress"],
             ["filter", "add", "dev", link, "ingress", "protocol", "all", "u32", "match", "u32",
              "0", "0", "action", "police",
-             "pkt_rate", f"{round(pps)}", "pkt_burst", str(bucket), "conform-exceed", "drop/ok"]]
+             "pkts_rate", f"{round(pps)}", "pkts_burst", str(bucket),
+             "conform-exceed", "drop/ok"]]
 
 
 def _in(netns: str | None, argv: list[str]) -> list[str]:

@@ -214,6 +214,29 @@ class Hugepages:
             self.journal.discard(kind, name)
 
 
+class OwnDir(Hugepages):
+    """Hugepages whose mount is in a run directory of their own (a data plane's
+    that has no other), made and journaled before them, removed after them."""
+
+    def __init__(self, pages: int, prefix: str, run_dir: Path, journal: Any = None):
+        super().__init__(pages, prefix, run_dir, journal)
+        self.run_dir = Path(run_dir)
+
+    def __enter__(self) -> "OwnDir":
+        if self.journal is not None:
+            self.journal.add("dir", str(self.run_dir))
+        self.run_dir.mkdir(parents=True)
+        super().__enter__()
+        return self
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            self._discard("dir", str(self.run_dir))
+
+
 # Undo a journal entry left by a killed run: kind -> fn(name, info) -> whether
 # there was anything left to undo.
 def _undo_hugepages(name: str, info: dict[str, Any]) -> bool:

@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 # tmpfs: a journal describes kernel state (netns, links, processes) that a reboot
 # removes too, so it must not outlive one.
@@ -78,6 +78,22 @@ def replay(path: Path) -> list[Entry]:
         elif rec.get("op") == "discard":
             live.pop(key, None)
     return list(live.values())
+
+
+def undo_each(entries: list[tuple[str, dict]], undo: Callable[[str, dict], object],
+              what: str) -> None:
+    """undo(name, info) for every entry, the last first, each even if one
+    before failed (what was lent first may hold what was lent after);
+    `entries` is emptied; the failures are raised once all were tried."""
+    failed = []
+    for name, info in reversed(entries):
+        try:
+            undo(name, info)
+        except Exception as e:     # noqa: BLE001 - the others still go back
+            failed.append(f"{name}: {e}")
+    entries.clear()
+    if failed:
+        raise RuntimeError(f"{what} not given back: " + "; ".join(failed))
 
 
 def journal_path(prefix: str) -> Path:

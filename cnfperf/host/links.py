@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
+from cnfperf.host.journal import undo_each
 from cnfperf.host.system import KILL_WAIT_S, CommandFailed, run, signal_all, wait_gone
 
 if TYPE_CHECKING:
@@ -157,6 +158,12 @@ def _sysctl(netns: str, settings: list[str]) -> None:
 # physical NIC back by itself, but destroys a virtual one (a veth), so cleanup
 # gives it back before the netns goes (the journal is undone in reverse).
 
+def link_flags(name: str, netns: str | None = None) -> list[str]:
+    """The link's flags as `ip` says them (UP: set up; LOWER_UP: it has a carrier)."""
+    return json.loads(ip("-j", "link", "show", "dev", name, netns=netns) or "[{}]")[0] \
+        .get("flags", [])
+
+
 def nic_state(iface: str) -> dict[str, object]:
     """What lending changes, to give it back as it was: its MTU, promiscuity, state."""
     link = json.loads(ip("-d", "-j", "link", "show", "dev", iface) or "[{}]")[0]
@@ -207,17 +214,12 @@ def give_back_all(journal: Journal, lent: list[tuple[str, dict]]) -> None:
     """Every NIC of `lent` back, the last lent first, each even if one before
     failed (a NIC left in a netns that goes next is destroyed if virtual);
     `lent` is emptied; the first failure is raised once all were tried."""
-    failed = []
-    for iface, info in reversed(lent):
-        try:
-            give_back_nic(journal, iface, info)
-        except Exception as e:     # noqa: BLE001 - the others still go back
-            failed.append(f"{iface}: {e}")
-    lent.clear()
-    if failed:
-        raise RuntimeError("NICs not given back: " + "; ".join(failed))
+    undo_each(lent, lambda iface, info: give_back_nic(journal, iface, info), "NICs")
 
 
-def missing_links(names: list[str]) -> list[str]:
-    """Those of `names` this host's netns has no interface of (a wire to nowhere)."""
-    return [name for name in names if not os.path.exists(f"/sys/class/net/{name}")]
+def missing_ends(names: list[str]) -> list[str]:
+    """Those of `names` (wire ends: interfaces, or PCI addresses with a colon)
+    this host has no interface in its netns, or no PCI device, of."""
+    return [name for name in names
+            if not os.path.exists(f"/sys/bus/pci/devices/{name}" if ":" in name
+                                  else f"/sys/class/net/{name}")]

@@ -12,6 +12,7 @@ command the code runs, in step.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from typing import Mapping
@@ -60,6 +61,7 @@ TOOLS: dict[str, Tool] = {
     # DPDK, and which of a package's alternatives is which
     TESTPMD: Tool("dpdk-dev"),
     "update-alternatives": Tool("dpkg"),
+    "dpkg-query": Tool("dpkg"),     # the guests' kernel: linux-image-amd64's (runtimes/vm)
     # noisy neighbours
     STRESS_NG: Tool("stress-ng"),
     # building the engine
@@ -91,6 +93,12 @@ TOOLS: dict[str, Tool] = {
 
 # The engine's packet I/O apis that need a library at build time.
 ENGINE_API_PACKAGES = {"dpdk": "libdpdk-dev", "xdp": "libxdp-dev"}
+
+
+def release(version: str) -> tuple[int, ...]:
+    """Major and minor of a version as a program or package says it: (6, 12)
+    of `6.12.117+deb12-amd64`, (10, 0) of `10.0.2`; () where it has none."""
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:2])
 
 
 def find(name: str, table: Mapping[str, Tool] = TOOLS) -> str | None:

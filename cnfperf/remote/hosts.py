@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from cnfperf import SystemFailure, UserError, __version__
 from cnfperf.fields import LOCAL
 from cnfperf.host.facts import checkout_commit
-from cnfperf.host.links import missing_links
+from cnfperf.host.links import missing_ends
 from cnfperf.plan import nf_hosts
 from cnfperf.remote import ssh
 from cnfperf.remote.client import Agent, Lost
@@ -55,9 +55,10 @@ def inventory_of(scenarios: Sequence[Scenario]) -> Inventory | None:
 
 
 def wiring(inventory: Inventory | None, point: TestPoint) -> dict[str, dict[str, str]]:
-    """{port: {host: interface}} for each port a wire carries to the host whose
-    switch joins its link (TestPoint.crossings), in path order: between two
-    hosts the first free wire of the inventory's (in its order), then the next."""
+    """{port: {host: interface or PCI address}} for each port a wire carries
+    to the host whose switch joins its link (TestPoint.crossings), in path
+    order: between two hosts the first free wire of the inventory's (in its
+    order), then the next."""
     found: dict[str, dict[str, str]] = {}
     used: Counter[frozenset[str]] = Counter()
     for port, at in point.crossings():
@@ -68,11 +69,11 @@ def wiring(inventory: Inventory | None, point: TestPoint) -> dict[str, dict[str,
                                      f"point needs more (one for each port crossing there)")
         near, far = wires[used[between]]
         used[between] += 1
-        for end in (near, far):
-            if end.iface is None:
-                raise UserError("hosts", f"wire end {end} is a PCI address: a port crosses on "
-                                         "an interface (host:name)")
-        found[port.name] = {port.host: near.iface, at: far.iface}
+        if far.pci is not None:      # checks/placement.py said so first, and why
+            raise UserError("hosts", f"wire end {far} is a PCI address: a switch joins "
+                                     "interfaces (host:name)")
+        # a node's end: its interface, or the PCI address its engine's DPDK opens
+        found[port.name] = {port.host: near.iface or near.pci, at: far.iface}
     return found
 
 
@@ -157,20 +158,23 @@ class Hosts:
         for name, agent in self.agents.items():
             mine = [s.model_dump(mode="json") for s in scenarios if name in placed(s)]
             problems += [f"host {name}: {p}" for p in agent.call("preflight", scenarios=mine)]
-            ends = [w.end_on(name).iface for w in self.inventory.wires
-                    if name in (w.a.host, w.b.host) and w.end_on(name).iface]
-            missing = agent.call("interfaces", names=ends)
+            missing = agent.call("interfaces", names=self._ends(name))
             if missing:
                 raise UserError("hosts", f"{self.inventory.path}: host {name} has no "
-                                         f"interface {', '.join(missing)} (a wire to nowhere)")
-        local = [w.end_on(LOCAL).iface for w in self.inventory.wires
-                 if LOCAL in (w.a.host, w.b.host) and w.end_on(LOCAL).iface]
-        missing = missing_links(local)
+                                         f"interface or PCI device {', '.join(missing)} (a "
+                                         "wire to nowhere)")
+        missing = missing_ends(self._ends(LOCAL))
         if missing:
             raise UserError("hosts", f"{self.inventory.path}: this host (local) has no "
-                                     f"interface {', '.join(missing)} (a wire to nowhere)")
+                                     f"interface or PCI device {', '.join(missing)} (a wire "
+                                     "to nowhere)")
         if problems:
             raise SystemFailure("the hosts cannot run the scenario: " + "; ".join(problems))
+
+    def _ends(self, name: str) -> list[str]:
+        """The host's wire ends: interface names and PCI addresses."""
+        return [end.iface or end.pci or "" for w in self.inventory.wires
+                for end in (w.a, w.b) if end.host == name]
 
     def switch_versions(self, point: TestPoint) -> dict[str, str]:
         """The point's switch's versions (which VPP, …) as dut_host has them."""

@@ -42,6 +42,7 @@ from typing import Any, Iterable, Mapping
 import cnfperf
 from cnfperf import UserError
 from cnfperf.fields import LOCAL   # this machine: no [[host]] entry, no SSH
+from cnfperf.host import pci
 
 EXAMPLE = '''\
 [[host]]
@@ -66,7 +67,6 @@ HOST_KEYS = ("name", "address", "port", "user", "key", "ssh_agent", "known_hosts
 WIRE_KEYS = ("a", "b")
 # Any key spelled like a secret, wherever it is: the inventory holds no secrets.
 PASSWORD = re.compile(r"([\w-]*[_-])?pass(word|wd|phrase)?", re.I)
-PCI = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", re.I)
 IFNAMSIZ = 16              # the kernel's, with its NUL: names have at most 15 characters
 HOSTNAME_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
@@ -334,7 +334,7 @@ def _end(text: str, what: str, hosts: dict[str, Host]) -> End:
     if host != LOCAL and host not in hosts:
         raise ValueError(f"{what}: {text!r}: no host {host!r} (known: "
                          f"{', '.join((LOCAL, *hosts))})")
-    if PCI.fullmatch(port):
+    if pci.ADDRESS.fullmatch(port):
         return End(host, pci=port.lower())
     if len(port) >= IFNAMSIZ or port in (".", "..") or \
             any(c in "/:" or c.isspace() for c in port):

@@ -6,13 +6,15 @@ emulator as much as the data plane, and the report says so wherever they show
 
 A point stores `vm_facts` (VmRuntime.facts: the accel it used, QEMU's and the
 guest kernel's versions, how many VMs); a point without VMs, or stored before
-VMs, has none.
+VMs, has none. A host of the point can itself be an emulated machine (the lab:
+a QEMU guest under TCG, its NICs QEMU's): its stored `cpu_model` says so.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
 COLUMN = "VMs"   # the Points table's column: "2 kvm", "1 tcg (emulated)", "–"
+TCG_CPU = "QEMU TCG CPU"    # what an emulated machine's /proc/cpuinfo names its CPU
 
 
 def accel(point: Mapping[str, Any]) -> str | None:
@@ -20,29 +22,46 @@ def accel(point: Mapping[str, Any]) -> str | None:
     return (point.get("vm_facts") or {}).get("accel")
 
 
+def emulated_hosts(point: Mapping[str, Any]) -> list[str]:
+    """The point's hosts that are emulated machines, by name."""
+    return sorted(name for name, facts in (point.get("hosts") or {}).items()
+                  if str((facts or {}).get("cpu_model") or "").startswith(TCG_CPU))
+
+
 def emulated(point: Mapping[str, Any]) -> bool:
-    return accel(point) == "tcg"
+    return accel(point) == "tcg" or bool(emulated_hosts(point))
 
 
 def said(point: Mapping[str, Any]) -> str:
-    """`2 tcg (emulated)`, `1 kvm`, `–` (no VM)."""
+    """`2 tcg (emulated)`, `1 kvm`, `host dut tcg (emulated)`, `–` (no VM)."""
     facts = point.get("vm_facts") or {}
-    if not facts:
+    hosts = emulated_hosts(point)
+    parts = ([f"{facts.get('vms', '?')} {facts.get('accel', '?')}"] if facts else []) + \
+        ([f"host {', '.join(hosts)} tcg"] if hosts else [])
+    if not parts:
         return "–"
-    return f"{facts.get('vms', '?')} {facts.get('accel', '?')}" + \
-        (" (emulated)" if emulated(point) else "")
+    return ", ".join(parts) + (" (emulated)" if emulated(point) else "")
 
 
 def any_vms(points: Sequence[Mapping[str, Any]]) -> bool:
-    return any(p.get("vm_facts") for p in points)
+    """Whether the column has anything to say: VMs, or an emulated host."""
+    return any(p.get("vm_facts") or emulated_hosts(p) for p in points)
 
 
 def notice(points: Sequence[Mapping[str, Any]]) -> str:
-    """The header's warning when points ran emulated VMs, else nothing."""
-    count = sum(map(emulated, points))
-    if not count:
+    """The header's warning when points ran emulated VMs or on emulated
+    hosts, else nothing."""
+    vms = sum(accel(p) == "tcg" for p in points)
+    hosts = sum(bool(emulated_hosts(p)) for p in points)
+    said = []
+    if vms:
+        said.append(f"{vms} of {len(points)} points ran their virtual machines under QEMU's "
+                    "TCG (this host's KVM could not boot the guest)")
+    if hosts:
+        said.append(f"{hosts} of {len(points)} points ran on a host that is itself an "
+                    "emulated machine (QEMU's TCG, its NICs QEMU's: the lab)")
+    if not said:
         return ""
-    return (f"Emulated: {count} of {len(points)} points ran their virtual machines under "
-            "QEMU's TCG (this host's KVM could not boot the guest): a guest's instructions "
-            "run in software, so their numbers measure the emulator as much as the data "
-            "plane. The VMs column flags them.")
+    return ("Emulated: " + "; ".join(said) + ": a guest's instructions run in software, so "
+            "their numbers measure the emulator as much as the data plane. The VMs column "
+            "flags them.")

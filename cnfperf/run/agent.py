@@ -37,10 +37,10 @@ from cnfperf.engine import find_engine
 from cnfperf.host.facts import HostFacts, checkout_commit
 from cnfperf.run.declared import gather
 from cnfperf.host.journal import RUN_DIR, Journal, journal_path
-from cnfperf.host.links import missing_links
+from cnfperf.host.links import missing_ends
 from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.plan import run_prefix
-from cnfperf.host import frames
+from cnfperf.host import frames, pci
 from cnfperf.run.checks import host_problems, host_wide, matrix, place_point
 from cnfperf.run.cleanup import cleanup
 from cnfperf.run.teardown import Signals, Teardown
@@ -158,8 +158,12 @@ class Agent:
         return list(dict.fromkeys(found))
 
     def op_interfaces(self, names: list[str]) -> list[str]:
-        """Which of these interfaces this host lacks (a wire to nowhere)."""
-        return missing_links(names)
+        """Which of these wire ends (interfaces, PCI addresses) this host lacks."""
+        return missing_ends(names)
+
+    def op_pci(self, addresses: list[str]) -> dict[str, tuple[bool, str]]:
+        """Wire ends' PCI devices: here or not, their drivers (doctor's row)."""
+        return pci.survey(addresses)
 
     def op_matrix(self) -> dict[str, Any]:
         """What this host can run (doctor's table)."""

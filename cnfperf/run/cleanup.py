@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cnfperf import PREFIX
 from cnfperf.dataplanes import DATAPLANES
-from cnfperf.host import hugepages
+from cnfperf.host import hugepages, pci
 from cnfperf.host.links import del_link, del_netns, give_back_nic, links, netns_list
 from cnfperf.host.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.host.lock import HostBusy, HostLock
@@ -66,6 +66,9 @@ def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], 
             with contextlib.suppress(Exception):
                 for c in filter(ours.match, runtime.leftovers(prefix)):
                     attempt(f"{name} container {c}", lambda r=runtime, c=c: r.remove(c))
+        for runtime in RUNTIMES.values():
+            with contextlib.suppress(Exception):   # its state, once none of its containers is left
+                runtime.tidy()
         for ns in filter(ours.match, netns_list()):
             attempt(f"netns {ns}", lambda ns=ns: del_netns(None, ns))
         for link in filter(ours.match, links()):
@@ -106,9 +109,9 @@ def _undo(entry: Entry) -> bool:
 
 def _undo_registry() -> dict:
     """kind -> fn(name, info) for the kinds journaled beyond the ones _undo
-    handles: hugepages' (hugepages.UNDO) and every registered data plane's
-    (DataPlane.undo)."""
-    registry: dict = dict(hugepages.UNDO)
+    handles: hugepages' and PCI devices' (hugepages.UNDO, pci.UNDO) and every
+    registered data plane's (DataPlane.undo)."""
+    registry: dict = {**hugepages.UNDO, **pci.UNDO}
     for dataplane in DATAPLANES.values():
         registry.update(dataplane.undo)
     return registry

@@ -7,7 +7,9 @@ and what it can run (its doctor's data planes). A wire is checked by a frame:
 every wire's end listens, a frame naming the wire goes out of its first end
 (`a`), and the wire is good when its other end (`b`) heard it. A frame heard
 at another end says the wires are crossed; heard nowhere, the wire is cut,
-down or named wrong.
+down or named wrong. A wire with an end named by PCI address (a NIC its
+node's DPDK drives) carries no frame before a run binds it: its row says
+which driver each such end has now and which a run binds it to.
 """
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ from typing import Any
 
 from cnfperf import SystemFailure, UserError
 from cnfperf.fields import LOCAL
-from cnfperf.host import frames
+from cnfperf.host import frames, pci
 from cnfperf.host.facts import HostFacts
 from cnfperf.remote.hosts import Hosts
-from cnfperf.remote.inventory import End, Inventory
+from cnfperf.remote.inventory import End, Inventory, Wire
 from cnfperf.run.checks import matrix
 from cnfperf.run.cleanup import cleanup
 
@@ -45,6 +47,7 @@ class HostCheck:
 class WireCheck:
     wire: str
     problem: str = ""
+    note: str = ""                     # what the check could say of a good wire
 
     @property
     def ok(self) -> bool:
@@ -88,8 +91,8 @@ def _wires(inventory: Inventory, hosts: Hosts, reachable: set[str]) -> list[Wire
         if lost:
             found.append(WireCheck(label, f"host {lost[0]} is unreachable"))
             continue
-        if w.a.iface is None or w.b.iface is None:
-            found.append(WireCheck(label, "a PCI end: checked by DPDK only when a run binds it"))
+        if w.a.pci is not None or w.b.pci is not None:
+            found.append(_pci_wire(hosts, w))
             continue
         tokens[label] = (w, secrets.token_hex(4))
         for end in (w.a, w.b):
@@ -101,6 +104,25 @@ def _wires(inventory: Inventory, hosts: Hosts, reachable: set[str]) -> list[Wire
     finally:
         for listener in local_listeners.values():
             listener.stop()
+
+
+def _pci_wire(hosts: Hosts | None, w: Wire) -> WireCheck:
+    """Each PCI end's driver, now and for a run; a device the host lacks is a
+    problem. No frame: the NIC is DPDK's only during a run."""
+    said = []
+    for end in (w.a, w.b):
+        if end.pci is None:
+            continue
+        if end.host == LOCAL:
+            found = pci.survey([end.pci])
+        else:
+            assert hosts is not None
+            found = hosts.agent(end.host).call("pci", addresses=[end.pci])
+        ok, text = found[end.pci]
+        if not ok:
+            return WireCheck(str(w), f"{end}: {text}")
+        said.append(f"{end}: {text}")
+    return WireCheck(str(w), note="; ".join(said) + "; no frame before a run binds it")
 
 
 def _frames(hosts: Hosts, tokens: dict[str, Any], listening: dict[str, list[str]],

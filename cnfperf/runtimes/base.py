@@ -78,8 +78,10 @@ class Nic:
     (`tap`, in netns `netns`, None: the VM's own; `macvtap`: that link is a
     macvtap) or a vhost-user socket (`socket`; `server`: QEMU creates it).
     The guest's kernel names it `name`, with `mtu`; `dpdk`: bound instead to
-    uio_pci_generic for DPDK's virtio PMD. Container runtimes have their ports
-    in their netns already and take none."""
+uio_pci_generic for DPDK's virtio PMD. `model` igb: an emulated Intel
+    82576 with SR-IOV instead (on a tap; its virtual functions are the
+    guest's to make: QEMU >= 8, runtimes/vm/program.py). Container runtimes
+    have their ports in their netns already and take none."""
 
     mac: str
     name: str
@@ -90,6 +92,7 @@ class Nic:
     macvtap: bool = False
     socket: str | None = None
     server: bool = False
+    model: str = "virtio"     # virtio | igb
 
 
 @dataclass(frozen=True)
@@ -370,3 +373,9 @@ class Runtime(ABC):
     @abstractmethod
     def remove(cls, name: str) -> None:
         """Force-remove one leftover container; no error if it is already gone."""
+
+    @classmethod
+    def tidy(cls) -> None:
+        """Its own state, once no container of cnfperf's is left (runc's root,
+        podman's run-time directory): what a killed run's containers kept,
+        which removing them (remove) would have dropped. Nothing by default."""

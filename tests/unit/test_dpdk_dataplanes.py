@@ -472,3 +472,23 @@ def test_a_process_in_the_switch_container_keeps_line_buffering_beside_its_own_p
     seen.clear()
     procs.inside(Container())(["testpmd"], what="start")
     assert seen["LD_PRELOAD"] == LIBSTDBUF
+
+
+def test_a_switch_whose_daemon_exited_says_which_with_its_log(tmp_path):
+    """An engine that fails on a dead switch's socket is reported with the
+    switch's own last words (trial._failed asks a switch that keeps)."""
+    from cnfperf.dataplanes import ovsdb
+    ovs = ovsdb.Ovs(tmp_path, "cnfp1ovs", "", 0, pmd_cpus=())
+    assert ovs.gone() == "not started"
+    (tmp_path / "ovs-vswitchd.log").write_text(
+        "2026-12-02T13:33:38.180Z|00001|dpdk|ERR|VHOST_CONFIG: failed to alloc queue\n")
+    ovs._procs = {"ovsdb-server": subprocess.Popen(["sleep", "30"]),
+                  "ovs-vswitchd": subprocess.Popen(["sh", "-c", "exit 3"])}
+    try:
+        ovs._procs["ovs-vswitchd"].wait()
+        assert ovs.gone() == ("ovs-vswitchd exited with code 3: VHOST_CONFIG: "
+                              "failed to alloc queue")
+        assert not ovs.alive()
+    finally:
+        ovs._procs["ovsdb-server"].kill()
+        ovs._procs["ovsdb-server"].wait()

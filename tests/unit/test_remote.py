@@ -20,7 +20,7 @@ from cnfperf.plan import place
 from cnfperf.remote import client, hosts, ssh
 from cnfperf.remote.inventory import load
 from cnfperf.run import agent as agent_mod, checks, survey
-from cnfperf.remote.inventory import End
+from cnfperf.remote.inventory import End, Wire
 from cnfperf.scenario import validate
 
 
@@ -76,11 +76,42 @@ def test_refused_before_anything_exists(inventory, fields, field, words):
     assert e.value.field == field and words in e.value.why, e.value
 
 
-def test_a_pci_wire_end_carries_no_tester_port_yet(inventory):
-    text = inventory.read_text().replace('"dut:tw0b"', '"dut:0000:03:00.0"')
+def _pci_ends(inventory: Path, *ends: tuple[str, str]) -> None:
+    """The inventory's wire ends `end` named by PCI addresses instead."""
+    text = inventory.read_text()
+    for end, address in ends:
+        text = text.replace(f'"{end}"', f'"{address}"')
     inventory.write_text(text)
-    with pytest.raises(UserError, match="PCI address"):
-        checks.check(scenario(inventory), (0, 1))
+    checks.inventory_file.cache_clear()
+
+
+def test_the_tester_s_pci_ends_are_its_engine_s_dpdk_nics(inventory):
+    """Both tester ends on its host named by PCI address: the tester's DPDK
+    opens them (netns runtime), the switch's ends stay interfaces."""
+    _pci_ends(inventory, ("local:tw0a", "local:0000:03:00.0"), ("local:tw1a", "local:0000:03:00.1"))
+    s = scenario(inventory, api="dpdk", runtime="netns")
+    checks.check(s, (0, 1))
+    point = place(s, "1a2b", host_cpus=(0, 1))
+    wiring = hosts.wiring(load(inventory), point)
+    assert wiring["cnfp1a2bp0s"] == {"local": "0000:03:00.0", "dut": "tw0b"}
+    assert wiring["cnfp1a2bp0r"] == {"local": "0000:03:00.1", "dut": "tw1b"}
+
+
+@pytest.mark.parametrize("ends, fields, field, words", [
+    ([("dut:tw0b", "dut:0000:03:00.0")], {"api": "dpdk", "runtime": "netns"}, "hosts",
+     "wire end dut:0000:03:00.0 is a PCI address: bridge on dut joins interfaces"),
+    ([("local:tw0a", "local:0000:03:00.0")], {"api": "raw"}, "api",
+     "needs api dpdk, not raw"),
+    ([("local:tw0a", "local:0000:03:00.0"), ("local:tw1a", "local:0000:03:00.1")],
+     {"api": "dpdk"}, "runtime", "runtime netns"),
+    ([("local:tw0a", "local:0000:03:00.0")], {"api": "dpdk", "runtime": "netns"}, "hosts",
+     "all interfaces or all PCI addresses"),
+])
+def test_a_pci_wire_end_the_point_cannot_open_is_refused(inventory, ends, fields, field, words):
+    _pci_ends(inventory, *ends)
+    with pytest.raises(UserError) as e:
+        checks.check(scenario(inventory, **fields), (0, 1))
+    assert e.value.field == field and words in e.value.why, e.value
 
 
 def test_macvlan_takes_a_nic_as_the_parent_of_an_nfs_port(inventory):
@@ -341,3 +372,16 @@ def test_a_starting_agent_is_not_pinged_until_it_speaks(monkeypatch):
         ctl.close(timeout=1)
         for fd in (to_agent_r, to_ctl_w, err_w):
             os.close(fd)
+
+
+def test_doctor_says_which_driver_a_pci_end_has_and_which_a_run_binds():
+    """A wire's PCI end here: its driver now and DPDK's for a run (no frame
+    crosses before a run binds it); a device this host lacks is a problem."""
+    present = sorted(os.listdir("/sys/bus/pci/devices"))[0]
+    wire = Wire(End("local", pci=present), End("dut", iface="tw0b"))
+    found = survey._pci_wire(None, wire)
+    assert found.ok and f"local:{present}: driver " in found.note, found
+    assert "a run binds it to uio_pci_generic (no IOMMU)" in found.note or \
+        "a run binds it to vfio-pci (behind an IOMMU)" in found.note, found
+    gone = survey._pci_wire(None, Wire(End("local", pci="0000:7f:1f.7"), End("dut", iface="x")))
+    assert gone.problem == "local:0000:7f:1f.7: no such PCI device on its host", gone

@@ -29,9 +29,9 @@ def styles() -> style.Styles:
 def test_every_data_plane_has_a_colour_and_marker_of_its_own(styles):
     found = [styles.dataplane(name) for name in DATAPLANES]
     assert len(set(found)) == len(DATAPLANES)
-    # as long as the palette lasts, the colour alone tells them apart
-    assert len(DATAPLANES) <= len(style.COLOURS)
-    assert len({s.colour for s in found}) == len(DATAPLANES)
+    # as long as the palette lasts, the colour alone tells them apart; beyond
+    # it, the marker (14 colours and 11 markers: 154 distinct pairs)
+    assert len({s.colour for s in found}) == min(len(DATAPLANES), len(style.COLOURS))
 
 
 def test_nf_kinds_wear_pairs_no_data_plane_wears(styles):
@@ -83,25 +83,25 @@ def test_a_data_plane_added_later_moves_no_other(styles):
     """Its own number: the others keep theirs, and a run stored before reads alike."""
     before = {n: styles.dataplane(n) for n in DATAPLANES}
     later = style.learn([*_points(), {"switch": "new-switch",
-                                      "switch_facts": {"name": "new-switch", "style": 12}}])
-    assert later.dataplane("new-switch") == style.nth(12)
+                                      "switch_facts": {"name": "new-switch", "style": 31}}])
+    assert later.dataplane("new-switch") == style.nth(31)
     assert later.dataplane("new-switch") not in before.values()
     assert {n: later.dataplane(n) for n in DATAPLANES} == before
-    assert later.rank("new-switch 2×l2") == 12 < later.rank("no-number-switch")
+    assert later.rank("new-switch 2×l2") == 31 < later.rank("no-number-switch")
 
 
 def test_what_one_report_learns_stays_in_it(styles):
     """Styles are the report's own: another report, of other points, knows
     nothing of them (nothing learned is kept between reports)."""
     mine = style.learn([{"switch": "new-switch",
-                         "switch_facts": {"name": "new-switch", "style": 12}}])
-    assert mine.dataplane("new-switch") == style.nth(12)
-    assert style.learn([]).dataplane("new-switch") != style.nth(12)
+                         "switch_facts": {"name": "new-switch", "style": 31}}])
+    assert mine.dataplane("new-switch") == style.nth(31)
+    assert style.learn([]).dataplane("new-switch") != style.nth(31)
     assert "new-switch" not in style.learn(_points()).planes
     # a report of several runs: what each stored
     both = style.learn([*_points(), {"switch": "new-switch",
-                                     "switch_facts": {"name": "new-switch", "style": 12}}])
-    assert both.dataplane("new-switch") == style.nth(12) and \
+                                     "switch_facts": {"name": "new-switch", "style": 31}}])
+    assert both.dataplane("new-switch") == style.nth(31) and \
         both.dataplane("ovs") == styles.dataplane("ovs")
 
 

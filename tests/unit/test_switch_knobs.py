@@ -103,7 +103,11 @@ def test_ovs_set_up_for_port_rules_and_pinned_queues(monkeypatch, tmp_path):
                               switch_rxd=128, switch_txd=128)
     [pair] = plane.point.pairs
     adds = [a for a in recorded.commands("ovs-vsctl") if a[0] == "add-port"]
-    assert [a[2] for a in adds] == [pair.sender.name, pair.receiver.name]
+    assert [a[2] for a in adds] == [pair.sender.name, pair.receiver.name, "cnfp1a2bpool"]
+    # OVS's mbuf pool made before any peer connects (ovs.SWITCH_MB), its port gone again
+    *adds, pool = adds
+    assert "options:dpdk-devargs=net_null0,no-rx=1" in pool and "mtu_request=1500" in pool
+    assert recorded.commands("ovs-vsctl")[-1] == ["del-port", plane.bridge, "cnfp1a2bpool"]
     for add in adds:
         assert 'other_config:pmd-rxq-affinity="0:2"' in add    # its one PMD core
         # a vhost-user port takes no descriptors: its front end sizes the ring
@@ -311,7 +315,7 @@ def test_every_data_plane_says_how_it_forwards():
         if dp.joins == "link":
             assert dp.forwards == ("port",), name   # a link joins its two ports itself
     assert [n for n, dp in DATAPLANES.items() if len(dp.forwards) == 2] == \
-        ["ovs", "vpp", "vpp-memif"]
+        ["ovs", "vpp", "vpp-memif", "ovs-kernel"]
 
 
 @pytest.mark.parametrize("flags,field", [

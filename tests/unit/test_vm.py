@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, ContainerError, Nic, VmRuntime
-from cnfperf.runtimes.vm import cpio, exec as relay, frames, guest, nics, ports, qemu, server
+from cnfperf.runtimes.vm import cpio, exec as relay, frames, guest, nics, ports, program, qemu, server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,6 +112,12 @@ def test_module_names_and_kernels(tmp_path):
     for version in ("6.1.0-9-amd64", "6.1.0-10-amd64"):
         (boot / f"vmlinuz-{version}").unlink()
     assert guest.find_kernel(boot, mods).version == "6.9.0-custom"   # none generic: the newest
+    # the one linux-image-amd64 depends on, where it is there; the lab's: the newest since
+    assert guest.find_kernel(boot, mods, preferred="6.9.0-1-cloud-amd64").version == \
+        "6.9.0-1-cloud-amd64"
+    assert guest.find_kernel(boot, mods, preferred="6.0.0-1-amd64").version == "6.9.0-custom"
+    assert guest.find_kernel(boot, mods, since=(6, 9)).version == "6.9.0-custom"
+    assert guest.find_kernel(boot, mods, since=(6, 12)) is None
 
 
 def test_vmlinux_out_of_an_xz_bzimage():
@@ -154,6 +160,43 @@ def test_bad_nics_refused(nic, why):
         nics.check([nic])
 
 
+IGB = Nic(mac="52:54:00:00:00:05", name="pf0", tap="cnfpt5", model="igb")
+
+
+def test_an_igb_nic_sits_behind_a_pcie_root_port_and_init_loads_its_drivers(tmp_path):
+    assert nics.describe([TAP, IGB]).endswith(",09/52:54:00:00:00:05/pf0/1500/i")
+    argv = qemu.argv(["qemu"], spec(tmp_path, [TAP, IGB], {0: 7, 1: 9}))
+    devices = option(argv, "-device")
+    port = devices.index("pcie-root-port,id=port1,bus=pcie.0,chassis=2,addr=0x9")
+    assert devices[port + 1] == "igb,bus=port1,netdev=net1,mac=52:54:00:00:00:05,romfile="
+    assert "tap,id=net1,fd=9,vhost=off" in option(argv, "-netdev")
+    assert "igbvf" in guest.GROUPS["igb"]
+
+
+@pytest.mark.parametrize("nic,why", [
+    (Nic(mac="52:54:00:00:00:01", name="p0", tap="t", model="e1000"), "model"),
+    (Nic(mac="52:54:00:00:00:01", name="p0", tap="t", model="igb", dpdk=True), "igb"),
+    (Nic(mac="52:54:00:00:00:01", name="p0", socket="/s", model="igb", dpdk=True), "igb"),
+])
+def test_bad_igb_nics_refused(nic, why):
+    with pytest.raises(ValueError, match=why):
+        nics.check([nic])
+
+
+def test_an_igb_nic_takes_a_qemu_that_has_one(monkeypatch):
+    old, new = program.Qemu("/usr/bin/q", "7.2.19"), program.Qemu("/lab/q", "10.0.2", ("/lab/fw",),
+                                                                  "/lab/mods")
+    monkeypatch.setattr(program, "host", lambda: old)
+    monkeypatch.setattr(program, "lab", lambda parts=None: new)
+    assert program.choose([TAP]) is old
+    assert program.choose([TAP, IGB]) is new
+    assert new.args() == ["/lab/q", "-L", "/lab/fw"] and new.env() == {"QEMU_MODULE_DIR": "/lab/mods"}
+    monkeypatch.setattr(program, "lab", lambda parts=None: None)
+    assert "QEMU >= 8.0; this host's QEMU is 7.2.19" in program.igb_problem()
+    monkeypatch.setattr(program, "host", lambda: program.Qemu("/usr/bin/q", "8.2.1"))
+    assert program.choose([IGB]).binary == "/usr/bin/q"
+
+
 def test_nics_named_once():
     with pytest.raises(ValueError, match="another NIC's"):
         nics.check([TAP, Nic(mac="52:54:00:00:00:09", name="p0", tap="t2")])
@@ -170,7 +213,7 @@ def option(argv: list[str], flag: str) -> list[str]:
 
 
 def test_qemu_argv_of_each_nic_kind(tmp_path):
-    argv = qemu.argv("qemu", spec(tmp_path, [TAP, MACVTAP, VHOST, VHOST_SERVER], {0: 7, 1: 8}))
+    argv = qemu.argv(["qemu"], spec(tmp_path, [TAP, MACVTAP, VHOST, VHOST_SERVER], {0: 7, 1: 8}))
     netdevs = option(argv, "-netdev")
     assert netdevs == ["tap,id=net0,fd=7,vhost=off", "tap,id=net1,fd=8,vhost=off",
                        "vhost-user,id=net2,chardev=vhost2", "vhost-user,id=net3,chardev=vhost3"]
@@ -181,12 +224,12 @@ def test_qemu_argv_of_each_nic_kind(tmp_path):
     assert devices == [f"virtio-net-pci,netdev=net{n},mac=52:54:00:00:00:0{n + 1},addr={0x8 + n:#x}"
                        for n in range(4)]
     with pytest.raises(ValueError, match="no open tap"):
-        qemu.argv("qemu", spec(tmp_path, [TAP]))
+        qemu.argv(["qemu"], spec(tmp_path, [TAP]))
 
 
 def test_qemu_argv_of_the_machine(tmp_path):
     s = spec(tmp_path, [TAP, VHOST], {0: 5})
-    argv = qemu.argv("qemu", s)
+    argv = qemu.argv(["qemu"], s)
     assert argv[0] == "qemu" and "-S" in argv and "-no-reboot" in argv
     assert option(argv, "-accel") == ["tcg,thread=multi"] and option(argv, "-smp") == ["2"]
     # a DPDK NIC: hugepages in the guest, on top of its base memory
@@ -200,7 +243,7 @@ def test_qemu_argv_of_the_machine(tmp_path):
     line = option(argv, "-append")[0].split()
     assert "hugepages=128" in line and "cnfperf_python=/usr/bin/python3" in line
     assert f"cnfperf_nics={nics.describe([TAP, VHOST])}" in line
-    assert option(qemu.argv("qemu", spec(tmp_path, accel="kvm", memory_mb=200)), "-m") == ["200M"]
+    assert option(qemu.argv(["qemu"], spec(tmp_path, accel="kvm", memory_mb=200)), "-m") == ["200M"]
     with pytest.raises(ValueError, match="command line"):
         qemu.cmdline(spec(tmp_path, mounts=("/run/" + "x" * 3000,)))
 

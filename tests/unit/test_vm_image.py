@@ -36,14 +36,14 @@ def test_qemu_reads_it_as_a_snapshot_and_init_is_told(tmp_path):
     disk = _image(tmp_path / "root.qcow2", b"QFI\xfb")
     spec = qemu.Spec("cnfp1234n000", 1, "tcg", tmp_path / "k", tmp_path / "i", "/usr/bin/python3",
                      tmp_path, disk=disk, disk_format="qcow2")
-    argv = qemu.argv("qemu", spec)
+    argv = qemu.argv(["qemu"], spec)
     drive = argv[argv.index("-drive") + 1]
     assert drive == f"file={disk},if=none,id=disk,format=qcow2,snapshot=on"
     assert "virtio-blk-pci,drive=disk,addr=0x4" in argv
     assert "cnfperf_disk=1" in qemu.cmdline(spec).split()
     plain = qemu.Spec("cnfp1234n000", 1, "tcg", tmp_path / "k", tmp_path / "i",
                       "/usr/bin/python3", tmp_path)
-    assert "-drive" not in qemu.argv("qemu", plain)
+    assert "-drive" not in qemu.argv(["qemu"], plain)
     assert "cnfperf_disk" not in qemu.cmdline(plain)
 
 

@@ -103,7 +103,8 @@ def test_what_can_hold_vms_passes(fields):
 
 def test_the_planes_that_give_no_vm_a_port_say_why():
     refusing = {n: d.vm_refusal for n, d in DATAPLANES.items() if d.vm_refusal}
-    assert set(refusing) == {"memif", "vpp-memif", "vhost", "snabb", "snabb-wire"}
+    assert set(refusing) == {"memif", "vpp-memif", "vhost", "snabb", "snabb-wire", "sriov",
+                               "netkit", "ovs-kernel"}
     assert all(why.strip() for why in refusing.values())
 
 
@@ -208,6 +209,18 @@ def test_the_report_flags_emulated_points_where_their_numbers_show():
     assert {row[2]: row[vms] for row in rows} == {"ovs 1×l2 nf_in=container": "–",
                                                   "ovs 1×l2 nf_in=vm": "1 tcg (emulated)"}
     assert emulation.notice(points[:1]) == ""
+
+
+def test_a_point_on_an_emulated_host_is_flagged_too():
+    from cnfperf.report import emulation
+    lab = {"switch": "sriov", "hosts": {"dut": {"cpu_model": "QEMU TCG CPU version 2.5+"},
+                                        "local": {"cpu_model": "AMD EPYC 7B13"}}}
+    bare = {"switch": "veth", "hosts": {"local": {"cpu_model": "AMD EPYC 7B13"}}}
+    assert emulation.emulated(lab) and not emulation.emulated(bare)
+    assert emulation.said(lab) == "host dut tcg (emulated)" and emulation.said(bare) == "–"
+    assert emulation.any_vms([bare, lab]) and not emulation.any_vms([bare])
+    assert "1 of 2 points ran on a host that is itself an emulated machine" in \
+        emulation.notice([bare, lab])
 
 
 def test_the_run_table_flags_emulated_points():

@@ -56,6 +56,13 @@ def host_problems(host: HostFacts, here: str = LOCAL) -> Callable[[Scenario], li
             return found
         if dataplane.nic_ports and _joins_wires(s, here):
             found += [f"{dataplane.name}: {p}" for p in dataplane.nic_problems(host)]
+        found += [f"{dataplane.name}: {p}" for p in dataplane.scenario_host_problems(s)]
+        # a kernel policer or shaper sits on the switch's links: this host's
+        # kernel must have it (a study compares placements: one it lacks is
+        # left out, said why)
+        for what in ("policer", "shaper"):
+            if (why := buckets.refusal(getattr(s, what))) is not None:
+                found.append(f"{what}={getattr(s, what)}: {why}")
         if s.nfs and host.engine.apis and s.nf_api not in host.engine.apis:
             found.append(f"nf_api {s.nf_api}: {tools.engine_without(s.nf_api)}")
         # what its NF kind needs: a tool, a build, an engine that has it
@@ -124,10 +131,6 @@ def unusable(host: HostFacts,
             return None      # check() names the mistake
         if (problem := switch_problem(s, dataplane)) is not None:
             return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
-        # a study compares placements: one this host lacks is left out, said why
-        for what in ("policer", "shaper"):
-            if (why := buckets.refusal(getattr(s, what))) is not None:
-                return f"{what}={getattr(s, what)}: {why}"
         return "; ".join(problems(s)) or None
     return keep
 

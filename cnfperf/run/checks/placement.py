@@ -14,7 +14,7 @@ from cnfperf.fields import LOCAL, NIC_DRIVERS, QUOTAS
 from cnfperf.host import buckets
 from cnfperf.plan import Port, TestPoint, nf_hosts, place, usable_cpus
 from cnfperf.remote import inventory
-from cnfperf.remote.inventory import Inventory
+from cnfperf.remote.inventory import End, Inventory
 from cnfperf.run import noise
 from cnfperf.run.checks.dataplane import RINGS, dataplane_of
 from cnfperf.runtimes import RUNTIMES, Quota, in_guest
@@ -171,10 +171,37 @@ def check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...])
             raise UserError("hosts", f"{inv.path}: {len(wires)} wire(s) between {x} and {y}; "
                                      f"the point needs {n}, one for each port crossing there "
                                      f"({s.pairs} pair(s))")
-        pci = [str(end) for pair in wires[:n] for end in pair if end.iface is None]
-        if pci:
-            raise UserError("hosts", f"{inv.path}: wire end {pci[0]} is a PCI address; a "
-                                     "port crosses on an interface (host:name)")
+    _check_pci_ends(s, inv, crossings)
+
+
+def _check_pci_ends(s: Scenario, inv: Inventory, crossings: list[tuple[Port, str]]) -> None:
+    """A wire's end named by its PCI address is a node's NIC its engine's DPDK
+    drives (dataplanes/nic.py), each crossing on the wire wiring() gives it."""
+    used: Counter[frozenset[str]] = Counter()
+    ends: dict[str, list[End]] = {}
+    for port, at in crossings:
+        between = frozenset((port.host, at))
+        near, far = inv.wires_between(port.host, at)[used[between]]
+        used[between] += 1
+        ends.setdefault(port.node, []).append(near)
+        if far.pci is not None:
+            raise UserError("hosts", f"{inv.path}: wire end {far} is a PCI address: {s.switch} "
+                                     f"on {at} joins interfaces (host:name); a PCI end is a "
+                                     "tester's or NF's port, which its engine's DPDK opens")
+        if near.pci is None:
+            continue
+        if port.api != "dpdk":
+            raise UserError("api", f"wire end {near} is a PCI address, which DPDK opens: "
+                                   f"{port.node}'s port there needs api dpdk, not {port.api}")
+        if not RUNTIMES[s.runtime].host_files:
+            raise UserError("runtime", f"wire end {near} is a PCI address: its engine opens the "
+                                       "device, which only a runtime whose engines see the "
+                                       "host's own files does: runtime netns")
+    for node, mine in ends.items():
+        if len({end.pci is None for end in mine}) > 1:
+            raise UserError("hosts", f"{inv.path}: {node}'s wire ends are "
+                                     f"{', '.join(map(str, mine))}: all interfaces or all PCI "
+                                     "addresses (one EAL opens a node's ports)")
 
 
 def _check_nic_driver(s: Scenario, dataplane: type[DataPlane],

@@ -104,7 +104,8 @@ def main(args: list[str]) -> int:
     if "signal" in status:
         sig = int(status["signal"])
         signal.set_wakeup_fd(-1)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):   # theirs cannot be set
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         return 128 + sig
     if "code" not in status:

@@ -12,6 +12,7 @@ gzipped newc cpio written in Python (cpio.py)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import lzma
 import os
@@ -21,8 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnfperf.host.system import is_static_elf, proc_stat
-from cnfperf.host.tools import GUEST_KERNEL, not_found
+from cnfperf.host.system import CommandFailed, is_static_elf, proc_stat, run
+from cnfperf.host.tools import GUEST_KERNEL, not_found, release
 
 from .. import rootfs
 from ..base import ContainerError, ImageInfo
@@ -39,10 +40,13 @@ GENERIC = "-amd64"     # linux-image-amd64's flavour (-cloud-amd64, -rt-amd64: o
 # guest that is a host of cnfperf's itself: its kernel bridge, its netns' veth
 # pairs), for DPDK NICs, for a disk image of the user's
 # (vm_image: virtio-blk, ext4 and the CRC32C ext4 asks for by a soft
-# dependency, which `depends=` does not list). Their dependencies come along.
+# dependency, which `depends=` does not list), for an emulated SR-IOV NIC (igb;
+# igbvf: its virtual functions' driver, as no udev loads it when they appear).
+# Their dependencies come along.
 GROUPS = {"base": ("virtio_pci", "9p", "9pnet_virtio", "virtio_console"),
           "net": ("virtio_net", "af_packet", "bridge", "veth"),
           "dpdk": ("uio_pci_generic",),
+          "igb": ("igb", "igbvf"),
           "disk": ("virtio_blk", "crc32c_generic", "ext4")}
 # A disk image's formats QEMU is told (never guessed: a raw image could pass
 # for anything), by the image's first bytes.
@@ -81,16 +85,40 @@ def _version_key(version: str) -> list:
     return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.-]", version)]
 
 
-def find_kernel(boot: Path = BOOT, modules: Path = MODULES) -> Kernel | None:
-    """The newest kernel in /boot whose modules are installed, Debian's generic
-    flavour (linux-image-amd64's, which `make deps` installs) before others: a
-    host's own kernel of another flavour may lack what a guest loads."""
+def find_kernel(boot: Path = BOOT, modules: Path = MODULES, since: tuple[int, ...] | None = None,
+                preferred: str | None = None) -> Kernel | None:
+    """A kernel in /boot whose modules are installed: `preferred` (a version)
+    where it is there, else the newest, Debian's generic flavour before others
+    (a host's own kernel of another flavour may lack what a guest loads);
+    `since`: only those of that version or later (the lab's)."""
     found = []
     for vmlinuz in boot.glob("vmlinuz-*"):
         version = vmlinuz.name.removeprefix("vmlinuz-")
         if (modules / version / "kernel").is_dir():
             found.append(Kernel(version, vmlinuz, modules / version))
+    if since is not None:
+        found = [k for k in found if release(k.version) >= since]
+    elif preferred and (chosen := next((k for k in found if k.version == preferred), None)):
+        return chosen
     return max(found, key=lambda k: (_generic(k.version), _version_key(k.version)), default=None)
+
+
+@functools.cache
+def _meta_version() -> str | None:
+    """The kernel linux-image-amd64 depends on (`6.1.0-57-amd64`): Debian 12's
+    own, which make deps installs for the guests. Another kernel installed
+    beside it (the lab's 6.12) is not every VM's: a guest's DPDK on virtio
+    was tested on this one."""
+    with contextlib.suppress(CommandFailed, OSError):
+        depends = run(["dpkg-query", "-W", "-f", "${Depends}", GUEST_KERNEL], timeout=10)
+        if found := re.search(r"linux-image-(\S+)", depends):
+            return found[1]
+    return None
+
+
+def default_kernel() -> Kernel | None:
+    """The guests' kernel: linux-image-amd64's, else the newest (find_kernel)."""
+    return find_kernel(preferred=_meta_version())
 
 
 def _generic(version: str) -> bool:
@@ -99,7 +127,7 @@ def _generic(version: str) -> bool:
 
 def kernel_problem() -> str | None:
     """Why no guest can be built from this host's kernels, or None."""
-    kernel = find_kernel()
+    kernel = default_kernel()
     if kernel is None:
         return not_found(f"a guest kernel ({BOOT}/vmlinuz-VERSION with {MODULES}/VERSION)",
                          GUEST_KERNEL)
@@ -229,7 +257,7 @@ def _remove_abandoned(base: Path) -> None:
 def build(base: Path | None = None, kernel: Kernel | None = None) -> Guest:
     """The guest of this host's kernel, built on first use; ContainerError when
     there is no kernel or BusyBox to build it from."""
-    kernel = kernel or find_kernel()
+    kernel = kernel or default_kernel()
     if kernel is None:
         raise ContainerError(kernel_problem())
     if not is_static_elf(rootfs.BUSYBOX):

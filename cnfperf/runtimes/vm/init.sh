@@ -37,6 +37,7 @@ load() {
 # (DPDK's: uio_pci_generic, named before virtio_pci can take it).
 for nic in $nics; do
 	set -- $(echo "$nic" | tr / ' ')
+	[ "$5" = i ] && igb=1
 	if [ "$5" = d ]; then
 		echo uio_pci_generic > "/sys/bus/pci/devices/0000:00:$1.0/driver_override" ||
 			fail "PCI slot $1"
@@ -49,6 +50,7 @@ load base
 [ -n "$net" ] && load net
 [ -n "$dpdk" ] && load dpdk
 [ -n "$disk" ] && load disk
+[ -n "$igb" ] && load igb
 hostname "$name"
 # IPv6 would send router solicitations and MLD reports into the measurement.
 echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6
@@ -71,6 +73,14 @@ mount -t tmpfs -o mode=1777 tmpfs /root/tmp
 mount -t tmpfs -o mode=1777 tmpfs /root/var/tmp
 mount -t tmpfs -o mode=755 tmpfs /root/run
 [ -n "$dpdk" ] && mount -t hugetlbfs hugetlbfs /root/dev/hugepages
+# The kernel's own module requests (a tc action, openvswitch's netlink
+# family) run the host's modprobe in /root: its /lib/modules holds this
+# kernel's modules when the host has its package installed.
+if [ -d "/root/lib/modules/$(uname -r)" ]; then
+	printf '#!/bin/sh\nexec chroot /root /sbin/modprobe "$@"\n' > /bin/cnfperf-modprobe
+	chmod 755 /bin/cnfperf-modprobe
+	echo /bin/cnfperf-modprobe > /proc/sys/kernel/modprobe
+fi
 for path in $mounts; do
 	case "$path" in
 	/tmp/* | /var/tmp/* | /run/* | /dev/*)
@@ -95,7 +105,7 @@ fi
 
 for nic in $nics; do
 	set -- $(echo "$nic" | tr / ' ')
-	[ "$5" = k ] || continue
+	[ "$5" = d ] && continue
 	dev=
 	for d in /sys/class/net/*; do
 		[ "$(cat "$d/address")" = "$2" ] && dev="${d##*/}"

@@ -23,6 +23,8 @@ SLOT_DISK = 0x04
 FIRST_NIC_SLOT = 0x08
 MAX_NICS = 0x1f - FIRST_NIC_SLOT
 _MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+IGB = "igb"          # an emulated Intel 82576 with SR-IOV (program.py: QEMU >= 8)
+MODELS = ("virtio", IGB)
 _IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 
 TUNSETIFF = 0x400454CA
@@ -62,6 +64,11 @@ def check(nics: Sequence[Nic]) -> None:
 
 
 def _check_backend(what: str, nic: Nic) -> None:
+    if nic.model not in MODELS:
+        raise ValueError(f"{what}: model {nic.model!r}: one of {', '.join(MODELS)}")
+    if nic.model == IGB and (nic.tap is None or nic.dpdk):
+        raise ValueError(f"{what}: an igb NIC is the guest kernel's, on a tap (DPDK takes "
+                         "its virtual functions)")
     if (nic.tap is None) == (nic.socket is None):
         raise ValueError(f"{what}: one of tap and socket (its backend)")
     if nic.tap is not None:
@@ -84,9 +91,13 @@ def _check_backend(what: str, nic: Nic) -> None:
 
 def describe(nics: Sequence[Nic]) -> str:
     """/init's description of the NICs (cnfperf_nics=): SLOT/MAC/NAME/MTU/KIND
-    each, KIND k (the kernel's) or d (DPDK's)."""
-    return ",".join(f"{slot(n):02x}/{nic.mac.lower()}/{nic.name}/{nic.mtu}/{'d' if nic.dpdk else 'k'}"
+    each, KIND k (the kernel's virtio_net), d (DPDK's) or i (the kernel's igb)."""
+    return ",".join(f"{slot(n):02x}/{nic.mac.lower()}/{nic.name}/{nic.mtu}/{_kind(nic)}"
                     for n, nic in enumerate(nics))
+
+
+def _kind(nic: Nic) -> str:
+    return "d" if nic.dpdk else "i" if nic.model == IGB else "k"
 
 
 # -- tap and macvtap ------------------------------------------------------------

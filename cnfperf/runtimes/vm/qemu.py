@@ -123,7 +123,9 @@ def disk_args(spec: Spec) -> list[str]:
 
 def nic_args(index: int, nic: Nic, fd: int | None) -> list[str]:
     """One NIC: its backend (an open tap or macvtap device, or a vhost-user
-    socket) and its virtio-net-pci device at its fixed slot."""
+    socket) and its device at its fixed slot: virtio-net-pci, or an igb behind
+    a PCIe root port there (SR-IOV needs PCI Express; the guest's kernel
+    numbers the port's bus)."""
     netdev = f"net{index}"
     if nic.socket is not None:
         # as a client it waits for the server at start, and reconnects to it
@@ -135,12 +137,20 @@ def nic_args(index: int, nic: Nic, fd: int | None) -> list[str]:
             raise ValueError(f"nic {index} ({nic.name}): no open tap device")
         # no /dev/vhost-net on every host: QEMU moves the frames itself
         backend = ["-netdev", f"tap,id={netdev},fd={fd},vhost=off"]
+    if nic.model == nic_slots.IGB:
+        port = f"port{index}"
+        # romfile=: no boot ROM (the guest boots from -kernel), none to look for
+        return backend + ["-device", f"pcie-root-port,id={port},bus=pcie.0,chassis={index + 1},"
+                                     f"addr={nic_slots.slot(index):#x}",
+                          "-device", f"igb,bus={port},netdev={netdev},mac={nic.mac.lower()},"
+                                     "romfile="]
     return backend + ["-device", f"virtio-net-pci,netdev={netdev},mac={nic.mac.lower()},"
                                  f"addr={nic_slots.slot(index):#x}"]
 
 
-def argv(qemu: str, spec: Spec) -> list[str]:
-    args = [qemu, *machine_args(spec), *root_args(), *exec_args(spec), *disk_args(spec)]
+def argv(qemu: list[str], spec: Spec) -> list[str]:
+    """qemu: its program's first words (program.Qemu.args)."""
+    args = [*qemu, *machine_args(spec), *root_args(), *exec_args(spec), *disk_args(spec)]
     for n, nic in enumerate(spec.nics):
         args += nic_args(n, nic, spec.fds.get(n))
     return args

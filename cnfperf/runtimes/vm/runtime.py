@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 import re
 import shutil
@@ -20,13 +19,13 @@ from cnfperf import fields
 from cnfperf.fields import AUTO
 from cnfperf.host import tools
 from cnfperf.host.journal import RUN_DIR
-from cnfperf.host.system import CommandFailed, is_static_elf, kill_tagged, run, spawn, tagged
+from cnfperf.host.system import is_static_elf, kill_tagged, spawn, tagged
 
 from .. import rootfs
 from ..base import (Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
                     check_name, check_netns, check_request, host_engine)
 from ..images import FULL, Image
-from . import cgroup, guest as guests, nics as nic_slots, ports, probe as probes, qemu, qmp
+from . import cgroup, guest as guests, nics as nic_slots, ports, probe as probes, program, qemu, qmp
 
 KIND = "container"
 # QEMU and the relays carry this in their environment, so a run killed with
@@ -161,9 +160,13 @@ class VmRuntime(Runtime):
     _probed: ClassVar[dict[str, str | None] | None] = None
 
     def __init__(self, journal: Journal, state_dir: Path, accel: str = AUTO,
-                 memory_mb: int | None = None, images_dir: Path | None = None):
+                 memory_mb: int | None = None, images_dir: Path | None = None,
+                 kernel_since: tuple[int, ...] | None = None):
         super().__init__(journal, state_dir)
         self.images_dir = images_dir
+        # None: the guests' kernel (guest.default_kernel); else the newest
+        # installed of that version or later (the lab's: host/lab.py)
+        self.kernel_since = kernel_since
         self.guest: guests.Guest | None = None
         self.engines: dict[Image, str] = {}      # image -> the host's program it runs
         self.disk: str | None = None       # vm_image: a disk image of the user's
@@ -291,7 +294,7 @@ class VmRuntime(Runtime):
     def facts(cls, accel: str) -> dict[str, str]:
         """What a point stores of how its VMs ran: the accelerator (auto
         resolved), QEMU's and the guest kernel's versions."""
-        kernel = guests.find_kernel()
+        kernel = guests.default_kernel()
         return {"accel": cls.resolve(accel), "qemu": _qemu_version(),
                 "guest_kernel": kernel.version if kernel else "?"}
 
@@ -300,7 +303,14 @@ class VmRuntime(Runtime):
         host path in the guest (the static one for MINIMAL), as in netns."""
         engine = host_engine(engine, image)
         if self.guest is None:
-            self.guest = guests.build(self.images_dir)
+            kernel = None
+            if self.kernel_since is not None:
+                kernel = guests.find_kernel(since=self.kernel_since)
+                if kernel is None:
+                    raise ContainerError(
+                        f"no guest kernel {'.'.join(map(str, self.kernel_since))} or later in "
+                        f"{guests.BOOT} (lab/parts.sh, which make deps runs, installs one)")
+            self.guest = guests.build(self.images_dir, kernel)
         self.engines[image] = engine
         return self.guest.info
 
@@ -354,9 +364,7 @@ class VmRuntime(Runtime):
     @staticmethod
     def _start(spec: qemu.Spec, netns: str) -> subprocess.Popen:
         """QEMU in the VM's netns, paused, handed its NICs' tap devices."""
-        binary = tools.find(tools.QEMU)
-        if binary is None:
-            raise ContainerError(tools.missing(tools.QEMU))
+        qemu_program = program.choose(spec.nics)
         fds: dict[int, int] = {}
         try:
             for n, nic in enumerate(spec.nics):
@@ -364,8 +372,9 @@ class VmRuntime(Runtime):
                     fds[n] = nic_slots.open_fd(nic, netns)
             spec = dataclasses.replace(spec, fds=fds)
             with open(spec.dir / "qemu.log", "wb") as log:
-                return spawn(["ip", "netns", "exec", netns, *qemu.argv(binary, spec)],
-                             what=f"QEMU of VM {spec.name}", env=dict(os.environ, **{TAG: spec.name}),
+                return spawn(["ip", "netns", "exec", netns, *qemu.argv(qemu_program.args(), spec)],
+                             what=f"QEMU of VM {spec.name}",
+                             env=dict(os.environ, **qemu_program.env(), **{TAG: spec.name}),
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                              pass_fds=tuple(fds.values()))
         finally:
@@ -387,17 +396,10 @@ class VmRuntime(Runtime):
             raise ContainerError(f"remove {name}: {'; '.join(errors)}")
 
 
-@functools.cache
 def _qemu_version() -> str:
-    """`7.2.19`: QEMU's own first line, its version."""
-    binary = tools.find(tools.QEMU)
-    if binary is None:
-        return "?"
-    with contextlib.suppress(CommandFailed):
-        found = re.search(r"version (\S+)", run([binary, "--version"], timeout=10))
-        if found:
-            return found[1]
-    return "?"
+    """`7.2.19`: the host's QEMU's, which a point's VMs run under."""
+    found = program.host()
+    return found.version if found else "?"
 
 
 def _shared(mounts: Sequence[Mount], engine: str | None = None) -> tuple[str, ...]:

@@ -50,7 +50,10 @@ def _zero_loss(point: dict) -> None:
     """Every frame sent received, the sender kept its rate (harness.assert_sent)."""
     [pair] = point["per_pair"]
     harness.assert_sent(point, pair, RATE * DURATION)
-    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+    # where the frames stopped, should they: each node's ports and the switch's
+    nodes = {e["endpoint"]: (e["summary"] or {}).get("ports") for e in point["endpoints"]}
+    where = {"warnings": point.get("warnings"), "counters": point.get("counters"), "nodes": nodes}
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], (pair, where)
 
 
 # The frames cross emulated guests' kernel NICs (TCG here): the emulator stalls
