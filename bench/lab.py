@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The lab's kernel paths side by side: SR-IOV virtual functions (QEMU's
 emulated igb) against veth, netkit and the Linux bridge, on the lab's host
-(tests/vmhost.py: a QEMU guest under TCG with Debian's 6.12 kernel, reached
+(`cnfperf lab`'s: a QEMU guest under TCG with Debian's 6.12 kernel, reached
 over SSH), tester and switch both there.
 
   throughput: rate 0 (as fast as the single tester sends), 64 B, api raw:
@@ -29,9 +29,11 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests")]
+sys.path[:0] = [str(REPO)]
 
-import vmhost  # noqa: E402  (the tests' lab; needs tests/ on the path)
+from cnfperf.remote import lab  # noqa: E402  (the checkout's, run as a script)
+
+ENGINE = REPO / "engine" / "build" / "cnfperf-engine"
 
 WARMUP, DURATION = 0.5, 3.0
 
@@ -53,21 +55,22 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--switch", default="sriov,veth,netkit,bridge")
-    p.add_argument("--vcpus", type=int, default=vmhost.VCPUS)
+    p.add_argument("--vcpus", type=int, default=lab.VCPUS)
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
-    vmhost.VCPUS = args.vcpus
+    lab.VCPUS = args.vcpus
     print(f"machine: {platform.node()}, {os.cpu_count()} cores; the lab's guest: "
           f"{args.vcpus} vCPUs under TCG on them, one busy poller (the single tester) "
           "sharing its vCPUs with the kernel's softirqs")
     switches = args.switch.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        with vmhost.hosts(tmp / "lab", ["dut"], sriov={"dut": 1}) as lab:
+        lab.sweep()
+        with lab.hosts(tmp / "lab", ["dut"], ENGINE, sriov={"dut": 1}, say=print) as up:
             flags = ["--switch", ",".join(switches), "--repeat", str(args.repeat)]
-            fast = points(tmp / "results", lab.inventory, *flags, "--rate", "0")
-            slow = points(tmp / "results", lab.inventory, "--switch", ",".join(switches),
+            fast = points(tmp / "results", up.inventory, *flags, "--rate", "0")
+            slow = points(tmp / "results", up.inventory, "--switch", ",".join(switches),
                           "--rate", "1000")
     print(f"\n{'switch':8} {'kpps (rate 0)':>14} {'p50 µs':>8} {'p99 µs':>8}  (1 kpps)")
     for switch in switches:

@@ -23,24 +23,19 @@ import contextlib
 import ctypes
 import dataclasses
 import glob
-import json
 import os
 import select
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 from typing import Iterable, Iterator
-
-import paramiko
 
 import harness
 import leak
 from cnfperf.host import tools
+from cnfperf.remote import sshd
+from cnfperf.remote.sshd import LOCAL, End, Lab  # noqa: F401 (the tests' names)
 from cnfperf.runtimes.runc import RUNC_ROOT
-
-LOCAL = "local"            # the machine the tests run on, as the inventory names it
 CONTROL = "sshc"           # control links in the machine's netns: sshc<i>, 10.251.<i>.1/30
 CONTROL_INSIDE = "ctl"     # their peers inside host i, 10.251.<i>.2/30
 WIRE = "tw"                # wires: tw<n>a and tw<n>b (not cnfp*: cnfperf's cleanup owns those)
@@ -72,32 +67,6 @@ echo ready
 read -r go
 exec "$2" -D -e -f {CONFIG_DIR}/sshd_config </dev/null >&2
 """
-
-# Keys only, root allowed; no PAM (its session modules would reach the
-# machine's logind), no pid file (sshd is the first process). SFTP for copying
-# files (paramiko's SFTPClient). {config}: where the host sees its files.
-SSHD_CONFIG = """ListenAddress {address}:22
-HostKey {config}/host_key
-AuthorizedKeysFile {config}/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PidFile none
-Subsystem sftp internal-sftp
-"""
-
-
-@dataclasses.dataclass(frozen=True)
-class End:
-    """One end of a wire: the host it is on (or `local`) and its interface there."""
-    host: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.name}"
-
 
 @dataclasses.dataclass
 class Host:
@@ -154,29 +123,6 @@ class Host:
         return found
 
 
-@dataclasses.dataclass
-class Lab:
-    inventory: Path                  # hosts.toml naming the hosts and wires
-    hosts: dict[str, Host]
-    wires: list[tuple[End, End]]
-    key: Path                        # the client's private key
-    known_hosts: Path                # every host's key
-
-    def connect(self, name: str, known_hosts: Path | None = None) -> paramiko.SSHClient:
-        """An SSH connection to the host as root, which trusts only the keys in
-        known_hosts (the lab's by default)."""
-        client = paramiko.SSHClient()
-        client.load_host_keys(str(known_hosts or self.known_hosts))
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        try:
-            client.connect(self.hosts[name].address, username="root", key_filename=str(self.key),
-                           allow_agent=False, look_for_keys=False, timeout=10)
-        except BaseException:
-            client.close()
-            raise
-        return client
-
-
 @contextlib.contextmanager
 def hosts(directory: Path, names: Iterable[str], wires: Iterable[tuple[str, str]] = (),
           ahead: dict[str, int] | None = None) -> Iterator[Lab]:
@@ -185,66 +131,31 @@ def hosts(directory: Path, names: Iterable[str], wires: Iterable[tuple[str, str]
     `ahead`: seconds a host's CLOCK_MONOTONIC is ahead of this machine's (a
     time namespace of its own: another machine's clock, as it were)."""
     names, wires = list(names), list(wires)
-    _check(names, wires)
+    sshd.check(names, wires)
     harness.require("unshare", "nsenter", "sshd", "ssh-keygen")
     directory.mkdir(parents=True, exist_ok=True)
-    key = _keygen(directory / "client_key")
+    key = sshd.keygen(directory / "client_key")
     with contextlib.ExitStack() as stack:
         started: dict[str, Host] = {}
-        for name, index in zip(names, _free_indexes(len(names), CONTROL + "{}")):
+        for name, index in zip(names, sshd.free_indexes(len(names), CONTROL + "{}")):
             started[name] = stack.enter_context(_host(directory, name, index, key,
                                                       (ahead or {}).get(name, 0)))
-        ends = [_wire(stack, started, n, a, b)
-                for (a, b), n in zip(wires, _free_indexes(len(wires), WIRE + "{}a", WIRE + "{}b"))]
+        numbers = sshd.free_indexes(len(wires), WIRE + "{}a", WIRE + "{}b")
+        ends = [_wire(stack, started, n, a, b) for (a, b), n in zip(wires, numbers)]
         known_hosts = directory / "known_hosts"
-        known_hosts.write_text("".join(
-            f"{h.address} {_public(directory / h.name / 'host_key')}\n" for h in started.values()))
+        known_hosts.write_text(sshd.known_hosts_text(started.values(), directory))
         inventory = directory / "hosts.toml"
-        inventory.write_text(_inventory(started, ends, key, known_hosts))
+        inventory.write_text(sshd.inventory_text(started.values(), ends, key, known_hosts,
+                                                 harness.REPO))
         yield Lab(inventory, started, ends, key, known_hosts)
-
-
-def _check(names: list[str], wires: list[tuple[str, str]]) -> None:
-    if len(set(names)) != len(names) or LOCAL in names or not all(names):
-        raise ValueError(f"host names must be unique, not empty and not {LOCAL!r}: {names}")
-    unknown = {h for wire in wires for h in wire} - set(names) - {LOCAL}
-    if unknown:
-        raise ValueError(f"wires to hosts not started: {sorted(unknown)}")
-
-
-def _keygen(path: Path) -> Path:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.stem, "-f",
-                    str(path)], check=True, capture_output=True, stdin=subprocess.DEVNULL)
-    path.chmod(0o600)
-    return path
-
-
-def _public(private_key: Path) -> str:
-    """`ssh-ed25519 AAAA…` without the comment."""
-    return " ".join(Path(f"{private_key}.pub").read_text().split()[:2])
-
-
-def _free_indexes(count: int, *links: str) -> list[int]:
-    """The first `count` n for which the machine has none of the links
-    (patterns of n) yet; n < 256, an octet of the control network."""
-    taken = set(os.listdir("/sys/class/net"))
-    free = (n for n in range(256) if not {link.format(n) for link in links} & taken)
-    picked = [n for n, _ in zip(free, range(count))]
-    if len(picked) < count:
-        raise RuntimeError(f"no free names for {count} links {links}")
-    return picked
 
 
 @contextlib.contextmanager
 def _host(directory: Path, name: str, index: int, client_key: Path,
           ahead: int = 0) -> Iterator[Host]:
     files = directory / name
-    files.mkdir()
-    _keygen(files / "host_key")
-    (files / "authorized_keys").write_text(_public(client_key) + "\n")
     address = f"10.251.{index}.2"
-    (files / "sshd_config").write_text(SSHD_CONFIG.format(address=address,
-                                                          config=CONFIG_DIR))
+    sshd.host_files(files, client_key, address, CONFIG_DIR)
     log = files / "sshd.log"
     with open(log, "w") as err:
         proc = subprocess.Popen(
@@ -258,20 +169,20 @@ def _host(directory: Path, name: str, index: int, client_key: Path,
     try:
         _expect_ready(proc, name, log)
         host = Host(name, address, _first_process(proc.pid), log)
-        _ip("link", "add", control, "type", "veth", "peer", "name", CONTROL_INSIDE,
-            "netns", str(host.pid))
-        _quiet(control)
-        _ip("addr", "add", f"10.251.{index}.1/30", "dev", control)
-        _ip("link", "set", control, "up")
+        sshd.ip("link", "add", control, "type", "veth", "peer", "name", CONTROL_INSIDE,
+                "netns", str(host.pid))
+        sshd.quiet(control)
+        sshd.ip("addr", "add", f"10.251.{index}.1/30", "dev", control)
+        sshd.ip("link", "set", control, "up")
         host.run(["ip", "addr", "add", f"{address}/30", "dev", CONTROL_INSIDE], check=True)
         host.run(["ip", "link", "set", CONTROL_INSIDE, "up"], check=True)
         proc.stdin.write("go\n")
         proc.stdin.close()
-        _wait_listening(proc, address, log)
+        sshd.wait_listening(lambda: proc.poll() is None, address, log, READY_S)
         yield host
     finally:
         _stop(proc)
-        _del_link(control)
+        sshd.del_link(control)
 
 
 def _die_with_tests() -> None:
@@ -293,17 +204,6 @@ def _first_process(unshare_pid: int) -> int:
     if len(children) != 1:
         raise RuntimeError(f"unshare {unshare_pid} has children {children}, not one")
     return int(children[0])
-
-
-def _wait_listening(proc: subprocess.Popen, address: str, log: Path,
-                    ready_s: float = READY_S) -> None:
-    """Until sshd at `address` takes a connection, while `proc` (what runs it) lives."""
-    deadline = time.monotonic() + ready_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        with contextlib.suppress(OSError), socket.create_connection((address, 22), timeout=1):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"sshd on {address} is not listening: {log.read_text().strip()}")
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -328,44 +228,14 @@ def _wire(stack: contextlib.ExitStack, started: dict[str, Host], n: int,
     ends = (End(a, f"{WIRE}{n}a"), End(b, f"{WIRE}{n}b"))
     for end in ends:
         # deletes only what is still in the machine's netns: the names were free here
-        stack.callback(_del_link, end.name)
-    _ip("link", "add", ends[0].name, "type", "veth", "peer", "name", ends[1].name)
+        stack.callback(sshd.del_link, end.name)
+    sshd.ip("link", "add", ends[0].name, "type", "veth", "peer", "name", ends[1].name)
     for end in ends:
         if end.host == LOCAL:
-            _quiet(end.name)
-            _ip("link", "set", end.name, "up")
+            sshd.quiet(end.name)
+            sshd.ip("link", "set", end.name, "up")
         else:
             host = started[end.host]
-            _ip("link", "set", end.name, "netns", str(host.pid))
+            sshd.ip("link", "set", end.name, "netns", str(host.pid))
             host.run(["ip", "link", "set", end.name, "up"], check=True)
     return ends
-
-
-def _ip(*args: str) -> None:
-    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=20)
-    if done.returncode != 0:
-        raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
-
-
-def _quiet(link: str) -> None:
-    """No IPv6 on a link of the machine's: no address, no router solicitations."""
-    path = Path(f"/proc/sys/net/ipv6/conf/{link}/disable_ipv6")
-    if path.exists():
-        path.write_text("1")
-
-
-def _del_link(name: str) -> None:
-    """Deletes a link of the machine's netns (and its peer) if it is there."""
-    if os.path.exists(f"/sys/class/net/{name}"):
-        subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=20)
-
-
-def _inventory(started: dict[str, Host], wires: list[tuple[End, End]], key: Path,
-               known_hosts: Path) -> str:
-    """hosts.toml as cnfperf reads it (JSON's strings are TOML's basic strings)."""
-    q = json.dumps
-    parts = [f"[[host]]\nname = {q(h.name)}\naddress = {q(h.address)}\nuser = \"root\"\n"
-             f"key = {q(str(key))}\nknown_hosts = {q(str(known_hosts))}\n"
-             f"cnfperf = {q(str(harness.REPO))}\n" for h in started.values()]
-    parts += [f"[[wire]]\na = {q(str(a))}\nb = {q(str(b))}\n" for a, b in wires]
-    return "\n".join(parts)

@@ -23,8 +23,9 @@ SLOT_DISK = 0x04
 FIRST_NIC_SLOT = 0x08
 MAX_NICS = 0x1f - FIRST_NIC_SLOT
 _MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+VIRTIO = "virtio"
 IGB = "igb"          # an emulated Intel 82576 with SR-IOV (program.py: QEMU >= 8)
-MODELS = ("virtio", IGB)
+MODELS = (VIRTIO, IGB)
 _IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 
 TUNSETIFF = 0x400454CA
