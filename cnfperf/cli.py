@@ -22,7 +22,9 @@ from cnfperf import SystemFailure, UserError, __version__, fields, reference, te
 from cnfperf.run import checks, runner, survey
 from cnfperf.run.agent import main as run_agent
 from cnfperf.run.cleanup import cleanup
-from cnfperf.remote.inventory import load as load_inventory
+from cnfperf.run.lab import serve as lab_serve
+from cnfperf.remote import lab as remote_lab
+from cnfperf.remote.inventory import NAME as INVENTORY_NAME, load as load_inventory
 from cnfperf.engine import find_engine
 from cnfperf.experiments import reference as paper, studies
 from cnfperf.experiments.sweep import check_profiled, format_seconds, parse_values
@@ -203,6 +205,26 @@ def _parser() -> argparse.ArgumentParser:
                        help="also on every host of this inventory (over SSH)")
     _results_and_json(clean, json_flag=False)
     clean.set_defaults(func=_cleanup)
+
+    lab = sub.add_parser(
+        "lab", help="an emulated host to run on without the hardware (SR-IOV NICs, a 6.12 "
+                    "kernel), kept until Ctrl-C",
+        description="Boots a host that is a QEMU guest under TCG (the vm runtime's), reached "
+                    "over SSH as any host is, with emulated SR-IOV NICs (QEMU's igb) and "
+                    "Debian's 6.12 kernel (netkit, kernel OVS, tc police), cabled to this "
+                    f"machine; writes its inventory to {remote_lab.INVENTORY} and keeps it "
+                    "until Ctrl-C. Then: cnfperf run --hosts that file --tester-host NAME "
+                    "--dut-host NAME --switch sriov (docs/hosts.md).")
+    lab.add_argument("--name", default="dut", help="the host's name in the inventory "
+                                                   "(default dut)")
+    lab.add_argument("--wires", type=int, default=2,
+                     help=f"wires between this machine (local) and the host: a tap here, an "
+                          f"emulated NIC there (igb, or virtio with --pfs 0; "
+                          f"0-{remote_lab.MAX_WIRES}; default 2)")
+    lab.add_argument("--pfs", type=int, default=1,
+                     help=f"the host's emulated SR-IOV NICs, pf0… (7 VFs each; "
+                          f"0-{remote_lab.MAX_PFS}; default 1)")
+    lab.set_defaults(func=_lab)
 
     agent = sub.add_parser("agent", help="a host's part of a run, for a controller on another "
                                          "host (it starts this over SSH; JSON lines on stdin "
@@ -561,6 +583,46 @@ def _cleanup(args: argparse.Namespace) -> int:
     if not removed and not failed:
         print("nothing to clean up")
     return EXIT_FAILURE if failed else 0
+
+
+def _lab(args: argparse.Namespace) -> int:
+    if os.geteuid() != 0:
+        raise UserError("lab", "needs root (a VM, taps, network namespaces)")
+    if not INVENTORY_NAME.fullmatch(args.name):
+        raise UserError("--name", f"{args.name!r} is no host name: [a-z][a-z0-9_-]{{0,31}}")
+    if args.name == fields.LOCAL:
+        raise UserError("--name", f"{fields.LOCAL!r} is this machine's name in an inventory")
+    for flag, value, most in (("--wires", args.wires, remote_lab.MAX_WIRES),
+                              ("--pfs", args.pfs, remote_lab.MAX_PFS)):
+        if not 0 <= value <= most:
+            raise UserError(flag, f"{value} is not within 0-{most}")
+    if (pid := remote_lab.owner()) is not None:
+        print(f"cnfperf: error: a lab runs already (pid {pid}); its inventory is "
+              f"{remote_lab.INVENTORY}", file=sys.stderr)
+        return EXIT_BUSY
+    engine = find_engine()
+    problems = remote_lab.problems(args.pfs > 0) + ([] if engine else ["engine not built "
+                                                                       "(make build)"])
+    if problems:
+        raise SystemFailure("the lab cannot start here: " + "; ".join(problems))
+
+    def say(line: str) -> None:
+        print(f"lab: {line}", file=sys.stderr, flush=True)
+
+    def up(made: Any) -> None:
+        host = made.hosts[args.name]
+        print(f"the lab is up: host {args.name} at {host.address} (root over SSH), "
+              f"{args.pfs} emulated SR-IOV NIC(s), {args.wires} wire(s)")
+        for a, b in made.wires:
+            print(f"  wire {a} - {b}")
+        print(f"inventory: {made.inventory}\n"
+              f"  cnfperf doctor --hosts {made.inventory}\n"
+              f"  cnfperf run --hosts {made.inventory} --tester-host {args.name} "
+              f"--dut-host {args.name} --switch {'sriov' if args.pfs else 'netkit'}\n"
+              "Ctrl-C stops it.", flush=True)
+    signum = lab_serve(args.name, args.wires, args.pfs, engine, say, up)
+    say(f"stopped ({signal.Signals(signum).name}): nothing of it is left")
+    return 0
 
 
 def _open_store(args: argparse.Namespace):

@@ -13,13 +13,15 @@ import re
 import shutil
 import signal
 from pathlib import Path
+from typing import Callable
 
-from cnfperf import PREFIX
+from cnfperf import PREFIX, SystemFailure
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host import hugepages, pci
 from cnfperf.host.links import del_link, del_netns, give_back_nic, links, netns_list
 from cnfperf.host.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.host.lock import HostBusy, HostLock
+from cnfperf.remote import lab
 from cnfperf.runtimes import RUNTIMES
 from cnfperf.host.system import KILL_WAIT_S, mounts, proc_stat, run, signal_all, wait_gone
 from cnfperf.run.teardown import Interrupted
@@ -58,10 +60,10 @@ def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], 
         for path in all_journals():
             if not ours.match(path.name):
                 continue
-            for entry in reversed(replay(path)):
-                attempt(f"{entry.kind} {entry.name}", lambda e=entry: _undo(e))
-            path.unlink(missing_ok=True)
+            _replay(path, attempt)
             removed.append(f"journal {path}")
+        if run_id is None:
+            _lab_leftovers(attempt)
         for name, runtime in RUNTIMES.items():
             with contextlib.suppress(Exception):
                 for c in filter(ours.match, runtime.leftovers(prefix)):
@@ -79,6 +81,43 @@ def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], 
     finally:
         lock.release()
     return removed, failed
+
+
+def lab_leftovers() -> list[str]:
+    """What a lab killed outright left (`cnfperf lab`: remote/lab.py), removed
+    as cleanup() does; a thing that stays fails (SystemFailure): a lab would
+    boot into it."""
+    removed: list[str] = []
+
+    def attempt(what: str, action) -> None:
+        try:
+            if action() is not False:
+                removed.append(what)
+        except Interrupted:
+            raise
+        except Exception as e:
+            raise SystemFailure(f"a killed lab's {what} stays: {e}; "
+                                "`cnfperf cleanup` tries again") from None
+    _lab_leftovers(attempt)
+    return removed
+
+
+def _lab_leftovers(attempt: Callable[[str, Callable[[], object]], None]) -> None:
+    """The journal of a lab whose owner is gone, then the lab's names
+    (its VMs, netns and taps: a lab killed before its journal said so)."""
+    for path in lab.dead_journals():
+        _replay(path, attempt)
+        lab.OWNER.unlink(missing_ok=True)
+    if lab.owner() is None:
+        for what, remove in lab.leftovers():
+            attempt(f"lab's {what}", remove)
+
+
+def _replay(path: Path, attempt: Callable[[str, Callable[[], object]], None]) -> None:
+    """Undoes a journal's entries, last first, and removes it."""
+    for entry in reversed(replay(path)):
+        attempt(f"{entry.kind} {entry.name}", lambda e=entry: _undo(e))
+    path.unlink(missing_ok=True)
 
 
 def _undo(entry: Entry) -> bool:
