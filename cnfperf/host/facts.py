@@ -177,6 +177,17 @@ def _first_line(argv: list[str], strip: str = "") -> str | None:
     return out.strip().splitlines()[0].removeprefix(strip) if out and out.strip() else None
 
 
+# How many times longer a process takes to start or stop on a host that is
+# itself an emulated machine (QEMU's TCG names its CPU so: the lab's host), as
+# in a TCG guest of the vm runtime's (its SLOWDOWN).
+EMULATED_CPU, EMULATED_SLOWDOWN = "QEMU TCG CPU", 10.0
+
+
+def slowdown() -> float:
+    """This host's own: EMULATED_SLOWDOWN where it is an emulated machine, else 1."""
+    return EMULATED_SLOWDOWN if _cpu_model().startswith(EMULATED_CPU) else 1.0
+
+
 def _cpu_model() -> str:
     try:
         for line in open("/proc/cpuinfo"):

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from cnfperf.host.facts import EMULATED_CPU as TCG_CPU   # what an emulated machine's CPU is named
+
 COLUMN = "VMs"   # the Points table's column: "2 kvm", "1 tcg (emulated)", "–"
-TCG_CPU = "QEMU TCG CPU"    # what an emulated machine's /proc/cpuinfo names its CPU
 
 
 def accel(point: Mapping[str, Any]) -> str | None:

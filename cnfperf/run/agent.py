@@ -34,7 +34,7 @@ from typing import IO, Any
 from cnfperf import SystemFailure, UserError, __version__
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.engine import find_engine
-from cnfperf.host.facts import HostFacts, checkout_commit
+from cnfperf.host.facts import HostFacts, checkout_commit, slowdown as host_slowdown
 from cnfperf.run.declared import gather
 from cnfperf.host.journal import RUN_DIR, Journal, journal_path
 from cnfperf.host.links import missing_ends
@@ -335,7 +335,10 @@ def describe(bed: Testbed) -> dict[str, Any]:
         if isinstance(node, (Tester, NetworkFunction)):
             placed = node.endpoint if isinstance(node, Tester) else node.nf
             c = node.container
-            nodes[name] = {"engine": str(c.engine), "own_kernel": c.own_kernel, "slowdown": c.slowdown,
+            # a node on a host that is itself emulated (the lab's) is as slow
+            # to start and stop as one in a TCG guest: the controller waits as long
+            nodes[name] = {"engine": str(c.engine), "own_kernel": c.own_kernel,
+                           "slowdown": max(c.slowdown, host_slowdown()),
                            "netns": c.netns, "cpus": list(c.cpus),
                            "cpu": placed.cpu, "cores": list(getattr(placed, "cores", ()) or ()),
                            "floating": list(bed.floating(name)),
