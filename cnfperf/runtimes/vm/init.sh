@@ -73,14 +73,6 @@ mount -t tmpfs -o mode=1777 tmpfs /root/tmp
 mount -t tmpfs -o mode=1777 tmpfs /root/var/tmp
 mount -t tmpfs -o mode=755 tmpfs /root/run
 [ -n "$dpdk" ] && mount -t hugetlbfs hugetlbfs /root/dev/hugepages
-# The kernel's own module requests (a tc action, openvswitch's netlink
-# family) run the host's modprobe in /root: its /lib/modules holds this
-# kernel's modules when the host has its package installed.
-if [ -d "/root/lib/modules/$(uname -r)" ]; then
-	printf '#!/bin/sh\nexec chroot /root /sbin/modprobe "$@"\n' > /bin/cnfperf-modprobe
-	chmod 755 /bin/cnfperf-modprobe
-	echo /bin/cnfperf-modprobe > /proc/sys/kernel/modprobe
-fi
 for path in $mounts; do
 	case "$path" in
 	/tmp/* | /var/tmp/* | /run/* | /dev/*)
@@ -116,7 +108,14 @@ done
 
 mkdir /root/run/cnfperf-exec && cp /exec/*.py /root/run/cnfperf-exec/ || fail "exec server"
 echo "cnfperf-guest: starting the exec server $(since_boot) s"
+# /root becomes the guest's root, as switch_root makes a booted system's:
+# moved over the initramfs, then init's own root (the kernel's threads share
+# it, so its module requests, a tc action's or openvswitch's netlink family,
+# run the host's /sbin/modprobe, which finds this kernel's modules where the
+# host has its package). A container runtime pivots into its image from
+# here: from a chroot, runc's `exec` would land in the initramfs.
+cd /root && mount --move . / || fail "the host's root as the guest's"
 # -E -s -S: the standard library only, whatever the host's environment holds
-chroot /root "$python" -E -s -S -u /run/cnfperf-exec/server.py
+exec chroot . /bin/busybox sh -c '"$0" -E -s -S -u /run/cnfperf-exec/server.py
 echo "cnfperf-guest: the exec server exited ($?)"
-poweroff -f
+/bin/busybox poweroff -f' "$python"
