@@ -151,7 +151,7 @@ class KernelPlane(DataPlane):
         self.mtu = mtu_for(point.scenario.size)
         if self.uses_switch_netns:
             self._switch_netns = point.name("sw")
-            add_netns(self.journal, self._switch_netns)
+            self.make_switch_netns(self._switch_netns)
         self.setup()
         for pair in point.paths:
             for link in pair.links:
@@ -247,8 +247,17 @@ class KernelPlane(DataPlane):
         self._ports.clear()
         self._nics.clear()
         if self._switch_netns:
-            del_netns(self.journal, self._switch_netns)
-            self._switch_netns = None
+            netns, self._switch_netns = self._switch_netns, None
+            self.remove_switch_netns(netns)
+
+    def make_switch_netns(self, name: str) -> None:
+        """The switch's namespace (uses_switch_netns), journaled first; a
+        switch with processes of its own may make it its container's."""
+        add_netns(self.journal, name)
+
+    def remove_switch_netns(self, name: str) -> None:
+        """It goes with what is left in it, after every link of the point."""
+        del_netns(self.journal, name)
 
     def add_tap(self, name: str, netns: str | None, counted: bool = False) -> None:
         """A persistent tap device (`ip tuntap add`) in netns, journaled first: a

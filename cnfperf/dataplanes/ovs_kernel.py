@@ -7,18 +7,29 @@ build of ovs-vswitchd has it), started in the switch's netns, where the
 datapath and its ports are; forwarding by MAC (NORMAL, each port's MAC
 learnt statically: a receiver never sends) or port to port, with the DPDK
 plane's rules. Refused where the kernel has no openvswitch module (check()).
+
+In a container of its own (switch_in = container), the switch's netns is
+that container's and the two daemons run in it, from the switch image; the
+frames are still forwarded by the kernel, in the softirq of whoever sent
+them, so the container's cgroup (and its switch_quota) holds the daemons
+only: the OVS of a host whose control plane runs in a pod.
 """
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 from cnfperf.dataplanes import ovsdb, procs
 from cnfperf.dataplanes.bridge import BridgePlane
 from cnfperf.dataplanes.ovs import rules
 from cnfperf.dataplanes.ovs_host import TOOLS
+from cnfperf.dataplanes.switch_image import SWITCH
 from cnfperf.fields import AUTO
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.links import ip
 from cnfperf.host.system import CommandFailed, run
 from cnfperf.plan import Link
+from cnfperf.runtimes.base import Mount
 
 
 class OvsKernelPlane(BridgePlane):
@@ -37,12 +48,15 @@ class OvsKernelPlane(BridgePlane):
     nic_ports = False
     vm_refusal = "a virtual machine's port on kernel OVS (a tap on its bridge) is not offered yet"
     tools = TOOLS
+    processes = True
+    image = SWITCH
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
         self.ovs: ovsdb.Ovs | None = None
         self.bridge = ""
         self._ofports: dict[str, int] = {}
+        self._dir: Path | None = None     # the daemons' files, under RUN_DIR (a container's mount)
 
     @classmethod
     def check(cls, host) -> list[str]:
@@ -63,12 +77,37 @@ class OvsKernelPlane(BridgePlane):
         forward = self.point.scenario.forward
         return self.forwards[0] if forward == AUTO else forward
 
+    def make_switch_netns(self, name: str) -> None:
+        """Its directory first (a container mounts it), then the netns: the
+        container's where it has one."""
+        self._dir = RUN_DIR / f"{self.point.prefix}-{self.name}"
+        self.journal.add("dir", str(self._dir))
+        self._dir.mkdir(parents=True)
+        if self.home is None:
+            super().make_switch_netns(name)
+        else:
+            self.container = self.home.create(name, self.point.cpus,
+                                              (Mount(str(self._dir), str(self._dir)),))
+            assert self.container.netns == name
+
+    def remove_switch_netns(self, name: str) -> None:
+        try:
+            if self.container is not None:
+                container, self.container = self.container, None
+                self.home.remove(container)     # its netns too
+            else:
+                super().remove_switch_netns(name)
+        finally:
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self.journal.discard("dir", str(self._dir))
+                self._dir = None
+
     def setup(self) -> None:
         sw = self.switch_netns
-        prefix = self.point.prefix
-        self.ovs = ovsdb.Ovs(RUN_DIR / f"{prefix}-{self.name}", f"{prefix}ovsk",
-                             "", 0, pmd_cpus=(), journal=self.journal,
-                             launch=procs.in_netns(sw), datapath=ovsdb.SYSTEM)
+        launch = procs.inside(self.container) if self.container else procs.in_netns(sw)
+        self.ovs = ovsdb.Ovs(self._dir / "ovs", f"{self.point.prefix}ovsk", "", 0, pmd_cpus=(),
+                             journal=self.journal, launch=launch, datapath=ovsdb.SYSTEM)
         self.ovs.start()
         self.bridge = self.point.name("br")
         self.ovs.add_bridge(self.bridge)

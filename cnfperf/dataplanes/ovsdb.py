@@ -398,9 +398,15 @@ class Ovs:
         return [p.pid for p in self._procs.values() if p.poll() is None]
 
     def log_tail(self, daemon: str = "ovs-vswitchd", n: int = 3) -> str:
+        """The last lines of its log, or, before it has one, of its stderr
+        (what the runtime's exec said when the daemon never ran)."""
         with contextlib.suppress(OSError):
             lines = (self.run_dir / f"{daemon}.log").read_text().splitlines()
             return " | ".join(l.split("|", 4)[-1] for l in lines[-n:])
+        with contextlib.suppress(OSError):
+            lines = (self.run_dir / f"{daemon}.stderr").read_text().strip().splitlines()
+            if lines:
+                return " | ".join(lines[-n:])
         return "(no log)"
 
     # --- plumbing ----------------------------------------------------------
@@ -410,10 +416,13 @@ class Ovs:
         if name == "ovs-vswitchd" and retry:
             # A new engine's socket is connected within 10 ms, not up to a second.
             env["LD_PRELOAD"] = retry
-        # Its log file says what it does; its stdio would only fill a pipe.
-        self._procs[name] = self.launch(argv, what=f"start {name}", env=env,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
+        # Its log file says what it does; its stdout would only fill a pipe.
+        # Its stderr goes to a file: what fails before its log opens (the
+        # runtime's exec, a library) says so there.
+        with open(self.run_dir / f"{name}.stderr", "wb") as stderr:
+            self._procs[name] = self.launch(argv, what=f"start {name}", env=env,
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=stderr)
         procs.journal_process(self.journal, self._entry(name), self._procs[name].pid)
 
     def _entry(self, daemon: str) -> str:

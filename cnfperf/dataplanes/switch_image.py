@@ -1,8 +1,9 @@
-"""The image a DPDK switch's processes run in when it has a container of its
-own (switch_in = container; DataPlane.image): the full image, dpdk-testpmd,
-and ovsdb-server and the DPDK ovs-vswitchd where this host has them (a
-switch's own check names what it lacks; the image holds what there is), with
-their closures (the DPDK drivers come with librte_eal as for the engine).
+"""The image a switch's processes run in when it has a container of its own
+(switch_in = container; DataPlane.image): the full image, dpdk-testpmd,
+ovsdb-server, the DPDK ovs-vswitchd and the default one (kernel OVS's) where
+this host has them (a switch's own check names what it lacks; the image
+holds what there is), with their closures (the DPDK drivers come with
+librte_eal as for the engine).
 Its processes start line-buffered (rootfs.LINE_BUFFERED, procs.inside), and
 ovs-vswitchd with the engine build's vhost_retry() where it was built."""
 from __future__ import annotations
@@ -17,7 +18,7 @@ from cnfperf.runtimes.rootfs import LIBSTDBUF
 
 def _found() -> Found:
     binaries = [b for b in (tools.find(tools.TESTPMD), tools.find("ovsdb-server", OVS_TOOLS),
-                            vswitchd_binary()) if b]
+                            vswitchd_binary(), tools.find("ovs-vswitchd", OVS_TOOLS)) if b]
     if not binaries:
         raise ContainerError(f"image switch: {tools.missing(tools.TESTPMD)}; "
                              f"{tools.missing('ovs-vswitchd-dpdk', OVS_TOOLS)}")
@@ -27,5 +28,5 @@ def _found() -> Found:
     return Found(tools=tuple(binaries), preloads=(LIBSTDBUF, *([retry] if retry else [])))
 
 
-SWITCH = Image("switch", "a DPDK switch in a container of its own: the full image, "
-               "dpdk-testpmd, OVS's two daemons", found=_found, budget_mb=192)
+SWITCH = Image("switch", "a switch in a container of its own: the full image, "
+               "dpdk-testpmd, OVS's daemons", found=_found, budget_mb=192)

@@ -37,11 +37,13 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
+from cnfperf.dataplanes.switch_image import SWITCH
 from cnfperf.host import lab as parts, tools
 from cnfperf.host.facts import static_engine
 from cnfperf.host.journal import RUN_DIR, Journal
 from cnfperf.host.system import proc_stat
 from cnfperf.remote import sshd
+from cnfperf.runtimes import ContainerError
 from cnfperf.runtimes.base import Container, Mount, Nic, online_cpus
 from cnfperf.runtimes.images import FULL, MINIMAL
 from cnfperf.runtimes.runc import RuncRuntime
@@ -160,10 +162,16 @@ def hosts(directory: Path, names: Iterable[str], engine: Path,
     say("preparing the guest's kernel and initramfs, and the containers' images")
     runtime.prepare(engine)
     # The guest's root is this machine's, read-only: the runc images its points'
-    # containers run (the tester's, a kernel api's NFs') are built here, where
-    # they can be written.
-    for built, image in ((engine, FULL), (static_engine(engine), MINIMAL)):
-        RuncRuntime(None, directory / "runc").prepare(built, image)
+    # containers run (the tester's, a kernel api's NFs', a switch's of its own)
+    # are built here, where they can be written. The switch's only where this
+    # machine has a switch's programs (a switch refuses without them anyway).
+    runc = RuncRuntime(None, directory / "runc")
+    for built, image in ((engine, FULL), (static_engine(engine), MINIMAL), (engine, SWITCH)):
+        try:
+            runc.prepare(built, image)
+        except ContainerError:
+            if image is not SWITCH:
+                raise
     numbered = list(zip(wires, sshd.free_indexes(len(wires), WIRE + "{}a")))
     with contextlib.ExitStack() as stack:
         if own:

@@ -163,7 +163,7 @@ def test_refused_naming_the_field(flags, field):
 
 def test_a_container_is_refused_as_a_host_only_switch():
     with pytest.raises(UserError, match="click does not run in a container of its own; "
-                                        "testpmd, ovs do"):
+                                        "testpmd, ovs, ovs-kernel do"):
         scenarios(None, {"switch": "click", "api": "dpdk", "switch_in": "container"})
 
 

@@ -116,6 +116,11 @@ forward = "port"
 nfs = 1
 nf = "l2"
 
+# kernel OVS in a container of its own: its daemons in the switch image there
+[[part]]
+switch = "ovs-kernel"
+switch_in = "container"
+
 # the PF's settings on each VF: a VLAN, spoof checking, no trust, the NIC's rate limit
 [[part]]
 switch = "sriov"
@@ -167,10 +172,11 @@ def points(lab, pci_inventory, tmp_path_factory, engine):
 
 def find(points: list[dict], switch: str, api: str = "raw", nfs: int = 0,
          forward: str = "auto", policer: str = "none", dut_host: str = "dut",
-         sriov_vlan: int = 0) -> dict:
+         sriov_vlan: int = 0, switch_in: str = "host") -> dict:
     """The one point of the scenario with these fields."""
     wanted = {"switch": switch, "api": api, "nfs": nfs, "forward": forward,
-              "policer": policer, "dut_host": dut_host, "sriov_vlan": sriov_vlan}
+              "policer": policer, "dut_host": dut_host, "sriov_vlan": sriov_vlan,
+              "switch_in": switch_in}
     [point] = [p for p in points if all(p[k] == v for k, v in wanted.items())]
     return point
 
@@ -237,15 +243,18 @@ def test_a_dpdk_pair_on_virtual_functions(points):
     assert point["counters"] == {}       # no netdev: the VFs' counts are the engine's
 
 
-@pytest.mark.parametrize("switch, nfs, forward", [
-    ("netkit", 0, "auto"), ("netkit", 2, "auto"),
-    ("ovs-kernel", 0, "auto"), ("ovs-kernel", 2, "auto"), ("ovs-kernel", 1, "port"),
+@pytest.mark.parametrize("switch, nfs, forward, switch_in", [
+    ("netkit", 0, "auto", "host"), ("netkit", 2, "auto", "host"),
+    ("ovs-kernel", 0, "auto", "host"), ("ovs-kernel", 2, "auto", "host"),
+    ("ovs-kernel", 1, "port", "host"), ("ovs-kernel", 0, "auto", "container"),
 ], ids=["netkit-pair", "netkit-pipeline", "ovs-kernel-pair", "ovs-kernel-chain",
-        "ovs-kernel-rules"])
-def test_the_lab_kernel_s_data_planes(points, switch, nfs, forward):
+        "ovs-kernel-rules", "ovs-kernel-in-a-container"])
+def test_the_lab_kernel_s_data_planes(points, switch, nfs, forward, switch_in):
     """netkit (Linux 6.7) and kernel OVS (the openvswitch module), which this
-    machine's kernel lacks, at zero loss there."""
-    point = find(points, switch, nfs=nfs, forward=forward)
+    machine's kernel lacks, at zero loss there; kernel OVS's daemons in a
+    container of their own too (a runc container in the lab's guest, whose
+    runtime pivots into the switch image as on any host)."""
+    point = find(points, switch, nfs=nfs, forward=forward, switch_in=switch_in)
     assert_zero_loss(point)
     assert_emulated(point)
     [pair] = point["per_pair"]
