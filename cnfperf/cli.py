@@ -44,6 +44,9 @@ from cnfperf.results.store import DB_NAME, Store, results_dir
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_BUSY, EXIT_REGRESSION = 1, 2, 3, 4
 SHOWN_RUNS = 10   # a series' runs named in its table's title; more: the first and last
+# Where a study's points run (the hosts, the NIC whose VFs they take), set
+# for all of them from the command line
+STUDY_PLACES = ("tester_host", "dut_host", "sriov_pf")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -149,6 +152,12 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("--hosts", metavar="FILE",
                        help="the inventory of other hosts, for a study that places its tester "
                             "or its host under test on them (tester_host, dut_host)")
+    for name in STUDY_PLACES:
+        study.add_argument(fields.by_name()[name].flag, dest=name,
+                           metavar="NIC" if name == "sriov_pf" else "HOST",
+                           help=f"{name} of every point, winning over the study's" + (
+                               "" if name == "sriov_pf" else ": local or a host of --hosts (the "
+                               "lab's dut runs what this host cannot)"))
     _results_and_json(study)
     study.set_defaults(func=_study)
 
@@ -214,7 +223,7 @@ def _parser() -> argparse.ArgumentParser:
                     "Debian's 6.12 kernel (netkit, kernel OVS, tc police), cabled to this "
                     f"machine; writes its inventory to {remote_lab.INVENTORY} and keeps it "
                     "until Ctrl-C. Then: cnfperf run --hosts that file --tester-host NAME "
-                    "--dut-host NAME --switch sriov (docs/hosts.md).")
+                    "--dut-host NAME --switch sriov --sriov-pf pf0 --api raw (docs/hosts.md).")
     lab.add_argument("--name", default="dut", help="the host's name in the inventory "
                                                    "(default dut)")
     lab.add_argument("--wires", type=int, default=2,
@@ -329,7 +338,8 @@ def _study(args: argparse.Namespace) -> int:
     path = studies.find(args.name)
     engine = find_engine()
     host = gather(engine)
-    swept = checks.load_plan(path, {"repeat": args.repeat, "hosts": args.hosts},
+    swept = checks.load_plan(path, {"repeat": args.repeat, "hosts": args.hosts,
+                                    **{name: getattr(args, name) for name in STUDY_PLACES}},
                              quick=args.quick, host=host)
     swept.spec["study"] = path.stem
     differs = paper.difference_lines(paper.load(swept.spec["doc"]))
@@ -611,6 +621,8 @@ def _lab(args: argparse.Namespace) -> int:
 
     def up(made: Any) -> None:
         host = made.hosts[args.name]
+        # its wires' NICs have SR-IOV too: the point names its PF
+        switch = f"--switch sriov --sriov-pf {remote_lab.PF}0" if args.pfs else "--switch netkit"
         print(f"the lab is up: host {args.name} at {host.address} (root over SSH), "
               f"{args.pfs} emulated SR-IOV NIC(s), {args.wires} wire(s)")
         for a, b in made.wires:
@@ -618,7 +630,7 @@ def _lab(args: argparse.Namespace) -> int:
         print(f"inventory: {made.inventory}\n"
               f"  cnfperf doctor --hosts {made.inventory}\n"
               f"  cnfperf run --hosts {made.inventory} --tester-host {args.name} "
-              f"--dut-host {args.name} --switch {'sriov' if args.pfs else 'netkit'}\n"
+              f"--dut-host {args.name} {switch} --api raw\n"
               "Ctrl-C stops it.", flush=True)
     signum = lab_serve(args.name, args.wires, args.pfs, engine, say, up)
     say(f"stopped ({signal.Signals(signum).name}): nothing of it is left")

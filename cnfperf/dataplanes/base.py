@@ -245,6 +245,14 @@ class DataPlane(ABC):
         return []
 
     @classmethod
+    def scenario_host_refusal(cls, s: Scenario) -> tuple[str, str] | None:
+        """(field, why) when a knob names what this host has not (sriov_pf: a
+        NIC it lacks): bad input, refused by a run's preflight with exit 2
+        before anything is made (checks.host_refusal); also among
+        scenario_host_problems, which a study's plan leaves such points out by."""
+        return None
+
+    @classmethod
     def nic_problems(cls, host: HostFacts) -> list[str]:
         """What keeps this host's switch from taking a wire's NIC as a port
         (nic_ports), beyond check(): asked only of a point whose switch here

@@ -88,6 +88,15 @@ class SriovPlane(KernelPlane):
         return []
 
     @classmethod
+    def scenario_host_refusal(cls, s) -> tuple[str, str] | None:
+        """sriov_pf naming a NIC this host lacks or one without SR-IOV, or
+        auto where several have it, on a host that has one (a host with none:
+        check() says so, exit 1)."""
+        if sriov.pfs() and (why := sriov.unknown(s.sriov_pf)) is not None:
+            return "sriov_pf", why
+        return None
+
+    @classmethod
     def versions(cls, host) -> dict[str, str]:
         """The NICs with SR-IOV here: driver, PCI ids, and whether QEMU emulates
         them (the lab's igb): stored with each point."""

@@ -94,26 +94,30 @@ def pfs(net: Path = NET) -> list[Pf]:
     return [found for found in with_vfs if found is not None]
 
 
+def unknown(wanted: str, net: Path = NET) -> str | None:
+    """Why sriov_pf `wanted` names no one NIC with SR-IOV here (auto: where
+    several have it), or None."""
+    found = pfs(net)
+    if wanted == "auto":
+        return None if len(found) < 2 else (
+            f"NICs {', '.join(p.name for p in found)} have SR-IOV: name one with sriov_pf")
+    if any(p.name == wanted for p in found):
+        return None
+    why = "no such NIC" if not (net / wanted).exists() else "it has no SR-IOV virtual functions"
+    return f"sriov_pf {wanted}: {why}" + (
+        f" (NICs with SR-IOV: {', '.join(p.name for p in found)})" if found else "")
+
+
 def choose(wanted: str, count: int, net: Path = NET) -> Pf:
     """The PF to make `count` VFs on: `wanted` by name, or (auto) the host's
     only one; SriovError saying why none can."""
     found = pfs(net)
-    if wanted == "auto":
-        if not found:
-            raise SriovError("no NIC on this host has SR-IOV virtual functions "
-                             "(sriov_totalvfs in /sys/class/net/*/device)")
-        if len(found) > 1:
-            raise SriovError(f"NICs {', '.join(p.name for p in found)} have SR-IOV: name one "
-                             "with sriov_pf")
-        chosen = found[0]
-    else:
-        chosen = next((p for p in found if p.name == wanted), None)
-        if chosen is None:
-            why = "no such NIC" if not (net / wanted).exists() else \
-                "it has no SR-IOV virtual functions"
-            raise SriovError(f"sriov_pf {wanted}: {why}"
-                             + (f" (NICs with SR-IOV: {', '.join(p.name for p in found)})"
-                                if found else ""))
+    if wanted == "auto" and not found:
+        raise SriovError("no NIC on this host has SR-IOV virtual functions "
+                         "(sriov_totalvfs in /sys/class/net/*/device)")
+    if (why := unknown(wanted, net)) is not None:
+        raise SriovError(why)
+    chosen = found[0] if wanted == "auto" else next(p for p in found if p.name == wanted)
     if chosen.vfs:
         raise SriovError(f"{chosen.name} has {chosen.vfs} virtual functions already: a point "
                          f"makes its own (echo 0 > {net}/{chosen.name}/device/sriov_numvfs "

@@ -99,6 +99,25 @@ def open_hosts(scenarios: Sequence[Scenario]) -> Hosts | None:
 STORED_FACTS = ("kernel", "cpu_model", "cores", "cnfperf", "clock")
 
 
+class _ChannelStdin:
+    """The agent's stdin: the channel itself, each line sent whole. Paramiko's
+    file for it flushes its buffer again whenever it is collected, and at exit
+    a garbage cycle's collection may have closed that buffer first (a
+    traceback after the run's last line)."""
+
+    def __init__(self, channel: Any):
+        self.channel = channel
+
+    def write(self, data: bytes) -> None:
+        self.channel.sendall(data)       # OSError once the channel is closed
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.channel.shutdown_write()
+
+
 class Hosts:
     """The run's other hosts, each with its agent once open()."""
 
@@ -125,7 +144,7 @@ class Hosts:
             try:
                 channel = client.get_transport().open_session()
                 channel.exec_command(ssh.agent_command(host))
-                agent = Agent(name, channel.makefile_stdin("wb"), channel.makefile("rb"),
+                agent = Agent(name, _ChannelStdin(channel), channel.makefile("rb"),
                               channel.makefile_stderr("rb"), close=client.close)
             except Exception as e:
                 client.close()
@@ -153,11 +172,15 @@ class Hosts:
 
     def preflight(self, scenarios: Sequence[Scenario]) -> None:
         """What keeps any host from running its part (SystemFailure), and wires
-        whose ends a host lacks (UserError): before anything is created."""
+        whose ends a host lacks or knobs naming what it has not (UserError):
+        before anything is created."""
         problems = []
         for name, agent in self.agents.items():
             mine = [s.model_dump(mode="json") for s in scenarios if name in placed(s)]
-            problems += [f"host {name}: {p}" for p in agent.call("preflight", scenarios=mine)]
+            said = agent.call("preflight", scenarios=mine)
+            for field_, why in said["refused"]:
+                raise UserError(field_, f"host {name}: {why}")
+            problems += [f"host {name}: {p}" for p in said["problems"]]
             missing = agent.call("interfaces", names=self._ends(name))
             if missing:
                 raise UserError("hosts", f"{self.inventory.path}: host {name} has no "

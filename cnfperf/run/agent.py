@@ -41,7 +41,7 @@ from cnfperf.host.links import missing_ends
 from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.plan import run_prefix
 from cnfperf.host import frames, pci
-from cnfperf.run.checks import host_problems, host_wide, matrix, place_point
+from cnfperf.run.checks import host_problems, host_refusals, host_wide, matrix, place_point
 from cnfperf.run.cleanup import cleanup
 from cnfperf.run.teardown import Signals, Teardown
 from cnfperf.run.testbed import Builder, NetworkFunction, Switch, Testbed, Tester
@@ -148,14 +148,18 @@ class Agent:
         return {"version": __version__, "commit": checkout_commit(), "root": os.geteuid() == 0,
                 "facts": {**self.host.to_dict(), "clock": clock_source(), "versions": versions}}
 
-    def op_preflight(self, scenarios: list[dict[str, Any]]) -> list[str]:
-        """What keeps this host from running its part of the scenarios."""
+    def op_preflight(self, scenarios: list[dict[str, Any]]) -> dict[str, list]:
+        """What keeps this host from running its part of the scenarios: knobs
+        naming what it has not (`refused`: [field, why], bad input) and its
+        `problems`."""
         assert self.host is not None, "hello first"
         problems = host_problems(self.host, here=self.name)
         found = host_wide(self.host)
-        for raw in scenarios:
-            found += problems(validate(raw))
-        return list(dict.fromkeys(found))
+        valid = [validate(raw) for raw in scenarios]
+        for s in valid:
+            found += problems(s)
+        return {"refused": [list(r) for r in host_refusals(valid, here=self.name)],
+                "problems": list(dict.fromkeys(found))}
 
     def op_interfaces(self, names: list[str]) -> list[str]:
         """Which of these wire ends (interfaces, PCI addresses) this host lacks."""

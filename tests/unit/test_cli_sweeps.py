@@ -193,3 +193,30 @@ def test_dry_runs_say_when_the_engine_is_missing(tmp_path, monkeypatch, capsys, 
     assert "cnfperf: this host cannot run any point (engine: engine not built (make build)): " \
         "the run would stop before it starts" in err
     assert not (tmp_path / "results").exists()
+
+
+def test_a_study_runs_on_the_host_its_flags_name(tmp_path, monkeypatch, capsys):
+    """--tester-host and --dut-host win over the study's every point: a study
+    whose data plane this host lacks (kernel OVS) is planned whole on another
+    host of the inventory (the lab's), where its points then run."""
+    from cnfperf.run import checks
+    key = tmp_path / "key"
+    key.write_text("x\n")
+    key.chmod(0o600)
+    (tmp_path / "kh").write_text("")
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(f'[[host]]\nname = "dut"\naddress = "192.0.2.1"\nkey = "{key}"\n'
+                         f'known_hosts = "{tmp_path / "kh"}"\n')
+    checks.inventory_file.cache_clear()
+    monkeypatch.setenv("CNFPERF_RESULTS", str(tmp_path / "results"))
+    assert main(["study", "nf000_fig8_kernel_ovs", "--quick", "--dry-run", "--hosts",
+                 str(inventory), "--tester-host", "dut", "--dut-host", "dut"]) == 0
+    out = capsys.readouterr().out
+    assert "dut_host=dut tester_host=dut" in out, out
+    lines = [l for l in out.splitlines() if l.strip().startswith("[")]
+    assert len(lines) == 16 and all("ovs-kernel" in l for l in lines), lines
+    assert {l.split("switch_in=")[1].split()[0] for l in lines} == {"host", "container"}
+    assert main(["study", "nf000_fig8_kernel_ovs", "--quick", "--dry-run", "--hosts",
+                 str(inventory), "--dut-host", "nowhere"]) == 2
+    assert "nowhere" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()

@@ -78,3 +78,26 @@ def test_a_vf_s_eal_opens_it_by_address_with_physical_addresses():
     assert [args[i + 1] for i, a in enumerate(args) if a == "-a"] == ["0000:02:10.0",
                                                                      "0000:02:10.2"]
     assert args[args.index("--huge-dir") + 1] == "/run/hp"
+
+
+def test_a_pf_the_host_lacks_is_bad_input_where_it_has_one(net, monkeypatch):
+    """sriov_pf naming no NIC with SR-IOV, or auto where several have it, is
+    refused as input (exit 2, by a run's preflight here and by each agent's
+    there); a host with no such NIC at all is a host's problem (check():
+    exit 1), whatever sriov_pf says."""
+    from cnfperf.run import checks
+    found = sriov.pfs
+    monkeypatch.setattr(sriov, "pfs", lambda *_: found(net))
+    [bad] = scenarios(None, {"switch": "sriov", "sriov_pf": "eth9"})
+    assert checks.host_refusals([bad, bad]) == [
+        ("sriov_pf", "sriov_pf eth9: no such NIC (NICs with SR-IOV: pf0)")]
+    assert checks.host_refusals([bad], here="dut") == []     # its switch is not there
+    [good] = scenarios(None, {"switch": "sriov", "sriov_pf": "pf0"})
+    assert checks.host_refusals([good]) == []
+    [auto] = scenarios(None, {"switch": "sriov"})
+    assert checks.host_refusals([auto]) == []
+    nic(net, "pf1", 4)
+    assert checks.host_refusals([auto]) == [
+        ("sriov_pf", "NICs pf0, pf1 have SR-IOV: name one with sriov_pf")]
+    monkeypatch.setattr(sriov, "pfs", lambda *_: [])
+    assert checks.host_refusals([bad]) == []

@@ -10,7 +10,8 @@ data plane needs. Four questions, asked at four moments, one module each:
                        and placement.py (cores, tester, hosts)
   unusable(host)       while a study is planned: points this host cannot run
                        are left out and listed, naming what concerns them
-  preflight(s, host)   before a run creates anything: the host's problems (exit 1)
+  preflight(s, host)   before a run creates anything: a knob naming what this host
+                       has not (host_refusals: exit 2), the host's problems (exit 1)
   matrix(host)         for `cnfperf doctor`: every data plane × api
                        (the last three: host.py)
 
@@ -25,12 +26,12 @@ resolved once per scenario (dataplane_of).
 from __future__ import annotations
 
 from cnfperf.run.checks.dataplane import dataplane_of, nf_ports, switch_problem
-from cnfperf.run.checks.host import (host_problems, host_wide, matrix, nf_matrix, preflight,
-                                     unusable)
+from cnfperf.run.checks.host import (host_problems, host_refusals, host_wide, matrix, nf_matrix,
+                                     preflight, unusable)
 from cnfperf.run.checks.input import check
 from cnfperf.run.checks.placement import inventory_file, place_point, point_cpus, tester_crosses
 from cnfperf.run.checks.plans import load_plan, plan, replan
 
-__all__ = ["check", "dataplane_of", "host_problems", "host_wide", "inventory_file",
+__all__ = ["check", "dataplane_of", "host_problems", "host_refusals", "host_wide", "inventory_file",
            "load_plan", "matrix", "nf_matrix", "nf_ports", "place_point", "plan", "point_cpus",
            "preflight", "replan", "switch_problem", "tester_crosses", "unusable"]

@@ -141,10 +141,25 @@ def host_wide(host: HostFacts) -> list[str]:
     return [f"engine: {host.engine.problem}"] if host.engine.problem else []
 
 
+def host_refusals(scenarios: list[Scenario], here: str = LOCAL) -> list[tuple[str, str]]:
+    """(field, why) for each knob that names what this host has not, where
+    its switch runs (DataPlane.scenario_host_refusal: sriov_pf): bad input."""
+    found = []
+    for s in scenarios:
+        if here == s.dut_host or here in nf_hosts(s):
+            refused = dataplane_of(s).scenario_host_refusal(s)
+            if refused is not None and refused not in found:
+                found.append(refused)
+    return found
+
+
 def preflight(scenarios: list[Scenario], host: HostFacts) -> None:
-    """Host problems found before anything is created (SystemFailure). The
-    host's facts, stored with the run, then hold the kernel link types of
-    every data plane, as doctor shows them, not only the ones its points use."""
+    """A knob naming what this host has not (UserError, exit 2), then host
+    problems (SystemFailure), found before anything is created. The host's
+    facts, stored with the run, then hold the kernel link types of every data
+    plane, as doctor shows them, not only the ones its points use."""
+    for field_, why in host_refusals(scenarios):
+        raise UserError(field_, why)
     for dataplane in DATAPLANES.values():
         for link_type, option in dataplane.kernel_links.items():
             host.kernel_has(link_type, option)
