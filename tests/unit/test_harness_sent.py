@@ -126,3 +126,32 @@ def test_a_contended_point_must_say_so():
     point, pair = _point(sent=FRAMES, skipped=0)
     with pytest.raises(AssertionError, match="no warning says so"):
         harness.assert_sent(_contended(point, warned=False), pair, FRAMES)
+
+
+def _summary(sent: int, skipped: int, stalled_ms: float | None, window_s: float = 2.0) -> dict:
+    """An engine's summary of a sender whose loops lost `stalled_ms` to stalls."""
+    summary = {"role": "send", "tx_packets": sent, "tx_skipped": skipped, "burst": 1,
+               "duration_s": window_s}
+    if stalled_ms is not None:
+        summary["stalls"] = {"count": 10, "total_ns": int(stalled_ms * 1e6), "max_ns": 1}
+    return summary
+
+
+@pytest.mark.parametrize("sent, skipped, stalled_ms", [
+    (19424, 512, 80),       # CI: 2.6 % skipped, 4 % of the window stalled
+    (17664, 2128, 240),     # CI: 10.6 % skipped, 12 % stalled: a marked sender, schedule whole
+])
+def test_an_engine_s_own_sender_may_skip_what_its_stalls_explain(sent, skipped, stalled_ms):
+    harness.assert_summary_sent(_summary(sent, skipped, stalled_ms), 20000)
+
+
+@pytest.mark.parametrize("sent, skipped, stalled_ms, said", [
+    (19424, 512, None, "more than the 401 frames a sender may skip"),
+    (19424, 512, 20, "more than the 401 frames a sender may skip"),
+    (17664, 2128, 80, "sent not within 10%"),       # unmarked: what it sent is held
+    (9000, 1000, 1000, "sent not within 10%"),
+    (9000, 11000, 1200, "it sent less than 50%"),
+])
+def test_an_engine_s_own_sender_fails_beyond_its_stalls(sent, skipped, stalled_ms, said):
+    with pytest.raises(AssertionError, match=said):
+        harness.assert_summary_sent(_summary(sent, skipped, stalled_ms), 20000)
