@@ -248,7 +248,7 @@ class DataPlane(ABC):
     def scenario_host_refusal(cls, s: Scenario) -> tuple[str, str] | None:
         """(field, why) when a knob names what this host has not (sriov_pf: a
         NIC it lacks): bad input, refused by a run's preflight with exit 2
-        before anything is made (checks.host_refusal); also among
+        before anything is made (checks.host_refusals); also among
         scenario_host_problems, which a study's plan leaves such points out by."""
         return None
 

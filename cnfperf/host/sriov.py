@@ -94,10 +94,10 @@ def pfs(net: Path = NET) -> list[Pf]:
     return [found for found in with_vfs if found is not None]
 
 
-def unknown(wanted: str, net: Path = NET) -> str | None:
+def unknown(wanted: str, net: Path = NET, found: list[Pf] | None = None) -> str | None:
     """Why sriov_pf `wanted` names no one NIC with SR-IOV here (auto: where
-    several have it), or None."""
-    found = pfs(net)
+    several have it), or None. `found`: pfs(net), when the caller read it."""
+    found = pfs(net) if found is None else found
     if wanted == "auto":
         return None if len(found) < 2 else (
             f"NICs {', '.join(p.name for p in found)} have SR-IOV: name one with sriov_pf")
@@ -115,7 +115,7 @@ def choose(wanted: str, count: int, net: Path = NET) -> Pf:
     if wanted == "auto" and not found:
         raise SriovError("no NIC on this host has SR-IOV virtual functions "
                          "(sriov_totalvfs in /sys/class/net/*/device)")
-    if (why := unknown(wanted, net)) is not None:
+    if (why := unknown(wanted, net, found)) is not None:
         raise SriovError(why)
     chosen = found[0] if wanted == "auto" else next(p for p in found if p.name == wanted)
     if chosen.vfs:
