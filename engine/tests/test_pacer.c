@@ -59,6 +59,31 @@ static void catch_up(void)
 	CHECK(pacer_wait(&p, next + period / 2) > 0, "wait reports time left");
 }
 
+/* a stall across the window's start: only the bursts due in the window
+ * count as forgiven */
+static void counted_from(void)
+{
+	struct pacer p;
+	uint64_t period = 1000000; /* 1 ms */
+
+	pacer_init(&p, 1000, 1, 1000000000, 0);
+	pacer_count_from(&p, 100 * period);
+	CHECK(pacer_due(&p, 0), "first burst due at once");
+	/* stalled from 1 ms to 110 ms: 105 bursts forgiven, 6 of them in the window
+	 * (100-105 ms; 106-110 ms are caught up) */
+	while (pacer_due(&p, 110 * period))
+		;
+	CHECK(p.forgiven == 6, "only the window's bursts counted: %llu",
+	      (unsigned long long)p.forgiven);
+	/* a stall wholly before the window counts nothing */
+	pacer_init(&p, 1000, 1, 1000000000, 0);
+	pacer_count_from(&p, 100 * period);
+	while (pacer_due(&p, 50 * period))
+		;
+	CHECK(p.forgiven == 0, "a warm-up stall counts nothing: %llu",
+	      (unsigned long long)p.forgiven);
+}
+
 static void unpaced(void)
 {
 	struct pacer p;
@@ -73,6 +98,7 @@ int main(void)
 {
 	spacing();
 	fractional();
+	counted_from();
 	catch_up();
 	unpaced();
 	return check_done("pacer");

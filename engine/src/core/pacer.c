@@ -21,9 +21,15 @@ void pacer_init(struct pacer *p, double rate_pps, unsigned burst, uint64_t hz, u
 
 void pacer_forgive(struct pacer *p, uint64_t now)
 {
-	uint64_t debt = now - p->next - p->max_lag;
+	uint64_t upto = now - p->max_lag;   /* bursts due before this are dropped */
+	uint64_t first = p->next > p->from ? p->next : p->from;
 
-	if (p->period)
-		p->forgiven += debt / p->period;
-	p->next = now - p->max_lag;
+	if (p->period && upto > first)
+		p->forgiven += (upto - first) / p->period;
+	p->next = upto;
+}
+
+void pacer_count_from(struct pacer *p, uint64_t from)
+{
+	p->from = from;
 }

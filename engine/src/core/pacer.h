@@ -6,7 +6,9 @@
  * debt is capped at PACER_CATCHUP bursts: the sender then releases at most
  * PACER_CATCHUP + 1 bursts back to back and falls back to the normal spacing;
  * what was forgiven shows as tx_pps below offered_pps, and in the measured
- * window as the summary's tx_skipped (bursts times the burst size). */
+ * window as the summary's tx_skipped (bursts times the burst size). Only
+ * bursts due from `from` on count as forgiven: a stall across the warm-up's
+ * end skips warm-up bursts too, and those are not the window's. */
 #ifndef CNFPERF_PACER_H
 #define CNFPERF_PACER_H
 
@@ -22,11 +24,14 @@ struct pacer {
 	uint32_t frac_acc;
 	uint64_t next;       /* tick at which the next burst is due */
 	uint64_t max_lag;    /* debt beyond this is forgiven */
-	uint64_t forgiven;   /* bursts forgiven after stalls (diagnostics) */
+	uint64_t forgiven;   /* bursts due from `from` on forgiven after stalls */
+	uint64_t from;       /* tick: bursts due before it are forgiven uncounted */
 };
 
 void pacer_init(struct pacer *p, double rate_pps, unsigned burst, uint64_t hz, uint64_t now);
 void pacer_forgive(struct pacer *p, uint64_t now);
+/* count forgiven bursts due from tick `from` on (the measured window's start) */
+void pacer_count_from(struct pacer *p, uint64_t from);
 
 /* true when a burst is due at tick `now`; then schedules the next one */
 static inline bool pacer_due(struct pacer *p, uint64_t now)

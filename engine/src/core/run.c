@@ -229,6 +229,10 @@ void run_tick(struct run *r, uint64_t now)
 		if (!r->measuring && now >= r->t_measure) {
 			r->measuring = true;
 			r->stalls.on = !r->rx_window;
+			/* a stall across the window's start: its part in the window
+			 * counts, as the pacer counts the bursts it skipped there */
+			if (now - r->t_measure > r->stalls.threshold)
+				stalls_add(&r->stalls, now - r->t_measure);
 		}
 		if (r->t_end && now >= r->t_end) {
 			r->done = true;

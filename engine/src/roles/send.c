@@ -157,6 +157,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	uint64_t now = clock_ticks();
 	run_start(r, now);
 	pacer_init(&p, cf->rate, period_frames, r->clk.hz, now);
+	pacer_count_from(&p, r->t_measure);
 	while (!run_stop) {
 		now = clock_ticks();
 		stalls_see(&r->stalls, now);
