@@ -13,18 +13,21 @@ the point's. stop() removes every VF by setting the PF's VF count back to
 what it was: their netdevs and bindings go with them, in whatever netns.
 
 The NIC switches between its VFs: a frame to a MAC none of them has leaves on
-the PF's wire. Counters are the kernel VFs' own, in their nodes (counter_view
-node); a DPDK VF's are its engine's.
+the PF's wire. Counters are each VF's as the NIC counts them, in the VF's view
+(counter_view node): from the PF where its driver reports them, else from the
+VF's driver, else the VF netdev's own (host/vf_counts.py; applied() says
+which, per port). A DPDK VF the PF does not count has only its engine's.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Sequence
 
 from cnfperf.dataplanes import dpdk_args
-from cnfperf.dataplanes.base import Attachment
+from cnfperf.dataplanes.base import Attachment, PortCounters
 from cnfperf.dataplanes.kernel import KernelPlane
-from cnfperf.host import sriov, tools
+from cnfperf.host import pci, sriov, tools, vf_counts
 from cnfperf.host.hugepages import OwnDir, pages_for
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.links import ip, link_flags
@@ -53,12 +56,13 @@ class SriovPlane(KernelPlane):
         self.vfs: sriov.Vfs | None = None
         self._vf: dict[str, int] = {}      # port name -> its VF's index
         self._dpdk: dict[str, str] = {}    # a DPDK port's name -> its VF's PCI address
+        self._counted: dict[str, str | None] = {}   # port name -> vf_counts.source()
         self.hugepages: OwnDir | None = None
 
     @classmethod
     def check(cls, host) -> list[str]:
         problems = [] if host.root else ["needs root (virtual functions, network namespaces)"]
-        problems += tools.problems("ip")
+        problems += tools.problems("ip", "ethtool")   # ethtool: a VF's NIC counters
         if not sriov.pfs():
             problems.append("no NIC on this host has SR-IOV virtual functions")
         return problems
@@ -133,23 +137,43 @@ class SriovPlane(KernelPlane):
                         "vlan": vlans[0] if vlans else vf.get("vlan", 0),
                         "max_tx_rate": (vf.get("rate") or {}).get("max_tx", 0),
                         "spoofchk": vf.get("spoofchk"), "trust": vf.get("trust")})
-        return {"pf": self.vfs.pf.name, "vfs": vfs}
+        return {"pf": self.vfs.pf.name, "vfs": vfs, "counters": dict(self._counted)}
 
     def connect(self, link: Link) -> None:
         assert self.vfs is not None
         for port in (link.a, link.b):
-            pci = self.vfs.pci[self._vf[port.name]]
+            address = self.vfs.pci[self._vf[port.name]]
             if port.api == "dpdk":
-                sriov.bind_dpdk(self.vfs.pf, pci)
-                self._dpdk[port.name] = pci
+                sriov.bind_dpdk(self.vfs.pf, address)
+                self._dpdk[port.name] = address
+                self._counted[port.name] = vf_counts.source(self.vfs.pf.driver, None)
                 continue
-            netdev = sriov.bind_kernel(self.vfs.pf, pci)
+            netdev = sriov.bind_kernel(self.vfs.pf, address)
             ip("link", "set", "dev", netdev, "name", port.name, "netns", port.node)
             self.count_port(port.name, port.node)
+            self._counted[port.name] = vf_counts.source(self.vfs.pf.driver,
+                                                        pci.driver(address))
 
     def start(self, point) -> None:
         super().start(point)
         self._wait_links()
+
+    def counters(self) -> dict[str, PortCounters]:
+        """Each VF's counts as the NIC keeps them (the module's doc); the VF
+        netdevs' own where it keeps none, their drops always (their
+        drivers')."""
+        found = super().counters()
+        if self.vfs is None:
+            return found
+        by_vf = vf_counts.from_pf(self.vfs.pf.name) \
+            if "pf" in self._counted.values() else {}
+        nodes = {p.name: p.node for p in self.point.ports} if self.point else {}
+        for name, how in self._counted.items():
+            if how == "pf" and self._vf[name] in by_vf:
+                found[name] = PortCounters(**by_vf[self._vf[name]])
+            elif how == "vf" and name in found:
+                found[name] = replace(found[name], **vf_counts.from_vf(name, nodes.get(name)))
+        return found
 
     def _wait_links(self) -> None:
         """Every kernel VF's link up before a frame is sent: the VF's driver
@@ -177,13 +201,13 @@ class SriovPlane(KernelPlane):
         ip("link", "set", "dev", port.name, "mtu", str(self.mtu), "up", netns=port.node)
 
     def attach(self, port: Port) -> Attachment:
-        pci = self._dpdk.get(port.name)
-        if pci is None:
+        address = self._dpdk.get(port.name)
+        if address is None:
             return super().attach(port)
         # the EAL numbers its PCI ports in the bus's order, whatever -a's
         node = sorted(self._dpdk[p.name] for p in self.point.ports
                       if p.node == port.node and p.name in self._dpdk)
-        return Attachment(mac=port.mac, port=node.index(pci), pci=pci)
+        return Attachment(mac=port.mac, port=node.index(address), pci=address)
 
     def eal_args(self, node: str, attachments: Sequence[Attachment]) -> tuple[str, ...]:
         devices = [a.pci for a in attachments if a.pci]
@@ -205,6 +229,7 @@ class SriovPlane(KernelPlane):
             finally:
                 self._vf.clear()
                 self._dpdk.clear()
+                self._counted.clear()
                 if self.hugepages is not None:
                     hugepages, self.hugepages = self.hugepages, None
                     hugepages.close()      # its mount and directory gone, its pages given back
