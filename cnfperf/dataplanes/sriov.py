@@ -57,6 +57,7 @@ class SriovPlane(KernelPlane):
         self._vf: dict[str, int] = {}      # port name -> its VF's index
         self._dpdk: dict[str, str] = {}    # a DPDK port's name -> its VF's PCI address
         self._counted: dict[str, str | None] = {}   # port name -> vf_counts.source()
+        self._drivers: dict[str, str] = {}          # port name -> its VF's driver
         self.hugepages: OwnDir | None = None
 
     @classmethod
@@ -137,22 +138,24 @@ class SriovPlane(KernelPlane):
                         "vlan": vlans[0] if vlans else vf.get("vlan", 0),
                         "max_tx_rate": (vf.get("rate") or {}).get("max_tx", 0),
                         "spoofchk": vf.get("spoofchk"), "trust": vf.get("trust")})
-        return {"pf": self.vfs.pf.name, "vfs": vfs, "counters": dict(self._counted)}
+        return {"pf": self.vfs.pf.name, "vfs": vfs, "drivers": dict(self._drivers),
+                "counters": dict(self._counted)}
 
     def connect(self, link: Link) -> None:
         assert self.vfs is not None
         for port in (link.a, link.b):
             address = self.vfs.pci[self._vf[port.name]]
             if port.api == "dpdk":
-                sriov.bind_dpdk(self.vfs.pf, address)
+                self._drivers[port.name] = sriov.bind_dpdk(self.vfs.pf, address)
                 self._dpdk[port.name] = address
                 self._counted[port.name] = vf_counts.source(self.vfs.pf.driver, None)
                 continue
             netdev = sriov.bind_kernel(self.vfs.pf, address)
             ip("link", "set", "dev", netdev, "name", port.name, "netns", port.node)
             self.count_port(port.name, port.node)
+            self._drivers[port.name] = pci.driver(address)
             self._counted[port.name] = vf_counts.source(self.vfs.pf.driver,
-                                                        pci.driver(address))
+                                                        self._drivers[port.name])
 
     def start(self, point) -> None:
         super().start(point)
@@ -230,6 +233,7 @@ class SriovPlane(KernelPlane):
                 self._vf.clear()
                 self._dpdk.clear()
                 self._counted.clear()
+                self._drivers.clear()
                 if self.hugepages is not None:
                     hugepages, self.hugepages = self.hugepages, None
                     hugepages.close()      # its mount and directory gone, its pages given back

@@ -157,7 +157,8 @@ def hosts(directory: Path, names: Iterable[str], engine: Path,
     own = journal is None           # closed here; a caller's journal is the caller's
     journal = journal or Journal(directory / "vm.journal")
     runtime = VmRuntime(journal, directory, accel=ACCEL, memory_mb=MEMORY_MB,
-                        kernel_since=parts.KERNEL_SINCE if sriov else None)
+                        kernel_since=parts.KERNEL_SINCE if sriov else None,
+                        iommu=any(sriov.values()))
     runtime.configure(ACCEL, MEMORY_MB, pin=False)
     say("preparing the guest's kernel and initramfs, and the containers' images")
     runtime.prepare(engine)

@@ -248,6 +248,17 @@ def test_qemu_argv_of_the_machine(tmp_path):
         qemu.cmdline(spec(tmp_path, mounts=("/run/" + "x" * 3000,)))
 
 
+def test_an_iommu_before_the_pci_devices_and_on_in_the_guest(tmp_path):
+    """The lab's hosts: vfio-pci for DPDK there; none by default."""
+    plain = qemu.argv(["qemu"], spec(tmp_path))
+    assert "intel-iommu" not in option(plain, "-device")
+    assert "intel_iommu=on" not in option(plain, "-append")[0]
+    argv = qemu.argv(["qemu"], spec(tmp_path, [TAP], {0: 5}, iommu=True))
+    devices = option(argv, "-device")
+    assert devices[0] == "intel-iommu", devices
+    assert {"intel_iommu=on", "iommu=pt"} <= set(option(argv, "-append")[0].split())
+
+
 def test_registered_beside_the_container_runtimes():
     assert RUNTIMES["vm"] is VmRuntime and VmRuntime.own_kernel and VmRuntime.place == "vm"
     assert "vm" not in CONTAINER_RUNTIMES and set(CONTAINER_RUNTIMES) == {"runc", "netns", "podman"}

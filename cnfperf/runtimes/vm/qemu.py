@@ -32,6 +32,7 @@ class Spec:
     mounts: tuple[str, ...] = ()   # host paths the guest must see through its tmpfs
     disk: str | None = None        # a disk image of the user's: its root for their commands
     disk_format: str = "raw"       # qcow2 | raw (guest.disk_format)
+    iommu: bool = False            # an emulated IOMMU: vfio-pci for DPDK in the guest
 
     @property
     def hugepages(self) -> int:
@@ -63,6 +64,10 @@ def cmdline(spec: Spec) -> str:
         words.append(f"cnfperf_mounts={','.join(spec.mounts)}")
     if spec.disk:
         words.append("cnfperf_disk=1")
+    if spec.iommu:
+        # translation for the devices bound to vfio-pci only: the kernel's own
+        # drivers keep their DMA untranslated (pt), as fast as without one
+        words += ["intel_iommu=on", "iommu=pt"]
     line = " ".join(words)
     if len(line) > CMDLINE_MAX:
         raise ValueError(f"the guest's kernel command line would be {len(line)} bytes "
@@ -78,11 +83,15 @@ def cpu_args(accel: str) -> list[str]:
 
 
 def machine_args(spec: Spec) -> list[str]:
-    """q35 (PCI: virtio-pci, uio_pci_generic), guest RAM shared (memfd) so that
-    a vhost-user backend can map it, started paused (-S) until its vCPU threads
-    are in their cgroup and pinned."""
+    """q35 (PCI: virtio-pci, uio_pci_generic; with Spec.iommu Intel's IOMMU,
+    for vfio-pci), guest RAM shared (memfd) so that a vhost-user backend can
+    map it, started paused (-S) until its vCPU threads are in their cgroup and
+    pinned."""
     # debug-threads: QEMU names its threads (CPU 0/TCG, …), as run/cpu.py reports them
-    return ["-name", f"cnfperf:{spec.name},debug-threads=on", "-machine", "q35", *cpu_args(spec.accel),
+    # the IOMMU before every PCI device it translates for
+    iommu = ["-device", "intel-iommu"] if spec.iommu else []
+    return ["-name", f"cnfperf:{spec.name},debug-threads=on", "-machine", "q35", *iommu,
+            *cpu_args(spec.accel),
             "-smp", str(spec.cpus), "-m", f"{spec.memory}M",
             "-object", f"memory-backend-memfd,id=mem,size={spec.memory}M,share=on",
             "-numa", "node,memdev=mem",

@@ -161,9 +161,10 @@ class VmRuntime(Runtime):
 
     def __init__(self, journal: Journal, state_dir: Path, accel: str = AUTO,
                  memory_mb: int | None = None, images_dir: Path | None = None,
-                 kernel_since: tuple[int, ...] | None = None):
+                 kernel_since: tuple[int, ...] | None = None, iommu: bool = False):
         super().__init__(journal, state_dir)
         self.images_dir = images_dir
+        self.iommu = iommu          # its guests get an emulated IOMMU (the lab's hosts)
         # None: the guests' kernel (guest.default_kernel); else the newest
         # installed of that version or later (the lab's: host/lab.py)
         self.kernel_since = kernel_since
@@ -334,7 +335,8 @@ class VmRuntime(Runtime):
         spec = qemu.Spec(name, len(cpus), accel, self.guest.kernel, self.guest.initramfs,
                          os.path.realpath(sys.executable), vm_dir, self.memory_mb, nics,
                          mounts=shared, disk=self.disk,
-                         disk_format=self.image_format(self.disk) if self.disk else "raw")
+                         disk_format=self.image_format(self.disk) if self.disk else "raw",
+                         iommu=self.iommu)
         qemu.cmdline(spec)    # too long: refused before anything exists
         if why := self.memory_problem(spec.memory, spec.hugepages * qemu.HUGEPAGE_MB):
             raise ValueError(f"memory_mb {spec.memory}: {why}")

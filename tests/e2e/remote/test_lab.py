@@ -206,7 +206,9 @@ def test_a_pair_through_virtual_functions(points):
     # engines' counts: what the sender's VF put on the NIC's switch, the
     # receiver's took off it, warm-up included, to the frame
     counters = point["counters"]
-    assert point["switch_facts"]["applied"]["counters"] == dict.fromkeys(counters, "vf")
+    applied = point["switch_facts"]["applied"]
+    assert applied["counters"] == dict.fromkeys(counters, "vf"), applied
+    assert applied["drivers"] == dict.fromkeys(counters, "igbvf"), applied
     sender, link, receiver, _ = hops(point, 0)
     assert link.what == "link" and link.lost == 0, link
     assert (sender.tx, receiver.rx) == (link.rx, link.tx) and link.rx > RATE * DURATION, \
@@ -240,14 +242,17 @@ def test_the_pf_sets_each_virtual_function_as_asked(points):
 
 
 def test_a_dpdk_pair_on_virtual_functions(points):
-    """The tester's two VFs bound to uio_pci_generic (the lab has no IOMMU),
-    opened by DPDK's own VF driver (e1000's igbvf PMD), from the point's
-    hugepages; the bindings go with the VFs (assert_as_found)."""
+    """The tester's two VFs bound to vfio-pci (behind the lab's emulated
+    IOMMU, each VF in a group of its own), opened by DPDK's own VF driver
+    (e1000's igbvf PMD), from the point's hugepages; the bindings go with the
+    VFs (assert_as_found)."""
     point = find(points, "sriov", api="dpdk")
     assert_zero_loss(point)
     # no netdev, and an igb PF keeps no per-VF statistics: the engines' counts only
     assert point["counters"] == {}
-    assert set(point["switch_facts"]["applied"]["counters"].values()) == {None}
+    applied = point["switch_facts"]["applied"]
+    assert set(applied["counters"].values()) == {None}
+    assert set(applied["drivers"].values()) == {"vfio-pci"}, applied
 
 
 @pytest.mark.parametrize("switch, nfs, forward, switch_in", [
@@ -271,8 +276,8 @@ def test_the_lab_kernel_s_data_planes(points, switch, nfs, forward, switch_in):
 
 def test_a_tester_drives_its_nics_by_pci_address(points, lab):
     """TG-DUT the other way: the tester on the lab's host, its engine's DPDK
-    on its two igb NICs named by PCI address (bound to uio_pci_generic for
-    the point: the lab has no IOMMU), the bridge here joining the wires'
+    on its two igb NICs named by PCI address (bound to vfio-pci for the
+    point, behind the lab's emulated IOMMU), the bridge here joining the wires'
     taps; each NIC back with igb, named and up as before (assert_as_found)."""
     point = find(points, "bridge", api="dpdk", dut_host="local")
     assert_zero_loss(point)
@@ -331,10 +336,12 @@ def test_a_killed_agent_leaves_the_host_as_found(engine, cli, results, lab, dut)
 
 
 # A NIC lent to DPDK by a process that is then killed: its journal is all
-# `cnfperf cleanup` has to give the NIC back by.
+# `cnfperf cleanup` has to give the NIC back by. uio_pci_generic, the driver
+# of a host without an IOMMU: the points above bind vfio-pci.
 LEND_AND_DIE = """
 import os, sys
 from cnfperf.host import pci
+pci.dpdk_driver = lambda: "uio_pci_generic"
 from cnfperf.host.journal import Journal, journal_path
 journal = Journal(journal_path("cnfpdead"))
 pci.lend(journal, sys.argv[1])
