@@ -162,9 +162,9 @@ class SriovPlane(KernelPlane):
         self._wait_links()
 
     def counters(self) -> dict[str, PortCounters]:
-        """Each VF's counts as the NIC keeps them (the module's doc); the VF
-        netdevs' own where it keeps none, their drops always (their
-        drivers')."""
+        """Each VF's counts as the NIC keeps them (host/vf_counts.py): the
+        PF's, drops included; the NIC's registers through the VF's driver,
+        beside the netdev's drops; else the VF netdev's own."""
         found = super().counters()
         if self.vfs is None:
             return found

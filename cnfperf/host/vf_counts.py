@@ -28,7 +28,6 @@ from cnfperf.host.system import CommandFailed, run
 PF_DRIVERS = frozenset({"mlx5_core", "ice", "i40e", "ionic", "liquidio"})
 # VF drivers whose `ethtool -S` rx_packets and tx_packets are the NIC's registers.
 VF_DRIVERS = frozenset({"igbvf"})
-SOURCES = ("pf", "vf", "driver")
 
 
 def source(pf_driver: str, vf_driver: str | None) -> str | None:
