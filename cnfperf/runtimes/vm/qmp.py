@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from qemu.qmp import QMPClient
+from qemu.qmp import ConnectError, QMPClient
 
 from ..base import ContainerError
 
@@ -15,9 +15,29 @@ from ..base import ContainerError
 logging.getLogger("qemu.qmp").setLevel(logging.CRITICAL)
 
 
+# between two tries to connect while QEMU does not listen yet
+RETRY_S = 0.05
+
+
+async def _connect(path: Path, timeout: float) -> QMPClient:
+    """A client connected to the monitor. QEMU binds its socket (the file is
+    there) a moment before it listens: a connection refused in between is
+    tried again, until `timeout`."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        client = QMPClient("cnfperf")
+        try:
+            await asyncio.wait_for(client.connect(str(path)), max(RETRY_S, end - loop.time()))
+            return client
+        except ConnectError as e:
+            if not isinstance(e.exc, ConnectionRefusedError) or loop.time() >= end:
+                raise
+        await asyncio.sleep(RETRY_S)
+
+
 async def _execute(path: Path, commands: list[str], timeout: float) -> list[Any]:
-    client = QMPClient("cnfperf")
-    await asyncio.wait_for(client.connect(str(path)), timeout)
+    client = await _connect(path, timeout)
     try:
         return [await asyncio.wait_for(client.execute(c), timeout) for c in commands]
     finally:
