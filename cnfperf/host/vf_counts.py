@@ -55,17 +55,18 @@ def parse_pf(stats: dict) -> dict[str, int | None]:
             "rx_dropped": rx.get("dropped"), "tx_dropped": tx.get("dropped")}
 
 
-def from_vf(netdev: str, netns: str | None) -> dict[str, int | None]:
+def from_vf(netdev: str, netns: str | None) -> dict[str, int]:
     """The NIC's counts of a VF netdev's frames, as its driver reads them
-    (`ethtool -S`): rx_packets and tx_packets, None where it has none."""
+    (`ethtool -S`): rx_packets and tx_packets, those it has (none if ethtool
+    failed: the netdev's own counts stand then)."""
     argv = ["ethtool", "-S", netdev]
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     try:
         said = parse_ethtool(run(argv, what=f"virtual function {netdev}'s NIC counters"))
     except CommandFailed:
-        said = {}
-    return {"rx_packets": said.get("rx_packets"), "tx_packets": said.get("tx_packets")}
+        return {}
+    return {k: said[k] for k in ("rx_packets", "tx_packets") if k in said}
 
 
 def parse_ethtool(text: str) -> dict[str, int]:

@@ -41,3 +41,19 @@ def test_ethtool_s_lines_read():
     said = vf_counts.parse_ethtool(ETHTOOL)
     assert said["rx_packets"] == 2 and said["tx_packets"] == 8 and said["lbrx_bytes"] == 0
     assert "NIC statistics" not in said
+
+
+def test_a_vf_s_nic_counts_in_its_netns_or_none_when_ethtool_fails(monkeypatch):
+    seen = []
+
+    def run(argv, what):
+        seen.append(argv)
+        if argv[-1] == "gone":
+            raise vf_counts.CommandFailed("no such device", argv, 1)
+        return ETHTOOL
+
+    monkeypatch.setattr(vf_counts, "run", run)
+    assert vf_counts.from_vf("p0", "ns0") == {"rx_packets": 2, "tx_packets": 8}
+    assert seen[-1] == ["ip", "netns", "exec", "ns0", "ethtool", "-S", "p0"]
+    # nothing to replace the netdev's own counts with: they stand
+    assert vf_counts.from_vf("gone", None) == {}
