@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import subprocess
@@ -41,7 +40,7 @@ from cnfperf.dataplanes.switch_image import SWITCH
 from cnfperf.host import lab as parts, tools
 from cnfperf.host.facts import static_engine
 from cnfperf.host.journal import RUN_DIR, Journal
-from cnfperf.host.system import proc_stat
+from cnfperf.host.keeper import Busy, Keeper
 from cnfperf.remote import sshd
 from cnfperf.runtimes import ContainerError
 from cnfperf.runtimes.base import Container, Mount, Nic, online_cpus
@@ -73,6 +72,7 @@ HOME = RUN_DIR / "lab"
 INVENTORY = HOME / "hosts.toml"
 JOURNAL = RUN_DIR / "lab.journal"
 OWNER = RUN_DIR / "lab.owner"
+KEEPER = Keeper("a lab", OWNER, JOURNAL)
 # What `cnfperf lab` takes: a host's wires (each a tap here and an emulated
 # NIC there) and emulated SR-IOV NICs (igb: 7 VFs each), within the VM's
 # PCIe slots and what TCG boots in reasonable time.
@@ -221,35 +221,24 @@ def sweep() -> None:
 
 def owner() -> int | None:
     """The pid of the `cnfperf lab` that keeps this machine's lab, while it lives."""
-    try:
-        said = json.loads(OWNER.read_text())
-    except (OSError, ValueError):
-        return None
-    stat = proc_stat(int(said.get("pid", 0)))
-    return said["pid"] if stat is not None and stat.start_time == said.get("start") else None
+    return KEEPER.owner()
 
 
 @contextlib.contextmanager
 def owned() -> Iterator[None]:
     """This process keeps the machine's lab while inside (owner()): cleanup
     leaves its VMs alone, and another lab is refused (LabError)."""
-    if (pid := owner()) is not None:
-        raise LabError(f"a lab runs already (`cnfperf lab`, pid {pid}): one at a time")
-    OWNER.parent.mkdir(parents=True, exist_ok=True)
-    stat = proc_stat(os.getpid())
-    OWNER.write_text(json.dumps({"pid": os.getpid(), "start": stat.start_time if stat else None}))
     try:
-        yield
-    finally:
-        OWNER.unlink(missing_ok=True)
+        with KEEPER.owned():
+            yield
+    except Busy as e:
+        raise LabError(f"{e} (`cnfperf lab`)") from None
 
 
 def dead_journals() -> list[Path]:
     """The journal of a lab whose `cnfperf lab` is gone (killed outright):
     what it made is leftovers."""
-    if JOURNAL.exists() and owner() is None:
-        return [JOURNAL]
-    return []
+    return KEEPER.dead_journals()
 
 
 def _compile(package: Path) -> None:

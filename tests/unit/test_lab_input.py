@@ -7,6 +7,7 @@ import os
 import pytest
 
 from cnfperf.cli import main
+from cnfperf.host.keeper import Keeper
 from cnfperf.remote import lab
 
 
@@ -30,6 +31,7 @@ def test_a_running_lab_is_named_and_a_second_refused_with_exit_3(capsys, tmp_pat
     if os.geteuid() != 0:
         pytest.skip("cnfperf lab asks for root first")
     monkeypatch.setattr(lab, "OWNER", tmp_path / "lab.owner")
+    monkeypatch.setattr(lab, "KEEPER", Keeper("a lab", lab.OWNER, lab.JOURNAL))
     with lab.owned():
         assert lab.owner() == os.getpid()
         assert main(["lab"]) == 3
@@ -45,6 +47,7 @@ def test_a_dead_owner_s_journal_is_leftovers(tmp_path, monkeypatch):
     """An owner file whose pid is gone (or is another process now) keeps no lab."""
     monkeypatch.setattr(lab, "OWNER", tmp_path / "lab.owner")
     monkeypatch.setattr(lab, "JOURNAL", tmp_path / "lab.journal")
+    monkeypatch.setattr(lab, "KEEPER", Keeper("a lab", lab.OWNER, lab.JOURNAL))
     lab.JOURNAL.write_text("")
     lab.OWNER.write_text('{"pid": %d, "start": "0"}' % os.getpid())   # not this process's start
     assert lab.owner() is None and lab.dead_journals() == [lab.JOURNAL]
