@@ -11,6 +11,9 @@
 #              ../shared/sources when it exists), else a download (CNFPERF_SOURCES_URL,
 #              default upstream), checked either way; builds are cached per user
 #              (~/.cache/cnfperf), so a second run or clone builds nothing
+# make cluster  the test cluster's daemons (Kubernetes, etcd, Multus, crictl) from the Go
+#              module proxy at the versions cluster/*/go.sum pin (cluster/build.sh; Go >= 1.24
+#              on PATH or in /usr/local/go), cached per user like the switches
 SHELL := /bin/bash
 .ONESHELL:
 .SHELLFLAGS := -euo pipefail -c
@@ -38,10 +41,10 @@ APT_PACKAGES := \
 	dpdk dpdk-dev libdpdk-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev xdp-tools \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf linux-perf chromium-headless-shell \
-	openssh-server openssh-client git \
+	openssh-server openssh-client git containerd containernetworking-plugins \
 	$(SWITCH_BUILD_PACKAGES)
 
-.PHONY: deps build switches test check demo docs clean
+.PHONY: deps build switches cluster test check demo docs clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -68,9 +71,12 @@ build: $(VENV)/.installed
 switches: deps
 	switches/build.sh
 
+cluster: deps
+	cluster/build.sh
+
 # The unit tests run on every core (pytest-xdist): they share no host state.
 # The end-to-end ones one at a time: each takes the host lock and fills the cores.
-test: deps build switches
+test: deps build switches cluster
 	meson test -C engine/build --print-errorlogs
 	$(VENV)/bin/pytest -n auto tests/unit
 	$(VENV)/bin/pytest tests/e2e

@@ -23,6 +23,8 @@ from cnfperf.run import checks, runner, survey
 from cnfperf.run.agent import main as run_agent
 from cnfperf.run.cleanup import cleanup
 from cnfperf.run.lab import serve as lab_serve
+from cnfperf.run.cluster import serve as cluster_serve
+from cnfperf.cluster import node as cluster_node
 from cnfperf.remote import lab as remote_lab
 from cnfperf.remote.inventory import NAME as INVENTORY_NAME, load as load_inventory
 from cnfperf.engine import find_engine
@@ -234,6 +236,16 @@ def _parser() -> argparse.ArgumentParser:
                      help=f"the host's emulated SR-IOV NICs, pf0… (7 VFs each; "
                           f"0-{remote_lab.MAX_PFS}; default 1)")
     lab.set_defaults(func=_lab)
+
+    cluster = sub.add_parser(
+        "cluster", help="a single-node Kubernetes test cluster on this machine (make cluster's "
+                        "builds, Multus), kept until Ctrl-C",
+        description="Starts a Kubernetes of one node on this machine: etcd, the API server, "
+                    "controller manager, scheduler and kubelet that `make cluster` built, a "
+                    "containerd of its own, Multus as the node's CNI plugin, the static CPU "
+                    "manager (core 0 reserved); prints its kubeconfig and keeps it until "
+                    "Ctrl-C, then leaves nothing of it (docs/kubernetes.md).")
+    cluster.set_defaults(func=_cluster)
 
     agent = sub.add_parser("agent", help="a host's part of a run, for a controller on another "
                                          "host (it starts this over SSH; JSON lines on stdin "
@@ -633,6 +645,28 @@ def _lab(args: argparse.Namespace) -> int:
               f"--dut-host {args.name} {switch} --api raw\n"
               "Ctrl-C stops it.", flush=True)
     signum = lab_serve(args.name, args.wires, args.pfs, engine, say, up)
+    say(f"stopped ({signal.Signals(signum).name}): nothing of it is left")
+    return 0
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    if os.geteuid() != 0:
+        raise UserError("cluster", "needs root (containerd, the kubelet, cgroups)")
+    if (pid := cluster_node.KEEPER.owner()) is not None:
+        print(f"cnfperf: error: a test cluster runs already (pid {pid}); its kubeconfig is "
+              f"{cluster_node.KUBECONFIG}", file=sys.stderr)
+        return EXIT_BUSY
+    if problems := cluster_node.problems():
+        raise SystemFailure("the test cluster cannot start here: " + "; ".join(problems))
+
+    def say(line: str) -> None:
+        print(f"cluster: {line}", file=sys.stderr, flush=True)
+
+    def up(made: Any) -> None:
+        print(f"the test cluster is up: Kubernetes {made.version}, node {made.node}\n"
+              f"kubeconfig: {made.kubeconfig}\n"
+              "Ctrl-C stops it.", flush=True)
+    signum = cluster_serve(say, up)
     say(f"stopped ({signal.Signals(signum).name}): nothing of it is left")
     return 0
 

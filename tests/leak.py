@@ -18,7 +18,9 @@ from cnfperf.runtimes.runc import RUNC_ROOT
 WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc",
                  "qemu-system-x86",
                  "stress-ng", "click", "snabb", "[snabb sup]", "vpp_main", "vpp_wk_",
-                 "conmon", "podman")
+                 "conmon", "podman",
+                 # the test cluster's daemons (cnfperf/cluster/node.py)
+                 "containerd", "kube", "etcd", "multus")
 
 
 def _lines(argv: list[str]) -> set[str]:
@@ -94,6 +96,9 @@ def snapshot() -> dict[str, set[str]]:
         # VPP's API segment, named after the point (other shm files of DPDK's
         # live in its runtime directories)
         "shared memory": set(glob.glob("/dev/shm/cnfp*")),
+        # what the test cluster's daemons make outside its folder (cluster/node.py's OUTSIDE)
+        "cluster files": set(glob.glob("/var/lib/cni/results/*") + glob.glob("/var/log/containers/*")
+                             + glob.glob("/var/lib/kubelet/*") + glob.glob("/run/containerd/*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }
 

@@ -58,6 +58,10 @@ TOOLS: dict[str, Tool] = {
     # the podman runtime: podman makes containers, conmon watches each (runc runs them)
     "podman": Tool("podman"),
     "conmon": Tool("conmon"),
+    # the test cluster's node (cluster/node.py): its containerd and containerd's CLI
+    # (which imports the images made here); the CNI plugins are files, not tools
+    "containerd": Tool("containerd"),
+    "ctr": Tool("containerd"),
     # DPDK, and which of a package's alternatives is which
     TESTPMD: Tool("dpdk-dev"),
     "update-alternatives": Tool("dpkg"),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from cnfperf import PREFIX, SystemFailure
+from cnfperf.cluster import node
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host import hugepages, pci
 from cnfperf.host.links import del_link, del_netns, give_back_nic, links, netns_list
@@ -64,6 +65,7 @@ def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], 
             removed.append(f"journal {path}")
         if run_id is None:
             _lab_leftovers(attempt)
+            _cluster_leftovers(attempt)
         for name, runtime in RUNTIMES.items():
             with contextlib.suppress(Exception):
                 for c in filter(ours.match, runtime.leftovers(prefix)):
@@ -113,6 +115,32 @@ def _lab_leftovers(attempt: Callable[[str, Callable[[], object]], None]) -> None
             attempt(f"lab's {what}", remove)
 
 
+def cluster_leftovers() -> list[str]:
+    """What a test cluster killed outright left (`cnfperf cluster`:
+    cluster/node.py), removed; a thing that stays fails (SystemFailure)."""
+    removed: list[str] = []
+
+    def attempt(what: str, action) -> None:
+        try:
+            if action() is not False:
+                removed.append(what)
+        except Interrupted:
+            raise
+        except Exception as e:
+            raise SystemFailure(f"a killed test cluster's {what} stays: {e}; "
+                                "`cnfperf cleanup` tries again") from None
+    _cluster_leftovers(attempt)
+    return removed
+
+
+def _cluster_leftovers(attempt: Callable[[str, Callable[[], object]], None]) -> None:
+    """The journal of a test cluster whose owner is gone: its daemons, then
+    its sweep (node.sweep: pods, mounts, cgroups, its bridge, its folder)."""
+    for path in node.KEEPER.dead_journals():
+        _replay(path, attempt)
+        node.OWNER.unlink(missing_ok=True)
+
+
 def _replay(path: Path, attempt: Callable[[str, Callable[[], object]], None]) -> None:
     """Undoes a journal's entries, last first, and removes it."""
     for entry in reversed(replay(path)):
@@ -150,7 +178,7 @@ def _undo_registry() -> dict:
     """kind -> fn(name, info) for the kinds journaled beyond the ones _undo
     handles: hugepages' and PCI devices' (hugepages.UNDO, pci.UNDO) and every
     registered data plane's (DataPlane.undo)."""
-    registry: dict = {**hugepages.UNDO, **pci.UNDO}
+    registry: dict = {**hugepages.UNDO, **pci.UNDO, **node.UNDO}
     for dataplane in DATAPLANES.values():
         registry.update(dataplane.undo)
     return registry

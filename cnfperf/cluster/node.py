@@ -1,0 +1,473 @@
+"""A single-node Kubernetes on this machine: the test cluster (`cnfperf
+cluster`, the tests' cluster). Its daemons are cnfperf's builds (cluster/
+build.sh: etcd, the API server, controller manager, scheduler and kubelet of
+one Kubernetes release, Multus' thin plugin), run as plain processes beside
+a containerd of their own (Debian's), everything in one directory (HOME).
+
+What is set and why (docs/kubernetes.md says it for users):
+- containerd: its own root, state, socket and CNI folders, so it shares
+  nothing with a containerd the machine runs; `restrict_oom_score_adj`
+  (runc may not lower a process's oom_score_adj without CAP_SYS_RESOURCE,
+  which a container's host may lack); the cgroupfs driver (PID 1 need not be
+  systemd); pods' netns under its state folder; the pause image made here.
+- kubelet: the static CPU manager with core 0 reserved for the system, so a
+  Guaranteed pod's whole cores are its own, as on an operator's CNF node;
+  cgroup v1 allowed; pods' cgroups under a root of their own (CGROUP); no
+  iptables chains (no kube-proxy runs: pods reach nothing through Services).
+- the pods' default network: a bridge (BRIDGE) with host-local addresses, no
+  gateway and no masquerade (the data plane is what Multus attaches; the
+  default network only makes the pod). Multus is the node's CNI plugin, its
+  NetworkAttachmentDefinition CRD applied.
+- one CA; cnfperf, the controller manager, the scheduler, Multus and the API
+  server (towards the kubelet) present the administrator's certificate
+  (system:masters): a test cluster, not a model of a production one.
+
+Everything made is journaled before it exists: `cnfperf cleanup` removes what
+a killed cluster left (sweep()).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import yaml
+
+from cnfperf.cluster import ClusterError, builds, images, pki
+from cnfperf.host import cgroups, tools
+from cnfperf.host.journal import RUN_DIR, Journal
+from cnfperf.host.keeper import Keeper
+from cnfperf.host.links import del_link
+from cnfperf.host.system import KILL_WAIT_S, mounts, proc_stat, run, spawn, wait_gone
+
+HOME = RUN_DIR / "cluster"
+KUBECONFIG = HOME / "admin.kubeconfig"
+JOURNAL = RUN_DIR / "cluster.journal"
+OWNER = RUN_DIR / "cluster.owner"
+KEEPER = Keeper("a test cluster", OWNER, JOURNAL)
+CONTAINERD_SOCK = HOME / "containerd.sock"
+BRIDGE = "cnfpkube0"           # the pods' default network ("cnfp" + non-hex: no run's name)
+POD_SUBNET = "10.253.0.0/24"
+NETWORK = "cnfpkube"           # the default network's CNI name (and the prefix of cnfperf's)
+CGROUP = "cnfperf-kube"        # the kubelet's cgroupRoot, in every hierarchy
+# Ports of its own, on the loopback where a daemon allows it: beside a
+# cluster the machine may run already. The kubelet listens on the node's
+# address (the API server reaches it there for exec).
+ETCD_PORT, ETCD_PEER_PORT = 23790, 23800
+API_PORT = 16443
+KUBELET_PORT, KUBELET_HEALTHZ = 10350, 10348
+PAUSE = images.reference("pause", "3.10")
+# What the daemons make outside HOME whatever their settings (hard-coded
+# paths): removed at the end when this cluster made them.
+OUTSIDE = (Path("/var/log/containers"), Path("/var/lib/kubelet"), Path("/var/lib/cni"),
+           Path("/run/containerd"))
+CNI_RESULTS = Path("/var/lib/cni/results")
+TOOLS = ("containerd", "ctr", "runc", "umount")
+STEP_S = 60.0                  # a daemon's start (the API server's first ready takes seconds)
+CNI_PLUGINS = Path("/usr/lib/cni")   # Debian's containernetworking-plugins
+
+
+def problems() -> list[str]:
+    """What keeps a test cluster from starting here."""
+    found = builds.problems() + tools.problems(*TOOLS)
+    if not (CNI_PLUGINS / "bridge").is_file():
+        found.append(f"no CNI plugins in {CNI_PLUGINS} (apt install containernetworking-plugins)")
+    if len(os.sched_getaffinity(0)) < 2:
+        found.append("one core: the static CPU manager reserves core 0, a pod needs another")
+    return found
+
+
+@dataclass
+class Cluster:
+    """A started test cluster: its admin kubeconfig, its node's name, its
+    Kubernetes version, its folder and its containerd's socket (where
+    images.load puts cnfperf's images)."""
+    kubeconfig: Path
+    node: str
+    version: str
+    home: Path
+    containerd: Path
+
+
+def node_name() -> str:
+    return socket.gethostname().split(".")[0].lower() or "node"
+
+
+def node_address() -> str:
+    """This machine's address on its default route (the kubelet's node IP)."""
+    out = run(["ip", "-o", "route", "get", "1.1.1.1"], check=False, what="the node's address")
+    words = out.split()
+    if "src" in words:
+        return words[words.index("src") + 1]
+    return socket.gethostbyname(socket.gethostname())
+
+
+@contextlib.contextmanager
+def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
+            home: Path = HOME) -> Iterator[Cluster]:
+    """A single-node cluster, ready (its node Ready, Multus' CRD applied),
+    until the block ends; then nothing of it is left. Everything made is in
+    `journal` before it exists."""
+    made = [str(path) for path in OUTSIDE if not path.exists()]   # the daemons' to make
+    journal.add("cluster", str(home), outside=made)
+    stack = contextlib.ExitStack()
+    stack.callback(sweep, home, made)
+    with stack:
+        shutil.rmtree(home, ignore_errors=True)
+        for d in ("pki", "logs", "cni/bin", "cni/net.d", "ipam", "multus", "kubelet",
+                  "containerd/root", "containerd/state", "containerd/opt", "etcd", "images"):
+            (home / d).mkdir(parents=True)
+        node, address = node_name(), node_address()
+        say(f"certificates for node {node} ({address})")
+        certs = _certificates(home / "pki", node, address)
+        _kubeconfig(home / KUBECONFIG.name, certs["ca"], certs["admin"], "admin")
+        _kubeconfig(home / "kubelet.kubeconfig", certs["ca"], certs["node"], f"system:node:{node}")
+        _cni(home, certs)
+        daemons = _Daemons(home, journal, stack)
+        say("containerd, etcd")
+        daemons.start("containerd", ["containerd", "--config", _containerd_config(home)])
+        daemons.start("etcd", _etcd_argv(home))
+        _wait((home / CONTAINERD_SOCK.name).is_socket, "containerd's socket")
+        _pause(home)
+        _wait(lambda: _http_ok(f"http://127.0.0.1:{ETCD_PORT}/health"), "etcd's /health")
+        say("the API server")
+        daemons.start("kube-apiserver", _apiserver_argv(home, certs, address))
+        ctx = ssl.create_default_context(cafile=str(certs["ca"].cert))
+        ctx.load_cert_chain(str(certs["admin"].cert), str(certs["admin"].key))
+        _wait(lambda: _http_ok(f"https://127.0.0.1:{API_PORT}/readyz", ctx),
+              "the API server's /readyz")
+        say("the controller manager, the scheduler, the kubelet")
+        daemons.start("kube-controller-manager", _controller_argv(home, certs))
+        daemons.start("kube-scheduler", [str(builds.program("kubernetes", "bin/kube-scheduler")),
+                                         f"--kubeconfig={home / KUBECONFIG.name}",
+                                         "--leader-elect=false", "--secure-port=0"])
+        for hierarchy in cgroups.hierarchies():
+            (Path(hierarchy.point) / CGROUP).mkdir(exist_ok=True)
+        daemons.start("kubelet", _kubelet_argv(home, node, address, certs))
+        api = _client(home)
+        _apply_crd(api)
+        _wait(lambda: _node_ready(api, node), f"node {node} Ready")
+        _wait(lambda: _default_account(api), "the default service account")
+        yield Cluster(home / KUBECONFIG.name, node, _version(home), home,
+                      home / CONTAINERD_SOCK.name)
+        say("stopping: the pods, the daemons, their files")
+        with contextlib.suppress(Exception):      # sweep() takes what is left anyway
+            run([builds.program("crictl"), "--runtime-endpoint",
+                 f"unix://{home / CONTAINERD_SOCK.name}", "rmp", "--all", "--force"],
+                timeout=60, check=False)
+    # sweep() (the stack's first callback: it runs last) has taken everything
+
+
+class _Daemons:
+    """The cluster's processes, started in order and stopped in reverse
+    (kubelet first: it would restart what is stopped under it)."""
+
+    def __init__(self, home: Path, journal: Journal, stack: contextlib.ExitStack):
+        self.home, self.journal, self.stack = home, journal, stack
+
+    def start(self, name: str, argv: list[str]) -> None:
+        log = open(self.home / "logs" / f"{name}.log", "ab")
+        env = {**os.environ, "PATH": f"{self.home / 'cni/bin'}:{os.environ.get('PATH', '')}"}
+        proc = spawn(argv, what=f"starting {name}", stdout=log, stderr=subprocess.STDOUT,
+                     stdin=subprocess.DEVNULL, env=env)
+        log.close()
+        stat = proc_stat(proc.pid)
+        self.journal.add("process", f"{name}:{proc.pid}", pid=proc.pid,
+                         start=stat.start_time if stat else None)
+        self.stack.callback(self._stop, name, proc)
+        time.sleep(0.2)
+        if proc.poll() is not None:
+            raise ClusterError(f"{name} exited {proc.returncode} as it started: "
+                               f"{_last_line(self.home / 'logs' / f'{name}.log')}")
+
+    def _stop(self, name: str, proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(KILL_WAIT_S)
+        self.journal.discard("process", f"{name}:{proc.pid}")
+
+
+def sweep(home: Path = HOME, outside: Sequence[str] = ()) -> None:
+    """Everything of a cluster whose daemons are gone (or going) removed: the
+    pods' processes (their shims, and what is in the pods' cgroups), mounts
+    under `home`, the pods' cgroups, the default network's bridge, CNI's
+    cached results of cnfperf's networks, `home`, and the folders of OUTSIDE
+    the cluster made (`outside`; /var/lib/cni only where nothing but empty
+    folders is left: other CNI users keep theirs there). Idempotent: it is
+    both the end of every cluster and `cnfperf cleanup`'s for a killed one."""
+    sock = str(home / CONTAINERD_SOCK.name)
+    for pid in _pids_with(sock):                   # the shims of this containerd
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    groups = [g for h in cgroups.hierarchies() for g in cgroups.tree(Path(h.point) / CGROUP)]
+    errors = cgroups.remove(groups)
+    root = str(home)
+    for point in sorted((m.point for m in mounts()), key=len, reverse=True):
+        if point == root or point.startswith(root + "/"):
+            run(["umount", "-l", point], check=False)
+    with contextlib.suppress(Exception):
+        del_link(BRIDGE, None)
+    for result in _results():
+        result.unlink(missing_ok=True)
+    shutil.rmtree(home, ignore_errors=True)
+    for made in map(Path, outside):
+        if made == CNI_RESULTS.parent:
+            for d, _, _ in os.walk(made, topdown=False):
+                with contextlib.suppress(OSError):
+                    os.rmdir(d)
+        else:
+            shutil.rmtree(made, ignore_errors=True)
+    if errors:
+        raise ClusterError("; ".join(errors))
+
+
+UNDO = {"cluster": lambda name, info: sweep(Path(name), info.get("outside", [])) or True}
+
+
+def _results() -> list[Path]:
+    """CNI's cached results (libcni keeps them in CNI_RESULTS whatever the
+    conf says) of this cluster's pods: its networks' (named NETWORK…, and
+    cnfperf's attachments), and the loopback's of the same sandboxes."""
+    ours = [r for r in CNI_RESULTS.glob("*") if r.name.startswith(NETWORK)]
+    sandboxes = {word for r in ours for word in r.name.split("-") if len(word) == 64}
+    return ours + [r for r in CNI_RESULTS.glob("cni-loopback-*")
+                   if any(s in r.name for s in sandboxes)]
+
+
+def _pids_with(text: str) -> list[int]:
+    """Processes whose command line holds `text` (the shims name their containerd's socket)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+def _certificates(directory: Path, node: str, address: str) -> dict[str, pki.Pair]:
+    ca = pki.Authority(directory)
+    return {
+        "ca": ca.pair,
+        "apiserver": ca.issue("apiserver", "kube-apiserver", server=True, hosts=(
+            "127.0.0.1", address, "10.96.0.1", "localhost", "kubernetes", "kubernetes.default",
+            "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")),
+        "admin": ca.issue("admin", "cnfperf-admin", "system:masters", client=True),
+        "node": ca.issue("node", f"system:node:{node}", "system:nodes", client=True),
+        "kubelet": ca.issue("kubelet", node, server=True, hosts=(node, address, "127.0.0.1")),
+        "sa": pki.signing_key(directory),
+    }
+
+
+def _kubeconfig(path: Path, ca: pki.Pair, client: pki.Pair, user: str) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "cnfperf",
+        "clusters": [{"name": "cnfperf", "cluster": {
+            "server": f"https://127.0.0.1:{API_PORT}", "certificate-authority": str(ca.cert)}}],
+        "users": [{"name": user, "user": {"client-certificate": str(client.cert),
+                                         "client-key": str(client.key)}}],
+        "contexts": [{"name": "cnfperf", "context": {"cluster": "cnfperf", "user": user}}]}))
+    return path
+
+
+def _cni(home: Path, certs: dict[str, pki.Pair]) -> None:
+    """The node's CNI folders: Debian's plugins and Multus in bin/, and one
+    conf, Multus', whose delegate is the default network."""
+    bin_dir = home / "cni/bin"
+    for plugin in CNI_PLUGINS.iterdir():
+        (bin_dir / plugin.name).symlink_to(plugin)
+    (bin_dir / "multus").symlink_to(builds.program("multus"))
+    default = {"cniVersion": "0.3.1", "name": NETWORK, "plugins": [
+        {"type": "bridge", "bridge": BRIDGE, "isGateway": False, "ipMasq": False,
+         "ipam": {"type": "host-local", "dataDir": str(home / "ipam"),
+                  "ranges": [[{"subnet": POD_SUBNET}]]}}]}
+    multus = {"cniVersion": "0.3.1", "name": f"{NETWORK}-multus", "type": "multus",
+              "kubeconfig": str(home / KUBECONFIG.name), "cniDir": str(home / "multus"),
+              "binDir": str(bin_dir), "logFile": str(home / "logs/multus.log"),
+              "logLevel": "error", "delegates": [default]}
+    (home / "cni/net.d/00-multus.conf").write_text(json.dumps(multus, indent=1))
+
+
+def _containerd_config(home: Path) -> str:
+    cri = 'plugins."io.containerd.grpc.v1.cri"'
+    path = home / "containerd.toml"
+    path.write_text(f"""version = 2
+root = "{home}/containerd/root"
+state = "{home}/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "{home / CONTAINERD_SOCK.name}"
+[ttrpc]
+  address = "{home / CONTAINERD_SOCK.name}.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{home}/containerd/opt"
+[{cri}]
+  sandbox_image = "{PAUSE}"
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  disable_apparmor = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [{cri}.cni]
+    bin_dir = "{home}/cni/bin"
+    conf_dir = "{home}/cni/net.d"
+    max_conf_num = 1
+  [{cri}.containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [{cri}.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [{cri}.containerd.runtimes.runc.options]
+        SystemdCgroup = false
+""")
+    return str(path)
+
+
+def _etcd_argv(home: Path) -> list[str]:
+    return [str(builds.program("etcd")), "--name=cnfperf", f"--data-dir={home}/etcd",
+            f"--listen-client-urls=http://127.0.0.1:{ETCD_PORT}",
+            f"--advertise-client-urls=http://127.0.0.1:{ETCD_PORT}",
+            f"--listen-peer-urls=http://127.0.0.1:{ETCD_PEER_PORT}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{ETCD_PEER_PORT}",
+            f"--initial-cluster=cnfperf=http://127.0.0.1:{ETCD_PEER_PORT}",
+            "--listen-metrics-urls=", "--log-level=warn", "--unsafe-no-fsync"]
+
+
+def _apiserver_argv(home: Path, certs: dict[str, pki.Pair], address: str) -> list[str]:
+    return [str(builds.program("kubernetes", "bin/kube-apiserver")),
+            f"--etcd-servers=http://127.0.0.1:{ETCD_PORT}",
+            "--bind-address=127.0.0.1", f"--secure-port={API_PORT}",
+            f"--advertise-address={address}",
+            f"--tls-cert-file={certs['apiserver'].cert}",
+            f"--tls-private-key-file={certs['apiserver'].key}",
+            f"--client-ca-file={certs['ca'].cert}",
+            f"--kubelet-client-certificate={certs['admin'].cert}",
+            f"--kubelet-client-key={certs['admin'].key}",
+            f"--kubelet-certificate-authority={certs['ca'].cert}",
+            "--kubelet-preferred-address-types=InternalIP",   # the node's name may be loopback's
+            f"--service-account-key-file={certs['sa'].cert}",
+            f"--service-account-signing-key-file={certs['sa'].key}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.96.0.0/24",
+            "--authorization-mode=Node,RBAC", "--allow-privileged=true",
+            "--enable-priority-and-fairness=false", "--profiling=false",
+            "--endpoint-reconciler-type=none"]
+
+
+def _controller_argv(home: Path, certs: dict[str, pki.Pair]) -> list[str]:
+    return [str(builds.program("kubernetes", "bin/kube-controller-manager")),
+            f"--kubeconfig={home / KUBECONFIG.name}", "--leader-elect=false",
+            "--secure-port=0", "--use-service-account-credentials=false",
+            f"--service-account-private-key-file={certs['sa'].key}",
+            f"--root-ca-file={certs['ca'].cert}",
+            "--controllers=*,-nodeipam,-service,-route,-cloud-node-lifecycle"]
+
+
+def _kubelet_argv(home: Path, node: str, address: str, certs: dict[str, pki.Pair]) -> list[str]:
+    config = {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
+                           "x509": {"clientCAFile": str(certs["ca"].cert)}},
+        "authorization": {"mode": "Webhook"},
+        "address": address, "port": KUBELET_PORT, "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1", "healthzPort": KUBELET_HEALTHZ,
+        "tlsCertFile": str(certs["kubelet"].cert), "tlsPrivateKeyFile": str(certs["kubelet"].key),
+        "containerRuntimeEndpoint": f"unix://{home / CONTAINERD_SOCK.name}",
+        "cgroupDriver": "cgroupfs", "cgroupRoot": f"/{CGROUP}", "failCgroupV1": False,
+        "failSwapOn": False, "makeIPTablesUtilChains": False,
+        "cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+        "podLogsDir": str(home / "logs/pods"),
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%",
+                         "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
+        "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+        "serializeImagePulls": False, "registerNode": True,
+        "resolvConf": "", "enableServer": True,
+    }
+    path = home / "kubelet.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return [str(builds.program("kubernetes", "bin/kubelet")), f"--config={path}",
+            f"--kubeconfig={home / 'kubelet.kubeconfig'}", f"--root-dir={home / 'kubelet'}",
+            f"--hostname-override={node}", f"--node-ip={address}", "--v=1"]
+
+
+def _wait(ready: Callable[[], bool], what: str, timeout: float = STEP_S) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(Exception):
+            if ready():
+                return
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{what}: not within {timeout:g} s (the daemons' logs say why)")
+        time.sleep(0.25)
+
+
+def _http_ok(url: str, ctx: ssl.SSLContext | None = None) -> bool:
+    with urllib.request.urlopen(url, timeout=2, context=ctx) as response:
+        return response.status == 200
+
+
+def _pause(home: Path) -> None:
+    """The pods' sandbox image (PAUSE): Kubernetes' pause program alone."""
+    root = home / "images" / "pause"
+    root.mkdir()
+    shutil.copy2(builds.program("kubernetes", "bin/pause"), root / "pause")
+    images.load(home / CONTAINERD_SOCK.name, PAUSE, root, ["/pause"])
+
+
+def _client(home: Path):
+    from kubernetes import config
+    return config.new_client_from_config(config_file=str(home / KUBECONFIG.name))
+
+
+def _apply_crd(api) -> None:
+    """Multus' NetworkAttachmentDefinition CRD, from its build's deployment."""
+    from kubernetes import client
+    manifest = builds.program("multus", "share/multus-daemonset.yml").read_text()
+    crd = next(d for d in yaml.safe_load_all(manifest)
+               if d and d.get("kind") == "CustomResourceDefinition")
+    client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
+
+    def established() -> bool:
+        got = client.ApiextensionsV1Api(api).read_custom_resource_definition(
+            crd["metadata"]["name"])
+        return any(c.type == "Established" and c.status == "True"
+                   for c in got.status.conditions or [])
+    _wait(established, "the NetworkAttachmentDefinition CRD")
+
+
+def _node_ready(api, node: str) -> bool:
+    from kubernetes import client
+    got = client.CoreV1Api(api).read_node(node)
+    return any(c.type == "Ready" and c.status == "True" for c in got.status.conditions or [])
+
+
+def _default_account(api) -> bool:
+    from kubernetes import client
+    client.CoreV1Api(api).read_namespaced_service_account("default", "default")
+    return True
+
+
+def _version(home: Path) -> str:
+    from kubernetes import client
+    return client.VersionApi(_client(home)).get_code().git_version
+
+
+def _last_line(log: Path) -> str:
+    lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()]
+    return lines[-1][:300] if lines else "(nothing in its log)"

@@ -1,0 +1,261 @@
+"""What cnfperf asks of a cluster, through the official `kubernetes` client
+(no kubectl): a namespace of its own, NetworkAttachmentDefinitions (Multus'),
+pods from cnfperf's images, commands in them.
+
+A pod is cnfperf's container on a cluster: its image one of cnfperf's
+(imported into the node, images.py) or a user's, its data-plane interfaces
+Multus' attachments (`networks`), its cores a Guaranteed pod's (`cpus`: whole
+cores, exclusive where the kubelet runs the static CPU manager).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+from kubernetes.stream import stream
+from kubernetes.stream.ws_client import ERROR_CHANNEL
+
+from cnfperf.cluster import ClusterError
+
+NAD_GROUP, NAD_VERSION, NAD_PLURAL = "k8s.cni.cncf.io", "v1", "network-attachment-definitions"
+NETWORKS = "k8s.v1.cni.cncf.io/networks"                # a pod's attachments, Multus reads
+NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"    # what Multus attached, it writes
+READY_S = 120.0           # a pod's start: its image is on the node, its attachments local
+DELETE_S = 120.0
+
+
+def connect(kubeconfig: Path) -> client.ApiClient:
+    """A client of the cluster `kubeconfig` names (its current context)."""
+    try:
+        return config.new_client_from_config(config_file=str(kubeconfig))
+    except Exception as e:      # the client says what: a missing file, no context, bad YAML
+        raise ClusterError(f"kubeconfig {kubeconfig}: {_line(e)}") from None
+
+
+def _line(e: Exception) -> str:
+    if isinstance(e, ApiException):
+        try:
+            return json.loads(e.body).get("message", e.reason)
+        except (TypeError, ValueError):
+            return f"{e.status} {e.reason}"
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def create_namespace(api: client.ApiClient, name: str, labels: dict[str, str]) -> None:
+    """The namespace, once its default service account exists (a pod made
+    before would be refused)."""
+    core = client.CoreV1Api(api)
+    _call(core.create_namespace, {"metadata": {"name": name, "labels": labels}})
+    _until(lambda: _exists(core.read_namespaced_service_account, "default", name),
+           f"namespace {name}'s default service account", 60)
+
+
+def delete_namespace(api: client.ApiClient, name: str, wait: bool = True) -> bool:
+    """The namespace and all in it; False if it was gone. With `wait`, until
+    it is (its pods' teardown on the node included)."""
+    core = client.CoreV1Api(api)
+    try:
+        core.delete_namespace(name, grace_period_seconds=0, propagation_policy="Foreground")
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise ClusterError(f"deleting namespace {name}: {_line(e)}") from None
+    if wait:
+        _until(lambda: not _exists(core.read_namespace, name), f"namespace {name}'s deletion",
+               DELETE_S)
+    return True
+
+
+def namespaces(api: client.ApiClient, selector: str) -> list[str]:
+    return [n.metadata.name for n in
+            _call(client.CoreV1Api(api).list_namespace, label_selector=selector).items]
+
+
+def attach(api: client.ApiClient, namespace: str, name: str, cni: dict[str, Any]) -> None:
+    """A NetworkAttachmentDefinition `name` whose CNI config is `cni`."""
+    body = {"apiVersion": f"{NAD_GROUP}/{NAD_VERSION}", "kind": "NetworkAttachmentDefinition",
+            "metadata": {"name": name}, "spec": {"config": json.dumps(cni)}}
+    try:
+        client.CustomObjectsApi(api).create_namespaced_custom_object(
+            NAD_GROUP, NAD_VERSION, namespace, NAD_PLURAL, body)
+    except ApiException as e:
+        if e.status == 404:
+            raise ClusterError("the cluster has no NetworkAttachmentDefinition "
+                               "(k8s.cni.cncf.io/v1): is Multus installed?") from None
+        raise ClusterError(f"NetworkAttachmentDefinition {name}: {_line(e)}") from None
+
+
+def has_attachments(api: client.ApiClient) -> bool:
+    """Whether the cluster knows NetworkAttachmentDefinitions (Multus' CRD)."""
+    return _exists(client.ApiextensionsV1Api(api).read_custom_resource_definition,
+                   f"{NAD_PLURAL}.{NAD_GROUP}")
+
+
+@dataclass
+class Pod:
+    """What cnfperf asks of a pod."""
+    name: str
+    image: str
+    command: Sequence[str] = ()        # its entrypoint's place (empty: the image's)
+    networks: Sequence[str] = ()       # attachments by name, in order: net1, net2…
+    cpus: int | None = None            # whole cores, a Guaranteed pod's; None: no request
+    memory: str = "256Mi"              # its limit where `cpus` makes it Guaranteed
+    node: str | None = None            # the node it must run on
+    privileged: bool = False
+    host_paths: dict[str, str] = field(default_factory=dict)   # host folder -> its path inside
+
+    def manifest(self) -> dict[str, Any]:
+        container: dict[str, Any] = {"name": "main", "image": self.image,
+                                     "imagePullPolicy": "IfNotPresent"}
+        if self.command:
+            container["command"] = list(self.command)
+        if self.cpus is not None:
+            amount = {"cpu": str(self.cpus), "memory": self.memory}
+            container["resources"] = {"limits": amount, "requests": amount}
+        if self.privileged:
+            container["securityContext"] = {"privileged": True}
+        volumes, mounts = [], []
+        for i, (host, inside) in enumerate(sorted(self.host_paths.items())):
+            volumes.append({"name": f"host{i}", "hostPath": {"path": host,
+                                                             "type": "DirectoryOrCreate"}})
+            mounts.append({"name": f"host{i}", "mountPath": inside})
+        if mounts:
+            container["volumeMounts"] = mounts
+        spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never",
+                                "automountServiceAccountToken": False,
+                                "terminationGracePeriodSeconds": 1, "enableServiceLinks": False}
+        if volumes:
+            spec["volumes"] = volumes
+        if self.node:
+            spec["nodeName"] = self.node
+        meta: dict[str, Any] = {"name": self.name}
+        if self.networks:
+            meta["annotations"] = {NETWORKS: ",".join(self.networks)}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def start(api: client.ApiClient, namespace: str, pod: Pod, timeout: float = READY_S
+          ) -> client.V1Pod:
+    """The pod made and Running; ClusterError with the reason it is not."""
+    core = client.CoreV1Api(api)
+    _call(core.create_namespaced_pod, namespace, pod.manifest())
+    deadline = time.monotonic() + timeout
+    while True:
+        got = _call(core.read_namespaced_pod, pod.name, namespace)
+        if got.status.phase == "Running":
+            return got
+        if got.status.phase in ("Failed", "Succeeded") or _stuck(got) or \
+                time.monotonic() > deadline:
+            raise ClusterError(f"pod {pod.name} is {got.status.phase}, not Running: "
+                               f"{_why(core, namespace, got)}")
+        time.sleep(0.2)
+
+
+# A container waiting for one of these waits for something no retry brings.
+STUCK = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
+         "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff",
+         "RunContainerError")
+
+
+def _stuck(got: client.V1Pod) -> bool:
+    return any(s.state.waiting and s.state.waiting.reason in STUCK
+               for s in got.status.container_statuses or [])
+
+
+def _why(core: client.CoreV1Api, namespace: str, got: client.V1Pod) -> str:
+    """The telling reason a pod is not running: its container's waiting or
+    terminated reason, else its newest warning event, else its condition."""
+    for status in got.status.container_statuses or []:
+        state = status.state
+        if state.waiting and state.waiting.reason not in (None, "ContainerCreating"):
+            return f"{state.waiting.reason}: {state.waiting.message or ''}".strip(": ")
+        if state.terminated:
+            return f"exited {state.terminated.exit_code} ({state.terminated.reason})"
+    events = core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={got.metadata.name}").items
+    warnings = [e for e in events if e.type == "Warning"]
+    if warnings:
+        last = max(warnings, key=lambda e: e.last_timestamp or e.event_time or 0)
+        return f"{last.reason}: {last.message}"
+    for c in got.status.conditions or []:
+        if c.status != "True" and c.message:
+            return c.message
+    return "no reason given yet"
+
+
+def attachments(got: client.V1Pod) -> list[dict[str, Any]]:
+    """What Multus attached (its network-status annotation), the default network first."""
+    return json.loads((got.metadata.annotations or {}).get(NETWORK_STATUS, "[]"))
+
+
+def run(api: client.ApiClient, namespace: str, pod: str, argv: Sequence[str],
+        timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
+    """`argv` in the pod's container, to its end: its exit status and output."""
+    ws = stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace,
+                command=list(argv), stdin=False, stdout=True, stderr=True, tty=False,
+                _preload_content=False)
+    out: list[str] = []
+    err: list[str] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while ws.is_open():
+            if time.monotonic() > deadline:
+                raise ClusterError(f"`{' '.join(argv)}` in pod {pod}: not done in {timeout:g} s")
+            ws.update(timeout=min(1.0, timeout))
+            out.append(ws.read_stdout() if ws.peek_stdout() else "")
+            err.append(ws.read_stderr() if ws.peek_stderr() else "")
+        status = ws.read_channel(ERROR_CHANNEL)
+    finally:
+        ws.close()
+    code = exit_code(status)
+    done = subprocess.CompletedProcess(list(argv), code, "".join(out), "".join(err))
+    if check and code != 0:
+        raise ClusterError(f"`{' '.join(argv)}` in pod {pod} exited {code}: "
+                           f"{(done.stderr or done.stdout).strip()[:300]}")
+    return done
+
+
+def exit_code(status: str) -> int:
+    """The exit status the API server's error channel says: {"status":
+    "Success"}, or a NonZeroExitCode failure with the code as its cause;
+    another failure (the command could not start) is 126 with the message."""
+    if not status:
+        return 0
+    said = json.loads(status)
+    if said.get("status") == "Success":
+        return 0
+    for cause in (said.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode":
+            return int(cause["message"])
+    raise ClusterError(said.get("message", status))
+
+
+def _call(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except ApiException as e:
+        raise ClusterError(f"{fn.__name__}: {_line(e)}") from None
+
+
+def _exists(fn, *args) -> bool:
+    try:
+        fn(*args)
+        return True
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+
+
+def _until(ready, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{what}: not within {timeout:g} s")
+        time.sleep(0.2)

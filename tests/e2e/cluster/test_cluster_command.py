@@ -1,0 +1,71 @@
+"""`cnfperf cluster`: one at a time, stopped by a signal with nothing left,
+and a cluster killed outright removed by `cnfperf cleanup`. (These run before
+the folder's shared cluster starts: they start their own.)"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import leak
+from cnfperf.cluster import node
+
+from conftest import require_cluster_parts
+
+pytestmark = pytest.mark.e2e
+UP_S = 120
+
+
+def _start() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "cnfperf", "cluster"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def _until_up(proc: subprocess.Popen) -> list[str]:
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("Ctrl-C"):
+            return lines
+    raise AssertionError(f"cnfperf cluster ended ({proc.wait()}) before it was up: "
+                         f"{''.join(lines)} {proc.stderr.read()}")
+
+
+def test_a_cluster_is_one_at_a_time_and_a_signal_leaves_nothing():
+    require_cluster_parts()
+    with leak.assert_no_leftovers():
+        proc = _start()
+        try:
+            said = "".join(_until_up(proc))
+            assert f"kubeconfig: {node.KUBECONFIG}" in said and "Kubernetes v1.34" in said, said
+            second = subprocess.run([sys.executable, "-m", "cnfperf", "cluster"], timeout=60,
+                                    capture_output=True, text=True)
+            assert second.returncode == 3, second
+            assert f"a test cluster runs already (pid {proc.pid})" in second.stderr
+            assert second.stderr.count("\n") == 1, second.stderr
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(UP_S) == 0
+            assert "nothing of it is left" in proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_a_killed_cluster_is_cleaned_up(tmp_path):
+    require_cluster_parts()
+    with leak.assert_no_leftovers():
+        proc = _start()
+        try:
+            _until_up(proc)
+        finally:
+            proc.kill()
+            proc.wait()
+        assert node.JOURNAL.exists() and node.HOME.exists()
+        done = subprocess.run([sys.executable, "-m", "cnfperf", "cleanup", "--results",
+                               str(tmp_path)], timeout=120, capture_output=True, text=True)
+        assert done.returncode == 0, done
+        assert f"removed cluster {node.HOME}" in done.stdout, done.stdout
+        assert not node.HOME.exists() and not node.JOURNAL.exists()
