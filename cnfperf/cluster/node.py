@@ -121,7 +121,7 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
     made = [str(path) for path in OUTSIDE if not path.exists()]   # the daemons' to make
     journal.add("cluster", str(home), outside=made)
     stack = contextlib.ExitStack()
-    stack.callback(sweep, home, made)
+    stack.callback(_swept, journal, home, made)
     with stack:
         shutil.rmtree(home, ignore_errors=True)
         for d in ("pki", "logs", "cni/bin", "cni/net.d", "ipam", "multus", "kubelet",
@@ -132,20 +132,23 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
         certs = _certificates(home / "pki", node, address)
         _kubeconfig(home / KUBECONFIG.name, certs["ca"], certs["admin"], "admin")
         _kubeconfig(home / "kubelet.kubeconfig", certs["ca"], certs["node"], f"system:node:{node}")
-        _cni(home, certs)
+        _cni(home)
         daemons = _Daemons(home, journal, stack)
         say("containerd, etcd")
         daemons.start("containerd", ["containerd", "--config", _containerd_config(home)])
+        # the last step before containerd stops: the kubelet is gone, so no pod comes back
+        stack.callback(_remove_pods, home)
         daemons.start("etcd", _etcd_argv(home))
-        _wait((home / CONTAINERD_SOCK.name).is_socket, "containerd's socket")
+        daemons.wait("containerd", (home / CONTAINERD_SOCK.name).is_socket, "containerd's socket")
         _pause(home)
-        _wait(lambda: _http_ok(f"http://127.0.0.1:{ETCD_PORT}/health"), "etcd's /health")
+        daemons.wait("etcd", lambda: _http_ok(f"http://127.0.0.1:{ETCD_PORT}/health"),
+                     "etcd's /health")
         say("the API server")
         daemons.start("kube-apiserver", _apiserver_argv(home, certs, address))
         ctx = ssl.create_default_context(cafile=str(certs["ca"].cert))
         ctx.load_cert_chain(str(certs["admin"].cert), str(certs["admin"].key))
-        _wait(lambda: _http_ok(f"https://127.0.0.1:{API_PORT}/readyz", ctx),
-              "the API server's /readyz")
+        daemons.wait("kube-apiserver", lambda: _http_ok(f"https://127.0.0.1:{API_PORT}/readyz",
+                                                        ctx), "the API server's /readyz")
         say("the controller manager, the scheduler, the kubelet")
         daemons.start("kube-controller-manager", _controller_argv(home, certs))
         daemons.start("kube-scheduler", [str(builds.program("kubernetes", "bin/kube-scheduler")),
@@ -155,17 +158,22 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
             (Path(hierarchy.point) / CGROUP).mkdir(exist_ok=True)
         daemons.start("kubelet", _kubelet_argv(home, node, address, certs))
         api = _client(home)
-        _apply_crd(api)
-        _wait(lambda: _node_ready(api, node), f"node {node} Ready")
-        _wait(lambda: _default_account(api), "the default service account")
+        _apply_crd(api, daemons)
+        daemons.wait("kubelet", lambda: _node_ready(api, node), f"node {node} Ready")
+        daemons.wait("kube-controller-manager", lambda: _default_account(api),
+                     "the default service account")
         yield Cluster(home / KUBECONFIG.name, node, _version(home), home,
                       home / CONTAINERD_SOCK.name)
-        say("stopping: the pods, the daemons, their files")
-        with contextlib.suppress(Exception):      # sweep() takes what is left anyway
-            run([builds.program("crictl"), "--runtime-endpoint",
-                 f"unix://{home / CONTAINERD_SOCK.name}", "rmp", "--all", "--force"],
-                timeout=60, check=False)
-    # sweep() (the stack's first callback: it runs last) has taken everything
+
+
+def _remove_pods(home: Path) -> None:
+    """Every pod sandbox stopped and removed through the CRI, so that the
+    CNI plugins undo what they attached (their DEL); sweep() takes whatever
+    this leaves."""
+    with contextlib.suppress(Exception):
+        run([builds.program("crictl"), "--runtime-endpoint",
+             f"unix://{home / CONTAINERD_SOCK.name}", "rmp", "--all", "--force"],
+            timeout=60, check=False)
 
 
 class _Daemons:
@@ -174,6 +182,7 @@ class _Daemons:
 
     def __init__(self, home: Path, journal: Journal, stack: contextlib.ExitStack):
         self.home, self.journal, self.stack = home, journal, stack
+        self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, argv: list[str]) -> None:
         log = open(self.home / "logs" / f"{name}.log", "ab")
@@ -185,10 +194,28 @@ class _Daemons:
         self.journal.add("process", f"{name}:{proc.pid}", pid=proc.pid,
                          start=stat.start_time if stat else None)
         self.stack.callback(self._stop, name, proc)
+        self.procs[name] = proc
         time.sleep(0.2)
         if proc.poll() is not None:
             raise ClusterError(f"{name} exited {proc.returncode} as it started: "
                                f"{_last_line(self.home / 'logs' / f'{name}.log')}")
+
+    def wait(self, name: str, ready: Callable[[], bool], what: str,
+             timeout: float = STEP_S) -> None:
+        """Until `ready`; else ClusterError with the last line daemon `name`
+        logged (its log goes with the cluster's folder), at once if it exited."""
+        deadline = time.monotonic() + timeout
+        proc = self.procs[name]
+        while True:
+            with contextlib.suppress(Exception):
+                if ready():
+                    return
+            if proc.poll() is not None or time.monotonic() > deadline:
+                how = f"{name} exited {proc.returncode}" if proc.poll() is not None else \
+                    f"not within {timeout:g} s; {name}"
+                raise ClusterError(f"{what}: {how}, its last words: "
+                                   f"{_last_line(self.home / 'logs' / f'{name}.log')}")
+            time.sleep(0.25)
 
     def _stop(self, name: str, proc: subprocess.Popen) -> None:
         if proc.poll() is None:
@@ -233,6 +260,11 @@ def sweep(home: Path = HOME, outside: Sequence[str] = ()) -> None:
             shutil.rmtree(made, ignore_errors=True)
     if errors:
         raise ClusterError("; ".join(errors))
+
+
+def _swept(journal: Journal, home: Path, outside: Sequence[str]) -> None:
+    sweep(home, outside)
+    journal.discard("cluster", str(home))
 
 
 UNDO = {"cluster": lambda name, info: sweep(Path(name), info.get("outside", [])) or True}
@@ -284,7 +316,7 @@ def _kubeconfig(path: Path, ca: pki.Pair, client: pki.Pair, user: str) -> Path:
     return path
 
 
-def _cni(home: Path, certs: dict[str, pki.Pair]) -> None:
+def _cni(home: Path) -> None:
     """The node's CNI folders: Debian's plugins and Multus in bin/, and one
     conf, Multus', whose delegate is the default network."""
     bin_dir = home / "cni/bin"
@@ -403,18 +435,7 @@ def _kubelet_argv(home: Path, node: str, address: str, certs: dict[str, pki.Pair
     path.write_text(yaml.safe_dump(config))
     return [str(builds.program("kubernetes", "bin/kubelet")), f"--config={path}",
             f"--kubeconfig={home / 'kubelet.kubeconfig'}", f"--root-dir={home / 'kubelet'}",
-            f"--hostname-override={node}", f"--node-ip={address}", "--v=1"]
-
-
-def _wait(ready: Callable[[], bool], what: str, timeout: float = STEP_S) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(Exception):
-            if ready():
-                return
-        if time.monotonic() > deadline:
-            raise ClusterError(f"{what}: not within {timeout:g} s (the daemons' logs say why)")
-        time.sleep(0.25)
+            f"--hostname-override={node}", f"--node-ip={address}"]
 
 
 def _http_ok(url: str, ctx: ssl.SSLContext | None = None) -> bool:
@@ -435,7 +456,7 @@ def _client(home: Path):
     return config.new_client_from_config(config_file=str(home / KUBECONFIG.name))
 
 
-def _apply_crd(api) -> None:
+def _apply_crd(api, daemons: _Daemons) -> None:
     """Multus' NetworkAttachmentDefinition CRD, from its build's deployment."""
     from kubernetes import client
     manifest = builds.program("multus", "share/multus-daemonset.yml").read_text()
@@ -448,7 +469,7 @@ def _apply_crd(api) -> None:
             crd["metadata"]["name"])
         return any(c.type == "Established" and c.status == "True"
                    for c in got.status.conditions or [])
-    _wait(established, "the NetworkAttachmentDefinition CRD")
+    daemons.wait("kube-apiserver", established, "the NetworkAttachmentDefinition CRD")
 
 
 def _node_ready(api, node: str) -> bool:
@@ -469,5 +490,8 @@ def _version(home: Path) -> str:
 
 
 def _last_line(log: Path) -> str:
-    lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()]
+    try:
+        lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()]
+    except OSError:
+        return "(no log)"
     return lines[-1][:300] if lines else "(nothing in its log)"

@@ -25,8 +25,9 @@ def kept(say: Callable[[str], None] = lambda _line: None) -> Iterator[node.Clust
     with contextlib.ExitStack() as stack:
         stack.enter_context(node.KEEPER.owned())
         journal = Journal(node.JOURNAL)
-        # kept where a step of the teardown failed: cleanup's to finish
-        stack.push(lambda failed, *_: journal.close(remove=failed is None))
+        # kept where a step of the teardown failed (what it made is still in it):
+        # cleanup's to finish
+        stack.callback(lambda: journal.close(remove=not journal.live()))
         yield stack.enter_context(node.started(journal, say))
 
 

@@ -4,6 +4,7 @@ the folder's shared cluster starts: they start their own.)"""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 
@@ -69,3 +70,20 @@ def test_a_killed_cluster_is_cleaned_up(tmp_path):
         assert done.returncode == 0, done
         assert f"removed cluster {node.HOME}" in done.stdout, done.stdout
         assert not node.HOME.exists() and not node.JOURNAL.exists()
+
+
+def test_a_daemon_that_cannot_start_is_named_and_nothing_is_left():
+    """The API server's port taken: it exits, and the cluster says so in one
+    line, with what the API server said last, and takes the rest down."""
+    require_cluster_parts()
+    with leak.assert_no_leftovers(), socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # a cluster just stopped
+        taken.bind(("127.0.0.1", node.API_PORT))
+        taken.listen()
+        done = subprocess.run([sys.executable, "-m", "cnfperf", "cluster"], timeout=UP_S,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("cnfperf: error: the test cluster did not start: "), done.stderr
+    assert "kube-apiserver exited 1" in last and "address already in use" in last, last
+    assert not node.HOME.exists() and not node.JOURNAL.exists()
