@@ -89,6 +89,12 @@ def lab_leftovers() -> list[str]:
     """What a lab killed outright left (`cnfperf lab`: remote/lab.py), removed
     as cleanup() does; a thing that stays fails (SystemFailure): a lab would
     boot into it."""
+    return _all_or_fail("a killed lab's", _lab_leftovers)
+
+
+def _all_or_fail(whose: str, remove: Callable[[Callable], None]) -> list[str]:
+    """What `remove` removes (each thing through the attempt it is given), a
+    line each; the first thing that stays fails (SystemFailure)."""
     removed: list[str] = []
 
     def attempt(what: str, action) -> None:
@@ -98,9 +104,9 @@ def lab_leftovers() -> list[str]:
         except Interrupted:
             raise
         except Exception as e:
-            raise SystemFailure(f"a killed lab's {what} stays: {e}; "
+            raise SystemFailure(f"{whose} {what} stays: {e}; "
                                 "`cnfperf cleanup` tries again") from None
-    _lab_leftovers(attempt)
+    remove(attempt)
     return removed
 
 
@@ -118,19 +124,7 @@ def _lab_leftovers(attempt: Callable[[str, Callable[[], object]], None]) -> None
 def cluster_leftovers() -> list[str]:
     """What a test cluster killed outright left (`cnfperf cluster`:
     cluster/node.py), removed; a thing that stays fails (SystemFailure)."""
-    removed: list[str] = []
-
-    def attempt(what: str, action) -> None:
-        try:
-            if action() is not False:
-                removed.append(what)
-        except Interrupted:
-            raise
-        except Exception as e:
-            raise SystemFailure(f"a killed test cluster's {what} stays: {e}; "
-                                "`cnfperf cleanup` tries again") from None
-    _cluster_leftovers(attempt)
-    return removed
+    return _all_or_fail("a killed test cluster's", _cluster_leftovers)
 
 
 def _cluster_leftovers(attempt: Callable[[str, Callable[[], object]], None]) -> None:

@@ -6,14 +6,12 @@ next `cnfperf cluster`, which removes them before it starts."""
 from __future__ import annotations
 
 import contextlib
-import signal
 from typing import Callable, Iterator
 
-from cnfperf import SystemFailure
 from cnfperf.cluster import node
 from cnfperf.host.journal import Journal
 from cnfperf.run.cleanup import cluster_leftovers
-from cnfperf.run.teardown import Interrupted, Signals
+from cnfperf.run.teardown import until_signal
 
 
 @contextlib.contextmanager
@@ -34,24 +32,5 @@ def kept(say: Callable[[str], None] = lambda _line: None) -> Iterator[node.Clust
 def serve(say: Callable[[str], None], up: Callable[[node.Cluster], None]) -> int:
     """Starts the test cluster, calls `up` with it, and keeps it until a
     signal; returns that signal's number."""
-    signals = Signals()
-    signals.install()
-    stack = contextlib.ExitStack()
-    try:
-        up(stack.enter_context(kept(say)))
-        while True:
-            signal.pause()
-    except Interrupted as e:
-        say("stopping: its pods, daemons and files go")
-        return e.signum
-    except Exception as e:      # what failed as it started: one line, all of it taken down
-        raise SystemFailure(f"the test cluster did not start: {e}") from None
-    finally:
-        try:
-            with signals.holding():
-                stack.close()
-        except Exception as e:
-            raise SystemFailure(f"the test cluster's teardown left something: {e}; "
-                                "`cnfperf cleanup` removes the rest") from None
-        finally:
-            signals.restore()
+    return until_signal("the test cluster", lambda stack: up(stack.enter_context(kept(say))),
+                        say, "stopping: its pods, daemons and files go")

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import signal
 from pathlib import Path
 from typing import Callable
 
-from cnfperf import SystemFailure
 from cnfperf.host.journal import Journal
 from cnfperf.remote import lab
 from cnfperf.remote.sshd import LOCAL, Lab
 from cnfperf.run.cleanup import lab_leftovers
-from cnfperf.run.teardown import Interrupted, Signals
+from cnfperf.run.teardown import until_signal
 
 
 def serve(name: str, wires: int, pfs: int, engine: Path, say: Callable[[str], None],
@@ -31,10 +29,8 @@ def serve(name: str, wires: int, pfs: int, engine: Path, say: Callable[[str], No
     the caller's to have checked: this makes things."""
     for line in lab_leftovers():
         say(f"removed a killed lab's {line}")
-    signals = Signals()
-    signals.install()
-    stack = contextlib.ExitStack()
-    try:
+
+    def start(stack: contextlib.ExitStack) -> None:
         stack.enter_context(lab.owned())
         journal = Journal(lab.JOURNAL)
         # kept where a step of the teardown failed: cleanup's to finish
@@ -44,19 +40,5 @@ def serve(name: str, wires: int, pfs: int, engine: Path, say: Callable[[str], No
         stack.callback(shutil.rmtree, lab.HOME, ignore_errors=True)
         up(stack.enter_context(lab.hosts(lab.HOME, [name], engine, [(LOCAL, name)] * wires,
                                          {name: pfs}, journal, say)))
-        while True:
-            signal.pause()
-    except Interrupted as e:
-        say("stopping: the VM, its taps and network namespace go")
-        return e.signum
-    except Exception as e:      # what failed as it booted: said in one line, all of it taken down
-        raise SystemFailure(f"the lab did not start: {e}") from None
-    finally:
-        try:
-            with signals.holding():
-                stack.close()
-        except Exception as e:
-            raise SystemFailure(f"the lab's teardown left something: {e}; `cnfperf cleanup` "
-                                "removes the rest") from None
-        finally:
-            signals.restore()
+    return until_signal("the lab", start, say,
+                        "stopping: the VM, its taps and network namespace go")

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from cnfperf import SystemFailure
+
 
 class Interrupted(Exception):
     def __init__(self, signum: int):
@@ -96,3 +98,33 @@ class Teardown:
     def close(self) -> None:
         with self.signals.holding():
             self.stack.close()
+
+
+def until_signal(what: str, start: Callable[[contextlib.ExitStack], object],
+                 say: Callable[[str], None], stopping: str) -> int:
+    """`start` (what it makes entered on the stack it is given), kept until
+    SIGINT, SIGTERM or SIGHUP, then the stack closed with signals held;
+    returns the signal's number. A failed start is one line (SystemFailure:
+    `what` did not start), after the stack took everything down; so is a
+    teardown that left something."""
+    signals = Signals()
+    signals.install()
+    stack = contextlib.ExitStack()
+    try:
+        start(stack)
+        while True:
+            signal.pause()
+    except Interrupted as e:
+        say(stopping)
+        return e.signum
+    except Exception as e:      # what failed as it started: one line, all of it taken down
+        raise SystemFailure(f"{what} did not start: {e}") from None
+    finally:
+        try:
+            with signals.holding():
+                stack.close()
+        except Exception as e:
+            raise SystemFailure(f"{what}'s teardown left something: {e}; `cnfperf cleanup` "
+                                "removes the rest") from None
+        finally:
+            signals.restore()
