@@ -58,17 +58,22 @@ def create_namespace(api: client.ApiClient, name: str, labels: dict[str, str]) -
 
 def delete_namespace(api: client.ApiClient, name: str, wait: bool = True) -> bool:
     """The namespace and all in it; False if it was gone. With `wait`, until
-    it is (its pods' teardown on the node included)."""
+    its pods are gone: the kubelet deletes a pod's object once it has
+    stopped its containers and undone its network. (The namespace's own end
+    waits for the namespace controller's sweep of every API group: seconds,
+    and nothing on a node.) Its pods go first, with one second's grace
+    (0 would remove their objects before the kubelet stopped anything)."""
     core = client.CoreV1Api(api)
     try:
-        core.delete_namespace(name, grace_period_seconds=0, propagation_policy="Foreground")
+        core.delete_collection_namespaced_pod(name, grace_period_seconds=1)
+        core.delete_namespace(name)
     except ApiException as e:
         if e.status == 404:
             return False
         raise ClusterError(f"deleting namespace {name}: {_line(e)}") from None
     if wait:
-        _until(lambda: not _exists(core.read_namespace, name), f"namespace {name}'s deletion",
-               DELETE_S)
+        _until(lambda: not _call(core.list_namespaced_pod, name).items,
+               f"namespace {name}'s pods' deletion", DELETE_S)
     return True
 
 

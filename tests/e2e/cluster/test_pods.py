@@ -5,11 +5,13 @@ server, and a Guaranteed pod on a core of its own (the static CPU manager)."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 
 import pytest
 
 from cnfperf.cluster import ClusterError, images, node, pods
+from cnfperf.cluster.process import Process
 from cnfperf.runtimes import rootfs
 from cnfperf.runtimes.images import FULL
 
@@ -73,3 +75,23 @@ def test_a_pod_that_cannot_start_says_why(api, namespace):
     with pytest.raises(ClusterError, match="ErrImageNeverPull|ErrImagePull|ImagePullBackOff"):
         pods.start(api, namespace, pods.Pod("nothing", images.reference("nothing", "0")),
                    timeout=30)
+
+
+def test_a_process_in_a_pod_is_read_and_signalled_as_a_local_one(api, namespace, full_image,
+                                                                   tmp_path):
+    """Its stdout a pipe, its stderr where asked, its environment added to,
+    a signal delivered by a second exec, its exit status that of the command."""
+    pods.start(api, namespace, pods.Pod("p", full_image))
+    waits = Process(api, namespace, "p", [
+        "sh", "-c", 'trap "echo got INT; exit 3" INT; echo ready; while :; do sleep 0.1; done'])
+    assert waits.pid > 1 and waits.poll() is None
+    assert waits.stdout.readline() == b"ready\n"
+    waits.send_signal(signal.SIGINT)
+    assert waits.wait(30) == 3
+    assert waits.stdout.read() == b"got INT\n"
+    with open(tmp_path / "err", "wb") as err:
+        said = Process(api, namespace, "p", ["sh", "-c", 'echo "$V"; echo no >&2; exit 4'],
+                       stderr=err, env={"V": "it is set"})
+        assert said.wait(30) == 4
+    assert said.stdout.read() == b"it is set\n"
+    assert (tmp_path / "err").read_bytes() == b"no\n"

@@ -1,0 +1,122 @@
+"""A command started in a pod through the API server's exec stream, as a
+trial sees a subprocess.Popen: its stdout a pipe to read lines from, its
+stderr copied where asked, poll(), wait(), and signals.
+
+The exec stream carries no signal, and the process it started outlives a
+closed stream (kubernetes/kubernetes#89031). So the command is started as
+`sh -c 'echo $$; exec "$@"'`: its first line is its pid in the pod, and a
+signal is a second exec's `kill`. The image needs a shell (cnfperf's images
+with one: images.Image.shell).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+from typing import IO, Any, Sequence
+
+from kubernetes import client
+from kubernetes.stream import stream
+from kubernetes.stream.ws_client import ERROR_CHANNEL, STDERR_CHANNEL, STDOUT_CHANNEL
+
+from cnfperf.cluster import ClusterError, pods
+
+START = ["sh", "-c", 'echo $$; exec "$@"', "sh"]
+PID_S = 30.0         # the pid line: the exec's start through the API server and kubelet
+LOST = 255           # the exit status of a process whose stream ended without one
+
+
+class Process:
+    """`argv` in `pod`'s container; `env` added to its environment."""
+
+    def __init__(self, api: client.ApiClient, namespace: str, pod: str, argv: Sequence[str],
+                 stderr: IO[Any] | None = None, env: dict[str, str] | None = None):
+        self.api, self.namespace, self.pod = api, namespace, pod
+        self.argv = list(argv)
+        self.returncode: int | None = None
+        prefix = ["env", *(f"{k}={v}" for k, v in (env or {}).items())] if env else []
+        self._ws = stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace,
+                          command=START + prefix + self.argv, stdin=False, stdout=True,
+                          stderr=True, tty=False, _preload_content=False)
+        read, self._out = os.pipe()
+        self.stdout = os.fdopen(read, "rb", buffering=0)
+        self._err = os.dup(stderr.fileno()) if stderr is not None and \
+            hasattr(stderr, "fileno") else None
+        self._pid_known = threading.Event()
+        self._exited = threading.Event()
+        self.pid = 0
+        self._pending = b""
+        self._reader = threading.Thread(target=self._read, daemon=True,
+                                        name=f"exec {pod}")
+        self._reader.start()
+        if not self._pid_known.wait(PID_S) or not self.pid:
+            self.kill()
+            raise ClusterError(f"`{' '.join(self.argv)}` in pod {pod}: it did not start "
+                               f"within {PID_S:g} s")
+
+    def _read(self) -> None:
+        code = LOST
+        try:
+            while self._ws.is_open():
+                self._ws.update(timeout=1)
+                if self._ws.peek_channel(STDOUT_CHANNEL):
+                    self._stdout(self._ws.read_channel(STDOUT_CHANNEL).encode())
+                if self._ws.peek_channel(STDERR_CHANNEL):
+                    self._put(self._err, self._ws.read_channel(STDERR_CHANNEL).encode())
+            with contextlib.suppress(ClusterError, ValueError):
+                code = pods.exit_code(self._ws.read_channel(ERROR_CHANNEL))
+        except Exception as e:      # the stream broke: said where stderr goes
+            self._put(self._err, f"exec in pod {self.pod}: {e}\n".encode())
+        finally:
+            self._end(code)
+
+    def _stdout(self, data: bytes) -> None:
+        """The first line is the pid (START's); the rest is the command's."""
+        if not self._pid_known.is_set():
+            self._pending += data
+            if b"\n" not in self._pending:
+                return
+            line, _, data = self._pending.partition(b"\n")
+            with contextlib.suppress(ValueError):
+                self.pid = int(line)
+            self._pid_known.set()
+        self._put(self._out, data)
+
+    @staticmethod
+    def _put(fd: int | None, data: bytes) -> None:
+        with contextlib.suppress(OSError):      # nobody reads it any more
+            while fd is not None and data:
+                data = data[os.write(fd, data):]
+
+    def _end(self, code: int) -> None:
+        self.returncode = code
+        self._pid_known.set()
+        for fd in (self._out, self._err):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        with contextlib.suppress(Exception):
+            self._ws.close()
+        self._exited.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._exited.wait(timeout):
+            raise subprocess.TimeoutExpired(f"`{' '.join(self.argv)}` in pod {self.pod}",
+                                            timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        """`kill -SIG pid` in the pod; nothing once the process has ended."""
+        if self.returncode is None and self.pid:
+            pods.run(self.api, self.namespace, self.pod, ["kill", f"-{int(sig)}", str(self.pid)])
+
+    def kill(self) -> None:
+        self.send_signal(9)
+
+    def terminate(self) -> None:
+        self.send_signal(15)
