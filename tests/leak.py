@@ -97,7 +97,8 @@ def snapshot() -> dict[str, set[str]]:
         # live in its runtime directories)
         "shared memory": set(glob.glob("/dev/shm/cnfp*")),
         # what the test cluster's daemons make outside its folder (cluster/node.py's OUTSIDE)
-        "cluster files": set(glob.glob("/var/lib/cni/results/*") + glob.glob("/var/log/containers/*")
+        "cluster files": set(glob.glob("/var/lib/cni/results/cnfpkube*")
+                             + glob.glob("/var/log/containers/*")
                              + glob.glob("/var/lib/kubelet/*") + glob.glob("/run/containerd/*")),
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }

@@ -51,7 +51,8 @@ class Process:
                                         name=f"exec {pod}")
         self._reader.start()
         if not self._pid_known.wait(PID_S) or not self.pid:
-            self.kill()
+            with contextlib.suppress(Exception):
+                self._ws.close()
             raise ClusterError(f"`{' '.join(self.argv)}` in pod {pod}: it did not start "
                                f"within {PID_S:g} s")
 
