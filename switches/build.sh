@@ -60,7 +60,9 @@ repo=$(dirname "$here")
 prefix=${CNFPERF_SWITCHES:-$repo/.switches}
 jobs=${JOBS:-$(nproc)}
 
-die() { echo "switches: $*" >&2; exit 2; }
+what=switches
+# shellcheck source=../builds/cache.sh
+. "$repo/builds/cache.sh"
 
 # Every build: the folders holding a recipe.sh, each sourced for its recipe,
 # its SOURCE and LINKS_DPDK.
@@ -106,40 +108,11 @@ unpack() {
 # step (in_group) running in it.
 building= work= out= step=
 
-# "$@" (unpacking, a recipe) with set -e, in a process group of its own, and
-# waited for. Bash runs a trap only between commands, and a signal ends a
-# `wait`: so a signal to build.sh alone is handled at once, and stop() ends the
-# step's whole group (make, the compilers). Not `in_group … || …`: bash ignores
-# set -e in a command on the left of ||, so a failing step inside would go
-# unnoticed; run it under set +e instead.
-in_group() {
-	set -m
-	( set -e; "$@" ) < /dev/null &
-	step=$!
-	set +m
-	local rc=0
-	wait "$step" || rc=$?
-	step=
-	return "$rc"
-}
-
-# "${@:2}" with its output to the file $1 (inside in_group: a redirection of
-# in_group itself would take stop()'s message too).
-logged() {
-	"${@:2}" > "$1" 2>&1
-}
-
 # On a signal: the step under way ended, the build's tree (unless KEEP_BUILD=1)
 # and stage removed, exit 128 + the signal's number. The last good build stays.
 stop() {
 	trap '' INT TERM HUP
-	if [ -n "$step" ]; then
-		kill -TERM -- "-$step" 2>/dev/null || true
-		wait "$step" 2>/dev/null || true
-		local n         # what the step started may take a moment to end
-		for n in $(seq 50); do kill -0 -- "-$step" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL -- "-$step" 2>/dev/null || true
-	fi
+	end_step
 	[ -z "$work" ] || [ "${KEEP_BUILD:-}" = 1 ] || rm -rf "$work"
 	[ -z "$out" ] || rm -rf "$out"
 	[ -z "$building" ] || echo "switches: $building: interrupted; not built" >&2
@@ -169,51 +142,11 @@ sum_of() {
 	  declare -f unpack "recipe_${name//-/_}"; toolchain "$name"; } | sha256sum | cut -d' ' -f1
 }
 
-# Where the cache keeps NAME's build of checksum $2.
-entry() { echo "$cache/$1-${2:0:16}"; }
-
-# What stands: "up to date", "cached", "stale" or "not built".
-state() {
-	local name=$1 sum; sum=$(sum_of "$1")
-	if [ "$(cat "$prefix/$name.stamp" 2>/dev/null)" = "$sum" ] && [ -d "$prefix/$name" ]; then
-		echo "up to date"
-	elif [ -d "$(entry "$name" "$sum")" ]; then
-		echo cached
-	elif [ -e "$prefix/$name" ] || [ -L "$prefix/$name" ]; then
-		echo stale
-	else
-		echo "not built"
-	fi
-}
-
-# $prefix/NAME made a link to the cached build $2, stamped $3. The stamp goes
-# last: a build without one is not a build. A directory there (a build made
-# in place by an older build.sh) is replaced.
-link() {
-	local name=$1 dest=$prefix/$1
-	rm -f "$dest.stamp" "$dest.new"
-	ln -s "$2" "$dest.new"
-	if [ -d "$dest" ] && [ ! -L "$dest" ]; then
-		rm -rf "$dest.old"
-		mv "$dest" "$dest.old"
-	fi
-	mv -T "$dest.new" "$dest"
-	rm -rf "$dest.old"
-	echo "$3" > "$dest.stamp"
-}
-
 build() {
 	local name=$1 sum; sum=$(sum_of "$1")
 	local built; built=$(entry "$name" "$sum")
-	if [ "$(state "$name")" = "up to date" ]; then
-		echo "switches: $name: up to date ($prefix/$name)"
-		return
-	fi
-	if [ -d "$built" ]; then
-		link "$name" "$built" "$sum"
-		echo "switches: $name: reusing the cached build $built (linked at $prefix/$name)"
-		return
-	fi
+	reuse "$name" "$sum"
+	[ -z "$reused" ] || return 0
 	echo "switches: $name: building into $built (log: $prefix/$name.log)"
 	local t0=$SECONDS rc
 	building=$name work=$cache/.build/${built##*/} out=$cache/.stage/${built##*/}
@@ -252,51 +185,9 @@ build() {
 # The cached builds no NAME of this checkout would use, and their leftovers,
 # removed; then the downloads its lock no longer names.
 prune() {
-	local keep=() d n
-	for n in "${ALL[@]}"; do keep+=("$(entry "$n" "$(sum_of "$n")")"); done
-	for d in "$cache"/*-* "$cache/.build" "$cache/.stage"; do
-		[ -e "$d" ] || continue
-		[[ " ${keep[*]} " == *" $d "* ]] && continue
-		rm -rf "$d"
-		echo "switches: removed $d"
-	done
+	prune_cached
 	sources prune
 }
 
-mode=build
-case "${1:-}" in
-	--check) mode=check; shift ;;
-	--prune) mode=prune; shift ;;
-esac
-[ $mode != prune ] || [ $# -eq 0 ] || die "--prune takes no NAME"
-names=("$@")
-[ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
-for n in "${names[@]}"; do
-	[[ " ${ALL[*]} " == *" $n "* ]] || die "unknown build $n (one of: ${ALL[*]})"
-done
-
-if [ $mode = check ]; then
-	rc=0
-	for n in "${names[@]}"; do
-		s=$(state "$n")
-		echo "switches: $n: $s"
-		[ "$s" = "up to date" ] || rc=1
-	done
-	exit $rc
-fi
-
-mkdir -p "$prefix" "$cache"
-exec 9>"$cache/.lock"
-flock -n 9 || { echo "switches: another build holds $cache/.lock; waiting"; flock 9; }
-# where builds are made and staged: left empty by every build, whatever its end
-trap 'rmdir "$cache/.build" "$cache/.stage" 2>/dev/null || true' EXIT
-trap 'stop 130' INT
-trap 'stop 143' TERM
-trap 'stop 129' HUP
-if [ $mode = prune ]; then
-	prune
-	exit
-fi
-for n in "${names[@]}"; do
-	build "$n"
-done
+SCRATCH=("$cache/.build" "$cache/.stage")
+cached_main "$@"

@@ -102,13 +102,15 @@ def lock_entry(name: str, tree: str, upstream: str, file: str | None = None,
 
 
 def scripts(root: Path, lock: str, build: bool = False) -> Path:
-    """root/switches/ holding sources.py (and build.sh with the recipe folders)
-    and this lock, without the project's patches; returns the directory."""
+    """root/switches/ holding sources.py (and build.sh with the recipe folders,
+    and root/builds/cache.sh) and this lock, without the project's patches; returns the directory."""
     d = root / "switches"
     d.mkdir(parents=True, exist_ok=True)
     shutil.copy(SWITCHES / "sources.py", d)
     if build:
         shutil.copy(SWITCHES / "build.sh", d)
+        (root / "builds").mkdir(exist_ok=True)     # the cache's rules build.sh sources
+        shutil.copy(REPO / "builds" / "cache.sh", root / "builds")
         for recipe in SWITCHES.glob("*/recipe.sh"):
             (d / recipe.parent.name).mkdir(exist_ok=True)
             shutil.copy(recipe, d / recipe.parent.name)
