@@ -59,10 +59,11 @@ def test_a_switch_build_says_where_it_is_and_whether_it_is_stale():
 
 def test_the_build_states_are_what_the_build_script_says():
     """doctor reads switches/build.sh --check (builds.states): the states it
-    knows are the ones the script's state() prints."""
+    knows are the ones the script's state() prints (the cache's rules, which
+    it sources)."""
     import re
     from cnfperf.host import builds
-    script = (builds.CHECKOUT / "switches" / "build.sh").read_text()
+    script = (builds.CHECKOUT / "builds" / "cache.sh").read_text()
     body = script[script.index("\nstate() {"):]
     body = body[:body.index("\n}\n")]
     said = re.findall(r'^\s*echo "?([^"\n]+?)"?$', body, re.M)
