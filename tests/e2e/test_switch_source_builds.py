@@ -4,13 +4,14 @@ local HTTP server on 127.0.0.1 stands in for a company mirror), checked, and
 built into an empty per-user cache; a second clone then reuses that build,
 neither downloading nor building. A real build of Snabb, the quickest of the
 switches (about 30 s on 2 cores); the clones are copies of switches/ (the
-scripts, the lock, the patches) in directories with no ../shared beside them.
+scripts, the lock, the patches) and builds/ (the cache's rules) in directories
+with no ../shared beside them.
 
 The source served is the one this machine has: a mirror folder, the download
 cache, or CNFPERF_SOURCES_URL; with none of them the test cannot run, which
 fails it under CI=true.
 
-The real build runs when switches/ differs from main's (their merge base, or
+The real build runs when switches/ or builds/ differs from main's (their merge base, or
 work not yet committed), or with CNFPERF_TEST_BUILDS=yes: otherwise it would
 build the same thing on every run. Then the test checks the other half only, a
 clone reusing the per-user cache's build of this lock (`make switches` made
@@ -47,8 +48,9 @@ def _snabb_source(served: Path) -> None:
 
 
 def _clone(where: Path) -> Path:
-    shutil.copytree(REPO / "switches", where / "switches",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("switches", "builds"):      # builds/: the cache's rules build.sh sources
+        shutil.copytree(REPO / folder, where / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     return where
 
 
@@ -75,10 +77,10 @@ def _why_not_build() -> str | None:
     if base is None:
         return None                      # no main to compare with: build
     base_id = base.stdout.strip()
-    if git("diff", "--quiet", base_id, "--", "switches").returncode != 0 or \
-            git("status", "--porcelain", "--", "switches").stdout.strip():
+    if git("diff", "--quiet", base_id, "--", "switches", "builds").returncode != 0 or \
+            git("status", "--porcelain", "--", "switches", "builds").stdout.strip():
         return None
-    return (f"switches/ is as on main (merge base {base_id[:12]}): Snabb's real build is "
+    return (f"switches/ and builds/ are as on main (merge base {base_id[:12]}): Snabb's real build is "
             "left out (CNFPERF_TEST_BUILDS=yes builds it); a clone's reuse of the cached "
             "build was checked")
 
