@@ -54,6 +54,14 @@ def require(*names: str) -> None:
         missing("; ".join(problems))
 
 
+def require_cluster() -> None:
+    """What the test cluster needs (`make cluster`'s builds, containerd, the
+    CNI plugins, two cores: cluster/node.problems)."""
+    from cnfperf.cluster import node
+    if problems := node.problems():
+        missing("; ".join(problems))
+
+
 def builds_by_name() -> dict[str, builds.Build]:
     """Every build from source a plugin declares, by name."""
     return {b.name: b for b in declared.builds()}

@@ -10,6 +10,7 @@ import glob
 import os
 import subprocess
 
+from cnfperf.cluster.node import SYSCTLS
 from cnfperf.host import tools
 from cnfperf.runtimes import podman
 from cnfperf.runtimes.runc import RUNC_ROOT
@@ -62,6 +63,13 @@ def _podman_ours() -> set[str]:
     return set(podman.PodmanRuntime.leftovers(""))
 
 
+def _sysctl(name: str) -> str:
+    try:
+        return open("/proc/sys/" + name.replace(".", "/")).read().strip()
+    except OSError:
+        return ""
+
+
 def _hugetlbfs_mounts() -> set[str]:
     with open("/proc/mounts") as f:
         return {line.split()[1] for line in f if line.split()[2:3] == ["hugetlbfs"]}
@@ -100,6 +108,8 @@ def snapshot() -> dict[str, set[str]]:
         "cluster files": set(glob.glob("/var/lib/cni/results/cnfpkube*")
                              + glob.glob("/var/log/containers/*")
                              + glob.glob("/var/lib/kubelet/*") + glob.glob("/run/containerd/*")),
+        # the kernel tunables the test cluster's kubelet sets (cluster/node.py's SYSCTLS)
+        "sysctls": {f"{name}={_sysctl(name)}" for name in SYSCTLS},
         "xdp programs": {l for l in _lines(["ip", "-o", "link", "show"]) if " xdp" in l},
     }
 

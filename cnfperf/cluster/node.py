@@ -75,6 +75,11 @@ CNI_RESULTS = Path("/var/lib/cni/results")
 TOOLS = ("containerd", "ctr", "runc", "umount")
 STEP_S = 60.0                  # a daemon's start (the API server's first ready takes seconds)
 CNI_PLUGINS = Path("/usr/lib/cni")   # Debian's containernetworking-plugins
+# What the kubelet sets as it starts (its kernel tunables, unless
+# protectKernelDefaults, which would refuse to start instead): put back as
+# they were when the cluster goes.
+SYSCTLS = ("vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
+           "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes")
 
 
 def problems() -> list[str]:
@@ -119,9 +124,10 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
     until the block ends; then nothing of it is left. Everything made is in
     `journal` before it exists."""
     made = [str(path) for path in OUTSIDE if not path.exists()]   # the daemons' to make
-    journal.add("cluster", str(home), outside=made)
+    tunables = {name: _sysctl(name) for name in SYSCTLS}
+    journal.add("cluster", str(home), outside=made, sysctls=tunables)
     stack = contextlib.ExitStack()
-    stack.callback(_swept, journal, home, made)
+    stack.callback(_swept, journal, home, made, tunables)
     with stack:
         shutil.rmtree(home, ignore_errors=True)
         for d in ("pki", "logs", "cni/bin", "cni/net.d", "ipam", "multus", "kubelet",
@@ -228,14 +234,19 @@ class _Daemons:
         self.journal.discard("process", f"{name}:{proc.pid}")
 
 
-def sweep(home: Path = HOME, outside: Sequence[str] = ()) -> None:
+def sweep(home: Path = HOME, outside: Sequence[str] = (),
+          sysctls: dict[str, str] | None = None) -> None:
     """Everything of a cluster whose daemons are gone (or going) removed: the
     pods' processes (their shims, and what is in the pods' cgroups), mounts
     under `home`, the pods' cgroups, the default network's bridge, CNI's
     cached results of cnfperf's networks, `home`, and the folders of OUTSIDE
     the cluster made (`outside`; /var/lib/cni only where nothing but empty
-    folders is left: other CNI users keep theirs there). Idempotent: it is
+    folders is left: other CNI users keep theirs there), and the kernel's
+    tunables the kubelet set, as `sysctls` says they were. Idempotent: it is
     both the end of every cluster and `cnfperf cleanup`'s for a killed one."""
+    for name, value in (sysctls or {}).items():
+        if value and _sysctl(name) != value:
+            _sysctl(name, value)
     sock = str(home / CONTAINERD_SOCK.name)
     for pid in _pids_with(sock):                   # the shims of this containerd
         with contextlib.suppress(ProcessLookupError):
@@ -262,12 +273,26 @@ def sweep(home: Path = HOME, outside: Sequence[str] = ()) -> None:
         raise ClusterError("; ".join(errors))
 
 
-def _swept(journal: Journal, home: Path, outside: Sequence[str]) -> None:
-    sweep(home, outside)
+def _swept(journal: Journal, home: Path, outside: Sequence[str],
+           sysctls: dict[str, str]) -> None:
+    sweep(home, outside, sysctls)
     journal.discard("cluster", str(home))
 
 
-UNDO = {"cluster": lambda name, info: sweep(Path(name), info.get("outside", [])) or True}
+UNDO = {"cluster": lambda name, info: sweep(Path(name), info.get("outside", []),
+                                            info.get("sysctls")) or True}
+
+
+def _sysctl(name: str, value: str | None = None) -> str:
+    """A kernel tunable's value ("" where this kernel has none), or set."""
+    path = Path("/proc/sys") / name.replace(".", "/")
+    if value is not None:
+        path.write_text(value)
+        return value
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
 
 
 def _results() -> list[Path]:

@@ -1,5 +1,7 @@
 """The test cluster (cnfperf/cluster/node.py), started once for the tests of
-this folder that ask for it, and what they make on it.
+a module that ask for it (module scope: a folder without __init__.py is no
+package, and a "package" fixture of its would live until the session's end,
+its daemons busy beside every later test), and what they make on it.
 
     def test_x(cluster, namespace): ...     # a namespace of the test's own
 
@@ -13,25 +15,20 @@ import pytest
 
 import harness
 import leak
-from cnfperf.cluster import node, pods
+from cnfperf.cluster import pods
 from cnfperf.run.cluster import kept
 
 _names = itertools.count()
 
 
-def require_cluster_parts() -> None:
-    if problems := node.problems():
-        harness.missing("; ".join(problems))
-
-
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def cluster():
-    require_cluster_parts()
+    harness.require_cluster()
     with leak.assert_no_leftovers(), kept() as made:
         yield made
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def api(cluster):
     return pods.connect(cluster.kubeconfig)
 

@@ -10,10 +10,9 @@ import sys
 
 import pytest
 
+import harness
 import leak
 from cnfperf.cluster import node
-
-from conftest import require_cluster_parts
 
 pytestmark = pytest.mark.e2e
 UP_S = 120
@@ -35,7 +34,7 @@ def _until_up(proc: subprocess.Popen) -> list[str]:
 
 
 def test_a_cluster_is_one_at_a_time_and_a_signal_leaves_nothing():
-    require_cluster_parts()
+    harness.require_cluster()
     with leak.assert_no_leftovers():
         proc = _start()
         try:
@@ -56,7 +55,7 @@ def test_a_cluster_is_one_at_a_time_and_a_signal_leaves_nothing():
 
 
 def test_a_killed_cluster_is_cleaned_up(tmp_path):
-    require_cluster_parts()
+    harness.require_cluster()
     with leak.assert_no_leftovers():
         proc = _start()
         try:
@@ -75,7 +74,7 @@ def test_a_killed_cluster_is_cleaned_up(tmp_path):
 def test_a_daemon_that_cannot_start_is_named_and_nothing_is_left():
     """The API server's port taken: it exits, and the cluster says so in one
     line, with what the API server said last, and takes the rest down."""
-    require_cluster_parts()
+    harness.require_cluster()
     with leak.assert_no_leftovers(), socket.socket() as taken:
         taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # a cluster just stopped
         taken.bind(("127.0.0.1", node.API_PORT))
