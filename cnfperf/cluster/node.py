@@ -43,12 +43,12 @@ from typing import Callable, Iterator, Sequence
 
 import yaml
 
-from cnfperf.cluster import ClusterError, builds, images, pki
+from cnfperf.cluster import ClusterError, builds, images, pki, pods
 from cnfperf.host import cgroups, tools
 from cnfperf.host.journal import RUN_DIR, Journal
 from cnfperf.host.keeper import Keeper
 from cnfperf.host.links import del_link
-from cnfperf.host.system import KILL_WAIT_S, mounts, proc_stat, run, spawn, wait_gone
+from cnfperf.host.system import KILL_WAIT_S, proc_stat, run, spawn, unmount_under
 
 HOME = RUN_DIR / "cluster"
 KUBECONFIG = HOME / "admin.kubeconfig"
@@ -163,12 +163,12 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
         for hierarchy in cgroups.hierarchies():
             (Path(hierarchy.point) / CGROUP).mkdir(exist_ok=True)
         daemons.start("kubelet", _kubelet_argv(home, node, address, certs))
-        api = _client(home)
+        api = pods.connect(home / KUBECONFIG.name)
         _apply_crd(api, daemons)
         daemons.wait("kubelet", lambda: _node_ready(api, node), f"node {node} Ready")
         daemons.wait("kube-controller-manager", lambda: _default_account(api),
                      "the default service account")
-        yield Cluster(home / KUBECONFIG.name, node, _version(home), home,
+        yield Cluster(home / KUBECONFIG.name, node, _version(api), home,
                       home / CONTAINERD_SOCK.name)
 
 
@@ -253,10 +253,7 @@ def sweep(home: Path = HOME, outside: Sequence[str] = (),
             os.kill(pid, signal.SIGKILL)
     groups = [g for h in cgroups.hierarchies() for g in cgroups.tree(Path(h.point) / CGROUP)]
     errors = cgroups.remove(groups)
-    root = str(home)
-    for point in sorted((m.point for m in mounts()), key=len, reverse=True):
-        if point == root or point.startswith(root + "/"):
-            run(["umount", "-l", point], check=False)
+    unmount_under(home, lazy=True)     # the kubelet's and the pods' (busy ones too)
     with contextlib.suppress(Exception):
         del_link(BRIDGE, None)
     for result in _results():
@@ -476,11 +473,6 @@ def _pause(home: Path) -> None:
     images.load(home / CONTAINERD_SOCK.name, PAUSE, root, ["/pause"])
 
 
-def _client(home: Path):
-    from kubernetes import config
-    return config.new_client_from_config(config_file=str(home / KUBECONFIG.name))
-
-
 def _apply_crd(api, daemons: _Daemons) -> None:
     """Multus' NetworkAttachmentDefinition CRD, from its build's deployment."""
     from kubernetes import client
@@ -509,9 +501,9 @@ def _default_account(api) -> bool:
     return True
 
 
-def _version(home: Path) -> str:
+def _version(api) -> str:
     from kubernetes import client
-    return client.VersionApi(_client(home)).get_code().git_version
+    return client.VersionApi(api).get_code().git_version
 
 
 def _last_line(log: Path) -> str:

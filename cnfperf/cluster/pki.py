@@ -34,14 +34,19 @@ def _name(cn: str, org: str | None = None) -> x509.Name:
     return x509.Name(attrs)
 
 
+def _private(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    """The key in PEM, readable by its owner alone from the start."""
+    path.touch(mode=0o600)
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                       serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+
+
 def _write(directory: Path, stem: str, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey
            ) -> Pair:
     pair = Pair(directory / f"{stem}.crt", directory / f"{stem}.key")
     pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pair.key.touch(mode=0o600)
-    pair.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    _private(pair.key, key)
     return pair
 
 
@@ -93,10 +98,7 @@ def signing_key(directory: Path) -> Pair:
     """The service accounts' token signing key (sa.key) and its public half (sa.pub)."""
     key = ec.generate_private_key(ec.SECP256R1())
     pair = Pair(directory / "sa.pub", directory / "sa.key")
-    pair.key.touch(mode=0o600)
-    pair.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    _private(pair.key, key)
     pair.cert.write_bytes(key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
     return pair

@@ -252,6 +252,16 @@ def mounts() -> list[Mounted]:
         return [Mounted(*(_unescape(field) for field in line.split()[:4])) for line in f]
 
 
+def unmount_under(path: Path, lazy: bool = False) -> None:
+    """Every mount at or below `path`, deepest first, unmounted (`lazy`:
+    detached even while busy); what stays busy, whoever removes the folder
+    next reports."""
+    root = str(path.resolve())
+    for point in sorted((m.point for m in mounts()), key=len, reverse=True):
+        if point == root or point.startswith(root + "/"):
+            run(["umount", *(["-l"] if lazy else []), point], check=False)
+
+
 def _unescape(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), field)
 

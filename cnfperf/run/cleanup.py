@@ -24,7 +24,8 @@ from cnfperf.host.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.remote import lab
 from cnfperf.runtimes import RUNTIMES
-from cnfperf.host.system import KILL_WAIT_S, mounts, proc_stat, run, signal_all, wait_gone
+from cnfperf.host.system import (KILL_WAIT_S, proc_stat, signal_all, unmount_under,
+                                 wait_gone)
 from cnfperf.run.teardown import Interrupted
 
 
@@ -180,21 +181,13 @@ def _undo_registry() -> dict:
 
 def _remove_path(path: Path) -> bool:
     if path.is_dir() and not path.is_symlink():
-        _unmount_under(path)
+        unmount_under(path)   # a run directory's private hugetlbfs: rmtree cannot remove it
         shutil.rmtree(path)
         return True
     if path.exists() or path.is_symlink():
         path.unlink()
         return True
     return False
-
-
-def _unmount_under(path: Path) -> None:
-    """A run directory may hold mounts (a private hugetlbfs) that rmtree cannot remove."""
-    root = str(path.resolve())
-    for point in sorted((m.point for m in mounts()), key=len, reverse=True):
-        if point == root or point.startswith(root + "/"):
-            run(["umount", point], check=False)  # what stays busy, rmtree reports
 
 
 def _kill(pid: int, start: str | None) -> bool:
