@@ -84,6 +84,28 @@ static void counted_from(void)
 	      (unsigned long long)p.forgiven);
 }
 
+/* a stall across the window's end: the bursts due before it are owed */
+static void owed_at_the_end(void)
+{
+	struct pacer p;
+	uint64_t period = 1000000; /* 1 ms */
+
+	pacer_init(&p, 1000, 1, 1000000000, 0);
+	pacer_count_from(&p, 10 * period);
+	for (uint64_t t = 0; t <= 20 * period; t += period)
+		CHECK(pacer_due(&p, t), "on time at %llu ms", (unsigned long long)(t / period));
+	CHECK(pacer_owed(&p, 21 * period) == 0, "on time: the last grain is not owed");
+	/* stalled from 20 ms to the end at 23 ms: the bursts due at 21 and 22 ms */
+	CHECK(pacer_owed(&p, 23 * period) == 2, "owed: %llu",
+	      (unsigned long long)pacer_owed(&p, 23 * period));
+	/* nothing owed before the window */
+	pacer_init(&p, 1000, 1, 1000000000, 0);
+	pacer_count_from(&p, 100 * period);
+	CHECK(pacer_owed(&p, 50 * period) == 0, "a warm-up's debt is not the window's");
+	pacer_init(&p, 0, 32, 1000000000, 0);
+	CHECK(pacer_owed(&p, 50 * period) == 0, "rate 0 owes nothing");
+}
+
 static void unpaced(void)
 {
 	struct pacer p;
@@ -100,6 +122,7 @@ int main(void)
 	fractional();
 	counted_from();
 	catch_up();
+	owed_at_the_end();
 	unpaced();
 	return check_done("pacer");
 }

@@ -33,3 +33,12 @@ void pacer_count_from(struct pacer *p, uint64_t from)
 {
 	p->from = from;
 }
+
+uint64_t pacer_owed(const struct pacer *p, uint64_t end)
+{
+	uint64_t first = p->next > p->from ? p->next : p->from;
+
+	if (p->unpaced || !p->period || end <= first)
+		return 0;
+	return (end - first) / p->period;
+}

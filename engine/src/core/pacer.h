@@ -32,6 +32,12 @@ void pacer_init(struct pacer *p, double rate_pps, unsigned burst, uint64_t hz, u
 void pacer_forgive(struct pacer *p, uint64_t now);
 /* count forgiven bursts due from tick `from` on (the measured window's start) */
 void pacer_count_from(struct pacer *p, uint64_t from);
+/* whole bursts due from `from` on and before tick `end` (the window's end)
+ * that were neither released nor forgiven: a stall across the window's end
+ * leaves them owed, and they are the schedule's as much as forgiven ones.
+ * The burst due within one period of `end` is not counted (the last tick's
+ * grain). */
+uint64_t pacer_owed(const struct pacer *p, uint64_t end);
 
 /* true when a burst is due at tick `now`; then schedules the next one */
 static inline bool pacer_due(struct pacer *p, uint64_t now)

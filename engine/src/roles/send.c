@@ -235,6 +235,10 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	}
 	if (held)
 		ops->release(a, pkts, held);
+	/* the window closed while bursts were still owed (a stall across its
+	 * end): they count as skipped, so that sent + skipped is the schedule */
+	if (r->done && r->t_end)
+		c->tx_skipped += pacer_owed(&p, r->t_end) * period_frames;
 	r->t_stop = clock_ticks();
 	r->stalls.kept = r->stalls.live;
 	free(fseq);
