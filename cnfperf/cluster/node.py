@@ -43,7 +43,9 @@ from typing import Callable, Iterator, Sequence
 
 import yaml
 
-from cnfperf.cluster import ClusterError, builds, images, pki, pods
+from cnfperf.cluster import builds, pki
+from cnfperf.runtimes.pod import images, pods
+from cnfperf.runtimes.pod.pods import ClusterError
 from cnfperf.host import cgroups, tools
 from cnfperf.host.journal import RUN_DIR, Journal
 from cnfperf.host.keeper import Keeper

@@ -10,7 +10,8 @@ import tarfile
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from cnfperf.cluster import builds, images, pki
+from cnfperf.cluster import builds, pki
+from cnfperf.runtimes.pod import images
 
 
 def test_certificates_are_signed_by_the_authority_and_name_their_hosts(tmp_path):

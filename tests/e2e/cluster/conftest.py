@@ -15,7 +15,7 @@ import pytest
 
 import harness
 import leak
-from cnfperf.cluster import pods
+from cnfperf.runtimes.pod import pods
 from cnfperf.run.cluster import kept
 
 _names = itertools.count()

@@ -10,8 +10,10 @@ import subprocess
 
 import pytest
 
-from cnfperf.cluster import ClusterError, images, node, pods
-from cnfperf.cluster.process import Process
+from cnfperf.cluster import node
+from cnfperf.runtimes.pod import images, pods
+from cnfperf.runtimes.pod.pods import ClusterError
+from cnfperf.runtimes.pod.process import Process
 from cnfperf.runtimes import rootfs
 from cnfperf.runtimes.images import FULL
 

@@ -21,13 +21,18 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 from kubernetes.stream.ws_client import ERROR_CHANNEL
 
-from cnfperf.cluster import ClusterError
+from cnfperf.runtimes.base import ContainerError
 
 NAD_GROUP, NAD_VERSION, NAD_PLURAL = "k8s.cni.cncf.io", "v1", "network-attachment-definitions"
 NETWORKS = "k8s.v1.cni.cncf.io/networks"                # a pod's attachments, Multus reads
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"    # what Multus attached, it writes
 READY_S = 120.0           # a pod's start: its image is on the node, its attachments local
 DELETE_S = 120.0
+
+
+class ClusterError(ContainerError):
+    """A cluster refused or failed what cnfperf asked (or cannot start here:
+    the test cluster's): one line."""
 
 
 def connect(kubeconfig: Path) -> client.ApiClient:

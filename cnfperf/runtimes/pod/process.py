@@ -20,7 +20,8 @@ from kubernetes import client
 from kubernetes.stream import stream
 from kubernetes.stream.ws_client import ERROR_CHANNEL, STDERR_CHANNEL, STDOUT_CHANNEL
 
-from cnfperf.cluster import ClusterError, pods
+from . import pods
+from .pods import ClusterError
 
 START = ["sh", "-c", 'echo $$; exec "$@"', "sh"]
 PID_S = 30.0         # the pid line: the exec's start through the API server and kubelet
