@@ -21,7 +21,8 @@ from typing import Any, Callable, NoReturn
 from cnfperf import SystemFailure, UserError, __version__, fields, reference, testers
 from cnfperf.run import checks, runner, survey
 from cnfperf.run.agent import main as run_agent
-from cnfperf.run.cleanup import cleanup
+from cnfperf.run.cleanup import cleanup, cluster_runs
+from cnfperf.runtimes.pod.pods import ClusterError
 from cnfperf.run.lab import serve as lab_serve
 from cnfperf.run.cluster import serve as cluster_serve
 from cnfperf.cluster import node as cluster_node
@@ -154,6 +155,9 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("--hosts", metavar="FILE",
                        help="the inventory of other hosts, for a study that places its tester "
                             "or its host under test on them (tester_host, dut_host)")
+    study.add_argument("--cluster", metavar="FILE",
+                       help="the kubeconfig of the cluster a study's pods go to (nf_in or "
+                            "endpoint_in = pod; default: the test cluster)")
     for name in STUDY_PLACES:
         study.add_argument(fields.by_name()[name].flag, dest=name,
                            metavar="NIC" if name == "sriov_pf" else "HOST",
@@ -214,6 +218,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="even while a run holds the host lock")
     clean.add_argument("--hosts", metavar="FILE", type=Path,
                        help="also on every host of this inventory (over SSH)")
+    clean.add_argument("--cluster", metavar="FILE", type=Path,
+                       help="also the namespaces runs left on the Kubernetes cluster of this "
+                            "kubeconfig (their pods and attachments)")
     _results_and_json(clean, json_flag=False)
     clean.set_defaults(func=_cleanup)
 
@@ -351,6 +358,7 @@ def _study(args: argparse.Namespace) -> int:
     engine = find_engine()
     host = gather(engine)
     swept = checks.load_plan(path, {"repeat": args.repeat, "hosts": args.hosts,
+                                    "cluster": args.cluster,
                                     **{name: getattr(args, name) for name in STUDY_PLACES}},
                              quick=args.quick, host=host)
     swept.spec["study"] = path.stem
@@ -594,10 +602,17 @@ def _cleanup(args: argparse.Namespace) -> int:
     if args.run is not None and not re.fullmatch(r"[0-9a-f]{4}", args.run):
         raise UserError("RUN_ID", f"{args.run!r} is not a run id (4 hex digits, as "
                                   "`cnfperf results list` shows)")
+    swept: tuple[list[str], list[str]] = ([], [])
+    if args.cluster is not None:   # first: a cluster that does not answer is bad input
+        try:
+            swept = cluster_runs(args.cluster, args.run)
+        except ClusterError as e:
+            raise UserError("--cluster", str(e)) from None
     if args.hosts:
         removed, failed = survey.cleanup_hosts(load_inventory(args.hosts), args.run, args.force)
     else:
         removed, failed = cleanup(force=args.force, run_id=args.run)
+    removed, failed = swept[0] + removed, swept[1] + failed
     for line in removed:
         print(f"removed {line}")
     for line in failed:

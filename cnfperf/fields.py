@@ -51,8 +51,9 @@ AUTO = "auto"
 # by bind mounts).
 SWITCH_IN = ("host", "container")
 # Where a network function or a tester's end runs: in a container (of the
-# scenario's runtime) or in a QEMU virtual machine of its own.
-PLACES = ("container", "vm")
+# scenario's runtime), in a QEMU virtual machine of its own, or in a pod on a
+# Kubernetes cluster (`cluster`).
+PLACES = ("container", "vm", "pod")
 # The machine cnfperf runs on, as placements name it; other hosts are an
 # inventory's (hosts = FILE: cnfperf/remote/inventory.py).
 LOCAL = "local"
@@ -263,12 +264,17 @@ FIELDS: list[Field] = [
           "nor cgroup: the host's binaries in the endpoint's netns)", axis=7, column="TEXT",
           switch_config=True),
     Field("nf_in", "str", "container", "where each network function runs: container (in the "
-          "runtime's container), or vm (a QEMU virtual machine of its own); places joined "
+          "runtime's container), vm (a QEMU virtual machine of its own) or pod (a pod on "
+          "the cluster, its ports attached by Multus); places joined "
           "by + give a path's NFs theirs in order, the last repeating (vm+container)",
           axis=8, column="TEXT", label="named"),
-    Field("endpoint_in", "choice", "container", "where the tester's ends run: container, or vm "
-          "(a QEMU virtual machine each)", axis=9, choices=PLACES, column="TEXT",
-          label="named"),
+    Field("endpoint_in", "choice", "container", "where the tester's ends run: container, vm "
+          "(a QEMU virtual machine each) or pod (a pod each on the cluster)", axis=9,
+          choices=PLACES, column="TEXT", label="named"),
+    Field("cluster", "str", "", "the Kubernetes cluster pods go to (nf_in or endpoint_in = "
+          "pod): its kubeconfig FILE, whose current context is used; cnfperf places its pods "
+          "on the cluster's node that is this host. Default: the test cluster (`cnfperf "
+          "cluster`)", axis=-23, switch_config=True, late=True),
     Field("hosts", "str", "", "the inventory of other hosts (a hosts.toml file: their SSH "
           "addresses and the wires between them); needed when tester_host, dut_host or "
           "nf_host names one",

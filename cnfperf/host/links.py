@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 from cnfperf.host.journal import undo_each
 from cnfperf.host.system import KILL_WAIT_S, CommandFailed, run, signal_all, wait_gone
@@ -77,6 +77,13 @@ def add_netns(journal: Journal, name: str) -> None:
     journal.add("netns", name)
     ip("netns", "add", name)
     _sysctl(name, _QUIET)
+    ip("link", "set", "lo", "up", netns=name)
+
+
+def quiet_netns(name: str, links: Sequence[str] = ()) -> None:
+    """What add_netns makes of a netns, made of one made elsewhere (a pod's),
+    its `links` there already: no IPv6 (no router solicitations on a port)."""
+    _sysctl(name, _QUIET + [f"net.ipv6.conf.{l}.disable_ipv6=1" for l in links])
     ip("link", "set", "lo", "up", netns=name)
 
 

@@ -336,10 +336,15 @@ _SCHEMA_22 = "\n".join([
     "ALTER TABLE points ADD COLUMN stall_ns REAL;",
     "ALTER TABLE points ADD COLUMN stall_share REAL;",
     "ALTER TABLE trials ADD COLUMN stall_share REAL;"])
+# The cluster the point's pods ran on (nf_in or endpoint_in = pod: the pod
+# runtime's facts, its Kubernetes version, node and CPU manager policy; and by
+# node each pod's QoS class and cores), a JSON object; NULL without pods and
+# for every point stored before.
+_SCHEMA_23 = "ALTER TABLE points ADD COLUMN cluster_facts TEXT;"
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
                _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,
-               _SCHEMA_20, _SCHEMA_21, _SCHEMA_22]
+               _SCHEMA_20, _SCHEMA_21, _SCHEMA_22, _SCHEMA_23]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -467,6 +472,7 @@ class Store:
                   switch_facts: dict[str, Any] | None = None,
                   nf_facts: dict[str, Any] | None = None,
                   vm_facts: dict[str, Any] | None = None,
+                  cluster_facts: dict[str, Any] | None = None,
                   hosts: dict[str, Any] | None = None,
                   baseline_pps: float | None = None) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
@@ -476,7 +482,8 @@ class Store:
         and `point_cores` are the plan's (TestPoint's; point_cores: how many cores);
         `switch_facts` what the report needs of the data plane (DataPlane.stored),
         `nf_facts` of its NFs' kind (NfKind.stored; None: no NFs), `vm_facts`
-        how its virtual machines ran (None: none), `hosts` the other hosts it
+        how its virtual machines ran (None: none), `cluster_facts` the
+        cluster its pods ran on and how each ran (None: none), `hosts` the other hosts it
         ran on and what each was (None: this one alone), `baseline_pps` the
         received rate of its generator baseline (None: it asked none)."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
@@ -497,6 +504,7 @@ class Store:
                    switch_facts=json.dumps(switch_facts) if switch_facts else None,
                    nf_facts=json.dumps(nf_facts) if nf_facts else None,
                    vm_facts=json.dumps(vm_facts) if vm_facts else None,
+                   cluster_facts=json.dumps(cluster_facts) if cluster_facts else None,
                    hosts=json.dumps(hosts) if hosts else None, baseline_pps=baseline_pps)
         if result:
             row["baseline_share"] = baseline_share(result.total.rx_pps, baseline_pps)
@@ -623,7 +631,7 @@ class Store:
         pid = point["id"]
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
                                  "latency_histogram", "queues", "switch_facts",
-                                 "nf_facts", "vm_facts", "hosts", "fault_facts",
+                                 "nf_facts", "vm_facts", "cluster_facts", "hosts", "fault_facts",
                                  "noise_facts"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram", "profile"))
                              for r in self.db.execute(

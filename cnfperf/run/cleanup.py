@@ -24,6 +24,7 @@ from cnfperf.host.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.remote import lab
 from cnfperf.runtimes import RUNTIMES
+from cnfperf.runtimes.pod import pods, runtime as pod_runtime
 from cnfperf.host.system import (KILL_WAIT_S, proc_stat, signal_all, unmount_under,
                                  wait_gone)
 from cnfperf.run.teardown import Interrupted
@@ -83,6 +84,24 @@ def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], 
                 attempt(f"directory {path}", lambda p=path: _remove_path(p))
     finally:
         lock.release()
+    return removed, failed
+
+
+def cluster_runs(kubeconfig: Path, run_id: str | None = None) -> tuple[list[str], list[str]]:
+    """(removed, failed): the namespaces cnfperf's runs (or run `run_id`'s)
+    left on the cluster of `kubeconfig`, deleted with their pods (`cnfperf
+    cleanup --cluster`); a namespace journaled here goes with its run's
+    journal too."""
+    ours = re.compile(re.escape(PREFIX + run_id) + r"(?![0-9a-f])") if run_id else RUN_NAME
+    api, names = pod_runtime.runs_on(kubeconfig)
+    removed: list[str] = []
+    failed: list[str] = []
+    for name in filter(ours.fullmatch, names):
+        try:
+            pods.delete_namespace(api, name)
+            removed.append(f"namespace {name} of cluster {kubeconfig}")
+        except Exception as e:
+            failed.append(f"namespace {name} of cluster {kubeconfig}: {e}")
     return removed, failed
 
 
@@ -171,11 +190,14 @@ def _undo(entry: Entry) -> bool:
 
 def _undo_registry() -> dict:
     """kind -> fn(name, info) for the kinds journaled beyond the ones _undo
-    handles: hugepages' and PCI devices' (hugepages.UNDO, pci.UNDO) and every
-    registered data plane's (DataPlane.undo)."""
+    handles: hugepages' and PCI devices' (hugepages.UNDO, pci.UNDO), the test
+    cluster's, every registered data plane's (DataPlane.undo) and runtime's
+    (Runtime.undo)."""
     registry: dict = {**hugepages.UNDO, **pci.UNDO, **node.UNDO}
     for dataplane in DATAPLANES.values():
         registry.update(dataplane.undo)
+    for runtime in RUNTIMES.values():
+        registry.update(runtime.undo)
     return registry
 
 

@@ -328,6 +328,8 @@ class Run:
         def say(detail: str) -> None:
             self._report(Progress(point, "setup", detail=detail))
         bed = builder.build(point, teardown, say)
+        if placed_facts := bed.facts():
+            record["cluster_facts"] = {**(record.get("cluster_facts") or {}), "pods": placed_facts}
         applied = _switch_json(directory, bed, builder.keeper, say)
         if applied and record.get("switch_facts"):
             record["switch_facts"] = {**record["switch_facts"], "applied": applied}
@@ -364,7 +366,7 @@ class Run:
         return dict(placement=[asdict(p) for p in point.paths], warnings=list(point.warnings),
                     versions=versions, switch_facts=dataplane.stored(),
                     nf_facts=nfs.kind(point.scenario.nf).stored() if point.scenario.nfs else None,
-                    vm_facts=vm_facts(point),
+                    vm_facts=vm_facts(point), cluster_facts=cluster_facts(point),
                     hosts=self.hosts.stored(point) if self.hosts else None,
                     key=point.key or None, group=point.group or None, rep=point.rep,
                     shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
@@ -419,6 +421,19 @@ def _switch_json(directory: Path, bed: Testbed, keeper: Keeper,
          "applied": applied},
         indent=1) + "\n")
     return applied
+
+
+def cluster_facts(point: TestPoint) -> dict[str, Any] | None:
+    """The cluster the point's pods ran on (the pod runtime's facts: its
+    Kubernetes version, node, CPU manager policy); None without pods. The
+    testbed adds each pod's own (Container.facts: its QoS class and cores)."""
+    s = point.scenario
+    places = [p for p in dict.fromkeys((s.endpoint_in, *nf_places(s.nf_in, s.nfs)))
+              if placed(p) and not in_guest(p) and (p == s.endpoint_in or s.nfs)]
+    facts: dict[str, Any] = {}
+    for place in places:
+        facts.update(RUNTIMES[placed(place) or s.runtime].stored(s))
+    return facts or None
 
 
 def vm_facts(point: TestPoint) -> dict[str, Any] | None:

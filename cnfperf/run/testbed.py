@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cnfperf import SystemFailure, nfs
 from cnfperf.host import builds
@@ -33,8 +33,8 @@ from cnfperf.plan import NF, Endpoint, Port, TestPoint, nf_places
 from cnfperf.run import noise
 from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
-from cnfperf.runtimes import (FULL, RUNTIMES, Container, Image, ImageInfo, Journal, Mount, Quota,
-                              Runtime, placed)
+from cnfperf.runtimes import (CONTAINER, FULL, RUNTIMES, Container, Image, ImageInfo, Journal,
+                              Mount, Quota, Runtime, placed)
 from cnfperf.runtimes.images import ENGINE, STATIC
 from cnfperf.scenario import Scenario
 from cnfperf.run.teardown import Teardown
@@ -106,6 +106,15 @@ class Testbed:
             raise KeyError(f"{name}: not a tester end or a network function")
         return node.container
 
+    def facts(self) -> dict[str, dict[str, Any]]:
+        """What the nodes' containers say of how they run, by node (a pod's QoS
+        class and cores: Container.facts); only those that say something."""
+        found = {}
+        for name, node in self.nodes.items():
+            if isinstance(node, (Tester, NetworkFunction)) and (said := node.container.facts()):
+                found[name] = said
+        return found
+
     def ports(self, node: str) -> list[Attachment]:
         """How the node's engine reaches its ports, in slot order (its port 1, 2)."""
         ports = sorted((p for p in self.point.ports if p.node == node), key=lambda p: p.slot)
@@ -126,12 +135,12 @@ class Testbed:
     def inside(self, node: N) -> N:
         """A tester's end or an NF as its engine sees itself: in a virtual
         machine its cores are the guest's vCPUs (the host pins each vCPU to its
-        planned core; eal_args() gives its NICs)."""
+        planned core; eal_args() gives its NICs); in a pod those the kubelet
+        gave it (Container.guest_cpu)."""
         c = self.container(node.name)
         if isinstance(c, parts.RemoteContainer):   # placed on its host's cores
             return c.placed(node)
-        if not c.own_kernel:
-            return node
+        # a container's cores are the host's (a pod's those its kubelet gave)
         if isinstance(node, NF):
             cores = tuple(c.guest_cpu(core) for core in node.cores)
             return replace(node, cpu=c.guest_cpu(node.cpu), cores=cores)
@@ -276,6 +285,7 @@ class Builder:
         self._images: dict[tuple[str, Image], ImageInfo] = {}
         self._static_apis: list[str] | None = None
         self._state_dir(teardown)
+        self._teardown = teardown    # the run's: what runtimes share goes with it
         # The switch kept between points; stopped before the state directory goes.
         self.keeper = Keeper()
         teardown.push(None, self.keeper.drop)
@@ -355,8 +365,9 @@ class Builder:
             made(n)
             runtime = self.runtime_of(nf, s)
             image = self.image_of(nf, s.nf)
-            guest = self._runtime(runtime, image).own_kernel
-            if not guest:   # before its container mounts the netns's /sys read-only
+            maker = self._runtime(runtime, image)
+            guest, later = maker.own_kernel, maker.own_kernel or maker.takes_ports
+            if not later:   # before its container mounts the netns's /sys read-only
                 self._prepare(bed, nf)
             start = time.monotonic()
             # In a VM a vCPU each (pinned to it, or floating: VmRuntime.configure).
@@ -366,8 +377,8 @@ class Builder:
                 teardown,
                 lazy=nfs.kind(s.nf).lazy))
             bed.create_s[nf.name] = time.monotonic() - start
-            if guest:   # its guest's kernel: once it runs
-                self._prepare(bed, nf, bed.container(nf.name))
+            if later:   # its guest's kernel, or its pod's netns: once it runs
+                self._prepare(bed, nf, bed.container(nf.name) if guest else None, placed=True)
         if noise.runs_process(s.noise) and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
         if self.hosts is not None:
@@ -379,13 +390,15 @@ class Builder:
         return bed
 
     @staticmethod
-    def _prepare(bed: Testbed, nf: NF, guest: Container | None = None) -> None:
+    def _prepare(bed: Testbed, nf: NF, guest: Container | None = None,
+                 placed: bool = False) -> None:
         """What the NF's kind makes of its netns before any trial (a router's
         addresses and routes: NfKind.prepare), with the MACs of the hops before
         and after it, and its cores when it is pinned; `guest`: its VM, whose
-        kernel it concerns (its CPUs the guest's). Undone with its netns."""
+        kernel it concerns; `placed`: its container exists (its cores are
+        those it sees, Testbed.inside). Undone with its netns."""
         point = bed.point
-        inside = bed.inside(nf) if guest is not None else nf
+        inside = bed.inside(nf) if placed else nf
         cores = () if point.floating else inside.cores
         nfs.kind(point.scenario.nf).prepare(nf.name, guest, inside, bed.ports(nf.name),
                                             bed.hops(nf), point.pairs[nf.pair], point.scenario,
@@ -449,11 +462,11 @@ class Builder:
         """The runtime a node runs in: the one its placement names (nf_in,
         endpoint_in: vm puts it in a VM); else an NF's (nf_runtime) or the
         scenario's."""
-        if node.vm:   # placed in a guest (a noise pair's ends never are)
-            place = nf_places(s.nf_in, s.nfs)[node.index] if isinstance(node, NF) \
-                else s.endpoint_in
-            return placed(place) or s.runtime
-        return self.nf_runtime(s) if isinstance(node, NF) else s.runtime
+        if isinstance(node, NF):
+            place = nf_places(s.nf_in, s.nfs)[node.index]
+        else:   # a noise pair's ends (the pair after the point's) are in containers
+            place = s.endpoint_in if node.pair < s.pairs else CONTAINER
+        return placed(place) or (self.nf_runtime(s) if isinstance(node, NF) else s.runtime)
 
     def _container(self, runtime: str, image: Image, bed: Testbed, name: str,
                    cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown,
@@ -524,7 +537,8 @@ class Builder:
     def _instance(self, name: str) -> Runtime:
         """The run's runtime of that name (its capabilities: Runtime)."""
         if name not in self._runtimes:
-            self._runtimes[name] = self.runtimes[name](self.journal, self.state)
+            runtime = self._runtimes[name] = self.runtimes[name](self.journal, self.state)
+            self._teardown.push(None, runtime.close)   # said by what it removes
         return self._runtimes[name]
 
     def _runtime(self, name: str, image: Image = FULL) -> Runtime:

@@ -7,6 +7,7 @@ from typing import Iterator, Mapping
 from .base import Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime
 from .images import CORE, FULL, MINIMAL, TOOLS, Found, Image, user_image
 from .netns import NetnsRuntime
+from .pod.runtime import PodRuntime
 from .podman import PodmanRuntime
 from .runc import RuncRuntime
 from .vm import VmRuntime
@@ -14,7 +15,8 @@ from .vm import VmRuntime
 # Every runtime, by name: cleanup and doctor see them all. A scenario's runtime
 # is one of the containers' (CONTAINER_RUNTIMES); the others are placements'.
 RUNTIMES: dict[str, type[Runtime]] = {"runc": RuncRuntime, "netns": NetnsRuntime,
-                                       "podman": PodmanRuntime, "vm": VmRuntime}
+                                       "podman": PodmanRuntime, "vm": VmRuntime,
+                                       "pod": PodRuntime}
 
 
 class _Containers(Mapping[str, type[Runtime]]):
@@ -37,7 +39,8 @@ class _Containers(Mapping[str, type[Runtime]]):
 CONTAINER_RUNTIMES: Mapping[str, type[Runtime]] = _Containers()
 
 # Where nf_in and endpoint_in put a node: in a container of the scenario's
-# runtime (CONTAINER), or in the runtime whose `place` it is (vm: a VM).
+# runtime (CONTAINER), or in the runtime whose `place` it is (vm: a VM, pod:
+# a pod on a cluster).
 CONTAINER = "container"
 
 
@@ -68,6 +71,6 @@ def guest() -> type[Runtime]:
 
 __all__ = ["RUNTIMES", "CONTAINER_RUNTIMES", "CONTAINER", "CORE", "FULL", "MINIMAL",
            "TOOLS", "Container", "ContainerError", "Found", "Image", "ImageInfo", "Journal",
-           "Mount", "Nic", "Quota", "Runtime", "RuncRuntime", "NetnsRuntime", "PodmanRuntime",
+           "Mount", "Nic", "PodRuntime", "Quota", "Runtime", "RuncRuntime", "NetnsRuntime", "PodmanRuntime",
            "VmRuntime", "guest", "in_guest", "placed",
            "placements", "user_image"]

@@ -253,6 +253,11 @@ class Container(ABC):
         process yet."""
         return None
 
+    def facts(self) -> dict[str, Any]:
+        """What a point stores of how this container runs beyond its runtime's
+        (a pod's QoS class and the cores it was given); {}: nothing."""
+        return {}
+
     def guest_cpu(self, core: int) -> int:
         """The CPU number a process inside sees for host core `core`."""
         return core
@@ -311,12 +316,26 @@ class Runtime(ABC):
     host_files: ClassVar[bool] = False
     # Whether create() can hold a container to a CPU quota (it needs a cgroup).
     quotas: ClassVar[bool] = True
+    # Its create() moves the node's ports out of its netns into another (a
+    # pod's), which then takes the netns's name: what is made of the ports
+    # (addresses, routes: an NF kind's prepare) is made once it exists.
+    takes_ports: ClassVar[bool] = False
+    # kind -> fn(name, info): how `cnfperf cleanup` undoes the journal lines
+    # of its own kinds (a cluster's namespace)
+    undo: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     def scenario_problem(cls, s: Any) -> tuple[str, str] | None:
         """(field, why) for its own fields a scenario sets as it cannot take (the
         vm runtime's vm_image), or None; run/checks asks every runtime (exit 2).
         `s`: a Scenario (runtimes stand below scenario.py and import none of it)."""
+        return None
+
+    @classmethod
+    def placement_problem(cls, s: Any) -> str | None:
+        """Why this host cannot place the scenario's nodes it holds (a cluster
+        that does not answer), or None: a study leaves such points out, where a
+        run refuses them (scenario_problem says it too)."""
         return None
 
     def __init__(self, journal: Journal, state_dir: Path):
@@ -353,6 +372,12 @@ class Runtime(ABC):
         process may become its init (it then ends with that process, which
         must handle SIGINT and SIGTERM itself: NfKind.lazy); a runtime
         without such a start (netns, podman, vm) makes it as any other."""
+
+    def close(self) -> str | None:
+        """What the run's containers shared, removed once the run is done (a
+        cluster's namespace); what it was, for the teardown's report (None:
+        nothing, the default)."""
+        return None
 
     def configure_for(self, s: Any) -> None:
         """A point's settings for the containers it creates next (a VM's

@@ -91,6 +91,7 @@ class Runtime:
 
     own_kernel = False
     host_files = False
+    takes_ports = False
     place = None
 
     def __init__(self, machine: Machine, journal, state) -> None:
@@ -98,6 +99,9 @@ class Runtime:
 
     def configure_for(self, s) -> None:
         pass
+
+    def close(self) -> None:
+        return None
 
     def prepare(self, engine, image=FULL) -> ImageInfo:
         self.machine.step("prepare", image.name, engine.name)
@@ -108,7 +112,8 @@ class Runtime:
         machine = self.machine
         machine.step("create", name, image.name)
         return type("Container", (), {"engine": f"/engine-{image.name}", "own_kernel": False,
-                                      "slowdown": 1.0,
+                                      "slowdown": 1.0, "facts": lambda self: {},
+                                      "guest_cpu": lambda self, core: core,
                                       "destroy": lambda self: machine.step("destroy", name)})()
 
 
@@ -435,6 +440,12 @@ def stand_ins(machine: Machine, tmp_path) -> tuple:
     class Container:
         cpus, init_pid, pids = (0,), None, []   # no cgroup: CPU time of no process
         own_kernel, slowdown = False, 1.0
+
+        def facts(self):
+            return {}
+
+        def guest_cpu(self, core):
+            return core
 
         def __init__(self, name):
             # no such netns: its UDP counters read as unknown (udp_errors.read)

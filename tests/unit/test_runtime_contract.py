@@ -139,8 +139,7 @@ def test_a_new_runtime_is_one_file_and_one_line(tmp_path):
     _copy(tmp_path, {"runtimes/jail.py": jail}, "runtimes/__init__.py", (
         ("from .netns import NetnsRuntime\n",
          "from .netns import NetnsRuntime\nfrom .jail import JailRuntime\n"),
-        ('"podman": PodmanRuntime, "vm": VmRuntime}',
-         '"podman": PodmanRuntime, "vm": VmRuntime, "jail": JailRuntime}'),
+        ('"pod": PodRuntime}', '"pod": PodRuntime, "jail": JailRuntime}'),
     ))
     refused = _cnfperf(tmp_path, "run", "--runtime", "jail", "--nfs", "1", "--nf-quota", "50")
     assert refused.returncode == 2

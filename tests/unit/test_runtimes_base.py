@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from cnfperf.runtimes import RUNTIMES, NetnsRuntime, PodmanRuntime, RuncRuntime, VmRuntime
+from cnfperf.runtimes import RUNTIMES, NetnsRuntime, PodmanRuntime, PodRuntime, RuncRuntime, VmRuntime
 from cnfperf.runtimes.base import (Mount, check_cpus, check_mounts, check_name, check_netns,
                                    cpu_list)
 
@@ -60,7 +60,7 @@ def test_mounts_checked(tmp_path):
 
 def test_registry():
     assert RUNTIMES == {"runc": RuncRuntime, "netns": NetnsRuntime, "podman": PodmanRuntime,
-                        "vm": VmRuntime}
+                        "vm": VmRuntime, "pod": PodRuntime}
     assert all(cls.name == key for key, cls in RUNTIMES.items())
 
 

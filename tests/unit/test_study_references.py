@@ -14,7 +14,7 @@ from cnfperf.experiments.sweep import expand_study
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 # Studies of no paper's figure: they may carry no experiments.
-NOT_PAPERS = {"shootout", "nf_csit_density", "vm_pvp", "netkit_vs_veth"}
+NOT_PAPERS = {"shootout", "nf_csit_density", "vm_pvp", "netkit_vs_veth", "cnf_pods"}
 
 
 @pytest.fixture(scope="module", params=sorted(STUDIES.glob("*.toml")), ids=lambda p: p.stem)

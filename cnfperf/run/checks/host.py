@@ -131,7 +131,9 @@ def unusable(host: HostFacts,
             return None      # check() names the mistake
         if (problem := switch_problem(s, dataplane)) is not None:
             return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
-        return "; ".join(problems(s)) or None
+        placing = [f"{name}: {why}" for name, rt in RUNTIMES.items()
+                   if (why := rt.placement_problem(s)) is not None]
+        return "; ".join([*problems(s), *placing]) or None
     return keep
 
 

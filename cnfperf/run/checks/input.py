@@ -14,7 +14,7 @@ from cnfperf.run import fault
 from cnfperf.run.checks.dataplane import RINGS, dataplane_of, mismatch, switch_problem
 from cnfperf.run.checks.placement import (check_cpu, check_hosts, check_usable, in_machine,
                                           point_cpus, tester_crosses)
-from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, guest
+from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, guest, placed
 from cnfperf.scenario import SOCKET_APIS, Scenario, tester_hosts
 from cnfperf.strategies import latency, mlr, soak
 
@@ -174,9 +174,9 @@ def _check_vms(s: Scenario, dataplane: type[DataPlane], ports: int) -> None:
     except ValueError as e:
         raise UserError("nf_in", str(e)) from None
     kind = nfs.find(s.nf) if s.nfs else None
-    if kind is not None and kind.runtime and any(map(in_machine, nf_places(s.nf_in, s.nfs))):
+    if kind is not None and kind.runtime and any(map(placed, nf_places(s.nf_in, s.nfs))):
         raise UserError("nf_in", f"{s.nf.split()[0]} NFs run in {kind.runtime}'s containers, "
-                                 "not in virtual machines")
+                                 "not in virtual machines nor pods")
     for runtime in RUNTIMES.values():   # its own fields (vm_image)
         if (problem := runtime.scenario_problem(s)) is not None:
             raise UserError(*problem)

@@ -1,4 +1,4 @@
-"""What cnfperf asks of a Kubernetes cluster, its own or a user's: pods.py
-(namespaces, attachments, pods and commands in them, through the
-`kubernetes` client), process.py (a command in a pod as a Popen), images.py
-(cnfperf's images imported into a node's containerd)."""
+"""Pods on a Kubernetes cluster as cnfperf's containers (nf_in or
+endpoint_in = pod): pods.py (namespaces, attachments, pods and commands in
+them, through the `kubernetes` client), process.py (a command in a pod as a
+Popen), images.py (cnfperf's images imported into a node's containerd)."""

@@ -10,6 +10,7 @@ cores, exclusive where the kubelet runs the static CPU manager).
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -20,7 +21,9 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 from kubernetes.stream.ws_client import ERROR_CHANNEL
+from urllib3.exceptions import MaxRetryError
 
+from cnfperf.host.system import run as host_run
 from cnfperf.runtimes.base import ContainerError
 
 NAD_GROUP, NAD_VERSION, NAD_PLURAL = "k8s.cni.cncf.io", "v1", "network-attachment-definitions"
@@ -35,15 +38,28 @@ class ClusterError(ContainerError):
     the test cluster's): one line."""
 
 
-def connect(kubeconfig: Path) -> client.ApiClient:
-    """A client of the cluster `kubeconfig` names (its current context)."""
+def connect(kubeconfig: Path, retries: int | None = None) -> client.ApiClient:
+    """A client of the cluster `kubeconfig` names (its current context);
+    `retries`: of a request that finds no server (0: a check's, at once)."""
+    if not Path(kubeconfig).is_file():
+        raise ClusterError(f"kubeconfig {kubeconfig}: no such file")
     try:
-        return config.new_client_from_config(config_file=str(kubeconfig))
+        api = config.new_client_from_config(config_file=str(kubeconfig))
     except Exception as e:      # the client says what: a missing file, no context, bad YAML
-        raise ClusterError(f"kubeconfig {kubeconfig}: {_line(e)}") from None
+        raise ClusterError(f"kubeconfig {kubeconfig}: {one_line(e)}") from None
+    if retries is not None:
+        api.configuration.retries = retries
+        api.rest_client = type(api.rest_client)(api.configuration)
+    return api
 
 
-def _line(e: Exception) -> str:
+def one_line(e: Exception) -> str:
+    """What went wrong, in one line: the API server's message, or that it
+    does not answer."""
+    if isinstance(e, MaxRetryError):
+        why = str(e.reason).rsplit("] ", 1)[-1] if e.reason else "no answer"
+        where = f"{e.pool.scheme}://{e.pool.host}:{e.pool.port}" if e.pool else "its address"
+        return f"the API server at {where} does not answer ({why})"
     if isinstance(e, ApiException):
         try:
             return json.loads(e.body).get("message", e.reason)
@@ -75,7 +91,7 @@ def delete_namespace(api: client.ApiClient, name: str, wait: bool = True) -> boo
     except ApiException as e:
         if e.status == 404:
             return False
-        raise ClusterError(f"deleting namespace {name}: {_line(e)}") from None
+        raise ClusterError(f"deleting namespace {name}: {one_line(e)}") from None
     if wait:
         _until(lambda: not _call(core.list_namespaced_pod, name).items,
                f"namespace {name}'s pods' deletion", DELETE_S)
@@ -83,8 +99,17 @@ def delete_namespace(api: client.ApiClient, name: str, wait: bool = True) -> boo
 
 
 def namespaces(api: client.ApiClient, selector: str) -> list[str]:
+    """The namespaces with that label, but those already going (Terminating:
+    their pods are gone, the namespace controller sweeps the rest)."""
     return [n.metadata.name for n in
-            _call(client.CoreV1Api(api).list_namespace, label_selector=selector).items]
+            _call(client.CoreV1Api(api).list_namespace, label_selector=selector).items
+            if (n.status.phase or "Active") != "Terminating"]
+
+
+def running(api: client.ApiClient, namespace: str) -> list[str]:
+    """The namespace's pods that run."""
+    return [p.metadata.name for p in _call(client.CoreV1Api(api).list_namespaced_pod,
+                                           namespace).items if p.status.phase == "Running"]
 
 
 def attach(api: client.ApiClient, namespace: str, name: str, cni: dict[str, Any]) -> None:
@@ -98,7 +123,19 @@ def attach(api: client.ApiClient, namespace: str, name: str, cni: dict[str, Any]
         if e.status == 404:
             raise ClusterError("the cluster has no NetworkAttachmentDefinition "
                                "(k8s.cni.cncf.io/v1): is Multus installed?") from None
-        raise ClusterError(f"NetworkAttachmentDefinition {name}: {_line(e)}") from None
+        raise ClusterError(f"NetworkAttachmentDefinition {name}: {one_line(e)}") from None
+
+
+def detach(api: client.ApiClient, namespace: str, name: str) -> bool:
+    """The NetworkAttachmentDefinition `name` deleted; False if it was gone."""
+    try:
+        client.CustomObjectsApi(api).delete_namespaced_custom_object(
+            NAD_GROUP, NAD_VERSION, namespace, NAD_PLURAL, name)
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise ClusterError(f"deleting NetworkAttachmentDefinition {name}: {one_line(e)}") from None
+    return True
 
 
 def has_attachments(api: client.ApiClient) -> bool:
@@ -113,27 +150,32 @@ class Pod:
     name: str
     image: str
     command: Sequence[str] = ()        # its entrypoint's place (empty: the image's)
-    networks: Sequence[str] = ()       # attachments by name, in order: net1, net2…
+    # attachments by name, in order (net1, net2…); or Multus' selections,
+    # {"name": NAD, "interface": its name inside}
+    networks: Sequence[str | dict[str, str]] = ()
     cpus: int | None = None            # whole cores, a Guaranteed pod's; None: no request
     memory: str = "256Mi"              # its limit where `cpus` makes it Guaranteed
     node: str | None = None            # the node it must run on
     privileged: bool = False
-    host_paths: dict[str, str] = field(default_factory=dict)   # host folder -> its path inside
+    host_paths: dict[str, str] = field(default_factory=dict)   # host path -> its path inside
+    cpu_limit: str | None = None       # a CPU quota ("1500m"): requests and limits, not exclusive
+    labels: dict[str, str] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
         container: dict[str, Any] = {"name": "main", "image": self.image,
                                      "imagePullPolicy": "IfNotPresent"}
         if self.command:
             container["command"] = list(self.command)
-        if self.cpus is not None:
-            amount = {"cpu": str(self.cpus), "memory": self.memory}
+        if self.cpus is not None or self.cpu_limit is not None:
+            amount = {"cpu": self.cpu_limit or str(self.cpus), "memory": self.memory}
             container["resources"] = {"limits": amount, "requests": amount}
         if self.privileged:
             container["securityContext"] = {"privileged": True}
         volumes, mounts = [], []
         for i, (host, inside) in enumerate(sorted(self.host_paths.items())):
-            volumes.append({"name": f"host{i}", "hostPath": {"path": host,
-                                                             "type": "DirectoryOrCreate"}})
+            # a folder made if missing; a file or socket as it is
+            kind = "DirectoryOrCreate" if Path(host).is_dir() or not Path(host).exists() else ""
+            volumes.append({"name": f"host{i}", "hostPath": {"path": host, "type": kind}})
             mounts.append({"name": f"host{i}", "mountPath": inside})
         if mounts:
             container["volumeMounts"] = mounts
@@ -145,8 +187,13 @@ class Pod:
         if self.node:
             spec["nodeName"] = self.node
         meta: dict[str, Any] = {"name": self.name}
+        if self.labels:
+            meta["labels"] = dict(self.labels)
         if self.networks:
-            meta["annotations"] = {NETWORKS: ",".join(self.networks)}
+            named = all(isinstance(n, str) for n in self.networks)
+            meta["annotations"] = {NETWORKS: ",".join(self.networks) if named else  # type: ignore[arg-type]
+                                   json.dumps([{"name": n} if isinstance(n, str) else n
+                                               for n in self.networks])}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
@@ -174,8 +221,12 @@ STUCK = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageN
 
 
 def _stuck(got: client.V1Pod) -> bool:
+    """Waiting for what no retry brings, or no node can take it (a
+    Guaranteed pod's whole cores that no node has free)."""
     return any(s.state.waiting and s.state.waiting.reason in STUCK
-               for s in got.status.container_statuses or [])
+               for s in got.status.container_statuses or []) or \
+        any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+            for c in got.status.conditions or [])
 
 
 def _why(core: client.CoreV1Api, namespace: str, got: client.V1Pod) -> str:
@@ -197,6 +248,59 @@ def _why(core: client.CoreV1Api, namespace: str, got: client.V1Pod) -> str:
         if c.status != "True" and c.message:
             return c.message
     return "no reason given yet"
+
+
+def delete(api: client.ApiClient, namespace: str, name: str, timeout: float = DELETE_S) -> bool:
+    """The pod deleted (one second's grace) and gone: the kubelet removes its
+    object once its containers stopped and its network was undone (CNI's
+    DEL); False if it was gone."""
+    core = client.CoreV1Api(api)
+    try:
+        core.delete_namespaced_pod(name, namespace, grace_period_seconds=1)
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise ClusterError(f"deleting pod {name}: {one_line(e)}") from None
+    _until(lambda: not _exists(core.read_namespaced_pod, name, namespace),
+           f"pod {name}'s deletion", timeout)
+    return True
+
+
+def local_node(api: client.ApiClient) -> str:
+    """The cluster's node that is this machine (its name is this host's, or
+    one of its addresses is one of this host's): where cnfperf's pods go, as
+    their links are this host's."""
+    here = {socket.gethostname().lower(), socket.gethostname().split(".")[0].lower()}
+    addresses = set(_host_addresses())
+    nodes = _call(client.CoreV1Api(api).list_node).items
+    for n in nodes:
+        said = {a.address.lower() for a in n.status.addresses or []}
+        if n.metadata.name.lower() in here or said & (here | addresses):
+            return n.metadata.name
+    names = ", ".join(n.metadata.name for n in nodes) or "none"
+    raise ClusterError(f"no node of the cluster is this host (nodes: {names}): cnfperf "
+                       "places pods on the node it runs on")
+
+
+def _host_addresses() -> list[str]:
+    out = host_run(["ip", "-o", "addr", "show"], check=False, what="this host's addresses")
+    return [w.split("/")[0] for line in out.splitlines()
+            for i, w in enumerate(line.split()) if i > 0 and line.split()[i - 1] in ("inet", "inet6")]
+
+
+def version(api: client.ApiClient) -> str:
+    return _call(client.VersionApi(api).get_code).git_version
+
+
+def kubelet_config(api: client.ApiClient, node: str) -> dict[str, Any]:
+    """The node's kubelet's running configuration (its configz, through the
+    API server's node proxy); {} where it is not readable."""
+    try:
+        raw = client.CoreV1Api(api).connect_get_node_proxy_with_path(
+            node, "configz", _preload_content=False)
+        return json.loads(raw.data).get("kubeletconfig", {})
+    except (ApiException, ValueError):
+        return {}
 
 
 def attachments(got: client.V1Pod) -> list[dict[str, Any]]:
@@ -250,7 +354,7 @@ def _call(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except ApiException as e:
-        raise ClusterError(f"{fn.__name__}: {_line(e)}") from None
+        raise ClusterError(f"{fn.__name__}: {one_line(e)}") from None
 
 
 def _exists(fn, *args) -> bool:

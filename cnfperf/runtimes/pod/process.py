@@ -18,7 +18,8 @@ from typing import IO, Any, Sequence
 
 from kubernetes import client
 from kubernetes.stream import stream
-from kubernetes.stream.ws_client import ERROR_CHANNEL, STDERR_CHANNEL, STDOUT_CHANNEL
+from kubernetes.stream.ws_client import (ERROR_CHANNEL, STDERR_CHANNEL, STDIN_CHANNEL,
+                                        STDOUT_CHANNEL, V5_CHANNEL_PROTOCOL)
 
 from . import pods
 from .pods import ClusterError
@@ -28,18 +29,46 @@ PID_S = 30.0         # the pid line: the exec's start through the API server and
 LOST = 255           # the exit status of a process whose stream ended without one
 
 
+class Stdin:
+    """A command's stdin through its exec stream: what is written reaches it;
+    close() is its end of file, where the API server speaks the stream's
+    version 5 (Kubernetes 1.30 on), else a SIGTERM (an engine holding its
+    ports, --hold, ends on either)."""
+
+    def __init__(self, process: "Process"):
+        self._process = process
+        self.closed = False
+
+    def write(self, data: bytes | str) -> None:
+        self._process._ws.write_stdin(data if isinstance(data, str) else data.decode())
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        ws = self._process._ws
+        if getattr(ws, "subprotocol", None) == V5_CHANNEL_PROTOCOL:
+            with contextlib.suppress(Exception):   # a stream that ended has no stdin left
+                ws.close_channel(STDIN_CHANNEL)
+        else:
+            self._process.terminate()
+
+
 class Process:
-    """`argv` in `pod`'s container; `env` added to its environment."""
+    """`argv` in `pod`'s container; `env` added to its environment; with
+    `stdin` a pipe to it (Stdin), else none (its stdin is empty)."""
 
     def __init__(self, api: client.ApiClient, namespace: str, pod: str, argv: Sequence[str],
-                 stderr: IO[Any] | None = None, env: dict[str, str] | None = None):
+                 stderr: IO[Any] | None = None, env: dict[str, str] | None = None,
+                 stdin: bool = False):
         self.api, self.namespace, self.pod = api, namespace, pod
         self.argv = list(argv)
         self.returncode: int | None = None
         prefix = ["env", *(f"{k}={v}" for k, v in (env or {}).items())] if env else []
         self._ws = stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace,
-                          command=START + prefix + self.argv, stdin=False, stdout=True,
+                          command=START + prefix + self.argv, stdin=stdin, stdout=True,
                           stderr=True, tty=False, _preload_content=False)
+        self.stdin = Stdin(self) if stdin else None
         read, self._out = os.pipe()
         self.stdout = os.fdopen(read, "rb", buffering=0)
         self._err = os.dup(stderr.fileno()) if stderr is not None and \

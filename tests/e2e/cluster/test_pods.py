@@ -82,7 +82,8 @@ def test_a_pod_that_cannot_start_says_why(api, namespace):
 def test_a_process_in_a_pod_is_read_and_signalled_as_a_local_one(api, namespace, full_image,
                                                                    tmp_path):
     """Its stdout a pipe, its stderr where asked, its environment added to,
-    a signal delivered by a second exec, its exit status that of the command."""
+    a signal delivered by a second exec, its exit status that of the command,
+    its stdin a pipe to the end of file."""
     pods.start(api, namespace, pods.Pod("p", full_image))
     waits = Process(api, namespace, "p", [
         "sh", "-c", 'trap "echo got INT; exit 3" INT; echo ready; while :; do sleep 0.1; done'])
@@ -97,3 +98,8 @@ def test_a_process_in_a_pod_is_read_and_signalled_as_a_local_one(api, namespace,
         assert said.wait(30) == 4
     assert said.stdout.read() == b"it is set\n"
     assert (tmp_path / "err").read_bytes() == b"no\n"
+    # its stdin a pipe, whose close is its end of file (an engine's --hold ends on it)
+    echo = Process(api, namespace, "p", ["sh", "-c", "cat; echo end"], stdin=True)
+    echo.stdin.write(b"line\n")
+    echo.stdin.close()
+    assert echo.wait(30) == 0 and echo.stdout.read() == b"line\nend\n"

@@ -1,0 +1,377 @@
+"""pod: a node's container is a pod on a Kubernetes cluster (nf_in or
+endpoint_in = pod), on the cluster's node that is this machine.
+
+The data plane makes a node's ports in its netns as for any container. The
+pod takes them through Multus: each is a host-device NetworkAttachmentDefinition
+(a link moved into the pod's netns with its name and MAC), so every data plane
+whose ports are links serves pods unchanged. Once the pod runs, the node's
+netns name is the pod's netns (`ip netns attach`): what reads counters, makes
+a router of an NF or tears a port down finds it where it looks for any node's.
+When the pod goes, host-device gives the links back to this host's netns, and
+they are deleted.
+
+A run's pods live in a namespace of its own (labelled cnfperf.run), made at the
+first pod and journaled with its kubeconfig: `cnfperf cleanup` deletes it for a
+killed run, and `cnfperf cleanup --cluster FILE` every such namespace there.
+Pinned (a core each, no quota) a pod is Guaranteed with whole cores: exclusive
+where the kubelet runs the static CPU manager, which picks them (guest_cpu maps
+the planned cores to those). A quota is the pod's CPU request and limit.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from kubernetes import client
+
+from cnfperf.host.links import del_link, ip, quiet_netns
+from cnfperf.host.system import run
+
+from .. import rootfs
+from ..base import (Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                    check_no_nics, check_request, cpu_list)
+from ..images import FULL, Image
+from . import images, pods
+from .pods import ClusterError
+from .process import Process
+
+KIND = "pod-namespace"      # a run's namespace, journaled with its kubeconfig
+LABEL = "cnfperf.run"       # on a run's namespaces: what `cleanup --cluster` deletes
+# The test cluster's (`cnfperf cluster`): a scenario without `cluster` uses it.
+TEST_KUBECONFIG = Path("/run/cnfperf/cluster/admin.kubeconfig")
+TEST_CONTAINERD = Path("/run/cnfperf/cluster/containerd.sock")
+NODE_CONTAINERD = Path("/run/containerd/containerd.sock")   # a node's own containerd
+STREAM_END_S = 10.0         # a command's exec stream, once its pod is gone
+
+
+def kubeconfig_of(s: Any) -> Path:
+    """The kubeconfig a scenario's pods go to: its `cluster`, else the test cluster's."""
+    return Path(s.cluster) if getattr(s, "cluster", "") else TEST_KUBECONFIG
+
+
+def containerd_of(kubeconfig: Path) -> Path:
+    """The node's containerd, which cnfperf's images are imported into: the
+    test cluster's own, else the node's usual socket."""
+    return TEST_CONTAINERD if kubeconfig == TEST_KUBECONFIG else NODE_CONTAINERD
+
+
+class PodContainer(Container):
+    """A pod of cnfperf's: exec() runs a command in it through the API server
+    (process.Process, a Popen's surface); its cores are those the kubelet gave it."""
+
+    def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
+                 engine: str, cluster: "Cluster", links: Sequence[str], given: tuple[int, ...],
+                 host_pid: int | None, qos: str | None = None):
+        super().__init__(journal, name, cpus, netns, engine)
+        self.cluster = cluster
+        self.links = tuple(links)
+        self.given = given          # the cores its processes may run on, as the kubelet set
+        self._host_pid = host_pid
+        self.qos = qos              # its QoS class: Guaranteed when pinned
+        self.volumes: tuple[str, ...] = ()   # host paths mounted (hostPath volumes)
+
+    def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             stdin=subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> Any:
+        """argv in the pod's container: its stdout a pipe, its stderr to the
+        file given (else dropped), its stdin a pipe when asked (else empty),
+        signals by a second exec's kill."""
+        if self._destroyed:
+            raise ContainerError(f"exec in {self.name}: container was destroyed")
+        proc = Process(self.cluster.api, self.cluster.namespace, self.name, argv,
+                       stderr=stderr if hasattr(stderr, "fileno") else None, env=dict(env or {}),
+                       stdin=stdin == subprocess.PIPE)
+        self._procs.append(proc)   # type: ignore[arg-type]
+        return proc
+
+    def _command(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        raise ContainerError("a pod's commands run through the API server (exec)")
+
+    @property
+    def pids(self) -> list[int]:
+        return [self._host_pid] if self._host_pid else []
+
+    @property
+    def init_pid(self) -> int | None:
+        """A process of the pod on this host: its cgroup is the pod's container's."""
+        return self._host_pid
+
+    def facts(self) -> dict[str, Any]:
+        """Its QoS class, the cores it was given, its ports that are links
+        (host-device attachments) and the host paths it mounts (sockets,
+        hugepages: hostPath volumes)."""
+        return {"qos": self.qos, "cpus": cpu_list(self.given) if self.given else None,
+                "attached": list(self.links), "volumes": list(self.volumes)}
+
+    def guest_cpu(self, core: int) -> int:
+        """The core the kubelet gave in place of planned core `core`: the
+        planned ones in order onto the given ones (the same where they agree)."""
+        if core in self.given or not self.given:
+            return core
+        planned = sorted(self.cpus)
+        return sorted(self.given)[planned.index(core) % len(self.given)] \
+            if core in planned else core
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
+        try:
+            self.cluster.delete(self.name)
+            for link in self.links:   # the next point's ports have these names again
+                pods.detach(self.cluster.api, self.cluster.namespace, _nad(link))
+        finally:
+            # its commands ended with it: their streams close (a kill would
+            # need the pod)
+            for proc in self._procs:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(STREAM_END_S)
+            for link in self.links:   # host-device gave them back to this host's netns
+                del_link(link, None)
+                self.journal.discard("link", link)
+
+
+class Cluster:
+    """A run's side of one cluster: its client, its node and its namespace
+    (made at the first pod)."""
+
+    def __init__(self, journal: Journal, kubeconfig: Path, namespace: str):
+        self.journal = journal
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+        self.api = pods.connect(kubeconfig)
+        self.node = pods.local_node(self.api)
+        self._made = False
+        self._images: dict[str, str] = {}
+
+    def ensure_namespace(self) -> None:
+        if self._made:
+            return
+        self.journal.add(KIND, self.namespace, kubeconfig=str(self.kubeconfig))
+        pods.create_namespace(self.api, self.namespace, {LABEL: self.namespace})
+        self._made = True
+
+    def image(self, spec: rootfs.ImageSpec) -> str:
+        """The image imported into the node's containerd (once per content)."""
+        key = spec.digest()
+        if key not in self._images:
+            self._images[key] = images.load_image(containerd_of(self.kubeconfig), spec)
+        return self._images[key]
+
+    def delete(self, pod: str) -> None:
+        pods.delete(self.api, self.namespace, pod)
+
+    def close(self) -> str | None:
+        """The run's namespace deleted, with what is still in it; what it was."""
+        if not self._made:
+            return None
+        pods.delete_namespace(self.api, self.namespace)
+        self.journal.discard(KIND, self.namespace)
+        self._made = False
+        return f"namespace {self.namespace} of cluster {self.kubeconfig}"
+
+
+class PodRuntime(Runtime):
+    name = "pod"
+    place = "pod"
+    takes_ports = True
+
+    def __init__(self, journal: Journal, state_dir: Path):
+        super().__init__(journal, state_dir)
+        self.specs: dict[Image, rootfs.ImageSpec] = {}
+        self.cluster: Cluster | None = None
+        self.pinned = False
+
+    @classmethod
+    def check(cls) -> list[str]:
+        return cls._needs("ip")
+
+    @classmethod
+    def scenario_problem(cls, s: Any) -> tuple[str, str] | None:
+        """A cluster that cannot take the point's pods (placement_problem): a
+        run refuses it as bad input."""
+        why = cls.placement_problem(s)
+        return None if why is None else ("cluster", why)
+
+    @classmethod
+    def placement_problem(cls, s: Any) -> str | None:
+        """Why the cluster cannot take the scenario's pods: its kubeconfig,
+        its API server, Multus' attachments, a node that is this host; None
+        where it can, or no node is a pod."""
+        if s.endpoint_in != cls.place and cls.place not in s.nf_in.split("+"):
+            return None
+        if not getattr(s, "cluster", "") and not TEST_KUBECONFIG.exists():
+            return ("no cluster named, and the test cluster does not run (start it: cnfperf "
+                    "cluster; or name a kubeconfig: cluster = FILE)")
+        kubeconfig = kubeconfig_of(s)
+        try:
+            api = pods.connect(kubeconfig, retries=0)
+            if not pods.has_attachments(api):
+                return (f"{kubeconfig}: the cluster has no NetworkAttachmentDefinition "
+                        "(k8s.cni.cncf.io/v1): is Multus installed?")
+            pods.local_node(api)
+        except ClusterError as e:   # it names the file
+            return str(e)
+        except Exception as e:      # a refused connection: said in one line
+            return f"{kubeconfig}: {pods.one_line(e)}"
+        return None
+
+    def prepare(self, engine: Path, image: Image = FULL) -> ImageInfo:
+        """The image's content (as the other runtimes build it, with a shell:
+        commands reach a pod through `sh`); imported at the first pod."""
+        if image.user:
+            raise ContainerError(f"image {image.name}: a user's image runs in podman")
+        spec = rootfs.spec_for(replace(image, shell=True, idle=()) if not image.shell else image,
+                               engine)
+        self.specs[image] = spec
+        info = rootfs.build(spec, rootfs.images_dir())
+        return ImageInfo(name=image.name, path=info.path, size_bytes=info.size_bytes)
+
+    def configure_for(self, s: Any) -> None:
+        kubeconfig = kubeconfig_of(s)
+        if self.cluster is None or self.cluster.kubeconfig != kubeconfig:
+            if self.cluster is not None:
+                self.cluster.close()
+            # the run's name (its state folder's: cnfp and its id)
+            self.cluster = Cluster(self.journal, kubeconfig, _nad(self.state_dir.name))
+        self.pinned = bool(getattr(s, "pin", True))
+
+    def create(self, name: str, cpus: Sequence[int], netns: str,
+               mounts: Sequence[Mount] = (), image: Image = FULL,
+               quota: Quota | None = None, nics: Sequence[Nic] = (),
+               lazy: bool = False) -> PodContainer:
+        check_no_nics(nics)
+        if image not in self.specs:
+            raise RuntimeError(f"PodRuntime.create(image={image.name!r}) before prepare()")
+        if self.cluster is None:
+            raise RuntimeError("PodRuntime.create before configure_for()")
+        cpus, _ = check_request(name, cpus, netns, mounts, quota)
+        cluster = self.cluster
+        ref = cluster.image(self.specs[image])
+        cluster.ensure_namespace()
+        links = [l for l in _links(netns) if l != "lo"]
+        for link in links:   # journaled in this host's netns before it is there
+            self.journal.add("link", link)
+            ip("link", "set", link, "netns", str(os.getpid()), netns=netns)
+        try:
+            for link in links:
+                pods.attach(cluster.api, cluster.namespace, _nad(link), {
+                    "cniVersion": "0.3.1", "name": f"cnfperf-{_nad(link)}",
+                    "type": "host-device", "device": link})
+            pod = pods.Pod(name.lower(), ref, networks=[{"name": _nad(l), "interface": l}
+                                                        for l in links],
+                           cpus=len(cpus) if self.pinned and quota is None else None,
+                           cpu_limit=f"{round(quota.percent * 10)}m" if quota else None,
+                           node=cluster.node, privileged=True,
+                           host_paths={m.source: m.target for m in mounts},
+                           labels={LABEL: cluster.namespace})
+            got = pods.start(cluster.api, cluster.namespace, pod)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                cluster.delete(name.lower())
+            for link in links:
+                with contextlib.suppress(Exception):
+                    pods.detach(cluster.api, cluster.namespace, _nad(link))
+                with contextlib.suppress(Exception):
+                    del_link(link, None)
+                self.journal.discard("link", link)
+            raise
+        pid = _pod_pid(got.metadata.uid)
+        container = PodContainer(self.journal, name.lower(), cpus, netns, image.path, cluster,
+                                 links, _cpus_of(pid), pid, got.status.qos_class)
+        container.volumes = tuple(m.source for m in mounts)
+        if pid is None:
+            container.destroy()
+            raise ClusterError(f"pod {name}: none of its processes is on this host")
+        # the node's netns is now the pod's: ip -n NAME reaches its ports
+        run(["ip", "netns", "del", netns], what=f"netns {netns}")
+        run(["ip", "netns", "attach", netns, str(pid)], what=f"netns {netns} of pod {name}")
+        quiet_netns(netns, links)
+        return container
+
+    def close(self) -> str | None:
+        return self.cluster.close() if self.cluster is not None else None
+
+    @classmethod
+    def stored(cls, s: Any) -> dict[str, str]:
+        """The cluster's facts: its Kubernetes version, this host's node, its
+        kubelet's CPU manager policy."""
+        with contextlib.suppress(Exception):
+            api = pods.connect(kubeconfig_of(s))
+            node = pods.local_node(api)
+            config = pods.kubelet_config(api, node)
+            return {"kubernetes": pods.version(api), "node": node,
+                    "cpu_manager": config.get("cpuManagerPolicy", "?")}
+        return {}
+
+    @classmethod
+    def leftovers(cls, prefix: str) -> list[str]:
+        return []   # a run's pods go with its namespace (UNDO)
+
+    @classmethod
+    def remove(cls, name: str) -> None:
+        pass
+
+
+def delete_namespace(name: str, info: Mapping[str, Any]) -> None:
+    """A killed run's namespace (its journal's KIND line): deleted with its pods."""
+    pods.delete_namespace(pods.connect(Path(info["kubeconfig"])), name)
+
+
+PodRuntime.undo = {KIND: delete_namespace}
+
+
+def runs_on(kubeconfig: Path) -> tuple[Any, list[str]]:
+    """The cluster's client and the namespaces of cnfperf's runs there (by
+    their label): what `cnfperf cleanup --cluster` deletes."""
+    api = pods.connect(kubeconfig)
+    return api, pods.namespaces(api, LABEL)
+
+
+def _nad(link: str) -> str:
+    """A NetworkAttachmentDefinition's name for a link (a DNS label)."""
+    return link.lower().replace("_", "-").replace(".", "-")
+
+
+def _links(netns: str) -> list[str]:
+    return [line.split(":")[1].strip().split("@")[0]
+            for line in ip("-o", "link", "show", netns=netns).splitlines() if ":" in line]
+
+
+def _pod_pid(uid: str) -> int | None:
+    """A process of the pod on this host, found by its cgroup (the kubelet
+    names a pod's cgroup for its uid, with cgroupfs `pod<uid>`, with systemd
+    `pod<uid with _>.slice`)."""
+    marks = (f"pod{uid}", f"pod{uid.replace('-', '_')}")
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            text = (entry / "cgroup").read_text()
+            if any(m in text for m in marks):
+                found.append((((entry / "comm").read_text().strip() == "pause"), int(entry.name)))
+    # the pod's container's process (its cgroup is what runs there), else its sandbox's
+    return min(found)[1] if found else None
+
+
+def _cpu_list(text: str) -> tuple[int, ...]:
+    """The kernel's list format ('0,2-3') as cores."""
+    cores: list[int] = []
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        cores.extend(range(int(low), int(high or low) + 1))
+    return tuple(cores)
+
+
+def _cpus_of(pid: int | None) -> tuple[int, ...]:
+    if pid is None:
+        return ()
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return _cpu_list(line.split(":", 1)[1].strip())
+    return ()

@@ -1,0 +1,193 @@
+"""cnfperf runs whose nodes are pods on the test cluster (nf_in or endpoint_in
+= pod): the data plane's ports moved into each pod by Multus (host-device
+attachments), commands through the API server, a chain of two NF pods over a
+bridge, a kernel pair of tester pods over macvlan, a pinned NF pod that is
+Guaranteed on the core the kubelet gave it, a run killed with its pods up
+and `cnfperf cleanup --cluster`, and a cluster that cannot take pods refused
+before anything exists."""
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+from kubernetes import client
+
+import harness
+import leak
+from cnfperf.cluster import node
+from cnfperf.runtimes.pod import pods
+
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("ip")]
+
+RATE = 2000
+DURATION = 1.0
+TIMEOUT = 300
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm(cluster, api):
+    """One pod made and deleted before the tests: what the node makes at its
+    first (its default network's bridge, the shims' folders) is the
+    cluster's, not a test's leftover."""
+    pods.create_namespace(api, "cnfptest-warm", {"cnfperf.test": "yes"})
+    try:
+        pods.start(api, "cnfptest-warm", pods.Pod("warm", node.PAUSE))
+    finally:
+        pods.delete_namespace(api, "cnfptest-warm")
+
+
+@pytest.fixture
+def after_pods():
+    """Nothing of a run is left (the kubelet's dead containers' logs aside:
+    its garbage collection's, once a minute)."""
+    with leak.assert_no_leftovers(kubelet_gc=True):
+        yield
+
+
+def _run(cli, cluster, *args: str) -> dict:
+    [point] = _points(cli, cluster, *args)
+    return point
+
+
+def _points(cli, cluster, *args: str) -> list[dict]:
+    done = cli("run", *args, "--cluster", str(cluster.kubeconfig), "--rate", str(RATE),
+               "--duration", str(DURATION), "--warmup", "0.3", "--json", timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)["run"]
+    assert run["status"] == "done", run
+    return run["points"]
+
+
+def _zero_loss(point: dict) -> None:
+    [pair] = point["per_pair"]
+    harness.assert_sent(point, pair, RATE * DURATION)
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+
+
+def _pods_of(point: dict, cluster) -> dict:
+    facts = point["cluster_facts"]
+    assert facts["kubernetes"] == cluster.version and facts["node"] == cluster.node, facts
+    assert facts["cpu_manager"] == "static", facts
+    return facts["pods"]
+
+
+def _no_run_namespaces(api) -> None:
+    assert pods.namespaces(api, "cnfperf.run") == []
+
+
+def test_a_chain_of_two_nf_pods_over_a_bridge(cluster, api, cli, after_pods):
+    """Unpinned (two Guaranteed pods need more than this host's one core
+    beside the system's): both BestEffort, on the kubelet's shared cores."""
+    point = _run(cli, cluster, "--switch", "bridge", "--api", "raw", "--nfs", "2",
+                 "--nf-api", "raw", "--nf-in", "pod", "--pin", "no")
+    _zero_loss(point)
+    placed = _pods_of(point, cluster)
+    assert sorted(placed) == sorted(nf["name"] for p in point["placement"] for nf in p["nfs"])
+    assert {f["qos"] for f in placed.values()} == {"BestEffort"}, placed
+    _no_run_namespaces(api)
+
+
+def test_tester_ends_in_pods_over_macvlan(cluster, api, cli, after_pods):
+    """Two points of one run: the second's pods and attachments take the
+    names the first's had, in the run's one namespace."""
+    points = _points(cli, cluster, "--switch", "macvlan", "--api", "raw", "--endpoint-in", "pod",
+                     "--pin", "no", "--tester", "split", "--size", "64,1500")
+    assert [p["size"] for p in points] == [64, 1500]
+    for point in points:
+        _zero_loss(point)
+        assert len(_pods_of(point, cluster)) == 2
+    _no_run_namespaces(api)
+
+
+def test_a_pinned_nf_pod_is_guaranteed_on_the_core_the_kubelet_gave(cluster, api, cli,
+                                                                     after_pods):
+    """The static CPU manager gives the pod core 1 (core 0 is the system's):
+    the NF's engine runs there, whatever core the plan had."""
+    point = _run(cli, cluster, "--switch", "veth", "--api", "raw", "--nfs", "1",
+                 "--nf-api", "raw", "--nf-in", "pod", "--tester", "single")
+    _zero_loss(point)
+    [(name, facts)] = _pods_of(point, cluster).items()
+    assert (facts["qos"], facts["cpus"]) == ("Guaranteed", "1"), facts
+    assert sorted(facts["attached"]) == sorted(f"{name}{side}" for side in "ab"), facts
+    _no_run_namespaces(api)
+
+
+def test_a_dpdk_pair_of_pods_over_memif_sockets_in_volumes(cluster, api, cli, after_pods):
+    """The tester's ends as pods, on DPDK over memif: the socket's folder and
+    the run's hugepages are hostPath volumes of each pod."""
+    point = _run(cli, cluster, "--switch", "memif", "--api", "dpdk", "--endpoint-in", "pod",
+                 "--pin", "no", "--tester", "split")
+    _zero_loss(point)
+    placed = _pods_of(point, cluster)
+    assert len(placed) == 2 and all(f["volumes"] and not f["attached"]
+                                    for f in placed.values()), placed
+    _no_run_namespaces(api)
+
+
+def test_a_killed_run_s_pods_go_with_cleanup_cluster(cluster, api, start_cli, cli,
+                                                      after_pods):
+    proc = start_cli("run", "--switch", "veth", "--api", "raw", "--nfs", "1", "--nf-api", "raw",
+                     "--nf-in", "pod", "--pin", "no", "--cluster", str(cluster.kubeconfig),
+                     "--rate", str(RATE), "--duration", "60")
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not any(p for ns in pods.namespaces(api, "cnfperf.run")
+                      for p in pods.running(api, ns)):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no pod ran"
+            time.sleep(0.5)
+        time.sleep(2)     # the trial's engines started in it
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    done = cli("cleanup", "--cluster", str(cluster.kubeconfig), timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    assert "namespace cnfp" in done.stdout, done.stdout
+    _no_run_namespaces(api)
+
+
+DEAD = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def _refused(cli, kubeconfig, said: str) -> None:
+    done = cli("run", "--nfs", "1", "--nf-in", "pod", "--cluster", str(kubeconfig),
+               "--duration", "1")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"cluster: {kubeconfig}" in line or f"cluster: kubeconfig {kubeconfig}" in line, line
+    assert said in line, line
+
+
+def test_a_cluster_that_cannot_take_pods_is_refused_in_one_line(cluster, api, cli, tmp_path):
+    """A kubeconfig that does not load, a file that is not there, an API
+    server that does not answer, a cluster without Multus (its CRD deleted
+    for the test, put back after): exit 2, one line, nothing made."""
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    dead = tmp_path / "dead"
+    dead.write_text(DEAD)
+    _refused(cli, bad, "current-context")
+    _refused(cli, tmp_path / "missing", "no such file")
+    _refused(cli, dead, "does not answer (Connection refused)")
+    done = cli("cleanup", "--cluster", str(bad))
+    assert done.returncode == 2 and "--cluster" in done.stderr, done.stderr
+    crds = client.ApiextensionsV1Api(api)
+    name = f"{pods.NAD_PLURAL}.{pods.NAD_GROUP}"
+    crd = api.sanitize_for_serialization(crds.read_custom_resource_definition(name))
+    crds.delete_custom_resource_definition(name)
+    try:
+        while pods.has_attachments(api):
+            time.sleep(0.2)
+        _refused(cli, cluster.kubeconfig, "is Multus installed?")
+    finally:
+        crd["metadata"] = {"name": name}
+        crd.pop("status", None)
+        crds.create_custom_resource_definition(crd)

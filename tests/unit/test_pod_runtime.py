@@ -1,0 +1,65 @@
+"""The pod runtime's parts that need no cluster: the pod it asks for (Multus'
+selections keep each port's name, a Guaranteed pod when pinned, a quota as
+its CPU request and limit, mounts as hostPath volumes), the cores the kubelet
+gave in place of the planned ones, and a scenario without pods asks nothing
+of a cluster."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from cnfperf.runtimes.pod import pods
+from cnfperf.runtimes.pod.runtime import (TEST_KUBECONFIG, PodContainer, PodRuntime, _cpu_list,
+                                          _nad, kubeconfig_of)
+
+
+def test_selections_keep_each_port_s_name_and_a_pinned_pod_is_guaranteed(tmp_path):
+    pod = pods.Pod("cnfp1a2bn0", "localhost/cnfperf/full:0",
+                   networks=[{"name": "cnfp1a2bn0a", "interface": "cnfp1a2bn0a"}], cpus=2,
+                   host_paths={str(tmp_path): "/sockets"}, labels={"cnfperf.run": "cnfp1a2b"})
+    made = pod.manifest()
+    said = json.loads(made["metadata"]["annotations"][pods.NETWORKS])
+    assert said == [{"name": "cnfp1a2bn0a", "interface": "cnfp1a2bn0a"}]
+    [main] = made["spec"]["containers"]
+    assert main["resources"]["requests"] == main["resources"]["limits"] == \
+        {"cpu": "2", "memory": "256Mi"}
+    assert made["spec"]["volumes"] == [{"name": "host0", "hostPath": {
+        "path": str(tmp_path), "type": "DirectoryOrCreate"}}]
+    assert main["volumeMounts"] == [{"name": "host0", "mountPath": "/sockets"}]
+    assert made["metadata"]["labels"] == {"cnfperf.run": "cnfp1a2b"}
+
+
+def test_names_alone_stay_multus_short_form_and_a_quota_is_a_cpu_limit(tmp_path):
+    sock = tmp_path / "s.sock"
+    sock.write_text("")
+    made = pods.Pod("p", "i", networks=["a", "b"], cpu_limit="500m",
+                    host_paths={str(sock): "/run/s.sock"}).manifest()
+    assert made["metadata"]["annotations"][pods.NETWORKS] == "a,b"
+    assert made["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "500m"
+    assert made["spec"]["volumes"][0]["hostPath"]["type"] == ""
+
+
+def test_the_planned_cores_map_onto_those_the_kubelet_gave():
+    c = PodContainer(journal=None, name="p", cpus=(0, 1), netns="p", engine="/bin/e",
+                     cluster=None, links=(), given=(2, 3), host_pid=None)
+    assert [c.guest_cpu(core) for core in (0, 1)] == [2, 3]
+    assert c.guest_cpu(3) == 3            # one it was given is its own
+    same = PodContainer(journal=None, name="p", cpus=(0,), netns="p", engine="/bin/e",
+                        cluster=None, links=(), given=(0, 1), host_pid=None, qos="BestEffort")
+    assert same.guest_cpu(0) == 0
+    assert same.facts() == {"qos": "BestEffort", "cpus": "0-1", "attached": [], "volumes": []}
+
+
+def test_the_kernel_s_cpu_lists_and_names_kubernetes_takes():
+    assert _cpu_list("0,2-4,7") == (0, 2, 3, 4, 7) and _cpu_list("") == ()
+    assert _nad("cnfp1A2b_n0.a") == "cnfp1a2b-n0-a"
+
+
+def test_a_scenario_without_pods_asks_nothing_of_a_cluster():
+    plain = SimpleNamespace(endpoint_in="container", nf_in="vm+container", cluster="/nowhere")
+    assert PodRuntime.scenario_problem(plain) is None
+    assert kubeconfig_of(SimpleNamespace(cluster="")) == TEST_KUBECONFIG
+    missing = SimpleNamespace(endpoint_in="container", nf_in="pod", cluster="/nowhere/kc")
+    field, why = PodRuntime.scenario_problem(missing)
+    assert field == "cluster" and "/nowhere/kc" in why
+    assert PodRuntime.placement_problem(missing) == why
