@@ -44,7 +44,7 @@ from typing import Callable, Iterator, Sequence
 import yaml
 
 from cnfperf.cluster import builds, pki
-from cnfperf.runtimes.pod import images, pods
+from cnfperf.runtimes.pod import images, pods, runtime as pod_runtime
 from cnfperf.runtimes.pod.pods import ClusterError
 from cnfperf.host import cgroups, tools
 from cnfperf.host.journal import RUN_DIR, Journal
@@ -52,12 +52,12 @@ from cnfperf.host.keeper import Keeper
 from cnfperf.host.links import del_link
 from cnfperf.host.system import KILL_WAIT_S, proc_stat, run, spawn, unmount_under
 
-HOME = RUN_DIR / "cluster"
-KUBECONFIG = HOME / "admin.kubeconfig"
+HOME = pod_runtime.TEST_HOME                # where a pod placement looks for it
+KUBECONFIG = pod_runtime.TEST_KUBECONFIG
 JOURNAL = RUN_DIR / "cluster.journal"
 OWNER = RUN_DIR / "cluster.owner"
 KEEPER = Keeper("a test cluster", OWNER, JOURNAL)
-CONTAINERD_SOCK = HOME / "containerd.sock"
+CONTAINERD_SOCK = pod_runtime.TEST_CONTAINERD
 BRIDGE = "cnfpkube0"           # the pods' default network ("cnfp" + non-hex: no run's name)
 POD_SUBNET = "10.253.0.0/24"
 NETWORK = "cnfpkube"           # the default network's CNI name (and the prefix of cnfperf's)

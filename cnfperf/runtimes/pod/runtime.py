@@ -26,8 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from kubernetes import client
-
+from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.links import del_link, ip, quiet_netns
 from cnfperf.host.system import run
 
@@ -41,9 +40,11 @@ from .process import Process
 
 KIND = "pod-namespace"      # a run's namespace, journaled with its kubeconfig
 LABEL = "cnfperf.run"       # on a run's namespaces: what `cleanup --cluster` deletes
-# The test cluster's (`cnfperf cluster`): a scenario without `cluster` uses it.
-TEST_KUBECONFIG = Path("/run/cnfperf/cluster/admin.kubeconfig")
-TEST_CONTAINERD = Path("/run/cnfperf/cluster/containerd.sock")
+# The test cluster's (`cnfperf cluster`: cluster/node.py keeps it there): a
+# scenario without `cluster` uses it.
+TEST_HOME = RUN_DIR / "cluster"
+TEST_KUBECONFIG = TEST_HOME / "admin.kubeconfig"
+TEST_CONTAINERD = TEST_HOME / "containerd.sock"
 NODE_CONTAINERD = Path("/run/containerd/containerd.sock")   # a node's own containerd
 STREAM_END_S = 10.0         # a command's exec stream, once its pod is gone
 
@@ -317,8 +318,13 @@ class PodRuntime(Runtime):
 
 
 def delete_namespace(name: str, info: Mapping[str, Any]) -> None:
-    """A killed run's namespace (its journal's KIND line): deleted with its pods."""
-    pods.delete_namespace(pods.connect(Path(info["kubeconfig"])), name)
+    """A killed run's namespace (its journal's KIND line): deleted with its
+    pods. A test cluster stopped since took it along (its kubeconfig went
+    with it)."""
+    kubeconfig = Path(info["kubeconfig"])
+    if kubeconfig == TEST_KUBECONFIG and not kubeconfig.exists():
+        return
+    pods.delete_namespace(pods.connect(kubeconfig), name)
 
 
 PodRuntime.undo = {KIND: delete_namespace}
