@@ -46,6 +46,11 @@ class RemoteContainer:
     def host(self) -> str:
         return self.agent.name
 
+    def facts(self) -> dict[str, Any]:
+        """Nothing beyond its runtime's (Container.facts): no pod runs on
+        another host."""
+        return {}
+
     def exec(self, argv: list[str], stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
              stdin: Any = subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> RemoteProcess:
         if env:
