@@ -63,3 +63,10 @@ def test_a_scenario_without_pods_asks_nothing_of_a_cluster():
     field, why = PodRuntime.scenario_problem(missing)
     assert field == "cluster" and "/nowhere/kc" in why
     assert PodRuntime.placement_problem(missing) == why
+
+
+def test_every_node_s_container_says_its_facts():
+    """The testbed asks every node's container (Testbed.facts): one on
+    another host too, which holds no pod."""
+    from cnfperf.remote.parts import RemoteContainer
+    assert RemoteContainer(agent=None, name="n", engine="e").facts() == {}
