@@ -284,13 +284,16 @@ class PodRuntime(Runtime):
         container = PodContainer(self.journal, name.lower(), cpus, netns, image.path, cluster,
                                  links, _cpus_of(pid), pid, got.status.qos_class)
         container.volumes = tuple(m.source for m in mounts)
-        if pid is None:
+        try:   # until it is returned, no teardown holds it: a failure here removes it
+            if pid is None:
+                raise ClusterError(f"pod {name}: none of its processes is on this host")
+            # the node's netns is now the pod's: ip -n NAME reaches its ports
+            run(["ip", "netns", "del", netns], what=f"netns {netns}")
+            run(["ip", "netns", "attach", netns, str(pid)], what=f"netns {netns} of pod {name}")
+            quiet_netns(netns, links)
+        except BaseException:
             container.destroy()
-            raise ClusterError(f"pod {name}: none of its processes is on this host")
-        # the node's netns is now the pod's: ip -n NAME reaches its ports
-        run(["ip", "netns", "del", netns], what=f"netns {netns}")
-        run(["ip", "netns", "attach", netns, str(pid)], what=f"netns {netns} of pod {name}")
-        quiet_netns(netns, links)
+            raise
         return container
 
     def close(self) -> str | None:
