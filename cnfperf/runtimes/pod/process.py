@@ -14,7 +14,7 @@ import contextlib
 import os
 import subprocess
 import threading
-from typing import IO, Any, Sequence
+from typing import IO, Any, Callable, Sequence
 
 from kubernetes import client
 from kubernetes.stream import stream
@@ -42,6 +42,9 @@ class Stdin:
     def write(self, data: bytes | str) -> None:
         self._process._ws.write_stdin(data if isinstance(data, str) else data.decode())
 
+    def flush(self) -> None:
+        """Nothing to do: write() sent it."""
+
     def close(self) -> None:
         if self.closed:
             return
@@ -54,13 +57,25 @@ class Stdin:
             self._process.terminate()
 
 
+def _dup(to: IO[Any] | int | None) -> int | None:
+    """Our own descriptor of where a stream is copied (the caller may close its own)."""
+    if isinstance(to, int):
+        return os.dup(to)
+    return os.dup(to.fileno()) if to is not None and hasattr(to, "fileno") else None
+
+
 class Process:
     """`argv` in `pod`'s container; `env` added to its environment; with
-    `stdin` a pipe to it (Stdin), else none (its stdin is empty)."""
+    `stdin` a pipe to it (Stdin), else none (its stdin is empty). Its stdout
+    is a pipe (`stdout`), or copied to the file or descriptor given (a
+    terminal: procs.Console), as its stderr is (subprocess.STDOUT: where its
+    stdout goes; else dropped). `on_host`: its pid on this host for its pid
+    in the pod (0: not here), where the pod runs on this host."""
 
     def __init__(self, api: client.ApiClient, namespace: str, pod: str, argv: Sequence[str],
-                 stderr: IO[Any] | None = None, env: dict[str, str] | None = None,
-                 stdin: bool = False):
+                 stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
+                 stdin: bool = False, stdout: IO[Any] | int | None = None,
+                 on_host: Callable[[int], int] | None = None):
         self.api, self.namespace, self.pod = api, namespace, pod
         self.argv = list(argv)
         self.returncode: int | None = None
@@ -69,18 +84,22 @@ class Process:
                           command=START + prefix + self.argv, stdin=stdin, stdout=True,
                           stderr=True, tty=False, _preload_content=False)
         self.stdin = Stdin(self) if stdin else None
-        read, self._out = os.pipe()
-        self.stdout = os.fdopen(read, "rb", buffering=0)
-        self._err = os.dup(stderr.fileno()) if stderr is not None and \
-            hasattr(stderr, "fileno") else None
+        self.stdout: IO[bytes] | None = None
+        self._out = _dup(stdout)
+        if self._out is None:
+            read, self._out = os.pipe()
+            self.stdout = os.fdopen(read, "rb", buffering=0)
+        self._err = os.dup(self._out) if stderr == subprocess.STDOUT else _dup(stderr)
         self._pid_known = threading.Event()
         self._exited = threading.Event()
-        self.pid = 0
+        self.inner = 0      # its pid in the pod (what a signal's `kill` names)
+        self.pid = 0        # its pid on this host (`on_host`), what a journal keeps; 0: unknown
+        self._on_host = on_host
         self._pending = b""
         self._reader = threading.Thread(target=self._read, daemon=True,
                                         name=f"exec {pod}")
         self._reader.start()
-        if not self._pid_known.wait(PID_S) or not self.pid:
+        if not self._pid_known.wait(PID_S) or not self.inner:
             with contextlib.suppress(Exception):
                 self._ws.close()
             raise ClusterError(f"`{' '.join(self.argv)}` in pod {pod}: it did not start "
@@ -110,7 +129,8 @@ class Process:
                 return
             line, _, data = self._pending.partition(b"\n")
             with contextlib.suppress(ValueError):
-                self.pid = int(line)
+                self.inner = int(line)
+                self.pid = self._on_host(self.inner) if self._on_host else 0
             self._pid_known.set()
         self._put(self._out, data)
 
@@ -143,8 +163,8 @@ class Process:
 
     def send_signal(self, sig: int) -> None:
         """`kill -SIG pid` in the pod; nothing once the process has ended."""
-        if self.returncode is None and self.pid:
-            pods.run(self.api, self.namespace, self.pod, ["kill", f"-{int(sig)}", str(self.pid)])
+        if self.returncode is None and self.inner:
+            pods.run(self.api, self.namespace, self.pod, ["kill", f"-{int(sig)}", str(self.inner)])
 
     def kill(self) -> None:
         self.send_signal(9)

@@ -77,14 +77,16 @@ class PodContainer(Container):
 
     def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
              stdin=subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> Any:
-        """argv in the pod's container: its stdout a pipe, its stderr to the
-        file given (else dropped), its stdin a pipe when asked (else empty),
+        """argv in the pod's container: its stdout a pipe, or to the file or
+        descriptor given (a switch's terminal: procs.Console), its stderr
+        there too (else dropped), its stdin a pipe when asked (else empty),
         signals by a second exec's kill."""
         if self._destroyed:
             raise ContainerError(f"exec in {self.name}: container was destroyed")
         proc = Process(self.cluster.api, self.cluster.namespace, self.name, argv,
-                       stderr=stderr if hasattr(stderr, "fileno") else None, env=dict(env or {}),
-                       stdin=stdin == subprocess.PIPE)
+                       stderr=_output(stderr), env=dict(env or {}),
+                       stdin=stdin == subprocess.PIPE, stdout=_output(stdout),
+                       on_host=lambda inner: _on_host(self._host_pid, inner))
         self._procs.append(proc)   # type: ignore[arg-type]
         return proc
 
@@ -340,6 +342,14 @@ def runs_on(kubeconfig: Path) -> tuple[Any, list[str]]:
     return api, pods.namespaces(api, LABEL)
 
 
+def _output(to: Any) -> Any:
+    """Where a command's stream is copied: a file or a descriptor (stderr:
+    subprocess.STDOUT too); None for subprocess' PIPE (stdout's own pipe),
+    DEVNULL or nothing (dropped)."""
+    return to if hasattr(to, "fileno") or (isinstance(to, int) and to >= 0) \
+        or to == subprocess.STDOUT else None
+
+
 def _nad(link: str) -> str:
     """A NetworkAttachmentDefinition's name for a link (a DNS label)."""
     return link.lower().replace("_", "-").replace(".", "-")
@@ -365,6 +375,27 @@ def _pod_pid(uid: str) -> int | None:
                 found.append((((entry / "comm").read_text().strip() == "pause"), int(entry.name)))
     # the pod's container's process (its cgroup is what runs there), else its sandbox's
     return min(found)[1] if found else None
+
+
+def _on_host(pod_pid: int | None, inner: int) -> int:
+    """The pid on this host of the process whose pid is `inner` in the pod
+    whose process `pod_pid` is (in its pid namespace: NSpid's last); 0 if
+    none. A journal keeps host pids (`cnfperf cleanup` kills them): a pod's
+    own would name another process here."""
+    if not pod_pid:
+        return 0
+    with contextlib.suppress(OSError):
+        ns = os.readlink(f"/proc/{pod_pid}/ns/pid")
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if os.readlink(entry / "ns" / "pid") != ns:
+                    continue
+                for line in (entry / "status").read_text().splitlines():
+                    if line.startswith("NSpid:") and int(line.split()[-1]) == inner:
+                        return int(entry.name)
+    return 0
 
 
 def _cpu_list(text: str) -> tuple[int, ...]:
