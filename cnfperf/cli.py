@@ -156,8 +156,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="the inventory of other hosts, for a study that places its tester "
                             "or its host under test on them (tester_host, dut_host)")
     study.add_argument("--cluster", metavar="FILE",
-                       help="the kubeconfig of the cluster a study's pods go to (nf_in or "
-                            "endpoint_in = pod; default: the test cluster)")
+                       help="the kubeconfig of the cluster a study's pods go to (nf_in, "
+                            "endpoint_in or switch_in = pod; default: the test cluster)")
     for name in STUDY_PLACES:
         study.add_argument(fields.by_name()[name].flag, dest=name,
                            metavar="NIC" if name == "sriov_pf" else "HOST",

@@ -49,7 +49,7 @@ AUTO = "auto"
 # Where a DPDK switch's processes run: on the host, or in a container of
 # their own, runc's or podman's (own cgroup; its sockets and hugepages shared
 # by bind mounts).
-SWITCH_IN = ("host", "container")
+SWITCH_IN = ("host", "container", "pod")
 # Where a network function or a tester's end runs: in a container (of the
 # scenario's runtime), in a QEMU virtual machine of its own, or in a pod on a
 # Kubernetes cluster (`cluster`).
@@ -146,8 +146,9 @@ FIELDS: list[Field] = [
           describe=True, switch_config=True),
     # The next three name the data planes they concern (reference.help_text asks
     # the registry's capabilities: processes, max_cores, max_rxq).
-    Field("switch_in", "choice", "host", "where the switch runs: host, or container (a "
-          "container of its own, with its own cgroup: runtime runc or podman)", axis=1,
+    Field("switch_in", "choice", "host", "where the switch runs: host, container (a "
+          "container of its own, with its own cgroup: runtime runc or podman), or pod (a "
+          "privileged pod of its own on the cluster: see cluster)", axis=1,
           choices=SWITCH_IN, column="TEXT", label="named", switch_config=True),
     Field("switch_cores", "int", 1, "the switch's poll threads (PMD threads, forwarding cores), "
           "one core each", axis=2, ge=1,
@@ -179,7 +180,7 @@ FIELDS: list[Field] = [
           ge=MIN_DESC, le=MAX_DESC, column="INTEGER", label="named", optional=True,
           unset="each port's own", switch_config=True, late=True),
     Field("switch_quota", "float", None, "CPU quota of the switch's container (switch_in = "
-          "container), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
+          "container or pod: a pod's CPU limit), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
           unit="%", gt=0, column="REAL", label="named", optional=True, switch_config=True),
     Field("quota_period", "int", 100_000, "the CFS period over which quotas are enforced",
           axis=5, unit="µs", ge=1000, le=1_000_000, column="INTEGER", switch_config=True),
@@ -271,8 +272,8 @@ FIELDS: list[Field] = [
     Field("endpoint_in", "choice", "container", "where the tester's ends run: container, vm "
           "(a QEMU virtual machine each) or pod (a pod each on the cluster)", axis=9,
           choices=PLACES, column="TEXT", label="named"),
-    Field("cluster", "str", "", "the Kubernetes cluster pods go to (nf_in or endpoint_in = "
-          "pod): its kubeconfig FILE, whose current context is used; cnfperf places its pods "
+    Field("cluster", "str", "", "the Kubernetes cluster pods go to (nf_in, endpoint_in or "
+          "switch_in = pod): its kubeconfig FILE, whose current context is used; cnfperf places its pods "
           "on the cluster's node that is this host. Default: the test cluster (`cnfperf "
           "cluster`)", axis=-23, switch_config=True, late=True),
     Field("hosts", "str", "", "the inventory of other hosts (a hosts.toml file: their SSH "

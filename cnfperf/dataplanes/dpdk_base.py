@@ -164,6 +164,8 @@ class DpdkPlane(DataPlane):
         if self.home is not None:
             self.container = self.home.create(point.name("sw"), self.poll_cpuset,
                                               (Mount(str(self.dir), str(self.dir)),))
+            # where its poll threads run: a pod's cores are those its kubelet gave
+            self.cpus = tuple(map(self.container.guest_cpu, self.cpus))
         self._lend_nics()
         self.setup()
 
@@ -202,7 +204,8 @@ class DpdkPlane(DataPlane):
     @property
     def other_cpus(self) -> tuple[int, ...]:
         """Where the switch's other threads run (see the module's docstring)."""
-        return self.container.cpus if self.container else self.point.cpus
+        c = self.container
+        return tuple(map(c.guest_cpu, c.cpus)) if c else self.point.cpus
 
     def launch(self) -> procs.Launch:
         """How the switch starts its processes: in its container, or on the host

@@ -336,7 +336,7 @@ _SCHEMA_22 = "\n".join([
     "ALTER TABLE points ADD COLUMN stall_ns REAL;",
     "ALTER TABLE points ADD COLUMN stall_share REAL;",
     "ALTER TABLE trials ADD COLUMN stall_share REAL;"])
-# The cluster the point's pods ran on (nf_in or endpoint_in = pod: the pod
+# The cluster the point's pods ran on (nf_in, endpoint_in or switch_in = pod: the pod
 # runtime's facts, its Kubernetes version, node and CPU manager policy; and by
 # node each pod's QoS class and cores), a JSON object; NULL without pods and
 # for every point stored before.

@@ -428,8 +428,9 @@ def cluster_facts(point: TestPoint) -> dict[str, Any] | None:
     Kubernetes version, node, CPU manager policy); None without pods. The
     testbed adds each pod's own (Container.facts: its QoS class and cores)."""
     s = point.scenario
-    places = [p for p in dict.fromkeys((s.endpoint_in, *nf_places(s.nf_in, s.nfs)))
-              if placed(p) and not in_guest(p) and (p == s.endpoint_in or s.nfs)]
+    switch = (s.switch_in,) if s.switch_in != "host" else ()
+    places = [p for p in dict.fromkeys((s.endpoint_in, *switch, *nf_places(s.nf_in, s.nfs)))
+              if placed(p) and not in_guest(p) and (p in (s.endpoint_in, *switch) or s.nfs)]
     facts: dict[str, Any] = {}
     for place in places:
         facts.update(RUNTIMES[placed(place) or s.runtime].stored(s))

@@ -108,11 +108,14 @@ class Testbed:
 
     def facts(self) -> dict[str, dict[str, Any]]:
         """What the nodes' containers say of how they run, by node (a pod's QoS
-        class and cores: Container.facts); only those that say something."""
+        class and cores: Container.facts), the switch's container's by its
+        name; only those that say something."""
         found = {}
         for name, node in self.nodes.items():
-            if isinstance(node, (Tester, NetworkFunction)) and (said := node.container.facts()):
-                found[name] = said
+            c = node.dataplane.container if isinstance(node, Switch) else \
+                node.container if isinstance(node, (Tester, NetworkFunction)) else None
+            if c is not None and (said := c.facts()):
+                found[c.name if isinstance(node, Switch) else name] = said
         return found
 
     def ports(self, node: str) -> list[Attachment]:
@@ -512,9 +515,13 @@ class Builder:
             teardown.push(f"data-plane {name}", lambda: self.keeper.hand_back(point, kept))
             return Switch(name, kept)
         plane = self.dataplanes[name]
-        home = SwitchHome(self._runtime(s.runtime, plane.image), plane.image,
-                          Quota.of(s.switch_quota, s.quota_period), self.namespaces,
-                          self.journal) if s.switch_in == "container" and plane.image else None
+        home = None
+        if s.switch_in != "host" and plane.image:
+            # a container of the scenario's runtime, or a pod (the place's runtime)
+            runtime = self._runtime(placed(s.switch_in) or s.runtime, plane.image)
+            runtime.configure_for(s)
+            home = SwitchHome(runtime, plane.image, Quota.of(s.switch_quota, s.quota_period),
+                              self.namespaces, self.journal)
         dataplane = plane(self.journal, home=home)
         # Before start: stop() undoes a partial start too (a point that did
         # not measure never hands its switch on).
@@ -539,6 +546,8 @@ class Builder:
         if name not in self._runtimes:
             runtime = self._runtimes[name] = self.runtimes[name](self.journal, self.state)
             self._teardown.push(None, runtime.close)   # said by what it removes
+            # a kept switch may be in one of its containers (a pod): it goes first
+            self._teardown.push(None, self.keeper.drop)
         return self._runtimes[name]
 
     def _runtime(self, name: str, image: Image = FULL) -> Runtime:

@@ -1,16 +1,22 @@
 """The pod runtime's parts that need no cluster: the pod it asks for (Multus'
 selections keep each port's name, a Guaranteed pod when pinned, a quota as
 its CPU request and limit, mounts as hostPath volumes), the cores the kubelet
-gave in place of the planned ones, and a scenario without pods asks nothing
-of a cluster."""
+gave in place of the planned ones, a scenario without pods asks nothing of a
+cluster, a switch pod's checks, a command's pid on this host."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from types import SimpleNamespace
 
+import pytest
+
+from cnfperf import UserError
 from cnfperf.runtimes.pod import pods
 from cnfperf.runtimes.pod.runtime import (TEST_KUBECONFIG, PodContainer, PodRuntime, _cpu_list,
-                                          _nad, kubeconfig_of)
+                                          _nad, _on_host, _output, kubeconfig_of)
+from harness import scenarios
 
 
 def test_selections_keep_each_port_s_name_and_a_pinned_pod_is_guaranteed(tmp_path):
@@ -56,13 +62,15 @@ def test_the_kernel_s_cpu_lists_and_names_kubernetes_takes():
 
 
 def test_a_scenario_without_pods_asks_nothing_of_a_cluster():
-    plain = SimpleNamespace(endpoint_in="container", nf_in="vm+container", cluster="/nowhere")
+    plain = SimpleNamespace(endpoint_in="container", nf_in="vm+container", switch_in="container",
+                            cluster="/nowhere")
     assert PodRuntime.scenario_problem(plain) is None
     assert kubeconfig_of(SimpleNamespace(cluster="")) == TEST_KUBECONFIG
-    missing = SimpleNamespace(endpoint_in="container", nf_in="pod", cluster="/nowhere/kc")
-    field, why = PodRuntime.scenario_problem(missing)
-    assert field == "cluster" and "/nowhere/kc" in why
-    assert PodRuntime.placement_problem(missing) == why
+    for pods_at in ({"nf_in": "pod"}, {"switch_in": "pod"}, {"endpoint_in": "pod"}):
+        missing = SimpleNamespace(**{**vars(plain), "cluster": "/nowhere/kc", **pods_at})
+        field, why = PodRuntime.scenario_problem(missing)
+        assert field == "cluster" and "/nowhere/kc" in why
+        assert PodRuntime.placement_problem(missing) == why
 
 
 def test_every_node_s_container_says_its_facts():
@@ -70,3 +78,24 @@ def test_every_node_s_container_says_its_facts():
     another host too, which holds no pod."""
     from cnfperf.remote.parts import RemoteContainer
     assert RemoteContainer(agent=None, name="n", engine="e").facts() == {}
+
+
+def test_a_switch_pod_takes_a_switch_with_processes_and_may_have_a_quota():
+    with pytest.raises(UserError, match="bridge does not run in a pod of its own; testpmd") as e:
+        scenarios(None, {"switch": "bridge", "switch_in": "pod"})
+    assert e.value.field == "switch_in"
+    with pytest.raises(UserError, match="set switch_in = container or pod") as e:
+        scenarios(None, {"switch": "testpmd", "api": "dpdk", "switch_quota": 50})
+    assert e.value.field == "switch_quota"
+
+
+def test_a_command_s_pid_in_its_pod_is_found_on_this_host_and_its_streams_are_files():
+    """A journal keeps host pids (`cnfperf cleanup` kills them): a pod's own
+    would name another process here. Here: this process, in this host's pid
+    namespace, whose pid is its own."""
+    me = os.getpid()
+    assert _on_host(me, me) == me
+    assert _on_host(None, me) == 0 and _on_host(me, 2 ** 22 + 1) == 0
+    assert [_output(x) for x in (subprocess.PIPE, subprocess.DEVNULL, None, 7)] == \
+        [None, None, None, 7]
+    assert _output(subprocess.STDOUT) == subprocess.STDOUT

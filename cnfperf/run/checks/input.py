@@ -68,6 +68,11 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     _check_switch(s, dataplane, point_cpus(s, cores))
     _check_rings(s, dataplane)
     check_cpu(s, dataplane, kind, point_cpus(s, cores))
+    # its own fields (vm_image), and what it asks of a cluster (after every
+    # check that needs none)
+    for runtime in RUNTIMES.values():
+        if (problem := runtime.scenario_problem(s)) is not None:
+            raise UserError(*problem)
     check_hosts(s, dataplane, point_cpus(s, cores))
     if s.generator_baseline:
         _check_baseline(s, cores)
@@ -177,9 +182,6 @@ def _check_vms(s: Scenario, dataplane: type[DataPlane], ports: int) -> None:
     if kind is not None and kind.runtime and any(map(placed, nf_places(s.nf_in, s.nfs))):
         raise UserError("nf_in", f"{s.nf.split()[0]} NFs run in {kind.runtime}'s containers, "
                                  "not in virtual machines nor pods")
-    for runtime in RUNTIMES.values():   # its own fields (vm_image)
-        if (problem := runtime.scenario_problem(s)) is not None:
-            raise UserError(*problem)
     if has_vms(s) and dataplane.vm_refusal:
         having = ", ".join(n for n, d in DATAPLANES.items() if not d.vm_refusal)
         raise UserError("endpoint_in" if in_machine(s.endpoint_in) else "nf_in",
@@ -205,17 +207,18 @@ def _vm_dpdk_mb(s: Scenario, dataplane: type[DataPlane], nf_ports: int) -> int:
 
 def _check_switch(s: Scenario, dataplane: type[DataPlane], usable: tuple[int, ...]) -> None:
     """Where the switch runs, its cores, queues and quota."""
-    in_container = s.switch_in == "container"
-    if in_container and not dataplane.processes:
+    housed = s.switch_in != "host"     # in a container or a pod of its own
+    if housed and not dataplane.processes:
         having = ", ".join(n for n, dp in DATAPLANES.items() if dp.processes)
-        raise UserError("switch_in", f"{s.switch} does not run in a container of its own; "
+        raise UserError("switch_in", f"{s.switch} does not run in a {s.switch_in} of its own; "
                                      f"{having} do")
-    if in_container and not RUNTIMES[s.runtime].quotas:
+    if s.switch_in == "container" and not RUNTIMES[s.runtime].quotas:
         # its container needs a cgroup, an image with the switch, a mount namespace
         having = " or ".join(n for n, rt in CONTAINER_RUNTIMES.items() if rt.quotas)
         raise UserError("switch_in", f"a switch container needs runtime {having}, not {s.runtime}")
-    if s.switch_quota is not None and not in_container:
-        raise UserError("switch_quota", "a quota holds a container: set switch_in = container")
+    if s.switch_quota is not None and not housed:
+        raise UserError("switch_quota", "a quota holds a container: set switch_in = container "
+                                        "or pod")
     if s.switch_cores > len(usable):
         raise UserError("switch_cores", f"{s.switch_cores} poll threads, one core each, but "
                                         f"{len(usable)} usable core(s) ({','.join(map(str, usable))})")

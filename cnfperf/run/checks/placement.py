@@ -155,7 +155,7 @@ def check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...])
         raise UserError("api", f"a tester wired to another host's switch builds its own frames "
                                f"on its NICs: {', '.join(sorted(NIC_APIS))}, not {s.api}")
     # switch_rxq: a NIC port through the af_packet PMD has one queue pair
-    refused = {"endpoint_in": in_machine(s.endpoint_in), "switch_in": s.switch_in == "container",
+    refused = {"endpoint_in": in_machine(s.endpoint_in), "switch_in": s.switch_in != "host",
                "limit": bool(s.limit.pps), "noise": s.noise != "none",
                "policer": s.policer in buckets.POLICERS, "shaper": s.shaper in buckets.SHAPERS,
                "switch_rxq": s.switch_rxq > 1, "nf_in": any(map(in_machine, s.nf_in.split("+")))}

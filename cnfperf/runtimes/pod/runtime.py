@@ -1,5 +1,6 @@
 """pod: a node's container is a pod on a Kubernetes cluster (nf_in or
-endpoint_in = pod), on the cluster's node that is this machine.
+endpoint_in = pod; the switch's with switch_in = pod), on the cluster's node
+that is this machine.
 
 The data plane makes a node's ports in its netns as for any container. The
 pod takes them through Multus: each is a host-device NetworkAttachmentDefinition
@@ -47,6 +48,11 @@ TEST_KUBECONFIG = TEST_HOME / "admin.kubeconfig"
 TEST_CONTAINERD = TEST_HOME / "containerd.sock"
 NODE_CONTAINERD = Path("/run/containerd/containerd.sock")   # a node's own containerd
 STREAM_END_S = 10.0         # a command's exec stream, once its pod is gone
+
+
+def holds_pods(s: Any) -> bool:
+    """Whether a scenario puts a node in a pod: a tester's end, an NF or the switch."""
+    return PodRuntime.place in (s.endpoint_in, s.switch_in, *s.nf_in.split("+"))
 
 
 def kubeconfig_of(s: Any) -> Path:
@@ -204,7 +210,7 @@ class PodRuntime(Runtime):
         """Why the cluster cannot take the scenario's pods: its kubeconfig,
         its API server, Multus' attachments, a node that is this host; None
         where it can, or no node is a pod."""
-        if s.endpoint_in != cls.place and cls.place not in s.nf_in.split("+"):
+        if not holds_pods(s):
             return None
         if not getattr(s, "cluster", "") and not TEST_KUBECONFIG.exists():
             return ("no cluster named, and the test cluster does not run (start it: cnfperf "

@@ -1,8 +1,9 @@
-"""cnfperf runs whose nodes are pods on the test cluster (nf_in or endpoint_in
-= pod): the data plane's ports moved into each pod by Multus (host-device
-attachments), commands through the API server, a chain of two NF pods over a
-bridge, a kernel pair of tester pods over macvlan, a pinned NF pod that is
-Guaranteed on the core the kubelet gave it, a run killed with its pods up
+"""cnfperf runs whose nodes are pods on the test cluster (nf_in, endpoint_in
+or switch_in = pod): the data plane's ports moved into each pod by Multus
+(host-device attachments), commands through the API server, a chain of two NF
+pods over a bridge, a kernel pair of tester pods over macvlan, a pinned NF pod
+that is Guaranteed on the core the kubelet gave it, a switch pod (testpmd,
+OVS-DPDK with an NF pod on its vhost-user ports), a run killed with its pods up
 and `cnfperf cleanup --cluster`, and a cluster that cannot take pods refused
 before anything exists."""
 from __future__ import annotations
@@ -51,8 +52,8 @@ def _run(cli, cluster, *args: str) -> dict:
     return point
 
 
-def _points(cli, cluster, *args: str) -> list[dict]:
-    done = cli("run", *args, "--cluster", str(cluster.kubeconfig), "--rate", str(RATE),
+def _points(cli, cluster, *args: str, rates: str = str(RATE)) -> list[dict]:
+    done = cli("run", *args, "--cluster", str(cluster.kubeconfig), "--rate", rates,
                "--duration", str(DURATION), "--warmup", "0.3", "--json", timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)["run"]
@@ -123,6 +124,38 @@ def test_a_dpdk_pair_of_pods_over_memif_sockets_in_volumes(cluster, api, cli, af
     placed = _pods_of(point, cluster)
     assert len(placed) == 2 and all(f["volumes"] and not f["attached"]
                                     for f in placed.values()), placed
+    _no_run_namespaces(api)
+
+
+def test_a_testpmd_switch_pod_kept_between_points(cluster, api, cli, after_pods):
+    """The switch in a pod of its own (switch_in = pod), Guaranteed on the
+    core the kubelet gave (its poll thread's), kept from the first point to
+    the second, gone before the run's namespace."""
+    points = _points(cli, cluster, "--switch", "testpmd", "--api", "dpdk", "--switch-in", "pod",
+                     "--tester", "split", rates=f"{RATE // 2},{RATE}")
+    assert len(points) == 2
+    for point in points:
+        [pair] = point["per_pair"]
+        assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0, pair
+        [(name, facts)] = _pods_of(point, cluster).items()
+        assert name.endswith("sw") and (facts["qos"], facts["cpus"]) == ("Guaranteed", "1"), facts
+    _no_run_namespaces(api)
+
+
+def test_an_nf_pod_behind_an_ovs_dpdk_switch_pod(cluster, api, cli, after_pods):
+    """The DPDK path of a CNF: OVS-DPDK in a pod, an NF pod on its vhost-user
+    sockets (a hostPath volume with the run's hugepages); unpinned, both on
+    the kubelet's shared cores."""
+    point = _run(cli, cluster, "--switch", "ovs", "--api", "dpdk", "--switch-in", "pod",
+                 "--nfs", "1", "--nf-api", "dpdk", "--nf-in", "pod", "--pin", "no",
+                 "--tester", "split")
+    _zero_loss(point)
+    placed = _pods_of(point, cluster)
+    assert {f["qos"] for f in placed.values()} == {"BestEffort"}, placed
+    switch = next(name for name in placed if name.endswith("sw"))
+    assert placed.pop(switch)["volumes"], placed
+    [nf] = placed.values()
+    assert len(nf["volumes"]) == 2 and not nf["attached"], nf
     _no_run_namespaces(api)
 
 
