@@ -3,11 +3,12 @@ endpoint_in = pod; the switch's with switch_in = pod), on the cluster's node
 that is this machine.
 
 The data plane makes a node's ports in its netns as for any container. The
-pod takes them through Multus: each is a host-device NetworkAttachmentDefinition
-(a link moved into the pod's netns with its name and MAC), so every data plane
-whose ports are links serves pods unchanged. Once the pod runs, the node's
-netns name is the pod's netns (`ip netns attach`): what reads counters, makes
-a router of an NF or tears a port down finds it where it looks for any node's.
+pod takes them through Multus: each is a NetworkAttachmentDefinition,
+host-device's (a link moved into the pod's netns with its name and
+MAC), so every data plane whose ports are links serves pods unchanged
+(ports.py). Once the pod runs, the node's netns name is the pod's netns (`ip netns attach`): what
+reads counters, makes a router of an NF or tears a port down finds it where
+it looks for any node's.
 When the pod goes, host-device gives the links back to this host's netns, and
 they are deleted.
 
@@ -35,8 +36,9 @@ from .. import rootfs
 from ..base import (Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
                     check_no_nics, check_request, cpu_list)
 from ..images import FULL, Image
-from . import images, pods
+from . import images, pods, ports
 from .pods import ClusterError
+from .ports import HOST_DEVICE
 from .process import Process
 
 KIND = "pod-namespace"      # a run's namespace, journaled with its kubeconfig
@@ -71,11 +73,11 @@ class PodContainer(Container):
     (process.Process, a Popen's surface); its cores are those the kubelet gave it."""
 
     def __init__(self, journal: Journal, name: str, cpus: tuple[int, ...], netns: str,
-                 engine: str, cluster: "Cluster", links: Sequence[str], given: tuple[int, ...],
-                 host_pid: int | None, qos: str | None = None):
+                 engine: str, cluster: "Cluster", attached: Mapping[str, str],
+                 given: tuple[int, ...], host_pid: int | None, qos: str | None = None):
         super().__init__(journal, name, cpus, netns, engine)
         self.cluster = cluster
-        self.links = tuple(links)
+        self.attached = dict(attached)   # its ports that are links: the CNI plugin of each
         self.given = given          # the cores its processes may run on, as the kubelet set
         self._host_pid = host_pid
         self.qos = qos              # its QoS class: Guaranteed when pinned
@@ -110,10 +112,10 @@ class PodContainer(Container):
 
     def facts(self) -> dict[str, Any]:
         """Its QoS class, the cores it was given, its ports that are links
-        (host-device attachments) and the host paths it mounts (sockets,
-        hugepages: hostPath volumes)."""
+        with the CNI plugin that attached each, and the host paths it mounts
+        (sockets, hugepages: hostPath volumes)."""
         return {"qos": self.qos, "cpus": cpu_list(self.given) if self.given else None,
-                "attached": list(self.links), "volumes": list(self.volumes)}
+                "attached": dict(self.attached), "volumes": list(self.volumes)}
 
     def guest_cpu(self, core: int) -> int:
         """The core the kubelet gave in place of planned core `core`: the
@@ -130,7 +132,7 @@ class PodContainer(Container):
         self._destroyed = True
         try:
             self.cluster.delete(self.name)
-            for link in self.links:   # the next point's ports have these names again
+            for link in self.attached:   # the next point's ports have these names again
                 pods.detach(self.cluster.api, self.cluster.namespace, _nad(link))
         finally:
             # its commands ended with it: their streams close (a kill would
@@ -138,9 +140,10 @@ class PodContainer(Container):
             for proc in self._procs:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(STREAM_END_S)
-            for link in self.links:   # host-device gave them back to this host's netns
-                del_link(link, None)
-                self.journal.discard("link", link)
+            for link, cni in self.attached.items():
+                if cni == HOST_DEVICE:   # it gave them back to this host's netns
+                    del_link(link, None)
+                    self.journal.discard("link", link)
 
 
 class Cluster:
@@ -261,15 +264,14 @@ class PodRuntime(Runtime):
         cluster = self.cluster
         ref = cluster.image(self.specs[image])
         cluster.ensure_namespace()
-        links = [l for l in _links(netns) if l != "lo"]
-        for link in links:   # journaled in this host's netns before it is there
-            self.journal.add("link", link)
-            ip("link", "set", link, "netns", str(os.getpid()), netns=netns)
+        taken = [ports.take(l, netns) for l in _links(netns) if l != "lo"]
+        links = [port.link for port in taken]
         try:
-            for link in links:
-                pods.attach(cluster.api, cluster.namespace, _nad(link), {
-                    "cniVersion": "0.3.1", "name": f"cnfperf-{_nad(link)}",
-                    "type": "host-device", "device": link})
+            for port in taken:
+                ports.give(port, netns, self.journal)
+                pods.attach(cluster.api, cluster.namespace, _nad(port.link),
+                            {"cniVersion": "0.3.1", "name": f"cnfperf-{_nad(port.link)}",
+                             **port.config})
             pod = pods.Pod(name.lower(), ref, networks=[{"name": _nad(l), "interface": l}
                                                         for l in links],
                            cpus=len(cpus) if self.pinned and quota is None else None,
@@ -290,7 +292,8 @@ class PodRuntime(Runtime):
             raise
         pid = _pod_pid(got.metadata.uid)
         container = PodContainer(self.journal, name.lower(), cpus, netns, image.path, cluster,
-                                 links, _cpus_of(pid), pid, got.status.qos_class)
+                                 {port.link: port.cni for port in taken}, _cpus_of(pid), pid,
+                                 got.status.qos_class)
         container.volumes = tuple(m.source for m in mounts)
         try:   # until it is returned, no teardown holds it: a failure here removes it
             if pid is None:
@@ -299,6 +302,8 @@ class PodRuntime(Runtime):
             run(["ip", "netns", "del", netns], what=f"netns {netns}")
             run(["ip", "netns", "attach", netns, str(pid)], what=f"netns {netns} of pod {name}")
             quiet_netns(netns, links)
+            for port in taken:
+                ports.settle(port, netns)
         except BaseException:
             container.destroy()
             raise
