@@ -54,6 +54,9 @@ SWITCH_IN = ("host", "container", "pod")
 # scenario's runtime), in a QEMU virtual machine of its own, or in a pod on a
 # Kubernetes cluster (`cluster`).
 PLACES = ("container", "vm", "pod")
+# The CNI plugin that gives a pod its kernel ports (Multus' attachments):
+# the data plane's own link moved in, or made by the plugin of its kind.
+CNIS = ("host-device", "macvlan", "bridge")
 # The machine cnfperf runs on, as placements name it; other hosts are an
 # inventory's (hosts = FILE: cnfperf/remote/inventory.py).
 LOCAL = "local"
@@ -276,6 +279,12 @@ FIELDS: list[Field] = [
           "switch_in = pod): its kubeconfig FILE, whose current context is used; cnfperf places its pods "
           "on the cluster's node that is this host. Default: the test cluster (`cnfperf "
           "cluster`)", axis=-23, switch_config=True, late=True),
+    Field("cni", "choice", CNIS[0], "the CNI plugin Multus gives a pod its kernel data "
+          "plane's ports with: host-device (the data plane's own link moved in: every kernel "
+          "plane), macvlan or bridge (the plugin of the data plane's kind makes each port "
+          "again, as a CNF's macvlan or bridge network does: a child of the data plane's "
+          "parent, a veth on its bridge; switch = macvlan or bridge)", axis=-24, choices=CNIS,
+          column="TEXT", label="named", switch_config=True, late=True),
     Field("hosts", "str", "", "the inventory of other hosts (a hosts.toml file: their SSH "
           "addresses and the wires between them); needed when tester_host, dut_host or "
           "nf_host names one",

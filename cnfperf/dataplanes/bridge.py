@@ -6,7 +6,7 @@ KVM host wire a guest: no veth between the bridge and the guest's NIC.
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelPlane
-from cnfperf.host.links import ip
+from cnfperf.host.links import ip, quiet_links
 from cnfperf.plan import Link, Pair, Port
 from cnfperf.runtimes.base import Nic
 
@@ -25,41 +25,47 @@ class BridgePlane(KernelPlane):
 
     def setup(self) -> None:
         self.bridge = self.point.name("sw")  # the switch, in its namespace of the same name
+        # A pod's ports made by Multus' bridge plugin (cni = bridge, the plugin
+        # of this plane's name) are veths on a bridge the plugin finds where it
+        # runs: the host's netns, with its ports (no IPv6 there: quiet_links).
+        self.bridge_netns = None if self.point.scenario.cni == self.name else self.switch_netns
         # STP off: ports forward at once instead of after the forward delay.
         # Multicast off (before the device is up): it would send IGMP reports
         # into the measurement.
-        self.add_link(self.bridge, self.switch_netns, "type", "bridge", "stp_state", "0",
+        self.add_link(self.bridge, self.bridge_netns, "type", "bridge", "stp_state", "0",
                       "mcast_snooping", "0")
+        if self.bridge_netns is None:
+            quiet_links(None, [self.bridge])
         ip("link", "set", self.bridge, "mtu", str(self.mtu), "multicast", "off",
-           netns=self.switch_netns)
-        ip("link", "set", self.bridge, "up", netns=self.switch_netns)
+           netns=self.bridge_netns)
+        ip("link", "set", self.bridge, "up", netns=self.bridge_netns)
 
     def switch_port(self, port: Port) -> tuple[str, str | None]:
         """The bridge's side of the port's veth (or the VM's tap): a port of the bridge."""
-        return port.name + "h", self.switch_netns
+        return port.name + "h", self.bridge_netns
 
     def connect(self, link: Link) -> None:
         self._port(link.a)
         self._port(link.b)
 
-    def shaper_link(self, pair: Pair) -> tuple[str, str]:
-        return pair.links[-1].b.name + "h", self.switch_netns
+    def shaper_link(self, pair: Pair) -> tuple[str, str | None]:
+        return pair.links[-1].b.name + "h", self.bridge_netns
 
-    def police_link(self, pair: Pair) -> tuple[str, str]:
+    def police_link(self, pair: Pair) -> tuple[str, str | None]:
         """The bridge's port the node before the receiver sends into: its netdev
         ingress comes before the bridge takes the frame, whatever api sent it."""
-        return pair.links[-1].a.name + "h", self.switch_netns
+        return pair.links[-1].a.name + "h", self.bridge_netns
 
     def vm_nic(self, port: Port) -> Nic:
         return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=port.name + "h",
-                   netns=self.switch_netns)
+                   netns=self.bridge_netns)
 
     def _up(self, port: Port) -> None:
         if not port.vm:    # a VM's port is its guest's: it sets the MAC, MTU and state
             super()._up(port)
 
     def _port(self, port: Port) -> None:
-        sw = self.switch_netns
+        sw = self.bridge_netns
         host_side = port.name + "h"
         if self.point.nic(port.name):
             host_side = self.lend(port, sw)   # the wire's end is the bridge's port
@@ -68,6 +74,8 @@ class BridgePlane(KernelPlane):
         else:
             self.add_link(host_side, sw, "type", "veth", "peer", "name", port.name,
                           "netns", port.node, counted=True)
+            if sw is None:
+                quiet_links(None, [host_side])
         ip("link", "set", host_side, "master", self.bridge, "mtu", str(self.mtu), "up",
            netns=sw)
         # A receiver never sends in throughput mode, so the bridge would never

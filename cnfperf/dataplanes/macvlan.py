@@ -14,7 +14,7 @@ NICs has nothing to join it (run/checks/placement.py refuses it: nic_to_nic).
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelPlane
-from cnfperf.host.links import ip, tap_index
+from cnfperf.host.links import ip, quiet_links, tap_index
 from cnfperf.plan import Link, Port
 from cnfperf.runtimes.base import Nic
 
@@ -34,15 +34,21 @@ class MacvlanPlane(KernelPlane):
         # children itself, so the parent only has to be an Ethernet device with
         # carrier, and unlike dummy (often not built) veth exists wherever the
         # veth data plane does. The host's NICs are never touched.
-        sw = self.switch_netns
+        # A pod's ports made by Multus' macvlan plugin (cni = macvlan, the
+        # plugin of this plane's name) are children of a parent the plugin
+        # finds where it runs: the host's netns.
+        sw = self.parent_netns = None if self.point.scenario.cni == self.name \
+            else self.switch_netns
         self.parent = self.point.name("mv")
         self.add_link(self.parent, sw, "mtu", str(self.mtu), "type", "veth",
                       "peer", "name", self.parent + "p", "mtu", str(self.mtu))
+        if sw is None:
+            quiet_links(None, [self.parent, self.parent + "p"])
         ip("link", "set", self.parent + "p", "up", netns=sw)
         ip("link", "set", self.parent, "up", netns=sw)
 
     def connect(self, link: Link) -> None:
-        sw = self.switch_netns
+        sw = self.parent_netns
         parent = self.parent
         wired = [port for port in (link.a, link.b) if self.point.nic(port.name)]
         if wired:   # the wire's NIC is the other port's parent (never both: nic_to_nic)

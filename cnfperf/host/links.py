@@ -87,6 +87,16 @@ def quiet_netns(name: str, links: Sequence[str] = ()) -> None:
     ip("link", "set", "lo", "up", netns=name)
 
 
+def quiet_links(netns: str | None, links: Sequence[str]) -> None:
+    """No IPv6 on these links (no router solicitations, no MLD reports into a
+    switch): for links of a netns not made quiet, this host's own."""
+    settings = [f"net.ipv6.conf.{l}.disable_ipv6=1" for l in links]
+    if netns:
+        _sysctl(netns, settings)
+    else:
+        run(["sysctl", "-q", "-e", "-w", *settings], check=False)
+
+
 def del_netns(journal: Journal | None, name: str) -> bool:
     """Delete the namespace if it is there; whether it was."""
     there = name in netns_list()

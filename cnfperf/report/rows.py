@@ -142,10 +142,11 @@ PATH_FIELDS = ("nfs", "tester", "poll")
 # (`ovs switch_in=container pin=no`), the defaults left out unless they vary.
 CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
               "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
-# Where the path's nodes ran, and how its VMs did: each another curve
+# Where the path's nodes ran, how a pod's ports were attached, and how its VMs
+# did: each another curve
 # (`ovs 1×l2 nf_in=vm`, `… accel=tcg`): KVM and emulated points never average.
 PLACE_FIELDS = {name: fields.by_name()[name].default
-                for name in ("nf_in", "endpoint_in", "accel", "vm_memory", "vm_image")}
+                for name in ("nf_in", "endpoint_in", "cni", "accel", "vm_memory", "vm_image")}
 # What the path's routers, policers and shapers were given, and the flows
 # over a router's routes: another curve each when it varies in the run
 # (`macvlan 1×router nf_routes=256`, `bridge 1×l2 policer=nft`), so that a sweep

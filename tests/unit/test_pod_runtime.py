@@ -47,13 +47,13 @@ def test_names_alone_stay_multus_short_form_and_a_quota_is_a_cpu_limit(tmp_path)
 
 def test_the_planned_cores_map_onto_those_the_kubelet_gave():
     c = PodContainer(journal=None, name="p", cpus=(0, 1), netns="p", engine="/bin/e",
-                     cluster=None, links=(), given=(2, 3), host_pid=None)
+                     cluster=None, attached={}, given=(2, 3), host_pid=None)
     assert [c.guest_cpu(core) for core in (0, 1)] == [2, 3]
     assert c.guest_cpu(3) == 3            # one it was given is its own
     same = PodContainer(journal=None, name="p", cpus=(0,), netns="p", engine="/bin/e",
-                        cluster=None, links=(), given=(0, 1), host_pid=None, qos="BestEffort")
+                        cluster=None, attached={}, given=(0, 1), host_pid=None, qos="BestEffort")
     assert same.guest_cpu(0) == 0
-    assert same.facts() == {"qos": "BestEffort", "cpus": "0-1", "attached": [], "volumes": []}
+    assert same.facts() == {"qos": "BestEffort", "cpus": "0-1", "attached": {}, "volumes": []}
 
 
 def test_the_kernel_s_cpu_lists_and_names_kubernetes_takes():
@@ -99,3 +99,15 @@ def test_a_command_s_pid_in_its_pod_is_found_on_this_host_and_its_streams_are_fi
     assert [_output(x) for x in (subprocess.PIPE, subprocess.DEVNULL, None, 7)] == \
         [None, None, None, 7]
     assert _output(subprocess.STDOUT) == subprocess.STDOUT
+
+
+def test_cni_names_the_plugin_of_the_switch_s_kind_for_pods_ports():
+    with pytest.raises(UserError, match="makes ports of switch = macvlan, not of bridge") as e:
+        scenarios(None, {"switch": "bridge", "cni": "macvlan", "endpoint_in": "pod"})
+    assert e.value.field == "cni"
+    with pytest.raises(UserError, match="makes the ports of pods: set endpoint_in or nf_in"):
+        scenarios(None, {"switch": "macvlan", "cni": "macvlan"})
+    with pytest.raises(UserError, match="plugin makes the pod's ports again") as e:
+        scenarios(None, {"switch": "bridge", "cni": "bridge", "endpoint_in": "pod",
+                         "shaper": "tbf", "shaper_rate": "1k"})
+    assert e.value.field == "shaper"

@@ -3,14 +3,15 @@ endpoint_in = pod; the switch's with switch_in = pod), on the cluster's node
 that is this machine.
 
 The data plane makes a node's ports in its netns as for any container. The
-pod takes them through Multus: each is a NetworkAttachmentDefinition,
-host-device's (a link moved into the pod's netns with its name and
-MAC), so every data plane whose ports are links serves pods unchanged
-(ports.py). Once the pod runs, the node's netns name is the pod's netns (`ip netns attach`): what
+pod takes them through Multus: each is a NetworkAttachmentDefinition, by
+default host-device's (a link moved into the pod's netns with its name and
+MAC), so every data plane whose ports are links serves pods unchanged; or,
+with `cni`, made again by the macvlan or bridge plugin (ports.py). Once the
+pod runs, the node's netns name is the pod's netns (`ip netns attach`): what
 reads counters, makes a router of an NF or tears a port down finds it where
 it looks for any node's.
 When the pod goes, host-device gives the links back to this host's netns, and
-they are deleted.
+they are deleted (a plugin's go with the pod).
 
 A run's pods live in a namespace of its own (labelled cnfperf.run), made at the
 first pod and journaled with its kubeconfig: `cnfperf cleanup` deletes it for a
@@ -28,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from cnfperf.host import buckets
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.links import del_link, ip, quiet_netns
 from cnfperf.host.system import run
@@ -196,6 +198,7 @@ class PodRuntime(Runtime):
         self.specs: dict[Image, rootfs.ImageSpec] = {}
         self.cluster: Cluster | None = None
         self.pinned = False
+        self.cni = HOST_DEVICE
 
     @classmethod
     def check(cls) -> list[str]:
@@ -203,10 +206,33 @@ class PodRuntime(Runtime):
 
     @classmethod
     def scenario_problem(cls, s: Any) -> tuple[str, str] | None:
-        """A cluster that cannot take the point's pods (placement_problem): a
-        run refuses it as bad input."""
+        """A `cni` the point's ports cannot take, a cluster that cannot take
+        its pods (placement_problem): a run refuses them as bad input."""
+        if (problem := cls._cni_problem(s)) is not None:
+            return problem
         why = cls.placement_problem(s)
         return None if why is None else ("cluster", why)
+
+    @classmethod
+    def _cni_problem(cls, s: Any) -> tuple[str, str] | None:
+        """A plugin other than host-device makes the ports of pods of its own
+        switch's kind, and without what a kernel policer or shaper put on them."""
+        cni = getattr(s, "cni", HOST_DEVICE)
+        if cni == HOST_DEVICE:
+            return None
+        if cni != s.switch:
+            return "cni", f"the {cni} plugin makes ports of switch = {cni}, not of {s.switch}"
+        if cls.place not in (s.endpoint_in, *s.nf_in.split("+")):
+            return "cni", (f"the {cni} plugin makes the ports of pods: set endpoint_in or "
+                           "nf_in = pod")
+        kernel = [f for f, on in (("policer", s.policer in buckets.POLICERS),
+                                  ("shaper", s.shaper in buckets.SHAPERS),
+                                  ("limit", bool(s.limit.pps))) if on]
+        if kernel:
+            return kernel[0], (f"{getattr(s, kernel[0])} on a kernel link with cni = {cni}: the "
+                               "plugin makes the pod's ports again, without it (cni = "
+                               "host-device keeps them)")
+        return None
 
     @classmethod
     def placement_problem(cls, s: Any) -> str | None:
@@ -250,6 +276,7 @@ class PodRuntime(Runtime):
             # the run's name (its state folder's: cnfp and its id)
             self.cluster = Cluster(self.journal, kubeconfig, _nad(self.state_dir.name))
         self.pinned = bool(getattr(s, "pin", True))
+        self.cni = getattr(s, "cni", HOST_DEVICE)
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: Image = FULL,
@@ -264,7 +291,7 @@ class PodRuntime(Runtime):
         cluster = self.cluster
         ref = cluster.image(self.specs[image])
         cluster.ensure_namespace()
-        taken = [ports.take(l, netns) for l in _links(netns) if l != "lo"]
+        taken = [ports.take(l, netns, self.cni) for l in _links(netns) if l != "lo"]
         links = [port.link for port in taken]
         try:
             for port in taken:

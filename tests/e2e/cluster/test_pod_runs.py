@@ -1,7 +1,8 @@
 """cnfperf runs whose nodes are pods on the test cluster (nf_in, endpoint_in
 or switch_in = pod): the data plane's ports moved into each pod by Multus
-(host-device attachments), commands through the API server, a chain of two NF
-pods over a bridge, a kernel pair of tester pods over macvlan, a pinned NF pod
+(host-device attachments) or made by its kind's plugin (bridge, macvlan),
+commands through the API server, a chain of two NF pods over a bridge, a
+kernel pair of tester pods over macvlan, a pinned NF pod
 that is Guaranteed on the core the kubelet gave it, a switch pod (testpmd,
 OVS-DPDK with an NF pod on its vhost-user ports), a run killed with its pods up
 and `cnfperf cleanup --cluster`, and a cluster that cannot take pods refused
@@ -78,27 +79,40 @@ def _no_run_namespaces(api) -> None:
     assert pods.namespaces(api, "cnfperf.run") == []
 
 
-def test_a_chain_of_two_nf_pods_over_a_bridge(cluster, api, cli, after_pods):
-    """Unpinned (two Guaranteed pods need more than this host's one core
-    beside the system's): both BestEffort, on the kubelet's shared cores."""
-    point = _run(cli, cluster, "--switch", "bridge", "--api", "raw", "--nfs", "2",
-                 "--nf-api", "raw", "--nf-in", "pod", "--pin", "no")
+def test_a_chain_of_two_nf_pods_over_a_bridge_attachment(cluster, api, cli, after_pods):
+    """The bridge plugin makes the NFs' ports (cni = bridge) on the data
+    plane's bridge, its side of each veth renamed as the data plane's port of
+    the bridge, which counts the chain's frames. Unpinned (two Guaranteed
+    pods need more than this host's one core beside the system's): both
+    BestEffort, on the kubelet's shared cores."""
+    point = _run(cli, cluster, "--switch", "bridge", "--cni", "bridge", "--api", "raw",
+                 "--nfs", "2", "--nf-api", "raw", "--nf-in", "pod", "--pin", "no")
     _zero_loss(point)
     placed = _pods_of(point, cluster)
     assert sorted(placed) == sorted(nf["name"] for p in point["placement"] for nf in p["nfs"])
     assert {f["qos"] for f in placed.values()} == {"BestEffort"}, placed
+    assert {cni for f in placed.values() for cni in f["attached"].values()} == {"bridge"}
+    [pair] = point["per_pair"]
+    bridge_sides = [point["counters"][f"{port}h"] for f in placed.values()
+                    for port in f["attached"]]
+    assert len(bridge_sides) == 4
+    assert sum(c["tx_packets"] + c["rx_packets"] for c in bridge_sides) >= 4 * pair["received"]
     _no_run_namespaces(api)
 
 
-def test_tester_ends_in_pods_over_macvlan(cluster, api, cli, after_pods):
-    """Two points of one run: the second's pods and attachments take the
-    names the first's had, in the run's one namespace."""
-    points = _points(cli, cluster, "--switch", "macvlan", "--api", "raw", "--endpoint-in", "pod",
-                     "--pin", "no", "--tester", "split", "--size", "64,1500")
+def test_tester_ends_in_pods_over_a_macvlan_attachment(cluster, api, cli, after_pods):
+    """The macvlan plugin makes the ends' ports (cni = macvlan), on udp: the
+    data plane's addresses and neighbours made again in the pods. Two points
+    of one run: the second's pods and attachments take the names the first's
+    had, in the run's one namespace."""
+    points = _points(cli, cluster, "--switch", "macvlan", "--cni", "macvlan", "--api", "udp",
+                     "--endpoint-in", "pod", "--pin", "no", "--tester", "split",
+                     "--size", "64,1500")
     assert [p["size"] for p in points] == [64, 1500]
     for point in points:
         _zero_loss(point)
-        assert len(_pods_of(point, cluster)) == 2
+        placed = _pods_of(point, cluster)
+        assert [list(f["attached"].values()) for f in placed.values()] == [["macvlan"]] * 2
     _no_run_namespaces(api)
 
 
