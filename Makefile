@@ -42,6 +42,7 @@ APT_PACKAGES := \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf linux-perf chromium-headless-shell \
 	openssh-server openssh-client git containerd containernetworking-plugins \
+	docker-registry skopeo \
 	$(SWITCH_BUILD_PACKAGES)
 
 .PHONY: deps build switches cluster test check demo docs clean

@@ -680,6 +680,7 @@ def _cluster(args: argparse.Namespace) -> int:
     def up(made: Any) -> None:
         print(f"the test cluster is up: Kubernetes {made.version}, node {made.node}\n"
               f"kubeconfig: {made.kubeconfig}\n"
+              f"registry: {made.registry}\n"
               "Ctrl-C stops it.", flush=True)
     signum = cluster_serve(say, up)
     say(f"stopped ({signal.Signals(signum).name}): nothing of it is left")

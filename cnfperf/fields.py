@@ -285,6 +285,10 @@ FIELDS: list[Field] = [
           "again, as a CNF's macvlan or bridge network does: a child of the data plane's "
           "parent, a veth on its bridge; switch = macvlan or bridge)", axis=-24, choices=CNIS,
           column="TEXT", label="named", switch_config=True, late=True),
+    Field("registry", "str", "", "an image registry cnfperf pushes its images to (skopeo) "
+          "and the cluster's nodes pull a pod's from: [http://]HOST[:PORT][/PATH], http:// for "
+          "one without TLS (the test cluster's: http://127.0.0.1:15000/cnfperf). Default: "
+          "none, the images imported into this node's containerd", axis=-25, late=True),
     Field("hosts", "str", "", "the inventory of other hosts (a hosts.toml file: their SSH "
           "addresses and the wires between them); needed when tester_host, dut_host or "
           "nf_host names one",

@@ -18,6 +18,9 @@ What is set and why (docs/kubernetes.md says it for users):
   gateway and no masquerade (the data plane is what Multus attaches; the
   default network only makes the pod). Multus is the node's CNI plugin, its
   NetworkAttachmentDefinition CRD applied.
+- an image registry (Debian's docker-registry, the distribution project's) on
+  this host's loopback, which containerd pulls from over plain HTTP: where
+  `registry` has cnfperf push its images (cnfperf imports them otherwise).
 - one CA; cnfperf, the controller manager, the scheduler, Multus and the API
   server (towards the kubelet) present the administrator's certificate
   (system:masters): a test cluster, not a model of a production one.
@@ -67,6 +70,10 @@ CGROUP = "cnfperf-kube"        # the kubelet's cgroupRoot, in every hierarchy
 # address (the API server reaches it there for exec).
 ETCD_PORT, ETCD_PEER_PORT = 23790, 23800
 API_PORT = 16443
+REGISTRY_PORT = 15000
+# The cluster's image registry (plain HTTP, on this host only): what `registry`
+# names to have cnfperf push its images there and the node pull them.
+REGISTRY = f"http://127.0.0.1:{REGISTRY_PORT}/cnfperf"
 KUBELET_PORT, KUBELET_HEALTHZ = 10350, 10348
 PAUSE = images.reference("pause", "3.10")
 # What the daemons make outside HOME whatever their settings (hard-coded
@@ -74,7 +81,7 @@ PAUSE = images.reference("pause", "3.10")
 OUTSIDE = (Path("/var/log/containers"), Path("/var/lib/kubelet"), Path("/var/lib/cni"),
            Path("/run/containerd"))
 CNI_RESULTS = Path("/var/lib/cni/results")
-TOOLS = ("containerd", "ctr", "runc", "umount")
+TOOLS = ("containerd", "ctr", "runc", "umount", "docker-registry")
 STEP_S = 60.0                  # a daemon's start (the API server's first ready takes seconds)
 CNI_PLUGINS = Path("/usr/lib/cni")   # Debian's containernetworking-plugins
 # What the kubelet sets as it starts (its kernel tunables, unless
@@ -104,6 +111,7 @@ class Cluster:
     version: str
     home: Path
     containerd: Path
+    registry: str = REGISTRY
 
 
 def node_name() -> str:
@@ -133,7 +141,8 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
     with stack:
         shutil.rmtree(home, ignore_errors=True)
         for d in ("pki", "logs", "cni/bin", "cni/net.d", "ipam", "multus", "kubelet",
-                  "containerd/root", "containerd/state", "containerd/opt", "etcd", "images"):
+                  "containerd/root", "containerd/state", "containerd/opt", "etcd", "images",
+                  "registry", f"certs.d/127.0.0.1:{REGISTRY_PORT}"):
             (home / d).mkdir(parents=True)
         node, address = node_name(), node_address()
         say(f"certificates for node {node} ({address})")
@@ -147,10 +156,13 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
         # the last step before containerd stops: the kubelet is gone, so no pod comes back
         stack.callback(_remove_pods, home)
         daemons.start("etcd", _etcd_argv(home))
+        daemons.start("registry", ["docker-registry", "serve", _registry_config(home)])
         daemons.wait("containerd", (home / CONTAINERD_SOCK.name).is_socket, "containerd's socket")
         _pause(home)
         daemons.wait("etcd", lambda: _http_ok(f"http://127.0.0.1:{ETCD_PORT}/health"),
                      "etcd's /health")
+        daemons.wait("registry", lambda: _http_ok(f"http://127.0.0.1:{REGISTRY_PORT}/v2/"),
+                     "the registry's /v2/")
         say("the API server")
         daemons.start("kube-apiserver", _apiserver_argv(home, certs, address))
         ctx = ssl.create_default_context(cafile=str(certs["ca"].cert))
@@ -358,6 +370,29 @@ def _cni(home: Path) -> None:
     (home / "cni/net.d/00-multus.conf").write_text(json.dumps(multus, indent=1))
 
 
+def _registry_config(home: Path) -> str:
+    """The distribution registry's: its blobs in the cluster's folder, on
+    this host's loopback; containerd pulls from it over plain HTTP (its
+    hosts.toml, under the CRI's config_path)."""
+    address = f"127.0.0.1:{REGISTRY_PORT}"
+    (home / "certs.d" / address / "hosts.toml").write_text(
+        f'server = "http://{address}"\n[host."http://{address}"]\n'
+        '  capabilities = ["pull", "resolve"]\n')
+    path = home / "registry.yml"
+    path.write_text(f"""version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: {home / "registry"}
+http:
+  addr: {address}
+""")
+    return str(path)
+
+
 def _containerd_config(home: Path) -> str:
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     path = home / "containerd.toml"
@@ -380,6 +415,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   disable_apparmor = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+  [{cri}.registry]
+    config_path = "{home}/certs.d"
   [{cri}.cni]
     bin_dir = "{home}/cni/bin"
     conf_dir = "{home}/cni/net.d"

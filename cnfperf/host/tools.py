@@ -62,6 +62,9 @@ TOOLS: dict[str, Tool] = {
     # (which imports the images made here); the CNI plugins are files, not tools
     "containerd": Tool("containerd"),
     "ctr": Tool("containerd"),
+    # its image registry, and what pushes cnfperf's images to a registry (`registry`)
+    "docker-registry": Tool("docker-registry"),
+    "skopeo": Tool("skopeo"),
     # DPDK, and which of a package's alternatives is which
     TESTPMD: Tool("dpdk-dev"),
     "update-alternatives": Tool("dpkg"),

@@ -53,7 +53,8 @@ def test_the_planned_cores_map_onto_those_the_kubelet_gave():
     same = PodContainer(journal=None, name="p", cpus=(0,), netns="p", engine="/bin/e",
                         cluster=None, attached={}, given=(0, 1), host_pid=None, qos="BestEffort")
     assert same.guest_cpu(0) == 0
-    assert same.facts() == {"qos": "BestEffort", "cpus": "0-1", "attached": {}, "volumes": []}
+    assert same.facts() == {"qos": "BestEffort", "cpus": "0-1", "attached": {}, "volumes": [],
+                            "image": ""}
 
 
 def test_the_kernel_s_cpu_lists_and_names_kubernetes_takes():
@@ -111,3 +112,9 @@ def test_cni_names_the_plugin_of_the_switch_s_kind_for_pods_ports():
         scenarios(None, {"switch": "bridge", "cni": "bridge", "endpoint_in": "pod",
                          "shaper": "tbf", "shaper_rate": "1k"})
     assert e.value.field == "shaper"
+
+
+def test_a_registry_is_a_host_with_http_or_https():
+    with pytest.raises(UserError, match=r"ftp://r: \[http://\|https://\]HOST") as e:
+        scenarios(None, {"nfs": 1, "nf_in": "pod", "registry": "ftp://r"})
+    assert e.value.field == "registry"

@@ -1,9 +1,9 @@
-"""Images for the cluster's node, made here: no registry is needed. A folder
-(a root file system) becomes an OCI image archive of one layer, which
-`ctr images import` puts in the node's containerd; pods name it with
-`imagePullPolicy: Never`. Files are stored with fixed times and owners, so
-the same folder gives the same image digest, and an import of an image the
-node has is a no-op.
+"""Images for the cluster's node, made here. A folder (a root file system)
+becomes an OCI image archive of one layer, which `ctr images import` puts in
+the node's containerd, or skopeo pushes to a registry the nodes pull from
+(`registry`). Files are stored with fixed times and owners, so the same
+folder gives the same image digest, and an import or a push of an image
+already there is a no-op.
 """
 from __future__ import annotations
 
@@ -103,3 +103,19 @@ def load_image(socket: Path, spec: rootfs.ImageSpec, base: Path | None = None) -
     info = rootfs.build(spec, rootfs.images_dir(base))
     return load(socket, reference(spec.image.name, spec.digest()[:16]), Path(info.path),
                 list(spec.init))
+
+
+def push(registry: str, spec: rootfs.ImageSpec, base: Path | None = None) -> str:
+    """One of cnfperf's images, built as load_image builds it, pushed to
+    `registry` ([http://]HOST[:PORT][/PATH]; http: without TLS) as
+    NAME:DIGEST; its reference there."""
+    where = registry.split("://", 1)[-1].rstrip("/")
+    ref = f"{where}/{spec.image.name}:{spec.digest()[:16]}"
+    info = rootfs.build(spec, rootfs.images_dir(base))
+    plain = ["--dest-tls-verify=false"] if registry.startswith("http://") else []
+    with tempfile.TemporaryDirectory(prefix="cnfperf-image-") as tmp:
+        path = Path(tmp) / "image.tar"
+        archive(path, ref, Path(info.path), list(spec.init))
+        run(["skopeo", "copy", "--quiet", *plain, f"oci-archive:{path}", f"docker://{ref}"],
+            timeout=600, what=f"pushing image {ref}")
+    return ref

@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from cnfperf.host import buckets
+from cnfperf.host import buckets, tools
 from cnfperf.host.journal import RUN_DIR
 from cnfperf.host.links import del_link, ip, quiet_netns
 from cnfperf.host.system import run
@@ -84,6 +84,7 @@ class PodContainer(Container):
         self._host_pid = host_pid
         self.qos = qos              # its QoS class: Guaranteed when pinned
         self.volumes: tuple[str, ...] = ()   # host paths mounted (hostPath volumes)
+        self.image = ""             # its image's reference (imported, or in a registry)
 
     def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
              stdin=subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> Any:
@@ -114,10 +115,11 @@ class PodContainer(Container):
 
     def facts(self) -> dict[str, Any]:
         """Its QoS class, the cores it was given, its ports that are links
-        with the CNI plugin that attached each, and the host paths it mounts
-        (sockets, hugepages: hostPath volumes)."""
+        with the CNI plugin that attached each, the host paths it mounts
+        (sockets, hugepages: hostPath volumes) and its image's reference."""
         return {"qos": self.qos, "cpus": cpu_list(self.given) if self.given else None,
-                "attached": dict(self.attached), "volumes": list(self.volumes)}
+                "attached": dict(self.attached), "volumes": list(self.volumes),
+                "image": self.image}
 
     def guest_cpu(self, core: int) -> int:
         """The core the kubelet gave in place of planned core `core`: the
@@ -159,7 +161,7 @@ class Cluster:
         self.api = pods.connect(kubeconfig)
         self.node = pods.local_node(self.api)
         self._made = False
-        self._images: dict[str, str] = {}
+        self._images: dict[tuple[str, str], str] = {}
 
     def ensure_namespace(self) -> None:
         if self._made:
@@ -168,11 +170,13 @@ class Cluster:
         pods.create_namespace(self.api, self.namespace, {LABEL: self.namespace})
         self._made = True
 
-    def image(self, spec: rootfs.ImageSpec) -> str:
-        """The image imported into the node's containerd (once per content)."""
-        key = spec.digest()
+    def image(self, spec: rootfs.ImageSpec, registry: str = "") -> str:
+        """The image imported into the node's containerd, or pushed to the
+        registry its nodes pull from (once per content and place)."""
+        key = (registry, spec.digest())
         if key not in self._images:
-            self._images[key] = images.load_image(containerd_of(self.kubeconfig), spec)
+            self._images[key] = images.push(registry, spec) if registry else \
+                images.load_image(containerd_of(self.kubeconfig), spec)
         return self._images[key]
 
     def delete(self, pod: str) -> None:
@@ -199,6 +203,7 @@ class PodRuntime(Runtime):
         self.cluster: Cluster | None = None
         self.pinned = False
         self.cni = HOST_DEVICE
+        self.registry = ""
 
     @classmethod
     def check(cls) -> list[str]:
@@ -210,6 +215,12 @@ class PodRuntime(Runtime):
         its pods (placement_problem): a run refuses them as bad input."""
         if (problem := cls._cni_problem(s)) is not None:
             return problem
+        registry = getattr(s, "registry", "")
+        if registry and holds_pods(s):
+            if registry.split("://", 1)[0] not in ("http", "https", registry):
+                return "registry", f"{registry}: [http://|https://]HOST[:PORT][/PATH]"
+            if missing := tools.problems("skopeo"):
+                return "registry", f"pushing images to {registry}: {missing[0]}"
         why = cls.placement_problem(s)
         return None if why is None else ("cluster", why)
 
@@ -277,6 +288,7 @@ class PodRuntime(Runtime):
             self.cluster = Cluster(self.journal, kubeconfig, _nad(self.state_dir.name))
         self.pinned = bool(getattr(s, "pin", True))
         self.cni = getattr(s, "cni", HOST_DEVICE)
+        self.registry = getattr(s, "registry", "")
 
     def create(self, name: str, cpus: Sequence[int], netns: str,
                mounts: Sequence[Mount] = (), image: Image = FULL,
@@ -289,7 +301,7 @@ class PodRuntime(Runtime):
             raise RuntimeError("PodRuntime.create before configure_for()")
         cpus, _ = check_request(name, cpus, netns, mounts, quota)
         cluster = self.cluster
-        ref = cluster.image(self.specs[image])
+        ref = cluster.image(self.specs[image], self.registry)
         cluster.ensure_namespace()
         taken = [ports.take(l, netns, self.cni) for l in _links(netns) if l != "lo"]
         links = [port.link for port in taken]
@@ -322,6 +334,7 @@ class PodRuntime(Runtime):
                                  {port.link: port.cni for port in taken}, _cpus_of(pid), pid,
                                  got.status.qos_class)
         container.volumes = tuple(m.source for m in mounts)
+        container.image = ref
         try:   # until it is returned, no teardown holds it: a failure here removes it
             if pid is None:
                 raise ClusterError(f"pod {name}: none of its processes is on this host")

@@ -3,7 +3,8 @@ or switch_in = pod): the data plane's ports moved into each pod by Multus
 (host-device attachments) or made by its kind's plugin (bridge, macvlan),
 commands through the API server, a chain of two NF pods over a bridge, a
 kernel pair of tester pods over macvlan, a pinned NF pod
-that is Guaranteed on the core the kubelet gave it, a switch pod (testpmd,
+that is Guaranteed on the core the kubelet gave it, its image pulled from the
+cluster's registry, a switch pod (testpmd,
 OVS-DPDK with an NF pod on its vhost-user ports), a run killed with its pods up
 and `cnfperf cleanup --cluster`, and a cluster that cannot take pods refused
 before anything exists."""
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+import urllib.request
 
 import pytest
 from kubernetes import client
@@ -119,13 +121,21 @@ def test_tester_ends_in_pods_over_a_macvlan_attachment(cluster, api, cli, after_
 def test_a_pinned_nf_pod_is_guaranteed_on_the_core_the_kubelet_gave(cluster, api, cli,
                                                                      after_pods):
     """The static CPU manager gives the pod core 1 (core 0 is the system's):
-    the NF's engine runs there, whatever core the plan had."""
+    the NF's engine runs there, whatever core the plan had. Its image is
+    pushed to the cluster's registry (skopeo), and the node pulls it."""
     point = _run(cli, cluster, "--switch", "veth", "--api", "raw", "--nfs", "1",
-                 "--nf-api", "raw", "--nf-in", "pod", "--tester", "single")
+                 "--nf-api", "raw", "--nf-in", "pod", "--tester", "single",
+                 "--registry", cluster.registry)
     _zero_loss(point)
     [(name, facts)] = _pods_of(point, cluster).items()
     assert (facts["qos"], facts["cpus"]) == ("Guaranteed", "1"), facts
     assert sorted(facts["attached"]) == sorted(f"{name}{side}" for side in "ab"), facts
+    repository, _, tag = facts["image"].rpartition(":")
+    assert repository.startswith(cluster.registry.split("://")[1] + "/"), facts
+    address = cluster.registry.split("/")[2]
+    with urllib.request.urlopen(f"http://{address}/v2/{repository.split('/', 1)[1]}/tags/list",
+                                timeout=10) as said:
+        assert tag in json.load(said)["tags"]
     _no_run_namespaces(api)
 
 

@@ -87,7 +87,7 @@ def test_a_process_in_a_pod_is_read_and_signalled_as_a_local_one(api, namespace,
     pods.start(api, namespace, pods.Pod("p", full_image))
     waits = Process(api, namespace, "p", [
         "sh", "-c", 'trap "echo got INT; exit 3" INT; echo ready; while :; do sleep 0.1; done'])
-    assert waits.pid > 1 and waits.poll() is None
+    assert waits.inner > 1 and waits.pid == 0 and waits.poll() is None   # no host pid asked
     assert waits.stdout.readline() == b"ready\n"
     waits.send_signal(signal.SIGINT)
     assert waits.wait(30) == 3
