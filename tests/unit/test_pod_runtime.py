@@ -41,7 +41,10 @@ def test_names_alone_stay_multus_short_form_and_a_quota_is_a_cpu_limit(tmp_path)
     made = pods.Pod("p", "i", networks=["a", "b"], cpu_limit="500m",
                     host_paths={str(sock): "/run/s.sock"}).manifest()
     assert made["metadata"]["annotations"][pods.NETWORKS] == "a,b"
-    assert made["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "500m"
+    assert made["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "500m"},
+                                                          "requests": {"cpu": "500m"}}
+    whole = pods.Pod("p", "i", cpu_limit="1000m").manifest()["spec"]["containers"][0]
+    assert "memory" not in whole["resources"]["limits"]   # Burstable: no exclusive core
     assert made["spec"]["volumes"][0]["hostPath"]["type"] == ""
 
 

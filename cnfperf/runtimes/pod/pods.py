@@ -158,7 +158,7 @@ class Pod:
     node: str | None = None            # the node it must run on
     privileged: bool = False
     host_paths: dict[str, str] = field(default_factory=dict)   # host path -> its path inside
-    cpu_limit: str | None = None       # a CPU quota ("1500m"): requests and limits, not exclusive
+    cpu_limit: str | None = None       # a CPU quota ("1500m"): its request and limit, Burstable
     labels: dict[str, str] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
@@ -166,8 +166,13 @@ class Pod:
                                      "imagePullPolicy": "IfNotPresent"}
         if self.command:
             container["command"] = list(self.command)
-        if self.cpus is not None or self.cpu_limit is not None:
-            amount = {"cpu": self.cpu_limit or str(self.cpus), "memory": self.memory}
+        if self.cpu_limit is not None:
+            # no memory limit: Burstable, so a whole-core quota ("1000m") gets
+            # no exclusive core from a static CPU manager (a quota shares)
+            amount = {"cpu": self.cpu_limit}
+            container["resources"] = {"limits": amount, "requests": amount}
+        elif self.cpus is not None:
+            amount = {"cpu": str(self.cpus), "memory": self.memory}
             container["resources"] = {"limits": amount, "requests": amount}
         if self.privileged:
             container["securityContext"] = {"privileged": True}
