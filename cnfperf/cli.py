@@ -221,6 +221,9 @@ def _parser() -> argparse.ArgumentParser:
     clean.add_argument("--cluster", metavar="FILE", type=Path,
                        help="also the namespaces runs left on the Kubernetes cluster of this "
                             "kubeconfig (their pods and attachments)")
+    clean.add_argument("--images", action="store_true",
+                       help="with --cluster: also cnfperf's images imported into this node's "
+                            "containerd (the next pod imports its own again)")
     _results_and_json(clean, json_flag=False)
     clean.set_defaults(func=_cleanup)
 
@@ -602,10 +605,12 @@ def _cleanup(args: argparse.Namespace) -> int:
     if args.run is not None and not re.fullmatch(r"[0-9a-f]{4}", args.run):
         raise UserError("RUN_ID", f"{args.run!r} is not a run id (4 hex digits, as "
                                   "`cnfperf results list` shows)")
+    if args.images and args.cluster is None:
+        raise UserError("--images", "the images of a cluster's node: name it with --cluster FILE")
     swept: tuple[list[str], list[str]] = ([], [])
     if args.cluster is not None:   # first: a cluster that does not answer is bad input
         try:
-            swept = cluster_runs(args.cluster, args.run)
+            swept = cluster_runs(args.cluster, args.run, args.images)
         except ClusterError as e:
             raise UserError("--cluster", str(e)) from None
     if args.hosts:

@@ -24,7 +24,7 @@ from cnfperf.host.journal import RUN_DIR, Entry, all_journals, replay
 from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.remote import lab
 from cnfperf.runtimes import RUNTIMES
-from cnfperf.runtimes.pod import pods, runtime as pod_runtime
+from cnfperf.runtimes.pod import images as pod_images, pods, runtime as pod_runtime
 from cnfperf.host.system import (KILL_WAIT_S, proc_stat, signal_all, unmount_under,
                                  wait_gone)
 from cnfperf.run.teardown import Interrupted
@@ -87,11 +87,13 @@ def cleanup(force: bool = False, run_id: str | None = None) -> tuple[list[str], 
     return removed, failed
 
 
-def cluster_runs(kubeconfig: Path, run_id: str | None = None) -> tuple[list[str], list[str]]:
+def cluster_runs(kubeconfig: Path, run_id: str | None = None,
+                 images: bool = False) -> tuple[list[str], list[str]]:
     """(removed, failed): the namespaces cnfperf's runs (or run `run_id`'s)
     left on the cluster of `kubeconfig`, deleted with their pods (`cnfperf
     cleanup --cluster`); a namespace journaled here goes with its run's
-    journal too."""
+    journal too. `images`: and cnfperf's images imported into this node's
+    containerd (--images)."""
     ours = re.compile(re.escape(PREFIX + run_id) + r"(?![0-9a-f])") if run_id else RUN_NAME
     api, names = pod_runtime.runs_on(kubeconfig)
     removed: list[str] = []
@@ -102,6 +104,13 @@ def cluster_runs(kubeconfig: Path, run_id: str | None = None) -> tuple[list[str]
             removed.append(f"namespace {name} of cluster {kubeconfig}")
         except Exception as e:
             failed.append(f"namespace {name} of cluster {kubeconfig}: {e}")
+    if images:
+        socket = pod_runtime.containerd_of(kubeconfig)
+        try:
+            removed += [f"image {ref} of {socket}"   # the test cluster's sandbox image stays
+                        for ref in pod_images.remove_imported(socket, keep=(node.PAUSE,))]
+        except Exception as e:
+            failed.append(f"cnfperf's images in {socket}: {e}")
     return removed, failed
 
 

@@ -119,3 +119,18 @@ def push(registry: str, spec: rootfs.ImageSpec, base: Path | None = None) -> str
         run(["skopeo", "copy", "--quiet", *plain, f"oci-archive:{path}", f"docker://{ref}"],
             timeout=600, what=f"pushing image {ref}")
     return ref
+
+
+def remove_imported(socket: Path, keep: tuple[str, ...] = ()) -> list[str]:
+    """cnfperf's images imported into the node's containerd (load_image's,
+    named under REGISTRY; but `keep`: a sandbox image), removed with the
+    `sha256:` aliases the CRI gives them; their references. Those pulled
+    from a registry are the node's, as any image it pulled."""
+    listed = [line.split() for line in ctr(socket, "images", "ls").splitlines()[1:]]
+    targets = {words[0]: words[2] for words in listed if len(words) > 2}
+    ours = [r for r in targets if r.startswith(REGISTRY + "/") and r not in keep]
+    digests = {targets[r] for r in ours}
+    aliases = [r for r, d in targets.items() if r.startswith("sha256:") and d in digests]
+    if ours:
+        ctr(socket, "images", "rm", *ours, *aliases)
+    return ours

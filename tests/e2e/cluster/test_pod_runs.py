@@ -6,7 +6,7 @@ kernel pair of tester pods over macvlan, a pinned NF pod
 that is Guaranteed on the core the kubelet gave it, its image pulled from the
 cluster's registry, a switch pod (testpmd,
 OVS-DPDK with an NF pod on its vhost-user ports), a run killed with its pods up
-and `cnfperf cleanup --cluster`, and a cluster that cannot take pods refused
+and `cnfperf cleanup --cluster --images`, and a cluster that cannot take pods refused
 before anything exists."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from kubernetes import client
 import harness
 import leak
 from cnfperf.cluster import node
-from cnfperf.runtimes.pod import pods
+from cnfperf.runtimes.pod import images, pods
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("ip")]
 
@@ -199,10 +199,14 @@ def test_a_killed_run_s_pods_go_with_cleanup_cluster(cluster, api, start_cli, cl
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
-    done = cli("cleanup", "--cluster", str(cluster.kubeconfig), timeout=TIMEOUT)
+    done = cli("cleanup", "--cluster", str(cluster.kubeconfig), "--images", timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
     assert "namespace cnfp" in done.stdout, done.stdout
     _no_run_namespaces(api)
+    # its images too (--images): none of cnfperf's is left in the node but the sandbox's
+    assert f"image {images.REGISTRY}/minimal:" in done.stdout, done.stdout
+    left = images.ctr(cluster.containerd, "images", "ls", "-q").split()
+    assert [r for r in left if r.startswith(images.REGISTRY)] == [node.PAUSE], left
 
 
 DEAD = """apiVersion: v1
