@@ -91,6 +91,17 @@ SYSCTLS = ("vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.pa
            "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes")
 
 
+def doctor() -> str:
+    """`cnfperf doctor`'s line for pods: whether the test cluster can start
+    here (its builds, tools, CNI plugins, cores) or runs, and what pushes
+    images to a registry (`registry`)."""
+    missing = problems()
+    state = "runs (" + str(KUBECONFIG) + ")" if KUBECONFIG.exists() else \
+        "; ".join(missing) if missing else "ready (start it: cnfperf cluster)"
+    push = tools.problems("skopeo")
+    return f"test cluster: {state}; registry pushes: {push[0] if push else 'skopeo'}"
+
+
 def problems() -> list[str]:
     """What keeps a test cluster from starting here."""
     found = builds.problems() + tools.problems(*TOOLS)

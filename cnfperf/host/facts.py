@@ -321,6 +321,8 @@ def render(host: HostFacts, matrix: dict) -> str:
         lines.append(_usable(name, width, problems))
     if matrix.get("vms"):
         lines.append(_accels(matrix["vms"], width))
+    if matrix.get("pods"):
+        lines.append(f"  {'pod cluster'.ljust(width)}  {matrix['pods']}")
     cols = [max(len(a), *(len(i["apis"][a]) for i in matrix["dataplanes"].values()))
             for a in APIS]
     if matrix.get("nfs"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from cnfperf import SystemFailure, UserError, fields, nfs
+from cnfperf.cluster import node
 from cnfperf.dataplanes import DATAPLANES, DataPlane
 from cnfperf.dataplanes.nic import NicPlane
 from cnfperf.fields import APIS, LOCAL, QUOTAS
@@ -187,8 +188,8 @@ def matrix(host: HostFacts) -> dict:
             problems = problems + [f"api {api}: {tools.engine_without(api)}"
                                    for api in APIS if cells[api] == "no engine"]
         planes[name] = {"apis": cells, "problems": problems, "description": dp.description}
-    return {"runtimes": runtimes, "vms": guest().doctor(), "nfs": nf_matrix(host),
-            "dataplanes": planes}
+    return {"runtimes": runtimes, "vms": guest().doctor(), "pods": node.doctor(),
+            "nfs": nf_matrix(host), "dataplanes": planes}
 
 
 def nf_matrix(host: HostFacts) -> dict[str, list[str]]:
