@@ -183,7 +183,8 @@ FIELDS: list[Field] = [
           ge=MIN_DESC, le=MAX_DESC, column="INTEGER", label="named", optional=True,
           unset="each port's own", switch_config=True, late=True),
     Field("switch_quota", "float", None, "CPU quota of the switch's container (switch_in = "
-          "container or pod: a pod's CPU limit), in % of one core: 50 is half a core, 200 two; default: none", axis=4,
+          "container or pod: a pod's CPU limit), in % of one core: 50 is half a core, 200 "
+          "two; default: none", axis=4,
           unit="%", gt=0, column="REAL", label="named", optional=True, switch_config=True),
     Field("quota_period", "int", 100_000, "the CFS period over which quotas are enforced",
           axis=5, unit="µs", ge=1000, le=1_000_000, column="INTEGER", switch_config=True),
@@ -276,9 +277,9 @@ FIELDS: list[Field] = [
           "(a QEMU virtual machine each) or pod (a pod each on the cluster)", axis=9,
           choices=PLACES, column="TEXT", label="named"),
     Field("cluster", "str", "", "the Kubernetes cluster pods go to (nf_in, endpoint_in or "
-          "switch_in = pod): its kubeconfig FILE, whose current context is used; cnfperf places its pods "
-          "on the cluster's node that is this host. Default: the test cluster (`cnfperf "
-          "cluster`)", axis=-23, switch_config=True, late=True),
+          "switch_in = pod): its kubeconfig FILE, whose current context is used; cnfperf "
+          "places its pods on the cluster's node that is this host. Default: the test "
+          "cluster (`cnfperf cluster`)", axis=-23, switch_config=True, late=True),
     Field("cni", "choice", CNIS[0], "the CNI plugin Multus gives a pod its kernel data "
           "plane's ports with: host-device (the data plane's own link moved in: every kernel "
           "plane), macvlan or bridge (the plugin of the data plane's kind makes each port "
