@@ -6,7 +6,7 @@ KVM host wire a guest: no veth between the bridge and the guest's NIC.
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelPlane
-from cnfperf.host.links import ip, quiet_links
+from cnfperf.host.links import ip
 from cnfperf.plan import Link, Pair, Port
 from cnfperf.runtimes.base import Nic
 
@@ -27,15 +27,13 @@ class BridgePlane(KernelPlane):
         self.bridge = self.point.name("sw")  # the switch, in its namespace of the same name
         # A pod's ports made by Multus' bridge plugin (cni = bridge, the plugin
         # of this plane's name) are veths on a bridge the plugin finds where it
-        # runs: the host's netns, with its ports (no IPv6 there: quiet_links).
+        # runs: the host's netns, with its ports.
         self.bridge_netns = None if self.point.scenario.cni == self.name else self.switch_netns
         # STP off: ports forward at once instead of after the forward delay.
         # Multicast off (before the device is up): it would send IGMP reports
         # into the measurement.
         self.add_link(self.bridge, self.bridge_netns, "type", "bridge", "stp_state", "0",
                       "mcast_snooping", "0")
-        if self.bridge_netns is None:
-            quiet_links(None, [self.bridge])
         ip("link", "set", self.bridge, "mtu", str(self.mtu), "multicast", "off",
            netns=self.bridge_netns)
         ip("link", "set", self.bridge, "up", netns=self.bridge_netns)
@@ -74,8 +72,6 @@ class BridgePlane(KernelPlane):
         else:
             self.add_link(host_side, sw, "type", "veth", "peer", "name", port.name,
                           "netns", port.node, counted=True)
-            if sw is None:
-                quiet_links(None, [host_side])
         ip("link", "set", host_side, "master", self.bridge, "mtu", str(self.mtu), "up",
            netns=sw)
         # A receiver never sends in throughput mode, so the bridge would never

@@ -12,7 +12,7 @@ from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters, unknown_or
 from cnfperf.host.hugepages import remove_dpdk_files
 from cnfperf.host.links import (add_netns, del_link, del_netns, give_back_all, ip, lend_nic,
-                                link_stats, tap_index)
+                                link_stats, quiet_links, tap_index)
 from cnfperf.plan import nf_places
 from cnfperf.runtimes import in_guest
 from cnfperf.runtimes.base import Nic
@@ -275,6 +275,8 @@ class KernelPlane(DataPlane):
         self.journal.add("link", name, netns=netns)
         self._links.append((name, netns))
         ip("link", "add", name, *spec, netns=netns, tool=tool or "ip")
+        if netns is None:   # the host's own netns is not quiet as a point's are (add_netns)
+            quiet_links(None, [name, *_peer_here(spec)])
         if counted:
             self._ports.append((name, netns))
 
@@ -331,3 +333,12 @@ class KernelPlane(DataPlane):
         ip("addr", "add", f"{ep.ip}/{ep.prefixlen}", "dev", ep.name, netns=ns)
         ip("neigh", "replace", peer.ip, "lladdr", hop.mac, "dev", ep.name,
            "nud", "permanent", netns=ns)
+
+
+def _peer_here(spec: Sequence[str]) -> list[str]:
+    """The peer `ip link add … peer name X` makes beside the link (no `netns`
+    after it): [X], else []."""
+    if "peer" not in spec:
+        return []
+    after = list(spec[spec.index("peer"):])
+    return [after[2]] if after[1:2] == ["name"] and "netns" not in after else []

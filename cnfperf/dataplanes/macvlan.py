@@ -14,7 +14,7 @@ NICs has nothing to join it (run/checks/placement.py refuses it: nic_to_nic).
 from __future__ import annotations
 
 from cnfperf.dataplanes.kernel import KernelPlane
-from cnfperf.host.links import ip, quiet_links, tap_index
+from cnfperf.host.links import ip, tap_index
 from cnfperf.plan import Link, Port
 from cnfperf.runtimes.base import Nic
 
@@ -42,8 +42,6 @@ class MacvlanPlane(KernelPlane):
         self.parent = self.point.name("mv")
         self.add_link(self.parent, sw, "mtu", str(self.mtu), "type", "veth",
                       "peer", "name", self.parent + "p", "mtu", str(self.mtu))
-        if sw is None:
-            quiet_links(None, [self.parent, self.parent + "p"])
         ip("link", "set", self.parent + "p", "up", netns=sw)
         ip("link", "set", self.parent, "up", netns=sw)
 

@@ -13,9 +13,11 @@ from types import SimpleNamespace
 import pytest
 
 from cnfperf import UserError
+from cnfperf.cli import main
 from cnfperf.runtimes.pod import pods
 from cnfperf.runtimes.pod.runtime import (TEST_KUBECONFIG, PodContainer, PodRuntime, _cpu_list,
-                                          _nad, _on_host, _output, kubeconfig_of)
+                                          _nad, _on_host, kubeconfig_of)
+from cnfperf.runtimes.pod.process import copy_to
 from harness import scenarios
 
 
@@ -100,9 +102,13 @@ def test_a_command_s_pid_in_its_pod_is_found_on_this_host_and_its_streams_are_fi
     me = os.getpid()
     assert _on_host(me, me) == me
     assert _on_host(None, me) == 0 and _on_host(me, 2 ** 22 + 1) == 0
-    assert [_output(x) for x in (subprocess.PIPE, subprocess.DEVNULL, None, 7)] == \
-        [None, None, None, 7]
-    assert _output(subprocess.STDOUT) == subprocess.STDOUT
+    # its streams go where Popen's would: none of the caller's descriptors is kept
+    read, write = os.pipe()
+    assert [copy_to(x) for x in (subprocess.PIPE, None)] == [None, None]
+    for given in (write, os.fdopen(os.dup(write), "wb"), subprocess.DEVNULL):
+        mine = copy_to(given)
+        assert mine not in (None, write) and os.fstat(mine) and os.close(mine) is None
+    os.close(read), os.close(write)
 
 
 def test_cni_names_the_plugin_of_the_switch_s_kind_for_pods_ports():
@@ -121,3 +127,11 @@ def test_a_registry_is_a_host_with_http_or_https():
     with pytest.raises(UserError, match=r"ftp://r: \[http://\|https://\]HOST") as e:
         scenarios(None, {"nfs": 1, "nf_in": "pod", "registry": "ftp://r"})
     assert e.value.field == "registry"
+
+
+def test_cleanup_images_names_the_cluster_whose_node_holds_them(capsys):
+    if os.geteuid() != 0:
+        pytest.skip("cnfperf cleanup needs root (it says so first)")
+    assert main(["cleanup", "--images"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "--images" in line and "--cluster FILE" in line

@@ -46,9 +46,11 @@ class Port:
 def take(link: str, netns: str, cni: str) -> Port:
     """What the pod's attachment of `link` (in `netns`, as the data plane made
     it) is: host-device, or the `cni` plugin where the link is of its kind."""
-    [info] = json.loads(ip("-d", "-j", "link", "show", "dev", link, netns=netns))
     port = Port(link, HOST_DEVICE, {"type": HOST_DEVICE, "device": link},
                 replay=_dropped_by_move(link, netns))
+    if cni == HOST_DEVICE:
+        return port
+    [info] = json.loads(ip("-d", "-j", "link", "show", "dev", link, netns=netns))
     kind = info.get("linkinfo", {})
     peer = _host_links().get(info.get("link_index"))
     made = {"mtu": info["mtu"], "ipam": {}}

@@ -57,24 +57,28 @@ class Stdin:
             self._process.terminate()
 
 
-def _dup(to: IO[Any] | int | None) -> int | None:
-    """Our own descriptor of where a stream is copied (the caller may close its own)."""
-    if isinstance(to, int):
-        return os.dup(to)
-    return os.dup(to.fileno()) if to is not None and hasattr(to, "fileno") else None
+def copy_to(to: Any) -> int | None:
+    """Our own descriptor of where a stream goes, given as Popen takes it: a
+    file's or a descriptor's (the caller may close its own), /dev/null's for
+    DEVNULL; None for PIPE or None."""
+    if to == subprocess.DEVNULL:
+        return os.open(os.devnull, os.O_WRONLY)
+    if hasattr(to, "fileno"):
+        return os.dup(to.fileno())
+    return os.dup(to) if isinstance(to, int) and to >= 0 else None
 
 
 class Process:
     """`argv` in `pod`'s container; `env` added to its environment; with
     `stdin` a pipe to it (Stdin), else none (its stdin is empty). Its stdout
-    is a pipe (`stdout`), or copied to the file or descriptor given (a
-    terminal: procs.Console), as its stderr is (subprocess.STDOUT: where its
-    stdout goes; else dropped). `on_host`: its pid on this host for its pid
-    in the pod (0: not here), where the pod runs on this host."""
+    and stderr go where Popen's would (a file, a descriptor: a terminal for
+    procs.Console; DEVNULL; stderr to STDOUT), else its stdout is a pipe
+    (`stdout`) and its stderr dropped. `on_host`: its pid on this host for
+    its pid in the pod (0: not here), where the pod runs on this host."""
 
     def __init__(self, api: client.ApiClient, namespace: str, pod: str, argv: Sequence[str],
-                 stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
-                 stdin: bool = False, stdout: IO[Any] | int | None = None,
+                 stderr: Any = None, env: dict[str, str] | None = None,
+                 stdin: bool = False, stdout: Any = None,
                  on_host: Callable[[int], int] | None = None):
         self.api, self.namespace, self.pod = api, namespace, pod
         self.argv = list(argv)
@@ -85,11 +89,11 @@ class Process:
                           stderr=True, tty=False, _preload_content=False)
         self.stdin = Stdin(self) if stdin else None
         self.stdout: IO[bytes] | None = None
-        self._out = _dup(stdout)
+        self._out = copy_to(stdout)
         if self._out is None:
             read, self._out = os.pipe()
             self.stdout = os.fdopen(read, "rb", buffering=0)
-        self._err = os.dup(self._out) if stderr == subprocess.STDOUT else _dup(stderr)
+        self._err = os.dup(self._out) if stderr == subprocess.STDOUT else copy_to(stderr)
         self._pid_known = threading.Event()
         self._exited = threading.Event()
         self.inner = 0      # its pid in the pod (what a signal's `kill` names)

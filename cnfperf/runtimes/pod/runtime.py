@@ -88,15 +88,14 @@ class PodContainer(Container):
 
     def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
              stdin=subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> Any:
-        """argv in the pod's container: its stdout a pipe, or to the file or
-        descriptor given (a switch's terminal: procs.Console), its stderr
-        there too (else dropped), its stdin a pipe when asked (else empty),
-        signals by a second exec's kill."""
+        """argv in the pod's container: its stdout and stderr where Popen's
+        would go (process.Process: a pipe, a file, a switch's terminal), its
+        stdin a pipe when asked (else empty), signals by a second exec's kill."""
         if self._destroyed:
             raise ContainerError(f"exec in {self.name}: container was destroyed")
         proc = Process(self.cluster.api, self.cluster.namespace, self.name, argv,
-                       stderr=_output(stderr), env=dict(env or {}),
-                       stdin=stdin == subprocess.PIPE, stdout=_output(stdout),
+                       stderr=stderr, env=dict(env or {}),
+                       stdin=stdin == subprocess.PIPE, stdout=stdout,
                        on_host=lambda inner: _on_host(self._host_pid, inner))
         self._procs.append(proc)   # type: ignore[arg-type]
         return proc
@@ -391,14 +390,6 @@ def runs_on(kubeconfig: Path) -> tuple[Any, list[str]]:
     their label): what `cnfperf cleanup --cluster` deletes."""
     api = pods.connect(kubeconfig)
     return api, pods.namespaces(api, LABEL)
-
-
-def _output(to: Any) -> Any:
-    """Where a command's stream is copied: a file or a descriptor (stderr:
-    subprocess.STDOUT too); None for subprocess' PIPE (stdout's own pipe),
-    DEVNULL or nothing (dropped)."""
-    return to if hasattr(to, "fileno") or (isinstance(to, int) and to >= 0) \
-        or to == subprocess.STDOUT else None
 
 
 def _nad(link: str) -> str:
