@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from cnfperf.dataplanes.switch_image import SWITCH
+from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host import lab as parts, tools
 from cnfperf.host.facts import static_engine
 from cnfperf.host.journal import RUN_DIR, Journal
@@ -164,14 +164,16 @@ def hosts(directory: Path, names: Iterable[str], engine: Path,
     runtime.prepare(engine)
     # The guest's root is this machine's, read-only: the runc images its points'
     # containers run (the tester's, a kernel api's NFs', a switch's of its own)
-    # are built here, where they can be written. The switch's only where this
-    # machine has a switch's programs (a switch refuses without them anyway).
+    # are built here, where they can be written. The switches' only where this
+    # machine has their programs (a switch refuses without them anyway).
     runc = RuncRuntime(None, directory / "runc")
-    for built, image in ((engine, FULL), (static_engine(engine), MINIMAL), (engine, SWITCH)):
+    switches = list(dict.fromkeys(dp.image for dp in DATAPLANES.values() if dp.image))
+    for built, image in ((engine, FULL), (static_engine(engine), MINIMAL),
+                         *((engine, i) for i in switches)):
         try:
             runc.prepare(built, image)
         except ContainerError:
-            if image is not SWITCH:
+            if image not in switches:
                 raise
     numbered = list(zip(wires, sshd.free_indexes(len(wires), WIRE + "{}a")))
     with contextlib.ExitStack() as stack:

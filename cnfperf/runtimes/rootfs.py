@@ -236,8 +236,10 @@ class ImageSpec:
     @property
     def name(self) -> str:
         if self.image.shell:
+            # its programs, not the plugins a program loads (VPP's)
+            programs = [os.path.basename(t) for t in self.tools]
             return "busybox+engine" + ("+dpdk" if self.dpdk else "") + \
-                "".join("+" + os.path.basename(t).removeprefix("dpdk-") for t in self.tools)
+                "".join("+" + t.removeprefix("dpdk-") for t in programs if ".so" not in t)
         return "engine-static" if self.image.static else self.image.name
 
     @property

@@ -124,3 +124,24 @@ def test_every_runtime_creates_with_the_same_parameters():
     expected = list(inspect.signature(Runtime.create).parameters)
     for name, rt in RUNTIMES.items():
         assert list(inspect.signature(rt.create).parameters) == expected, name
+
+
+def test_a_built_switch_s_image_holds_its_files_or_says_why_there_is_none(tmp_path):
+    """A switch built from source (VPP, Snabb, Click) has an image of its own:
+    its files at their host paths, line-buffered; one not built is refused
+    when the image is made, naming why."""
+    from cnfperf.dataplanes.switch_image import built
+    from cnfperf.runtimes import ContainerError
+    from cnfperf.runtimes.rootfs import LIBSTDBUF
+    program = tmp_path / "sw"
+    program.write_text("")
+    found = built("switch-x", "X", lambda: (str(program),), budget_mb=8).found()
+    assert (found.tools, found.preloads) == ((str(program),), (LIBSTDBUF,))
+    with pytest.raises(ContainerError, match=r"image switch-y: \S+/nope is not there "
+                                             r"\(make switches\)"):
+        built("switch-y", "Y", lambda: (str(tmp_path / "nope"),), budget_mb=8).found()
+
+    def unbuilt():
+        raise LookupError("no vpp on PATH")
+    with pytest.raises(ContainerError, match="^image switch-z: no vpp on PATH$"):
+        built("switch-z", "Z", unbuilt, budget_mb=8).found()
