@@ -34,9 +34,10 @@ A switch a run keeps between points (keeps; run/keep.py) also has:
     stale()       why the kept switch cannot serve again (a process gone), or None
 Every resource is added to the journal before it is created.
 
-A switch with processes of its own (ovs, testpmd) runs them on the host, or,
-given a Home (switch_in = container), in a container of its own: `container`
-is then that container (its cgroup holds every thread of the switch).
+A switch with processes of its own (ovs, testpmd, vpp, snabb, click) runs them
+on the host, or, given a Home (switch_in = container or pod), in a container
+of its own made from its `image`: `container` is then that container (its
+cgroup holds every thread of the switch).
 """
 from __future__ import annotations
 

@@ -11,9 +11,8 @@ core (dpdk_args.lcores: the main lcore shares the first poll core). A link's
 elements all run on one thread, the links dealt out in turn, so
 switch_cores > links would leave a poll thread without work: refused.
 
-It runs on the host only (processes = False): the switch image carries the
-host's testpmd and OVS, not the switches built from source (click and the
-libraries it links would have to be copied in).
+It runs on the host, or in a container or pod of its own (switch_in) from
+IMAGE: the click-dpdk build's program, DPDK linked in.
 """
 from __future__ import annotations
 
@@ -25,12 +24,14 @@ from cnfperf.dataplanes import click_app, dpdk_args, procs
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.click_app import Click, LinkPlan
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
+from cnfperf.dataplanes.switch_image import built
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
 BUILD = builds.Build("click-dpdk", "Click modular router, userlevel with DPDK", ("bin/click",))
+IMAGE = built("switch-click", "Click", lambda: (str(builds.program(BUILD)),), budget_mb=160)
 # DPDK's RTE_MAX_ETHPORTS (32 in Debian's 22.11, which Click links): two ports per link.
 MAX_LINKS = 16
 # Mbufs per port: ToDPDKDevice's internal queue, a burst in flight, and the
@@ -58,6 +59,8 @@ class ClickPlane(DpdkPlane):
     nic_ports = True       # a wire's NIC through the af_packet or af_xdp PMD
     nic_drivers = NIC_DRIVERS
     keeps = True
+    processes = True   # switch_in = container or pod: Click in its own (IMAGE)
+    image = IMAGE
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)

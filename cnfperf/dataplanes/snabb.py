@@ -21,6 +21,9 @@ connects hold every mbuf, jumbo pools and two ports in one engine (a single
 tester) included.
 
 Counters come from Snabb's link counters (snabb_app.port_counters).
+
+It runs on the host, or in a container or pod of its own (switch_in) from
+IMAGE: the snabb build's program (LuaJIT linked in).
 """
 from __future__ import annotations
 
@@ -32,9 +35,11 @@ from cnfperf.dataplanes import procs, snabb_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.snabb_app import Links, RawPort, Snabb, VhostPort
+from cnfperf.dataplanes.switch_image import built
 from cnfperf.plan import Port
 
 BUILD = builds.Build("snabb", "Snabb (LuaJIT apps: VhostUser, learning bridge)", ("bin/snabb",))
+IMAGE = built("switch-snabb", "Snabb", lambda: (str(builds.program(BUILD)),), budget_mb=32)
 
 
 class SnabbPlane(DpdkPlane):
@@ -50,6 +55,8 @@ class SnabbPlane(DpdkPlane):
     # Seen here: QEMU 7.2 as the server of Snabb's vhost-user client port
     # fails its handshake ("vhost_backend_init failed: Protocol error").
     vm_refusal = "QEMU's vhost-user handshake with Snabb's client ports fails (protocol error)"
+    processes = True   # switch_in = container or pod: Snabb in its own (IMAGE)
+    image = IMAGE
 
     def __init__(self, journal, home=None):
         super().__init__(journal, home)
@@ -96,11 +103,14 @@ class SnabbPlane(DpdkPlane):
     def setup(self) -> None:
         script = self.dir / "snabb.lua"
         script.write_text(self.program())
-        # Its one thread polls: on its core (unpinned, over the point's cores).
         self.snabb = Snabb(builds.program(BUILD), script, self.dir / "shm", self.huge_dir,
-                           f"{self.point.prefix}snabb", procs.on_host(self.poll_cpuset),
-                           self.journal)
+                           f"{self.point.prefix}snabb", self.launch(), self.journal)
         self.snabb.start()
+
+    def launch(self) -> procs.Launch:
+        """Its one thread polls: on its core (unpinned, over the point's cores),
+        on the host or in its container (whose cpuset is that already)."""
+        return procs.inside(self.container) if self.container else procs.on_host(self.poll_cpuset)
 
     def pids(self) -> list[int]:
         return [self.snabb.pid] if self.snabb and self.snabb.pid else []

@@ -270,9 +270,19 @@ class Snabb:
         if self.console is None or self.console.proc.poll() is not None:
             raise ProcessError(f"snabb {self.entry} is not running: {self._last_lines()}")
         try:
-            return port_counters(self.shm_root / str(self.console.pid), ports)
+            return port_counters(self._shm(), ports)
         except (OSError, ValueError) as e:
             raise ProcessError(f"snabb {self.entry}: no counters ({e})") from None
+
+    def _shm(self) -> Path:
+        """Its shm directory, which it names by its pid as it sees it: ours on
+        the host; in a container, its pid namespace's, the one number there
+        (the point's only Snabb)."""
+        own = self.shm_root / str(self.console.pid)
+        if own.is_dir():
+            return own
+        numbered = [d for d in self.shm_root.iterdir() if d.name.isdigit() and d.is_dir()]
+        return numbered[0] if len(numbered) == 1 else own
 
     def stop(self) -> None:
         """Its stdin closed, it exits; its supervisor then removes its files and

@@ -40,12 +40,23 @@ from cnfperf.fields import AUTO
 from cnfperf.dataplanes import dpdk_args, vpp_app, vpp_install
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
+from cnfperf.dataplanes.switch_image import built
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
     from cnfperf.host.facts import HostFacts
 
 BRIDGE_DOMAIN = 1
+
+
+def _files() -> tuple[str, ...]:
+    """What VPP's container holds of it: its program and the plugins it has
+    (vppctl stays on the host: it speaks to the CLI socket in the run directory)."""
+    vpp = vpp_install.vpp()
+    return (str(vpp.program), *(str(vpp.plugins / p) for p in sorted(vpp.has)))
+
+
+IMAGE = built("switch-vpp", "VPP", _files, budget_mb=64)
 
 
 class VppPlane(DpdkPlane):
@@ -69,6 +80,8 @@ class VppPlane(DpdkPlane):
     cut_at = ("switch",)   # set interface state … down: a fault (run/fault.py)
     undo = vpp_app.UNDO   # its shared memory files (vpp_app.unjournal)
     keeps = True
+    processes = True   # switch_in = container or pod: VPP in its own (IMAGE)
+    image = IMAGE
     # VPP will not put a worker on its main thread's core: with n switch cores
     # only n - 1 would poll, so its main thread polls on one (max_cores = 1); its
     # ports are given one queue each (max_rxq = 1).

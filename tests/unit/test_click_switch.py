@@ -152,7 +152,6 @@ def test_multiline_messages_and_a_value_of_many_lines():
     ({"switch_rxq": 2}, "switch_rxq"),
     ({"switch_cores": 2}, "switch_cores"),            # one link, one busy thread
     ({"size": 2053}, "size"),                          # a frame larger than an mbuf
-    ({"switch_in": "container"}, "switch_in"),
     ({"api": "udp"}, "api"),
 ])
 def test_refused_naming_the_field(flags, field):
@@ -161,10 +160,11 @@ def test_refused_naming_the_field(flags, field):
     assert err.value.field == field
 
 
-def test_a_container_is_refused_as_a_host_only_switch():
-    with pytest.raises(UserError, match="click does not run in a container of its own; "
-                                        "testpmd, ovs, ovs-kernel do"):
-        scenarios(None, {"switch": "click", "api": "dpdk", "switch_in": "container"})
+def test_click_runs_in_a_container_of_its_own_from_its_image():
+    from cnfperf.dataplanes.click import IMAGE
+    [point] = scenarios(None, {"switch": "click", "api": "dpdk", "switch_in": "container"})
+    assert point.switch_in == "container"
+    assert DATAPLANES["click"].processes and DATAPLANES["click"].image is IMAGE
 
 
 @pytest.mark.parametrize("flags", [

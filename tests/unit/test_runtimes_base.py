@@ -79,14 +79,17 @@ def test_images_are_declarations_checked_where_declared(tmp_path):
     refused where it is made, a user's image by a runtime that builds none."""
     from pathlib import Path
 
+    from cnfperf.dataplanes import click, snabb, vpp
     from cnfperf.dataplanes.switch_image import SWITCH
     from cnfperf.nfs.click import CLICK_DPDK_IMAGE, CLICK_IMAGE
     from cnfperf.run.noise import IMAGE as NOISE
     from cnfperf.runtimes import CORE, FULL, MINIMAL, TOOLS, ContainerError, Image, user_image
     from cnfperf.runtimes.images import BUILD
     assert CORE == (FULL, MINIMAL, TOOLS)
-    every = (*CORE, NOISE, SWITCH, CLICK_IMAGE, CLICK_DPDK_IMAGE)
-    assert [i.name for i in every] == ["full", "minimal", "tools", "noise", "switch", "click",
+    every = (*CORE, NOISE, SWITCH, vpp.IMAGE, snabb.IMAGE, click.IMAGE, CLICK_IMAGE,
+             CLICK_DPDK_IMAGE)
+    assert [i.name for i in every] == ["full", "minimal", "tools", "noise", "switch",
+                                       "switch-vpp", "switch-snabb", "switch-click", "click",
                                        "click-dpdk"]
     assert all(i.budget_mb > 0 and i.about for i in every)
     assert (CLICK_IMAGE.program, CLICK_IMAGE.build.name, CLICK_DPDK_IMAGE.build.name) == \

@@ -144,7 +144,7 @@ def test_the_data_plane_names_each_ports_links_and_apps():
 def test_registered_as_one_polling_process_joining_dpdk_ports(name):
     dp = DATAPLANES[name]
     assert dp.name == name and dp.apis == frozenset({"dpdk"}) and dp.joins == "switch"
-    assert dp.poll_threads == 1 and (dp.max_cores, dp.max_rxq) == (1, 1) and not dp.processes
+    assert dp.poll_threads == 1 and (dp.max_cores, dp.max_rxq) == (1, 1) and dp.processes
     assert dp.counter_view == "switch"
 
 
@@ -155,10 +155,24 @@ def test_one_thread_and_one_queue_only(field):
     assert err.value.field == field and "snabb has at most 1 " in err.value.why
 
 
-def test_not_in_a_container_of_its_own():
-    with pytest.raises(UserError) as err:
-        scenarios(None, {"switch": "snabb", "api": "dpdk", "switch_in": "container"})
-    assert err.value.field == "switch_in"
+def test_in_a_container_of_its_own_from_its_image():
+    from cnfperf.dataplanes.snabb import IMAGE
+    s, = scenarios(None, {"switch": "snabb", "api": "dpdk", "switch_in": "container"})
+    assert s.switch_in == "container" and DATAPLANES["snabb-wire"].image is IMAGE
+
+
+def test_its_counters_are_in_the_directory_it_names_by_its_own_pid(tmp_path):
+    """On the host its pid is ours; in a container its pid namespace's: the
+    point's one numbered directory."""
+    from types import SimpleNamespace
+    from cnfperf.dataplanes.snabb_app import Snabb
+    snabb = Snabb(Path("snabb"), tmp_path / "x.lua", tmp_path, "/hugepages", "e", launch=None)
+    snabb.console = SimpleNamespace(pid=4242)
+    (tmp_path / "links").mkdir()
+    (tmp_path / "7").mkdir()
+    assert snabb._shm() == tmp_path / "7"
+    (tmp_path / "4242").mkdir()
+    assert snabb._shm() == tmp_path / "4242"
 
 
 @pytest.mark.parametrize("flags", [{"pairs": 2}, {"size": 9216}, {"nfs": 1},

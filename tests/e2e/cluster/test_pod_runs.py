@@ -5,7 +5,7 @@ commands through the API server, a chain of two NF pods over a bridge, a
 kernel pair of tester pods over macvlan, a pinned NF pod
 that is Guaranteed on the core the kubelet gave it, its image pulled from the
 cluster's registry, a switch pod (testpmd,
-OVS-DPDK with an NF pod on its vhost-user ports), a run killed with its pods up
+VPP on memif, OVS-DPDK with an NF pod on its vhost-user ports), a run killed with its pods up
 and `cnfperf cleanup --cluster --images`, and a cluster that cannot take pods refused
 before anything exists."""
 from __future__ import annotations
@@ -163,6 +163,22 @@ def test_a_testpmd_switch_pod_kept_between_points(cluster, api, cli, after_pods)
         assert pair["lost"] == 0 and pair["received"] == pair["sent"] > 0, pair
         [(name, facts)] = _pods_of(point, cluster).items()
         assert name.endswith("sw") and (facts["qos"], facts["cpus"]) == ("Guaranteed", "1"), facts
+    _no_run_namespaces(api)
+
+
+@pytest.mark.needs("vpp")
+def test_a_vpp_switch_pod_on_memif(cluster, api, cli, after_pods):
+    """CSIT's container path with VPP itself in a pod: VPP's own image (its
+    build's program and plugins), Guaranteed on the core the kubelet gave
+    (its main thread's: VPP pins it there), memif sockets in its hostPath
+    run directory, its CLI read from the host."""
+    point = _run(cli, cluster, "--switch", "vpp-memif", "--api", "dpdk", "--switch-in", "pod",
+                 "--tester", "single")
+    _zero_loss(point)
+    [(name, facts)] = _pods_of(point, cluster).items()
+    assert name.endswith("sw") and (facts["qos"], facts["cpus"]) == ("Guaranteed", "1"), facts
+    assert "/switch-vpp:" in facts["image"], facts
+    assert {q["core"] for q in point["queues"]} == {1}, point["queues"]
     _no_run_namespaces(api)
 
 

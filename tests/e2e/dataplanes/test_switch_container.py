@@ -1,5 +1,6 @@
-"""A DPDK switch in a container of its own (switch_in = container): OVS-DPDK
-and testpmd forward between two engines as they do on the host, zero loss at a
+"""A DPDK switch in a container of its own (switch_in = container): OVS-DPDK,
+testpmd and the switches built from source (VPP, Snabb, Click: each from an
+image of its own) forward between two engines as they do on the host, zero loss at a
 low rate, their counters agreeing with the engines'; the switch's processes are
 in its cgroup and netns, on its cpuset, held to its quota; the queue map says
 which core polls which queue; nothing is left (cgroups included)."""
@@ -14,11 +15,10 @@ import pytest
 
 import harness
 import leak
-from cnfperf.dataplanes import DATAPLANES, ovsdb, testpmd_app
+from cnfperf.dataplanes import DATAPLANES, ovsdb, testpmd_app, vpp_app
 from cnfperf.dataplanes.procs import find
 from cnfperf.host.journal import Journal
 from cnfperf.plan import place
-from cnfperf.dataplanes.switch_image import SWITCH
 from cnfperf.runtimes import Quota, RuncRuntime
 from cnfperf.scenario import Scenario
 from cnfperf.run.testbed import Namespaces, SwitchHome
@@ -26,12 +26,16 @@ from dpdk_leak import no_leftovers
 from harness import ENGINE, engine
 from test_dpdk_runs import SHORT, run
 
-pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd", "runc", "ovsdb-server",
-                                                 "ovs-vsctl")]
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd", "runc")]
 
 RATE = ["--rate", "10k"]
 CONTAINER = ["--api", "dpdk", "--switch-in", "container"]
-COMMS = {"testpmd": (testpmd_app.BINARY,), "ovs": ovsdb.COMMS}
+COMMS = {"testpmd": (testpmd_app.BINARY,), "ovs": ovsdb.COMMS, "vpp": vpp_app.COMMS}
+OVS = pytest.mark.needs("ovsdb-server", "ovs-vsctl")
+SWITCHES = [pytest.param("ovs", marks=OVS), "testpmd",
+            pytest.param("vpp", marks=pytest.mark.needs("vpp")),
+            pytest.param("snabb", marks=pytest.mark.needs("snabb")),
+            pytest.param("click", marks=pytest.mark.needs("click-dpdk"))]
 
 
 def _zero_loss_and_counted(point: dict) -> None:
@@ -46,7 +50,7 @@ def _zero_loss_and_counted(point: dict) -> None:
     assert s["rx_dropped"] == r["tx_dropped"] == 0
 
 
-@pytest.mark.parametrize("switch", ["ovs", "testpmd"])
+@pytest.mark.parametrize("switch", SWITCHES)
 def test_a_switch_in_its_container_forwards_every_frame(results, switch):
     out, left = run(results, "--switch", switch, *CONTAINER, "--switch-quota", "90", *RATE,
                     *SHORT)
@@ -75,7 +79,7 @@ def test_testpmd_with_two_cores_forwards_on_both(results):
     assert len(point["queues"]) == 2 and len(cores) == 2, point["queues"]
 
 
-@pytest.mark.parametrize("switch", ["ovs", "testpmd"])
+@pytest.mark.parametrize("switch", [SWITCHES[0], "testpmd", SWITCHES[2]])
 def test_the_switchs_processes_are_in_its_cgroup_netns_and_cpuset(switch, tmp_path):
     engine()
     p = place(Scenario(switch=switch, api="dpdk", switch_in="container", switch_quota=50,
@@ -85,9 +89,10 @@ def test_the_switchs_processes_are_in_its_cgroup_netns_and_cpuset(switch, tmp_pa
     runtime = RuncRuntime(journal, Path("/run/cnfperf") / f"{p.prefix}-state")
     with no_leftovers(p.prefix):
         try:
-            runtime.prepare(ENGINE, SWITCH)
-            home = SwitchHome(runtime, SWITCH, Quota(50, 100_000), Namespaces(), journal)
-            dataplane = DATAPLANES[switch](journal, home=home)
+            plane = DATAPLANES[switch]
+            runtime.prepare(ENGINE, plane.image)
+            home = SwitchHome(runtime, plane.image, Quota(50, 100_000), Namespaces(), journal)
+            dataplane = plane(journal, home=home)
             try:
                 dataplane.start(p)
                 c = dataplane.container
