@@ -207,10 +207,13 @@ class DpdkPlane(DataPlane):
         c = self.container
         return tuple(map(c.guest_cpu, c.cpus)) if c else self.point.cpus
 
-    def launch(self) -> procs.Launch:
+    def launch(self, cpus: Sequence[int] | None = None) -> procs.Launch:
         """How the switch starts its processes: in its container, or on the host
-        (there its non-poll threads float over the point's cores)."""
-        return procs.inside(self.container) if self.container else procs.on_host(self.point.cpus)
+        on `cpus` (default: the point's cores, over which its non-poll threads
+        float)."""
+        if self.container:
+            return procs.inside(self.container)
+        return procs.on_host(self.point.cpus if cpus is None else cpus)
 
     @property
     def netns(self) -> str | None:

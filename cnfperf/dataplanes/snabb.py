@@ -31,7 +31,7 @@ from typing import Any
 
 from cnfperf import polls
 from cnfperf.host import builds
-from cnfperf.dataplanes import procs, snabb_app
+from cnfperf.dataplanes import snabb_app
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.snabb_app import Links, RawPort, Snabb, VhostPort
@@ -103,14 +103,11 @@ class SnabbPlane(DpdkPlane):
     def setup(self) -> None:
         script = self.dir / "snabb.lua"
         script.write_text(self.program())
+        # Its one thread polls: on its core (unpinned, over the point's cores);
+        # a container's cpuset is that already.
         self.snabb = Snabb(builds.program(BUILD), script, self.dir / "shm", self.huge_dir,
-                           f"{self.point.prefix}snabb", self.launch(), self.journal)
+                           f"{self.point.prefix}snabb", self.launch(self.poll_cpuset), self.journal)
         self.snabb.start()
-
-    def launch(self) -> procs.Launch:
-        """Its one thread polls: on its core (unpinned, over the point's cores),
-        on the host or in its container (whose cpuset is that already)."""
-        return procs.inside(self.container) if self.container else procs.on_host(self.poll_cpuset)
 
     def pids(self) -> list[int]:
         return [self.snabb.pid] if self.snabb and self.snabb.pid else []
