@@ -16,8 +16,10 @@ import os
 from typing import Callable, Sequence
 
 from cnfperf.host import tools
+from cnfperf.host.builds import PREFIX_ENV
 from cnfperf.dataplanes.ovs_host import TOOLS as OVS_TOOLS, vhost_retry, vswitchd_binary
 from cnfperf.runtimes import ContainerError, Found, Image
+from cnfperf.runtimes.oci import MOUNTED_OVER
 from cnfperf.runtimes.rootfs import LIBSTDBUF
 
 
@@ -56,6 +58,11 @@ def built(name: str, about: str, files: Callable[[], Sequence[str]], budget_mb: 
             raise ContainerError(f"image {name}: {e}") from None
         if missing := [p for p in paths if not os.path.exists(p)]:
             raise ContainerError(f"image {name}: {missing[0]} is not there (make switches)")
+        for path in paths:
+            if over := next((d for d in MOUNTED_OVER if path.startswith(d + "/")), None):
+                raise ContainerError(f"image {name}: {path} is under {over}, which a container "
+                                     f"mounts its own over: build the switches elsewhere "
+                                     f"({PREFIX_ENV})")
         return Found(tools=paths, preloads=_line_buffered(name))
     return Image(name, f"{about} in a container of its own: the full image and {about}'s "
                  "build", found=found, budget_mb=budget_mb)

@@ -38,9 +38,18 @@ def prefix() -> Path:
     return Path(env) if env else CHECKOUT / ".switches"
 
 
-def home(build: Build) -> Path:
-    """The build's install directory (its `bin/`, `lib/`, ...)."""
+def linked(build: Build) -> Path:
+    """Where the prefix holds the build: a link into the per-user cache."""
     return prefix() / build.name
+
+
+def home(build: Build) -> Path:
+    """The build's install directory (its `bin/`, `lib/`, ...): the folder in
+    the per-user cache the prefix links to. Its files keep that path in a
+    switch's container (switch_image.built), where a checkout under /tmp or
+    /run would be hidden under the container's own mounts."""
+    link = linked(build)
+    return link.resolve() if link.exists() else link
 
 
 def program(build: Build, path: str | None = None) -> Path:
@@ -105,7 +114,7 @@ def facts(builds: Iterable[Build], compare: bool = False) -> dict[str, dict]:
     tree (about a second): doctor compares, a run stores the stamp it used."""
     builds = list(builds)
     known = states([b.name for b in builds]) if builds and compare else {}
-    return {b.name: {"what": b.what, "path": str(home(b)), "stamp": (stamp(b) or "")[:12],
+    return {b.name: {"what": b.what, "path": str(linked(b)), "stamp": (stamp(b) or "")[:12],
                      "state": known.get(b.name), "problem": next(iter(missing(b)), None)}
             for b in builds}
 

@@ -65,6 +65,10 @@ def _base_mounts() -> list[dict]:
     ]
 
 
+# What a container mounts its own over: an image's files under these are hidden.
+MOUNTED_OVER = tuple(m["destination"] for m in _base_mounts())
+
+
 def bind_mount(m: Mount) -> dict:
     opts = ["rbind", "rprivate"] + (["ro"] if m.readonly else [])
     return {"destination": m.target, "type": "bind", "source": os.path.abspath(m.source),

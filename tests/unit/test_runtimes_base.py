@@ -1,5 +1,7 @@
 """Input checks every runtime applies before it creates anything."""
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -136,13 +138,18 @@ def test_a_built_switch_s_image_holds_its_files_or_says_why_there_is_none(tmp_pa
     from cnfperf.dataplanes.switch_image import built
     from cnfperf.runtimes import ContainerError
     from cnfperf.runtimes.rootfs import LIBSTDBUF
-    program = tmp_path / "sw"
-    program.write_text("")
-    found = built("switch-x", "X", lambda: (str(program),), budget_mb=8).found()
-    assert (found.tools, found.preloads) == ((str(program),), (LIBSTDBUF,))
+    program = shutil.which("true")
+    found = built("switch-x", "X", lambda: (program,), budget_mb=8).found()
+    assert (found.tools, found.preloads) == ((program,), (LIBSTDBUF,))
     with pytest.raises(ContainerError, match=r"image switch-y: \S+/nope is not there "
                                              r"\(make switches\)"):
         built("switch-y", "Y", lambda: (str(tmp_path / "nope"),), budget_mb=8).found()
+    # a file a container would not see: under a directory it mounts its own over
+    with tempfile.NamedTemporaryFile(dir="/tmp") as f, \
+            pytest.raises(ContainerError, match=r"image switch-w: /tmp/\S+ is under /tmp, which "
+                                                r"a container mounts its own over: build the "
+                                                r"switches elsewhere \(CNFPERF_SWITCHES\)$"):
+        built("switch-w", "W", lambda: (f.name,), budget_mb=8).found()
 
     def unbuilt():
         raise LookupError("no vpp on PATH")

@@ -178,3 +178,17 @@ def test_preflight_asks_for_af_packet_only_where_a_wire_s_nic_is_a_port(built):
         f"vpp: the VPP at {built} has no af_packet_plugin.so in "
         f"{built.parent.parent / 'lib' / 'vpp_plugins'} (make switches)"]
     assert lacks("dut", "dut") == [] and lacks("local", "local") == []
+
+
+def test_a_build_s_programs_are_named_where_the_prefix_links_to(tmp_path, monkeypatch):
+    """make switches links $prefix/NAME to the per-user cache: a build's files
+    are named there (a switch's container holds them at those paths; a
+    checkout under /tmp would be hidden under its own /tmp)."""
+    cache = tmp_path / "cache" / "vpp-0123"
+    (cache / "bin").mkdir(parents=True)
+    (tmp_path / "prefix").mkdir()
+    (tmp_path / "prefix" / "vpp").symlink_to(cache)
+    monkeypatch.setenv(builds.PREFIX_ENV, str(tmp_path / "prefix"))
+    assert builds.program(vi.BUILD) == cache / "bin" / "vpp"
+    monkeypatch.setenv(builds.PREFIX_ENV, str(tmp_path / "none"))
+    assert builds.program(vi.BUILD) == tmp_path / "none" / "vpp" / "bin" / "vpp"
