@@ -61,8 +61,8 @@ def built(name: str, about: str, files: Callable[[], Sequence[str]], budget_mb: 
         for path in paths:
             if over := next((d for d in MOUNTED_OVER if path.startswith(d + "/")), None):
                 raise ContainerError(f"image {name}: {path} is under {over}, which a container "
-                                     f"mounts its own over: build the switches elsewhere "
-                                     f"({PREFIX_ENV})")
+                                     "mounts its own over: keep the build elsewhere "
+                                     f"(XDG_CACHE_HOME, {PREFIX_ENV})")
         return Found(tools=paths, preloads=_line_buffered(name))
     return Image(name, f"{about} in a container of its own: the full image and {about}'s "
                  "build", found=found, budget_mb=budget_mb)

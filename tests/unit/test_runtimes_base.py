@@ -147,8 +147,9 @@ def test_a_built_switch_s_image_holds_its_files_or_says_why_there_is_none(tmp_pa
     # a file a container would not see: under a directory it mounts its own over
     with tempfile.NamedTemporaryFile(dir="/tmp") as f, \
             pytest.raises(ContainerError, match=r"image switch-w: /tmp/\S+ is under /tmp, which "
-                                                r"a container mounts its own over: build the "
-                                                r"switches elsewhere \(CNFPERF_SWITCHES\)$"):
+                                                r"a container mounts its own over: keep the "
+                                                r"build elsewhere \(XDG_CACHE_HOME, "
+                                                r"CNFPERF_SWITCHES\)$"):
         built("switch-w", "W", lambda: (f.name,), budget_mb=8).found()
 
     def unbuilt():
