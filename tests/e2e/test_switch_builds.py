@@ -47,7 +47,7 @@ def test_a_second_build_builds_nothing():
     done = _run(timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.splitlines()) == sorted(
-        f"switches: {name}: up to date ({builds.home(b)})" for name, b in BUILDS.items())
+        f"switches: {name}: up to date ({builds.linked(b)})" for name, b in BUILDS.items())
     assert _installed() == before
     assert not builds.problems(*BUILDS.values())
-    assert all(builds.home(b).is_symlink() for b in BUILDS.values())
+    assert all(builds.linked(b).is_symlink() for b in BUILDS.values())
