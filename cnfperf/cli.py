@@ -248,13 +248,18 @@ def _parser() -> argparse.ArgumentParser:
     lab.set_defaults(func=_lab)
 
     cluster = sub.add_parser(
-        "cluster", help="a single-node Kubernetes test cluster on this machine (make cluster's "
+        "cluster", help="a Kubernetes test cluster on this machine (make cluster's "
                         "builds, Multus), kept until Ctrl-C",
-        description="Starts a Kubernetes of one node on this machine: etcd, the API server, "
+        description="Starts a Kubernetes with this machine as its node: etcd, the API server, "
                     "controller manager, scheduler and kubelet that `make cluster` built, a "
                     "containerd of its own, Multus as the node's CNI plugin, the static CPU "
-                    "manager (core 0 reserved); prints its kubeconfig and keeps it until "
-                    "Ctrl-C, then leaves nothing of it (docs/kubernetes.md).")
+                    "manager (core 0 reserved); with --hosts, the inventory's hosts join as "
+                    "nodes too. Prints its kubeconfig and keeps it until Ctrl-C, then leaves "
+                    "nothing of it (docs/kubernetes.md).")
+    cluster.add_argument("--hosts", metavar="FILE", type=Path,
+                         help="an inventory (hosts.toml, e.g. cnfperf lab's) whose hosts join "
+                              "the cluster as nodes named like them, through their agents; "
+                              "they leave when it stops")
     cluster.set_defaults(func=_cluster)
 
     agent = sub.add_parser("agent", help="a host's part of a run, for a controller on another "
@@ -672,6 +677,7 @@ def _lab(args: argparse.Namespace) -> int:
 def _cluster(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         raise UserError("cluster", "needs root (containerd, the kubelet, cgroups)")
+    inventory = None if args.hosts is None else load_inventory(args.hosts)
     if (pid := cluster_node.KEEPER.owner()) is not None:
         print(f"cnfperf: error: a test cluster runs already (pid {pid}); its kubeconfig is "
               f"{cluster_node.KUBECONFIG}", file=sys.stderr)
@@ -682,12 +688,13 @@ def _cluster(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"cluster: {line}", file=sys.stderr, flush=True)
 
-    def up(made: Any) -> None:
-        print(f"the test cluster is up: Kubernetes {made.version}, node {made.node}\n"
+    def up(made: Any, joined_at: dict[str, str]) -> None:
+        nodes = [f"{made.node} (this host)"] + [f"{n} ({a})" for n, a in joined_at.items()]
+        print(f"the test cluster is up: Kubernetes {made.version}, nodes {', '.join(nodes)}\n"
               f"kubeconfig: {made.kubeconfig}\n"
               f"registry: {made.registry}\n"
               "Ctrl-C stops it.", flush=True)
-    signum = cluster_serve(say, up)
+    signum = cluster_serve(say, up, inventory)
     say(f"stopped ({signal.Signals(signum).name}): nothing of it is left")
     return 0
 

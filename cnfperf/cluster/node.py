@@ -25,8 +25,13 @@ What is set and why (docs/kubernetes.md says it for users):
   server (towards the kubelet) present the administrator's certificate
   (system:masters): a test cluster, not a model of a production one.
 
+Another host joins a cluster started here as a node of its own (member():
+its certificates from this cluster's CA; joined(), run on that host by its
+agent: a containerd and kubelet as here, its kubeconfig towards this API
+server).
+
 Everything made is journaled before it exists: `cnfperf cleanup` removes what
-a killed cluster left (sweep()).
+a killed cluster or node left (sweep()).
 """
 from __future__ import annotations
 
@@ -67,7 +72,8 @@ NETWORK = "cnfpkube"           # the default network's CNI name (and the prefix 
 CGROUP = "cnfperf-kube"        # the kubelet's cgroupRoot, in every hierarchy
 # Ports of its own, on the loopback where a daemon allows it: beside a
 # cluster the machine may run already. The kubelet listens on the node's
-# address (the API server reaches it there for exec).
+# address (the API server reaches it there for exec), the API server on
+# every address (the nodes of other hosts reach it).
 ETCD_PORT, ETCD_PEER_PORT = 23790, 23800
 API_PORT = 16443
 REGISTRY_PORT = 15000
@@ -77,13 +83,18 @@ REGISTRY = f"http://127.0.0.1:{REGISTRY_PORT}/cnfperf"
 KUBELET_PORT, KUBELET_HEALTHZ = 10350, 10348
 PAUSE = images.reference("pause", "3.10")
 # What the daemons make outside HOME whatever their settings (hard-coded
-# paths): removed at the end when this cluster made them.
+# paths): removed at the end when this cluster made them. The kubelet's
+# socket for device plugins is one of its own where its folder was there.
 OUTSIDE = (Path("/var/log/containers"), Path("/var/lib/kubelet"), Path("/var/lib/cni"),
-           Path("/run/containerd"))
+           Path("/run/containerd"), Path("/var/lib/kubelet/device-plugins/kubelet.sock"))
 CNI_RESULTS = Path("/var/lib/cni/results")
 TOOLS = ("containerd", "ctr", "runc", "umount", "docker-registry")
 STEP_S = 60.0                  # a daemon's start (the API server's first ready takes seconds)
 CNI_PLUGINS = Path("/usr/lib/cni")   # Debian's containernetworking-plugins
+# The cgroup v2 controllers a node's pods are held by (the kubelet's QoS
+# and pod cgroups), enabled below a v2 root that has them; put back as they
+# were when the node goes (the kubelet enables others too).
+V2_CONTROLLERS = {"cpuset", "cpu", "memory", "pids", "hugetlb"}
 # What the kubelet sets as it starts (its kernel tunables, unless
 # protectKernelDefaults, which would refuse to start instead): put back as
 # they were when the cluster goes.
@@ -129,13 +140,46 @@ def node_name() -> str:
     return socket.gethostname().split(".")[0].lower() or "node"
 
 
-def node_address() -> str:
-    """This machine's address on its default route (the kubelet's node IP)."""
-    out = run(["ip", "-o", "route", "get", "1.1.1.1"], check=False, what="the node's address")
+def node_address(toward: str = "1.1.1.1") -> str:
+    """This machine's address on its route to `toward` (by default its
+    default route's: the kubelet's node IP; a host's: where that host
+    reaches this one)."""
+    out = run(["ip", "-o", "route", "get", toward], check=False, what="the node's address")
     words = out.split()
     if "src" in words:
         return words[words.index("src") + 1]
     return socket.gethostbyname(socket.gethostname())
+
+
+@dataclass(frozen=True)
+class Member:
+    """What a host needs to join a test cluster started elsewhere as one of
+    its nodes (joined()): its node's name and address, the API server's
+    address as that host reaches it, and the PEMs of the cluster's CA and of
+    the certificates issued for it (member())."""
+    node: str
+    address: str
+    server: str
+    pems: dict[str, str]
+
+
+@contextlib.contextmanager
+def _home(journal: Journal, home: Path) -> Iterator[contextlib.ExitStack]:
+    """A node's folder made afresh, and what its daemons will change outside
+    it journaled; on the way out, everything of it swept (sweep())."""
+    made = [str(path) for path in OUTSIDE if not path.exists()]   # the daemons' to make
+    tunables = {name: _sysctl(name) for name in SYSCTLS}
+    enabled = _v2_enabled()
+    journal.add("cluster", str(home), outside=made, sysctls=tunables, controllers=enabled)
+    stack = contextlib.ExitStack()
+    stack.callback(_swept, journal, home, made, tunables, enabled)
+    with stack:
+        shutil.rmtree(home, ignore_errors=True)
+        for d in ("pki", "logs", "cni/bin", "cni/net.d", "ipam", "multus", "kubelet",
+                  "containerd/root", "containerd/state", "containerd/opt", "etcd", "images",
+                  "registry", f"certs.d/127.0.0.1:{REGISTRY_PORT}"):
+            (home / d).mkdir(parents=True)
+        yield stack
 
 
 @contextlib.contextmanager
@@ -144,17 +188,7 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
     """A single-node cluster, ready (its node Ready, Multus' CRD applied),
     until the block ends; then nothing of it is left. Everything made is in
     `journal` before it exists."""
-    made = [str(path) for path in OUTSIDE if not path.exists()]   # the daemons' to make
-    tunables = {name: _sysctl(name) for name in SYSCTLS}
-    journal.add("cluster", str(home), outside=made, sysctls=tunables)
-    stack = contextlib.ExitStack()
-    stack.callback(_swept, journal, home, made, tunables)
-    with stack:
-        shutil.rmtree(home, ignore_errors=True)
-        for d in ("pki", "logs", "cni/bin", "cni/net.d", "ipam", "multus", "kubelet",
-                  "containerd/root", "containerd/state", "containerd/opt", "etcd", "images",
-                  "registry", f"certs.d/127.0.0.1:{REGISTRY_PORT}"):
-            (home / d).mkdir(parents=True)
+    with _home(journal, home) as stack:
         node, address = node_name(), node_address()
         say(f"certificates for node {node} ({address})")
         certs = _certificates(home / "pki", node, address)
@@ -163,9 +197,7 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
         _cni(home)
         daemons = _Daemons(home, journal, stack)
         say("containerd, etcd")
-        daemons.start("containerd", ["containerd", "--config", _containerd_config(home)])
-        # the last step before containerd stops: the kubelet is gone, so no pod comes back
-        stack.callback(_remove_pods, home)
+        _containerd(home, daemons, stack)
         daemons.start("etcd", _etcd_argv(home))
         daemons.start("registry", ["docker-registry", "serve", _registry_config(home)])
         daemons.wait("containerd", (home / CONTAINERD_SOCK.name).is_socket, "containerd's socket")
@@ -185,9 +217,7 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
         daemons.start("kube-scheduler", [str(builds.program("kubernetes", "bin/kube-scheduler")),
                                          f"--kubeconfig={home / KUBECONFIG.name}",
                                          "--leader-elect=false", "--secure-port=0"])
-        for hierarchy in cgroups.hierarchies():
-            (Path(hierarchy.point) / CGROUP).mkdir(exist_ok=True)
-        daemons.start("kubelet", _kubelet_argv(home, node, address, certs))
+        _kubelet(home, daemons, node, address, certs)
         api = pods.connect(home / KUBECONFIG.name)
         _apply_crd(api, daemons)
         daemons.wait("kubelet", lambda: _node_ready(api, node), f"node {node} Ready")
@@ -195,6 +225,85 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
                      "the default service account")
         yield Cluster(home / KUBECONFIG.name, node, _version(api), home,
                       home / CONTAINERD_SOCK.name)
+
+
+def member(cluster: Cluster, node: str, address: str, server: str) -> Member:
+    """Certificates for host `node` (its kubelet serving at `address`),
+    signed by the running cluster's CA, to join it (joined()) reaching the
+    API server at `server`."""
+    ca = pki.Authority(cluster.home / "pki", load=True)
+    issued = _node_certificates(ca, node, address, stem=f"member-{node}-")
+    admin = pki.Pair(cluster.home / "pki/admin.crt", cluster.home / "pki/admin.key")
+    pairs = {"ca": ca.pair, "admin": admin, **issued}
+    pems = {f"{name}.{part}": getattr(pair, part).read_text()
+            for name, pair in pairs.items() for part in ("cert", "key")}
+    return Member(node, address, server, pems)
+
+
+@contextlib.contextmanager
+def joined(journal: Journal, joining: Member, say: Callable[[str], None] = lambda _l: None,
+           home: Path = HOME) -> Iterator[Path]:
+    """This host a node of a test cluster started on another (member()),
+    until the block ends: its containerd, CNI (Multus) and kubelet as
+    started() runs them, its kubeconfig (home's, where a pod placement looks
+    for the test cluster's) the administrator's towards that API server.
+    Yields that kubeconfig. Everything made is in `journal` before it exists."""
+    with _home(journal, home) as stack:
+        certs: dict[str, pki.Pair] = {}
+        for name in ("ca", "admin", "node", "kubelet"):
+            certs[name] = pki.Pair(home / "pki" / f"{name}.crt", home / "pki" / f"{name}.key")
+            certs[name].cert.write_text(joining.pems[f"{name}.cert"])
+            certs[name].key.touch(mode=0o600)
+            certs[name].key.write_text(joining.pems[f"{name}.key"])
+        # the API server's certificate names localhost, not the address
+        # this host reaches it at
+        _kubeconfig(home / KUBECONFIG.name, certs["ca"], certs["admin"], "admin",
+                    joining.server, "localhost")
+        _kubeconfig(home / "kubelet.kubeconfig", certs["ca"], certs["node"],
+                    f"system:node:{joining.node}", joining.server, "localhost")
+        _cni(home)
+        daemons = _Daemons(home, journal, stack)
+        say("containerd")
+        _containerd(home, daemons, stack)
+        daemons.wait("containerd", (home / CONTAINERD_SOCK.name).is_socket, "containerd's socket")
+        _pause(home)
+        say(f"the kubelet of node {joining.node} ({joining.address})")
+        api = pods.connect(home / KUBECONFIG.name)
+        stack.callback(_forget, api, joining.node)    # once its kubelet is stopped
+        _kubelet(home, daemons, joining.node, joining.address, certs)
+        daemons.wait("kubelet", lambda: _node_ready(api, joining.node),
+                     f"node {joining.node} Ready")
+        yield home / KUBECONFIG.name
+
+
+def _forget(api, node: str) -> None:
+    """The node's object deleted from the cluster it leaves, its kubelet
+    stopped (one running would put it back); a cluster that stopped first
+    took it along, and nothing answers."""
+    from kubernetes import client
+    with contextlib.suppress(Exception):
+        client.CoreV1Api(api).delete_node(node, _request_timeout=10)
+
+
+def _containerd(home: Path, daemons: "_Daemons", stack: contextlib.ExitStack) -> None:
+    daemons.start("containerd", ["containerd", "--config", _containerd_config(home)])
+    # the last step before containerd stops: the kubelet is gone, so no pod comes back
+    stack.callback(_remove_pods, home)
+
+
+def _kubelet(home: Path, daemons: "_Daemons", node: str, address: str,
+             certs: dict[str, pki.Pair]) -> None:
+    """The kubelet, under its cgroupRoot in every hierarchy (on a cgroup v2
+    host, with the controllers its pods are held by enabled below the root)."""
+    for hierarchy in cgroups.hierarchies():
+        root = Path(hierarchy.point)
+        if (root / "cgroup.subtree_control").exists():
+            wanted = set((root / "cgroup.controllers").read_text().split()) & V2_CONTROLLERS
+            if wanted:
+                (root / "cgroup.subtree_control").write_text(
+                    " ".join(f"+{c}" for c in sorted(wanted)))
+        (root / CGROUP).mkdir(exist_ok=True)
+    daemons.start("kubelet", _kubelet_argv(home, node, address, certs))
 
 
 def _remove_pods(home: Path) -> None:
@@ -260,14 +369,16 @@ class _Daemons:
 
 
 def sweep(home: Path = HOME, outside: Sequence[str] = (),
-          sysctls: dict[str, str] | None = None) -> None:
+          sysctls: dict[str, str] | None = None,
+          controllers: dict[str, list[str]] | None = None) -> None:
     """Everything of a cluster whose daemons are gone (or going) removed: the
     pods' processes (their shims, and what is in the pods' cgroups), mounts
     under `home`, the pods' cgroups, the default network's bridge, CNI's
-    cached results of cnfperf's networks, `home`, and the folders of OUTSIDE
-    the cluster made (`outside`; /var/lib/cni only where nothing but empty
+    cached results of cnfperf's networks, `home`, and what of OUTSIDE the
+    cluster made (`outside`; /var/lib/cni only where nothing but empty
     folders is left: other CNI users keep theirs there), and the kernel's
-    tunables the kubelet set, as `sysctls` says they were. Idempotent: it is
+    tunables the kubelet set, as `sysctls` says they were, and the cgroup v2
+    controllers it enabled below a root, as `controllers` says. Idempotent: it is
     both the end of every cluster and `cnfperf cleanup`'s for a killed one."""
     for name, value in (sysctls or {}).items():
         if value and _sysctl(name) != value:
@@ -278,6 +389,8 @@ def sweep(home: Path = HOME, outside: Sequence[str] = (),
             os.kill(pid, signal.SIGKILL)
     groups = [g for h in cgroups.hierarchies() for g in cgroups.tree(Path(h.point) / CGROUP)]
     errors = cgroups.remove(groups)
+    for root, before in (controllers or {}).items():   # its groups gone: no child holds one
+        _v2_restore(Path(root), before)
     unmount_under(home, lazy=True)     # the kubelet's and the pods' (busy ones too)
     with contextlib.suppress(Exception):
         del_link(BRIDGE, None)
@@ -289,20 +402,44 @@ def sweep(home: Path = HOME, outside: Sequence[str] = (),
             for d, _, _ in os.walk(made, topdown=False):
                 with contextlib.suppress(OSError):
                     os.rmdir(d)
-        else:
+        elif made.is_dir():
             shutil.rmtree(made, ignore_errors=True)
+        else:
+            made.unlink(missing_ok=True)
     if errors:
         raise ClusterError("; ".join(errors))
 
 
+def _v2_enabled() -> dict[str, list[str]]:
+    """The controllers enabled below each cgroup v2 root (its
+    subtree_control), which the kubelet widens as it starts."""
+    found = {}
+    for hierarchy in cgroups.hierarchies():
+        control = Path(hierarchy.point) / "cgroup.subtree_control"
+        if hierarchy.fstype == "cgroup2" and control.exists():
+            found[hierarchy.point] = control.read_text().split()
+    return found
+
+
+def _v2_restore(root: Path, before: Sequence[str]) -> None:
+    """The controllers enabled below `root` that were not before, disabled
+    (one a group outside the cluster's has taken to stays)."""
+    control = root / "cgroup.subtree_control"
+    with contextlib.suppress(OSError):
+        for name in set(control.read_text().split()) - set(before):
+            with contextlib.suppress(OSError):
+                control.write_text(f"-{name}")
+
+
 def _swept(journal: Journal, home: Path, outside: Sequence[str],
-           sysctls: dict[str, str]) -> None:
-    sweep(home, outside, sysctls)
+           sysctls: dict[str, str], controllers: dict[str, list[str]]) -> None:
+    sweep(home, outside, sysctls, controllers)
     journal.discard("cluster", str(home))
 
 
 UNDO = {"cluster": lambda name, info: sweep(Path(name), info.get("outside", []),
-                                            info.get("sysctls")) or True}
+                                            info.get("sysctls"),
+                                            info.get("controllers")) or True}
 
 
 def _sysctl(name: str, value: str | None = None) -> str:
@@ -346,17 +483,28 @@ def _certificates(directory: Path, node: str, address: str) -> dict[str, pki.Pai
             "127.0.0.1", address, "10.96.0.1", "localhost", "kubernetes", "kubernetes.default",
             "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")),
         "admin": ca.issue("admin", "cnfperf-admin", "system:masters", client=True),
-        "node": ca.issue("node", f"system:node:{node}", "system:nodes", client=True),
-        "kubelet": ca.issue("kubelet", node, server=True, hosts=(node, address, "127.0.0.1")),
+        **_node_certificates(ca, node, address),
         "sa": pki.signing_key(directory),
     }
 
 
-def _kubeconfig(path: Path, ca: pki.Pair, client: pki.Pair, user: str) -> Path:
+def _node_certificates(ca: pki.Authority, node: str, address: str,
+                       stem: str = "") -> dict[str, pki.Pair]:
+    """A node's: its kubelet's client certificate (system:node:NAME, which
+    the API server's Node authorizer takes) and its serving one."""
+    return {"node": ca.issue(f"{stem}node", f"system:node:{node}", "system:nodes", client=True),
+            "kubelet": ca.issue(f"{stem}kubelet", node, server=True,
+                                hosts=(node, address, "127.0.0.1"))}
+
+
+def _kubeconfig(path: Path, ca: pki.Pair, client: pki.Pair, user: str,
+                server: str = f"https://127.0.0.1:{API_PORT}", tls_name: str = "") -> Path:
+    cluster = {"server": server, "certificate-authority": str(ca.cert)}
+    if tls_name:
+        cluster["tls-server-name"] = tls_name
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "cnfperf",
-        "clusters": [{"name": "cnfperf", "cluster": {
-            "server": f"https://127.0.0.1:{API_PORT}", "certificate-authority": str(ca.cert)}}],
+        "clusters": [{"name": "cnfperf", "cluster": cluster}],
         "users": [{"name": user, "user": {"client-certificate": str(client.cert),
                                          "client-key": str(client.key)}}],
         "contexts": [{"name": "cnfperf", "context": {"cluster": "cnfperf", "user": user}}]}))
@@ -456,7 +604,9 @@ def _etcd_argv(home: Path) -> list[str]:
 def _apiserver_argv(home: Path, certs: dict[str, pki.Pair], address: str) -> list[str]:
     return [str(builds.program("kubernetes", "bin/kube-apiserver")),
             f"--etcd-servers=http://127.0.0.1:{ETCD_PORT}",
-            "--bind-address=127.0.0.1", f"--secure-port={API_PORT}",
+            # every address: the nodes of other hosts reach it (member()); a
+            # client shows a certificate of the cluster's CA, or is refused
+            "--bind-address=0.0.0.0", f"--secure-port={API_PORT}", "--anonymous-auth=false",
             f"--advertise-address={address}",
             f"--tls-cert-file={certs['apiserver'].cert}",
             f"--tls-private-key-file={certs['apiserver'].key}",

@@ -53,8 +53,18 @@ def _write(directory: Path, stem: str, cert: x509.Certificate, key: ec.EllipticC
 class Authority:
     """A CA in `directory` (ca.crt, ca.key) that signs what issue() asks."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, load: bool = False):
+        """A new CA in `directory`; with `load`, the one there (its
+        certificates for another node: a second new one would void the
+        running cluster's)."""
         self.directory = directory
+        self.pair = Pair(directory / "ca.crt", directory / "ca.key")
+        if load:
+            self.cert = x509.load_pem_x509_certificate(self.pair.cert.read_bytes())
+            key = serialization.load_pem_private_key(self.pair.key.read_bytes(), None)
+            assert isinstance(key, ec.EllipticCurvePrivateKey), self.pair.key
+            self.key, self.name = key, self.cert.subject
+            return
         directory.mkdir(parents=True, exist_ok=True)
         self.key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.timezone.utc)

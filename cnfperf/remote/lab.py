@@ -82,13 +82,16 @@ MAX_WIRES, MAX_PFS = 8, 4
 # separation directory; root's shell start-up files emptied (this machine's
 # are no host's under test, and bash reads ~/.bashrc for every command over
 # SSH: whatever it starts costs seconds under TCG); and what a host of
-# cnfperf's has: cgroup2 mounted, the control network.
+# cnfperf's has: cgroup2 mounted, the control network, a /var/lib it can
+# write (a node's kubelet and CNI plugins write there whatever they are
+# told: cnfperf cluster --hosts), in memory over this machine's.
 SETUP = """set -e
-mkdir -p /run/sshd
+mkdir -p /run/sshd /run/varlib/upper /run/varlib/work
 for rc in /root/.bashrc /root/.profile /root/.bash_profile; do
     [ ! -f "$rc" ] || mount --bind /dev/null "$rc"
 done
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t overlay overlay -o lowerdir=/var/lib,upperdir=/run/varlib/upper,workdir=/run/varlib/work /var/lib
 ip addr add "$1/30" dev {inside}
 ip link set {inside} up
 """.format(inside=CONTROL_INSIDE)

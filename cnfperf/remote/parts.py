@@ -41,15 +41,15 @@ class RemoteContainer:
     eal: tuple[str, ...] = ()
     init_pid: None = None        # its CPU time is its host's to read, not this one's
     pids: list[int] = field(default_factory=list)
+    said: dict[str, Any] = field(default_factory=dict)   # its facts, as its host said them
 
     @property
     def host(self) -> str:
         return self.agent.name
 
     def facts(self) -> dict[str, Any]:
-        """Nothing beyond its runtime's (Container.facts): no pod runs on
-        another host."""
-        return {}
+        """What its host said of it (Container.facts: a pod's, on that host's node)."""
+        return self.said
 
     def exec(self, argv: list[str], stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
              stdin: Any = subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> RemoteProcess:
@@ -133,7 +133,7 @@ def build(agent: Agent, point: TestPoint, wiring: Mapping[str, Mapping[str, str]
     containers = {name: RemoteContainer(
         agent, name, engine=n["engine"], own_kernel=n["own_kernel"], slowdown=n["slowdown"],
         netns=n["netns"], cpus=tuple(n["cpus"]), cpu=n["cpu"], cores=tuple(n["cores"]),
-        floating=tuple(n["floating"]), eal=tuple(n["eal"]))
+        floating=tuple(n["floating"]), eal=tuple(n["eal"]), said=n.get("facts") or {})
         for name, n in answer["nodes"].items()}
     attachments = {port: attachment(a) for port, a in answer["attachments"].items()}
     # read as one: the agent merges its planes' counters

@@ -42,6 +42,8 @@ from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.plan import run_prefix
 from cnfperf.host import frames, pci
 from cnfperf.run.checks import host_problems, host_refusals, host_wide, matrix, place_point
+from cnfperf.cluster.node import Member
+from cnfperf.run import cluster
 from cnfperf.run.cleanup import cleanup
 from cnfperf.run.teardown import Signals, Teardown
 from cnfperf.run.testbed import Builder, NetworkFunction, Switch, Testbed, Tester
@@ -71,6 +73,7 @@ class Agent:
         self.listeners: dict[str, frames.Listener] = {}
         self.gone = False
         self.heard = time.monotonic()     # when the controller last said anything
+        self.node: contextlib.ExitStack | None = None   # this host a node of a cluster (op_join)
 
     # -- the channel -------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
@@ -239,10 +242,15 @@ class Agent:
     def _relay(self, n: int, proc: subprocess.Popen) -> None:
         """Its output as events, then its exit: in that order, so the controller
         has read every line when it learns the process ended."""
-        errors = threading.Thread(target=self._lines, args=(n, proc.stderr, "err"), daemon=True)
-        errors.start()
+        # a pod's process (runtimes/pod/process.py) has no stderr pipe: its
+        # exec stream's stderr is dropped
+        errors = threading.Thread(target=self._lines, args=(n, proc.stderr, "err"), daemon=True) \
+            if getattr(proc, "stderr", None) is not None else None
+        if errors is not None:
+            errors.start()
         self._lines(n, proc.stdout, "out")
-        errors.join()
+        if errors is not None:
+            errors.join()
         self.send({"proc": n, "exit": proc.wait()})
 
     def _lines(self, n: int, stream: IO[bytes], kind: str) -> None:
@@ -297,6 +305,21 @@ class Agent:
             return {"busy": str(e)}
         return {"removed": removed, "failed": failed}
 
+    def op_join(self, node: str, address: str, server: str, pems: dict[str, str]) -> None:
+        """This host a node of the controller's test cluster (run/cluster.py
+        members()) until this agent ends."""
+        if self.node is not None:
+            raise SystemFailure("this host joined a cluster already")
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(cluster.joined(Member(node, address, server, pems),
+                                               lambda line: print(f"cnfperf agent: {line}",
+                                                                  file=sys.stderr, flush=True)))
+        except BaseException:
+            stack.close()
+            raise
+        self.node = stack
+
     # -- the end -----------------------------------------------------------------------
     def _stop_procs(self) -> None:
         for p in self.procs.values():
@@ -324,6 +347,12 @@ class Agent:
             self.journal.close(remove=not left)
         if self.lock is not None:
             self.lock.release()
+        if self.node is not None:      # once the run's pods on it are gone
+            try:
+                self.node.close()
+            except Exception as e:
+                left.append(f"its node: {e}")
+            self.node = None
         if left:
             print(f"cnfperf agent: left behind: {'; '.join(left)} (cnfperf cleanup)",
                   file=sys.stderr)
@@ -346,7 +375,8 @@ def describe(bed: Testbed) -> dict[str, Any]:
                            "netns": c.netns, "cpus": list(c.cpus),
                            "cpu": placed.cpu, "cores": list(getattr(placed, "cores", ()) or ()),
                            "floating": list(bed.floating(name)),
-                           "eal": list(bed.eal_args(name))}
+                           "eal": list(bed.eal_args(name)),
+                           "facts": c.facts()}      # a pod's, on this host's node
     planes = [n.name for n in bed.nodes.values() if isinstance(n, Switch)]
     return {"nodes": nodes, "planes": planes,
             "attachments": {port: asdict(a) for port, a in bed.attachments.items()}}

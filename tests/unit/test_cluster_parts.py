@@ -29,6 +29,20 @@ def test_certificates_are_signed_by_the_authority_and_name_their_hosts(tmp_path)
     assert subject.rfc4514_string() == "O=system:masters,CN=someone"
 
 
+def test_a_loaded_authority_signs_for_the_running_cluster_and_keeps_its_ca(tmp_path):
+    """Another host's node certificates (cluster/node.member) come from the
+    CA the cluster runs with: loading it neither replaces nor rewrites it."""
+    made = pki.Authority(tmp_path)
+    before = made.pair.cert.read_bytes(), made.pair.key.read_bytes()
+    loaded = pki.Authority(tmp_path, load=True)
+    assert (loaded.pair.cert.read_bytes(), loaded.pair.key.read_bytes()) == before
+    pair = loaded.issue("member-dut-node", "system:node:dut", "system:nodes", client=True)
+    cert = x509.load_pem_x509_certificate(pair.cert.read_bytes())
+    made.cert.public_key().verify(cert.signature, cert.tbs_certificate_bytes,
+                                  ec.ECDSA(cert.signature_hash_algorithm))
+    assert cert.issuer == made.cert.subject
+
+
 def test_an_image_archive_is_an_oci_layout_named_for_containerd(tmp_path):
     root = tmp_path / "root"
     root.mkdir()

@@ -55,11 +55,12 @@ def test_the_planned_cores_map_onto_those_the_kubelet_gave():
                      cluster=None, attached={}, given=(2, 3), host_pid=None)
     assert [c.guest_cpu(core) for core in (0, 1)] == [2, 3]
     assert c.guest_cpu(3) == 3            # one it was given is its own
+    on = SimpleNamespace(node="dut")      # the run's side of the cluster: its node
     same = PodContainer(journal=None, name="p", cpus=(0,), netns="p", engine="/bin/e",
-                        cluster=None, attached={}, given=(0, 1), host_pid=None, qos="BestEffort")
+                        cluster=on, attached={}, given=(0, 1), host_pid=None, qos="BestEffort")
     assert same.guest_cpu(0) == 0
-    assert same.facts() == {"qos": "BestEffort", "cpus": "0-1", "attached": {}, "volumes": [],
-                            "image": ""}
+    assert same.facts() == {"node": "dut", "qos": "BestEffort", "cpus": "0-1", "attached": {},
+                            "volumes": [], "image": ""}
 
 
 def test_the_kernel_s_cpu_lists_and_names_kubernetes_takes():
@@ -135,3 +136,16 @@ def test_cleanup_images_names_the_cluster_whose_node_holds_them(capsys):
     assert main(["cleanup", "--images"]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "--images" in line and "--cluster FILE" in line
+
+
+def test_the_hosts_whose_part_has_a_pod_check_their_own_node():
+    """Each host places its own pods on its node (run/checks/host.py
+    pod_hosts): the tester's ends' hosts, the switch's, the NFs'."""
+    from cnfperf.run.checks.host import pod_hosts
+    from cnfperf.scenario import validate
+    ends = validate({"switch": "bridge", "api": "raw", "endpoint_in": "pod", "pin": False,
+                     "tester_host": "local+dut", "dut_host": "dut"})
+    assert pod_hosts(ends) == {"local", "dut"}
+    switch = validate({"switch": "testpmd", "api": "dpdk", "switch_in": "pod", "dut_host": "dut"})
+    assert pod_hosts(switch) == {"dut"}
+    assert pod_hosts(validate({"switch": "bridge", "api": "raw", "dut_host": "dut"})) == set()

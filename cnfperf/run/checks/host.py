@@ -17,7 +17,10 @@ from cnfperf.run import noise
 from cnfperf.run.checks.dataplane import dataplane_of, mismatch, nf_ports, switch_problem
 from cnfperf.run.checks.placement import place_point
 from cnfperf.runtimes import CONTAINER_RUNTIMES, RUNTIMES, guest
+from cnfperf.runtimes.pod.runtime import TEST_KUBECONFIG, PodRuntime
 from cnfperf.scenario import Keep, Scenario, tester_hosts, validate
+
+POD = PodRuntime.place     # endpoint_in, nf_in, switch_in = pod
 
 
 def _problems(host: HostFacts, dataplane: type[DataPlane], api: str | None,
@@ -153,7 +156,27 @@ def host_refusals(scenarios: list[Scenario], here: str = LOCAL) -> list[tuple[st
             refused = dataplane_of(s).scenario_host_refusal(s)
             if refused is not None and refused not in found:
                 found.append(refused)
+        # another host's pods go to its own node (the controller checked its own)
+        if here != LOCAL and here in pod_hosts(s):
+            why = PodRuntime.placement_problem(s)
+            if why is not None and not s.cluster and not TEST_KUBECONFIG.exists():
+                why = ("this host is no node of the test cluster (cnfperf cluster --hosts FILE "
+                       "joins the hosts of an inventory)")
+            if why is not None and ("cluster", why) not in found:
+                found.append(("cluster", why))
     return found
+
+
+def pod_hosts(s: Scenario) -> set[str]:
+    """The hosts whose part of a point has a pod: a tester's end, an NF, the switch."""
+    hosts: set[str] = set()
+    if s.endpoint_in == POD:
+        hosts |= set(tester_hosts(s))
+    if s.switch_in == POD:
+        hosts.add(s.dut_host)
+    if s.nfs and POD in s.nf_in.split("+"):
+        hosts |= set(nf_hosts(s))
+    return hosts
 
 
 def preflight(scenarios: list[Scenario], host: HostFacts) -> None:

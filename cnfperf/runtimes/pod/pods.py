@@ -72,7 +72,11 @@ def create_namespace(api: client.ApiClient, name: str, labels: dict[str, str]) -
     """The namespace, once its default service account exists (a pod made
     before would be refused)."""
     core = client.CoreV1Api(api)
-    _call(core.create_namespace, {"metadata": {"name": name, "labels": labels}})
+    try:   # a run's hosts share its namespace: one of them makes it
+        core.create_namespace({"metadata": {"name": name, "labels": labels}})
+    except ApiException as e:
+        if e.status != 409:
+            raise ClusterError(f"create_namespace: {one_line(e)}") from None
     _until(lambda: _exists(core.read_namespaced_service_account, "default", name),
            f"namespace {name}'s default service account", 60)
 
@@ -278,9 +282,14 @@ def local_node(api: client.ApiClient) -> str:
     here = {socket.gethostname().lower(), socket.gethostname().split(".")[0].lower()}
     addresses = set(_host_addresses())
     nodes = _call(client.CoreV1Api(api).list_node).items
+    # an address first: the node of another host (cnfperf cluster --hosts)
+    # may bear this host's name, never its address
+    for n in nodes:
+        if {a.address.lower() for a in n.status.addresses or []} & addresses:
+            return n.metadata.name
     for n in nodes:
         said = {a.address.lower() for a in n.status.addresses or []}
-        if n.metadata.name.lower() in here or said & (here | addresses):
+        if n.metadata.name.lower() in here or said & here:
             return n.metadata.name
     names = ", ".join(n.metadata.name for n in nodes) or "none"
     raise ClusterError(f"no node of the cluster is this host (nodes: {names}): cnfperf "

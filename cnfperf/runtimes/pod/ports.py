@@ -75,10 +75,12 @@ def take(link: str, netns: str, cni: str) -> Port:
 
 def give(port: Port, netns: str, journal: Any) -> None:
     """The link leaves `netns` for the pod's attachment: host-device takes it
-    from this host's netns (it is journaled there before it is); a plugin
-    makes it again (the data plane's goes)."""
+    from this host's netns (it is journaled there before it is, unless no
+    `journal`: a lent NIC or a device, which come back, not deleted); a
+    plugin makes it again (the data plane's goes)."""
     if port.cni == HOST_DEVICE:
-        journal.add("link", port.link)
+        if journal is not None:
+            journal.add("link", port.link)
         ip("link", "set", port.link, "netns", str(os.getpid()), netns=netns)
     else:
         del_link(port.link, netns)

@@ -23,6 +23,7 @@ the planned cores to those). A quota is the pod's CPU request and limit.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 from dataclasses import replace
@@ -85,6 +86,8 @@ class PodContainer(Container):
         self.qos = qos              # its QoS class: Guaranteed when pinned
         self.volumes: tuple[str, ...] = ()   # host paths mounted (hostPath volumes)
         self.image = ""             # its image's reference (imported, or in a registry)
+        # its ports that come back, not deleted: NICs lent for the point, devices (a VF)
+        self.kept: frozenset[str] = frozenset()
 
     def exec(self, argv: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
              stdin=subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> Any:
@@ -113,10 +116,11 @@ class PodContainer(Container):
         return self._host_pid
 
     def facts(self) -> dict[str, Any]:
-        """Its QoS class, the cores it was given, its ports that are links
-        with the CNI plugin that attached each, the host paths it mounts
-        (sockets, hugepages: hostPath volumes) and its image's reference."""
-        return {"qos": self.qos, "cpus": cpu_list(self.given) if self.given else None,
+        """Its node, QoS class, the cores it was given, its ports that are
+        links with the CNI plugin that attached each, the host paths it
+        mounts (sockets, hugepages: hostPath volumes) and its image's reference."""
+        return {"node": self.cluster.node, "qos": self.qos,
+                "cpus": cpu_list(self.given) if self.given else None,
                 "attached": dict(self.attached), "volumes": list(self.volumes),
                 "image": self.image}
 
@@ -144,7 +148,10 @@ class PodContainer(Container):
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(STREAM_END_S)
             for link, cni in self.attached.items():
-                if cni == HOST_DEVICE:   # it gave them back to this host's netns
+                # host-device gave them back to this host's netns: a lent NIC
+                # is given back from there as it was lent (links.give_back_nic),
+                # a device (a VF) stays for its data plane
+                if cni == HOST_DEVICE and link not in self.kept:
                     del_link(link, None)
                     self.journal.discard("link", link)
 
@@ -304,9 +311,14 @@ class PodRuntime(Runtime):
         cluster.ensure_namespace()
         taken = [ports.take(l, netns, self.cni) for l in _links(netns) if l != "lo"]
         links = [port.link for port in taken]
+        # a wire's NIC in the node's netns (dataplanes/nic.py) is journaled as
+        # lent, and comes back from this host's netns; a device (an SR-IOV
+        # VF) cannot be deleted: its data plane takes it back
+        kept = frozenset(e.name for e in self.journal.live() if e.kind == "nic") & set(links) | \
+            frozenset(l for l in links if _is_device(l, netns))
         try:
             for port in taken:
-                ports.give(port, netns, self.journal)
+                ports.give(port, netns, None if port.link in kept else self.journal)
                 pods.attach(cluster.api, cluster.namespace, _nad(port.link),
                             {"cniVersion": "0.3.1", "name": f"cnfperf-{_nad(port.link)}",
                              **port.config})
@@ -324,6 +336,8 @@ class PodRuntime(Runtime):
             for link in links:
                 with contextlib.suppress(Exception):
                     pods.detach(cluster.api, cluster.namespace, _nad(link))
+                if link in kept:
+                    continue
                 with contextlib.suppress(Exception):
                     del_link(link, None)
                 self.journal.discard("link", link)
@@ -334,6 +348,7 @@ class PodRuntime(Runtime):
                                  got.status.qos_class)
         container.volumes = tuple(m.source for m in mounts)
         container.image = ref
+        container.kept = kept
         try:   # until it is returned, no teardown holds it: a failure here removes it
             if pid is None:
                 raise ClusterError(f"pod {name}: none of its processes is on this host")
@@ -395,6 +410,14 @@ def runs_on(kubeconfig: Path) -> tuple[Any, list[str]]:
 def _nad(link: str) -> str:
     """A NetworkAttachmentDefinition's name for a link (a DNS label)."""
     return link.lower().replace("_", "-").replace(".", "-")
+
+
+def _is_device(link: str, netns: str) -> bool:
+    """Whether the link in `netns` is a device's (a NIC, a VF: on a bus, of
+    no virtual kind), not a link cnfperf made and may delete."""
+    out = ip("-d", "-j", "link", "show", "dev", link, netns=netns)
+    info = json.loads(out)[0] if out.strip() else {}
+    return "linkinfo" not in info and info.get("parentbus") is not None
 
 
 def _links(netns: str) -> list[str]:

@@ -86,3 +86,17 @@ def test_a_daemon_that_cannot_start_is_named_and_nothing_is_left():
     assert last.startswith("cnfperf: error: the test cluster did not start: "), done.stderr
     assert "kube-apiserver exited 1" in last and "address already in use" in last, last
     assert not node.HOME.exists() and not node.JOURNAL.exists()
+
+
+def test_an_inventory_that_does_not_load_is_refused_before_anything(tmp_path):
+    """--hosts names a file that is not an inventory: exit 2, one line
+    naming it, and no cluster started."""
+    bad = tmp_path / "hosts.toml"
+    bad.write_text("[[host]]\nname = 'dut'\n")       # no address
+    for hosts in (bad, tmp_path / "none.toml"):
+        done = subprocess.run([sys.executable, "-m", "cnfperf", "cluster", "--hosts", str(hosts)],
+                              timeout=60, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert done.returncode == 2, done
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith("cnfperf: error: ") and str(hosts) in line, line
+        assert not node.HOME.exists() and not node.JOURNAL.exists()
