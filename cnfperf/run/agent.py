@@ -242,10 +242,9 @@ class Agent:
     def _relay(self, n: int, proc: subprocess.Popen) -> None:
         """Its output as events, then its exit: in that order, so the controller
         has read every line when it learns the process ended."""
-        # a pod's process (runtimes/pod/process.py) has no stderr pipe: its
-        # exec stream's stderr is dropped
+        # a pod's process (runtimes/pod/process.py) has no stderr pipe
         errors = threading.Thread(target=self._lines, args=(n, proc.stderr, "err"), daemon=True) \
-            if getattr(proc, "stderr", None) is not None else None
+            if proc.stderr is not None else None
         if errors is not None:
             errors.start()
         self._lines(n, proc.stdout, "out")

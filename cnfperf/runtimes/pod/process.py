@@ -94,6 +94,7 @@ class Process:
             read, self._out = os.pipe()
             self.stdout = os.fdopen(read, "rb", buffering=0)
         self._err = os.dup(self._out) if stderr == subprocess.STDOUT else copy_to(stderr)
+        self.stderr: IO[bytes] | None = None    # never a pipe: PIPE drops it (see the class)
         self._pid_known = threading.Event()
         self._exited = threading.Event()
         self.inner = 0      # its pid in the pod (what a signal's `kill` names)
