@@ -260,6 +260,11 @@ def _parser() -> argparse.ArgumentParser:
                          help="an inventory (hosts.toml, e.g. cnfperf lab's) whose hosts join "
                               "the cluster as nodes named like them, through their agents; "
                               "they leave when it stops")
+    cluster.add_argument("--hugepages", metavar="MB", type=int, default=0,
+                         help="2 MB hugepages added to each node's pool before its kubelet "
+                              "starts, which its pods then ask for as hugepages-2Mi (a DPDK "
+                              "pod's memory); given back when it stops (default 0: pods mount "
+                              "their data plane's hugepages from the host)")
     cluster.set_defaults(func=_cluster)
 
     agent = sub.add_parser("agent", help="a host's part of a run, for a controller on another "
@@ -677,6 +682,8 @@ def _lab(args: argparse.Namespace) -> int:
 def _cluster(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         raise UserError("cluster", "needs root (containerd, the kubelet, cgroups)")
+    if args.hugepages < 0:
+        raise UserError("--hugepages", f"{args.hugepages}: MB of hugepages, 0 or more")
     inventory = None if args.hosts is None else load_inventory(args.hosts)
     if (pid := cluster_node.KEEPER.owner()) is not None:
         print(f"cnfperf: error: a test cluster runs already (pid {pid}); its kubeconfig is "
@@ -690,11 +697,12 @@ def _cluster(args: argparse.Namespace) -> int:
 
     def up(made: Any, joined_at: dict[str, str]) -> None:
         nodes = [f"{made.node} (this host)"] + [f"{n} ({a})" for n, a in joined_at.items()]
+        pool = f"hugepages: {args.hugepages} MB on each node\n" if args.hugepages else ""
         print(f"the test cluster is up: Kubernetes {made.version}, nodes {', '.join(nodes)}\n"
-              f"kubeconfig: {made.kubeconfig}\n"
+              f"kubeconfig: {made.kubeconfig}\n{pool}"
               f"registry: {made.registry}\n"
               "Ctrl-C stops it.", flush=True)
-    signum = cluster_serve(say, up, inventory)
+    signum = cluster_serve(say, up, inventory, args.hugepages)
     say(f"stopped ({signal.Signals(signum).name}): nothing of it is left")
     return 0
 

@@ -54,7 +54,7 @@ import yaml
 from cnfperf.cluster import builds, pki
 from cnfperf.runtimes.pod import images, pods, runtime as pod_runtime
 from cnfperf.runtimes.pod.pods import ClusterError
-from cnfperf.host import cgroups, tools
+from cnfperf.host import cgroups, hugepages, tools
 from cnfperf.host.journal import RUN_DIR, Journal
 from cnfperf.host.keeper import Keeper
 from cnfperf.host.links import del_link
@@ -161,6 +161,7 @@ class Member:
     address: str
     server: str
     pems: dict[str, str]
+    hugepages_mb: int = 0      # its pool's, for its pods (_pool())
 
 
 @contextlib.contextmanager
@@ -182,13 +183,32 @@ def _home(journal: Journal, home: Path) -> Iterator[contextlib.ExitStack]:
         yield stack
 
 
+def _pool(journal: Journal, mb: int, stack: contextlib.ExitStack,
+          say: Callable[[str], None]) -> None:
+    """`mb` of 2 MB hugepages added to this host's pool before its kubelet
+    starts: a kubelet reads the pool once, and its node offers them to pods
+    as `hugepages-2Mi`. Given back once the pods are gone (the stack's end)."""
+    if mb <= 0:
+        return
+    pages = hugepages.pages_for(mb)
+    say(f"{pages} hugepages of 2 MB for the node's pods")
+    added = hugepages.reserve(pages, "cluster", journal)
+
+    def give_back() -> None:
+        hugepages.release(added)
+        journal.discard("hugepages", "cluster")
+    stack.callback(give_back)
+
+
 @contextlib.contextmanager
 def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
-            home: Path = HOME) -> Iterator[Cluster]:
+            home: Path = HOME, hugepages_mb: int = 0) -> Iterator[Cluster]:
     """A single-node cluster, ready (its node Ready, Multus' CRD applied),
     until the block ends; then nothing of it is left. Everything made is in
-    `journal` before it exists."""
+    `journal` before it exists. With `hugepages_mb`, its node offers that
+    many MB of 2 MB hugepages to pods (_pool())."""
     with _home(journal, home) as stack:
+        _pool(journal, hugepages_mb, stack, say)
         node, address = node_name(), node_address()
         say(f"certificates for node {node} ({address})")
         certs = _certificates(home / "pki", node, address)
@@ -227,17 +247,18 @@ def started(journal: Journal, say: Callable[[str], None] = lambda _l: None,
                       home / CONTAINERD_SOCK.name)
 
 
-def member(cluster: Cluster, node: str, address: str, server: str) -> Member:
+def member(cluster: Cluster, node: str, address: str, server: str,
+           hugepages_mb: int = 0) -> Member:
     """Certificates for host `node` (its kubelet serving at `address`),
     signed by the running cluster's CA, to join it (joined()) reaching the
-    API server at `server`."""
+    API server at `server`, its node offering `hugepages_mb` to pods."""
     ca = pki.Authority(cluster.home / "pki", load=True)
     issued = _node_certificates(ca, node, address, stem=f"member-{node}-")
     admin = pki.Pair(cluster.home / "pki/admin.crt", cluster.home / "pki/admin.key")
     pairs = {"ca": ca.pair, "admin": admin, **issued}
     pems = {f"{name}.{part}": getattr(pair, part).read_text()
             for name, pair in pairs.items() for part in ("cert", "key")}
-    return Member(node, address, server, pems)
+    return Member(node, address, server, pems, hugepages_mb)
 
 
 @contextlib.contextmanager
@@ -249,6 +270,7 @@ def joined(journal: Journal, joining: Member, say: Callable[[str], None] = lambd
     for the test cluster's) the administrator's towards that API server.
     Yields that kubeconfig. Everything made is in `journal` before it exists."""
     with _home(journal, home) as stack:
+        _pool(journal, joining.hugepages_mb, stack, say)
         certs: dict[str, pki.Pair] = {}
         for name in ("ca", "admin", "node", "kubelet"):
             certs[name] = pki.Pair(home / "pki" / f"{name}.crt", home / "pki" / f"{name}.key")

@@ -162,8 +162,11 @@ class DpdkPlane(DataPlane):
         self.hugepages = Hugepages(self.pages(point), point.prefix, self.dir, self.journal)
         self.hugepages.__enter__()
         if self.home is not None:
+            # its hugepages are in its folder: named too, with what it takes of them
+            huge = (Mount(self.huge_dir, self.huge_dir, hugepages_mb=self.switch_mb()),) \
+                if self.switch_mb() else ()
             self.container = self.home.create(point.name("sw"), self.poll_cpuset,
-                                              (Mount(str(self.dir), str(self.dir)),))
+                                              (Mount(str(self.dir), str(self.dir)), *huge))
             # where its poll threads run: a pod's cores are those its kubelet gave
             self.cpus = tuple(map(self.container.guest_cpu, self.cpus))
         self._lend_nics()
@@ -262,8 +265,11 @@ class DpdkPlane(DataPlane):
                                         [a.vdev for a in attachments if a.vdev]))
 
     def mounts(self) -> tuple[Mount, ...]:
+        """A port's: the sockets, and the hugepages its engine's memory
+        (eal_args: one pool per port) comes from."""
+        mb = dpdk_args.endpoint_mb(self.point.scenario.size)
         return (Mount(str(self.sock_dir), str(self.sock_dir)),
-                Mount(self.huge_dir, self.huge_dir))
+                Mount(self.huge_dir, self.huge_dir, hugepages_mb=mb))
 
     def counters(self) -> dict[str, PortCounters]:
         return {}

@@ -304,14 +304,16 @@ class Agent:
             return {"busy": str(e)}
         return {"removed": removed, "failed": failed}
 
-    def op_join(self, node: str, address: str, server: str, pems: dict[str, str]) -> None:
+    def op_join(self, node: str, address: str, server: str, pems: dict[str, str],
+                hugepages_mb: int = 0) -> None:
         """This host a node of the controller's test cluster (run/cluster.py
         members()) until this agent ends."""
         if self.node is not None:
             raise SystemFailure("this host joined a cluster already")
         stack = contextlib.ExitStack()
         try:
-            stack.enter_context(cluster.joined(Member(node, address, server, pems),
+            joining = Member(node, address, server, pems, hugepages_mb)
+            stack.enter_context(cluster.joined(joining,
                                                lambda line: print(f"cnfperf agent: {line}",
                                                                   file=sys.stderr, flush=True)))
         except BaseException:

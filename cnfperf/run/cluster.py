@@ -38,9 +38,10 @@ def _owned(say: Callable[[str], None]) -> Iterator[Journal]:
 
 
 @contextlib.contextmanager
-def kept(say: Callable[[str], None] = lambda _line: None) -> Iterator[node.Cluster]:
+def kept(say: Callable[[str], None] = lambda _line: None, hugepages_mb: int = 0
+         ) -> Iterator[node.Cluster]:
     """The test cluster, started here (node.started), until the block ends."""
-    with _owned(say) as journal, node.started(journal, say) as made:
+    with _owned(say) as journal, node.started(journal, say, hugepages_mb=hugepages_mb) as made:
         yield made
 
 
@@ -55,10 +56,12 @@ def joined(member: node.Member, say: Callable[[str], None] = lambda _line: None
 
 @contextlib.contextmanager
 def members(cluster: node.Cluster, inventory: Inventory, names: Iterable[str],
-            say: Callable[[str], None] = lambda _line: None) -> Iterator[dict[str, str]]:
+            say: Callable[[str], None] = lambda _line: None, hugepages_mb: int = 0
+            ) -> Iterator[dict[str, str]]:
     """The inventory's hosts `names` joined to `cluster` as nodes named
-    like them, each kept by its agent (run/agent.py op_join) until the block
-    ends; yields their nodes' addresses by name."""
+    like them (each offering `hugepages_mb` to pods), each kept by its agent
+    (run/agent.py op_join) until the block ends; yields their nodes'
+    addresses by name."""
     hosts = Hosts(inventory)
     try:
         hosts.open(names)
@@ -68,9 +71,10 @@ def members(cluster: node.Cluster, inventory: Inventory, names: Iterable[str],
             # the API server as that host reaches this one
             server = f"https://{node.node_address(address)}:{node.API_PORT}"
             say(f"host {name} joins as node {name} ({address}), its API server {server}")
-            member = node.member(cluster, name, address, server)
+            member = node.member(cluster, name, address, server, hugepages_mb)
             agent.call("join", node=member.node, address=member.address,
-                       server=member.server, pems=member.pems)
+                       server=member.server, pems=member.pems,
+                       hugepages_mb=member.hugepages_mb)
             joined_at[name] = address
         yield joined_at
     finally:
@@ -79,13 +83,14 @@ def members(cluster: node.Cluster, inventory: Inventory, names: Iterable[str],
 
 
 def serve(say: Callable[[str], None], up: Callable[[node.Cluster, dict[str, str]], None],
-          inventory: Inventory | None = None) -> int:
-    """Starts the test cluster (the inventory's hosts joined as nodes),
-    calls `up` with it and the joined nodes' addresses, and keeps it until a
-    signal; returns that signal's number."""
+          inventory: Inventory | None = None, hugepages_mb: int = 0) -> int:
+    """Starts the test cluster (the inventory's hosts joined as nodes, each
+    node offering `hugepages_mb` to pods), calls `up` with it and the joined
+    nodes' addresses, and keeps it until a signal; returns that signal's number."""
     def start(stack: contextlib.ExitStack) -> None:
-        made = stack.enter_context(kept(say))
-        joined_at = stack.enter_context(members(made, inventory, inventory.hosts, say)) \
+        made = stack.enter_context(kept(say, hugepages_mb))
+        joined_at = stack.enter_context(members(made, inventory, inventory.hosts, say,
+                                                hugepages_mb)) \
             if inventory is not None else {}
         up(made, joined_at)
     return until_signal("the test cluster", start, say,

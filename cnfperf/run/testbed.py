@@ -34,7 +34,7 @@ from cnfperf.run import noise
 from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
 from cnfperf.runtimes import (CONTAINER, FULL, RUNTIMES, Container, Image, ImageInfo, Journal,
-                              Mount, Quota, Runtime, placed)
+                              Mount, Quota, Runtime, gathered, placed)
 from cnfperf.runtimes.images import ENGINE, STATIC
 from cnfperf.scenario import Scenario
 from cnfperf.run.teardown import Teardown
@@ -478,11 +478,11 @@ class Builder:
         need (one mount once; a VM's NICs), on `cpus` for at most `quota` of their
         time; `lazy`: started with its process (Runtime.create)."""
         ports = bed.ports(name)
-        mounts = {m: None for a in ports for m in a.mounts}
+        mounts = gathered(m for a in ports for m in a.mounts)
         nics = tuple(a.nic for a in ports if a.nic is not None)
         maker = self._runtime(runtime, image)
         maker.configure_for(bed.point.scenario)
-        c = maker.create(name, cpus, name, tuple(mounts), image=image, quota=quota, nics=nics,
+        c = maker.create(name, cpus, name, mounts, image=image, quota=quota, nics=nics,
                          lazy=lazy)
         teardown.push(f"container {name}", c.destroy)
         return c

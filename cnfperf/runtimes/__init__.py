@@ -4,7 +4,8 @@ asks the class its capabilities (own_kernel, place, host_files), found
 through RUNTIMES, placements(), placed() and in_guest()."""
 from typing import Iterator, Mapping
 
-from .base import Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime
+from .base import (Container, ContainerError, ImageInfo, Journal, Mount, Nic, Quota, Runtime,
+                   gathered)
 from .images import CORE, FULL, MINIMAL, TOOLS, Found, Image, user_image
 from .netns import NetnsRuntime
 from .pod.runtime import PodRuntime
@@ -72,5 +73,5 @@ def guest() -> type[Runtime]:
 __all__ = ["RUNTIMES", "CONTAINER_RUNTIMES", "CONTAINER", "CORE", "FULL", "MINIMAL",
            "TOOLS", "Container", "ContainerError", "Found", "Image", "ImageInfo", "Journal",
            "Mount", "Nic", "PodRuntime", "Quota", "Runtime", "RuncRuntime", "NetnsRuntime", "PodmanRuntime",
-           "VmRuntime", "guest", "in_guest", "placed",
+           "VmRuntime", "gathered", "guest", "in_guest", "placed",
            "placements", "user_image"]

@@ -9,7 +9,7 @@ import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Protocol, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Protocol, Sequence
 
 from cnfperf import SystemFailure
 from cnfperf.host import tools
@@ -37,6 +37,19 @@ class Mount:
     source: str
     target: str
     readonly: bool = False
+    # a hugetlbfs its process takes this many MB of pages from: a pod asks
+    # its node for them where the node accounts hugepages (runtimes/pod)
+    hugepages_mb: int = 0
+
+
+def gathered(mounts: Iterable[Mount]) -> tuple[Mount, ...]:
+    """Each place mounted once, in order; a hugetlbfs named once per port
+    (each port's engine memory) asks for the sum of them."""
+    places: dict[tuple[str, str, bool], int] = {}
+    for m in mounts:
+        key = (m.source, m.target, m.readonly)
+        places[key] = places.get(key, 0) + m.hugepages_mb
+    return tuple(Mount(*key, hugepages_mb=mb) for key, mb in places.items())
 
 
 MIN_QUOTA_US = 1000   # cgroup v1 and v2 refuse a CFS quota below 1 ms

@@ -50,6 +50,35 @@ def test_names_alone_stay_multus_short_form_and_a_quota_is_a_cpu_limit(tmp_path)
     assert made["spec"]["volumes"][0]["hostPath"]["type"] == ""
 
 
+def test_hugepages_the_node_accounts_are_the_pod_s_request_and_a_hugetlbfs_of_its_own():
+    """A DPDK process's pages as hugepages-2Mi, its request equal to its
+    limit (rounded up to whole pages), an emptyDir of medium HugePages where
+    the data plane's hugetlbfs was; a pod of no cores asks for memory too
+    (Kubernetes refuses hugepages alone)."""
+    pinned = pods.Pod("p", "i", cpus=1, hugepages=["/run/cnfperf/x/huge"], hugepages_mb=129)
+    [main] = pinned.manifest()["spec"]["containers"]
+    assert main["resources"]["requests"] == main["resources"]["limits"] == \
+        {"cpu": "1", "memory": "256Mi", pods.HUGEPAGES: "130Mi"}
+    made = pods.Pod("p", "i", hugepages=["/h"], hugepages_mb=64).manifest()
+    [main] = made["spec"]["containers"]
+    assert main["resources"] == {"limits": {pods.HUGEPAGES: "64Mi"},
+                                 "requests": {"memory": "256Mi", pods.HUGEPAGES: "64Mi"}}
+    assert made["spec"]["volumes"] == [{"name": "huge0", "emptyDir": {"medium": "HugePages-2Mi"}}]
+    assert main["volumeMounts"] == [{"name": "huge0", "mountPath": "/h"}]
+    quota = pods.Pod("p", "i", cpu_limit="500m", hugepages=["/h"], hugepages_mb=64).manifest()
+    assert quota["spec"]["containers"][0]["resources"]["limits"] == \
+        {"cpu": "500m", pods.HUGEPAGES: "64Mi"}
+
+
+def test_a_node_s_mounts_are_each_once_and_its_ports_hugepages_summed():
+    """Each port names the sockets and the hugepages (its engine's pool):
+    one mount each, the hugepages the sum of the ports' (the engine's -m)."""
+    from cnfperf.runtimes import Mount, gathered
+    sock, huge = Mount("/s", "/s"), Mount("/h", "/h", hugepages_mb=64)
+    assert gathered([sock, huge, sock, huge]) == (sock, Mount("/h", "/h", hugepages_mb=128))
+    assert gathered([sock, sock]) == (sock,)
+
+
 def test_the_planned_cores_map_onto_those_the_kubelet_gave():
     c = PodContainer(journal=None, name="p", cpus=(0, 1), netns="p", engine="/bin/e",
                      cluster=None, attached={}, given=(2, 3), host_pid=None)
@@ -60,7 +89,7 @@ def test_the_planned_cores_map_onto_those_the_kubelet_gave():
                         cluster=on, attached={}, given=(0, 1), host_pid=None, qos="BestEffort")
     assert same.guest_cpu(0) == 0
     assert same.facts() == {"node": "dut", "qos": "BestEffort", "cpus": "0-1", "attached": {},
-                            "volumes": [], "image": ""}
+                            "volumes": [], "hugepages_mb": None, "image": ""}
 
 
 def test_the_kernel_s_cpu_lists_and_names_kubernetes_takes():
@@ -149,3 +178,21 @@ def test_the_hosts_whose_part_has_a_pod_check_their_own_node():
     switch = validate({"switch": "testpmd", "api": "dpdk", "switch_in": "pod", "dut_host": "dut"})
     assert pod_hosts(switch) == {"dut"}
     assert pod_hosts(validate({"switch": "bridge", "api": "raw", "dut_host": "dut"})) == set()
+
+
+def test_a_controller_whose_point_has_all_its_pods_elsewhere_need_be_no_node(monkeypatch):
+    """Only a host that builds a pod must be a node of the cluster: the
+    controller of a point whose pods are all on dut is asked nothing of its
+    own node, dut is (the cluster itself answers)."""
+    from cnfperf.run.checks import host
+    from cnfperf.scenario import validate
+    asked = []
+    monkeypatch.setattr(PodRuntime, "node_problem",
+                        classmethod(lambda cls, s: asked.append(s) or "no node here"))
+    on_dut = validate({"switch": "bridge", "api": "raw", "endpoint_in": "pod", "pin": False,
+                       "tester_host": "dut", "dut_host": "dut", "cluster": "/kc"})
+    assert host.host_refusals([on_dut]) == [] and asked == []
+    assert host.host_refusals([on_dut], here="dut") == [("cluster", "no node here")]
+    here = validate({"switch": "bridge", "api": "raw", "endpoint_in": "pod", "pin": False,
+                     "tester_host": "local+dut", "dut_host": "dut", "cluster": "/kc"})
+    assert host.host_refusals([here]) == [("cluster", "no node here")]

@@ -137,6 +137,9 @@ def unusable(host: HostFacts,
             return f"{switch} {problem[0]}={getattr(s, problem[0])}: {problem[1]}"
         placing = [f"{name}: {why}" for name, rt in RUNTIMES.items()
                    if (why := rt.placement_problem(s)) is not None]
+        if not placing and LOCAL in pod_hosts(s) and \
+                (why := PodRuntime.node_problem(s)) is not None:
+            placing.append(f"{PodRuntime.name}: {why}")
         return "; ".join([*problems(s), *placing]) or None
     return keep
 
@@ -156,10 +159,12 @@ def host_refusals(scenarios: list[Scenario], here: str = LOCAL) -> list[tuple[st
             refused = dataplane_of(s).scenario_host_refusal(s)
             if refused is not None and refused not in found:
                 found.append(refused)
-        # another host's pods go to its own node (the controller checked its own)
-        if here != LOCAL and here in pod_hosts(s):
-            why = PodRuntime.placement_problem(s)
-            if why is not None and not s.cluster and not TEST_KUBECONFIG.exists():
+        # a host's pods go to its own node; the controller need be none
+        # where all of them are on other hosts
+        if here in pod_hosts(s):
+            why = PodRuntime.node_problem(s)
+            if why is not None and here != LOCAL and not s.cluster and \
+                    not TEST_KUBECONFIG.exists():
                 why = ("this host is no node of the test cluster (cnfperf cluster --hosts FILE "
                        "joins the hosts of an inventory)")
             if why is not None and ("cluster", why) not in found:

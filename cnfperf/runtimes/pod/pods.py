@@ -21,6 +21,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 from kubernetes.stream.ws_client import ERROR_CHANNEL
+from kubernetes.utils.quantity import parse_quantity
 from urllib3.exceptions import MaxRetryError
 
 from cnfperf.host.system import run as host_run
@@ -29,6 +30,7 @@ from cnfperf.runtimes.base import ContainerError
 NAD_GROUP, NAD_VERSION, NAD_PLURAL = "k8s.cni.cncf.io", "v1", "network-attachment-definitions"
 NETWORKS = "k8s.v1.cni.cncf.io/networks"                # a pod's attachments, Multus reads
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"    # what Multus attached, it writes
+HUGEPAGES = "hugepages-2Mi"       # the resource of a node's 2 MB pages
 READY_S = 120.0           # a pod's start: its image is on the node, its attachments local
 DELETE_S = 120.0
 
@@ -142,6 +144,13 @@ def detach(api: client.ApiClient, namespace: str, name: str) -> bool:
     return True
 
 
+def hugepages_mb(api: client.ApiClient, node: str) -> int:
+    """The MB of 2 MB hugepages the node's pods may ask for (its
+    allocatable): 0 where its kubelet found none when it started."""
+    got = _call(client.CoreV1Api(api).read_node, node).status.allocatable or {}
+    return int(parse_quantity(got.get(HUGEPAGES, "0")) // 2**20)
+
+
 def has_attachments(api: client.ApiClient) -> bool:
     """Whether the cluster knows NetworkAttachmentDefinitions (Multus' CRD)."""
     return _exists(client.ApiextensionsV1Api(api).read_custom_resource_definition,
@@ -164,6 +173,10 @@ class Pod:
     host_paths: dict[str, str] = field(default_factory=dict)   # host path -> its path inside
     cpu_limit: str | None = None       # a CPU quota ("1500m"): its request and limit, Burstable
     labels: dict[str, str] = field(default_factory=dict)
+    # paths inside that are hugetlbfs of the node's accounted 2 MB pages
+    # (emptyDir volumes), and how many MB of them it asks for
+    hugepages: Sequence[str] = ()
+    hugepages_mb: int = 0
 
     def manifest(self) -> dict[str, Any]:
         container: dict[str, Any] = {"name": "main", "image": self.image,
@@ -178,6 +191,14 @@ class Pod:
         elif self.cpus is not None:
             amount = {"cpu": str(self.cpus), "memory": self.memory}
             container["resources"] = {"limits": amount, "requests": amount}
+        if self.hugepages_mb:
+            # a request equal to its limit; Kubernetes asks a pod of
+            # hugepages for CPU or memory too: memory, where it names neither
+            huge = {HUGEPAGES: f"{-(-self.hugepages_mb // 2) * 2}Mi"}
+            resources = container.setdefault("resources", {"limits": {},
+                                                           "requests": {"memory": self.memory}})
+            resources["limits"] = {**resources["limits"], **huge}
+            resources["requests"] = {**resources["requests"], **huge}
         if self.privileged:
             container["securityContext"] = {"privileged": True}
         volumes, mounts = [], []
@@ -186,6 +207,9 @@ class Pod:
             kind = "DirectoryOrCreate" if Path(host).is_dir() or not Path(host).exists() else ""
             volumes.append({"name": f"host{i}", "hostPath": {"path": host, "type": kind}})
             mounts.append({"name": f"host{i}", "mountPath": inside})
+        for i, inside in enumerate(self.hugepages):
+            volumes.append({"name": f"huge{i}", "emptyDir": {"medium": "HugePages-2Mi"}})
+            mounts.append({"name": f"huge{i}", "mountPath": inside})
         if mounts:
             container["volumeMounts"] = mounts
         spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never",

@@ -18,7 +18,11 @@ first pod and journaled with its kubeconfig: `cnfperf cleanup` deletes it for a
 killed run, and `cnfperf cleanup --cluster FILE` every such namespace there.
 Pinned (a core each, no quota) a pod is Guaranteed with whole cores: exclusive
 where the kubelet runs the static CPU manager, which picks them (guest_cpu maps
-the planned cores to those). A quota is the pod's CPU request and limit.
+the planned cores to those). A quota is the pod's CPU request and limit. The
+hugepages a DPDK process takes (Mount.hugepages_mb) are the pod's request of
+the node's `hugepages-2Mi`, a hugetlbfs of its own (an emptyDir) where they
+were, when the node accounts them; else the data plane's hugetlbfs is a
+hostPath volume like the rest.
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from cnfperf.host import buckets, tools
 from cnfperf.host.journal import RUN_DIR
@@ -85,6 +89,7 @@ class PodContainer(Container):
         self._host_pid = host_pid
         self.qos = qos              # its QoS class: Guaranteed when pinned
         self.volumes: tuple[str, ...] = ()   # host paths mounted (hostPath volumes)
+        self.hugepages_mb = 0       # the node's hugepages it asked for (0: none asked)
         self.image = ""             # its image's reference (imported, or in a registry)
         # its ports that come back, not deleted: NICs lent for the point, devices (a VF)
         self.kept: frozenset[str] = frozenset()
@@ -118,11 +123,12 @@ class PodContainer(Container):
     def facts(self) -> dict[str, Any]:
         """Its node, QoS class, the cores it was given, its ports that are
         links with the CNI plugin that attached each, the host paths it
-        mounts (sockets, hugepages: hostPath volumes) and its image's reference."""
+        mounts (sockets, hugepages: hostPath volumes), the node's hugepages it
+        asked for and its image's reference."""
         return {"node": self.cluster.node, "qos": self.qos,
                 "cpus": cpu_list(self.given) if self.given else None,
                 "attached": dict(self.attached), "volumes": list(self.volumes),
-                "image": self.image}
+                "hugepages_mb": self.hugepages_mb or None, "image": self.image}
 
     def guest_cpu(self, core: int) -> int:
         """The core the kubelet gave in place of planned core `core`: the
@@ -166,6 +172,7 @@ class Cluster:
         self.namespace = namespace
         self.api = pods.connect(kubeconfig)
         self.node = pods.local_node(self.api)
+        self.hugepages_mb = pods.hugepages_mb(self.api, self.node)   # 0: the node accounts none
         self._made = False
         self._images: dict[tuple[str, str], str] = {}
 
@@ -254,10 +261,23 @@ class PodRuntime(Runtime):
     @classmethod
     def placement_problem(cls, s: Any) -> str | None:
         """Why the cluster cannot take the scenario's pods: its kubeconfig,
-        its API server, Multus' attachments, a node that is this host; None
-        where it can, or no node is a pod."""
+        its API server, Multus' attachments; None where it can, or no node
+        is a pod. Whether this host is one of its nodes is node_problem()'s:
+        only a host that builds a pod must be."""
         if not holds_pods(s):
             return None
+        return cls._cluster_problem(s, lambda api: None)
+
+    @classmethod
+    def node_problem(cls, s: Any) -> str | None:
+        """Why this host's pods cannot go to the cluster: placement_problem(),
+        or none of its nodes is this host."""
+        if not holds_pods(s):
+            return None
+        return cls._cluster_problem(s, pods.local_node)
+
+    @classmethod
+    def _cluster_problem(cls, s: Any, then: Callable[[Any], object]) -> str | None:
         if not getattr(s, "cluster", "") and not TEST_KUBECONFIG.exists():
             return ("no cluster named, and the test cluster does not run (start it: cnfperf "
                     "cluster; or name a kubeconfig: cluster = FILE)")
@@ -267,7 +287,7 @@ class PodRuntime(Runtime):
             if not pods.has_attachments(api):
                 return (f"{kubeconfig}: the cluster has no NetworkAttachmentDefinition "
                         "(k8s.cni.cncf.io/v1): is Multus installed?")
-            pods.local_node(api)
+            then(api)
         except ClusterError as e:   # it names the file
             return str(e)
         except Exception as e:      # a refused connection: said in one line
@@ -316,6 +336,9 @@ class PodRuntime(Runtime):
         # VF) cannot be deleted: its data plane takes it back
         kept = frozenset(e.name for e in self.journal.live() if e.kind == "nic") & set(links) | \
             frozenset(l for l in links if _is_device(l, netns))
+        # the node's accounted hugepages in place of the data plane's hugetlbfs
+        huge = [m for m in mounts if m.hugepages_mb] if cluster.hugepages_mb else []
+        shared = [m for m in mounts if m not in huge]
         try:
             for port in taken:
                 ports.give(port, netns, None if port.link in kept else self.journal)
@@ -327,7 +350,9 @@ class PodRuntime(Runtime):
                            cpus=len(cpus) if self.pinned and quota is None else None,
                            cpu_limit=f"{round(quota.percent * 10)}m" if quota else None,
                            node=cluster.node, privileged=True,
-                           host_paths={m.source: m.target for m in mounts},
+                           host_paths={m.source: m.target for m in shared},
+                           hugepages=[m.target for m in huge],
+                           hugepages_mb=sum(m.hugepages_mb for m in huge),
                            labels={LABEL: cluster.namespace})
             got = pods.start(cluster.api, cluster.namespace, pod)
         except BaseException:
@@ -346,7 +371,8 @@ class PodRuntime(Runtime):
         container = PodContainer(self.journal, name.lower(), cpus, netns, image.path, cluster,
                                  {port.link: port.cni for port in taken}, _cpus_of(pid), pid,
                                  got.status.qos_class)
-        container.volumes = tuple(m.source for m in mounts)
+        container.volumes = tuple(m.source for m in shared)
+        container.hugepages_mb = sum(m.hugepages_mb for m in huge)
         container.image = ref
         container.kept = kept
         try:   # until it is returned, no teardown holds it: a failure here removes it
@@ -368,15 +394,17 @@ class PodRuntime(Runtime):
 
     @classmethod
     def stored(cls, s: Any) -> dict[str, str]:
-        """The cluster's facts: its Kubernetes version, this host's node, its
-        kubelet's CPU manager policy."""
+        """The cluster's facts: its Kubernetes version, this host's node and
+        its kubelet's CPU manager policy (where this host is a node: a
+        point's pods may all be on other hosts' nodes)."""
+        facts: dict[str, str] = {}
         with contextlib.suppress(Exception):
             api = pods.connect(kubeconfig_of(s))
+            facts["kubernetes"] = pods.version(api)
             node = pods.local_node(api)
             config = pods.kubelet_config(api, node)
-            return {"kubernetes": pods.version(api), "node": node,
-                    "cpu_manager": config.get("cpuManagerPolicy", "?")}
-        return {}
+            facts.update(node=node, cpu_manager=config.get("cpuManagerPolicy", "?"))
+        return facts
 
     @classmethod
     def leftovers(cls, prefix: str) -> list[str]:

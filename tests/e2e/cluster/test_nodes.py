@@ -38,10 +38,11 @@ def lab(tmp_path_factory):
 
 # What a node writes outside its folder, as the guest sees it: its /var/lib
 # (in memory over this machine's, whose own cluster's folders show through),
-# its cgroup root's controllers, its /run/cnfperf
+# its cgroup root's controllers, its /run/cnfperf, its hugepage pool
 OUTSIDE = ("find /var/lib/kubelet /var/lib/cni /var/log/containers /run/cnfperf -mindepth 1 "
            "! -name lock 2>/dev/null; cat /sys/fs/cgroup/cgroup.subtree_control; "
-           "ls /sys/fs/cgroup; true")
+           "ls /sys/fs/cgroup; cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; true")
+HUGEPAGES_MB = 32    # dut's node offers them to pods (cnfperf cluster --hugepages)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,8 @@ def joined(cluster, api, lab):
     its node gone from the cluster, and the guest as it was before."""
     dut = lab.hosts["dut"]
     before = dut.run(["sh", "-c", OUTSIDE], check=True).stdout
-    with members(cluster, inventory.load(lab.inventory), ["dut"]) as at:
+    with members(cluster, inventory.load(lab.inventory), ["dut"],
+                 hugepages_mb=HUGEPAGES_MB) as at:
         yield at
     assert "dut" not in {n.metadata.name for n in client.CoreV1Api(api).list_node().items}
     assert dut.leftovers() == set()
@@ -63,6 +65,7 @@ def test_a_lab_host_joins_as_a_node(cluster, api, lab, joined):
     assert any(c.type == "Ready" and c.status == "True" for c in dut.status.conditions), dut
     assert {a.address for a in dut.status.addresses} >= {"10.252.0.2"}
     assert dut.status.node_info.kubelet_version == cluster.version
+    assert pods.hugepages_mb(api, "dut") == HUGEPAGES_MB
     # the guest's own containerd and kubelet, under its cgroup v2 root
     said = lab.hosts["dut"].run(["sh", "-c", "cat /sys/fs/cgroup/cgroup.subtree_control; "
                                  "ls /run/cnfperf/cluster"], check=True).stdout
