@@ -311,6 +311,11 @@ FIELDS: list[Field] = [
           "(an AF_XDP socket; frames up to 1924 bytes); the switches that open NICs with DPDK "
           "and the tester or NFs with api = dpdk use it", axis=-5, choices=NIC_DRIVERS,
           column="TEXT", label="named", switch_config=True),
+    Field("share_wires", "bool", False, "ports crossing between two hosts share the wires "
+          "there, as a switch's port carries many MACs: each port a macvlan child of its "
+          "wire's NIC on both hosts (on its node's, with the port's MAC; on the switch's, "
+          "taking the frames from that MAC), the ports spread over the wires in turn; no: a "
+          "wire per port", axis=-26, column="INTEGER", label="named", switch_config=True),
     Field("sriov_pf", "str", AUTO, "the NIC (its physical function) whose SR-IOV virtual "
           "functions are switch = sriov's ports, on the host under test: auto (the host's one "
           "NIC with SR-IOV) or its interface name", axis=-18, column="TEXT", label="named",

@@ -191,6 +191,9 @@ class TestPoint:
     # name -> interface, the ends of the inventory's wires (wired_ports()).
     host: str = LOCAL
     nics: tuple[tuple[str, str], ...] = ()
+    # share_wires: port name -> the wire's NIC there, whose macvlan child its
+    # interface (nic()) is
+    shared: tuple[tuple[str, str], ...] = ()
 
     @property
     def paths(self) -> tuple[Pair, ...]:

@@ -39,20 +39,21 @@ class BridgePlane(KernelPlane):
         ip("link", "set", self.bridge, "up", netns=self.bridge_netns)
 
     def switch_port(self, port: Port) -> tuple[str, str | None]:
-        """The bridge's side of the port's veth (or the VM's tap): a port of the bridge."""
-        return port.name + "h", self.bridge_netns
+        """The bridge's side of the port's veth (or the VM's tap, or the wire's
+        NIC for a node on another host): a port of the bridge."""
+        return self.point.nic(port.name) or port.name + "h", self.bridge_netns
 
     def connect(self, link: Link) -> None:
         self._port(link.a)
         self._port(link.b)
 
     def shaper_link(self, pair: Pair) -> tuple[str, str | None]:
-        return pair.links[-1].b.name + "h", self.bridge_netns
+        return self.switch_port(pair.links[-1].b)
 
     def police_link(self, pair: Pair) -> tuple[str, str | None]:
         """The bridge's port the node before the receiver sends into: its netdev
         ingress comes before the bridge takes the frame, whatever api sent it."""
-        return pair.links[-1].a.name + "h", self.bridge_netns
+        return self.switch_port(pair.links[-1].a)
 
     def vm_nic(self, port: Port) -> Nic:
         return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=port.name + "h",

@@ -102,24 +102,28 @@ def memif(index: int, socket: str, role: str, mac: str | None = None, id: int = 
                  **{"socket-abstract": "no"}, mac=mac, bsize=bsize)
 
 
-def af_packet(index: int, iface: str, frame_size: int = 0) -> str:
+def af_packet(index: int, iface: str, frame_size: int = 0, queues: int = QUEUES) -> str:
     """The af_packet PMD's TPACKET slots must hold the kernel's header and a
     whole frame; its default 2 KB slot holds 1518 bytes. A larger slot is whole
     pages, one per block (the PMD strides its slots by framesz, so a block
     must hold a whole number of them), by the rule the engine sizes its mbufs
-    with (engine/src/api/dpdk.c): the PMD needs an mbuf as large as a slot."""
+    with (engine/src/api/dpdk.c): the PMD needs an mbuf as large as a slot.
+    `queues`: its queue pairs, a packet socket each in one fanout group (the
+    kernel spreads the interface's frames over them by flow hash, whatever
+    queues the interface itself has)."""
     if not jumbo(frame_size):
-        return _vdev("net_af_packet", index, iface=iface, qpairs=1)
+        return _vdev("net_af_packet", index, iface=iface, qpairs=queues)
     slot = round_up(frame_size - FCS + FRAME_SLACK, JUMBO_UNIT)
-    return _vdev("net_af_packet", index, iface=iface, qpairs=1, framesz=slot, blocksz=slot)
+    return _vdev("net_af_packet", index, iface=iface, qpairs=queues, framesz=slot, blocksz=slot)
 
 
-def af_xdp(index: int, iface: str) -> str:
-    """The af_xdp PMD: an AF_XDP socket on the interface's first queue (its
-    XDP program steers every frame there), frames in umem chunks the kernel
-    fills and drains without a copy into a TPACKET ring. A frame must fit
-    one 2 KB mbuf (nic_problem refuses jumbo frames with it)."""
-    return _vdev("net_af_xdp", index, iface=iface, start_queue=0, queue_count=1)
+def af_xdp(index: int, iface: str, queues: int = QUEUES) -> str:
+    """The af_xdp PMD: an AF_XDP socket on each of the interface's first
+    `queues` queues (its XDP program steers each queue's frames to its own),
+    frames in umem chunks the kernel fills and drains without a copy into a
+    TPACKET ring. A frame must fit one 2 KB mbuf (nic_problem refuses jumbo
+    frames with it); the interface must have the queues (xdp_queue_problem)."""
+    return _vdev("net_af_xdp", index, iface=iface, start_queue=0, queue_count=queues)
 
 
 def nic_problem(driver: str, frame_size: int) -> str | None:
@@ -133,12 +137,22 @@ def nic_problem(driver: str, frame_size: int) -> str | None:
     return None
 
 
-def nic(index: int, iface: str, driver: str, frame_size: int = 0) -> str:
+def nic(index: int, iface: str, driver: str, frame_size: int = 0, queues: int = QUEUES) -> str:
     """The vdev through which DPDK opens a kernel NIC (a wire's end):
-    `driver` is the scenario's nic_driver, af_packet or af_xdp."""
+    `driver` is the scenario's nic_driver, af_packet or af_xdp; `queues` its
+    Rx and Tx queues (a switch's switch_rxq; an engine polls one)."""
     if driver == "af_xdp":
-        return af_xdp(index, iface)
-    return af_packet(index, iface, frame_size)
+        return af_xdp(index, iface, queues)
+    return af_packet(index, iface, frame_size, queues)
+
+
+def xdp_queue_problem(iface: str, has: int, queues: int) -> str | None:
+    """Why af_xdp cannot open `queues` queues of an interface that has `has`
+    receive queues (an AF_XDP socket binds to one queue of the device), or None."""
+    if queues <= has:
+        return None
+    return (f"{iface} has {has} receive queue(s); nic_driver af_xdp takes one socket per "
+            f"queue, so switch_rxq {queues} needs {queues} (af_packet spreads over any)")
 
 
 def round_up(n: int, unit: int) -> int:

@@ -167,7 +167,8 @@ class KernelPlane(DataPlane):
             if point.scenario.api == "udp":
                 self._address(pair.sender, pair.receiver, pair.links[0].b)
                 self._address(pair.receiver, pair.sender, pair.links[-1].a)
-            self._buckets(pair, point.scenario.of_pair(pair.index))   # a pair's own limit
+            if point.joined_at(pair.links[-1]) == point.host:   # where its receiver's link is
+                self._buckets(pair, point.scenario.of_pair(pair.index))   # a pair's own limit
 
     def setup(self) -> None:
         """Create the shared switch device, if any."""

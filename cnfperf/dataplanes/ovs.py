@@ -134,6 +134,8 @@ def port_settings(s: Scenario, nic: bool, pinned: str | None) -> list[str]:
     (pmd-rxq-affinity), and on a DPDK port (a NIC) its descriptors."""
     found = [f'other_config:pmd-rxq-affinity="{pinned}"'] if pinned else []
     if nic:
+        # a DPDK port's queues are asked of it (a vhost-user port's, of its peer)
+        found += [f"options:n_rxq={s.switch_rxq}"] if s.switch_rxq > 1 else []
         found += [f"options:{key}={n}" for key, n in (("n_rxq_desc", s.switch_rxd),
                                                        ("n_txq_desc", s.switch_txd)) if n]
     return found

@@ -22,11 +22,11 @@ from cnfperf.host.links import missing_ends
 from cnfperf.plan import nf_hosts
 from cnfperf.remote import ssh
 from cnfperf.remote.client import Agent, Lost
-from cnfperf.remote.inventory import Inventory, load
+from cnfperf.remote.inventory import End, Inventory, load
 from cnfperf.scenario import tester_hosts
 
 if TYPE_CHECKING:
-    from cnfperf.plan import TestPoint
+    from cnfperf.plan import Port, TestPoint
     from cnfperf.remote.inventory import Host
     from cnfperf.scenario import Scenario
 
@@ -58,22 +58,55 @@ def wiring(inventory: Inventory | None, point: TestPoint) -> dict[str, dict[str,
     """{port: {host: interface or PCI address}} for each port a wire carries
     to the host whose switch joins its link (TestPoint.crossings), in path
     order: between two hosts the first free wire of the inventory's (in its
-    order), then the next."""
-    found: dict[str, dict[str, str]] = {}
+    order), then the next; with share_wires, each port a macvlan child of its
+    wire's NIC on both hosts (named for the port: shared_name), the ports
+    spread over the wires in turn (shares() says whose child)."""
+    return {port.name: {port.host: _end(near, port, point), at: _end(far, port, point)}
+            for port, at, near, far in _assigned(inventory, point)}
+
+
+def shares(inventory: Inventory | None, point: TestPoint) -> dict[str, dict[str, str]]:
+    """{port: {host: the wire's NIC}} for each port whose wire it shares with
+    others (share_wires): the NIC its interface (wiring()) is a child of."""
+    if not point.scenario.share_wires:
+        return {}
+    return {port.name: {port.host: str(near.iface), at: str(far.iface)}
+            for port, at, near, far in _assigned(inventory, point)}
+
+
+def shared_name(port: str) -> str:
+    """The interface that carries a port over a shared wire, on either host."""
+    return port + "w"
+
+
+def _end(end: End, port: Port, point: TestPoint) -> str:
+    """A node's end: its interface, or the PCI address its engine's DPDK opens;
+    over a shared wire, the port's own child of the wire's NIC."""
+    if point.scenario.share_wires:
+        return shared_name(port.name)
+    return str(end.iface or end.pci)
+
+
+def _assigned(inventory: Inventory | None,
+              point: TestPoint) -> list[tuple[Port, str, End, End]]:
+    """(port, host joining its link, its wire's end on its node's host, on
+    that one) for each crossing, in path order."""
+    found = []
     used: Counter[frozenset[str]] = Counter()
+    share = point.scenario.share_wires
     for port, at in point.crossings():
         between = frozenset((port.host, at))
         wires = inventory.wires_between(port.host, at) if inventory else []
-        if used[between] >= len(wires):
+        if not wires or (used[between] >= len(wires) and not share):
             raise UserError("hosts", f"{len(wires)} wire(s) between {port.host} and {at}; the "
-                                     f"point needs more (one for each port crossing there)")
-        near, far = wires[used[between]]
+                                     f"point needs more (one for each port crossing there, "
+                                     "or share_wires)")
+        near, far = wires[used[between] % len(wires)]
         used[between] += 1
         if far.pci is not None:      # checks/placement.py said so first, and why
             raise UserError("hosts", f"wire end {far} is a PCI address: a switch joins "
                                      "interfaces (host:name)")
-        # a node's end: its interface, or the PCI address its engine's DPDK opens
-        found[port.name] = {port.host: near.iface or near.pci, at: far.iface}
+        found.append((port, at, near, far))
     return found
 
 
@@ -133,6 +166,9 @@ class Hosts:
 
     def wiring(self, point: TestPoint) -> dict[str, dict[str, str]]:
         return wiring(self.inventory, point)
+
+    def shares(self, point: TestPoint) -> dict[str, dict[str, str]]:
+        return shares(self.inventory, point)
 
     def open(self, names: Iterable[str]) -> None:
         """An agent on each host, its version this one's, root."""

@@ -4,7 +4,8 @@ The host's agent builds its nodes (run/agent.py) and says what the
 controller needs of them: each node's container there (RemoteContainer: its
 engine's path, its cores as placed there, its EAL arguments), how each of its
 ports is reached (Attachment), and the switch if it runs there
-(RemoteSwitch: its counters, queues and configuration, read through the agent). The
+(RemoteSwitch: its counters, queues and configuration, read through the agent),
+and the noisy neighbour if it runs there (RemoteNoise). The
 testbed puts them beside its own nodes, and a trial runs them as it runs its
 own.
 """
@@ -12,13 +13,14 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Mapping, Sequence, TypeVar
 
 from cnfperf.dataplanes.base import Attachment, PortCounters
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf.remote.client import Agent, RemoteProcess
 
-__all__ = ["Agent", "Part", "RemoteContainer", "RemoteSwitch", "build", "nics_on", "other_hosts"]
+__all__ = ["Agent", "Part", "RemoteContainer", "RemoteNoise", "RemoteSwitch", "build", "nics_on", "other_hosts"]
 from cnfperf.runtimes.base import Mount, Nic
 
 N = TypeVar("N", Endpoint, NF)
@@ -104,6 +106,30 @@ class RemoteSwitch:
         """Nothing here: the agent stops it with its host's part."""
 
 
+class RemoteNoise:
+    """The point's noisy neighbour on another host (run/noise.py's there),
+    started and stopped through its agent; its output comes back with its
+    record, into the trial's directory here."""
+
+    def __init__(self, agent: Agent, what: str):
+        self.agent = agent
+        self.what = f"{what} on host {agent.name}"
+        self._out: Path | None = None
+
+    def start(self, out: Path) -> None:
+        self._out = out / "noise.out"
+        self.agent.call("noise_start")
+
+    def stop(self) -> dict | None:
+        """Its record (Noise.stop's); None when it never started here."""
+        out, self._out = self._out, None
+        if out is None:
+            return None
+        answer = self.agent.call("noise_stop")
+        out.write_text(answer["output"])
+        return answer["record"]
+
+
 @dataclass
 class Part:
     """What a host built of a point."""
@@ -112,6 +138,7 @@ class Part:
     containers: dict[str, RemoteContainer]
     attachments: dict[str, Attachment]
     switch: RemoteSwitch | None      # its data planes, read through its agent
+    noise: RemoteNoise | None = None   # the noisy neighbour, when it runs there
 
 
 def other_hosts(point: TestPoint) -> list[str]:
@@ -120,16 +147,19 @@ def other_hosts(point: TestPoint) -> list[str]:
 
 
 def nics_on(point: TestPoint, host: str, wiring: Mapping[str, Mapping[str, str]]) -> list[list[str]]:
-    """[port, interface] for each wired port, as `host` sees it."""
+    """[port, interface] for each wired port, as `host` sees it (wiring;
+    hosts.shares: [port, the shared wire's NIC])."""
     return [[port, ends[host]] for port, ends in wiring.items() if host in ends]
 
 
-def build(agent: Agent, point: TestPoint, wiring: Mapping[str, Mapping[str, str]]) -> Part:
+def build(agent: Agent, point: TestPoint, wiring: Mapping[str, Mapping[str, str]],
+          shares: Mapping[str, Mapping[str, str]]) -> Part:
     """The host's part of the point, built there by its agent."""
     s = point.scenario
     answer = agent.call("build", scenario=s.model_dump(mode="json"), run_id=point.run_id,
                         index=point.index, total=point.total,
-                        nics=nics_on(point, agent.name, wiring))
+                        nics=nics_on(point, agent.name, wiring),
+                        shared=nics_on(point, agent.name, shares))
     containers = {name: RemoteContainer(
         agent, name, engine=n["engine"], own_kernel=n["own_kernel"], slowdown=n["slowdown"],
         netns=n["netns"], cpus=tuple(n["cpus"]), cpu=n["cpu"], cores=tuple(n["cores"]),
@@ -140,7 +170,8 @@ def build(agent: Agent, point: TestPoint, wiring: Mapping[str, Mapping[str, str]
     planes = answer["planes"]
     switch = None if not planes else RemoteSwitch(
         agent, f"{s.switch if s.switch in planes else planes[0]}@{agent.name}")
-    return Part(agent.name, containers, attachments, switch)
+    noise = RemoteNoise(agent, answer["noise"]) if answer.get("noise") else None
+    return Part(agent.name, containers, attachments, switch, noise)
 
 
 def attachment(d: dict[str, Any]) -> Attachment:

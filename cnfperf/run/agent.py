@@ -43,7 +43,7 @@ from cnfperf.plan import run_prefix
 from cnfperf.host import frames, pci
 from cnfperf.run.checks import host_problems, host_refusals, host_wide, matrix, place_point
 from cnfperf.cluster.node import Member
-from cnfperf.run import cluster
+from cnfperf.run import cluster, cpu
 from cnfperf.run.cleanup import cleanup
 from cnfperf.run.teardown import Signals, Teardown
 from cnfperf.run.testbed import Builder, NetworkFunction, Switch, Testbed, Tester
@@ -68,6 +68,7 @@ class Agent:
         self.builder: Builder | None = None
         self.point_teardown: Teardown | None = None
         self.bed: Testbed | None = None
+        self.meter: cpu.Meter | None = None    # this host's part's, in a trial (op_meter)
         self.procs: dict[int, subprocess.Popen] = {}
         self.next_proc = 1
         self.listeners: dict[str, frames.Listener] = {}
@@ -218,13 +219,14 @@ class Agent:
         self.builder = Builder(self.journal, RUN_DIR / prefix, self.engine, self.run_teardown)
 
     def op_build(self, scenario: dict[str, Any], run_id: str, index: int, total: int,
-                 nics: list[list[str]]) -> dict[str, Any]:
+                 nics: list[list[str]], shared: list[list[str]]) -> dict[str, Any]:
         """This host's part of a point: placed as the controller placed it, on
         this host's cores; what the controller needs to run its engines."""
         assert self.builder is not None, "begin first"
         self.op_teardown()
         point = place_point(validate(scenario), run_id, index, total)
-        point = replace(point, host=self.name, nics=tuple((p, i) for p, i in nics))
+        point = replace(point, host=self.name, nics=tuple((p, i) for p, i in nics),
+                        shared=tuple((p, i) for p, i in shared))
         self.point_teardown = Teardown(self.signals)
         self.bed = self.builder.build(point, self.point_teardown)
         return describe(self.bed)
@@ -285,6 +287,43 @@ class Agent:
         assert self.bed is not None, "build first"
         return self.bed.dataplane.applied()
 
+    def op_noise_start(self) -> None:
+        """The noisy neighbour this host runs starts (trial.py's, for a
+        neighbour here); its output goes to a directory of the point's."""
+        assert self.bed is not None and self.builder is not None and \
+            self.point_teardown is not None, "build first"
+        neighbour = self.bed.noise
+        assert neighbour is not None, "no noisy neighbour on this host"
+        out = RUN_DIR / f"{self.bed.point.prefix}-noise"
+        if not out.exists():
+            self.builder.directory(out, self.point_teardown)
+        neighbour.start(out)
+
+    def op_noise_stop(self) -> dict[str, Any]:
+        """It stops: what it did (Noise.stop's record) and its output."""
+        assert self.bed is not None and self.bed.noise is not None, "build first"
+        neighbour = self.bed.noise
+        record = neighbour.stop()
+        return {"record": record, "output": neighbour.output()}
+
+    def op_meter(self, step: str) -> None:
+        """The controller's CPU meter (run/cpu.py) takes a step: `prepare` (a
+        new trial: a meter of this host's part), `start` (the window opens),
+        `stop` (it closes); this host's nodes are sampled here."""
+        assert self.bed is not None, "build first"
+        if step == "prepare":
+            self.meter = cpu.meter(self.bed, self.bed.point.scenario)
+        assert self.meter is not None, "prepare first"
+        {"prepare": self.meter.prepare, "start": self.meter.start,
+         "stop": self.meter.stop}[step]()
+
+    def op_usage(self, packets: dict[str, int], tsc: list[Any]) -> list[dict[str, Any]]:
+        """This host's nodes' rows of the trial's CPU use (Meter.usage)."""
+        meter, self.meter = self.meter, None
+        if meter is None:
+            return []
+        return [asdict(row) for row in meter.usage(packets, (tsc[0], tsc[1]))]
+
     def op_teardown(self) -> dict[str, list[str]]:
         """The point's part undone: its processes stopped, its nodes removed."""
         self._stop_procs()
@@ -294,6 +333,7 @@ class Agent:
             found = {"cleaned": self.point_teardown.cleaned, "failed": self.point_teardown.failed}
             self.point_teardown = None
         self.bed = None
+        self.meter = None
         return found
 
     def op_cleanup(self, run_id: str | None = None, force: bool = False) -> dict[str, list[str]]:
@@ -379,7 +419,9 @@ def describe(bed: Testbed) -> dict[str, Any]:
                            "eal": list(bed.eal_args(name)),
                            "facts": c.facts()}      # a pod's, on this host's node
     planes = [n.name for n in bed.nodes.values() if isinstance(n, Switch)]
+    neighbour = bed.noise
     return {"nodes": nodes, "planes": planes,
+            "noise": neighbour.what if neighbour is not None else None,
             "attachments": {port: asdict(a) for port, a in bed.attachments.items()}}
 
 

@@ -24,6 +24,10 @@ whatever task the core was in, and is not charged to the container whose
 packets it moved (paper 002). It is summed over a node's cores, so nodes that
 share a core show the same time.
 
+A node on another host is metered there: its agent keeps a Meter over its
+part of the point, opened and closed with this one's (RemoteMeter), and its
+rows join this host's.
+
 A Meter samples every node when the window opens (the senders' warm-up is
 over: window_opens_ns) and when it closes (every sender has printed its
 summary); usage() turns the two samples, and the packets each node handled,
@@ -48,18 +52,19 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from cnfperf import SystemFailure, nfs
 from cnfperf.host import cgroups
 from cnfperf.dataplanes.base import DataPlane, PortCounters
-from cnfperf.fields import LOCAL
 from cnfperf.plan import TestPoint
 from cnfperf.results.model import CpuUsage
 from cnfperf.runtimes.base import Container, cpu_list
 from cnfperf.scenario import Scenario, parse_cpus
 from cnfperf.host.system import USER_HZ, CommandFailed, proc_stat, run
-from cnfperf.run.testbed import NetworkFunction, Neighbour, Testbed, Tester
+from cnfperf.run.noise import Noise
+from cnfperf.remote.client import Agent
+from cnfperf.run.testbed import NetworkFunction, Neighbour, Node, Switch, Testbed, Tester
 
 PROC = Path("/proc")
 
@@ -175,8 +180,10 @@ class Meter:
     def __init__(self, accounts: list[Account],
                  counters: Callable[[], dict[str, PortCounters]] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 stat: Callable[[], str] = lambda: (PROC / "stat").read_text()):
+                 stat: Callable[[], str] = lambda: (PROC / "stat").read_text(),
+                 others: Sequence[RemoteMeter] = ()):
         self.accounts = accounts
+        self.others = others    # other hosts' nodes, each metered there
         self.counters = counters
         self.clock = clock
         self.stat = stat
@@ -210,6 +217,8 @@ class Meter:
         # inside the window.
         if self.counters:
             self.early = self._sample([a for a in self.accounts if a.kind == "switch"], True)
+        for other in self.others:
+            other.step("prepare")
 
     def start(self) -> None:
         """Opens the window, once (prepared first if it was not)."""
@@ -218,10 +227,14 @@ class Meter:
             self.first = self._sample([a for a in self.accounts
                                        if a.kind != "switch" or self.early is None],
                                       self.early is None)
+            for other in self.others:
+                other.step("start")
 
     def stop(self) -> None:
         if self.first is not None and self.last is None:
             self.last = self._sample(self.accounts, True)
+            for other in self.others:
+                other.step("stop")
 
     def _sample(self, accounts: list[Account], counters: bool) -> Sample:
         times: dict[str, dict[Any, Times] | None] = {}
@@ -276,7 +289,26 @@ class Meter:
                 packets=self.switch_rx() if a.kind == "switch" else packets.get(a.node, 0),
                 tsc_hz=tsc[0], tsc_source=tsc[1],
                 threads=self.threads.get(a.node, []), softirq_counts=a.softirq_counts))
-        return rows
+        return rows + [row for other in self.others for row in other.usage(packets, tsc)]
+
+
+class RemoteMeter:
+    """Another host's nodes (its switch, its engines' containers, its noisy
+    neighbour), metered there by its agent with a Meter of its own over its
+    part (run/agent.py), told when this one's window opens and closes: their
+    CPU times, threads and softirq are that host's to read. Its rows count
+    cycles at `tsc` as this host's do (the engines' calibration)."""
+
+    def __init__(self, agent: Agent):
+        self.agent = agent
+
+    def step(self, step: str) -> None:
+        """prepare (a new meter there), start or stop, as Meter's."""
+        self.agent.call("meter", step=step)
+
+    def usage(self, packets: dict[str, int], tsc: tuple[float | None, str]) -> list[CpuUsage]:
+        rows = self.agent.call("usage", packets=packets, tsc=list(tsc))
+        return [CpuUsage(**row) for row in rows]
 
 
 def _allowed(found: list[dict[str, Any]]) -> tuple[int, ...]:
@@ -342,8 +374,11 @@ def aside(busy: set[int], task: Path = PROC / "self" / "task") -> Callable[[], N
 def meter(bed: Testbed, s: Scenario) -> Meter:
     """A Meter of the testbed's nodes: its engines' containers, the switch last."""
     found = []
+    others: dict[str, RemoteMeter] = {}
     for name, node in bed.nodes.items():
-        if isinstance(node, Tester):
+        if (agent := _agent_of(node)) is not None:   # metered there
+            others.setdefault(agent.name, RemoteMeter(agent))
+        elif isinstance(node, Tester):
             # the ends of a noise stream (noise = traffic) are the neighbour's
             kind = "noise" if node.endpoint.pair >= s.pairs else node.endpoint.role
             found.append(of_container(name, kind, s.of_pair(node.endpoint.pair).endpoint_quota,
@@ -355,12 +390,19 @@ def meter(bed: Testbed, s: Scenario) -> Meter:
             account.softirq_counts = nfs.kind(s.nf).kernel and s.pin and \
                 not node.container.own_kernel
             found.append(account)
-        elif isinstance(node, Neighbour):
+        elif isinstance(node, Neighbour) and isinstance(node.noise, Noise):
             found.append(of_container(name, "noise", None, node.noise.container))
     switch = of_switch(s.switch, bed.dataplane, s.switch_quota)
     if switch is None:
-        return Meter(found)
-    return Meter([*found, switch], counters=bed.dataplane.counters)
+        return Meter(found, others=list(others.values()))
+    return Meter([*found, switch], counters=bed.dataplane.counters, others=list(others.values()))
+
+
+def _agent_of(node: Node) -> Agent | None:
+    """The agent of the host a node runs on, when that is another host."""
+    held = node.container if isinstance(node, (Tester, NetworkFunction)) else \
+        node.dataplane if isinstance(node, Switch) else node.noise
+    return getattr(held, "agent", None)
 
 
 @functools.cache
@@ -369,14 +411,8 @@ def _accounting() -> cgroups.Controller | None:
 
 
 def of_container(node: str, kind: str, quota: float | None, c: Container) -> Account:
-    """A container's account: its cgroup when it has one, else its processes;
-    on another host neither is this host's to read."""
+    """A container's account: its cgroup when it has one, else its processes."""
     account = Account(node, kind, quota, cores=tuple(c.cpus), pids=lambda: c.pids)
-    host = getattr(c, "host", LOCAL)
-    if host != LOCAL:
-        account.problem = f"runs on host {host}"
-        account.pids = list
-        return account
 
     def group() -> Path | None:
         pid = c.init_pid

@@ -177,14 +177,18 @@ class Noise:
                 proc.wait()
                 raise SystemFailure(f"{self.what}: stress-ng did not stop within "
                                     f"{STOP_TIMEOUT:g} s of SIGINT") from None
-        text = ""
-        with contextlib.suppress(OSError):
-            text = self._out.read_text(errors="replace") if self._out else ""
+        text = self.output()
         if early is not None:
             tail = " | ".join(l for l in text.splitlines() if l.strip())[-300:]
             raise SystemFailure(f"{self.what}: exited with code {early} before the trial "
                                 f"ended: {tail or '(no output)'}")
         return self.record(text)
+
+    def output(self) -> str:
+        """What it printed (its `noise.out`); "" before it started."""
+        with contextlib.suppress(OSError):
+            return self._out.read_text(errors="replace") if self._out else ""
+        return ""
 
     @staticmethod
     def _stop_group(proc: subprocess.Popen) -> None:

@@ -30,7 +30,7 @@ from cnfperf.dataplanes.nic import NicPlane
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, Port, TestPoint, nf_places
-from cnfperf.run import noise
+from cnfperf.run import noise, wires
 from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
 from cnfperf.runtimes import (CONTAINER, FULL, RUNTIMES, Container, Image, ImageInfo, Journal,
@@ -75,10 +75,11 @@ class NetworkFunction:
 
 @dataclass(frozen=True)
 class Neighbour:
-    """A noisy neighbour (noise.py): stress-ng or the user's command in a container of its own."""
+    """A noisy neighbour (noise.py): stress-ng or the user's command in a container of its own;
+    on another host, its agent's (parts.RemoteNoise)."""
 
     name: str
-    noise: Noise
+    noise: Noise | parts.RemoteNoise
 
 
 Node = Tester | Switch | NetworkFunction | Neighbour
@@ -193,7 +194,7 @@ class Testbed:
         return found if found is not None else self.counters()
 
     @property
-    def noise(self) -> Noise | None:
+    def noise(self) -> Noise | parts.RemoteNoise | None:
         return next((n.noise for n in self.nodes.values() if isinstance(n, Neighbour)), None)
 
     def hops(self, nf: NF) -> tuple[str, ...]:
@@ -341,7 +342,9 @@ class Builder:
                 say(f"containers {n}/{total}")
         if self.hosts is not None:
             point = replace(point, nics=tuple(
-                (p, i) for p, i in parts.nics_on(point, point.host, self.hosts.wiring(point))))
+                (p, i) for p, i in parts.nics_on(point, point.host, self.hosts.wiring(point))),
+                shared=tuple(
+                (p, i) for p, i in parts.nics_on(point, point.host, self.hosts.shares(point))))
         bed = Testbed(point)
         # The kept switch first: one this point cannot have is stopped before
         # anything of the point exists.
@@ -350,6 +353,7 @@ class Builder:
         nfs_here = [nf for nf in point.nfs if point.here(nf.name)]
         for name in (*(ep.name for ep in engines), *(nf.name for nf in nfs_here)):
             self._netns(name, teardown)
+        wires.share(self.journal, point, teardown)
         switch, nic = self._switch(point, teardown, kept), self._nics(point, teardown)
         for node in (switch, nic):
             if node is not None:
@@ -422,7 +426,7 @@ class Builder:
             if answer["failed"]:
                 raise SystemFailure(f"host {agent.name} left: " + "; ".join(answer["failed"]))
         teardown.push(f"host {agent.name}'s part", undo)
-        part = parts.build(agent, point, self.hosts.wiring(point))
+        part = parts.build(agent, point, self.hosts.wiring(point), self.hosts.shares(point))
         if part.switch is not None:   # named for its host: each host may run one
             bed.nodes[part.switch.name] = Switch(part.switch.name, part.switch)
         bed.attachments.update(part.attachments)
@@ -432,6 +436,8 @@ class Builder:
         for nf in point.nfs:
             if nf.name in part.containers:
                 bed.nodes[nf.name] = NetworkFunction(nf, part.containers[nf.name])
+        if part.noise is not None:
+            bed.nodes[point.name(NOISE_SUFFIX)] = Neighbour(point.name(NOISE_SUFFIX), part.noise)
 
     def _neighbour(self, point: TestPoint, bed: Testbed, teardown: Teardown) -> Neighbour:
         """stress-ng's container, in a netns of its own (it needs no network), on
@@ -442,7 +448,7 @@ class Builder:
         mounts: tuple[Mount, ...] = ()
         if s.noise == "io":
             io_dir = IO_DIR / name
-            self._dir(io_dir, teardown)
+            self.directory(io_dir, teardown)
             mounts = () if self._instance(s.runtime).host_files else \
                 (Mount(str(io_dir), noise.IO_TARGET),)
         cores = noise.cores(point, bed.dataplane.cpus)
@@ -530,9 +536,9 @@ class Builder:
         return Switch(name, dataplane)
 
     def _state_dir(self, teardown: Teardown) -> None:
-        self._dir(self.state, teardown)
+        self.directory(self.state, teardown)
 
-    def _dir(self, path: Path, teardown: Teardown) -> None:
+    def directory(self, path: Path, teardown: Teardown) -> None:
         """A directory of the run's, journaled before it exists, removed with it."""
         def remove() -> None:
             shutil.rmtree(path, ignore_errors=True)

@@ -227,3 +227,39 @@ def test_the_switch_is_read_in_the_warm_up_and_nothing_starts_in_the_window(tmp_
     rows = {r.node: r for r in meter.usage({"p0s": 10}, (1e9, "engine"))}
     assert (rows["p0s"].wall_s, rows["ovs"].wall_s) == (2.0, 3.0)
     assert rows["ovs"].packets == 100 and rows["ovs"].user_s == 3.0
+
+
+class FakeAgent:
+    """An agent's meter ops as run/agent.py answers them, recorded."""
+
+    name = "dut"
+
+    def __init__(self):
+        self.calls: list[tuple[str, dict]] = []
+
+    def call(self, op: str, **args):
+        self.calls.append((op, args))
+        if op == "usage":
+            return [{"node": "ovs", "kind": "switch", "cores": "1", "quota": 50.0,
+                     "user_s": 0.5, "system_s": 0.0, "softirq_s": 0.0, "wall_s": 1.0,
+                     "packets": args["packets"].get("ovs", 1000), "tsc_hz": args["tsc"][0],
+                     "tsc_source": args["tsc"][1]}]
+        return None
+
+
+def test_another_host_s_nodes_are_metered_there_with_this_window():
+    """Its agent's meter takes each step as this one does, once, and its rows
+    join this host's, counted at this host's TSC."""
+    agent = FakeAgent()
+    meter = cpu.Meter([], stat=lambda: "cpu0 0 0 0 0 0 0 0 0\n",
+                      others=[cpu.RemoteMeter(agent)])
+    meter.prepare()
+    meter.prepare()
+    meter.start()
+    meter.stop()
+    meter.stop()
+    assert [op for op, _ in agent.calls] == ["meter"] * 3
+    assert [args["step"] for _, args in agent.calls] == ["prepare", "start", "stop"]
+    [row] = meter.usage({}, (2e9, "engine calibration"))
+    assert (row.node, row.kind, row.quota, row.tsc_hz) == ("ovs", "switch", 50.0, 2e9)
+    assert row.cycles_per_packet == pytest.approx(2e9 * 0.5 / 1000)

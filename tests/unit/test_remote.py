@@ -51,6 +51,28 @@ def test_a_point_across_hosts_wires_each_pairs_sender_then_receiver(inventory):
     assert wiring["cnfp1a2bp1r"] == {"local": "tw3a", "dut": "tw3b"}
 
 
+def test_shared_wires_carry_every_crossing_port_as_a_child_of_its_wire(inventory):
+    """share_wires: 6 pairs' 12 crossing ports over the 4 wires in turn, each
+    port an interface of its own (named for it) on both hosts, a child of the
+    wire's NIC there; without it the point needs 12 wires."""
+    s = scenario(inventory, pairs=6, share_wires=True)
+    checks.check(s, (0, 1))
+    point = place(s, "1a2b", host_cpus=(0, 1))
+    wiring, shares = hosts.wiring(load(inventory), point), hosts.shares(load(inventory), point)
+    ports = [p.name for p in point.wired_ports()]
+    assert len(ports) == 12 and set(wiring) == set(shares) == set(ports)
+    for n, port in enumerate(ports):
+        assert wiring[port] == {"local": port + "w", "dut": port + "w"}
+        assert shares[port] == {"local": f"tw{n % 4}a", "dut": f"tw{n % 4}b"}
+    with pytest.raises(UserError, match="the point needs 12, .* or share_wires = true"):
+        checks.check(scenario(inventory, pairs=6), (0, 1))
+
+
+def test_without_share_wires_no_port_is_a_child(inventory):
+    point = place(scenario(inventory), "1a2b", host_cpus=(0, 1))
+    assert hosts.shares(load(inventory), point) == {}
+
+
 def test_a_point_on_one_host_has_no_wires(inventory):
     point = place(scenario(inventory, tester_host="dut"), "1a2b", host_cpus=(0, 1))
     assert not point.spans_hosts and point.wired_ports() == []
@@ -65,8 +87,6 @@ def test_a_point_on_one_host_has_no_wires(inventory):
     ({"switch": "macvlan"}, "nfs", "not two NICs to each other"),
     ({"switch": "vhost", "api": "dpdk"}, "switch", "takes no NIC"),
     ({"api": "udp", "tester": "split"}, "api", "builds its own frames"),
-    ({"noise": "cpu"}, "noise", "not supported"),
-    ({"switch_in": "container", "switch": "ovs", "api": "dpdk"}, "switch_in", "not supported"),
     ({"pairs": 3}, "hosts", "4 wire(s) between local and dut; the point needs 6"),
 ])
 def test_refused_before_anything_exists(inventory, fields, field, words):
@@ -76,6 +96,21 @@ def test_refused_before_anything_exists(inventory, fields, field, words):
     assert e.value.field == field and words in e.value.why, e.value
 
 
+@pytest.mark.parametrize("fields", [
+    {"switch": "ovs", "api": "dpdk", "switch_in": "container", "switch_quota": 50,
+     "noise": "cpu", "noise_on": "same", "switch_rxq": 2},
+    {"switch": "testpmd", "api": "dpdk", "switch_in": "container", "switch_rxq": 2},
+    {"limit": "2k"},
+    {"policer": "nft", "policer_rate": "2k"},
+    {"shaper": "htb", "shaper_rate": "2k"},
+])
+def test_the_switch_s_settings_go_across_hosts(inventory, fields):
+    """The switch on the host under test takes what it takes on one host: its
+    container, quota and queues, a noisy neighbour beside it there, a limit,
+    policer or shaper on its port towards the receiver's wire."""
+    checks.check(scenario(inventory, **fields), (0, 1))
+
+
 def _pci_ends(inventory: Path, *ends: tuple[str, str]) -> None:
     """The inventory's wire ends `end` named by PCI addresses instead."""
     text = inventory.read_text()
@@ -83,6 +118,13 @@ def _pci_ends(inventory: Path, *ends: tuple[str, str]) -> None:
         text = text.replace(f'"{end}"', f'"{address}"')
     inventory.write_text(text)
     checks.inventory_file.cache_clear()
+
+
+def test_a_shared_wire_s_ends_are_interfaces(inventory):
+    _pci_ends(inventory, ("local:tw0a", "local:0000:03:00.0"))
+    with pytest.raises(UserError) as e:
+        checks.check(scenario(inventory, api="dpdk", runtime="netns", share_wires=True), (0, 1))
+    assert e.value.field == "share_wires" and "is a PCI address" in e.value.why
 
 
 def test_the_tester_s_pci_ends_are_its_engine_s_dpdk_nics(inventory):
@@ -149,6 +191,18 @@ def test_nic_vdevs_follow_nic_driver():
     assert dpdk_args.nic(2, "tw0a", "af_xdp", 64) == \
         "net_af_xdp2,iface=tw0a,start_queue=0,queue_count=1"
     assert dpdk_args.nic(2, "tw0a", "af_packet", 64) == "net_af_packet2,iface=tw0a,qpairs=1"
+
+
+def test_a_switch_opens_a_wire_s_nic_with_its_rx_queues():
+    """switch_rxq: af_packet's queue pairs (a fanout group spreads over any), or
+    af_xdp's sockets, one per queue the interface has."""
+    from cnfperf.dataplanes import dpdk_args
+    assert dpdk_args.nic(1, "tw0b", "af_packet", 64, queues=2) == \
+        "net_af_packet1,iface=tw0b,qpairs=2"
+    assert dpdk_args.nic(1, "tw0b", "af_xdp", 64, queues=2) == \
+        "net_af_xdp1,iface=tw0b,start_queue=0,queue_count=2"
+    assert dpdk_args.xdp_queue_problem("tw0b", 2, 2) is None
+    assert "tw0b has 1 receive queue(s)" in dpdk_args.xdp_queue_problem("tw0b", 1, 2)
 
 
 def test_the_host_under_test_is_asked_for_its_part_only(monkeypatch):

@@ -71,6 +71,10 @@ def test_a_port_is_added_with_its_affinity_and_a_nic_with_its_descriptors():
     assert ovs.port_settings(s, nic=True, pinned=None) == ["options:n_rxq_desc=128",
                                                           "options:n_txq_desc=256"]
     assert ovs.port_settings(Scenario(switch="ovs", api="dpdk"), nic=True, pinned=None) == []
+    # a NIC's Rx queues are asked of it; a vhost-user port's are its peer's offer
+    rxq = Scenario(switch="ovs", api="dpdk", switch_rxq=2)
+    assert ovs.port_settings(rxq, nic=True, pinned=None) == ["options:n_rxq=2"]
+    assert ovs.port_settings(rxq, nic=False, pinned=None) == []
 
 
 class Recorded:

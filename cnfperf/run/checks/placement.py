@@ -12,12 +12,13 @@ from cnfperf.dataplanes import DATAPLANES, DataPlane, dpdk_args
 from cnfperf.dataplanes.nic import NIC_APIS
 from cnfperf.fields import LOCAL, NIC_DRIVERS, QUOTAS
 from cnfperf.host import buckets
-from cnfperf.plan import Port, TestPoint, nf_hosts, place, usable_cpus
+from cnfperf.plan import IFNAMSIZ, Port, TestPoint, nf_hosts, place, usable_cpus
 from cnfperf.remote import inventory
+from cnfperf.remote.hosts import shared_name
 from cnfperf.remote.inventory import End, Inventory
 from cnfperf.run import noise
 from cnfperf.run.checks.dataplane import RINGS, dataplane_of
-from cnfperf.runtimes import RUNTIMES, Quota, in_guest
+from cnfperf.runtimes import CONTAINER, RUNTIMES, Quota, in_guest
 from cnfperf.scenario import Scenario, parse_cpus, tester_hosts
 
 
@@ -122,9 +123,8 @@ def check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...])
     for f, h in named:
         inv.host(h, field=f)
     # What another host does not run yet (its agent would have to say more:
-    # the neighbour's container, a guest's facts, its ends' UDP counters).
-    elsewhere = {"noise": s.noise != "none",
-                 "endpoint_in": in_machine(s.endpoint_in) and set(tester_hosts(s)) != {LOCAL},
+    # a guest's facts, its ends' UDP counters).
+    elsewhere = {"endpoint_in": in_machine(s.endpoint_in) and set(tester_hosts(s)) != {LOCAL},
                  "nf_in": any(map(in_machine, s.nf_in.split("+")))
                  and any(h != LOCAL for h in nf_hosts(s)),
                  "api": s.api == "udp" and set(tester_hosts(s)) != {LOCAL}}
@@ -154,11 +154,10 @@ def check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...])
     if tester_crosses(s) and s.api not in NIC_APIS:
         raise UserError("api", f"a tester wired to another host's switch builds its own frames "
                                f"on its NICs: {', '.join(sorted(NIC_APIS))}, not {s.api}")
-    # switch_rxq: a NIC port through the af_packet PMD has one queue pair
-    refused = {"endpoint_in": in_machine(s.endpoint_in), "switch_in": s.switch_in != "host",
-               "limit": bool(s.limit.pps), "noise": s.noise != "none",
-               "policer": s.policer in buckets.POLICERS, "shaper": s.shaper in buckets.SHAPERS,
-               "switch_rxq": s.switch_rxq > 1, "nf_in": any(map(in_machine, s.nf_in.split("+")))}
+    # a switch in a runtime of its own (a pod, on another host's node): not done yet
+    refused = {"endpoint_in": in_machine(s.endpoint_in),
+               "switch_in": s.switch_in not in ("host", CONTAINER),
+               "nf_in": any(map(in_machine, s.nf_in.split("+")))}
     for f, bad in refused.items():
         if bad:
             raise UserError(f, f"{getattr(s, f)} with ports wired between hosts: not supported")
@@ -167,11 +166,32 @@ def check_hosts(s: Scenario, dataplane: type[DataPlane], cores: tuple[int, ...])
     for between, n in needed.items():
         x, y = named_as[between]
         wires = inv.wires_between(x, y)
-        if len(wires) < n:
+        if s.share_wires and not wires:
+            raise UserError("hosts", f"{inv.path}: no wire between {x} and {y}; the point's "
+                                     f"{n} port(s) crossing there share one at least")
+        if len(wires) < n and not s.share_wires:
             raise UserError("hosts", f"{inv.path}: {len(wires)} wire(s) between {x} and {y}; "
                                      f"the point needs {n}, one for each port crossing there "
-                                     f"({s.pairs} pair(s))")
-    _check_pci_ends(s, inv, crossings)
+                                     f"({len(point.paths)} pair(s)), or share_wires = true")
+    if s.share_wires:
+        _check_shared_ends(s, inv, crossings)
+    else:
+        _check_pci_ends(s, inv, crossings)
+
+
+def _check_shared_ends(s: Scenario, inv: Inventory, crossings: list[tuple[Port, str]]) -> None:
+    """A shared wire's ends are NICs the kernel drives (their ports are macvlan
+    children of them: run/wires.py), and a port's child is named for it."""
+    for port, at in crossings:
+        for near, far in inv.wires_between(port.host, at):
+            for end in (near, far):
+                if end.pci is not None:
+                    raise UserError("share_wires", f"wire end {end} is a PCI address, which "
+                                                   "DPDK opens whole: a shared wire's ends are "
+                                                   "interfaces (host:name)")
+        if len(shared_name(port.name)) > IFNAMSIZ:
+            raise UserError("share_wires", f"{shared_name(port.name)}: longer than an "
+                                           f"interface name may be ({IFNAMSIZ})")
 
 
 def _check_pci_ends(s: Scenario, inv: Inventory, crossings: list[tuple[Port, str]]) -> None:
