@@ -18,6 +18,9 @@ given back) and the path's, not two machines' worth of CPU.
                rate 0 (as fast as the tester sends), rx Mpps and the ratio;
                for DPDK switches once per --nic-driver (how DPDK, the
                switch's and the tester's, opens the wires' NICs)
+  sharing:     two pairs, rate 0, TG–DUT: each port on a wire of its own (4
+               wires) against all four sharing one (share_wires: macvlan
+               children of the NICs, told apart by MAC), rx Mpps and the ratio
 
 Not a test: run it on a quiet host, as root:
 
@@ -78,7 +81,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         results = tmp / "results"
-        with sshhosts.hosts(tmp / "lab", ["dut"], wires=[("local", "dut")] * 2) as lab:
+        with sshhosts.hosts(tmp / "lab", ["dut"], wires=[("local", "dut")] * 4) as lab:
             inv = ["--hosts", str(lab.inventory)]
             point = ["--switch", "bridge", "--api", "raw", "--duration", str(DURATION)]
             print(f"\noverhead: seconds beyond warm-up and measurement (median of {args.repeat}): "
@@ -112,6 +115,20 @@ def main() -> None:
                                                       *chosen)[0])
                     print(f"  {switch:8} {driver:10} {across:12.3f} {beside:14.3f} "
                           f"{across / beside:7.2f}")
+
+            print("\nsharing: two pairs, rate 0, 64 B, TG–DUT; a wire per port against one "
+                  "shared by all four ports")
+            one = tmp / "one-wire.toml"
+            head, _, wires = lab.inventory.read_text().partition("[[wire]]")
+            one.write_text(head + "[[wire]]" + wires.split("[[wire]]")[0])
+            print(f"  {'switch':8} {'own wires Mpps':>15} {'one shared Mpps':>16} {'ratio':>7}")
+            for switch in args.switch.split(","):
+                flags = ["--switch", switch, "--api", APIS[switch], "--rate", "0",
+                         "--duration", "3", "--pairs", "2", "--dut-host", "dut"]
+                own = rx_mpps(results, cnfperf(results, *flags, *inv)[0])
+                shared = rx_mpps(results, cnfperf(results, *flags, "--hosts", str(one),
+                                                  "--share-wires")[0])
+                print(f"  {switch:8} {own:15.3f} {shared:16.3f} {shared / own:7.2f}")
 
 
 if __name__ == "__main__":
