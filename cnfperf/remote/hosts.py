@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from cnfperf import SystemFailure, UserError, __version__
 from cnfperf.fields import LOCAL
 from cnfperf.host.facts import checkout_commit
-from cnfperf.host.links import missing_ends
+from cnfperf.dataplanes import dpdk_args
+from cnfperf.host.links import missing_ends, rx_queues
 from cnfperf.plan import nf_hosts
 from cnfperf.remote import ssh
 from cnfperf.remote.client import Agent, Lost
@@ -222,13 +223,31 @@ class Hosts:
                 raise UserError("hosts", f"{self.inventory.path}: host {name} has no "
                                          f"interface or PCI device {', '.join(missing)} (a "
                                          "wire to nowhere)")
+            self._xdp_queues(name, scenarios,
+                             lambda ends, agent=agent: agent.call("rx_queues", names=ends))
         missing = missing_ends(self._ends(LOCAL))
         if missing:
             raise UserError("hosts", f"{self.inventory.path}: this host (local) has no "
                                      f"interface or PCI device {', '.join(missing)} (a wire "
                                      "to nowhere)")
+        self._xdp_queues(LOCAL, scenarios, lambda ends: {e: rx_queues(e) for e in ends})
         if problems:
             raise SystemFailure("the hosts cannot run the scenario: " + "; ".join(problems))
+
+    def _xdp_queues(self, name: str, scenarios: Sequence[Scenario],
+                    queues_of: Callable[[list[str]], dict[str, int]]) -> None:
+        """A switch there that opens its wires' NICs with af_xdp takes one
+        socket per Rx queue (switch_rxq): each of its interfaces must have
+        them (UserError naming the first that has too few)."""
+        need = max((s.switch_rxq for s in scenarios if s.nic_driver == "af_xdp"
+                    and name in (s.dut_host, *nf_hosts(s))), default=1)
+        ends = [end.iface for w in self.inventory.wires for end in (w.a, w.b)
+                if end.host == name and end.iface]
+        if need <= 1 or not ends:
+            return
+        for iface, has in queues_of(ends).items():
+            if (problem := dpdk_args.xdp_queue_problem(f"{name}:{iface}", has, need)):
+                raise UserError("switch_rxq", problem)
 
     def _ends(self, name: str) -> list[str]:
         """The host's wire ends: interface names and PCI addresses."""

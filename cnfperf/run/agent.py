@@ -37,7 +37,7 @@ from cnfperf.engine import find_engine
 from cnfperf.host.facts import HostFacts, checkout_commit, slowdown as host_slowdown
 from cnfperf.run.declared import gather
 from cnfperf.host.journal import RUN_DIR, Journal, journal_path
-from cnfperf.host.links import missing_ends
+from cnfperf.host.links import missing_ends, rx_queues
 from cnfperf.host.lock import HostBusy, HostLock
 from cnfperf.plan import run_prefix
 from cnfperf.host import frames, pci
@@ -168,6 +168,10 @@ class Agent:
     def op_interfaces(self, names: list[str]) -> list[str]:
         """Which of these wire ends (interfaces, PCI addresses) this host lacks."""
         return missing_ends(names)
+
+    def op_rx_queues(self, names: list[str]) -> dict[str, int]:
+        """The receive queues of these wire ends (interfaces) of this host."""
+        return {name: rx_queues(name) for name in names}
 
     def op_pci(self, addresses: list[str]) -> dict[str, tuple[bool, str]]:
         """Wire ends' PCI devices: here or not, their drivers (doctor's row)."""

@@ -439,3 +439,25 @@ def test_doctor_says_which_driver_a_pci_end_has_and_which_a_run_binds():
         "a run binds it to vfio-pci (behind an IOMMU)" in found.note, found
     gone = survey._pci_wire(None, Wire(End("local", pci="0000:7f:1f.7"), End("dut", iface="x")))
     assert gone.problem == "local:0000:7f:1f.7: no such PCI device on its host", gone
+
+
+def test_af_xdp_queues_are_asked_of_the_switch_s_host(inventory):
+    """switch_rxq with af_xdp: each wire's NIC on the host under test must have
+    that many Rx queues (one AF_XDP socket each), asked before anything exists;
+    the tester's host, and af_packet, are not asked."""
+    h = hosts.Hosts(load(inventory))
+    asked: list[list[str]] = []
+
+    def queues(has: int):
+        return lambda ends: asked.append(ends) or {end: has for end in ends}
+    s = scenario(inventory, switch="testpmd", api="dpdk", nic_driver="af_xdp", switch_rxq=2)
+    h._xdp_queues("dut", [s], queues(2))
+    assert asked == [["tw0b", "tw1b", "tw2b", "tw3b"]]
+    with pytest.raises(UserError) as e:
+        h._xdp_queues("dut", [s], queues(1))
+    assert e.value.field == "switch_rxq" and "dut:tw0b has 1 receive queue(s)" in e.value.why
+    asked.clear()
+    h._xdp_queues("local", [s], queues(1))
+    h._xdp_queues("dut", [scenario(inventory, switch="testpmd", api="dpdk", switch_rxq=2)],
+                  queues(1))
+    assert asked == []

@@ -378,7 +378,8 @@ def test_doctor_finds_crossed_wires(cli, lab, tmp_path):
 
 def test_bad_inventories_exit_2_before_anything_exists(cli, lab, tmp_path):
     """What is found by trying the host: a port nothing answers on, a wire's end
-    it lacks (an unknown host, one named twice: tests/unit/test_inventory.py)."""
+    it lacks (an unknown host, one named twice: tests/unit/test_inventory.py),
+    a wire's NIC with fewer Rx queues than af_xdp's switch_rxq opens there."""
     text = lab.inventory.read_text()
     (a0, b0), _ = lab.wires
 
@@ -398,6 +399,10 @@ def test_bad_inventories_exit_2_before_anything_exists(cli, lab, tmp_path):
     assert "2222" in refused(unreachable, "--dut-host", "dut")
     nowhere = text.replace(f'"dut:{b0.name}"', '"dut:tw404"')
     assert "tw404" in refused(nowhere, "--dut-host", "dut")
+    # a veth wire has one queue: af_xdp's second socket would have none
+    assert f"switch_rxq: dut:{b0.name} has 1 receive queue(s)" in refused(
+        text, "--dut-host", "dut", "--switch", "testpmd", "--api", "dpdk",
+        "--nic-driver", "af_xdp", "--switch-rxq", "2")
 
 
 def test_an_l3_chain_across_two_hosts(engine, cli, tmp_path, no_leftovers):
