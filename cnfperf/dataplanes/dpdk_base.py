@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
-from cnfperf import SystemFailure
 from cnfperf.host import builds
 from cnfperf.dataplanes import dpdk_args, procs
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
 from cnfperf.host.hugepages import POOL, Hugepages, pages_for
 from cnfperf.host.journal import RUN_DIR
-from cnfperf.host.links import give_back_all, lend_nic, rx_queues
+from cnfperf.host.links import give_back_all, lend_nic
 from cnfperf.plan import has_vms, nf_hosts
 from cnfperf.runtimes.base import Mount, Nic
 from cnfperf.scenario import tester_hosts
@@ -189,14 +188,9 @@ class DpdkPlane(DataPlane):
         port (TestPoint.nics); None for a port of this host's nodes."""
         iface = self.point.nic(port.name)
         s = self.point.scenario
-        if not iface:
-            return None
-        if s.nic_driver == "af_xdp":
-            has = rx_queues(iface, self.netns)
-            problem = dpdk_args.xdp_queue_problem(iface, has, s.switch_rxq)
-            if problem:
-                raise SystemFailure(problem)
-        return dpdk_args.nic(index, iface, s.nic_driver, s.size, s.switch_rxq)
+        # switch_rxq queues: af_xdp's, the NIC's own (the preflight asked them:
+        # remote/hosts.py)
+        return dpdk_args.nic(index, iface, s.nic_driver, s.size, s.switch_rxq) if iface else None
 
     @property
     def ring(self) -> int | None:

@@ -181,13 +181,11 @@ def link_flags(name: str, netns: str | None = None) -> list[str]:
         .get("flags", [])
 
 
-def rx_queues(name: str, netns: str | None = None) -> int:
+def rx_queues(name: str) -> int:
     """The receive queues the link's device uses: its sysfs queues (`ip`'s
     num_rx_queues is what it could have; a veth has one per CPU there)."""
-    where = f"/sys/class/net/{name}/queues"
-    found = ip("netns", "exec", netns, "ls", where) if netns else \
-        "\n".join(p.name for p in Path(where).iterdir())
-    return sum(1 for q in found.split() if q.startswith("rx-"))
+    return sum(1 for q in Path(f"/sys/class/net/{name}/queues").iterdir()
+               if q.name.startswith("rx-"))
 
 
 def nic_state(iface: str) -> dict[str, object]:
