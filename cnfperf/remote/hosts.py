@@ -237,16 +237,24 @@ class Hosts:
     def _xdp_queues(self, name: str, scenarios: Sequence[Scenario],
                     queues_of: Callable[[list[str]], dict[str, int]]) -> None:
         """A switch there that opens its wires' NICs with af_xdp takes one
-        socket per Rx queue (switch_rxq): each of its interfaces must have
-        them (UserError naming the first that has too few)."""
-        need = max((s.switch_rxq for s in scenarios if s.nic_driver == "af_xdp"
-                    and name in (s.dut_host, *nf_hosts(s))), default=1)
-        ends = [end.iface for w in self.inventory.wires for end in (w.a, w.b)
-                if end.host == name and end.iface]
-        if need <= 1 or not ends:
+        socket per Rx queue (switch_rxq): each interface there of a wire
+        between two of a scenario's hosts must have them (UserError naming the
+        first that has too few)."""
+        need: dict[str, int] = {}
+        for s in scenarios:
+            if s.nic_driver != "af_xdp" or s.switch_rxq <= 1 or \
+                    name not in (s.dut_host, *nf_hosts(s)):
+                continue
+            hosts = set(placed(s))
+            for w in self.inventory.wires:
+                if {w.a.host, w.b.host} <= hosts:
+                    for end in (w.a, w.b):
+                        if end.host == name and end.iface:
+                            need[end.iface] = max(need.get(end.iface, 1), s.switch_rxq)
+        if not need:
             return
-        for iface, has in queues_of(ends).items():
-            if (problem := dpdk_args.xdp_queue_problem(f"{name}:{iface}", has, need)):
+        for iface, has in queues_of(list(need)).items():
+            if (problem := dpdk_args.xdp_queue_problem(f"{name}:{iface}", has, need[iface])):
                 raise UserError("switch_rxq", problem)
 
     def _ends(self, name: str) -> list[str]:

@@ -20,7 +20,8 @@ from cnfperf.dataplanes.base import Attachment, PortCounters
 from cnfperf.plan import NF, Endpoint, TestPoint
 from cnfperf.remote.client import Agent, RemoteProcess
 
-__all__ = ["Agent", "Part", "RemoteContainer", "RemoteNoise", "RemoteSwitch", "build", "nics_on", "other_hosts"]
+__all__ = ["Agent", "Part", "RemoteContainer", "RemoteNoise", "RemoteSwitch", "build", "nics_on",
+           "other_hosts"]
 from cnfperf.runtimes.base import Mount, Nic
 
 N = TypeVar("N", Endpoint, NF)

@@ -453,6 +453,12 @@ def test_af_xdp_queues_are_asked_of_the_switch_s_host(inventory):
     s = scenario(inventory, switch="testpmd", api="dpdk", nic_driver="af_xdp", switch_rxq=2)
     h._xdp_queues("dut", [s], queues(2))
     assert asked == [["tw0b", "tw1b", "tw2b", "tw3b"]]
+    # a wire to a host the scenario does not name is not its concern
+    h.inventory = replace(h.inventory, wires=(*h.inventory.wires, Wire(
+        End("dut", "tw9b"), End("elsewhere", "tw9a"))))
+    asked.clear()
+    h._xdp_queues("dut", [s], queues(2))
+    assert asked == [["tw0b", "tw1b", "tw2b", "tw3b"]]
     with pytest.raises(UserError) as e:
         h._xdp_queues("dut", [s], queues(1))
     assert e.value.field == "switch_rxq" and "dut:tw0b has 1 receive queue(s)" in e.value.why
