@@ -22,6 +22,7 @@ from cnfperf import SystemFailure, UserError, __version__, fields, reference, te
 from cnfperf.run import checks, runner, survey
 from cnfperf.run.agent import main as run_agent
 from cnfperf.run.cleanup import cleanup, cluster_runs
+from cnfperf.runtimes.pod import pods
 from cnfperf.runtimes.pod.pods import ClusterError
 from cnfperf.run.lab import serve as lab_serve
 from cnfperf.run.cluster import serve as cluster_serve
@@ -697,7 +698,13 @@ def _cluster(args: argparse.Namespace) -> int:
 
     def up(made: Any, joined_at: dict[str, str]) -> None:
         nodes = [f"{made.node} (this host)"] + [f"{n} ({a})" for n, a in joined_at.items()]
-        pool = f"hugepages: {args.hugepages} MB on each node\n" if args.hugepages else ""
+        # a kubelet offers its host's whole pool: pages there before the cluster too
+        offered = pods.hugepages_by_node(pods.connect(made.kubeconfig))
+        pool = ""
+        if args.hugepages or any(offered.values()):
+            added = f" ({args.hugepages} MB added on each)" if args.hugepages else ""
+            pool = ("hugepages-2Mi offered to pods: " +
+                    ", ".join(f"{n} {mb} MB" for n, mb in sorted(offered.items())) + added + "\n")
         print(f"the test cluster is up: Kubernetes {made.version}, nodes {', '.join(nodes)}\n"
               f"kubeconfig: {made.kubeconfig}\n{pool}"
               f"registry: {made.registry}\n"

@@ -151,6 +151,14 @@ def hugepages_mb(api: client.ApiClient, node: str) -> int:
     return int(parse_quantity(got.get(HUGEPAGES, "0")) // 2**20)
 
 
+def hugepages_by_node(api: client.ApiClient) -> dict[str, int]:
+    """hugepages_mb() of every node: what each kubelet found in its host's
+    pool when it started (that pool's pages, not only a cluster's own)."""
+    return {n.metadata.name: int(parse_quantity((n.status.allocatable or {}).get(HUGEPAGES, "0"))
+                                 // 2**20)
+            for n in _call(client.CoreV1Api(api).list_node).items}
+
+
 def has_attachments(api: client.ApiClient) -> bool:
     """Whether the cluster knows NetworkAttachmentDefinitions (Multus' CRD)."""
     return _exists(client.ApiextensionsV1Api(api).read_custom_resource_definition,
@@ -242,8 +250,11 @@ def start(api: client.ApiClient, namespace: str, pod: Pod, timeout: float = READ
             return got
         if got.status.phase in ("Failed", "Succeeded") or _stuck(got) or \
                 time.monotonic() > deadline:
-            raise ClusterError(f"pod {pod.name} is {got.status.phase}, not Running: "
-                               f"{_why(core, namespace, got)}")
+            why = _why(core, namespace, got)
+            if "OutOfhugepages" in why:   # what the node offers is its pool at its start
+                why += ("; a kubelet offers the hugepages its host held when it started: "
+                        "start the cluster with more (cnfperf cluster --hugepages MB)")
+            raise ClusterError(f"pod {pod.name} is {got.status.phase}, not Running: {why}")
         time.sleep(0.2)
 
 

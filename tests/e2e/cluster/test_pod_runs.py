@@ -77,6 +77,20 @@ def _pods_of(point: dict, cluster) -> dict:
     return facts["pods"]
 
 
+def _accounts_hugepages(api, cluster) -> bool:
+    """Whether the node offers hugepages (the conftest's cluster does where
+    the host held some): DPDK pods then ask for theirs, else mount the data
+    plane's from the host."""
+    return pods.hugepages_mb(api, cluster.node) > 0
+
+
+def _hugepages_of(pod: dict, accounted: bool) -> None:
+    """A DPDK pod's hugepages: the node's (asked for; no hostPath of them)
+    where it accounts them, else the data plane's hugetlbfs as a hostPath."""
+    assert bool(pod["hugepages_mb"]) == accounted, pod
+    assert any(v.endswith(".hugepages") for v in pod["volumes"]) != accounted, pod
+
+
 def _no_run_namespaces(api) -> None:
     assert pods.namespaces(api, "cnfperf.run") == []
 
@@ -140,14 +154,17 @@ def test_a_pinned_nf_pod_is_guaranteed_on_the_core_the_kubelet_gave(cluster, api
 
 
 def test_a_dpdk_pair_of_pods_over_memif_sockets_in_volumes(cluster, api, cli, after_pods):
-    """The tester's ends as pods, on DPDK over memif: the socket's folder and
-    the run's hugepages are hostPath volumes of each pod."""
+    """The tester's ends as pods, on DPDK over memif: the socket's folder is
+    a hostPath volume of each pod, and so are the run's hugepages where the
+    node accounts none."""
     point = _run(cli, cluster, "--switch", "memif", "--api", "dpdk", "--endpoint-in", "pod",
                  "--pin", "no", "--tester", "split")
     _zero_loss(point)
     placed = _pods_of(point, cluster)
-    assert len(placed) == 2 and all(f["volumes"] and not f["attached"]
-                                    for f in placed.values()), placed
+    assert len(placed) == 2 and not any(f["attached"] for f in placed.values()), placed
+    for pod in placed.values():
+        assert pod["volumes"], pod             # the socket's folder
+        _hugepages_of(pod, _accounts_hugepages(api, cluster))
     _no_run_namespaces(api)
 
 
@@ -184,18 +201,23 @@ def test_a_vpp_switch_pod_on_memif(cluster, api, cli, after_pods):
 
 def test_an_nf_pod_behind_an_ovs_dpdk_switch_pod(cluster, api, cli, after_pods):
     """The DPDK path of a CNF: OVS-DPDK in a pod, an NF pod on its vhost-user
-    sockets (a hostPath volume with the run's hugepages); unpinned, both on
-    the kubelet's shared cores."""
+    sockets (a hostPath volume, with the run's hugepages where the node
+    accounts none); unpinned, both on the kubelet's shared cores."""
     point = _run(cli, cluster, "--switch", "ovs", "--api", "dpdk", "--switch-in", "pod",
                  "--nfs", "1", "--nf-api", "dpdk", "--nf-in", "pod", "--pin", "no",
                  "--tester", "split")
     _zero_loss(point)
     placed = _pods_of(point, cluster)
-    assert {f["qos"] for f in placed.values()} == {"BestEffort"}, placed
+    accounted = _accounts_hugepages(api, cluster)
+    # a pod of hugepages asks for its memory too: Burstable
+    assert {f["qos"] for f in placed.values()} == {"Burstable" if accounted else "BestEffort"}, \
+        placed
     switch = next(name for name in placed if name.endswith("sw"))
     assert placed.pop(switch)["volumes"], placed
     [nf] = placed.values()
-    assert len(nf["volumes"]) == 2 and not nf["attached"], nf
+    # the sockets' folder, and the hugepages' where the node accounts none
+    assert not nf["attached"] and len(nf["volumes"]) == 2 - accounted, nf
+    _hugepages_of(nf, accounted)
     _no_run_namespaces(api)
 
 
