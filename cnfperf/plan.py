@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Protocol, Sequence
 
 from cnfperf import PREFIX, fields, polls, testers
 from cnfperf.fields import LOCAL, MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
@@ -132,6 +132,20 @@ class NF:
     role = "nf"        # what its engine does, as the tester's ends say send or recv
 
 
+def chain_links(sender: Endpoint, nfs: Sequence[NF], receiver: Endpoint) -> tuple[Link, ...]:
+    """A chain's links, sender to receiver: through each NF, in at one port
+    and out at the other. A single tester starts after the NFs: on its
+    receiving link the NF listens (and without NFs, the tester's first port,
+    probed first)."""
+    ends = [sender.port, *(p for nf in nfs for p in nf.ports)]
+    if len(ends) % 2:   # else a one-port NF (mirror) sends frames back: the path ends
+        ends.append(receiver.port)
+    links = [Link(ends[i], ends[i + 1]) for i in range(0, len(ends), 2)]
+    if not receiver.runs_engine and links[-1].b == receiver.port:
+        links[-1] = replace(links[-1], first_is_a=True)
+    return tuple(links)
+
+
 @dataclass(frozen=True)
 class Pair:
     index: int
@@ -139,24 +153,43 @@ class Pair:
     receiver: Endpoint  # recv or server
     nfs: tuple[NF, ...] = ()
     noise: bool = False   # a second stream through the switch, built and run, not measured
+    # The pair's path, every port on one link: a chain's (chain_links) unless given.
+    # Its users ask it by port (link_of, peer, hops), not by position.
+    links: tuple[Link, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.links:
+            object.__setattr__(self, "links", chain_links(self.sender, self.nfs, self.receiver))
 
     @property
     def endpoints(self) -> tuple[Endpoint, Endpoint]:
         return (self.sender, self.receiver)
 
+    def link_of(self, port: Port) -> Link:
+        """The link a port is an end of."""
+        return next(link for link in self.links if port in (link.a, link.b))
+
+    def peer(self, port: Port) -> Port:
+        """The port at the other end of a port's link."""
+        link = self.link_of(port)
+        return link.b if port == link.a else link.a
+
     @property
-    def links(self) -> tuple[Link, ...]:
-        """The pair's path, sender to receiver: through each NF, in at one port
-        and out at the other. A single tester starts after the NFs: on its
-        receiving link the NF listens (and without NFs, the tester's first port,
-        probed first)."""
-        ends = [self.sender.port, *(p for nf in self.nfs for p in nf.ports)]
-        if len(ends) % 2:   # else a one-port NF (mirror) sends frames back: the path ends
-            ends.append(self.receiver.port)
-        links = [Link(ends[i], ends[i + 1]) for i in range(0, len(ends), 2)]
-        if not self.receiver.runs_engine and links[-1].b == self.receiver.port:
-            links[-1] = replace(links[-1], first_is_a=True)
-        return tuple(links)
+    def first(self) -> Link:
+        """The link the sender puts its frames on."""
+        return self.link_of(self.sender.port)
+
+    @property
+    def last(self) -> Link:
+        """The link frames reach the receiver by: its port's, or, where a
+        one-port NF sends them back (mirror), the path's last."""
+        ends = {p for link in self.links for p in (link.a, link.b)}
+        return self.link_of(self.receiver.port) if self.receiver.port in ends else self.links[-1]
+
+    def hops(self, nf: NF) -> tuple[str, ...]:
+        """The MACs of the ports facing each of the NF's, in its ports' order;
+        none for a one-port NF (mirror sends back where frames came from)."""
+        return tuple(self.peer(p).mac for p in nf.ports) if len(nf.ports) > 1 else ()
 
     @property
     def engines(self) -> tuple[Endpoint, ...]:

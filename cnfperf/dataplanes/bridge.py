@@ -48,12 +48,12 @@ class BridgePlane(KernelPlane):
         self._port(link.b)
 
     def shaper_link(self, pair: Pair) -> tuple[str, str | None]:
-        return self.switch_port(pair.links[-1].b)
+        return self.switch_port(pair.last.b)
 
     def police_link(self, pair: Pair) -> tuple[str, str | None]:
         """The bridge's port the node before the receiver sends into: its netdev
         ingress comes before the bridge takes the frame, whatever api sent it."""
-        return self.switch_port(pair.links[-1].a)
+        return self.switch_port(pair.last.a)
 
     def vm_nic(self, port: Port) -> Nic:
         return Nic(mac=port.mac, name=port.name, mtu=self.mtu, tap=port.name + "h",

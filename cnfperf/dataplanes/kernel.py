@@ -132,13 +132,13 @@ class KernelPlane(DataPlane):
     def police_link(self, pair: Pair) -> tuple[str, str]:
         """(link, netns) whose netdev ingress takes the pair's frames on their
         last link: here the receiver's own port."""
-        last = pair.links[-1].b
+        last = pair.last.b
         return last.name, last.node
 
     def shaper_link(self, pair: Pair) -> tuple[str, str]:
         """(link, netns) whose egress delivers the pair's frames to its receiver:
         here the port the last link starts at."""
-        last = pair.links[-1].a
+        last = pair.last.a
         return last.name, last.node
 
     @property
@@ -165,9 +165,9 @@ class KernelPlane(DataPlane):
                     if port.vm:
                         self._nics[port.name] = self.vm_nic(port)
             if point.scenario.api == "udp":
-                self._address(pair.sender, pair.receiver, pair.links[0].b)
-                self._address(pair.receiver, pair.sender, pair.links[-1].a)
-            if point.joined_at(pair.links[-1]) == point.host:   # where its receiver's link is
+                self._address(pair.sender, pair.receiver, pair.first.b)
+                self._address(pair.receiver, pair.sender, pair.last.a)
+            if point.joined_at(pair.last) == point.host:   # where its receiver's link is
                 self._buckets(pair, point.scenario.of_pair(pair.index))   # a pair's own limit
 
     def setup(self) -> None:

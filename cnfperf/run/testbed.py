@@ -198,9 +198,8 @@ class Testbed:
         return next((n.noise for n in self.nodes.values() if isinstance(n, Neighbour)), None)
 
     def hops(self, nf: NF) -> tuple[str, ...]:
-        """The MACs of the hops before and after the NF (its kind's prepare)."""
-        links = self.point.pairs[nf.pair].links
-        return (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
+        """The MACs of the ports facing the NF's (its kind's prepare)."""
+        return self.point.pairs[nf.pair].hops(nf)
 
     def restore(self, ports: Sequence[Port]) -> bool:
         """After a fault brought `ports` up again at their nodes (run/fault.py):

@@ -163,7 +163,7 @@ class Trial:
         self.meter = cpu.meter(self.bed, self.s)   # opened and closed by the senders
         for ep in receivers:
             pair = pairs[ep.pair]
-            self._start(ep, pair.sender, pair.links[-1].a.mac)
+            self._start(ep, pair.sender, pair.peer(ep.port).mac)
         self._await(receivers, "ready", READY_TIMEOUT, "before it was ready")
         for depths in self._nf_starts(pairs):
             for depth in depths:
@@ -181,7 +181,7 @@ class Trial:
         if self.fault is not None:
             self.teardown.push(f"fault {self.fault.target}", self.fault.stop)
         for pair in pairs:
-            self._start(pair.sender, pair.receiver, pair.links[0].b.mac)
+            self._start(pair.sender, pair.receiver, pair.peer(pair.sender.port).mac)
         back = self._aside()
         try:
             self._wait_senders(senders)
@@ -283,10 +283,9 @@ class Trial:
 
     def _start_nf(self, nf: NF, pair: Pair) -> None:
         """Start a network function; its frames go to the ports next to its own."""
-        links = pair.links
-        # Its upstream neighbour's port, its downstream one's; a one-port NF
-        # (mirror) sends back where frames came from: no next hops.
-        hops = (links[nf.index].a.mac, links[nf.index + 1].b.mac) if len(nf.ports) == 2 else ()
+        # The ports facing its own; a one-port NF (mirror) sends back where
+        # frames came from: no next hops.
+        hops = pair.hops(nf)
         engine = self.bed.container(nf.name).engine
         assert self.kind is not None
         command = self.kind.command(engine, self.bed.inside(nf), self.bed.ports(nf.name), hops,

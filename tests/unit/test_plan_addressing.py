@@ -103,6 +103,24 @@ def test_a_path_runs_through_its_nfs_in_order(pairs, nfs):
         assert all(link.first == link.b for link in links)
 
 
+@pytest.mark.parametrize("tester", ["split", "single"])
+def test_a_path_answers_by_port_what_lies_across_each_link(tester):
+    """Users ask the stored links by port (link_of, peer, hops, first, last),
+    never by position: what a graph's links will answer the same way."""
+    point = _point(nfs=2, api="raw", tester=tester)
+    [pair] = point.pairs
+    links = pair.links
+    assert pair.first == links[0] and pair.last == links[-1]
+    assert pair.peer(pair.sender.port) == pair.nfs[0].ports[0]
+    assert pair.peer(pair.receiver.port) == pair.nfs[1].ports[1]
+    for nf in pair.nfs:
+        assert pair.hops(nf) == tuple(pair.peer(p).mac for p in nf.ports)
+        assert all(pair.link_of(p) in links for p in nf.ports)
+    assert pair.hops(pair.nfs[0]) == (pair.sender.mac, pair.nfs[1].ports[0].mac)
+    mirror = _point(nfs=1, nf="mirror", api="raw", tester="single").pairs[0]
+    assert mirror.hops(mirror.nfs[0]) == () and mirror.last == mirror.links[-1]
+
+
 def test_nfs_take_the_cores_after_the_ends():
     point = _point(pairs=1, nfs=3, host_cpus=(0, 1, 2, 3))
     assert [nf.cpu for nf in point.nfs] == [2, 3, 0]
