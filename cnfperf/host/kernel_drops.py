@@ -154,14 +154,16 @@ def _sub(after: Any, before: Any) -> Any:
 
 def delta(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:
     """What the counters grew by over the trial; softnet only the CPUs where
-    something was dropped or squeezed (keys as strings: JSON's). None when
-    either read failed."""
+    something was dropped or squeezed, and apart (`processed`) the frames
+    each CPU's backlog took, where it took any: which cores an RPS map spread
+    the work over (keys as strings: JSON's). None when either read failed."""
     if not before or not after:
         return None
     out = _sub(after, before)
+    softnet = sorted(out["softnet"].items())
+    out["processed"] = {str(cpu): c["processed"] for cpu, c in softnet if c.get("processed")}
     out["softnet"] = {str(cpu): {k: v for k, v in c.items() if k != "processed"}
-                      for cpu, c in sorted(out["softnet"].items())
-                      if c.get("dropped") or c.get("time_squeeze")}
+                      for cpu, c in softnet if c.get("dropped") or c.get("time_squeeze")}
     return out
 
 

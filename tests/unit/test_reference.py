@@ -300,8 +300,8 @@ def test_coverage_lists_every_experiment_with_its_study_or_why_none():
         "method: the quota is a share of one core given to one PMD thread; the paper limited "
         "Docker's CPU access for three",
         "hardware: latency is one-way on the tester's clock, not MoonGen's hardware timestamps"]
-    assert by_id["002.C1"].status == "NO" and by_id["002.C1"].differences[0].startswith(
-        "missing: multi-core routers")
+    assert by_id["000.6"].status == "NO" and by_id["000.6"].differences[0].startswith(
+        "missing: the paper never gives")
     row = reference.coverage_rows([by_id["000.7"]])[0]
     assert row[5] == "run 7c2a: 9/10 measured, median ×1.10, shapes 1/2"
 

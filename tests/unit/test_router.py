@@ -269,8 +269,11 @@ def test_the_trial_s_counters_are_what_grew():
     # softnet: only the CPUs that dropped or squeezed, keyed as JSON keys them
     assert grew["softnet"] == {"0": {"dropped": 0, "time_squeeze": 3},
                                "1": {"dropped": 10, "time_squeeze": 0}}
+    # and apart, what each CPU's backlog took: where an RPS map spread the work
+    assert grew["processed"] == {"0": 11000, "1": 256}
     assert kernel_drops.delta(None, _reading()) is None
     assert kernel_drops.delta(_reading(), _reading())["softnet"] == {}
+    assert kernel_drops.delta(_reading(), _reading())["processed"] == {}
 
 
 def test_a_router_s_summary_is_its_ports_as_the_kernel_counted_them():

@@ -7,6 +7,7 @@ left behind."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -98,3 +99,27 @@ def test_udp_ends_through_a_router_on_a_veth_pipeline(engine, cli, no_leftovers)
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     [receiver] = [e for e in point["endpoints"] if e["role"] == "recv"]
     assert not receiver["udp_in_errors"]
+
+
+@pytest.mark.parametrize("nf_cores", [1, 2])
+def test_a_router_s_rps_map_spreads_its_flows_over_its_cores(engine, cli, no_leftovers,
+                                                              nf_cores):
+    """A pinned router's ports steer what they receive to its cores (RPS): on
+    one core every frame is taken there; on two, 32 flows hashed over both,
+    each core's backlog takes a share (softnet's processed: the host's, so
+    the other core's count is what the rest of the host did meanwhile)."""
+    _, point = _run(cli, "--switch", "veth", "--api", "raw", "--nfs", "1", "--nf", "router",
+                    "--nf-cores", str(nf_cores), "--flows", "32", "--tester", "split")
+    [pair] = point["per_pair"]
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+    [nf] = point["placement"][0]["nfs"]
+    assert len(nf["cores"]) == nf_cores, nf
+    [router] = _routers(point)
+    processed = router["summary"]["kernel"]["processed"]
+    sent = _sent(point)
+    share = {c: int(processed.get(str(c), 0)) for c in range(os.cpu_count() or 1)}
+    for core, took in share.items():
+        if core in nf["cores"]:
+            assert took >= sent // 10, (share, sent)   # into the router, and on to the receiver
+        else:
+            assert took < sent // 10, (share, sent)
