@@ -327,6 +327,13 @@ class DataPlane(ABC):
         host whose cores all have a busy poller it would run on a poller's
         core (docs/cpu.md, Stalls). Nothing by default."""
 
+    def steer(self, cores: Sequence[int]) -> None:
+        """Where the switch's own receive path picks the core that takes a
+        frame onward (macvlan's shared parent: its RPS map, not a port's,
+        decides), that path's frames go to `cores`, the point's kernel NFs'
+        (a router's); none: no steering, as it was made. Nothing by default:
+        a port's own RPS map decides (the NF's kind sets it)."""
+
     def queues(self) -> list[dict[str, Any]]:
         """Queue-to-core affinity: one {port, queue, core} per Rx queue the switch
         polls (port: the point's port name; core: the CPU its poll thread is on,

@@ -13,8 +13,12 @@ NICs has nothing to join it (run/checks/placement.py refuses it: nic_to_nic).
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 from cnfperf.dataplanes.kernel import KernelPlane
 from cnfperf.host.links import ip, tap_index
+from cnfperf.host.rps import rps_script
+from cnfperf.host.system import run
 from cnfperf.plan import Link, Port
 from cnfperf.runtimes.base import Nic
 
@@ -44,6 +48,18 @@ class MacvlanPlane(KernelPlane):
                       "peer", "name", self.parent + "p", "mtu", str(self.mtu))
         ip("link", "set", self.parent + "p", "up", netns=sw)
         ip("link", "set", self.parent, "up", netns=sw)
+
+    def steer(self, cores: Sequence[int]) -> None:
+        """A frame from one child to another in bridge mode is handed to their
+        shared parent (dev_forward_skb to the lower device), which passes it
+        to the receiving child in the same softirq: the parent's RPS map, not
+        the child's, picks the core. Set to the routers' cores, every frame on
+        the parent is taken there, theirs and the ends' alike: one map shared
+        by all (paper 002's point against macvlan)."""
+        script = rps_script([self.parent], cores)
+        run(["sh", "-ec", script] if self.parent_netns is None else
+            ["ip", "netns", "exec", self.parent_netns, "sh", "-ec", script],
+            what=f"macvlan parent {self.parent}: RPS map")
 
     def connect(self, link: Link) -> None:
         sw = self.parent_netns

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from cnfperf import SystemFailure, UserError
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host import kernel_drops
+from cnfperf.host.rps import rps_script
 from cnfperf.host.links import ip
 from cnfperf.host.system import run
 from cnfperf.nfs.base import Command, NfKind
@@ -119,26 +120,6 @@ def sysctls(ifaces: Sequence[str]) -> list[str]:
     for iface in ifaces:
         out += [f"net.ipv4.conf.{iface}.send_redirects=0", f"net.ipv4.conf.{iface}.arp_ignore=1"]
     return out
-
-
-def rps_mask(cores: Sequence[int]) -> str:
-    """An rps_cpus mask: hexadecimal, 32-bit words separated by commas."""
-    bits = sum(1 << c for c in cores)
-    words = []
-    while True:
-        words.append(f"{bits & 0xffffffff:08x}")
-        bits >>= 32
-        if not bits:
-            break
-    return ",".join(reversed(words))
-
-
-def rps_script(ifaces: Sequence[str], cores: Sequence[int]) -> str:
-    """What steers the frames its ports receive to its cores (RPS), run in its
-    netns (`ip netns exec` mounts that netns's /sys)."""
-    mask = rps_mask(cores)
-    return "; ".join(f"for q in /sys/class/net/{iface}/queues/rx-*; do "
-                     f"echo {mask} > $q/rps_cpus; done" for iface in ifaces)
 
 
 def guest_script(ifaces: Sequence[str], lines: Sequence[str], cores: Sequence[int]) -> str:

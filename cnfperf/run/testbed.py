@@ -385,6 +385,8 @@ class Builder:
             bed.create_s[nf.name] = time.monotonic() - start
             if later:   # its guest's kernel, or its pod's netns: once it runs
                 self._prepare(bed, nf, bed.container(nf.name) if guest else None, placed=True)
+        if switch is not None:   # every point: a kept switch's last steering undone too
+            switch.dataplane.steer(self._steered(bed, nfs_here) if nfs.kind(s.nf).kernel else ())
         if noise.runs_process(s.noise) and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
         if self.hosts is not None:
@@ -394,6 +396,16 @@ class Builder:
                 self._part(self.hosts.agent(host), bed, teardown)
         made(total)
         return bed
+
+    @staticmethod
+    def _steered(bed: Testbed, nfs_here: Sequence[NF]) -> tuple[int, ...]:
+        """The cores the switch steers its frames to (DataPlane.steer): the
+        pinned kernel NFs' in containers here, as they see them; none when
+        they float, or a VM's kernel forwards (its own vCPUs' steering)."""
+        if bed.point.floating:
+            return ()
+        return tuple(sorted({core for nf in nfs_here if not bed.container(nf.name).own_kernel
+                             for core in bed.inside(nf).cores}))
 
     @staticmethod
     def _prepare(bed: Testbed, nf: NF, guest: Container | None = None,

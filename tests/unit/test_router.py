@@ -11,7 +11,7 @@ from cnfperf import UserError, nfs as nf_kinds
 from cnfperf.cli import main
 from cnfperf.dataplanes.base import Attachment
 from cnfperf.engine import argv
-from cnfperf.host import kernel_drops, links
+from cnfperf.host import kernel_drops, links, rps
 from cnfperf.nfs import router
 from cnfperf.plan import destinations, place, spread_address
 from cnfperf.report import nfs
@@ -109,9 +109,10 @@ def test_forwarding_on_and_its_rps_map_on_its_cores():
     assert router.sysctls(["a"]) == ["net.ipv4.ip_forward=1", "net.ipv4.conf.all.send_redirects=0",
                                      "net.ipv4.conf.a.send_redirects=0",
                                      "net.ipv4.conf.a.arp_ignore=1"]
-    assert router.rps_mask([0, 1]) == "00000003"
-    assert router.rps_mask([33]) == "00000002,00000000"
-    assert router.rps_script(["a", "b"], [2]) == (
+    assert rps.rps_mask([0, 1]) == "00000003"
+    assert rps.rps_mask([33]) == "00000002,00000000"
+    assert rps.rps_mask([]) == "00000000"      # no steering (a kept parent's map undone)
+    assert rps.rps_script(["a", "b"], [2]) == (
         "for q in /sys/class/net/a/queues/rx-*; do echo 00000004 > $q/rps_cpus; done; "
         "for q in /sys/class/net/b/queues/rx-*; do echo 00000004 > $q/rps_cpus; done")
 
@@ -122,7 +123,7 @@ def test_a_guest_is_made_a_router_by_one_script_that_stops_at_a_failure():
         "set -e\n"
         f"sysctl -q -w {' '.join(router.sysctls(['a', 'b']))}\n"
         "ip -batch - <<'EOF'\nroute replace 10.77.0.2/32 dev b\nEOF\n"
-        f"{router.rps_script(['a', 'b'], [1])}\n")
+        f"{rps.rps_script(['a', 'b'], [1])}\n")
     assert "rps_cpus" not in router.guest_script(["a", "b"], [], [])
 
 

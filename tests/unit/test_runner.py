@@ -78,6 +78,9 @@ class Switch:
     def queues(self) -> list:
         return []
 
+    def steer(self, cores) -> None:
+        self.machine.step("steer", tuple(cores))
+
     def applied(self) -> dict:
         """What a switch read back of its configuration (its rules)."""
         return {"forward": "port", "rules": ["in_port=1 actions=output:2"]}

@@ -101,14 +101,15 @@ def test_udp_ends_through_a_router_on_a_veth_pipeline(engine, cli, no_leftovers)
     assert not receiver["udp_in_errors"]
 
 
-@pytest.mark.parametrize("nf_cores", [1, 2])
+@pytest.mark.parametrize("switch,nf_cores", [("veth", 1), ("veth", 2), ("macvlan", 2)])
 def test_a_router_s_rps_map_spreads_its_flows_over_its_cores(engine, cli, no_leftovers,
-                                                              nf_cores):
-    """A pinned router's ports steer what they receive to its cores (RPS): on
-    one core every frame is taken there; on two, 32 flows hashed over both,
-    each core's backlog takes a share (softnet's processed: the host's, so
-    the other core's count is what the rest of the host did meanwhile)."""
-    _, point = _run(cli, "--switch", "veth", "--api", "raw", "--nfs", "1", "--nf", "router",
+                                                              switch, nf_cores):
+    """A pinned router's ports steer what they receive to its cores (RPS; on
+    macvlan the children's shared parent, whose map decides there): on one
+    core every frame is taken there; on two, 32 flows hashed over both, each
+    core's backlog takes a share (softnet's processed: the host's, so the
+    other core's count is what the rest of the host did meanwhile)."""
+    _, point = _run(cli, "--switch", switch, "--api", "raw", "--nfs", "1", "--nf", "router",
                     "--nf-cores", str(nf_cores), "--flows", "32", "--tester", "split")
     [pair] = point["per_pair"]
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
