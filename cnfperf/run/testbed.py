@@ -386,7 +386,8 @@ class Builder:
             if later:   # its guest's kernel, or its pod's netns: once it runs
                 self._prepare(bed, nf, bed.container(nf.name) if guest else None, placed=True)
         if switch is not None:   # every point: a kept switch's last steering undone too
-            switch.dataplane.steer(self._steered(bed, nfs_here) if nfs.kind(s.nf).kernel else ())
+            kernel = bool(nfs_here) and nfs.kind(s.nf).kernel
+            switch.dataplane.steer(self._steered(bed, nfs_here) if kernel else ())
         if noise.runs_process(s.noise) and point.here(point.name(NOISE_SUFFIX)):
             bed.nodes[point.name(NOISE_SUFFIX)] = self._neighbour(point, bed, teardown)
         if self.hosts is not None:
