@@ -183,8 +183,8 @@ class Pair:
     def last(self) -> Link:
         """The link frames reach the receiver by: its port's, or, where a
         one-port NF sends them back (mirror), the path's last."""
-        ends = {p for link in self.links for p in (link.a, link.b)}
-        return self.link_of(self.receiver.port) if self.receiver.port in ends else self.links[-1]
+        return next((link for link in self.links if self.receiver.port in (link.a, link.b)),
+                    self.links[-1])
 
     def hops(self, nf: NF) -> tuple[str, ...]:
         """The MACs of the ports facing each of the NF's, in its ports' order;

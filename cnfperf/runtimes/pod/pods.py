@@ -144,19 +144,20 @@ def detach(api: client.ApiClient, namespace: str, name: str) -> bool:
     return True
 
 
+def _offered_mb(node: client.V1Node) -> int:
+    """The MB of 2 MB hugepages a node's pods may ask for (its allocatable):
+    its host's whole pool when its kubelet started, 0 where it found none."""
+    return int(parse_quantity((node.status.allocatable or {}).get(HUGEPAGES, "0")) // 2**20)
+
+
 def hugepages_mb(api: client.ApiClient, node: str) -> int:
-    """The MB of 2 MB hugepages the node's pods may ask for (its
-    allocatable): 0 where its kubelet found none when it started."""
-    got = _call(client.CoreV1Api(api).read_node, node).status.allocatable or {}
-    return int(parse_quantity(got.get(HUGEPAGES, "0")) // 2**20)
+    """_offered_mb() of one node."""
+    return _offered_mb(_call(client.CoreV1Api(api).read_node, node))
 
 
 def hugepages_by_node(api: client.ApiClient) -> dict[str, int]:
-    """hugepages_mb() of every node: what each kubelet found in its host's
-    pool when it started (that pool's pages, not only a cluster's own)."""
-    return {n.metadata.name: int(parse_quantity((n.status.allocatable or {}).get(HUGEPAGES, "0"))
-                                 // 2**20)
-            for n in _call(client.CoreV1Api(api).list_node).items}
+    """_offered_mb() of every node, by name."""
+    return {n.metadata.name: _offered_mb(n) for n in _call(client.CoreV1Api(api).list_node).items}
 
 
 def has_attachments(api: client.ApiClient) -> bool:
@@ -252,8 +253,9 @@ def start(api: client.ApiClient, namespace: str, pod: Pod, timeout: float = READ
                 time.monotonic() > deadline:
             why = _why(core, namespace, got)
             if "OutOfhugepages" in why:   # what the node offers is its pool at its start
-                why += ("; a kubelet offers the hugepages its host held when it started: "
-                        "start the cluster with more (cnfperf cluster --hugepages MB)")
+                why += ("; a kubelet offers the hugepages its host's pool held when it "
+                        "started: reserve more there before it starts (the test cluster: "
+                        "cnfperf cluster --hugepages MB)")
             raise ClusterError(f"pod {pod.name} is {got.status.phase}, not Running: {why}")
         time.sleep(0.2)
 
