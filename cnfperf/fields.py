@@ -202,6 +202,11 @@ FIELDS: list[Field] = [
           column="INTEGER", label="named", describe=True),
     Field("nfs", "int", 0, "network functions in each pair's path (0: the ends meet through "
           "the data plane)", axis=20, ge=0, le=MAX_NFS, column="INTEGER", label="named"),
+    Field("graph", "str", "", "each pair's path as a graph of network functions instead of a "
+          "chain: links between ends, `sender - in.a; in.b - top.a cost 2; …` (one per line or "
+          "separated by ;), an end being sender, receiver or an NF's port NAME.PORT (ports "
+          "lettered a, b, c…); the NFs route between them (nf = router); sets nfs",
+          axis=55, column="TEXT", switch_config=True, late=True),
     # Its kinds are cnfperf/nfs/'s: --help and the docs list them (reference.help_text).
     Field("nf", "str", "l2", "what each network function does", axis=19,
           column="TEXT", label="named", words=True),
@@ -387,7 +392,9 @@ FIELDS: list[Field] = [
           "towards the receiver, the node's interface where it has one, else the switch's "
           "port for it), "
           "port:K (the switch's port at that end of link K), nf:K (network function K, 0 next "
-          "to the sender: every port of it); @P after any: on pair P's path alone (nf:0@1); "
+          "to the sender: every port of it); in a graph K counts its links and NFs, and names "
+          "address them: nf:NAME, link:NAME.PORT (that port, at its node), port:NAME.PORT; "
+          "@P after any: on pair P's path alone (nf:0@1); "
           "none: no fault", axis=48, column="TEXT",
           label="named", late=True),
     Field("fault_at", "float", 1.0, "fault: seconds into the measured window when its target "

@@ -4,7 +4,8 @@ Names are kernel interface names too, so they are planned to fit IFNAMSIZ (15):
 `cnfp` + run id (4 hex) + `p<pair>` + `s|r` = at most 13 characters, leaving two
 for a data plane's own suffix (a bridge port's host side adds `h`). A network
 function is `cnfp` + run id + `n<pair, 2 hex><index, 1 hex>` and its ports add
-`a` (towards the sender) or `b` (towards the receiver): 13 again.
+`a` (towards the sender) or `b` (towards the receiver), a graph's NF's ports
+its letters (a, b, c…): 13 again.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Protocol, Sequence
 
-from cnfperf import PREFIX, fields, polls, testers
+from cnfperf import PREFIX, fields, graph as graphs, polls, testers
 from cnfperf.fields import LOCAL, MAX_NFS, NOISE_PLACES, PLACES, RX_PORT, TX_PORT
 from cnfperf.runtimes import in_guest
 from cnfperf.scenario import Scenario, in_turn, parse_cpus, tester_hosts
@@ -129,6 +130,7 @@ class NF:
     cores: tuple[int, ...] = ()   # every core it was placed on (nf_cores), cpu first
     vm: bool = False   # it runs in a virtual machine (nf_in)
     host: str = LOCAL  # the host it runs on (nf_host)
+    label: str = ""    # its name in the scenario's graph (in, top…); "" in a chain
     role = "nf"        # what its engine does, as the tester's ends say send or recv
 
 
@@ -141,8 +143,28 @@ def chain_links(sender: Endpoint, nfs: Sequence[NF], receiver: Endpoint) -> tupl
     if len(ends) % 2:   # else a one-port NF (mirror) sends frames back: the path ends
         ends.append(receiver.port)
     links = [Link(ends[i], ends[i + 1]) for i in range(0, len(ends), 2)]
-    if not receiver.runs_engine and links[-1].b == receiver.port:
-        links[-1] = replace(links[-1], first_is_a=True)
+    return _listening(links, receiver)
+
+
+def graph_links(sender: Endpoint, nfs: Sequence[NF], receiver: Endpoint,
+                graph: graphs.Graph) -> tuple[Link, ...]:
+    """A graph's links, in its order, each end the port it names (NF by
+    index: the graph's order of names)."""
+    index = {name: i for i, name in enumerate(graph.nfs)}
+
+    def port(end: graphs.End) -> Port:
+        if end.node in graphs.ENDS:
+            return sender.port if end.node == graphs.SENDER else receiver.port
+        return nfs[index[end.node]].ports[end.slot]
+    return _listening([Link(port(e.a), port(e.b)) for e in graph.edges], receiver)
+
+
+def _listening(links: list[Link], receiver: Endpoint) -> tuple[Link, ...]:
+    """A single tester starts after the NFs: on its receiving link the NF
+    listens (a link's b end otherwise)."""
+    if not receiver.runs_engine:
+        links = [replace(link, first_is_a=True) if link.b == receiver.port else link
+                 for link in links]
     return tuple(links)
 
 
@@ -157,7 +179,7 @@ class Pair:
     # Its users ask it by port (link_of, peer, hops), not by position.
     links: tuple[Link, ...] = ()
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:   # a graph's are given (graph_links)
         if not self.links:
             object.__setattr__(self, "links", chain_links(self.sender, self.nfs, self.receiver))
 
@@ -241,9 +263,12 @@ class TestPoint:
     def shape(self) -> str:
         """How each pair's path is laid out: `pair` (the ends meet through the data
         plane), a `chain` (every NF's two ports on the switch, as FD.io CSIT calls
-        it) or a `pipeline` (NFs joined to their neighbours directly)."""
+        it), a `pipeline` (NFs joined to their neighbours directly) or a
+        `graph` (the scenario's: its NFs route over the links it names)."""
         if not self.scenario.nfs:
             return "pair"
+        if self.scenario.graph:
+            return "graph"
         return "chain" if self.joins == "switch" else "pipeline"
 
     def path(self) -> str:
@@ -368,10 +393,13 @@ def roles(tester: str, mode: str) -> tuple[str, str]:
     return SINGLE if tester == "single" else ROLES[mode]
 
 
-def links_per_path(nfs: int, nf_ports: int) -> int:
-    """How many links Pair.links makes: one before each NF and one after the
-    last, unless that one sends frames back (an NF kind of one port): the path
-    ends there."""
+def links_per_path(nfs: int, nf_ports: int, graph: str = "") -> int:
+    """How many links Pair.links makes: a graph's (its canonical text, one
+    `;` between links); a chain's one before each NF and one after the last,
+    unless that one sends frames back (an NF kind of one port): the path ends
+    there."""
+    if graph:
+        return graph.count(";") + 1
     return nfs + (0 if nfs and nf_ports == 1 else 1)
 
 
@@ -474,6 +502,11 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
     engines = 1 if single else 2   # per pair, for the tester's ends
     hosts = nf_hosts(s)
     sender_host, receiver_host = tester_hosts(s)
+    # each NF's port letters and name: a chain's two (one: mirror), a graph's own
+    graph = graphs.parse(s.graph) if s.graph else None
+    sides = [graphs.PORTS[:graph.ports(name)] for name in graph.nfs] if graph \
+        else ["ab"[:nf_ports]] * s.nfs
+    labels = graph.nfs if graph else ("",) * s.nfs
     # NFs take the cores after every pair's ends on the tester's host(s), in
     # path order; on a host of their own from its first core.
     taken = Counter(dict.fromkeys((sender_host, receiver_host), engines * s.pairs))
@@ -499,11 +532,11 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
         if single:   # one engine, on one host (testers.refusal: tester_host a+b)
             receiver = replace(receiver, node=sender.name, host=sender.host)
         places = nf_places(s.nf_in, s.nfs)
-        pairs.append(Pair(
-            index=k, sender=sender, receiver=receiver,
-            nfs=tuple(_nf(run_id, k, i, nf_cores[i], octets, s.nf_api, sides="ab"[:nf_ports],
-                          vm=in_guest(places[i]), host=hosts[i]) for i in range(s.nfs)),
-        ))
+        nfs = tuple(_nf(run_id, k, i, nf_cores[i], octets, s.nf_api, sides=sides[i],
+                        vm=in_guest(places[i]), host=hosts[i], label=labels[i])
+                    for i in range(s.nfs))
+        links = graph_links(sender, nfs, receiver, graph) if graph else ()
+        pairs.append(Pair(index=k, sender=sender, receiver=receiver, nfs=nfs, links=links))
     return pairs
 
 
@@ -574,17 +607,23 @@ def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: by
                     vm=vm, host=host)
 
 
+def port_host(index: int, slot: int) -> int:
+    """The last octet of NF `index`'s port `slot`'s MAC (and of a router's
+    address on it): after the tester's ends (1 and 2), two per NF from 16; a
+    graph's ports beyond two from 128, eight per NF (MAX_NFS × 8 end at 255)."""
+    return 0x10 + 2 * index + slot if slot < 2 else 0x80 | index << 3 | slot
+
+
 def _nf(run_id: str, pair: int, index: int, cores: tuple[int, ...], octets: bytes, api: str,
-        sides: str = "ab", vm: bool = False, host: str = LOCAL) -> NF:
+        sides: str = "ab", vm: bool = False, host: str = LOCAL, label: str = "") -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
-    # MACs after the tester's ends (hosts 1 and 2): two per NF. Which end of a
-    # link listens is the link's (Link.first_is_a).
+    # Which end of a link listens is the link's (Link.first_is_a).
     ports = tuple(Port(name + side, name, pair,
-                       f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{0x10 + 2 * index + n:02x}",
+                       f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{port_host(index, n):02x}",
                        api=api, slot=n, vm=vm, host=host)
                   for n, side in enumerate(sides))
-    return NF(name, pair, index, cores[0], ports, cores, vm=vm, host=host)
+    return NF(name, pair, index, cores[0], ports, cores, vm=vm, host=host, label=label)
 
 
 def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,

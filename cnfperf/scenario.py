@@ -30,7 +30,7 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field as Constraint,
                       PlainSerializer, ValidationError, create_model, model_validator)
 
-from cnfperf import UserError, fields, polls, rate as rates
+from cnfperf import UserError, fields, graph as graphs, polls, rate as rates
 from cnfperf.experiments import sweep
 from cnfperf.fields import Field
 from cnfperf.rate import Rate
@@ -250,6 +250,8 @@ def validate(raw: dict[str, Any]) -> Scenario:
     Scenario, or UserError naming the field: its fields valid on their own
     (whether they go together is run/checks' question)."""
     base, own = _split(raw)
+    if base.get("graph"):
+        base = _with_graph(base)
     try:
         scenario = Scenario.model_validate(base)
     except ValidationError as e:
@@ -257,6 +259,22 @@ def validate(raw: dict[str, Any]) -> Scenario:
     if own:
         scenario = _with_profiles(scenario, base, own)
     return scenario
+
+
+def _with_graph(raw: dict[str, Any]) -> dict[str, Any]:
+    """A graph's parameters: its text canonical (one link per `;`, the key's),
+    nfs its NFs' count (given otherwise: refused)."""
+    if not isinstance(raw["graph"], str):
+        raise UserError("graph", f"expected the links as text, got {raw['graph']!r}")
+    try:
+        parsed = graphs.parse(raw["graph"])
+    except ValueError as e:
+        raise UserError("graph", str(e)) from None
+    count = len(parsed.nfs)
+    if raw.get("nfs", count) != count:
+        raise UserError("nfs", f"{raw['nfs']}, but the graph has {count} network functions "
+                               f"({', '.join(parsed.nfs)}): leave nfs out, the graph sets it")
+    return {**raw, "graph": str(parsed), "nfs": count}
 
 
 def _split(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:

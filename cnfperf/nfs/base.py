@@ -19,7 +19,7 @@ instance answers for one value:
   ready(lines), summary(out)  when it was up, its counters, from its output
   prepare(...)                what its netns needs before any trial (router)
   counters(node, ports)       a kernel kind's counters, read around each trial
-  records, holds_ports, settle_s, counted, apis, lazy, kernel: what it does as it runs
+  records, holds_ports, settle_s, counted, apis, lazy, kernel, routes: what it does as it runs
   own_fields                  fields that concern its NFs only (router's nf_routes, …)
   style, stored()             its colour and marker in reports, stored with each point
 
@@ -88,6 +88,10 @@ class NfKind:
     # read by the trial around the traffic (host/kernel_drops.py), and
     # prepare() makes its netns what it is before any trial.
     kernel: ClassVar[bool] = False
+    # It routes: each frame leaves by the port its destination's route says,
+    # over any number of ports, so it may stand in a graph (graph.py); the
+    # others forward port 1 to port 2 and back.
+    routes: ClassVar[bool] = False
     # Its colour and marker in every report, per value it takes as it is:
     # report/style.py's NF style number (counted down from the palette's last
     # pair, below style.KIND_STYLES). A number of its own, never reused or
@@ -147,6 +151,9 @@ class NfKind:
             return refused(e)
         if s.nf_api not in self.apis:
             return "nf_api", f"{self.nf} runs on nf_api {' or '.join(self.apis)}, not {s.nf_api}"
+        if s.graph and not self.routes:
+            return "graph", f"{self.nf} forwards from its port 1 to its port 2 and back: a " \
+                            "graph's NFs route between their ports (nf = router)"
         if self.ports == 1 and s.nfs != 1:
             # It sends frames back where they came from: nothing can stand behind
             # it (and only a single tester takes them: testers.refusal).

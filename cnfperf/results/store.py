@@ -105,7 +105,7 @@ ALTER TABLE points ADD COLUMN nf_image_size INTEGER;
 # is its place on its pair's path, from the sender) and its ports' counters
 # (nf_ports, by the NF's name; port 1 faces the sender, 2 the receiver; rx and drops counted at the
 # ingress port, tx and tx_refused at the egress port). Per point: its paths'
-# shape (pair, chain, pipeline) and the nodes whose poller was CPU-bound
+# shape (pair, chain, pipeline, graph) and the nodes whose poller was CPU-bound
 # (model.CPU_BOUND_BUSY; comma-separated node names, "" for none).
 _SCHEMA_6 = """
 ALTER TABLE points ADD COLUMN shape TEXT;

@@ -71,7 +71,7 @@ def switch_problem(s: Scenario, dataplane: type[DataPlane],
     if (problem := _knob_problem(s, dataplane)) is not None:
         return problem
     ports = nf_ports(s.nf) if ports is None else ports
-    links = links_per_path(s.nfs, ports) * (s.pairs + (s.noise == "traffic"))
+    links = links_per_path(s.nfs, ports, s.graph) * (s.pairs + (s.noise == "traffic"))
     return dataplane.scenario_problem(s, links)
 
 

@@ -60,7 +60,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     if (problem := switch_problem(s, dataplane, ports)) is not None:
         raise UserError(*problem)
     if (problem := fault.problem(s, dataplane.cut_at, dataplane.cut_refusal,
-                                 links_per_path(s.nfs, ports), dataplane.joins)) is not None:
+                                 links_per_path(s.nfs, ports, s.graph), dataplane.joins)) is not None:
         raise UserError(*problem)
     if (refused := testers.problem(s, ports, dataplane.single_tester or spans)) is not None:
         raise UserError(refused.field, refused.why)
