@@ -48,14 +48,15 @@ import subprocess
 import tempfile
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from cnfperf import SystemFailure, UserError
+from cnfperf import SystemFailure, UserError, fields, graph as graphs
 from cnfperf.dataplanes import DATAPLANES
 from cnfperf.host import kernel_drops
 from cnfperf.host.rps import rps_script
 from cnfperf.host.links import ip
 from cnfperf.host.system import run
 from cnfperf.nfs.base import Command, NfKind
-from cnfperf.plan import MAX_DESTINATIONS, destinations, spread_address
+from cnfperf.fields import PLACES
+from cnfperf.plan import MAX_DESTINATIONS, destinations, port_host, spread_address
 from cnfperf.runtimes import FULL, Image
 
 if TYPE_CHECKING:
@@ -72,11 +73,21 @@ SUB_PREFIX = "sub"       # sub-interface names: sub1, sub2, … (in the NF's net
 
 
 def port_address(ends_ip: str, index: int, port: int) -> str:
-    """Port `port` (0: towards the sender, 1) of the path's router `index`: in
-    the ends' /24 after them, host 16 + 2·index + port (as its MAC: plan._nf),
-    a /32 so the /24 is no connected route of the router's."""
+    """Port `port` (0: towards the sender, 1; a graph's, its slot) of the
+    path's router `index`: in the ends' /24, the host number of its MAC's last
+    octet (plan.port_host), a /32 so the /24 is no connected route of the
+    router's."""
     net = ipaddress.IPv4Interface(f"{ends_ip}/24").network
-    return str(net.network_address + 16 + 2 * index + port)
+    return str(net.network_address + port_host(index, port))
+
+
+def routes(nf: NF, s: Scenario) -> list[graphs.Route]:
+    """Its routes to the pair's ends: a chain's router reaches the sender by
+    its port a, the receiver by b; a graph's by every loop-free way, the
+    cheapest first (graph.Graph.routes)."""
+    if s.graph:
+        return graphs.parse(s.graph).routes(nf.label)
+    return [graphs.Route(graphs.SENDER, 0, 0), graphs.Route(graphs.RECEIVER, 1, 0)]
 
 
 def sub_address(j: int) -> str:
@@ -86,21 +97,24 @@ def sub_address(j: int) -> str:
 def batch(nf: NF, ifaces: Sequence[str], hops: Sequence[str], pair: Pair, s: Scenario) -> list[str]:
     """The `ip -batch` lines that make the NF's netns the router: addresses,
     sub-interfaces, neighbours, routes."""
-    a, b = ifaces
     sender, receiver = pair.sender.ip, pair.receiver.ip
-    lines = [f"address replace {port_address(sender, nf.index, 0)}/32 dev {a}",
-             f"address replace {port_address(sender, nf.index, 1)}/32 dev {b}"]
+    lines = [f"address replace {port_address(sender, nf.index, n)}/32 dev {iface}"
+             for n, iface in enumerate(ifaces)]
     for j in range(1, s.nf_interfaces - 1):
         name = f"{SUB_PREFIX}{j}"
-        lines += [f"link add {name} link {a} type macvlan mode private",
+        lines += [f"link add {name} link {ifaces[0]} type macvlan mode private",
                   f"address replace {sub_address(j)}/32 dev {name}",
                   f"link set {name} up"]
-    lines += [f"neighbour replace {sender} lladdr {hops[0]} dev {a} nud permanent",
-              f"route replace {sender}/32 dev {a}"]
-    lines += [f"neighbour replace {receiver} lladdr {hops[1]} dev {b} nud permanent",
-              f"route replace {receiver}/32 dev {b}"]
+    ends = {graphs.SENDER: sender, graphs.RECEIVER: receiver}
+    for route in routes(nf, s):
+        # a graph's routes to one end differ by metric: the cheapest is used
+        # while its port has a carrier (ignore_routes_with_linkdown: sysctls)
+        to, dev = ends[route.end], ifaces[route.slot]
+        metric = f" metric {route.metric}" if s.graph else ""
+        lines += [f"neighbour replace {to} lladdr {hops[route.slot]} dev {dev} nud permanent",
+                  f"route replace {to}/32 dev {dev}{metric}"]
     if destinations(s) > 1:   # the flows' prefixes: the first nf_routes routed, via the receiver
-        lines += [f"route replace {spread_address(pair.index, j)}/32 via {receiver} dev {b}"
+        lines += [f"route replace {spread_address(pair.index, j)}/32 via {receiver} dev {ifaces[1]}"
                   for j in range(s.nf_routes)]
     return lines
 
@@ -113,20 +127,29 @@ def restore_lines(lines: Sequence[str], ifaces: Sequence[str]) -> list[str]:
             and line.rsplit(" dev ", 1)[-1].split()[0] in ifaces]
 
 
-def sysctls(ifaces: Sequence[str]) -> list[str]:
+def sysctls(ifaces: Sequence[str], graph: bool = False) -> list[str]:
     """Forwarding on; its ports answer no ARP for other ports' addresses, nor
-    send redirects (frames leave by another port than they came in)."""
+    send redirects (frames leave by another port than they came in). In a
+    graph a route whose port lost its carrier is passed over for the next
+    (ignore_routes_with_linkdown), and a frame may come in by another port
+    than its sender's route leaves by (after a failover, or by costs that
+    differ each way): no reverse-path filter (a netns inherits the host's)."""
     out = ["net.ipv4.ip_forward=1", "net.ipv4.conf.all.send_redirects=0"]
+    if graph:
+        out += ["net.ipv4.conf.all.ignore_routes_with_linkdown=1", "net.ipv4.conf.all.rp_filter=0"]
     for iface in ifaces:
         out += [f"net.ipv4.conf.{iface}.send_redirects=0", f"net.ipv4.conf.{iface}.arp_ignore=1"]
+        if graph:
+            out.append(f"net.ipv4.conf.{iface}.rp_filter=0")
     return out
 
 
-def guest_script(ifaces: Sequence[str], lines: Sequence[str], cores: Sequence[int]) -> str:
+def guest_script(ifaces: Sequence[str], lines: Sequence[str], cores: Sequence[int],
+                 graph: bool = False) -> str:
     """The same, as one shell script for a VM's guest (the host's programs, its
     root seen read-only: VmRuntime), stopping at the first failure."""
     heredoc = "\n".join(lines)
-    script = [f"sysctl -q -w {' '.join(sysctls(ifaces))}",
+    script = [f"sysctl -q -w {' '.join(sysctls(ifaces, graph))}",
               f"ip -batch - <<'EOF'\n{heredoc}\nEOF"]
     if cores:
         script.append(rps_script(ifaces, cores))
@@ -151,6 +174,7 @@ def guest_run(node: Container, script: str, what: str, timeout: float = 60) -> s
 
 class RouterKind(NfKind):
     names = ("router",)
+    routes = True    # graph.py: a graph's NFs
     styles = {"router": 7}
     apis = KERNEL_APIS
     kernel = True    # its counters are the kernel's (host/kernel_drops.py)
@@ -169,6 +193,14 @@ class RouterKind(NfKind):
                                       f"(nf_api = {' or '.join(KERNEL_APIS)}: it is not used)")
         if s.nf_host:
             raise UserError("nf_host", "router NFs are made routers on this host only")
+        if s.graph:
+            for name in ("nf_routes", "nf_interfaces", "nf_unrouted"):
+                if getattr(s, name) != fields.by_name()[name].default:
+                    raise UserError(name, "a graph's routers route to the pair's two ends: "
+                                          f"{name} is a chain's (leave it out)")
+            if s.nf_in != PLACES[0]:
+                raise UserError("nf_in", "a graph's routers run in containers (nf_in = "
+                                         f"{PLACES[0]})")
         spread = destinations(s)
         if spread > MAX_DESTINATIONS:
             raise UserError("nf_unrouted", f"nf_routes + nf_unrouted = {spread}: at most "
@@ -228,9 +260,10 @@ class RouterKind(NfKind):
         ifaces = [p.iface for p in ports if p.iface]
         lines = batch(nf, ifaces, hops, pair, s)
         if guest is not None:
-            guest_run(guest, guest_script(ifaces, lines, cores), f"router {nf.name}")
+            guest_run(guest, guest_script(ifaces, lines, cores, bool(s.graph)),
+                      f"router {nf.name}")
             return
-        run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces)],
+        run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces, bool(s.graph))],
             what=f"router {netns}: sysctls")
         _ip_batch(netns, lines)
         if cores:

@@ -14,6 +14,10 @@ What goes down (`fault`):
     nf:K     every port of network function K (0: next to the sender), as link:K
 Each on every measured path, or with `@P` on pair P's alone (`nf:0@1`: a
 failover study cuts one of two parallel paths and measures the other's).
+In a graph (`graph`) K counts its links and NFs in its order, and names
+address them: `nf:top` (the NF's every port), `link:top.a` (that port, at its
+node, whichever way frames cross its link), `port:top.a` (the switch's port
+for it).
 The end towards the receiver, never the sender's own interface: a sender whose
 interface is down is refused its frames (ENETDOWN) and gives their numbers back,
 so no gap would show. On a data plane that joins a link's two interfaces
@@ -48,12 +52,13 @@ re-install (`restore_ns`, from the ups' end to the routes' return).
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from cnfperf import SystemFailure
+from cnfperf import SystemFailure, graph as graphs
 from cnfperf.runtimes import in_guest
 
 if TYPE_CHECKING:
@@ -65,14 +70,14 @@ NONE = "none"
 KINDS = ("link", "port", "nf")
 # Where a port is taken down: its node's own interface, or the switch's port for it.
 NODE, SWITCH = "node", "switch"
-FORM = ("none, link:K, port:K or nf:K (K counted from 0 on the sender's side), each "
-        "with @P for pair P's path alone")
+FORM = ("none, link:K, port:K or nf:K (K counted from 0 on the sender's side; in a graph "
+        "also link:NAME.PORT, port:NAME.PORT, nf:NAME), each with @P for pair P's path alone")
 
 
 @dataclass(frozen=True)
 class Target:
     kind: str      # KINDS
-    index: int
+    index: int | str    # a number, or a graph's name (nf: top; link, port: top.a)
     pair: int | None = None    # one pair's path; None: every measured path
 
     def __str__(self) -> str:
@@ -85,9 +90,40 @@ def parse(value: str) -> Target | None:
         return None
     kind, sep, rest = value.partition(":")
     index, at, pair = rest.partition("@")
-    if kind not in KINDS or not sep or not index.isdigit() or (at and not pair.isdigit()):
+    named = re.fullmatch(r"[a-z][a-z0-9_]*" + ("" if kind == "nf" else r"\.[a-h]"), index)
+    if kind not in KINDS or not sep or not (index.isdigit() or named) or \
+            (at and not pair.isdigit()):
         raise ValueError(f"{value!r}: expected {FORM}")
-    return Target(kind, int(index), int(pair) if at else None)
+    return Target(kind, int(index) if index.isdigit() else index, int(pair) if at else None)
+
+
+def _named_problem(s: Scenario, target: Target) -> str | None:
+    """Why a target by name is not one of the point's graph's."""
+    if not s.graph:
+        return (f"{target}: a name is a graph's NF or port (graph = …); a chain's are "
+                "counted from 0")
+    graph = graphs.parse(s.graph)
+    nf, _, port = str(target.index).partition(".")
+    if nf not in graph.nfs:
+        return f"{target}: the graph has no NF {nf} ({', '.join(graph.nfs)})"
+    if port and graphs.PORTS.index(port) >= graph.ports(nf):
+        return f"{target}: {nf} has ports {nf}.a to {nf}.{graphs.PORTS[graph.ports(nf) - 1]}"
+    return None
+
+
+def _next_to_sender(s: Scenario, target: Target) -> bool:
+    """Whether the target takes down a port whose link's other end is the
+    sender's own interface (which then loses its carrier on a direct link)."""
+    if not s.graph:
+        return target.index == 0
+    graph = graphs.parse(s.graph)
+    first = next(e for e in graph.edges if e.a.node == graphs.SENDER).b
+    if isinstance(target.index, int):
+        if target.kind == "nf":
+            return graph.nfs[target.index] == first.node
+        return graph.edges[target.index].a.node == graphs.SENDER
+    nf, _, port = target.index.partition(".")
+    return nf == first.node and port in ("", first.port)
 
 
 def problem(s: Scenario, cut_at: tuple[str, ...], refusal: str, links: int,
@@ -112,17 +148,20 @@ def problem(s: Scenario, cut_at: tuple[str, ...], refusal: str, links: int,
                          "(rate = ndr, pdr…) nor a soak")
     if target.pair is not None and target.pair >= s.pairs:
         return "fault", f"{target}: there is no pair {target.pair} (pairs = {s.pairs})"
-    if target.kind == "nf" and target.index >= s.nfs:
+    if isinstance(target.index, str):
+        if (why := _named_problem(s, target)) is not None:
+            return "fault", why
+    elif target.kind == "nf" and target.index >= s.nfs:
         return "fault", (f"{target}: the path has no network function (nfs = 0)" if not s.nfs
                          else f"{target}: the path has {s.nfs} network function(s) "
                               f"(nf:0…{s.nfs - 1})")
-    if target.kind != "nf" and target.index >= links:
+    elif target.kind != "nf" and target.index >= links:
         return "fault", f"{target}: the path has {links} link(s) ({target.kind}:0…{links - 1})"
     side = where(target, cut_at)
     if side is None:
         wanted = "a switch port" if target.kind == "port" else "a port"
         return "fault", f"{s.switch} cannot take {wanted} down: {refusal}"
-    if side == NODE and joins == "link" and s.api != "udp" and target.index == 0:
+    if side == NODE and joins == "link" and s.api != "udp" and _next_to_sender(s, target):
         return "fault", (f"{target} on {s.switch} takes the carrier off the sender's own "
                          f"interface (the other end of its link): the kernel refuses what a "
                          f"sender on {s.api} sends then, and it gives those frames' numbers "
@@ -152,7 +191,11 @@ def ports(point: TestPoint, target: Target) -> list[Port]:
     for pair in point.pairs:
         if target.pair is not None and pair.index != target.pair:
             continue
-        if target.kind == "nf":
+        if isinstance(target.index, str):   # a graph's name
+            nf, _, port = target.index.partition(".")
+            mine = next(n for n in pair.nfs if n.label == nf)
+            found.extend(mine.ports if not port else [mine.ports[graphs.PORTS.index(port)]])
+        elif target.kind == "nf":
             found.extend(pair.nfs[target.index].ports)
         else:
             found.append(pair.links[target.index].b)
