@@ -189,9 +189,57 @@ def _kernel_of(point: dict[str, Any], name: str) -> dict[str, Any] | None:
     return _summary_of(point, name).get("kernel")
 
 
+def _placed(point: dict[str, Any], pair: int) -> dict[str, Any]:
+    """The pair's placement as stored (plan.Pair), {} if none."""
+    return next((p for p in point.get("placement") or []
+                 if isinstance(p, dict) and p.get("index") == pair and "sender" in p), {})
+
+
+def _graph_hops(point: dict[str, Any], pair: int, nfs: list[dict[str, Any]],
+                sent: int | None, got: int | None) -> list[Hop]:
+    """A graph's links in its order, then its NFs: a link's frames in are what
+    its two ends sent on it, out what they took off it (either way: the NFs
+    choose the way); an NF's, what its ports took in and sent on."""
+    placed = _placed(point, pair)
+    results = {n["name"]: {p["port"]: p for p in n.get("ports") or []} for n in nfs}
+    labels = {n["name"]: n.get("label") or short_name(point, n["name"])
+              for n in placed.get("nfs") or []}
+    ends = {placed["sender"]["name"]: ("send", sent, 0),
+            placed["receiver"]["name"]: ("recv", 0, got)}
+
+    def counts(port: dict[str, Any]) -> tuple[str, int | None, int | None]:
+        if port["name"] in ends:
+            return ends[port["name"]]
+        mine = results.get(port["node"], {}).get(port.get("slot", 0) + 1)
+        shown = f"{labels.get(port['node'], port['node'])}.{port['name'][-1]}"
+        return shown, (mine or {}).get("tx_packets"), (mine or {}).get("rx_packets")
+    out = []
+    for link in placed.get("links") or []:
+        (a, a_tx, a_rx), (b, b_tx, b_rx) = counts(link["a"]), counts(link["b"])
+        hop = Hop("link", f"link {a} – {b}")
+        if None not in (a_tx, a_rx, b_tx, b_rx):
+            hop.rx, hop.tx = a_tx + b_tx, a_rx + b_rx
+            hop.lost = hop.rx - hop.tx
+        else:
+            hop.why.append("an end's count is missing")
+        out.append(hop)
+    for nf in nfs:
+        ports = results[nf["name"]].values()
+        name = f"nf {nf['idx'] + 1} of {len(nfs)}: {nf['kind']} {labels.get(nf['name'], '')}"
+        if not ports:
+            out.append(Hop("nf", name, why=["its counters could not be read"]))
+            continue
+        rx, tx = (sum(p.get(k) or 0 for p in ports) for k in ("rx_packets", "tx_packets"))
+        hop = Hop("nf", name, rx=rx, tx=tx, lost=rx - tx)
+        hop.why += kernel_drops.describe(_kernel_of(point, nf["name"]), ported=True)
+        out.append(hop)
+    return out
+
+
 def hops(point: dict[str, Any], pair: int) -> list[Hop]:
     """The pair's path from sender to receiver, a hop per engine and per link,
-    then the total (sent by the sender, received by the receiver)."""
+    then the total (sent by the sender, received by the receiver); a graph's
+    links, then its NFs."""
     sender, receiver = _ends(point, pair)
     nfs = sorted((n for n in point.get("nf_results") or [] if n["pair"] == pair),
                  key=lambda n: n["idx"])
@@ -203,6 +251,10 @@ def hops(point: dict[str, Any], pair: int) -> list[Hop]:
         return node(point, e["endpoint"]) if e else "?"
 
     out: list[Hop] = [Hop("send", shown(sender), tx=sent)]
+    if point.get("shape") == "graph" and _placed(point, pair).get("links"):
+        out += _graph_hops(point, pair, nfs, sent, got)
+        out.append(Hop("recv", shown(receiver), rx=got))
+        return out + [_total(out, sender, sent, got, sent_exact and got_exact)]
     upstream, exact = sent, sent_exact
     for i, nf in enumerate(nfs):
         hop = _nf(point, nf, len(nfs))
@@ -216,7 +268,15 @@ def hops(point: dict[str, Any], pair: int) -> list[Hop]:
         last.why += _kernel_drops(receiver)
     out.append(last)
     out.append(Hop("recv", shown(receiver), rx=got))
-    ends_exact = sent_exact and got_exact and None not in (sent, got)
+    out.append(_total(out, sender, sent, got, sent_exact and got_exact))
+    return out
+
+
+def _total(out: list[Hop], sender: dict | None, sent: int | None, got: int | None,
+           exact: bool) -> Hop:
+    """End to end: what the sender sent against what the receiver took, and
+    every hop that lost frames."""
+    ends_exact = exact and None not in (sent, got)
     total = Hop("total", "end to end", rx=sent, tx=got,
                 lost=sent - got if ends_exact else None)
     total.why = [f"{h.name}: {_n(h.lost)}" + (f" ({', '.join(h.why)})" if h.why else "")
@@ -224,8 +284,7 @@ def hops(point: dict[str, Any], pair: int) -> list[Hop]:
     if sender and sender["role"] == "client" and \
             (sender["rx_packets"] or 0) < (sender["tx_packets"] or 0):   # echoes missing
         total.why += _kernel_drops(sender, "client", "echoes")
-    out.append(total)
-    return out
+    return total
 
 
 def _kernel_drops(e: dict | None, who: str = "receiver", what: str = "datagrams") -> list[str]:

@@ -137,3 +137,38 @@ def test_a_cmd_neighbour_runs_while_the_point_sends(engine, cli, no_leftovers):
     [row] = [r for r in point["cpu_usage"] if r["kind"] == "noise"]
     assert parse_cpus(row["cores"]) == tuple(facts["cores"])
     assert row["user_s"] + row["system_s"] > 0.3 * DURATION, row   # it spun on its core
+
+
+DIAMOND = ("sender - in.a; in.b - top.a; in.c - bottom.a cost 2; top.b - out.a; "
+           "bottom.b - out.b; out.c - receiver")
+
+
+def test_a_graph_s_routers_move_the_traffic_to_the_other_path_when_a_link_loses_its_carrier(
+        engine, cli, no_leftovers):
+    """A diamond of kernel routers on veth (in, then top or bottom, then out;
+    bottom costs more): top's port a down takes the carrier off in's port b,
+    in's route that way is passed over for its backup through bottom, at once;
+    after the ups the routes through top are back and preferred again. Frames
+    follow that: the links' counts say how many took each path."""
+    point, _ = _run(cli, "--switch", "veth", "--api", "raw", "--nf", "router",
+                    "--graph", DIAMOND, "--rate", str(ROUTER_RATE), "--burst", "1",
+                    "--poll", "interrupt", "--tester", "split", "--fault", "link:top.a",
+                    "--fault-at", str(AT), "--fault-duration", str(DOWN_FOR))
+    fault = point["fault_facts"]
+    assert fault["target"] == "link:top.a" and fault["at"] == "node", fault
+    assert fault["restore_ns"] > 0, fault          # top's own routes went with its port
+    [pair] = point["per_pair"]
+    interval = 1e9 / ROUTER_RATE
+    # no outage beyond a few frames: the route moved as the carrier went
+    assert pair["outage_ns"] < 5 * interval + fault["spread_ns"], (pair, fault)
+    assert pair["lost"] <= 5, pair
+    forwarded = {n["name"]: sum(p["tx_packets"] or 0 for p in n["ports"])
+                 for n in point["nf_results"]}
+    names = {n["label"]: n["name"] for n in point["placement"][0]["nfs"]}
+    bottom = forwarded[names["bottom"]]
+    # bottom carried the frames of the fault's length (and the warm-up's none)
+    assert abs(bottom - fault["down_ns"] / interval) <= 0.1 * fault["down_ns"] / interval, \
+        (forwarded, fault)
+    assert forwarded[names["top"]] + bottom == forwarded[names["out"]], forwarded
+    shown = cli("results", "show", "latest", check=True).stdout
+    assert "link in.c – bottom.a" in shown and "nf 3 of 4: router bottom" in shown, shown
