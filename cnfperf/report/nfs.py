@@ -199,13 +199,18 @@ def _graph_hops(point: dict[str, Any], pair: int, nfs: list[dict[str, Any]],
                 sent: int | None, got: int | None) -> list[Hop]:
     """A graph's links in its order, then its NFs: a link's frames in are what
     its two ends sent on it, out what they took off it (either way: the NFs
-    choose the way); an NF's, what its ports took in and sent on."""
+    choose the way, and a server's echoes come back); an NF's, what its ports
+    took in and sent on."""
     placed = _placed(point, pair)
+    sender, receiver = _ends(point, pair)
+    echoed = receiver is not None and receiver["role"] == "server"
+    back = got if echoed else 0        # a server echoes every frame it takes
+    echoes = _received(sender)[0] if echoed else 0
     results = {n["name"]: {p["port"]: p for p in n.get("ports") or []} for n in nfs}
     labels = {n["name"]: n.get("label") or short_name(point, n["name"])
               for n in placed.get("nfs") or []}
-    ends = {placed["sender"]["name"]: ("send", sent, 0),
-            placed["receiver"]["name"]: ("recv", 0, got)}
+    ends = {placed["sender"]["name"]: ("send", sent, echoes),
+            placed["receiver"]["name"]: ("recv", back, got)}
 
     def counts(port: dict[str, Any]) -> tuple[str, int | None, int | None]:
         if port["name"] in ends:

@@ -157,3 +157,33 @@ def test_a_fault_by_name_takes_down_the_port_or_nf_it_names():
     with pytest.raises(UserError, match="a name is a graph's"):
         [s] = scenarios(None, {"switch": "veth", "api": "raw", "nfs": 1, "fault": "nf:top",
                                "duration": 3})
+
+
+# --- the loss table -----------------------------------------------------------------
+
+def test_the_loss_table_follows_a_graph_s_echoes_over_every_link_both_ways():
+    from dataclasses import asdict
+
+    from cnfperf.report import nfs as report
+
+    point = _point(mode="latency")
+    pair = point.pairs[0]
+    # (rx, tx) per port: 10 frames sent, top lost 2 of them, 8 echoed back by top
+    went = {"in": [(10, 8), (8, 10), (0, 0)], "top": [(10, 8), (8, 8)],
+            "bottom": [(0, 0), (0, 0)], "out": [(8, 8), (0, 0), (8, 8)]}
+    nf_results = [{"name": nf.name, "pair": 0, "idx": i, "kind": "router", "ports": [
+        {"port": slot + 1, "rx_packets": rx, "tx_packets": tx}
+        for slot, (rx, tx) in enumerate(went[nf.label])]} for i, nf in enumerate(pair.nfs)]
+    stored = {"shape": "graph", "placement": [asdict(pair)], "nf_results": nf_results,
+              "endpoints": [
+                  {"endpoint": pair.sender.name, "pair": 0, "role": "client",
+                   "tx_packets": 10, "rx_packets": 8, "warmup_packets": 0,
+                   "summary": {"warmup_tx_packets": 0}},
+                  {"endpoint": pair.receiver.name, "pair": 0, "role": "server",
+                   "tx_packets": 8, "rx_packets": 8, "warmup_packets": 0}]}
+    rows = {h.name: (h.rx, h.tx, h.lost) for h in report.hops(stored, 0)}
+    assert rows["link send – in.a"] == (10 + 8, 10 + 8, 0)   # the echoes come back over it
+    assert rows["link out.c – recv"] == (8 + 8, 8 + 8, 0)    # the server's echoes too
+    assert rows["link in.c – bottom.a"] == (0, 0, 0)
+    assert rows["nf 2 of 4: router top"] == (18, 16, 2)
+    assert rows["end to end"][2] == 2
