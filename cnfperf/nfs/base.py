@@ -18,6 +18,7 @@ instance answers for one value:
   command(...)                its command line, and how it says it is up
   ready(lines), summary(out)  when it was up, its counters, from its output
   prepare(...)                what its netns needs before any trial (router)
+  start_argv, settled, noticed  its routing daemons beside it (frr), and what they said
   counters(node, ports)       a kernel kind's counters, read around each trial
   records, holds_ports, settle_s, counted, apis, lazy, kernel, routes: what it does as it runs
   own_fields                  fields that concern its NFs only (router's nf_routes, …)
@@ -30,6 +31,7 @@ run/testbed.py resolve the kind and hand down the facts placing needs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 from cnfperf import UserError
@@ -211,6 +213,25 @@ class NfKind:
         promptly: the path is down until it is. The same arguments as
         prepare's; true if it put anything back. Nothing here."""
         return False
+
+    def start_argv(self, nf: NF, ports: Sequence[Attachment], pair: Pair, s: Scenario,
+                   home: Path) -> list[tuple[str, list[str]]]:
+        """Daemons it runs beside its container, in its netns (a routing
+        daemon: frr), as (name, command line), their files written in `home`
+        (a directory of the point's): Testbed starts them once every NF of
+        the point is prepared, waits until settled() says they are, and stops
+        them with the point. None here."""
+        return []
+
+    def settled(self, netns: str, nf: NF, pair: Pair, s: Scenario, home: Path) -> str | None:
+        """What its daemons have not brought up yet (a session, a route), None
+        once they have."""
+        return None
+
+    def noticed(self, home: Path, since: float) -> tuple[float, str] | None:
+        """When (wall clock) and how its daemons first said a session went
+        down at or after `since` (a fault's down), None if they did not."""
+        return None
 
     def counters(self, node: Container, ports: Sequence[Attachment]) -> dict[str, Any] | None:
         """A `kernel` kind's counters now (host/kernel_drops.py's), read around

@@ -321,11 +321,13 @@ def faults(run: dict[str, Any]) -> Table | None:
     end measured (the longest gap in time, less one frame interval) and the
     frames lost in it; `outage − down` near 0 is a path that lost exactly what
     was sent while the port was down (near restore: while its routes were
-    gone too)."""
+    gone too). Where routing daemons ran (frr), when the first said a session
+    went down after the cut (noticed ms), and which said what."""
     points = [p for p in done_points(run) if p.get("fault_facts")]
     if not points:
         return None
     axes = varying(done_points(run)) or ["switch"]
+    daemons = any("noticed_ms" in p["fault_facts"] for p in points)
     rows = []
     for p in points:
         f = p["fault_facts"]
@@ -336,9 +338,11 @@ def faults(run: dict[str, Any]) -> Table | None:
                          _ms(f.get("spread_ns")), _ms(f.get("restore_ns")), _ms(outage),
                          pair.get("outage_lost"),
                          None if outage is None else _ms(outage - f.get("down_ns", 0))])
+            if daemons:
+                rows[-1] += [f.get("noticed_ms"), f.get("noticed")]
     return ("Faults", ["point", "rep", "pair", "fault", "at", "down at s", "down ms",
-                       "± ms", "restore ms", "outage ms", "frames lost", "outage − down ms"],
-            rows)
+                       "± ms", "restore ms", "outage ms", "frames lost", "outage − down ms",
+                       *(["noticed ms", "noticed by"] if daemons else [])], rows)
 
 
 def noises(run: dict[str, Any]) -> Table | None:

@@ -306,7 +306,8 @@ class Fault:
                 "ports": [p.name for p in self.ports],
                 "down_at_s": round(down / 1e9 + self._clocks - self._opens, 6),
                 "down_ns": (u0 + u1) // 2 - down, "spread_ns": ((d1 - d0) + (u1 - u0)) // 2,
-                "down_from_ns": down, "restore_ns": r1 - u1 if self._restored else 0}
+                "down_from_ns": down, "down_wall": round(down / 1e9 + self._clocks, 6),
+                "restore_ns": r1 - u1 if self._restored else 0}
 
 
 def create(point: TestPoint, dataplane: DataPlane,

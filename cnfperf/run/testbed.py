@@ -30,7 +30,7 @@ from cnfperf.dataplanes.nic import NicPlane
 from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, Port, TestPoint, nf_places
-from cnfperf.run import noise, wires
+from cnfperf.run import daemons, noise, wires
 from cnfperf.run.keep import Keeper
 from cnfperf.run.noise import Noise
 from cnfperf.runtimes import (CONTAINER, FULL, RUNTIMES, Container, Image, ImageInfo, Journal,
@@ -99,6 +99,8 @@ class Testbed:
     # The switch's counters as the point began (switch.json), which its first
     # trial takes as its `before` instead of reading them again.
     start_counters: dict[str, PortCounters] | None = None
+    # Each NF's daemons' directory (run/daemons.py), by NF name: none without.
+    homes: dict[str, Path] = field(default_factory=dict)
 
     def container(self, name: str) -> Container:
         """The container of a tester's end or a network function."""
@@ -106,6 +108,10 @@ class Testbed:
         if not isinstance(node, (Tester, NetworkFunction)):
             raise KeyError(f"{name}: not a tester end or a network function")
         return node.container
+
+    def label(self, name: str) -> str:
+        """An NF's name as the user gave it (its graph's), else its own."""
+        return next((nf.label for nf in self.point.nfs if nf.name == name and nf.label), name)
 
     def facts(self) -> dict[str, dict[str, Any]]:
         """What the nodes' containers say of how they run, by node (a pod's QoS
@@ -385,6 +391,9 @@ class Builder:
             bed.create_s[nf.name] = time.monotonic() - start
             if later:   # its guest's kernel, or its pod's netns: once it runs
                 self._prepare(bed, nf, bed.container(nf.name) if guest else None, placed=True)
+        if nfs_here:   # their routing daemons (frr), up once every NF is there
+            bed.homes = daemons.start(nfs.kind(s.nf), point, nfs_here, bed.ports, self.state,
+                                      self.journal, teardown, say)
         if switch is not None:   # every point: a kept switch's last steering undone too
             kernel = bool(nfs_here) and nfs.kind(s.nf).kernel
             switch.dataplane.steer(self._steered(bed, nfs_here) if kernel else ())

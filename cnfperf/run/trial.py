@@ -28,6 +28,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from cnfperf import SystemFailure, nfs
@@ -244,7 +245,23 @@ class Trial:
             raise SystemFailure(f"fault {self.fault.target}: the senders ended before it "
                                 f"was over ({self.s.fault_at:g} s into the measured window, "
                                 f"for {self.s.fault_duration:g} s)")
-        return record
+        return {**record, **self._noticed(record["down_wall"], record["ports"])}
+
+    def _noticed(self, since: float, cut: Sequence[str]) -> dict[str, Any]:
+        """When the NFs' routing daemons first said a session went down after
+        the fault's down (noticed_ms), and which and how (noticed): those of
+        NFs that had a port of theirs cut see it at once, the others only as
+        their protocol detects it, which is what is measured."""
+        cut_nfs = {port.node for port in self.bed.point.ports if port.name in cut}
+        found = [(when, f"{self.bed.label(name)}: {line}")
+                 for name, home in self.bed.homes.items()
+                 if self.kind is not None and name not in cut_nfs
+                 for hit in [self.kind.noticed(home, since)] if hit is not None
+                 for when, line in [hit]]
+        if not found:
+            return {}
+        when, said = min(found)
+        return {"noticed_ms": round((when - since) * 1e3, 3), "noticed": said}
 
     def _nf_starts(self, pairs: Sequence[Pair]) -> list[list[int]]:
         """The NFs' depths in the groups they start in, each group up before the

@@ -1,0 +1,134 @@
+"""An NF kind's daemons beside its containers (NfKind.start_argv: FRR's routing
+daemons), for one point: started in each NF's netns on its cores once every
+NF is prepared, journaled so that `cnfperf cleanup` kills them after a killed
+run, waited for until their sessions and routes are up, stopped with the
+point (before its directories and netns go).
+
+Each NF's daemons keep their files (configuration, pid files, sockets, their
+log) in a directory of their own, `home`, under the run's state directory:
+owned by the user the daemons drop to (FRR's `frr`), removed with the point.
+"""
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from cnfperf import SystemFailure
+from cnfperf.dataplanes import procs
+
+if TYPE_CHECKING:
+    from cnfperf.nfs.base import NfKind
+    from cnfperf.plan import NF, TestPoint
+    from cnfperf.run.teardown import Teardown
+    from cnfperf.runtimes import Journal
+
+USER = "frr"            # FRR's daemons drop to it: their home is its
+SETTLE_S = 60.0         # the longest a point waits for its daemons' sessions and routes
+POLL_S = 0.2
+
+
+def start(kind: NfKind, point: TestPoint, nfs: Sequence[NF], ports: Callable[[str], list],
+          state: Path, journal: Journal, teardown: Teardown,
+          say: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """Every NF's daemons, started and settled: its home by NF name ({} for a
+    kind without daemons). SystemFailure naming what did not come up."""
+    homes: dict[str, Path] = {}
+    for nf in nfs:
+        pair = point.pairs[nf.pair] if nf.pair < len(point.pairs) else None
+        if pair is None:
+            continue
+        home = state / "daemons" / nf.name
+        argvs = kind.start_argv(nf, ports(nf.name), pair, point.scenario,
+                                _home(home, journal, teardown))
+        if not argvs:
+            continue
+        homes[nf.name] = home
+        cores = point.cpuset(nf.cores)
+        for name, argv in argvs:
+            _spawn(nf.name, name, argv, cores, home, journal, teardown)
+            if name == argvs[0][0]:
+                _wait_for(home / "zserv.api", f"{nf.name}'s {name}", home / f"{name}.out")
+    if homes:
+        _settle(kind, point, nfs, homes, say)
+    return homes
+
+
+def _home(home: Path, journal: Journal, teardown: Teardown) -> Path:
+    def remove() -> None:
+        shutil.rmtree(home, ignore_errors=True)
+        journal.discard("dir", str(home))
+    journal.add("dir", str(home))
+    teardown.push(f"directory {home}", remove)
+    home.mkdir(parents=True)
+    try:   # the daemons drop to their user: their files are its
+        os.chown(home, pwd.getpwnam(USER).pw_uid, grp.getgrnam(USER).gr_gid)
+    except KeyError:
+        pass   # no such user: the kind's problems() said so before
+    return home
+
+
+def _spawn(netns: str, name: str, argv: list[str], cores: Sequence[int], home: Path,
+           journal: Journal, teardown: Teardown) -> None:
+    with open(home / f"{name}.out", "wb") as out:
+        proc = procs.in_netns(netns, cores)(argv, what=f"{netns}: {name}", stdout=out,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    label = f"{netns}:{name}"
+    procs.journal_process(journal, label, proc.pid)
+
+    def stop() -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        journal.discard("process", label)
+    teardown.push(f"daemon {label}", stop)
+    time.sleep(0.05)
+    if proc.poll() is not None:
+        raise SystemFailure(f"{label} exited {proc.returncode} as it started: "
+                            f"{_last(home / f'{name}.out')}")
+
+
+def _wait_for(path: Path, what: str, log: Path, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise SystemFailure(f"{what}: no {path.name} within {timeout:g} s: {_last(log)}")
+        time.sleep(0.05)
+
+
+def _settle(kind: NfKind, point: TestPoint, nfs: Sequence[NF], homes: dict[str, Path],
+            say: Callable[[str], None] | None) -> None:
+    """Until every NF's daemons say their sessions and routes are up."""
+    start = time.monotonic()
+    while True:
+        waiting = {nf.name: why for nf in nfs if nf.name in homes
+                   for why in [kind.settled(nf.name, nf, point.pairs[nf.pair], point.scenario,
+                                            homes[nf.name])]
+                   if why is not None}
+        if not waiting:
+            return
+        spent = time.monotonic() - start
+        if spent > SETTLE_S:
+            name, why = next(iter(waiting.items()))
+            raise SystemFailure(f"{name}'s routing daemons did not settle within {SETTLE_S:g} s: "
+                                f"{why} (their log: {homes[name] / 'frr.log'})")
+        if say:
+            say(f"routing daemons settling ({spent:.0f} s): {len(waiting)} NF(s) waiting")
+        time.sleep(POLL_S)
+
+
+def _last(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "?"
+    return lines[-1] if lines else "(no output)"
