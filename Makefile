@@ -42,7 +42,7 @@ APT_PACKAGES := \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf linux-perf chromium-headless-shell \
 	openssh-server openssh-client git containerd containernetworking-plugins \
-	docker-registry skopeo \
+	docker-registry skopeo frr \
 	$(SWITCH_BUILD_PACKAGES)
 
 .PHONY: deps build switches cluster test check demo docs clean
@@ -55,6 +55,13 @@ deps:
 		echo "installing:" $$missing
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -q
+		# no service starts as it is installed (frr's routing daemons, sshd):
+		# cnfperf starts its own where it needs them, in a netns
+		if [ ! -e /usr/sbin/policy-rc.d ]; then
+			printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+			chmod +x /usr/sbin/policy-rc.d
+			trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+		fi
 		apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
 	fi
 	lab/parts.sh

@@ -227,6 +227,20 @@ FIELDS: list[Field] = [
           "over (after nf_routes') that no router has a route for: the kernel drops their frames "
           "for want of one (IpExt InNoRoutes, in the loss table)", axis=53, ge=0, le=4095,
           column="INTEGER", label="named", late=True),
+    Field("bfd_interval", "int", 300, "nf = frr:bgp: each BFD session's transmit and "
+          "receive interval (ms); a peer is down after bfd_multiplier of them without a "
+          "packet", axis=56, unit="ms", ge=10, le=60000, column="INTEGER", label="named",
+          late=True),
+    Field("bfd_multiplier", "int", 3, "nf = frr:bgp: BFD's detect multiplier: the "
+          "intervals without a packet that take a session down", axis=57, ge=2, le=255,
+          column="INTEGER", label="named", late=True),
+    Field("ospf_hello", "float", 10.0, "nf = frr:ospf: seconds between hellos on each link; "
+          "below 1 (0.5, 0.25…) is OSPF's fast hello, 1/ospf_hello hellos a second with "
+          "ospf_dead = 1", axis=58, unit="s", gt=0, le=65535, column="REAL", label="named",
+          late=True),
+    Field("ospf_dead", "int", 40, "nf = frr:ospf: seconds without a hello that take a "
+          "neighbour down", axis=59, unit="s", ge=1, le=65535, column="INTEGER", label="named",
+          late=True),
     Field("nf_quota", "float", None, "CPU quota of each network function's container, in % of "
           "one core; default: none", axis=22, unit="%", gt=0, column="REAL", label="named",
           optional=True),

@@ -20,6 +20,8 @@ WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server
                  "qemu-system-x86",
                  "stress-ng", "click", "snabb", "[snabb sup]", "vpp_main", "vpp_wk_",
                  "conmon", "podman",
+                 # routing daemons in NFs (cnfperf/nfs/frr.py)
+                 "zebra", "ospfd", "bgpd", "bfdd",
                  # the test cluster's daemons (cnfperf/cluster/node.py)
                  "containerd", "kube", "etcd", "multus")
 

@@ -49,6 +49,8 @@ TOOLS: dict[str, Tool] = {
     "pkill": Tool("procps"),
     "modprobe": Tool("kmod"),
     "ldd": Tool("libc-bin"),
+    # routing daemons in NFs (nfs/frr.py): vtysh asks them; they are in /usr/lib/frr
+    "vtysh": Tool("frr"),
     # containers: runc runs them, a static BusyBox is their shell and tools
     "runc": Tool("runc"),
     "busybox": Tool("busybox-static"),

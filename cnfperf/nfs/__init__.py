@@ -13,6 +13,7 @@ from cnfperf.nfs.base import Command, NfKind
 from cnfperf.nfs.click import ClickKind
 from cnfperf.nfs.cmd import CmdKind
 from cnfperf.nfs.engine import EngineKind
+from cnfperf.nfs.frr import FrrKind
 from cnfperf.nfs.image import ImageKind
 from cnfperf.nfs.router import RouterKind
 from cnfperf.nfs.testpmd import TestPmdKind
@@ -24,6 +25,7 @@ KINDS: list[type[NfKind]] = [
     EngineKind,
     TestPmdKind,
     RouterKind,
+    FrrKind,
     CmdKind,
     ClickKind,
     ImageKind,
@@ -70,7 +72,7 @@ def own_fields_problem(s: Scenario, kind: NfKind | None) -> tuple[str, str] | No
         if family.own_fields and not isinstance(kind, family):
             for name in family.own_fields:
                 if getattr(s, name) != default[name]:
-                    own = family.names[0]
+                    own = " or ".join(family.names)
                     return name, f"it concerns {own} NFs: nf = {own} with nfs ≥ 1"
     return None
 

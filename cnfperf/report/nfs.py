@@ -228,6 +228,10 @@ def _graph_hops(point: dict[str, Any], pair: int, nfs: list[dict[str, Any]],
         else:
             hop.why.append("an end's count is missing")
         out.append(hop)
+    if (point.get("nf_facts") or {}).get("daemons"):   # a routing daemon's hellos, BFD…
+        for hop in out:
+            if hop.lost:
+                hop.why.append("its counts include the routing daemons' own packets")
     for nf in nfs:
         ports = results[nf["name"]].values()
         name = f"nf {nf['idx'] + 1} of {len(nfs)}: {nf['kind']} {labels.get(nf['name'], '')}"
@@ -236,6 +240,8 @@ def _graph_hops(point: dict[str, Any], pair: int, nfs: list[dict[str, Any]],
             continue
         rx, tx = (sum(p.get(k) or 0 for p in ports) for k in ("rx_packets", "tx_packets"))
         hop = Hop("nf", name, rx=rx, tx=tx, lost=rx - tx)
+        if hop.lost and (point.get("nf_facts") or {}).get("daemons"):
+            hop.why.append("its daemons' own packets counted in, not forwarded")
         hop.why += kernel_drops.describe(_kernel_of(point, nf["name"]), ported=True)
         out.append(hop)
     return out

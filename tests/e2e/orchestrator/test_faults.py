@@ -172,3 +172,37 @@ def test_a_graph_s_routers_move_the_traffic_to_the_other_path_when_a_link_loses_
     assert forwarded[names["top"]] + bottom == forwarded[names["out"]], forwarded
     shown = cli("results", "show", "latest", check=True).stdout
     assert "link in.c – bottom.a" in shown and "nf 3 of 4: router bottom" in shown, shown
+
+
+@pytest.mark.needs("vtysh")
+@pytest.mark.parametrize("nf, timers, detect_ms, early_ms", [
+    # eBGP with BFD at 002's timers: a peer is down after 2 × 100 ms without a packet
+    ("frr:bgp", ("--bfd-interval", "100", "--bfd-multiplier", "2"), 200, 100),
+    # OSPF's fast hello: a neighbour is dead 1 s after its last hello (4 a second)
+    ("frr:ospf", ("--ospf-hello", "0.25", "--ospf-dead", "1"), 1000, 250),
+])
+def test_routing_daemons_move_the_traffic_when_they_notice_a_cut_the_switch_hides(
+        engine, cli, no_leftovers, nf, timers, detect_ms, early_ms):
+    """The diamond's routers on a bridge, their routes FRR's: top's port a down
+    leaves in's port b its carrier, so only the protocol notices, in its
+    detection time (less what had passed since the last packet before the
+    cut); the traffic goes through bottom from then until top is back, and the
+    outage is that detection and the route's move. The daemons are gone after."""
+    down_for = 1.2
+    point, _ = _run(cli, "--switch", "bridge", "--api", "raw", "--nf", nf, *timers,
+                    "--graph", DIAMOND, "--rate", str(ROUTER_RATE), "--burst", "1",
+                    "--poll", "interrupt", "--tester", "split", "--fault", "link:top.a",
+                    "--fault-at", str(AT), "--fault-duration", str(down_for))
+    fault = point["fault_facts"]
+    assert fault["noticed"].startswith("in: "), fault    # top's neighbour, not top itself
+    assert detect_ms - early_ms - 50 <= fault["noticed_ms"] <= detect_ms + 300, fault
+    [pair] = point["per_pair"]
+    assert fault["noticed_ms"] * 1e6 <= pair["outage_ns"] <= (fault["noticed_ms"] + 400) * 1e6, \
+        (pair, fault)
+    forwarded = {n["name"]: sum(p["tx_packets"] or 0 for p in n["ports"])
+                 for n in point["nf_results"]}
+    names = {n["label"]: n["name"] for n in point["placement"][0]["nfs"]}
+    moved = (fault["down_ns"] - pair["outage_ns"]) / 1e9 * ROUTER_RATE
+    assert forwarded[names["bottom"]] >= 0.8 * moved, (forwarded, fault, pair)
+    shown = cli("results", "show", "latest", check=True).stdout
+    assert "noticed ms" in shown and "routing daemons' own packets" in shown, shown

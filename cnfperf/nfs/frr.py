@@ -1,0 +1,364 @@
+"""`frr:ospf`, `frr:bgp`: kernel routers whose routes a routing daemon holds,
+FRR's (Debian's frr 8.4), as paper 002's failover experiments ran Quagga:
+OSPF (`ospf`: zebra, ospfd; its hello and dead intervals, fast hello below
+1 s) and eBGP with BFD (`bgp`: zebra, bgpd, bfdd; an AS per router, a BFD
+session per link at bfd_interval × bfd_multiplier).
+
+The kernel forwards, as with `router` (nfs/router.py: its netns made a router
+first, its counters the kernel's); what differs is who decides the routes.
+cnfperf gives each port an address and a permanent neighbour entry for what
+faces it (an end: its address, as router does; another router: a /31 of its
+own per link, 10.78.P.2k and 2k+1 for pair P's link k), a route to an end
+only where the router is next to it, and starts the daemons in the NF's
+netns, on its cores (run/daemons.py, from the host's /usr/lib/frr: their
+files in a directory of the point's, `home`). OSPF and BGP redistribute those
+routes to the ends (the kernel's, to zebra: `redistribute kernel`) and find
+every other; a link's cost is its OSPF cost, and for BGP its AS prepended cost
+− 1 times on what crosses it (ties go to the lower router ID). After a fault
+the trial puts back what
+cnfperf made through the ports that were down (restore), as for router.
+
+Static routes watched by BFD (002's third variant) need staticd's `bfd`
+keyword, which FRR 8.4 has not: its `ip route … bfd` names an interface.
+
+Before the first trial the point waits until every session is up (OSPF
+neighbours Full, BGP peers Established, BFD peers up) and both ends have a
+route (settled). A fault then moves the traffic when the daemons notice: the
+log's first session going down after the fault (noticed) is stored with the
+fault.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from cnfperf import UserError, fields, graph as graphs
+from cnfperf.host import tools as host_tools
+from cnfperf.host.system import run
+from cnfperf.nfs.router import RouterKind, _ip_batch, port_address, restore_lines, sysctls
+
+if TYPE_CHECKING:
+    from cnfperf.dataplanes.base import Attachment
+    from cnfperf.host.facts import HostFacts
+    from cnfperf.plan import NF, Pair
+    from cnfperf.runtimes import Container
+    from cnfperf.scenario import Scenario
+
+# each protocol's daemons, zebra first
+PROTOCOLS = {"ospf": ("zebra", "ospfd"), "bgp": ("zebra", "bgpd", "bfdd")}
+DAEMONS = "/usr/lib/frr"          # where Debian's frr puts them
+VTYSH = "vtysh"
+LINK_BLOCK = ipaddress.IPv4Address("10.78.0.0")   # routers' links: a /24 per pair
+ID_BLOCK = ipaddress.IPv4Address("10.79.0.0")     # router IDs: a /24 per pair
+AS_BASE = 64512                   # a private AS per router: 64512 + its index
+# BGP weighs a link's cost as its AS prepended cost − 1 times (at most this many)
+# on what the router advertises over it: the path through it looks that long
+MAX_PREPENDS = 16
+PREPEND = "cnfperf-prepend-"
+LOG = "frr.log"
+# FRR's own words when a session goes down, per daemon (with `debug bfd peer`,
+# `log-adjacency-changes detail`, `bgp log-neighbor-changes`)
+DOWN = re.compile(r"state-change: \[.*\] up -> down|AdjChg: .*Full -> |%ADJCHANGE: .* Down")
+_STAMP = re.compile(r"^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)?) ")
+
+
+def graph_of(s: Scenario) -> graphs.Graph:
+    """The point's graph, a chain's as one (its NFs nf0, nf1…)."""
+    if s.graph:
+        return graphs.parse(s.graph)
+    ends = [graphs.SENDER, *(f"nf{i}.{side}" for i in range(s.nfs) for side in "ab"),
+            graphs.RECEIVER]
+    return graphs.parse("; ".join(f"{ends[i]} - {ends[i + 1]}" for i in range(0, len(ends), 2)))
+
+
+def label(nf: NF) -> str:
+    return nf.label or f"nf{nf.index}"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One port of a router as its configuration sees it."""
+    slot: int
+    iface: str
+    peer: str                 # what faces it: sender, receiver or an NF's name
+    mine: str = ""            # a router-to-router link's addresses (/31); "" to an end
+    theirs: str = ""
+    cost: int = 1
+
+
+def sides(nf: NF, ifaces: Sequence[str], graph: graphs.Graph, pair: int) -> list[Side]:
+    """Its ports: what faces each, and a router-to-router link's /31."""
+    out = []
+    for k, edge in enumerate(graph.edges):
+        for here, far in ((edge.a, edge.b), (edge.b, edge.a)):
+            if here.node != label(nf):
+                continue
+            if far.node in graphs.ENDS:
+                out.append(Side(here.slot, ifaces[here.slot], far.node, cost=edge.cost))
+                continue
+            base = LINK_BLOCK + 256 * pair + 2 * k
+            mine, theirs = (base, base + 1) if here == edge.a else (base + 1, base)
+            out.append(Side(here.slot, ifaces[here.slot], far.node, str(mine), str(theirs),
+                            edge.cost))
+    return sorted(out, key=lambda side: side.slot)
+
+
+def batch(nf: NF, ifaces: Sequence[str], hops: Sequence[str], pair: Pair, s: Scenario) -> list[str]:
+    """The `ip -batch` lines cnfperf makes: addresses, permanent neighbour
+    entries, and a route to an end where it is next to it (the daemons find
+    the others)."""
+    ends = {graphs.SENDER: pair.sender.ip, graphs.RECEIVER: pair.receiver.ip}
+    lines = []
+    for side in sides(nf, ifaces, graph_of(s), pair.index):
+        if side.mine:
+            lines += [f"address replace {side.mine}/31 dev {side.iface}",
+                      f"neighbour replace {side.theirs} lladdr {hops[side.slot]} dev {side.iface} "
+                      "nud permanent"]
+        else:
+            lines += [f"address replace {port_address(pair.sender.ip, nf.index, side.slot)}/32 "
+                      f"dev {side.iface}",
+                      f"neighbour replace {ends[side.peer]} lladdr {hops[side.slot]} "
+                      f"dev {side.iface} nud permanent",
+                      f"route replace {ends[side.peer]}/32 dev {side.iface}"]
+    return lines
+
+
+def router_id(nf: NF) -> str:
+    return str(ID_BLOCK + 256 * nf.pair + nf.index + 1)
+
+
+def configs(protocol: str, nf: NF, ifaces: Sequence[str], pair: Pair, s: Scenario,
+            home: Path) -> dict[str, str]:
+    """Each daemon's configuration file's text, by daemon."""
+    graph = graph_of(s)
+    mine = sides(nf, ifaces, graph, pair.index)
+    ends = {graphs.SENDER: pair.sender.ip, graphs.RECEIVER: pair.receiver.ip}
+    head = [f"hostname {label(nf)}", f"log file {home / LOG} debugging", "log timestamp precision 6",
+            "!"]
+    out = {"zebra": "\n".join(head)}
+    links = [side for side in mine if side.mine]
+    # a BFD session per router-to-router link, its timers the point's: the
+    # peers configured here are the ones staticd and bgpd ask bfdd for
+    peers = ["bfd"]
+    for side in links:
+        peers += [f" peer {side.theirs} local-address {side.mine} interface {side.iface}",
+                  f"  transmit-interval {s.bfd_interval}", f"  receive-interval {s.bfd_interval}",
+                  f"  detect-multiplier {s.bfd_multiplier}", " exit"]
+    out["bfdd"] = "\n".join([*head, "debug bfd peer", *peers, "exit"])   # (bgp's)
+    if protocol == "ospf":
+        conf = [*head]
+        for side in links:
+            conf += [f"interface {side.iface}", " ip ospf area 0",
+                     " ip ospf network point-to-point", f" ip ospf cost {side.cost}",
+                     *_ospf_timers(s), "exit"]
+        conf += ["router ospf", f" ospf router-id {router_id(nf)}",
+                 " log-adjacency-changes detail", " redistribute kernel",
+                 # a change is flooded and computed at once: OSPF's own holds (5 s
+                 # between a router's LSAs, 1 s between arrivals) would add
+                 # seconds to the detection paper 002 measures
+                 " timers throttle spf 0 50 1000", " timers throttle lsa all 0",
+                 " timers lsa min-arrival 0", "exit"]
+        out["ospfd"] = "\n".join(conf)
+    if protocol == "bgp":
+        index = {name: i for i, name in enumerate(graph.nfs)}
+        conf = [*head, f"router bgp {AS_BASE + nf.index}", f" bgp router-id {router_id(nf)}",
+                " no bgp ebgp-requires-policy", " bgp log-neighbor-changes"]
+        family, maps = [], {}
+        for side in links:
+            conf += [f" neighbor {side.theirs} remote-as {AS_BASE + index[side.peer]}",
+                     f" neighbor {side.theirs} bfd",
+                     f" neighbor {side.theirs} timers connect 1",
+                     f" neighbor {side.theirs} advertisement-interval 0"]
+            prepends = min(side.cost - 1, MAX_PREPENDS)
+            if prepends:   # a dearer link: what crosses it looks that much further
+                maps[prepends] = f"{PREPEND}{prepends}"
+                family.append(f"  neighbor {side.theirs} route-map {maps[prepends]} out")
+        conf += [" address-family ipv4 unicast", "  redistribute kernel", *family,
+                 " exit-address-family", "exit"]
+        for count, name in sorted(maps.items()):
+            conf += [f"route-map {name} permit 10",
+                     f" set as-path prepend {' '.join([str(AS_BASE + nf.index)] * count)}", "exit"]
+        out["bgpd"] = "\n".join(conf)
+    return {name: text + "\n" for name, text in out.items() if name in PROTOCOLS[protocol]}
+
+
+def _ospf_timers(s: Scenario) -> list[str]:
+    if s.ospf_hello < 1:   # fast hello: dead after 1 s, that many hellos in it
+        return [f" ip ospf dead-interval minimal hello-multiplier {round(1 / s.ospf_hello)}"]
+    return [f" ip ospf hello-interval {int(s.ospf_hello)}", f" ip ospf dead-interval {s.ospf_dead}"]
+
+
+def argv(daemon: str, home: Path) -> list[str]:
+    """A daemon's command line: its files in `home`, no vty on TCP."""
+    out = [f"{DAEMONS}/{daemon}", "-f", str(home / f"{daemon}.conf"), "-i",
+           str(home / f"{daemon}.pid"), "-z", str(home / "zserv.api"), "--vty_socket", str(home),
+           "-P", "0"]
+    if daemon == "bfdd":
+        out += ["--bfdctl", str(home / "bfdd.sock")]
+    return out
+
+
+def vtysh(home: Path, daemon: str, command: str) -> object:
+    """A `show … json` command's answer from one daemon, None if it gives none."""
+    try:
+        out = subprocess.run([VTYSH, "--vty_socket", str(home), "-d", daemon, "-c", command],
+                             capture_output=True, text=True, timeout=5).stdout
+        return json.loads(out) if out.strip() else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+
+
+def sessions(protocol: str, home: Path) -> list[tuple[str, bool]]:
+    """(peer, up) for each of its sessions: BFD peers, OSPF neighbours, BGP peers."""
+    if protocol == "ospf":
+        found = vtysh(home, "ospfd", "show ip ospf neighbor json") or {}
+        return [(rid, n.get("nbrState", n.get("state", "")).startswith("Full"))
+                for rid, ns in (found.get("neighbors") or {}).items()
+                for n in (ns if isinstance(ns, list) else [ns])]
+    out = []
+    if protocol == "bgp":
+        found = vtysh(home, "bgpd", "show bgp ipv4 unicast summary json") or {}
+        out += [(f"bgp {peer}", p.get("state") == "Established")
+                for peer, p in (found.get("peers") or {}).items()]
+    found = vtysh(home, "bfdd", "show bfd peers json") or []
+    out += [(f"bfd {p.get('peer')}", p.get("status") == "up") for p in found
+            if isinstance(p, dict)]
+    return out
+
+
+def noticed(home: Path, since: float) -> tuple[float, str] | None:
+    """(wall clock, its line) of the first session the log says went down at
+    or after `since` (wall clock), None if none did."""
+    try:
+        text = (home / LOG).read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        stamp = _STAMP.match(line)
+        if not stamp or not DOWN.search(line):
+            continue
+        when = _wall(stamp[1])
+        if when >= since:   # without FRR's message ids
+            return when, re.sub(r"\[[0-9A-Z]{5}-[0-9A-Z]{5}\](\[EC \d+\])? ", "",
+                                line[stamp.end():].strip())
+    return None
+
+
+def _wall(stamp: str) -> float:
+    whole, _, frac = stamp.partition(".")
+    return time.mktime(time.strptime(whole, "%Y/%m/%d %H:%M:%S")) + float(f"0.{frac or 0}")
+
+
+class FrrKind(RouterKind):
+    names = tuple(f"frr:{protocol}" for protocol in PROTOCOLS)
+    styles = {"frr:ospf": 8, "frr:bgp": 9}
+    own_fields = ("bfd_interval", "bfd_multiplier", "ospf_hello", "ospf_dead")
+
+    def stored(self) -> dict[str, object]:
+        """Its ports' counts include its daemons' own packets (the report says so)."""
+        return {**super().stored(), "daemons": True}
+
+    @property
+    def protocol(self) -> str:
+        return self.nf.removeprefix("frr:")
+
+    @property
+    def daemons(self) -> tuple[str, ...]:
+        return PROTOCOLS[self.protocol]
+
+    def check_own(self, s: Scenario) -> None:
+        super().check_own(s)
+        for name in ("nf_routes", "nf_interfaces", "nf_unrouted"):
+            if getattr(s, name) != fields.by_name()[name].default:
+                raise UserError(name, f"{self.nf} routes to the pair's two ends: {name} is "
+                                      "router's (leave it out)")
+        if s.nf_in != "container":
+            raise UserError("nf_in", f"{self.nf}'s daemons run in the NF's netns from this "
+                                     "host: nf_in = container")
+        if s.ospf_hello < 1 and s.ospf_dead != 1:
+            raise UserError("ospf_dead", f"{s.ospf_dead}: OSPF's fast hello (ospf_hello "
+                                         f"{s.ospf_hello:g} s) declares a neighbour dead "
+                                         "after 1 s: ospf_dead = 1")
+        if s.ospf_hello >= 1 and (s.ospf_hello != int(s.ospf_hello) or s.ospf_dead <= s.ospf_hello):
+            raise UserError("ospf_hello", f"{s.ospf_hello:g}: whole seconds below ospf_dead "
+                                          f"({s.ospf_dead}), or below 1 for fast hello")
+        if s.ospf_hello < 1 and round(1 / s.ospf_hello) > 10:
+            raise UserError("ospf_hello", f"{s.ospf_hello:g}: OSPF's fast hello sends at most "
+                                          "10 hellos a second (ospf_hello ≥ 0.1)")
+
+    def problems(self, s: Scenario, host: HostFacts) -> list[str]:
+        missing = [d for d in self.daemons if not Path(DAEMONS, d).exists()]
+        if missing or host_tools.find(VTYSH) is None:
+            return [f"nf {self.nf}: FRR's {', '.join(missing or [VTYSH])} not found (Debian "
+                    "package frr; make deps installs it)"]
+        return []
+
+    def prepare(self, netns: str, guest: Container | None, nf: NF, ports: Sequence[Attachment],
+                hops: Sequence[str], pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
+        """Its netns a router without routes: sysctls, addresses, neighbours,
+        its RPS map; the daemons come after (start, from Testbed)."""
+        ifaces = [p.iface for p in ports if p.iface]
+        run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces, graph=True)],
+            what=f"{self.nf} {netns}: sysctls")
+        _ip_batch(netns, batch(nf, ifaces, hops, pair, s))
+        if cores:
+            from cnfperf.host.rps import rps_script
+            run(["ip", "netns", "exec", netns, "sh", "-ec", rps_script(ifaces, cores)],
+                what=f"{self.nf} {netns}: RPS map")
+
+    def restore(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
+                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> bool:
+        """Its neighbour entries and routes to the ends through `ifaces` again
+        (the daemons find the others again themselves once they are up)."""
+        lines = restore_lines(batch(nf, [p.iface for p in ports if p.iface], hops, pair, s),
+                              ifaces)
+        if lines:
+            _ip_batch(netns, lines)
+        return bool(lines)
+
+    def start_argv(self, nf: NF, ports: Sequence[Attachment], pair: Pair, s: Scenario,
+                   home: Path) -> list[tuple[str, list[str]]]:
+        """Its daemons' configurations written in `home`, and their command
+        lines, zebra first."""
+        ifaces = [p.iface for p in ports if p.iface]
+        for daemon, text in configs(self.protocol, nf, ifaces, pair, s, home).items():
+            (home / f"{daemon}.conf").write_text(text)
+        return [(daemon, argv(daemon, home)) for daemon in self.daemons]
+
+    def noticed(self, home: Path, since: float) -> tuple[float, str] | None:
+        return noticed(home, since)
+
+    def settled(self, netns: str, nf: NF, pair: Pair, s: Scenario, home: Path) -> str | None:
+        """What is not up yet: a session, a route to an end, or (BGP, which
+        keeps them) a way to an end that a neighbour offers: a failover
+        measured before the backup was learnt would measure BGP's start."""
+        found = sessions(self.protocol, home)
+        if not found:
+            return "no session yet"
+        down = [peer for peer, up in found if not up]
+        if down:
+            return f"sessions not up: {', '.join(down)}"
+        ends = {graphs.SENDER: pair.sender.ip, graphs.RECEIVER: pair.receiver.ip}
+        for ip in ends.values():
+            out = run(["ip", "-n", netns, "route", "show", f"{ip}/32"], what="routes")
+            if not out.strip():
+                return f"no route to {ip} yet"
+        if self.protocol == "bgp":
+            graph = graph_of(s)
+            peers = {side.slot: side.peer for side in sides(nf, [""] * len(nf.ports), graph,
+                                                           pair.index)}
+            for end, ip in ends.items():
+                ways = sum(r.end == end and peers[r.slot] not in graphs.ENDS
+                           for r in graph.routes(label(nf)))
+                paths = (vtysh(home, "bgpd", f"show bgp ipv4 unicast {ip}/32 json") or {})
+                learnt = sum((p.get("peer") or {}).get("type") == "external"
+                             for p in paths.get("paths") or [])
+                if learnt < ways:
+                    return f"{learnt} of {ways} BGP paths to {ip}"
+        return None
