@@ -501,6 +501,9 @@ def show(name: str, value: Any) -> str:
         return value.split()[0] + "…"
     if f is not None and f.kind == "bool" and value in (True, False):
         return "yes" if value else "no"
+    if name == "graph" and isinstance(value, str):   # one line: its links' text, by ;
+        return "; ".join(part.strip() for line in value.strip().splitlines()
+                         for part in line.split(";") if part.strip())
     if f is None or f.kind != "rate" or isinstance(value, bool):
         return str(value)
     if isinstance(value, rates.Rate):

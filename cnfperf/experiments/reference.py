@@ -96,6 +96,10 @@ METRICS: dict[str, Metric] = {
     "startup_ms": Metric("network functions' startup: container creation to ports up "
                          "(nf_results.ready_s), mean over the point's NFs",
                          {"ms": 1.0, "s": 1e3}, "throughput"),
+    "outage_ms": Metric("a fault's outage: the longest gap the receivers saw (outage_ns), the "
+                        "longest of the pairs'", {"ms": 1.0, "s": 1e3}, "throughput"),
+    "noticed_ms": Metric("a fault's cut to the first session its routing daemons said went "
+                         "down (fault_facts.noticed_ms)", {"ms": 1.0, "s": 1e3}, "throughput"),
 }
 # The unit of a row with `per`: its value is a ratio.
 RATIO_UNITS = {"×": 1.0, "%": 0.01}
@@ -366,6 +370,11 @@ def point_value(point: Mapping[str, Any], metric: str) -> float | None:
     if metric == "image_mb":
         size = point.get("image_size")
         return None if size is None else size / 1e6
+    if metric == "outage_ms":
+        ns = point.get("outage_ns")
+        return None if ns is None else ns / 1e6
+    if metric == "noticed_ms":
+        return (point.get("fault_facts") or {}).get("noticed_ms")
     if metric == "startup_ms":
         ready = [nf["ready_s"] for nf in point.get("nf_results") or []
                  if nf.get("ready_s") is not None]

@@ -113,6 +113,9 @@ def _caption(name: str) -> str:
                        "(a split tester's client) and one-way times (a single tester's) "
                        "in panels of their own, as each title says.",
         "throughput_bars": "Best received rate of each configuration.",
+        "failover": "The receivers' longest gap after the cut (bar: median, whiskers: "
+                    "shortest to longest), and where routing daemons ran, when they said "
+                    "a session went down (black: median); the rest is the route's move.",
         "latency_vs_load": "Latency trials after each search, at its lowest load and at "
                            "fractions of the rate it found for its last goal (the PDR).",
         "soak": "Every second of each soak: received rate, loss (the receivers' sequence "

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 from cnfperf import fields
 from cnfperf.experiments import reference, stats
 from cnfperf.report import axes as value_axes
-from cnfperf.report import interference, interference_plot, kinds
+from cnfperf.report import failover_plot, interference, interference_plot, kinds
 from cnfperf.report.draw import (DASHES, NoData, Pen, Plot, figure, finish, grid, legend,
                                  rows_grid,
                                  save, size_axis, time_axis)
@@ -428,6 +428,7 @@ PLOTS = {
     "vs_quota": ("Throughput and latency vs CPU quota", vs_quota),
     "interference": ("Interference: the victim alone and beside its aggressors",
                      interference_plot.victim),
+    "failover": ("Outage after a cut per configuration", failover_plot.failover),
 }
 
 
@@ -481,4 +482,6 @@ def make_all(rows: Sequence[Row], out_dir: str | Path,
         wanted.append("vs_quota")
     if interference.tenants(rows) and interference.entries(rows):
         wanted.append("interference")
+    if any(r.get("fault_facts") and r.get("outage_ns") is not None for r in rows):
+        wanted.append("failover")
     return make(rows, out_dir, wanted, paper)

@@ -130,8 +130,10 @@ POINT_FIELDS = (*(f.name for f in fields.stored()), "rep")
 # What the point stored of its data plane and NF kind (results/store.py): a
 # plot's styles come from its own rows (style.learn), whatever run each is of.
 STORED_FACTS = ("switch_facts", "nf_facts")
+# What a point stored of its fault (run/fault.py): the failover plot's marks.
+FAULT_FACTS = ("fault_facts",)
 PAIR_FIELDS = ("tx_pps", "rx_pps", "loss_ratio", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns",
-               "lat_p999_ns", "lat_mean_ns", "lat_max_ns", "latency_kind")
+               "lat_p999_ns", "lat_mean_ns", "lat_max_ns", "latency_kind", "outage_ns")
 
 
 # What, besides the data plane, makes a path another curve: its network functions
@@ -214,7 +216,7 @@ def rows_from_run(run: Mapping[str, Any]) -> list[dict]:
     for point in run.get("points", []):
         if point.get("status", "done") != "done":
             continue
-        base = {k: point[k] for k in (*POINT_FIELDS, *STORED_FACTS) if k in point}
+        base = {k: point[k] for k in (*POINT_FIELDS, *STORED_FACTS, *FAULT_FACTS) if k in point}
         base.update(switch=series(point), dataplane=point.get("switch"),
                     contended=contention.contended(point))
         for f in fields.stored():

@@ -137,3 +137,25 @@ def test_the_first_session_down_after_the_cut_is_when_they_noticed(tmp_path):
     assert line == "BFD: state-change: [mhop:no peer:10.78.0.3] up -> down reason:control-expired"
     assert frr.noticed(tmp_path, base + 2) is None
     assert frr.noticed(tmp_path / "none", base) is None
+
+
+def test_a_failover_is_drawn_per_configuration_and_read_as_the_paper_s_metrics(tmp_path):
+    from cnfperf.experiments import reference
+    from cnfperf.report import plots
+
+    def row(nf, interval, outage_ms, noticed_ms=None):
+        facts = {"target": "link:top.a"}
+        if noticed_ms is not None:
+            facts["noticed_ms"] = noticed_ms
+        return {"switch": f"bridge 4×{nf}", "dataplane": "bridge", "mode": "throughput",
+                "nf": nf, "bfd_interval": interval, "rx_pps": 4000.0, "tx_pps": 5000.0,
+                "size": 64, "pairs": 1, "rate": 5000, "outage_ns": outage_ms * 1e6,
+                "fault_facts": facts, "point": f"{nf}{interval}{outage_ms}"}
+    rows = [row("frr:bgp", 100, 210, 150), row("frr:bgp", 100, 230, 160),
+            row("frr:bgp", 50, 180, 120), row("frr:ospf", 300, 1010, 950)]
+    made = {p.name for p in plots.make_all(rows, tmp_path)}
+    assert "failover" in made and (tmp_path / "failover.png").stat().st_size > 0
+    point = {"outage_ns": 2.1e8, "fault_facts": {"noticed_ms": 150.5}, "pairs": 1}
+    assert reference.point_value(point, "outage_ms") == pytest.approx(210)
+    assert reference.point_value(point, "noticed_ms") == 150.5
+    assert reference.point_value({"pairs": 1}, "noticed_ms") is None
