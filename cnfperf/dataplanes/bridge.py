@@ -43,6 +43,17 @@ class BridgePlane(KernelPlane):
         NIC for a node on another host): a port of the bridge."""
         return self.point.nic(port.name) or port.name + "h", self.bridge_netns
 
+    def cut(self, port: Port, at: str, up: bool) -> None:
+        """At the switch the bridge stops forwarding on its port (its STP
+        state disabled, then forwarding again): the node's interface keeps
+        its carrier and learns nothing, as behind a switch whose port failed:
+        only what the node itself notices (a routing protocol's hellos, BFD)
+        can tell. At the node, its interface down (KernelPlane.cut)."""
+        if at != "switch":
+            return super().cut(port, at, up)
+        name, netns = self.switch_port(port)
+        ip("link", "set", "dev", name, "state", "3" if up else "0", netns=netns, tool="bridge")
+
     def connect(self, link: Link) -> None:
         self._port(link.a)
         self._port(link.b)

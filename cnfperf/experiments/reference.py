@@ -98,6 +98,9 @@ METRICS: dict[str, Metric] = {
                          {"ms": 1.0, "s": 1e3}, "throughput"),
     "outage_ms": Metric("a fault's outage: the longest gap the receivers saw (outage_ns), the "
                         "longest of the pairs'", {"ms": 1.0, "s": 1e3}, "throughput"),
+    "routing_down_pct": Metric("the routing daemons' sessions' time down during the trial, % "
+                               "of all their session-time (NF summaries' routing)",
+                               {"%": 1.0}, "throughput"),
     "noticed_ms": Metric("a fault's cut to the first session its routing daemons said went "
                          "down (fault_facts.noticed_ms)", {"ms": 1.0, "s": 1e3}, "throughput"),
 }
@@ -373,6 +376,11 @@ def point_value(point: Mapping[str, Any], metric: str) -> float | None:
     if metric == "outage_ms":
         ns = point.get("outage_ns")
         return None if ns is None else ns / 1e6
+    if metric == "routing_down_pct":
+        facts = [(e.get("summary") or {}).get("routing") for e in point.get("endpoints") or []]
+        facts = [f for f in facts if f and f.get("sessions")]
+        total = sum(f["sessions"] * f["seconds"] for f in facts)
+        return 100 * sum(f["down_s"] for f in facts) / total if total else None
     if metric == "noticed_ms":
         return (point.get("fault_facts") or {}).get("noticed_ms")
     if metric == "startup_ms":

@@ -18,7 +18,7 @@ instance answers for one value:
   command(...)                its command line, and how it says it is up
   ready(lines), summary(out)  when it was up, its counters, from its output
   prepare(...)                what its netns needs before any trial (router)
-  start_argv, settled, noticed  its routing daemons beside it (frr), and what they said
+  start_argv, settled, noticed, routing  its routing daemons beside it (frr), what they said
   counters(node, ports)       a kernel kind's counters, read around each trial
   records, holds_ports, settle_s, counted, apis, lazy, kernel, routes: what it does as it runs
   own_fields                  fields that concern its NFs only (router's nf_routes, …)
@@ -231,6 +231,12 @@ class NfKind:
     def noticed(self, home: Path, since: float) -> tuple[float, str] | None:
         """When (wall clock) and how its daemons first said a session went
         down at or after `since` (a fault's down), None if they did not."""
+        return None
+
+    def routing(self, home: Path, since: float, until: float) -> dict[str, Any] | None:
+        """What its daemons' sessions did between two wall-clock times (a
+        trial): how many there are and are up, how often and how long down;
+        None without daemons."""
         return None
 
     def counters(self, node: Container, ports: Sequence[Attachment]) -> dict[str, Any] | None:

@@ -7,16 +7,18 @@ session per link at bfd_interval × bfd_multiplier).
 The kernel forwards, as with `router` (nfs/router.py: its netns made a router
 first, its counters the kernel's); what differs is who decides the routes.
 cnfperf gives each port an address and a permanent neighbour entry for what
-faces it (an end: its address, as router does; another router: a /31 of its
-own per link, 10.78.P.2k and 2k+1 for pair P's link k), a route to an end
-only where the router is next to it, and starts the daemons in the NF's
-netns, on its cores (run/daemons.py, from the host's /usr/lib/frr: their
-files in a directory of the point's, `home`). OSPF and BGP redistribute those
-routes to the ends (the kernel's, to zebra: `redistribute kernel`) and find
-every other; a link's cost is its OSPF cost, and for BGP its AS prepended cost
-− 1 times on what crosses it (ties go to the lower router ID). After a fault
-the trial puts back what
-cnfperf made through the ports that were down (restore), as for router.
+faces it: another router, a /31 of their own per link (10.78.P.2k and 2k+1
+for pair P's link k); an end, the other address of the /31 that holds the
+end's (a connected route to it). It installs no route, and starts the daemons
+in the NF's netns, on its cores (run/daemons.py, from the host's
+/usr/lib/frr: their files in a directory of the point's, `home`). OSPF
+carries the ends as stubs of the routers' own LSAs (passive interfaces:
+intra-area, computed with the SPF at once, not by its external routes' 1 s
+timer), BGP redistributes them (connected), and both find every other
+route; a link's cost is its OSPF cost, and for BGP its AS prepended cost − 1
+times on what crosses it (ties go to the lower router ID). After a fault the
+trial puts back the neighbour entries that went with the ports that were
+down (restore), as for router.
 
 Static routes watched by BFD (002's third variant) need staticd's `bfd`
 keyword, which FRR 8.4 has not: its `ip route … bfd` names an interface.
@@ -41,7 +43,7 @@ from typing import TYPE_CHECKING, Sequence
 from cnfperf import UserError, fields, graph as graphs
 from cnfperf.host import tools as host_tools
 from cnfperf.host.system import run
-from cnfperf.nfs.router import RouterKind, _ip_batch, port_address, restore_lines, sysctls
+from cnfperf.nfs.router import RouterKind, _ip_batch, restore_lines, sysctls
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
@@ -121,12 +123,22 @@ def batch(nf: NF, ifaces: Sequence[str], hops: Sequence[str], pair: Pair, s: Sce
                       f"neighbour replace {side.theirs} lladdr {hops[side.slot]} dev {side.iface} "
                       "nud permanent"]
         else:
-            lines += [f"address replace {port_address(pair.sender.ip, nf.index, side.slot)}/32 "
-                      f"dev {side.iface}",
+            # the /31 that holds the end: a connected route to it, which OSPF
+            # carries in the router's own LSA (intra-area: computed with the
+            # SPF, not by the external routes' 1 s timer) and BGP redistributes
+            lines += [f"address replace {end_side(ends[side.peer])} dev {side.iface}",
                       f"neighbour replace {ends[side.peer]} lladdr {hops[side.slot]} "
-                      f"dev {side.iface} nud permanent",
-                      f"route replace {ends[side.peer]}/32 dev {side.iface}"]
+                      f"dev {side.iface} nud permanent"]
     return lines
+
+
+def end_side(end: str) -> str:
+    """The address of a router's port that faces an end: the other of the
+    /31 that holds the end's (10.77.P.1 → .0/31, 10.77.P.2 → .3/31: the two
+    ends' /31s apart)."""
+    net = ipaddress.IPv4Interface(f"{end}/31").network
+    mine = next(a for a in (net.network_address, net.broadcast_address) if str(a) != end)
+    return f"{mine}/31"
 
 
 def router_id(nf: NF) -> str:
@@ -153,16 +165,20 @@ def configs(protocol: str, nf: NF, ifaces: Sequence[str], pair: Pair, s: Scenari
     out["bfdd"] = "\n".join([*head, "debug bfd peer", *peers, "exit"])   # (bgp's)
     if protocol == "ospf":
         conf = [*head]
+        for side in mine:
+            if side.peer in graphs.ENDS:   # a stub: the end's address, no neighbour
+                conf += [f"interface {side.iface}", " ip ospf area 0", " ip ospf passive",
+                         "exit"]
         for side in links:
             conf += [f"interface {side.iface}", " ip ospf area 0",
                      " ip ospf network point-to-point", f" ip ospf cost {side.cost}",
                      *_ospf_timers(s), "exit"]
         conf += ["router ospf", f" ospf router-id {router_id(nf)}",
-                 " log-adjacency-changes detail", " redistribute kernel",
+                 " log-adjacency-changes detail",
                  # a change is flooded and computed at once: OSPF's own holds (5 s
                  # between a router's LSAs, 1 s between arrivals) would add
                  # seconds to the detection paper 002 measures
-                 " timers throttle spf 0 50 1000", " timers throttle lsa all 0",
+                 " timers throttle spf 0 10 50", " timers throttle lsa all 0",
                  " timers lsa min-arrival 0", "exit"]
         out["ospfd"] = "\n".join(conf)
     if protocol == "bgp":
@@ -179,7 +195,7 @@ def configs(protocol: str, nf: NF, ifaces: Sequence[str], pair: Pair, s: Scenari
             if prepends:   # a dearer link: what crosses it looks that much further
                 maps[prepends] = f"{PREPEND}{prepends}"
                 family.append(f"  neighbor {side.theirs} route-map {maps[prepends]} out")
-        conf += [" address-family ipv4 unicast", "  redistribute kernel", *family,
+        conf += [" address-family ipv4 unicast", "  redistribute connected", *family,
                  " exit-address-family", "exit"]
         for count, name in sorted(maps.items()):
             conf += [f"route-map {name} permit 10",
@@ -248,6 +264,59 @@ def noticed(home: Path, since: float) -> tuple[float, str] | None:
             return when, re.sub(r"\[[0-9A-Z]{5}-[0-9A-Z]{5}\](\[EC \d+\])? ", "",
                                 line[stamp.end():].strip())
     return None
+
+
+# A session's state changes, per daemon: (its peer, from, to)
+_CHANGES = (re.compile(r"state-change: \[.*?peer:(\S+) .*?\] (\S+) -> (\S+)"),
+            re.compile(r"AdjChg: Nbr (\S+?),.*: (\S+) -> (\S+) \("),
+            re.compile(r"%ADJCHANGE: neighbor (\S+?)\(.*?\b(?P<to>Up|Down)\b"))
+
+
+def changes(home: Path) -> list[tuple[float, str, bool]]:
+    """(wall clock, session, up) of every state change the log says a
+    session made: into up (BFD up, OSPF Full, BGP Up) or out of it."""
+    try:
+        text = (home / LOG).read_text(errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        stamp = _STAMP.match(line)
+        for kind, pattern in enumerate(_CHANGES):
+            found = pattern.search(line) if stamp else None
+            if found is None:
+                continue
+            if kind == 2:
+                up = found["to"] == "Up"
+            else:
+                was, now = found[2], found[3]
+                full = ("up", "Full")[kind]
+                if full not in (was.split("/")[0], now.split("/")[0]):
+                    break   # between two states short of up: no change of ours
+                up = now.split("/")[0] == full
+            out.append((_wall(stamp[1]), f"{('bfd', 'ospf', 'bgp')[kind]} {found[1]}", up))
+            break
+    return out
+
+
+def routing(home: Path, since: float, until: float) -> dict[str, object]:
+    """What a router's sessions did between `since` and `until` (wall clock):
+    how many went down, and for how long in all (a session down when the
+    window opened counts from then)."""
+    last: dict[str, tuple[float, bool]] = {}
+    downs, down_s = 0, 0.0
+    for when, session, up in changes(home):
+        if when > until:
+            break
+        was = last.get(session)
+        if was is not None and not was[1] and up:   # a time down ends
+            down_s += max(0.0, when - max(was[0], since))
+        if not up and when >= since and (was is None or was[1]):
+            downs += 1
+        last[session] = (when, up)
+    down_s += sum(until - max(at, since) for at, up in last.values() if not up)
+    return {"sessions": len(last), "up": sum(up for _, up in last.values()), "downs": downs,
+            "down_s": round(down_s, 6), "seconds": round(until - since, 6)}
 
 
 def _wall(stamp: str) -> float:
@@ -334,6 +403,9 @@ class FrrKind(RouterKind):
     def noticed(self, home: Path, since: float) -> tuple[float, str] | None:
         return noticed(home, since)
 
+    def routing(self, home: Path, since: float, until: float) -> dict[str, object] | None:
+        return {"protocol": self.protocol, **routing(home, since, until)}
+
     def settled(self, netns: str, nf: NF, pair: Pair, s: Scenario, home: Path) -> str | None:
         """What is not up yet: a session, a route to an end, or (BGP, which
         keeps them) a way to an end that a neighbour offers: a failover
@@ -346,7 +418,7 @@ class FrrKind(RouterKind):
             return f"sessions not up: {', '.join(down)}"
         ends = {graphs.SENDER: pair.sender.ip, graphs.RECEIVER: pair.receiver.ip}
         for ip in ends.values():
-            out = run(["ip", "-n", netns, "route", "show", f"{ip}/32"], what="routes")
+            out = run(["ip", "-n", netns, "route", "show", "match", ip], what="routes")
             if not out.strip():
                 return f"no route to {ip} yet"
         if self.protocol == "bgp":
@@ -356,7 +428,7 @@ class FrrKind(RouterKind):
             for end, ip in ends.items():
                 ways = sum(r.end == end and peers[r.slot] not in graphs.ENDS
                            for r in graph.routes(label(nf)))
-                paths = (vtysh(home, "bgpd", f"show bgp ipv4 unicast {ip}/32 json") or {})
+                paths = (vtysh(home, "bgpd", f"show bgp ipv4 unicast {ip} json") or {})
                 learnt = sum((p.get("peer") or {}).get("type") == "external"
                              for p in paths.get("paths") or [])
                 if learnt < ways:

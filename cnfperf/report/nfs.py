@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from cnfperf import fields
 from cnfperf.host import kernel_drops, udp_errors
-from cnfperf.report import contention
+from cnfperf.report import contention, routing
 from cnfperf.results.model import DROP_REASONS, busy_ratio
 from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
                                     varying)
@@ -459,4 +459,5 @@ def all_tables(run: dict[str, Any], brief: bool = False) -> list[Table]:
     """The NF tables; `brief` (the end of a run): lossless paths and each NF's
     startup left to `cnfperf results show` and the report."""
     return [t for t in (loss_localisation(run, brief), latency_per_nf(run),
-                        None if brief else startup(run), startup_per_point(run)) if t]
+                        None if brief else startup(run), startup_per_point(run),
+                        routing.sessions(run)) if t]

@@ -10,7 +10,8 @@ What goes down (`fault`):
              netns; on veth the link's other end loses its carrier), else the
              switch's port for that end (OVS `ovs-ofctl mod-port … down`, VPP
              `set interface state … down`)
-    port:K   the switch's port at that end of link K (the bridge's side of its veth)
+    port:K   the switch's port at that end of link K (the bridge's port for its
+             veth stops forwarding: the node keeps its carrier, DataPlane.cut)
     nf:K     every port of network function K (0: next to the sender), as link:K
 Each on every measured path, or with `@P` on pair P's alone (`nf:0@1`: a
 failover study cuts one of two parallel paths and measures the other's).

@@ -149,6 +149,7 @@ class Trial:
         self.kind = nfs.kind(s.nf) if s.nfs else None    # what they are
         self.fault: faults.Fault | None = None
         self.kernel: dict[str, dict | None] = {}   # a kernel NF's counters over the trial
+        self.routing: dict[str, dict] = {}   # what its daemons' sessions did over the trial
 
     def run(self) -> model.PointResult:
         # A noise stream's pair (noise = traffic) runs like the others, unmeasured.
@@ -181,6 +182,7 @@ class Trial:
         self.fault = faults.create(self.bed.point, self.bed.dataplane, self.bed.restore)
         if self.fault is not None:
             self.teardown.push(f"fault {self.fault.target}", self.fault.stop)
+        sending = time.time()
         for pair in pairs:
             self._start(pair.sender, pair.receiver, pair.peer(pair.sender.port).mac)
         back = self._aside()
@@ -190,6 +192,7 @@ class Trial:
             back()
             self.bed.dataplane.window(False)
         self.meter.stop()
+        self.routing = self._routing(sending, time.time())
         noise_record = noise.stop() if noise is not None else None
         fault_record = self._fault_done()
         # While every engine still holds its ports (a vhost port's queues exist
@@ -245,14 +248,24 @@ class Trial:
             raise SystemFailure(f"fault {self.fault.target}: the senders ended before it "
                                 f"was over ({self.s.fault_at:g} s into the measured window, "
                                 f"for {self.s.fault_duration:g} s)")
-        return {**record, **self._noticed(record["down_wall"], record["ports"])}
+        told = record["ports"] if record["at"] == faults.NODE else ()
+        return {**record, **self._noticed(record["down_wall"], told)}
 
-    def _noticed(self, since: float, cut: Sequence[str]) -> dict[str, Any]:
+    def _routing(self, since: float, until: float) -> dict[str, dict]:
+        """Each NF's daemons' sessions while the senders sent (warm-up included):
+        how many, how often and how long down (a flap under load: paper 002's E2)."""
+        if self.kind is None:
+            return {}
+        return {name: facts for name, home in self.bed.homes.items()
+                for facts in [self.kind.routing(home, since, until)] if facts is not None}
+
+    def _noticed(self, since: float, told: Sequence[str]) -> dict[str, Any]:
         """When the NFs' routing daemons first said a session went down after
-        the fault's down (noticed_ms), and which and how (noticed): those of
-        NFs that had a port of theirs cut see it at once, the others only as
-        their protocol detects it, which is what is measured."""
-        cut_nfs = {port.node for port in self.bed.point.ports if port.name in cut}
+        the fault's down (noticed_ms), and which and how (noticed). An NF
+        whose own interfaces went down (`told`: those ports) learns it at
+        once; the others (and every one, where the switch cut silently) only
+        as their protocol detects it, which is what is measured."""
+        cut_nfs = {port.node for port in self.bed.point.ports if port.name in told}
         found = [(when, f"{self.bed.label(name)}: {line}")
                  for name, home in self.bed.homes.items()
                  if self.kind is not None and name not in cut_nfs
@@ -519,7 +532,10 @@ class Trial:
             return self.outputs[ep.name].summary
         assert self.kind is not None
         if self.kind.kernel:
-            return kernel_drops.summary(self.kind.nf, self.kernel.get(ep.name))
+            summary = kernel_drops.summary(self.kind.nf, self.kernel.get(ep.name))
+            if ep.name in self.routing:
+                summary["routing"] = self.routing[ep.name]
+            return summary
         summary = self.kind.summary("\n".join(self.outputs[ep.name].lines))
         if self.kind.counted and not summary["ports"]:
             raise self._failed(ep, "printed no counters on SIGINT")

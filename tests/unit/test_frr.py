@@ -35,15 +35,14 @@ def _configs(point, index: int = 0) -> dict[str, str]:
                        pair, point.scenario, HOME)
 
 
-def test_a_router_s_links_to_routers_get_a_31_each_and_its_end_a_route():
+def test_a_router_s_links_get_a_31_each_and_the_port_to_an_end_the_end_s_31():
     point = _point()
     pair = point.pairs[0]
     first, top = pair.nfs[0], pair.nfs[1]
     a, b, c = (p.name for p in first.ports)
     assert frr.batch(first, [a, b, c], pair.hops(first), pair, point.scenario) == [
-        f"address replace 10.77.0.16/32 dev {a}",
+        f"address replace 10.77.0.0/31 dev {a}",      # the sender is 10.77.0.1
         f"neighbour replace 10.77.0.1 lladdr {pair.sender.mac} dev {a} nud permanent",
-        f"route replace 10.77.0.1/32 dev {a}",
         f"address replace 10.78.0.2/31 dev {b}",   # link 1 (in.b - top.a): .2 and .3
         f"neighbour replace 10.78.0.3 lladdr {top.ports[0].mac} dev {b} nud permanent",
         f"address replace 10.78.0.4/31 dev {c}",
@@ -51,15 +50,18 @@ def test_a_router_s_links_to_routers_get_a_31_each_and_its_end_a_route():
     # top's side of link 1 is its other end
     lines = frr.batch(top, [p.name for p in top.ports], pair.hops(top), pair, point.scenario)
     assert f"address replace 10.78.0.3/31 dev {top.ports[0].name}" in lines
+    assert frr.end_side("10.77.0.2") == "10.77.0.3/31"     # the receiver's /31 is another
 
 
 def test_ospf_runs_on_the_links_between_routers_at_their_costs_and_timers():
     confs = _configs(_point(ospf_hello=2, ospf_dead=8))
     assert set(confs) == {"zebra", "ospfd"}
     ospf = confs["ospfd"]
-    assert ospf.count("ip ospf area 0") == 2          # not the port to the sender
+    # the links, and the port to the sender a passive stub (its /31: intra-area)
+    assert ospf.count("ip ospf area 0") == 3 and ospf.count(" ip ospf passive") == 1
+    assert ospf.count(" ip ospf network point-to-point") == 2
     assert " ip ospf cost 2" in ospf and " ip ospf hello-interval 2" in ospf
-    assert " ip ospf dead-interval 8" in ospf and " redistribute kernel" in ospf
+    assert " ip ospf dead-interval 8" in ospf and "redistribute" not in ospf
     assert " timers throttle lsa all 0" in ospf and f"log file {HOME / 'frr.log'}" in ospf
     fast = _configs(_point(ospf_hello=0.25, ospf_dead=1))["ospfd"]
     assert " ip ospf dead-interval minimal hello-multiplier 4" in fast
@@ -69,7 +71,7 @@ def test_bgp_peers_on_each_link_with_bfd_and_a_dearer_link_prepends():
     confs = _configs(_point("frr:bgp", bfd_interval=100, bfd_multiplier=2))
     assert set(confs) == {"zebra", "bgpd", "bfdd"}
     bgp, bfd = confs["bgpd"], confs["bfdd"]
-    assert "router bgp 64512" in bgp
+    assert "router bgp 64512" in bgp and "  redistribute connected" in bgp
     assert " neighbor 10.78.0.3 remote-as 64513" in bgp      # top
     assert " neighbor 10.78.0.5 remote-as 64514" in bgp      # bottom, over a link of cost 2
     assert "  neighbor 10.78.0.5 route-map cnfperf-prepend-1 out" in bgp
@@ -159,3 +161,29 @@ def test_a_failover_is_drawn_per_configuration_and_read_as_the_paper_s_metrics(t
     assert reference.point_value(point, "outage_ms") == pytest.approx(210)
     assert reference.point_value(point, "noticed_ms") == 150.5
     assert reference.point_value({"pairs": 1}, "noticed_ms") is None
+
+
+def test_a_trial_s_sessions_are_counted_from_the_log_downs_and_time_down(tmp_path):
+    base = time.mktime(time.strptime("2026/12/04 20:00:00", "%Y/%m/%d %H:%M:%S"))
+    (tmp_path / frr.LOG).write_text("\n".join([
+        "2026/12/04 20:00:00.100000 BFD: [J1C6V-VMRW5] state-change: [mhop:no peer:10.78.0.3 "
+        "local:10.78.0.2 vrf:default ifname:x] init -> up",
+        "2026/12/04 20:00:00.200000 BFD: [J1C6V-VMRW5] state-change: [mhop:no peer:10.78.0.5 "
+        "local:10.78.0.4 vrf:default ifname:y] down -> up",
+        "2026/12/04 20:00:00.300000 BGP: [M7Q4P-46WDR] %ADJCHANGE: neighbor 10.78.0.3(Unknown) "
+        "in vrf default Up",
+        # in the trial (from 1 s): a flap of 0.5 s, then one still down at its end (at 3 s)
+        "2026/12/04 20:00:01.500000 BFD: [J1C6V-VMRW5] state-change: [mhop:no peer:10.78.0.3 "
+        "local:10.78.0.2 vrf:default ifname:x] up -> down reason:control-expired",
+        "2026/12/04 20:00:02.000000 BFD: [J1C6V-VMRW5] state-change: [mhop:no peer:10.78.0.3 "
+        "local:10.78.0.2 vrf:default ifname:x] down -> up",
+        "2026/12/04 20:00:02.500000 BFD: [J1C6V-VMRW5] state-change: [mhop:no peer:10.78.0.5 "
+        "local:10.78.0.4 vrf:default ifname:y] up -> down reason:control-expired",
+        "2026/12/04 20:00:02.600000 OSPF: [Y05P2-YJVXY] AdjChg: Nbr 10.79.0.2, NbrIP 10.78.0.3 "
+        "(default) on x:10.78.0.2: Exchange -> Loading (ExchangeDone)",
+        "2026/12/04 20:00:09.000000 BFD: [J1C6V-VMRW5] state-change: [mhop:no peer:10.78.0.5 "
+        "local:10.78.0.4 vrf:default ifname:y] down -> up"]) + "\n")
+    facts = frr.routing(tmp_path, base + 1, base + 3)
+    assert facts == {"sessions": 3, "up": 2, "downs": 2, "down_s": pytest.approx(1.0),
+                     "seconds": 2.0}
+    assert frr.changes(tmp_path)[2] == (pytest.approx(base + 0.3), "bgp 10.78.0.3", True)
