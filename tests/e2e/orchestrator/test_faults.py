@@ -4,14 +4,22 @@ receiver from sequence numbers within one frame interval of how long it was down
 (and the spread of the commands that took it down and up); a router NF whose
 ports went down forwarding again once they are up, its routes put back; a
 `cmd:` neighbour that runs exactly while the point sends, its whole process
-group gone after. (A fault outside the measured window is refused before
-anything exists: tests/unit/test_scenario_validation.py.)"""
+group gone after; a graph of routers failing over on a carrier's loss, and
+routing daemons (FRR) on a silent cut, a killed run of theirs cleaned up. (A
+fault outside the measured window is refused before anything exists:
+tests/unit/test_scenario_validation.py.)"""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
+
+import leak
+from harness import REPO, cnfperf_argv, cnfperf_env
 
 from cnfperf.scenario import parse_cpus
 
@@ -218,3 +226,29 @@ def test_routing_daemons_move_the_traffic_when_they_notice_a_cut_the_switch_hide
     shown = cli("results", "show", "latest", check=True).stdout
     assert "noticed ms" in shown and "routing daemons' own packets" in shown, shown
     assert "Routing sessions during each trial" in shown, shown
+
+
+@pytest.mark.needs("vtysh")
+def test_a_killed_run_s_routing_daemons_go_with_cleanup(engine, tmp_path):
+    """SIGKILL while the routers' daemons run: zebra, bgpd, bfdd and their
+    files stay, and `cnfperf cleanup` removes them with the rest."""
+    before = leak.snapshot()
+    results = tmp_path / "results"
+    proc = subprocess.Popen(cnfperf_argv("run", "--switch", "bridge", "--api", "raw", "--nfs", "2",
+                                         "--nf", "frr:bgp", "--poll", "interrupt", "--rate",
+                                         "1000", "--duration", "60"),
+                            cwd=REPO, env=cnfperf_env(results), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "measuring" not in proc.stderr.readline():
+            assert proc.poll() is None and time.monotonic() < deadline, "the run never measured"
+        assert any(p.endswith((":bgpd", ":zebra")) for p in leak.snapshot()["processes"])
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        proc.stderr.close()
+    done = subprocess.run(cnfperf_argv("cleanup"), cwd=REPO, env=cnfperf_env(results),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not leak.diff(before, leak.snapshot()), "cleanup left something of the run's"
