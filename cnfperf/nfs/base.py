@@ -214,13 +214,19 @@ class NfKind:
         prepare's; true if it put anything back. Nothing here."""
         return False
 
+    @property
+    def daemons(self) -> tuple[str, ...]:
+        """The daemons it runs beside each container, in its netns (a routing
+        daemon's: frr), by name; none here."""
+        return ()
+
     def start_argv(self, nf: NF, ports: Sequence[Attachment], pair: Pair, s: Scenario,
-                   home: Path) -> list[tuple[str, list[str]]]:
-        """Daemons it runs beside its container, in its netns (a routing
-        daemon: frr), as (name, command line), their files written in `home`
-        (a directory of the point's): Testbed starts them once every NF of
-        the point is prepared, waits until settled() says they are, and stops
-        them with the point. None here."""
+                   home: Path) -> list[tuple[str, list[str], Path | None]]:
+        """Its daemons (`daemons`) as (name, command line, a file that says it
+        is up before the next starts, or None), their files written in `home`
+        (a directory of the point's, the NF's own): run/daemons.py starts them
+        once every NF of the point is prepared, waits until settled() says
+        they are, and stops them with the point."""
         return []
 
     def settled(self, netns: str, nf: NF, pair: Pair, s: Scenario, home: Path) -> str | None:

@@ -31,8 +31,12 @@ fault.
 """
 from __future__ import annotations
 
+import contextlib
+import grp
 import ipaddress
 import json
+import os
+import pwd
 import re
 import subprocess
 import time
@@ -64,6 +68,8 @@ AS_BASE = 64512                   # a private AS per router: 64512 + its index
 MAX_PREPENDS = 16
 PREPEND = "cnfperf-prepend-"
 LOG = "frr.log"
+ZSERV = "zserv.api"               # zebra's socket: there once it is up
+USER = "frr"                      # the user the daemons drop to
 # FRR's own words when a session goes down, per daemon (with `debug bfd peer`,
 # `log-adjacency-changes detail`, `bgp log-neighbor-changes`)
 DOWN = re.compile(r"state-change: \[.*\] up -> down|AdjChg: .*Full -> |%ADJCHANGE: .* Down")
@@ -213,7 +219,7 @@ def _ospf_timers(s: Scenario) -> list[str]:
 def argv(daemon: str, home: Path) -> list[str]:
     """A daemon's command line: its files in `home`, no vty on TCP."""
     out = [f"{DAEMONS}/{daemon}", "-f", str(home / f"{daemon}.conf"), "-i",
-           str(home / f"{daemon}.pid"), "-z", str(home / "zserv.api"), "--vty_socket", str(home),
+           str(home / f"{daemon}.pid"), "-z", str(home / ZSERV), "--vty_socket", str(home),
            "-P", "0"]
     if daemon == "bfdd":
         out += ["--bfdctl", str(home / "bfdd.sock")]
@@ -392,13 +398,17 @@ class FrrKind(RouterKind):
         return bool(lines)
 
     def start_argv(self, nf: NF, ports: Sequence[Attachment], pair: Pair, s: Scenario,
-                   home: Path) -> list[tuple[str, list[str]]]:
-        """Its daemons' configurations written in `home`, and their command
-        lines, zebra first."""
+                   home: Path) -> list[tuple[str, list[str], Path | None]]:
+        """Its daemons' configurations written in `home` (theirs: they drop
+        to FRR's user), and their command lines, zebra first: the others
+        connect to its socket."""
         ifaces = [p.iface for p in ports if p.iface]
         for daemon, text in configs(self.protocol, nf, ifaces, pair, s, home).items():
             (home / f"{daemon}.conf").write_text(text)
-        return [(daemon, argv(daemon, home)) for daemon in self.daemons]
+        with contextlib.suppress(KeyError):   # no such user: problems() said so
+            os.chown(home, pwd.getpwnam(USER).pw_uid, grp.getgrnam(USER).gr_gid)
+        return [(daemon, argv(daemon, home), home / ZSERV if daemon == "zebra" else None)
+                for daemon in self.daemons]
 
     def noticed(self, home: Path, since: float) -> tuple[float, str] | None:
         return noticed(home, since)

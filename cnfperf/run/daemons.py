@@ -5,14 +5,11 @@ run, waited for until their sessions and routes are up, stopped with the
 point (before its directories and netns go).
 
 Each NF's daemons keep their files (configuration, pid files, sockets, their
-log) in a directory of their own, `home`, under the run's state directory:
-owned by the user the daemons drop to (FRR's `frr`), removed with the point.
+log) in a directory of their own, `home`, under the run's state directory,
+removed with the point.
 """
 from __future__ import annotations
 
-import grp
-import os
-import pwd
 import shutil
 import subprocess
 import time
@@ -28,7 +25,6 @@ if TYPE_CHECKING:
     from cnfperf.run.teardown import Teardown
     from cnfperf.runtimes import Journal
 
-USER = "frr"            # FRR's daemons drop to it: their home is its
 SETTLE_S = 60.0         # the longest a point waits for its daemons' sessions and routes
 POLL_S = 0.2
 
@@ -39,6 +35,8 @@ def start(kind: NfKind, point: TestPoint, nfs: Sequence[NF], ports: Callable[[st
     """Every NF's daemons, started and settled: its home by NF name ({} for a
     kind without daemons). SystemFailure naming what did not come up."""
     homes: dict[str, Path] = {}
+    if not kind.daemons:
+        return homes
     for nf in nfs:
         pair = point.pairs[nf.pair] if nf.pair < len(point.pairs) else None
         if pair is None:
@@ -50,10 +48,10 @@ def start(kind: NfKind, point: TestPoint, nfs: Sequence[NF], ports: Callable[[st
             continue
         homes[nf.name] = home
         cores = point.cpuset(nf.cores)
-        for name, argv in argvs:
+        for name, argv, ready in argvs:
             _spawn(nf.name, name, argv, cores, home, journal, teardown)
-            if name == argvs[0][0]:
-                _wait_for(home / "zserv.api", f"{nf.name}'s {name}", home / f"{name}.out")
+            if ready is not None:
+                _wait_for(ready, f"{nf.name}'s {name}", home / f"{name}.out")
     if homes:
         _settle(kind, point, nfs, homes, say)
     return homes
@@ -66,10 +64,6 @@ def _home(home: Path, journal: Journal, teardown: Teardown) -> Path:
     journal.add("dir", str(home))
     teardown.push(f"directory {home}", remove)
     home.mkdir(parents=True)
-    try:   # the daemons drop to their user: their files are its
-        os.chown(home, pwd.getpwnam(USER).pw_uid, grp.getgrnam(USER).gr_gid)
-    except KeyError:
-        pass   # no such user: the kind's problems() said so before
     return home
 
 
@@ -119,10 +113,10 @@ def _settle(kind: NfKind, point: TestPoint, nfs: Sequence[NF], homes: dict[str, 
         spent = time.monotonic() - start
         if spent > SETTLE_S:
             name, why = next(iter(waiting.items()))
-            raise SystemFailure(f"{name}'s routing daemons did not settle within {SETTLE_S:g} s: "
-                                f"{why} (their log: {homes[name] / 'frr.log'})")
+            raise SystemFailure(f"{name}'s daemons did not settle within {SETTLE_S:g} s: "
+                                f"{why} (their files, the log among them: {homes[name]})")
         if say:
-            say(f"routing daemons settling ({spent:.0f} s): {len(waiting)} NF(s) waiting")
+            say(f"daemons settling ({spent:.0f} s): {len(waiting)} NF(s) waiting")
         time.sleep(POLL_S)
 
 

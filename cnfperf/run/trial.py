@@ -28,8 +28,8 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from cnfperf import SystemFailure, nfs
 from cnfperf.host import kernel_drops, udp_errors
