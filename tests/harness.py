@@ -16,10 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -341,3 +344,25 @@ def _held(sent: int, skips: int, frames: float, bound: float, paced: bool, who: 
         assert share * frames <= sent <= high, f"{said}: it sent less than {share:.0%}"
         assert (1 - SENT_TOLERANCE) * frames <= sent + skips <= high, \
             f"{said}: its schedule (sent + skipped) not within {SENT_TOLERANCE:.0%} of it"
+
+
+def killed_while_measuring(results: Path, run_args: list[str], measuring: Callable[[], None],
+                           timeout: float = 300) -> None:
+    """`cnfperf run RUN_ARGS` SIGKILLed once it says it is measuring (after
+    `measuring()` has looked at what it made), then `cnfperf cleanup`, which
+    must succeed: what the kill left is the cleanup's to remove."""
+    proc = subprocess.Popen(cnfperf_argv("run", *run_args), cwd=REPO, env=cnfperf_env(results),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while "measuring" not in proc.stderr.readline():
+            assert proc.poll() is None and time.monotonic() < deadline, "the run never measured"
+        measuring()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        proc.stderr.close()
+    done = subprocess.run(cnfperf_argv("cleanup"), cwd=REPO, env=cnfperf_env(results),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

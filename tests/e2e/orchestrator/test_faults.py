@@ -11,15 +11,12 @@ tests/unit/test_scenario_validation.py.)"""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
+import harness
 import leak
-from harness import REPO, cnfperf_argv, cnfperf_env
 
 from cnfperf.scenario import parse_cpus
 
@@ -233,22 +230,11 @@ def test_a_killed_run_s_routing_daemons_go_with_cleanup(engine, tmp_path):
     """SIGKILL while the routers' daemons run: zebra, bgpd, bfdd and their
     files stay, and `cnfperf cleanup` removes them with the rest."""
     before = leak.snapshot()
-    results = tmp_path / "results"
-    proc = subprocess.Popen(cnfperf_argv("run", "--switch", "bridge", "--api", "raw", "--nfs", "2",
-                                         "--nf", "frr:bgp", "--poll", "interrupt", "--rate",
-                                         "1000", "--duration", "60"),
-                            cwd=REPO, env=cnfperf_env(results), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while "measuring" not in proc.stderr.readline():
-            assert proc.poll() is None and time.monotonic() < deadline, "the run never measured"
+
+    def measuring() -> None:
         assert any(p.endswith((":bgpd", ":zebra")) for p in leak.snapshot()["processes"])
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        proc.stderr.close()
-    done = subprocess.run(cnfperf_argv("cleanup"), cwd=REPO, env=cnfperf_env(results),
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    harness.killed_while_measuring(
+        tmp_path / "results", ["--switch", "bridge", "--api", "raw", "--nfs", "2", "--nf",
+                               "frr:bgp", "--poll", "interrupt", "--rate", "1000",
+                               "--duration", "60"], measuring, timeout=120)
     assert not leak.diff(before, leak.snapshot()), "cleanup left something of the run's"

@@ -9,7 +9,6 @@ waits, and the points say they were emulated."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import time
 
@@ -18,7 +17,6 @@ import pytest
 import harness
 import leak
 from cnfperf.runtimes import VmRuntime
-from harness import REPO, cnfperf_argv, cnfperf_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("qemu-system-x86_64", "busybox", "ip")]
 
@@ -161,24 +159,13 @@ def test_a_killed_run_leaves_its_vm_to_cleanup(engine, tmp_path):
     """SIGKILL while the VM is up: QEMU, its tap, cgroup and sockets stay, and
     `cnfperf cleanup` removes them all."""
     before = leak.snapshot()
-    results = tmp_path / "results"
-    proc = subprocess.Popen(cnfperf_argv("run", "--switch", "bridge", "--api", "raw", "--nfs", "1",
-                                         "--nf-in", "vm", "--poll", "interrupt", "--rate", "1000",
-                                         "--duration", "60"),
-                            cwd=REPO, env=cnfperf_env(results), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while "measuring" not in proc.stderr.readline():
-            assert proc.poll() is None and time.monotonic() < deadline, "the run never measured"
+
+    def measuring() -> None:
         assert VmRuntime.leftovers(""), "no VM while the run measures"
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        proc.stderr.close()
-    done = subprocess.run(cnfperf_argv("cleanup"), cwd=REPO, env=cnfperf_env(results),
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    harness.killed_while_measuring(
+        tmp_path / "results", ["--switch", "bridge", "--api", "raw", "--nfs", "1", "--nf-in", "vm",
+                               "--poll", "interrupt", "--rate", "1000", "--duration", "60"],
+        measuring)
     assert not VmRuntime.leftovers("")
     assert not leak.diff(before, leak.snapshot()), "cleanup left something of the VM's run"
 
