@@ -27,6 +27,7 @@ too: what parse() refuses otherwise, naming the link.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 from dataclasses import dataclass
@@ -102,9 +103,9 @@ class Graph:
                 out.append((edge.b, edge.a, edge.cost))
         return out
 
-    def distances(self, source: str, without: str = "") -> dict[str, int]:
+    def distances(self, source: str) -> dict[str, int]:
         """The cheapest cost from `source` to every node it reaches, not
-        through `without` nor through the tester's ends (they forward nothing)."""
+        through the tester's ends (they forward nothing)."""
         best = {source: 0}
         todo = [(0, source)]
         while todo:
@@ -112,7 +113,7 @@ class Graph:
             if d > best[node] or (node in ENDS and node != source):
                 continue
             for _, far, cost in self.neighbours(node):
-                if far.node == without or d + cost >= best.get(far.node, 1 << 60):
+                if d + cost >= best.get(far.node, 1 << 60):
                     continue
                 best[far.node] = d + cost
                 heapq.heappush(todo, (d + cost, far.node))
@@ -138,6 +139,7 @@ class Graph:
         return out
 
 
+@functools.cache   # a point's graph is asked for by every NF, fault and check of it
 def parse(text: str) -> Graph:
     """The graph a `graph` value describes; ValueError saying what is wrong."""
     items = [item.strip() for line in text.splitlines() for item in line.split(";")]

@@ -394,12 +394,11 @@ def roles(tester: str, mode: str) -> tuple[str, str]:
 
 
 def links_per_path(nfs: int, nf_ports: int, graph: str = "") -> int:
-    """How many links Pair.links makes: a graph's (its canonical text, one
-    `;` between links); a chain's one before each NF and one after the last,
-    unless that one sends frames back (an NF kind of one port): the path ends
-    there."""
+    """How many links Pair.links makes: a graph's; a chain's one before each
+    NF and one after the last, unless that one sends frames back (an NF kind
+    of one port): the path ends there."""
     if graph:
-        return graph.count(";") + 1
+        return len(graphs.parse(graph).edges)
     return nfs + (0 if nfs and nf_ports == 1 else 1)
 
 

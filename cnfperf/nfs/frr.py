@@ -44,16 +44,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from cnfperf import UserError, fields, graph as graphs
+from cnfperf import UserError, graph as graphs
 from cnfperf.host import tools as host_tools
 from cnfperf.host.system import run
-from cnfperf.nfs.router import RouterKind, _ip_batch, restore_lines, sysctls
+from cnfperf.nfs.router import RouterKind
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
     from cnfperf.host.facts import HostFacts
     from cnfperf.plan import NF, Pair
-    from cnfperf.runtimes import Container
     from cnfperf.scenario import Scenario
 
 # each protocol's daemons, zebra first
@@ -70,9 +69,6 @@ PREPEND = "cnfperf-prepend-"
 LOG = "frr.log"
 ZSERV = "zserv.api"               # zebra's socket: there once it is up
 USER = "frr"                      # the user the daemons drop to
-# FRR's own words when a session goes down, per daemon (with `debug bfd peer`,
-# `log-adjacency-changes detail`, `bgp log-neighbor-changes`)
-DOWN = re.compile(r"state-change: \[.*\] up -> down|AdjChg: .*Full -> |%ADJCHANGE: .* Down")
 _STAMP = re.compile(r"^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)?) ")
 
 
@@ -162,13 +158,13 @@ def configs(protocol: str, nf: NF, ifaces: Sequence[str], pair: Pair, s: Scenari
     out = {"zebra": "\n".join(head)}
     links = [side for side in mine if side.mine]
     # a BFD session per router-to-router link, its timers the point's: the
-    # peers configured here are the ones staticd and bgpd ask bfdd for
+    # peers configured here are the ones bgpd asks bfdd for (bgp's only)
     peers = ["bfd"]
     for side in links:
         peers += [f" peer {side.theirs} local-address {side.mine} interface {side.iface}",
                   f"  transmit-interval {s.bfd_interval}", f"  receive-interval {s.bfd_interval}",
                   f"  detect-multiplier {s.bfd_multiplier}", " exit"]
-    out["bfdd"] = "\n".join([*head, "debug bfd peer", *peers, "exit"])   # (bgp's)
+    out["bfdd"] = "\n".join([*head, "debug bfd peer", *peers, "exit"])
     if protocol == "ospf":
         conf = [*head]
         for side in mine:
@@ -257,30 +253,22 @@ def sessions(protocol: str, home: Path) -> list[tuple[str, bool]]:
 def noticed(home: Path, since: float) -> tuple[float, str] | None:
     """(wall clock, its line) of the first session the log says went down at
     or after `since` (wall clock), None if none did."""
-    try:
-        text = (home / LOG).read_text(errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        stamp = _STAMP.match(line)
-        if not stamp or not DOWN.search(line):
-            continue
-        when = _wall(stamp[1])
-        if when >= since:   # without FRR's message ids
-            return when, re.sub(r"\[[0-9A-Z]{5}-[0-9A-Z]{5}\](\[EC \d+\])? ", "",
-                                line[stamp.end():].strip())
-    return None
+    return next(((when, line) for when, _, up, line in changes(home)
+                 if not up and when >= since), None)
 
 
-# A session's state changes, per daemon: (its peer, from, to)
-_CHANGES = (re.compile(r"state-change: \[.*?peer:(\S+) .*?\] (\S+) -> (\S+)"),
-            re.compile(r"AdjChg: Nbr (\S+?),.*: (\S+) -> (\S+) \("),
+# A session's state changes in FRR's own words, per daemon (with `debug bfd
+# peer`, `log-adjacency-changes detail`, `bgp log-neighbor-changes`): (its
+# peer, from, to)
+_CHANGES = (re.compile(r"state-change: \[.*?peer:([^\s\]]+).*?\] (\S+) -> (\S+)"),
+            re.compile(r"AdjChg: Nbr ([^\s,]+).*: (\S+) -> (\S+) \("),
             re.compile(r"%ADJCHANGE: neighbor (\S+?)\(.*?\b(?P<to>Up|Down)\b"))
 
 
-def changes(home: Path) -> list[tuple[float, str, bool]]:
-    """(wall clock, session, up) of every state change the log says a
-    session made: into up (BFD up, OSPF Full, BGP Up) or out of it."""
+def changes(home: Path) -> list[tuple[float, str, bool, str]]:
+    """(wall clock, session, up, its line without FRR's message ids) of every
+    state change the log says a session made: into up (BFD up, OSPF Full,
+    BGP Up) or out of it."""
     try:
         text = (home / LOG).read_text(errors="replace")
     except OSError:
@@ -300,7 +288,9 @@ def changes(home: Path) -> list[tuple[float, str, bool]]:
                 if full not in (was.split("/")[0], now.split("/")[0]):
                     break   # between two states short of up: no change of ours
                 up = now.split("/")[0] == full
-            out.append((_wall(stamp[1]), f"{('bfd', 'ospf', 'bgp')[kind]} {found[1]}", up))
+            said = re.sub(r"\[[0-9A-Z]{5}-[0-9A-Z]{5}\](\[EC \d+\])? ", "",
+                          line[stamp.end():].strip())
+            out.append((_wall(stamp[1]), f"{('bfd', 'ospf', 'bgp')[kind]} {found[1]}", up, said))
             break
     return out
 
@@ -311,7 +301,7 @@ def routing(home: Path, since: float, until: float) -> dict[str, object]:
     window opened counts from then)."""
     last: dict[str, tuple[float, bool]] = {}
     downs, down_s = 0, 0.0
-    for when, session, up in changes(home):
+    for when, session, up, _ in changes(home):
         if when > until:
             break
         was = last.get(session)
@@ -347,15 +337,15 @@ class FrrKind(RouterKind):
     def daemons(self) -> tuple[str, ...]:
         return PROTOCOLS[self.protocol]
 
+    def routed(self, s: Scenario) -> bool:
+        return True    # its daemons move its routes
+
+    def lines(self, nf: NF, ifaces: Sequence[str], hops: Sequence[str], pair: Pair,
+              s: Scenario) -> list[str]:
+        return batch(nf, ifaces, hops, pair, s)
+
     def check_own(self, s: Scenario) -> None:
-        super().check_own(s)
-        for name in ("nf_routes", "nf_interfaces", "nf_unrouted"):
-            if getattr(s, name) != fields.by_name()[name].default:
-                raise UserError(name, f"{self.nf} routes to the pair's two ends: {name} is "
-                                      "router's (leave it out)")
-        if s.nf_in != "container":
-            raise UserError("nf_in", f"{self.nf}'s daemons run in the NF's netns from this "
-                                     "host: nf_in = container")
+        super().check_own(s)   # router's, and the daemons run from this host (nf_in)
         if s.ospf_hello < 1 and s.ospf_dead != 1:
             raise UserError("ospf_dead", f"{s.ospf_dead}: OSPF's fast hello (ospf_hello "
                                          f"{s.ospf_hello:g} s) declares a neighbour dead "
@@ -373,29 +363,6 @@ class FrrKind(RouterKind):
             return [f"nf {self.nf}: FRR's {', '.join(missing or [VTYSH])} not found (Debian "
                     "package frr; make deps installs it)"]
         return []
-
-    def prepare(self, netns: str, guest: Container | None, nf: NF, ports: Sequence[Attachment],
-                hops: Sequence[str], pair: Pair, s: Scenario, cores: Sequence[int]) -> None:
-        """Its netns a router without routes: sysctls, addresses, neighbours,
-        its RPS map; the daemons come after (start, from Testbed)."""
-        ifaces = [p.iface for p in ports if p.iface]
-        run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces, graph=True)],
-            what=f"{self.nf} {netns}: sysctls")
-        _ip_batch(netns, batch(nf, ifaces, hops, pair, s))
-        if cores:
-            from cnfperf.host.rps import rps_script
-            run(["ip", "netns", "exec", netns, "sh", "-ec", rps_script(ifaces, cores)],
-                what=f"{self.nf} {netns}: RPS map")
-
-    def restore(self, netns: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str],
-                pair: Pair, s: Scenario, ifaces: Sequence[str]) -> bool:
-        """Its neighbour entries and routes to the ends through `ifaces` again
-        (the daemons find the others again themselves once they are up)."""
-        lines = restore_lines(batch(nf, [p.iface for p in ports if p.iface], hops, pair, s),
-                              ifaces)
-        if lines:
-            _ip_batch(netns, lines)
-        return bool(lines)
 
     def start_argv(self, nf: NF, ports: Sequence[Attachment], pair: Pair, s: Scenario,
                    home: Path) -> list[tuple[str, list[str], Path | None]]:

@@ -181,6 +181,17 @@ class RouterKind(NfKind):
     settle_s = 0.0   # up once prepared: its process forwards nothing
     own_fields = ("nf_routes", "nf_interfaces", "nf_unrouted")
 
+    def routed(self, s: Scenario) -> bool:
+        """Whether its ways to the ends may change while it runs (a graph's
+        backup routes; a routing daemon's): a route whose port lost its
+        carrier is passed over, no reverse-path filter (sysctls)."""
+        return bool(s.graph)
+
+    def lines(self, nf: NF, ifaces: Sequence[str], hops: Sequence[str], pair: Pair,
+              s: Scenario) -> list[str]:
+        """The `ip -batch` lines that make its netns what it is (batch)."""
+        return batch(nf, ifaces, hops, pair, s)
+
     def check_own(self, s: Scenario) -> None:
         dataplane = DATAPLANES.get(s.switch)
         if dataplane is not None and dataplane.kind != "kernel":
@@ -193,14 +204,15 @@ class RouterKind(NfKind):
                                       f"(nf_api = {' or '.join(KERNEL_APIS)}: it is not used)")
         if s.nf_host:
             raise UserError("nf_host", "router NFs are made routers on this host only")
-        if s.graph:
+        if self.routed(s):
+            who = f"{self.nf} in a graph" if s.graph else self.nf
             for name in ("nf_routes", "nf_interfaces", "nf_unrouted"):
                 if getattr(s, name) != fields.by_name()[name].default:
-                    raise UserError(name, "a graph's routers route to the pair's two ends: "
-                                          f"{name} is a chain's (leave it out)")
+                    raise UserError(name, f"{who} routes to the pair's two ends: {name} is for "
+                                          "router in a chain (leave it out)")
             if s.nf_in != PLACES[0]:
-                raise UserError("nf_in", "a graph's routers run in containers (nf_in = "
-                                         f"{PLACES[0]})")
+                raise UserError("nf_in", f"{who} is made a router on this host, in containers "
+                                         f"(nf_in = {PLACES[0]})")
         spread = destinations(s)
         if spread > MAX_DESTINATIONS:
             raise UserError("nf_unrouted", f"nf_routes + nf_unrouted = {spread}: at most "
@@ -258,12 +270,12 @@ class RouterKind(NfKind):
         container has mounted it); a VM's guest kernel (`guest`) by a script
         run in it."""
         ifaces = [p.iface for p in ports if p.iface]
-        lines = batch(nf, ifaces, hops, pair, s)
+        lines = self.lines(nf, ifaces, hops, pair, s)
         if guest is not None:
-            guest_run(guest, guest_script(ifaces, lines, cores, bool(s.graph)),
+            guest_run(guest, guest_script(ifaces, lines, cores, self.routed(s)),
                       f"router {nf.name}")
             return
-        run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces, bool(s.graph))],
+        run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", *sysctls(ifaces, self.routed(s))],
             what=f"router {netns}: sysctls")
         _ip_batch(netns, lines)
         if cores:
@@ -275,7 +287,7 @@ class RouterKind(NfKind):
         """Its neighbours and routes through `ifaces` again, after a fault took
         them down and up (the kernel dropped them with the down)."""
         all_ifaces = [p.iface for p in ports if p.iface]
-        lines = restore_lines(batch(nf, all_ifaces, hops, pair, s), ifaces)
+        lines = restore_lines(self.lines(nf, all_ifaces, hops, pair, s), ifaces)
         if lines:
             _ip_batch(netns, lines)
         return bool(lines)

@@ -29,8 +29,8 @@ from cnfperf import fields
 from cnfperf.host import kernel_drops, udp_errors
 from cnfperf.report import contention, routing
 from cnfperf.results.model import DROP_REASONS, busy_ratio
-from cnfperf.report.summary import (Table, _param, done_points, label, node, path, short_name,
-                                    varying)
+from cnfperf.report.summary import (Table, _param, done_points, label, nf_labels, node, path,
+                                    short_name, varying)
 
 SENDERS = ("send", "client", "tester")
 RECEIVERS = ("recv", "server", "tester")
@@ -207,8 +207,9 @@ def _graph_hops(point: dict[str, Any], pair: int, nfs: list[dict[str, Any]],
     back = got if echoed else 0        # a server echoes every frame it takes
     echoes = _received(sender)[0] if echoed else 0
     results = {n["name"]: {p["port"]: p for p in n.get("ports") or []} for n in nfs}
-    labels = {n["name"]: n.get("label") or short_name(point, n["name"])
-              for n in placed.get("nfs") or []}
+    labels = nf_labels(point)
+    # a routing daemon's own packets (hellos, BFD…) are in its ports' counts
+    daemons = bool((point.get("nf_facts") or {}).get("daemons"))
     ends = {placed["sender"]["name"]: ("send", sent, echoes),
             placed["receiver"]["name"]: ("recv", back, got)}
 
@@ -228,10 +229,10 @@ def _graph_hops(point: dict[str, Any], pair: int, nfs: list[dict[str, Any]],
         else:
             hop.why.append("an end's count is missing")
         out.append(hop)
-    if (point.get("nf_facts") or {}).get("daemons"):   # a routing daemon's hellos, BFD…
+    if daemons:
         for hop in out:
             if hop.lost:
-                hop.why.append("its counts include the routing daemons' own packets")
+                hop.why.append("its counts include the routing daemons' packets too")
     for nf in nfs:
         ports = results[nf["name"]].values()
         name = f"nf {nf['idx'] + 1} of {len(nfs)}: {nf['kind']} {labels.get(nf['name'], '')}"
@@ -240,7 +241,7 @@ def _graph_hops(point: dict[str, Any], pair: int, nfs: list[dict[str, Any]],
             continue
         rx, tx = (sum(p.get(k) or 0 for p in ports) for k in ("rx_packets", "tx_packets"))
         hop = Hop("nf", name, rx=rx, tx=tx, lost=rx - tx)
-        if hop.lost and (point.get("nf_facts") or {}).get("daemons"):
+        if hop.lost and daemons:
             hop.why.append("its daemons' own packets counted in, not forwarded")
         hop.why += kernel_drops.describe(_kernel_of(point, nf["name"]), ported=True)
         out.append(hop)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cnfperf.report.summary import Table, done_points, label, varying
+from cnfperf.report.summary import Table, done_points, label, nf_labels, varying
 
 
 def sessions(run: dict[str, Any]) -> Table | None:
@@ -18,9 +18,7 @@ def sessions(run: dict[str, Any]) -> Table | None:
     points = done_points(run)
     axes = varying(points) or ["switch"]
     for p in points:
-        labels = {nf["name"]: nf.get("label") or nf["name"]
-                  for pair in p.get("placement") or [] if isinstance(pair, dict)
-                  for nf in pair.get("nfs") or []}
+        labels = nf_labels(p)
         for e in p.get("endpoints") or []:
             facts = (e.get("summary") or {}).get("routing")
             if not facts:

@@ -128,6 +128,14 @@ def short_name(point: dict[str, Any], name: str) -> str:
     return name.removeprefix(run_prefix(str(point.get("run_id", "")))) or name
 
 
+def nf_labels(point: dict[str, Any]) -> dict[str, str]:
+    """Each NF's name as its graph gave it (`top`), else without the run's
+    prefix (`n001`), by its node name (the stored placement's)."""
+    return {nf["name"]: nf.get("label") or short_name(point, nf["name"])
+            for pair in point.get("placement") or [] if isinstance(pair, dict)
+            for nf in pair.get("nfs") or []}
+
+
 def node(point: dict[str, Any], name: str) -> str:
     """A node of the point as a reader finds it: `n001 (nf 2)`, `p0r (recv)`,
     its name without the run's prefix, and what it is."""

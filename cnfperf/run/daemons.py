@@ -38,11 +38,8 @@ def start(kind: NfKind, point: TestPoint, nfs: Sequence[NF], ports: Callable[[st
     if not kind.daemons:
         return homes
     for nf in nfs:
-        pair = point.pairs[nf.pair] if nf.pair < len(point.pairs) else None
-        if pair is None:
-            continue
         home = state / "daemons" / nf.name
-        argvs = kind.start_argv(nf, ports(nf.name), pair, point.scenario,
+        argvs = kind.start_argv(nf, ports(nf.name), point.pairs[nf.pair], point.scenario,
                                 _home(home, journal, teardown))
         if not argvs:
             continue

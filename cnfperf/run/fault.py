@@ -91,7 +91,8 @@ def parse(value: str) -> Target | None:
         return None
     kind, sep, rest = value.partition(":")
     index, at, pair = rest.partition("@")
-    named = re.fullmatch(r"[a-z][a-z0-9_]*" + ("" if kind == "nf" else r"\.[a-h]"), index)
+    named = re.fullmatch(r"[a-z][a-z0-9_]*" + ("" if kind == "nf" else rf"\.[{graphs.PORTS}]"),
+                         index)
     if kind not in KINDS or not sep or not (index.isdigit() or named) or \
             (at and not pair.isdigit()):
         raise ValueError(f"{value!r}: expected {FORM}")

@@ -124,7 +124,7 @@ def test_a_graph_is_placed_as_its_links_each_port_once_macs_apart():
 
 @pytest.mark.parametrize("flags, field, words", [
     ({"nf": "l2"}, "graph", "a graph's NFs route between their ports (nf = router)"),
-    ({"nf_routes": 2, "flows": 2}, "nf_routes", "is a chain's"),
+    ({"nf_routes": 2, "flows": 2}, "nf_routes", "is for router in a chain"),
     ({"fault": "nf:side"}, "fault", "the graph has no NF side (in, top, bottom, out)"),
     ({"fault": "link:top.c"}, "fault", "top has ports top.a to top.b"),
     ({"fault": "link:in.a"}, "fault", "takes the carrier off the sender's own"),

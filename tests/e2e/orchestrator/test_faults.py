@@ -221,7 +221,7 @@ def test_routing_daemons_move_the_traffic_when_they_notice_a_cut_the_switch_hide
     assert mine["sessions"] == sessions and mine["downs"] >= 1, mine
     assert 0 < mine["down_s"] <= mine["sessions"] * mine["seconds"], mine
     shown = cli("results", "show", "latest", check=True).stdout
-    assert "noticed ms" in shown and "routing daemons' own packets" in shown, shown
+    assert "noticed ms" in shown and "routing daemons' packets too" in shown, shown
     assert "Routing sessions during each trial" in shown, shown
 
 
