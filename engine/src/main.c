@@ -177,6 +177,9 @@ int main(int argc, char **argv)
 	if (run_init(&r, &cf, a, &clk, cf.role->latency && !cf.clock_other))
 		goto out;
 	r.api2 = a2;
+	r.queues = 1;
+	r.qapi[0][0] = a;
+	r.qapi[0][1] = a2;
 	r.open_ns = open_ns;
 	rc = cf.role->run(&r);
 	run_free(&r);

@@ -12,6 +12,9 @@
 
 struct run;
 
+/* nf --threads: at most this many, a queue of each port each */
+#define NF_QUEUES_MAX 16
+
 /* A role: what an endpoint does, and what the rest of the engine needs to
  * know of it. Code asks these properties, never a role's name, so a new role
  * is its file and one line in the table (roles/roles.c). */

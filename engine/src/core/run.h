@@ -45,6 +45,8 @@ struct counters {
 struct run {
 	const struct conf *conf;   /* what the command line asked for */
 	struct api *api, *api2;
+	unsigned queues;        /* nf: a thread per queue of each port (--threads) */
+	struct api *qapi[NF_QUEUES_MAX][2];  /* queue q's instances of port 1 and 2 ([0]: api, api2) */
 	struct clock clk;
 	bool reanchor;          /* false when several threads read one clock (client) */
 	bool rx_window;         /* rates over first..last measured frame (receivers) */

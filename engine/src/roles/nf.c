@@ -1,4 +1,4 @@
-/* nf: a network function between one or two ports, in one thread. With two,
+/* nf: a network function between one or two ports. With two,
  * it forwards both ways: what comes in on port 1 leaves by port 2 and the
  * other way round (l3: by its route); with one it hairpins, and mirror always
  * does. What it does to a frame is its kind (core/nf.h), chosen once.
@@ -14,12 +14,17 @@
  * beyond its bucket in a queue of its own (copies: no api's ring is held) and
  * sends it when tokens come, dropping what finds the queue full. Both count
  * at the ingress port with the other drops (`policer`, `shaper`); what waited
- * is `delayed` at the egress port (core/bucket.h). */
+ * is `delayed` at the egress port (core/bucket.h).
+ *
+ * Its state is a queue's (struct nf_queue): what one thread polls, forwards
+ * and counts; the role's records sum its queues. */
 #include "roles.h"
 #include "../core/json.h"
 #include "../core/bucket.h"
 #include "../core/nf.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -30,7 +35,10 @@ struct port_counts {
 	uint64_t policer, shaper;   /* drops: beyond the policer's bucket, the shaper's queue */
 };
 
-struct nf_run {
+/* One thread's: queue q of each port, its NF state and counters. Only its
+ * thread writes them; the records read the counters as they stand. */
+struct nf_queue {
+	struct run *r;                 /* its timeline */
 	struct nf nf;
 	struct api *port[2];
 	unsigned nports;
@@ -41,6 +49,11 @@ struct nf_run {
 	bool police, shape;
 	struct bucket policer[2];      /* per ingress port */
 	struct shaper shaper[2];       /* per egress port */
+	unsigned q;                    /* which queue of each port */
+	int cpu;                       /* its thread's, -1: not pinned */
+	bool polling;                  /* its poller is set up */
+	uint64_t first_rx;             /* queues past 0: tick of its first frame, 0 = none yet
+	                                * (read by the main thread: start_at_first) */
 };
 
 static uint64_t wall_ns(void)
@@ -51,14 +64,14 @@ static uint64_t wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void sent_wall(struct nf_run *s)
+static void sent_wall(struct nf_queue *s)
 {
 	if (!s->first_tx_wall_ns)
 		s->first_tx_wall_ns = wall_ns();
 }
 
 /* Sends the n frames in f, received on port `in`, out of port e. */
-static void send_out(struct nf_run *s, unsigned in, unsigned e, struct pkt *f, uint16_t n)
+static void send_out(struct nf_queue *s, unsigned in, unsigned e, struct pkt *f, uint16_t n)
 {
 	struct api *src = s->port[in], *dst = s->port[e];
 	struct pkt *sent = f, tx[API_MAX_BURST];
@@ -93,7 +106,7 @@ static void send_out(struct nf_run *s, unsigned in, unsigned e, struct pkt *f, u
 /* What the shaper of egress port e lets go at tick now: copied into the
  * port's buffers and sent; what the port refuses stays queued (its tokens
  * untaken) for the next round. */
-static void shaper_flush(struct nf_run *s, unsigned e, uint64_t now)
+static void shaper_flush(struct nf_queue *s, unsigned e, uint64_t now)
 {
 	struct shaper *sh = &s->shaper[e];
 	struct api *dst = s->port[e];
@@ -126,7 +139,7 @@ static void shaper_flush(struct nf_run *s, unsigned e, uint64_t now)
 
 /* The burst for egress port e into its shaper's queue (the frames go back to
  * the ingress port's api), then what may leave now. */
-static void shape_out(struct nf_run *s, unsigned in, unsigned e, struct pkt *f, uint16_t n, uint64_t now)
+static void shape_out(struct nf_queue *s, unsigned in, unsigned e, struct pkt *f, uint16_t n, uint64_t now)
 {
 	for (uint16_t i = 0; i < n; i++)
 		if (!shaper_in(&s->shaper[e], f[i].data, f[i].len, now))
@@ -135,7 +148,7 @@ static void shape_out(struct nf_run *s, unsigned in, unsigned e, struct pkt *f, 
 	shaper_flush(s, e, now);
 }
 
-static void forward(struct nf_run *s, unsigned in, struct pkt *pkts, uint16_t n, uint64_t now)
+static void forward(struct nf_queue *s, unsigned in, struct pkt *pkts, uint16_t n, uint64_t now)
 {
 	struct port_counts *pc = &s->pc[in];
 
@@ -166,7 +179,7 @@ static void forward(struct nf_run *s, unsigned in, struct pkt *pkts, uint16_t n,
 }
 
 /* Sends what the shapers let go by now; the tick the next frame may leave. */
-static uint64_t shapers_due(struct nf_run *s, uint64_t now)
+static uint64_t shapers_due(struct nf_queue *s, uint64_t now)
 {
 	uint64_t due = UINT64_MAX;
 
@@ -182,56 +195,135 @@ static uint64_t shapers_due(struct nf_run *s, uint64_t now)
 	return due;
 }
 
-/* The run's totals are the ports' sums (for interval records and the summary). */
+/* The role: its queues, the first of them polled by the main thread on the
+ * role's timeline, each other on a thread of its own with a silent copy of
+ * it (no records; the role's sum every queue's counters). */
+struct nf_role {
+	struct nf_queue *q[NF_QUEUES_MAX];
+	unsigned n;
+	int err;                 /* a queue's thread could not be pinned */
+};
+
+/* x, read while its queue's thread may write it (a counter as it stands) */
+#define NOW(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* The run's totals are the ports' sums over the queues (interval records, the summary). */
 static void collect(struct run *r)
 {
-	const struct nf_run *s = r->collect_arg;
+	const struct nf_role *role = r->collect_arg;
 	struct counters *c = &r->c;
 
 	c->rx_packets = c->rx_bytes = c->tx_packets = c->tx_bytes = c->tx_refused = c->other = c->bad = 0;
-	for (unsigned i = 0; i < s->nports; i++) {
-		const struct port_counts *pc = &s->pc[i];
-		c->rx_packets += pc->rx_packets;
-		c->rx_bytes += pc->rx_bytes;
-		c->tx_packets += pc->tx_packets;
-		c->tx_bytes += pc->tx_bytes;
-		c->tx_refused += pc->tx_refused;
-		c->other += pc->drop.other;
-		c->bad += pc->drop.bad;
+	for (unsigned q = 0; q < role->n; q++) {
+		const struct nf_queue *s = role->q[q];
+		for (unsigned i = 0; i < s->nports; i++) {
+			const struct port_counts *pc = &s->pc[i];
+			c->rx_packets += NOW(pc->rx_packets);
+			c->rx_bytes += NOW(pc->rx_bytes);
+			c->tx_packets += NOW(pc->tx_packets);
+			c->tx_bytes += NOW(pc->tx_bytes);
+			c->tx_refused += NOW(pc->tx_refused);
+			c->other += NOW(pc->drop.other);
+			c->bad += NOW(pc->drop.bad);
+		}
 	}
+}
+
+/* Port i's counters summed over the queues (the summary, once every thread is done). */
+static struct port_counts port_sum(const struct nf_role *role, unsigned i)
+{
+	struct port_counts t = { 0 };
+
+	for (unsigned q = 0; q < role->n; q++) {
+		const struct port_counts *pc = &role->q[q]->pc[i];
+		t.rx_packets += pc->rx_packets;
+		t.rx_bytes += pc->rx_bytes;
+		t.tx_packets += pc->tx_packets;
+		t.tx_bytes += pc->tx_bytes;
+		t.tx_refused += pc->tx_refused;
+		t.drop.other += pc->drop.other;
+		t.drop.bad += pc->drop.bad;
+		t.drop.no_route += pc->drop.no_route;
+		t.drop.ttl += pc->drop.ttl;
+		t.policer += pc->policer;
+		t.shaper += pc->shaper;
+	}
+	return t;
+}
+
+/* The earliest first frame forwarded, of any queue (0: none). */
+static uint64_t first_tx_wall(const struct nf_role *role)
+{
+	uint64_t t = 0;
+
+	for (unsigned q = 0; q < role->n; q++) {
+		uint64_t w = role->q[q]->first_tx_wall_ns;
+		if (w && (!t || w < t))
+			t = w;
+	}
+	return t;
+}
+
+/* What each queue's thread took in and sent out: how the ports' frames were
+ * spread over the cores. */
+static void queues_json(const struct nf_role *role, struct json *j)
+{
+	json_open(j, "queues", '[');
+	for (unsigned q = 0; q < role->n; q++) {
+		const struct nf_queue *s = role->q[q];
+		uint64_t rx = 0, tx = 0;
+		for (unsigned i = 0; i < s->nports; i++) {
+			rx += s->pc[i].rx_packets;
+			tx += s->pc[i].tx_packets;
+		}
+		json_open(j, NULL, '{');
+		json_u64(j, "queue", q);
+		if (s->cpu >= 0)
+			json_u64(j, "cpu", (uint64_t)s->cpu);
+		else
+			json_null(j, "cpu");
+		json_u64(j, "rx_packets", rx);
+		json_u64(j, "tx_packets", tx);
+		json_close(j, '{');
+	}
+	json_close(j, '[');
 }
 
 static void summary_more(struct run *r, struct json *j)
 {
-	const struct nf_run *s = r->collect_arg;
+	const struct nf_role *role = r->collect_arg;
+	const struct nf_queue *s = role->q[0];
+	uint64_t first = first_tx_wall(role);
 
 	json_str(j, "nf", s->nf.kind->name);
-	if (s->first_tx_wall_ns)
-		json_u64(j, "first_tx_wall_ns", s->first_tx_wall_ns);
+	if (first)
+		json_u64(j, "first_tx_wall_ns", first);
 	else
 		json_null(j, "first_tx_wall_ns");
 	json_open(j, "ports", '[');
 	for (unsigned i = 0; i < s->nports; i++) {
-		const struct port_counts *pc = &s->pc[i];
+		const struct port_counts pc = port_sum(role, i);
 		json_open(j, NULL, '{');
 		json_u64(j, "port", i + 1);
-		json_u64(j, "rx_packets", pc->rx_packets);
-		json_u64(j, "rx_bytes", pc->rx_bytes);
-		json_u64(j, "tx_packets", pc->tx_packets);
-		json_u64(j, "tx_bytes", pc->tx_bytes);
-		json_u64(j, "tx_refused", pc->tx_refused);
+		json_u64(j, "rx_packets", pc.rx_packets);
+		json_u64(j, "rx_bytes", pc.rx_bytes);
+		json_u64(j, "tx_packets", pc.tx_packets);
+		json_u64(j, "tx_bytes", pc.tx_bytes);
+		json_u64(j, "tx_refused", pc.tx_refused);
 		json_open(j, "dropped", '{');
-		json_u64(j, "other", pc->drop.other);
-		json_u64(j, "bad", pc->drop.bad);
-		json_u64(j, "no_route", pc->drop.no_route);
-		json_u64(j, "ttl", pc->drop.ttl);
-		json_u64(j, "policer", pc->policer);
-		json_u64(j, "shaper", pc->shaper);
+		json_u64(j, "other", pc.drop.other);
+		json_u64(j, "bad", pc.drop.bad);
+		json_u64(j, "no_route", pc.drop.no_route);
+		json_u64(j, "ttl", pc.drop.ttl);
+		json_u64(j, "policer", pc.policer);
+		json_u64(j, "shaper", pc.shaper);
 		json_close(j, '{');
 		json_u64(j, "delayed", s->shape ? s->shaper[i].delayed : 0);
 		json_close(j, '{');
 	}
 	json_close(j, '[');
+	queues_json(role, j);
+	/* a bucket is one queue's: the role takes --policer and --shaper on one */
 	const struct conf *cf = r->conf;
 	if (s->police) {
 		json_open(j, "policer", '{');
@@ -260,26 +352,30 @@ static void summary_more(struct run *r, struct json *j)
 	}
 }
 
-static void release_all(struct nf_run *s, const uint16_t *n)
+static void release_all(struct nf_queue *s, const uint16_t *n)
 {
 	for (unsigned i = 0; i < s->nports; i++)
 		if (n[i])
 			s->port[i]->ops->release(s->port[i], s->pkts[i], n[i]);
 }
 
-/* The queue's slots hold the frames --size says, or a standard Ethernet frame
+/* The queue's shaper slots hold the frames --size says, or a standard Ethernet frame
  * if that is more (a larger one is dropped as one beyond the queue). */
 #define SHAPER_SLOT_MIN 1518
 
-static int setup(struct nf_run *s, const struct run *r)
+/* Queue q of the n the ports r opened have (r->qapi[q]), on its timeline t. */
+static int setup(struct nf_queue *s, const struct run *r, unsigned q, unsigned n, struct run *t)
 {
 	const struct conf *cf = r->conf;
 	uint8_t mac[2][6], hop[2][6];
 
-	s->port[0] = r->api;
-	s->port[1] = r->api2 ? r->api2 : r->api;
-	s->nports = r->api2 ? 2 : 1;
-	memcpy(mac[0], cf->src_mac.given ? cf->src_mac.addr : r->api->mac, 6);
+	s->r = t;
+	s->q = q;
+	s->cpu = q ? -1 : cf->cpu;   /* the main thread's, pinned by main() */
+	s->port[0] = r->qapi[q][0];
+	s->port[1] = r->qapi[q][1] ? r->qapi[q][1] : r->qapi[q][0];
+	s->nports = r->qapi[q][1] ? 2 : 1;
+	memcpy(mac[0], cf->src_mac.given ? cf->src_mac.addr : s->port[0]->mac, 6);
 	memcpy(mac[1], cf->src_mac2.given ? cf->src_mac2.addr : s->port[1]->mac, 6);
 	memcpy(hop[0], cf->dst_mac.addr, 6);
 	memcpy(hop[1], cf->dst_mac2.addr, 6);
@@ -296,38 +392,47 @@ static int setup(struct nf_run *s, const struct run *r)
 				return -1;
 			}
 	}
+	/* each its own poller, over its own queue's instances */
+	if (poller_init(&t->poll, cf->poll, r->clk.hz, s->port[0], s->nports > 1 ? s->port[1] : NULL))
+		return -1;
+	s->polling = true;
+	poller_expect(&t->poll, cf->rate / n);   /* each queue its share */
+	poller_streams(&t->poll, s->nports);
+	t->poll.stalls = &t->stalls;
 	return 0;
 }
 
-static void teardown(struct nf_run *s)
+static void teardown(struct nf_queue *s)
 {
+	if (s->polling)
+		poller_free(&s->r->poll);
 	for (unsigned i = 0; i < 2; i++)
 		shaper_free(&s->shaper[i]);
 	free(s);
 }
 
-int role_nf(struct run *r)
+/* The main thread's queue: the role's timeline starts at the first frame any
+ * queue took (its own may take none: one flow hashes to one queue). */
+static void start_at_first(const struct nf_role *role, struct run *r)
 {
-	const struct conf *cf = r->conf;
-	const uint16_t burst = (uint16_t)cf->burst;
-	struct nf_run *s = calloc(1, sizeof(*s));
+	uint64_t first = 0;
 
-	if (!s) {
-		fprintf(stderr, "cnfperf-engine: out of memory\n");
-		return 1;
+	for (unsigned q = 1; q < role->n; q++) {
+		uint64_t t = __atomic_load_n(&role->q[q]->first_rx, __ATOMIC_ACQUIRE);
+		if (t && (!first || t < first))
+			first = t;
 	}
-	if (setup(s, r) || poller_init(&r->poll, cf->poll, r->clk.hz, r->api, r->api2)) {
-		teardown(s);
-		return 1;
-	}
-	poller_expect(&r->poll, cf->rate);
-	poller_streams(&r->poll, s->nports);
-	r->poll.stalls = &r->stalls;
-	r->rx_window = true;
-	r->collect = collect;
-	r->collect_arg = s;
-	r->summary_more = summary_more;
-	run_ready(r);
+	if (first)
+		run_start(r, first);
+}
+
+/* Polls queue s until the run stops (drained after a signal). */
+static void poll_loop(const struct nf_role *role, struct nf_queue *s)
+{
+	struct run *r = s->r;
+	const uint16_t burst = (uint16_t)r->conf->burst;
+	bool main = s == role->q[0];
+
 	for (;;) {
 		uint16_t n[2] = { 0, 0 };
 		for (unsigned i = 0; i < s->nports; i++)
@@ -340,6 +445,12 @@ int role_nf(struct run *r)
 				if (n[i])
 					poller_arrived(&r->poll, i, now);
 		r->wake = shapers_due(s, now);
+		if (main && role->n > 1) {
+			if (!r->started)
+				start_at_first(role, r);
+			if (r->t_next < r->wake)   /* the records are this thread's to print */
+				r->wake = r->t_next;
+		}
 
 		enum rx_step step = run_rx_step(r, got, now);
 
@@ -349,13 +460,109 @@ int role_nf(struct run *r)
 		}
 		if (step == RX_IDLE)
 			continue;
+		if (!main && !s->first_rx)
+			__atomic_store_n(&s->first_rx, r->t_start, __ATOMIC_RELEASE);
 		for (unsigned i = 0; i < s->nports; i++)
 			if (n[i])
 				forward(s, i, s->pkts[i], n[i], now);
 		run_rx_window(r, now, got);
 	}
+}
+
+struct queue_thread {
+	const struct nf_role *role;
+	struct nf_queue *s;
+	int *err;
+};
+
+static void *queue_main(void *arg)
+{
+	struct queue_thread *t = arg;
+	struct nf_queue *s = t->s;
+
+	if (run_pin(s->cpu)) {
+		fprintf(stderr, "cnfperf-engine: --cpu %d: cannot pin queue %u's thread to that CPU\n", s->cpu,
+			s->q);
+		*t->err = 1;
+	}
+	stalls_woke(&s->r->stalls, clock_ticks());
+	poll_loop(t->role, s);
+	s->r->stalls.kept = s->r->stalls.live;
+	return NULL;
+}
+
+/* The role's window (its first measured frame to its last) and stalls are
+ * every queue's: what the other threads saw is folded into r. */
+static void fold(struct nf_role *role, struct run *r)
+{
+	for (unsigned q = 1; q < role->n; q++) {
+		const struct run *t = role->q[q]->r;
+		if (!t->t_first_rx)
+			continue;
+		if (!r->t_first_rx || t->t_first_rx < r->t_first_rx) {
+			r->t_first_rx = t->t_first_rx;
+			r->first_burst = t->first_burst;
+		}
+		if (t->t_last_rx > r->t_last_rx)
+			r->t_last_rx = t->t_last_rx;
+		stalls_merge(&r->stalls, &t->stalls);
+	}
+}
+
+int role_nf(struct run *r)
+{
+	struct nf_role role = { .n = r->queues ? r->queues : 1 };
+	struct run *own = calloc(role.n, sizeof(*own));
+	pthread_t th[NF_QUEUES_MAX];
+	struct queue_thread args[NF_QUEUES_MAX];
+	unsigned started = 0;
+	int rc = 1;
+
+	if (!own) {
+		fprintf(stderr, "cnfperf-engine: out of memory\n");
+		return 1;
+	}
+	r->rx_window = true;
+	r->collect = collect;
+	r->collect_arg = &role;
+	r->summary_more = summary_more;
+	for (unsigned q = 1; q < role.n; q++) {   /* silent copies: their own poller, stalls, drain */
+		own[q] = *r;
+		own[q].silent = true;
+		own[q].collect = NULL;
+		own[q].summary_more = NULL;
+	}
+	for (unsigned q = 0; q < role.n; q++) {
+		if (!(role.q[q] = calloc(1, sizeof(*role.q[q])))) {
+			fprintf(stderr, "cnfperf-engine: out of memory\n");
+			role.n = q;
+			goto out;
+		}
+		if (setup(role.q[q], r, q, role.n, q ? &own[q] : r)) {
+			teardown(role.q[q]);
+			role.n = q;
+			goto out;
+		}
+	}
+	run_ready(r);
+	for (unsigned q = 1; q < role.n; q++) {
+		args[q] = (struct queue_thread){ &role, role.q[q], &role.err };
+		if ((errno = pthread_create(&th[q], NULL, queue_main, &args[q]))) {
+			perror("cnfperf-engine: a queue's thread");
+			run_stop = 1;
+			break;
+		}
+		started = q;
+	}
+	poll_loop(&role, role.q[0]);
+	for (unsigned q = 1; q <= started; q++)
+		pthread_join(th[q], NULL);
+	fold(&role, r);
 	run_summary(r);
-	poller_free(&r->poll);
-	teardown(s);
-	return 0;
+	rc = role.err;
+out:
+	for (unsigned q = 0; q < role.n; q++)
+		teardown(role.q[q]);
+	free(own);
+	return rc;
 }
