@@ -81,6 +81,7 @@ static struct api_conf api_conf_of(const struct conf *cf, bool two)
 		.src_ip = cf->src_ip,
 		.sport = cf->sport,
 		.flows = role->generates ? cf->flows : 1,
+		.queues = role->queues ? cf->threads : 1,
 		.eal_argc = cf->eal_argc,
 		.eal_argv = cf->eal_argv,
 	};
@@ -128,6 +129,7 @@ int main(int argc, char **argv)
 	struct clock clk;
 	struct run r;
 	struct api *a = NULL, *a2 = NULL;
+	struct api *qapi[NF_QUEUES_MAX][2] = { { NULL } };   /* nf --threads: a queue of each port each */
 	static const uint8_t zero[6];
 	int rc = 1;
 
@@ -149,6 +151,7 @@ int main(int argc, char **argv)
 	case OPTS_RUN:
 		break;
 	}
+	unsigned queues = cf.role->queues ? cf.threads : 1;
 	/* calibrated over the time the ports take to open (clock.h) */
 	clock_begin(&clk);
 	run_signals();
@@ -156,13 +159,17 @@ int main(int argc, char **argv)
 	uint64_t open_ns = mono_ns();
 	bool two = second_port(&cf, api_find(cf.api));
 	struct api_conf ac = api_conf_of(&cf, two);
-	if (!(a = api_open(cf.api, &ac, cf.api_own)))
-		goto out;
-	if (two) {
-		struct api_conf c2 = api_conf2_of(&cf, &ac);
-		if (!(a2 = api_open(cf.api, &c2, cf.api_own)))
+	struct api_conf c2 = api_conf2_of(&cf, &ac);
+	/* queue 0 of every port first: a dpdk port is set up by it (api/dpdk.c) */
+	for (unsigned q = 0; q < queues; q++) {
+		ac.queue = c2.queue = q;
+		if (!(qapi[q][0] = api_open(cf.api, &ac, cf.api_own)))
+			goto out;
+		if (two && !(qapi[q][1] = api_open(cf.api, &c2, cf.api_own)))
 			goto out;
 	}
+	a = qapi[0][0];
+	a2 = qapi[0][1];
 	if (a->ops->l2 && !cf.src_mac.given && !memcmp(a->mac, zero, 6) && cf.role->end) {
 		fprintf(stderr, "cnfperf-engine: --src-mac: required with --api %s (the port's MAC is unknown)\n", cf.api);
 		rc = 2;
@@ -177,17 +184,18 @@ int main(int argc, char **argv)
 	if (run_init(&r, &cf, a, &clk, cf.role->latency && !cf.clock_other))
 		goto out;
 	r.api2 = a2;
-	r.queues = 1;
-	r.qapi[0][0] = a;
-	r.qapi[0][1] = a2;
+	r.queues = queues;
+	memcpy(r.qapi, qapi, sizeof(qapi));
 	r.open_ns = open_ns;
 	rc = cf.role->run(&r);
 	run_free(&r);
 	if (rc == 0 && cf.hold)
 		run_hold();
 out:
-	api_close(a2);
-	api_close(a);
+	for (unsigned q = queues; q-- > 0;) {   /* a dpdk port's first queue last */
+		api_close(qapi[q][1]);
+		api_close(qapi[q][0]);
+	}
 	free(cf.api_own);
 	return rc;
 }

@@ -23,6 +23,8 @@ static bool client_threads(struct parse *p, struct conf *cf)
 			    poll_modes[cf->poll].name);
 	if (cf->threads == 1 && cf->rx_cpu >= 0)
 		return fail(p, "--rx-cpu: a one-thread client has no receive thread (--threads 2 has one)");
+	if (cf->threads > 2)
+		return fail(p, "--threads: a client runs 1 or 2 (a generator and a receive thread)");
 	return true;
 }
 
@@ -143,6 +145,19 @@ static bool rate_options(struct parse *p, const struct conf *cf)
 	return true;
 }
 
+/* "raw mmap xdp dpdk": the compiled-in apis with queues, for messages. */
+static const char *api_names_with_queues(void)
+{
+	static char list[96];
+	const struct api_ops *o;
+
+	list[0] = '\0';
+	for (size_t i = 0; (o = api_at(i)); i++)
+		if (o->queues)
+			list_add(list, sizeof(list), o->name);
+	return list;
+}
+
 /* Options only the roles with a receive thread take. */
 static bool thread_options(struct parse *p, const struct conf *cf)
 {
@@ -150,6 +165,28 @@ static bool thread_options(struct parse *p, const struct conf *cf)
 		return fail(p, "--threads: only %s can run more than one thread", ROLES_WITH(threads));
 	if (cf->rx_cpu >= 0)
 		return fail(p, "--rx-cpu: only %s has a receive thread", ROLES_WITH(threads));
+	return true;
+}
+
+/* nf: a thread per queue of each port, each on a CPU of --cpu's list when it
+ * has one (as many as threads; --threads defaults to its length). A bucket
+ * is one thread's, and an api without queues has one. */
+static bool queue_threads(struct parse *p, struct conf *cf, const struct api_ops *ops)
+{
+	if (!cf->threads)
+		cf->threads = cf->ncpus > 1 ? cf->ncpus : 1;
+	if (cf->ncpus > 1 && cf->ncpus != cf->threads)
+		return fail(p, "--cpu: %u CPUs for %u threads (one each)", cf->ncpus, cf->threads);
+	if (cf->rx_cpu >= 0)
+		return fail(p, "--rx-cpu: only %s has a receive thread", ROLES_WITH(threads));
+	if (cf->threads == 1)
+		return true;
+	if (!ops->queues)
+		return fail(p, "--threads: the %s api has one queue per port (one with queues: %s)", cf->api,
+			    api_names_with_queues());
+	if (cf->policer.given || cf->shaper.given)
+		return fail(p, "--threads: %s is one bucket, one thread's (--threads 1)",
+			    cf->policer.given ? "--policer" : "--shaper");
 	return true;
 }
 
@@ -191,8 +228,11 @@ bool opts_check(struct parse *p, struct conf *cf, const struct api_ops *ops)
 		cf->nf = nf_kind_at(0);
 	if (!(role->forwards ? nf_check(p, cf, ops) : forwarder_options(p, cf)))
 		return false;
-	if (!(role->threads ? client_threads(p, cf) : thread_options(p, cf)))
+	if (!(role->threads ? client_threads(p, cf) : role->queues ? queue_threads(p, cf, ops)
+									: thread_options(p, cf)))
 		return false;
+	if (cf->ncpus > 1 && !role->queues)
+		return fail(p, "--cpu: one CPU (only %s runs a thread per CPU)", ROLES_WITH(queues));
 	if (!clock_options(p, cf) || !rate_options(p, cf))
 		return false;
 	if (role->generates && !generator_options(p, cf, ops))

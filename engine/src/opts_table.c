@@ -128,6 +128,33 @@ static bool set_cpu(struct parse *p, struct conf *cf, const char *arg)
 	return true;
 }
 
+/* --cpu N[,N…]: the main thread's CPU, and nf's queue threads' in turn. */
+static bool set_cpus(struct parse *p, struct conf *cf, const char *arg)
+{
+	char one[16];
+	const char *s = arg;
+
+	cf->ncpus = 0;
+	do {
+		size_t n = strcspn(s, ",");
+		if (cf->ncpus == NF_QUEUES_MAX)
+			return fail(p, "%s: more than %d CPUs", here(p), NF_QUEUES_MAX);
+		if (n == 0 || n >= sizeof(one))
+			return fail(p, "%s: '%s' is not a CPU or a list of them (2 or 2,3)", here(p), arg);
+		memcpy(one, s, n);
+		one[n] = '\0';
+		if (!set_cpu(p, cf, one))
+			return false;
+		for (unsigned i = 0; i < cf->ncpus; i++)
+			if (cf->cpus[i] == cf->cpu)
+				return fail(p, "%s: CPU %d twice", here(p), cf->cpu);
+		cf->cpus[cf->ncpus++] = cf->cpu;
+		s += n;
+	} while (*s++ == ',');
+	cf->cpu = cf->cpus[0];
+	return true;
+}
+
 /* The setters of one option each. */
 
 static bool set_api(struct parse *p, struct conf *cf, const char *arg)
@@ -309,6 +336,7 @@ static const struct {
 } types[] = {
 	{ set_flag, "flag" }, { set_secs, "seconds" }, { set_interval, "seconds" },
 	{ set_count, "integer" }, { set_port, "integer" }, { set_cpu, "integer" },
+	{ set_cpus, "cpus" },
 	{ set_name, "name" }, { set_mac, "mac" }, { set_ip, "ipv4" }, { set_rate, "rate" },
 	{ set_policer, "bucket" }, { set_shaper, "bucket" }, { set_conformance, "bucket" },
 	{ set_route, "route" },
@@ -330,7 +358,7 @@ bool opt_ranged(const struct opt *o)
 {
 	const char *t = opt_type(o);
 
-	return t && (!strcmp(t, "integer") || !strcmp(t, "seconds") || !strcmp(t, "rate"));
+	return t && (!strcmp(t, "integer") || !strcmp(t, "seconds") || !strcmp(t, "rate") || !strcmp(t, "cpus"));
 }
 
 #define AT(f) .at = offsetof(struct conf, f)
@@ -398,10 +426,11 @@ const struct opt opts_common[] = {
 	{ .name = "ip-span", .value = "N", .set = set_count, AT(ip_span), .min = 1, .max = 65536, .def = "1",
 	  .help = "flows take turns over N destination addresses from --dst-ip (flow % N);\n"
 		  "recv and server accept --src-ip .. +N-1, tester --dst-ip .. +N-1" },
-	{ .name = "cpu", .value = "N", .set = set_cpu, AT(cpu), .max = CPU_SETSIZE - 1,
-	  .help = "pin the (main) thread to CPU N" },
-	{ .name = "threads", .value = "1|2", .set = set_count, AT(threads), .min = 1, .max = 2,
-	  .help = "client (default 2 with --poll other than busy or --rx-cpu, else 1)" },
+	{ .name = "cpu", .value = "N[,N…]", .set = set_cpus, AT(cpu), .max = CPU_SETSIZE - 1,
+	  .help = "pin the (main) thread to CPU N; nf --threads T: its T threads to T CPUs" },
+	{ .name = "threads", .value = "N", .set = set_count, AT(threads), .min = 1, .max = NF_QUEUES_MAX,
+	  .help = "client: 1|2 (default 2 with --poll other than busy or --rx-cpu, else 1);\n"
+		  "nf: a thread per queue of each port, the api spreading frames by flow (default 1)" },
 	{ .name = "rx-cpu", .value = "N", .set = set_cpu, AT(rx_cpu), .max = CPU_SETSIZE - 1,
 	  .help = "pin the client's receive thread to CPU N" },
 	{ .name = "clock", .words = clock_word, .set = set_clock, .def = "mine",

@@ -12,8 +12,8 @@ BOOLS = {
     "nfs": ("next_hop", "routed"),
     "polls": ("spins", "sleeps", "paced", "interrupts"),
 }
-TYPES = {"flag", "word", "integer", "seconds", "rate", "name", "mac", "ipv4", "bucket", "route"}
-RANGED = {"integer", "seconds", "rate"}
+TYPES = {"flag", "word", "integer", "seconds", "rate", "name", "mac", "ipv4", "bucket", "route", "cpus"}
+RANGED = {"integer", "seconds", "rate", "cpus"}
 
 
 def check(ok, what):

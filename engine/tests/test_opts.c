@@ -56,6 +56,28 @@ static struct conf good(char **argv)
 #define MAC_A "02:00:00:00:00:0a"
 #define MAC_B "02:00:00:00:00:0b"
 
+/* nf --threads: a thread per queue, a CPU each from --cpu's list */
+static void queue_options(void)
+{
+	struct conf o = good(ARGV(NF_RAW, "--dst-mac", MAC_A, "--cpu", "0,1"));
+	CHECK(o.threads == 2 && o.ncpus == 2 && o.cpus[1] == 1 && o.cpu == 0, "--cpu 0,1: two threads");
+	o = good(ARGV(NF_RAW, "--dst-mac", MAC_A, "--threads", "2"));
+	CHECK(o.threads == 2 && o.ncpus == 0 && o.cpu == -1, "--threads 2, unpinned");
+	o = good(ARGV(NF_RAW, "--dst-mac", MAC_A));
+	CHECK(o.threads == 1, "nf: one thread by default");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--cpu", "0,1", "--threads", "3"), "--cpu");
+	CHECK(strstr(err, "2 CPUs for 3 threads"), "%s", err);
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--cpu", "0,0"), "--cpu");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--cpu", "0,"), "--cpu");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--threads", "17"), "--threads");
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--threads", "2", "--policer", "1000,10"), "--threads");
+	CHECK(strstr(err, "--policer is one bucket"), "%s", err);
+	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--threads", "2", "--rx-cpu", "1"), "--rx-cpu");
+	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--cpu", "0,1"), "--cpu");
+	CHECK(strstr(err, "only nf runs"), "%s", err);
+	bad(ARGV("recv", "--threads", "2"), "--threads");
+}
+
 /* --poll, and nf's kinds, routes and second next hop */
 static void nf_options(void)
 {
@@ -266,6 +288,7 @@ int main(void)
 	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--threads", "1", "--rx-cpu", "0"), "--rx-cpu");
 
 	nf_options();
+	queue_options();
 	tester_options();
 	clock_options();
 

@@ -61,6 +61,8 @@ struct api_conf {
 	uint32_t src_ip, dst_ip; /* network byte order */
 	uint16_t sport, dport;   /* host byte order */
 	unsigned flows;          /* udp: sport .. sport+flows-1 need sockets/sources */
+	unsigned queue, queues;  /* nf --threads: this instance polls queue `queue` of the port's
+	                          * `queues` (apis with `queues`; else 0 of 1) */
 	int eal_argc;            /* dpdk: arguments after "--" */
 	char **eal_argv;
 };
@@ -96,6 +98,9 @@ struct api_ops {
 	                          * frame's buffer may be handed out again by the next
 	                          * tx_alloc() (udp, raw: fixed slots), so it is released */
 	bool needs_iface;        /* runs on a kernel interface: --iface is required */
+	bool queues;             /* opens one instance per queue of a port (api_conf.queue), each
+	                          * polled by a thread of its own: the kernel or the NIC spreads
+	                          * the port's frames over them by flow (nf --threads) */
 	const struct api_opt *opts; /* its own options, or NULL */
 	size_t own_size;         /* bytes of the block its options fill (see the top) */
 	size_t priv_size;        /* bytes of per-instance state allocated for the API */

@@ -1,5 +1,7 @@
 /* dpdk: any DPDK poll-mode driver through ethdev (virtio_user, vhost, memif,
- * af_packet, af_xdp, a PCI VF), one rx and one tx queue.
+ * af_packet, af_xdp, a PCI VF), one rx and one tx queue per instance: nf
+ * --threads T opens a port T times, queue 0's instance sets the port up with
+ * T queues (from --queue on) and starts it, the others poll one of them each.
  *
  * Frames are mbufs: tx_alloc takes them from the port's pool, pkt.priv is the
  * mbuf, release frees it, and an rx mbuf may be handed to tx_burst as is. */
@@ -60,6 +62,8 @@ struct dpdk {
 	struct rte_mempool *pool;
 	uint16_t capacity;       /* bytes a fresh mbuf offers after its headroom */
 	unsigned drain_ms;       /* how long close() lets the peer take what we queued */
+	bool queue_only;         /* a queue past an nf's first: the port is its first queue's
+	                          * instance's to set up, start and close */
 	bool finish_csum;        /* a PMD on a kernel interface, and a role that sends frames
 	                          * on (nf): finish checksums the sending kernel left
 	                          * unfinished (see rx) */
@@ -76,6 +80,8 @@ static struct {
 	bool tried;
 	struct rte_mempool *pools[MAX_POOLS];
 	unsigned npools;
+	struct rte_mempool *port_pool[RTE_MAX_ETHPORTS];   /* a started port's, for its other queues */
+	uint16_t port_room[RTE_MAX_ETHPORTS];
 } eal;
 
 /* ---- the EAL, once per process */
@@ -317,7 +323,7 @@ static unsigned pool_size(unsigned nq, unsigned nb_rxd, unsigned nb_txd, unsigne
 
 static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, const struct api_conf *conf)
 {
-	uint16_t nq = (uint16_t)(d->queue + 1);
+	uint16_t nq = (uint16_t)(d->queue + (conf->queues ? conf->queues : 1));
 	uint16_t nb_rxd = info->default_rxportconf.ring_size ? info->default_rxportconf.ring_size
 							     : RTE_ETH_DEV_FALLBACK_RX_RINGSIZE;
 	uint16_t nb_txd = info->default_txportconf.ring_size ? info->default_txportconf.ring_size
@@ -329,8 +335,9 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 	int ret;
 
 	if (nq > info->max_rx_queues || nq > info->max_tx_queues) {
-		fprintf(stderr, "dpdk: port %u (%s) has %u rx / %u tx queues, queue %u does not exist\n",
-			d->port, d->name, info->max_rx_queues, info->max_tx_queues, d->queue);
+		fprintf(stderr, "dpdk: port %u (%s) has %u rx / %u tx queues, queue %u does not exist%s\n",
+			d->port, d->name, info->max_rx_queues, info->max_tx_queues, nq - 1,
+			nq > 1 ? " (nf --threads: a queue per thread; a vdev says how many it has, e.g. qpairs=)" : "");
 		return -1;
 	}
 	if (conf->frame_size > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN) {
@@ -357,6 +364,13 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 		eth.intr_conf.lsc = 1;
 	/* Rx interrupts only when asked for: a PMD sets up event fds for them */
 	eth.intr_conf.rxq = conf->rx_intr;
+	/* RSS over the queues where the PMD has it (a NIC, af_xdp); a vdev that
+	 * spreads frames itself (af_packet's fanout) or a peer that picks the
+	 * queue (memif, vhost-user) has none to ask for */
+	if (nq > 1 && info->flow_type_rss_offloads) {
+		eth.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		eth.rx_adv_conf.rss_conf.rss_hf = info->flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+	}
 	ret = rte_eth_dev_configure(d->port, nq, nq, &eth);
 	if (ret == 0)
 		ret = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nb_rxd, &nb_txd);
@@ -378,6 +392,8 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 	}
 	eal.pools[eal.npools++] = d->pool;
 	d->capacity = (uint16_t)room;
+	eal.port_pool[d->port] = d->pool;
+	eal.port_room[d->port] = d->capacity;
 
 	int sock = rte_eth_dev_socket_id(d->port);
 	unsigned socket = sock < 0 ? (unsigned)SOCKET_ID_ANY : (unsigned)sock;
@@ -426,6 +442,7 @@ static int rx_intr_setup(struct dpdk *d, const struct rte_eth_dev_info *info, bo
 }
 
 static int port_open(struct api *a, const struct api_conf *conf);
+static int queue_open(struct api *a, struct dpdk *d, const struct api_conf *conf);
 
 static int dpdk_open(struct api *a, const struct api_conf *conf)
 {
@@ -444,7 +461,7 @@ static int port_open(struct api *a, const struct api_conf *conf)
 	struct rte_eth_dev_info info;
 	int ret;
 
-	if (port >= RTE_MAX_ETHPORTS || own->queue > UINT16_MAX - 1) {
+	if (port >= RTE_MAX_ETHPORTS || own->queue + conf->queue > UINT16_MAX - 1) {
 		fprintf(stderr, "dpdk: port %u / queue %u out of range\n", port, own->queue);
 		return -1;
 	}
@@ -463,8 +480,10 @@ static int port_open(struct api *a, const struct api_conf *conf)
 	eal.users++;
 
 	d->port = (uint16_t)port;
-	d->queue = (uint16_t)own->queue;
+	d->queue = (uint16_t)(own->queue + conf->queue);
 	d->intr_fd = -1;
+	if (conf->queue > 0)
+		return queue_open(a, d, conf);
 	if (!rte_eth_dev_is_valid_port(d->port)) {
 		fprintf(stderr, "dpdk: port %u not found, the EAL found %u port(s)"
 			" (name the device after --, e.g. --vdev net_virtio_user0,path=SOCKET)\n",
@@ -510,6 +529,34 @@ fail:
 		rte_eth_dev_close(d->port);
 	eal_release();
 	return -1;
+}
+
+/* A queue past the first of an nf's port: its first queue's instance opened
+ * (main() opens queue 0 of every port first), set up and started the port. */
+static int queue_open(struct api *a, struct dpdk *d, const struct api_conf *conf)
+{
+	struct rte_eth_dev_info info;
+
+	d->queue_only = true;
+	if (!rte_eth_dev_is_valid_port(d->port) || !(d->pool = eal.port_pool[d->port]) ||
+	    rte_eth_dev_info_get(d->port, &info) != 0) {
+		fprintf(stderr, "dpdk: port %u: queue %u opened before the port\n", d->port, d->queue);
+		eal_release();
+		return -1;
+	}
+	if (rte_eth_dev_get_name_by_port(d->port, d->name) != 0)
+		snprintf(d->name, sizeof d->name, "?");
+	d->capacity = eal.port_room[d->port];
+	if (conf->rx_intr && rx_intr_setup(d, &info, conf->rx_intr_required) != 0) {
+		eal_release();
+		return -1;
+	}
+	struct rte_ether_addr mac;
+	if (rte_eth_macaddr_get(d->port, &mac) == 0)
+		memcpy(a->mac, mac.addr_bytes, sizeof a->mac);
+	d->finish_csum = conf->forwards && (strcmp(info.driver_name, "net_af_packet") == 0 ||
+					    strcmp(info.driver_name, "net_af_xdp") == 0);
+	return 0;
 }
 
 /* ---- the hot path: thin conversions between struct pkt and mbufs */
@@ -619,6 +666,10 @@ static void dpdk_close(struct api *a)
 	struct rte_eth_stats st;
 	int saved, ret;
 
+	if (d->queue_only) {   /* the port is its first queue's to close */
+		eal_release();
+		return;
+	}
 	if (d->drain_ms && rte_eth_stats_get(d->port, &st) == 0 && st.opackets)
 		sleep_ms(d->drain_ms);
 	saved = stdout_to_stderr();
@@ -670,6 +721,7 @@ const struct api_ops api_dpdk_ops = {
 	.thread_safe_rxtx = true,        /* separate rx and tx queues; mempools are MP/MC safe */
 	.tx_foreign = true,              /* an mbuf goes back to its own pool whoever frees it */
 	.tx_keeps = true,                /* an mbuf is the caller's until sent or freed */
+	.queues = true,                  /* one port, a queue per instance (see the top) */
 	.opts = dpdk_opts,
 	.own_size = sizeof(struct dpdk_own),
 	.priv_size = sizeof(struct dpdk),

@@ -122,8 +122,9 @@ static int bind_iface(int fd, int ifindex, uint16_t proto, const char *iface)
 	return 0;
 }
 
-static int open_rx(struct mmap_api *m, int ifindex, const char *iface)
+static int open_rx(struct mmap_api *m, int ifindex, const struct api_conf *conf)
 {
+	const char *iface = conf->iface;
 	struct tpacket_req3 req = {
 		.tp_block_size = RX_BLOCK_SIZE, .tp_block_nr = RX_BLOCKS,
 		.tp_frame_size = 2048, .tp_frame_nr = RX_BLOCK_SIZE / 2048 * RX_BLOCKS,
@@ -154,7 +155,15 @@ static int open_rx(struct mmap_api *m, int ifindex, const char *iface)
 		fprintf(stderr, "mmap: cannot map the rx ring: %s\n", strerror(errno));
 		return -1;
 	}
-	return bind_iface(m->rx_fd, ifindex, ETH_P_ALL, iface);
+	if (bind_iface(m->rx_fd, ifindex, ETH_P_ALL, iface) != 0)
+		return -1;
+	int err = pktsock_fanout(m->rx_fd, conf->queues, conf->egress);
+	if (err) {
+		fprintf(stderr, "mmap: PACKET_FANOUT on %s (queue %u of %u): %s\n", iface, conf->queue,
+			conf->queues, strerror(-err));
+		return -1;
+	}
+	return 0;
 }
 
 static int open_tx(struct mmap_api *m, int ifindex, const char *iface, unsigned frame_size, unsigned burst)
@@ -263,7 +272,7 @@ static int mmap_open(struct api *a, const struct api_conf *conf)
 	int mtu = iface_mtu(conf->iface);
 	if (conf->rx && mtu > 0 && iface_frame_max(mtu) > largest)
 		largest = iface_frame_max(mtu);
-	if ((conf->rx && open_rx(m, ifindex, conf->iface) != 0) ||
+	if ((conf->rx && open_rx(m, ifindex, conf) != 0) ||
 	    (conf->tx && open_tx(m, ifindex, conf->iface, largest, conf->burst) != 0)) {
 		mmap_free(m);
 		return -1;
@@ -395,6 +404,7 @@ const struct api_ops api_mmap_ops = {
 	.thread_safe_rxtx = true,        /* one socket and ring per direction */
 	.tx_foreign = false,             /* priv is this instance's own bookkeeping */
 	.needs_iface = true,
+	.queues = true,                  /* PACKET_FANOUT (pktsock.h) */
 	.priv_size = sizeof(struct mmap_api),
 	.open = mmap_open,
 	.tx_alloc = mmap_tx_alloc,

@@ -14,8 +14,11 @@
 #ifndef CNFPERF_PKTSOCK_H
 #define CNFPERF_PKTSOCK_H
 
+#include <errno.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "../core/packet.h"
 
@@ -40,6 +43,20 @@ static inline uint8_t *pktsock_wire(uint8_t *data, uint16_t *len, uint32_t statu
 		return frame_vlan_insert(data, status & TP_STATUS_VLAN_TPID_VALID ? tpid : ETH_P_8021Q, tci);
 	}
 	return data;
+}
+
+/* Queue `queue` of `queues` (api_conf): the port's sockets of this process
+ * join one PACKET_FANOUT group, and the kernel hands each frame to one of
+ * them by its flow's hash (a flow stays on one thread, in order), as a NIC's
+ * RSS spreads a flow over its queues. A group is its id, per network
+ * namespace, bound to one interface: the id is this process's and the
+ * port's (egress). 0, or -errno. */
+static inline int pktsock_fanout(int fd, unsigned queues, bool egress)
+{
+	if (queues < 2)
+		return 0;
+	int arg = (int)((((unsigned)getpid() << 1 | egress) & 0xffff) | (PACKET_FANOUT_HASH << 16));
+	return setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) ? -errno : 0;
 }
 
 #endif

@@ -117,6 +117,10 @@ static int raw_open(struct api *a, const struct api_conf *c)
 		snprintf(what, sizeof(what), "bind to %s", c->iface);
 		return fail(a, what, errno);
 	}
+	if (c->rx && (err = pktsock_fanout(r->fd, c->queues, c->egress))) {
+		snprintf(what, sizeof(what), "PACKET_FANOUT on %s (queue %u of %u)", c->iface, c->queue, c->queues);
+		return fail(a, what, -err);
+	}
 	r->txbuf = calloc(n, r->slot_tx);
 	r->rxbuf = calloc(n, RX_SLOT);
 	r->ctrl = calloc(n, CTRL_LEN);
@@ -256,6 +260,7 @@ const struct api_ops api_raw_ops = {
 	.l2 = true,
 	.thread_safe_rxtx = true,
 	.needs_iface = true,
+	.queues = true,                  /* PACKET_FANOUT (pktsock.h) */
 	.opts = sock_opts,
 	.own_size = sizeof(struct sock_own),
 	.priv_size = sizeof(struct raw),

@@ -288,7 +288,7 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 	if (!conf->rx)
 		scfg.libxdp_flags |= XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
 	enum xdp_mode mode = own->mode;
-	err = create_socket(x, conf, own->queue, &scfg);
+	err = create_socket(x, conf, own->queue + conf->queue, &scfg);
 	if (err == -EOPNOTSUPP && mode == MODE_AUTO && conf->rx) {
 		/* libxdp asks for native mode and gives up when the driver has none
 		 * (macvlan): auto means generic then, as --xdp-mode skb would. The
@@ -298,11 +298,11 @@ static int xdp_open(struct api *a, const struct api_conf *conf)
 		if (remake_umem(x, &ucfg) != 0)
 			goto fail;
 		mode_flags(MODE_SKB, &scfg);
-		err = create_socket(x, conf, own->queue, &scfg);
+		err = create_socket(x, conf, own->queue + conf->queue, &scfg);
 	}
 	if (err) {
 		fprintf(stderr, "xdp: cannot open an AF_XDP socket on %s queue %u in %s mode%s: %s%s\n",
-			conf->iface, own->queue, mode_names[mode],
+			conf->iface, own->queue + conf->queue, mode_names[mode],
 			mode != own->mode ? " (auto's fallback: the driver has no native XDP)" : "",
 			strerror(-err), bind_hint(-err, mode));
 		goto fail;
@@ -449,7 +449,7 @@ static bool set_queue(void *own, const char *arg, char *why, size_t whylen)
 static const struct api_opt xdp_opts[] = {
 	{ .name = "xdp-mode", .value = "MODE", .help = "auto|copy|zerocopy|skb (default auto: the best the driver has)",
 	  .set = set_mode },
-	{ .name = "queue", .value = "N", .help = "NIC queue (default 0)", .set = set_queue },
+	{ .name = "queue", .value = "N", .help = "NIC queue (default 0; nf --threads T: N to N+T-1)", .set = set_queue },
 	{ .name = NULL },
 };
 
@@ -459,6 +459,7 @@ const struct api_ops api_xdp_ops = {
 	.thread_safe_rxtx = true,        /* see the pool rule at the top */
 	.tx_foreign = false,             /* priv is this instance's own bookkeeping */
 	.needs_iface = true,
+	.queues = true,                  /* --queue N on, one socket per queue */
 	.opts = xdp_opts,
 	.own_size = sizeof(struct xdp_own),
 	.priv_size = sizeof(struct xdp),

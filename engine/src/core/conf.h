@@ -33,6 +33,7 @@ struct role {
 	bool path;         /* holds both ends of a path: port 2 takes back what port 1 sent, and
 	                    * a udp one always has it (a socket bound to the far end's address) */
 	bool threads;      /* may receive on a thread of its own (--threads, --rx-cpu) */
+	bool queues;       /* polls a thread per queue of its ports (--threads, a --cpu each) */
 	bool peer_stamps;  /* checks timestamps another engine stamped, on its own clock
 	                    * unless told they are another host's (--clock other) */
 };
@@ -79,7 +80,9 @@ struct conf {
 	unsigned stall_us;          /* a gap longer than this between two polls is a stall (core/stall.h) */
 	unsigned ip_span;           /* flows' destinations: --dst-ip + flow % ip_span; receivers accept as many */
 	int cpu, rx_cpu;           /* -1 = not pinned */
-	unsigned threads;          /* client: 1 or 2 once parsed; 0 for the other roles */
+	int cpus[NF_QUEUES_MAX];   /* --cpu's list (cpus[0] = cpu): nf's threads in turn */
+	unsigned ncpus;
+	unsigned threads;          /* client: 1 or 2 once parsed; nf: 1 to NF_QUEUES_MAX; 0 for the others */
 	int eal_argc;
 	char **eal_argv;
 };

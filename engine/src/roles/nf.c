@@ -202,7 +202,10 @@ struct nf_role {
 	struct nf_queue *q[NF_QUEUES_MAX];
 	unsigned n;
 	int err;                 /* a queue's thread could not be pinned */
+	uint64_t stop_check;     /* ticks: the longest a queue's thread waits without a look at run_stop */
 };
+
+#define STOP_CHECK_S 0.05
 
 /* x, read while its queue's thread may write it (a counter as it stands) */
 #define NOW(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -371,7 +374,7 @@ static int setup(struct nf_queue *s, const struct run *r, unsigned q, unsigned n
 
 	s->r = t;
 	s->q = q;
-	s->cpu = q ? -1 : cf->cpu;   /* the main thread's, pinned by main() */
+	s->cpu = q < cf->ncpus ? cf->cpus[q] : -1;   /* queue 0: the main thread, pinned by main() */
 	s->port[0] = r->qapi[q][0];
 	s->port[1] = r->qapi[q][1] ? r->qapi[q][1] : r->qapi[q][0];
 	s->nports = r->qapi[q][1] ? 2 : 1;
@@ -450,6 +453,10 @@ static void poll_loop(const struct nf_role *role, struct nf_queue *s)
 				start_at_first(role, r);
 			if (r->t_next < r->wake)   /* the records are this thread's to print */
 				r->wake = r->t_next;
+		} else if (!main && now + role->stop_check < r->wake) {
+			/* a signal wakes one thread's wait, maybe another's: each
+			 * looks at run_stop that often however idle */
+			r->wake = now + role->stop_check;
 		}
 
 		enum rx_step step = run_rx_step(r, got, now);
@@ -511,7 +518,8 @@ static void fold(struct nf_role *role, struct run *r)
 
 int role_nf(struct run *r)
 {
-	struct nf_role role = { .n = r->queues ? r->queues : 1 };
+	struct nf_role role = { .n = r->queues ? r->queues : 1,
+				.stop_check = clock_s_to_ticks(&r->clk, STOP_CHECK_S) };
 	struct run *own = calloc(role.n, sizeof(*own));
 	pthread_t th[NF_QUEUES_MAX];
 	struct queue_thread args[NF_QUEUES_MAX];

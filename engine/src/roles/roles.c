@@ -10,7 +10,8 @@ static const struct role roles[] = {
 	{ .name = "client", .run = role_client, .generates = true, .end = true, .rx = true, .tx = true,
 	  .latency = true, .threads = true },
 	{ .name = "server", .run = role_server, .rx = true, .tx = true },
-	{ .name = "nf", .run = role_nf, .rx = true, .tx = true, .two_ports = true, .forwards = true },
+	{ .name = "nf", .run = role_nf, .rx = true, .tx = true, .two_ports = true, .forwards = true,
+	  .queues = true },
 	{ .name = "tester", .run = role_tester, .generates = true, .end = true, .rx = true, .tx = true,
 	  .latency = true, .two_ports = true, .path = true },
 };

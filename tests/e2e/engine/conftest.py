@@ -52,9 +52,11 @@ def namespaces(tag: str, names: list[str]):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
 
 
-def veth(a: End, b: End) -> None:
-    _ip("link", "add", a.iface, "netns", a.netns, "address", a.mac, "type", "veth",
-        "peer", "name", b.iface, "netns", b.netns, "address", b.mac)
+def veth(a: End, b: End, queues: int = 1) -> None:
+    """queues: each end's Rx and Tx queues (veth spreads flows over them by hash)."""
+    many = ["numtxqueues", str(queues), "numrxqueues", str(queues)] if queues > 1 else []
+    _ip("link", "add", a.iface, "netns", a.netns, "address", a.mac, *many, "type", "veth",
+        "peer", "name", b.iface, "netns", b.netns, "address", b.mac, *many)
     for end in (a, b):
         _ip("-n", end.netns, "addr", "add", f"{end.ip}/24", "dev", end.iface)
         _ip("-n", end.netns, "link", "set", end.iface, "up")
@@ -90,12 +92,25 @@ def loop(no_leftovers):
     """A tester holding both ends of a path through an nf: two namespaces, two
     veth pairs. Returns the tester's port 1 and 2 and the nf's port 1 and 2
     (tester port 1 - nf port 1, nf port 2 - tester port 2)."""
+    with looped() as ends:
+        yield ends
+
+
+@pytest.fixture
+def loop2q(no_leftovers):
+    """loop with two Rx and Tx queues on every veth (an nf's --threads 2 over xdp)."""
+    with looped(queues=2) as ends:
+        yield ends
+
+
+@contextlib.contextmanager
+def looped(queues: int = 1):
     tag = secrets.token_hex(2)
     with namespaces(tag, ["t", "f"]) as (nt, nf):
         t1, f1 = end(nt, tag, "t1", 3, 1), end(nf, tag, "f1", 3, 2)
         f2, t2 = end(nf, tag, "f2", 4, 2), end(nt, tag, "t2", 4, 1)
-        veth(t1, f1)
-        veth(f2, t2)
+        veth(t1, f1, queues)
+        veth(f2, t2, queues)
         yield t1, t2, f1, f2
 
 

@@ -269,3 +269,39 @@ def test_busy_poll_counts_and_never_sleeps(engine, pair, engines):
     for p in (received["poll"], sent["poll"]):
         assert p["mode"] == "busy" and p["sleeps"] == p["waits"] == 0 and p["late_ns_mean"] is None
     assert received["poll"]["empty_polls"] > 0
+
+
+
+@pytest.mark.parametrize("api", ["raw", "mmap"])
+def test_an_nf_on_two_threads_forwards_on_both_queues(engine, loop2q, engines, api):
+    """tester -> l3 nf with --threads 2 -> tester: raw and mmap join each
+    port's sockets in a PACKET_FANOUT group, so the kernel hashes the
+    tester's 8 flows over the two threads; each thread forwards what it took,
+    every frame arrives, each flow in order (a flow stays on one thread). Its
+    threads wait for frames (interrupt): a signal wakes one, and the others
+    still see it and stop. (xdp's socket per veth queue is the orchestrator's
+    test: a veth picks the queue by its sender's, which a bridge picks by the
+    flow's hash, a packet socket bypassing the qdisc by its CPU.)"""
+    t1, t2, f1, f2 = loop2q
+    nf = engines(f1.netns, [engine, "nf", "--api", api, "--iface", f1.iface, "--iface2", f2.iface,
+                            "--nf", "l3", "--route", f"{t2.ip}/32,2", "--route", f"{t1.ip}/32,1",
+                            "--dst-mac", t1.mac, "--dst-mac2", t2.mac, "--threads", "2",
+                            "--poll", "interrupt", "--duration", "0", "--interval", "0"])
+    nf.ready()
+    t = engines(t1.netns, [engine, "tester", *raw(t1), "--iface2", t2.iface, "--src-ip", t1.ip,
+                           "--dst-ip", t2.ip, "--dst-mac", f1.mac, "--dport", PORT, "--flows", "8",
+                           "--poll", "adaptive", *sender_run(), "--drain", "0.3"])
+    t.ready()
+    tested = t.summary()
+    fwd = nf.interrupt()
+
+    assert 0 < tested["rx_packets"] == tested["tx_packets"], tested
+    for key in ("lost", "bad", "reordered", "duplicate"):
+        assert tested[key] == 0, f"{key}: {tested}"
+    queues = fwd["queues"]
+    assert [q["queue"] for q in queues] == [0, 1], fwd
+    assert all(q["rx_packets"] > 0 and q["tx_packets"] > 0 for q in queues), queues
+    assert sum(q["tx_packets"] for q in queues) == fwd["tx_packets"], fwd
+    assert port(fwd, 2)["tx_packets"] == tested["tx_packets"], fwd
+    assert fwd["stalls"]["pollers"] == 2, fwd["stalls"]
+    assert_ports_add_up(fwd)
