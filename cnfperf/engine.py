@@ -99,8 +99,7 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     args = [engine, "nf", "--nf", s.nf, "--api", nf.ports[0].api, *port_args(ports)]
     for option, mac in zip(("--dst-mac", "--dst-mac2"), hops):
         args += [option, mac]
-    args += ["--size", str(s.size), "--burst", str(s.burst),
-             *([] if floating else ["--cpu", str(nf.cpu)]),
+    args += ["--size", str(s.size), "--burst", str(s.burst), *_threads(nf, floating),
              "--interval", f"{INTERVAL:g}", "--duration", "0", *_pace(s)]
     if floating and eal:
         eal = [*eal, "--lcores", lcores((), floating)]   # its main lcore, the only one
@@ -109,6 +108,15 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
     if s.shaper == "engine":
         args += ["--shaper", bucket_arg(s.shaper_rate.pps, s.shaper_bucket, s.shaper_queue)]
     return [*args, *extra, *_tail(s, eal)]
+
+
+def _threads(nf: NF, floating: Sequence[int]) -> list[str]:
+    """--threads (a queue of each port each: Port.queues) and --cpu: its cores
+    in turn, or its first alone where the host gave it fewer; none unpinned."""
+    queues = nf.ports[0].queues
+    cpus = [] if floating else \
+        [",".join(map(str, nf.cores)) if len(nf.cores) == queues else str(nf.cpu)]
+    return [*(["--threads", str(queues)] if queues > 1 else []), *(["--cpu", *cpus] if cpus else [])]
 
 
 def conformance_contract(s: Scenario) -> tuple[float, int] | None:
@@ -216,6 +224,13 @@ def _value_problem(option: Option, value: str) -> str | None:
         if not option.min <= number <= option.max or option.above_min and number == option.min:
             return (f"not above {option.min:g} and at most {option.max:g}" if option.above_min
                     else f"not from {option.min:g} to {option.max:g}")
+        return None
+    if option.type == "cpus":   # N[,N…]: each a CPU in the option's range
+        parts = value.split(",")
+        if not all(p.isdigit() for p in parts):
+            return "not a CPU or a comma-separated list of them"
+        if not all(option.min <= int(p) <= option.max for p in parts):
+            return f"not from {option.min:g} to {option.max:g}"
         return None
     if option.type == "mac":
         return None if _MAC.fullmatch(value) else "not a MAC address"

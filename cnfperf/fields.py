@@ -215,7 +215,8 @@ FIELDS: list[Field] = [
           axis=15,
           choices=NF_APIS, column="TEXT"),
     Field("nf_cores", "int", 1, "cores per network function (testpmd forwards each direction "
-          "on a core of its own; the engine's NFs and Click's run one thread)", axis=21, ge=1, le=8, column="INTEGER", label="named"),
+          "on a core of its own; the engine's NFs poll a queue of each port per core, the "
+          "tester's flows spread over them by hash; Click's runs one thread)", axis=21, ge=1, le=8, column="INTEGER", label="named"),
     Field("nf_routes", "int", 1, "nf = router: the prefixes toward the receiver's side each "
           "router has a route for; more than one: the tester's flows take turns over them, a "
           "/32 each, flow f to prefix f % (nf_routes + nf_unrouted) (flows at least as many)",

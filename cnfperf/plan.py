@@ -47,6 +47,9 @@ class NfFacts(Protocol):
     def warnings(self, s: Scenario) -> tuple[str, ...]:
         """What the plan says about it (a udp checksum it may leave unfinished)."""
 
+    def queues(self, s: Scenario) -> int:
+        """The queues each of its ports has (Port.queues)."""
+
 
 @dataclass(frozen=True)
 class Port:
@@ -63,6 +66,8 @@ class Port:
     vm: bool = False   # its node is a virtual machine: the data plane gives the VM a
                        # virtual NIC (a tap, a macvtap, a vhost-user socket) for it
     host: str = LOCAL  # the host its node runs on (tester_host, nf_host)
+    queues: int = 1    # the queues its interface or vdev has: an NF polling a queue per
+                       # thread (the engine's with nf_cores > 1) has one per core
 
 
 @dataclass(frozen=True)
@@ -475,7 +480,7 @@ def place(s: Scenario, run_id: str, index: int = 0, total: int = 1,
 
     def laid_out(tester: str) -> tuple[Scenario, list[Pair], list[Pair], int]:
         t = s if s.tester == tester else s.model_copy(update={"tester": tester})
-        pairs = _pairs(t, run_id, cpus, nf.ports if nf else 2)
+        pairs = _pairs(t, run_id, cpus, nf.ports if nf else 2, nf.queues(t) if nf else 1)
         noise = [_noise_pair(t, run_id, pairs, cpus)] if t.noise == "traffic" else []
         return t, pairs, noise, busy_pollers(t, pairs + noise, switch_pollers, nf)
 
@@ -495,7 +500,8 @@ def first_sport(s: Scenario, pair: int) -> int:
     return TX_PORT + sum(s.of_pair(k).flows for k in range(pair))
 
 
-def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> list[Pair]:
+def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int,
+           nf_queues: int = 1) -> list[Pair]:
     single = s.tester == "single"
     octets = _octets(run_id)
     engines = 1 if single else 2   # per pair, for the tester's ends
@@ -532,7 +538,7 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int) -> li
             receiver = replace(receiver, node=sender.name, host=sender.host)
         places = nf_places(s.nf_in, s.nfs)
         nfs = tuple(_nf(run_id, k, i, nf_cores[i], octets, s.nf_api, sides=sides[i],
-                        vm=in_guest(places[i]), host=hosts[i], label=labels[i])
+                        vm=in_guest(places[i]), host=hosts[i], label=labels[i], queues=nf_queues)
                     for i in range(s.nfs))
         links = graph_links(sender, nfs, receiver, graph) if graph else ()
         pairs.append(Pair(index=k, sender=sender, receiver=receiver, nfs=nfs, links=links))
@@ -614,13 +620,14 @@ def port_host(index: int, slot: int) -> int:
 
 
 def _nf(run_id: str, pair: int, index: int, cores: tuple[int, ...], octets: bytes, api: str,
-        sides: str = "ab", vm: bool = False, host: str = LOCAL, label: str = "") -> NF:
+        sides: str = "ab", vm: bool = False, host: str = LOCAL, label: str = "",
+        queues: int = 1) -> NF:
     assert index < MAX_NFS and pair < 256, "names hold the index in one hex digit, the pair in two"
     name = f"{run_prefix(run_id)}n{pair:02x}{index:x}"
     # Which end of a link listens is the link's (Link.first_is_a).
     ports = tuple(Port(name + side, name, pair,
                        f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{port_host(index, n):02x}",
-                       api=api, slot=n, vm=vm, host=host)
+                       api=api, slot=n, vm=vm, host=host, queues=queues)
                   for n, side in enumerate(sides))
     return NF(name, pair, index, cores[0], ports, cores, vm=vm, host=host, label=label)
 

@@ -282,6 +282,13 @@ class DataPlane(ABC):
         return None
 
     @classmethod
+    def queues_problem(cls, api: str) -> str | None:
+        """Why an NF that polls a queue of each port per core (plan.Port.queues
+        > 1: the engine's with nf_cores > 1) on `api` would not have its
+        frames spread over them, or None when it would."""
+        return "its ports have one queue"
+
+    @classmethod
     def bucket_problem(cls, s: Scenario, what: str) -> str | None:
         """Why its links cannot hold the scenario's kernel policer or shaper
         (`what`: policer at the ingress, shaper at the egress of the link into

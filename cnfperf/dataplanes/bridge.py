@@ -5,7 +5,7 @@ KVM host wire a guest: no veth between the bridge and the guest's NIC.
 """
 from __future__ import annotations
 
-from cnfperf.dataplanes.kernel import KernelPlane
+from cnfperf.dataplanes.kernel import KernelPlane, queue_args
 from cnfperf.host.links import ip
 from cnfperf.plan import Link, Pair, Port
 from cnfperf.runtimes.base import Nic
@@ -17,6 +17,7 @@ class BridgePlane(KernelPlane):
     style = 1
     uses_switch_netns = True
     kernel_links = {"veth": "VETH", "bridge": "BRIDGE"}
+    veth_queues = True
     vm_links = {"tun": "TUN"}
     # The receiver's port egresses through the bridge's own qdisc, whatever the api.
     shaped_at_sender = False
@@ -82,7 +83,8 @@ class BridgePlane(KernelPlane):
         elif port.vm:
             self.add_tap(host_side, sw, counted=True)
         else:
-            self.add_link(host_side, sw, "type", "veth", "peer", "name", port.name,
+            many = queue_args(port.queues)
+            self.add_link(host_side, sw, *many, "type", "veth", "peer", "name", port.name, *many,
                           "netns", port.node, counted=True)
         ip("link", "set", host_side, "master", self.bridge, "mtu", str(self.mtu), "up",
            netns=sw)

@@ -140,7 +140,8 @@ def nic_problem(driver: str, frame_size: int) -> str | None:
 def nic(index: int, iface: str, driver: str, frame_size: int = 0, queues: int = QUEUES) -> str:
     """The vdev through which DPDK opens a kernel NIC (a wire's end):
     `driver` is the scenario's nic_driver, af_packet or af_xdp; `queues` its
-    Rx and Tx queues (a switch's switch_rxq; an engine polls one)."""
+    Rx and Tx queues (a switch's switch_rxq; an engine NF's Port.queues, a
+    thread per queue; another engine polls one)."""
     if driver == "af_xdp":
         return af_xdp(index, iface, queues)
     return af_packet(index, iface, frame_size, queues)

@@ -112,6 +112,13 @@ class DpdkPlane(DataPlane):
         return "only the kernel data planes shape a link (tbf)"
 
     @classmethod
+    def queues_problem(cls, api: str) -> str | None:
+        # vhost-user and memif have no RSS: the peer picks the queue, by its
+        # own thread (one switch thread: one queue), unless it hashes (ovs)
+        return ("its ports' peers send every frame of a port to one queue (vhost-user and "
+                "memif have no RSS): switch = ovs hashes flows over an NF's queues")
+
+    @classmethod
     def input_problem(cls, s: Scenario) -> tuple[str, str] | None:
         """switch_rxd and switch_txd (on a plane that sizes its rings): one size
         both ways where a vhost-user port's front end sizes its ring (ring), and

@@ -37,6 +37,12 @@ def mtu_for(frame_size: int) -> int:
     return max(1500, frame_size - 18)
 
 
+def queue_args(queues: int) -> list[str]:
+    """`ip link add`'s words for an interface with `queues` Rx and Tx queues
+    (none for one: the default)."""
+    return ["numtxqueues", str(queues), "numrxqueues", str(queues)] if queues > 1 else []
+
+
 class KernelPlane(DataPlane):
     """Ports are kernel interfaces inside their node's netns, named like the port.
 
@@ -100,6 +106,25 @@ class KernelPlane(DataPlane):
                 return "limit", (f"{cls.name} shapes on the interface of the node before the "
                                  "receiver, here a virtual machine's own: use the bridge")
         return None
+
+    # It makes its NFs' interfaces as veths with a port's queues (plan.Port.queues)
+    # and sends into them through the kernel's stack (a bridge): each frame to
+    # the queue its flow hashes to, where an AF_XDP socket per queue takes it. (A
+    # veth takes the queue its peer sent on, and a packet socket that bypasses
+    # the qdisc, as the tester's do, sends on its CPU's: one.)
+    veth_queues: ClassVar[bool] = False
+
+    @classmethod
+    def queues_problem(cls, api: str) -> str | None:
+        """raw and mmap spread a port's frames over the NF's threads themselves
+        (a PACKET_FANOUT group, by flow hash), on any interface, as dpdk's
+        af_packet PMD does with a queue pair per thread (attach); xdp binds a
+        socket to each of the interface's queues, which only a veth made with
+        them has."""
+        if api != "xdp" or cls.veth_queues:
+            return None
+        return ("its NFs' interfaces have one queue each, and AF_XDP binds a thread to one "
+                "(nf_api raw, mmap or dpdk spreads a port's frames over threads on any interface)")
 
     @classmethod
     def limit_problem(cls, api: str) -> str | None:
@@ -192,7 +217,8 @@ class KernelPlane(DataPlane):
         nic = self._nics.get(port.name)
         # In a guest the NIC is named like the port: the same vdev serves it.
         if port.api == "dpdk":
-            vdev = dpdk_args.af_packet(port.slot, port.name, self.point.scenario.size)
+            vdev = dpdk_args.af_packet(port.slot, port.name, self.point.scenario.size,
+                                       queues=port.queues)
             return Attachment(mac=port.mac, port=port.slot, vdev=vdev, nic=nic)
         return Attachment(mac=port.mac, iface=port.name, nic=nic)
 

@@ -98,7 +98,7 @@ class NicPlane(DataPlane):
         iface = self.point.nic(port.name)
         if port.api == "dpdk":
             s = self.point.scenario
-            vdev = dpdk_args.nic(port.slot, iface, s.nic_driver, s.size)
+            vdev = dpdk_args.nic(port.slot, iface, s.nic_driver, s.size, queues=port.queues)
             return Attachment(mac=port.mac, port=port.slot, vdev=vdev)
         return Attachment(mac=port.mac, iface=iface)
 

@@ -117,22 +117,32 @@ def rules(forward: str, ports: Sequence[tuple[int, str]], peers: Mapping[int, in
     return found
 
 
-def affinity(ports: Sequence[str], cores: Sequence[int], queues: int) -> dict[str, str]:
-    """pmd-rxq-affinity for each port: its `queues` Rx queues pinned in turn to
-    `cores`, port after port (`0:1` for one queue on core 1): with one pair
-    on two PMD cores the sender's port is polled on one, the receiver's on the
-    other."""
+def affinity(ports: Mapping[str, int], cores: Sequence[int]) -> dict[str, str]:
+    """pmd-rxq-affinity for each port: its Rx queues (ports: their number by
+    name) pinned in turn to `cores`, port after port (`0:1` for one queue on
+    core 1): with one pair on two PMD cores the sender's port is polled on
+    one, the receiver's on the other."""
     found, n = {}, 0
-    for port in ports:
+    for port, queues in ports.items():
         found[port] = ",".join(f"{q}:{cores[(n + q) % len(cores)]}" for q in range(queues))
         n += queues
     return found
 
 
-def port_settings(s: Scenario, nic: bool, pinned: str | None) -> list[str]:
+def port_queues(s: Scenario, port: Port) -> int:
+    """A port's queues: switch_rxq, or its NF's (plan.Port.queues: a thread of
+    the NF polls each) where that is more."""
+    return max(s.switch_rxq, port.queues)
+
+
+def port_settings(s: Scenario, nic: bool, pinned: str | None, queues: int = 1) -> list[str]:
     """The Interface columns a port is added with: its Rx queues' affinity
-    (pmd-rxq-affinity), and on a DPDK port (a NIC) its descriptors."""
+    (pmd-rxq-affinity), on a DPDK port (a NIC) its descriptors, and on a port
+    of an NF that polls several queues (`queues`) hash steering: OVS sends
+    each flow to the queue its 5-tuple hashes to, where by default a PMD
+    thread sends all it forwards to one (tx-steering=thread)."""
     found = [f'other_config:pmd-rxq-affinity="{pinned}"'] if pinned else []
+    found += ["other_config:tx-steering=hash"] if queues > 1 else []
     if nic:
         # a DPDK port's queues are asked of it (a vhost-user port's, of its peer)
         found += [f"options:n_rxq={s.switch_rxq}"] if s.switch_rxq > 1 else []
@@ -245,6 +255,10 @@ class OvsPlane(DpdkPlane):
     tools = ovs_host.TOOLS       # OVS's programs and their packages
 
     @classmethod
+    def queues_problem(cls, api: str) -> str | None:
+        return None   # tx-steering=hash on an NF's ports (port_settings)
+
+    @classmethod
     def pollers(cls, s, cores: int) -> int:
         # Unpinned, the PMD mask spans every core, and OVS runs a PMD thread on each.
         return super().pollers(s, cores) if s.pin else cores
@@ -301,11 +315,11 @@ class OvsPlane(DpdkPlane):
         self.ovs.add_bridge(self.bridge)
         s = self.point.scenario
         ports = self.point.ports_joined_here()
-        pinned = affinity([p.name for p in ports], self.poll_cpuset, s.switch_rxq) \
+        pinned = affinity({p.name: port_queues(s, p) for p in ports}, self.poll_cpuset) \
             if s.rxq_affinity == "pinned" else {}
         for ofport, port in enumerate(ports, start=1):
             vdev = self.nic_vdev(ofport, port)
-            settings = port_settings(s, bool(vdev), pinned.get(port.name))
+            settings = port_settings(s, bool(vdev), pinned.get(port.name), port.queues)
             if vdev:   # a wire's end: its node is on another host
                 self.ovs.add_dpdk_port(self.bridge, port.name, vdev, ofport, settings)
             else:
@@ -377,7 +391,7 @@ class OvsPlane(DpdkPlane):
         return self.ovs.pids() if self.ovs else []
 
     def frontend(self, port: Port) -> Frontend:
-        return Frontend(self._socket(port), server=True, queues=self.point.scenario.switch_rxq,
+        return Frontend(self._socket(port), server=True, queues=port_queues(self.point.scenario, port),
                         ring=self.ring)
 
     def queues(self) -> list[dict]:

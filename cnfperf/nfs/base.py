@@ -10,6 +10,7 @@ instance answers for one value:
   ports                       one (frames go back where they came from) or two
   scenario_problem(s)         a combination it refuses: (field, why), exit 2
   cores_problem(s)            why it cannot use nf_cores, or None
+  queues(s)                   the queues each of its ports has (one per core: a thread each)
   warnings(s)                 what the plan says about it (a udp checksum it may leave)
   pollers(s, cores)           busy pollers one NF counts as on its cores
   problems(s, host)           what the host lacks to run it (preflight, doctor)
@@ -26,7 +27,7 @@ instance answers for one value:
 
 plan.py and dataplanes/ do not import this package: run/checks/ and
 run/testbed.py resolve the kind and hand down the facts placing needs
-(ports, pollers, warnings).
+(ports, pollers, warnings, queues).
 """
 from __future__ import annotations
 
@@ -166,6 +167,11 @@ class NfKind:
     def cores_problem(self, s: Scenario) -> str | None:
         """Why its NFs cannot use s.nf_cores cores each, or None."""
         return None
+
+    def queues(self, s: Scenario) -> int:
+        """The queues each of its ports has (plan.Port.queues): one, unless it
+        polls a queue per core."""
+        return 1
 
     def warnings(self, s: Scenario) -> tuple[str, ...]:
         """What the plan says about it for this scenario (--dry-run, the report)."""

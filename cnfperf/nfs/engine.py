@@ -2,8 +2,19 @@
 
 They print the engine's records (`ready` once their ports are up, a `summary`
 with per-port counters), hold their ports until their stdin ends, poll in one
-thread (busy unless poll = interrupt), and finish the udp ends' checksums on
-every nf_api. On a kernel api they run the static engine alone in the
+thread per core (busy unless poll = interrupt), and finish the udp ends'
+checksums on every nf_api.
+
+On nf_cores > 1 each thread polls a queue of each port (the engine's
+--threads, a --cpu each), and what spreads a port's frames over the queues is
+the api's or the data plane's: raw and mmap join a port's sockets in a
+PACKET_FANOUT group (the kernel hashes flows to them), xdp binds a socket to
+each queue of a veth made with as many (bridge), and on ovs the NF's
+vhost-user ports offer as many queues and OVS hashes flows over them
+(tx-steering=hash). A flow stays on one thread, in order; one flow is one
+thread's (flows ≥ nf_cores spread). Data planes that cannot spread them say
+why (DataPlane.queues_problem), as do the policer and shaper (one bucket,
+one thread's). On a kernel api they run the static engine alone in the
 minimal image, when it was built with that api; on dpdk the tester's image.
 """
 from __future__ import annotations
@@ -13,9 +24,11 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from cnfperf import polls
 from cnfperf.engine import nf_argv
+from cnfperf.dataplanes import DATAPLANES
 from cnfperf.fields import NF_APIS
 from cnfperf.host.engine_describe import DescribeError, EngineNf, describe
 from cnfperf.nfs.base import Command, NfKind
+from cnfperf.plan import has_vms
 from cnfperf.runtimes import FULL, MINIMAL
 
 if TYPE_CHECKING:
@@ -50,13 +63,26 @@ class EngineKind(NfKind):
         return _BY_NAME[self.nf].ports
 
     def cores_problem(self, s: Scenario) -> str | None:
-        if s.nf_cores > 1:
-            return (f"the engine's {self.nf} NF polls in one thread: nf_cores = 1, "
-                    "or nf = testpmd (a core per direction) or cmd:TEMPLATE")
+        if s.nf_cores == 1:
+            return None
+        bucket = next((f for f in ("policer", "shaper") if getattr(s, f) == "engine"), None)
+        if bucket:
+            return (f"the engine's {bucket} is one bucket, one thread's: nf_cores = 1 with "
+                    f"{bucket} = engine")
+        if has_vms(s):
+            return ("a virtual machine's NICs have one queue each: the engine's NFs take "
+                    "nf_cores > 1 in containers")
+        why = DATAPLANES[s.switch].queues_problem(s.nf_api)
+        if why:
+            return (f"the engine's {self.nf} NF polls a queue of each port per core, and on "
+                    f"switch {s.switch} with nf_api {s.nf_api} {why}")
         return None
 
+    def queues(self, s: Scenario) -> int:
+        return s.nf_cores   # a thread per core, a queue of each port each
+
     def pollers(self, s: Scenario, cores: int) -> int:
-        return 1 if polls.mode(s.poll).spins else 0
+        return cores if polls.mode(s.poll).spins else 0
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
         """The engine that will run it (the static one on a kernel api it was

@@ -426,6 +426,7 @@ def startup(run: dict[str, Any]) -> Table | None:
     if not points:
         return None
     axes = varying(done_points(run)) or ["switch"]
+    queued = any(nf.get("queues") for p in points for nf in p["nf_results"])
     rows = []
     for p in points:
         for nf in p["nf_results"]:
@@ -433,9 +434,20 @@ def startup(run: dict[str, Any]) -> Table | None:
             rows.append([label(p, axes), p.get("rep", 0) + 1, nf["pair"],
                          f"{nf['idx'] + 1} of {_param(p, 'nfs')}", nf["kind"],
                          short_name(p, nf["name"]), nf["cpu"], nf.get("ready_s"),
-                         nf.get("first_tx_s"), None if busy is None else 100 * busy])
+                         nf.get("first_tx_s"), None if busy is None else 100 * busy,
+                         *([queue_shares(nf.get("queues"))] if queued else [])])
     return ("NF startup and polling", ["point", "rep", "pair", "NF", "kind", "node", "cpu",
-                                       "ready s", "first forward s", "busy polls %"], rows)
+                                       "ready s", "first forward s", "busy polls %",
+                                       *(["frames per core %"] if queued else [])], rows)
+
+
+def queue_shares(queues: list[int] | None) -> str:
+    """`52 · 48`: the share of its frames each core's thread took (an NF on
+    several cores); "" on one."""
+    total = sum(queues or ())
+    if not total:
+        return ""
+    return " · ".join(f"{100 * n / total:.0f}" for n in queues)
 
 
 def _max(values: list[Any]) -> float | None:

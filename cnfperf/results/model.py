@@ -144,6 +144,9 @@ class NFResult:
     first_tx_s: float | None = None
     polls: int = 0
     empty_polls: int = 0
+    # On several cores (the engine's --threads): the frames each core's thread
+    # took in, queue by queue; None on one.
+    queues: list[int] | None = None
 
     @property
     def busy_ratio(self) -> float | None:
@@ -341,10 +344,12 @@ def nf_result(name: str, pair: int, index: int, cpu: int, summary: dict[str, Any
                     dropped={k: int((p.get("dropped") or {}).get(k) or 0) for k in DROP_REASONS})
              for p in summary.get("ports") or []]
     poll = summary.get("poll") or {}
+    queues = [int(q.get("rx_packets") or 0) for q in summary.get("queues") or []]
     return NFResult(name=name, pair=pair, index=index, kind=str(summary.get("nf", "")), cpu=cpu,
                     ports=ports, ready_s=since((ready or {}).get("wall_ns")),
                     first_tx_s=since(summary.get("first_tx_wall_ns")),
-                    polls=int(poll.get("polls") or 0), empty_polls=int(poll.get("empty_polls") or 0))
+                    polls=int(poll.get("polls") or 0), empty_polls=int(poll.get("empty_polls") or 0),
+                    queues=queues if len(queues) > 1 else None)
 
 
 def pair_result(index: int, sender: EndpointMetrics, receiver: EndpointMetrics,

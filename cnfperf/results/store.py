@@ -341,10 +341,13 @@ _SCHEMA_22 = "\n".join([
 # node each pod's QoS class and cores), a JSON object; NULL without pods and
 # for every point stored before.
 _SCHEMA_23 = "ALTER TABLE points ADD COLUMN cluster_facts TEXT;"
+# An NF on several cores (the engine's, a thread per queue): the frames each
+# queue's thread took in, a JSON list; NULL on one core and before.
+_SCHEMA_24 = "ALTER TABLE nf_results ADD COLUMN queues TEXT;"
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
                _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,
-               _SCHEMA_20, _SCHEMA_21, _SCHEMA_22, _SCHEMA_23]
+               _SCHEMA_20, _SCHEMA_21, _SCHEMA_22, _SCHEMA_23, _SCHEMA_24]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -581,7 +584,8 @@ class Store:
         self._insert("nf_results", {"point_id": point_id, "name": nf.name, "pair": nf.pair,
                                     "idx": nf.index, "kind": nf.kind, "cpu": nf.cpu,
                                     "ready_s": nf.ready_s, "first_tx_s": nf.first_tx_s,
-                                    "polls": nf.polls, "empty_polls": nf.empty_polls})
+                                    "polls": nf.polls, "empty_polls": nf.empty_polls,
+                                    "queues": json.dumps(nf.queues) if nf.queues else None})
         for port in nf.ports:
             self._insert("nf_ports", {
                 "point_id": point_id, "name": nf.name, "port": port.port,
@@ -656,7 +660,8 @@ class Store:
             ports.setdefault(r["name"], []).append(
                 {k: r[k] for k in r.keys() if k not in ("point_id", "name")})
         point["nf_results"] = [
-            {**{k: r[k] for k in r.keys() if k != "point_id"}, "ports": ports.get(r["name"], [])}
+            {**_decoded({k: r[k] for k in r.keys() if k != "point_id"}, ("queues",)),
+             "ports": ports.get(r["name"], [])}
             for r in self.db.execute(
                 "SELECT * FROM nf_results WHERE point_id = ? ORDER BY pair, idx", (pid,))]
         point["cpu_usage"] = [_decoded({k: r[k] for k in r.keys() if k != "point_id"},

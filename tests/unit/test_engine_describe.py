@@ -102,6 +102,7 @@ SCENARIOS = [
          shaper_bucket=4),
     dict(api="raw", nfs=1, nf="strip-encap", tester="single", size=1518),
     dict(api="dpdk", nfs=1, switch="testpmd", nf="l2", poll="adaptive", rate="1M"),
+    dict(api="raw", switch="bridge", nfs=1, nf="l3", nf_cores=2, flows=16, tester="single"),
 ]
 
 
@@ -148,7 +149,8 @@ def test_the_command_lines_use_every_option_they_may(described):
                      "--dst-mac", "--dst-ip", "--dport", "--size", "--burst", "--flows",
                      "--cpu", "--interval", "--duration", "--rate", "--warmup", "--settle",
                      "--onoff", "--conformance", "--policer", "--shaper", "--poll", "--nf",
-                     "--route", "--touch", "--mmsg", "--hold", "--port", "--port2", "--dst-mac2"}
+                     "--route", "--touch", "--mmsg", "--hold", "--port", "--port2", "--dst-mac2",
+                     "--threads"}
 
 
 @pytest.mark.parametrize("bad,says", [
@@ -168,6 +170,8 @@ def test_the_command_lines_use_every_option_they_may(described):
     (["--touch", "yes"], "yes: not an option of the engine with --api raw"),
     (["--xdp-mode", "copy"], "--xdp-mode: not an option of the engine with --api raw"),
     (["--cpu"], "--cpu: needs a value"),
+    (["--cpu", "0,x"], "--cpu 0,x: not a CPU or a comma-separated list of them"),
+    (["--cpu", "0,99999"], "--cpu 0,99999: not from 0 to 1023"),
 ])
 def test_what_the_engine_would_refuse_is_named(described, bad, says):
     args = ["e", "recv", "--api", "raw", "--iface", "x", *bad]

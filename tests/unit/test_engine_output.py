@@ -100,3 +100,33 @@ def test_a_senders_start_record_says_when_its_warm_up_began():
     out.records += [{"type": "ready", "wall_ns": 1}, record]
     assert out.start == record and out.ready == {"type": "ready", "wall_ns": 1}
     assert EngineOutput("x", io.StringIO()).start is None
+
+
+@pytest.mark.parametrize("switch,api,nf_api", [("bridge", "raw", "raw"), ("bridge", "raw", "xdp"),
+                                               ("ovs", "dpdk", "dpdk")])
+def test_an_engine_nf_on_two_cores_polls_a_queue_of_each_port_per_core(switch, api, nf_api):
+    """nf_cores = 2: its ports have a queue per core (the data plane makes
+    them), its engine a thread per queue, each pinned to a core of its own;
+    unpinned, the threads float."""
+    from cnfperf import nfs
+    from cnfperf.engine import nf_argv
+    s, pair, _ = placed_pair(switch=switch, api=api, nf_api=nf_api, nfs=1, nf="l3", nf_cores=2,
+                             tester="single")
+    [nf] = pair.nfs
+    assert [p.queues for p in nf.ports] == [2, 2] and len(nf.cores) == 2
+    assert nfs.find("l3").cores_problem(s) is None
+    ports = [Attachment(mac=p.mac, iface=p.name) for p in nf.ports]
+    args = nf_argv("e", nf, ports, ("m1", "m2"), s)
+    assert option(args, "--threads") == "2"
+    assert option(args, "--cpu") == ",".join(map(str, nf.cores))
+    floating = nf_argv("e", nf, ports, ("m1", "m2"), s, floating=(0, 1))
+    assert option(floating, "--threads") == "2" and "--cpu" not in floating
+
+
+def test_an_engine_nf_on_one_core_has_one_queue_and_thread():
+    from cnfperf.engine import nf_argv
+    s, pair, _ = placed_pair(api="raw", nfs=1, nf="l3", tester="split")
+    [nf] = pair.nfs
+    assert [p.queues for p in nf.ports] == [1, 1]
+    args = nf_argv("e", nf, [Attachment(mac=p.mac, iface=p.name) for p in nf.ports], ("a", "b"), s)
+    assert "--threads" not in args and option(args, "--cpu") == str(nf.cpu)

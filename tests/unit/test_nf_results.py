@@ -524,3 +524,24 @@ def test_the_report_draws_an_nf_kind_by_the_number_its_points_stored(tmp_path):
     assert Pen(rows).style_of(curve) == l3
     run["points"][0]["nf_facts"] = {"name": "l3", "style": 9}   # as another run stored it
     assert Pen(rows_from_run(run)).style_of(curve) == style.nth(style.PAIRS - 1 - 9) != l3
+
+
+def test_an_nf_on_two_cores_says_what_each_core_took(tmp_path):
+    """The engine's summary per queue (a thread, a core each): stored as the
+    frames each took, shown as shares in the startup table; an NF on one core
+    stores none and the column is left out."""
+    point, result = chain()
+    summary_ = {"type": "summary", "role": "nf", "nf": "l3", "ports": [],
+                "queues": [{"queue": 0, "cpu": 2, "rx_packets": 3_000, "tx_packets": 3_000},
+                           {"queue": 1, "cpu": 3, "rx_packets": 7_000, "tx_packets": 7_000}]}
+    two = model.nf_result("n", 0, 0, 2, summary_, None, None, None)
+    assert two.queues == [3_000, 7_000]
+    one = model.nf_result("n", 0, 0, 2, {**summary_, "queues": summary_["queues"][:1]},
+                          None, None, None)
+    assert one.queues is None
+    result.nfs[0].queues = two.queues
+    [stored] = stored_run(tmp_path, (point, result, {}))["points"]
+    assert [n["queues"] for n in stored["nf_results"]] == [[3_000, 7_000], None]
+    _, headers, rows = nfs.startup({"points": [stored]})
+    assert headers[-1] == "frames per core %" and [r[-1] for r in rows] == ["30 · 70", ""]
+    assert nfs.queue_shares(None) == "" and nfs.queue_shares([1, 1]) == "50 · 50"

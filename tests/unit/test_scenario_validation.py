@@ -83,7 +83,14 @@ BAD_FLAGS = [
     (["--nfs", "1", "--nf-quota", "25", "--runtime", "netns"], "nf_quota"),   # no cgroup
     (["--nf-quota", "25"], "nf_quota"),                       # no NF to limit
     (["--nfs", "1", "--nf-cores", "2", "--cpus", "0"], "nf_cores"),
-    (["--nfs", "1", "--nf", "l3", "--nf-cores", "2"], "nf_cores"),   # the engine: one thread
+    # the engine's threads: a queue each, which a vhost-user peer without hashing,
+    # a macvlan's one queue under AF_XDP, or one bucket cannot give them
+    (["--nfs", "1", "--nf", "l3", "--nf-cores", "2", "--switch", "testpmd", "--api", "dpdk"],
+     "nf_cores"),
+    (["--nfs", "1", "--nf", "l3", "--nf-cores", "2", "--switch", "macvlan", "--nf-api", "xdp"],
+     "nf_cores"),
+    (["--nfs", "1", "--nf", "l3", "--nf-cores", "2", "--policer", "engine", "--policer-rate", "10k"],
+     "nf_cores"),
     (["--quota-period", "10"], "quota_period"),
     (["--nfs", "1", "--nf-quota", "0.5"], "nf_quota"),        # 500 µs a period: below 1 ms
     (["--nf-cores", "2", "--cpus", "0-1"], "nf_cores"),       # no NF to give them to

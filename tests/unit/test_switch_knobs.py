@@ -59,9 +59,11 @@ def test_ovs_forwards_port_to_port_by_its_own_rules_and_drops_the_rest():
 
 
 def test_pinned_rx_queues_go_to_the_poll_cores_in_turn():
-    assert ovs.affinity(["a", "b"], (1, 2), 1) == {"a": "0:1", "b": "0:2"}
-    assert ovs.affinity(["a", "b"], (1,), 1) == {"a": "0:1", "b": "0:1"}
-    assert ovs.affinity(["a", "b"], (1, 2, 3), 2) == {"a": "0:1,1:2", "b": "0:3,1:1"}
+    assert ovs.affinity({"a": 1, "b": 1}, (1, 2)) == {"a": "0:1", "b": "0:2"}
+    assert ovs.affinity({"a": 1, "b": 1}, (1,)) == {"a": "0:1", "b": "0:1"}
+    assert ovs.affinity({"a": 2, "b": 2}, (1, 2, 3)) == {"a": "0:1,1:2", "b": "0:3,1:1"}
+    # an NF's port with a queue per thread of its own
+    assert ovs.affinity({"a": 1, "n": 2}, (1, 2)) == {"a": "0:1", "n": "0:2,1:1"}
 
 
 def test_a_port_is_added_with_its_affinity_and_a_nic_with_its_descriptors():
@@ -71,6 +73,8 @@ def test_a_port_is_added_with_its_affinity_and_a_nic_with_its_descriptors():
     assert ovs.port_settings(s, nic=True, pinned=None) == ["options:n_rxq_desc=128",
                                                           "options:n_txq_desc=256"]
     assert ovs.port_settings(Scenario(switch="ovs", api="dpdk"), nic=True, pinned=None) == []
+    # an NF's port polled by a thread per queue: OVS spreads its flows over them
+    assert ovs.port_settings(s, nic=False, pinned=None, queues=2) == ["other_config:tx-steering=hash"]
     # a NIC's Rx queues are asked of it; a vhost-user port's are its peer's offer
     rxq = Scenario(switch="ovs", api="dpdk", switch_rxq=2)
     assert ovs.port_settings(rxq, nic=True, pinned=None) == ["options:n_rxq=2"]

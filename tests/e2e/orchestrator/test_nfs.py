@@ -129,3 +129,25 @@ def test_testpmd_as_the_nf(engine, cli, no_leftovers, nf):
     if nf == "testpmd":   # its forward statistics, read at its exit
         port1, port2 = testpmd["summary"]["ports"]
         assert port1["rx_packets"] == port2["tx_packets"] >= pair["sent"]
+
+
+@pytest.mark.parametrize("switch,api,nf_api", [
+    ("bridge", "raw", "xdp"),
+    pytest.param("ovs", "dpdk", "dpdk", marks=DPDK)], ids=["bridge-xdp", "ovs-dpdk"])
+def test_an_l3_nf_on_two_cores_forwards_on_both(engine, cli, no_leftovers, switch, api, nf_api):
+    """nf_cores = 2: the engine's l3 NF polls a queue of each port per core,
+    and the data plane spreads the tester's 8 flows over them: veths made
+    with two queues (an AF_XDP socket each), or OVS hashing flows over the
+    NF's vhost-user queues (tx-steering=hash). Both threads forward, nothing
+    is lost; the stored NF says how the frames were spread."""
+    point = _run(cli, "--switch", switch, "--api", api, "--nf-api", nf_api, "--nfs", "1",
+                 "--nf", "l3", "--nf-cores", "2", "--flows", "8", "--tester", "single",
+                 "--poll", "adaptive")
+    [pair] = point["per_pair"]
+    harness.assert_sent(point, pair, RATE * DURATION)
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+    [nf] = [e for e in point["endpoints"] if e["role"] == "nf"]
+    queues = nf["summary"]["queues"]
+    assert [q["queue"] for q in queues] == [0, 1], queues
+    assert all(q["rx_packets"] > 0 and q["tx_packets"] > 0 for q in queues), queues
+    assert len({q["cpu"] for q in queues}) == 2, f"each thread on a core of its own: {queues}"
