@@ -391,8 +391,8 @@ class OvsPlane(DpdkPlane):
         return self.ovs.pids() if self.ovs else []
 
     def frontend(self, port: Port) -> Frontend:
-        return Frontend(self._socket(port), server=True, queues=port_queues(self.point.scenario, port),
-                        ring=self.ring)
+        return Frontend(self._socket(port), server=True,
+                        queues=port_queues(self.point.scenario, port), ring=self.ring)
 
     def queues(self) -> list[dict]:
         if self.ovs is None:

@@ -72,7 +72,11 @@ class EngineKind(NfKind):
         if has_vms(s):
             return ("a virtual machine's NICs have one queue each: the engine's NFs take "
                     "nf_cores > 1 in containers")
-        why = DATAPLANES[s.switch].queues_problem(s.nf_api)
+        if s.nf_api == "xdp" and "pod" in s.nf_in.split("+"):
+            return ("a pod's interfaces are its CNI plugin's, with one queue, and AF_XDP binds "
+                    "a thread to one: nf_api raw or mmap spreads a port's frames over threads")
+        plane = DATAPLANES.get(s.switch)
+        why = plane.queues_problem(s.nf_api) if plane else None
         if why:
             return (f"the engine's {self.nf} NF polls a queue of each port per core, and on "
                     f"switch {s.switch} with nf_api {s.nf_api} {why}")
