@@ -29,7 +29,7 @@ from cnfperf.fields import NF_APIS
 from cnfperf.host.engine_describe import DescribeError, EngineNf, describe
 from cnfperf.nfs.base import Command, NfKind
 from cnfperf.plan import has_vms
-from cnfperf.runtimes import FULL, MINIMAL
+from cnfperf.runtimes import FULL, MINIMAL, placements
 
 if TYPE_CHECKING:
     from cnfperf.dataplanes.base import Attachment
@@ -72,7 +72,7 @@ class EngineKind(NfKind):
         if has_vms(s):
             return ("a virtual machine's NICs have one queue each: the engine's NFs take "
                     "nf_cores > 1 in containers")
-        if s.nf_api == "xdp" and "pod" in s.nf_in.split("+"):
+        if s.nf_api == "xdp" and _cni_ports(s.nf_in):
             return ("a pod's interfaces are its CNI plugin's, with one queue, and AF_XDP binds "
                     "a thread to one: nf_api raw or mmap spreads a port's frames over threads")
         plane = DATAPLANES.get(s.switch)
@@ -122,6 +122,13 @@ class EngineKind(NfKind):
             if _BY_NAME[self.nf].routed else []
         return Command(nf_argv(engine, nf, ports, hops, s, eal, floating, routes),
                        records=True)
+
+
+def _cni_ports(nf_in: str) -> bool:
+    """Whether a placement of nf_in hands its nodes' ports to a runtime that
+    makes them anew (a pod's, by its CNI plugin: takes_ports)."""
+    return any(rt is not None and rt.takes_ports
+               for rt in map(placements().get, nf_in.split("+")))
 
 
 def _described(engine: str | None, nf: str) -> EngineNf | None:

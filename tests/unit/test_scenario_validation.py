@@ -89,6 +89,8 @@ BAD_FLAGS = [
      "nf_cores"),
     (["--nfs", "1", "--nf", "l3", "--nf-cores", "2", "--switch", "macvlan", "--nf-api", "xdp"],
      "nf_cores"),
+    (["--nfs", "1", "--nf", "l3", "--nf-cores", "2", "--switch", "bridge", "--nf-api", "xdp",
+      "--nf-in", "pod"], "nf_cores"),
     (["--nfs", "1", "--nf", "l3", "--nf-cores", "2", "--policer", "engine", "--policer-rate", "10k"],
      "nf_cores"),
     (["--quota-period", "10"], "quota_period"),
