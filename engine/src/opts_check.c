@@ -28,6 +28,21 @@ static bool client_threads(struct parse *p, struct conf *cf)
 	return true;
 }
 
+/* "raw, mmap, xdp, dpdk": the compiled-in apis with a property (an offset
+ * of a bool in struct api_ops), for messages. */
+static const char *apis_with(size_t prop, char *buf, size_t len)
+{
+	const struct api_ops *o;
+
+	buf[0] = '\0';
+	for (size_t i = 0; (o = api_at(i)); i++)
+		if (*(const bool *)((const char *)o + prop))
+			list_add(buf, len, o->name);
+	return buf;
+}
+
+#define APIS_WITH(prop) apis_with(offsetof(struct api_ops, prop), (char[96]){ 0 }, 96)
+
 /* "l3": the kinds that route, for messages. */
 static const char *routed_kinds(void)
 {
@@ -68,14 +83,9 @@ static bool nf_check(struct parse *p, const struct conf *cf, const struct api_op
 	bool two = cf->iface2 || cf->egress, need1 = k->next_hop, need2 = two && need1;
 	const char *r = cf->role->name, *kind = k->name;
 
-	if (!ops->l2) {
-		const struct api_ops *l;
-		char l2[96] = "";
-		for (size_t i = 0; (l = api_at(i)); i++)
-			if (l->l2)
-				list_add(l2, sizeof(l2), l->name);
-		return fail(p, "--api: %s needs an api that sees Ethernet frames (%s), not %s", r, l2, cf->api);
-	}
+	if (!ops->l2)
+		return fail(p, "--api: %s needs an api that sees Ethernet frames (%s), not %s", r,
+			    APIS_WITH(l2), cf->api);
 	if (k->hairpin && two)
 		return fail(p, "%s: --nf %s sends frames back by the port they came in on (one port)",
 			    cf->iface2 ? "--iface2" : opt_label(p->egress_by->name, p->egress_by->letter), kind);
@@ -145,19 +155,6 @@ static bool rate_options(struct parse *p, const struct conf *cf)
 	return true;
 }
 
-/* "raw mmap xdp dpdk": the compiled-in apis with queues, for messages. */
-static const char *api_names_with_queues(void)
-{
-	static char list[96];
-	const struct api_ops *o;
-
-	list[0] = '\0';
-	for (size_t i = 0; (o = api_at(i)); i++)
-		if (o->queues)
-			list_add(list, sizeof(list), o->name);
-	return list;
-}
-
 /* Options only the roles with a receive thread take. */
 static bool thread_options(struct parse *p, const struct conf *cf)
 {
@@ -183,7 +180,7 @@ static bool queue_threads(struct parse *p, struct conf *cf, const struct api_ops
 		return true;
 	if (!ops->queues)
 		return fail(p, "--threads: the %s api has one queue per port (one with queues: %s)", cf->api,
-			    api_names_with_queues());
+			    APIS_WITH(queues));
 	if (cf->policer.given || cf->shaper.given)
 		return fail(p, "--threads: %s is one bucket, one thread's (--threads 1)",
 			    cf->policer.given ? "--policer" : "--shaper");

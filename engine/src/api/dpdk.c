@@ -80,8 +80,6 @@ static struct {
 	bool tried;
 	struct rte_mempool *pools[MAX_POOLS];
 	unsigned npools;
-	struct rte_mempool *port_pool[RTE_MAX_ETHPORTS];   /* a started port's, for its other queues */
-	uint16_t port_room[RTE_MAX_ETHPORTS];
 } eal;
 
 /* ---- the EAL, once per process */
@@ -321,6 +319,32 @@ static unsigned pool_size(unsigned nq, unsigned nb_rxd, unsigned nb_txd, unsigne
 	return n - 1;            /* 2^k - 1 is the mempool's best size */
 }
 
+/* A port's pool is named after it: the port's other queues find it (queue_open). */
+struct pool_name {
+	char s[RTE_MEMPOOL_NAMESIZE];
+};
+
+static struct pool_name pool_name(uint16_t port)
+{
+	struct pool_name n;
+
+	snprintf(n.s, sizeof n.s, "cnfp_mbuf_%u", port);
+	return n;
+}
+
+/* What an instance takes of its port, set up: its name, MAC, and whether its
+ * frames come from a kernel (finish_csum). */
+static void port_facts(struct api *a, struct dpdk *d, const struct rte_eth_dev_info *info,
+		       const struct api_conf *conf)
+{
+	struct rte_ether_addr mac;
+
+	if (rte_eth_macaddr_get(d->port, &mac) == 0)
+		memcpy(a->mac, mac.addr_bytes, sizeof a->mac);
+	d->finish_csum = conf->forwards && (strcmp(info->driver_name, "net_af_packet") == 0 ||
+					    strcmp(info->driver_name, "net_af_xdp") == 0);
+}
+
 static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, const struct api_conf *conf)
 {
 	uint16_t nq = (uint16_t)(d->queue + (conf->queues ? conf->queues : 1));
@@ -330,7 +354,6 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 							     : RTE_ETH_DEV_FALLBACK_TX_RINGSIZE;
 	struct rte_eth_conf eth = { 0 };
 	unsigned room = RTE_MBUF_DEFAULT_DATAROOM;
-	char pool_name[RTE_MEMPOOL_NAMESIZE];
 	unsigned n;
 	int ret;
 
@@ -380,8 +403,7 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 	}
 
 	n = pool_size(nq, nb_rxd, nb_txd, conf->burst);
-	snprintf(pool_name, sizeof pool_name, "cnfp_mbuf_%u", d->port);
-	d->pool = rte_pktmbuf_pool_create(pool_name, n, POOL_CACHE, 0,
+	d->pool = rte_pktmbuf_pool_create(pool_name(d->port).s, n, POOL_CACHE, 0,
 					  (uint16_t)(RTE_PKTMBUF_HEADROOM + room), SOCKET_ID_ANY);
 	if (!d->pool) {
 		fprintf(stderr, "dpdk: cannot create a pool of %u mbufs (%.1f MB) for port %u: %s"
@@ -392,8 +414,6 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 	}
 	eal.pools[eal.npools++] = d->pool;
 	d->capacity = (uint16_t)room;
-	eal.port_pool[d->port] = d->pool;
-	eal.port_room[d->port] = d->capacity;
 
 	int sock = rte_eth_dev_socket_id(d->port);
 	unsigned socket = sock < 0 ? (unsigned)SOCKET_ID_ANY : (unsigned)sock;
@@ -462,7 +482,7 @@ static int port_open(struct api *a, const struct api_conf *conf)
 	int ret;
 
 	if (port >= RTE_MAX_ETHPORTS || own->queue + conf->queue > UINT16_MAX - 1) {
-		fprintf(stderr, "dpdk: port %u / queue %u out of range\n", port, own->queue);
+		fprintf(stderr, "dpdk: port %u / queue %u out of range\n", port, own->queue + conf->queue);
 		return -1;
 	}
 	if (eal.npools >= MAX_POOLS) {
@@ -509,16 +529,12 @@ static int port_open(struct api *a, const struct api_conf *conf)
 	if (ret != 0 && ret != -ENOTSUP)
 		fprintf(stderr, "dpdk: port %u (%s): promiscuous mode not set: %s\n",
 			d->port, d->name, rte_strerror(-ret));
-	struct rte_ether_addr mac;
-	if (rte_eth_macaddr_get(d->port, &mac) == 0)
-		memcpy(a->mac, mac.addr_bytes, sizeof a->mac);
+	port_facts(a, d, &info, conf);
 	if (conf->rx_intr && rx_intr_setup(d, &info, conf->rx_intr_required) != 0) {
 		rte_eth_dev_stop(d->port);   /* a started port cannot be closed */
 		goto fail;
 	}
 	enum link_kind kind = link_kind(&info);
-	d->finish_csum = conf->forwards && (strcmp(info.driver_name, "net_af_packet") == 0 ||
-					    strcmp(info.driver_name, "net_af_xdp") == 0);
 	/* held ports close after the peer has stopped polling: nothing to wait for */
 	d->drain_ms = conf->tx && !conf->hold ? drain_ms(&info, kind) : 0;
 	wait_link(d, kind, conf);
@@ -538,7 +554,7 @@ static int queue_open(struct api *a, struct dpdk *d, const struct api_conf *conf
 	struct rte_eth_dev_info info;
 
 	d->queue_only = true;
-	if (!rte_eth_dev_is_valid_port(d->port) || !(d->pool = eal.port_pool[d->port]) ||
+	if (!rte_eth_dev_is_valid_port(d->port) || !(d->pool = rte_mempool_lookup(pool_name(d->port).s)) ||
 	    rte_eth_dev_info_get(d->port, &info) != 0) {
 		fprintf(stderr, "dpdk: port %u: queue %u opened before the port\n", d->port, d->queue);
 		eal_release();
@@ -546,16 +562,12 @@ static int queue_open(struct api *a, struct dpdk *d, const struct api_conf *conf
 	}
 	if (rte_eth_dev_get_name_by_port(d->port, d->name) != 0)
 		snprintf(d->name, sizeof d->name, "?");
-	d->capacity = eal.port_room[d->port];
+	d->capacity = (uint16_t)(rte_pktmbuf_data_room_size(d->pool) - RTE_PKTMBUF_HEADROOM);
 	if (conf->rx_intr && rx_intr_setup(d, &info, conf->rx_intr_required) != 0) {
 		eal_release();
 		return -1;
 	}
-	struct rte_ether_addr mac;
-	if (rte_eth_macaddr_get(d->port, &mac) == 0)
-		memcpy(a->mac, mac.addr_bytes, sizeof a->mac);
-	d->finish_csum = conf->forwards && (strcmp(info.driver_name, "net_af_packet") == 0 ||
-					    strcmp(info.driver_name, "net_af_xdp") == 0);
+	port_facts(a, d, &info, conf);
 	return 0;
 }
 

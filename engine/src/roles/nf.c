@@ -51,7 +51,6 @@ struct nf_queue {
 	struct shaper shaper[2];       /* per egress port */
 	unsigned q;                    /* which queue of each port */
 	int cpu;                       /* its thread's, -1: not pinned */
-	bool polling;                  /* its poller is set up */
 	uint64_t first_rx;             /* queues past 0: tick of its first frame, 0 = none yet
 	                                * (read by the main thread: start_at_first) */
 };
@@ -210,48 +209,46 @@ struct nf_role {
 /* x, read while its queue's thread may write it (a counter as it stands) */
 #define NOW(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-/* The run's totals are the ports' sums over the queues (interval records, the summary). */
-static void collect(struct run *r)
-{
-	const struct nf_role *role = r->collect_arg;
-	struct counters *c = &r->c;
-
-	c->rx_packets = c->rx_bytes = c->tx_packets = c->tx_bytes = c->tx_refused = c->other = c->bad = 0;
-	for (unsigned q = 0; q < role->n; q++) {
-		const struct nf_queue *s = role->q[q];
-		for (unsigned i = 0; i < s->nports; i++) {
-			const struct port_counts *pc = &s->pc[i];
-			c->rx_packets += NOW(pc->rx_packets);
-			c->rx_bytes += NOW(pc->rx_bytes);
-			c->tx_packets += NOW(pc->tx_packets);
-			c->tx_bytes += NOW(pc->tx_bytes);
-			c->tx_refused += NOW(pc->tx_refused);
-			c->other += NOW(pc->drop.other);
-			c->bad += NOW(pc->drop.bad);
-		}
-	}
-}
-
-/* Port i's counters summed over the queues (the summary, once every thread is done). */
+/* Port i's counters summed over the queues, as they stand (the other
+ * threads may still count: interval records), or final (the summary). */
 static struct port_counts port_sum(const struct nf_role *role, unsigned i)
 {
 	struct port_counts t = { 0 };
 
 	for (unsigned q = 0; q < role->n; q++) {
 		const struct port_counts *pc = &role->q[q]->pc[i];
-		t.rx_packets += pc->rx_packets;
-		t.rx_bytes += pc->rx_bytes;
-		t.tx_packets += pc->tx_packets;
-		t.tx_bytes += pc->tx_bytes;
-		t.tx_refused += pc->tx_refused;
-		t.drop.other += pc->drop.other;
-		t.drop.bad += pc->drop.bad;
-		t.drop.no_route += pc->drop.no_route;
-		t.drop.ttl += pc->drop.ttl;
-		t.policer += pc->policer;
-		t.shaper += pc->shaper;
+		t.rx_packets += NOW(pc->rx_packets);
+		t.rx_bytes += NOW(pc->rx_bytes);
+		t.tx_packets += NOW(pc->tx_packets);
+		t.tx_bytes += NOW(pc->tx_bytes);
+		t.tx_refused += NOW(pc->tx_refused);
+		t.drop.other += NOW(pc->drop.other);
+		t.drop.bad += NOW(pc->drop.bad);
+		t.drop.no_route += NOW(pc->drop.no_route);
+		t.drop.ttl += NOW(pc->drop.ttl);
+		t.policer += NOW(pc->policer);
+		t.shaper += NOW(pc->shaper);
 	}
 	return t;
+}
+
+/* The run's totals are the ports' sums (interval records, the summary). */
+static void collect(struct run *r)
+{
+	const struct nf_role *role = r->collect_arg;
+	struct counters *c = &r->c;
+
+	c->rx_packets = c->rx_bytes = c->tx_packets = c->tx_bytes = c->tx_refused = c->other = c->bad = 0;
+	for (unsigned i = 0; i < role->q[0]->nports; i++) {
+		const struct port_counts pc = port_sum(role, i);
+		c->rx_packets += pc.rx_packets;
+		c->rx_bytes += pc.rx_bytes;
+		c->tx_packets += pc.tx_packets;
+		c->tx_bytes += pc.tx_bytes;
+		c->tx_refused += pc.tx_refused;
+		c->other += pc.drop.other;
+		c->bad += pc.drop.bad;
+	}
 }
 
 /* The earliest first frame forwarded, of any queue (0: none). */
@@ -398,7 +395,6 @@ static int setup(struct nf_queue *s, const struct run *r, unsigned q, unsigned n
 	/* each its own poller, over its own queue's instances */
 	if (poller_init(&t->poll, cf->poll, r->clk.hz, s->port[0], s->nports > 1 ? s->port[1] : NULL))
 		return -1;
-	s->polling = true;
 	poller_expect(&t->poll, cf->rate / n);   /* each queue its share */
 	poller_streams(&t->poll, s->nports);
 	t->poll.stalls = &t->stalls;
@@ -407,8 +403,7 @@ static int setup(struct nf_queue *s, const struct run *r, unsigned q, unsigned n
 
 static void teardown(struct nf_queue *s)
 {
-	if (s->polling)
-		poller_free(&s->r->poll);
+	poller_free(&s->r->poll);   /* none set up yet: nothing (run_init's epfd -1) */
 	for (unsigned i = 0; i < 2; i++)
 		shaper_free(&s->shaper[i]);
 	free(s);
@@ -477,9 +472,8 @@ static void poll_loop(const struct nf_role *role, struct nf_queue *s)
 }
 
 struct queue_thread {
-	const struct nf_role *role;
+	struct nf_role *role;
 	struct nf_queue *s;
-	int *err;
 };
 
 static void *queue_main(void *arg)
@@ -490,7 +484,7 @@ static void *queue_main(void *arg)
 	if (run_pin(s->cpu)) {
 		fprintf(stderr, "cnfperf-engine: --cpu %d: cannot pin queue %u's thread to that CPU\n", s->cpu,
 			s->q);
-		*t->err = 1;
+		t->role->err = 1;
 	}
 	stalls_woke(&s->r->stalls, clock_ticks());
 	poll_loop(t->role, s);
@@ -554,7 +548,7 @@ int role_nf(struct run *r)
 	}
 	run_ready(r);
 	for (unsigned q = 1; q < role.n; q++) {
-		args[q] = (struct queue_thread){ &role, role.q[q], &role.err };
+		args[q] = (struct queue_thread){ &role, role.q[q] };
 		if ((errno = pthread_create(&th[q], NULL, queue_main, &args[q]))) {
 			perror("cnfperf-engine: a queue's thread");
 			run_stop = 1;
