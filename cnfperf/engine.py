@@ -112,11 +112,10 @@ def nf_argv(engine: str, nf: NF, ports: Sequence[Attachment], hops: Sequence[str
 
 def _threads(nf: NF, floating: Sequence[int]) -> list[str]:
     """--threads (a queue of each port each: Port.queues) and --cpu: its cores
-    in turn, or its first alone where the host gave it fewer; none unpinned."""
+    in turn (as many: check_cpu); none unpinned."""
     queues = nf.ports[0].queues
-    cpus = [] if floating else \
-        [",".join(map(str, nf.cores)) if len(nf.cores) == queues else str(nf.cpu)]
-    return [*(["--threads", str(queues)] if queues > 1 else []), *(["--cpu", *cpus] if cpus else [])]
+    return [*(["--threads", str(queues)] if queues > 1 else []),
+            *([] if floating else ["--cpu", ",".join(map(str, nf.cores or (nf.cpu,)))])]
 
 
 def conformance_contract(s: Scenario) -> tuple[float, int] | None:

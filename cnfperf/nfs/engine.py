@@ -86,7 +86,7 @@ class EngineKind(NfKind):
         return s.nf_cores   # a thread per core, a queue of each port each
 
     def pollers(self, s: Scenario, cores: int) -> int:
-        return cores if polls.mode(s.poll).spins else 0
+        return self.queues(s) if polls.mode(s.poll).spins else 0   # a thread per queue
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
         """The engine that will run it (the static one on a kernel api it was

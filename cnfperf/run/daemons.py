@@ -73,13 +73,7 @@ def _spawn(netns: str, name: str, argv: list[str], cores: Sequence[int], home: P
     procs.journal_process(journal, label, proc.pid)
 
     def stop() -> None:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        procs.stop(proc, 0)   # SIGTERM now, SIGKILL after 5 s
         journal.discard("process", label)
     teardown.push(f"daemon {label}", stop)
     time.sleep(0.05)
