@@ -49,7 +49,8 @@
 # succeeded. Each recipe's settings live inside it: the stamp covers its own
 # function's text, so editing one recipe rebuilds that one alone. A recipe.sh
 # may set SOURCE (the sources.lock entry it builds from; default NAME: pinned in
-# switches/sources.lock or in the folder's own sources.lock) and
+# switches/sources.lock or in the folder's own sources.lock), ALSO (more
+# entries it needs, each unpacked and patched in $work/_sources/ENTRY) and
 # LINKS_DPDK=yes (it links the system's DPDK, whose version its stamp covers).
 # Every folder with a recipe.sh is a build: nothing here lists them.
 set -euo pipefail
@@ -67,19 +68,20 @@ what=switches
 # Every build: the folders holding a recipe.sh, each sourced for its recipe,
 # its SOURCE and LINKS_DPDK.
 ALL=()
-declare -A FROM=() DPDK=()
+declare -A FROM=() EXTRA=() DPDK=()
 for recipe in "$here"/*/recipe.sh; do
 	[ -e "$recipe" ] || continue
 	n=$(basename "$(dirname "$recipe")")
-	SOURCE= LINKS_DPDK=
+	SOURCE= ALSO= LINKS_DPDK=
 	# shellcheck source=/dev/null
 	. "$recipe"
 	declare -F "recipe_${n//-/_}" > /dev/null || die "$recipe defines no recipe_${n//-/_}"
 	ALL+=("$n")
 	FROM[$n]=${SOURCE:-$n}
+	EXTRA[$n]=$ALSO
 	DPDK[$n]=$LINKS_DPDK
 done
-unset n recipe SOURCE LINKS_DPDK
+unset n recipe SOURCE ALSO LINKS_DPDK
 
 [ -n "${XDG_CACHE_HOME:-}${HOME:-}" ] ||
 	die "neither XDG_CACHE_HOME nor HOME is set: the cache of builds is below one"
@@ -101,6 +103,22 @@ unpack() {
 		patch -s -d "$dir" -p1 < "$p" || return 1
 	done
 }
+
+# NAME's other sources (its recipe's ALSO), each as unpack does its first,
+# into $2/_sources/ENTRY.
+unpack_also() {
+	local from p
+	for from in ${EXTRA[$1]}; do
+		sources unpack "$from" "$2/_sources/$from" || return $?
+		for p in "$here/patches/$from"/*.patch; do
+			[ -e "$p" ] || continue
+			echo "switches: $1: applying $(basename "$p")"
+			patch -s -d "$2/_sources/$from" -p1 < "$p" || return 1
+		done
+	done
+}
+
+unpack_all() { unpack "$@" && unpack_also "$@"; }
 
 # --- one build -----------------------------------------------------------------
 
@@ -139,7 +157,12 @@ sum_of() {
 	local name=$1 from; from=$(origin "$1")
 	local tree version; tree=$(sources tree "$from"); version=$(sources version "$from")
 	{ echo "$tree"; echo "$version"; cat "$here/patches/$from"/*.patch 2>/dev/null || true
-	  declare -f unpack "recipe_${name//-/_}"; toolchain "$name"; } | sha256sum | cut -d' ' -f1
+	  declare -f unpack "recipe_${name//-/_}"; toolchain "$name"
+	  for from in ${EXTRA[$name]}; do   # (none: a stamp as before there were any)
+		sources tree "$from"; sources version "$from"
+		cat "$here/patches/$from"/*.patch 2>/dev/null || true
+		declare -f unpack_also
+	  done; } | sha256sum | cut -d' ' -f1
 }
 
 build() {
@@ -152,7 +175,7 @@ build() {
 	building=$name work=$cache/.build/${built##*/} out=$cache/.stage/${built##*/}
 	rm -rf "$out"
 	set +e
-	in_group unpack "$name" "$work"
+	in_group unpack_all "$name" "$work"
 	rc=$?
 	set -e
 	if [ $rc -ne 0 ]; then

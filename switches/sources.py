@@ -18,9 +18,12 @@ Where a source comes from, the first that has it:
   2. the download cache, ${XDG_CACHE_HOME:-~/.cache}/cnfperf/sources/ (a copy
      there that no longer matches, corrupted since, is removed and downloaded again);
   3. a download, from CNFPERF_SOURCES_URL/FILE when that is set (a mirror
-     folder served over HTTP, or file://) or else from the lock's upstream
-     archive; it is written to a temporary file, checked, then renamed into
-     the cache, so the cache never holds a half-written or unchecked file.
+     folder served over HTTP, or file://), or else from the Debian archive
+     apt uses (its sources list's) when the lock names the source's copy there
+     (`debian`: a Debian package's upstream tarball, the project's tree
+     unchanged), then from the lock's upstream archive; it is written to a
+     temporary file, checked, then renamed into the cache, so the cache never
+     holds a half-written or unchecked file.
 Whichever it is, its tree must hash to the lock's, or nothing is built. What
 unpack leaves is that tree alone: neither a mirror directory's own .git nor the
 lock's `exclude` paths (the hash does not vouch for them).
@@ -33,8 +36,9 @@ tree's root ('/'-separated, sorted as UTF-8 bytes). An archive's root is its
 one top directory (GitHub's `vpp-<commit>/`, a mirror's `vpp/`). Left out: the
 top directory's name, directories themselves (so empty ones), owners, times,
 permission bits other than execute, how the files are packed (tar, xz, gzip,
-hard links), a directory's own `.git`, and the lock's `exclude` paths. So a
-repacked copy of a tree hashes as the original does.
+hard links), a directory's own `.git`, and the lock's `exclude` paths (one
+ending in `/`: all below that directory). So a repacked copy of a tree hashes
+as the original does.
 
 Exit status: 0 done; 1 a source does not match the lock, or is not a tree, or
 a file could not be written (said in one line, as every failure is);
@@ -89,6 +93,7 @@ class Source:
     tree: str          # the tree hash every copy must have
     exclude: frozenset[str] = frozenset()   # paths the tree hash leaves out
     version: str = ""  # what its project calls the commit, for a build that must be told
+    debian: str = ""   # its copy in the Debian archive: a path below the archive's root
 
 
 def locks() -> list[Path]:
@@ -113,7 +118,7 @@ def _lock(path: Path) -> dict[str, Source]:
         table = tomllib.loads(path.read_text())
         return {name: Source(name=name, commit=s["commit"], upstream=s["upstream"], file=s["file"],
                              tree=s["tree"], exclude=frozenset(s.get("exclude", ())),
-                             version=s.get("version", ""))
+                             version=s.get("version", ""), debian=s.get("debian", ""))
                 for name, s in table.items()}
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
         raise BadSetting(f"{path}: {e}") from None
@@ -126,10 +131,16 @@ def tree_hash(path: Path, exclude: frozenset[str] = frozenset()) -> str:
     entries = _dir_entries(path) if path.is_dir() else _archive_entries(path)
     h = hashlib.sha256()
     for rel in sorted(entries, key=lambda p: p.encode("utf-8", "surrogateescape")):
-        if rel not in exclude:
+        if not excluded(rel, exclude):
             kind, digest = entries[rel]
             h.update(f"{kind} {digest} {rel}\n".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
+
+
+def excluded(rel: str, exclude: frozenset[str]) -> bool:
+    """Whether the lock leaves a path out: named, or below a directory named
+    with a trailing `/`."""
+    return rel in exclude or any(rel.startswith(e) for e in exclude if e.endswith("/"))
 
 
 def _sha256(stream) -> str:
@@ -230,9 +241,25 @@ def cache() -> Path:
     return Path(base) / "cnfperf" / "sources"
 
 
-def download_url(src: Source) -> str:
+def download_urls(src: Source) -> list[str]:
+    """Where it may be downloaded from, in turn."""
     base = os.environ.get("CNFPERF_SOURCES_URL")
-    return f"{base.rstrip('/')}/{src.file}" if base else src.upstream
+    if base:
+        return [f"{base.rstrip('/')}/{src.file}"]
+    archive = debian_archive() if src.debian else None
+    return [*([f"{archive.rstrip('/')}/{src.debian}"] if archive else []), src.upstream]
+
+
+def debian_archive() -> str | None:
+    """The root of the Debian archive apt takes Debian's own packages from
+    (its sources list's URI with the label Debian), None without apt or one."""
+    try:
+        out = subprocess.run(["apt-get", "indextargets", "--format", "$(REPO_URI)",
+                              "Label: Debian"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return next(iter(sorted(set(out.split()))), None)
 
 
 def _in_mirror(src: Source, folder: Path | None) -> Path | None:
@@ -265,8 +292,18 @@ def verify(src: Source, copy: Path, called: str | None = None) -> None:
 
 
 def download(src: Source) -> Path:
-    """The source downloaded into the cache and checked; Unavailable if it cannot be."""
-    url = download_url(src)
+    """The source downloaded into the cache and checked, from the first of
+    its URLs that serves it; Unavailable if none does."""
+    failed = []
+    for url in download_urls(src):
+        try:
+            return _download(src, url)
+        except Unavailable as e:
+            failed.append(str(e))
+    raise Unavailable("; ".join(failed))
+
+
+def _download(src: Source, url: str) -> Path:
     folder = cache()
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{src.name}-", suffix=".part")
@@ -328,9 +365,9 @@ def fetch(src: Source) -> Path:
 
 
 def _saved_as(src: Source) -> str:
-    """The name a mirror folder must give the archive download_url serves
+    """The name a mirror folder must give the archive its upstream serves
     (upstream's is named after the commit; MIRROR_FORMS say what is looked for)."""
-    suffix = _suffix(download_url(src))
+    suffix = _suffix(download_urls(src)[-1])
     forms = [f.format(src.name) for f in MIRROR_FORMS if f.endswith(suffix)] if suffix else []
     return forms[0] if forms else " or ".join(f.format(src.name) for f in MIRROR_FORMS[:2])
 

@@ -91,11 +91,13 @@ def tree_hash(path: Path, exclude=frozenset()) -> str:
 
 
 def lock_entry(name: str, tree: str, upstream: str, file: str | None = None,
-               exclude: tuple[str, ...] = (), version: str = "") -> str:
+               exclude: tuple[str, ...] = (), version: str = "", debian: str = "") -> str:
     lines = [f"[{name}]", f'commit = "{COMMIT}"', f'upstream = "{upstream}"',
              f'file = "{file or name + ".tar.gz"}"', f'tree = "{tree}"']
     if version:
         lines.append(f'version = "{version}"')
+    if debian:
+        lines.append(f'debian = "{debian}"')
     if exclude:
         lines.append("exclude = [" + ", ".join(f'"{e}"' for e in exclude) + "]")
     return "\n".join(lines) + "\n"
@@ -113,7 +115,9 @@ def scripts(root: Path, lock: str, build: bool = False) -> Path:
         shutil.copy(REPO / "builds" / "cache.sh", root / "builds")
         for recipe in SWITCHES.glob("*/recipe.sh"):
             (d / recipe.parent.name).mkdir(exist_ok=True)
-            shutil.copy(recipe, d / recipe.parent.name)
+            for f in (recipe, recipe.parent / "sources.lock"):   # a folder may pin its own
+                if f.exists():
+                    shutil.copy(f, d / recipe.parent.name)
     (d / "sources.lock").write_text(lock)
     return d
 

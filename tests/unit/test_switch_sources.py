@@ -57,6 +57,10 @@ def test_excluded_paths_count_neither_present_nor_absent(tmp_path):
     full = ss.tree_hash(ss.pack(tmp_path / "a.tar.gz", TREE, "t"), {"src/copy.c"})
     assert full == ss.tree_hash(ss.pack(tmp_path / "b.tar.gz", without, "t"), {"src/copy.c"})
     assert full != ss.tree_hash(tmp_path / "a.tar.gz")
+    # a folder (a trailing /): all below it
+    no_src = {k: v for k, v in TREE.items() if not k.startswith("src/")}
+    assert ss.tree_hash(tmp_path / "a.tar.gz", {"src/"}) == \
+        ss.tree_hash(ss.pack(tmp_path / "c.tar.gz", no_src, "t"), {"src/"})
 
 
 @pytest.mark.parametrize("names", [["a/x", "b/y"], ["x"], ["a/../../etc/passwd"]])
@@ -134,6 +138,39 @@ def test_upstream_s_archive_serves_when_no_mirror_url_is_set(tmp_path):
         done = _sources(script, "unpack", "t", str(tmp_path / "work"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "work" / "README").is_file()
+
+
+def _apt(tmp: Path, archive: str) -> str:
+    """A PATH whose apt-get says the Debian archive is `archive` (apt-get
+    indextargets' REPO_URI); the PATH's other programs as they were."""
+    bin_ = tmp / "bin"
+    bin_.mkdir(exist_ok=True)
+    (bin_ / "apt-get").write_text(f"#!/bin/sh\necho '{archive}/'\n")
+    (bin_ / "apt-get").chmod(0o755)
+    return f"{bin_}:{os.environ['PATH']}"
+
+
+def test_a_source_in_the_debian_archive_is_downloaded_from_apt_s_before_upstream(tmp_path):
+    served = tmp_path / "served"
+    ss.pack(served / "debian" / "pool" / "t_1.0.orig.tar.gz", TREE, "t-1.0")
+    tree = ss.tree_hash(served / "debian" / "pool" / "t_1.0.orig.tar.gz")
+    with ss.http_server(served) as url:
+        script = ss.scripts(tmp_path, ss.lock_entry("t", tree, f"{url}/gone.tar.gz",
+                                                    debian="pool/t_1.0.orig.tar.gz")) / "sources.py"
+        done = _sources(script, "unpack", "t", str(tmp_path / "work"),
+                        PATH=_apt(tmp_path, f"{url}/debian"))
+        assert done.returncode == 0, done.stderr
+        assert f"downloading {url}/debian/pool/t_1.0.orig.tar.gz" in done.stderr
+        assert (tmp_path / "work" / "README").is_file()
+        # not there: upstream's, here gone too; both are named
+        (served / "debian" / "pool" / "t_1.0.orig.tar.gz").unlink()
+        for p in (tmp_path / "cache").rglob("t-*"):
+            p.unlink()
+        gone = _sources(script, "unpack", "t", str(tmp_path / "work"),
+                        PATH=_apt(tmp_path, f"{url}/debian"))
+    assert gone.returncode == 3
+    assert f"{url}/debian/pool/t_1.0.orig.tar.gz could not be downloaded" in gone.stderr
+    assert f"{url}/gone.tar.gz could not be downloaded" in gone.stderr
 
 
 def test_a_corrupted_download_is_refused_in_one_line_and_not_kept(tmp_path):
