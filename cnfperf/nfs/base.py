@@ -235,6 +235,17 @@ class NfKind:
         they are, and stops them with the point."""
         return []
 
+    def links(self, home: Path) -> list[Path]:
+        """Paths outside `home` where its daemons keep files (a build's
+        compiled-in state directory): made links to `home` before they start,
+        removed with them. None here."""
+        return []
+
+    def configure_argv(self, home: Path) -> list[str] | None:
+        """A command that configures its daemons once every one of an NF has
+        started (one that reads no file of ours: FRR 10's mgmtd), or None."""
+        return None
+
     def settled(self, netns: str, nf: NF, pair: Pair, s: Scenario, home: Path) -> str | None:
         """What its daemons have not brought up yet (a session, a route), None
         once they have."""

@@ -10,6 +10,7 @@ removed with the point.
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import time
@@ -44,11 +45,15 @@ def start(kind: NfKind, point: TestPoint, nfs: Sequence[NF], ports: Callable[[st
         if not argvs:
             continue
         homes[nf.name] = home
+        for link in kind.links(home):
+            _link(link, home, journal, teardown)
         cores = point.cpuset(nf.cores)
         for name, argv, ready in argvs:
             _spawn(nf.name, name, argv, cores, home, journal, teardown)
             if ready is not None:
                 _wait_for(ready, f"{nf.name}'s {name}", home / f"{name}.out")
+        if command := kind.configure_argv(home):
+            _configure(nf.name, command, home)
     if homes:
         _settle(kind, point, nfs, homes, say)
     return homes
@@ -62,6 +67,37 @@ def _home(home: Path, journal: Journal, teardown: Teardown) -> Path:
     teardown.push(f"directory {home}", remove)
     home.mkdir(parents=True)
     return home
+
+
+def _link(link: Path, home: Path, journal: Journal, teardown: Teardown) -> None:
+    """`link` made a link to `home`, its parents as needed; removed with the
+    point, and the parents it made once empty."""
+    made = [p for p in reversed(link.parents) if not p.exists()]
+    for parent in made:
+        journal.add("dir", str(parent))
+    journal.add("file", str(link))
+
+    def remove() -> None:
+        link.unlink(missing_ok=True)
+        journal.discard("file", str(link))
+        for parent in reversed(made):
+            with contextlib.suppress(OSError):   # another NF's link is still there
+                parent.rmdir()
+                journal.discard("dir", str(parent))
+    teardown.push(f"link {link}", remove)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(home)
+
+
+def _configure(netns: str, command: list[str], home: Path) -> None:
+    """Its daemons configured (kind.configure_argv), its output kept in
+    configure.out; SystemFailure naming what it said if it failed."""
+    with open(home / "configure.out", "wb") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=30)
+    if done.returncode != 0:
+        raise SystemFailure(f"{netns}: configuring its daemons failed ({command[0]} exited "
+                            f"{done.returncode}): {_said(home / 'configure.out')}")
 
 
 def _spawn(netns: str, name: str, argv: list[str], cores: Sequence[int], home: Path,
@@ -109,6 +145,16 @@ def _settle(kind: NfKind, point: TestPoint, nfs: Sequence[NF], homes: dict[str, 
         if say:
             say(f"daemons settling ({spent:.0f} s): {len(waiting)} NF(s) waiting")
         time.sleep(POLL_S)
+
+
+def _said(path: Path) -> str:
+    """The first line of a command's output that is an error (`% …`, as FRR's
+    vtysh and routing daemons mark one), else its last."""
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "?"
+    return next((line for line in lines if "% " in line), lines[-1] if lines else "(no output)")
 
 
 def _last(path: Path) -> str:
