@@ -6,10 +6,11 @@
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
 # make docs    rewrites the docs' generated blocks (fields, store schema, CSV columns, plots)
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
-# make switches  VPP, Snabb and Click from their pinned sources (switches/build.sh,
+# make switches  VPP, Snabb, Click and FRR from their pinned sources (switches/build.sh,
 #              switches/sources.lock): a mirror folder's copy (CNFPERF_SOURCES, default
 #              ../shared/sources when it exists), else a download (CNFPERF_SOURCES_URL,
-#              default upstream), checked either way; builds are cached per user
+#              default the Debian archive apt uses for a source it has, then
+#              upstream), checked either way; builds are cached per user
 #              (~/.cache/cnfperf), so a second run or clone builds nothing
 # make cluster  the test cluster's daemons (Kubernetes, etcd, Multus, crictl) from the Go
 #              module proxy at the versions cluster/*/go.sum pin (cluster/build.sh; Go >= 1.24
@@ -21,13 +22,18 @@ SHELL := /bin/bash
 VENV   := .venv
 PYTHON ?= python3
 ENGINE := engine/build/cnfperf-engine
-# Defined before APT_PACKAGES, which := expands at once. What switches/build.sh needs to build VPP, Snabb and Click (VPP: CMake,
-# its API generator's Python modules, OpenSSL, libnuma, libunwind; Click: C++,
-# libpcap, and libsystemd for DPDK's static link), and to download their sources
+# Defined before APT_PACKAGES, which := expands at once. What switches/build.sh
+# needs to build VPP, Snabb, Click and FRR (VPP: CMake, its API generator's
+# Python modules, OpenSSL, libnuma, libunwind; Click: C++, libpcap, and
+# libsystemd for DPDK's static link; FRR: autotools, bison, flex, json-c,
+# readline, libcap, pcre2, protobuf-c, Python's headers for its clippy,
+# patchelf to point its programs at its library), and to download their sources
 # (curl, CA certificates; sources.py is python3's).
 SWITCH_BUILD_PACKAGES := \
 	make patch xz-utils g++ cmake python3 python3-ply python3-jsonschema python3-yaml \
-	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev curl ca-certificates
+	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev curl ca-certificates \
+	autoconf automake libtool bison flex libjson-c-dev libreadline-dev libcap-dev libpcre2-dev \
+	protobuf-c-compiler libprotobuf-c-dev python3-dev patchelf
 # Every Debian package the code, tests and benchmarks use; cnfperf/host/tools.py names
 # the package of each tool they run, and a unit test keeps the two in step.
 # The static engine (the network functions' minimal image) links libc.a

@@ -9,7 +9,8 @@ carrier, so only the protocol can tell. For each protocol and timers, --cuts cut
 sequence numbers at 5 kpps: a frame every 0.2 ms) and when the daemons said a
 session went down, median and max:
 
-  - eBGP with BFD at 100 ms × 2 (paper 002's timers) and 50 ms × 3;
+  - static routes watched by BFD (FRR 10.3, built: `make switches`) and eBGP
+    with BFD, each at 100 ms × 2 (paper 002's timers) and 50 ms × 3;
   - OSPF at 1 s / 4 s (hello / dead), and with fast hello (0.25 s / 1 s).
 
 Paper 002: OSPF fast hello "takes one second just to detect a failure"; BFD
@@ -35,6 +36,10 @@ DIAMOND = ("sender - in.a; in.b - top.a; in.c - bottom.a cost 2; top.b - out.a; 
            "bottom.b - out.b; out.c - receiver")
 # (what, nf, its timers, how long the cut lasts: past the detection, s)
 CASES = [
+    ("static + BFD 100 ms × 2", "frr:static", ("--bfd-interval", "100", "--bfd-multiplier", "2"),
+     1.0),
+    ("static + BFD 50 ms × 3", "frr:static", ("--bfd-interval", "50", "--bfd-multiplier", "3"),
+     1.0),
     ("BGP + BFD 100 ms × 2", "frr:bgp", ("--bfd-interval", "100", "--bfd-multiplier", "2"), 1.0),
     ("BGP + BFD 50 ms × 3", "frr:bgp", ("--bfd-interval", "50", "--bfd-multiplier", "3"), 1.0),
     ("OSPF 1 s / 4 s", "frr:ospf", ("--ospf-hello", "1", "--ospf-dead", "4"), 6.0),

@@ -228,11 +228,11 @@ FIELDS: list[Field] = [
           "over (after nf_routes') that no router has a route for: the kernel drops their frames "
           "for want of one (IpExt InNoRoutes, in the loss table)", axis=53, ge=0, le=4095,
           column="INTEGER", label="named", late=True),
-    Field("bfd_interval", "int", 300, "nf = frr:bgp: each BFD session's transmit and "
-          "receive interval (ms); a peer is down after bfd_multiplier of them without a "
-          "packet", axis=56, unit="ms", ge=10, le=60000, column="INTEGER", label="named",
+    Field("bfd_interval", "int", 300, "nf = frr:bgp, frr:static: each BFD session's "
+          "transmit and receive interval (ms); a peer is down after bfd_multiplier of them "
+          "without a packet", axis=56, unit="ms", ge=10, le=60000, column="INTEGER", label="named",
           late=True),
-    Field("bfd_multiplier", "int", 3, "nf = frr:bgp: BFD's detect multiplier: the "
+    Field("bfd_multiplier", "int", 3, "nf = frr:bgp, frr:static: BFD's detect multiplier: the "
           "intervals without a packet that take a session down", axis=57, ge=2, le=255,
           column="INTEGER", label="named", late=True),
     Field("ospf_hello", "float", 10.0, "nf = frr:ospf: seconds between hellos on each link; "

@@ -105,7 +105,8 @@ unpack() {
 }
 
 # NAME's other sources (its recipe's ALSO), each as unpack does its first,
-# into $2/_sources/ENTRY.
+# into $2/_sources/ENTRY. (Not through unpack: its text is in every build's
+# stamp, and a change to it would rebuild them all.)
 unpack_also() {
 	local from p
 	for from in ${EXTRA[$1]}; do

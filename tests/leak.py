@@ -21,7 +21,7 @@ WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server
                  "stress-ng", "click", "snabb", "[snabb sup]", "vpp_main", "vpp_wk_",
                  "conmon", "podman",
                  # routing daemons in NFs (cnfperf/nfs/frr.py)
-                 "zebra", "ospfd", "bgpd", "bfdd",
+                 "zebra", "ospfd", "bgpd", "bfdd", "mgmtd", "staticd",
                  # the test cluster's daemons (cnfperf/cluster/node.py)
                  "containerd", "kube", "etcd", "multus")
 

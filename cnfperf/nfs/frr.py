@@ -1,8 +1,11 @@
-"""`frr:ospf`, `frr:bgp`: kernel routers whose routes a routing daemon holds,
-FRR's (Debian's frr 8.4), as paper 002's failover experiments ran Quagga:
-OSPF (`ospf`: zebra, ospfd; its hello and dead intervals, fast hello below
-1 s) and eBGP with BFD (`bgp`: zebra, bgpd, bfdd; an AS per router, a BFD
-session per link at bfd_interval × bfd_multiplier).
+"""`frr:ospf`, `frr:bgp`, `frr:static`: kernel routers whose routes a routing
+daemon holds, FRR's, as paper 002's failover experiments ran Quagga: OSPF
+(`ospf`: zebra, ospfd; its hello and dead intervals, fast hello below 1 s)
+and eBGP with BFD (`bgp`: zebra, bgpd, bfdd; an AS per router, a BFD session
+per link at bfd_interval × bfd_multiplier), both Debian's frr 8.4; static
+routes watched by BFD (`static`: zebra, mgmtd, staticd, bfdd), FRR 10.3's
+built from source (switches/frr; `make switches`), as 8.4's staticd has no
+BFD.
 
 The kernel forwards, as with `router` (nfs/router.py: its netns made a router
 first, its counters the kernel's); what differs is who decides the routes.
@@ -16,12 +19,20 @@ carries the ends as stubs of the routers' own LSAs (passive interfaces:
 intra-area, computed with the SPF at once, not by its external routes' 1 s
 timer), BGP redistributes them (connected), and both find every other
 route; a link's cost is its OSPF cost, and for BGP its AS prepended cost − 1
-times on what crosses it (ties go to the lower router ID). After a fault the
+times on what crosses it (ties go to the lower router ID). `static` is given
+cnfperf's routes (graph.Graph.routes: every loop-free way to each end, the
+path's cost its distance) as static routes, each watched by a BFD session to
+its next hop at the point's timers: a way whose session goes down is
+withdrawn and the next dearest takes over; a break beyond the next hop is
+not seen (as with any static route). After a fault the
 trial puts back the neighbour entries that went with the ports that were
 down (restore), as for router.
 
-Static routes watched by BFD (002's third variant) need staticd's `bfd`
-keyword, which FRR 8.4 has not: its `ip route … bfd` names an interface.
+FRR 10 configures staticd through mgmtd, which reads configuration files
+from its compiled-in directory alone: `static`'s routes go to it through
+vtysh once its daemons are up (configure_argv). Its daemons run in a
+pathspace of their own (`-N`), whose state directory (mgmtd's sockets and
+commit files; switches/frr/recipe.sh) is made a link to the NF's `home`.
 
 Before the first trial the point waits until every session is up (OSPF
 neighbours Full, BGP peers Established, BFD peers up) and both ends have a
@@ -45,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from cnfperf import UserError, graph as graphs
-from cnfperf.host import tools as host_tools
+from cnfperf.host import builds, tools as host_tools
 from cnfperf.host.system import run
 from cnfperf.nfs.router import RouterKind
 
@@ -56,9 +67,20 @@ if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
 # each protocol's daemons, zebra first
-PROTOCOLS = {"ospf": ("zebra", "ospfd"), "bgp": ("zebra", "bgpd", "bfdd")}
+PROTOCOLS = {"ospf": ("zebra", "ospfd"), "bgp": ("zebra", "bgpd", "bfdd"),
+             "static": ("zebra", "mgmtd", "staticd", "bfdd")}
 DAEMONS = "/usr/lib/frr"          # where Debian's frr puts them
 VTYSH = "vtysh"
+# FRR built from source (switches/frr): the protocols that run it
+BUILD = builds.Build("frr", "FRR 10.3 (zebra, mgmtd, staticd, bfdd): static routes with BFD",
+                     ("sbin/staticd", "sbin/zebra", "sbin/mgmtd", "sbin/bfdd", "bin/vtysh"))
+BUILT = ("static",)
+# the build's state directory: a pathspace's below it (switches/frr/recipe.sh)
+STATE = Path("/run/cnfperf/routing/lib/frr")
+# the BFD profile static routes are watched with: the point's timers
+PROFILE = "cnfperf"
+# daemons given no configuration file: mgmtd reads none, staticd is mgmtd's
+NO_FILE = ("mgmtd", "staticd")
 LINK_BLOCK = ipaddress.IPv4Address("10.78.0.0")   # routers' links: a /24 per pair
 ID_BLOCK = ipaddress.IPv4Address("10.79.0.0")     # router IDs: a /24 per pair
 AS_BASE = 64512                   # a private AS per router: 64512 + its index
@@ -157,6 +179,13 @@ def configs(protocol: str, nf: NF, ifaces: Sequence[str], pair: Pair, s: Scenari
             "!"]
     out = {"zebra": "\n".join(head)}
     links = [side for side in mine if side.mine]
+    if protocol == "static":
+        profile = ["bfd", f" profile {PROFILE}", f"  transmit-interval {s.bfd_interval}",
+                   f"  receive-interval {s.bfd_interval}",
+                   f"  detect-multiplier {s.bfd_multiplier}", " exit", "exit"]
+        out["bfdd"] = "\n".join([*head, "debug bfd peer", *profile])
+        out["staticd"] = "\n".join(static_routes(mine, graph.routes(label(nf)), ends))
+        return {name: text + "\n" for name, text in out.items()}
     # a BFD session per router-to-router link, its timers the point's: the
     # peers configured here are the ones bgpd asks bfdd for (bgp's only)
     peers = ["bfd"]
@@ -206,26 +235,72 @@ def configs(protocol: str, nf: NF, ifaces: Sequence[str], pair: Pair, s: Scenari
     return {name: text + "\n" for name, text in out.items() if name in PROTOCOLS[protocol]}
 
 
+def static_routes(mine: Sequence[Side], routes: Sequence[graphs.Route],
+                  ends: dict[str, str]) -> list[str]:
+    """`static`'s configuration: a route to each end out of every way to it
+    but a port facing it (connected), its next hop the far router's /31
+    address, its distance the way's cost, each watched by BFD."""
+    by_slot = {side.slot: side for side in mine}
+    lines = []
+    for route in routes:
+        side = by_slot[route.slot]
+        if side.mine:
+            lines.append(f"ip route {ends[route.end]}/32 {side.theirs} {side.iface} "
+                         f"{min(route.metric, 255)} bfd profile {PROFILE}")
+    return lines
+
+
 def _ospf_timers(s: Scenario) -> list[str]:
     if s.ospf_hello < 1:   # fast hello: dead after 1 s, that many hellos in it
         return [f" ip ospf dead-interval minimal hello-multiplier {round(1 / s.ospf_hello)}"]
     return [f" ip ospf hello-interval {int(s.ospf_hello)}", f" ip ospf dead-interval {s.ospf_dead}"]
 
 
-def argv(daemon: str, home: Path) -> list[str]:
-    """A daemon's command line: its files in `home`, no vty on TCP."""
-    out = [f"{DAEMONS}/{daemon}", "-f", str(home / f"{daemon}.conf"), "-i",
-           str(home / f"{daemon}.pid"), "-z", str(home / ZSERV), "--vty_socket", str(home),
-           "-P", "0"]
-    if daemon == "bfdd":
+def built(protocol: str) -> bool:
+    return protocol in BUILT
+
+
+def program(protocol: str, daemon: str) -> str:
+    """Where a protocol's daemon (or vtysh) is: Debian's or the build's."""
+    if built(protocol):
+        return str(builds.program(BUILD, f"{'bin' if daemon == VTYSH else 'sbin'}/{daemon}"))
+    return VTYSH if daemon == VTYSH else f"{DAEMONS}/{daemon}"
+
+
+def pathspace(home: Path) -> str:
+    """A built daemon's pathspace (`-N`): its NF's, which no other NF has."""
+    return "cnfperf-" + re.sub(r"[^A-Za-z0-9_-]", "-", home.name)
+
+
+def argv(protocol: str, daemon: str, home: Path) -> list[str]:
+    """A daemon's command line: its files in `home`, no vty on TCP; the
+    build's in a pathspace of its own (mgmtd's sockets), those without a
+    file logging by their command line."""
+    out = [program(protocol, daemon)]
+    if daemon not in NO_FILE or not built(protocol):
+        out += ["-f", str(home / f"{daemon}.conf")]
+    out += ["-i", str(home / f"{daemon}.pid"), "-z", str(home / ZSERV),
+            "--vty_socket", str(home), "-P", "0"]
+    if built(protocol):
+        out += ["-N", pathspace(home)]
+        if daemon in NO_FILE:
+            out += ["--log", f"file:{home / LOG}", "--log-level", "debug"]
+    if daemon == "bfdd" and not built(protocol):   # 8.4's control socket (10 has none)
         out += ["--bfdctl", str(home / "bfdd.sock")]
     return out
 
 
-def vtysh(home: Path, daemon: str, command: str) -> object:
+def vtysh_argv(protocol: str, home: Path) -> list[str]:
+    """vtysh for an NF's daemons; the build's reads its own configuration from
+    `home` (an empty file: its compiled-in directory does not exist)."""
+    out = [program(protocol, VTYSH), "--vty_socket", str(home)]
+    return [*out, "--config_dir", str(home)] if built(protocol) else out
+
+
+def vtysh(protocol: str, home: Path, daemon: str, command: str) -> object:
     """A `show … json` command's answer from one daemon, None if it gives none."""
     try:
-        out = subprocess.run([VTYSH, "--vty_socket", str(home), "-d", daemon, "-c", command],
+        out = subprocess.run([*vtysh_argv(protocol, home), "-d", daemon, "-c", command],
                              capture_output=True, text=True, timeout=5).stdout
         return json.loads(out) if out.strip() else None
     except (OSError, subprocess.TimeoutExpired, ValueError):
@@ -235,16 +310,16 @@ def vtysh(home: Path, daemon: str, command: str) -> object:
 def sessions(protocol: str, home: Path) -> list[tuple[str, bool]]:
     """(peer, up) for each of its sessions: BFD peers, OSPF neighbours, BGP peers."""
     if protocol == "ospf":
-        found = vtysh(home, "ospfd", "show ip ospf neighbor json") or {}
+        found = vtysh(protocol, home, "ospfd", "show ip ospf neighbor json") or {}
         return [(rid, n.get("nbrState", n.get("state", "")).startswith("Full"))
                 for rid, ns in (found.get("neighbors") or {}).items()
                 for n in (ns if isinstance(ns, list) else [ns])]
     out = []
     if protocol == "bgp":
-        found = vtysh(home, "bgpd", "show bgp ipv4 unicast summary json") or {}
+        found = vtysh(protocol, home, "bgpd", "show bgp ipv4 unicast summary json") or {}
         out += [(f"bgp {peer}", p.get("state") == "Established")
                 for peer, p in (found.get("peers") or {}).items()]
-    found = vtysh(home, "bfdd", "show bfd peers json") or []
+    found = vtysh(protocol, home, "bfdd", "show bfd peers json") or []
     out += [(f"bfd {p.get('peer')}", p.get("status") == "up") for p in found
             if isinstance(p, dict)]
     return out
@@ -322,7 +397,8 @@ def _wall(stamp: str) -> float:
 
 class FrrKind(RouterKind):
     names = tuple(f"frr:{protocol}" for protocol in PROTOCOLS)
-    styles = {"frr:ospf": 8, "frr:bgp": 9}
+    styles = {"frr:ospf": 8, "frr:bgp": 9, "frr:static": 10}
+    builds = (BUILD,)
     own_fields = ("bfd_interval", "bfd_multiplier", "ospf_hello", "ospf_dead")
 
     def stored(self) -> dict[str, object]:
@@ -358,6 +434,8 @@ class FrrKind(RouterKind):
                                           "10 hellos a second (ospf_hello ≥ 0.1)")
 
     def problems(self, s: Scenario, host: HostFacts) -> list[str]:
+        if built(self.protocol):
+            return [f"nf {self.nf}: {p}" for p in builds.problems(BUILD)]
         missing = [d for d in self.daemons if not Path(DAEMONS, d).exists()]
         if missing or host_tools.find(VTYSH) is None:
             return [f"nf {self.nf}: FRR's {', '.join(missing or [VTYSH])} not found (Debian "
@@ -372,10 +450,29 @@ class FrrKind(RouterKind):
         ifaces = [p.iface for p in ports if p.iface]
         for daemon, text in configs(self.protocol, nf, ifaces, pair, s, home).items():
             (home / f"{daemon}.conf").write_text(text)
+        if built(self.protocol):
+            (home / "vtysh.conf").write_text("")   # vtysh_argv's
         with contextlib.suppress(KeyError):   # no such user: problems() said so
             os.chown(home, pwd.getpwnam(USER).pw_uid, grp.getgrnam(USER).gr_gid)
-        return [(daemon, argv(daemon, home), home / ZSERV if daemon == "zebra" else None)
+        return [(daemon, argv(self.protocol, daemon, home), self._ready(daemon, home))
                 for daemon in self.daemons]
+
+    @staticmethod
+    def _ready(daemon: str, home: Path) -> Path | None:
+        """What says a daemon is up before the next starts: zebra's socket
+        (the others connect to it); mgmtd's back-end socket (staticd does)."""
+        return {"zebra": home / ZSERV, "mgmtd": home / "mgmtd_be.sock"}.get(daemon)
+
+    def links(self, home: Path) -> list[Path]:
+        """The build's state directory for the NF's pathspace (mgmtd's sockets
+        and commit files): a link to `home` while its daemons run."""
+        return [STATE / pathspace(home)] if built(self.protocol) else []
+
+    def configure_argv(self, home: Path) -> list[str] | None:
+        """`static`'s routes, to mgmtd through vtysh (it reads no file of ours)."""
+        if not built(self.protocol):
+            return None
+        return [*vtysh_argv(self.protocol, home), "-f", str(home / "staticd.conf")]
 
     def noticed(self, home: Path, since: float) -> tuple[float, str] | None:
         return noticed(home, since)
@@ -405,7 +502,8 @@ class FrrKind(RouterKind):
             for end, ip in ends.items():
                 ways = sum(r.end == end and peers[r.slot] not in graphs.ENDS
                            for r in graph.routes(label(nf)))
-                paths = (vtysh(home, "bgpd", f"show bgp ipv4 unicast {ip} json") or {})
+                paths = vtysh(self.protocol, home, "bgpd",
+                              f"show bgp ipv4 unicast {ip} json") or {}
                 learnt = sum((p.get("peer") or {}).get("type") == "external"
                              for p in paths.get("paths") or [])
                 if learnt < ways:

@@ -81,11 +81,46 @@ def test_bgp_peers_on_each_link_with_bfd_and_a_dearer_link_prepends():
     assert "  detect-multiplier 2" in bfd
 
 
+def test_static_routes_take_every_way_to_an_end_at_its_cost_watched_by_bfd():
+    confs = _configs(_point("frr:static", bfd_interval=100, bfd_multiplier=2))
+    assert set(confs) == {"zebra", "bfdd", "staticd"}
+    bfd, routes = confs["bfdd"], confs["staticd"].splitlines()
+    assert " profile cnfperf\n  transmit-interval 100\n  receive-interval 100\n" \
+        "  detect-multiplier 2" in bfd and " peer " not in bfd
+    # in reaches the receiver by top (3 hops of cost 1) and by bottom (its link
+    # costs 2); the sender is next to it: connected, no route
+    assert routes == ["ip route 10.77.0.2/32 10.78.0.3 cnfp1a2bn000b 3 bfd profile cnfperf",
+                      "ip route 10.77.0.2/32 10.78.0.5 cnfp1a2bn000c 4 bfd profile cnfperf"]
+    top = _configs(_point("frr:static"), 1)["staticd"].splitlines()
+    assert top == ["ip route 10.77.0.1/32 10.78.0.2 cnfp1a2bn001a 2 bfd profile cnfperf",
+                   "ip route 10.77.0.2/32 10.78.0.7 cnfp1a2bn001b 2 bfd profile cnfperf"]
+
+
 def test_a_daemon_keeps_its_files_in_its_home_and_no_vty_on_tcp():
-    argv = frr.argv("bfdd", HOME)
+    argv = frr.argv("bgp", "bfdd", HOME)
     assert argv[0] == "/usr/lib/frr/bfdd" and argv[argv.index("-P") + 1] == "0"
     assert argv[argv.index("--bfdctl") + 1] == str(HOME / "bfdd.sock")
     assert argv[argv.index("-z") + 1] == str(HOME / "zserv.api")
+    assert "-N" not in argv
+
+
+def test_the_built_frr_runs_in_a_pathspace_whose_state_is_its_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("CNFPERF_SWITCHES", str(tmp_path))
+    mgmtd = frr.argv("static", "mgmtd", HOME)
+    assert mgmtd[0] == str(tmp_path / "frr" / "sbin" / "mgmtd") and "-f" not in mgmtd
+    assert mgmtd[mgmtd.index("-N") + 1] == "cnfperf-x"
+    assert mgmtd[mgmtd.index("--log") + 1] == f"file:{HOME / 'frr.log'}"
+    bfdd = frr.argv("static", "bfdd", HOME)
+    assert bfdd[bfdd.index("-f") + 1] == str(HOME / "bfdd.conf") and "--log" not in bfdd
+    kind = frr.FrrKind("frr:static")
+    assert kind.links(HOME) == [Path("/run/cnfperf/routing/lib/frr/cnfperf-x")]
+    assert kind.configure_argv(HOME) == [str(tmp_path / "frr" / "bin" / "vtysh"), "--vty_socket",
+                                         str(HOME), "--config_dir", str(HOME), "-f",
+                                         str(HOME / "staticd.conf")]
+    bgp = frr.FrrKind("frr:bgp")
+    assert bgp.links(HOME) == [] and bgp.configure_argv(HOME) is None
+    # not built: the point is refused naming the command that builds it
+    assert "make switches" in frr.FrrKind("frr:static").problems(None, None)[0]
 
 
 def test_a_chain_of_frr_routers_is_routed_as_its_graph():
@@ -98,7 +133,8 @@ def test_a_chain_of_frr_routers_is_routed_as_its_graph():
     ({"nf": "frr:ospf", "ospf_hello": 50}, "ospf_hello", "below ospf_dead"),
     ({"nf": "frr:ospf", "nf_in": "vm"}, "nf_in", "nf_in = container"),
     ({"nf": "frr:bgp", "nf_routes": 2, "flows": 2}, "nf_routes", "is for router in a chain"),
-    ({"nf": "router", "bfd_interval": 50}, "bfd_interval", "it concerns frr:ospf or frr:bgp NFs"),
+    ({"nf": "router", "bfd_interval": 50}, "bfd_interval",
+     "it concerns frr:ospf or frr:bgp or frr:static NFs"),
     ({"nf": "frr:rip"}, "nf", "is not a network function"),
 ])
 def test_what_frr_cannot_do_is_one_line_and_exit_2(flags, field, words, capsys, tmp_path,
@@ -119,10 +155,11 @@ def test_sessions_are_read_from_the_daemons_answers(monkeypatch):
         "show bgp ipv4 unicast summary json": {"peers": {"10.78.0.3": {"state": "Established"}}},
         "show bfd peers json": [{"peer": "10.78.0.3", "status": "up"},
                                 {"peer": "10.78.0.5", "status": "down"}]}
-    monkeypatch.setattr(frr, "vtysh", lambda home, daemon, command: answers[command])
+    monkeypatch.setattr(frr, "vtysh", lambda protocol, home, daemon, command: answers[command])
     assert frr.sessions("ospf", HOME) == [("10.79.0.2", True), ("10.79.0.3", False)]
     assert frr.sessions("bgp", HOME) == [("bgp 10.78.0.3", True), ("bfd 10.78.0.3", True),
                                          ("bfd 10.78.0.5", False)]
+    assert frr.sessions("static", HOME) == [("bfd 10.78.0.3", True), ("bfd 10.78.0.5", False)]
 
 
 def test_the_first_session_down_after_the_cut_is_when_they_noticed(tmp_path):

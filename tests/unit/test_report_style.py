@@ -47,13 +47,13 @@ def test_an_nf_kind_is_drawn_by_the_number_its_points_stored():
     it today; a kind added later takes its own number and moves no other."""
     before = style.learn(_points())
     later = style.learn([*_points(), {"switch": "veth", "nfs": 1, "nf": "policer",
-                                      "nf_facts": {"name": "policer", "style": 10}}])
-    assert later.nf_kind("policer") == style.nth(style.PAIRS - 1 - 10)
+                                      "nf_facts": {"name": "policer", "style": 11}}])
+    assert later.nf_kind("policer") == style.nth(style.PAIRS - 1 - 11)
     assert {k: later.nf_kind(k) for k in nfs.names()} == \
         {k: before.nf_kind(k) for k in nfs.names()}
     assert later.nf_kind("policer") not in {before.nf_kind(k) for k in nfs.names()}
     # a name that stored another number is drawn by that one
-    renamed = style.learn([{"nf_facts": {"name": "mirror", "style": 10}}])
+    renamed = style.learn([{"nf_facts": {"name": "mirror", "style": 11}}])
     assert renamed.nf_kind("mirror") == later.nf_kind("policer")
 
 

@@ -75,19 +75,28 @@ def test_an_archive_not_below_one_top_directory_is_refused(tmp_path, names):
 
 
 def test_the_lock_pins_every_source_build_sh_builds():
-    lock = tomllib.loads((REPO / "switches" / "sources.lock").read_text())
-    assert set(lock) == {"vpp", "snabb", "click"}   # click-dpdk is built from click's
+    lock = {name: s for path in [REPO / "switches" / "sources.lock",
+                                 *sorted((REPO / "switches").glob("*/sources.lock"))]
+            for name, s in tomllib.loads(path.read_text()).items()}
+    # click-dpdk is built from click's; frr needs libyang too
+    assert set(lock) == {"vpp", "snabb", "click", "frr", "libyang"}
     for name, s in lock.items():
         assert re.fullmatch(r"[0-9a-f]{40}", s["commit"]) and s["commit"] in s["upstream"], name
         assert re.fullmatch(r"[0-9a-f]{64}", s["tree"]) and s["file"] == f"{name}.tar.xz", name
     # the three test data files some copies lack, and the file export-subst rewrites
     assert len(lock["snabb"]["exclude"]) == 4
-    # every build's source (its recipe's SOURCE, else its folder's name) is
-    # pinned, and every pinned source is built
-    builds = {r.parent.name: re.search(r"^SOURCE=(\S+)", r.read_text(), re.M)
-              for r in (REPO / "switches").glob("*/recipe.sh")}
-    assert sorted(builds) == ["click", "click-dpdk", "snabb", "vpp"]
-    assert {m[1] if m else name for name, m in builds.items()} == set(lock)
+    # Debian's tarballs of FRR and libyang, FRR's without its own packaging
+    assert lock["frr"]["debian"].startswith("pool/main/f/frr/")
+    assert lock["frr"]["exclude"] == ["debian/"]
+    # every build's sources (its recipe's SOURCE, else its folder's name, and
+    # its ALSO) are pinned, and every pinned source is built
+    recipes = {r.parent.name: r.read_text() for r in (REPO / "switches").glob("*/recipe.sh")}
+    assert sorted(recipes) == ["click", "click-dpdk", "frr", "snabb", "vpp"]
+    used = set()
+    for name, text in recipes.items():
+        source, also = (re.search(rf"^{k}=(\S+)", text, re.M) for k in ("SOURCE", "ALSO"))
+        used |= {source[1] if source else name, *(also[1].split() if also else ())}
+    assert used == set(lock)
 
 
 # --- where a source comes from --------------------------------------------------------

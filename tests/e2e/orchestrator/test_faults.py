@@ -18,6 +18,7 @@ import pytest
 import harness
 import leak
 
+from cnfperf.nfs import frr
 from cnfperf.scenario import parse_cpus
 
 pytestmark = pytest.mark.e2e
@@ -186,6 +187,10 @@ def test_a_graph_s_routers_move_the_traffic_to_the_other_path_when_a_link_loses_
     ("frr:bgp", ("--bfd-interval", "100", "--bfd-multiplier", "2"), 200, 100, 4),
     # OSPF's fast hello: a neighbour is dead 1 s after its last hello (4 a second)
     ("frr:ospf", ("--ospf-hello", "0.25", "--ospf-dead", "1"), 1000, 250, 2),
+    # static routes watched by BFD (FRR 10.3's, built), 002's third variant:
+    # in's BFD session to each of top and bottom
+    pytest.param("frr:static", ("--bfd-interval", "100", "--bfd-multiplier", "2"), 200, 100, 2,
+                 marks=pytest.mark.needs("frr")),
 ])
 def test_routing_daemons_move_the_traffic_when_they_notice_a_cut_the_switch_hides(
         engine, cli, no_leftovers, nf, timers, detect_ms, early_ms, sessions):
@@ -225,16 +230,19 @@ def test_routing_daemons_move_the_traffic_when_they_notice_a_cut_the_switch_hide
     assert "Routing sessions during each trial" in shown, shown
 
 
-@pytest.mark.needs("vtysh")
+@pytest.mark.needs("frr")
 def test_a_killed_run_s_routing_daemons_go_with_cleanup(engine, tmp_path):
-    """SIGKILL while the routers' daemons run: zebra, bgpd, bfdd and their
-    files stay, and `cnfperf cleanup` removes them with the rest."""
+    """SIGKILL while the routers' daemons run (FRR 10.3's for static routes
+    with BFD): zebra, mgmtd, staticd, bfdd, their files and the links to them
+    from the build's state directory stay, and `cnfperf cleanup` removes them
+    with the rest."""
     before = leak.snapshot()
 
     def measuring() -> None:
-        assert any(p.endswith((":bgpd", ":zebra")) for p in leak.snapshot()["processes"])
+        assert any(p.endswith((":staticd", ":mgmtd")) for p in leak.snapshot()["processes"])
+        assert len(list(frr.STATE.iterdir())) == 2     # a link per router
     harness.killed_while_measuring(
         tmp_path / "results", ["--switch", "bridge", "--api", "raw", "--nfs", "2", "--nf",
-                               "frr:bgp", "--poll", "interrupt", "--rate", "1000",
+                               "frr:static", "--poll", "interrupt", "--rate", "1000",
                                "--duration", "60"], measuring, timeout=120)
     assert not leak.diff(before, leak.snapshot()), "cleanup left something of the run's"
