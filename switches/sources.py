@@ -243,11 +243,16 @@ def cache() -> Path:
 
 def download_urls(src: Source) -> list[str]:
     """Where it may be downloaded from, in turn."""
-    base = os.environ.get("CNFPERF_SOURCES_URL")
-    if base:
-        return [f"{base.rstrip('/')}/{src.file}"]
+    if mirrored := _mirror_url(src):
+        return [mirrored]
     archive = debian_archive() if src.debian else None
     return [*([f"{archive.rstrip('/')}/{src.debian}"] if archive else []), src.upstream]
+
+
+def _mirror_url(src: Source) -> str | None:
+    """Its file under CNFPERF_SOURCES_URL, when that is set."""
+    base = os.environ.get("CNFPERF_SOURCES_URL")
+    return f"{base.rstrip('/')}/{src.file}" if base else None
 
 
 def debian_archive() -> str | None:
@@ -365,9 +370,10 @@ def fetch(src: Source) -> Path:
 
 
 def _saved_as(src: Source) -> str:
-    """The name a mirror folder must give the archive its upstream serves
-    (upstream's is named after the commit; MIRROR_FORMS say what is looked for)."""
-    suffix = _suffix(download_urls(src)[-1])
+    """The name a mirror folder must give the archive a mirror URL or upstream
+    serves (upstream's is named after the commit; MIRROR_FORMS say what is
+    looked for)."""
+    suffix = _suffix(_mirror_url(src) or src.upstream)
     forms = [f.format(src.name) for f in MIRROR_FORMS if f.endswith(suffix)] if suffix else []
     return forms[0] if forms else " or ".join(f.format(src.name) for f in MIRROR_FORMS[:2])
 

@@ -150,16 +150,23 @@ def _settle(kind: NfKind, point: TestPoint, nfs: Sequence[NF], homes: dict[str, 
 def _said(path: Path) -> str:
     """The first line of a command's output that is an error (`% …`, as FRR's
     vtysh and routing daemons mark one), else its last."""
-    try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "?"
-    return next((line for line in lines if "% " in line), lines[-1] if lines else "(no output)")
+    lines = _lines(path)
+    return next((line for line in lines or () if "% " in line), _last_of(lines))
 
 
 def _last(path: Path) -> str:
-    try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
+    return _last_of(_lines(path))
+
+
+def _last_of(lines: list[str] | None) -> str:
+    if lines is None:
         return "?"
     return lines[-1] if lines else "(no output)"
+
+
+def _lines(path: Path) -> list[str] | None:
+    """A file's lines, None if it cannot be read."""
+    try:
+        return path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return None
