@@ -616,6 +616,7 @@ static uint16_t dpdk_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 	struct dpdk *d = a->priv;
 	struct rte_mbuf *m[API_MAX_BURST];
 	uint16_t k = rte_eth_rx_burst(d->port, d->queue, m, n);
+	const bool finish_csum = d->finish_csum;   /* read once: the stores below may alias it */
 
 	for (uint16_t i = 0; i < k; i++) {
 		/* an mbuf holds a whole frame, but a PMD that chains segments
@@ -631,7 +632,7 @@ static uint16_t dpdk_rx_burst(struct api *a, struct pkt *pkts, uint16_t n)
 		 * checksum without saying so (af_packet ignores
 		 * TP_STATUS_CSUMNOTREADY). The other PMDs join DPDK processes,
 		 * whose frames hold what they wrote. */
-		if (d->finish_csum && frame_csum_unfinished(pkts[i].data, pkts[i].len))
+		if (finish_csum && frame_csum_unfinished(pkts[i].data, pkts[i].len))
 			frame_csum_finish(pkts[i].data, pkts[i].len);
 	}
 	return k;

@@ -120,6 +120,19 @@ static inline void seq_mark(struct flow_seq *f, uint64_t s)
 	f->seen[(s / 64) % (SEQ_WINDOW / 64)] |= UINT64_C(1) << (s % 64);
 }
 
+/* Frame s, stamped ts, is the next of a flow whose next number is `next`
+ * and whose head was stamped head_ts, sent no earlier than the slack before
+ * the head and not after hi (the receiver's now plus SEQ_FUTURE_NS): one
+ * unsigned compare, as the head's own timestamp passed the same test, so
+ * lo <= hi. A counted frame needs a flow that counts already. */
+static inline bool seq_in_order(uint64_t next, uint64_t head_ts, bool counting, uint64_t hi, uint64_t s,
+				uint64_t ts, bool count)
+{
+	uint64_t lo = head_ts - (SEQ_FRAME_SLACK - 1);
+
+	return s == next && ts - lo <= hi - lo && (counting || !count);
+}
+
 /* seq_track() for every frame its inline part does not take (seq.c). */
 bool seq_track_slow(struct seq_tracker *t, uint16_t key, uint64_t seq, uint64_t ts, bool count,
 		    uint64_t now_ns, struct seq_counts *c);
@@ -140,8 +153,8 @@ static inline bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, ui
 
 	if (__builtin_expect(slot != 0, 1)) {
 		struct flow_seq *f = &t->flows[slot - 1];
-		uint64_t lo = f->head_ts - (SEQ_FRAME_SLACK - 1), hi = now_ns + SEQ_FUTURE_NS;
-		if (__builtin_expect(s == f->next && ts - lo <= hi - lo && (f->counting || !count), 1)) {
+		if (__builtin_expect(seq_in_order(f->next, f->head_ts, f->counting, now_ns + SEQ_FUTURE_NS, s,
+						  ts, count), 1)) {
 			seq_mark(f, s);
 			f->next = s + 1;
 			f->head_ts = ts;
@@ -150,6 +163,60 @@ static inline bool seq_track(struct seq_tracker *t, uint16_t key, uint64_t s, ui
 		}
 	}
 	return seq_track_slow(t, key, s, ts, count, now_ns, c);
+}
+
+/* seq_track()'s inline case for frames of one flow in a row, its state
+ * kept in registers while they last: seq_run_begin() (false: the flow has no
+ * frame yet), seq_run_take() for each frame until it says false (that frame
+ * and the rest are seq_track()'s), seq_run_end() before any other call on
+ * the tracker. What the flow is left with is exactly what seq_track() on
+ * each frame would have left: their bits marked, the last one the head. */
+struct seq_run {
+	struct flow_seq *f;
+	uint64_t first, next, head_ts, hi;
+	bool counting;
+};
+
+static inline bool seq_run_begin(struct seq_run *q, struct seq_tracker *t, uint16_t key, uint64_t now_ns)
+{
+	unsigned slot = t->slot[key];
+
+	if (!slot)
+		return false;
+	q->f = &t->flows[slot - 1];
+	q->first = q->next = q->f->next;
+	q->head_ts = q->f->head_ts;
+	q->counting = q->f->counting;
+	q->hi = now_ns + SEQ_FUTURE_NS;
+	return true;
+}
+
+static inline bool seq_run_take(struct seq_run *q, uint64_t s, uint64_t ts, bool count)
+{
+	if (!seq_in_order(q->next, q->head_ts, q->counting, q->hi, s, ts, count))
+		return false;
+	q->next = s + 1;
+	q->head_ts = ts;
+	return true;
+}
+
+static inline void seq_run_end(struct seq_run *q)
+{
+	struct flow_seq *f = q->f;
+
+	if (q->next == q->first)
+		return;
+	/* the numbers first .. next - 1, a word of the window at a time */
+	for (uint64_t s = q->first; s < q->next;) {
+		unsigned bit = (unsigned)(s % 64);
+		uint64_t n = q->next - s < 64 - bit ? q->next - s : 64 - bit;
+		uint64_t mask = n == 64 ? ~UINT64_C(0) : ((UINT64_C(1) << n) - 1) << bit;
+		f->seen[(s / 64) % (SEQ_WINDOW / 64)] |= mask;
+		s += n;
+	}
+	f->next = q->next;
+	f->head_ts = q->head_ts;
+	f->run_len = 0;
 }
 
 /* A timestamp of a sender on another host's clock (--clock other) on ours:

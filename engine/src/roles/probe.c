@@ -104,13 +104,8 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 	}
 	poller_got(&r->poll, now);
 	uint64_t now_ns = clock_ns(&r->clk, now);
-	unsigned measured = 0;
-	for (uint16_t i = 0; i < n; i++) {
-		const uint8_t *d = pkts[i].data;
-		/* the sender's warm-up mark is the only one that counts */
-		if (rx_classify(c, d, pkts[i].len, &pr->f) == RX_OURS)
-			measured += rx_measure(r, d, rd16(d + pr->flow_off), false, now_ns, false);
-	}
+	/* the sender's warm-up mark is the only one that counts */
+	unsigned measured = rx_measure_burst(r, &pr->known, pkts, n, &pr->f, pr->flow_off, false, now_ns, false);
 	ops->release(a, pkts, n);
 	run_conform(r, now, measured);
 	/* --settle: the path carries frames; said once (pub is the generator's
@@ -186,6 +181,7 @@ int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	pr->rx.collect_arg = pr;
 	pr->rx.summary_more = probe_more;
 	pr->drain = clock_s_to_ticks(&tx->clk, cf->drain);
+	rx_known_init(&pr->known);
 	tx->reanchor = false;
 	tx->silent = true;
 	if (!(pr->rx.seq = seq_new(tx->open_ns))) {

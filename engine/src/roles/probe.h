@@ -14,6 +14,7 @@ struct probe {
 	struct gen_pub pub;       /* written by the generator */
 	_Atomic uint64_t tx_stop; /* tick the generator stopped at, 0 while sending */
 	struct rx_filter f;
+	struct rx_known known;    /* the headers its frames repeat (rx.h) */
 	uint64_t drain;           /* ticks */
 	bool thread;              /* probe_poll() is a loop of its own (--threads 2): it counts its
 	                           * stalls; else it is the generator's idle time, whose loop does */

@@ -17,9 +17,10 @@ static inline __attribute__((always_inline)) void recv_loop(struct run *r, const
 	struct api *a = r->api;
 	const struct api_ops *ops = a->ops;
 	const uint16_t burst = (uint16_t)r->conf->burst;
-	struct counters *c = &r->c;
 	struct pkt pkts[API_MAX_BURST];
+	struct rx_known known;
 
+	rx_known_init(&known);
 	for (;;) {
 		uint16_t n = ops->rx_burst(a, pkts, burst);
 		uint64_t now = clock_ticks();
@@ -34,13 +35,8 @@ static inline __attribute__((always_inline)) void recv_loop(struct run *r, const
 		if (step == RX_IDLE)
 			continue;
 		uint64_t now_ns = clock_ns(&r->clk, now);
-		unsigned measured = 0;
-		for (uint16_t i = 0; i < n; i++) {
-			const uint8_t *d = pkts[i].data;
-			if (rx_classify(c, d, pkts[i].len, f) == RX_OURS)
-				measured += rx_measure(r, d, rd16(d + OFF_UDP_SPORT), !r->measuring, now_ns,
-						       other_clock);
-		}
+		unsigned measured = rx_measure_burst(r, &known, pkts, n, f, OFF_UDP_SPORT, !r->measuring,
+						     now_ns, other_clock);
 		ops->release(a, pkts, n);
 		run_rx_window(r, now, measured);
 		run_conform(r, now, measured);
