@@ -6,9 +6,16 @@ rings), same cores (sender on cpu 0, receiver on cpu 1), same frames (64 B on
 the wire, burst 32). testpmd stamps nothing; the engine writes a sequence
 number and a timestamp into every frame and checks both on receipt. Then each
 sender alone into net_null (a PMD that frees what it is given): what sending
-costs a core, without a link or a receiver to wait for. --mixed adds engine
-sender -> testpmd receiver and back (which side a gap is on); --baseline
-ENGINE adds another engine binary's rows (one built from main, say).
+costs a core, without a link or a receiver to wait for.
+
+The rows: testpmd's pair twice (the second, A/A, shows what the host's noise
+alone moves a ratio by); the engine's pair; the engine's sender into testpmd's
+rxonly, the reference for the engine's receiver (the same sender, so the
+receiver alone differs: rxonly frees what it gets, the engine checks every
+frame's sequence number and timestamp and takes its latency). --mixed adds
+testpmd's txonly into the engine's receiver (testpmd's frames are not the
+engine's: classified and counted, not checked); --baseline ENGINE adds
+another engine binary's rows (one built from main, say).
 
 Each run's rate is the median of the per-second samples each tool prints
 (testpmd's Rx-pps/Tx-pps, the engine's interval records), the first partial
@@ -44,6 +51,9 @@ SIZE, BURST = 64, 32
 HUGEPAGES = 160                      # two processes x -m 128, plus slack
 EAL_MEM_MB = "128"
 SRC_MAC, DST_MAC = "02:00:5e:09:00:01", "02:00:5e:09:00:02"
+TESTPMD_PAIR = "testpmd txonly -> rxonly"
+TESTPMD_AGAIN = "testpmd txonly -> rxonly, A/A"   # the same row again: what noise alone moves
+INTO_RXONLY = "engine send -> testpmd rxonly"     # the engine's receiver's reference: same sender
 
 
 # ------------------------------------------------------------------ host
@@ -337,7 +347,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="runs per row; a row is their median (default 5)")
     ap.add_argument("--engine", type=Path, default=ENGINE)
     ap.add_argument("--baseline", type=Path, help="another engine binary to compare with (e.g. built from main)")
-    ap.add_argument("--mixed", action="store_true", help="also engine -> testpmd and testpmd -> engine")
+    ap.add_argument("--mixed", action="store_true", help="also testpmd txonly -> engine recv")
     ap.add_argument("--nice", type=int, default=0, help="run every measured process at this nice value")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -383,29 +393,34 @@ def main() -> None:
             return with_eal(engine_recv(binary, dpdk, every_frame=every_frame), engine_eal(RECEIVER_CPU, vhost))
 
         for _ in range(args.repeat):
-            add(pairs, run_pair("testpmd txonly -> rxonly", testpmd("rxonly", RECEIVER_CPU, vhost),
-                                testpmd("txonly", SENDER_CPU, virtio), s))
+            for name in (TESTPMD_PAIR, TESTPMD_AGAIN):
+                add(pairs, run_pair(name, testpmd("rxonly", RECEIVER_CPU, vhost),
+                                    testpmd("txonly", SENDER_CPU, virtio), s))
             for label, binary in engines:
                 add(pairs, run_pair(f"{label} send -> recv", recv(binary), send(binary, virtio), s))
+            add(pairs, run_pair(INTO_RXONLY, testpmd("rxonly", RECEIVER_CPU, vhost), send(args.engine, virtio), s))
             if args.mixed:
-                add(pairs, run_pair("engine send -> testpmd rxonly", testpmd("rxonly", RECEIVER_CPU, vhost),
-                                    send(args.engine, virtio), s))
                 add(pairs, run_pair("testpmd txonly -> engine recv", recv(args.engine, every_frame=True),
                                     testpmd("txonly", SENDER_CPU, virtio), s))
             add(alone, run_alone("testpmd txonly alone", testpmd("txonly", SENDER_CPU, null), s))
             for label, binary in engines:
                 add(alone, run_alone(f"{label} send alone", send(binary, null), s))
     print_runs("vhost-user: virtio_user (sender, cpu 0) -> net_vhost (receiver, cpu 1)",
-               list(pairs.values()), "testpmd txonly -> rxonly", "rx")
+               list(pairs.values()), TESTPMD_PAIR, "rx")
     print_runs(f"net_null: the sender alone (cpu {SENDER_CPU})", list(alone.values()), "testpmd txonly alone", "tx")
     print()
-    for rows, mine, base, key in ((pairs, "engine send -> recv", "testpmd txonly -> rxonly", "rx"),
-                                  (alone, "engine send alone", "testpmd txonly alone", "tx")):
+    ratios = [(pairs, TESTPMD_AGAIN, TESTPMD_PAIR, "rx", "A/A: the host's noise"),
+              (pairs, "engine send -> recv", TESTPMD_PAIR, "rx", "the pair"),
+              (pairs, "engine send -> recv", INTO_RXONLY, "rx", "the receiver: same sender, every frame checked"),
+              (alone, "engine send alone", "testpmd txonly alone", "tx", "the sender alone")]
+    if args.baseline:
+        ratios += [(pairs, "engine send -> recv", "baseline send -> recv", "rx", "against the baseline"),
+                   (alone, "engine send alone", "baseline send alone", "tx", "against the baseline")]
+    for rows, mine, ref, key, what in ratios:
         rate = (lambda r: r.rx()) if key == "rx" else (lambda r: r.tx())
-        for ref in [base] + ([mine.replace("engine", "baseline")] if args.baseline else []):
-            if rate(rows[ref]):
-                print(f"ratio {mine} / {ref}: {rate(rows[mine]) / rate(rows[ref]):.2f} "
-                      f"({key} Mpps, medians of {args.repeat})")
+        if rate(rows[ref]):
+            print(f"ratio {mine} / {ref}: {rate(rows[mine]) / rate(rows[ref]):.2f} "
+                  f"({what}; {key} Mpps, medians of {args.repeat})")
 
 
 if __name__ == "__main__":

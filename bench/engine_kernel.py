@@ -98,6 +98,14 @@ class Pair:
         return ["ip", "netns", "exec", self.ns[side], *nice, "taskset", "-c", str(cpu), *map(str, argv)]
 
 
+def raw_sender(pair: Pair, cpu: int, seconds: float) -> list[str]:
+    """An unpaced engine `send --api raw -m` on side 0 for `seconds`, to port 9000 of side 1."""
+    return pair.run(0, cpu, [
+        ENGINE, "send", "--api", "raw", "-m", "--iface", pair.iface[0], "--src-ip", pair.ip[0],
+        "--dst-ip", pair.ip[1], "--dst-mac", pair.mac[1], "--dport", 9000, "--rate", 0,
+        "--duration", seconds, "--interval", 0])
+
+
 def sh(*argv: str) -> None:
     subprocess.run(argv, check=True, capture_output=True, text=True, timeout=30)
 

@@ -29,8 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engine_dpdk import ENGINE, REPO, machine
-from engine_kernel import Pair, background, wait_ready
+from engine_dpdk import REPO, machine
+from engine_kernel import Pair, background, raw_sender, wait_ready
 
 SEND_CPU, RECV_CPU = 0, 1
 
@@ -71,10 +71,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cnfpbench-") as tmp, Pair() as pair:
         exe = build(Path(tmp))
         length = 2 * args.repeat * (args.seconds + 1) + 5
-        sender = pair.run(0, SEND_CPU, [
-            ENGINE, "send", "--api", "raw", "-m", "--iface", pair.iface[0], "--src-ip", pair.ip[0],
-            "--dst-ip", pair.ip[1], "--dst-mac", pair.mac[1], "--dport", 9000, "--rate", 0,
-            "--duration", length, "--interval", 0])
+        sender = raw_sender(pair, SEND_CPU, length)
         with background(sender) as tx:
             wait_ready(tx)
             turns = {True: [], False: []}
