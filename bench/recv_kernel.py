@@ -8,9 +8,10 @@ recvmmsg on a packet socket, a TPACKET_V3 ring walked, an AF_XDP socket in
 copy mode), and the engine's `recv` on the same api, which checks every
 frame (its headers, sequence number, timestamp) and takes its latency. Both
 busy poll on one core. Per turn the frames taken per second (the plain
-receiver's whole turn; the engine's median per-second record, the first
-left out when there are three); a row is the median of --repeat turns, the rows taken in turns so
-that they share whatever else the host does; then the engine / plain ratio.
+receiver's over its whole turn, the engine's over its first to last frame,
+from its summary); a row is the median of --repeat turns, the rows taken in
+turns so that they share whatever else the host does; then the engine /
+plain ratio.
 
 On a veth the kernel's delivery runs on the sender's CPU: by default a
 receiver's rate may be the sender's (both rows equal). --rps moves the
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from engine_dpdk import ENGINE, REPO, machine
-from engine_kernel import Pair, background, raw_sender, wait_ready
+from engine_kernel import Pair, background, raw_sender, stop_summary, wait_ready
 
 SEND_CPU, RECV_CPU = 0, 1
 APIS = ("raw", "mmap", "xdp")
@@ -58,30 +58,15 @@ def plain(pair: Pair, exe: Path, api: str, seconds: float) -> float:
     return r["frames"] / r["seconds"]
 
 
-def engine(pair: Pair, api: str, seconds: float) -> tuple[float, dict]:
-    """The engine's recv for `seconds`: its median per-second rate and its summary."""
+def engine(pair: Pair, api: str, seconds: float) -> dict:
+    """The engine's recv for `seconds`: its summary (rx_pps over its first to last frame)."""
     extra = {"raw": ["-m"], "mmap": [], "xdp": ["--xdp-mode", "copy"]}[api]
-    argv = pair.run(1, RECV_CPU, [
-        ENGINE, "recv", "--api", api, *extra, "--iface", pair.iface[1], "--src-ip", pair.ip[1], "--sport", 9000,
-        "--cpu", RECV_CPU, "--duration", 0, "--interval", 1])
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
+    with background(pair.run(1, RECV_CPU, [
+            ENGINE, "recv", "--api", api, *extra, "--iface", pair.iface[1], "--src-ip", pair.ip[1],
+            "--sport", 9000, "--cpu", RECV_CPU, "--duration", 0, "--interval", 0])) as p:
         wait_ready(p)
-        time.sleep(seconds + 0.5)       # its records come a second apart, from its first frame
-        os.killpg(p.pid, signal.SIGINT)
-        out, err = p.communicate(timeout=20)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    rates = [r["rx_pps"] for r in records if r["type"] == "interval"]
-    rates = rates[1:] if len(rates) > 2 else rates
-    summary = next((r for r in records if r["type"] == "summary"), None)
-    if not rates or summary is None:
-        raise RuntimeError(f"engine recv --api {api} gave no rates: {err.strip()}")
-    return statistics.median(rates), summary
+        time.sleep(seconds)
+        return stop_summary(p)
 
 
 def main() -> int:
@@ -117,8 +102,8 @@ def main() -> int:
             for _ in range(args.repeat):
                 for api in apis:
                     rows[api]["plain"].append(plain(pair, exe, api, args.seconds))
-                    rate, summary = engine(pair, api, args.seconds)
-                    rows[api]["engine"].append(rate)
+                    summary = engine(pair, api, args.seconds)
+                    rows[api]["engine"].append(summary["rx_pps"])
                     # a receiver started mid-stream refuses a flow's first frames
                     # until they re-anchor it (engine/src/core/seq.h)
                     bad[api] = max(bad[api], summary["bad"])
