@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	struct clock clk;
 	struct run r;
 	struct api *a = NULL, *a2 = NULL;
-	struct api *qapi[NF_QUEUES_MAX][2] = { { NULL } };   /* nf --threads: a queue of each port each */
+	struct api *qapi[QUEUES_MAX][2] = { { NULL } };   /* --threads: a queue of each port each */
 	static const uint8_t zero[6];
 	int rc = 1;
 

@@ -165,7 +165,7 @@ static bool thread_options(struct parse *p, const struct conf *cf)
 	return true;
 }
 
-/* nf: a thread per queue of each port, each on a CPU of --cpu's list when it
+/* nf, send, recv: a thread per queue of each port, each on a CPU of --cpu's list when it
  * has one (as many as threads; --threads defaults to its length). A bucket
  * is one thread's, and an api without queues has one. */
 static bool queue_threads(struct parse *p, struct conf *cf, const struct api_ops *ops)
@@ -181,9 +181,13 @@ static bool queue_threads(struct parse *p, struct conf *cf, const struct api_ops
 	if (!ops->queues)
 		return fail(p, "--threads: the %s api has one queue per port (one with queues: %s)", cf->api,
 			    APIS_WITH(queues));
-	if (cf->policer.given || cf->shaper.given)
+	if (cf->policer.given || cf->shaper.given || cf->conformance.given)
 		return fail(p, "--threads: %s is one bucket, one thread's (--threads 1)",
-			    cf->policer.given ? "--policer" : "--shaper");
+			    cf->policer.given ? "--policer" : cf->shaper.given ? "--shaper" : "--conformance");
+	/* a flow is one queue's (roles/queues.c) */
+	if (cf->role->generates && cf->flows < cf->threads)
+		return fail(p, "--threads: %u queues need --flows %u at least (a flow leaves on one queue)",
+			    cf->threads, cf->threads);
 	return true;
 }
 
@@ -229,7 +233,7 @@ bool opts_check(struct parse *p, struct conf *cf, const struct api_ops *ops)
 									: thread_options(p, cf)))
 		return false;
 	if (cf->ncpus > 1 && !role->queues)
-		return fail(p, "--cpu: one CPU (only %s runs a thread per CPU)", ROLES_WITH(queues));
+		return fail(p, "--cpu: one CPU (only %s run a thread per CPU)", ROLES_WITH(queues));
 	if (!clock_options(p, cf) || !rate_options(p, cf))
 		return false;
 	if (role->generates && !generator_options(p, cf, ops))

@@ -137,8 +137,8 @@ static bool set_cpus(struct parse *p, struct conf *cf, const char *arg)
 	cf->ncpus = 0;
 	do {
 		size_t n = strcspn(s, ",");
-		if (cf->ncpus == NF_QUEUES_MAX)
-			return fail(p, "%s: more than %d CPUs", here(p), NF_QUEUES_MAX);
+		if (cf->ncpus == QUEUES_MAX)
+			return fail(p, "%s: more than %d CPUs", here(p), QUEUES_MAX);
 		if (n == 0 || n >= sizeof(one))
 			return fail(p, "%s: '%s' is not a CPU or a list of them (2 or 2,3)", here(p), arg);
 		memcpy(one, s, n);
@@ -427,10 +427,11 @@ const struct opt opts_common[] = {
 	  .help = "flows take turns over N destination addresses from --dst-ip (flow % N);\n"
 		  "recv and server accept --src-ip .. +N-1, tester --dst-ip .. +N-1" },
 	{ .name = "cpu", .value = "N[,N…]", .set = set_cpus, AT(cpu), .max = CPU_SETSIZE - 1,
-	  .help = "pin the (main) thread to CPU N; nf --threads T: its T threads to T CPUs" },
-	{ .name = "threads", .value = "N", .set = set_count, AT(threads), .min = 1, .max = NF_QUEUES_MAX,
+	  .help = "pin the (main) thread to CPU N; --threads T: its T queues' threads to T CPUs" },
+	{ .name = "threads", .value = "N", .set = set_count, AT(threads), .min = 1, .max = QUEUES_MAX,
 	  .help = "client: 1|2 (default 2 with --poll other than busy or --rx-cpu, else 1);\n"
-		  "nf: a thread per queue of each port, the api spreading frames by flow (default 1)" },
+		  "nf, send, recv: a thread per queue of each port, frames spread by flow (default 1;\n"
+		  "send's flow f leaves on queue f mod N)" },
 	{ .name = "rx-cpu", .value = "N", .set = set_cpu, AT(rx_cpu), .max = CPU_SETSIZE - 1,
 	  .help = "pin the client's receive thread to CPU N" },
 	{ .name = "clock", .words = clock_word, .set = set_clock, .def = "mine",

@@ -76,7 +76,7 @@ static void idles(void)
 
 int main(int argc, char **argv)
 {
-	char out[4096], err[4096];
+	char out[8192], err[4096];
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: test_cli PATH-TO-ENGINE\n");

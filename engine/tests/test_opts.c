@@ -74,7 +74,7 @@ static void queue_options(void)
 	CHECK(strstr(err, "--policer is one bucket"), "%s", err);
 	bad(ARGV(NF_RAW, "--dst-mac", MAC_A, "--threads", "2", "--rx-cpu", "1"), "--rx-cpu");
 	bad(ARGV("client", "--dst-ip", "198.18.0.2", "--cpu", "0,1"), "--cpu");
-	CHECK(strstr(err, "only nf runs"), "%s", err);
+	CHECK(strstr(err, "only send, recv and nf run"), "%s", err);
 	bad(ARGV("recv", "--threads", "2"), "--threads");
 }
 
@@ -388,7 +388,10 @@ int main(void)
 	o = good(ARGV("client", "--dst-ip", "198.18.0.2", "--poll", "interrupt", "--threads", "2", "--rx-cpu", "1"));
 	CHECK(o.threads == 2 && o.rx_cpu == 1, "--threads 2 --poll interrupt --rx-cpu");
 	o = good(ARGV("send", "--dst-ip", "198.18.0.2"));
-	CHECK(o.threads == 0 && !o.hold, "send has no thread count, and does not hold");
+	CHECK(o.threads == 1 && !o.hold, "send runs one queue's thread, and does not hold");
+	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--api", "raw", "--iface", "lo", "--dst-mac", MAC_A,
+		 "--src-ip", "198.18.0.1", "--threads", "2"), "--threads");
+	CHECK(strstr(err, "need --flows 2"), "%s", err);
 	o = good(ARGV("recv", "--hold", "--", "--vdev", "net_null0"));
 	CHECK(o.hold && o.eal_argc == 2, "--hold");
 

@@ -61,7 +61,7 @@ struct api_conf {
 	uint32_t src_ip, dst_ip; /* network byte order */
 	uint16_t sport, dport;   /* host byte order */
 	unsigned flows;          /* udp: sport .. sport+flows-1 need sockets/sources */
-	unsigned queue, queues;  /* nf --threads: this instance polls queue `queue` of the port's
+	unsigned queue, queues;  /* --threads: this instance polls queue `queue` of the port's
 	                          * `queues` (apis with `queues`; else 0 of 1) */
 	int eal_argc;            /* dpdk: arguments after "--" */
 	char **eal_argv;
@@ -100,7 +100,7 @@ struct api_ops {
 	bool needs_iface;        /* runs on a kernel interface: --iface is required */
 	bool queues;             /* opens one instance per queue of a port (api_conf.queue), each
 	                          * polled by a thread of its own: the kernel or the NIC spreads
-	                          * the port's frames over them by flow (nf --threads) */
+	                          * the port's frames over them by flow (nf, send, recv --threads) */
 	const struct api_opt *opts; /* its own options, or NULL */
 	size_t own_size;         /* bytes of the block its options fill (see the top) */
 	size_t priv_size;        /* bytes of per-instance state allocated for the API */
@@ -118,8 +118,15 @@ struct api_ops {
 	 * Sockets are always non-blocking: waiting is the poller's. Both may be NULL. */
 	int (*rx_fds)(struct api *a, int *fds, int max);
 	void (*rx_intr)(struct api *a, bool on);
-	/* optional: counters the API itself sees (ring drops, …); may be NULL */
+	/* optional: counters the API itself sees (ring drops, …); may be NULL.
+	 * stats_port: they are the whole port's, every queue's (dpdk), so one
+	 * instance of a port says them all; else each instance its own socket's. */
 	void (*stats)(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors);
+	bool stats_port;
+	/* optional: a queue's thread, once pinned and before it polls (on), and
+	 * once done (off): dpdk gives it an lcore id, so its pool keeps a cache
+	 * for it (a thread without one takes every buffer from the shared ring) */
+	void (*thread)(struct api *a, bool on);
 	void (*close)(struct api *a);
 };
 

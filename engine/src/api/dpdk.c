@@ -1,7 +1,8 @@
 /* dpdk: any DPDK poll-mode driver through ethdev (virtio_user, vhost, memif,
- * af_packet, af_xdp, a PCI VF), one rx and one tx queue per instance: nf
- * --threads T opens a port T times, queue 0's instance sets the port up with
- * T queues (from --queue on) and starts it, the others poll one of them each.
+ * af_packet, af_xdp, a PCI VF), one rx and one tx queue per instance: --threads
+ * T (nf, send, recv) opens a port T times, queue 0's instance sets the port up
+ * with T queues (from --queue on) and starts it, the others poll one of them
+ * each, on threads registered with the EAL (dpdk_thread).
  *
  * Frames are mbufs: tx_alloc takes them from the port's pool, pkt.priv is the
  * mbuf, release frees it, and an rx mbuf may be handed to tx_burst as is. */
@@ -360,7 +361,7 @@ static int setup_queues(struct dpdk *d, const struct rte_eth_dev_info *info, con
 	if (nq > info->max_rx_queues || nq > info->max_tx_queues) {
 		fprintf(stderr, "dpdk: port %u (%s) has %u rx / %u tx queues, queue %u does not exist%s\n",
 			d->port, d->name, info->max_rx_queues, info->max_tx_queues, nq - 1,
-			nq > 1 ? " (nf --threads: a queue per thread; a vdev says how many it has, e.g. qpairs=)" : "");
+			nq > 1 ? " (--threads: a queue per thread; a vdev says how many it has, e.g. qpairs=)" : "");
 		return -1;
 	}
 	if (conf->frame_size > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN) {
@@ -662,6 +663,16 @@ static void dpdk_rx_intr(struct api *a, bool on)
 		rte_eth_dev_rx_intr_disable(d->port, d->queue);
 }
 
+static void dpdk_thread(struct api *a, bool on)
+{
+	(void)a;
+	if (!on)
+		rte_thread_unregister();
+	else if (rte_thread_register())   /* it still works, without a pool cache */
+		fprintf(stderr, "dpdk: a queue's thread has no lcore id (%s): its buffers come from the "
+			"pool's shared ring\n", rte_strerror(rte_errno));
+}
+
 static void dpdk_stats(struct api *a, uint64_t *rx_dropped, uint64_t *tx_errors)
 {
 	struct dpdk *d = a->priv;
@@ -746,5 +757,7 @@ const struct api_ops api_dpdk_ops = {
 	.rx_fds = dpdk_rx_fds,
 	.rx_intr = dpdk_rx_intr,
 	.stats = dpdk_stats,
+	.stats_port = true,
+	.thread = dpdk_thread,               /* rte_eth_stats: every queue's */
 	.close = dpdk_close,
 };

@@ -449,7 +449,7 @@ static bool set_queue(void *own, const char *arg, char *why, size_t whylen)
 static const struct api_opt xdp_opts[] = {
 	{ .name = "xdp-mode", .value = "MODE", .help = "auto|copy|zerocopy|skb (default auto: the best the driver has)",
 	  .set = set_mode },
-	{ .name = "queue", .value = "N", .help = "NIC queue (default 0; nf --threads T: N to N+T-1)", .set = set_queue },
+	{ .name = "queue", .value = "N", .help = "NIC queue (default 0; --threads T: N to N+T-1)", .set = set_queue },
 	{ .name = NULL },
 };
 

@@ -12,8 +12,8 @@
 
 struct run;
 
-/* nf --threads: at most this many, a queue of each port each */
-#define NF_QUEUES_MAX 16
+/* nf, send, recv --threads: at most this many, a queue of each port each */
+#define QUEUES_MAX 16
 
 /* A role: what an endpoint does, and what the rest of the engine needs to
  * know of it. Code asks these properties, never a role's name, so a new role
@@ -80,9 +80,10 @@ struct conf {
 	unsigned stall_us;          /* a gap longer than this between two polls is a stall (core/stall.h) */
 	unsigned ip_span;           /* flows' destinations: --dst-ip + flow % ip_span; receivers accept as many */
 	int cpu, rx_cpu;           /* -1 = not pinned */
-	int cpus[NF_QUEUES_MAX];   /* --cpu's list (cpus[0] = cpu): nf's threads in turn */
+	int cpus[QUEUES_MAX];   /* --cpu's list (cpus[0] = cpu): the queues' threads in turn */
 	unsigned ncpus;
-	unsigned threads;          /* client: 1 or 2 once parsed; nf: 1 to NF_QUEUES_MAX; 0 for the others */
+	unsigned threads;          /* client: 1 or 2 once parsed; nf, send, recv: 1 to QUEUES_MAX;
+	                            * 0 for the others */
 	int eal_argc;
 	char **eal_argv;
 };

@@ -378,8 +378,12 @@ void run_summary(struct run *r)
 		dur = r->measuring && r->t_stop > r->t_measure ? clock_ticks_to_s(&r->clk, r->t_stop - r->t_measure) : 0;
 		rx_pps = per_s((double)c->rx_packets, dur);
 	}
-	api_counters(r->api, &rx_dropped, &tx_errors);
-	api_counters(r->api2, &rx_dropped, &tx_errors);
+	/* a socket's counters are its queue's, a DPDK port's the whole port's */
+	const unsigned instances = r->api && r->api->ops->stats_port ? 1 : (r->queues ? r->queues : 1);
+	for (unsigned q = 0; q < instances; q++) {
+		api_counters(q ? r->qapi[q][0] : r->api, &rx_dropped, &tx_errors);
+		api_counters(q ? r->qapi[q][1] : r->api2, &rx_dropped, &tx_errors);
+	}
 
 	json_begin(&j, stdout);
 	json_str(&j, "type", "summary");

@@ -45,8 +45,10 @@ struct counters {
 struct run {
 	const struct conf *conf;   /* what the command line asked for */
 	struct api *api, *api2;
-	unsigned queues;        /* nf: a thread per queue of each port (--threads) */
-	struct api *qapi[NF_QUEUES_MAX][2];  /* queue q's instances of port 1 and 2 ([0]: api, api2) */
+	unsigned queues;        /* nf, send, recv: a thread per queue of each port (--threads) */
+	unsigned queue;         /* send, recv: the queue this run polls (roles/queues.c); a
+	                         * generator's are its flows f with f mod queues = queue */
+	struct api *qapi[QUEUES_MAX][2];  /* queue q's instances of port 1 and 2 ([0]: api, api2) */
 	struct clock clk;
 	bool reanchor;          /* false when several threads read one clock (client) */
 	bool rx_window;         /* rates over first..last measured frame (receivers) */

@@ -198,7 +198,7 @@ static uint64_t shapers_due(struct nf_queue *s, uint64_t now)
  * role's timeline, each other on a thread of its own with a silent copy of
  * it (no records; the role's sum every queue's counters). */
 struct nf_role {
-	struct nf_queue *q[NF_QUEUES_MAX];
+	struct nf_queue *q[QUEUES_MAX];
 	unsigned n;
 	int err;                 /* a queue's thread could not be pinned */
 	uint64_t stop_check;     /* ticks: the longest a queue's thread waits without a look at run_stop */
@@ -486,8 +486,12 @@ static void *queue_main(void *arg)
 			s->q);
 		t->role->err = 1;
 	}
+	if (s->port[0]->ops->thread)
+		s->port[0]->ops->thread(s->port[0], true);
 	stalls_woke(&s->r->stalls, clock_ticks());
 	poll_loop(t->role, s);
+	if (s->port[0]->ops->thread)
+		s->port[0]->ops->thread(s->port[0], false);
 	s->r->stalls.kept = s->r->stalls.live;
 	return NULL;
 }
@@ -515,8 +519,8 @@ int role_nf(struct run *r)
 	struct nf_role role = { .n = r->queues ? r->queues : 1,
 				.stop_check = clock_s_to_ticks(&r->clk, STOP_CHECK_S) };
 	struct run *own = calloc(role.n, sizeof(*own));
-	pthread_t th[NF_QUEUES_MAX];
-	struct queue_thread args[NF_QUEUES_MAX];
+	pthread_t th[QUEUES_MAX];
+	struct queue_thread args[QUEUES_MAX];
 	unsigned started = 0;
 	int rc = 1;
 

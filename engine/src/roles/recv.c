@@ -43,29 +43,47 @@ static inline __attribute__((always_inline)) void recv_loop(struct run *r, const
 	}
 }
 
-int role_recv(struct run *r)
+/* A queue's run: its own tracker, and a poller over its own port instance
+ * that expects its share of the rate. */
+static int recv_prepare(struct run *r)
 {
 	const struct conf *cf = r->conf;
-	const struct rx_filter f = { .ip = cf->src_ip, .ip_more = cf->ip_span - 1,
-				     .port_lo = cf->sport, .port_hi = cf->sport,
-				     .l2 = r->api->ops->l2 };
 
-	r->rx_window = true;
-	r->lat_kind = "one_way";   /* none with --clock other: main.c keeps no histograms */
 	if (!(r->seq = seq_new(r->open_ns))) {
 		fprintf(stderr, "cnfperf-engine: out of memory for sequence tracking\n");
 		return 1;
 	}
 	if (poller_init(&r->poll, cf->poll, r->clk.hz, r->api, NULL))
 		return 1;
-	poller_expect(&r->poll, cf->rate);
+	poller_expect(&r->poll, cf->rate / (r->queues ? r->queues : 1));
 	r->poll.stalls = &r->stalls;
-	run_ready(r);
+	return 0;
+}
+
+static int recv_run(struct run *r)
+{
+	const struct conf *cf = r->conf;
+	const struct rx_filter f = { .ip = cf->src_ip, .ip_more = cf->ip_span - 1,
+				     .port_lo = cf->sport, .port_hi = cf->sport,
+				     .l2 = r->api->ops->l2 };
+
 	if (cf->clock_other)
 		recv_loop(r, &f, true);
 	else
 		recv_loop(r, &f, false);
-	run_summary(r);
-	poller_free(&r->poll);
 	return 0;
+}
+
+static void recv_finish(struct run *r)
+{
+	poller_free(&r->poll);
+}
+
+int role_recv(struct run *r)
+{
+	static const struct queue_role qr = { recv_prepare, recv_run, recv_finish };
+
+	r->rx_window = true;
+	r->lat_kind = "one_way";   /* none with --clock other: main.c keeps no histograms */
+	return queues_run(r, &qr);
 }

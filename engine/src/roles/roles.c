@@ -5,8 +5,9 @@
 #include <string.h>
 
 static const struct role roles[] = {
-	{ .name = "send", .run = role_send, .generates = true, .end = true, .tx = true },
-	{ .name = "recv", .run = role_recv, .end = true, .rx = true, .latency = true, .peer_stamps = true },
+	{ .name = "send", .run = role_send, .generates = true, .end = true, .tx = true, .queues = true },
+	{ .name = "recv", .run = role_recv, .end = true, .rx = true, .latency = true, .peer_stamps = true,
+	  .queues = true },
 	{ .name = "client", .run = role_client, .generates = true, .end = true, .rx = true, .tx = true,
 	  .latency = true, .threads = true },
 	{ .name = "server", .run = role_server, .rx = true, .tx = true },

@@ -48,4 +48,17 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle);
 
 void role_addresses(const struct run *r, struct frame_addr *fa);
 
+/* A role that may poll a queue per thread (send, recv: --threads N), as its
+ * parts: prepare a queue's run (its poller, its tracker), run its loop until
+ * the run ends, free what prepare made. queues_run() runs them on the main
+ * thread for one queue, else a thread per queue (queues.c); it prints the
+ * ready record and the summary, and returns the exit code. */
+struct queue_role {
+	int (*prepare)(struct run *q);   /* 0, or 1 after a message */
+	int (*loop)(struct run *q);      /* 0, or 1 after a message */
+	void (*finish)(struct run *q);
+};
+
+int queues_run(struct run *r, const struct queue_role *qr);
+
 #endif

@@ -134,7 +134,11 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	struct pkt pkts[API_MAX_BURST];
 	struct frame_addr fa;
 	struct pacer p;
-	unsigned flow = 0;
+	/* on several queues (queues.c) this run's flows are every queues-th from
+	 * its queue on, and its rate their share */
+	const unsigned step = r->queues > 1 ? r->queues : 1, first = step > 1 ? r->queue : 0;
+	const double rate = cf->rate * (double)((flows - first + step - 1) / step) / flows;
+	unsigned flow = first;
 	uint16_t held = 0;       /* refused frames kept for the next burst (keeps) */
 
 	if (!fseq || !tmpl) {
@@ -148,7 +152,8 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	if (pub && cf->settle > 0)
 		settle(r, pub, idle, tmpl, len, fseq);
 
-	run_started(r);
+	if (!r->queue)   /* one record for every queue's */
+		run_started(r);
 	/* --onoff N: the pacer's period holds N frames, sent back to back in
 	 * bursts of --burst (as fast as the api takes them), then nothing until
 	 * the next period: the same mean rate, in clumps */
@@ -156,7 +161,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	unsigned todo = 0;       /* frames of the current period still to send */
 	uint64_t now = clock_ticks();
 	run_start(r, now);
-	pacer_init(&p, cf->rate, period_frames, r->clk.hz, now);
+	pacer_init(&p, rate, period_frames, r->clk.hz, now);
 	pacer_count_from(&p, r->t_measure);
 	while (!run_stop) {
 		now = clock_ticks();
@@ -231,7 +236,7 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 		 * without this, echoes would wait in the ring until the end */
 		if (idle)
 			idle->fn(idle->arg, now);
-		flow = flow + 1 == flows ? 0 : flow + 1;
+		flow = flow + step >= flows ? first : flow + step;
 	}
 	if (held)
 		ops->release(a, pkts, held);
@@ -246,15 +251,27 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	return 0;
 }
 
-int role_send(struct run *r)
+static int send_prepare(struct run *r)
 {
 	if (poller_init(&r->poll, r->conf->poll, r->clk.hz, NULL, NULL))
 		return 1;
 	r->poll.stalls = &r->stalls;
-	run_ready(r);
-	int rc = gen_run(r, NULL, NULL);
-	if (rc == 0)
-		run_summary(r);
+	return 0;
+}
+
+static int send_loop(struct run *r)
+{
+	return gen_run(r, NULL, NULL);
+}
+
+static void send_finish(struct run *r)
+{
 	poller_free(&r->poll);
-	return rc;
+}
+
+int role_send(struct run *r)
+{
+	static const struct queue_role qr = { send_prepare, send_loop, send_finish };
+
+	return queues_run(r, &qr);
 }

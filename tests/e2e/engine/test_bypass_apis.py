@@ -482,6 +482,27 @@ def test_dpdk_memif(engine, dpdk):
     assert_lossless(sent, received)
 
 
+def test_dpdk_memif_two_queues_each_end(engine, dpdk):
+    """send and recv --threads 2 over memif: the port's queue 0 instance sets it
+    up with two queue pairs, a memif queue reaches the same queue of its peer,
+    so each flow stays on one queue: lossless, in order, both queues used."""
+    eal, sockets = dpdk
+    sock = sockets / "memif0.sock"
+    with engines() as start:
+        sent, received = run_send_recv(
+            start,
+            [engine, "recv", "--api", "dpdk", *flow("recv", VHOST, VIRTIO), *traffic("recv"),
+             "--threads", "2", *eal("ms", f"net_memif0,role=server,socket={sock}")],
+            [engine, "send", "--api", "dpdk", *flow("send", VIRTIO, VHOST), *traffic("send"),
+             "--threads", "2", "--flows", "4", *eal("mc", f"net_memif0,role=client,socket={sock}")])
+    assert_lossless(sent, received)
+    assert received["split_flows"] == 0 and received["flows_seen"] == 4, counts(received)
+    for summary, key in ((sent, "tx_packets"), (received, "rx_packets")):
+        queues = summary["queues"]
+        assert [q["queue"] for q in queues] == [0, 1] and all(q[key] > 0 for q in queues), queues
+        assert sum(q[key] for q in queues) == summary[key], counts(summary)
+
+
 @pytest.mark.parametrize("pmd", ["af_packet", "af_xdp"])
 def test_dpdk_kernel_pmd_on_veth(engine, dpdk, veth, pmd):
     eal, _ = dpdk
