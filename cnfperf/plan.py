@@ -108,6 +108,12 @@ class Endpoint:
                        # the sender, whose one engine holds both ends
     vm: bool = False   # it runs in a virtual machine (endpoint_in = vm)
     host: str = LOCAL  # the host it runs on (tester_host: the sender's, or the receiver's)
+    cores: tuple[int, ...] = ()   # every core it was placed on (endpoint_cores), cpu first
+
+    @property
+    def queues(self) -> int:
+        """Its port's queues: its engine polls one per core."""
+        return max(1, len(self.cores))
 
     @property
     def port(self) -> Port:
@@ -115,7 +121,7 @@ class Endpoint:
         end is its node's second port."""
         node = self.node or self.name
         return Port(self.name, node, self.pair, self.mac, self.api, slot=int(node != self.name),
-                    vm=self.vm, host=self.host)
+                    vm=self.vm, host=self.host, queues=self.queues)
 
     @property
     def runs_engine(self) -> bool:
@@ -514,14 +520,18 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int,
     labels = graph.nfs if graph else ("",) * s.nfs
     # NFs take the cores after every pair's ends on the tester's host(s), in
     # path order; on a host of their own from its first core.
-    taken = Counter(dict.fromkeys((sender_host, receiver_host), engines * s.pairs))
+    per_end = s.endpoint_cores
+    taken = Counter(dict.fromkeys((sender_host, receiver_host), engines * s.pairs * per_end))
     pairs = []
     for k in range(s.pairs):
         # Receivers first on the core list, so that with two cores every pair gets
         # one core per side instead of both sides on one; a single tester takes
-        # one.
-        receiver_cpu = cpus[(engines * k) % len(cpus)]
-        sender_cpu = receiver_cpu if single else cpus[(2 * k + 1) % len(cpus)]
+        # one. Each end takes endpoint_cores in a row.
+        def cores_from(first: int) -> tuple[int, ...]:
+            return tuple(dict.fromkeys(cpus[(first + j) % len(cpus)] for j in range(per_end)))
+        receiver_cores = cores_from(engines * k * per_end)
+        sender_cores = receiver_cores if single else cores_from((2 * k + 1) * per_end)
+        receiver_cpu, sender_cpu = receiver_cores[0], sender_cores[0]
         nf_cores = []
         for i in range(s.nfs):
             first = taken[hosts[i]]
@@ -531,9 +541,11 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int,
         vm = in_guest(s.endpoint_in)
         sender_role, receiver_role = roles(s.tester, s.of_pair(k).mode)
         sender = _endpoint(run_id, k, "s", sender_role, sender_cpu, octets, octet=1,
-                           udp_port=first_sport(s, k), api=s.api, vm=vm, host=sender_host)
+                           udp_port=first_sport(s, k), api=s.api, vm=vm, host=sender_host,
+                           cores=sender_cores if per_end > 1 else ())
         receiver = _endpoint(run_id, k, "r", receiver_role, receiver_cpu, octets, octet=2,
-                             udp_port=RX_PORT + k, api=s.api, vm=vm, host=receiver_host)
+                             udp_port=RX_PORT + k, api=s.api, vm=vm, host=receiver_host,
+                             cores=receiver_cores if per_end > 1 else ())
         if single:   # one engine, on one host (testers.refusal: tester_host a+b)
             receiver = replace(receiver, node=sender.name, host=sender.host)
         places = nf_places(s.nf_in, s.nfs)
@@ -560,7 +572,7 @@ def _noise_pair(s: Scenario, run_id: str, pairs: list[Pair], cpus: tuple[int, ..
     switch (no NFs), its ends on the noise's cores."""
     k, octets = len(pairs), _octets(run_id)
     nf_cores = [c for p in pairs for nf in p.nfs for c in nf.cores]
-    ends = [ep.cpu for p in pairs for ep in p.engines]
+    ends = [c for p in pairs for ep in p.engines for c in ep.cores or (ep.cpu,)]
     cores = noise_cores(s.noise_on, cpus, ends, nf_cores, ())
     sender_role, receiver_role = roles(s.tester, s.mode)
     sender = _endpoint(run_id, k, "s", sender_role, cores[-1], octets, octet=1,
@@ -603,13 +615,13 @@ def has_vms(s: Scenario) -> bool:
 
 def _endpoint(run_id: str, pair: int, side: str, role: str, cpu: int, octets: bytes,
               octet: int, udp_port: int, api: str, vm: bool = False,
-              host: str = LOCAL) -> Endpoint:
+              host: str = LOCAL, cores: tuple[int, ...] = ()) -> Endpoint:
     # Locally administered unicast (02:…), unique per run, pair and side, so that
     # a bridge shared by several pairs never sees two ports claim one MAC.
     mac = f"02:c7:{octets[0]:02x}:{octets[1]:02x}:{pair:02x}:{octet:02x}"
     return Endpoint(name=f"{run_prefix(run_id)}p{pair}{side}", pair=pair, role=role, cpu=cpu,
                     mac=mac, ip=f"10.77.{pair}.{octet}", prefixlen=24, udp_port=udp_port, api=api,
-                    vm=vm, host=host)
+                    vm=vm, host=host, cores=cores)
 
 
 def port_host(index: int, slot: int) -> int:
@@ -642,7 +654,7 @@ def busy_pollers(s: Scenario, pairs: list[Pair], switch_pollers: int,
     for p in pairs:   # a pair's own poll (its profile), the point's for noise
         if polls.mode(s.of_pair(p.index).poll).spins:
             for e in p.engines:
-                busy[e.host] += POLLERS[e.role]
+                busy[e.host] += POLLERS[e.role] * e.queues   # a thread per queue
     if nf:
         for p in pairs:
             for n in p.nfs:

@@ -52,6 +52,10 @@ def refusal(s: Scenario, tester: str, nf_ports: int = 2,
         return Refusal("tester", f"one engine holds a single tester's two ends, on one host: "
                                  f"tester_host {s.tester_host} puts them on two (use tester = "
                                  "split)", "ends on two hosts need split")
+    if tester == "single" and s.endpoint_cores > 1:
+        return Refusal("endpoint_cores", "a single tester holds both ends, a thread each "
+                                         "(endpoint_cores > 1 takes tester = split)",
+                       "endpoint_cores > 1 needs split")
     if tester == "split" and in_guest(s.endpoint_in):
         # Each end in a VM of its own has a clock of its own: the receiver would
         # find the sender's timestamps off (a frame from its future is no frame

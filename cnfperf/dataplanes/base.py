@@ -289,6 +289,13 @@ class DataPlane(ABC):
         return "its ports have one queue"
 
     @classmethod
+    def ends_queues_problem(cls, s: Scenario) -> str | None:
+        """Why the tester's ends cannot poll a queue of their port per core
+        (endpoint_cores > 1: checks/ends.py), or None: where a node's ports
+        have queues whose frames are spread by flow, an NF's rule is theirs."""
+        return cls.queues_problem(s.api)
+
+    @classmethod
     def bucket_problem(cls, s: Scenario, what: str) -> str | None:
         """Why its links cannot hold the scenario's kernel policer or shaper
         (`what`: policer at the ingress, shaper at the egress of the link into

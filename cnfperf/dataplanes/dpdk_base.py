@@ -63,7 +63,8 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
     none, the least shared ones (the plan has already warned about the contention)."""
     if n <= 0:
         return ()
-    load = Counter([*(ep.cpu for ep in point.engines), *(c for nf in point.nfs for c in nf.cores)])
+    load = Counter([*(c for ep in point.engines for c in ep.cores or (ep.cpu,)),
+                    *(c for nf in point.nfs for c in nf.cores)])
     ranked = sorted(point.cpus, key=lambda c: (load[c], -c))
     return tuple(sorted(ranked[:n]))
 
@@ -117,6 +118,12 @@ class DpdkPlane(DataPlane):
         # own thread (one switch thread: one queue), unless it hashes (ovs)
         return ("its ports' peers send every frame of a port to one queue (vhost-user and "
                 "memif have no RSS): switch = ovs hashes flows over an NF's queues")
+
+    @classmethod
+    def ends_queues_problem(cls, s: Scenario) -> str | None:
+        # the ends' vhost-user ports offer one queue pair (their front ends' queues)
+        return ("the tester's ends reach it through one queue pair each: endpoint_cores > 1 "
+                "runs on memif without NFs, or on a kernel data plane")
 
     @classmethod
     def input_problem(cls, s: Scenario) -> tuple[str, str] | None:

@@ -123,8 +123,8 @@ class KernelPlane(DataPlane):
         them has."""
         if api != "xdp" or cls.veth_queues:
             return None
-        return ("its NFs' interfaces have one queue each, and AF_XDP binds a thread to one "
-                "(nf_api raw, mmap or dpdk spreads a port's frames over threads on any interface)")
+        return ("its nodes' interfaces have one queue each, and AF_XDP binds a thread to one "
+                "(raw, mmap or dpdk spreads a port's frames over threads on any interface)")
 
     @classmethod
     def limit_problem(cls, api: str) -> str | None:

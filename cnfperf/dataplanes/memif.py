@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from cnfperf.dataplanes import dpdk_args
 from cnfperf.dataplanes.dpdk_base import DpdkPlane
+from typing import TYPE_CHECKING
+
 from cnfperf.plan import Port
+
+if TYPE_CHECKING:
+    from cnfperf.scenario import Scenario
 
 
 class MemifPlane(DpdkPlane):
@@ -31,6 +36,16 @@ class MemifPlane(DpdkPlane):
 
     # memif's rings live in memory its two processes share: no guest is one of them.
     vm_refusal = "memif's shared memory does not reach into a virtual machine"
+
+    @classmethod
+    def ends_queues_problem(cls, s: Scenario) -> str | None:
+        # A memif queue reaches the same queue of its peer, and the engine opens
+        # as many as it polls: sender and receiver on one link, queue to queue,
+        # keep each flow on one queue. An NF between them polls one queue.
+        if s.nfs:
+            return ("an NF between the ends polls one queue of each port, and memif takes a "
+                    "queue to the same queue of its peer: endpoint_cores > 1 runs without NFs")
+        return None
 
     def vdev(self, port: Port) -> str:
         index, link = self.link_of(port)

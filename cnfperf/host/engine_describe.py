@@ -52,6 +52,9 @@ class Api:
     l2: bool            # frames with the headers the engine builds (not udp)
     needs_iface: bool
     options: tuple[Option, ...]
+    # a thread per queue of a port (nf, send, recv --threads); None: an engine
+    # built before --describe said
+    queues: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -102,8 +105,8 @@ def parse(text: str) -> Description:
     return Description(
         version=str(d["version"]),
         roles={r.pop("name"): r for r in d["roles"]},
-        apis=tuple(Api(a["name"], a["l2"], a["needs_iface"], tuple(map(_option, a["options"])))
-                   for a in d["apis"]),
+        apis=tuple(Api(a["name"], a["l2"], a["needs_iface"], tuple(map(_option, a["options"])),
+                       a.get("queues")) for a in d["apis"]),
         known_apis=tuple(d["known_apis"]),
         nfs=tuple(EngineNf(**k) for k in d["nfs"]),
         polls=tuple(PollMode(**m) for m in d["polls"]),

@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 from cnfperf import __version__
 from cnfperf.host import cgroups, tools
 from cnfperf.host.builds import Build, facts as build_facts
+from cnfperf.host.engine_describe import DescribeError, describe
 from cnfperf.fields import APIS
 from cnfperf.host.system import CommandFailed, is_static_elf, mounts, run
 
@@ -34,6 +35,9 @@ class EngineFacts:
     # Its NF kinds (--version's `nfs`); None when it does not say (built before
     # it did): unknown, not none.
     nfs: list[str] | None = None
+    # Its apis that poll a queue per thread (nf_cores, endpoint_cores: --describe);
+    # None when it does not say.
+    queues: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -157,11 +161,23 @@ def engine_facts(engine: Path | None) -> EngineFacts:
         nfs = info.get("nfs")
         return EngineFacts(path=str(engine), version=str(info["version"]),
                            apis=list(info.get("apis", [])),
-                           nfs=[str(n) for n in nfs] if isinstance(nfs, list) else None)
+                           nfs=[str(n) for n in nfs] if isinstance(nfs, list) else None,
+                           queues=_queue_apis(engine))
     except (json.JSONDecodeError, IndexError, KeyError, TypeError):
         said = out.strip().splitlines()[:1] or ["no output"]
         return EngineFacts(path=str(engine), problem=f"{engine} --version gave no version "
                                                      f"JSON ({said[0][:80]})")
+
+
+def _queue_apis(engine: Path) -> list[str] | None:
+    """The engine's apis that poll a queue of a port per thread, as --describe says."""
+    try:
+        apis = describe(engine).apis
+    except DescribeError:
+        return None
+    if any(a.queues is None for a in apis):
+        return None
+    return [a.name for a in apis if a.queues]
 
 
 def _run(argv: list[str]) -> str | None:
@@ -387,7 +403,8 @@ def _engine(e: EngineFacts) -> str:
     if e.problem:
         return e.problem + (f" ({e.path})" if e.path else "")
     return f"{e.version} at {e.path}; apis {' '.join(e.apis)}" + \
-        (f"; nfs {' '.join(e.nfs)}" if e.nfs is not None else "")
+        (f"; nfs {' '.join(e.nfs)}" if e.nfs is not None else "") + \
+        (f"; a queue per core on {' '.join(e.queues)} (nf_cores, endpoint_cores)" if e.queues else "")
 
 
 def _cpulist(cpus: list[int]) -> str:

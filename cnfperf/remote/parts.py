@@ -64,9 +64,7 @@ class RemoteContainer:
 
     def placed(self, node: N) -> N:
         """The node as its host placed it: on that host's cores."""
-        if isinstance(node, NF):
-            return replace(node, cpu=self.cpu, cores=self.cores or node.cores)
-        return replace(node, cpu=self.cpu)
+        return replace(node, cpu=self.cpu, cores=self.cores or node.cores)
 
     def destroy(self) -> None:
         """Nothing here: the agent removes its host's part (Part's teardown)."""

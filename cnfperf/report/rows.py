@@ -143,7 +143,7 @@ PATH_FIELDS = ("nfs", "tester", "poll")
 # How the path's CPU was set up: another curve too, shown as `name=value`
 # (`ovs switch_in=container pin=no`), the defaults left out unless they vary.
 CPU_FIELDS = {"switch_in": "host", "switch_cores": 1, "switch_rxq": 1, "nf_cores": 1,
-              "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
+              "endpoint_cores": 1, "pin": True, "noise": "none", "noise_on": "other", "quota_period": 100_000}
 # Where the path's nodes ran, how a pod's ports were attached, and how its VMs
 # did: each another curve
 # (`ovs 1×l2 nf_in=vm`, `… accel=tcg`): KVM and emulated points never average.

@@ -35,7 +35,7 @@ def switch_key(point: TestPoint) -> str:
         "links": [[_port(link.a), _port(link.b), link.first_is_a]
                   for link in point.links_joined_here()],
         "cpus": list(point.cpus),
-        "engines": [[ep.name, ep.cpu] for ep in point.engines],
+        "engines": [[ep.name, ep.cpu, *([list(ep.cores)] if ep.cores else [])] for ep in point.engines],
         "nfs": [[nf.name, list(nf.cores)] for nf in point.nfs],
         "nics": [list(n) for n in point.nics],
     }
@@ -43,7 +43,8 @@ def switch_key(point: TestPoint) -> str:
 
 
 def _port(port: Any) -> list[Any]:
-    return [port.name, port.node, port.mac, port.api, port.slot, port.vm, port.host]
+    return [port.name, port.node, port.mac, port.api, port.slot, port.vm, port.host,
+            *([port.queues] if port.queues > 1 else [])]
 
 
 def keepable(point: TestPoint) -> bool:

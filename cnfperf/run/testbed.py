@@ -151,10 +151,8 @@ class Testbed:
         if isinstance(c, parts.RemoteContainer):   # placed on its host's cores
             return c.placed(node)
         # a container's cores are the host's (a pod's those its kubelet gave)
-        if isinstance(node, NF):
-            cores = tuple(c.guest_cpu(core) for core in node.cores)
-            return replace(node, cpu=c.guest_cpu(node.cpu), cores=cores)
-        return replace(node, cpu=c.guest_cpu(node.cpu))
+        cores = tuple(c.guest_cpu(core) for core in node.cores)
+        return replace(node, cpu=c.guest_cpu(node.cpu), cores=cores)
 
     def floating(self, node: str) -> tuple[int, ...]:
         """What an unpinned NF's threads float over (TestPoint.floating); in a
@@ -370,7 +368,7 @@ class Builder:
             made(n)
             # A tester end's one process is the engine, which can be its init.
             bed.nodes[ep.name] = Tester(ep, self._container(
-                self.runtime_of(ep, s), FULL, bed, ep.name, (ep.cpu,),
+                self.runtime_of(ep, s), FULL, bed, ep.name, ep.cores or (ep.cpu,),
                 Quota.of(s.of_pair(ep.pair).endpoint_quota, s.quota_period), teardown,
                 lazy=True))
         for n, nf in enumerate(nfs_here, len(engines)):

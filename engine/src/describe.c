@@ -40,6 +40,7 @@ static void roles(struct json *j)
 		json_bool(j, "path", r->path);
 		json_bool(j, "threads", r->threads);
 		json_bool(j, "peer_stamps", r->peer_stamps);
+		json_bool(j, "queues", r->queues);
 		json_close(j, '{');
 	}
 	json_close(j, '[');
@@ -65,6 +66,7 @@ static void apis(struct json *j)
 		json_str(j, "name", ops->name);
 		json_bool(j, "l2", ops->l2);
 		json_bool(j, "needs_iface", ops->needs_iface);
+		json_bool(j, "queues", ops->queues);
 		json_open(j, "options", '[');
 		for (const struct api_opt *a = ops->opts; a && a->name; a++) {
 			json_open(j, NULL, '{');

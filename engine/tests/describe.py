@@ -7,8 +7,8 @@ import sys
 
 BOOLS = {
     "roles": ("generates", "end", "rx", "tx", "latency", "two_ports", "forwards", "path",
-              "threads", "peer_stamps"),
-    "apis": ("l2", "needs_iface"),
+              "threads", "peer_stamps", "queues"),
+    "apis": ("l2", "needs_iface", "queues"),
     "nfs": ("next_hop", "routed"),
     "polls": ("spins", "sleeps", "paced", "interrupts"),
 }

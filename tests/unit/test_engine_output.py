@@ -130,3 +130,24 @@ def test_an_engine_nf_on_one_core_has_one_queue_and_thread():
     assert [p.queues for p in nf.ports] == [1, 1]
     args = nf_argv("e", nf, [Attachment(mac=p.mac, iface=p.name) for p in nf.ports], ("a", "b"), s)
     assert "--threads" not in args and option(args, "--cpu") == str(nf.cpu)
+
+
+def test_ends_on_two_cores_poll_a_queue_of_their_port_per_core():
+    """endpoint_cores = 2: each end takes two cores in a row (receiver first),
+    its port two queues, its engine a thread per queue pinned to them; the NF
+    takes the cores after the ends', and the plan counts a poller per queue."""
+    from cnfperf import nfs
+    from cnfperf.plan import place
+    from harness import scenarios
+    [s] = scenarios(None, {"api": "raw", "flows": 4, "endpoint_cores": 2, "nfs": 1,
+                           "tester": "split"})
+    point = place(s, "1a2b", host_cpus=(0, 1, 2, 3, 4, 5), nf=nfs.find(s.nf))
+    [pair] = point.pairs
+    snd, rcv = pair.sender, pair.receiver
+    assert (rcv.cores, snd.cores, pair.nfs[0].cores) == ((0, 1), (2, 3), (4,))
+    assert snd.port.queues == rcv.port.queues == 2
+    assert point.pollers == 5
+    att = {ep.name: Attachment(mac=ep.mac, iface=ep.name) for ep in pair.endpoints}
+    for ep, peer in ((snd, rcv), (rcv, snd)):
+        args = argv("e", ep, [att[ep.name]], peer, peer.mac, s)
+        assert option(args, "--threads") == "2" and option(args, "--cpu") == ",".join(map(str, ep.cores))

@@ -93,6 +93,25 @@ BAD_FLAGS = [
       "--nf-in", "pod"], "nf_cores"),
     (["--nfs", "1", "--nf", "l3", "--nf-cores", "2", "--policer", "engine", "--policer-rate", "10k"],
      "nf_cores"),
+    # the tester's ends on several cores: a queue each, which only the sender and
+    # receiver poll, on an api and data plane with queues, a flow a queue at least
+    (["--api", "raw", "--flows", "2", "--endpoint-cores", "3", "--cpus", "0-1"], "endpoint_cores"),
+    (["--api", "raw", "--flows", "1", "--endpoint-cores", "2"], "endpoint_cores"),
+    (["--api", "udp", "--flows", "2", "--endpoint-cores", "2"], "endpoint_cores"),
+    (["--api", "raw", "--flows", "2", "--endpoint-cores", "2", "--mode", "latency"],
+     "endpoint_cores"),
+    (["--api", "raw", "--flows", "2", "--endpoint-cores", "2", "--tester", "single",
+      "--nfs", "1"], "endpoint_cores"),
+    (["--api", "raw", "--flows", "2", "--endpoint-cores", "2", "--switch", "bridge",
+      "--policer", "tc", "--policer-rate", "10k"], "endpoint_cores"),
+    (["--api", "xdp", "--flows", "2", "--endpoint-cores", "2", "--switch", "veth"],
+     "endpoint_cores"),                                       # a veth's one queue
+    (["--api", "dpdk", "--flows", "2", "--endpoint-cores", "2", "--switch", "memif", "--nfs", "1"],
+     "endpoint_cores"),
+    (["--api", "dpdk", "--flows", "2", "--endpoint-cores", "2", "--switch", "ovs"],
+     "endpoint_cores"),
+    (["--api", "raw", "--flows", "2", "--endpoint-cores", "2", "--endpoint-in", "vm",
+      "--tester", "single"], "endpoint_cores"),
     (["--quota-period", "10"], "quota_period"),
     (["--nfs", "1", "--nf-quota", "0.5"], "nf_quota"),        # 500 µs a period: below 1 ms
     (["--nf-cores", "2", "--cpus", "0-1"], "nf_cores"),       # no NF to give them to

@@ -11,6 +11,7 @@ from cnfperf.dataplanes.dpdk_args import endpoint_mb
 from cnfperf.fields import AUTO, LOCAL, MAX_PORT, TESTERS, TX_PORT
 from cnfperf.plan import first_sport, has_vms, links_per_path, nf_places
 from cnfperf.run import fault
+from cnfperf.run.checks import ends
 from cnfperf.run.checks.dataplane import RINGS, dataplane_of, mismatch, switch_problem
 from cnfperf.run.checks.placement import (check_cpu, check_hosts, check_usable, in_machine,
                                           point_cpus, tester_crosses)
@@ -68,6 +69,7 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
     _check_switch(s, dataplane, point_cpus(s, cores))
     _check_rings(s, dataplane)
     check_cpu(s, dataplane, kind, point_cpus(s, cores))
+    ends.check(s, dataplane, len(point_cpus(s, cores)))
     # its own fields (vm_image), and what it asks of a cluster (after every
     # check that needs none)
     for runtime in RUNTIMES.values():

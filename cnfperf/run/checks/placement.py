@@ -85,9 +85,9 @@ def check_cpu(s: Scenario, dataplane: type[DataPlane], kind: nfs.NfKind | None,
         raise UserError("nf_cores", why)
     if s.nf_cores > cores:
         raise UserError("nf_cores", f"{s.nf_cores} cores per NF; the point has {cores}")
-    # The most each node's cpuset can give: a tester end has its core; an NF and
+    # The most each node's cpuset can give: a tester end its cores; an NF and
     # the switch's container their cores (dpdk_base: its poll cores), unpinned all.
-    most = {"endpoint_quota": 1, "nf_quota": s.nf_cores if s.pin else cores,
+    most = {"endpoint_quota": s.endpoint_cores, "nf_quota": s.nf_cores if s.pin else cores,
             "switch_quota": s.switch_cores if s.pin else cores}
     for name in quotas:
         try:
