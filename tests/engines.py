@@ -40,7 +40,7 @@ class EngineProcess:
     def __init__(self, argv: list, netns: str | None = None):
         prefix = ["ip", "netns", "exec", netns] if netns else []
         self.argv = prefix + [str(a) for a in argv]
-        self.held = "--hold" in self.argv
+        self.held = "--hold" in self.argv or "--keep" in self.argv
         self.proc = subprocess.Popen(
             self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             stdin=subprocess.PIPE if self.held else subprocess.DEVNULL)
@@ -92,6 +92,12 @@ class EngineProcess:
         """SIGINT, as the orchestrator stops receivers; the summary must still come."""
         self.proc.send_signal(signal.SIGINT)
         return self.summary(timeout)
+
+    def again(self, rate: float, duration: float = 0, warmup: float = 0) -> None:
+        """--keep: the next trial on the open ports (a generator's rate, duration
+        and warm-up; the others' pace)."""
+        self.proc.stdin.write(f"{rate:g} {duration:g} {warmup:g}\n")
+        self.proc.stdin.flush()
 
     def release(self, timeout: float = 30) -> None:
         """A held engine closes its port and exits 0 when its stdin ends."""

@@ -122,6 +122,27 @@ static struct api_conf api_conf2_of(const struct conf *cf, const struct api_conf
 	return c;
 }
 
+/* --keep, before another trial: what the ports' receive queues still hold
+ * (a frame of the last trial's that came after its summary) is let go, so
+ * the trial starts as on ports just opened. At most FLUSH_MAX frames a port. */
+#define FLUSH_MAX 1000000
+static void flush(struct api *const qapi[][2], unsigned queues)
+{
+	struct pkt pkts[API_MAX_BURST];
+
+	for (unsigned q = 0; q < queues; q++)
+		for (unsigned i = 0; i < 2; i++) {
+			struct api *a = qapi[q][i];
+			if (!a || !a->conf.rx)
+				continue;
+			for (unsigned got = 0, n; got < FLUSH_MAX; got += n) {
+				if (!(n = a->ops->rx_burst(a, pkts, API_MAX_BURST)))
+					break;
+				a->ops->release(a, pkts, (uint16_t)n);
+			}
+		}
+}
+
 int main(int argc, char **argv)
 {
 	struct conf cf;
@@ -180,16 +201,32 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cnfperf-engine: --cpu %d: cannot pin to that CPU\n", cf.cpu);
 		goto out;
 	}
-	/* another host's timestamps give no latency on ours (core/seq.h) */
-	if (run_init(&r, &cf, a, &clk, cf.role->latency && !cf.clock_other))
-		goto out;
-	r.api2 = a2;
-	r.queues = queues;
-	memcpy(r.qapi, qapi, sizeof(qapi));
-	r.open_ns = open_ns;
-	rc = cf.role->run(&r);
-	run_free(&r);
-	if (rc == 0 && cf.hold)
+	/* --keep: trial after trial on the open ports, each as a fresh engine's
+	 * (its own counters, trackers, timeline and records), until released */
+	for (;;) {
+		/* another host's timestamps give no latency on ours (core/seq.h) */
+		if (run_init(&r, &cf, a, &clk, cf.role->latency && !cf.clock_other)) {
+			rc = 1;
+			break;
+		}
+		r.api2 = a2;
+		r.queues = queues;
+		memcpy(r.qapi, qapi, sizeof(qapi));
+		r.open_ns = open_ns;
+		rc = cf.role->run(&r);
+		run_free(&r);
+		if (rc != 0 || !cf.keep)
+			break;
+		int next = run_next(&cf);
+		if (next <= 0) {
+			rc = next < 0 ? 2 : 0;
+			break;
+		}
+		flush(qapi, queues);
+		/* what the last trial sent is no frame of this one's (core/seq.h) */
+		open_ns = mono_ns();
+	}
+	if (rc == 0 && cf.hold && !cf.keep)
 		run_hold();
 out:
 	for (unsigned q = queues; q-- > 0;) {   /* a dpdk port's first queue last */

@@ -439,6 +439,9 @@ const struct opt opts_common[] = {
 		  "another host's (learnt from the first frame; no one-way latency)" },
 	{ .name = "hold", .set = set_flag, AT(hold),
 	  .help = "after the summary keep the ports open, idle, until stdin ends or a signal" },
+	{ .name = "keep", .set = set_flag, AT(keep),
+	  .help = "as --hold, and each line on stdin runs another trial on the open ports:\n"
+		  "RATE DURATION WARMUP (a generator's; the others take RATE as their pace)" },
 	{ .name = "help", .letter = 'h', .ends = OPTS_HELP, .help = "this text" },
 	{ .name = "version", .ends = OPTS_VERSION, .help = "what this engine has, as one JSON line" },
 	{ .name = "describe", .ends = OPTS_DESCRIBE,

@@ -73,6 +73,7 @@ struct conf {
 	unsigned burst;
 	bool touch, quiet;
 	bool hold;                 /* keep the ports open after the summary until released */
+	bool keep;                 /* and run the next trial a line on stdin asks for (run_next) */
 	bool clock_other;          /* --clock other: the peer stamps frames on another host's clock */
 	double duration, warmup, drain, interval;
 	double settle;             /* client, tester: at most this long for the path to carry a frame */

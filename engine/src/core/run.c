@@ -57,6 +57,65 @@ void run_hold(void)
 	}
 }
 
+/* One line of stdin, a byte at a time (the next trial's line comes only after
+ * this trial's summary: nothing is read ahead). 1: a line; 0: end of file or a
+ * signal; -1: a line too long. */
+static int read_line(char *buf, size_t size)
+{
+	size_t n = 0;
+
+	fflush(stdout);
+	while (!run_stop) {
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		int k = poll(&p, 1, 100);   /* the timeout bounds the race with the flag */
+
+		if (k < 0 && errno != EINTR)
+			return 0;
+		if (k <= 0)
+			continue;
+		char c;
+		ssize_t got = read(STDIN_FILENO, &c, 1);
+		if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN))
+			return 0;
+		if (got < 0)
+			continue;
+		if (c == '\n') {
+			buf[n] = '\0';
+			return 1;
+		}
+		if (n + 1 == size)
+			return -1;
+		buf[n++] = c;
+	}
+	return 0;
+}
+
+int run_next(struct conf *cf)
+{
+	char line[128], end;
+	double rate, duration, warmup;
+
+	run_stop = 0;
+	int got = read_line(line, sizeof(line));
+	if (got <= 0) {
+		if (got < 0)
+			fprintf(stderr, "cnfperf-engine: --keep: a line longer than %zu bytes\n", sizeof(line));
+		return got;
+	}
+	if (sscanf(line, "%lf %lf %lf %c", &rate, &duration, &warmup, &end) != 3 || rate < 0 ||
+	    duration < 0 || warmup < 0 || (cf->onoff && rate <= 0)) {
+		fprintf(stderr, "cnfperf-engine: --keep: '%s' is not RATE DURATION WARMUP (pps, s, s; "
+			"a rate above 0 with --onoff)\n", line);
+		return -1;
+	}
+	cf->rate = rate;
+	if (cf->role->generates) {
+		cf->duration = duration;
+		cf->warmup = warmup;
+	}
+	return 1;
+}
+
 int run_pin(int cpu)
 {
 	cpu_set_t set;
@@ -78,6 +137,7 @@ int run_init(struct run *r, const struct conf *cf, struct api *a, const struct c
 	r->wake = UINT64_MAX;
 	r->poll.epfd = -1;       /* the role sets its poller up; until then it holds nothing */
 	r->t_next_anchor = clock_ticks() + clk->hz / REANCHOR_PER_S;
+	r->quiet_min = clock_s_to_ticks(clk, RUN_QUIET_MIN_S);
 	r->t_next = r->t_next_anchor;
 	stalls_init(&r->stalls, (uint64_t)((u128)cf->stall_us * clk->hz / 1000000u));
 	if ((r->conforms = cf->conformance.given))

@@ -15,7 +15,10 @@ struct probe {
 	_Atomic uint64_t tx_stop; /* tick the generator stopped at, 0 while sending */
 	struct rx_filter f;
 	struct rx_known known;    /* the headers its frames repeat (rx.h) */
-	uint64_t drain;           /* ticks */
+	uint64_t drain;           /* ticks: the longest the drain waits (--drain) */
+	uint64_t quiet_min;       /* ticks: the shortest silence that ends it (DRAIN_QUIET_MIN_S) */
+	uint64_t last_back;       /* tick of the last burst that brought frames */
+	uint64_t gap_max;         /* the longest silence between two such bursts in the window */
 	bool thread;              /* probe_poll() is a loop of its own (--threads 2): it counts its
 	                           * stalls; else it is the generator's idle time, whose loop does */
 	bool told;                /* pub.back is set: the return side's own copy, so that its
@@ -24,7 +27,7 @@ struct probe {
 };
 
 /* Runs the generator on tx and takes back into pr (api, flow_off and f set
- * by the role) until --drain after the last send; prints ready and summary,
+ * by the role) until the drain after the last send is over (probe.c); prints ready and summary,
  * latency of kind lat_kind ("rtt", "one_way"). Returns the exit code. */
 int probe_run(struct run *tx, struct probe *pr, const char *lat_kind);
 
