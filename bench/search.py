@@ -1,16 +1,20 @@
 """MLRsearch against the binary search: the same data plane, link and cores,
-each method run --reps times, 64-byte frames, the single tester.
+each method run --reps times, 64-byte frames.
 
-For each data plane (memif: the tester's DPDK ends and one NF between them, as a
-single tester cannot hold both ends of one memif link; ovs: OVS-DPDK between
-the tester's ends) and method, every repetition is a search for NDR and PDR (0.5 %) at a
+For each data plane (memif: the single tester's DPDK ends and one NF between
+them, as a single tester cannot hold both ends of one memif link; ovs: OVS-DPDK
+between the single tester's ends; veth: a udp sender and receiver on a veth
+shaped to 20 kpps by tbf) and method, every repetition is a search for NDR and PDR (0.5 %) at a
 goal width of 0.5 %: MLRsearch (search = csit) finds both in one search,
 bisect runs one search per goal (it finds one). Printed per data plane and
 method: the trials and the trial seconds a repetition took, its wall time, the
 median NDR and PDR, and their spread over the repetitions ((max − min) /
-median), then MLRsearch's against bisect's as ratios.
+median), then MLRsearch's against bisect's as ratios. --engine-keep yes,no runs
+each method with the engines kept across a point's trials and with fresh ones
+for every trial (engine_keep): wall / trial s says what the trials cost beside
+their traffic.
 
-    .venv/bin/python bench/search.py [--switch memif,ovs] [--reps 5]
+    .venv/bin/python bench/search.py [--switch memif,ovs,veth] [--reps 5] [--engine-keep yes,no]
         [--mlr-trial-duration 1] [--duration-sum 21] [--bisect-trial-duration 10]
         [--generator-tolerance 0.01] [--results DIR] [--methods csit,bisect]
 
@@ -31,12 +35,19 @@ from runs import pollers, stored_run
 GOALS = (("ndr", "ndr"), ("pdr", "pdr:0.5%"))
 
 
-# A single tester holds both ends of a memif link only with an NF between them.
-EXTRA = {"memif": ["--nfs", "1"]}
+# Each data plane's path. A single tester holds both ends of a memif link only
+# with an NF between them; veth: the udp ends on a veth shaped to 20 kpps (tbf),
+# a sender and a receiver of their own (what the single tester cannot be on udp).
+SETUPS = {
+    "memif": ["--switch", "memif", "--nfs", "1", "--api", "dpdk", "--tester", "single"],
+    "ovs": ["--switch", "ovs", "--api", "dpdk", "--tester", "single"],
+    "veth": ["--switch", "veth", "--api", "udp", "--tester", "split", "--limit", "20k",
+             "--search-max", "40k"],
+}
 
 
 def common(switch: str, trial_duration: float, args: argparse.Namespace) -> list[str]:
-    return ["--switch", switch, *EXTRA.get(switch, []), "--api", "dpdk", "--tester", "single",
+    return [*SETUPS[switch], "--engine-keep", args.keep_now,
             "--size", "64", "--precision", "0.005", "--trial-duration", f"{trial_duration:g}",
             "--warmup", "0.3", "--latency-at", "none",
             "--generator-tolerance", f"{args.generator_tolerance:g}"]
@@ -107,7 +118,10 @@ def percent(x: float | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--switch", default="memif,ovs")
+    parser.add_argument("--switch", default="memif,ovs", help=f"of {', '.join(SETUPS)}")
+    parser.add_argument("--engine-keep", default="yes",
+                        help="yes, no or yes,no: engines kept across a point's trials, or "
+                             "fresh for each (both: each method's rows twice)")
     parser.add_argument("--methods", default="csit,bisect",
                         help="which searches to run, of csit and bisect")
     parser.add_argument("--reps", type=int, default=5)
@@ -125,29 +139,37 @@ def main() -> None:
     unknown = set(args.methods.split(",")) - set(METHODS)
     if unknown:
         parser.error(f"--methods: {', '.join(sorted(unknown))}: not one of csit, bisect")
+    if set(args.switch.split(",")) - set(SETUPS):
+        parser.error(f"--switch: one or more of {', '.join(SETUPS)}")
+    keeps = args.engine_keep.split(",")
+    if set(keeps) - {"yes", "no"}:
+        parser.error("--engine-keep: yes, no or yes,no")
     tmp = args.results or Path(tempfile.mkdtemp(prefix="cnfperf-bench-"))
     print(f"runs stored in {tmp}", flush=True)
     for switch in args.switch.split(","):
         rows = {}
-        for method in args.methods.split(","):
+        for method, keep in ((m, k) for m in args.methods.split(",") for k in keeps):
             measure = METHODS[method]
+            args.keep_now = keep
+            name = method if len(keeps) == 1 else f"{method}/{'kept' if keep == 'yes' else 'fresh'}"
             reps = []
             for rep in range(args.reps):   # the methods in turns would mix warm states
-                r = measure(tmp / f"{switch}-{method}", switch, args)
+                r = measure(tmp / f"{switch}-{method}-{keep}", switch, args)
                 reps.append(r)
-                print(f"{switch} {method} rep {rep + 1}: NDR {mpps(r['ndr'])} "
+                print(f"{switch} {name} rep {rep + 1}: NDR {mpps(r['ndr'])} "
                       f"PDR {mpps(r['pdr'])} Mpps, {r['trials']} trials "
                       f"({r['invalid']} invalid), {r['trial_s']:.0f} trial s, "
                       f"{r['wall_s']:.0f} s wall ({r['pollers']})", flush=True)
-            rows[method] = reps
-        print(f"\n{switch}, 64 B, single tester, {args.reps} repetitions each, width "
+            rows[name] = reps
+        print(f"\n{' '.join(SETUPS[switch])}, 64 B, {args.reps} repetitions each, width "
               f"0.5%, generator tolerance {100 * args.generator_tolerance:g}%, trials of "
               f"{args.mlr_trial_duration:g} s (csit, {args.duration_sum:g} s at a load) and "
               f"{args.bisect_trial_duration:g} s (bisect)")
         print("(medians over the repetitions; NDR and PDR over those that found one, "
               "found: how many did)")
-        print(f"{'method':8} {'trials':>7} {'invalid':>7} {'trial s':>8} {'wall s':>7} "
-              f"{'NDR Mpps':>9} {'spread':>7} {'PDR Mpps':>9} {'spread':>7} {'found':>5}")
+        print(f"{'method':13} {'trials':>7} {'invalid':>7} {'trial s':>8} {'wall s':>7} "
+              f"{'wall/trial':>10} {'NDR Mpps':>9} {'spread':>7} {'PDR Mpps':>9} {'spread':>7} "
+              f"{'found':>5}")
         summary = {}
         for method, reps in rows.items():
             m = {k: statistics.median(r[k] for r in reps)
@@ -157,10 +179,11 @@ def main() -> None:
                 m[f"{goal}_spread"] = spread_of([r[goal] for r in reps])
             found = sum(r["ndr"] is not None and r["pdr"] is not None for r in reps)
             summary[method] = m
-            print(f"{method:8} {m['trials']:7.0f} {m['invalid']:7.0f} {m['trial_s']:8.0f} "
-                  f"{m['wall_s']:7.0f} {mpps(m['ndr']):>9} {percent(m['ndr_spread'])} "
+            print(f"{method:13} {m['trials']:7.0f} {m['invalid']:7.0f} {m['trial_s']:8.0f} "
+                  f"{m['wall_s']:7.0f} {m['wall_s'] / m['trial_s']:10.2f} "
+                  f"{mpps(m['ndr']):>9} {percent(m['ndr_spread'])} "
                   f"{mpps(m['pdr']):>9} {percent(m['pdr_spread'])} {found:>3}/{len(reps)}")
-        if len(summary) < 2:
+        if set(summary) != {"csit", "bisect"}:
             continue
         a, b = summary["csit"], summary["bisect"]
         print(f"csit / bisect: trial s {a['trial_s'] / b['trial_s']:.2f}, wall "

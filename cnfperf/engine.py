@@ -146,9 +146,22 @@ def _pace(s: Scenario) -> list[str]:
 
 def _tail(s: Scenario, eal: Sequence[str]) -> list[str]:
     """What every engine of the point is told last: how it waits for packets, to
-    hold its ports after its summary (the two-phase stop), its EAL arguments."""
+    hold its ports after its summary (the two-phase stop) and, kept across the
+    point's trials, to run the next one when told (engine_keep), its EAL arguments."""
     return [*(["--poll", s.poll] if s.poll != polls.ENGINE_DEFAULT else []), "--hold",
-            *(["--", *eal] if eal else [])]
+            *(["--keep"] if s.engine_keep else []), *(["--", *eal] if eal else [])]
+
+
+def trial_line(ep: Endpoint | NF, s: Scenario, warmup: float) -> str:
+    """The line that runs a kept engine's next trial (engine --keep): a sender's
+    rate, duration and warm-up; the others' pace (as argv() and nf_argv() give it)."""
+    s = s.of_pair(ep.pair)
+    if ep.role in ("send", "client", "tester"):
+        rate = s.rate.argv()
+    else:
+        pace = _pace(s)
+        rate = pace[1] if pace else "0"
+    return f"{rate} {s.duration:g} {warmup:g}\n"
 
 
 def port_args(ports: Sequence[Attachment]) -> list[str]:
@@ -311,6 +324,17 @@ class EngineOutput:
             self.records.append(record)
             if record["type"] in self._printed:
                 self._printed[record["type"]].set()
+
+    def renew(self, raw: IO[str]) -> None:
+        """A kept engine's next trial (engine --keep): its lines go to `raw` and
+        what it printed before is forgotten. Called while the engine, held after
+        its summary, prints nothing: before its next trial's line is sent."""
+        self.raw = raw
+        self.records.clear()
+        self.problems.clear()
+        self.lines.clear()
+        for event in self._printed.values():
+            event.clear()
 
     def printed(self, record: str) -> threading.Event:
         """Set once the engine has printed a `ready` (or `summary`) record."""

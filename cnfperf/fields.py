@@ -191,6 +191,10 @@ FIELDS: list[Field] = [
     Field("switch_keep", "bool", True, "keep the switch up between consecutive points of a "
           "run whose switch is made alike (its counters reset, its state checked); no: a "
           "fresh switch for every point", axis=45, column="", late=True),
+    Field("engine_keep", "bool", True, "keep a point's engines up between its trials (a "
+          "search's, latency at its loads): started once, each later trial's rate, duration "
+          "and warm-up told over their stdin, where every node is an engine in a container "
+          "of this host and no fault is injected; no: fresh engines for every trial", axis=61, column="", late=True),
     Field("pin", "bool", True, "pin the switch and the network functions to their planned "
           "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
           label="named", switch_config=True),

@@ -277,6 +277,7 @@ class Run:
             directory.mkdir(parents=True)
             trials = Trials(bed, directory, teardown, self._report, self.opts.trial)
             result, _ = strategies.choose(point.scenario).run(trials, point.scenario)
+            trials.close()
             return result
         finally:
             with self.signals.holding():
@@ -337,6 +338,7 @@ class Run:
                         keep=lambda rows: self.store.keep_soak(self.run_id, point.index, rows),
                         kept=lambda: self.store.soak(self.run_id, point.index))
         measured = strategies.choose(point.scenario).run(trials, point.scenario)
+        trials.close()   # its kept engines close their ports (run/kept.py)
         builder.keeper.passed(point)   # its switch may serve the next point
         return measured
 

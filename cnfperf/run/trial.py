@@ -3,8 +3,9 @@
     receivers, then network functions from the receiver's side (wait for `ready`;
     on kernel interfaces all at once)
     -> the noisy neighbour, if any -> senders (wait for their summaries)
-    -> stop the neighbour -> drain
-    -> SIGINT engine network functions and receivers (summaries; they hold)
+    -> stop the neighbour
+    -> SIGINT engine network functions and receivers (they take what is still on
+       its way until it stops coming, then their summaries; they hold)
     -> SIGINT command network functions, from the sender's side (they exit)
     -> read counters
     -> release senders, network functions, receivers (they close their ports and exit)
@@ -17,7 +18,11 @@ close them. Senders go first and are gone before the next node on the path
 closes, so no two ends of one link tear it down at once.
 
 Each engine's stop is on the point's Teardown from the moment it starts, for
-the way out of a failure; a trial that ends well leaves none running.
+the way out of a failure; a trial that ends well leaves none running, unless
+the point keeps its engines across its trials (engine_keep: kept.py): then
+they stay held after the first phase, and the next trial, instead of starting
+them, sends each a line (receivers first, as they would be started): its
+rate, duration and warm-up.
 """
 from __future__ import annotations
 
@@ -34,13 +39,15 @@ from typing import Any
 from cnfperf import SystemFailure, nfs
 from cnfperf.host import kernel_drops, udp_errors
 from cnfperf.run import cpu, fault as faults
-from cnfperf.engine import INTERVAL, EngineOutput, argv as engine_argv
+from cnfperf.engine import INTERVAL, EngineOutput, argv as engine_argv, trial_line
 from cnfperf.experiments import stats
 from cnfperf.fields import LOCAL
 from cnfperf.plan import NF, Endpoint, Pair, TestPoint, nf_hosts
 from cnfperf.results import model
 from cnfperf.scenario import Scenario, profile, tester_hosts
 from cnfperf.strategies.base import Watch
+from cnfperf.run import kept as keeping
+from cnfperf.run.kept import KeptEngines
 from cnfperf.run.teardown import Teardown
 from cnfperf.run.testbed import Testbed
 
@@ -48,7 +55,6 @@ READY_TIMEOUT = 15.0    # container start + engine opening its api
 EXIT_MARGIN = 10.0      # beyond warm-up + duration (+ client drain) for a sender to end
 # An engine's failure quotes at most its last FAILED_LINES lines, FAILED_CHARS characters.
 FAILED_LINES, FAILED_CHARS = 8, 1200
-DRAIN = 0.3             # frames still in flight when the last sender ends
 STOP_TIMEOUT = 5.0      # for a receiver to print its summary after SIGINT, or to exit once released
 CLIENT_DRAIN = 0.5      # the engine's default --drain
 TRAFFIC_SLACK = 0.05    # s: a receiver's clock starts at its first frame, not the sender's
@@ -82,9 +88,11 @@ Report = Callable[[Progress], None]
 
 
 def run(bed: Testbed, s: Scenario, out: Path, teardown: Teardown, report: Report,
-        detail: str = "", watch: Watch | None = None) -> model.PointResult:
-    """One trial of `s` on the testbed; the engines' files go to `out`."""
-    return Trial(bed, s, out, teardown, report, detail, watch).run()
+        detail: str = "", watch: Watch | None = None,
+        kept: KeptEngines | None = None) -> model.PointResult:
+    """One trial of `s` on the testbed; the engines' files go to `out`. With
+    `kept`, on the engines an earlier trial kept, and they stay after it (kept.py)."""
+    return Trial(bed, s, out, teardown, report, detail, watch, kept).run()
 
 
 RunTrial = Callable[..., model.PointResult]
@@ -104,6 +112,12 @@ class Trials:
         self.trial = trial
         self._keep = keep
         self._kept = kept
+        # the point's engines, kept across its trials where it allows (kept.py)
+        s = bed.point.scenario
+        self.engines: KeptEngines | None = None
+        self.fresh_because = keeping.refusal(s, nfs.kind(s.nf) if s.nfs else None)
+        if trial is run and self.fresh_because is None:
+            self.engines = KeptEngines(patience=lambda name: bed.container(name).slowdown)
 
     def measure(self, s: Scenario, name: str = "", detail: str = "",
                 watch: Watch | None = None) -> model.PointResult:
@@ -113,9 +127,19 @@ class Trials:
         if name:
             out = self.directory / name
             out.mkdir()
+        if self.engines is not None:
+            if not self.engines.fits(s):   # made for another trial than this one
+                self.engines.release()
+            return self.trial(self.bed, s, out, self.teardown, self.report, detail, watch,
+                              self.engines)
         if watch is None:
             return self.trial(self.bed, s, out, self.teardown, self.report, detail)
         return self.trial(self.bed, s, out, self.teardown, self.report, detail, watch)
+
+    def close(self) -> None:
+        """The point's trials are over: its kept engines go (their ports close)."""
+        if self.engines is not None:
+            self.engines.release()
 
     def keep(self, rows: list[dict]) -> None:
         """Rows that outlive an interruption of the point: stored now."""
@@ -132,8 +156,11 @@ class Trials:
 
 class Trial:
     def __init__(self, bed: Testbed, s: Scenario, out: Path, teardown: Teardown,
-                 report: Report, detail: str = "", watch: Watch | None = None):
+                 report: Report, detail: str = "", watch: Watch | None = None,
+                 kept: KeptEngines | None = None):
         self.bed = bed
+        self.kept = kept
+        self.resumed = kept is not None and kept.running   # on engines an earlier trial kept
         self.s = s
         self.watch = watch
         self._seen = 0   # engine records the watcher has been shown
@@ -150,8 +177,22 @@ class Trial:
         self.fault: faults.Fault | None = None
         self.kernel: dict[str, dict | None] = {}   # a kernel NF's counters over the trial
         self.routing: dict[str, dict] = {}   # what its daemons' sessions did over the trial
+        self.stderr: dict[str, Path] = {}    # each engine's stderr file
+        if self.resumed:
+            assert kept is not None
+            self.procs, self.outputs, self.nodes = kept.procs, kept.outputs, kept.nodes
+            self.commands, self.started_ns = kept.commands, kept.started_ns
+            self.stderr = kept.stderr
 
     def run(self) -> model.PointResult:
+        try:
+            return self._run()
+        except BaseException:
+            if self.kept is not None:   # what failed mid-trial is no trial's to keep
+                self.kept.abandon()
+            raise
+
+    def _run(self) -> model.PointResult:
         # A noise stream's pair (noise = traffic) runs like the others, unmeasured.
         pairs = self.bed.point.paths
         # A single tester is its pair's sender and receiver in one engine.
@@ -202,10 +243,9 @@ class Trial:
         except SystemFailure as e:   # what is only written down does not fail a point
             queues = []
             self.report(Progress(self.bed.point, "trial", detail=f"no queue map: {e}"))
-        if receivers:
-            # A single tester has waited its own --drain for the frames still
-            # in flight before its summary: only receivers of their own need this.
-            time.sleep(DRAIN)
+        # What is still on its way the receivers and NFs take before their
+        # summaries: they drain until it has stopped coming (the engine's
+        # run_keep_going), as a single tester does before its own.
         engine_nfs = [nf for nf in in_path if self.commands[nf.name].records]
         self._stop(engine_nfs + receivers)
         self._watched()   # the receivers' last intervals came with their summaries
@@ -218,12 +258,13 @@ class Trial:
         udp_after = self._udp_counters()
         self.kernel = {nf: kernel_drops.delta(kernel_before.get(nf), counters)
                        for nf, counters in self._kernel_counters().items()}
-        # No engine polls any more: ports may close now.
-        self._release(senders)
-        # From the sender's side, one depth at a time: no two ends of a link close at once.
-        for depth in range(self.s.nfs):
-            self._release([p.nfs[depth] for p in pairs if p.nfs[depth] in engine_nfs])
-        self._release(receivers)
+        # No engine polls any more: ports may close now. From the sender's side,
+        # one depth at a time: no two ends of a link close at once.
+        order = [senders, *([p.nfs[depth] for p in pairs if p.nfs[depth] in engine_nfs]
+                            for depth in range(self.s.nfs)), receivers]
+        if self.kept is None:
+            for group in order:
+                self._release(group)
         result = self._result(before, after)
         result.queues = queues
         result.fault, result.noise = fault_record, noise_record
@@ -231,6 +272,14 @@ class Trial:
             for column, n in udp_errors.dropped(udp_before.get(m.endpoint),
                                                 udp_after.get(m.endpoint)).items():
                 setattr(m, column, n)
+        if self.kept is not None:   # they stay for the next trial, held (kept.py)
+            for out in self.outputs.values():
+                out.raw.close()
+            self.kept.keep(self.s, [[ep.name for ep in group] for group in order],
+                           {"procs": self.procs, "outputs": self.outputs, "nodes": self.nodes,
+                            "commands": self.commands, "started_ns": self.started_ns,
+                            "stderr": self.stderr})
+            return result
         # Every engine has exited and been read: a search's many trials must not
         # keep two descriptors per engine open until the point ends.
         for ep, out in self.outputs.items():
@@ -306,6 +355,8 @@ class Trial:
     def _start(self, ep: Endpoint, peer: Endpoint, hop: str) -> None:
         """Start ep's engine; `hop`: the MAC its frames go to next (its peer's, or
         the nearest network function's)."""
+        if self.resumed:
+            return self._again(ep)
         engine = self.bed.container(ep.name).engine
         # each pair's engines run its own profile (engine.argv: Scenario.of_pair)
         self._spawn(ep, engine_argv(engine, self.bed.inside(ep), self.bed.ports(ep.name), peer,
@@ -313,6 +364,8 @@ class Trial:
 
     def _start_nf(self, nf: NF, pair: Pair) -> None:
         """Start a network function; its frames go to the ports next to its own."""
+        if self.resumed:
+            return self._again(nf)
         # The ports facing its own; a one-port NF (mirror) sends back where
         # frames came from: no next hops.
         hops = pair.hops(nf)
@@ -324,13 +377,31 @@ class Trial:
         self.commands[nf.name] = command
         self._spawn(nf, command.argv, records=command.records)
 
+    def _again(self, ep: Endpoint | NF) -> None:
+        """A kept engine's next trial: its records to this trial's file, and the
+        line that starts it (engine --keep)."""
+        line = trial_line(ep, self.s, self.s.warmup)
+        (self.out / f"{ep.name}.keep").write_text(line)
+        raw = open(self.out / f"{ep.name}.jsonl", "w")
+        self.teardown.push(None, raw.close)
+        self.outputs[ep.name].renew(raw)
+        proc = self.procs[ep.name]
+        if proc.poll() is not None:
+            raise self._failed(ep, f"exited with code {proc.returncode} between two trials")
+        try:
+            proc.stdin.write(line.encode())
+            proc.stdin.flush()
+        except OSError as e:
+            raise self._failed(ep, f"took no next trial ({e})") from None
+
     def _spawn(self, ep: Endpoint | NF, args: list[str], records: bool = True) -> None:
         container = self.bed.container(ep.name)
         (self.out / f"{ep.name}.argv.json").write_text(json.dumps(args) + "\n")
         raw = open(self.out / f"{ep.name}.{'jsonl' if records else 'out'}", "w")
         self.teardown.push(None, raw.close)
         self.started_ns[ep.name] = time.time_ns()
-        with open(self.out / f"{ep.name}.stderr", "wb") as err:
+        self.stderr[ep.name] = self.out / f"{ep.name}.stderr"
+        with open(self.stderr[ep.name], "wb") as err:
             proc = container.exec(args, stderr=err, stdin=subprocess.PIPE)
         out = EngineOutput(ep.name, raw, parse=records)
 
@@ -352,8 +423,8 @@ class Trial:
         the switch's state when it is gone: an engine on a vhost-user socket
         whose switch died fails first."""
         tail = ""
-        with contextlib.suppress(OSError):
-            lines = (self.out / f"{ep.name}.stderr").read_text(errors="replace").split("\n")
+        with contextlib.suppress(OSError, KeyError):
+            lines = self.stderr[ep.name].read_text(errors="replace").split("\n")
             tail = " | ".join([l for l in lines if l.strip()][-FAILED_LINES:])[-FAILED_CHARS:]
         problems = self.outputs[ep.name].problems
         if problems:
@@ -574,7 +645,8 @@ class Trial:
         engines = [*p.engines, *p.nfs]
         summaries = {}
         for ep in engines:
-            self.outputs[ep.name].join(STOP_TIMEOUT)
+            if self.kept is None:   # a kept engine's reader goes on: its summary is in
+                self.outputs[ep.name].join(STOP_TIMEOUT)
             summaries[ep.name] = self._summary(ep)
             if summaries[ep.name] is None:
                 raise self._failed(ep, "printed no summary")
@@ -599,6 +671,10 @@ class Trial:
                                       self.bed.create_s.get(nf.name),
                                       self.started_ns.get(nf.name), self._ready(nf))
                       for nf in p.nfs]
+        if self.kept is not None:   # how kept NFs started is their first trial's
+            for nf in nf_results:
+                nf.ready_s, nf.first_tx_s = self.kept.startup.setdefault(
+                    nf.name, (nf.ready_s, nf.first_tx_s))
         usage = self.meter.usage(cpu.packets(p, summaries),
                                  cpu.tsc_hz([self.outputs[ep.name].ready for ep in engines]))
         return model.PointResult(pairs=pairs, total=model.total(pairs),

@@ -28,6 +28,7 @@ def _trial(tmp_path, codes: dict[str, int | None], switch: str | None = None) ->
     t.procs = {name: Proc(code) for name, code in codes.items()}
     t.nodes = {name: NS(name=name, role="nf" if "n" in name else "send") for name in codes}
     t.outputs = {name: NS(join=lambda timeout: None, problems=[]) for name in codes}
+    t.stderr = {name: tmp_path / f"{name}.stderr" for name in codes}
     return t
 
 

@@ -415,3 +415,49 @@ def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine
     for r in series:
         assert r["offered_pps"] == 5000 and r["rx_packets"] > 0 and r["lat_p99_ns"] > 0
         assert r["loss_ratio"] == 0, series
+
+
+# A path with a rate it keeps to: a veth shaped by tbf (the udp ends), and a memif
+# pipeline through an engine NF that polices (DPDK, the single tester), its bucket
+# eight bursts deep: a sender that lost its core catches up that many back to back.
+KEPT_PATHS = {
+    "veth-tbf": ["--switch", "veth", "--api", "udp", "--limit", "20k"],
+    "memif-policer": ["--switch", "memif", "--api", "dpdk", "--nfs", "1", "--nf", "l2",
+                      "--tester", "single", "--policer", "engine", "--policer-rate", "20k",
+                      "--policer-bucket", "256"],
+}
+
+
+@pytest.mark.parametrize("path", list(KEPT_PATHS))
+def test_kept_engines_find_the_rate_fresh_ones_find(tmp_path, engine, no_leftovers, path):
+    """engine_keep: the same NDR search with the engines kept across its trials
+    (each later trial a line on their stdin) and with fresh ones
+    for every trial finds the path's 20 kpps alike; only the first trial of
+    the kept search starts engines."""
+    if path.startswith("memif"):
+        harness.require("dpdk-testpmd")   # DPDK (and hugepages)
+    found = {}
+    for keep in ("yes", "no"):
+        results = tmp_path / keep
+        done = cnfperf(results, "run", *KEPT_PATHS[path], "--rate", "ndr", "--search", "bisect",
+                       "--search-max", "40k", "--precision", "0.05", "--trial-duration", "0.3",
+                       "--warmup", "0.2", "--latency-at", "none", "--engine-keep", keep,
+                       "--json", timeout=300)
+        assert done.returncode == 0, done.stderr
+        run = json.loads(done.stdout)["run"]
+        [point] = run["points"]
+        assert point["search_verified"] == 1 and point["search_loss_ratio"] == 0, point["trials"]
+        found[keep] = point["search_rate_pps"]
+        point_dir = results / "runs" / run["id"] / "point0"
+        trials = sorted(point_dir.glob("trial*"), key=lambda d: int(d.name[5:]))
+        assert len(trials) == len(point["trials"]) > 3
+        started = [bool(list(d.glob("*.argv.json"))) for d in trials]
+        told = [bool(list(d.glob("*.keep"))) for d in trials]
+        if keep == "yes":
+            assert started == [True] + [False] * (len(trials) - 1), started
+            assert told == [False] + [True] * (len(trials) - 1), told
+        else:
+            assert all(started) and not any(told)
+    for keep, pps in found.items():
+        assert abs(pps - 20_000) <= 0.06 * 20_000, found
+    assert abs(found["yes"] - found["no"]) <= 0.06 * 20_000, found
