@@ -137,7 +137,7 @@ int run_init(struct run *r, const struct conf *cf, struct api *a, const struct c
 	r->wake = UINT64_MAX;
 	r->poll.epfd = -1;       /* the role sets its poller up; until then it holds nothing */
 	r->t_next_anchor = clock_ticks() + clk->hz / REANCHOR_PER_S;
-	r->quiet_min = clock_s_to_ticks(clk, RUN_QUIET_MIN_S);
+	drain_init(&r->drain, clock_s_to_ticks(clk, DRAIN_QUIET_MIN_S));
 	r->t_next = r->t_next_anchor;
 	stalls_init(&r->stalls, (uint64_t)((u128)cf->stall_us * clk->hz / 1000000u));
 	if ((r->conforms = cf->conformance.given))

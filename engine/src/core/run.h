@@ -13,6 +13,7 @@
 #include "bucket.h"
 #include "clock.h"
 #include "conf.h"
+#include "drain.h"
 #include "hist.h"
 #include "poll.h"
 #include "seq.h"
@@ -58,11 +59,9 @@ struct run {
 	uint64_t t_next;        /* earliest of the events below: run_tick() is due */
 	uint64_t t_next_ival, t_last_ival, t_next_anchor, ival;
 	uint64_t t_first_rx, t_last_rx, first_burst;
-	uint64_t t_drain_end;   /* receivers: set when a stop signal arrives (--drain's cap) */
+	uint64_t t_drain_end;   /* receivers: set when a stop signal arrives (RUN_DRAIN_S after it) */
 	uint64_t t_signal;      /* receivers: when it arrived */
-	uint64_t t_last_burst;  /* receivers: the last poll that brought frames */
-	uint64_t gap_max;       /* receivers: the longest silence between two such polls, measuring */
-	uint64_t quiet_min;     /* ticks of RUN_QUIET_MIN_S */
+	struct drain drain;     /* receivers: the silences their drain is held to (drain.h) */
 	uint64_t wake;          /* receivers: an idle poller is back by this tick (nf: its shaper's
 	                         * next departure); UINT64_MAX: whenever frames come */
 	struct counters c, prev;
@@ -114,22 +113,9 @@ void run_hold(void);
 int run_next(struct conf *cf);
 
 /* Receivers: whether to go on after this burst of n frames. After SIGINT or
- * SIGTERM they still take what is on its way (the orchestrator signals once
- * the sender is done, but its last packets may sit in a queue of the path, a
- * socket or a ring), until nothing has come for twice the longest silence
- * between two polls that brought frames while they measured (RUN_QUIET_MIN_S
- * at least: a path's queues empty in a stream, and one that stalled is given
- * as long again), RUN_DRAIN_S at most. */
+ * SIGTERM they still take what is on its way, until it stops coming (drain.h),
+ * RUN_DRAIN_S at most. */
 #define RUN_DRAIN_S 0.5
-#define RUN_QUIET_MIN_S 0.02
-static inline uint64_t run_quiet_end(const struct run *r)
-{
-	uint64_t quiet = 2 * r->gap_max > r->quiet_min ? 2 * r->gap_max : r->quiet_min;
-	uint64_t end = (r->t_last_burst > r->t_signal ? r->t_last_burst : r->t_signal) + quiet;
-
-	return end < r->t_drain_end ? end : r->t_drain_end;
-}
-
 static inline bool run_keep_going(struct run *r, uint16_t n, uint64_t now)
 {
 	if (!run_stop)
@@ -138,7 +124,7 @@ static inline bool run_keep_going(struct run *r, uint16_t n, uint64_t now)
 		r->t_signal = now;
 		r->t_drain_end = now + clock_s_to_ticks(&r->clk, RUN_DRAIN_S);
 	}
-	return now < (n ? r->t_drain_end : run_quiet_end(r));
+	return now < (n ? r->t_drain_end : drain_end(&r->drain, r->t_signal, r->t_drain_end));
 }
 
 /* Receivers (recv, server, nf), after each rx burst of n frames at tick now:
@@ -159,14 +145,16 @@ static inline enum rx_step run_rx_step(struct run *r, unsigned n, uint64_t now)
 			return RX_STOP;
 	}
 	if (!n) {
-		/* draining: back by the quiet's end at the latest */
-		uint64_t wake = r->t_drain_end && run_quiet_end(r) < r->wake ? run_quiet_end(r) : r->wake;
+		/* draining: back by its end at the latest */
+		uint64_t wake = r->wake;
+		if (r->t_drain_end) {
+			uint64_t end = drain_end(&r->drain, r->t_signal, r->t_drain_end);
+			wake = end < wake ? end : wake;
+		}
 		poller_empty(&r->poll, now, wake);
 		return RX_IDLE;
 	}
-	if (r->t_last_burst && r->measuring && !run_stop && now - r->t_last_burst > r->gap_max)
-		r->gap_max = now - r->t_last_burst;
-	r->t_last_burst = now;
+	drain_saw(&r->drain, now, r->measuring && !run_stop);
 	poller_got(&r->poll, now);
 	if (!r->started)
 		run_start(r, now);

@@ -24,11 +24,8 @@
  *
  * What comes back of the last packets is awaited after the last send (also
  * after SIGINT) until all of it is back (a lossless run waits no longer than
- * its last frame's trip), or until nothing has come back for twice the longest
- * silence between two returns in the measured window (DRAIN_QUIET_MIN_S at
- * least: a path's queues empty in a stream, and one that stalled in the window
- * is given as long again), --drain seconds at most; lost = sent - received
- * over the measured window. */
+ * its last frame's trip), or until it stops coming (core/drain.h), --drain
+ * seconds at most; lost = sent - received over the measured window. */
 #include "probe.h"
 #include "../core/json.h"
 
@@ -75,18 +72,6 @@ static void probe_more(struct run *r, struct json *j)
 		json_null(j, "settle_s");
 }
 
-#define DRAIN_QUIET_MIN_S 0.02
-
-/* The tick the drain after the generator's stop at `stop` ends: once nothing
- * has come back for the quiet time, --drain after the stop at most. */
-static uint64_t drain_end(const struct probe *pr, uint64_t stop)
-{
-	uint64_t quiet = 2 * pr->gap_max > pr->quiet_min ? 2 * pr->gap_max : pr->quiet_min;
-	uint64_t end = (pr->last_back > stop ? pr->last_back : stop) + quiet;
-
-	return end < stop + pr->drain ? end : stop + pr->drain;
-}
-
 /* One burst of what came back; false once the drain after the last send is
  * over, or once everything sent is back. An empty burst lets the poller
  * sleep or wait, until `until` at most. */
@@ -108,12 +93,9 @@ static bool probe_poll(struct probe *pr, uint64_t until)
 	if (stop)   /* the window is the generator's: over (after run_tick, which
 	             * would open it again where the rx run starts measuring late) */
 		r->stalls.on = false;
-	if (n) {   /* the silences the drain is held to (drain_end) */
-		if (pr->last_back && !stop && r->measuring && now - pr->last_back > pr->gap_max)
-			pr->gap_max = now - pr->last_back;
-		pr->last_back = now;
-	}
-	uint64_t end = stop ? drain_end(pr, stop) : UINT64_MAX;
+	if (n)
+		drain_saw(&pr->quiet, now, r->measuring && !stop);
+	uint64_t end = stop ? drain_end(&pr->quiet, stop, stop + pr->drain) : UINT64_MAX;
 	if (stop && (now >= end || all_back(pr))) {
 		if (n)
 			ops->release(a, pkts, n);
@@ -202,8 +184,7 @@ int probe_run(struct run *tx, struct probe *pr, const char *lat_kind)
 	pr->rx.collect_arg = pr;
 	pr->rx.summary_more = probe_more;
 	pr->drain = clock_s_to_ticks(&tx->clk, cf->drain);
-	pr->quiet_min = clock_s_to_ticks(&tx->clk, DRAIN_QUIET_MIN_S);
-	pr->last_back = pr->gap_max = 0;
+	drain_init(&pr->quiet, clock_s_to_ticks(&tx->clk, DRAIN_QUIET_MIN_S));
 	rx_known_init(&pr->known);
 	tx->reanchor = false;
 	tx->silent = true;

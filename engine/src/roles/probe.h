@@ -16,9 +16,7 @@ struct probe {
 	struct rx_filter f;
 	struct rx_known known;    /* the headers its frames repeat (rx.h) */
 	uint64_t drain;           /* ticks: the longest the drain waits (--drain) */
-	uint64_t quiet_min;       /* ticks: the shortest silence that ends it (DRAIN_QUIET_MIN_S) */
-	uint64_t last_back;       /* tick of the last burst that brought frames */
-	uint64_t gap_max;         /* the longest silence between two such bursts in the window */
+	struct drain quiet;       /* the silences it is held to (core/drain.h) */
 	bool thread;              /* probe_poll() is a loop of its own (--threads 2): it counts its
 	                           * stalls; else it is the generator's idle time, whose loop does */
 	bool told;                /* pub.back is set: the return side's own copy, so that its
