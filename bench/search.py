@@ -12,11 +12,12 @@ median NDR and PDR, and their spread over the repetitions ((max − min) /
 median), then MLRsearch's against bisect's as ratios. --engine-keep yes,no runs
 each method with the engines kept across a point's trials and with fresh ones
 for every trial (engine_keep): wall / trial s says what the trials cost beside
-their traffic.
+their traffic, and each repetition's line the median time a trial took beyond
+its warm-up and duration (from one trial's start to the next one's).
 
     .venv/bin/python bench/search.py [--switch memif,ovs,veth] [--reps 5] [--engine-keep yes,no]
         [--mlr-trial-duration 1] [--duration-sum 21] [--bisect-trial-duration 10]
-        [--generator-tolerance 0.01] [--results DIR] [--methods csit,bisect]
+        [--generator-tolerance 0.01] [--results DIR] [--methods csit,bisect] [--warmup 0.3]
 
 Each method with its defaults: MLRsearch's final trials of 1 s and 21 trial
 seconds to decide a load (CSIT's), bisect's trials as long as a point's
@@ -25,6 +26,7 @@ duration (10 s); set both trial durations alike to compare the searches alone.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -49,8 +51,24 @@ SETUPS = {
 def common(switch: str, trial_duration: float, args: argparse.Namespace) -> list[str]:
     return [*SETUPS[switch], "--engine-keep", args.keep_now,
             "--size", "64", "--precision", "0.005", "--trial-duration", f"{trial_duration:g}",
-            "--warmup", "0.3", "--latency-at", "none",
+            "--warmup", f"{args.warmup:g}", "--latency-at", "none",
             "--generator-tolerance", f"{args.generator_tolerance:g}"]
+
+
+def between(results: Path, run: dict, trials: list[dict], warmup: float) -> float | None:
+    """The median time a trial took beyond its traffic (its warm-up and
+    duration), the first trial's start left out: from one trial's `start`
+    record (its sender's warm-up began) to the next one's."""
+    point_dir = results / "runs" / run["id"] / "point0"
+    starts = {}
+    for t in trials:
+        for f in (point_dir / f"trial{t['n']}").glob("*.jsonl"):
+            for line in f.read_text().splitlines():
+                if '"type": "start"' in line:
+                    starts[t["n"]] = json.loads(line)["wall_ns"] / 1e9
+    gaps = [starts[b["n"]] - starts[a["n"]] - warmup - a["duration"]
+            for a, b in zip(trials, trials[1:]) if a["n"] in starts and b["n"] in starts]
+    return statistics.median(gaps) if gaps else None
 
 
 def mlr(results: Path, switch: str, args: argparse.Namespace) -> dict:
@@ -64,11 +82,12 @@ def mlr(results: Path, switch: str, args: argparse.Namespace) -> dict:
     return {"ndr": ndr["conditional_pps"], "pdr": pdr["conditional_pps"],
             "trials": len(trials), "trial_s": sum(t["duration"] for t in trials),
             "invalid": sum(not t["valid"] for t in trials),
-            "wall_s": time.monotonic() - start, "pollers": pollers(point)}
+            "wall_s": time.monotonic() - start, "pollers": pollers(point),
+            "between_s": between(results, run, point["trials"], args.warmup)}
 
 
 def bisect(results: Path, switch: str, args: argparse.Namespace) -> dict:
-    out: dict = {"trials": 0, "trial_s": 0.0, "invalid": 0}
+    out: dict = {"trials": 0, "trial_s": 0.0, "invalid": 0, "between_s": None}
     start = time.monotonic()
     for name, rate in GOALS:
         run = stored_run(results, *common(switch, args.bisect_trial_duration, args),
@@ -128,6 +147,8 @@ def main() -> None:
     parser.add_argument("--mlr-trial-duration", type=float, default=1.0)
     parser.add_argument("--duration-sum", type=float, default=21.0)
     parser.add_argument("--bisect-trial-duration", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=0.3,
+                        help="every trial's warm-up, s (default 0.3)")
     parser.add_argument("--generator-tolerance", type=float, default=0.01,
                         help="both methods' (default 0.01, cnfperf's; where the tester's "
                              "pollers fill every core, a 1 s trial's sender loses 1-3 %% to "
@@ -156,10 +177,12 @@ def main() -> None:
             for rep in range(args.reps):   # the methods in turns would mix warm states
                 r = measure(tmp / f"{switch}-{method}-{keep}", switch, args)
                 reps.append(r)
+                beyond = (f", {r['between_s']:.3f} s a trial beyond its traffic"
+                          if r["between_s"] is not None else "")
                 print(f"{switch} {name} rep {rep + 1}: NDR {mpps(r['ndr'])} "
                       f"PDR {mpps(r['pdr'])} Mpps, {r['trials']} trials "
                       f"({r['invalid']} invalid), {r['trial_s']:.0f} trial s, "
-                      f"{r['wall_s']:.0f} s wall ({r['pollers']})", flush=True)
+                      f"{r['wall_s']:.0f} s wall{beyond} ({r['pollers']})", flush=True)
             rows[name] = reps
         print(f"\n{' '.join(SETUPS[switch])}, 64 B, {args.reps} repetitions each, width "
               f"0.5%, generator tolerance {100 * args.generator_tolerance:g}%, trials of "
