@@ -4,7 +4,7 @@ across points (keep.py).
 A search runs tens of one-second trials on one testbed; starting every engine
 for each (a container's process, DPDK's EAL, a memif or vhost-user handshake)
 and stopping it again cost more than the trial. So the first trial starts the
-engines with --keep, and where the point allows it (keeps()) they stay after
+engines with --keep, and where the point allows it (refusal(): none) they stay after
 it: held, ports open, polling nothing (the two-phase stop's first phase). The
 next trial renews each one's output (its records go to the trial's files) and
 sends it a line, RATE DURATION WARMUP, in the order a trial starts them
@@ -42,7 +42,7 @@ def refusal(s: Scenario, kind: nfs.NfKind | None) -> str | None:
     if not s.engine_keep:
         return "engine_keep = no"
     if kind is not None and s.nfs and (not kind.records or kind.kernel):
-        return f"nf {s.nf} is not the engine's: it runs until stopped"
+        return f"nf {s.nf} is not the engine's (only an engine takes its next trial on stdin)"
     if s.fault != "none":
         return "a fault's trial starts from fresh engines"
     if {*tester_hosts(s), s.dut_host, *nf_hosts(s)} != {LOCAL}:

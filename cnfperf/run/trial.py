@@ -118,6 +118,7 @@ class Trials:
         self.fresh_because = keeping.refusal(s, nfs.kind(s.nf) if s.nfs else None)
         if trial is run and self.fresh_because is None:
             self.engines = KeptEngines(patience=lambda name: bed.container(name).slowdown)
+        self.trials = 0
 
     def measure(self, s: Scenario, name: str = "", detail: str = "",
                 watch: Watch | None = None) -> model.PointResult:
@@ -127,6 +128,9 @@ class Trials:
         if name:
             out = self.directory / name
             out.mkdir()
+        self.trials += 1
+        if self.trials == 2 and self.fresh_because and s.engine_keep:
+            self.say(f"fresh engines for every trial: {self.fresh_because}")
         if self.engines is not None:
             if not self.engines.fits(s):   # made for another trial than this one
                 self.engines.release()
