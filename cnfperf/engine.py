@@ -58,7 +58,7 @@ def argv(engine: str, ep: Endpoint, ports: Sequence[Attachment], peer: Endpoint,
     args += ["--src-mac", ports[0].mac, "--src-ip", src_ip, "--sport", str(ep.udp_port),
              "--dst-mac", hop, "--dst-ip", dst_ip, "--dport", str(peer.udp_port),
              "--size", str(s.size), "--burst", str(s.burst), "--flows", str(s.flows),
-             "--cpu", ",".join(map(str, ep.cores or (ep.cpu,))), "--interval", f"{INTERVAL:g}"]
+             "--cpu", ",".join(map(str, ep.all_cores)), "--interval", f"{INTERVAL:g}"]
     if ep.queues > 1:   # a thread per queue of its port, one per core (endpoint_cores)
         args += ["--threads", str(ep.queues)]
     if ep.receives_first:

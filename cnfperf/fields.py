@@ -251,8 +251,9 @@ FIELDS: list[Field] = [
           optional=True),
     Field("endpoint_cores", "int", 1, "cores per tester end (tester = split, mode = throughput): "
           "its engine polls a queue of its port per core, the sender dealing its flows out to "
-          "them (flow f on queue f mod endpoint_cores, flows at least as many), the receiver "
-          "taking each flow on one queue (api raw, mmap, xdp or dpdk)", axis=60, ge=1, le=8,
+          "them (flow f on queue f mod endpoint_cores, flows at least as many, no onoff), the "
+          "receiver taking each flow on one queue (api raw, mmap, xdp or dpdk)", axis=60, ge=1,
+          le=8,
           column="INTEGER", label="named", late=True),
     Field("endpoint_quota", "float", None, "CPU quota of each tester end's container, in % of "
           "one core; default: none", axis=24, unit="%", gt=0, column="REAL", label="named",

@@ -111,9 +111,14 @@ class Endpoint:
     cores: tuple[int, ...] = ()   # every core it was placed on (endpoint_cores), cpu first
 
     @property
+    def all_cores(self) -> tuple[int, ...]:
+        """The cores its engine runs on: its cores, or its one."""
+        return self.cores or (self.cpu,)
+
+    @property
     def queues(self) -> int:
         """Its port's queues: its engine polls one per core."""
-        return max(1, len(self.cores))
+        return len(self.all_cores)
 
     @property
     def port(self) -> Port:
@@ -572,7 +577,7 @@ def _noise_pair(s: Scenario, run_id: str, pairs: list[Pair], cpus: tuple[int, ..
     switch (no NFs), its ends on the noise's cores."""
     k, octets = len(pairs), _octets(run_id)
     nf_cores = [c for p in pairs for nf in p.nfs for c in nf.cores]
-    ends = [c for p in pairs for ep in p.engines for c in ep.cores or (ep.cpu,)]
+    ends = [c for p in pairs for ep in p.engines for c in ep.all_cores]
     cores = noise_cores(s.noise_on, cpus, ends, nf_cores, ())
     sender_role, receiver_role = roles(s.tester, s.mode)
     sender = _endpoint(run_id, k, "s", sender_role, cores[-1], octets, octet=1,

@@ -63,7 +63,7 @@ def switch_cpus(point: TestPoint, n: int) -> tuple[int, ...]:
     none, the least shared ones (the plan has already warned about the contention)."""
     if n <= 0:
         return ()
-    load = Counter([*(c for ep in point.engines for c in ep.cores or (ep.cpu,)),
+    load = Counter([*(c for ep in point.engines for c in ep.all_cores),
                     *(c for nf in point.nfs for c in nf.cores)])
     ranked = sorted(point.cpus, key=lambda c: (load[c], -c))
     return tuple(sorted(ranked[:n]))

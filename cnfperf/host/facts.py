@@ -404,7 +404,8 @@ def _engine(e: EngineFacts) -> str:
         return e.problem + (f" ({e.path})" if e.path else "")
     return f"{e.version} at {e.path}; apis {' '.join(e.apis)}" + \
         (f"; nfs {' '.join(e.nfs)}" if e.nfs is not None else "") + \
-        (f"; a queue per core on {' '.join(e.queues)} (nf_cores, endpoint_cores)" if e.queues else "")
+        (f"; a queue per core on {' '.join(e.queues)} (nf_cores, endpoint_cores)"
+         if e.queues else "")
 
 
 def _cpulist(cpus: list[int]) -> str:

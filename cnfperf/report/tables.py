@@ -172,7 +172,7 @@ def plan_text(swept: Any, placed_points: Sequence[Any], done: set[str] = frozens
     for i, (p, placed) in enumerate(zip(swept.plan.points, placed_points)):
         s = placed.scenario
         noise = {e.name for pair in placed.noise_pairs for e in pair.endpoints}
-        cores = " ".join(f"{'noise-' if e.name in noise else ''}{e.role}:{cpu_list(e.cores or (e.cpu,))}"
+        cores = " ".join(f"{'noise-' if e.name in noise else ''}{e.role}:{cpu_list(e.all_cores)}"
                          for e in placed.engines)
         cores += "".join(f" nf:{cpu_list(nf.cores or (nf.cpu,))}" for nf in placed.nfs)
         state = "  (done)" if p.key in done else ""

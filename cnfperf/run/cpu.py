@@ -336,7 +336,7 @@ def busy_cores(point: TestPoint, switch: tuple[int, ...] = ()) -> set[int]:
     """The cores the point's pollers spin on: its engines', its NFs', the
     switch's poll threads' (`switch`); unpinned (pin = false), every core of
     the point, over which the switch and the NFs float."""
-    cores = {c for ep in point.engines for c in ep.cores or (ep.cpu,)} | set(switch)
+    cores = {c for ep in point.engines for c in ep.all_cores} | set(switch)
     for nf in point.nfs:
         cores.update(nf.cores or (nf.cpu,))
     if not point.scenario.pin:

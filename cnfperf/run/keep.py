@@ -35,7 +35,8 @@ def switch_key(point: TestPoint) -> str:
         "links": [[_port(link.a), _port(link.b), link.first_is_a]
                   for link in point.links_joined_here()],
         "cpus": list(point.cpus),
-        "engines": [[ep.name, ep.cpu, *([list(ep.cores)] if ep.cores else [])] for ep in point.engines],
+        "engines": [[ep.name, ep.cpu, *([list(ep.cores)] if ep.cores else [])]
+                    for ep in point.engines],
         "nfs": [[nf.name, list(nf.cores)] for nf in point.nfs],
         "nics": [list(n) for n in point.nics],
     }

@@ -110,7 +110,7 @@ def check_place(noise_on: str) -> None:
 def cores(point: TestPoint, switch_cpus: Sequence[int]) -> tuple[int, ...]:
     """The neighbour's cores for the point (plan.noise_cores), once the switch
     has its poll cores."""
-    ends = [c for ep in point.engines for c in ep.cores or (ep.cpu,)]
+    ends = [c for ep in point.engines for c in ep.all_cores]
     return noise_cores(point.scenario.noise_on, point.cpus, ends,
                        [c for nf in point.nfs for c in nf.cores], tuple(switch_cpus))
 

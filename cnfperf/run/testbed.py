@@ -368,7 +368,7 @@ class Builder:
             made(n)
             # A tester end's one process is the engine, which can be its init.
             bed.nodes[ep.name] = Tester(ep, self._container(
-                self.runtime_of(ep, s), FULL, bed, ep.name, ep.cores or (ep.cpu,),
+                self.runtime_of(ep, s), FULL, bed, ep.name, ep.all_cores,
                 Quota.of(s.of_pair(ep.pair).endpoint_quota, s.quota_period), teardown,
                 lazy=True))
         for n, nf in enumerate(nfs_here, len(engines)):

@@ -184,6 +184,9 @@ static bool queue_threads(struct parse *p, struct conf *cf, const struct api_ops
 	if (cf->policer.given || cf->shaper.given || cf->conformance.given)
 		return fail(p, "--threads: %s is one bucket, one thread's (--threads 1)",
 			    cf->policer.given ? "--policer" : cf->shaper.given ? "--shaper" : "--conformance");
+	/* a clump is one pacer's, and a queue paces its own flows */
+	if (cf->role->generates && cf->onoff)
+		return fail(p, "--threads: --onoff's clumps are one pacer's, one thread's (--threads 1)");
 	/* a flow is one queue's (roles/queues.c) */
 	if (cf->role->generates && cf->flows < cf->threads)
 		return fail(p, "--threads: %u queues need --flows %u at least (a flow leaves on one queue)",

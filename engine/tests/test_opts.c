@@ -392,6 +392,10 @@ int main(void)
 	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--api", "raw", "--iface", "lo", "--dst-mac", MAC_A,
 		 "--src-ip", "198.18.0.1", "--threads", "2"), "--threads");
 	CHECK(strstr(err, "need --flows 2"), "%s", err);
+	bad(ARGV("send", "--dst-ip", "198.18.0.2", "--api", "raw", "--iface", "lo", "--dst-mac", MAC_A,
+		 "--src-ip", "198.18.0.1", "--threads", "2", "--flows", "2", "--rate", "1000", "--onoff", "8"),
+	    "--threads");
+	CHECK(strstr(err, "--onoff's clumps"), "%s", err);
 	o = good(ARGV("recv", "--hold", "--", "--vdev", "net_null0"));
 	CHECK(o.hold && o.eal_argc == 2, "--hold");
 

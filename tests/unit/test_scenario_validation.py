@@ -98,6 +98,8 @@ BAD_FLAGS = [
     (["--api", "raw", "--flows", "2", "--endpoint-cores", "3", "--cpus", "0-1"], "endpoint_cores"),
     (["--api", "raw", "--flows", "1", "--endpoint-cores", "2"], "endpoint_cores"),
     (["--api", "udp", "--flows", "2", "--endpoint-cores", "2"], "endpoint_cores"),
+    (["--api", "raw", "--flows", "2", "--endpoint-cores", "2", "--rate", "10k", "--onoff", "8"],
+     "endpoint_cores"),
     (["--api", "raw", "--flows", "2", "--endpoint-cores", "2", "--mode", "latency"],
      "endpoint_cores"),
     (["--api", "raw", "--flows", "2", "--endpoint-cores", "2", "--tester", "single",

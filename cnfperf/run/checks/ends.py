@@ -4,8 +4,9 @@ Each end's engine then polls a queue of its port per core (engine --threads,
 roles/queues.c): the sender deals its flows out to its queues, the receiver
 takes each flow on one queue. So the ends must be the sender and receiver
 (tester = split: testers.refusal; mode = throughput), on an api with queues,
-with a flow per queue at least, no one-bucket contract to hold the receiver
-to, and a data plane that gives their ports the queues (DataPlane.ends_queues_problem).
+with a flow per queue at least, no on/off clumps (one pacer's), no one-bucket
+contract to hold the receiver to, and a data plane that gives their ports the
+queues (DataPlane.ends_queues_problem).
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ def problem(s: Scenario, dataplane: type[DataPlane]) -> str | None:
         if pair.mode != "throughput":
             return ("a client and a server take one queue each (mode = latency): the ends on "
                     "several cores send and receive (mode = throughput)")
+        if pair.onoff:
+            return ("an on/off source's clumps are one pacer's, and each queue paces its own "
+                    "flows: endpoint_cores = 1 with onoff")
         if pair.flows < n:
             return (f"each queue sends whole flows, so flows must be at least {n}"
                     + (f" (pair {k} has {pair.flows})" if s.pairs > 1 else f" (not {pair.flows})"))

@@ -757,7 +757,7 @@ const struct api_ops api_dpdk_ops = {
 	.rx_fds = dpdk_rx_fds,
 	.rx_intr = dpdk_rx_intr,
 	.stats = dpdk_stats,
-	.stats_port = true,
-	.thread = dpdk_thread,               /* rte_eth_stats: every queue's */
+	.stats_port = true,              /* rte_eth_stats: every queue's */
+	.thread = dpdk_thread,
 	.close = dpdk_close,
 };

@@ -137,7 +137,8 @@ int gen_run(struct run *r, struct gen_pub *pub, const struct gen_idle *idle)
 	/* on several queues (queues.c) this run's flows are every queues-th from
 	 * its queue on, and its rate their share */
 	const unsigned step = r->queues > 1 ? r->queues : 1, first = step > 1 ? r->queue : 0;
-	const double rate = cf->rate * (double)((flows - first + step - 1) / step) / flows;
+	const unsigned mine = (flows - first + step - 1) / step;
+	const double rate = step > 1 ? cf->rate * (double)mine / flows : cf->rate;
 	unsigned flow = first;
 	uint16_t held = 0;       /* refused frames kept for the next burst (keeps) */
 
