@@ -23,6 +23,9 @@ Columns of a row:
             own, and it is shown by its first word
   switch_config  the switch is made for its value: two consecutive points that
             differ in it never share a kept switch (run/keep.py, switch_keep)
+  traffic   only what the tester sends and how a trial or a search runs: a VM
+            kept between points (run/keep.py) serves consecutive points that
+            differ in nothing else
   late      added after runs were stored: a point's key leaves it out at its
             default, so a stored point keeps its key (and `--resume` its data)
 Every field may take several values (a list or a range): a sweep.
@@ -135,6 +138,7 @@ class Field:
     # shown by its first word.
     words: bool = False
     switch_config: bool = False
+    traffic: bool = False
     late: bool = False
 
     @property
@@ -194,14 +198,15 @@ FIELDS: list[Field] = [
     Field("engine_keep", "bool", True, "keep a point's engines up between its trials (a "
           "search's, latency at its loads): started once, each later trial's rate, duration "
           "and warm-up told over their stdin, where every node is an engine in a container "
-          "of this host and no fault is injected; no: fresh engines for every trial", axis=61, column="", late=True),
+          "of this host and no fault is injected; no: fresh engines for every trial", axis=61, column="", late=True,
+          traffic=True),
     Field("pin", "bool", True, "pin the switch and the network functions to their planned "
           "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
           label="named", switch_config=True),
     Field("api", "choice", "udp", "engine packet I/O: " + ", ".join(APIS), axis=14,
           choices=APIS, column="TEXT", label="bare", describe=True),
     Field("mode", "choice", "throughput", "throughput (send/recv) or latency (client/server)",
-          axis=18, choices=MODES, column="TEXT", label="bare", describe=True),
+          axis=18, choices=MODES, column="TEXT", label="bare", describe=True, traffic=True),
     Field("pairs", "int", 1, "sender/receiver (or client/server) pairs", axis=23, ge=1, le=250,
           column="INTEGER", label="named", describe=True),
     Field("nfs", "int", 0, "network functions in each pair's path (0: the ends meet through "
@@ -273,27 +278,29 @@ FIELDS: list[Field] = [
           "(and either where only it can run)", axis=13, choices=(AUTO, *TESTERS),
           column="TEXT", label="named", describe=True),
     Field("size", "int", 64, "Ethernet frame size with FCS (64…9216)", axis=31, unit="bytes",
-          ge=64, le=9216, column="INTEGER", label="named", describe=True, switch_config=True),
+          ge=64, le=9216, column="INTEGER", label="named", describe=True, switch_config=True,
+          traffic=True),
     Field("burst", "int", 32, "packets per burst; default: 32 for throughput, 1 for latency",
-          axis=32, ge=1, le=1024, column="INTEGER", label="named", switch_config=True),
+          axis=32, ge=1, le=1024, column="INTEGER", label="named", switch_config=True,
+          traffic=True),
     Field("rate", "rate", 0.0, "offered rate per pair: 1000, 500k, 2.5M; 0 = max; or a search: "
           "ndr, pdr, pdr:X%; default: max for throughput, 1000 for latency", axis=44, unit="pps",
-          column="REAL", label="named", describe=True, searchable=True, zero="max"),
+          column="REAL", label="named", describe=True, searchable=True, zero="max", traffic=True),
     Field("duration", "float", 10.0, "measured seconds", axis=33, unit="s", gt=0, le=86400,
-          column="REAL"),
+          column="REAL", traffic=True),
     Field("warmup", "float", 1.0, "seconds sent before measuring", axis=34, unit="s", ge=0,
-          le=3600, column="REAL"),
+          le=3600, column="REAL", traffic=True),
     Field("flows", "int", 1, "UDP source ports per pair", axis=28, ge=1, le=MAX_FLOWS,
-          column="INTEGER", label="named"),
+          column="INTEGER", label="named", traffic=True),
     Field("touch", "bool", False, "write and verify every payload byte", axis=29,
-          column="INTEGER"),
+          column="INTEGER", traffic=True),
     Field("mmsg", "bool", False, "sendmmsg/recvmmsg batching (udp, raw)", axis=16,
-          column="INTEGER", label="named"),
+          column="INTEGER", label="named", traffic=True),
     Field("poll", "choice", "busy", "how engines wait for packets: busy (spin), adaptive (sleep "
           "until shortly before the next packet is due at the traffic's pace, then wait for it), "
           "interrupt (sleep until a packet arrives); "
           "default: interrupt for latency with udp or raw, else busy", axis=17, choices=POLLS,
-          column="TEXT", label="named", switch_config=True),
+          column="TEXT", label="named", switch_config=True, traffic=True),
     Field("runtime", "str", "runc", "container runtime: runc (an OCI bundle each, runc itself), "
           "podman (the same images in podman's store, podman's containers) or netns (no image "
           "nor cgroup: the host's binaries in the endpoint's netns)", axis=7, column="TEXT",
@@ -371,6 +378,11 @@ FIELDS: list[Field] = [
           column="TEXT"),
     Field("vm_memory", "int", 512, "each virtual machine's memory (one with DPDK NICs holds "
           "256 MB of hugepages in it)", axis=11, unit="MB", ge=160, le=65536, column="INTEGER"),
+    Field("vm_keep", "bool", True, "keep the virtual machines up between consecutive points "
+          "of a run, with the switch their NICs are on (switch_keep), where the points differ "
+          "only in their traffic (rate, size, duration, the search's fields…): each booted once, "
+          "its processes started anew for every trial; no: fresh VMs for every point",
+          axis=62, column="", late=True),
     Field("vm_image", "str", "host", "the root file system a virtual machine runs your own "
           "commands in (cmd:, testpmd): host (the host's own, read-only), or a disk image of "
           "yours (qcow2 or raw, its root file system ext4), never written to; the engine "
@@ -406,11 +418,13 @@ FIELDS: list[Field] = [
           late=True),
     Field("onoff", "int", 0, "an on/off source: each sender sends this many frames back to back, "
           "then nothing, at the point's rate on average; 0: a steady pace", axis=-17,
-          unit="frames", ge=0, le=MAX_BUCKET, column="INTEGER", label="named", late=True),
+          unit="frames", ge=0, le=MAX_BUCKET, column="INTEGER", label="named", late=True,
+          traffic=True),
     Field("soak", "float", 0.0, "seconds of traffic in one long trial at the point's rate "
           "(after a search: soak_at of the rate it found), its loss and latency stored every "
           "second as a time series, kept when the run is interrupted and continued by --resume; "
-          "0: no soak", axis=46, unit="s", ge=0, le=7 * 86400, column="REAL", late=True),
+          "0: no soak", axis=46, unit="s", ge=0, le=7 * 86400, column="REAL", late=True,
+          traffic=True),
     Field("fault", "str", "none", "a fault during the measurement: what goes down on every "
           "measured path, at fault_at for fault_duration, then up again: link:K (the path's "
           "link K, 0 leaving the sender, nfs reaching the receiver: taken down at its end "
@@ -428,47 +442,48 @@ FIELDS: list[Field] = [
           "again before the measured window ends: fault_at + fault_duration < duration)",
           axis=50, unit="s", gt=0, le=86400, column="REAL", late=True),
     Field("soak_at", "str", "90%", "search: the load of a soak after a search, a percentage "
-          "of the rate found for the last goal (the PDR)", axis=47, search=True, late=True),
+          "of the rate found for the last goal (the PDR)", axis=47, search=True, late=True,
+          traffic=True),
     Field("search", "choice", "csit", "search: how the rates are found: MLRsearch with the goals "
           "of csit (FD.io CSIT's: 1 s trials, 21 s at a load, half of it may see loss), "
           "rfc2544 (one 60 s trial at a load) or tst009 (a 60 s trial, repeated once when it "
           "lost), or bisect (binary search, then a verification trial)", axis=35,
-          choices=SEARCHES, search=True, late=True),
+          choices=SEARCHES, search=True, late=True, traffic=True),
     Field("precision", "float", None, "search: the goal width: stop when the lower and upper "
           "bounds are closer than this fraction (csit, rfc2544, tst009: 0.005; bisect: 0.01)",
-          axis=42, gt=0, lt=0.5, search=True, optional=True, unset="the search's"),
+          axis=42, gt=0, lt=0.5, search=True, optional=True, unset="the search's", traffic=True),
     Field("trial_duration", "float", None, "search: measured seconds of a trial (MLRsearch: "
           "of the final trials; default: the search's, 1 for csit, 60 for rfc2544 and tst009, "
           "duration for bisect)", axis=36, unit="s", gt=0, le=3600, search=True,
-          optional=True, unset="the search's"),
+          optional=True, unset="the search's", traffic=True),
     Field("initial_trial_duration", "float", None, "search: seconds of MLRsearch's first, "
           "shortest trials (default: 1, or trial_duration if shorter)", axis=37, unit="s",
-          gt=0, le=3600, search=True, optional=True, late=True, unset="1 s"),
+          gt=0, le=3600, search=True, optional=True, late=True, unset="1 s", traffic=True),
     Field("duration_sum", "float", None, "search: MLRsearch's trial seconds at a load before "
           "it is a bound (default: 21 × trial_duration for csit, 1 × for rfc2544, 2 × for "
           "tst009)", axis=38, unit="s", gt=0, le=86400, search=True, optional=True, late=True,
-          unset="the search's"),
+          unset="the search's", traffic=True),
     Field("exceed_ratio", "float", None, "search: the share of a load's trial seconds that may "
           "see more loss than the goal while the load still counts as good (default: 0.5 for "
           "csit and tst009, 0 for rfc2544)", axis=39, ge=0, lt=1, search=True, optional=True,
-          late=True, unset="the search's"),
+          late=True, unset="the search's", traffic=True),
     Field("generator_tolerance", "float", 0.01, "search: the share of a trial's frames its "
           "senders may fail to send on their own (beyond one burst and the frames their ports "
           "refused, which are the device's loss) before the trial is invalid: it did not offer "
           "its load", axis=40, ge=0, lt=1,
-          search=True, late=True),
+          search=True, late=True, traffic=True),
     Field("latency_at", "str", "min+10%+50%+90%", "search: loads at which a latency trial "
           "follows the search, joined by +: min (the search's lowest load) or a percentage of "
           "the rate found for the last goal (the PDR); none: no latency trials", axis=41,
-          search=True, late=True),
+          search=True, late=True, traffic=True),
     Field("generator_baseline", "bool", False, "before the run's points, measure the "
           "tester's own limit: an unpaced trial through the lightest link the api allows "
           "(veth for the kernel apis; with dpdk a memif link, or testpmd for a single tester, "
           "whose two ports no direct link joins), at each throughput point's api, size, "
           "burst, tester, pairs and cores; each throughput point then says its received rate "
-          "as a share of it (% of gen)", axis=54, column="", late=True),
+          "as a share of it (% of gen)", axis=54, column="", late=True, traffic=True),
     Field("search_max", "rate", 0.0, "search: highest rate tried (default: what an unpaced "
-          "trial sends)", axis=43, unit="pps", search=True, zero="auto"),
+          "trial sends)", axis=43, unit="pps", search=True, zero="auto", traffic=True),
 ]
 
 # Defaults that changed, with the value each had before: a run stored before the
@@ -566,6 +581,12 @@ def stored() -> tuple[Field, ...]:
 def switch_config() -> tuple[str, ...]:
     """The fields a switch is made for (run/keep.py's switch_key)."""
     return tuple(f.name for f in FIELDS if f.switch_config)
+
+
+@cache
+def traffic() -> tuple[str, ...]:
+    """The fields a kept VM does not depend on (run/keep.py's guest_key)."""
+    return tuple(f.name for f in FIELDS if f.traffic)
 
 
 @cache

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import pytest
 
@@ -347,17 +347,20 @@ def _held(sent: int, skips: int, frames: float, bound: float, paced: bool, who: 
 
 
 def killed_while_measuring(results: Path, run_args: list[str], measuring: Callable[[], None],
-                           timeout: float = 300) -> None:
+                           timeout: float = 300, after: Sequence[str] = ()) -> None:
     """`cnfperf run RUN_ARGS` SIGKILLed once it says it is measuring (after
-    `measuring()` has looked at what it made), then `cnfperf cleanup`, which
-    must succeed: what the kill left is the cleanup's to remove."""
+    the progress lines that say each of `after`, in turn, and `measuring()`
+    has looked at what it made), then `cnfperf cleanup`, which must succeed:
+    what the kill left is the cleanup's to remove."""
     proc = subprocess.Popen(cnfperf_argv("run", *run_args), cwd=REPO, env=cnfperf_env(results),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + timeout
-        while "measuring" not in proc.stderr.readline():
-            assert proc.poll() is None and time.monotonic() < deadline, "the run never measured"
+        for said in (*after, "measuring"):
+            while said not in proc.stderr.readline():
+                assert proc.poll() is None and time.monotonic() < deadline, \
+                    f"the run never said {said!r}"
         measuring()
     finally:
         proc.send_signal(signal.SIGKILL)

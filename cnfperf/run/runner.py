@@ -404,8 +404,9 @@ def _why(e: BaseException) -> str:
 def _switch_json(directory: Path, bed: Testbed, keeper: Keeper,
                  say: Callable[[str], None]) -> dict[str, Any]:
     """switch.json: which switch served the point, whether it was kept from the
-    point before (and how many points it has served) or fresh (and why), its
-    counters as the point began (zero on a clean switch) and how it was
+    point before (and how many points it has served) or fresh (and why), and
+    so each VM on it (`guests`, each with its QEMU's pid), its counters as the
+    point began (zero on a clean switch) and how it was
     configured, read back from it (DataPlane.applied), which it returns."""
     if not any(isinstance(n, Switch) for n in bed.nodes.values()):
         return {}
@@ -416,8 +417,12 @@ def _switch_json(directory: Path, bed: Testbed, keeper: Keeper,
     except SystemFailure as e:   # what is only written down does not fail a point
         applied = {}
         say(f"its configuration not read back: {e}")
+    served = dict(keeper.served)
+    # each VM with its QEMU's pid: a kept one's is the point before's
+    served["guests"] = {name: {**how, "pid": bed.container(name).init_pid}
+                        for name, how in served.get("guests", {}).items()}
     (directory / "switch.json").write_text(json.dumps(
-        {"switch": dataplane.name, "keeps": dataplane.keeps, **keeper.served,
+        {"switch": dataplane.name, "keeps": dataplane.keeps, **served,
          "pids": dataplane.pids(),
          "counters": {port: asdict(c) for port, c in sorted(bed.start_counters.items())},
          "applied": applied},

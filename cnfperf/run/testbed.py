@@ -31,7 +31,7 @@ from cnfperf.host.links import add_netns, del_netns
 from cnfperf.host.facts import engine_facts, static_engine
 from cnfperf.plan import NF, Endpoint, Port, TestPoint, nf_places
 from cnfperf.run import daemons, noise, wires
-from cnfperf.run.keep import Keeper
+from cnfperf.run.keep import Keeper, keepable
 from cnfperf.run.noise import Noise
 from cnfperf.runtimes import (CONTAINER, FULL, RUNTIMES, Container, Image, ImageInfo, Journal,
                               Mount, Quota, Runtime, gathered, placed)
@@ -101,6 +101,9 @@ class Testbed:
     start_counters: dict[str, PortCounters] | None = None
     # Each NF's daemons' directory (run/daemons.py), by NF name: none without.
     homes: dict[str, Path] = field(default_factory=dict)
+    # The nodes whose VM was kept from the point before (run/keep.py): booted
+    # and prepared for a point made alike, so neither made nor prepared again.
+    kept: set[str] = field(default_factory=set)
 
     def container(self, name: str) -> Container:
         """The container of a tester's end or a network function."""
@@ -294,7 +297,8 @@ class Builder:
         self._state_dir(teardown)
         self._teardown = teardown    # the run's: what runtimes share goes with it
         # The switch kept between points; stopped before the state directory goes.
-        self.keeper = Keeper()
+        # Its VMs (and their netns) kept with it: one the keeper drops takes its netns along.
+        self.keeper = Keeper(gone=lambda name: self.namespaces.remove(self.journal, name))
         teardown.push(None, self.keeper.drop)
 
     def image(self, runtime: str, image: Image = FULL) -> ImageInfo:
@@ -354,13 +358,20 @@ class Builder:
         kept = self.keeper.take(point) if point.links_joined_here() else self.keeper.drop()
         engines = [ep for ep in point.engines if point.here(ep.name)]
         nfs_here = [nf for nf in point.nfs if point.here(nf.name)]
-        for name in (*(ep.name for ep in engines), *(nf.name for nf in nfs_here)):
-            self._netns(name, teardown)
-        wires.share(self.journal, point, teardown)
+        try:
+            for name in (*(ep.name for ep in engines), *(nf.name for nf in nfs_here)):
+                self._netns(name, teardown)
+            wires.share(self.journal, point, teardown)
+        except BaseException:   # before its teardown holds the kept switch: it goes now
+            if kept is not None:
+                self.keeper.abandon(kept)
+            raise
         switch, nic = self._switch(point, teardown, kept), self._nics(point, teardown)
         for node in (switch, nic):
             if node is not None:
                 bed.nodes[node.name] = node
+        # VMs go with a kept switch: their NICs are its ports (run/keep.py)
+        keeps = switch is not None and switch.dataplane.keeps and keepable(point)
         direct = {port.name for port in point.direct_ports()}
         bed.attachments = {port.name: (nic if port.name in direct else switch).dataplane.attach(port)
                            for port in point.ports if point.here(port.node)}
@@ -370,7 +381,7 @@ class Builder:
             bed.nodes[ep.name] = Tester(ep, self._container(
                 self.runtime_of(ep, s), FULL, bed, ep.name, ep.all_cores,
                 Quota.of(s.of_pair(ep.pair).endpoint_quota, s.quota_period), teardown,
-                lazy=True))
+                lazy=True, keeps=keeps))
         for n, nf in enumerate(nfs_here, len(engines)):
             made(n)
             runtime = self.runtime_of(nf, s)
@@ -385,9 +396,9 @@ class Builder:
                 runtime, image, bed, nf.name,
                 point.cpuset(nf.cores), Quota.of(s.of_pair(nf.pair).nf_quota, s.quota_period),
                 teardown,
-                lazy=nfs.kind(s.nf).lazy))
+                lazy=nfs.kind(s.nf).lazy, keeps=keeps))
             bed.create_s[nf.name] = time.monotonic() - start
-            if later:   # its guest's kernel, or its pod's netns: once it runs
+            if later and nf.name not in bed.kept:   # its guest's kernel, or its pod's netns
                 self._prepare(bed, nf, bed.container(nf.name) if guest else None, placed=True)
         if nfs_here:   # their routing daemons (frr), up once every NF is there
             bed.homes = daemons.start(nfs.kind(s.nf), point, nfs_here, bed.ports, self.state,
@@ -403,6 +414,8 @@ class Builder:
                     say(f"host {host}")
                 self._part(self.hosts.agent(host), bed, teardown)
         made(total)
+        if bed.kept and say:
+            say(f"VMs kept from the point before: {', '.join(sorted(bed.kept))}")
         return bed
 
     @staticmethod
@@ -498,23 +511,40 @@ class Builder:
 
     def _container(self, runtime: str, image: Image, bed: Testbed, name: str,
                    cpus: tuple[int, ...], quota: Quota | None, teardown: Teardown,
-                   lazy: bool = False) -> Container:
+                   lazy: bool = False, keeps: bool = False) -> Container:
         """A node's container in its netns, from that image, seeing what its ports
         need (one mount once; a VM's NICs), on `cpus` for at most `quota` of their
-        time; `lazy`: started with its process (Runtime.create)."""
+        time; `lazy`: started with its process (Runtime.create). `keeps`: the
+        point's switch may be kept, and a VM with it: the one kept from the
+        point before if the keeper offers it (it is in bed.kept then), and at
+        the point's end handed to the keeper instead of destroyed."""
         ports = bed.ports(name)
         mounts = gathered(m for a in ports for m in a.mounts)
         nics = tuple(a.nic for a in ports if a.nic is not None)
         maker = self._runtime(runtime, image)
-        maker.configure_for(bed.point.scenario)
-        c = maker.create(name, cpus, name, mounts, image=image, quota=quota, nics=nics,
-                         lazy=lazy)
-        teardown.push(f"container {name}", c.destroy)
+        keeps = keeps and maker.keeps
+        c = self.keeper.guest(name) if keeps else None
+        if c is not None:
+            bed.kept.add(name)
+        else:
+            maker.configure_for(bed.point.scenario)
+            c = maker.create(name, cpus, name, mounts, image=image, quota=quota, nics=nics,
+                             lazy=lazy)
+        teardown.push(f"container {name}", (lambda: self.keeper.park(bed.point, name, c))
+                      if keeps else c.destroy)
         return c
 
     def _netns(self, name: str, teardown: Teardown) -> None:
-        teardown.push(f"netns {name}", lambda: self.namespaces.remove(self.journal, name))
-        self.namespaces.add(self.journal, name)
+        """The node's netns; kept with its node's VM (run/keep.py): neither made
+        nor removed while the keeper holds that VM."""
+        def remove() -> bool | None:
+            if self.keeper.holds(name):
+                return False
+            self.namespaces.remove(self.journal, name)
+            return None
+        teardown.push(f"netns {name}", remove)
+        if not self.keeper.holds(name):
+            self.namespaces.add(self.journal, name)
 
     def _nics(self, point: TestPoint, teardown: Teardown) -> Switch | None:
         """This host's nodes' ports that are NICs themselves, wired to another

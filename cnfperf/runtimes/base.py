@@ -302,6 +302,16 @@ class Container(ABC):
                 proc.kill()
             proc.wait()
 
+    def release(self) -> None:
+        """The point is over and the container is kept for the next (its
+        runtime keeps): what exec() started for it has ended, killed if not."""
+        self._reap()
+        self._procs.clear()
+
+    def stale(self) -> str | None:
+        """Why a kept container cannot serve another point, or None when it can."""
+        return f"{self.name} was destroyed" if self._destroyed else None
+
     @abstractmethod
     def destroy(self) -> None:
         """Kill what exec() started and remove the container; safe to call twice."""
@@ -333,6 +343,10 @@ class Runtime(ABC):
     # pod's), which then takes the netns's name: what is made of the ports
     # (addresses, routes: an NF kind's prepare) is made once it exists.
     takes_ports: ClassVar[bool] = False
+    # Its containers are worth keeping between points made alike (run/keep.py):
+    # virtual machines, whose boot takes seconds to a minute; a container is
+    # made anew each point.
+    keeps: ClassVar[bool] = False
     # kind -> fn(name, info): how `cnfperf cleanup` undoes the journal lines
     # of its own kinds (a cluster's namespace)
     undo: ClassVar[dict[str, Any]] = {}

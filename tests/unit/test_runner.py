@@ -95,6 +95,7 @@ class Runtime:
     own_kernel = False
     host_files = False
     takes_ports = False
+    keeps = False
     place = None
 
     def __init__(self, machine: Machine, journal, state) -> None:

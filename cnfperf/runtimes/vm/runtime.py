@@ -37,6 +37,7 @@ VM_ROOT = RUN_DIR / "vm"
 QMP_S = 60.0       # QEMU's start to its monitor's answer (vhost-user: its peer's too)
 READY_S = 180.0    # QEMU start to the exec server's answer: ~10 s under TCG, slower when busy
 QUIT_S = 5.0
+STALE_S = 20.0     # a kept guest's exec server answers in ms; emulated and busy, in seconds
 ACCELS = (AUTO, *fields.ACCELS)
 # How many times longer than on the host a process in the guest takes to start
 # or stop (Container.slowdown): an emulated guest's DPDK initialises in ~15 s.
@@ -120,6 +121,17 @@ class VmContainer(Container):
         path = os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
         return dict(os.environ, PYTHONPATH=path, **{TAG: self.name})
 
+    def stale(self) -> str | None:
+        """A kept guest serves the next point if QEMU runs and the guest's exec
+        server answers (its clock set to the host's again, as at its boot)."""
+        if self._destroyed or self.qemu.poll() is not None:
+            return f"QEMU of VM {self.name} exited"
+        try:
+            ports.hello(self.dir, STALE_S, alive=lambda: self.qemu.poll() is None)
+        except (OSError, TimeoutError) as e:
+            return f"VM {self.name} does not answer: {e}"
+        return None
+
     def destroy(self) -> None:
         if self._destroyed:
             return
@@ -156,6 +168,7 @@ def _stop(name: str, proc: subprocess.Popen | None, vm_dir: Path, groups: list[P
 class VmRuntime(Runtime):
     name = "vm"
     own_kernel = True
+    keeps = True
     place = "vm"      # nf_in = vm, endpoint_in = vm
     _probed: ClassVar[dict[str, str | None] | None] = None
 

@@ -1,5 +1,6 @@
 """Virtual machines in cnfperf runs, for real: PVP through OVS-DPDK and testpmd
-with the engine's l2 NF in a VM on DPDK's virtio PMD, a chain of a VM and a
+with the engine's l2 NF in a VM on DPDK's virtio PMD (two points, the VM booted
+once: kept with its switch for the second), a chain of a VM and a
 container, a VM tester end over vhost-user, a router VM on its kernel's
 virtio-net behind a bridge (tap) and behind macvtap, the guest's kernel as the router
 (nf = router), two VMs on veth, a user's
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -34,19 +36,29 @@ def guest():
 
 
 def _run(cli, *args: str) -> dict:
-    done = cli("run", *args, "--rate", str(RATE), "--duration", str(DURATION),
+    [point] = _sweep(cli, *args)
+    return point
+
+
+def _sweep(cli, *args: str, rates: tuple[int, ...] = (RATE,)) -> list[dict]:
+    """The run's points, in order, each with its switch.json (`served`)."""
+    done = cli("run", *args, "--rate", ",".join(map(str, rates)), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json", timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
-    [point] = run["points"]
-    return point
+    points = sorted(run["points"], key=lambda p: p["idx"])
+    run_dir = harness.REPO / run["run_dir"]   # as the store names it: absolute, or the checkout's
+    for point in points:
+        served = run_dir / f"point{point['idx']}" / "switch.json"
+        point["served"] = json.loads(served.read_text()) if served.exists() else None
+    return points
 
 
-def _zero_loss(point: dict) -> None:
+def _zero_loss(point: dict, rate: int = RATE) -> None:
     """Every frame sent received, the sender kept its rate (harness.assert_sent)."""
     [pair] = point["per_pair"]
-    harness.assert_sent(point, pair, RATE * DURATION)
+    harness.assert_sent(point, pair, rate * DURATION)
     # where the frames stopped, should they: each node's ports and the switch's
     nodes = {e["endpoint"]: (e["summary"] or {}).get("ports") for e in point["endpoints"]}
     where = {"warnings": point.get("warnings"), "counters": point.get("counters"), "nodes": nodes}
@@ -99,14 +111,22 @@ def _nf_forwarded_every_frame(point: dict, count: int = 1, paced: bool = True) -
 @pytest.mark.parametrize("switch", ["testpmd", "ovs"])
 def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, no_leftovers,
                                                           switch):
-    point = _run(cli, "--switch", switch, "--api", "dpdk", "--tester", "single",
-                 "--nfs", "1", "--nf-in", "vm")
-    assert point["nf_in"] == "vm" and point["nf_api"] == "dpdk"
-    _zero_loss(point)
-    _ran_in_vms(point, 1)
-    _nf_forwarded_every_frame(point)
-    [nf] = point["nf_results"]
-    assert nf["ready_s"] > 0    # QEMU's start, the guest's boot and the engine's
+    """Two rates: the second point runs in the first one's VM, kept with its
+    switch (the same QEMU), and forwards every frame again."""
+    rates = (RATE, RATE + 500)
+    points = _sweep(cli, "--switch", switch, "--api", "dpdk", "--tester", "single",
+                    "--nfs", "1", "--nf-in", "vm", rates=rates)
+    for point, rate in zip(points, rates):
+        assert point["nf_in"] == "vm" and point["nf_api"] == "dpdk"
+        _zero_loss(point, rate)
+        _ran_in_vms(point, 1)
+        _nf_forwarded_every_frame(point)
+        [nf] = point["nf_results"]
+        assert nf["ready_s"] > 0    # QEMU's start, the guest's boot and the engine's
+    (name, booted), = points[0]["served"]["guests"].items()
+    kept = points[1]["served"]["guests"][name]
+    assert not booted["kept"] and booted["pid"], booted
+    assert kept == {"kept": True, "points": 2, "pid": booted["pid"]}, kept
 
 
 @DPDK
@@ -154,17 +174,32 @@ def test_the_guest_s_kernel_is_the_router_behind_a_tap(engine, cli, no_leftovers
     assert nf["summary"]["kernel"]["ip"]["forwarded"] == nf["summary"]["ports"][1]["tx_packets"]
 
 
-def test_a_killed_run_leaves_its_vm_to_cleanup(engine, tmp_path):
-    """SIGKILL while the VM is up: QEMU, its tap, cgroup and sockets stay, and
-    `cnfperf cleanup` removes them all."""
+KILLED = {
+    # a fresh VM on a tap, killed in its point
+    "fresh": ((), ["--switch", "bridge", "--api", "raw", "--poll", "interrupt",
+                   "--duration", "60"]),
+    # a VM kept from a short first point with its switch, killed in the second
+    "kept": (("[2/2]",), ["--switch", "testpmd", "--api", "dpdk", "--tester", "single",
+                          "--duration", "2,60"]),
+}
+
+
+@pytest.mark.parametrize("vm", [pytest.param("fresh"), pytest.param("kept", marks=DPDK)])
+def test_a_killed_run_leaves_its_vm_to_cleanup(engine, tmp_path, vm):
+    """SIGKILL while the VM is up: QEMU, its tap, cgroup, sockets and netns
+    stay, and `cnfperf cleanup` removes them all."""
     before = leak.snapshot()
+    after, args = KILLED[vm]
 
     def measuring() -> None:
         assert VmRuntime.leftovers(""), "no VM while the run measures"
+        if vm == "kept":   # the second point runs in the first one's VM
+            [served] = (tmp_path / "results" / "runs").glob("*/point1/switch.json")
+            guests = json.loads(served.read_text())["guests"]
+            assert [g["kept"] for g in guests.values()] == [True], guests
     harness.killed_while_measuring(
-        tmp_path / "results", ["--switch", "bridge", "--api", "raw", "--nfs", "1", "--nf-in", "vm",
-                               "--poll", "interrupt", "--rate", "1000", "--duration", "60"],
-        measuring)
+        tmp_path / "results", [*args, "--nfs", "1", "--nf-in", "vm", "--rate", "1000",
+                               "--warmup", str(WARMUP)], measuring, after=after)
     assert not VmRuntime.leftovers("")
     assert not leak.diff(before, leak.snapshot()), "cleanup left something of the VM's run"
 
