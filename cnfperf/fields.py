@@ -25,7 +25,7 @@ Columns of a row:
             differ in it never share a kept switch (run/keep.py, switch_keep)
   traffic   only what the tester sends and how a trial or a search runs: a VM
             kept between points (run/keep.py) serves consecutive points that
-            differ in nothing else
+            differ in nothing else, and share a kept switch (switch_config)
   late      added after runs were stored: a point's key leaves it out at its
             default, so a stored point keeps its key (and `--resume` its data)
 Every field may take several values (a list or a range): a sweep.
@@ -380,7 +380,7 @@ FIELDS: list[Field] = [
           "256 MB of hugepages in it)", axis=11, unit="MB", ge=160, le=65536, column="INTEGER"),
     Field("vm_keep", "bool", True, "keep the virtual machines up between consecutive points "
           "of a run, with the switch their NICs are on (switch_keep), where the points differ "
-          "only in their traffic (rate, size, duration, the search's fields…): each booted once, "
+          "only in their traffic (rate, duration, the search's fields…): each booted once, "
           "its processes started anew for every trial; no: fresh VMs for every point",
           axis=62, column="", late=True),
     Field("vm_image", "str", "host", "the root file system a virtual machine runs your own "

@@ -17,8 +17,8 @@ a guest is kept (vm_keep) only when its switch is, and serves the next point whe
 point also differs from this one only in its traffic (guest_key: the fields
 marked traffic) and the guest still answers (Container.stale). Their netns go
 with them. A kept guest runs nothing between points: each trial starts its
-processes in it, as in a fresh one; what a point prepared in it (a router's
-addresses) it keeps, for a point made alike.
+processes in it, as in a fresh one; what a point prepared in it (NfKind.prepare)
+it keeps, for a point made alike, which does not prepare it again.
 """
 from __future__ import annotations
 
@@ -139,7 +139,12 @@ class Keeper:
             self._stop(kept.dataplane, kept.guests, netns=True)
             return None
         self.served = {"kept": True, "points": kept.points + 1, "guests": {}}
-        self._offer(point, kept)
+        try:
+            self._offer(point, kept)
+        except BaseException:   # a guest not destroyed, or a signal: the switch and all go
+            guests, self.offered = {**kept.guests, **self.offered}, {}
+            self._stop(kept.dataplane, guests, netns=True)
+            raise
         return kept.dataplane
 
     def _offer(self, point: TestPoint, kept: Kept) -> None:
@@ -187,7 +192,11 @@ class Keeper:
         if self.passed_point != point.index or s.fault != "none" or not s.vm_keep:
             container.destroy()
             return None
-        container.release()
+        try:
+            container.release()
+        except BaseException:
+            container.destroy()
+            raise
         self.parked[name] = guest
         return False
 
@@ -235,6 +244,7 @@ class Keeper:
         """The run is over (done, failed or interrupted): the kept switch and its
         VMs go; what was stopped, named as a teardown step names it."""
         kept, self.kept = self.kept, None
+        self.served = {"kept": False, "points": 1, "guests": {}}
         if kept is None:
             return None
         self.not_kept = "the point before had no switch here"

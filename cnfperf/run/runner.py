@@ -420,7 +420,7 @@ def _switch_json(directory: Path, bed: Testbed, keeper: Keeper,
     served = dict(keeper.served)
     # each VM with its QEMU's pid: a kept one's is the point before's
     served["guests"] = {name: {**how, "pid": bed.container(name).init_pid}
-                        for name, how in served.get("guests", {}).items()}
+                        for name, how in served.get("guests", {}).items() if name in bed.nodes}
     (directory / "switch.json").write_text(json.dumps(
         {"switch": dataplane.name, "keeps": dataplane.keeps, **served,
          "pids": dataplane.pids(),

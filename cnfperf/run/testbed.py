@@ -355,7 +355,11 @@ class Builder:
         bed = Testbed(point)
         # The kept switch first: one this point cannot have is stopped before
         # anything of the point exists.
-        kept = self.keeper.take(point) if point.links_joined_here() else self.keeper.drop()
+        kept = None
+        if point.links_joined_here():
+            kept = self.keeper.take(point)
+        else:
+            self.keeper.drop()
         engines = [ep for ep in point.engines if point.here(ep.name)]
         nfs_here = [nf for nf in point.nfs if point.here(nf.name)]
         try:

@@ -139,6 +139,23 @@ def test_a_point_that_fails_before_its_teardown_holds_the_switch_leaves_no_vm(ke
     assert not keeper.holds("nf") and keeper.take(_point(2)) is None
 
 
+def test_a_guest_that_cannot_be_checked_takes_the_switch_and_the_other_guests_down(
+        keeper, said):
+    switch, vm, other = Switch(said), Guest(said), Guest(said, "nf2")
+    _measured(keeper, _point(0), switch, vm)
+    keeper.kept.guests["nf2"] = keep.Guest(other)
+
+    def broken():
+        raise KeyboardInterrupt
+    other.stale = broken
+    said.clear()
+    with pytest.raises(KeyboardInterrupt):
+        keeper.take(_point(1))
+    assert said == ["switch reset", "nf destroyed", "netns nf removed", "nf2 destroyed",
+                    "netns nf2 removed", "switch stopped"]
+    assert not keeper.holds("nf") and keeper.kept is None and not keeper.offered
+
+
 def test_another_switch_takes_the_vms_of_the_kept_one_down_first(keeper, said):
     _measured(keeper, _point(0), Switch(said), Guest(said))
     said.clear()
@@ -153,6 +170,8 @@ def test_only_the_traffic_s_fields_leave_a_guest_as_it_is():
     for fields in ({"rate": "5k"}, {"duration": 3}, {"size": 128}, {"search": "rfc2544"},
                    {"flows": 4}):
         assert keep.guest_key(_point(**fields)) == made, fields
+    # but the switch is made for a size: a fresh one, and fresh VMs with it
+    assert keep.switch_key(_point(size=128)) != keep.switch_key(_point())
     for fields in ({"vm_memory": 1024}, {"accel": "tcg"}, {"nf": "testpmd"},
                    {"nf_quota": 50}, {"pin": False}):
         assert keep.guest_key(_point(**fields)) != made, fields

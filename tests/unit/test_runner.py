@@ -117,7 +117,9 @@ class Runtime:
         machine.step("create", name, image.name)
         return type("Container", (), {"engine": f"/engine-{image.name}", "own_kernel": False,
                                       "slowdown": 1.0, "facts": lambda self: {},
-                                      "guest_cpu": lambda self, core: core,
+                                      "guest_cpu": lambda self, core: core, "init_pid": 1,
+                                      "release": lambda self: machine.step("release", name),
+                                      "stale": lambda self: None,
                                       "destroy": lambda self: machine.step("destroy", name)})()
 
 
@@ -565,6 +567,36 @@ def test_consecutive_points_made_alike_share_a_kept_switch(run, machine, keeping
     # a teardown lists the switch it stopped (the run's last), not one it kept
     # for the next point (a replaced one is stopped by the next point's set-up)
     assert [c for c in outcome.cleaned if c.startswith("data-plane")] == ["data-plane veth"]
+
+
+def test_the_nodes_of_a_runtime_that_keeps_go_with_the_kept_switch(run, machine, keeping,
+                                                                   monkeypatch, tmp_path):
+    """A runtime whose containers keep (a VM's): made once, netns and all, for
+    a rate sweep on one kept switch; gone before it at the run's end."""
+    monkeypatch.setattr(Runtime, "keeps", True)
+    outcome, _, _ = run({"rate": "10k,20k,30k", "duration": 1}, builder=keeping)
+    assert outcome.status == "done" and outcome.left == []
+    made = [e for e in machine.events if e[0] in ("create", "netns", "del-netns", "destroy",
+                                                  "start", "stop")]
+    ends = sorted({e[1] for e in machine.of("create")})
+    assert len(ends) == 2 and len(machine.of("create")) == 2    # once, not per point
+    assert sorted(e[1] for e in machine.of("netns")) == ends
+    # the run's end: each VM, then its netns, then the switch; none before
+    last = made[-5:]
+    assert last[-1] == ("stop",) and len(machine.of("stop")) == 1
+    assert sorted(last[:-1]) == sorted([("destroy", n) for n in ends] +
+                                       [("del-netns", n) for n in ends])
+    assert all(last.index(("destroy", n)) < last.index(("del-netns", n)) for n in ends)
+    assert len(machine.of("destroy")) == len(machine.of("del-netns")) == 2
+    # each point's end: what it ran in them reaped, three times each
+    assert sorted(e for e in machine.events if e[0] == "release" and len(e) > 1) == \
+        sorted(("release", n) for _ in range(3) for n in ends)
+    run_dir = tmp_path / "results" / "runs" / outcome.run_id
+    served = [json.loads((run_dir / f"point{i}" / "switch.json").read_text())["guests"]
+              for i in range(3)]
+    assert [sorted(g["kept"] for g in point.values()) for point in served] == \
+        [[False, False], [True, True], [True, True]]
+    assert {g["points"] for g in served[2].values()} == {3}
 
 
 def test_switch_keep_no_gives_every_point_a_fresh_switch(run, machine, keeping):

@@ -128,8 +128,8 @@ class VmContainer(Container):
             return f"QEMU of VM {self.name} exited"
         try:
             ports.hello(self.dir, STALE_S, alive=lambda: self.qemu.poll() is None)
-        except (OSError, TimeoutError) as e:
-            return f"VM {self.name} does not answer: {e}"
+        except Exception as e:   # no answer, or one that is not its server's
+            return f"VM {self.name} does not answer: {e or type(e).__name__}"
         return None
 
     def destroy(self) -> None:
