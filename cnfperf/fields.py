@@ -197,8 +197,8 @@ FIELDS: list[Field] = [
           "fresh switch for every point", axis=45, column="", late=True),
     Field("engine_keep", "bool", True, "keep a point's engines up between its trials (a "
           "search's, latency at its loads): started once, each later trial's rate, duration "
-          "and warm-up told over their stdin, where every node is an engine in a container "
-          "of this host and no fault is injected; no: fresh engines for every trial", axis=61, column="", late=True,
+          "and warm-up told over their stdin, where every node is an engine on this host (in "
+          "a container or a VM) and no fault is injected; no: fresh engines for every trial", axis=61, column="", late=True,
           traffic=True),
     Field("pin", "bool", True, "pin the switch and the network functions to their planned "
           "cores; no: their cpuset is every usable core", axis=6, column="INTEGER",
@@ -381,7 +381,7 @@ FIELDS: list[Field] = [
     Field("vm_keep", "bool", True, "keep the virtual machines up between consecutive points "
           "of a run, with the switch their NICs are on (switch_keep), where the points differ "
           "only in their traffic (rate, duration, the search's fields…): each booted once, "
-          "its processes started anew for every trial; no: fresh VMs for every point",
+          "its engines started anew in it for every point; no: fresh VMs for every point",
           axis=62, column="", late=True),
     Field("vm_image", "str", "host", "the root file system a virtual machine runs your own "
           "commands in (cmd:, testpmd): host (the host's own, read-only), or a disk image of "

@@ -16,7 +16,7 @@ a VM point waits for; Runtime.keeps): their NICs are the switch's ports, so
 a guest is kept (vm_keep) only when its switch is, and serves the next point when that
 point also differs from this one only in its traffic (guest_key: the fields
 marked traffic) and the guest still answers (Container.stale). Their netns go
-with them. A kept guest runs nothing between points: each trial starts its
+with them. A kept guest runs nothing between points: each point starts its
 processes in it, as in a fresh one; what a point prepared in it (NfKind.prepare)
 it keeps, for a point made alike, which does not prepare it again.
 """

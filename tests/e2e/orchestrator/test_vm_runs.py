@@ -1,6 +1,7 @@
 """Virtual machines in cnfperf runs, for real: PVP through OVS-DPDK and testpmd
-with the engine's l2 NF in a VM on DPDK's virtio PMD (two points, the VM booted
-once: kept with its switch for the second), a chain of a VM and a
+with the engine's l2 NF in a VM on DPDK's virtio PMD (two rates and an NDR search,
+the VM booted once: kept with its switch; the search's engines kept across its
+trials), a chain of a VM and a
 container, a VM tester end over vhost-user, a router VM on its kernel's
 virtio-net behind a bridge (tap) and behind macvtap, the guest's kernel as the router
 (nf = router), two VMs on veth, a user's
@@ -40,7 +41,7 @@ def _run(cli, *args: str) -> dict:
     return point
 
 
-def _sweep(cli, *args: str, rates: tuple[int, ...] = (RATE,)) -> list[dict]:
+def _sweep(cli, *args: str, rates: tuple[int | str, ...] = (RATE,)) -> list[dict]:
     """The run's points, in order, each with its switch.json (`served`)."""
     done = cli("run", *args, "--rate", ",".join(map(str, rates)), "--duration", str(DURATION),
                "--warmup", str(WARMUP), "--json", timeout=TIMEOUT)
@@ -50,7 +51,8 @@ def _sweep(cli, *args: str, rates: tuple[int, ...] = (RATE,)) -> list[dict]:
     points = sorted(run["points"], key=lambda p: p["idx"])
     run_dir = harness.REPO / run["run_dir"]   # as the store names it: absolute, or the checkout's
     for point in points:
-        served = run_dir / f"point{point['idx']}" / "switch.json"
+        point["directory"] = run_dir / f"point{point['idx']}"
+        served = point["directory"] / "switch.json"
         point["served"] = json.loads(served.read_text()) if served.exists() else None
     return points
 
@@ -112,10 +114,15 @@ def _nf_forwarded_every_frame(point: dict, count: int = 1, paced: bool = True) -
 def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, no_leftovers,
                                                           switch):
     """Two rates: the second point runs in the first one's VM, kept with its
-    switch (the same QEMU), and forwards every frame again."""
+    switch (the same QEMU), and forwards every frame again. Then an NDR
+    search in it, its engines (the NF's in the guest too) started for its
+    first trial only and told each later one's rate over their stdin."""
     rates = (RATE, RATE + 500)
-    points = _sweep(cli, "--switch", switch, "--api", "dpdk", "--tester", "single",
-                    "--nfs", "1", "--nf-in", "vm", rates=rates)
+    *points, search = _sweep(cli, "--switch", switch, "--api", "dpdk", "--tester", "single",
+                             "--nfs", "1", "--nf-in", "vm", "--search", "bisect",
+                             "--search-max", "30k", "--precision", "0.25",
+                             "--trial-duration", "0.5", "--latency-at", "none",
+                             rates=(*rates, "ndr"))
     for point, rate in zip(points, rates):
         assert point["nf_in"] == "vm" and point["nf_api"] == "dpdk"
         _zero_loss(point, rate)
@@ -127,6 +134,12 @@ def test_pvp_a_vm_forwards_on_virtio_behind_a_dpdk_switch(engine, cli, no_leftov
     kept = points[1]["served"]["guests"][name]
     assert not booted["kept"] and booted["pid"], booted
     assert kept == {"kept": True, "points": 2, "pid": booted["pid"]}, kept
+    assert search["status"] == "done" and search["search_rate_pps"] > 0, search["error"]
+    assert search["served"]["guests"][name] == {"kept": True, "points": 3, "pid": booted["pid"]}
+    trials = sorted(search["directory"].glob("trial*"), key=lambda d: int(d.name[5:]))
+    assert len(trials) == len(search["trials"]) > 2
+    started = [bool(list(d.glob("*.argv.json"))) for d in trials]
+    assert started == [True] + [False] * (len(trials) - 1), started
 
 
 @DPDK
