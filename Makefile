@@ -6,7 +6,7 @@
 # make demo    a quick shoot-out of every usable data plane; prints the report's path
 # make docs    rewrites the docs' generated blocks (fields, store schema, CSV columns, plots)
 # make deps    Debian and Python packages a fresh Debian 12 needs (idempotent; root)
-# make switches  VPP, Snabb, Click and FRR from their pinned sources (switches/build.sh,
+# make switches  VPP, Snabb, Click, FRR and BESS from their pinned sources (switches/build.sh,
 #              switches/sources.lock): a mirror folder's copy (CNFPERF_SOURCES, default
 #              ../shared/sources when it exists), else a download (CNFPERF_SOURCES_URL,
 #              default the Debian archive apt uses for a source it has, then
@@ -27,19 +27,25 @@ ENGINE := engine/build/cnfperf-engine
 # Python modules, OpenSSL, libnuma, libunwind; Click: C++, libpcap, and
 # libsystemd for DPDK's static link; FRR: autotools, bison, flex, json-c,
 # readline, libcap, pcre2, protobuf-c, Python's headers for its clippy,
-# patchelf to point its programs at its library), and to download their sources
-# (curl, CA certificates; sources.py is python3's).
+# patchelf to point its programs at its library; BESS: gRPC and protobuf with
+# their compilers, glog, gflags, zlib, and the gtest and Google benchmark
+# headers its build.py insists on), and to download their sources (curl, CA
+# certificates; sources.py is python3's).
 SWITCH_BUILD_PACKAGES := \
 	make patch xz-utils g++ cmake python3 python3-ply python3-jsonschema python3-yaml \
 	libssl-dev libnuma-dev libunwind-dev libpcap-dev libsystemd-dev curl ca-certificates \
 	autoconf automake libtool bison flex libjson-c-dev libreadline-dev libcap-dev libpcre2-dev \
-	protobuf-c-compiler libprotobuf-c-dev python3-dev patchelf
+	protobuf-c-compiler libprotobuf-c-dev python3-dev patchelf \
+	libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libgoogle-glog-dev \
+	libgflags-dev zlib1g-dev libgtest-dev libbenchmark-dev
 # Every Debian package the code, tests and benchmarks use; cnfperf/host/tools.py names
 # the package of each tool they run, and a unit test keeps the two in step.
 # The static engine (the network functions' minimal image) links libc.a
 # (libc6-dev) and, for AF_XDP, libxdp.a, libbpf.a, libelf.a and libz.a.
 # linux-image-amd64 is the VMs' kernel (the vm runtime boots it), not the host's;
 # lab/parts.sh adds the lab's parts: a 6.12 guest kernel and QEMU >= 8 (igb, SR-IOV).
+# python3-grpcio and python3-protobuf: Debian's python3 drives BESS through
+# its Python API (cnfperf/dataplanes/bess_ctl.py).
 APT_PACKAGES := \
 	meson ninja-build pkg-config gcc libc6-dev python3-venv python3-pip \
 	iproute2 nftables util-linux mount procps kmod libc-bin dpkg ethtool \
@@ -48,7 +54,7 @@ APT_PACKAGES := \
 	openvswitch-common openvswitch-switch openvswitch-switch-dpdk \
 	tshark tcpdump iperf3 netsniff-ng sockperf linux-perf chromium-headless-shell \
 	openssh-server openssh-client git containerd containernetworking-plugins \
-	docker-registry skopeo frr \
+	docker-registry skopeo frr python3-grpcio python3-protobuf \
 	$(SWITCH_BUILD_PACKAGES)
 
 .PHONY: deps build switches cluster test check demo docs clean

@@ -158,8 +158,8 @@ def test_without_home_or_xdg_cache_home_nothing_is_built(tmp_path):
 
 def test_an_unknown_name_is_refused_before_anything_is_built(tmp_path):
     _source(tmp_path, "true")
-    done = _build(tmp_path, "snabb", "bess")
-    assert done.returncode == 2 and done.stderr.startswith("switches: unknown build bess")
+    done = _build(tmp_path, "snabb", "lagopus")
+    assert done.returncode == 2 and done.stderr.startswith("switches: unknown build lagopus")
     assert not (tmp_path / "prefix").exists() and not (tmp_path / "cache").exists()
 
 

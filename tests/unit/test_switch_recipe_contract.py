@@ -157,5 +157,5 @@ def test_a_new_source_built_switch_is_one_folder_and_one_registry_line(tmp_path)
     checked = subprocess.run([str(tmp_path / "switches" / "build.sh"), "--check"],
                              env=env, capture_output=True, text=True, timeout=60)
     assert sorted(checked.stdout.splitlines()) == [
-        "switches: click-dpdk: not built", "switches: click: not built", "switches: frr: not built",
+        "switches: bess: not built", "switches: click-dpdk: not built", "switches: click: not built", "switches: frr: not built",
         "switches: snabb: not built", "switches: toy: up to date", "switches: vpp: not built"]
