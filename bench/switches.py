@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every DPDK switch side by side, beside paper 003's ranking (its Figs. 5.2,
-5.9): VPP, Snabb (learning bridge and wire), Click, OVS-DPDK and testpmd.
+5.9): VPP, Snabb (learning bridge and wire), Click, BESS, OVS-DPDK and testpmd.
 
 For each switch and frame size (64, 1500 B): the unpaced throughput of one
 single-process tester through the switch (Mpps), and the one-way p50/p99
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.runs import cnfperf, pollers  # noqa: E402  (one way to run a point)
 
 # OVS-DPDK first: the others are given as a ratio to it.
-SWITCHES = ("ovs", "testpmd", "vpp", "vpp-memif", "snabb", "snabb-wire", "click")
+SWITCHES = ("ovs", "testpmd", "vpp", "vpp-memif", "snabb", "snabb-wire", "click", "bess")
 SIZES = (64, 1500)
 
 

@@ -18,7 +18,7 @@ from cnfperf.runtimes.runc import RUNC_ROOT
 # Processes the harness may start; anything by these names that outlives a test leaked.
 WATCHED_COMMS = ("cnfperf-engine", "dpdk-testpmd", "ovs-vswitchd", "ovsdb-server", "runc",
                  "qemu-system-x86",
-                 "stress-ng", "click", "snabb", "[snabb sup]", "vpp_main", "vpp_wk_",
+                 "stress-ng", "click", "snabb", "bessd", "[snabb sup]", "vpp_main", "vpp_wk_",
                  "conmon", "podman",
                  # routing daemons in NFs (cnfperf/nfs/frr.py)
                  "zebra", "ospfd", "bgpd", "bfdd", "mgmtd", "staticd",

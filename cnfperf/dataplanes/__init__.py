@@ -1,6 +1,7 @@
 """Data planes by name: adding a switch is one file and its entry here (its import
 and its row in DATAPLANES)."""
 from cnfperf.dataplanes.base import Attachment, DataPlane, PortCounters
+from cnfperf.dataplanes.bess import BessPlane
 from cnfperf.dataplanes.bridge import BridgePlane
 from cnfperf.dataplanes.click import ClickPlane
 from cnfperf.dataplanes.macvlan import MacvlanPlane
@@ -26,6 +27,7 @@ DATAPLANES: dict[str, type[DataPlane]] = {
     "vpp": VppPlane,
     "vpp-memif": VppMemifPlane,
     "click": ClickPlane,
+    "bess": BessPlane,
     "snabb": SnabbPlane,
     "snabb-wire": SnabbWirePlane,
     "sriov": SriovPlane,

@@ -215,7 +215,7 @@ def test_bad_input_in_a_subprocess(cli, results):
 def test_a_switch_without_processes_says_which_switches_can_be_in_a_container(capsys):
     assert main(["run", "--switch", "macvlan", "--switch-in", "container"]) == 2
     err = capsys.readouterr().err
-    assert "macvlan does not run in a container" in err and "testpmd, ovs, vpp, vpp-memif, click, snabb, snabb-wire, ovs-kernel do" in err
+    assert "macvlan does not run in a container" in err and "testpmd, ovs, vpp, vpp-memif, click, bess, snabb, snabb-wire, ovs-kernel do" in err
 
 
 def test_the_switchs_cores_are_counted_against_the_points(capsys):

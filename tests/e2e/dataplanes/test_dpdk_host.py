@@ -100,6 +100,7 @@ def _start_run(switch: str, env: dict, log: Path) -> tuple[subprocess.Popen, str
 
 @pytest.mark.parametrize("switch", ["ovs", "testpmd",
                                     pytest.param("click", marks=pytest.mark.needs("click-dpdk")),
+                                    pytest.param("bess", marks=pytest.mark.needs("bess")),
                                     pytest.param("snabb", marks=pytest.mark.needs("snabb")),
                                     pytest.param("vpp", marks=pytest.mark.needs("vpp"))])
 def test_cleanup_undoes_a_dpdk_run_killed_while_measuring(results, switch, tmp_path):

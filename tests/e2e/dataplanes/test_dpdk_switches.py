@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.needs("dpdk-testpmd")]
 NEEDS = {"ovs": pytest.mark.needs("ovsdb-server", "ovs-vsctl"),
          "snabb": pytest.mark.needs("snabb"), "snabb-wire": pytest.mark.needs("snabb"),
          "vpp": pytest.mark.needs("vpp"), "vpp-memif": pytest.mark.needs("vpp"),
-         "click": pytest.mark.needs("click-dpdk")}
+         "click": pytest.mark.needs("click-dpdk"), "bess": pytest.mark.needs("bess")}
 
 
 def planes(*cases):
@@ -91,7 +91,8 @@ def journal(tmp_path):
 @pytest.mark.parametrize("switch,pairs", planes(
     ("vhost", 1), ("vhost", 2), ("memif", 1), ("memif", 2), ("testpmd", 1), ("testpmd", 2),
     ("ovs", 1), ("ovs", 2), ("snabb", 1), ("snabb", 2), ("snabb-wire", 1), ("snabb-wire", 2),
-    ("vpp", 1), ("vpp", 2), ("vpp-memif", 1), ("vpp-memif", 2), ("click", 1), ("click", 2)))
+    ("vpp", 1), ("vpp", 2), ("vpp-memif", 1), ("vpp-memif", 2), ("click", 1), ("click", 2),
+    ("bess", 1), ("bess", 2)))
 def test_every_frame_sent_is_received_or_counted_dropped(switch, pairs, journal):
     p = point(switch, pairs)
     with no_leftovers(p.prefix):
@@ -144,18 +145,21 @@ def _threads(pid: int) -> list[tuple[str, set[int]]]:
     return found
 
 
-@NEEDS["click"]
-def test_click_runs_each_link_on_a_poll_thread_of_its_own(journal):
-    """Two links on two Click threads, one core each: each still delivers every frame."""
+@pytest.mark.parametrize("switch", planes(("click",), ("bess",)))
+def test_each_link_runs_on_a_poll_thread_of_its_own(switch, journal):
+    """Two links on two Click threads (two BESS workers), one core each: each
+    still delivers every frame."""
     cores(2)
-    p = place(Scenario(switch="click", api="dpdk", pairs=2, switch_cores=2, tester="split"),
+    p = place(Scenario(switch=switch, api="dpdk", pairs=2, switch_cores=2, tester="split"),
               secrets.token_hex(2))
     with no_leftovers(p.prefix):
-        dataplane = DATAPLANES["click"](journal)
+        dataplane = DATAPLANES[switch](journal)
         try:
             dataplane.start(p)
-            pollers = [cpus for name, cpus in _threads(dataplane.click.pid)
-                       if name.startswith("rte-worker")]
+            # BESS's workers keep the name of the gRPC thread that made them; they
+            # are its threads pinned to one core
+            pollers = [cpus for name, cpus in _threads(dataplane.pids()[0])
+                       if name.startswith("rte-worker") or (switch == "bess" and len(cpus) == 1)]
             # one each, pinned to a core of its own
             assert all(len(cpus) == 1 for cpus in pollers), pollers
             assert sorted(c for cpus in pollers for c in cpus) == sorted(dataplane.cpus)

@@ -35,7 +35,8 @@ OVS = pytest.mark.needs("ovsdb-server", "ovs-vsctl")
 SWITCHES = [pytest.param("ovs", marks=OVS), "testpmd",
             pytest.param("vpp", marks=pytest.mark.needs("vpp")),
             pytest.param("snabb", marks=pytest.mark.needs("snabb")),
-            pytest.param("click", marks=pytest.mark.needs("click-dpdk"))]
+            pytest.param("click", marks=pytest.mark.needs("click-dpdk")),
+            pytest.param("bess", marks=pytest.mark.needs("bess"))]
 
 
 def _zero_loss_and_counted(point: dict) -> None:

@@ -21,7 +21,7 @@ WARMUP = 0.2
 NEEDS = {"ovs": pytest.mark.needs("ovsdb-server", "ovs-vsctl"),
          "testpmd": pytest.mark.needs("dpdk-testpmd"),
          "vpp": pytest.mark.needs("vpp"), "vpp-memif": pytest.mark.needs("vpp"),
-         "click": pytest.mark.needs("click-dpdk")}
+         "click": pytest.mark.needs("click-dpdk"), "bess": pytest.mark.needs("bess")}
 
 
 def _sweep(cli, results: Path, switch: str, keep: str) -> list[tuple[dict, dict]]:

@@ -1,0 +1,183 @@
+"""bess: BESS, paper 001's switch, with an L2Forward per link between vhost-user ports.
+
+BESS runs one PMDPort per port of the test point, each on a net_vhost vdev
+(DPDK 19.11's vhost PMD, linked into bessd), and each link through an
+L2Forward holding its two ends' MACs (the pipeline and its counters:
+bess_app.py). Engines and VMs attach as its vhost-user ports' front ends.
+
+Threads: BESS's workers are its poll threads, one per switch core, each pinned
+by BESS itself to its core (so pin = no cannot float them: floats). A link's
+modules all run on one worker, the links dealt out in turn, so switch_cores >
+links would leave a worker without work: refused. Its other threads (the gRPC
+server, DPDK's master lcore) float over the point's cores, as the other
+switches' do.
+
+It runs on the host, or in a container or pod of its own (switch_in) from
+IMAGE: bessd, its modules and its DPDK linked in. Its control
+(bess_ctl.py, Debian's python3 with pybess) runs on the host and reaches it
+by the gRPC socket in the point's directory, which the container shares.
+
+Built from source (switches/bess/): BESS's last upstream commit and the DPDK
+19.11.4 it is written for, which is not Debian's 22.11.
+"""
+from __future__ import annotations
+
+import subprocess
+from typing import TYPE_CHECKING, Any
+
+from cnfperf.dataplanes import bess_app, dpdk_args, procs
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.dataplanes.bess_app import Bessd, LinkPlan
+from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
+from cnfperf.dataplanes.switch_image import built
+from cnfperf.host import builds
+from cnfperf.plan import Port
+
+if TYPE_CHECKING:
+    from cnfperf.host.facts import HostFacts
+    from cnfperf.scenario import Scenario
+
+BUILD = builds.Build("bess", "BESS, with the DPDK 19.11 it is built for", ("core/bessd",))
+
+# bessd: its modules and DPDK are linked in
+IMAGE = built("switch-bess", "BESS", lambda: (str(builds.program(BUILD)),), budget_mb=160)
+# DPDK 19.11's RTE_MAX_ETHPORTS (32): two ports per link.
+MAX_LINKS = 16
+# BESS's packet pool (--buffers, a power of 2): far more than the frames in
+# flight (a burst per port and queue, each worker's mempool cache); each
+# buffer is SNBUF_SIZE (2496 bytes) and a mempool header.
+BUFFERS = 16384
+BUFFER_BYTES = 2496 + 64
+# The Python modules its control needs (bess_app.PYTHON's): module -> package.
+CONTROL_MODULES = {"grpc": "python3-grpcio", "google.protobuf": "python3-protobuf"}
+
+
+class BessPlane(DpdkPlane):
+    name = "bess"
+    description = "BESS: an L2Forward per link between vhost-user ports (paper 001's switch)"
+    style = 15
+    max_links = MAX_LINKS
+    poll_threads = 1
+    build = BUILD
+    rx_interrupts = True   # engines reach it as virtio-user ports
+    floats = False         # BESS pins each worker to its core itself
+    cut_refusal = "cnfperf has no handler to take one of its ports down"
+    max_cores = None       # a worker per link at most (scenario_problem)
+    # Its packet buffers hold 2 KB of data (SNBUF_DATA) in one segment.
+    max_size = dpdk_args.STD_BUFFER + dpdk_args.FCS
+    keeps = True
+    processes = True       # switch_in = container or pod: bessd in its own (IMAGE)
+    image = IMAGE
+
+    def __init__(self, journal, home=None):
+        super().__init__(journal, home)
+        self.bessd: Bessd | None = None
+        self.index: dict[str, str] = {}    # the point's port name -> its BESS port name
+        self.made: dict[str, Any] = {}     # the modules setup made (applied())
+        # Kept between points: its counts when the point began.
+        self.base: dict[str, list[int]] = {}
+
+    @classmethod
+    def check(cls, host: HostFacts) -> list[str]:
+        return super().check(host) + control_problems()
+
+    @classmethod
+    def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
+        if s.switch_cores > links:
+            return "switch_cores", (f"bess runs each link on one worker; {links} link(s) "
+                                    f"keep at most {links} busy: switch_cores ≤ {links}")
+        return None
+
+    def switch_mb(self) -> int:
+        pool = BUFFERS * BUFFER_BYTES / 2**20
+        return 32 * (int(pool) // 32 + 3)   # + EAL's own and the ports', in 32 MB steps
+
+    def _socket(self, index: int) -> str:
+        return str(self.sock_dir / f"bess{index}.sock")
+
+    def _plan(self) -> list[LinkPlan]:
+        """Link k on ports 2k and 2k+1, on worker k mod switch_cores."""
+        return [LinkPlan(self.index[link.a.name], self.index[link.b.name],
+                         (link.a.mac, link.b.mac), k % len(self.cpus))
+                for k, link in enumerate(self.point.links_joined_here())]
+
+    def setup(self) -> None:
+        ports = self.point.ports_joined_here()
+        self.index = {port.name: f"p{i}" for i, port in enumerate(ports)}
+        vdevs = {f"p{i}": self.nic_vdev(i, port) or dpdk_args.vhost(i, self._socket(i))
+                 for i, port in enumerate(ports)}
+        eal = ["--file-prefix", f"{self.point.prefix}bess", "--huge-dir", self.huge_dir,
+               "--no-pci"]
+        self.bessd = Bessd(str(builds.program(BUILD)), builds.home(BUILD), self.dir, eal,
+                           self.switch_mb(), BUFFERS, name=f"bess {self.point.prefix}",
+                           launch=self.launch())
+        pid = self.bessd.launch_process()
+        procs.journal_process(self.journal, f"{self.point.prefix}bess", pid)
+        self.bessd.ready()
+        workers = dict(enumerate(self.cpus))
+        self.made = self.bessd.ask(bess_app.request(self._plan(), vdevs, workers))
+
+    def pids(self) -> list[int]:
+        return [self.bessd.pid] if self.bessd and self.bessd.pid else []
+
+    def frontend(self, port: Port) -> Frontend:
+        return Frontend(self._socket(int(self.index[port.name][1:])))
+
+    def queues(self) -> list[dict]:
+        """Queue 0 of every port, polled by its link's worker."""
+        names = {b: a for a, b in self.index.items()}
+        return [{"port": names[p], "queue": 0, "core": self.cpus[link.worker]}
+                for link in self._plan() for p in (link.a, link.b)] if self.index else []
+
+    def applied(self) -> dict[str, Any]:
+        """The modules bessd was given, each with the ports it serves."""
+        return {"modules": self.made} if self.made else {}
+
+    def _stats(self) -> dict[str, list[int]]:
+        return self.bessd.ask({"do": "stats", "ports": sorted(self.index.values())})
+
+    def counters(self) -> dict[str, PortCounters]:
+        if self.bessd is None or not self.index:
+            return {}
+        stats = {p: [v - b for v, b in zip(vals, self.base.get(p, (0, 0, 0, 0)))]
+                 for p, vals in self._stats().items()}
+        peers = {}
+        for link in self._plan():
+            peers[link.a], peers[link.b] = link.b, link.a
+        return {name: bess_app.port_counters(stats, p, peers.get(p))
+                for name, p in self.index.items()}
+
+    def reset(self) -> None:
+        """Counted from here: its counts now are the base counters() subtracts.
+        Its L2Forwards hold the same ports' MACs (run/keep.py's key)."""
+        self.base = {}
+        self.base = self._stats()
+
+    def alive(self) -> bool:
+        if self.bessd is None or self.bessd.console is None or \
+                self.bessd.console.proc.poll() is not None:
+            return False
+        try:
+            self._stats()
+        except procs.ProcessError:
+            return False
+        return True
+
+    def teardown(self) -> None:
+        if self.bessd is not None:
+            self.bessd.stop()
+            self.bessd = None
+            self.journal.discard("process", f"{self.point.prefix}bess")
+
+
+def control_problems() -> list[str]:
+    """Whether Debian's python3 has what bess_ctl.py imports, one line per lack."""
+    found = []
+    for module, package in CONTROL_MODULES.items():
+        try:
+            subprocess.run([bess_app.PYTHON, "-c", f"import {module}"], check=True,
+                           capture_output=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            found.append(f"{bess_app.PYTHON} cannot import {module}, which BESS's control "
+                         f"needs (apt install {package})")
+    return found

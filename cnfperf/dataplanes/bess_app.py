@@ -1,0 +1,222 @@
+"""BESS (the Berkeley Extensible Software Switch) as a switch: its daemon, the
+control that configures and reads it, and what its port counts mean.
+
+bessd runs in the foreground (its log on a terminal a thread drains), its
+gRPC server on a unix socket in the point's directory (no TCP port to collide
+with another run's), its pid file there too (bessd refuses a second instance
+by its pid file). Its EAL arguments are its own (it builds them: --legacy-mem,
+--huge-unlink, the master lcore on its other cores) plus cnfperf's file
+prefix, hugetlbfs and --no-pci (patches/bess/0004).
+
+It is configured and read through its own Python API, pybess, by bess_ctl.py
+running under Debian's python3 (python3-grpcio, python3-protobuf), one JSON
+line each way per request; cnfperf's own Python need not have gRPC.
+
+The pipeline, per link k between ports A and B (PMDPort on net_vhost vdevs):
+
+    in_A :: PortInc(A) -> l2fwdk :: L2Forward -> [gate 0] out_A :: PortOut(A)
+    in_B :: PortInc(B) ----^                  -> [gate 1] out_B :: PortOut(B)
+
+with l2fwdk's entries the two ends' MACs: a frame goes out of the port whose
+node has its destination MAC (paper 001 ran BESS's L2Forward). One L2Forward
+per link, not one for every port: a module is run by one worker, and a link's
+modules all run on the worker its PortIncs are attached to (links dealt over
+the workers in turn). A reflector port (the switch alone as the tester's
+peer: paper 001's baseline) is PortInc(P) -> MACSwap -> PortOut(P).
+
+Counters, the switch's view of port P whose link's other end is Q (BESS's port
+stats: packets taken from and given to the PMD, and what PortOut could not
+give, counted as the port's out dropped):
+    inc packets(P)                                   rx_packets
+    out packets(P)                                   tx_packets
+    out dropped(P)  frames for P's node that its virtqueue had no room for
+                                                     tx_dropped
+    inc dropped(P) + inc(P) - out(Q) - out dropped(Q)
+                    from P, not sent on towards Q (a MAC L2Forward does not
+                    have, or the PMD's own drops)   rx_dropped
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.dataplanes.procs import Console, Launch, ProcessError
+from cnfperf.host.system import CommandFailed, spawn
+
+# DPDK's EAL maps every hugepage it can with --legacy-mem before it keeps
+# what it asked for; a few seconds at most.
+START_TIMEOUT = 60
+STOP_TIMEOUT = 15
+REPLY_TIMEOUT = 30
+# The Python that has pybess's gRPC and protobuf: Debian's.
+PYTHON = "/usr/bin/python3"
+CONTROL = Path(__file__).with_name("bess_ctl.py")
+
+
+@dataclass(frozen=True)
+class LinkPlan:
+    """One link as BESS runs it: its two ports' names in BESS, their nodes'
+    MACs, and the worker its modules run on."""
+
+    a: str
+    b: str
+    macs: tuple[str, str]
+    worker: int
+
+
+def request(links: Sequence[LinkPlan], ports: Mapping[str, str],
+            workers: Mapping[int, int], reflect: Mapping[str, int] | None = None) -> dict:
+    """The setup request bess_ctl.py takes (see its docstring): `ports` each
+    port's vdev, `workers` each worker's core, `reflect` reflector ports and
+    their workers."""
+    return {"do": "setup", "workers": sorted(workers.items()), "ports": dict(ports),
+            "links": [{"ports": [l.a, l.b], "macs": list(l.macs), "worker": l.worker}
+                      for l in links],
+            "reflect": [{"port": p, "worker": w} for p, w in (reflect or {}).items()]}
+
+
+def port_counters(stats: Mapping[str, Sequence[int]], port: str,
+                  peer: str | None) -> PortCounters:
+    """The switch's view of `port` (see the module's docstring); `peer`: its
+    link's other end (None: a reflector, its frames sent back out of itself)."""
+    inc, inc_dropped, out, out_dropped = stats[port]
+    q_out, q_dropped = (stats[peer][2], stats[peer][3]) if peer else (out, out_dropped)
+    return PortCounters(rx_packets=inc, tx_packets=out, tx_dropped=out_dropped,
+                        rx_dropped=inc_dropped + max(0, inc - q_out - q_dropped))
+
+
+class Control:
+    """bess_ctl.py, running: one request, one reply."""
+
+    def __init__(self, build: Path, url: str, name: str = "bess"):
+        self.name = name
+        try:
+            self.proc = spawn([PYTHON, str(CONTROL), str(build), url], what=f"{name} control",
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        except CommandFailed as e:
+            raise ProcessError(f"{name}: its control cannot start: {e}") from None
+        self.version = self._reply(START_TIMEOUT).get("ready")
+
+    def _reply(self, timeout: float) -> dict:
+        # one line per request, nothing more: select sees it on the pipe
+        if not select.select([self.proc.stdout], [], [], timeout)[0]:
+            self.proc.kill()
+            raise ProcessError(f"{self.name}: its control did not answer within {timeout:g} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.poll()
+            raise ProcessError(f"{self.name}: its control exited (code {code})")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            rest = self.proc.stdout.read(2000) if self.proc.poll() is not None else ""
+            raise ProcessError(f"{self.name}: its control said {(line + rest).strip()[:400]!r}") \
+                from None
+        if "error" in reply:
+            raise ProcessError(f"{self.name}: {reply['error']}")
+        return reply
+
+    def ask(self, req: dict):
+        try:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise ProcessError(f"{self.name}: its control is gone "
+                               f"(code {self.proc.poll()})") from None
+        return self._reply(REPLY_TIMEOUT)["ok"]
+
+    def stats(self, ports: Sequence[str]) -> dict[str, list[int]]:
+        return self.ask({"do": "stats", "ports": list(ports)})
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessError):
+            if self.proc.poll() is None:
+                self.ask({"do": "quit"})
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.proc.stdout.close()
+
+
+class Bessd:
+    """One bessd, in the foreground, on a terminal (procs.Console), and its control."""
+
+    def __init__(self, binary: str, build: Path, directory: Path, eal: Sequence[str],
+                 memory_mb: int, buffers: int, name: str = "bessd",
+                 launch: Launch | None = None):
+        self.socket = directory / "bess.sock"
+        self.url = f"unix:{self.socket}"
+        self.build = build
+        self.argv = [binary, "-f", "-i", str(directory / "bessd.pid"), "--grpc_url", self.url,
+                     "-m", str(memory_mb), "--buffers", str(buffers), "--iova", "va",
+                     "--no_crashlog", "--eal", " ".join(eal)]
+        self.name = name
+        self.launch = launch
+        self.console: Console | None = None
+        self.control: Control | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.console.pid if self.console else None
+
+    def launch_process(self) -> int:
+        """Start it; its pid (journal it before waiting for it: ready())."""
+        self.console = Console(self.argv, self.name, launch=self.launch)
+        return self.console.pid
+
+    def ready(self, timeout: float = START_TIMEOUT) -> None:
+        """Return once its control is connected (bessd listens once its DPDK and
+        packet pools are up); ProcessError with its last words if it exits first."""
+        deadline = time.monotonic() + timeout
+        while not self.socket.exists():
+            code = self.console.proc.poll()
+            if code is not None:
+                raise ProcessError(f"{self.name} exited with code {code}: "
+                                   f"{self.console.last_lines()}")
+            if time.monotonic() > deadline:
+                raise ProcessError(f"{self.name}: no control socket within {timeout:g} s; "
+                                   f"last output: {self.console.last_lines()}")
+            time.sleep(0.05)
+        try:
+            self.control = Control(self.build, self.url, self.name)
+        except ProcessError as e:
+            raise ProcessError(f"{e}; its last output: {self.console.last_lines()}") from None
+
+    def ask(self, req: dict):
+        if self.control is None:
+            raise ProcessError(f"{self.name}: not started")
+        try:
+            return self.control.ask(req)
+        except ProcessError as e:
+            alive = self.console is not None and self.console.proc.poll() is None
+            raise ProcessError(f"{e}" + ("" if alive else
+                                         f"; bessd exited: {self.console.last_lines()}")) \
+                from None
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
+        """Its control closed, then SIGINT (bessd stops its workers and exits),
+        SIGTERM and SIGKILL if it does not (procs.stop)."""
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.console is None:
+            return None
+        console, self.console = self.console, None
+        if console.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                console.proc.send_signal(signal.SIGINT)
+        return console.close(timeout)

@@ -1,0 +1,62 @@
+"""The bess data plane's own rules, without BESS: the setup request its control
+takes, what BESS's port stats mean per port, what it refuses."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from cnfperf.dataplanes import bess_app
+from cnfperf.dataplanes.base import PortCounters
+from cnfperf.dataplanes.bess import BessPlane
+from cnfperf.scenario import Scenario
+
+
+def test_a_link_s_modules_are_one_l2forward_with_both_ends_macs_on_one_worker():
+    links = [bess_app.LinkPlan("p0", "p1", ("02:00:00:00:00:01", "02:00:00:00:00:02"), 0),
+             bess_app.LinkPlan("p2", "p3", ("02:00:00:00:00:03", "02:00:00:00:00:04"), 1)]
+    req = bess_app.request(links, {f"p{i}": f"net_vhost{i},iface=/s{i}" for i in range(4)},
+                           {0: 3, 1: 5})
+    assert req["do"] == "setup" and req["workers"] == [(0, 3), (1, 5)]
+    assert req["links"][1] == {"ports": ["p2", "p3"],
+                               "macs": ["02:00:00:00:00:03", "02:00:00:00:00:04"], "worker": 1}
+    assert req["ports"]["p2"] == "net_vhost2,iface=/s2" and req["reflect"] == []
+    json.dumps(req)   # one JSON line to the control
+
+
+def test_the_switch_s_view_of_a_port_from_bess_s_port_stats():
+    # [inc packets, inc dropped, out packets, out dropped]
+    stats = {"p0": [1000, 0, 990, 10], "p1": [990, 2, 975, 0]}
+    assert bess_app.port_counters(stats, "p0", "p1") == PortCounters(
+        rx_packets=1000, tx_packets=990, tx_dropped=10, rx_dropped=25)
+    # what came from p1 and went out of p0 or was refused there: none lost on the way
+    assert bess_app.port_counters(stats, "p1", "p0") == PortCounters(
+        rx_packets=990, tx_packets=975, tx_dropped=0, rx_dropped=2)
+    # a reflector sends back out of the port itself
+    assert bess_app.port_counters({"p0": [50, 0, 48, 2]}, "p0", None).rx_dropped == 0
+
+
+def test_more_workers_than_links_is_refused_and_workers_do_not_float():
+    assert BessPlane.scenario_problem(Scenario(switch="bess", switch_cores=2), 1)[0] == \
+        "switch_cores"
+    assert BessPlane.scenario_problem(Scenario(switch="bess", switch_cores=2), 2) is None
+    assert not BessPlane.floats and BessPlane.max_size == 2052
+
+
+def test_its_control_says_in_one_line_that_bessd_cannot_be_reached(tmp_path):
+    """bess_ctl.py under any python, with no pybess where it is told to look:
+    one JSON line naming the URL, exit 1 (not a traceback)."""
+    (tmp_path / "pybess").mkdir()
+    (tmp_path / "pybess" / "__init__.py").write_text("")
+    (tmp_path / "pybess" / "bess.py").write_text(
+        "class BESS:\n"
+        "    class RPCError(Exception): pass\n"
+        "    def connect(self, grpc_url):\n"
+        "        raise RuntimeError('refused')\n")
+    done = subprocess.run([sys.executable, str(bess_app.CONTROL), str(tmp_path),
+                           "unix:/nonexistent.sock"], capture_output=True, text=True,
+                          timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    [line] = done.stdout.splitlines()
+    assert json.loads(line) == {"error": "cannot reach bessd at unix:/nonexistent.sock: refused"}
+
