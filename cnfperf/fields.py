@@ -68,10 +68,13 @@ LOCAL = "local"
 # kernel fills without that copy; frames that fit a 2 KB buffer).
 NIC_DRIVERS = ("af_packet", "af_xdp")
 # How a switch forwards a frame: by its destination MAC (a MAC table: OVS's
-# NORMAL, VPP's bridge domain, a learning bridge) or from each port to the other
+# NORMAL, VPP's bridge domain, a learning bridge), from each port to the other
 # port of its link (a cross-connect: OVS rules in_port=A,actions=output:B, VPP's
-# l2 xconnect, testpmd's paired ports); auto: the data plane's own way.
-FORWARDS = ("mac", "port")
+# l2 xconnect, testpmd's paired ports), or back out of the port it came in on,
+# its MACs swapped (reflect: BESS's MACSwap; the switch alone is the single
+# tester's peer, paper 001's baseline: plan.reflect_links); auto: the data
+# plane's own way.
+FORWARDS = ("mac", "port", "reflect")
 # Which poll thread polls each Rx queue of a switch's ports: the switch's own
 # choice, or pinned to the switch's poll cores in turn (OVS pmd-rxq-affinity).
 RXQ_AFFINITIES = (AUTO, "pinned")
@@ -166,8 +169,10 @@ FIELDS: list[Field] = [
           ge=1, le=16, column="INTEGER", label="named", switch_config=True),
     Field("forward", "choice", AUTO, "how the switch forwards: mac (by destination MAC, a "
           "MAC table: OVS NORMAL, VPP's bridge domain), port (each port to the other port of its "
-          "link and back: OVS rules in_port=A,actions=output:B, VPP l2 xconnect), auto (the data "
-          "plane's own way: port where it has no MAC table)", axis=-6,
+          "link and back: OVS rules in_port=A,actions=output:B, VPP l2 xconnect), reflect (back "
+          "out of the port it came in on, MACs swapped: the switch alone is the single tester's "
+          "peer, nfs = 0; paper 001's baseline, BESS's MACSwap), auto (the data plane's own way: "
+          "port where it has no MAC table)", axis=-6,
           choices=(AUTO, *FORWARDS), column="TEXT", label="named", switch_config=True,
           late=True),
     Field("rxq_affinity", "choice", AUTO, "which poll thread polls each Rx queue of the "

@@ -86,6 +86,17 @@ class Link:
     def first(self) -> Port:
         return self.a if self.first_is_a else self.b
 
+    @property
+    def reflects(self) -> bool:
+        """Whether the switch sends the frames of its one port back out of it
+        (forward = reflect: reflect_links): its two ends are that port."""
+        return self.a == self.b
+
+    @property
+    def ports(self) -> tuple[Port, ...]:
+        """Its ends, each once."""
+        return (self.a,) if self.reflects else (self.a, self.b)
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -160,6 +171,14 @@ def chain_links(sender: Endpoint, nfs: Sequence[NF], receiver: Endpoint) -> tupl
         ends.append(receiver.port)
     links = [Link(ends[i], ends[i + 1]) for i in range(0, len(ends), 2)]
     return _listening(links, receiver)
+
+
+def reflect_links(sender: Endpoint) -> tuple[Link, ...]:
+    """forward = reflect: the switch alone is the single tester's peer (paper
+    001's baseline), sending each frame back out of the sender's port, MACs
+    swapped. One link whose two ends are that port: the tester's engine holds
+    it alone, sends and receives on it, as behind a mirror NF."""
+    return (Link(sender.port, sender.port),)
 
 
 def graph_links(sender: Endpoint, nfs: Sequence[NF], receiver: Endpoint,
@@ -321,7 +340,7 @@ class TestPoint:
     @property
     def ports(self) -> list[Port]:
         """Every port, each pair's in path order."""
-        return [port for link in self.links for port in (link.a, link.b)]
+        return [port for link in self.links for port in link.ports]
 
     def host_of(self, node: str) -> str:
         """Where a node runs: a tester's end on tester_host, an NF on its
@@ -367,7 +386,7 @@ class TestPoint:
     def ports_joined_here(self) -> list[Port]:
         """The ports of the links this copy's host's switch joins: its nodes',
         and the wires' ends that stand for other hosts' ports (nic())."""
-        return [port for link in self.links_joined_here() for port in (link.a, link.b)]
+        return [port for link in self.links_joined_here() for port in link.ports]
 
     def direct_ports(self) -> list[Port]:
         """This host's nodes' ports that are NICs themselves: their links are
@@ -557,7 +576,8 @@ def _pairs(s: Scenario, run_id: str, cpus: tuple[int, ...], nf_ports: int,
         nfs = tuple(_nf(run_id, k, i, nf_cores[i], octets, s.nf_api, sides=sides[i],
                         vm=in_guest(places[i]), host=hosts[i], label=labels[i], queues=nf_queues)
                     for i in range(s.nfs))
-        links = graph_links(sender, nfs, receiver, graph) if graph else ()
+        links = graph_links(sender, nfs, receiver, graph) if graph else \
+            reflect_links(sender) if s.forward == "reflect" else ()
         pairs.append(Pair(index=k, sender=sender, receiver=receiver, nfs=nfs, links=links))
     return pairs
 

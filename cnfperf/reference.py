@@ -111,16 +111,17 @@ def _num(x: float | None) -> str:
 
 
 # The data planes a field concerns, by their capabilities: what its help says
-# of them, and which they are.
-CONCERNS = {"switch_in": ("concerns", lambda dp: dp.processes),
-            "switch_cores": ("concerns", lambda dp: dp.poll_threads and dp.max_cores != 1),
-            "switch_rxq": ("concerns", lambda dp: dp.poll_threads and dp.max_rxq != 1),
-            "pin": ("no is refused by those that pin their threads themselves",
-                    lambda dp: not dp.floats),
-            "forward": ("mac and port both on", lambda dp: {"mac", "port"} <= set(dp.forwards)),
-            "rxq_affinity": ("pinned on", lambda dp: dp.pins_rxq),
-            "switch_rxd": ("concerns", lambda dp: dp.rings),
-            "switch_txd": ("concerns", lambda dp: dp.rings)}
+# of them, and which they are (a field may say several such things).
+CONCERNS = {"switch_in": [("concerns", lambda dp: dp.processes)],
+            "switch_cores": [("concerns", lambda dp: dp.poll_threads and dp.max_cores != 1)],
+            "switch_rxq": [("concerns", lambda dp: dp.poll_threads and dp.max_rxq != 1)],
+            "pin": [("no is refused by those that pin their threads themselves",
+                     lambda dp: not dp.floats)],
+            "forward": [("mac and port both on", lambda dp: {"mac", "port"} <= set(dp.forwards)),
+                        ("reflect on", lambda dp: "reflect" in dp.forwards)],
+            "rxq_affinity": [("pinned on", lambda dp: dp.pins_rxq)],
+            "switch_rxd": [("concerns", lambda dp: dp.rings)],
+            "switch_txd": [("concerns", lambda dp: dp.rings)]}
 
 
 def help_text(f: Field) -> str:
@@ -132,9 +133,11 @@ def help_text(f: Field) -> str:
         return f"{f.help}: {', '.join(DATAPLANES)}"
     if f.name in CONCERNS:
         from cnfperf.dataplanes import DATAPLANES
-        words, concerned = CONCERNS[f.name]
-        names = [n for n, dp in DATAPLANES.items() if concerned(dp)]
-        return f"{f.help}; {words}: {', '.join(names) or 'none'}"
+        said = []
+        for words, concerned in CONCERNS[f.name]:
+            names = [n for n, dp in DATAPLANES.items() if concerned(dp)]
+            said.append(f"{words}: {', '.join(names) or 'none'}")
+        return f"{f.help}; {'; '.join(said)}"
     if f.name == "nf":
         from cnfperf import nfs
         return f"{f.help}: {nfs.described()}"

@@ -63,6 +63,10 @@ def refusal(s: Scenario, tester: str, nf_ports: int = 2,
         return Refusal("endpoint_in", "split tester ends in two virtual machines have two "
                                       "clocks: use tester = single (one VM holds both ends, "
                                       "an L2 api)", "ends in VMs need single")
+    if tester == "split" and s.forward == "reflect":
+        # the switch sends frames back out of the sender's own port
+        return Refusal("forward", "reflect sends frames back to their sender: it takes "
+                                  "tester = single", "forward reflect needs single")
     if tester == "split" and s.nfs and nf_ports == 1:
         # It sends frames back unchanged but for the MACs: only the engine that sent
         # them knows them for its own.

@@ -137,7 +137,9 @@ class DataPlane(ABC):
     # How it forwards a frame (the scenario's `forward`: fields.FORWARDS), the
     # ways it can, its own first (what auto is): "mac" by the frame's
     # destination MAC (a MAC table), "port" from each port to the other port of
-    # its link (a cross-connect; a link data plane joins the two ports itself).
+    # its link (a cross-connect; a link data plane joins the two ports itself),
+    # "reflect" back out of the port it came in on (a link whose two ends are
+    # one port, the single tester's: plan.reflect_links).
     forwards: ClassVar[tuple[str, ...]] = ("mac",)
     # Whether it pins its ports' Rx queues to its poll cores when asked
     # (rxq_affinity = pinned); one that cannot places them itself.

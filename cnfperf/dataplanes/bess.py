@@ -2,8 +2,11 @@
 
 BESS runs one PMDPort per port of the test point, each on a net_vhost vdev
 (DPDK 19.11's vhost PMD, linked into bessd), and each link through an
-L2Forward holding its two ends' MACs (the pipeline and its counters:
-bess_app.py). Engines and VMs attach as its vhost-user ports' front ends.
+L2Forward holding its two ends' MACs (forward = mac, its own way), straight
+from port to port (port), or, for the single tester's one port, through a
+MACSwap back out of it (reflect: the switch alone, paper 001's baseline). The
+pipeline and its counters: bess_app.py. Engines and VMs attach as its
+vhost-user ports' front ends.
 
 Threads: BESS's workers are its poll threads, one per switch core, each pinned
 by BESS itself to its core (so pin = no cannot float them: floats). A link's
@@ -65,6 +68,8 @@ class BessPlane(DpdkPlane):
     max_cores = None       # a worker per link at most (scenario_problem)
     # Its packet buffers hold 2 KB of data (SNBUF_DATA) in one segment.
     max_size = dpdk_args.STD_BUFFER + dpdk_args.FCS
+    # its L2Forward (by MAC), PortInc to PortOut (port), MACSwap (reflect)
+    forwards = ("mac", "port", "reflect")
     keeps = True
     processes = True       # switch_in = container or pod: bessd in its own (IMAGE)
     image = IMAGE
@@ -96,9 +101,12 @@ class BessPlane(DpdkPlane):
         return str(self.sock_dir / f"bess{index}.sock")
 
     def _plan(self) -> list[LinkPlan]:
-        """Link k on ports 2k and 2k+1, on worker k mod switch_cores."""
+        """Each link on worker k mod switch_cores, forwarding as asked (auto:
+        by MAC); a link whose ends are one port reflects (plan.reflect_links)."""
+        forward = self.point.scenario.forward
         return [LinkPlan(self.index[link.a.name], self.index[link.b.name],
-                         (link.a.mac, link.b.mac), k % len(self.cpus))
+                         (link.a.mac, link.b.mac), k % len(self.cpus),
+                         "reflect" if link.reflects else "port" if forward == "port" else "mac")
                 for k, link in enumerate(self.point.links_joined_here())]
 
     def setup(self) -> None:
@@ -127,11 +135,14 @@ class BessPlane(DpdkPlane):
         """Queue 0 of every port, polled by its link's worker."""
         names = {b: a for a, b in self.index.items()}
         return [{"port": names[p], "queue": 0, "core": self.cpus[link.worker]}
-                for link in self._plan() for p in (link.a, link.b)] if self.index else []
+                for link in self._plan() for p in dict.fromkeys((link.a, link.b))] \
+            if self.index else []
 
     def applied(self) -> dict[str, Any]:
-        """The modules bessd was given, each with the ports it serves."""
-        return {"modules": self.made} if self.made else {}
+        """How its links forward, and the modules bessd was given that
+        forward, each with the ports it serves."""
+        ways = sorted({link.forward for link in self._plan()}) if self.index else []
+        return {"forward": ", ".join(ways), "modules": self.made} if self.made else {}
 
     def _stats(self) -> dict[str, list[int]]:
         return self.bessd.ask({"do": "stats", "ports": sorted(self.index.values())})
@@ -141,9 +152,10 @@ class BessPlane(DpdkPlane):
             return {}
         stats = {p: [v - b for v, b in zip(vals, self.base.get(p, (0, 0, 0, 0)))]
                  for p, vals in self._stats().items()}
-        peers = {}
+        peers = {}   # a reflector's port has none: its frames go back out of it
         for link in self._plan():
-            peers[link.a], peers[link.b] = link.b, link.a
+            if link.forward != "reflect":
+                peers[link.a], peers[link.b] = link.b, link.a
         return {name: bess_app.port_counters(stats, p, peers.get(p))
                 for name, p in self.index.items()}
 

@@ -12,17 +12,22 @@ It is configured and read through its own Python API, pybess, by bess_ctl.py
 running under Debian's python3 (python3-grpcio, python3-protobuf), one JSON
 line each way per request; cnfperf's own Python need not have gRPC.
 
-The pipeline, per link k between ports A and B (PMDPort on net_vhost vdevs):
+The pipeline, per link k between ports A and B (PMDPort on net_vhost vdevs),
+as the scenario's forward says:
 
+  mac (its own way, paper 001's L2 switch):
     in_A :: PortInc(A) -> l2fwdk :: L2Forward -> [gate 0] out_A :: PortOut(A)
     in_B :: PortInc(B) ----^                  -> [gate 1] out_B :: PortOut(B)
+    with l2fwdk's entries the two ends' MACs: a frame goes out of the port
+    whose node has its destination MAC;
+  port: in_A -> out_B and in_B -> out_A, no lookup;
+  reflect (the link's two ends are one port P, plan.reflect_links: the switch
+  alone is the tester's peer, paper 001's baseline):
+    in_P :: PortInc(P) -> macswap_P :: MACSwap -> out_P :: PortOut(P)
 
-with l2fwdk's entries the two ends' MACs: a frame goes out of the port whose
-node has its destination MAC (paper 001 ran BESS's L2Forward). One L2Forward
-per link, not one for every port: a module is run by one worker, and a link's
-modules all run on the worker its PortIncs are attached to (links dealt over
-the workers in turn). A reflector port (the switch alone as the tester's
-peer: paper 001's baseline) is PortInc(P) -> MACSwap -> PortOut(P).
+One L2Forward per link, not one for every port: a module is run by one
+worker, and a link's modules all run on the worker its PortIncs are attached
+to (links dealt over the workers in turn).
 
 Counters, the switch's view of port P whose link's other end is Q (BESS's port
 stats: packets taken from and given to the PMD, and what PortOut could not
@@ -63,24 +68,27 @@ CONTROL = Path(__file__).with_name("bess_ctl.py")
 
 @dataclass(frozen=True)
 class LinkPlan:
-    """One link as BESS runs it: its two ports' names in BESS, their nodes'
-    MACs, and the worker its modules run on."""
+    """One link as BESS runs it: its two ports' names in BESS (one port twice
+    where it reflects), their nodes' MACs, the worker its modules run on, and
+    how it forwards (mac, port or reflect: see the module's docstring)."""
 
     a: str
     b: str
     macs: tuple[str, str]
     worker: int
+    forward: str = "mac"
 
 
 def request(links: Sequence[LinkPlan], ports: Mapping[str, str],
-            workers: Mapping[int, int], reflect: Mapping[str, int] | None = None) -> dict:
+            workers: Mapping[int, int]) -> dict:
     """The setup request bess_ctl.py takes (see its docstring): `ports` each
-    port's vdev, `workers` each worker's core, `reflect` reflector ports and
-    their workers."""
+    port's vdev, `workers` each worker's core."""
     return {"do": "setup", "workers": sorted(workers.items()), "ports": dict(ports),
-            "links": [{"ports": [l.a, l.b], "macs": list(l.macs), "worker": l.worker}
-                      for l in links],
-            "reflect": [{"port": p, "worker": w} for p, w in (reflect or {}).items()]}
+            "links": [{"ports": [l.a, l.b], "worker": l.worker,
+                       "macs": list(l.macs) if l.forward == "mac" else None}
+                      for l in links if l.forward != "reflect"],
+            "reflect": [{"port": l.a, "worker": l.worker}
+                        for l in links if l.forward == "reflect"]}
 
 
 def port_counters(stats: Mapping[str, Sequence[int]], port: str,

@@ -11,13 +11,15 @@ then answers one JSON request per line of its stdin with one JSON line:
 {"ok": RESULT} or {"error": MESSAGE}. Requests:
 
     {"do": "setup", "workers": [[wid, core], ...], "ports": {NAME: VDEV, ...},
-     "links": [{"ports": [A, B], "macs": [MAC_A, MAC_B], "worker": WID}, ...],
+     "links": [{"ports": [A, B], "macs": [MAC_A, MAC_B] or null, "worker": WID}, ...],
      "reflect": [{"port": P, "worker": WID}, ...]}
-        Each port a PMDPort on its vdev. Each link: an L2Forward whose
-        entries are its two ends' MACs (each to the PortOut of its port), fed
-        by both ends' PortIncs, every module of the link on one worker. Each
-        reflector: PortInc(P) -> MACSwap -> PortOut(P). Then every worker
-        resumes. RESULT: the modules made, by name.
+        Each port a PMDPort on its vdev. Each link with MACs: an L2Forward
+        whose entries are its two ends' MACs (each to the PortOut of its
+        port), fed by both ends' PortIncs; without: each end's PortInc
+        straight to the other end's PortOut. Every module of a link on one
+        worker. Each reflector: PortInc(P) -> MACSwap -> PortOut(P). Then
+        every worker resumes. RESULT: the modules that forward, by name, each
+        with its ports.
     {"do": "stats", "ports": [NAME, ...]}
         RESULT: {NAME: [inc packets, inc dropped, out packets, out dropped]}.
     {"do": "quit"}
@@ -51,18 +53,25 @@ def setup(bess, req: dict) -> dict:
         bess.create_port("PMDPort", name, {"vdev": vdev})
     made = {}
     for k, link in enumerate(req["links"]):
-        fwd = f"l2fwd{k}"
-        bess.create_module("L2Forward", fwd, {})
-        entries = []
-        for gate, (port, mac) in enumerate(zip(link["ports"], link["macs"])):
+        a, b = link["ports"]
+        for port in (a, b):
             bess.create_module("PortInc", f"in_{port}", {"port": port})
             bess.create_module("PortOut", f"out_{port}", {"port": port})
-            bess.connect_modules(f"in_{port}", fwd, 0, 0)
-            bess.connect_modules(fwd, f"out_{port}", gate, 0)
-            entries.append({"addr": mac, "gate": gate})
+        if link["macs"] is None:   # port to port
+            bess.connect_modules(f"in_{a}", f"out_{b}", 0, 0)
+            bess.connect_modules(f"in_{b}", f"out_{a}", 0, 0)
+            made[f"in_{a}"], made[f"in_{b}"] = [a, b], [b, a]
+        else:
+            fwd = f"l2fwd{k}"
+            bess.create_module("L2Forward", fwd, {})
+            for gate, port in enumerate((a, b)):
+                bess.connect_modules(f"in_{port}", fwd, 0, 0)
+                bess.connect_modules(fwd, f"out_{port}", gate, 0)
+            entries = [{"addr": mac, "gate": gate} for gate, mac in enumerate(link["macs"])]
+            bess.run_module_command(fwd, "add", "L2ForwardCommandAddArg", {"entries": entries})
+            made[fwd] = [a, b]
+        for port in (a, b):
             bess.attach_task(f"in_{port}", wid=link["worker"])
-        bess.run_module_command(fwd, "add", "L2ForwardCommandAddArg", {"entries": entries})
-        made[fwd] = link["ports"]
     for r in req.get("reflect", ()):
         port = r["port"]
         swap = f"macswap_{port}"

@@ -12,15 +12,22 @@ from cnfperf.dataplanes.bess import BessPlane
 from cnfperf.scenario import Scenario
 
 
-def test_a_link_s_modules_are_one_l2forward_with_both_ends_macs_on_one_worker():
+def test_a_link_s_modules_forward_by_mac_port_to_port_or_reflect_on_one_worker():
     links = [bess_app.LinkPlan("p0", "p1", ("02:00:00:00:00:01", "02:00:00:00:00:02"), 0),
-             bess_app.LinkPlan("p2", "p3", ("02:00:00:00:00:03", "02:00:00:00:00:04"), 1)]
-    req = bess_app.request(links, {f"p{i}": f"net_vhost{i},iface=/s{i}" for i in range(4)},
+             bess_app.LinkPlan("p2", "p3", ("02:00:00:00:00:03", "02:00:00:00:00:04"), 1),
+             bess_app.LinkPlan("p4", "p5", ("02:00:00:00:00:05", "02:00:00:00:00:06"), 0,
+                               "port"),
+             bess_app.LinkPlan("p6", "p6", ("02:00:00:00:00:07", "02:00:00:00:00:07"), 1,
+                               "reflect")]
+    req = bess_app.request(links, {f"p{i}": f"net_vhost{i},iface=/s{i}" for i in range(7)},
                            {0: 3, 1: 5})
     assert req["do"] == "setup" and req["workers"] == [(0, 3), (1, 5)]
+    # by MAC: an L2Forward holding both ends' MACs; port to port: none
     assert req["links"][1] == {"ports": ["p2", "p3"],
                                "macs": ["02:00:00:00:00:03", "02:00:00:00:00:04"], "worker": 1}
-    assert req["ports"]["p2"] == "net_vhost2,iface=/s2" and req["reflect"] == []
+    assert req["links"][2] == {"ports": ["p4", "p5"], "macs": None, "worker": 0}
+    assert len(req["links"]) == 3 and req["reflect"] == [{"port": "p6", "worker": 1}]
+    assert req["ports"]["p2"] == "net_vhost2,iface=/s2"
     json.dumps(req)   # one JSON line to the control
 
 

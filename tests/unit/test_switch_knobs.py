@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 import harness
-from cnfperf import UserError
+from cnfperf import UserError, testers
 from cnfperf.cli import main
 from cnfperf.dataplanes import DATAPLANES, dpdk_args, ovs, ovsdb, testpmd_app, vpp, vpp_app
 from cnfperf.dataplanes.ovs import OvsPlane
@@ -322,8 +322,9 @@ def test_every_data_plane_says_how_it_forwards():
         assert dp.forwards and set(dp.forwards) <= set(FORWARDS), name
         if dp.joins == "link":
             assert dp.forwards == ("port",), name   # a link joins its two ports itself
-    assert [n for n, dp in DATAPLANES.items() if len(dp.forwards) == 2] == \
-        ["ovs", "vpp", "vpp-memif", "ovs-kernel"]
+    assert [n for n, dp in DATAPLANES.items() if {"mac", "port"} <= set(dp.forwards)] == \
+        ["ovs", "vpp", "vpp-memif", "bess", "ovs-kernel"]
+    assert [n for n, dp in DATAPLANES.items() if "reflect" in dp.forwards] == ["bess"]
 
 
 @pytest.mark.parametrize("flags,field", [
@@ -340,6 +341,9 @@ def test_every_data_plane_says_how_it_forwards():
     (["--switch", "ovs", "--switch-rxd", "32"], "switch_rxd"),
     (["--switch", "ovs", "--switch-rxd", "128", "--switch-txd", "256"], "switch_txd"),
     (["--switch", "ovs", "--switch-rxd", "128", "--endpoint-in", "vm"], "switch_rxd"),
+    (["--switch", "ovs", "--forward", "reflect"], "forward"),
+    (["--switch", "bess", "--forward", "reflect", "--nfs", "1"], "forward"),
+    (["--switch", "bess", "--forward", "reflect", "--tester", "split"], "forward"),
 ])
 def test_a_combination_that_means_nothing_exits_2_naming_the_field(flags, field, tmp_path,
                                                                    monkeypatch, capsys):
@@ -360,6 +364,8 @@ def test_a_combination_that_means_nothing_exits_2_naming_the_field(flags, field,
     {"switch": "veth", "api": "raw", "forward": "port"},
     {"switch": "bridge", "api": "raw", "forward": "mac"},
     {"switch": "snabb-wire", "forward": "port"},
+    {"switch": "bess", "forward": "port"},
+    {"switch": "bess", "forward": "reflect"},
 ])
 def test_a_combination_that_means_something_is_taken(fields):
     checks.check(Scenario(**{"api": "dpdk", **fields}), cores=(0, 1))
@@ -435,3 +441,21 @@ def test_vpp_does_not_size_a_wire_s_nic(inventory):
     with pytest.raises(UserError) as e:
         checks.check(_across(inventory, switch="vpp", switch_rxd=256), (0, 1))
     assert e.value.field == "switch_rxd" and "testpmd, ovs do" in e.value.why
+
+
+def test_a_reflecting_switch_is_the_single_tester_s_only_peer():
+    """forward = reflect: one link, both of its ends the tester's sending port,
+    which is the point's only port; the tester's frames go to its own MAC and
+    come back on that port (auto picks the single tester)."""
+    s = Scenario(switch="bess", api="dpdk", forward="reflect", pairs=2)
+    assert testers.choose(s, lambda tester: 2, 2)[0] == "single"
+    p = place(Scenario(switch="bess", api="dpdk", forward="reflect", pairs=2, tester="single"),
+              "1a2b")
+    for pair in p.paths:
+        [link] = pair.links
+        assert link.reflects and link.a == link.b == pair.sender.port
+        assert link.ports == (pair.sender.port,)
+        assert pair.peer(pair.sender.port) == pair.sender.port and pair.last == link
+    assert p.ports == p.ports_joined_here() == [pair.sender.port for pair in p.paths]
+    # the receiving end is the tester's engine itself, with no port of its own
+    assert {port.node for port in p.ports} == {pair.sender.name for pair in p.paths}

@@ -88,7 +88,8 @@ def _interrupt_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, st
 
 
 # How each `forward` value forwards, as a refusal says it.
-FORWARD_WORDS = {"mac": "by destination MAC", "port": "port to port"}
+FORWARD_WORDS = {"mac": "by destination MAC", "port": "port to port",
+                 "reflect": "back out of the port a frame came in on"}
 
 
 RINGS = ("switch_rxd", "switch_txd")
@@ -98,10 +99,11 @@ def _knob_problem(s: Scenario, dataplane: type[DataPlane]) -> tuple[str, str] | 
     """(field, why) when forward, rxq_affinity, switch_rxd or switch_txd asks
     what the data plane cannot do (forwards, pins_rxq, rings)."""
     if s.forward != AUTO and s.forward not in dataplane.forwards:
-        own = dataplane.forwards[0]
+        ways = " or ".join(FORWARD_WORDS[f] for f in dataplane.forwards)
         able = [n for n, dp in DATAPLANES.items() if s.forward in dp.forwards]
-        return "forward", (f"{s.switch} forwards {FORWARD_WORDS[own]} only (forward = {own} or "
-                           f"auto); {FORWARD_WORDS[s.forward]}: {', '.join(able)}")
+        return "forward", (f"{s.switch} forwards {ways} only (forward = "
+                           f"{', '.join(dataplane.forwards)} or auto); "
+                           f"{FORWARD_WORDS[s.forward]}: {', '.join(able)}")
     if s.rxq_affinity != AUTO and not dataplane.pins_rxq:
         able = [n for n, dp in DATAPLANES.items() if dp.pins_rxq]
         return "rxq_affinity", (f"{s.switch} places its Rx queues itself; {s.rxq_affinity} "

@@ -19,13 +19,17 @@ DURATION = 1.0
 WARMUP = 0.2
 
 
-def _run(cli, rate: int, *args: str) -> dict:
+def _runs(cli, rate: int, *args: str) -> list[dict]:
     done = cli("run", "--switch", "bess", "--api", "dpdk", *args, "--rate", str(rate),
                "--duration", str(DURATION), "--warmup", str(WARMUP), "--json")
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)["run"]
     assert run["status"] == "done"
-    [point] = run["points"]
+    return sorted(run["points"], key=lambda p: p["idx"])
+
+
+def _run(cli, rate: int, *args: str) -> dict:
+    [point] = _runs(cli, rate, *args)
     return point
 
 
@@ -50,7 +54,12 @@ def _no_drops(counters: dict) -> None:
 
 @pytest.mark.smoke
 def test_the_engines_ends_through_bess(engine, cli, no_leftovers):
-    point = _run(cli, RATE, "--tester", "split")
+    """By MAC (its L2Forward, the paper's) and port to port (PortInc to PortOut)."""
+    by_mac, by_port = _runs(cli, RATE, "--tester", "split", "--forward", "mac,port")
+    assert by_port["switch_facts"]["applied"] == {
+        "forward": "port", "modules": {"in_p0": ["p0", "p1"], "in_p1": ["p1", "p0"]}}
+    _zero_loss(by_port, RATE)
+    point = by_mac
     _zero_loss(point, RATE)
     ends = {e["role"]: e for e in point["endpoints"]}
     c = point["counters"]
@@ -64,7 +73,8 @@ def test_the_engines_ends_through_bess(engine, cli, no_leftovers):
     # L2Forward holds the link, as read back from bessd.
     assert sorted(q["port"] for q in point["queues"]) == sorted(c)
     assert len({q["core"] for q in point["queues"]}) == 1
-    assert point["switch_facts"]["applied"]["modules"] == {"l2fwd0": ["p0", "p1"]}
+    assert point["switch_facts"]["applied"] == {"forward": "mac",
+                                                "modules": {"l2fwd0": ["p0", "p1"]}}
     assert any(row["node"] == "bess" and row["kind"] == "switch" and row["user_s"] > 0
                for row in point["cpu_usage"]), point["cpu_usage"]
 
@@ -87,3 +97,21 @@ def test_a_chain_of_two_click_nfs_through_bess(engine, cli, no_leftovers):
         assert port1["rx_packets"] == port2["tx_packets"] == sent, nf
     assert sum(row["tx_packets"] for row in c.values()) == 3 * sent
     _no_drops(c)
+
+
+def test_the_switch_alone_reflects_every_frame(engine, cli, no_leftovers):
+    """Paper 001's baseline (forward = reflect): BESS's MACSwap sends each frame
+    back out of the single tester's one port, in throughput and latency mode.
+    BESS took in and gave back every frame the tester sent."""
+    for point in _runs(cli, RATE, "--forward", "reflect", "--mode", "throughput,latency"):
+        assert point["tester"] == "single"
+        pair = _zero_loss(point, RATE)
+        assert pair["latency_kind"] == "one_way" and pair["lat_p50_ns"] > 0
+        [tester] = point["endpoints"]
+        c = point["counters"]
+        assert list(c) == [tester["endpoint"]]
+        assert c[tester["endpoint"]]["rx_packets"] == c[tester["endpoint"]]["tx_packets"] == \
+            _sent(tester["summary"]) == _received(tester["summary"]) > 0
+        _no_drops(c)
+        assert point["switch_facts"]["applied"] == {"forward": "reflect",
+                                                    "modules": {"macswap_p0": ["p0"]}}
