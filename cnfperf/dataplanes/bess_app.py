@@ -45,7 +45,6 @@ from __future__ import annotations
 import contextlib
 import json
 import select
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -53,13 +52,12 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.procs import Console, Launch, ProcessError
+from cnfperf.dataplanes.procs import DAEMON_STOP_TIMEOUT, Daemon, Launch, ProcessError
 from cnfperf.host.system import CommandFailed, spawn
 
 # DPDK's EAL maps every hugepage it can with --legacy-mem before it keeps
 # what it asked for; a few seconds at most.
 START_TIMEOUT = 60
-STOP_TIMEOUT = 15
 REPLY_TIMEOUT = 30
 # The Python that has pybess's gRPC and protobuf: Debian's.
 PYTHON = "/usr/bin/python3"
@@ -160,7 +158,7 @@ class Control:
             self.proc.stdout.close()
 
 
-class Bessd:
+class Bessd(Daemon):
     """One bessd, in the foreground, on a terminal (procs.Console), and its control."""
 
     def __init__(self, binary: str, build: Path, directory: Path, eal: Sequence[str],
@@ -169,32 +167,18 @@ class Bessd:
         self.socket = directory / "bess.sock"
         self.url = f"unix:{self.socket}"
         self.build = build
-        self.argv = [binary, "-f", "-i", str(directory / "bessd.pid"), "--grpc_url", self.url,
-                     "-m", str(memory_mb), "--buffers", str(buffers), "--iova", "va",
-                     "--no_crashlog", "--eal", " ".join(eal)]
-        self.name = name
-        self.launch = launch
-        self.console: Console | None = None
+        super().__init__([binary, "-f", "-i", str(directory / "bessd.pid"),
+                          "--grpc_url", self.url, "-m", str(memory_mb),
+                          "--buffers", str(buffers), "--iova", "va", "--no_crashlog",
+                          "--eal", " ".join(eal)], name, launch)
         self.control: Control | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.console.pid if self.console else None
-
-    def launch_process(self) -> int:
-        """Start it; its pid (journal it before waiting for it: ready())."""
-        self.console = Console(self.argv, self.name, launch=self.launch)
-        return self.console.pid
 
     def ready(self, timeout: float = START_TIMEOUT) -> None:
         """Return once its control is connected (bessd listens once its DPDK and
         packet pools are up); ProcessError with its last words if it exits first."""
         deadline = time.monotonic() + timeout
         while not self.socket.exists():
-            code = self.console.proc.poll()
-            if code is not None:
-                raise ProcessError(f"{self.name} exited with code {code}: "
-                                   f"{self.console.last_lines()}")
+            self.exited()
             if time.monotonic() > deadline:
                 raise ProcessError(f"{self.name}: no control socket within {timeout:g} s; "
                                    f"last output: {self.console.last_lines()}")
@@ -215,16 +199,10 @@ class Bessd:
                                          f"; bessd exited: {self.console.last_lines()}")) \
                 from None
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """Its control closed, then SIGINT (bessd stops its workers and exits),
-        SIGTERM and SIGKILL if it does not (procs.stop)."""
+    def stop(self, timeout: float = DAEMON_STOP_TIMEOUT) -> int | None:
+        """Its control closed, then bessd stopped (SIGINT: it stops its workers
+        and exits; escalated if it does not)."""
         if self.control is not None:
             self.control.close()
             self.control = None
-        if self.console is None:
-            return None
-        console, self.console = self.console, None
-        if console.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                console.proc.send_signal(signal.SIGINT)
-        return console.close(timeout)
+        return super().stop(timeout)

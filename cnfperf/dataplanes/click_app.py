@@ -33,7 +33,6 @@ downstream elements first, so no difference goes negative while frames flow):
 from __future__ import annotations
 
 import contextlib
-import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -41,11 +40,10 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from cnfperf.dataplanes.base import PortCounters
-from cnfperf.dataplanes.procs import Console, Launch, ProcessError
+from cnfperf.dataplanes.procs import Daemon, Launch, ProcessError
 
 # EAL init with a few vdevs and a small mbuf pool takes well under a second.
 START_TIMEOUT = 60
-STOP_TIMEOUT = 15
 GREETING = b"Click::ControlSocket/"
 # ToDPDKDevice's internal queue per thread (its default): frames wait there
 # while the peer's virtqueue is full, and are dropped (counted) when it is full.
@@ -203,37 +201,23 @@ class Control:
 
 # --- the process -----------------------------------------------------------------
 
-class Click:
+class Click(Daemon):
     """One click process with DPDK: `click --dpdk EAL… -- -f CONFIG`. Its output
     goes to a terminal that a thread drains (procs.Console): DPDK's vhost
-    library logs every connection, and a full pipe would block it."""
+    library logs every connection, and a full pipe would block it. SIGINT
+    stops every Click thread, cleans the router up, and it exits."""
 
     def __init__(self, binary: str, eal: Sequence[str], config: Path, control: str,
                  name: str = "click", launch: Launch | None = None):
-        self.argv = [binary, "--dpdk", *eal, "--", "-f", str(config)]
+        super().__init__([binary, "--dpdk", *eal, "--", "-f", str(config)], name, launch)
         self.control = control
-        self.name = name
-        self.launch = launch
-        self.console: Console | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.console.pid if self.console else None
-
-    def launch_process(self) -> int:
-        """Start it; its pid (journal it before waiting for it: ready())."""
-        self.console = Console(self.argv, self.name, launch=self.launch)
-        return self.console.pid
 
     def ready(self, probe: str, timeout: float = START_TIMEOUT) -> None:
         """Return once its control socket answers a READ of `probe`; ProcessError
         (with its last words) if it exits or does not answer in time."""
         deadline = time.monotonic() + timeout
         while True:
-            code = self.console.proc.poll()
-            if code is not None:
-                raise ProcessError(f"{self.name} exited with code {code}: "
-                                   f"{self.console.last_lines()}")
+            self.exited()
             try:
                 self.read([probe])
                 return
@@ -262,13 +246,3 @@ class Click:
         except ValueError:
             raise ProcessError(f"{self.name}: a counter is not a number: {values}") from None
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """SIGINT: every Click thread stops, the router is cleaned up, it exits;
-        then SIGTERM and SIGKILL if it does not (procs.stop)."""
-        if self.console is None:
-            return None
-        console, self.console = self.console, None
-        if console.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                console.proc.send_signal(signal.SIGINT)
-        return console.close(timeout)

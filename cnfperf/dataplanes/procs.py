@@ -170,6 +170,49 @@ class Console:
         return code
 
 
+# How long a Daemon has to exit after SIGINT.
+DAEMON_STOP_TIMEOUT = 15
+
+
+class Daemon:
+    """A switch's own process on a terminal (Console), which SIGINT stops
+    cleanly (Click's, BESS's): started by launch_process(), whose pid is
+    journaled before its owner waits for it to be ready."""
+
+    def __init__(self, argv: Sequence[str], name: str, launch: Launch | None = None):
+        self.argv = list(argv)
+        self.name = name
+        self.launch = launch
+        self.console: Console | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.console.pid if self.console else None
+
+    def launch_process(self) -> int:
+        """Start it; its pid (journal it before waiting for it)."""
+        self.console = Console(self.argv, self.name, launch=self.launch)
+        return self.console.pid
+
+    def exited(self) -> None:
+        """ProcessError with its last words if it has exited."""
+        code = self.console.proc.poll()
+        if code is not None:
+            raise ProcessError(f"{self.name} exited with code {code}: "
+                               f"{self.console.last_lines()}")
+
+    def stop(self, timeout: float = DAEMON_STOP_TIMEOUT) -> int | None:
+        """SIGINT (it stops its threads, cleans up and exits), then SIGTERM and
+        SIGKILL if it does not (stop())."""
+        if self.console is None:
+            return None
+        console, self.console = self.console, None
+        if console.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                console.proc.send_signal(signal.SIGINT)
+        return console.close(timeout)
+
+
 def stop(proc: subprocess.Popen, timeout: float = 10) -> int | None:
     for sig in (None, signal.SIGTERM, signal.SIGKILL):
         if sig is not None and proc.poll() is None:
