@@ -305,6 +305,32 @@ def assert_sent(point: dict, pair: dict, frames: float, paced: bool = True) -> N
           f"{who} (its generator stalled {100 * lost:.1f} % of its window)", whole=marked)
 
 
+# --- a switch's counters against its ends' ----------------------------------------
+
+def zero_loss(point: dict, frames: float) -> dict:
+    """The point's one pair: its sender sent the `frames` asked (assert_sent: a
+    stall on a contended host may skip a few of its schedule) and lost none."""
+    [pair] = point["per_pair"]
+    assert_sent(point, pair, frames)
+    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
+    return pair
+
+
+def sent_all(summary: dict) -> int:
+    """Every frame an end sent, the warm-up's too (a switch counts them)."""
+    return summary["tx_packets"] + summary["warmup_tx_packets"]
+
+
+def received_all(summary: dict) -> int:
+    """Every frame an end received, the warm-up's too."""
+    return summary["rx_packets"] + summary["warmup_packets"]
+
+
+def no_drops(counters: dict) -> None:
+    """No port of the switch dropped a frame either way."""
+    assert all(c["rx_dropped"] == c["tx_dropped"] == 0 for c in counters.values()), counters
+
+
 def assert_summary_sent(summary: dict, frames: float) -> None:
     """assert_sent for an engine's own summary (a sender no point stores, such
     as a noise pair's): its tx_packets and tx_skipped, held as a point's

@@ -33,42 +33,23 @@ def _run(cli, rate: int, *args: str) -> dict:
     return point
 
 
-def _zero_loss(point: dict, rate: int) -> dict:
-    [pair] = point["per_pair"]
-    harness.assert_sent(point, pair, rate * DURATION)
-    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
-    return pair
-
-
-def _sent(summary: dict) -> int:
-    return summary["tx_packets"] + summary["warmup_tx_packets"]
-
-
-def _received(summary: dict) -> int:
-    return summary["rx_packets"] + summary["warmup_packets"]
-
-
-def _no_drops(counters: dict) -> None:
-    assert all(c["rx_dropped"] == c["tx_dropped"] == 0 for c in counters.values()), counters
-
-
 @pytest.mark.smoke
 def test_the_engines_ends_through_bess(engine, cli, no_leftovers):
     """By MAC (its L2Forward, the paper's) and port to port (PortInc to PortOut)."""
     by_mac, by_port = _runs(cli, RATE, "--tester", "split", "--forward", "mac,port")
     assert by_port["switch_facts"]["applied"] == {
         "forward": "port", "modules": {"in_p0": ["p0", "p1"], "in_p1": ["p1", "p0"]}}
-    _zero_loss(by_port, RATE)
+    harness.zero_loss(by_port, RATE * DURATION)
     point = by_mac
-    _zero_loss(point, RATE)
+    harness.zero_loss(point, RATE * DURATION)
     ends = {e["role"]: e for e in point["endpoints"]}
     c = point["counters"]
     sender_port, receiver_port = ends["send"]["endpoint"], ends["recv"]["endpoint"]
     assert sorted(c) == sorted([sender_port, receiver_port])
-    assert c[sender_port]["rx_packets"] == _sent(ends["send"]["summary"]) > 0
-    assert c[receiver_port]["tx_packets"] == _received(ends["recv"]["summary"])
+    assert c[sender_port]["rx_packets"] == harness.sent_all(ends["send"]["summary"]) > 0
+    assert c[receiver_port]["tx_packets"] == harness.received_all(ends["recv"]["summary"])
     assert c[sender_port]["tx_packets"] == c[receiver_port]["rx_packets"] == 0
-    _no_drops(c)
+    harness.no_drops(c)
     # One worker serves both ports, on the core it was placed on; its
     # L2Forward holds the link, as read back from bessd.
     assert sorted(q["port"] for q in point["queues"]) == sorted(c)
@@ -86,9 +67,9 @@ def test_a_chain_of_two_click_nfs_through_bess(engine, cli, no_leftovers):
     point = _run(cli, CHAIN_RATE, "--nfs", "2", "--nf", "click:strip-encap",
                  "--tester", "single", "--poll", "adaptive")
     assert point["shape"] == "chain"
-    _zero_loss(point, CHAIN_RATE)
+    harness.zero_loss(point, CHAIN_RATE * DURATION)
     [tester] = [e for e in point["endpoints"] if e["role"] == "tester"]
-    sent = _sent(tester["summary"])
+    sent = harness.sent_all(tester["summary"])
     c = point["counters"]
     assert len(c) == 6    # the tester's 2 ports, 2 per NF
     assert c[tester["endpoint"]]["rx_packets"] == sent > 0
@@ -96,7 +77,7 @@ def test_a_chain_of_two_click_nfs_through_bess(engine, cli, no_leftovers):
         port1, port2 = nf["ports"]
         assert port1["rx_packets"] == port2["tx_packets"] == sent, nf
     assert sum(row["tx_packets"] for row in c.values()) == 3 * sent
-    _no_drops(c)
+    harness.no_drops(c)
 
 
 def test_the_switch_alone_reflects_every_frame(engine, cli, no_leftovers):
@@ -105,13 +86,13 @@ def test_the_switch_alone_reflects_every_frame(engine, cli, no_leftovers):
     BESS took in and gave back every frame the tester sent."""
     for point in _runs(cli, RATE, "--forward", "reflect", "--mode", "throughput,latency"):
         assert point["tester"] == "single"
-        pair = _zero_loss(point, RATE)
+        pair = harness.zero_loss(point, RATE * DURATION)
         assert pair["latency_kind"] == "one_way" and pair["lat_p50_ns"] > 0
         [tester] = point["endpoints"]
         c = point["counters"]
         assert list(c) == [tester["endpoint"]]
         assert c[tester["endpoint"]]["rx_packets"] == c[tester["endpoint"]]["tx_packets"] == \
-            _sent(tester["summary"]) == _received(tester["summary"]) > 0
-        _no_drops(c)
+            harness.sent_all(tester["summary"]) == harness.received_all(tester["summary"]) > 0
+        harness.no_drops(c)
         assert point["switch_facts"]["applied"] == {"forward": "reflect",
                                                     "modules": {"macswap_p0": ["p0"]}}

@@ -28,27 +28,6 @@ def _run(cli, rate: int, *args: str) -> dict:
     return point
 
 
-def _zero_loss(point: dict, rate: int) -> dict:
-    [pair] = point["per_pair"]
-    # Three pollers share two cores: a stall may make a sender skip a few frames
-    # of its schedule, never more than harness.assert_sent allows.
-    harness.assert_sent(point, pair, rate * DURATION)
-    assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
-    return pair
-
-
-def _sent(summary: dict) -> int:
-    return summary["tx_packets"] + summary["warmup_tx_packets"]
-
-
-def _received(summary: dict) -> int:
-    return summary["rx_packets"] + summary["warmup_packets"]
-
-
-def _no_drops(counters: dict) -> None:
-    assert all(c["rx_dropped"] == c["tx_dropped"] == 0 for c in counters.values()), counters
-
-
 def _switch_is_a_node(point: dict) -> None:
     """Its process is measured as the switch: pids() found it."""
     assert any(row["node"] == "click" and row["kind"] == "switch" and row["user_s"] > 0
@@ -58,15 +37,15 @@ def _switch_is_a_node(point: dict) -> None:
 @pytest.mark.smoke
 def test_the_engines_ends_through_click(engine, cli, no_leftovers):
     point = _run(cli, RATE, "--tester", "split")
-    _zero_loss(point, RATE)
+    harness.zero_loss(point, RATE * DURATION)
     ends = {e["role"]: e for e in point["endpoints"]}
     c = point["counters"]
     [sender_port] = [p for p in c if p == ends["send"]["endpoint"]]
     [receiver_port] = [p for p in c if p == ends["recv"]["endpoint"]]
-    assert c[sender_port]["rx_packets"] == _sent(ends["send"]["summary"]) > 0
-    assert c[receiver_port]["tx_packets"] == _received(ends["recv"]["summary"])
+    assert c[sender_port]["rx_packets"] == harness.sent_all(ends["send"]["summary"]) > 0
+    assert c[receiver_port]["tx_packets"] == harness.received_all(ends["recv"]["summary"])
     assert c[sender_port]["tx_packets"] == c[receiver_port]["rx_packets"] == 0
-    _no_drops(c)
+    harness.no_drops(c)
     # One poll thread serves both ports, on the core it was placed on.
     assert sorted(q["port"] for q in point["queues"]) == sorted(c)
     assert len({q["core"] for q in point["queues"]}) == 1
@@ -75,16 +54,16 @@ def test_the_engines_ends_through_click(engine, cli, no_leftovers):
 
 def test_a_single_tester_through_click(engine, cli, no_leftovers):
     point = _run(cli, RATE, "--tester", "single")
-    pair = _zero_loss(point, RATE)
+    pair = harness.zero_loss(point, RATE * DURATION)
     assert pair["latency_kind"] == "one_way" and pair["lat_p50_ns"] > 0
     [tester] = point["endpoints"]
     c = point["counters"]
     # Its two ports: it sends on the sender's and receives on the receiver's.
     sender_port = tester["endpoint"]
     [receiver_port] = [p for p in c if p != sender_port]
-    assert c[sender_port]["rx_packets"] == _sent(tester["summary"]) > 0
-    assert c[receiver_port]["tx_packets"] == _received(tester["summary"])
-    _no_drops(c)
+    assert c[sender_port]["rx_packets"] == harness.sent_all(tester["summary"]) > 0
+    assert c[receiver_port]["tx_packets"] == harness.received_all(tester["summary"])
+    harness.no_drops(c)
 
 
 def test_a_chain_through_click(engine, cli, no_leftovers):
@@ -94,15 +73,16 @@ def test_a_chain_through_click(engine, cli, no_leftovers):
     point = _run(cli, CHAIN_RATE, "--nfs", "1", "--poll", "adaptive",
                  "--tester", "split")
     assert point["shape"] == "chain"
-    _zero_loss(point, CHAIN_RATE)
+    harness.zero_loss(point, CHAIN_RATE * DURATION)
     ends = {e["role"]: e for e in point["endpoints"]}
     port1, port2 = ends["nf"]["summary"]["ports"]
     c = point["counters"]
     nf = ends["nf"]["endpoint"]
-    sent = _sent(ends["send"]["summary"])
+    sent = harness.sent_all(ends["send"]["summary"])
     assert c[ends["send"]["endpoint"]]["rx_packets"] == sent > 0
     assert c[nf + "a"]["tx_packets"] == port1["rx_packets"] == sent
     assert c[nf + "b"]["rx_packets"] == port2["tx_packets"] == sent
-    assert c[ends["recv"]["endpoint"]]["tx_packets"] == _received(ends["recv"]["summary"]) == sent
-    _no_drops(c)
+    assert c[ends["recv"]["endpoint"]]["tx_packets"] == \
+        harness.received_all(ends["recv"]["summary"]) == sent
+    harness.no_drops(c)
     _switch_is_a_node(point)
