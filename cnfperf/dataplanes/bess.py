@@ -26,6 +26,7 @@ Built from source (switches/bess/): BESS's last upstream commit and the DPDK
 from __future__ import annotations
 
 import subprocess
+import tomllib
 from typing import TYPE_CHECKING, Any
 
 from cnfperf.dataplanes import bess_app, dpdk_args, procs
@@ -34,6 +35,7 @@ from cnfperf.dataplanes.bess_app import Bessd, LinkPlan
 from cnfperf.dataplanes.dpdk_base import DpdkPlane, Frontend
 from cnfperf.dataplanes.switch_image import built
 from cnfperf.host import builds
+from cnfperf.host.facts import Probe
 from cnfperf.plan import Port
 
 if TYPE_CHECKING:
@@ -41,6 +43,24 @@ if TYPE_CHECKING:
     from cnfperf.scenario import Scenario
 
 BUILD = builds.Build("bess", "BESS, with the DPDK 19.11 it is built for", ("core/bessd",))
+# Where its sources are pinned (bessd says "unknown" for its version: it asks git).
+LOCK = builds.CHECKOUT / "switches" / "bess" / "sources.lock"
+
+
+def describe() -> str | None:
+    """doctor's BESS row, and what every BESS point stores (versions): the
+    commits it is built from, where, and its build's stamp; None: not built."""
+    if builds.missing(BUILD):
+        return None
+    try:
+        lock = tomllib.loads(LOCK.read_text())
+        what = f"{lock['bess']['commit'][:12]} with DPDK {lock['dpdk-19.11.4']['version']}"
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        what = "sources unknown"
+    return f"{what} at {builds.home(BUILD)} (stamp {(builds.stamp(BUILD) or '?')[:12]})"
+
+
+PROBE = Probe("bess", "BESS", describe, missing=lambda: "; ".join(builds.missing(BUILD)))
 
 # bessd: its modules and DPDK are linked in
 IMAGE = built("switch-bess", "BESS", lambda: (str(builds.program(BUILD)),), budget_mb=160)
@@ -62,6 +82,7 @@ class BessPlane(DpdkPlane):
     max_links = MAX_LINKS
     poll_threads = 1
     build = BUILD
+    probes = (PROBE,)      # doctor's BESS row, stored with every point it served
     rx_interrupts = True   # engines reach it as virtio-user ports
     floats = False         # BESS pins each worker to its core itself
     cut_refusal = "cnfperf has no handler to take one of its ports down"
@@ -78,7 +99,6 @@ class BessPlane(DpdkPlane):
         super().__init__(journal, home)
         self.bessd: Bessd | None = None
         self.index: dict[str, str] = {}    # the point's port name -> its BESS port name
-        self.made: dict[str, Any] = {}     # the modules setup made (applied())
         # Kept between points: its counts when the point began.
         self.base: dict[str, list[int]] = {}
 
@@ -87,26 +107,43 @@ class BessPlane(DpdkPlane):
         return super().check(host) + control_problems()
 
     @classmethod
+    def versions(cls, host: HostFacts) -> dict[str, str]:
+        return {"bess": host.probes.get(PROBE.key) or ""}
+
+    @classmethod
     def scenario_problem(cls, s: Scenario, links: int) -> tuple[str, str] | None:
         if s.switch_cores > links:
             return "switch_cores", (f"bess runs each link on one worker; {links} link(s) "
                                     f"keep at most {links} busy: switch_cores ≤ {links}")
         return None
 
-    def switch_mb(self) -> int:
+    @staticmethod
+    def node_mb() -> int:
+        """bessd's -m: the hugepage memory it takes on each NUMA node, where it
+        makes a packet pool of BUFFERS too."""
         pool = BUFFERS * BUFFER_BYTES / 2**20
         return 32 * (int(pool) // 32 + 3)   # + EAL's own and the ports', in 32 MB steps
+
+    def switch_mb(self) -> int:
+        return self.node_mb() * bess_app.numa_nodes()
 
     def _socket(self, index: int) -> str:
         return str(self.sock_dir / f"bess{index}.sock")
 
-    def _plan(self) -> list[LinkPlan]:
-        """Each link on worker k mod switch_cores, forwarding as asked (auto:
-        by MAC); a link whose ends are one port reflects (plan.reflect_links)."""
+    def _forward(self) -> str:
+        """How the point's links forward: as asked, auto by MAC."""
         forward = self.point.scenario.forward
+        return forward if forward in ("port", "reflect") else "mac"
+
+    def _plan(self) -> list[LinkPlan]:
+        """Each link on worker k mod switch_cores. With forward = reflect, a
+        link whose ends are one port (plan.reflect_links) reflects; another
+        (the noise pair's, noise = traffic) is forwarded by MAC."""
+        forward = self._forward()
         return [LinkPlan(self.index[link.a.name], self.index[link.b.name],
                          (link.a.mac, link.b.mac), k % len(self.cpus),
-                         "reflect" if link.reflects else "port" if forward == "port" else "mac")
+                         "reflect" if link.reflects else "mac" if forward == "reflect"
+                         else forward)
                 for k, link in enumerate(self.point.links_joined_here())]
 
     def setup(self) -> None:
@@ -117,13 +154,12 @@ class BessPlane(DpdkPlane):
         eal = ["--file-prefix", f"{self.point.prefix}bess", "--huge-dir", self.huge_dir,
                "--no-pci"]
         self.bessd = Bessd(str(builds.program(BUILD)), builds.home(BUILD), self.dir, eal,
-                           self.switch_mb(), BUFFERS, name=f"bess {self.point.prefix}",
+                           self.node_mb(), BUFFERS, name=f"bess {self.point.prefix}",
                            launch=self.launch())
         pid = self.bessd.launch_process()
         procs.journal_process(self.journal, f"{self.point.prefix}bess", pid)
         self.bessd.ready()
-        workers = dict(enumerate(self.cpus))
-        self.made = self.bessd.ask(bess_app.request(self._plan(), vdevs, workers))
+        self.bessd.ask(bess_app.request(self._plan(), vdevs, dict(enumerate(self.cpus))))
 
     def pids(self) -> list[int]:
         return [self.bessd.pid] if self.bessd and self.bessd.pid else []
@@ -139,10 +175,11 @@ class BessPlane(DpdkPlane):
             if self.index else []
 
     def applied(self) -> dict[str, Any]:
-        """How its links forward, and the modules bessd was given that
-        forward, each with the ports it serves."""
-        ways = sorted({link.forward for link in self._plan()}) if self.index else []
-        return {"forward": ", ".join(ways), "modules": self.made} if self.made else {}
+        """How it forwards, and every module bessd holds, read back from it:
+        each one's class and the modules its output gates lead to."""
+        if self.bessd is None or not self.index:
+            return {}
+        return {"forward": self._forward(), "modules": self.bessd.ask({"do": "modules"})}
 
     def _stats(self) -> dict[str, list[int]]:
         return self.bessd.ask({"do": "stats", "ports": sorted(self.index.values())})

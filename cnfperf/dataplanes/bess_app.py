@@ -59,9 +59,22 @@ from cnfperf.host.system import CommandFailed, spawn
 # what it asked for; a few seconds at most.
 START_TIMEOUT = 60
 REPLY_TIMEOUT = 30
+# Where BESS reads how many NUMA nodes it makes memory and buffers on (its
+# NumNumaNodes: `0-N`, else one).
+NODES = Path("/sys/devices/system/node/possible")
 # The Python that has pybess's gRPC and protobuf: Debian's.
 PYTHON = "/usr/bin/python3"
 CONTROL = Path(__file__).with_name("bess_ctl.py")
+
+
+def numa_nodes(possible: Path = NODES) -> int:
+    """The NUMA nodes bessd takes its -m and --buffers on, each (as it counts them)."""
+    try:
+        text = possible.read_text().strip()
+    except OSError:
+        return 1
+    first, _, last = text.partition("-")
+    return int(last) + 1 if first == "0" and last.isdigit() else 1
 
 
 @dataclass(frozen=True)
@@ -100,33 +113,48 @@ def port_counters(stats: Mapping[str, Sequence[int]], port: str,
 
 
 class Control:
-    """bess_ctl.py, running: one request, one reply."""
+    """bess_ctl.py, running: one request, one reply. What else it prints (pybess,
+    gRPC) goes to `log`. Whatever fails, it is gone again before the error
+    reaches the caller."""
 
-    def __init__(self, build: Path, url: str, name: str = "bess"):
+    def __init__(self, build: Path, url: str, log: Path, name: str = "bess"):
         self.name = name
+        self.log = log
+        with open(log, "ab") as err:
+            try:
+                self.proc = spawn([PYTHON, str(CONTROL), str(build), url],
+                                  what=f"{name} control", stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=err, text=True)
+            except CommandFailed as e:
+                raise ProcessError(f"{name}: its control cannot start: {e}") from None
         try:
-            self.proc = spawn([PYTHON, str(CONTROL), str(build), url], what=f"{name} control",
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-        except CommandFailed as e:
-            raise ProcessError(f"{name}: its control cannot start: {e}") from None
-        self.version = self._reply(START_TIMEOUT).get("ready")
+            self.version = self._reply(START_TIMEOUT).get("ready")
+        except BaseException:
+            self.close()
+            raise
+
+    def _said(self) -> str:
+        """The last line it wrote to its log, to say why it failed."""
+        try:
+            lines = [l for l in self.log.read_text(errors="replace").splitlines() if l.strip()]
+        except OSError:
+            return ""
+        return f" (its log {self.log.name}: {lines[-1].strip()[:300]})" if lines else ""
 
     def _reply(self, timeout: float) -> dict:
         # one line per request, nothing more: select sees it on the pipe
         if not select.select([self.proc.stdout], [], [], timeout)[0]:
-            self.proc.kill()
-            raise ProcessError(f"{self.name}: its control did not answer within {timeout:g} s")
+            self.close()   # a late reply would answer the next request
+            raise ProcessError(f"{self.name}: its control did not answer within {timeout:g} s"
+                               + self._said())
         line = self.proc.stdout.readline()
         if not line:
-            code = self.proc.poll()
-            raise ProcessError(f"{self.name}: its control exited (code {code})")
+            raise ProcessError(f"{self.name}: its control exited (code {self.proc.poll()})"
+                               + self._said())
         try:
             reply = json.loads(line)
         except ValueError:
-            rest = self.proc.stdout.read(2000) if self.proc.poll() is not None else ""
-            raise ProcessError(f"{self.name}: its control said {(line + rest).strip()[:400]!r}") \
-                from None
+            raise ProcessError(f"{self.name}: its control said {line.strip()[:300]!r}") from None
         if "error" in reply:
             raise ProcessError(f"{self.name}: {reply['error']}")
         return reply
@@ -137,17 +165,14 @@ class Control:
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             raise ProcessError(f"{self.name}: its control is gone "
-                               f"(code {self.proc.poll()})") from None
+                               f"(code {self.proc.poll()})" + self._said()) from None
         return self._reply(REPLY_TIMEOUT)["ok"]
 
-    def stats(self, ports: Sequence[str]) -> dict[str, list[int]]:
-        return self.ask({"do": "stats", "ports": list(ports)})
-
     def close(self) -> None:
-        with contextlib.suppress(ProcessError):
+        """Told to quit (its stdin closed), then killed if it does not."""
+        with contextlib.suppress(OSError, ValueError):
             if self.proc.poll() is None:
-                self.ask({"do": "quit"})
-        with contextlib.suppress(OSError):
+                self.proc.stdin.write(json.dumps({"do": "quit"}) + "\n")
             self.proc.stdin.close()
         try:
             self.proc.wait(5)
@@ -166,6 +191,7 @@ class Bessd(Daemon):
                  launch: Launch | None = None):
         self.socket = directory / "bess.sock"
         self.url = f"unix:{self.socket}"
+        self.log = directory / "bess_ctl.log"   # what its control prints beside its replies
         self.build = build
         super().__init__([binary, "-f", "-i", str(directory / "bessd.pid"),
                           "--grpc_url", self.url, "-m", str(memory_mb),
@@ -184,20 +210,20 @@ class Bessd(Daemon):
                                    f"last output: {self.console.last_lines()}")
             time.sleep(0.05)
         try:
-            self.control = Control(self.build, self.url, self.name)
+            self.control = Control(self.build, self.url, self.log, self.name)
         except ProcessError as e:
-            raise ProcessError(f"{e}; its last output: {self.console.last_lines()}") from None
+            raise ProcessError(f"{e}; bessd's last output: {self.console.last_lines()}") \
+                from None
 
     def ask(self, req: dict):
-        if self.control is None:
+        if self.control is None or self.console is None:
             raise ProcessError(f"{self.name}: not started")
         try:
             return self.control.ask(req)
         except ProcessError as e:
-            alive = self.console is not None and self.console.proc.poll() is None
-            raise ProcessError(f"{e}" + ("" if alive else
-                                         f"; bessd exited: {self.console.last_lines()}")) \
-                from None
+            if self.console.proc.poll() is None:
+                raise
+            raise ProcessError(f"{e}; bessd exited: {self.console.last_lines()}") from None
 
     def stop(self, timeout: float = DAEMON_STOP_TIMEOUT) -> int | None:
         """Its control closed, then bessd stopped (SIGINT: it stops its workers

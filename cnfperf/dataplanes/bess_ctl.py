@@ -18,18 +18,23 @@ then answers one JSON request per line of its stdin with one JSON line:
         port), fed by both ends' PortIncs; without: each end's PortInc
         straight to the other end's PortOut. Every module of a link on one
         worker. Each reflector: PortInc(P) -> MACSwap -> PortOut(P). Then
-        every worker resumes. RESULT: the modules that forward, by name, each
-        with its ports.
+        every worker resumes. RESULT: null.
+    {"do": "modules"}
+        RESULT: every module as bessd holds it, read back from it:
+        {NAME: {"class": MCLASS, "to": [the module each output gate goes to]}}.
     {"do": "stats", "ports": [NAME, ...]}
         RESULT: {NAME: [inc packets, inc dropped, out packets, out dropped]}.
     {"do": "quit"}
         Says {"ok": null} and exits; bessd stays up (its process is cnfperf's).
+Its stdout carries these lines alone: what pybess or gRPC print goes to its
+stderr (cnfperf keeps it in a file).
 """
 import json
 import sys
 import time
 
-CONNECT_TIMEOUT = 60
+# Shorter than cnfperf's wait for its first line, so its own error line comes first.
+CONNECT_TIMEOUT = 20
 
 
 def _connect(bess, url: str):
@@ -51,7 +56,6 @@ def setup(bess, req: dict) -> dict:
         bess.add_worker(wid, core)
     for name, vdev in req["ports"].items():
         bess.create_port("PMDPort", name, {"vdev": vdev})
-    made = {}
     for k, link in enumerate(req["links"]):
         a, b = link["ports"]
         for port in (a, b):
@@ -60,7 +64,6 @@ def setup(bess, req: dict) -> dict:
         if link["macs"] is None:   # port to port
             bess.connect_modules(f"in_{a}", f"out_{b}", 0, 0)
             bess.connect_modules(f"in_{b}", f"out_{a}", 0, 0)
-            made[f"in_{a}"], made[f"in_{b}"] = [a, b], [b, a]
         else:
             fwd = f"l2fwd{k}"
             bess.create_module("L2Forward", fwd, {})
@@ -69,7 +72,6 @@ def setup(bess, req: dict) -> dict:
                 bess.connect_modules(fwd, f"out_{port}", gate, 0)
             entries = [{"addr": mac, "gate": gate} for gate, mac in enumerate(link["macs"])]
             bess.run_module_command(fwd, "add", "L2ForwardCommandAddArg", {"entries": entries})
-            made[fwd] = [a, b]
         for port in (a, b):
             bess.attach_task(f"in_{port}", wid=link["worker"])
     for r in req.get("reflect", ()):
@@ -81,9 +83,17 @@ def setup(bess, req: dict) -> dict:
         bess.connect_modules(f"in_{port}", swap, 0, 0)
         bess.connect_modules(swap, f"out_{port}", 0, 0)
         bess.attach_task(f"in_{port}", wid=r["worker"])
-        made[swap] = [port]
     bess.resume_all()
-    return made
+    return None
+
+
+def modules(bess, req: dict) -> dict:
+    found = {}
+    for m in bess.list_modules().modules:
+        info = bess.get_module_info(m.name)
+        found[m.name] = {"class": m.mclass,
+                         "to": [g.name for g in sorted(info.ogates, key=lambda g: g.ogate)]}
+    return found
 
 
 def stats(bess, req: dict) -> dict:
@@ -96,26 +106,32 @@ def stats(bess, req: dict) -> dict:
 
 def main() -> int:
     build, url = sys.argv[1], sys.argv[2]
+    # Its replies alone on stdout: pybess prints (placement checks) and gRPC
+    # logs go to stderr.
+    out, sys.stdout = sys.stdout, sys.stderr
+
+    def say(reply: dict) -> None:
+        print(json.dumps(reply), file=out, flush=True)
+
     sys.path.insert(0, build)
-    from pybess.bess import BESS   # the build's, generated for this python's grpc
-    bess = BESS()
     try:
+        from pybess.bess import BESS   # the build's, generated for this python's grpc
+        bess = BESS()
         _connect(bess, url)
         version = bess.get_version().version
     except Exception as e:   # noqa: BLE001 (any failure is the one line cnfperf shows)
-        print(json.dumps({"error": f"cannot reach bessd at {url}: {e}"}), flush=True)
+        say({"error": f"cannot reach bessd at {url}: {type(e).__name__}: {e}"})
         return 1
-    print(json.dumps({"ready": version}), flush=True)
+    say({"ready": version})
     for line in sys.stdin:
         req = json.loads(line)
         if req["do"] == "quit":
-            print(json.dumps({"ok": None}), flush=True)
+            say({"ok": None})
             break
         try:
-            result = {"setup": setup, "stats": stats}[req["do"]](bess, req)
-            print(json.dumps({"ok": result}), flush=True)
+            say({"ok": {"setup": setup, "modules": modules, "stats": stats}[req["do"]](bess, req)})
         except Exception as e:   # noqa: BLE001
-            print(json.dumps({"error": f"{req['do']}: {e}"}), flush=True)
+            say({"error": f"{req['do']}: {type(e).__name__}: {e}"})
     return 0
 
 

@@ -1,6 +1,6 @@
-"""Processes a data plane runs (testpmd, ovsdb-server, ovs-vswitchd): start, on
-the host or inside the switch's container, talk to over a terminal, find again
-after a killed run, stop."""
+"""Processes a data plane runs (testpmd, ovsdb-server, ovs-vswitchd, Click, bessd):
+start, on the host or inside the switch's container, talk to over a terminal
+(Console; Daemon: one that SIGINT stops), find again after a killed run, stop."""
 from __future__ import annotations
 
 import contextlib

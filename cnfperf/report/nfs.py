@@ -97,8 +97,10 @@ def _port_names(point: dict[str, Any], pair: int) -> list[str]:
     for p in point.get("placement") or []:
         if isinstance(p, dict) and p.get("index") == pair and "sender" in p:
             middle = [port["name"] for nf in p.get("nfs") or [] for port in nf["ports"]]
-            # A one-port NF (mirror) sends frames back: the path returns to the sender.
-            back = p["sender"] if len(middle) % 2 else p["receiver"]
+            # A one-port NF (mirror) sends frames back, as a reflecting switch does
+            # (forward = reflect): the path returns to the sender.
+            back = p["sender"] if len(middle) % 2 or point.get("forward") == "reflect" \
+                else p["receiver"]
             return [p["sender"]["name"], *middle, back["name"]]
     return []
 

@@ -50,20 +50,42 @@ def test_more_workers_than_links_is_refused_and_workers_do_not_float():
     assert not BessPlane.floats and BessPlane.max_size == 2052
 
 
+def _control(build) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(bess_app.CONTROL), str(build),
+                           "unix:/nonexistent.sock"], capture_output=True, text=True,
+                          timeout=30, stdin=subprocess.DEVNULL)
+
+
 def test_its_control_says_in_one_line_that_bessd_cannot_be_reached(tmp_path):
-    """bess_ctl.py under any python, with no pybess where it is told to look:
-    one JSON line naming the URL, exit 1 (not a traceback)."""
+    """bess_ctl.py under any python, with a pybess that prints and fails: one
+    JSON line on its stdout naming the URL and why, exit 1 (not a traceback);
+    what pybess printed is on its stderr."""
     (tmp_path / "pybess").mkdir()
     (tmp_path / "pybess" / "__init__.py").write_text("")
     (tmp_path / "pybess" / "bess.py").write_text(
         "class BESS:\n"
         "    class RPCError(Exception): pass\n"
         "    def connect(self, grpc_url):\n"
+        "        print('Connecting to', grpc_url)\n"
         "        raise RuntimeError('refused')\n")
-    done = subprocess.run([sys.executable, str(bess_app.CONTROL), str(tmp_path),
-                           "unix:/nonexistent.sock"], capture_output=True, text=True,
-                          timeout=30, stdin=subprocess.DEVNULL)
+    done = _control(tmp_path)
     assert done.returncode == 1
     [line] = done.stdout.splitlines()
-    assert json.loads(line) == {"error": "cannot reach bessd at unix:/nonexistent.sock: refused"}
+    assert json.loads(line) == {
+        "error": "cannot reach bessd at unix:/nonexistent.sock: RuntimeError: refused"}
+    assert "Connecting to unix:/nonexistent.sock" in done.stderr
+
+
+def test_its_control_says_in_one_line_that_pybess_is_missing(tmp_path):
+    done = _control(tmp_path)
+    [line] = done.stdout.splitlines()
+    assert json.loads(line)["error"].endswith("ModuleNotFoundError: No module named 'pybess'")
+
+
+def test_bessd_takes_its_memory_on_every_numa_node_bess_counts(tmp_path):
+    possible = tmp_path / "possible"
+    for text, nodes in (("0\n", 1), ("0-1\n", 2), ("0-3", 4), ("garbage", 1)):
+        possible.write_text(text)
+        assert bess_app.numa_nodes(possible) == nodes
+    assert bess_app.numa_nodes(tmp_path / "none") == 1
 

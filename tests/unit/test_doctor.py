@@ -86,7 +86,7 @@ def test_a_plugin_s_probe_is_a_row_of_doctor_and_a_fact_runs_store():
     assert [r.split(None, 1) for r in rows if r.strip().startswith(("Toy", "Gone"))] == [
         ["Toy", "toy 1.0"], ["Gone", "gone not found (Debian package gone)"]]
     from cnfperf.run import declared
-    assert [p.key for p in declared.probes()] == ["ovs_dpdk", "vpp"]   # what runs stored
+    assert [p.key for p in declared.probes()] == ["ovs_dpdk", "vpp", "bess"]   # what runs stored
     with pytest.raises(ValueError, match="probes named like host facts: kernel"):
         host_facts.gather(None, (), (host_facts.Probe("kernel", "Kernel", lambda: "7"),))
 

@@ -44,8 +44,8 @@ def check(s: Scenario, cores: tuple[int, ...] | None = None) -> None:
         raise UserError("forward", "reflect makes the switch itself the tester's peer: nfs = 0 "
                                    "(network functions that send frames back: nf = mirror)")
     if s.forward == "reflect" and spans:
-        raise UserError("forward", "reflect sends frames back on the tester's own port, which "
-                                   "must be on the switch's host: no tester_host")
+        raise UserError("forward", "reflect sends frames back on the tester's own port: the "
+                                   "tester on the switch's host (tester_host, dut_host)")
     _check_vms(s, dataplane, ports)
     if first_sport(s, paths) - 1 > MAX_PORT:   # each pair's flows: its own (a profile)
         raise UserError("flows", f"pairs × flows must stay ≤ {MAX_PORT - TX_PORT + 1} "

@@ -1,8 +1,10 @@
-"""BESS as the switch, through `cnfperf run`: the engine's two ends, and a chain
-of two Click NFs (Click with DPDK, paper 001's strip-encap) with a single
-tester, in real runc containers at a low rate. Zero loss; BESS's own port
-counters (read through its gRPC API) agree with the engines' to the frame (its
-counters span the warm-up too); nothing left behind."""
+"""BESS as the switch, through `cnfperf run`: the engine's two ends (by MAC and
+port to port), a chain of two Click NFs (Click with DPDK, paper 001's
+strip-encap) with a single tester, and BESS alone reflecting the tester's
+frames (paper 001's baseline), in real runc containers at a low rate. Zero
+loss; BESS's own port counters (read through its gRPC API) agree with the
+engines' to the frame (its counters span the warm-up too); the modules it
+holds are read back from it; nothing left behind."""
 from __future__ import annotations
 
 import json
@@ -10,6 +12,7 @@ import json
 import pytest
 
 import harness
+from cnfperf.report.nfs import hops
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs("bess")]
 
@@ -37,8 +40,11 @@ def _run(cli, rate: int, *args: str) -> dict:
 def test_the_engines_ends_through_bess(engine, cli, no_leftovers):
     """By MAC (its L2Forward, the paper's) and port to port (PortInc to PortOut)."""
     by_mac, by_port = _runs(cli, RATE, "--tester", "split", "--forward", "mac,port")
-    assert by_port["switch_facts"]["applied"] == {
-        "forward": "port", "modules": {"in_p0": ["p0", "p1"], "in_p1": ["p1", "p0"]}}
+    # as bessd holds them: each end's PortInc straight to the other end's PortOut
+    applied = by_port["switch_facts"]["applied"]
+    assert applied["forward"] == "port"
+    assert {name: m["to"] for name, m in applied["modules"].items()} == {
+        "in_p0": ["out_p1"], "in_p1": ["out_p0"], "out_p0": [], "out_p1": []}
     harness.zero_loss(by_port, RATE * DURATION)
     point = by_mac
     harness.zero_loss(point, RATE * DURATION)
@@ -50,12 +56,15 @@ def test_the_engines_ends_through_bess(engine, cli, no_leftovers):
     assert c[receiver_port]["tx_packets"] == harness.received_all(ends["recv"]["summary"])
     assert c[sender_port]["tx_packets"] == c[receiver_port]["rx_packets"] == 0
     harness.no_drops(c)
-    # One worker serves both ports, on the core it was placed on; its
-    # L2Forward holds the link, as read back from bessd.
+    # One worker serves both ports, on the core it was placed on; the link's
+    # L2Forward takes both ends' frames, as read back from bessd.
     assert sorted(q["port"] for q in point["queues"]) == sorted(c)
     assert len({q["core"] for q in point["queues"]}) == 1
-    assert point["switch_facts"]["applied"] == {"forward": "mac",
-                                                "modules": {"l2fwd0": ["p0", "p1"]}}
+    applied = point["switch_facts"]["applied"]
+    assert applied["forward"] == "mac"
+    modules = applied["modules"]
+    assert modules["l2fwd0"] == {"class": "L2Forward", "to": ["out_p0", "out_p1"]}
+    assert modules["in_p0"]["to"] == modules["in_p1"]["to"] == ["l2fwd0"]
     assert any(row["node"] == "bess" and row["kind"] == "switch" and row["user_s"] > 0
                for row in point["cpu_usage"]), point["cpu_usage"]
 
@@ -94,5 +103,11 @@ def test_the_switch_alone_reflects_every_frame(engine, cli, no_leftovers):
         assert c[tester["endpoint"]]["rx_packets"] == c[tester["endpoint"]]["tx_packets"] == \
             harness.sent_all(tester["summary"]) == harness.received_all(tester["summary"]) > 0
         harness.no_drops(c)
-        assert point["switch_facts"]["applied"] == {"forward": "reflect",
-                                                    "modules": {"macswap_p0": ["p0"]}}
+        # the loss table's one link: into the switch and back out, every frame
+        [_, link, _, total] = hops(point, 0)
+        assert link.rx == link.tx == harness.sent_all(tester["summary"]) and total.lost == 0
+        applied = point["switch_facts"]["applied"]
+        assert applied["forward"] == "reflect"
+        assert {name: m["to"] for name, m in applied["modules"].items()} == {
+            "in_p0": ["macswap_p0"], "macswap_p0": ["out_p0"], "out_p0": []}
+        assert applied["modules"]["macswap_p0"]["class"] == "MACSwap"
