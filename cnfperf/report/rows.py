@@ -193,7 +193,10 @@ def path_series(points: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, A
         parts = [str(p.get("switch"))]
         for f in shown:
             if f == "nfs":
-                parts.append(f"{p.get('nfs')}×{p.get('nf')}" if p.get("nfs") else "no NF")
+                # without NFs, the switch alone: between the tester's two ports,
+                # or reflecting its frames back (forward = reflect)
+                parts.append(f"{p.get('nfs')}×{p.get('nf')}" if p.get("nfs") else
+                             "reflect" if p.get("forward") == "reflect" else "no NF")
             else:
                 parts.append(str(_value(p, f)))
         parts += [f"{f}={fields.show(f, p.get(f))}" for f in cpu]
