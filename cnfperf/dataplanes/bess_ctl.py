@@ -50,7 +50,7 @@ def _connect(bess, url: str):
             time.sleep(0.1)
 
 
-def setup(bess, req: dict) -> dict:
+def setup(bess, req: dict) -> None:
     bess.pause_all()
     for wid, core in req["workers"]:
         bess.add_worker(wid, core)
@@ -84,7 +84,6 @@ def setup(bess, req: dict) -> dict:
         bess.connect_modules(swap, f"out_{port}", 0, 0)
         bess.attach_task(f"in_{port}", wid=r["worker"])
     bess.resume_all()
-    return None
 
 
 def modules(bess, req: dict) -> dict:

@@ -89,3 +89,11 @@ def test_bessd_takes_its_memory_on_every_numa_node_bess_counts(tmp_path):
         assert bess_app.numa_nodes(possible) == nodes
     assert bess_app.numa_nodes(tmp_path / "none") == 1
 
+
+
+def test_doctor_names_the_package_of_a_module_its_control_cannot_import(monkeypatch):
+    from cnfperf.dataplanes import bess
+    monkeypatch.setattr(bess, "CONTROL_MODULES", {"json": "libjson", "nosuch.mod": "x-pkg"})
+    assert bess.control_problems() == [
+        f"{bess_app.PYTHON} cannot import nosuch.mod, which BESS's control needs "
+        "(apt install x-pkg)"]
