@@ -2,7 +2,8 @@
 
 Exit codes: 0 done, 1 system failure (after teardown), 2 bad input (before
 anything is created), 3 another run holds the host, 4 a point regressed (compare
-over a series of runs), 128+N stopped by signal N.
+over a series of runs), 5 a point missed an expectation (expect), 128+N stopped
+by signal N.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from cnfperf.host.facts import render as render_host
 from cnfperf.run.declared import gather
 from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
-from cnfperf.report import interference, trend
+from cnfperf.report import gates, interference, trend
 from cnfperf.report.rows import rows_from_run
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
@@ -46,7 +47,8 @@ from cnfperf.report.summary import faults, images, noises, points as point_table
 from cnfperf.report.tables import plan_text, render, run_table, runs_table, summary_table
 from cnfperf.results.store import DB_NAME, Store, results_dir
 
-EXIT_FAILURE, EXIT_USAGE, EXIT_BUSY, EXIT_REGRESSION = 1, 2, 3, 4
+EXIT_FAILURE, EXIT_USAGE, EXIT_BUSY, EXIT_REGRESSION, EXIT_EXPECTATION = 1, 2, 3, 4, 5
+LAST = "last"     # --expect-run: the newest earlier run of the same scenario
 SHOWN_RUNS = 10   # a series' runs named in its table's title; more: the first and last
 # Where a study's points run (the hosts, the NIC whose VFs they take), set
 # for all of them from the command line
@@ -124,6 +126,18 @@ def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> Non
                    help="run every point K times (mean, stddev, 95%% CI)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (points, cores, data planes) and exit")
+    p.add_argument("--expect", action="append", metavar="LINE",
+                   help="what every point must measure, e.g. 'rx_pps >= 2M', 'p99 <= 50us', "
+                        "'rate >= run - 5%%' (again for more; instead of the file's expect); "
+                        f"a point that misses one: exit {EXIT_EXPECTATION}")
+    _gate_flags(p)
+
+
+def _gate_flags(p: argparse.ArgumentParser) -> None:
+    _expect_run_flag(p)
+    p.add_argument("--junit", metavar="FILE", type=Path,
+                   help="write the expectations' verdicts as JUnit XML, a test case per point "
+                        "and expectation")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -172,6 +186,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("run", metavar="RUN", help="run id, or latest")
     report.add_argument("--out", metavar="DIR",
                         help="where to write (default: the run's directory, report/)")
+    _expect_run_flag(report)
     _results_and_json(report, json_flag=False)
     report.set_defaults(func=_report)
 
@@ -280,6 +295,7 @@ def _parser() -> argparse.ArgumentParser:
     lst.set_defaults(func=_results_list)
     show = rsub.add_parser("show", help="one run: its points, pairs and endpoints")
     show.add_argument("run", metavar="RUN", help="run id (as `results list` shows it), or latest")
+    _expect_run_flag(show)
     _results_and_json(show)
     show.set_defaults(func=_results_show)
     export = rsub.add_parser("export", help="one run as CSV (a row per pair and per point), or "
@@ -303,6 +319,12 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _expect_run_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--expect-run", metavar="RUN",
+                   help=f"the run `run` means in an expectation: a stored run's id, latest, or "
+                        f"{LAST} (default: the newest earlier run of the same scenario)")
+
+
 def _results_and_json(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("--results", metavar="DIR",
                    help="results directory (default $CNFPERF_RESULTS or ./results)")
@@ -316,6 +338,7 @@ def _run(args: argparse.Namespace) -> int:
     flags = {f: getattr(args, f, None) for f in fields.names()}
     flags.update(dict(getattr(args, "pair", None) or ()))   # pair.N.FIELD
     flags["repeat"] = args.repeat
+    flags[fields.EXPECT] = args.expect
     if args.resume is not None:
         given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None]
         if args.scenario or given:
@@ -330,10 +353,12 @@ def _run(args: argparse.Namespace) -> int:
         engine = find_engine()
         host = gather(engine)
         swept = checks.replan(spec, host)
+        args.expect_run = _expect_run(args)
         if args.dry_run:
             return _dry_run(swept, host, run_id, store.done_keys(run_id))
         return _execute(args, swept, engine, host, resume=run_id)[0]
     swept = checks.load_plan(args.scenario, flags)   # UserError: nothing created yet
+    args.expect_run = _expect_run(args)
     engine = find_engine()
     host = gather(engine)
     if args.dry_run:
@@ -371,11 +396,13 @@ def _study(args: argparse.Namespace) -> int:
     path = studies.find(args.name)
     engine = find_engine()
     host = gather(engine)
-    swept = checks.load_plan(path, {"repeat": args.repeat, "hosts": args.hosts,
+    swept = checks.load_plan(path, {"repeat": args.repeat, fields.EXPECT: args.expect,
+                                    "hosts": args.hosts,
                                     "cluster": args.cluster,
                                     **{name: getattr(args, name) for name in STUDY_PLACES}},
                              quick=args.quick, host=host)
     swept.spec["study"] = path.stem
+    args.expect_run = _expect_run(args)
     differs = paper.difference_lines(paper.load(swept.spec["doc"]))
     if differs:   # before the run: what its numbers will not be
         print(f"cnfperf: {path.stem} differs from its paper:\n  " + "\n  ".join(differs),
@@ -385,7 +412,7 @@ def _study(args: argparse.Namespace) -> int:
     code, run_id, store = _execute(args, swept, engine, host)
     run = store.run(run_id)
     if _has_results(run):
-        print(f"report: {_write_report(store, run)}")
+        print(f"report: {_write_report(store, run, expect_run=args.expect_run)}")
     return code
 
 
@@ -459,8 +486,42 @@ def _has_results(run: dict[str, Any] | None) -> bool:
     return bool(run) and any(p["status"] == "done" for p in run["points"])
 
 
-def _write_report(store: Any, run: dict[str, Any], out: str | None = None) -> Path:
-    return build.write(run, Path(out) if out else store.directory / "runs" / run["id"] / "report")
+def _write_report(store: Any, run: dict[str, Any], out: str | None = None,
+                  expect_run: str | None = None) -> Path:
+    found, earlier = _gates(store, run, expect_run)
+    return build.write(run, Path(out) if out else store.directory / "runs" / run["id"] / "report",
+                       found, earlier)
+
+
+def _gates(store: Any, run: dict[str, Any], wanted: str | None
+           ) -> tuple[list[gates.Gate], dict[str, Any] | None]:
+    """The run's points held to their expectations (none: []) and the run
+    `run` means in them: `wanted` (an id, latest), else the newest earlier run
+    of the same scenario (None: there is none, or no line asks)."""
+    if not gates.expecting(run):
+        return [], None
+    earlier = None
+    if wanted not in (None, LAST) and gates.relative(run):
+        earlier = store.run(_run_id(store, wanted, "--expect-run"))
+    elif gates.relative(run):
+        earlier = gates.earlier_of(run, store.runs(), store.run)
+    return gates.judged(run, earlier), earlier
+
+
+def _expect_run(args: argparse.Namespace) -> str | None:
+    """--expect-run as an id (latest resolved now: before this run is stored),
+    or None for `last`; exit 2 for a run the store does not have, and for a
+    --junit that names a directory, before anything is created."""
+    if args.junit is not None and args.junit.is_dir():
+        raise UserError("--junit", f"{args.junit} is a directory; name the XML file")
+    if args.expect_run in (None, LAST):
+        return None
+    try:
+        store = Store(results_dir(args.results), create=False)
+    except FileNotFoundError:
+        raise UserError("--expect-run", f"no results in {results_dir(args.results)} to hold "
+                                        "the run against") from None
+    return _run_id(store, args.expect_run, "--expect-run")
 
 
 def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
@@ -485,21 +546,31 @@ def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
     run = store.run(outcome.run_id)
     for w in dict.fromkeys(outcome.warnings):
         print(f"cnfperf: warning: {w}", file=sys.stderr)
+    found, earlier = _gates(store, run, args.expect_run)
     if args.json:
         compared = _compared(run)
         print(json.dumps({"outcome": _outcome(outcome), "run": run,
-                          **({"paper": compared.to_dict()} if compared else {})},
+                          **({"paper": compared.to_dict()} if compared else {}),
+                          **({"expectations": _expectations(found, earlier)} if found else {})},
                          indent=1, default=str))
     elif run["points"]:
         print(f"run {outcome.run_id}  ({store.directory / 'runs' / outcome.run_id})")
-        print(run_table(run))
+        print(run_table(run, found))
         if used := images(run):
             print(f"images: {used}")
         _print_tables(run, brief=True)
         if any(p.get("nf_results") for p in run["points"]):
             print(f"\n(every path hop by hop, each NF's startup: cnfperf results show "
                   f"{outcome.run_id})")
+        _print_gates(found, earlier, brief=True)
+    if found and args.junit is not None:
+        print(f"junit: {gates.write_junit(run, found, args.junit, earlier)}", file=sys.stderr)
+    elif args.junit is not None:
+        print("cnfperf: warning: no point states an expectation: --junit wrote nothing",
+              file=sys.stderr)
     if outcome.status == "done":
+        if gates.missed(found):
+            return EXIT_EXPECTATION, outcome.run_id, store
         return 0, outcome.run_id, store
     print(f"cnfperf: error: run {outcome.run_id} {outcome.status}: {outcome.error}",
           file=sys.stderr)
@@ -515,6 +586,22 @@ def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
     if outcome.status == "interrupted":
         return 128 + (outcome.signal or signal.SIGINT), outcome.run_id, store
     return EXIT_FAILURE, outcome.run_id, store
+
+
+def _expectations(found: list[gates.Gate], earlier: dict[str, Any] | None) -> dict[str, Any]:
+    return {"expect_run": earlier["id"] if earlier else None, **gates.counts(found),
+            "verdicts": [g.to_dict() for g in found]}
+
+
+def _print_gates(found: list[gates.Gate], earlier: dict[str, Any] | None,
+                 brief: bool = False) -> None:
+    """The expectations that missed or were skipped (`brief`: every one
+    otherwise), and how many of each."""
+    if not found:
+        return
+    if shown := gates.table(found, every=not brief):
+        print("\n" + summary_table(shown))
+    print(f"expectations: {gates.summary_line(found, earlier)}")
 
 
 def _outcome(o: Any) -> dict[str, Any]:
@@ -747,19 +834,22 @@ def _stored_run(args: argparse.Namespace, text: str, field: str = "RUN") -> tupl
 
 
 def _results_show(args: argparse.Namespace) -> int:
-    _, run = _stored_run(args, args.run)
+    store, run = _stored_run(args, args.run)
+    found, earlier = _gates(store, run, args.expect_run)
     if args.json:
         compared = _compared(run)
-        print(json.dumps({**run, **({"paper": compared.to_dict()} if compared else {})},
+        print(json.dumps({**run, **({"paper": compared.to_dict()} if compared else {}),
+                          **({"expectations": _expectations(found, earlier)} if found else {})},
                          indent=1, default=str))
     else:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started"]))
         print(f"run {run['id']}  {run['status']}  started {started}  "
               f"cnfperf {run['cnfperf_version']}  engine {run['engine_version']}")
-        print(run_table(run))
+        print(run_table(run, found))
         if used := images(run):
             print(f"images: {used}")
         _print_tables(run)
+        _print_gates(found, earlier)
     return 0
 
 
@@ -822,7 +912,7 @@ def _report(args: argparse.Namespace) -> int:
     store, run = _stored_run(args, args.run)
     if not _has_results(run):
         raise UserError("RUN", f"run {run['id']} has no finished point to report")
-    print(_write_report(store, run, args.out))
+    print(_write_report(store, run, args.out, args.expect_run))
     return 0
 
 

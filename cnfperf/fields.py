@@ -507,6 +507,10 @@ PER_PAIR = ("mode", "rate", "size", "burst", "flows", "poll", "touch", "mmsg", "
 # Not scenario fields: they shape the sweep itself and take one value.
 # The views below are computed once: the table is complete before anything reads it.
 SWEEP_SETTINGS = {"repeat": "int"}
+# Nor is this: a point's expectations (results/expect.py), lines a CI job holds
+# its results to. A list taken whole, never swept, nor part of a point's key; a
+# [[part]]'s and [quick]'s add to the top level's.
+EXPECT = "expect"
 
 
 def profiled(name: str) -> tuple[int, str] | None:

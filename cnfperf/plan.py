@@ -273,6 +273,7 @@ class TestPoint:
     group: str = ""
     rep: int = 0
     label: str = ""
+    expect: tuple[str, ...] = ()   # its expectations, as written (results/expect.py)
     joins: str = "switch"   # the data plane's way of joining a link (DataPlane.joins)
     # noise = traffic: pairs after the measured ones, through the same switch
     noise_pairs: tuple[Pair, ...] = ()

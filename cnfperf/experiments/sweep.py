@@ -174,6 +174,7 @@ class SweepPoint:
     group: str = ""             # hash of params: shared by all repetitions of a point
     key: str = ""               # group + repetition: what --resume compares
     repeat: int = 1             # repetitions of this point (its part's repeat)
+    expect: tuple[str, ...] = ()   # its expectations (fields.EXPECT), as written
 
     def label(self, fields: Iterable[str]) -> str:
         """The point's values of the given fields (the plan's axes), for progress lines."""
@@ -201,6 +202,11 @@ class Plan:
         fixed = " ".join(f"{k}={field_table.show(k, v)}" for k, v in self.fixed.items())
         if fixed:
             lines.append(f"  fixed: {fixed}")
+        expected = list(dict.fromkeys(line for p in self.points for line in p.expect))
+        if expected:
+            some = any(set(expected) - set(p.expect) for p in self.points)
+            lines.append(f"  {field_table.EXPECT}: {'; '.join(expected)}"
+                         + (" (some points)" if some else ""))
         lines += [f"  {note}" for note in self.skip_notes()]
         return "\n".join(lines)
 
@@ -253,8 +259,9 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
     then fails the whole plan before anything runs.
     """
     kinds = {**field_table.kinds(), **(kinds or {})}
+    expect = expectations(fields.get(field_table.EXPECT, ()))
     parsed = {name: parse_values(name, raw, kinds.get(name)) for name, raw in
-              profiles(fields).items()}
+              profiles(fields).items() if name != field_table.EXPECT}
     repeat = _repeat(parsed.pop("repeat", [1]))
     for name in SINGLE_VALUED:
         parsed.pop(name, None)
@@ -281,8 +288,19 @@ def expand(fields: Mapping[str, Any], kinds: Mapping[str, str] | None = None,
             continue
         first[group] = params
         for rep in range(repeat):
-            points.append(SweepPoint(len(points), params, rep, group, f"{group}-{rep}", repeat))
+            points.append(SweepPoint(len(points), params, rep, group, f"{group}-{rep}", repeat,
+                                     expect))
     return Plan(points, axes, fixed, repeat, skipped)
+
+
+def expectations(raw: Any) -> tuple[str, ...]:
+    """`expect`'s lines (one, or a list), as written; what each says is
+    results/expect.py's to check (checks.plan does, before a run)."""
+    lines = [raw] if isinstance(raw, str) else raw
+    if not isinstance(lines, (list, tuple)) or not all(isinstance(x, str) for x in lines):
+        raise ValueError(f"{field_table.EXPECT}: a list of lines like \"rx_pps >= 2M\", "
+                         f"not {raw!r}")
+    return tuple(dict.fromkeys(line.strip() for line in lines))
 
 
 def _same_point(params: Mapping[str, Any], earlier: Mapping[str, Any]) -> str:
@@ -326,10 +344,14 @@ def expand_study(doc: Mapping[str, Any], quick: bool = False,
     for part in parts:
         # a pair's own values merge field by field (pair.N.FIELD): a part that
         # gives pair 1 its rate keeps the size the top level gave it
-        fields = {**base, **profiles({k: v for k, v in part.items() if k != "quick"})}
-        if quick:
-            fields.update(profiles(doc.get("quick", {})))
-            fields.update(profiles(part.get("quick", {})))
+        tables = [base, {k: v for k, v in part.items() if k != "quick"},
+                  *([doc.get("quick", {}), part.get("quick", {})] if quick else [])]
+        fields: dict[str, Any] = {}
+        for table in tables:
+            fields.update(profiles(table))
+        # expectations add up: the top level's hold in every part, beside its own
+        fields[field_table.EXPECT] = [line for table in tables
+                                      for line in expectations(table.get(field_table.EXPECT, ()))]
         plans.append(expand(fields, kinds, keep, canonical))
     return merge(plans)
 
@@ -420,11 +442,13 @@ def merge(plans: list[Plan]) -> Plan:
         return plans[0]
     switch_order: list = []
     repeat: dict[str, int] = {}
+    expect: dict[str, tuple[str, ...]] = {}   # a point two parts plan: both parts' lines
     for plan in plans:
         for p in plan.points:
             if p.params.get("switch") not in switch_order:
                 switch_order.append(p.params.get("switch"))
             repeat[p.group] = max(repeat.get(p.group, 1), p.repeat)
+            expect[p.group] = tuple(dict.fromkeys((*expect.get(p.group, ()), *p.expect)))
     points: list[SweepPoint] = []
     for sw in switch_order:
         for plan in plans:
@@ -432,7 +456,8 @@ def merge(plans: list[Plan]) -> Plan:
                 if p.params.get("switch") == sw and p.group in repeat:
                     n = repeat.pop(p.group)
                     points += [SweepPoint(len(points) + rep, p.params, rep, p.group,
-                                          f"{p.group}-{rep}", n) for rep in range(n)]
+                                          f"{p.group}-{rep}", n, expect[p.group])
+                               for rep in range(n)]
     axes: dict[str, list] = {}
     all_fields: list[str] = []
     for plan in plans:

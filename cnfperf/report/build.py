@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from cnfperf.report import (baselines, contention, cpu, emulation, glance, html, interference,
-                            nfs, paper, searches, soak, stalls, summary)
+from cnfperf.report import (baselines, contention, cpu, emulation, gates, glance, html,
+                            interference, nfs, paper, searches, soak, stalls, summary)
 
 # Host facts worth a line in the report (the store keeps them all).
 HOST_FACTS = ("cpu_model", "cores", "usable_cpus", "kernel", "runc", "dpdk", "ovs_dpdk",
               "libxdp", "cnfperf")
 
 
-def write(run: dict[str, Any], out_dir: Path) -> Path:
-    """Writes out_dir/*.png and out_dir/report.html; returns the HTML's path."""
+def write(run: dict[str, Any], out_dir: Path, held: Sequence[gates.Gate] = (),
+          earlier: dict[str, Any] | None = None) -> Path:
+    """Writes out_dir/*.png and out_dir/report.html; returns the HTML's path.
+    `held`: its points held to their expectations (gates.judged), `run` in
+    them being `earlier`."""
     # matplotlib: only when a report is drawn
     from cnfperf.report import nf_plots, plots, search_plots, soak_plots
     from cnfperf.report.rows import rows_from_run
@@ -45,6 +48,9 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
                                   interference.table(interference.entries(rows))
                                   if interference.tenants(rows) or "interference" in
                                   (study.get("plots") or ()) else None])])]
+    if held:   # first: whether the run passed is what a CI job's reader looks for
+        tables.insert(0, html.Table(*gates.table(held), f"{gates.NOTE} Here: "
+                                    f"{gates.summary_line(held, earlier)}."))
     title = f"cnfperf run {run['id']}" + (f": {study['title']}" if study.get("title") else "")
     done = summary.done_points(run)
     text = f"{len(done)} of {run.get('planned') or len(run.get('points', []))} points"
@@ -57,7 +63,8 @@ def write(run: dict[str, Any], out_dir: Path) -> Path:
                            paper=[html.Table(t, h, r, paper.NOTE if t == paper.POINTS else "")
                                   for t, h, r in (paper.tables(compared) if compared else ())],
                            differences=paper.differences(compared) if compared else (),
-                           notice=" ".join(filter(None, (notice(done), stalls.notice(done),
+                           notice=" ".join(filter(None, (gates.notice(held), notice(done),
+                                                         stalls.notice(done),
                                                          emulation.notice(done),
                                                          _sentence(summary.two_clocks(done)),
                                                          _sentence(unread))))))

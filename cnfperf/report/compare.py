@@ -13,6 +13,7 @@ from typing import Any
 
 from cnfperf.experiments import stats
 from cnfperf.report import summary
+from cnfperf.results import expect
 
 MATCH = ("switch", "api", "mode", "tester", "pairs", "size", "burst", "rate", "flows", "touch",
          "mmsg", "poll", "limit")
@@ -20,29 +21,23 @@ HEADERS = ["point", "A kpps", "B kpps", "B/A", "A loss %", "B loss %", "A p50 µ
            "B p50 µs", "B/A", "A p99 µs", "B p99 µs", "B/A"]
 
 
-def _what(point: dict[str, Any]) -> tuple:
+def what(point: dict[str, Any]) -> tuple:
+    """What a point measured, as compare matches points of two runs."""
     return tuple(str(summary._param(point, f)) for f in MATCH)
 
 
-def _rate(point: dict[str, Any]) -> float | None:
-    if point.get("trials"):
-        found = point.get("search_rate_pps")
-        return None if found is None else found * (point.get("pairs") or 1)
-    return point.get("rx_pps")
-
-
 def measured(run: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
-    """{what a point measured (_what): its first repetition's point and, per value
+    """{what a point measured (what): its first repetition's point and, per value
     (rate in pps, loss in %, p50 and p99 in ns), the value of each repetition
     that has one}: the run's finished points, matched as compare matches them."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for p in summary.done_points(run):
-        groups[_what(p)].append(p)
+        groups[what(p)].append(p)
     out = {}
     for key, members in groups.items():
         def each(get) -> list[float]:
             return [v for v in map(get, members) if v is not None]
-        out[key] = {"point": members[0], "rate": each(_rate),
+        out[key] = {"point": members[0], "rate": each(expect.found_rate),
                     "loss": each(lambda p: None if p["loss_ratio"] is None
                                  else 100 * p["loss_ratio"]),
                     "p50": each(lambda p: p.get("lat_p50_ns")),

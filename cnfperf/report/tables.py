@@ -17,7 +17,7 @@ from cnfperf import fields
 from cnfperf.experiments.sweep import format_seconds, nominal_seconds
 from cnfperf.rate import show
 from cnfperf.results.model import STALL_MARK
-from cnfperf.report import baselines, emulation, kinds, stalls
+from cnfperf.report import baselines, emulation, gates as gated, kinds, stalls
 from cnfperf.report.html import fmt
 from cnfperf.report.summary import param, two_clocks, varying
 from cnfperf.runtimes.base import cpu_list
@@ -41,7 +41,9 @@ def render(headers: Sequence[str], rows: list[Sequence[str]], right: set[str] = 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def run_table(run: dict[str, Any]) -> str:
+def run_table(run: dict[str, Any], gates: Sequence[gated.Gate] = ()) -> str:
+    """The run's table; with `gates` (its points held to their expectations:
+    report/gates.py) a column saying whether each point met them."""
     points = run["points"]
     # A sweep's other axes (size, burst, …) get a column of their own; the
     # offered rate has its own already.
@@ -54,6 +56,7 @@ def run_table(run: dict[str, Any]) -> str:
     # A run that measured its generator first (generator_baseline): each
     # point's received rate as a share of what the generator moved alone.
     gen = [baselines.COLUMN] if baselines.any_share(points) else []
+    gen += [gated.COLUMN] if gates else []
     headers = (*HEADERS[:3], "tester", *vms, *extra, *HEADERS[3:], *gen)
     rows: list[list[str]] = []
     notes: list[str] = tester_notes(points)
@@ -66,14 +69,15 @@ def run_table(run: dict[str, Any]) -> str:
         label = [point["switch"], point["api"], point["mode"], point.get("tester") or MISSING,
                  *([emulation.said(point)] if vms else []),
                  *(str(point.get(f, 0) + 1) if f == "rep" else _axis(point, f) for f in extra)]
+        said = [gated.said(point, gates)] if gates else []
         if point["status"] != "done":
             rows.append([*label, MISSING, show(point["rate"] or 0), point["status"],
-                         *[""] * (len(HEADERS) - 6 + len(gen))])
+                         *[""] * (len(HEADERS) - 6 + len(gen) - len(said)), *said])
             notes.append(f"point {point['idx'] + 1} {point['status']}: {point.get('error') or ''}")
             continue
         pairs = point["per_pair"]
         # the share is the point's (all its pairs' against its baseline's)
-        mine = [_percent(baselines.percent(point))] if gen else []
+        mine = ([_percent(baselines.percent(point))] if baselines.COLUMN in gen else []) + said
         for i, pair in enumerate(pairs):
             rows.append([*(label if i == 0 else [""] * len(label)), str(pair["pair"]),
                          *_cells(pair, stalls.said(point, pair["pair"])),
@@ -83,7 +87,8 @@ def run_table(run: dict[str, Any]) -> str:
     if any(stalls.stalled(p) for p in points if p["status"] == "done"):
         notes.append(f"{stalls.COLUMN}: the most any poller of the pair (tester end, NF) lost "
                      f"to stalls in its window; ! more than {100 * STALL_MARK:g} % of it")
-    return "\n".join([render(headers, rows, RIGHT | set(extra) | set(gen)), *notes])
+    right = RIGHT | set(extra) | (set(gen) - {gated.COLUMN})
+    return "\n".join([render(headers, rows, right), *notes])
 
 
 def tester_notes(points: Sequence[dict[str, Any]]) -> list[str]:

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 import jumpavg
 
+from cnfperf import fields
 from cnfperf.experiments import stats
 from cnfperf.report import compare, summary
 
@@ -175,8 +176,20 @@ def trends(runs: Sequence[dict[str, Any]], metrics: Sequence[str] = tuple(METRIC
 
 def same_scenario(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two stored runs were made from the same scenario: file and flags
-    alike (the plan each stored, its `doc`), quick or not. A run stored
-    without its plan is like none."""
+    alike (the plan each stored, its `doc`), quick or not, whatever each
+    expected of its points (`expect`: a gate changed measures the same). A run
+    stored without its plan is like none."""
     sa, sb = a.get("spec") or {}, b.get("spec") or {}
     return "doc" in sa and "doc" in sb and \
-        (sa["doc"], sa.get("quick", False)) == (sb["doc"], sb.get("quick", False))
+        (measuring(sa["doc"]), sa.get("quick", False)) == \
+        (measuring(sb["doc"]), sb.get("quick", False))
+
+
+def measuring(table: Any) -> Any:
+    """A scenario document without its expectations, in its [quick] and
+    [[part]]s too."""
+    if isinstance(table, list):
+        return [measuring(t) for t in table]
+    if not isinstance(table, dict):
+        return table
+    return {k: measuring(v) for k, v in table.items() if k != fields.EXPECT}

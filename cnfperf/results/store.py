@@ -344,10 +344,15 @@ _SCHEMA_23 = "ALTER TABLE points ADD COLUMN cluster_facts TEXT;"
 # An NF on several cores (the engine's, a thread per queue): the frames each
 # queue's thread took in, a JSON list; NULL on one core and before.
 _SCHEMA_24 = "ALTER TABLE nf_results ADD COLUMN queues TEXT;"
+# A point's expectations (`expect`: results/expect.py), the lines as written, a
+# JSON list; NULL without any and before. What each gave is judged from the
+# stored point whenever it is read (report/gates.py), against any earlier run.
+_SCHEMA_25 = "ALTER TABLE points ADD COLUMN expect TEXT;"
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
                _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,
-               _SCHEMA_20, _SCHEMA_21, _SCHEMA_22, _SCHEMA_23, _SCHEMA_24]
+               _SCHEMA_20, _SCHEMA_21, _SCHEMA_22, _SCHEMA_23, _SCHEMA_24,
+               _SCHEMA_25]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -477,7 +482,7 @@ class Store:
                   vm_facts: dict[str, Any] | None = None,
                   cluster_facts: dict[str, Any] | None = None,
                   hosts: dict[str, Any] | None = None,
-                  baseline_pps: float | None = None) -> int:
+                  baseline_pps: float | None = None, expect: list[str] = ()) -> int:
         """Stores one finished (or failed) point in one transaction. `image` is
         the one the tester's ends ran in, `nf_image` its network functions' when
         not that one (minimal or tools; None: they ran in the ends' or there were none). `search` (SEARCH_KEYS),
@@ -488,7 +493,8 @@ class Store:
         how its virtual machines ran (None: none), `cluster_facts` the
         cluster its pods ran on and how each ran (None: none), `hosts` the other hosts it
         ran on and what each was (None: this one alone), `baseline_pps` the
-        received rate of its generator baseline (None: it asked none)."""
+        received rate of its generator baseline (None: it asked none), `expect`
+        its expectations."""
         row: dict[str, Any] = {f.name: _sql(params.get(f.name)) for f in fields.stored()}
         row.update(key=key, grp=group, rep=rep)
         if search:
@@ -508,7 +514,8 @@ class Store:
                    nf_facts=json.dumps(nf_facts) if nf_facts else None,
                    vm_facts=json.dumps(vm_facts) if vm_facts else None,
                    cluster_facts=json.dumps(cluster_facts) if cluster_facts else None,
-                   hosts=json.dumps(hosts) if hosts else None, baseline_pps=baseline_pps)
+                   hosts=json.dumps(hosts) if hosts else None, baseline_pps=baseline_pps,
+                   expect=json.dumps(list(expect)) if expect else None)
         if result:
             row["baseline_share"] = baseline_share(result.total.rx_pps, baseline_pps)
             worst = result.stalled()
@@ -636,7 +643,7 @@ class Store:
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
                                  "latency_histogram", "queues", "switch_facts",
                                  "nf_facts", "vm_facts", "cluster_facts", "hosts", "fault_facts",
-                                 "noise_facts"))
+                                 "noise_facts", "expect"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram", "profile"))
                              for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]

@@ -137,7 +137,7 @@ def test_points(swept: Sweep, run_id: str) -> list[TestPoint]:
     order, each with its sweep key and its tester chosen (checks.place_point)."""
     total, cores = len(swept.scenarios), tuple(swept.spec.get("cpus") or ()) or None
     return [replace(place_point(s, run_id, i, total, cores), key=p.key, group=p.group, rep=p.rep,
-                    label=p.label(swept.plan.axes))
+                    label=p.label(swept.plan.axes), expect=p.expect)
             for i, (p, s) in enumerate(zip(swept.plan.points, swept.scenarios))]
 
 
@@ -371,7 +371,7 @@ class Run:
                     vm_facts=vm_facts(point), cluster_facts=cluster_facts(point),
                     hosts=self.hosts.stored(point) if self.hosts else None,
                     key=point.key or None, group=point.group or None, rep=point.rep,
-                    shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
+                    expect=list(point.expect), shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
                     point_cores=len(point.cpus),
                     baseline_pps=self.limits.get(baseline.key(point.scenario) or ""))
 

@@ -11,6 +11,7 @@ from cnfperf import UserError, fields
 from cnfperf.experiments import reference, sweep
 from cnfperf.host.facts import HostFacts
 from cnfperf.plan import usable_cpus
+from cnfperf.results import expect
 from cnfperf.run.checks.host import unusable
 from cnfperf.run.checks.input import check
 from cnfperf.run.checks.placement import place_point
@@ -45,6 +46,8 @@ def plan(doc: dict[str, Any], *, quick: bool = False, host: HostFacts | None = N
             doc, quick, keep=unusable(host, points.valid) if host else None,
             canonical=lambda params: canonical(place_point(points.checked(params),
                                                            cores=cores).scenario))
+        for lines in dict.fromkeys(p.expect for p in planned.points):
+            expect.parse_all(lines)
     except ValueError as e:
         field_, sep, why = str(e).partition(": ")
         raise UserError(field_ if sep else "scenario", why if sep else str(e)) from None

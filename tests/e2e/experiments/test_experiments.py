@@ -9,9 +9,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import signal
 import subprocess
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -273,6 +275,47 @@ def test_compare_two_runs_side_by_side(sweep, tmp_path):
     assert any("only in A" in n and "size=1500" in n for n in table["notes"])
     text = cnfperf(results, "compare", run["id"], b)
     assert text.returncode == 0 and "B/A" in text.stdout and "size=64 rate=5k" in text.stdout
+
+
+def test_a_gate_that_misses_fails_the_run_and_one_that_holds_passes_it(sweep, tmp_path):
+    """Expectations on a real point: absolute ones and one against the sweep's
+    same point (--expect-run), one missed (exit 5, the table marks it, JUnit XML
+    read by a parser); then the same point again, held against that gated run
+    (the newest earlier run of its scenario: expectations aside), passes (exit 0)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(sweep[0] / "cnfperf.db", results)      # the sweep's store, not shared
+    point = ["--switch", "veth", "--size", "64", "--rate", "5k", "--duration", "1",
+             "--warmup", "0.2"]
+    junit = tmp_path / "gates.xml"
+    with leak.assert_no_leftovers():
+        done = cnfperf(results, "run", *point, "--expect", "rx_pps >= 4k",
+                       "--expect", "loss_ratio <= 1%", "--expect", "rate >= run - 20%",
+                       "--expect", "rx_pps >= 1G", "--expect-run", sweep[1]["id"],
+                       "--junit", str(junit))
+    assert done.returncode == 5, done.stderr
+    head, _, row = done.stdout.splitlines()[1:4]
+    assert head.split()[-1] == "expect" and row.endswith("missed rx_pps"), done.stdout
+    assert f"expectations: 3 passed, 1 missed, 0 skipped; against run {sweep[1]['id']}" \
+        in done.stdout
+    [suite] = ET.parse(junit).getroot().findall("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "0")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["expect_run"] == sweep[1]["id"]
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["rx_pps >= 1G"].find("failure").get("message").endswith("is not >= 1G")
+    assert cases["rate >= run - 20%"].find("failure") is None
+    gated = stored(results, "latest")["id"]
+
+    done = cnfperf(results, "run", *point, "--expect", "rate >= run - 20%", "--json",
+                   "--junit", str(junit))
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)["expectations"]
+    assert (said["expect_run"], said["passed"], said["missed"]) == (gated, 1, 0)
+    [verdict] = said["verdicts"]
+    assert verdict["bound"] == pytest.approx(0.8 * verdict["value"], rel=0.1)
+    [case] = ET.parse(junit).getroot().iter("testcase")
+    assert case.find("failure") is None and case.find("skipped") is None
 
 
 def test_a_series_of_runs_finds_the_regression_of_the_last(tmp_path, engine, no_leftovers):
