@@ -8,6 +8,7 @@ by signal N.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn
 
 from cnfperf import SystemFailure, UserError, __version__, fields, reference, testers
-from cnfperf.run import checks, runner, survey
+from cnfperf.run import checks, live, runner, survey
 from cnfperf.run.agent import main as run_agent
 from cnfperf.run.cleanup import cleanup, cluster_runs
 from cnfperf.runtimes.pod import pods
@@ -131,6 +132,20 @@ def _scenario_flags(p: argparse.ArgumentParser, with_fields: bool = True) -> Non
                         "'rate >= run - 5%%' (again for more; instead of the file's expect); "
                         f"a point that misses one: exit {EXIT_EXPECTATION}")
     _gate_flags(p)
+    p.add_argument("--events", metavar="FILE",
+                   help="write the run's events as JSON lines while it goes (points, samples, "
+                        "trials, a soak's seconds; - for stdout, the tables then on stderr)")
+    p.add_argument("--metrics-port", metavar="[ADDR:]PORT", type=_listen,
+                   help="serve the running point's rates, loss, latency and CPU per node as "
+                        "Prometheus metrics on this port while the run goes (ADDR: all)")
+
+
+def _listen(text: str) -> tuple[str, int]:
+    """`9464` or `127.0.0.1:9464`: (address, port)."""
+    address, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected PORT or ADDR:PORT, a port 1-65535")
+    return address.strip("[]"), int(port)
 
 
 def _gate_flags(p: argparse.ArgumentParser) -> None:
@@ -412,7 +427,8 @@ def _study(args: argparse.Namespace) -> int:
     code, run_id, store = _execute(args, swept, engine, host)
     run = store.run(run_id)
     if _has_results(run):
-        print(f"report: {_write_report(store, run, expect_run=args.expect_run)}")
+        print(f"report: {_write_report(store, run, expect_run=args.expect_run)}",
+              file=sys.stderr if args.events == "-" else sys.stdout)
     return code
 
 
@@ -532,17 +548,62 @@ def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
         print(f"cnfperf: {note}", file=sys.stderr)
     results = results_dir(args.results)
     progress = _ProgressLine(sys.stderr)
-    outcome = runner.execute(swept, runner.RunOptions(
-        engine=engine, results=results, host=host, command=["cnfperf", *sys.argv[1:]],
-        progress=progress, resume=resume))
-    progress.end()
+    watching = _live(args)   # before the run: a port taken is bad input
+    try:
+        outcome = runner.execute(swept, runner.RunOptions(
+            engine=engine, results=results, host=host, command=["cnfperf", *sys.argv[1:]],
+            progress=progress, resume=resume, live=watching))
+    finally:
+        progress.end()
+        if watching:
+            watching.close()
+    # with --events -, stdout carries the events alone
+    with contextlib.redirect_stdout(sys.stderr) if args.events == "-" else \
+            contextlib.nullcontext():
+        return _finish(args, outcome, results, resume, len(swept.scenarios))
+
+
+def _live(args: argparse.Namespace) -> live.Live | None:
+    """The run's watchers (--events, --metrics-port), or None; UserError (exit 2)
+    when the file cannot be written or the port cannot be listened on."""
+    sinks: list[Any] = []
+    if args.events == "-" and args.json:
+        raise UserError("--events", "- puts the events on stdout, where --json goes: name a "
+                                    "file for one of them")
+    try:
+        if args.events == "-":
+            sinks.append(live.EventsFile(sys.stdout, "stdout"))
+        elif args.events is not None:
+            sinks.append(live.EventsFile(open(args.events, "w", encoding="utf-8"), args.events))
+    except OSError as e:
+        raise UserError("--events", f"cannot write {args.events}: {e.strerror}") from None
+    if args.metrics_port is not None:
+        from cnfperf.run.metrics import Metrics   # prometheus_client: only when served
+        metrics = Metrics()
+        address, port = args.metrics_port
+        try:
+            metrics.serve(port, address)
+        except OSError as e:
+            for sink in sinks:
+                sink.close()
+            raise UserError("--metrics-port", f"cannot listen on {address or '*'}:{port}: "
+                                              f"{e.strerror}") from None
+        print(f"cnfperf: metrics on http://{address or '0.0.0.0'}:{port}/metrics",
+              file=sys.stderr)
+        sinks.append(metrics)
+    return live.Live(sinks, cpu=args.metrics_port is not None) if sinks else None
+
+
+def _finish(args: argparse.Namespace, outcome: Any, results: Path, resume: str | None,
+            planned: int) -> tuple[int, str, Any]:
+    """The run's tables, its expectations, --junit; (exit code, run id, store)."""
     store = Store(results)
     if outcome.resumed_cleanup:
         print(f"cnfperf: removed what run {outcome.run_id} left before resuming: "
               f"{_summarise(outcome.resumed_cleanup)}", file=sys.stderr)
     if resume:
         print(f"cnfperf: run {outcome.run_id}: {outcome.already_done} of "
-              f"{len(swept.scenarios)} points were already done", file=sys.stderr)
+              f"{planned} points were already done", file=sys.stderr)
     run = store.run(outcome.run_id)
     for w in dict.fromkeys(outcome.warnings):
         print(f"cnfperf: warning: {w}", file=sys.stderr)
@@ -629,6 +690,8 @@ class _ProgressLine:
         self.width = 0
 
     def __call__(self, p: Any) -> None:
+        if p.phase == "measured":   # a trial's result: its line came with its detail
+            return
         head = f"[{p.point.index + 1}/{p.point.total}] " + \
             " ".join([p.point.scenario.describe(), *fields.undescribed(p.point.label)])
         trial = f"{p.detail} " if p.detail else ""

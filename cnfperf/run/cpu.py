@@ -190,6 +190,7 @@ class Meter:
         self.first: Sample | None = None
         self.last: Sample | None = None
         self.early: Sample | None = None   # the switch's, in the warm-up (prepare)
+        self.live: Sample | None = None    # the last shares() read
         self.threads: dict[str, list[dict[str, Any]]] = {}
         self.prepared = False
 
@@ -235,6 +236,26 @@ class Meter:
             self.last = self._sample(self.accounts, True)
             for other in self.others:
                 other.step("stop")
+
+    def shares(self) -> dict[str, float]:
+        """Each node of this host's CPU use since the last call (the window's
+        opening, the first time), in cores (1.0: one core's time); a node
+        whose times could not be read is left out. For whoever watches a
+        run live (run/live.py): each call reads /proc, so only when asked."""
+        if self.first is None:
+            return {}
+        before = self.live or self.first
+        # the switch's first reading may be the warm-up's (early): from the second call
+        now = self._sample(self.accounts, False)
+        self.live = now
+        wall = now.at - before.at
+        out = {}
+        for node, end in now.times.items():
+            start = before.times.get(node)
+            if start is not None and end is not None and wall > 0:
+                t = used(start, end)
+                out[node] = (t.user_s + t.system_s) / wall
+        return out
 
     def _sample(self, accounts: list[Account], counters: bool) -> Sample:
         times: dict[str, dict[Any, Times] | None] = {}

@@ -43,6 +43,7 @@ from cnfperf.run.keep import Keeper
 from cnfperf.run.testbed import Builder, Switch, Testbed
 from cnfperf.remote.hosts import Hosts, open_hosts
 from cnfperf.runtimes import RUNTIMES, in_guest, placed
+from cnfperf.run.live import Live
 from cnfperf.run.trial import Progress, RunTrial, Trials, run as run_trial
 
 
@@ -79,6 +80,8 @@ class RunOptions:
     # The plan's other hosts, connected and asked before anything is created
     # (remote/hosts.py); None when every point runs here.
     hosts: Callable[[list[Scenario]], Hosts | None] = open_hosts
+    # Whoever watches the run as it goes (events, metrics: run/live.py)
+    live: Live | None = None
 
 
 def new_run_id(results: Path, state: Path = RUN_DIR,
@@ -161,6 +164,7 @@ class Run:
         self.store = store
         self.signals = signals
         self.points = test_points(swept, run_id)
+        self.measured = {id(p) for p in self.points}
         self.prefix = run_prefix(run_id)
         self.run_dir = store.directory / "runs" / run_id
         self.outcome = RunOutcome(run_id=run_id, status="running")
@@ -171,8 +175,12 @@ class Run:
         done = self._resume() if self.opts.resume else self._begin()
         self.eta = sweep.Progress(self.swept.plan, done)
         self.journal = Journal(self.opts.state / journal_path(self.prefix).name)
+        todo = [point for point in self.points if point.key not in done]
+        if self.opts.live:
+            self.opts.live.run_start(self.run_id, len(self.points), len(todo),
+                                     bool(self.opts.resume), self.opts.command)
         try:
-            self._sweep([point for point in self.points if point.key not in done])
+            self._sweep(todo)
             if self.signals.held:   # it came during a teardown and waited for its end
                 raise Interrupted(self.signals.held)
             self.outcome.status = "done"
@@ -184,6 +192,9 @@ class Run:
         self.outcome.left += [f"{e.kind} {e.name}" for e in self.journal.live()]
         self.journal.close(remove=not self.outcome.left)
         self.store.finish_run(self.run_id, self.outcome.status, self.outcome.error)
+        if self.opts.live:
+            self.opts.live.run_end(self.outcome.status, len(self.store.done_keys(self.run_id)),
+                                   self.outcome.error)
         return self.outcome
 
     def _begin(self) -> set[str]:
@@ -289,6 +300,9 @@ class Run:
         started, params, record = time.time(), point.scenario.model_dump(), self._record(point)
         image = nf_image = None
         teardown = Teardown(self.signals)
+        live = self.opts.live
+        if live:
+            live.point_start(point)
         try:
             try:
                 self._report(Progress(point, "setup"))
@@ -307,6 +321,8 @@ class Run:
                                      nf_image=nf_image, search=found.get("search"),
                                      trials=found.get("trials", ()),
                                      goals=found.get("goals", ()), **record)
+                if live:
+                    live.point_end(point, "done", time.time() - started, result, found)
             finally:
                 with self.signals.holding():   # a Ctrl-C here must not skip the teardown
                     self._report(Progress(point, "teardown"))
@@ -316,6 +332,8 @@ class Run:
             self.store.add_point(self.run_id, point.index, params, status=status,
                                  started=started, error=str(e), image=image,
                                  nf_image=nf_image, **record)
+            if live:
+                live.point_end(point, status, time.time() - started, error=str(e))
             self._report(Progress(point, "failed"))
             raise
         self._report(Progress(point, "done"))
@@ -334,8 +352,11 @@ class Run:
         applied = _switch_json(directory, bed, builder.keeper, say)
         if applied and record.get("switch_facts"):
             record["switch_facts"] = {**record["switch_facts"], "applied": applied}
-        trials = Trials(bed, directory, teardown, self._report, self.opts.trial,
-                        keep=lambda rows: self.store.keep_soak(self.run_id, point.index, rows),
+        def keep(rows: list[dict[str, Any]]) -> None:
+            self.store.keep_soak(self.run_id, point.index, rows)
+            if self.opts.live:
+                self.opts.live.seconds(point, rows)
+        trials = Trials(bed, directory, teardown, self._report, self.opts.trial, keep=keep,
                         kept=lambda: self.store.soak(self.run_id, point.index))
         measured = strategies.choose(point.scenario).run(trials, point.scenario)
         trials.close()   # its kept engines close their ports (run/kept.py)
@@ -371,8 +392,8 @@ class Run:
                     vm_facts=vm_facts(point), cluster_facts=cluster_facts(point),
                     hosts=self.hosts.stored(point) if self.hosts else None,
                     key=point.key or None, group=point.group or None, rep=point.rep,
-                    expect=list(point.expect), shape=point.shape, tester_why=point.tester_why, pollers=point.pollers,
-                    point_cores=len(point.cpus),
+                    expect=list(point.expect), shape=point.shape,
+                    tester_why=point.tester_why, pollers=point.pollers, point_cores=len(point.cpus),
                     baseline_pps=self.limits.get(baseline.key(point.scenario) or ""))
 
     def _close(self, teardown: Teardown) -> None:
@@ -388,6 +409,9 @@ class Run:
         # never cost the teardown; a signal that lands meanwhile still counts.
         try:
             self.opts.progress(progress)
+            # a run's points are watched; its generator baselines are not points
+            if self.opts.live and id(progress.point) in self.measured:
+                self.opts.live.progress(progress)
         except Interrupted:
             raise
         except Exception:

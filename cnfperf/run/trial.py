@@ -76,12 +76,22 @@ class Progress:
     """What a run reports while it works; the CLI decides how it looks."""
 
     point: TestPoint
-    phase: str                 # setup | measuring | trial | teardown | done | failed
+    # setup | measuring | trial | measured (a trial's result) | teardown | done | failed
+    phase: str
     elapsed: float = 0.0
     expected: float = 0.0
     rx_pps: float | None = None
     eta: float | None = None   # seconds left in the run, once a point has finished
     detail: str = ""           # a search's trial: what it asks or what it measured
+    # measuring, when an engine said more: each pair's latest interval as its
+    # sender and its counting end printed them (engine/README.md), and what
+    # reads each node's CPU use (in cores) since it was last asked: read only
+    # by whoever wants it (run/live.py), as each read wakes a core
+    pairs: list[dict[str, Any]] | None = None
+    cpu: Callable[[], dict[str, float]] | None = None
+    # measured: the trial's scenario (its rate and duration) and result
+    scenario: Scenario | None = None
+    result: model.PointResult | None = None
 
 
 Report = Callable[[Progress], None]
@@ -134,11 +144,15 @@ class Trials:
         if self.engines is not None:
             if not self.engines.fits(s):   # made for another trial than this one
                 self.engines.release()
-            return self.trial(self.bed, s, out, self.teardown, self.report, detail, watch,
-                              self.engines)
-        if watch is None:
-            return self.trial(self.bed, s, out, self.teardown, self.report, detail)
-        return self.trial(self.bed, s, out, self.teardown, self.report, detail, watch)
+            result = self.trial(self.bed, s, out, self.teardown, self.report, detail, watch,
+                                self.engines)
+        elif watch is None:
+            result = self.trial(self.bed, s, out, self.teardown, self.report, detail)
+        else:
+            result = self.trial(self.bed, s, out, self.teardown, self.report, detail, watch)
+        self.report(Progress(self.bed.point, "measured", detail=name or "trial", scenario=s,
+                             result=result))
+        return result
 
     def close(self) -> None:
         """The point's trials are over: its kept engines go (their ports close)."""
@@ -168,6 +182,7 @@ class Trial:
         self.s = s
         self.watch = watch
         self._seen = 0   # engine records the watcher has been shown
+        self._latest_seen: list[tuple[int, Any]] = []   # the intervals _latest last gave
         self.out = out
         self.teardown = teardown
         self.report = report
@@ -495,7 +510,9 @@ class Trial:
             if opens is not None and self.fault is not None and not self.fault.started:
                 self.fault.start(opens / 1e9)
             self.report(Progress(self.bed.point, "measuring", time.monotonic() - start,
-                                 expected, self._rx_rate(), detail=self.detail))
+                                 expected, self._rx_rate(), detail=self.detail,
+                                 pairs=self._latest(),
+                                 cpu=self.meter.shares if self.meter.started else None))
             self._watched()
             self._running(eps)
             if opens is None:
@@ -542,6 +559,29 @@ class Trial:
     def _mode(self, pair: int) -> str:
         """A pair's mode: its own (a profile), else the point's."""
         return self.s.of_pair(pair).mode
+
+    def _latest(self) -> list[dict[str, Any]] | None:
+        """Each pair's latest interval, when one is new since the last call
+        (None: no news): {pair, phase (warmup, measure), elapsed_s, interval_s,
+        tx_pps (its sender's), rx_pps, rx_packets, lost, latency (its counting
+        end's)}."""
+        found = []
+        for pair in self.bed.point.pairs:
+            ends = [self.outputs.get(ep.name) for ep in (pair.sender, self._counting(pair))]
+            sent, counted = (o.last_interval if o else None for o in ends)
+            if not sent or not counted:
+                return None
+            found.append({"pair": pair.index, "phase": counted.get("phase"),
+                          "elapsed_s": counted.get("elapsed_s"),
+                          "interval_s": counted.get("interval_s"),
+                          "tx_pps": sent.get("tx_pps"), "rx_pps": counted.get("rx_pps"),
+                          "rx_packets": counted.get("rx_packets"), "lost": counted.get("lost"),
+                          "latency": counted.get("latency")})
+        mark = [(p["pair"], p["elapsed_s"]) for p in found]
+        if mark == self._latest_seen:
+            return None
+        self._latest_seen = mark
+        return found
 
     def _rx_rate(self) -> float | None:
         rates = []

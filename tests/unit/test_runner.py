@@ -13,10 +13,11 @@ import signal
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
 from cnfperf import SystemFailure
-from cnfperf.run import runner, trial as trial_module
+from cnfperf.run import live, runner, trial as trial_module
 from cnfperf.run.checks import load_plan
 from cnfperf.dataplanes import Attachment
 from cnfperf.host.facts import EngineFacts, HostFacts, Hugepages
@@ -25,6 +26,7 @@ from cnfperf.results.store import Store
 from cnfperf.runtimes import FULL, ImageInfo
 from cnfperf.run.testbed import Builder
 from cnfperf.run.trial import Progress
+from harness import REPO
 
 
 class Machine:
@@ -157,7 +159,12 @@ def trial(machine: Machine, results, bed, s, out, teardown, report, detail=""):
     finally:
         store.close()
     machine.events.append(("stored before", bed.point.index, [p["idx"] for p in stored]))
-    report(Progress(bed.point, "measuring", 0.5, 1.0, 20_000.0, detail=detail))
+    report(Progress(bed.point, "measuring", 0.5, 1.0, 20_000.0, detail=detail,
+                    pairs=[{"pair": 0, "phase": "measure", "elapsed_s": 0.5, "interval_s": 0.5,
+                            "tx_pps": 20_000.0, "rx_pps": 19_000.0, "rx_packets": 9_500,
+                            "lost": 500, "latency": {"p50_ns": 4000, "p99_ns": 9000,
+                                                     "max_ns": 12000}}],
+                    cpu=lambda: {"p0s": 0.5}))
     tx = s.rate.pps or 100_000
     return result(tx, min(tx, 20_000))
 
@@ -212,6 +219,39 @@ def test_points_run_in_order_each_stored_before_the_next_starts(run, machine, tm
     assert [e[0] for e in machine.events if e[0] in ("start", "stop")] == ["start", "stop"] * 3
     # nothing of the run is left in its state directory: lock, journal, bundles
     assert list((tmp_path / "state").iterdir()) == []
+
+
+def test_a_watched_run_sends_its_events_in_order_each_as_the_schema_says(run, tmp_path):
+    """--events: the runner's events for a sweep of two points (a run's start, each
+    point's start, its sample, its trial, its end, the run's end), every one valid
+    against docs/events.schema.json."""
+    events: list[dict] = []
+    sink = type("Sink", (), {"__call__": lambda self, e: events.append(e),
+                             "close": lambda self: None})()
+    outcome, _, _ = run({"size": "64,128", "rate": "10k", "duration": 1},
+                        live=live.Live([sink], cpu=True))
+    assert outcome.status == "done"
+    assert [e["event"] for e in events] == [
+        "run_start", *(["point_start", "sample", "trial", "point_end"] * 2), "run_end"]
+    schema = json.loads((REPO / "docs" / "events.schema.json").read_text())
+    for e in events:
+        jsonschema.validate(e, schema)
+        assert e["run"] == outcome.run_id and e["v"] == live.VERSION
+    start, sample, trial_, end = events[1:5]
+    assert (start["point"], start["size"], start["rate"]) == (0, 64, 10_000)
+    [pair] = sample["pairs"]
+    assert pair["loss_ratio"] == pytest.approx(500 / 10_000) and sample["nodes"] == {"p0s": 0.5}
+    assert (trial_["offered_pps"], trial_["rx_pps"]) == (10_000, 10_000)
+    assert (end["status"], end["rx_pps"], end["loss_ratio"]) == ("done", 10_000, 0)
+    assert events[-1]["status"] == "done" and events[-1]["done"] == 2
+    # a sink that fails is dropped with one warning; the run goes on
+    said: list[str] = []
+
+    def broken(event):
+        raise BrokenPipeError("reader gone")
+    broken.close = lambda: None
+    outcome, _, _ = run({"rate": "10k"}, live=live.Live([broken], warn=said.append))
+    assert outcome.status == "done" and len(said) == 1 and "reader gone" in said[0]
 
 
 def test_a_point_records_what_measured_it_and_a_vpp_point_which_vpp(run, machine, tmp_path):
@@ -294,7 +334,8 @@ def test_progress_says_each_phase_of_each_point(run):
     outcome, seen, _ = run(SWEEP)
     phases = [(p.point.index, p.phase) for p in seen]
     assert list(dict.fromkeys(phases)) == [(i, phase) for i in range(3)
-                                           for phase in ("setup", "measuring", "teardown", "done")]
+                                           for phase in ("setup", "measuring", "measured",
+                                                         "teardown", "done")]
     # setup says how far the containers are
     assert [p.detail for p in seen if (p.point.index, p.phase) == (0, "setup")] == \
         ["", "containers 0/2", "containers 1/2", "containers 2/2"]

@@ -11,11 +11,14 @@ import io
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import time
+import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 import harness
@@ -139,9 +142,18 @@ def test_ndr_search_finds_the_rate_of_a_tbf_limited_veth(tmp_path, engine, no_le
     limit = 20_000
     done = cnfperf(results, "run", "--switch", "veth", "--api", "udp", "--rate", "ndr",
                    "--search", "bisect", "--limit", "20k", "--search-max", "40k",
-                   "--precision", "0.02",
+                   "--precision", "0.02", "--events", str(tmp_path / "events.jsonl"),
                    "--trial-duration", "0.5", "--warmup", "0.3", "--json")
     assert done.returncode == 0, done.stderr
+    # its events, each as the schema says: a trial event per trial the point stored
+    events = _events(tmp_path / "events.jsonl")
+    [stored_point] = json.loads(done.stdout)["run"]["points"]
+    trials_seen = [e for e in events if e["event"] == "trial"]
+    assert [e["offered_pps"] for e in trials_seen] == \
+        [t["offered_pps"] for t in stored_point["trials"]]
+    assert [e["trial"] for e in trials_seen] == [f"trial{t['n']}" for t in stored_point["trials"]]
+    [end] = [e for e in events if e["event"] == "point_end"]
+    assert end["rate_pps"] == stored_point["search_rate_pps"] and end["status"] == "done"
     [point] = json.loads(done.stdout)["run"]["points"]
     assert point["rate"] == "ndr" and point["search_loss_threshold"] == 0
     assert point["search_verified"] == 1
@@ -423,13 +435,17 @@ def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine
     """A 6 s soak at 5 kpps, interrupted (SIGINT) once two seconds are stored,
     then resumed: one series of about 6 s in two segments, nothing left behind."""
     results = tmp_path / "results"
+    port = _free_port()
     args = ["run", "--switch", "veth", "--api", "udp", "--rate", "5k", "--soak", "6",
-            "--warmup", "0.3"]
+            "--warmup", "0.3", "--events", str(tmp_path / "events.jsonl"),
+            "--metrics-port", f"127.0.0.1:{port}"]
     proc = subprocess.Popen(cnfperf_argv(*args), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, cwd=REPO,
                             env=cnfperf_env(results), stdin=subprocess.DEVNULL)
     stop = time.monotonic() + 120
+    scraped: dict[str, float] = {}
     while len(_soak_rows(results)) < 2 and time.monotonic() < stop and proc.poll() is None:
+        scraped = _scrape(port) or scraped   # Prometheus' view of the running point
         time.sleep(0.2)
     proc.poll()
     harness.not_busy(proc, "run")
@@ -442,6 +458,17 @@ def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine
     assert point["status"] == "interrupted"
     before = point["soak"]
     assert len(before) >= 2 and {r["segment"] for r in before} == {0}
+    # the live rate, as a scrape during the run found it, and each node's CPU
+    rx = scraped.get(f'cnfperf_rx_packets_per_second{{pair="0",point="0",'
+                     f'run="{interrupted["id"]}",switch="veth"}}')
+    assert rx is not None and 4000 < rx < 6000, scraped
+    assert any(k.startswith("cnfperf_node_cpu_cores{") and v > 0 for k, v in scraped.items())
+    # every stored second was an event as it came, and the run's end says it stopped
+    events = _events(tmp_path / "events.jsonl")
+    seconds = [(e["n"], e["at_s"]) for e in events if e["event"] == "second"]
+    assert seconds == [(r["n"], r["at_s"]) for r in before]
+    assert [e["status"] for e in events if e["event"] in ("point_end", "run_end")] == \
+        ["interrupted", "interrupted"]
 
     resumed = cnfperf(results, "run", "--resume", "latest", "--json")
     assert resumed.returncode == 0, resumed.stderr
@@ -458,6 +485,32 @@ def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine
     for r in series:
         assert r["offered_pps"] == 5000 and r["rx_packets"] > 0 and r["lat_p99_ns"] > 0
         assert r["loss_ratio"] == 0, series
+
+
+def _events(path: Path) -> list[dict]:
+    """A run's --events file, every line held to docs/events.schema.json."""
+    schema = json.loads((REPO / "docs" / "events.schema.json").read_text())
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    for e in events:
+        jsonschema.validate(e, schema)
+    assert events[0]["event"] == "run_start" and events[-1]["event"] == "run_end"
+    return events
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _scrape(port: int) -> dict[str, float]:
+    """The metrics endpoint's samples (name{labels} -> value); {} while it does not answer."""
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read()
+    except OSError:
+        return {}
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.decode().splitlines() if line and not line.startswith("#")}
 
 
 # A path with a rate it keeps to: a veth shaped by tbf (the udp ends), and a memif
