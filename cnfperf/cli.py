@@ -38,7 +38,7 @@ from cnfperf.host.facts import render as render_host
 from cnfperf.run.declared import gather
 from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
-from cnfperf.report import gates, interference, trend
+from cnfperf.report import explain, gates, interference, trend
 from cnfperf.report.rows import rows_from_run
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
@@ -997,14 +997,15 @@ def _side_by_side(args: argparse.Namespace, store: Any) -> int:
     run_a = store.run(_run_id(store, args.runs[0], "RUN_A"))
     run_b = store.run(_run_id(store, args.runs[1], "RUN_B"))
     rows, notes = compare(run_a, run_b)
+    why, differences = explain.compared(run_a, run_b, rows)
     if args.json:
         print(json.dumps({"a": run_a["id"], "b": run_b["id"], "columns": HEADERS,
-                          "rows": rows, "notes": notes}, indent=1))
+                          "rows": rows, "notes": notes, "differences": differences}, indent=1))
         return 0
     if not rows:
         raise UserError("RUN_B", f"runs {run_a['id']} and {run_b['id']} share no point")
     print(summary_table((f"A = run {run_a['id']}, B = run {run_b['id']}", HEADERS, rows)))
-    for note in notes:
+    for note in [*notes, *why]:
         print(note)
     return 0
 
@@ -1092,6 +1093,10 @@ def _trend(args: argparse.Namespace, store: Any, runs: list[dict[str, Any]]) -> 
         print(summary_table((title, trend.HEADERS, [t.row() for t in found])))
         print("verdicts: " + ", ".join(f"{verdicts.count(v)} {v}" for v in
                                        (trend.REGRESSION, trend.PROGRESSION, trend.NORMAL)))
+        said = trend.whys(found)
+        if said:
+            print("what else went with each change, the most telling first:")
+            print("\n".join(textwrap.fill(line, 100, subsequent_indent="    ") for line in said))
         for note in notes:
             print(note)
         if plots:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from cnfperf import __version__
-from cnfperf.host import cgroups, tools
+from cnfperf.host import cgroups, tools, tuning
 from cnfperf.host.builds import Build, facts as build_facts
 from cnfperf.host.engine_describe import DescribeError, describe
 from cnfperf.fields import APIS
@@ -88,6 +88,8 @@ class HostFacts:
     probes: dict[str, str | None] = field(default_factory=dict)
     # doctor's row of each probe: its label and what it says when not found
     probe_rows: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
+    # how the host is tuned (tuning.py: governor, SMT, isolated cores, …)
+    tuning: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The facts as runs store them and agents send them: each probe's fact
@@ -138,6 +140,7 @@ def gather(engine: Path | None, builds: Iterable[Build] = (),
         builds=build_facts(made, compare),
         probes={p.key: p.read() for p in declared},
         probe_rows={p.key: (p.label, p.missing()) for p in declared},
+        tuning=tuning.read(),
     )
 
 
@@ -322,6 +325,7 @@ def render(host: HostFacts, matrix: dict) -> str:
         ("AF_XDP", f"libxdp {host.libxdp}" if host.libxdp
          else tools.not_found("libxdp", tools.ENGINE_API_PACKAGES["xdp"])),
         ("KVM", "/dev/kvm usable" if host.kvm else "no /dev/kvm"),
+        ("tuning", "; ".join(f"{k} {v or '–'}" for k, v in host.tuning.items())),
         ("kernel links", " ".join(f"{k}:{'yes' if v else 'no'}"
                                   for k, v in host.kernel_links.items())),
         ("engine", _engine(e)),

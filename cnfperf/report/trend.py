@@ -26,7 +26,7 @@ import jumpavg
 
 from cnfperf import fields
 from cnfperf.experiments import stats
-from cnfperf.report import compare, summary
+from cnfperf.report import compare, explain, summary
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class Trend:
     samples: list[list[float]]     # per run, each repetition's value (metric's unit)
     groups: list[Group]
     facts: dict[str, Any] = field(repr=False)   # the newest run's point (plot styles)
+    # what else went with a change (not normal): the best first (explain.ranked)
+    explained: list[explain.Difference] = field(default_factory=list)
 
     @property
     def values(self) -> list[float]:
@@ -96,7 +98,27 @@ class Trend:
                 "previous": prev.average if prev else None, "change_pct": last.change,
                 "verdict": self.verdict, "since": self.since,
                 "groups": [{"runs": g.runs, "average": g.average, "verdict": g.verdict,
-                            "change_pct": g.change} for g in self.groups]}
+                            "change_pct": g.change} for g in self.groups],
+                "differences": [d.to_dict() for d in self.explained]}
+
+
+
+def whys(found: Sequence[Trend]) -> list[str]:
+    """A line per point and change: `size=64 rate, p50 regression since 869c:
+    host governor: performance → powersave (in 2 of 2 changed runs, 0 of 3
+    others); …`, its metrics together where the same facts went with them."""
+    said: dict[tuple, list[str]] = {}
+    for t in found:
+        if t.verdict != NORMAL:
+            reasons = tuple(d.text(series=True) for d in t.explained)
+            said.setdefault((t.point, t.verdict, t.since, reasons), []).append(t.metric.name)
+    out = []
+    for (point, verdict, since, reasons), names in said.items():
+        head = f"{point} {', '.join(names)} {verdict} since {since}"
+        out.append(f"{head}: " + "; ".join(reasons) if reasons else
+                   f"{head}: nothing stored differed (the host's noise, or what cnfperf "
+                   "does not record)")
+    return out
 
 
 def _groups(runs: Sequence[str], samples: Sequence[Sequence[float]], metric: Metric,
@@ -161,9 +183,14 @@ def trends(runs: Sequence[dict[str, Any]], metrics: Sequence[str] = tuple(METRIC
             if len(mine) < 2 or mine[-1] != len(runs) - 1:
                 continue
             samples = [[v / metric.scale for v in measured[i][key][name]] for i in mine]
-            out.append(Trend(label, key, metric, [ids[i] for i in mine], samples,
-                             _groups([ids[i] for i in mine], samples, metric, min_change),
-                             last["point"]))
+            t = Trend(label, key, metric, [ids[i] for i in mine], samples,
+                      _groups([ids[i] for i in mine], samples, metric, min_change),
+                      last["point"])
+            if t.verdict != NORMAL:
+                t.explained = explain.ranked([runs[i] for i in mine],
+                                             [measured[i][key]["point"] for i in mine],
+                                             set(t.groups[-1].runs))
+            out.append(t)
     notes = []
     if alone:
         notes.append(f"only in the newest run ({ids[-1]}): " + "; ".join(alone))

@@ -347,6 +347,12 @@ def test_a_series_of_runs_finds_the_regression_of_the_last(tmp_path, engine, no_
     [row] = trend["rows"]
     assert row["runs"] == ids and row["verdict"] == "regression" and row["since"] == ids[2]
     assert row["last"] < 0.5 * row["previous"], row
+    # what went with the change: the quota, in the changed run and in no other, first
+    first = row["differences"][0]
+    assert (first["what"], first["after"], first["score"]) == ("field endpoint_quota", "10.0", 1)
+    side = cnfperf(results, "compare", ids[1], ids[2])
+    assert side.returncode == 0, side.stderr
+    assert "moved; it also differed in: field endpoint_quota: default → 10.0" in side.stdout
     assert Path(row["plot"]).read_bytes()[:4] == b"\x89PNG"
     assert Path(row["plot"]).parent == results / "runs" / ids[2] / "trend"
     # --last: the runs made from the second's scenario (the third's flags differ)
