@@ -417,6 +417,17 @@ class OvsPlane(DpdkPlane):
                                        tx_packets=delivered, **dropped)
         return found
 
+    def cost_begin(self) -> None:
+        if self.ovs is not None:
+            self.ovs.appctl("dpif-netdev/pmd-stats-clear")
+
+    def cost(self) -> dict[str, Any] | None:
+        """Its PMD threads' processing cycles per packet and busy share
+        (pmd-stats-show, since cost_begin's pmd-stats-clear)."""
+        if self.ovs is None:
+            return None
+        return ovsdb.parse_pmd_stats_show(self.ovs.appctl("dpif-netdev/pmd-stats-show"))
+
     def window(self, open: bool) -> None:
         if self.drops is not None:
             self.drops.hold(open)

@@ -120,6 +120,44 @@ def parse_pmd_rxq_show(text: str) -> list[dict[str, Any]]:
     return found
 
 
+# `ovs-appctl dpif-netdev/pmd-stats-show`: a header per PMD thread (and the
+# main thread), then its counters since pmd-stats-clear, cycles in TSC cycles:
+#   pmd thread numa_id 0 core_id 1:
+#     packets received: 1234
+#     idle cycles: 123456 (90.00%)
+#     processing cycles: 12345 (10.00%)
+_THREAD = re.compile(r"^(pmd thread numa_id \S+ core_id (\d+)|main thread):")
+_STAT = re.compile(r"^\s*(packets received|idle cycles|processing cycles):\s*(\d+)")
+
+
+def parse_pmd_stats_show(text: str) -> dict[str, Any] | None:
+    """The PMD threads' own cost: processing cycles per packet received and
+    the share of their cycles spent processing (busy), over all of them and
+    each; None when no PMD thread said."""
+    threads: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if m := _THREAD.match(line):
+            threads.append({"thread": f"pmd core {m[2]}" if m[2] else "main", "packets": 0,
+                            "idle": 0, "processing": 0})
+        elif (m := _STAT.match(line)) and threads:
+            key = {"packets received": "packets", "idle cycles": "idle",
+                   "processing cycles": "processing"}[m[1]]
+            threads[-1][key] = int(m[2])
+    pmds = [t for t in threads if t["thread"] != "main"]
+    if not pmds:
+        return None
+
+    def said(t: dict[str, Any]) -> dict[str, Any]:
+        cycles = t["idle"] + t["processing"]
+        return {"thread": t["thread"], "packets": t["packets"],
+                "cycles_per_packet": t["processing"] / t["packets"] if t["packets"] else None,
+                "busy_share": t["processing"] / cycles if cycles else None}
+    total = {k: sum(t[k] for t in pmds) for k in ("packets", "idle", "processing")}
+    return {"source": "ovs-appctl dpif-netdev/pmd-stats-show",
+            **{k: v for k, v in said({"thread": "all", **total}).items() if k != "thread"},
+            "threads": [said(t) for t in pmds]}
+
+
 def parse_map(text: str) -> dict[str, str]:
     """ovs-vsctl's `{a=1, b="x y"}` map syntax."""
     return {m[1]: m[2].strip('"') for m in re.finditer(r'([\w:-]+)=("[^"]*"|[^,}]*)', text)}

@@ -20,7 +20,7 @@ testpmd configured each port with (`show config rxtx`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cnfperf.fields import NIC_DRIVERS
 from cnfperf.host import tools
@@ -62,6 +62,7 @@ class TestPmdPlane(DpdkPlane):
         super().__init__(journal, home)
         self.testpmd: TestPmd | None = None
         self.streams: list[testpmd_app.Stream] = []
+        self.begun: tuple[int, int] | None = None   # its cycles at cost_begin
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
@@ -94,7 +95,9 @@ class TestPmdPlane(DpdkPlane):
         """testpmd's own arguments: io forwarding between paired ports, on the
         switch's cores and queues, for the point's frames and descriptors."""
         s = self.point.scenario
+        # --record-core-cycles: its own cycles per packet (cost), two TSC reads a burst
         return ["--forward-mode=io", "--port-topology=paired", f"--nb-cores={len(self.cpus)}",
+                "--record-core-cycles",
                 f"--rxq={s.switch_rxq}", f"--txq={s.switch_rxq}", f"--burst={min(s.burst, 512)}",
                 f"--total-num-mbufs={self._mbufs()}", *testpmd_app.frame_args(s.size),
                 *testpmd_app.ring_args(s.switch_rxd, s.switch_txd)]
@@ -167,6 +170,27 @@ class TestPmdPlane(DpdkPlane):
         stats = self.testpmd.fwd_stats()
         return {port.name: PortCounters(**stats[self.port(port)])
                 for port in self.point.ports_joined_here() if self.port(port) in stats}
+
+    def cost_begin(self) -> None:
+        """Where its forwarding cycles stand (they count from `start`)."""
+        self.begun = None
+        if self.testpmd is not None:
+            self.testpmd.fwd_stats()
+            self.begun = self.testpmd.cycles or (0, 0)
+
+    def cost(self) -> dict[str, Any] | None:
+        """Its forwarding cores' cycles per packet since cost_begin, on bursts
+        that moved packets (--record-core-cycles)."""
+        if self.testpmd is None or self.begun is None:
+            return None
+        self.testpmd.fwd_stats()
+        if self.testpmd.cycles is None:
+            return None
+        cycles, packets = (now - then for now, then in zip(self.testpmd.cycles, self.begun))
+        if packets <= 0:
+            return None
+        return {"source": "testpmd --record-core-cycles", "packets": packets,
+                "cycles_per_packet": cycles / packets}
 
     def teardown(self) -> None:
         if self.testpmd is not None:

@@ -99,6 +99,19 @@ def parse_fwd_stats(text: str) -> dict[int, dict[str, int]]:
             for m in _FWD.finditer(text)}
 
 
+# `show fwd stats all` with --record-core-cycles, since `start`:
+#   CPU cycles/packet=43.67 (total cycles=3774887622 / total io packets=86435488) at 2600 MHz Clock
+_CYCLES = re.compile(r"CPU cycles/packet=\S+ \(total cycles=(\d+) / total \S+ packets=(\d+)\)")
+
+
+def parse_core_cycles(text: str) -> tuple[int, int] | None:
+    """(cycles its forwarding cores spent on bursts that moved packets, those
+    packets) since `start`: the last line that says (the accumulated one);
+    None without one (no packet yet, or not recorded)."""
+    found = _CYCLES.findall(text)
+    return (int(found[-1][0]), int(found[-1][1])) if found else None
+
+
 def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
     return {int(m[1]): {"rx_packets": int(m[2]), "rx_missed": int(m[3]),
                         "rx_errors": int(m[4]), "rx_nombuf": int(m[5]),
@@ -118,6 +131,8 @@ class TestPmd:
         self.cpus = cpus
         self.launch = launch
         self.console: Console | None = None
+        # (cycles, packets) as the last fwd_stats read them (--record-core-cycles)
+        self.cycles: tuple[int, int] | None = None
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
         """Return once its prompt is up: ports configured, vhost sockets bound."""
@@ -145,7 +160,9 @@ class TestPmd:
     def fwd_stats(self) -> dict[int, dict[str, int]]:
         """Per port, what forwarding saw since `start`: rx, tx and the drops
         (rx: the port missed it; tx: the peer's ring was full)."""
-        return parse_fwd_stats(self.command("show fwd stats all"))
+        text = self.command("show fwd stats all")
+        self.cycles = parse_core_cycles(text)
+        return parse_fwd_stats(text)
 
     def port_stats(self) -> dict[int, dict[str, int]]:
         """Per port, the PMD's own counters since the port started."""

@@ -34,7 +34,7 @@ does not size it. applied() reads each interface's L2 mode back (`show mode`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cnfperf.fields import AUTO
 from cnfperf.dataplanes import dpdk_args, vpp_app, vpp_install
@@ -221,6 +221,17 @@ class VppPlane(DpdkPlane):
                                             self.tx_drops_in_drops and iface not in self.nics)
                 if iface in by_iface else PortCounters(None, None, None, None)
                 for name, iface in self.ifaces.items()}
+
+    def cost_begin(self) -> None:
+        if self.vpp is not None:
+            self.vpp.cli("clear runtime")
+
+    def cost(self) -> dict[str, Any] | None:
+        """Its graph's clocks per packet and vectors per call (show runtime,
+        since cost_begin's clear runtime)."""
+        if self.vpp is None:
+            return None
+        return vpp_app.parse_show_runtime(self.vpp.cli("show runtime"))
 
     def queues(self) -> list[dict]:
         if self.vpp is None:

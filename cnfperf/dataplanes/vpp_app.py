@@ -266,6 +266,62 @@ def parse_show_errors(text: str) -> dict[str, dict[str, int]]:
     return found
 
 
+# `show runtime`: per thread a header, then a row per graph node since
+# `clear runtime`:
+#   Thread 1 vpp_wk_0 (lcore 1)
+#   …
+#   Name          State    Calls    Vectors  Suspends  Clocks  Vectors/Call
+#   memif-input   polling  123456   10000    0         5.67e2  0.08
+# Clocks are per vector where the node had any (else per call): a node's own
+# clocks per packet. An input node's include its empty polls.
+_RUNTIME_THREAD = re.compile(r"^Thread \d+ (\S+)")
+_RUNTIME_NODE = re.compile(r"^\s*(\S+)\s+(.+?)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+e[+-]?\d+|[0-9.]+)"
+                           r"\s+([0-9.]+)\s*$")
+# A device's input node polls, or waits for its interrupt; a node of the
+# graph it feeds (ethernet-input, l2-input…) is `active` when it runs.
+INPUT_STATES = ("polling", "interrupt wait")
+RUNTIME_NODES = 8   # the costliest nodes kept per point
+
+
+def parse_show_runtime(text: str) -> dict[str, Any] | None:
+    """VPP's own cost: the clocks its graph spent per packet taken in (every
+    node's clocks per vector times its vectors, over the vectors its device
+    input nodes took: INPUT_STATES), those nodes' vectors per call (how full
+    its batches were), each thread's and the costliest nodes'; None when no
+    input node took a packet."""
+    threads: dict[str, list[dict[str, Any]]] = {}
+    rows: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if m := _RUNTIME_THREAD.match(line):
+            rows = threads.setdefault(m[1], [])
+        elif m := _RUNTIME_NODE.match(line):
+            rows.append({"name": m[1], "input": m[2].strip() in INPUT_STATES,
+                         "calls": int(m[3]), "vectors": int(m[4]), "clocks": float(m[6])})
+    if not threads and rows:
+        threads["vpp_main"] = rows
+
+    def said(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+        inputs = [n for n in nodes if n["input"] and n["vectors"]]
+        packets = sum(n["vectors"] for n in inputs)
+        if not packets:
+            return None
+        clocks = sum(n["clocks"] * n["vectors"] for n in nodes if n["vectors"])
+        return {"packets": packets, "cycles_per_packet": clocks / packets,
+                "vectors_per_call": packets / sum(n["calls"] for n in inputs)}
+    every = [n for nodes in threads.values() for n in nodes]
+    total = said(every)
+    if total is None:
+        return None
+    costliest = sorted((n for n in every if n["vectors"]),
+                       key=lambda n: -n["clocks"] * n["vectors"])[:RUNTIME_NODES]
+    return {"source": "vppctl show runtime", **total,
+            "threads": [{"thread": name, **found} for name, nodes in threads.items()
+                        if (found := said(nodes))],
+            "nodes": [{"name": n["name"], "clocks": n["clocks"], "vectors": n["vectors"],
+                       "vectors_per_call": n["vectors"] / n["calls"] if n["calls"] else None}
+                      for n in costliest]}
+
+
 def tx_drops(reasons: dict[str, int]) -> int:
     """Frames a port's tx node dropped, from its reasons (parse_show_errors)."""
     return sum(n for reason, n in reasons.items() if reason.startswith(TX_DROPS))

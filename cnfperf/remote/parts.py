@@ -90,6 +90,12 @@ class RemoteSwitch:
     def applied(self) -> dict[str, Any]:
         return self.agent.call("applied")
 
+    def cost_begin(self) -> None:
+        self.agent.call("cost_begin")
+
+    def cost(self) -> dict[str, Any] | None:
+        return self.agent.call("cost")
+
     def pids(self) -> list[int]:
         return []     # its processes are its host's
 

@@ -56,6 +56,39 @@ def busiest(run: dict[str, Any]) -> Table | None:
     return (BRIEF_TITLE, ["point", "rep", "node", "kind", "CPU %", "cycles/packet"], rows)
 
 
+COST_TITLE = "The switch's own cost"
+COST_NOTE = ("What the switch says a packet cost it, over each point's trial (its warm-up and "
+             "drain included), beside cnfperf's count from the switch's CPU time (cycles/packet "
+             "above). OVS-DPDK: its PMD threads' processing cycles per packet received and the "
+             "share of their cycles spent processing (pmd-stats-show); VPP: its graph's clocks "
+             "per packet taken in, an input node's empty polls included, and its input nodes' "
+             "vectors per call (show runtime); testpmd: its forwarding cores' cycles on bursts "
+             "that moved packets (--record-core-cycles). cnfperf's count takes the switch's CPU "
+             "time, its empty polls included; a switch's own count takes TSC cycles between two "
+             "reads of the clock, which on a shared core include time it did not run.")
+NOTES[COST_TITLE] = COST_NOTE
+
+
+def switch_cost(run: dict[str, Any]) -> Table | None:
+    """Per point, the switch's own per-packet cost (DataPlane.cost) beside
+    cnfperf's cycles per packet of its switch node."""
+    points = [p for p in done_points(run) if p.get("switch_cost")]
+    if not points:
+        return None
+    axes = varying(done_points(run)) or ["switch"]
+    rows = []
+    for p in points:
+        c = p["switch_cost"]
+        ours = next((u["cycles_per_packet"] for u in p.get("cpu_usage") or ()
+                     if u["kind"] == "switch"), None)
+        busy = c.get("busy_share")
+        rows.append([label(p, axes), p.get("rep", 0) + 1, c.get("source"),
+                     c.get("cycles_per_packet"), None if busy is None else 100 * busy,
+                     c.get("vectors_per_call"), ours])
+    return (COST_TITLE, ["point", "rep", "said by", "its cycles/packet", "busy %",
+                         "vectors/call", "cnfperf's cycles/packet"], rows)
+
+
 def all_tables(run: dict[str, Any], brief: bool = False) -> list[Table]:
     table = busiest(run) if brief else per_node(run)
-    return [table] if table else []
+    return [t for t in (table, switch_cost(run)) if t]

@@ -225,6 +225,9 @@ class PointResult:
     fault: dict[str, Any] | None = None
     # What the noisy neighbour did (run/noise.py's record), None without one
     noise: dict[str, Any] | None = None
+    # The switch's own per-packet cost, as it counts it (DataPlane.cost); None
+    # where it reports none
+    switch_cost: dict[str, Any] | None = None
 
     def cpu_bound(self) -> list[str]:
         """The nodes whose engine found frames in nearly every poll (CPU_BOUND_BUSY):

@@ -348,11 +348,15 @@ _SCHEMA_24 = "ALTER TABLE nf_results ADD COLUMN queues TEXT;"
 # JSON list; NULL without any and before. What each gave is judged from the
 # stored point whenever it is read (report/gates.py), against any earlier run.
 _SCHEMA_25 = "ALTER TABLE points ADD COLUMN expect TEXT;"
+# The switch's own per-packet cost, as it counts it (DataPlane.cost: OVS-DPDK's
+# pmd-stats-show, VPP's show runtime, testpmd's --record-core-cycles), a JSON
+# object; NULL where it reports none and before.
+_SCHEMA_26 = "ALTER TABLE points ADD COLUMN switch_cost TEXT;"
 _MIGRATIONS = [_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5, _SCHEMA_6, _SCHEMA_7,
                _SCHEMA_8, _SCHEMA_9, _SCHEMA_10, _SCHEMA_11, _SCHEMA_12, _SCHEMA_13,
                _SCHEMA_14, _SCHEMA_15, _SCHEMA_16, _SCHEMA_17, _SCHEMA_18, _SCHEMA_19,
                _SCHEMA_20, _SCHEMA_21, _SCHEMA_22, _SCHEMA_23, _SCHEMA_24,
-               _SCHEMA_25]
+               _SCHEMA_25, _SCHEMA_26]
 # Children of a point, deleted with it when --resume runs it again.
 _POINT_CHILDREN = ("pairs", "metrics", "counters", "trials", "goals", "nf_results",
                    "nf_ports", "cpu_usage")
@@ -525,7 +529,9 @@ class Store:
                        queues=json.dumps(result.queues) if result.queues else None,
                        fault_ns=(result.fault or {}).get("down_ns"),
                        fault_facts=json.dumps(result.fault) if result.fault else None,
-                       noise_facts=json.dumps(result.noise) if result.noise else None)
+                       noise_facts=json.dumps(result.noise) if result.noise else None,
+                       switch_cost=json.dumps(result.switch_cost) if result.switch_cost
+                       else None)
         with self.db:
             point_id = self._insert("points", row)
             if result:
@@ -643,7 +649,7 @@ class Store:
         point = _decoded(point, ("scenario", "placement", "warnings", "versions",
                                  "latency_histogram", "queues", "switch_facts",
                                  "nf_facts", "vm_facts", "cluster_facts", "hosts", "fault_facts",
-                                 "noise_facts", "expect"))
+                                 "noise_facts", "expect", "switch_cost"))
         point["per_pair"] = [_decoded(dict(r), ("latency_histogram", "profile"))
                              for r in self.db.execute(
             "SELECT * FROM pairs WHERE point_id = ? ORDER BY pair", (pid,))]

@@ -287,6 +287,12 @@ class Agent:
         assert self.bed is not None, "build first"
         return self.bed.dataplane.queues()
 
+    def op_cost_begin(self) -> None:
+        self.bed.dataplane.cost_begin()
+
+    def op_cost(self) -> dict[str, Any] | None:
+        return self.bed.dataplane.cost()
+
     def op_applied(self) -> dict[str, Any]:
         assert self.bed is not None, "build first"
         return self.bed.dataplane.applied()

@@ -194,6 +194,19 @@ class Testbed:
                 found.update(node.dataplane.counters())
         return found
 
+    def cost_begin(self) -> None:
+        """Every switch's own account of its cost starts over (DataPlane.cost)."""
+        for node in self.nodes.values():
+            if isinstance(node, Switch):
+                node.dataplane.cost_begin()
+
+    def cost(self) -> dict[str, Any] | None:
+        """The point's switch's own per-packet cost since cost_begin, where it
+        reports one (None: it does not)."""
+        found = [c for node in self.nodes.values() if isinstance(node, Switch)
+                 if (c := node.dataplane.cost())]
+        return found[0] if found else None
+
     def first_counters(self) -> dict[str, PortCounters]:
         """The counters a trial starts from: those read as the point began, once
         (nothing has run since), then the switch's own."""

@@ -183,6 +183,7 @@ class Trial:
         self.watch = watch
         self._seen = 0   # engine records the watcher has been shown
         self._latest_seen: list[tuple[int, Any]] = []   # the intervals _latest last gave
+        self.cost_begun = False   # the switch's own count of its cost (DataPlane.cost)
         self.out = out
         self.teardown = teardown
         self.report = report
@@ -252,6 +253,8 @@ class Trial:
             back()
             self.bed.dataplane.window(False)
         self.meter.stop()
+        # at once: the switch idles from here; none where its count never began
+        cost = self._cost(self.bed.cost) if self.cost_begun else None
         self.routing = self._routing(sending, time.time())
         noise_record = noise.stop() if noise is not None else None
         fault_record = self._fault_done()
@@ -285,7 +288,7 @@ class Trial:
             for group in order:
                 self._release(group)
         result = self._result(before, after)
-        result.queues = queues
+        result.queues, result.switch_cost = queues, cost or None
         result.fault, result.noise = fault_record, noise_record
         for m in result.endpoints:
             for column, n in udp_errors.dropped(udp_before.get(m.endpoint),
@@ -502,8 +505,10 @@ class Trial:
             """Looks at the senders; how long it may wait before the next look."""
             opens = cpu.window_opens_ns([self.outputs[ep.name].start for ep in eps],
                                         s.warmup)
-            if opens is not None:
+            if opens is not None and not self.meter.prepared:
                 self.meter.prepare()   # in the warm-up: what need not be read in the window
+                # the switch's own count of its cost spans what its CPU time does
+                self.cost_begun = self._cost(self.bed.cost_begin) is not False
             if opens is not None and time.time_ns() >= opens and not self.meter.started:
                 self.meter.start()   # the measured window opens
                 self.bed.dataplane.window(True)
@@ -559,6 +564,16 @@ class Trial:
     def _mode(self, pair: int) -> str:
         """A pair's mode: its own (a profile), else the point's."""
         return self.s.of_pair(pair).mode
+
+    def _cost(self, read: Callable[[], Any]) -> Any:
+        """The switch's own cost, begun or read (False: that failed): what it
+        says of itself is only written down, and never fails the point (said
+        instead)."""
+        try:
+            return read()
+        except SystemFailure as e:
+            self.report(Progress(self.bed.point, "trial", detail=f"no switch cost: {e}"))
+            return False
 
     def _latest(self) -> list[dict[str, Any]] | None:
         """Each pair's latest interval, when one is new since the last call

@@ -77,6 +77,13 @@ class Switch:
     def counters(self) -> dict:
         return {}
 
+    def cost_begin(self) -> None:
+        self.machine.step("cost", "begin")
+
+    def cost(self) -> dict:
+        """What a switch says of its own cost (testpmd's --record-core-cycles)."""
+        return {"source": "fake", "cycles_per_packet": 42.0, "packets": 1000}
+
     def queues(self) -> list:
         return []
 
@@ -464,6 +471,8 @@ stop = []
 signal.signal(signal.SIGINT, lambda *_: stop.append(1))
 say("started")
 print(json.dumps({"type": "ready"}), flush=True)
+if role in ("send", "client"):   # its sending starts: the trial's window opens after warm-up
+    print(json.dumps({"type": "start", "wall_ns": time.time_ns()}), flush=True)
 if role in ("recv", "server", "nf"):
     while not stop:
         time.sleep(0.01)
@@ -531,6 +540,9 @@ def test_a_trial_stops_the_engines_in_two_phases(run, machine, tmp_path):
     [point] = stored["points"]
     assert point["sent"] == point["received"] == 2000
     assert "measuring" in [p.phase for p in seen]
+    # the switch's own cost: begun before the trial, read after it, stored
+    assert machine.of("cost") == [("cost", "begin")]
+    assert point["switch_cost"] == {"source": "fake", "cycles_per_packet": 42.0, "packets": 1000}
 
 
 @pytest.mark.parametrize("nfs, shape", [(0, "pair"), (2, "pipeline")])

@@ -60,6 +60,7 @@ def test_dpdk_run_has_zero_loss_and_leaves_nothing(results, switch, mode, pairs)
     counters = point["counters"]
     if switch in ("vhost", "memif"):
         assert counters == {}, "a direct link has no switch to count"
+        assert point["switch_cost"] is None, "nor a switch to say what a packet cost it"
         return
     ports = {name for pair in point["placement"]
              for name in (pair["sender"]["name"], pair["receiver"]["name"])}
@@ -78,6 +79,14 @@ def test_dpdk_run_has_zero_loss_and_leaves_nothing(results, switch, mode, pairs)
             assert r["tx_packets"] == s["rx_packets"], "what came in went out"
         else:
             assert s["tx_packets"] == r["rx_packets"] == s["rx_packets"], "every echo returned"
+    # the switch's own per-packet cost, read back from it (from the warm-up
+    # on): every frame of the measured window it took in, at some cycles each
+    cost = point["switch_cost"]
+    assert cost["source"] == {"ovs": "ovs-appctl dpif-netdev/pmd-stats-show",
+                              "testpmd": "testpmd --record-core-cycles"}[switch]
+    assert cost["packets"] >= sum(sent.values()) and cost["cycles_per_packet"] > 0, cost
+    if switch == "ovs":
+        assert 0 < cost["busy_share"] <= 1 and cost["threads"], cost
 
 
 # Each api over each kernel data plane once, each api in each mode once.

@@ -49,6 +49,14 @@ def test_every_frame_crosses_vpp_and_its_counters_agree(engine, cli, no_leftover
     # VPP's main thread polls both ports, on the core the plan gave the switch
     assert {q["port"] for q in point["queues"]} == set(counters)
     assert len({q["core"] for q in point["queues"]}) == 1
+    # its own per-packet cost (show runtime, from the warm-up on): every frame
+    # of the measured window it took in, at some clocks each
+    cost = point["switch_cost"]
+    assert cost["source"] == "vppctl show runtime"
+    assert cost["packets"] >= sender["summary"]["tx_packets"] and cost["cycles_per_packet"] > 0, \
+        cost
+    assert cost["vectors_per_call"] > 0 and cost["nodes"], cost
+    assert any(n["name"].endswith("-input") for n in cost["nodes"]), cost
 
 
 def test_a_single_tester_through_vpp(engine, cli, no_leftovers):
