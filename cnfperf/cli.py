@@ -14,13 +14,17 @@ import os
 import re
 import signal
 import sys
+import shutil
+import tempfile
 import textwrap
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
-from cnfperf import SystemFailure, UserError, __version__, fields, reference, testers
+from cnfperf import SystemFailure, UserError, __version__, fields, rate as rates, reference, testers
+from cnfperf import nfs as nf_kinds
+from cnfperf.results import expect
 from cnfperf.run import checks, live, runner, survey
 from cnfperf.run.agent import main as run_agent
 from cnfperf.run.cleanup import cleanup, cluster_runs
@@ -38,7 +42,9 @@ from cnfperf.host.facts import render as render_host
 from cnfperf.run.declared import gather
 from cnfperf.host.lock import HostBusy
 from cnfperf.report import build, cpu as cpu_tables, hlog, nfs as nf_tables
-from cnfperf.report import explain, gates, interference, trend
+from cnfperf.report import advise as advising, explain, gates, interference, trend
+from cnfperf.dataplanes import DATAPLANES
+from cnfperf.run import advice
 from cnfperf.report.rows import rows_from_run
 from cnfperf.report.compare import HEADERS, compare
 from cnfperf.report.export import write_cpu_csv, write_csv, write_nf_ports_csv
@@ -303,6 +309,41 @@ def _parser() -> argparse.ArgumentParser:
                                          "and stdout)")
     agent.set_defaults(func=lambda _args: run_agent())
 
+    advise = sub.add_parser(
+        "advise", help="which configuration carries a need, from what stored runs measured",
+        description="Ranks the configurations the stores have evidence for (data plane, "
+        "its knobs, where NFs run, how they poll) against a need: a rate per pair, frame "
+        "sizes, a p99 budget, the cores; says each one's headroom and the points that show "
+        "it, marks evidence from another kind of host, and with --plan writes the scenario "
+        "that would measure what is missing. Nothing is extrapolated.")
+    advise.add_argument("--rate", required=True, metavar="PPS",
+                        help="what each pair must carry, e.g. 1M")
+    advise.add_argument("--size", default="64", metavar="BYTES,…", help="frame sizes (64)")
+    advise.add_argument("--nfs", type=int, default=0, metavar="N",
+                        help="network functions in each pair's path (0)")
+    advise.add_argument("--nf", default=fields.by_name()["nf"].default, metavar="KIND",
+                        help="what each does (l2)")
+    advise.add_argument("--shape", choices=("chain", "pipeline"),
+                        help="NFs through a switch (chain: the default) or link to link")
+    advise.add_argument("--pairs", type=int, default=1, metavar="N", help="pairs (1)")
+    advise.add_argument("--switch", metavar="NAME,…",
+                        help="the data planes to consider (default: every one)")
+    advise.add_argument("--p99", metavar="TIME", help="the p99 latency budget, e.g. 50us")
+    advise.add_argument("--loss", type=float, default=0.0, metavar="RATIO",
+                        help="the loss allowed (0: none, as an NDR)")
+    advise.add_argument("--cores", type=int, metavar="N",
+                        help="cores the switch and NFs may take (default: any)")
+    advise.add_argument("--from", dest="stores", action="append", default=[], metavar="DIR",
+                        help="another store to read too (another host's results directory); "
+                             "again for more")
+    advise.add_argument("--plan", type=Path, metavar="FILE",
+                        help="write the scenario that would measure what is missing")
+    advise.add_argument("--html", type=Path, metavar="FILE",
+                        help="the ranking as an HTML page, its evidence linked to each run's "
+                             "report")
+    _results_and_json(advise)
+    advise.set_defaults(func=_advise)
+
     results = sub.add_parser("results", help="stored results")
     rsub = results.add_subparsers(dest="action", required=True, metavar="ACTION")
     lst = rsub.add_parser("list", help="all runs")
@@ -368,7 +409,7 @@ def _run(args: argparse.Namespace) -> int:
         engine = find_engine()
         host = gather(engine)
         swept = checks.replan(spec, host)
-        args.expect_run = _expect_run(args)
+        args.expect_run = _expect_run(args, own=run_id)
         if args.dry_run:
             return _dry_run(swept, host, run_id, store.done_keys(run_id))
         return _execute(args, swept, engine, host, resume=run_id)[0]
@@ -518,18 +559,33 @@ def _gates(store: Any, run: dict[str, Any], wanted: str | None
         return [], None
     earlier = None
     if wanted not in (None, LAST) and gates.relative(run):
-        earlier = store.run(_run_id(store, wanted, "--expect-run"))
+        earlier = _earlier_named(store, run, wanted)
     elif gates.relative(run):
         earlier = gates.earlier_of(run, store.runs(), store.run)
     return gates.judged(run, earlier), earlier
 
 
-def _expect_run(args: argparse.Namespace) -> str | None:
+def _earlier_named(store: Any, run: dict[str, Any], wanted: str) -> dict[str, Any]:
+    """The run --expect-run names for `run`: an id, or latest (the newest stored
+    before it); never the run itself."""
+    if wanted == "latest":
+        before = [r for r in store.runs() if r["started"] < run["started"]]
+        if not before:
+            raise UserError("--expect-run", f"no run was stored before run {run['id']}")
+        return store.run(max(before, key=lambda r: r["started"])["id"])
+    found = _run_id(store, wanted, "--expect-run")
+    if found == run["id"]:
+        raise UserError("--expect-run", f"{found} is the run itself: name an earlier one")
+    return store.run(found)
+
+
+def _expect_run(args: argparse.Namespace, own: str | None = None) -> str | None:
     """--expect-run as an id (latest resolved now: before this run is stored),
-    or None for `last`; exit 2 for a run the store does not have, and for a
-    --junit that names a directory, before anything is created."""
-    if args.junit is not None and args.junit.is_dir():
-        raise UserError("--junit", f"{args.junit} is a directory; name the XML file")
+    or None for `last`; exit 2 for a run the store does not have or the run
+    itself (`own`: a resumed run's id), and for a --junit that cannot be
+    written, before anything is created."""
+    if args.junit is not None:
+        _writable(args.junit, "--junit")
     if args.expect_run in (None, LAST):
         return None
     try:
@@ -537,7 +593,19 @@ def _expect_run(args: argparse.Namespace) -> str | None:
     except FileNotFoundError:
         raise UserError("--expect-run", f"no results in {results_dir(args.results)} to hold "
                                         "the run against") from None
-    return _run_id(store, args.expect_run, "--expect-run")
+    found = _run_id(store, args.expect_run, "--expect-run")
+    if found == own:
+        raise UserError("--expect-run", f"{found} is the run being resumed: name an earlier one")
+    return found
+
+
+def _writable(path: Path, flag: str) -> None:
+    """UserError (exit 2) unless a file can be written at `path`."""
+    if path.is_dir():
+        raise UserError(flag, f"{path} is a directory; name the file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UserError(flag, f"cannot write {path}: {parent} is not a writable directory")
 
 
 def _execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
@@ -624,12 +692,21 @@ def _finish(args: argparse.Namespace, outcome: Any, results: Path, resume: str |
             print(f"\n(every path hop by hop, each NF's startup: cnfperf results show "
                   f"{outcome.run_id})")
         _print_gates(found, earlier, brief=True)
+    wrote = True
     if found and args.junit is not None:
-        print(f"junit: {gates.write_junit(run, found, args.junit, earlier)}", file=sys.stderr)
+        try:
+            print(f"junit: {gates.write_junit(run, found, args.junit, earlier)}",
+                  file=sys.stderr)
+        except OSError as e:   # checked before the run; gone since
+            print(f"cnfperf: error: --junit: cannot write {args.junit}: {e.strerror}",
+                  file=sys.stderr)
+            wrote = False
     elif args.junit is not None:
         print("cnfperf: warning: no point states an expectation: --junit wrote nothing",
               file=sys.stderr)
     if outcome.status == "done":
+        if not wrote:
+            return EXIT_FAILURE, outcome.run_id, store
         if gates.missed(found):
             return EXIT_EXPECTATION, outcome.run_id, store
         return 0, outcome.run_id, store
@@ -1008,6 +1085,117 @@ def _side_by_side(args: argparse.Namespace, store: Any) -> int:
     for note in [*notes, *why]:
         print(note)
     return 0
+
+
+def _need(args: argparse.Namespace) -> advising.Need:
+    """advise's flags as a need; UserError (exit 2) naming the flag."""
+    def read(flag: str, parse: Callable[[], Any]) -> Any:
+        try:
+            return parse()
+        except ValueError as e:   # `FIELD: why` or `'LINE': why`
+            raise UserError(flag, str(e).split(": ", 1)[-1]) from None
+    rate = read("--rate", lambda: rates.parse(args.rate, "--rate", search=False).pps)
+    sizes = tuple(read("--size", lambda: parse_values("size", args.size)))
+    p99 = None if args.p99 is None else read("--p99", lambda: expect.amount(
+        args.p99, expect.METRICS["p99"], args.p99))
+    if rate <= 0:
+        raise UserError("--rate", "a need is a rate above 0")
+    for flag, value, least in (("--nfs", args.nfs, 0), ("--pairs", args.pairs, 1),
+                               ("--cores", args.cores, 1)):
+        if value is not None and value < least:
+            raise UserError(flag, f"must be {least} or more (got {value})")
+    if args.shape and not args.nfs:
+        raise UserError("--shape", "is how NFs are joined: give --nfs")
+    if args.nfs:
+        try:
+            nf_kinds.kind(args.nf)
+        except UserError as e:
+            raise UserError("--nf", e.why) from None
+    if not 0 <= args.loss < 1:
+        raise UserError("--loss", f"a ratio from 0 to below 1 (got {args.loss:g})")
+    switches = tuple(dict.fromkeys(x.strip() for x in (args.switch or "").split(",")
+                                   if x.strip()))
+    if unknown := [x for x in switches if x not in DATAPLANES]:
+        raise UserError("--switch", f"unknown data plane {unknown[0]!r}; known: "
+                                    f"{', '.join(DATAPLANES)}")
+    return advising.Need(rate=rate, sizes=sizes, nfs=args.nfs, nf=args.nf,
+                         shape=(args.shape or "chain") if args.nfs else "pair",
+                         pairs=args.pairs, p99_ns=p99, loss=args.loss, cores=args.cores,
+                         switches=switches)
+
+
+def _advise(args: argparse.Namespace) -> int:
+    need = _need(args)
+    for flag, path in (("--plan", args.plan), ("--html", args.html)):
+        if path is not None:
+            _writable(path, flag)
+    runs = _evidence(args)
+    host = gather(find_engine())
+    options = advising.advise(runs, need, host.to_dict())
+    plan_doc, left = advice.doc(need, options, host) if args.plan is not None else ({}, [])
+    if plan_doc.get("part"):
+        advice.write(args.plan, need, plan_doc)
+    if args.html is not None:
+        try:
+            advising.write_html(args.html, need, options, host.to_dict())
+        except OSError as e:
+            raise UserError("--html", f"cannot write {args.html}: {e.strerror}") from None
+    if args.json:
+        print(json.dumps({"need": asdict(need), "options": [advising.to_dict(o, need)
+                                                           for o in options],
+                          "plan": str(args.plan) if plan_doc.get("part") else None,
+                          "left_out": left}, indent=1))
+        return 0
+    print(f"need: {need.describe()}")
+    if options:
+        used = len({r for o in options for r in o.runs})
+        print(summary_table((f"{len(options)} options, best first, from {used} of {len(runs)} "
+                             "runs read", advising.HEADERS, advising.rows(options, need))))
+        for i, o in enumerate(options, 1):
+            for why in o.why:
+                print(f"  {i}: {why}")
+    else:
+        print(f"no stored point of {len(runs)} runs read measured this need (its NFs, shape, "
+              "pairs and sizes)")
+    if args.plan is not None:
+        planes = len(plan_doc["part"]) // 2   # two parts each
+        print(f"plan: {args.plan} ({planes} data plane{'s' if planes > 1 else ''} to measure; "
+              f"cnfperf run {args.plan})" if plan_doc["part"]
+              else "plan: nothing this host could measure is missing; none written")
+        for line in left:
+            print(f"  left out {line}")
+    elif not any(o.verdict == advising.MEETS and not o.elsewhere for o in options):
+        print("(no option meets it on this host's own evidence: --plan FILE writes what "
+              "would measure it)")
+    if args.html is not None:
+        print(f"html: {args.html}")
+    return 0
+
+
+def _evidence(args: argparse.Namespace) -> list[tuple[dict[str, Any], str]]:
+    """Every run of the stores advise reads (with the store's directory): the
+    results directory's, unless it has none and --from names others, and each
+    --from's, read from a copy (another host's store is not migrated in place,
+    and may be read-only)."""
+    found = []
+    own = results_dir(args.results)
+    if (own / DB_NAME).exists():
+        store = Store(own, create=False)
+        found += [(store.run(r["id"]), str(own)) for r in store.runs() if r["stored"]]
+    elif not args.stores:
+        raise UserError("--results", f"no results in {own}")
+    for directory in map(Path, args.stores):
+        if not (directory / DB_NAME).exists():
+            raise UserError("--from", f"no results in {directory}")
+        with tempfile.TemporaryDirectory(prefix="cnfperf-advise-") as copy:
+            shutil.copy(directory / DB_NAME, copy)
+            try:
+                store = Store(Path(copy), create=False)
+            except UserError as e:
+                raise UserError("--from", f"{directory}: {e.why}") from None
+            found += [(store.run(r["id"]), str(directory)) for r in store.runs() if r["stored"]]
+            store.close()
+    return found
 
 
 def _series(args: argparse.Namespace, store: Any) -> list[dict[str, Any]]:

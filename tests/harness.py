@@ -141,6 +141,18 @@ def scenarios(path: Path | None = None, flags: dict | None = None) -> list:
     return load_plan(path, flags).scenarios
 
 
+def one_pair(rx_pps: float, p50_ns: float | None = 40e3, p99_ns: float | None = 200e3):
+    """A PointResult of one pair that sent and received rx_pps frames in 1 s, its
+    one-way latency p50 and p99 (None: none measured): what a store's tests add."""
+    from cnfperf.results import model
+
+    lat = None if p99_ns is None else model.Latency("one_way", 1000,
+                                                    {"p50": p50_ns, "p99": p99_ns}, [])
+    pair = model.PairResult(0, 0.0, int(rx_pps), int(rx_pps), 0, 0.0, rx_pps, rx_pps,
+                            rx_pps * 512, 0, 0, lat)
+    return model.PointResult([pair], model.total([pair]), [], {})
+
+
 def placed_pair(**fields):
     """(scenario, its first pair as placed, each of the pair's ends attached to
     an interface of its own name) of one scenario given by fields."""

@@ -338,15 +338,15 @@ class DataPlane(ABC):
     def counters(self) -> dict[str, PortCounters]: ...
 
     def cost_begin(self) -> None:
-        """Before a trial's traffic: the switch's own account of its cost
-        (cost) starts over. Nothing by default."""
+        """In a trial's warm-up, where its CPU time starts being counted: the
+        switch's own account of its cost (cost) starts over. Nothing by default."""
 
     def cost(self) -> dict[str, Any] | None:
         """The switch's own per-packet cost since cost_begin, where it reports
         one (OVS-DPDK's pmd-stats-show, VPP's show runtime, testpmd's
         --record-core-cycles): {source, cycles_per_packet, packets, and where
         said busy_share, vectors_per_call, threads, nodes}; None where it
-        reports none. Read after the trial, with the counters."""
+        reports none. Read as soon as the senders are done."""
         return None
 
     def window(self, open: bool) -> None:

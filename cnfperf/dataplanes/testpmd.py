@@ -154,7 +154,8 @@ class TestPmdPlane(DpdkPlane):
             if not self.point.nic(port.name) and self.ring:
                 found["ring"] = self.ring
             ports[port.name] = {"port": self.port(port), **found}
-        return {"forward": "port", "ports": ports}
+        # --record-core-cycles: two TSC reads a burst that a run before it did not make
+        return {"forward": "port", "record_core_cycles": True, "ports": ports}
 
     def queues(self) -> list[dict]:
         """From the streams testpmd printed at `start`: which lcore polls which

@@ -101,7 +101,9 @@ def parse_fwd_stats(text: str) -> dict[int, dict[str, int]]:
 
 # `show fwd stats all` with --record-core-cycles, since `start`:
 #   CPU cycles/packet=43.67 (total cycles=3774887622 / total io packets=86435488) at 2600 MHz Clock
-_CYCLES = re.compile(r"CPU cycles/packet=\S+ \(total cycles=(\d+) / total \S+ packets=(\d+)\)")
+# (DPDK 22.11's words; later ones say busy cycles for the same count)
+_CYCLES = re.compile(r"CPU cycles/packet=\S+ \((?:total|busy) cycles=(\d+) / total \S+ "
+                     r"packets=(\d+)\)")
 
 
 def parse_core_cycles(text: str) -> tuple[int, int] | None:

@@ -130,7 +130,7 @@ def open_hosts(scenarios: Sequence[Scenario]) -> Hosts | None:
 
 
 # What a point keeps of each other host it ran on (the store's `hosts`).
-STORED_FACTS = ("kernel", "cpu_model", "cores", "cnfperf", "clock")
+STORED_FACTS = ("kernel", "cpu_model", "cores", "cnfperf", "clock", "tuning", "hugepages", "dpdk")
 
 
 class _ChannelStdin:

@@ -57,9 +57,9 @@ def busiest(run: dict[str, Any]) -> Table | None:
 
 
 COST_TITLE = "The switch's own cost"
-COST_NOTE = ("What the switch says a packet cost it, over each point's trial (its warm-up and "
-             "drain included), beside cnfperf's count from the switch's CPU time (cycles/packet "
-             "above). OVS-DPDK: its PMD threads' processing cycles per packet received and the "
+COST_NOTE = ("What the switch says a packet cost it, from each point's warm-up to its senders' "
+             "end, beside cnfperf's count from the switch's CPU time over its span "
+             "(cycles/packet above). OVS-DPDK: its PMD threads' processing cycles per packet received and the "
              "share of their cycles spent processing (pmd-stats-show); VPP: its graph's clocks "
              "per packet taken in, an input node's empty polls included, and its input nodes' "
              "vectors per call (show runtime); testpmd: its forwarding cores' cycles on bursts "

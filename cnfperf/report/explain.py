@@ -40,7 +40,10 @@ LATENCY_MOVED = 0.25
 
 
 def facts(run: dict[str, Any], point: dict[str, Any]) -> dict[str, str]:
-    host = run.get("host") or {}
+    """A point's facts; `host …` are those of the host its switch ran on
+    (another host's, in a run across hosts). A fact the run did not store
+    (older than it) is left out: no difference."""
+    host = summary.switch_host(run, point)
     out = {f"host {k}": _text(host.get(k)) for k in HOST if k in host}
     hp = host.get("hugepages") or {}
     if hp:
@@ -48,9 +51,12 @@ def facts(run: dict[str, Any], point: dict[str, Any]) -> dict[str, str]:
     out.update({f"host {k}": _text(v) for k, v in (host.get("tuning") or {}).items()})
     out.update({f"version {k}": _text(v) for k, v in (point.get("versions") or {}).items()
                 if k != "kernel"})
-    out["placement pollers/cores"] = f"{point.get('pollers')}/{point.get('point_cores')}"
-    out["placement tester"] = _text(point.get("tester_why"))
-    out["placement nodes"] = _nodes(point.get("placement") or [])
+    if point.get("pollers") is not None and point.get("point_cores") is not None:
+        out["placement pollers/cores"] = f"{point['pollers']}/{point['point_cores']}"
+    if point.get("tester_why"):
+        out["placement tester"] = str(point["tester_why"])
+    if nodes := _nodes(point.get("placement") or []):
+        out["placement nodes"] = nodes
     scenario = point.get("scenario") or {}
     for name in fields.names():
         if name not in compare.MATCH and name not in LENGTHS and name in scenario:
@@ -171,7 +177,8 @@ def compared(run_a: dict[str, Any], run_b: dict[str, Any], rows: list[list[Any]]
     moved what else differed for it; as lines of text and as JSON."""
     hosts, each = side_by_side(run_a, run_b)
     keys = list(each)   # compare's rows' order: A's points that B measured too
-    points = {k: compare.measured(run_a)[k]["point"] for k in keys} if keys else {}
+    measured = compare.measured(run_a)
+    points = {k: measured[k]["point"] for k in keys}
     names = summary.varying([*summary.done_points(run_a), *summary.done_points(run_b)]) \
         or ["switch"]
     out = ["the hosts differ: " + "; ".join(d.text() for d in hosts)] if hosts else []

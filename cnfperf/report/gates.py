@@ -35,7 +35,8 @@ class Gate:
     verdict: expect.Verdict
 
     def row(self) -> list[Any]:
-        metric = expect.parse(self.verdict.expectation).metric
+        e = expect.read(self.verdict.expectation)
+        metric = e.metric if e else None
         return [f"{self.point['idx'] + 1} {self.label}".strip(), self.verdict.expectation,
                 expect.show(metric, self.verdict.value),
                 expect.show(metric, self.verdict.bound), self.verdict.status, self.verdict.why]
@@ -51,8 +52,8 @@ def expecting(run: dict[str, Any]) -> bool:
 
 def relative(run: dict[str, Any]) -> bool:
     """Whether a line of the run's points is held against an earlier run."""
-    return any(expect.parse(line).relative for p in run.get("points", [])
-               for line in p.get("expect") or ())
+    return any((e := expect.read(line)) is not None and e.relative
+               for p in run.get("points", []) for line in p.get("expect") or ())
 
 
 def judged(run: dict[str, Any], earlier: dict[str, Any] | None) -> list[Gate]:
@@ -83,7 +84,8 @@ def said(point: dict[str, Any], gates: Sequence[Gate]) -> str:
     mine = [g for g in gates if g.point is point]
     if not mine:
         return ""
-    lost = [expect.parse(g.verdict.expectation).metric.name for g in missed(mine)]
+    lost = [e.metric.name if (e := expect.read(g.verdict.expectation)) else "?"
+            for g in missed(mine)]
     if lost:
         return "missed " + ", ".join(dict.fromkeys(lost))
     return "ok" if any(g.verdict.status == PASSED for g in mine) else SKIPPED

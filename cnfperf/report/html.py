@@ -25,6 +25,13 @@ class Table:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Link:
+    """A cell's text that leads somewhere (a list of them is a cell too)."""
+    text: str
+    href: str | None = None   # None: shown as text
+
+
 @dataclass
 class Figure:
     title: str
@@ -228,12 +235,18 @@ def _stalled(t: Table, row: Sequence[Any]) -> bool:
     return isinstance(value, (int, float)) and value > 100 * STALL_MARK
 
 
+def _cell(v: Any) -> str:
+    if isinstance(v, list) and v and all(isinstance(x, Link) for x in v):
+        return "<td>" + " ".join(f'<a href="{_esc(x.href)}">{_esc(x.text)}</a>' if x.href
+                                 else _esc(x.text) for x in v) + "</td>"
+    return f'<td class="num">{_esc(fmt(v))}</td>' if _is_num(v) else f"<td>{_esc(fmt(v))}</td>"
+
+
 def _table(t: Table) -> str:
     head = "".join(f"<th>{_esc(c)}</th>" for c in t.columns)
     body = []
     for row in t.rows:
-        cells = "".join(f'<td class="num">{_esc(fmt(v))}</td>' if _is_num(v)
-                        else f"<td>{_esc(fmt(v))}</td>" for v in row)
+        cells = "".join(_cell(v) for v in row)
         tint = "contended" if _flagged(t, row) else "stalled" if _stalled(t, row) else ""
         body.append(f'<tr class="{tint}">{cells}</tr>' if tint else f"<tr>{cells}</tr>")
     note = f'<p class="note">{_esc(t.note)}</p>' if t.note else ""

@@ -110,6 +110,15 @@ def _image(name: str, size: int | None) -> str:
     return name if size is None else f"{name} {size / 1e6:.1f} MB"
 
 
+def switch_host(run: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
+    """The facts of the host the point's switch ran on: another host's, as
+    the point stored them (its `hosts`), where its dut_host is one; else the
+    run's own."""
+    dut = (point.get("scenario") or {}).get("dut_host") or fields.LOCAL
+    other = (point.get("hosts") or {}).get(dut) if dut != fields.LOCAL else None
+    return other if isinstance(other, dict) else (run.get("host") or {})
+
+
 def path(point: dict[str, Any]) -> str:
     """`send → 3 × l2 (chain) → recv`, as the plan said it (TestPoint.path)."""
     sender, receiver = roles(contention.tester(point) or "split",

@@ -179,7 +179,7 @@ class Verdict:
     why: str = ""               # a miss's or a skip's reason, in words
 
     def to_dict(self) -> dict[str, Any]:
-        return {"expectation": self.expectation, "status": self.status, "value": self.value,
+        return {"expectation": self.expectation, "verdict": self.status, "value": self.value,
                 "bound": self.bound, "why": self.why}
 
 
@@ -189,7 +189,10 @@ def judge(line: str, point: Mapping[str, Any], earlier: list[Mapping[str, Any]] 
     that measured the same (None: no run to hold it against, [] one that did not
     measure it). A point that did not finish, or has no value of the metric,
     missed it: a gate that cannot be checked does not pass."""
-    e = parse(line)
+    try:
+        e = parse(line)
+    except ValueError as why:   # stored by another cnfperf, with words this one lacks
+        return Verdict(line, SKIPPED, None, None, f"this cnfperf cannot read it: {why}")
     if point.get("status") != "done":
         return Verdict(line, MISSED, None, None, f"the point {point.get('status')}")
     value = e.metric.read(point)
@@ -212,12 +215,22 @@ def judge(line: str, point: Mapping[str, Any], earlier: list[Mapping[str, Any]] 
                    f"{show(e.metric, value)} is not {e.op} {show(e.metric, bound)}")
 
 
-def show(metric: Metric, value: float | None) -> str:
+def read(line: str) -> Expectation | None:
+    """A stored line parsed; None where this cnfperf cannot (judge says why)."""
+    try:
+        return parse(line)
+    except ValueError:
+        return None
+
+
+def show(metric: Metric | None, value: float | None) -> str:
     """A value in the metric's unit, as an expectation would write it."""
     if value is None:
         return "–"
-    if metric.unit == "time":
-        return f"{value / 1e3:.3g}us" if value < 1e6 else f"{value / 1e6:.4g}ms"
+    if metric is None:
+        return f"{value:g}"
+    if metric.unit == "time":   # µs below what would round to 1000us
+        return f"{value / 1e3:.3g}us" if value < 999.5e3 else f"{value / 1e6:.4g}ms"
     if metric.unit == "ratio":
         return f"{value:.4g}"
     if metric.unit == "count":

@@ -288,9 +288,11 @@ class Agent:
         return self.bed.dataplane.queues()
 
     def op_cost_begin(self) -> None:
+        assert self.bed is not None, "build first"
         self.bed.dataplane.cost_begin()
 
     def op_cost(self) -> dict[str, Any] | None:
+        assert self.bed is not None, "build first"
         return self.bed.dataplane.cost()
 
     def op_applied(self) -> dict[str, Any]:

@@ -4,7 +4,7 @@ what the runner reports.
 
 Every event is one JSON object: `event` its kind (KINDS), `v` the schema's
 version, `time` the wall clock (Unix seconds), `run` the run id, then its
-kind's own fields. docs/events.schema.json holds them, and docs/ci.md says
+kind's own fields. docs/events.schema.json holds them, and docs/live.md says
 what each is; a test holds the events a real run writes to that schema.
 Rates are frames per second (a trial's and a soak second's per pair, as
 searches count them; a sample's and a point's over all pairs), latencies ns.
@@ -16,6 +16,7 @@ import sys
 import time
 from typing import IO, Any, Callable, Protocol, Sequence
 
+from cnfperf import fields
 from cnfperf.results.model import PointResult
 from cnfperf.run.trial import Progress
 from cnfperf.plan import TestPoint
@@ -61,7 +62,8 @@ class Live:
     def point_start(self, point: TestPoint) -> None:
         s = point.scenario
         self.emit("point_start", point=point.index, points=point.total, rep=point.rep,
-                  key=point.key, label=" ".join(filter(None, (s.describe(), point.label))),
+                  key=point.key,
+                  label=" ".join([s.describe(), *fields.undescribed(point.label)]),
                   switch=s.switch, api=s.api, mode=s.mode, pairs=s.pairs, size=s.size,
                   rate=s.rate.value(), nfs=s.nfs)
 
@@ -82,9 +84,11 @@ class Live:
 
     def seconds(self, point: TestPoint, rows: list[dict[str, Any]]) -> None:
         """A soak's seconds, as they are stored."""
-        for r in rows:
+        pairs = len(point.pairs) or 1
+        for r in rows:   # per pair, as the soak's offered rate is
+            rx = None if r["rx_pps"] is None else r["rx_pps"] / pairs
             self.emit("second", point=point.index, n=r["n"], segment=r["segment"],
-                      at_s=r["at_s"], offered_pps=r["offered_pps"], rx_pps=r["rx_pps"],
+                      at_s=r["at_s"], offered_pps=r["offered_pps"], rx_pps=rx,
                       lost=r["lost"], loss_ratio=r["loss_ratio"], p50_ns=r["lat_p50_ns"],
                       p99_ns=r["lat_p99_ns"], max_ns=r["lat_max_ns"])
 

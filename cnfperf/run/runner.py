@@ -164,7 +164,7 @@ class Run:
         self.store = store
         self.signals = signals
         self.points = test_points(swept, run_id)
-        self.measured = {id(p) for p in self.points}
+        self.measured = {p.key for p in self.points}   # a generator baseline has its own
         self.prefix = run_prefix(run_id)
         self.run_dir = store.directory / "runs" / run_id
         self.outcome = RunOutcome(run_id=run_id, status="running")
@@ -409,13 +409,14 @@ class Run:
         # never cost the teardown; a signal that lands meanwhile still counts.
         try:
             self.opts.progress(progress)
-            # a run's points are watched; its generator baselines are not points
-            if self.opts.live and id(progress.point) in self.measured:
-                self.opts.live.progress(progress)
         except Interrupted:
             raise
         except Exception:
             pass
+        # a run's points are watched, not its generator baselines; a watcher
+        # that fails is dropped by Live itself
+        if self.opts.live and progress.point.key in self.measured:
+            self.opts.live.progress(progress)
 
 
 def _why(e: BaseException) -> str:

@@ -150,7 +150,8 @@ class Trials:
             result = self.trial(self.bed, s, out, self.teardown, self.report, detail)
         else:
             result = self.trial(self.bed, s, out, self.teardown, self.report, detail, watch)
-        self.report(Progress(self.bed.point, "measured", detail=name or "trial", scenario=s,
+        # named as its samples are: its progress detail ("" for a point's one trial)
+        self.report(Progress(self.bed.point, "measured", detail=detail, scenario=s,
                              result=result))
         return result
 

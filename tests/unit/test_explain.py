@@ -8,18 +8,11 @@ import json
 
 from cnfperf.cli import EXIT_REGRESSION, main
 from cnfperf.report import explain, trend
-from cnfperf.results import model
 from cnfperf.results.store import Store
-from harness import scenarios
+from harness import one_pair, scenarios
 
 SPEC = {"doc": {"switch": "veth"}, "quick": False}
 TUNED = {"microcode": "0xf0", "governor": "performance", "smt": "off", "isolated": "1"}
-
-
-def _result(rx_pps: float) -> model.PointResult:
-    pair = model.PairResult(0, 0.0, int(rx_pps), int(rx_pps), 0, 0.0, rx_pps, rx_pps,
-                            rx_pps * 512, 0, 0, None)
-    return model.PointResult([pair], model.total([pair]), [], {})
 
 
 class Runs:
@@ -37,7 +30,8 @@ class Runs:
                         host, "0.1.0", SPEC)
         point = scenarios(None, {"switch": "veth", **fields})[0].model_dump()
         store.add_point(run_id, 0, point, status="done", started=1.0, key="k",
-                        result=_result(rx), versions={"engine": "0.1.0", "vpp": vpp},
+                        result=one_pair(rx, None, None),
+                        versions={"engine": "0.1.0", "vpp": vpp},
                         switch_facts={"name": "veth", "style": 0}, pollers=2, point_cores=2)
         store.finish_run(run_id, "done")
         store.close()

@@ -15,11 +15,11 @@ from cnfperf.cli import EXIT_USAGE, main
 from cnfperf.experiments import sweep
 from cnfperf.report import gates, trend
 from cnfperf.report.tables import run_table
-from cnfperf.results import expect, model
+from cnfperf.results import expect
 from cnfperf.results.expect import MISSED, PASSED, SKIPPED
 from cnfperf.results.store import Store
 from cnfperf.run.checks import plans
-from harness import scenarios
+from harness import one_pair, scenarios
 
 SPEC = {"doc": {"switch": "veth", "expect": ["rx_pps >= 1k"]}, "quick": False}
 
@@ -144,13 +144,6 @@ def test_a_changed_expectation_is_the_same_scenario():
     assert trend.same_scenario(a, b) and not trend.same_scenario(a, c)
 
 
-def _result(rx_pps: float, p99_ns: float = 40e3) -> model.PointResult:
-    lat = model.Latency("one_way", 1000, {"p50": 20e3, "p99": p99_ns}, [])
-    pair = model.PairResult(0, 0.0, int(rx_pps), int(rx_pps), 0, 0.0, rx_pps, rx_pps,
-                            rx_pps * 512, 0, 0, lat)
-    return model.PointResult([pair], model.total([pair]), [], {})
-
-
 class Runs:
     """A temporary store and the runs added to it, oldest first."""
 
@@ -167,7 +160,7 @@ class Runs:
         store.begin_run(run_id, ["cnfperf", "run"], 1, self.directory / "runs" / run_id, {},
                         "0.1.0", spec)
         store.add_point(run_id, 0, self.point, status=status, started=1.0, key="k",
-                        result=_result(rx, p99_ns) if status == "done" else None,
+                        result=one_pair(rx, 20e3, p99_ns) if status == "done" else None,
                         error=None if status == "done" else "boom",
                         switch_facts={"name": "veth", "style": 0}, expect=lines)
         store.finish_run(run_id, "done")
@@ -229,19 +222,40 @@ def test_junit_xml_has_a_case_per_point_and_expectation(tmp_path):
 
 def test_results_show_holds_a_run_to_its_expectations(tmp_path, capsys):
     runs = Runs(tmp_path)
+    first = runs.add(3900, [])
     before = runs.add(5000, [])
     last = runs.add(4000, ["rx_pps >= run - 5%"])
+    runs.add(4100, [])                           # stored after it: never its `run`
     assert main(["results", "show", last, "--results", str(tmp_path), "--json"]) == 0
     said = json.loads(capsys.readouterr().out)["expectations"]
     assert (said["expect_run"], said["missed"]) == (before, 1)
-    # the run named instead of the newest earlier one
+    assert said["verdicts"][0]["verdict"] == MISSED
+    # the run named instead of the newest earlier one; latest: the newest before it
     assert main(["results", "show", last, "--results", str(tmp_path), "--expect-run",
-                 last]) == 0
+                 first]) == 0
     out = capsys.readouterr().out
-    assert "expectations: 1 passed, 0 missed, 0 skipped; against run " + last in out
+    assert "expectations: 1 passed, 0 missed, 0 skipped; against run " + first in out
     assert main(["results", "show", last, "--results", str(tmp_path), "--expect-run",
-                 "ffff"]) == EXIT_USAGE
-    assert "--expect-run: no run 'ffff'" in capsys.readouterr().err
+                 "latest", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["expectations"]["expect_run"] == before
+    for wrong, said in (("ffff", "--expect-run: no run 'ffff'"),
+                        (last, f"--expect-run: {last} is the run itself")):
+        assert main(["results", "show", last, "--results", str(tmp_path), "--expect-run",
+                     wrong]) == EXIT_USAGE
+        assert said in capsys.readouterr().err
+
+
+def test_a_stored_line_this_cnfperf_cannot_read_is_skipped_and_said(tmp_path):
+    runs = Runs(tmp_path)
+    run_id = runs.add(4000, ["rx_pps >= 1k"])
+    with Store(tmp_path).db as db:   # as a later cnfperf, with a metric this one lacks, wrote it
+        db.execute("UPDATE points SET expect = ? WHERE run_id = ?",
+                   (json.dumps(["jitter <= 1us", "rx_pps >= 1k"]), run_id))
+    run = Store(tmp_path).run(run_id)
+    assert not gates.relative(run)
+    odd, fine = gates.judged(run, None)
+    assert odd.verdict.status == SKIPPED and "cannot read it" in odd.verdict.why
+    assert fine.verdict.status == PASSED and odd.row()[2] == "–"
 
 
 def test_bad_gate_flags_are_refused_before_anything_runs(tmp_path, capsys):

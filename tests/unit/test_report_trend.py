@@ -12,20 +12,12 @@ import pytest
 
 from cnfperf.cli import EXIT_REGRESSION, main
 from cnfperf.report import trend
-from cnfperf.results import model
 from cnfperf.results.store import Store
-from harness import scenarios
+from harness import one_pair, scenarios
 
 # Noise without a step: a received rate within ±3 % of 180 kpps, run after run.
 NOISE = [1.00, 1.02, 0.98, 1.01, 0.97, 1.03, 0.99, 1.02, 0.98, 1.01]
 SCENARIO = {"doc": {"switch": "veth", "size": [64, 1500]}, "quick": False}
-
-
-def _result(rx_pps: float, p50_ns: float = 40e3, p99_ns: float = 200e3) -> model.PointResult:
-    lat = model.Latency("one_way", 1000, {"p50": p50_ns, "p99": p99_ns}, [])
-    pair = model.PairResult(0, 0.0, int(rx_pps), int(rx_pps), 0, 0.0, rx_pps, rx_pps,
-                            rx_pps * 512, 0, 0, lat)
-    return model.PointResult([pair], model.total([pair]), [], {})
 
 
 class Runs:
@@ -50,7 +42,7 @@ class Runs:
             for rep, value in enumerate(reps):
                 store.add_point(run_id, idx, self.points[size].model_dump(), status="done",
                                 started=1.0, rep=rep, key=f"{size}-{rep}",
-                                result=_result(value, **latency),
+                                result=one_pair(value, **latency),
                                 switch_facts={"name": "veth", "style": 0})
                 idx += 1
         store.finish_run(run_id, "done")

@@ -151,7 +151,8 @@ def test_ndr_search_finds_the_rate_of_a_tbf_limited_veth(tmp_path, engine, no_le
     trials_seen = [e for e in events if e["event"] == "trial"]
     assert [e["offered_pps"] for e in trials_seen] == \
         [t["offered_pps"] for t in stored_point["trials"]]
-    assert [e["trial"] for e in trials_seen] == [f"trial{t['n']}" for t in stored_point["trials"]]
+    assert all(e["trial"].startswith(f"trial {t['n']} ")
+               for e, t in zip(trials_seen, stored_point["trials"])), trials_seen
     [end] = [e for e in events if e["event"] == "point_end"]
     assert end["rate_pps"] == stored_point["search_rate_pps"] and end["status"] == "done"
     [point] = json.loads(done.stdout)["run"]["points"]
@@ -491,6 +492,54 @@ def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine
     for r in series:
         assert r["offered_pps"] == 5000 and r["rx_packets"] > 0 and r["lat_p99_ns"] > 0
         assert r["loss_ratio"] == 0, series
+
+
+def test_the_advisor_ranks_what_real_runs_measured_and_its_plan_runs(tmp_path, engine,
+                                                                   no_leftovers):
+    """An l2 NF in a chain through a kernel bridge and through testpmd (DPDK), each
+    an NDR search: the advisor ranks the two by the rates they found, names the
+    points, writes its page; asked to consider macvlan too, it writes a plan for
+    it, which runs as is (shortened by flags) and gives macvlan a verdict."""
+    results = tmp_path / "results"
+    short = ["--nfs", "1", "--rate", "ndr", "--search", "bisect", "--trial-duration", "0.3",
+             "--precision", "0.1", "--warmup", "0.2", "--latency-at", "50%"]
+    found = {}
+    for plane in (["--switch", "bridge", "--search-max", "200k"],
+                  ["--switch", "testpmd", "--api", "dpdk", "--search-max", "400k"]):
+        done = cnfperf(results, "run", *plane, *short, "--json")
+        assert done.returncode == 0, done.stderr
+        run = json.loads(done.stdout)["run"]
+        [p] = run["points"]
+        found[p["switch"]] = (p["search_rate_pps"], f"{run['id']}:0")
+    need = ["advise", "--rate", "2k", "--nfs", "1", "--p99", "100ms"]
+    done = cnfperf(results, *need, "--json", "--html", str(tmp_path / "advice.html"))
+    assert done.returncode == 0, done.stderr
+    options = json.loads(done.stdout)["options"]
+    ranked = [(o["config"]["switch"], o["sizes"][0]["capacity_pps"], o["sizes"][0]["capacity_at"])
+              for o in options]
+    # the measured numbers, ranked by them: the rate each search found, and its point
+    assert sorted(ranked) == sorted((k, *v) for k, v in found.items())
+    assert [r[1] for r in ranked] == sorted((r[1] for r in ranked), reverse=True), options
+    assert all(o["verdict"] == "meets" and o["hosts"][0]["another_kind"] is False
+               for o in options), options
+    page = (tmp_path / "advice.html").read_text()
+    assert all(at in page for _, at in found.values()) and "Options, best first" in page
+
+    plan = tmp_path / "plan.toml"
+    done = cnfperf(results, *need, "--switch", "bridge,testpmd,macvlan", "--plan", str(plan))
+    assert done.returncode == 0 and "1 data plane to measure" in done.stdout, done.stdout
+    assert {line for line in plan.read_text().splitlines() if line.startswith("switch")} == \
+        {'switch = "macvlan"'}
+    done = cnfperf(results, "run", str(plan), "--duration", "1", "--warmup", "0.2",
+                   "--search", "bisect", "--trial-duration", "0.3", "--precision", "0.1",
+                   "--search-max", "200k", "--latency-at", "50%", "--json")
+    assert done.returncode in (0, 5), done.stderr     # 5: it missed the need, and said so
+    run = json.loads(done.stdout)["run"]
+    assert [(p["switch"], p["status"]) for p in run["points"]] == [("macvlan", "done")] * 2
+    done = cnfperf(results, *need, "--switch", "macvlan", "--json")
+    [macvlan] = json.loads(done.stdout)["options"]
+    assert macvlan["verdict"] in ("meets", "misses") and macvlan["runs"] == \
+        {run["id"]: str(results)}, macvlan
 
 
 def _events(path: Path) -> list[dict]:
