@@ -11,6 +11,7 @@ searches count them; a sample's and a point's over all pairs), latencies ns.
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -23,6 +24,21 @@ from cnfperf.plan import TestPoint
 
 VERSION = 1
 KINDS = ("run_start", "point_start", "sample", "trial", "second", "point_end", "run_end")
+
+
+def _watching(method: Callable[..., None]) -> Callable[..., None]:
+    """A listener's method that never costs the run: what it fails at
+    (making an event of what an engine printed, a sink) is said once, and the
+    run goes on unwatched in that respect."""
+    @functools.wraps(method)
+    def safe(self: "Live", *args: Any, **kw: Any) -> None:
+        try:
+            method(self, *args, **kw)
+        except Exception as e:   # noqa: BLE001 (any failure of watching is the same to the run)
+            if method.__name__ not in self.failed:
+                self.failed.add(method.__name__)
+                self.warn(f"could not make a {method.__name__} event: {e!r}")
+    return safe
 
 
 class Sink(Protocol):
@@ -43,6 +59,7 @@ class Live:
         self.cpu = cpu
         self.warn = warn
         self.run_id = ""
+        self.failed: set[str] = set()   # the methods that failed once (_watching)
 
     def emit(self, kind: str, **fields: Any) -> None:
         event = {"event": kind, "v": VERSION, "time": round(time.time(), 3), "run": self.run_id,
@@ -54,11 +71,13 @@ class Live:
                 self.sinks.remove(sink)
                 self.warn(f"stopped sending events to {sink}: {e}")
 
+    @_watching
     def run_start(self, run_id: str, points: int, todo: int, resumed: bool,
                   command: Sequence[str]) -> None:
         self.run_id = run_id
         self.emit("run_start", points=points, todo=todo, resumed=resumed, command=list(command))
 
+    @_watching
     def point_start(self, point: TestPoint) -> None:
         s = point.scenario
         self.emit("point_start", point=point.index, points=point.total, rep=point.rep,
@@ -67,6 +86,7 @@ class Live:
                   switch=s.switch, api=s.api, mode=s.mode, pairs=s.pairs, size=s.size,
                   rate=s.rate.value(), nfs=s.nfs)
 
+    @_watching
     def progress(self, p: Progress) -> None:
         """A measuring tick with news becomes a sample, a trial's result a trial."""
         if p.phase == "measuring" and p.pairs is not None:
@@ -82,6 +102,7 @@ class Live:
                       tx_pps=t.tx_pps / n, rx_pps=t.rx_pps / n, loss_ratio=t.loss_ratio,
                       lost=t.lost, **_latency(t.latency))
 
+    @_watching
     def seconds(self, point: TestPoint, rows: list[dict[str, Any]]) -> None:
         """A soak's seconds, as they are stored."""
         pairs = len(point.pairs) or 1
@@ -92,6 +113,7 @@ class Live:
                       lost=r["lost"], loss_ratio=r["loss_ratio"], p50_ns=r["lat_p50_ns"],
                       p99_ns=r["lat_p99_ns"], max_ns=r["lat_max_ns"])
 
+    @_watching
     def point_end(self, point: TestPoint, status: str, seconds: float,
                   result: PointResult | None = None, found: dict[str, Any] | None = None,
                   error: str | None = None) -> None:
@@ -105,6 +127,7 @@ class Live:
                   rate_pps=search.get("rate_pps"),
                   **_latency(t.latency if t else None))
 
+    @_watching
     def run_end(self, status: str, done: int, error: str | None = None) -> None:
         self.emit("run_end", status=status, done=done, error=error)
 

@@ -127,3 +127,22 @@ def test_the_watching_flags_mistakes_are_refused_before_the_run(tmp_path, capsys
         assert main([*base, "--metrics-port", f"127.0.0.1:{port}"]) == EXIT_USAGE
     assert f"--metrics-port: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
     assert not (tmp_path / "cnfperf.db").exists()
+
+
+def test_an_event_that_cannot_be_made_is_said_once_and_never_costs_the_run():
+    """What an engine printed oddly (an interval without its pair) makes no
+    sample: one warning, no exception to the runner, and the rest still flows."""
+    from types import SimpleNamespace
+    from cnfperf.run.trial import Progress
+    said: list[str] = []
+    events: list[dict] = []
+    sink = type("Sink", (), {"__call__": lambda self, e: events.append(e),
+                             "close": lambda self: None})()
+    watching = live.Live([sink], warn=said.append)
+    point = SimpleNamespace(index=0)
+    odd = Progress(point, "measuring", 1.0, 2.0, pairs=[{"rx_pps": 5.0}])   # no "pair"
+    watching.progress(odd)
+    watching.progress(odd)
+    assert len(said) == 1 and "progress" in said[0] and events == []
+    watching.run_end("done", 1)
+    assert [e["event"] for e in events] == ["run_end"]
