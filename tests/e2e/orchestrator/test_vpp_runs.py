@@ -49,12 +49,13 @@ def test_every_frame_crosses_vpp_and_its_counters_agree(engine, cli, no_leftover
     # VPP's main thread polls both ports, on the core the plan gave the switch
     assert {q["port"] for q in point["queues"]} == set(counters)
     assert len({q["core"] for q in point["queues"]}) == 1
-    # its own per-packet cost (show runtime, from the warm-up on): every frame
-    # of the measured window it took in, at some clocks each
+    # its own per-packet cost (show runtime): begun in the warm-up and read as
+    # the sender ends, like the CPU meter, so about every frame of the measured
+    # window (a few at its edges not, on a busy host), at some clocks each
     cost = point["switch_cost"]
     assert cost["source"] == "vppctl show runtime"
-    assert cost["packets"] >= sender["summary"]["tx_packets"] and cost["cycles_per_packet"] > 0, \
-        cost
+    assert cost["packets"] >= 0.9 * sender["summary"]["tx_packets"], cost
+    assert cost["cycles_per_packet"] > 0, cost
     assert cost["vectors_per_call"] > 0 and cost["nodes"], cost
     assert any(n["name"].endswith("-input") for n in cost["nodes"]), cost
 
