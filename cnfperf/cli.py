@@ -1172,28 +1172,35 @@ def _advise(args: argparse.Namespace) -> int:
     return 0
 
 
-def _evidence(args: argparse.Namespace) -> list[tuple[dict[str, Any], str]]:
-    """Every run of the stores advise reads (with the store's directory): the
-    results directory's, unless it has none and --from names others, and each
-    --from's, read from a copy (another host's store is not migrated in place,
-    and may be read-only)."""
+def _evidence(args: argparse.Namespace) -> list[advising.Stored]:
+    """Every run of the stores advise reads: the results directory's, unless
+    it has none and --from names others, and each --from's, read from a copy
+    (another host's store is not migrated in place, and may be read-only). A
+    store named twice is read once."""
     found = []
     own = results_dir(args.results)
+    read = {own.resolve()}
     if (own / DB_NAME).exists():
         store = Store(own, create=False)
-        found += [(store.run(r["id"]), str(own)) for r in store.runs() if r["stored"]]
+        found += [advising.Stored(store.run(r["id"]), str(own))
+                  for r in store.runs() if r["stored"]]
     elif not args.stores:
         raise UserError("--results", f"no results in {own}")
-    for directory in map(Path, args.stores):
+    for given in args.stores:
+        directory = Path(given)
         if not (directory / DB_NAME).exists():
             raise UserError("--from", f"no results in {directory}")
+        if directory.resolve() in read:
+            continue
+        read.add(directory.resolve())
         with tempfile.TemporaryDirectory(prefix="cnfperf-advise-") as copy:
             shutil.copy(directory / DB_NAME, copy)
             try:
                 store = Store(Path(copy), create=False)
             except UserError as e:
                 raise UserError("--from", f"{directory}: {e.why}") from None
-            found += [(store.run(r["id"]), str(directory)) for r in store.runs() if r["stored"]]
+            found += [advising.Stored(store.run(r["id"]), str(directory), given)
+                      for r in store.runs() if r["stored"]]
             store.close()
     return found
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from cnfperf import fields, rate as rates
 from cnfperf.report import html, summary
@@ -100,7 +100,7 @@ class Option:
     seen: dict[int, Seen]
     cores: int = 0                     # the switch's poll threads and the NFs' cores
     hosts: dict[str, bool] = field(default_factory=dict)   # described -> another kind
-    runs: dict[str, str] = field(default_factory=dict)     # run id -> its store
+    runs: dict[str, str] = field(default_factory=dict)     # Stored.ref -> its store
     verdict: str = UNPROVEN
     why: list[str] = field(default_factory=list)
 
@@ -150,12 +150,39 @@ def other_kind(h: dict[str, Any], here: dict[str, Any]) -> bool:
     return (h.get("cpu_model"), h.get("cores")) != (here.get("cpu_model"), here.get("cores"))
 
 
-def advise(runs: Sequence[tuple[dict[str, Any], str]], need: Need, here: dict[str, Any]
-           ) -> list[Option]:
-    """The options the stored `runs` (each with the store it came from) have
-    evidence for, ranked; `here` this host's facts (HostFacts.to_dict)."""
+class Stored(NamedTuple):
+    """A run read for evidence, and its store's directory. A point of this
+    host's store is RUN:POINT; one of a store read with --from is
+    RUN:POINT@DIR (`source`, the DIR as given), so that two stores' runs of
+    one id (ids are short) are never taken for each other."""
+    run: dict[str, Any]
+    store: str
+    source: str = ""
+
+    @property
+    def ref(self) -> str:
+        """The run as the advice names it: RUN, or RUN@DIR."""
+        return f"{self.run['id']}@{self.source}" if self.source else self.run["id"]
+
+    def at(self, point: dict[str, Any]) -> str:
+        """One of its points as the advice names it: RUN:POINT[@DIR]."""
+        where = f"{self.run['id']}:{point['idx']}"
+        return f"{where}@{self.source}" if self.source else where
+
+
+def run_of(at: str) -> tuple[str, str]:
+    """RUN:POINT[@DIR] -> (RUN, its ref: RUN or RUN@DIR)."""
+    where, _, source = at.partition("@")
+    run_id = where.split(":")[0]
+    return run_id, f"{run_id}@{source}" if source else run_id
+
+
+def advise(runs: Sequence[Stored], need: Need, here: dict[str, Any]) -> list[Option]:
+    """The options the stored `runs` have evidence for, ranked; `here` this
+    host's facts (HostFacts.to_dict)."""
     options: dict[tuple, Option] = {}
-    for run, store in runs:
+    for stored in runs:
+        run = stored.run
         for p in run.get("points", []):
             if not matches(p, need):
                 continue
@@ -166,8 +193,8 @@ def advise(runs: Sequence[tuple[dict[str, Any], str]], need: Need, here: dict[st
             o.cores = max(o.cores, _cores(p))
             host = summary.switch_host(run, p)   # where it ran: a DUT's, in a run across hosts
             o.hosts[host_of(host)] = other_kind(host, here)
-            o.runs[run["id"]] = store
-            _take(o.seen[s["size"]], p, f"{run['id']}:{p['idx']}", need)
+            o.runs[stored.ref] = stored.store
+            _take(o.seen[s["size"]], p, stored.at(p), need)
     for o in options.values():
         _judge(o, need)
     order = {MEETS: 0, UNPROVEN: 1, MISSES: 2}
@@ -316,8 +343,8 @@ def write_html(path: Path, need: Need, options: Sequence[Option], here: dict[str
     def links(o: Option) -> list[html.Link] | str:
         out = []
         for at in evidence(o):
-            run_id = at.split(":")[0]
-            report = Path(o.runs[run_id]) / "runs" / run_id / "report" / "report.html"
+            run_id, ref = run_of(at)
+            report = Path(o.runs[ref]) / "runs" / run_id / "report" / "report.html"
             out.append(html.Link(at, os.path.relpath(report.resolve(), base)
                                  if report.exists() else None))
         return out or "–"
@@ -325,9 +352,10 @@ def write_html(path: Path, need: Need, options: Sequence[Option], here: dict[str
     notes = [f"{i}: {why}" for i, o in enumerate(options, 1) for why in o.why]
     html.write(path, "cnfperf advice", summary=need.describe(),
                tables=[html.Table("Options, best first", HEADERS, found,
-                                  "Evidence is RUN:POINT (the point's index in its run), linked "
-                                  "to the run's report where one was written (cnfperf report "
-                                  "RUN). " + " ".join(notes))],
+                                  "Evidence is RUN:POINT (the point's index in its run; "
+                                  "@DIR: in the store read with --from DIR), linked to the "
+                                  "run's report where one was written (cnfperf report RUN). "
+                                  + " ".join(notes))],
                params={"need": need.describe()}, host={"this host": host_of(here)})
 
 

@@ -5,12 +5,17 @@ another kind of host, and the need's mistakes (one line, exit 2). Real runs
 and a plan that runs: tests/e2e/experiments/test_experiments.py."""
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
 from cnfperf.cli import EXIT_USAGE, main
 from cnfperf.report import advise
 from cnfperf.report.advise import MEETS, MISSES, UNPROVEN, Need
+from cnfperf.results.store import DB_NAME, Store
 from cnfperf.run import advice
+from harness import one_pair, scenarios
 
 HERE = {"cpu_model": "Xeon", "cores": 2, "kernel": "6.1"}
 
@@ -33,8 +38,9 @@ def search(idx: int, found: float, switch: str = "ovs", **values) -> dict:
                  **values)
 
 
-def run(run_id: str, *points: dict, host: dict = HERE) -> tuple[dict, str]:
-    return {"id": run_id, "host": host, "points": list(points)}, "results"
+def run(run_id: str, *points: dict, host: dict = HERE, store: str = "results",
+        source: str = "") -> advise.Stored:
+    return advise.Stored({"id": run_id, "host": host, "points": list(points)}, store, source)
 
 
 NEED = Need(rate=1e6, sizes=(64,), nfs=1, nf="l2", shape="chain", p99_ns=50e3)
@@ -111,6 +117,45 @@ def test_another_kind_of_hosts_evidence_is_marked_and_cores_that_do_not_fit_miss
     few = Need(rate=1e6, sizes=(64,), nfs=1, shape="chain", cores=1)
     [o] = advise.advise([run("aa01", search(0, 4e6))], few, HERE)
     assert o.verdict == MISSES and o.why[0] == "its switch and NFs took 2 cores; 1 available"
+
+
+def test_two_stores_runs_of_one_id_are_named_and_linked_apart(tmp_path):
+    """Run ids are short: a store read with --from may hold one this host's
+    store holds too. Its points are RUN:POINT@DIR, and link to its own report."""
+    own, lab = tmp_path / "results", tmp_path / "lab"
+    for store in (own, lab):
+        report = store / "runs" / "aa01" / "report" / "report.html"
+        report.parent.mkdir(parents=True)
+        report.write_text(store.name)
+    [o] = advise.advise([run("aa01", search(0, 2e6), store=str(own)),
+                         run("aa01", search(0, 3e6), store=str(lab), source="../lab")],
+                        NEED, HERE)
+    assert o.runs == {"aa01": str(own), "aa01@../lab": str(lab)}
+    assert o.seen[64].capacity == 3e6 and o.seen[64].capacity_at == "aa01:0@../lab"
+    assert advise.evidence(o) == ["aa01:0", "aa01:0@../lab"]
+    page = tmp_path / "advice.html"
+    advise.write_html(page, NEED, [o], HERE)
+    text = page.read_text()
+    assert 'href="results/runs/aa01/report/report.html"' in text
+    assert 'href="lab/runs/aa01/report/report.html"' in text
+
+
+def test_advise_reads_each_store_once_and_names_another_stores_points_by_it(tmp_path, capsys):
+    own, lab = tmp_path / "results", tmp_path / "lab"
+    store = Store(own)
+    store.begin_run("aa01", ["cnfperf", "run"], 1, own / "runs" / "aa01", {}, "0.1.0", {})
+    store.add_point("aa01", 0, scenarios(None, {"switch": "veth"})[0].model_dump(),
+                    status="done", started=1.0, key="k", result=one_pair(5000, 20e3, 40e3),
+                    switch_facts={"name": "veth", "style": 0})
+    store.finish_run("aa01", "done")
+    store.close()
+    lab.mkdir()
+    shutil.copy(own / DB_NAME, lab)   # another host's store, with a run of the same id
+    assert main(["advise", "--rate", "1k", "--results", str(own), "--from", str(lab),
+                 "--from", str(lab), "--from", str(own), "--json"]) == 0
+    [o] = json.loads(capsys.readouterr().out)["options"]
+    assert o["runs"] == {"aa01": str(own), f"aa01@{lab}": str(lab)}
+    assert o["sizes"][0]["capacity_at"] in ("aa01:0", f"aa01:0@{lab}")
 
 
 def test_the_need_as_expectations():
