@@ -112,9 +112,8 @@ def _series(args: argparse.Namespace, store: Any) -> list[dict[str, Any]]:
     for run_id in reversed(before):
         if len(runs) == args.last:
             break
-        run = store.run(run_id)
-        if trend.same_scenario(run, newest):
-            runs.insert(0, run)
+        if trend.same_scenario({"spec": store.spec(run_id)}, newest):   # its plan alone first
+            runs.insert(0, store.run(run_id))
     if len(runs) < 2:
         raise UserError("--last", f"no other stored run was made from run {newest['id']}'s "
                                   "scenario (file and flags alike)")

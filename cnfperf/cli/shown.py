@@ -65,7 +65,7 @@ def held(store: Any, run: dict[str, Any], wanted: str | None
     if wanted not in (None, LAST) and gates.relative(run):
         earlier = _earlier_named(store, run, wanted)
     elif gates.relative(run):
-        earlier = gates.earlier_of(run, store.runs(), store.run)
+        earlier = gates.earlier_of(run, store.runs(), store.run, store.spec)
     return gates.judged(run, earlier), earlier
 
 

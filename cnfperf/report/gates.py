@@ -156,14 +156,18 @@ def _seconds(point: dict[str, Any]) -> float:
 
 
 def earlier_of(run: dict[str, Any], listed: Sequence[dict[str, Any]],
-               load: Any) -> dict[str, Any] | None:
+               load: Any, spec: Any) -> dict[str, Any] | None:
     """The newest run stored before `run` and made from its scenario
     (trend.same_scenario, expectations aside) that finished a point; None
-    without one. `listed` the store's runs (Store.runs), `load` a run by id."""
+    without one. `listed` the store's runs (Store.runs), `load` a run by id,
+    `spec` its plan alone (Store.spec): only a run of the same scenario is
+    loaded whole."""
     before = [r["id"] for r in listed if r.get("stored") and r["started"] <= run["started"]
               and r["id"] != run["id"]]
     for run_id in reversed(before):
+        if not same_scenario({"spec": spec(run_id)}, run):
+            continue
         other = load(run_id)
-        if same_scenario(other, run) and summary.done_points(other):
+        if summary.done_points(other):
             return other
     return None

@@ -633,6 +633,13 @@ class Store:
             "ORDER BY r.started")
         return {study: run_id for run_id, study in rows}
 
+    def spec(self, run_id: str) -> dict[str, Any] | None:
+        """The plan a run stored, without its points: what tells two runs'
+        scenarios apart (trend.same_scenario), read cheaply over a long
+        series; None for a run stored without one."""
+        row = self.db.execute("SELECT spec FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _decoded({"spec": row[0]}, ("spec",))["spec"] if row else None
+
     def run(self, run_id: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:

@@ -176,7 +176,7 @@ def test_a_stored_run_is_held_against_the_newest_earlier_run_of_its_scenario(tmp
     last = runs.add(4000, ["rx_pps >= run - 5%", "p99 <= 30us", "p99 <= run"])
     store = Store(tmp_path)
     run = store.run(last)
-    earlier = gates.earlier_of(run, store.runs(), store.run)
+    earlier = gates.earlier_of(run, store.runs(), store.run, store.spec)
     assert earlier["id"] == f"{0xa002:04x}"
     held = gates.judged(run, earlier)
     assert [g.verdict.status for g in held] == [MISSED, MISSED, PASSED]
@@ -188,8 +188,24 @@ def test_a_stored_run_is_held_against_the_newest_earlier_run_of_its_scenario(tmp
     assert table.splitlines()[2].endswith("missed rx_pps, p99")
     # the first run has none before it: its line against a run is skipped
     alone = store.run(first)
-    assert gates.earlier_of(alone, store.runs(), store.run) is None
+    assert gates.earlier_of(alone, store.runs(), store.run, store.spec) is None
     assert [g.verdict.status for g in gates.judged(alone, None)] == [SKIPPED]
+
+
+def test_only_an_earlier_run_of_the_same_scenario_is_loaded_whole(tmp_path):
+    """A store of many runs: the others' plans are read, not their points."""
+    runs = Runs(tmp_path)
+    same = runs.add(5000, [])
+    other = runs.add(9000, [], spec={"doc": {"switch": "ovs"}, "quick": False})
+    last = runs.add(4000, ["rx_pps >= run - 5%"])
+    store = Store(tmp_path)
+    loaded = []
+
+    def load(run_id):
+        loaded.append(run_id)
+        return store.run(run_id)
+    assert gates.earlier_of(store.run(last), store.runs(), load, store.spec)["id"] == same
+    assert loaded == [same] and store.spec(other)["doc"] == {"switch": "ovs"}
 
 
 def test_junit_xml_has_a_case_per_point_and_expectation(tmp_path):
