@@ -17,10 +17,12 @@ import functools
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -407,3 +409,20 @@ def killed_while_measuring(results: Path, run_args: list[str], measuring: Callab
     done = subprocess.run(cnfperf_argv("cleanup"), cwd=REPO, env=cnfperf_env(results),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (for --metrics-port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The metrics endpoint's samples (name{labels} -> value); {} while it does not answer."""
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read()
+    except OSError:
+        return {}
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.decode().splitlines() if line and not line.startswith("#")}

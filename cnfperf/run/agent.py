@@ -329,6 +329,11 @@ class Agent:
         {"prepare": self.meter.prepare, "start": self.meter.start,
          "stop": self.meter.stop}[step]()
 
+    def op_shares(self) -> dict[str, float]:
+        """This host's nodes' CPU use since the last call (Meter.shares), for
+        a controller that serves it live; none before the window opens."""
+        return self.meter.shares() if self.meter is not None else {}
+
     def op_usage(self, packets: dict[str, int], tsc: list[Any]) -> list[dict[str, Any]]:
         """This host's nodes' rows of the trial's CPU use (Meter.usage)."""
         meter, self.meter = self.meter, None

@@ -238,12 +238,20 @@ class Meter:
                 other.step("stop")
 
     def shares(self) -> dict[str, float]:
-        """Each node of this host's CPU use since the last call (the window's
-        opening, the first time), in cores (1.0: one core's time); a node
-        whose times could not be read is left out. For whoever watches a
-        run live (run/live.py): each call reads /proc, so only when asked."""
+        """Each node's CPU use since the last call (the window's opening, the
+        first time), in cores (1.0: one core's time), other hosts' nodes read
+        there; a node whose times could not be read is left out. For whoever
+        watches a run live (run/live.py): each call reads /proc, and asks each
+        other host's agent, so only when asked."""
         if self.first is None:
             return {}
+        out = self._shares()
+        for other in self.others:
+            out.update(other.shares())
+        return out
+
+    def _shares(self) -> dict[str, float]:
+        """This host's nodes' part of shares()."""
         before = self.live or self.first
         # the switch's first reading may be the warm-up's (early): from the second call
         now = self._sample(self.accounts, False)
@@ -326,6 +334,10 @@ class RemoteMeter:
     def step(self, step: str) -> None:
         """prepare (a new meter there), start or stop, as Meter's."""
         self.agent.call("meter", step=step)
+
+    def shares(self) -> dict[str, float]:
+        """Its nodes' CPU use since the last call, as Meter.shares."""
+        return self.agent.call("shares")
 
     def usage(self, packets: dict[str, int], tsc: tuple[float | None, str]) -> list[CpuUsage]:
         rows = self.agent.call("usage", packets=packets, tsc=list(tsc))

@@ -3,8 +3,8 @@ events (run/live.py) that keeps gauges and serves them over HTTP with the
 `prometheus_client` package, in its text format or OpenMetrics, as the
 scraper asks.
 
-The running point's per-pair rates, loss and latency quantiles, and each of
-this host's nodes' CPU use, are its latest sample's (about one a second);
+The running point's per-pair rates, loss and latency quantiles, and each
+node's CPU use (another host's nodes read there), are its latest sample's (about one a second);
 each finished point's received rate and loss stay for the run. Every series
 is labelled with the run, the point (its index in the run, from 0) and the
 data plane (`switch`). docs/grafana-dashboard.json shows them.

@@ -244,6 +244,8 @@ class FakeAgent:
                      "user_s": 0.5, "system_s": 0.0, "softirq_s": 0.0, "wall_s": 1.0,
                      "packets": args["packets"].get("ovs", 1000), "tsc_hz": args["tsc"][0],
                      "tsc_source": args["tsc"][1]}]
+        if op == "shares":
+            return {"ovs": 0.9}
         return None
 
 
@@ -263,3 +265,15 @@ def test_another_host_s_nodes_are_metered_there_with_this_window():
     [row] = meter.usage({}, (2e9, "engine calibration"))
     assert (row.node, row.kind, row.quota, row.tsc_hz) == ("ovs", "switch", 50.0, 2e9)
     assert row.cycles_per_packet == pytest.approx(2e9 * 0.5 / 1000)
+
+
+def test_a_live_reading_asks_the_other_hosts_once_the_window_is_open():
+    """--metrics-port's node CPU: this host's nodes and each other host's,
+    read there by its agent; nothing before the window opens."""
+    agent = FakeAgent()
+    meter = cpu.Meter([], stat=lambda: "cpu0 0 0 0 0 0 0 0 0\n",
+                      others=[cpu.RemoteMeter(agent)])
+    assert meter.shares() == {} and agent.calls == []
+    meter.start()
+    assert meter.shares() == {"ovs": 0.9}
+    assert [op for op, _ in agent.calls] == ["meter", "meter", "shares"]

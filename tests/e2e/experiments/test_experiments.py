@@ -11,10 +11,8 @@ import io
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import time
-import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,10 +20,8 @@ import jsonschema
 import pytest
 
 import harness
-
 import headless
 import leak
-import harness
 from harness import REPO, cnfperf_argv, cnfperf_env
 
 pytestmark = pytest.mark.e2e
@@ -442,7 +438,7 @@ def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine
     """A 6 s soak at 5 kpps, interrupted (SIGINT) once two seconds are stored,
     then resumed: one series of about 6 s in two segments, nothing left behind."""
     results = tmp_path / "results"
-    port = _free_port()
+    port = harness.free_port()
     args = ["run", "--switch", "veth", "--api", "udp", "--rate", "5k", "--soak", "6",
             "--warmup", "0.3", "--events", str(tmp_path / "events.jsonl"),
             "--metrics-port", f"127.0.0.1:{port}"]
@@ -452,7 +448,7 @@ def test_a_soak_interrupted_keeps_its_series_and_resume_goes_on(tmp_path, engine
     stop = time.monotonic() + 120
     scraped: dict[str, float] = {}
     while len(_soak_rows(results)) < 2 and time.monotonic() < stop and proc.poll() is None:
-        scraped = _scrape(port) or scraped   # Prometheus' view of the running point
+        scraped = harness.scrape(port) or scraped   # Prometheus' view of the running point
         time.sleep(0.2)
     proc.poll()
     harness.not_busy(proc, "run")
@@ -550,22 +546,6 @@ def _events(path: Path) -> list[dict]:
         jsonschema.validate(e, schema)
     assert events[0]["event"] == "run_start" and events[-1]["event"] == "run_end"
     return events
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _scrape(port: int) -> dict[str, float]:
-    """The metrics endpoint's samples (name{labels} -> value); {} while it does not answer."""
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read()
-    except OSError:
-        return {}
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-            for line in text.decode().splitlines() if line and not line.startswith("#")}
 
 
 # A path with a rate it keeps to: a veth shaped by tbf (the udp ends), and a memif

@@ -11,6 +11,7 @@ import json
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -45,12 +46,42 @@ def lab(shared_lab, no_leftovers):
     assert shared_lab.hosts["dut"].leftovers() == set()
 
 
+def point_args(lab, *flags: str) -> list[str]:
+    return ["run", "--hosts", str(lab.inventory), "--dut-host", "dut", "--tester", "single",
+            "--rate", str(RATE), "--duration", str(DURATION), "--warmup", "0.5", *flags, "--json"]
+
+
 def run_point(cli, lab, *flags: str, timeout: float = 240) -> dict:
-    done = cli("run", "--hosts", str(lab.inventory), "--dut-host", "dut", "--tester", "single",
-               "--rate", str(RATE), "--duration", str(DURATION), "--warmup", "0.5", *flags,
-               "--json", timeout=timeout)
+    done = cli(*point_args(lab, *flags), timeout=timeout)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def run_scraped(results: Path, lab, *flags: str, timeout: float = 240
+                ) -> tuple[dict, dict[str, float]]:
+    """run_point's run, its metrics served (--metrics-port) and scraped while
+    it goes: its outcome, and the highest value each series showed."""
+    port = harness.free_port()
+    proc = subprocess.Popen(harness.cnfperf_argv(*point_args(lab, *flags), "--metrics-port",
+                                                 f"127.0.0.1:{port}"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=harness.REPO, env=harness.cnfperf_env(results),
+                            stdin=subprocess.DEVNULL)
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(proc.communicate()))
+    reader.start()
+    seen: dict[str, float] = {}
+    stop = time.monotonic() + timeout
+    while reader.is_alive() and time.monotonic() < stop:
+        for series, value in harness.scrape(port).items():
+            seen[series] = max(value, seen.get(series, value))
+        time.sleep(0.1)
+    if reader.is_alive():
+        proc.kill()
+    reader.join()
+    out, err = said
+    assert proc.returncode == 0, err
+    return json.loads(out), seen
 
 
 def stored_point(outcome: dict) -> dict:
@@ -167,14 +198,15 @@ def test_l3_chain_on_the_host_under_test(engine, cli, lab):
 
 @pytest.mark.needs("ovs-vswitchd-dpdk", "stress-ng")
 def test_ovs_in_a_container_under_a_quota_beside_a_neighbour_on_the_host_under_test(
-        engine, cli, lab):
+        engine, results, lab):
     """Paper 000's testbed on two hosts: OVS-DPDK in a container of its own on
     the host under test, held to half a core, two Rx queues on each wire's NIC,
     a CPU stressor on its core there; its CPU time and the neighbour's are
-    read on that host, in this one's window."""
-    outcome = run_point(cli, lab, "--switch", "ovs", "--api", "dpdk", "--switch-in", "container",
-                        "--switch-quota", "50", "--switch-rxq", "2", "--noise", "cpu",
-                        "--noise-on", "same")
+    read on that host, in this one's window, and served live here too."""
+    outcome, scraped = run_scraped(results, lab, "--switch", "ovs", "--api", "dpdk",
+                                   "--switch-in", "container", "--switch-quota", "50",
+                                   "--switch-rxq", "2", "--noise", "cpu", "--noise-on", "same",
+                                   "--duration", "3")   # samples a second apart: two or more
     point = stored_point(outcome)
     assert_zero_loss(point)
     assert (point["switch_in"], point["switch_quota"], point["noise"]) == ("container", 50, "cpu")
@@ -193,6 +225,12 @@ def test_ovs_in_a_container_under_a_quota_beside_a_neighbour_on_the_host_under_t
     # the quota holds: half of each 100 ms period, one period's slack
     assert 0 < used <= 0.5 * switch["wall_s"] + 0.1, switch
     assert noise["user_s"] > 0 and noise["cores"] == switch["cores"], (noise, switch)
+    # Prometheus' view while it ran: the switch's CPU, read on the host under
+    # test by its agent, within its quota (a sample's span is about a second)
+    served = {re.search(r'node="([^"]+)"', k)[1]: v for k, v in scraped.items()
+              if k.startswith("cnfperf_node_cpu_cores{")}
+    assert 0 < served[switch["node"]] <= 0.5 + 0.15, served
+    assert served[noise["node"]] > 0, served
 
 
 @pytest.mark.parametrize("flags, dropped_at", [
