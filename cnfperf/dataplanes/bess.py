@@ -101,6 +101,7 @@ class BessPlane(DpdkPlane):
         self.index: dict[str, str] = {}    # the point's port name -> its BESS port name
         # Kept between points: its counts when the point began.
         self.base: dict[str, list[int]] = {}
+        self.begun: dict[str, list[int]] | None = None   # its workers' usage at cost_begin
 
     @classmethod
     def check(cls, host: HostFacts) -> list[str]:
@@ -195,6 +196,19 @@ class BessPlane(DpdkPlane):
                 peers[link.a], peers[link.b] = link.b, link.a
         return {name: bess_app.port_counters(stats, p, peers.get(p))
                 for name, p in self.index.items()}
+
+    def cost_begin(self) -> None:
+        """Where its workers' usage stands (it counts from their making)."""
+        self.begun = None
+        if self.bessd is not None and self.index:
+            self.begun = self.bessd.ask({"do": "usage"})
+
+    def cost(self) -> dict[str, Any] | None:
+        """Its workers' cycles per packet and packets per run since cost_begin
+        (each worker's root traffic class: get_tc_stats)."""
+        if self.bessd is None or self.begun is None:
+            return None
+        return bess_app.cost(self.begun, self.bessd.ask({"do": "usage"}))
 
     def reset(self) -> None:
         """Counted from here: its counts now are the base counters() subtracts.

@@ -49,7 +49,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from cnfperf.dataplanes.base import PortCounters
 from cnfperf.dataplanes.procs import DAEMON_STOP_TIMEOUT, Daemon, Launch, ProcessError
@@ -110,6 +110,30 @@ def port_counters(stats: Mapping[str, Sequence[int]], port: str,
     q_out, q_dropped = (stats[peer][2], stats[peer][3]) if peer else (out, out_dropped)
     return PortCounters(rx_packets=inc, tx_packets=out, tx_dropped=out_dropped,
                         rx_dropped=inc_dropped + max(0, inc - q_out - q_dropped))
+
+
+def cost(begun: Mapping[str, Sequence[int]],
+         now: Mapping[str, Sequence[int]]) -> dict[str, Any] | None:
+    """Its workers' own cost between two reads of bess_ctl.py's usage (each
+    worker's root traffic class: [runs, cycles, packets]): the TSC cycles its
+    tasks took per packet taken in (an empty poll's run too: BESS's default
+    scheduler counts every run) and the packets per run, over all workers and
+    each; None where no packet came in."""
+    workers = []
+    for tc, (runs, cycles, packets) in sorted(now.items()):
+        runs0, cycles0, packets0 = begun.get(tc, (0, 0, 0))
+        workers.append({"thread": tc, "runs": runs - runs0, "cycles": cycles - cycles0,
+                        "packets": packets - packets0})
+
+    def said(w: dict[str, Any]) -> dict[str, Any]:
+        return {"packets": w["packets"],
+                "cycles_per_packet": w["cycles"] / w["packets"] if w["packets"] else None,
+                "vectors_per_call": w["packets"] / w["runs"] if w["runs"] else None}
+    total = {k: sum(w[k] for w in workers) for k in ("runs", "cycles", "packets")}
+    if total["packets"] <= 0:
+        return None
+    return {"source": "bessctl get_tc_stats", **said(total),
+            "threads": [{"thread": w["thread"], **said(w)} for w in workers]}
 
 
 class Control:

@@ -24,6 +24,10 @@ then answers one JSON request per line of its stdin with one JSON line:
         {NAME: {"class": MCLASS, "to": [the module each output gate goes to]}}.
     {"do": "stats", "ports": [NAME, ...]}
         RESULT: {NAME: [inc packets, inc dropped, out packets, out dropped]}.
+    {"do": "usage"}
+        RESULT: {TC: [count, cycles, packets]} for each worker's root traffic
+        class, accumulated since it was made: its tasks' runs, the TSC cycles
+        they took (an empty poll's too) and the packets they took in.
     {"do": "quit"}
         Says {"ok": null} and exits; bessd stays up (its process is cnfperf's).
 Its stdout carries these lines alone: what pybess or gRPC print goes to its
@@ -103,6 +107,16 @@ def stats(bess, req: dict) -> dict:
     return found
 
 
+def usage(bess, req: dict) -> dict:
+    found = {}
+    for status in bess.list_tcs().classes_status:
+        if not status.parent:   # a worker's root: its leaves' usage adds up there
+            name = getattr(status, "class").name
+            s = bess.get_tc_stats(name)
+            found[name] = [s.count, s.cycles, s.packets]
+    return found
+
+
 def main() -> int:
     build, url = sys.argv[1], sys.argv[2]
     # Its replies alone on stdout: pybess prints (placement checks) and gRPC
@@ -128,7 +142,8 @@ def main() -> int:
             say({"ok": None})
             break
         try:
-            say({"ok": {"setup": setup, "modules": modules, "stats": stats}[req["do"]](bess, req)})
+            say({"ok": {"setup": setup, "modules": modules, "stats": stats,
+                          "usage": usage}[req["do"]](bess, req)})
         except Exception as e:   # noqa: BLE001
             say({"error": f"{req['do']}: {type(e).__name__}: {e}"})
     return 0

@@ -63,7 +63,9 @@ COST_NOTE = ("What the switch says a packet cost it, from each point's warm-up t
              "share of their cycles spent processing (pmd-stats-show); VPP: its graph's clocks "
              "per packet taken in, an input node's empty polls included, and its input nodes' "
              "vectors per call (show runtime); testpmd: its forwarding cores' cycles on bursts "
-             "that moved packets (--record-core-cycles). cnfperf's count takes the switch's CPU "
+             "that moved packets (--record-core-cycles); BESS: its workers' cycles per packet "
+             "taken in, empty polls included, and packets per run as vectors per call "
+             "(get_tc_stats). cnfperf's count takes the switch's CPU "
              "time, its empty polls included; a switch's own count takes TSC cycles between two "
              "reads of the clock, which on a shared core include time it did not run.")
 NOTES[COST_TITLE] = COST_NOTE

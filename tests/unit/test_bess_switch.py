@@ -43,6 +43,20 @@ def test_the_switch_s_view_of_a_port_from_bess_s_port_stats():
     assert bess_app.port_counters({"p0": [50, 0, 48, 2]}, "p0", None).rx_dropped == 0
 
 
+def test_its_own_cost_is_its_workers_usage_between_two_reads():
+    """Each worker's root traffic class: [runs, cycles, packets], accumulated."""
+    begun = {"!default_rr_0": [100, 50_000, 0], "!default_rr_1": [10, 1_000, 0]}
+    now = {"!default_rr_0": [1100, 1_050_000, 4000], "!default_rr_1": [10, 1_000, 0]}
+    cost = bess_app.cost(begun, now)
+    assert cost["source"] == "bessctl get_tc_stats"
+    assert (cost["packets"], cost["cycles_per_packet"], cost["vectors_per_call"]) == \
+        (4000, 250.0, 4.0)
+    assert cost["threads"][1] == {"thread": "!default_rr_1", "packets": 0,
+                                  "cycles_per_packet": None, "vectors_per_call": None}
+    assert bess_app.cost(now, now) is None        # no packet: nothing to say
+    assert bess_app.cost({}, now)["packets"] == 4000   # a worker made since: from 0
+
+
 def test_more_workers_than_links_is_refused_and_workers_do_not_float():
     assert BessPlane.scenario_problem(Scenario(switch="bess", switch_cores=2), 1)[0] == \
         "switch_cores"

@@ -4,7 +4,8 @@ strip-encap) with a single tester, and BESS alone reflecting the tester's
 frames (paper 001's baseline), in real runc containers at a low rate. Zero
 loss; BESS's own port counters (read through its gRPC API) agree with the
 engines' to the frame (its counters span the warm-up too); the modules it
-holds are read back from it; nothing left behind."""
+holds are read back from it, and what it says a packet cost it; nothing left
+behind."""
 from __future__ import annotations
 
 import json
@@ -67,6 +68,15 @@ def test_the_engines_ends_through_bess(engine, cli, no_leftovers):
     assert modules["in_p0"]["to"] == modules["in_p1"]["to"] == ["l2fwd0"]
     assert any(row["node"] == "bess" and row["kind"] == "switch" and row["user_s"] > 0
                for row in point["cpu_usage"]), point["cpu_usage"]
+    # its own per-packet cost (its worker's root traffic class, from the
+    # warm-up to the sender's end): about every frame of the window, at some
+    # cycles each, its one worker's
+    for p in (by_mac, by_port):
+        cost = p["switch_cost"]
+        sent = next(e for e in p["endpoints"] if e["role"] == "send")["summary"]["tx_packets"]
+        assert cost["source"] == "bessctl get_tc_stats" and len(cost["threads"]) == 1, cost
+        assert cost["packets"] >= 0.9 * sent and cost["cycles_per_packet"] > 0, cost
+        assert cost["vectors_per_call"] > 0, cost
 
 
 def test_a_chain_of_two_click_nfs_through_bess(engine, cli, no_leftovers):
