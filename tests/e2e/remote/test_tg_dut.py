@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.needs("sshd", "ssh-keygen", "unshare"
 RATE = 5000
 DURATION = 1.0
 WIRES = [("local", "dut"), ("local", "dut")]
+LIVE = 3.0   # s: a run scraped live has two samples or more (a second apart)
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +94,10 @@ def stored_point(outcome: dict) -> dict:
     return point
 
 
-def assert_zero_loss(point: dict, paced: bool = True) -> None:
+def assert_zero_loss(point: dict, paced: bool = True, duration: float = DURATION) -> None:
     """Every frame sent received (`paced`: see harness.assert_sent)."""
     [pair] = point["per_pair"]
-    harness.assert_sent(point, pair, RATE * DURATION, paced)
+    harness.assert_sent(point, pair, RATE * duration, paced)
     assert pair["lost"] == 0 and pair["received"] == pair["sent"], pair
     assert pair["latency_kind"] == "one_way"     # one tester, one clock: the tester's host's
 
@@ -206,9 +207,9 @@ def test_ovs_in_a_container_under_a_quota_beside_a_neighbour_on_the_host_under_t
     outcome, scraped = run_scraped(results, lab, "--switch", "ovs", "--api", "dpdk",
                                    "--switch-in", "container", "--switch-quota", "50",
                                    "--switch-rxq", "2", "--noise", "cpu", "--noise-on", "same",
-                                   "--duration", "3")   # samples a second apart: two or more
+                                   "--duration", str(LIVE))
     point = stored_point(outcome)
-    assert_zero_loss(point)
+    assert_zero_loss(point, duration=LIVE)
     assert (point["switch_in"], point["switch_quota"], point["noise"]) == ("container", 50, "cpu")
     # both queues of each NIC port polled (OVS's pmd-rxq-show, read there)
     queues = {(q["port"], q["queue"]) for q in point["queues"]}
