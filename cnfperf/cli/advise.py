@@ -174,7 +174,7 @@ def _evidence(args: argparse.Namespace) -> list[advising.Stored]:
                 store = Store(Path(copy), create=False)
             except UserError as e:
                 raise UserError("--from", f"{directory}: {e.why}") from None
-            found += [advising.Stored(store.run(r["id"]), str(directory), given)
+            found += [advising.Stored(store.run(r["id"]), str(directory), given or ".")
                       for r in store.runs() if r["stored"]]
             store.close()
     return found

@@ -194,7 +194,7 @@ def expect_run(args: argparse.Namespace, own: str | None = None) -> str | None:
 
 
 def execute(args: argparse.Namespace, swept: Any, engine: Any, host: Any,
-             resume: str | None = None) -> tuple[int, str, Any]:
+            resume: str | None = None) -> tuple[int, str, Any]:
     """Runs the sweep and prints its tables; (exit code, run id, store)."""
 
     for note in swept.plan.skip_notes():

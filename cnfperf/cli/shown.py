@@ -48,7 +48,7 @@ def has_results(run: dict[str, Any] | None) -> bool:
 
 
 def write_report(store: Any, run: dict[str, Any], out: str | None = None,
-                  expect_run: str | None = None) -> Path:
+                 expect_run: str | None = None) -> Path:
     found, earlier = held(store, run, expect_run)
     return build.write(run, Path(out) if out else store.directory / "runs" / run["id"] / "report",
                        found, earlier)
@@ -89,7 +89,7 @@ def expectations(found: list[gates.Gate], earlier: dict[str, Any] | None) -> dic
 
 
 def print_gates(found: list[gates.Gate], earlier: dict[str, Any] | None,
-                 brief: bool = False) -> None:
+                brief: bool = False) -> None:
     """The expectations that missed or were skipped (`brief`: every one
     otherwise), and how many of each."""
     if not found:

@@ -173,6 +173,11 @@ class Sample:
     counters: dict[str, PortCounters] = field(default_factory=dict)
 
 
+# How long a live reading waits for another host's agent (its nodes' CPU for
+# --metrics-port): a reading of /proc there, well within a measuring tick's slack.
+LIVE_TIMEOUT = 5.0
+
+
 class Meter:
     """Samples nodes when the window opens (start) and closes (stop); `counters`:
     the switch's port counters, read with them when the switch is a node."""
@@ -247,7 +252,10 @@ class Meter:
             return {}
         out = self._shares()
         for other in self.others:
-            out.update(other.shares())
+            # a host that does not answer in time is left out, as a node that
+            # could not be read: the trial's own calls there say what is wrong
+            with contextlib.suppress(SystemFailure):
+                out.update(other.shares())
         return out
 
     def _shares(self) -> dict[str, float]:
@@ -336,8 +344,10 @@ class RemoteMeter:
         self.agent.call("meter", step=step)
 
     def shares(self) -> dict[str, float]:
-        """Its nodes' CPU use since the last call, as Meter.shares."""
-        return self.agent.call("shares")
+        """Its nodes' CPU use since the last call, as Meter.shares; SystemFailure
+        when its agent does not answer within LIVE_TIMEOUT (the measuring tick
+        that asks waits for it)."""
+        return self.agent.call("shares", timeout=LIVE_TIMEOUT)
 
     def usage(self, packets: dict[str, int], tsc: tuple[float | None, str]) -> list[CpuUsage]:
         rows = self.agent.call("usage", packets=packets, tsc=list(tsc))

@@ -236,6 +236,7 @@ class FakeAgent:
 
     def __init__(self):
         self.calls: list[tuple[str, dict]] = []
+        self.silent = False   # the host does not answer
 
     def call(self, op: str, **args):
         self.calls.append((op, args))
@@ -245,6 +246,9 @@ class FakeAgent:
                      "packets": args["packets"].get("ovs", 1000), "tsc_hz": args["tsc"][0],
                      "tsc_source": args["tsc"][1]}]
         if op == "shares":
+            if self.silent:
+                raise SystemFailure(f"host {self.name}: no answer to shares within "
+                                    f"{args['timeout']:g} s")
             return {"ovs": 0.9}
         return None
 
@@ -277,3 +281,6 @@ def test_a_live_reading_asks_the_other_hosts_once_the_window_is_open():
     meter.start()
     assert meter.shares() == {"ovs": 0.9}
     assert [op for op, _ in agent.calls] == ["meter", "meter", "shares"]
+    assert agent.calls[-1][1]["timeout"] == cpu.LIVE_TIMEOUT   # a tick waits no longer
+    agent.silent = True                       # left out, as a node not read
+    assert meter.shares() == {}

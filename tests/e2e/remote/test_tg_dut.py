@@ -77,8 +77,11 @@ def run_scraped(results: Path, lab, *flags: str, timeout: float = 240
         for series, value in harness.scrape(port).items():
             seen[series] = max(value, seen.get(series, value))
         time.sleep(0.1)
-    if reader.is_alive():
-        proc.kill()
+    if reader.is_alive():   # stopped as a user would: its teardown runs on both hosts
+        proc.send_signal(signal.SIGINT)
+        reader.join(60)
+        if reader.is_alive():
+            proc.kill()
     reader.join()
     out, err = said
     assert proc.returncode == 0, err
