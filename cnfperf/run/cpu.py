@@ -176,6 +176,9 @@ class Sample:
 # How long a live reading waits for another host's agent (its nodes' CPU for
 # --metrics-port): a reading of /proc there, well within a measuring tick's slack.
 LIVE_TIMEOUT = 5.0
+# The shortest span a live reading says a share over: a few ms of CPU time
+# read in jiffies or as one burst would say 0 or several cores.
+LIVE_SPAN = 0.1
 
 
 class Meter:
@@ -259,8 +262,12 @@ class Meter:
         return out
 
     def _shares(self) -> dict[str, float]:
-        """This host's nodes' part of shares()."""
+        """This host's nodes' part of shares(): none over a span shorter than
+        LIVE_SPAN (the tick that opens the window asks at once), which the
+        next reading then covers."""
         before = self.live or self.first
+        if self.clock() - before.at < LIVE_SPAN:
+            return {}
         # the switch's first reading may be the warm-up's (early): from the second call
         now = self._sample(self.accounts, False)
         self.live = now

@@ -284,3 +284,17 @@ def test_a_live_reading_asks_the_other_hosts_once_the_window_is_open():
     assert agent.calls[-1][1]["timeout"] == cpu.LIVE_TIMEOUT   # a tick waits no longer
     agent.silent = True                       # left out, as a node not read
     assert meter.shares() == {}
+
+
+def test_a_live_reading_says_a_share_over_a_span_long_enough(tmp_path):
+    """The tick that opens the window asks at once: no share over those few
+    ms; the next reading covers them, in cores."""
+    clock = Clock()
+    send = cpu.Account("p0s", "send", cores=(1,), group=_group(tmp_path, "s", 0, 0))
+    meter = cpu.Meter([send], clock=clock, stat=lambda: "cpu0 0 0 0 0 0 0 0 0\n")
+    meter.start()
+    clock.now += 0.002
+    assert meter.shares() == {}
+    clock.now += 1.998
+    _group(tmp_path, "s", 1_500_000_000, 500_000_000)   # 2 s of CPU in 2 s
+    assert meter.shares() == {"p0s": pytest.approx(1.0)}
