@@ -79,16 +79,16 @@ def test_dpdk_run_has_zero_loss_and_leaves_nothing(results, switch, mode, pairs)
             assert r["tx_packets"] == s["rx_packets"], "what came in went out"
         else:
             assert s["tx_packets"] == r["rx_packets"] == s["rx_packets"], "every echo returned"
-    # the switch's own per-packet cost, read back from it: begun in the warm-up
-    # and read as the senders end, like the CPU meter (test_cpu_usage.py), so
-    # about every frame of the measured window, each crossing (a latency
-    # point's echo crosses back); on a busy host a few at its edges are not in
-    # it (its rx rings still held them, or the begin was late)
+    # the switch's own per-packet cost, read back from it: begun once the
+    # senders' window is known and read as they end, like the CPU meter
+    # (test_cpu_usage.py), so about every frame of the measured window; on a
+    # busy host a few at its edges are not in it (its rx rings still held
+    # them, or the begin came late). A latency point's echoes cross it too,
+    # but a late begin misses both ways: the requests alone are the floor.
     cost = point["switch_cost"]
     assert cost["source"] == {"ovs": "ovs-appctl dpif-netdev/pmd-stats-show",
                               "testpmd": "testpmd --record-core-cycles"}[switch]
-    crossings = 2 if mode == "latency" else 1
-    assert cost["packets"] >= 0.9 * crossings * sum(sent.values()), cost
+    assert cost["packets"] >= 0.9 * sum(sent.values()), cost
     assert cost["cycles_per_packet"] > 0, cost
     if switch == "ovs":
         assert 0 < cost["busy_share"] <= 1 and cost["threads"], cost
