@@ -21,6 +21,19 @@ struct seq_tracker *seq_new(uint64_t start_ns)
 	return t;
 }
 
+void seq_reshift(struct seq_tracker *t, uint64_t shift)
+{
+	uint64_t quicker = t->shift - shift;
+
+	if (quicker > SEQ_QUEUED_NS)
+		return;
+	for (unsigned i = 0; i < t->nflows; i++) {
+		t->flows[i].head_ts -= quicker;
+		t->flows[i].run_ts -= quicker;
+	}
+	t->shift = shift;
+}
+
 void seq_free(struct seq_tracker *t)
 {
 	if (t)

@@ -50,9 +50,13 @@
  * every frame would be bad. A receiver told so (--clock other) moves each
  * timestamp onto its own clock by the offset the first frame gave, as if that
  * frame took no time to arrive (seq_shift()), and checks the bounds above on
- * the moved timestamps. They hold as they do on one clock, but for a frame
- * that arrives more than SEQ_FUTURE_NS quicker than the first one did, and
- * for the two clocks' drift (NTP slews by at most 500 ppm: 5 ms in 10 s).
+ * the moved timestamps. They hold as they do on one clock. A frame that
+ * arrives more than SEQ_QUICKER_NS quicker than any before it (the first one
+ * waited in a queue: an emulated NIC's, a busy host's) gives the offset from
+ * then on, as the first did, and every flow's timestamps move with it
+ * (seq_reshift()); one quicker by more than SEQ_QUEUED_NS is refused, as a
+ * stray. The two clocks' drift (NTP slews by at most 500 ppm: 5 ms in 10 s)
+ * moves it likewise, once in a while.
  * A moved timestamp says nothing of how long a frame took: such a receiver
  * measures no one-way latency.
  *
@@ -77,6 +81,8 @@
 #define SEQ_FRAME_SLACK 4096                         /* frames: four bursts of the largest */
 #define SEQ_FUTURE_NS (UINT64_C(10) * 1000000)       /* two engines' clocks agree to ~0.1 us */
 #define SEQ_PAST_NS (UINT64_C(1000) * 1000000)       /* frames queued before the start */
+#define SEQ_QUICKER_NS (SEQ_FUTURE_NS / 2)           /* --clock other: a new offset (above), */
+#define SEQ_QUEUED_NS (UINT64_C(200) * 1000000)      /* up to what a first frame waited */
 #define SEQ_RUN 8
 
 struct flow_seq {
@@ -113,6 +119,12 @@ struct seq_tracker {
  * ports: before they were opened (run.open_ns). */
 struct seq_tracker *seq_new(uint64_t start_ns);
 void seq_free(struct seq_tracker *t);
+
+/* seq_shift()'s offset becomes `shift`, a frame's that arrived more than
+ * SEQ_QUICKER_NS quicker than any before it, and every flow's stamps move
+ * with it; kept as it was when the frame is quicker by more than
+ * SEQ_QUEUED_NS (a stray: its frame is then refused as from the future). */
+void seq_reshift(struct seq_tracker *t, uint64_t shift);
 
 /* Number s of flow f arrived: its bit in the window. */
 static inline void seq_mark(struct flow_seq *f, uint64_t s)
@@ -224,9 +236,13 @@ static inline void seq_run_end(struct seq_run *q)
  * arithmetic is modulo 2^64, so either clock may be ahead. */
 static inline uint64_t seq_shift(struct seq_tracker *t, uint64_t ts, uint64_t now_ns)
 {
+	uint64_t shift = now_ns - ts;
+
 	if (__builtin_expect(!t->shifted, 0)) {
-		t->shift = now_ns - ts;
+		t->shift = shift;
 		t->shifted = true;
+	} else if (__builtin_expect((int64_t)(t->shift - shift) > (int64_t)SEQ_QUICKER_NS, 0)) {
+		seq_reshift(t, shift);
 	}
 	return ts + t->shift;
 }
