@@ -19,6 +19,7 @@ from typing import IO, Any, Callable, Protocol, Sequence
 
 from cnfperf import fields
 from cnfperf.results.model import PointResult
+from cnfperf.run.teardown import Interrupted
 from cnfperf.run.trial import Progress
 from cnfperf.plan import TestPoint
 
@@ -34,6 +35,8 @@ def _watching(method: Callable[..., None]) -> Callable[..., None]:
     def safe(self: "Live", *args: Any, **kw: Any) -> None:
         try:
             method(self, *args, **kw)
+        except Interrupted:      # a signal that lands while watching stops the run
+            raise
         except Exception as e:   # noqa: BLE001 (any failure of watching is the same to the run)
             if method.__name__ not in self.failed:
                 self.failed.add(method.__name__)
@@ -67,6 +70,8 @@ class Live:
         for sink in list(self.sinks):
             try:
                 sink(event)
+            except Interrupted:
+                raise
             except Exception as e:   # noqa: BLE001 (any sink's failure is the same to the run)
                 self.sinks.remove(sink)
                 self.warn(f"stopped sending events to {sink}: {e}")

@@ -146,3 +146,23 @@ def test_an_event_that_cannot_be_made_is_said_once_and_never_costs_the_run():
     assert len(said) == 1 and "progress" in said[0] and events == []
     watching.run_end("done", 1)
     assert [e["event"] for e in events] == ["run_end"]
+
+
+def test_a_signal_that_lands_while_watching_stops_the_run():
+    """The run's Interrupted passes through a watcher and a sink: neither says
+    it failed, nor is the sink dropped."""
+    import signal
+    from cnfperf.run.teardown import Interrupted
+    said: list[str] = []
+
+    class Landing:
+        def __call__(self, event):
+            raise Interrupted(signal.SIGINT)
+
+        def close(self):
+            pass
+    sink = Landing()
+    watching = live.Live([sink], warn=said.append)
+    with pytest.raises(Interrupted):
+        watching.run_end("done", 1)
+    assert said == [] and watching.sinks == [sink] and watching.failed == set()
