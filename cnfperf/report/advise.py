@@ -65,6 +65,11 @@ class Need:
     cores: int | None = None       # for the switch and the NFs; None: any
     switches: tuple[str, ...] = ()  # the data planes considered; (): every one
 
+    def reached(self, load: float) -> bool:
+        """Whether a load per pair is the need's rate or more (to a pacer's
+        rounding: 0.1 %)."""
+        return load >= self.rate * 0.999
+
     def describe(self) -> str:
         path = f"{self.nfs} × {self.nf} ({self.shape})" if self.nfs else "no NF"
         budget = (f", p99 ≤ {expect.show(expect.METRICS['p99'], self.p99_ns)}"
@@ -237,8 +242,7 @@ def _capacity(seen: Seen, rate: float, floor: bool, where: str) -> None:
 def _latency(seen: Seen, load: float, p99: float, where: str, need: Need) -> None:
     """The p99 at the lowest load per pair at or above the need; while there
     is none, at the highest below it (shown, and judged unproven)."""
-    def enough(x: float) -> bool:
-        return x >= need.rate * 0.999
+    enough = need.reached
     before = seen.p99_load
     if before is None or (enough(load) and (not enough(before) or load < before)) or \
             (not enough(load) and not enough(before) and load > before):
@@ -283,7 +287,7 @@ def _judge_size(seen: Seen, need: Need) -> None:
     if need.p99_ns is None:
         seen.verdict = MEETS
         return
-    if seen.p99_ns is None or seen.p99_load is None or seen.p99_load < need.rate * 0.999:
+    if seen.p99_ns is None or seen.p99_load is None or not need.reached(seen.p99_load):
         seen.verdict = UNPROVEN
         seen.why = f"no latency measured at {expect.show(rate, need.rate)} pps or more"
         return
